@@ -1,0 +1,73 @@
+/**
+ * Configuration, read and validated once at cold start: a bad setting fails loudly here, not at the first request.
+ * This is the only module that reads process.env.
+ */
+export interface Config {
+  readonly tableName: string;
+  /** DynamoDB Local endpoint; empty in AWS. */
+  readonly dynamodbEndpoint: string | undefined;
+  readonly region: string;
+  readonly stage: string;
+  readonly featureGates: FeatureGates;
+  readonly reconciler: ReconcilerConfig;
+  /** Shards of the lease listing index: a pool's allocation rate is spread over this many index keys. */
+  readonly leaseIndexShards: number;
+}
+
+export interface FeatureGates {
+  readonly MultiCIDRServiceAllocator: boolean;
+  readonly DisableAllocatorDualWrite: boolean;
+}
+
+export interface ReconcilerConfig {
+  readonly expiredClaimGraceSeconds: number;
+  readonly orphanLeaseGraceSeconds: number;
+  readonly terminatingRangeGraceSeconds: number;
+  readonly leakStrikes: number;
+  /** Milliseconds kept free before the Lambda deadline; a run stops there and the next one resumes. */
+  readonly deadlineMarginMs: number;
+}
+
+const defaultGates: FeatureGates = { MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: false };
+
+/** Parses `Name=true,Other=false`; unknown gates and non-boolean values are refused. */
+export function parseFeatureGates(text: string | undefined): FeatureGates {
+  const gates: Record<keyof FeatureGates, boolean> = { ...defaultGates };
+  if (!text) return gates;
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const [name, value] = part.split('=').map((s) => s.trim());
+    if (name === undefined || !(name in gates)) throw new Error(`FEATURE_GATES: unknown gate ${JSON.stringify(name)}; known: ${Object.keys(gates).join(', ')}`);
+    if (value !== 'true' && value !== 'false') throw new Error(`FEATURE_GATES: ${name} must be true or false, not ${JSON.stringify(value)}`);
+    gates[name as keyof FeatureGates] = value === 'true';
+  }
+  return gates;
+}
+
+function numberSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number >= ${min}, not ${JSON.stringify(raw)}`);
+  return value;
+}
+
+/** Reads the configuration from an environment (process.env by default). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const tableName = env.TABLE_NAME;
+  if (!tableName) throw new Error('TABLE_NAME is not set: the handlers need the DynamoDB table name.');
+  return {
+    tableName,
+    dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
+    stage: env.STAGE || 'dev',
+    featureGates: parseFeatureGates(env.FEATURE_GATES),
+    leaseIndexShards: numberSetting(env, 'LEASE_INDEX_SHARDS', 8, 1),
+    reconciler: {
+      expiredClaimGraceSeconds: numberSetting(env, 'RECONCILE_EXPIRED_GRACE_SECONDS', 30),
+      orphanLeaseGraceSeconds: numberSetting(env, 'RECONCILE_ORPHAN_GRACE_SECONDS', 60),
+      terminatingRangeGraceSeconds: numberSetting(env, 'RECONCILE_TERMINATING_GRACE_SECONDS', 10),
+      leakStrikes: numberSetting(env, 'RECONCILE_LEAK_STRIKES', 3, 1),
+      deadlineMarginMs: numberSetting(env, 'RECONCILE_DEADLINE_MARGIN_MS', 5000),
+    },
+  };
+}

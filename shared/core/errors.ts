@@ -1,0 +1,98 @@
+/**
+ * The domain's one error hierarchy. Each error carries a machine-readable `code` and the data that explains it;
+ * the HTTP adapter maps codes to statuses in one table (shared/adapters/http/problem.ts).
+ */
+export const ErrorCode = {
+  InvalidArgument: 'InvalidArgument',
+  NotFound: 'NotFound',
+  AlreadyAllocated: 'AlreadyAllocated',
+  Conflict: 'Conflict',
+  PoolNotEmpty: 'PoolNotEmpty',
+  RangeFull: 'RangeFull',
+  NotInRange: 'NotInRange',
+  MismatchedNetwork: 'MismatchedNetwork',
+  PreconditionFailed: 'PreconditionFailed',
+  NotReady: 'NotReady',
+  Internal: 'Internal',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Base of every domain error: `message` is a sentence a client may read. */
+export class IpamError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Thrown when a request is malformed: bad JSON, unknown fields, wrong types, invalid addresses or CIDRs, bad cursors. */
+export class InvalidArgumentError extends IpamError {
+  constructor(message: string, readonly field?: string) {
+    super(ErrorCode.InvalidArgument, message);
+  }
+}
+
+/** Thrown when a pool, range, claim or address does not exist. */
+export class NotFoundError extends IpamError {
+  constructor(readonly kind: 'pool' | 'range' | 'claim' | 'address' | 'allocation', readonly id: string, message?: string) {
+    super(ErrorCode.NotFound, message ?? `${kind} ${JSON.stringify(id)} was not found.`);
+  }
+}
+
+/** Thrown when a specific address is held by another claim; carries the holder. */
+export class AlreadyAllocatedError extends IpamError {
+  constructor(readonly address: string, readonly holder?: { claim: string; owner?: { uid: string } }) {
+    super(ErrorCode.AlreadyAllocated, `Address ${address} is already allocated${holder ? ` to claim ${JSON.stringify(holder.claim)}` : ''}.`);
+  }
+}
+
+/** Thrown when an object exists with a different spec, or a change contradicts the current state. */
+export class ConflictError extends IpamError {
+  constructor(message: string) {
+    super(ErrorCode.Conflict, message);
+  }
+}
+
+/** Thrown when a pool still has claims and so cannot be deleted. */
+export class PoolNotEmptyError extends IpamError {
+  constructor(readonly pool: string, readonly claims: number) {
+    super(ErrorCode.PoolNotEmpty, `Pool ${JSON.stringify(pool)} still has claims; release them before deleting the pool.`);
+  }
+}
+
+/** Thrown when no free address is left in the Ready ranges of a family. */
+export class RangeFullError extends IpamError {
+  constructor(readonly pool: string, readonly family: string) {
+    super(ErrorCode.RangeFull, `No free ${family} address is left in pool ${JSON.stringify(pool)}.`);
+  }
+}
+
+/** Thrown when a requested address lies in no Ready range of the pool, or is a reserved address of every range holding it. */
+export class NotInRangeError extends IpamError {
+  constructor(readonly address: string, message?: string) {
+    super(ErrorCode.NotInRange, message ?? `Address ${address} is not a usable address of any Ready range of the pool.`);
+  }
+}
+
+/** Thrown when an address or family does not match what the pool or the claim's families allow. */
+export class MismatchedNetworkError extends IpamError {
+  constructor(message: string) {
+    super(ErrorCode.MismatchedNetwork, message);
+  }
+}
+
+/** Thrown when an `If-Match` version does not match the current one. */
+export class PreconditionFailedError extends IpamError {
+  constructor(readonly expected: string, readonly actual: string) {
+    super(ErrorCode.PreconditionFailed, `The object is at version ${actual}, not ${expected}.`);
+  }
+}
+
+/** Thrown when the store cannot serve now (throttling, timeouts); safe to retry later. */
+export class NotReadyError extends IpamError {
+  constructor(message = 'The address store is busy; retry the request shortly.', options?: { cause?: unknown }) {
+    super(ErrorCode.NotReady, message, options);
+  }
+}

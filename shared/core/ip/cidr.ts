@@ -1,0 +1,108 @@
+import { InvalidArgumentError } from '../errors.ts';
+import { familyBits, formatAddress, IpFamily, parseAddress, type IpAddress } from './address.ts';
+
+/** A canonical CIDR block: `base` has no host bits set. */
+export interface Cidr {
+  readonly family: IpFamily;
+  readonly base: bigint;
+  readonly prefix: number;
+}
+
+/**
+ * Parses a CIDR and insists on canonical form, so `10.0.0.1/24` is refused with a hint naming `10.0.0.0/24`.
+ * @throws InvalidArgumentError
+ */
+export function parseCidr(text: string, field = 'cidr'): Cidr {
+  if (typeof text !== 'string') throw new InvalidArgumentError(`${field} must be a CIDR string such as 10.96.0.0/16.`, field);
+  const slash = text.indexOf('/');
+  if (slash < 0) throw new InvalidArgumentError(`${field} ${JSON.stringify(text)} is not a CIDR: it needs a /prefix, as in 10.96.0.0/16.`, field);
+  const prefixText = text.slice(slash + 1);
+  const address = parseAddress(text.slice(0, slash), field);
+  const bits = familyBits(address.family);
+  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > bits || (prefixText.length > 1 && prefixText.startsWith('0'))) {
+    throw new InvalidArgumentError(`${field} ${JSON.stringify(text)} has an invalid prefix length: ${address.family} prefixes run from 0 to ${bits}.`, field);
+  }
+  const prefix = Number(prefixText);
+  const cidr: Cidr = { family: address.family, base: address.value & networkMask(address.family, prefix), prefix };
+  const canonical = formatCidr(cidr);
+  if (cidr.base !== address.value || canonical !== text) {
+    throw new InvalidArgumentError(`${field} ${JSON.stringify(text)} is not canonical; did you mean ${canonical}?`, field);
+  }
+  return cidr;
+}
+
+/** Writes a CIDR canonically (RFC 5952 for IPv6). */
+export function formatCidr(cidr: Cidr): string {
+  return `${formatAddress({ family: cidr.family, value: cidr.base })}/${cidr.prefix}`;
+}
+
+function networkMask(family: IpFamily, prefix: number): bigint {
+  const bits = BigInt(familyBits(family));
+  const all = (1n << bits) - 1n;
+  return (all >> (bits - BigInt(prefix))) << (bits - BigInt(prefix)) & all;
+}
+
+/** Number of addresses in the block, reserved ones included. */
+export function blockSize(cidr: Cidr): bigint {
+  return 1n << BigInt(familyBits(cidr.family) - cidr.prefix);
+}
+
+/** Last address of the block (broadcast for IPv4). */
+export function lastAddress(cidr: Cidr): bigint {
+  return cidr.base + blockSize(cidr) - 1n;
+}
+
+/**
+ * Addresses that may be handed out. IPv4 reserves the network and broadcast addresses (/31 and /32 hold none);
+ * IPv6 reserves only the network (subnet-router anycast) address, so /128 holds none and /127 holds one.
+ */
+export function capacity(cidr: Cidr): bigint {
+  const size = blockSize(cidr);
+  if (cidr.family === IpFamily.IPv4) return size <= 2n ? 0n : size - 2n;
+  return size - 1n;
+}
+
+/** The usable address at `offset` (0-based) counted from network + 1. */
+export function hostAt(cidr: Cidr, offset: bigint): bigint {
+  return cidr.base + 1n + offset;
+}
+
+/** The offset of a usable address, or undefined when the address is reserved or outside the block. */
+export function hostOffset(cidr: Cidr, value: bigint): bigint | undefined {
+  const offset = value - cidr.base - 1n;
+  return offset >= 0n && offset < capacity(cidr) ? offset : undefined;
+}
+
+/** True when the address lies in the block at all (reserved addresses included). */
+export function cidrContains(cidr: Cidr, address: IpAddress): boolean {
+  return address.family === cidr.family && address.value >= cidr.base && address.value <= lastAddress(cidr);
+}
+
+/** True when the address may be handed out from this block. */
+export function isHostOf(cidr: Cidr, address: IpAddress): boolean {
+  return address.family === cidr.family && hostOffset(cidr, address.value) !== undefined;
+}
+
+/** True when `outer` covers every address of `inner`. */
+export function cidrCovers(outer: Cidr, inner: Cidr): boolean {
+  return outer.family === inner.family && outer.prefix <= inner.prefix && (inner.base & networkMask(outer.family, outer.prefix)) === outer.base;
+}
+
+/**
+ * Size of the lower band (KEP-3070), kept for static allocation: min(max(16, size/16), 256) addresses,
+ * none when the range has 16 or fewer. Dynamic allocation takes the upper band first.
+ *
+ *   network  [ lower band: offsets 0 .. L-1 ][ upper band: offsets L .. capacity-1 ]  (broadcast)
+ */
+export function lowerBandSize(cidr: Cidr): bigint {
+  const size = capacity(cidr);
+  if (size <= 16n) return 0n;
+  const sixteenth = size / 16n;
+  const atLeast = sixteenth > 16n ? sixteenth : 16n;
+  return atLeast < 256n ? atLeast : 256n;
+}
+
+/** Capacity as JSON carries it: a number when exact, a decimal string beyond 2^53. */
+export function countToJson(count: bigint): number | string {
+  return count <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(count) : count.toString();
+}
