@@ -1,9 +1,10 @@
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { loadConfig } from '../shared/config.ts';
+import { buildContainer, type Container } from '../shared/adapters/composition.ts';
+import { createHttpHandler } from '../shared/adapters/http/api.ts';
 
-/** HTTP API entry (placeholder until the API lands): answers the health route. */
-export const handler = async (event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> => {
-  if (event.routeKey === 'GET /v1/health') {
-    return { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ status: 'ok' }) };
-  }
-  return { statusCode: 404, headers: { 'content-type': 'application/problem+json' }, body: JSON.stringify({ code: 'NotFound' }) };
-};
+// Built once per warm container, on first use, so a bad setting fails at cold start with a clear message.
+let container: Container | undefined;
+const get = (): Container => (container ??= buildContainer(loadConfig()));
+
+/** HTTP API entry: every route of /v1. */
+export const handler = createHttpHandler(() => get().deps, { version: '0.1.0', health: () => get().store.health() });

@@ -12,6 +12,8 @@ export interface Config {
   readonly reconciler: ReconcilerConfig;
   /** Shards of the lease listing index: a pool's allocation rate is spread over this many index keys. */
   readonly leaseIndexShards: number;
+  /** Key that signs pagination cursors (tamper evidence); set CURSOR_SECRET per deployment. */
+  readonly cursorSecret: string;
 }
 
 export interface FeatureGates {
@@ -62,6 +64,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stage: env.STAGE || 'dev',
     featureGates: parseFeatureGates(env.FEATURE_GATES),
     leaseIndexShards: numberSetting(env, 'LEASE_INDEX_SHARDS', 8, 1),
+    cursorSecret: env.CURSOR_SECRET || `ipam-cursor:${tableName}`,
     reconciler: {
       expiredClaimGraceSeconds: numberSetting(env, 'RECONCILE_EXPIRED_GRACE_SECONDS', 30),
       orphanLeaseGraceSeconds: numberSetting(env, 'RECONCILE_ORPHAN_GRACE_SECONDS', 60),

@@ -36,7 +36,7 @@ export class InvalidArgumentError extends IpamError {
 
 /** Thrown when a pool, range, claim or address does not exist. */
 export class NotFoundError extends IpamError {
-  constructor(readonly kind: 'pool' | 'range' | 'claim' | 'address' | 'allocation', readonly id: string, message?: string) {
+  constructor(readonly kind: 'pool' | 'range' | 'claim' | 'address' | 'allocation' | 'route', readonly id: string, message?: string) {
     super(ErrorCode.NotFound, message ?? `${kind} ${JSON.stringify(id)} was not found.`);
   }
 }

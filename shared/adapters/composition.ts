@@ -1,0 +1,44 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { Config } from '../config.ts';
+import { LeaseAllocator, type PickStrategy } from '../core/allocator/lease-allocator.ts';
+import type { Allocator } from '../core/allocator/allocator.ts';
+import { HintCache } from '../core/allocator/hint.ts';
+import { PoolViewCache } from '../core/pool-view-cache.ts';
+import type { Clock, IpamStore, Random } from '../core/ports.ts';
+import type { Deps } from '../core/use-cases/deps.ts';
+import { createDynamoClient } from './dynamodb/client.ts';
+import { DynamoStore } from './dynamodb/dynamo-store.ts';
+import { cryptoRandom, systemClock } from './system.ts';
+
+export interface Container {
+  readonly config: Config;
+  readonly client: DynamoDBClient;
+  readonly store: DynamoStore;
+  readonly deps: Deps;
+}
+
+export interface ContainerOverrides {
+  readonly client?: DynamoDBClient;
+  readonly clock?: Clock;
+  readonly random?: Random;
+  readonly strategy?: PickStrategy;
+  readonly hintMaxAgeMs?: number;
+  readonly viewMaxAgeMs?: number;
+  /** Wraps the store (benchmarks count requests through it). */
+  readonly wrapStore?: (store: IpamStore) => IpamStore;
+}
+
+/** The one composition root: builds the adapters once per container and binds them to the use cases. */
+export function buildContainer(config: Config, overrides: ContainerOverrides = {}): Container {
+  // One attempt per request: a throttle or timeout surfaces instead of being retried behind the allocator's back.
+  const client = overrides.client ?? createDynamoClient({ ...(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {}), region: config.region, maxAttempts: 1, requestTimeoutMs: 3000 });
+  const store = new DynamoStore({ client, tableName: config.tableName, shards: config.leaseIndexShards, cursorSecret: config.cursorSecret });
+  const port: IpamStore = overrides.wrapStore ? overrides.wrapStore(store) : store;
+  const clock = overrides.clock ?? systemClock;
+  const random = overrides.random ?? cryptoRandom;
+  const hints = new HintCache((pool, family, intervals, nowMs) => port.takenAddresses(pool, family, intervals, nowMs), overrides.hintMaxAgeMs);
+  const views = new PoolViewCache(port, overrides.viewMaxAgeMs);
+  const allocator: Allocator = new LeaseAllocator({ store: port, hints, clock, random, ...(overrides.strategy ? { strategy: overrides.strategy } : {}) });
+  const deps: Deps = { store: port, clock, random, views, hints, allocator, gates: config.featureGates };
+  return { config, client, store, deps };
+}

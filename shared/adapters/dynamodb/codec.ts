@@ -1,0 +1,137 @@
+import type { IpFamily } from '../../core/ip/address.ts';
+import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
+import type { Claim, Lease, Pool, Range, RangeState } from '../../core/model.ts';
+import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION, shardOf, TTL_SLACK_SECONDS } from './keys.ts';
+
+/** A plain item (before marshalling). */
+export type Item = Record<string, unknown>;
+
+const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
+
+export function poolToItem(pool: Pool): Item {
+  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt };
+}
+
+export function itemToPool(item: Item): Pool {
+  return { name: item.name as string, exclude: (item.exclude as string[] | undefined) ?? [], createdAt: item.createdAt as string };
+}
+
+export function rangeToItem(range: Range): Item {
+  return {
+    ...keys.range(range.pool, range.name),
+    entity: Entity.Range,
+    schema: SCHEMA_VERSION,
+    pool: range.pool,
+    name: range.name,
+    cidr: range.cidr,
+    family: range.family,
+    state: range.state,
+    legacy: range.legacy,
+    createdAt: range.createdAt,
+    ...(range.deletionRequestedAt ? { deletionRequestedAt: range.deletionRequestedAt } : {}),
+  };
+}
+
+export function itemToRange(item: Item): Range {
+  const range: Range = {
+    pool: item.pool as string,
+    name: item.name as string,
+    cidr: item.cidr as string,
+    family: item.family as IpFamily,
+    state: item.state as RangeState,
+    legacy: Boolean(item.legacy),
+    createdAt: item.createdAt as string,
+  };
+  return item.deletionRequestedAt ? { ...range, deletionRequestedAt: item.deletionRequestedAt as string } : range;
+}
+
+/** Index attributes of a claim's expiry (sparse: only claims with a TTL are in the expiry index). */
+export function expiryIndex(pool: string, name: string, expiresAt: number): Item {
+  return { GSI3PK: keys.expiryBucket(expiresAt, shardOf(`${pool}/${name}`, EXPIRY_SHARDS)), GSI3SK: keys.expirySort(expiresAt, pool, name) };
+}
+
+export function claimToItem(claim: Claim, shards: number): Item {
+  return {
+    ...keys.claim(claim.pool, claim.name),
+    entity: Entity.Claim,
+    schema: SCHEMA_VERSION,
+    GSI1PK: keys.claimsListing(claim.pool, shardOf(claim.name, shards)),
+    GSI1SK: claim.name,
+    GSI2PK: keys.owner(claim.pool, claim.spec.owner.uid),
+    GSI2SK: claim.name,
+    pool: claim.pool,
+    name: claim.name,
+    uid: claim.uid,
+    spec: claim.spec,
+    addresses: claim.addresses,
+    createdAt: claim.createdAt,
+    version: claim.version,
+    ...(claim.expiresAt !== undefined ? { expiresAt: claim.expiresAt, ...expiryIndex(claim.pool, claim.name, claim.expiresAt) } : {}),
+    ...ttlOf(claim.expiresAt),
+  };
+}
+
+export function itemToClaim(item: Item): Claim {
+  const claim: Claim = {
+    pool: item.pool as string,
+    name: item.name as string,
+    uid: item.uid as string,
+    spec: item.spec as Claim['spec'],
+    addresses: item.addresses as Claim['addresses'],
+    createdAt: item.createdAt as string,
+    version: item.version as number,
+  };
+  return item.expiresAt === undefined ? claim : { ...claim, expiresAt: item.expiresAt as number };
+}
+
+export function generatedToItem(claim: Claim): Item {
+  return {
+    ...keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!),
+    entity: Entity.Generated,
+    schema: SCHEMA_VERSION,
+    pool: claim.pool,
+    claim: claim.name,
+    claimUid: claim.uid,
+    ...(claim.expiresAt !== undefined ? { expiresAt: claim.expiresAt } : {}),
+    ...ttlOf(claim.expiresAt),
+  };
+}
+
+export function leaseToItem(lease: Lease, shards: number): Item {
+  const address = parseAddress(lease.address);
+  return {
+    ...keys.lease(lease.pool, lease.address),
+    entity: Entity.Lease,
+    schema: SCHEMA_VERSION,
+    GSI1PK: keys.leasesListing(lease.pool, lease.family, shardOf(lease.address, shards)),
+    GSI1SK: addressSortKey(address),
+    pool: lease.pool,
+    address: lease.address,
+    family: lease.family,
+    range: lease.range,
+    claim: lease.claim,
+    claimUid: lease.claimUid,
+    ownerUid: lease.owner.uid,
+    ownerKind: lease.owner.kind,
+    ownerName: lease.owner.name,
+    createdAt: lease.createdAt,
+    ...(lease.expiresAt !== undefined ? { expiresAt: lease.expiresAt } : {}),
+    ...ttlOf(lease.expiresAt),
+  };
+}
+
+export function itemToLease(item: Item): Lease {
+  const lease: Lease = {
+    pool: item.pool as string,
+    address: item.address as string,
+    family: item.family as IpFamily,
+    range: item.range as string,
+    claim: item.claim as string,
+    claimUid: item.claimUid as string,
+    owner: { uid: item.ownerUid as string, kind: (item.ownerKind as string) ?? '', name: (item.ownerName as string) ?? '' },
+    createdAt: item.createdAt as string,
+  };
+  return item.expiresAt === undefined ? lease : { ...lease, expiresAt: item.expiresAt as number };
+}
+
+export { ttlOf };

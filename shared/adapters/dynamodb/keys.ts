@@ -1,0 +1,68 @@
+import type { IpFamily } from '../../core/ip/address.ts';
+
+/**
+ * Every key of the single table, spelled in one place. Each lease and each claim has its own partition key, so a
+ * pool's allocation rate is never capped by one partition; listings go through sharded index keys.
+ *
+ *   item        PK                                  SK           GSI1 (listing)                 GSI2 (owner)            GSI3 (expiry)
+ *   pool        POOL#<pool>                         #POOL        POOLS / <pool>
+ *   range       POOL#<pool>                         RANGE#<name>
+ *   claim       CLAIM#<pool>#<name>                 CLAIM        CLAIMS#<pool>#<s> / <name>     OWNER#<pool>#<uid> / <name>   EXP#<hour>#<s> / <expiresAt>#<pool>#<name>
+ *   generated   GEN#<pool>#<ownerUid>#<generateName> GEN
+ *   lease       LEASE#<pool>#<address>              LEASE        ADDR#<pool>#<family>#<s> / <hex address>
+ *   bitmap      BITMAP#<pool>#<range>               BITMAP
+ *   event       EVENTS#<pool>                       <time>#<id>
+ */
+export const Entity = {
+  Pool: 'pool',
+  Range: 'range',
+  Claim: 'claim',
+  Generated: 'generated',
+  Lease: 'lease',
+  Bitmap: 'bitmap',
+  Event: 'event',
+  Checkpoint: 'checkpoint',
+} as const;
+export type Entity = (typeof Entity)[keyof typeof Entity];
+
+/** Schema version written on every item, so a later migration can tell old items from new ones. */
+export const SCHEMA_VERSION = 1;
+
+export interface Key {
+  PK: string;
+  SK: string;
+}
+
+/** FNV-1a, 32 bits: a stable shard for a string. */
+export function shardOf(text: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i += 1) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % shards;
+}
+
+export const keys = {
+  pool: (pool: string): Key => ({ PK: `POOL#${pool}`, SK: '#POOL' }),
+  poolPartition: (pool: string): string => `POOL#${pool}`,
+  poolsListing: (): string => 'POOLS',
+  range: (pool: string, name: string): Key => ({ PK: `POOL#${pool}`, SK: `RANGE#${name}` }),
+  claim: (pool: string, name: string): Key => ({ PK: `CLAIM#${pool}#${name}`, SK: 'CLAIM' }),
+  claimsListing: (pool: string, shard: number): string => `CLAIMS#${pool}#${shard}`,
+  owner: (pool: string, uid: string): string => `OWNER#${pool}#${uid}`,
+  generated: (pool: string, ownerUid: string, generateName: string): Key => ({ PK: `GEN#${pool}#${ownerUid}#${generateName}`, SK: 'GEN' }),
+  lease: (pool: string, address: string): Key => ({ PK: `LEASE#${pool}#${address}`, SK: 'LEASE' }),
+  leasesListing: (pool: string, family: IpFamily, shard: number): string => `ADDR#${pool}#${family}#${shard}`,
+  bitmap: (pool: string, range: string): Key => ({ PK: `BITMAP#${pool}#${range}`, SK: 'BITMAP' }),
+  events: (pool: string): string => `EVENTS#${pool}`,
+  /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
+  expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
+  expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,
+} as const;
+
+/** Shards of the expiry index. */
+export const EXPIRY_SHARDS = 4;
+
+/** Seconds DynamoDB's own TTL waits after a lease expires before it may delete the item (the reconciler acts first). */
+export const TTL_SLACK_SECONDS = 24 * 3600;

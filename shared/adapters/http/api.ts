@@ -1,0 +1,38 @@
+import middy from '@middy/core';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { NotFoundError } from '../../core/errors.ts';
+import type { Deps } from '../../core/use-cases/deps.ts';
+import { problemOf, problemResponse } from './problem.ts';
+import { compileRoutes, matchRoute, routes, type RouteContext } from './routes.ts';
+
+/** Logs a failure as one JSON line (5xx details live here, never in the response). */
+export type ErrorLogger = (entry: Record<string, unknown>) => void;
+
+const defaultLogger: ErrorLogger = (entry) => console.error(JSON.stringify(entry));
+
+/** The problem middleware: maps every error to `application/problem+json`, hiding what must not be exposed. */
+function problemMiddleware(log: ErrorLogger): middy.MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2> {
+  return {
+    onError: async (request) => {
+      const problem = problemOf(request.error);
+      if (problem.status >= 500) {
+        const error = request.error as Error;
+        log({ level: 'error', message: 'request failed', route: request.event.routeKey, path: request.event.rawPath, status: problem.status, error: error?.name, detail: error?.message, cause: (error?.cause as Error)?.name });
+      }
+      request.response = problemResponse(problem);
+    },
+  };
+}
+
+/** Builds the HTTP API handler: route, call one use case, map the result; errors become problem documents. */
+export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], log: ErrorLogger = defaultLogger) {
+  const compiled = compileRoutes(Object.keys(routes));
+  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
+    .use(problemMiddleware(log))
+    .handler(async (event) => {
+      const match = matchRoute(compiled, event);
+      if (!match) throw new NotFoundError('route', event.rawPath, `No route ${event.requestContext?.http?.method} ${event.rawPath}.`);
+      const route = routes[match.key]!;
+      return route({ event: { ...event, pathParameters: match.pathParameters }, deps: deps(), info });
+    });
+}

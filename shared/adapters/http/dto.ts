@@ -1,0 +1,59 @@
+import { countToJson } from '../../core/ip/cidr.ts';
+import type { Claim, Lease, Pool, Range, Utilization } from '../../core/model.ts';
+import type { PoolDetails } from '../../core/use-cases/pools.ts';
+
+/** Utilization as JSON: exact counts, decimal strings beyond 2^53. */
+export function utilizationDto(u: Utilization): { size: number | string; used: number | string; free: number | string } {
+  return { size: countToJson(u.size), used: countToJson(u.used), free: countToJson(u.free) };
+}
+
+export function poolDto(pool: Pool): Record<string, unknown> {
+  return { name: pool.name, exclude: pool.exclude, createdAt: pool.createdAt };
+}
+
+export function rangeDto(range: Range, u: Utilization): Record<string, unknown> {
+  return {
+    name: range.name,
+    cidr: range.cidr,
+    family: range.family,
+    state: range.state,
+    legacy: range.legacy,
+    ...utilizationDto(u),
+    createdAt: range.createdAt,
+    ...(range.deletionRequestedAt ? { deletionRequestedAt: range.deletionRequestedAt } : {}),
+  };
+}
+
+export function poolDetailsDto(details: PoolDetails): Record<string, unknown> {
+  const utilization: Record<string, unknown> = {};
+  for (const [family, u] of Object.entries(details.utilization)) utilization[family] = utilizationDto(u);
+  return { ...poolDto(details.pool), ranges: details.ranges.map((r) => rangeDto(r.range, r.utilization)), utilization };
+}
+
+export function claimDto(claim: Claim): Record<string, unknown> {
+  return {
+    name: claim.name,
+    uid: claim.uid,
+    owner: claim.spec.owner,
+    ipFamilyPolicy: claim.spec.ipFamilyPolicy,
+    ipFamilies: claim.addresses.map((a) => a.family),
+    addresses: claim.addresses,
+    ...(claim.spec.generateName !== undefined ? { generateName: claim.spec.generateName } : {}),
+    ...(claim.spec.ttlSeconds !== undefined ? { ttlSeconds: claim.spec.ttlSeconds } : {}),
+    ...(claim.expiresAt !== undefined ? { expiresAt: new Date(claim.expiresAt).toISOString() } : {}),
+    createdAt: claim.createdAt,
+    version: claim.version,
+  };
+}
+
+export function leaseDto(lease: Lease): Record<string, unknown> {
+  return {
+    address: lease.address,
+    family: lease.family,
+    range: lease.range,
+    claim: lease.claim,
+    owner: lease.owner,
+    createdAt: lease.createdAt,
+    ...(lease.expiresAt !== undefined ? { expiresAt: new Date(lease.expiresAt).toISOString() } : {}),
+  };
+}

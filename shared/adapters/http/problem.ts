@@ -1,0 +1,60 @@
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { ErrorCode, IpamError } from '../../core/errors.ts';
+
+/** Every domain error code and its HTTP status: a new code does not compile until it is mapped here. */
+export const statusOf: Record<ErrorCode, number> = {
+  InvalidArgument: 400,
+  NotFound: 404,
+  AlreadyAllocated: 409,
+  Conflict: 409,
+  PoolNotEmpty: 409,
+  RangeFull: 409,
+  NotInRange: 422,
+  MismatchedNetwork: 422,
+  PreconditionFailed: 412,
+  NotReady: 503,
+  Internal: 500,
+};
+
+const titles: Record<ErrorCode, string> = {
+  InvalidArgument: 'Invalid argument',
+  NotFound: 'Not found',
+  AlreadyAllocated: 'Address already allocated',
+  Conflict: 'Conflict',
+  PoolNotEmpty: 'Pool not empty',
+  RangeFull: 'Range full',
+  NotInRange: 'Address not in range',
+  MismatchedNetwork: 'Mismatched network',
+  PreconditionFailed: 'Precondition failed',
+  NotReady: 'Not ready',
+  Internal: 'Internal error',
+};
+
+/** An RFC 9457 problem document: `{type, title, status, detail, code}`. */
+export interface Problem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly code: ErrorCode;
+}
+
+/**
+ * Maps any error to a problem response. Domain errors below 500 are exposed; anything else becomes a generic 500
+ * whose details stay in the logs (middy's `expose` rule).
+ */
+export function problemOf(error: unknown): Problem {
+  if (error instanceof IpamError && error.code !== ErrorCode.Internal) {
+    const status = statusOf[error.code];
+    const detail = status < 500 || error.code === ErrorCode.NotReady ? error.message : titles[error.code];
+    return { type: `https://ipam.dev/problems/${error.code}`, title: titles[error.code], status, detail, code: error.code };
+  }
+  return { type: 'https://ipam.dev/problems/Internal', title: titles.Internal, status: 500, detail: 'The server failed to handle the request; it has been logged.', code: ErrorCode.Internal };
+}
+
+/** The HTTP response of a problem. */
+export function problemResponse(problem: Problem): APIGatewayProxyStructuredResultV2 {
+  const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
+  if (problem.code === ErrorCode.NotReady) headers['retry-after'] = '1';
+  return { statusCode: problem.status, headers, body: JSON.stringify(problem) };
+}

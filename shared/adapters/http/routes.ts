@@ -1,0 +1,168 @@
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { InvalidArgumentError } from '../../core/errors.ts';
+import type { IpFamily } from '../../core/ip/address.ts';
+import type { IpFamilyPolicy } from '../../core/model.ts';
+import type { Deps } from '../../core/use-cases/deps.ts';
+import * as pools from '../../core/use-cases/pools.ts';
+import * as ranges from '../../core/use-cases/ranges.ts';
+import * as claims from '../../core/use-cases/claims.ts';
+import * as addresses from '../../core/use-cases/addresses.ts';
+import { claimDto, leaseDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
+import { header, pageParams, parseBody, pathParam } from './request.ts';
+
+export type Response = APIGatewayProxyStructuredResultV2;
+
+/** What a route gets: the event and the container's dependencies. */
+export interface RouteContext {
+  readonly event: APIGatewayProxyEventV2;
+  readonly deps: Deps;
+  /** Extra facts for the health route. */
+  readonly info: { readonly version: string; readonly health: () => Promise<{ table: string; status: string }> };
+}
+
+export type Route = (ctx: RouteContext) => Promise<Response>;
+
+/** A JSON response. */
+export function json(statusCode: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return { statusCode, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) };
+}
+
+const noContent = (): Response => ({ statusCode: 204, headers: {} });
+
+const claimHeaders = (version: number) => ({ etag: `"${version}"` });
+
+/** Every route of the HTTP contract (openapi.yaml lists the same set; a test keeps them equal). */
+export const routes: Readonly<Record<string, Route>> = {
+  'GET /v1/health': async ({ info }) => {
+    const table = await info.health();
+    return json(200, { status: table.status === 'ACTIVE' ? 'ok' : 'degraded', version: info.version, node: process.versions.node, table });
+  },
+
+  'POST /v1/pools': async ({ event, deps }) => {
+    const body = parseBody(event, { name: { type: 'string', required: true }, exclude: { type: 'string[]' } });
+    const pool = await pools.createPool(deps, { name: body.name as string, ...(body.exclude ? { exclude: body.exclude as string[] } : {}) });
+    return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
+  },
+  'GET /v1/pools': async ({ event, deps }) => {
+    const { limit, cursor } = pageParams(event);
+    const page = await pools.listPools(deps, limit, cursor);
+    return json(200, { items: page.items.map(poolDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+  },
+  'GET /v1/pools/{pool}': async ({ event, deps }) => json(200, poolDetailsDto(await pools.getPool(deps, pathParam(event, 'pool')))),
+  'DELETE /v1/pools/{pool}': async ({ event, deps }) => {
+    await pools.deletePool(deps, pathParam(event, 'pool'));
+    return noContent();
+  },
+
+  'POST /v1/pools/{pool}/ranges': async ({ event, deps }) => {
+    const body = parseBody(event, { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } });
+    const result = await ranges.createRange(deps, {
+      pool: pathParam(event, 'pool'),
+      cidr: body.cidr as string,
+      ...(body.name !== undefined ? { name: body.name as string } : {}),
+      ...(body.legacy !== undefined ? { legacy: body.legacy as boolean } : {}),
+    });
+    return json(result.created ? 201 : 200, rangeDto(result.range, result.utilization));
+  },
+  'GET /v1/pools/{pool}/ranges': async ({ event, deps }) => {
+    const list = await ranges.listRanges(deps, pathParam(event, 'pool'));
+    return json(200, { items: list.map((r) => rangeDto(r.range, r.utilization)) });
+  },
+  'GET /v1/pools/{pool}/ranges/{range}': async ({ event, deps }) => {
+    const r = await ranges.getRange(deps, pathParam(event, 'pool'), pathParam(event, 'range'));
+    return json(200, rangeDto(r.range, r.utilization));
+  },
+  'DELETE /v1/pools/{pool}/ranges/{range}': async ({ event, deps }) => {
+    const outcome = await ranges.deleteRange(deps, pathParam(event, 'pool'), pathParam(event, 'range'));
+    return outcome === 'gone' ? noContent() : json(202, { name: pathParam(event, 'range'), state: 'Terminating' });
+  },
+
+  'POST /v1/pools/{pool}/claims': async ({ event, deps }) => {
+    const body = parseBody(event, {
+      name: { type: 'string' },
+      generateName: { type: 'string' },
+      owner: { type: 'object', required: true, fields: { kind: { type: 'string', required: true }, name: { type: 'string', required: true }, uid: { type: 'string', required: true } } },
+      ipFamilyPolicy: { type: 'string' },
+      ipFamilies: { type: 'string[]' },
+      addresses: { type: 'string[]' },
+      ttlSeconds: { type: 'integer' },
+    });
+    const result = await claims.createClaim(deps, {
+      pool: pathParam(event, 'pool'),
+      owner: body.owner as claims.CreateClaimCommand['owner'],
+      ...(body.name !== undefined ? { name: body.name as string } : {}),
+      ...(body.generateName !== undefined ? { generateName: body.generateName as string } : {}),
+      ...(body.ipFamilyPolicy !== undefined ? { ipFamilyPolicy: body.ipFamilyPolicy as IpFamilyPolicy } : {}),
+      ...(body.ipFamilies !== undefined ? { ipFamilies: body.ipFamilies as IpFamily[] } : {}),
+      ...(body.addresses !== undefined ? { addresses: body.addresses as string[] } : {}),
+      ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds as number } : {}),
+    });
+    return json(result.created ? 201 : 200, claimDto(result.claim), claimHeaders(result.claim.version));
+  },
+  'GET /v1/pools/{pool}/claims': async ({ event, deps }) => {
+    const { limit, cursor } = pageParams(event);
+    const owner = event.queryStringParameters?.owner;
+    if (owner !== undefined && owner.length === 0) throw new InvalidArgumentError('owner must be an owner uid.', 'owner');
+    const page = await claims.listClaims(deps, pathParam(event, 'pool'), limit, cursor, owner);
+    return json(200, { items: page.items.map(claimDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+  },
+  'GET /v1/pools/{pool}/claims/{claim}': async ({ event, deps }) => {
+    const claim = await claims.getClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'));
+    return json(200, claimDto(claim), claimHeaders(claim.version));
+  },
+  'DELETE /v1/pools/{pool}/claims/{claim}': async ({ event, deps }) => {
+    const ifMatch = header(event, 'if-match')?.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+    await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), ifMatch);
+    return noContent();
+  },
+  'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps }) => {
+    const body = parseBody(event, { ttlSeconds: { type: 'integer' } }, true);
+    const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | undefined);
+    return json(200, claimDto(claim), claimHeaders(claim.version));
+  },
+
+  'GET /v1/pools/{pool}/addresses': async ({ event, deps }) => {
+    const { limit, cursor } = pageParams(event);
+    const range = event.queryStringParameters?.range;
+    const page = await addresses.listAddresses(deps, pathParam(event, 'pool'), range, limit, cursor);
+    return json(200, { items: page.items.map(leaseDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+  },
+  'GET /v1/pools/{pool}/addresses/{address}': async ({ event, deps }) =>
+    json(200, leaseDto(await addresses.getAddress(deps, pathParam(event, 'pool'), pathParam(event, 'address')))),
+};
+
+interface Compiled {
+  readonly key: string;
+  readonly method: string;
+  readonly pattern: RegExp;
+  readonly params: readonly string[];
+}
+
+/** Compiles route keys so requests without a routeKey (or with a `$default` one) are matched by method and path. */
+export function compileRoutes(keysList: readonly string[]): Compiled[] {
+  return keysList.map((key) => {
+    const [method, path] = key.split(' ') as [string, string];
+    const params: string[] = [];
+    const source = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+      params.push(name);
+      return '([^/]+)';
+    });
+    return { key, method, pattern: new RegExp(`^${source}/?$`), params };
+  });
+}
+
+/** Finds the route of a request, filling path parameters when matched by path. */
+export function matchRoute(compiled: readonly Compiled[], event: APIGatewayProxyEventV2): { key: string; pathParameters: Record<string, string> } | undefined {
+  if (event.routeKey && event.routeKey !== '$default') {
+    const found = compiled.find((c) => c.key === event.routeKey);
+    if (found) return { key: found.key, pathParameters: (event.pathParameters ?? {}) as Record<string, string> };
+  }
+  const method = event.requestContext?.http?.method ?? '';
+  const path = event.rawPath ?? '';
+  for (const c of compiled) {
+    if (c.method !== method) continue;
+    const m = c.pattern.exec(path);
+    if (m) return { key: c.key, pathParameters: Object.fromEntries(c.params.map((p, i) => [p, m[i + 1]!])) };
+  }
+  return undefined;
+}

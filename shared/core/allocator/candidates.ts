@@ -1,0 +1,93 @@
+import { capacity, hostAt, lowerBandSize, type Cidr } from '../ip/cidr.ts';
+import type { Random } from '../ports.ts';
+import { intervalHolding, type Interval } from './intervals.ts';
+
+/** A Ready range as the picker sees it. */
+export interface PickRange {
+  readonly name: string;
+  readonly cidr: Cidr;
+  /** Offsets [0, window) may be picked; the whole capacity when absent (a legacy range's mirrored window otherwise). */
+  readonly window?: bigint;
+}
+
+/** What the picker knows: exclusions (sorted, disjoint) and a recent view of taken addresses (a hint, not the truth). */
+export interface PickContext {
+  readonly excluded: readonly Interval[];
+  readonly taken: ReadonlySet<bigint>;
+  readonly random: Random;
+}
+
+/** Usable offsets of the range for dynamic picks: [0, min(capacity, window)). */
+export function pickableSize(range: PickRange): bigint {
+  const size = capacity(range.cidr);
+  return range.window !== undefined && range.window < size ? range.window : size;
+}
+
+/**
+ * Picks a likely free address of one range: a random start in the upper band, scanning with wrap-around, then the
+ * lower band (KEP-3070), skipping excluded and hinted-taken addresses. Undefined when the hint shows the range full.
+ *
+ *   offset 0                 L                                  size-1
+ *          [ lower band      ][ upper band: random start, wrap  ]
+ */
+export function pickInRange(range: PickRange, ctx: PickContext, skip: ReadonlySet<bigint> = new Set()): bigint | undefined {
+  const size = pickableSize(range);
+  if (size <= 0n) return undefined;
+  const lower = lowerBandSize(range.cidr) < size ? lowerBandSize(range.cidr) : 0n;
+  return scanBand(range.cidr, lower, size, ctx, skip) ?? (lower > 0n ? scanBand(range.cidr, 0n, lower, ctx, skip) : undefined);
+}
+
+function isFree(value: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): boolean {
+  return !ctx.taken.has(value) && !skip.has(value);
+}
+
+/** Scans offsets [from, to) from a random start with wrap-around; jumps over excluded intervals in one step. */
+function scanBand(cidr: Cidr, from: bigint, to: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): bigint | undefined {
+  const width = to - from;
+  if (width <= 0n) return undefined;
+  const start = from + ctx.random.below(width);
+  let visited = 0n;
+  let offset = start;
+  while (visited < width) {
+    const value = hostAt(cidr, offset);
+    const excluded = intervalHolding(ctx.excluded, value);
+    if (excluded) {
+      // Jump to just past the exclusion (or to the band end), counting what we skipped.
+      const lastOffsetInExclusion = excluded[1] - cidr.base - 1n;
+      const bandLast = offset < start ? start - 1n : to - 1n;
+      const jumpTo = lastOffsetInExclusion < bandLast ? lastOffsetInExclusion : bandLast;
+      visited += jumpTo - offset + 1n;
+      offset = jumpTo + 1n;
+    } else {
+      if (isFree(value, ctx, skip)) return value;
+      visited += 1n;
+      offset += 1n;
+    }
+    if (offset >= to) offset = from;
+  }
+  return undefined;
+}
+
+/** Uniform random pick over the range, ignoring any hint: the "blind" strategy the benchmark compares against. */
+export function pickBlind(range: PickRange, ctx: Pick<PickContext, 'excluded' | 'random'>): bigint | undefined {
+  const size = pickableSize(range);
+  if (size <= 0n) return undefined;
+  for (let i = 0; i < 64; i += 1) {
+    const value = hostAt(range.cidr, ctx.random.below(size));
+    if (!intervalHolding(ctx.excluded, value)) return value;
+  }
+  return undefined;
+}
+
+/** Chooses among ranges in proportion to their free capacity (weights given); undefined when every weight is zero. */
+export function chooseWeighted<T>(items: readonly { item: T; weight: bigint }[], random: Random): T | undefined {
+  const total = items.reduce((sum, { weight }) => sum + (weight > 0n ? weight : 0n), 0n);
+  if (total === 0n) return undefined;
+  let roll = random.below(total);
+  for (const { item, weight } of items) {
+    if (weight <= 0n) continue;
+    if (roll < weight) return item;
+    roll -= weight;
+  }
+  return undefined;
+}

@@ -1,0 +1,48 @@
+import type { IpFamily } from '../ip/address.ts';
+import type { Interval } from './intervals.ts';
+
+/** Reads the addresses currently taken in some intervals of a pool's family (the store's takenAddresses). */
+export type TakenReader = (pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number) => Promise<bigint[]>;
+
+interface Entry {
+  taken: Set<bigint>;
+  fetchedAt: number;
+  intervalsKey: string;
+}
+
+/**
+ * A warm container's recent view of what is taken, per pool and family. It only steers the choice of candidates:
+ * the conditional write stays the judge, so a stale hint costs a collision, never a duplicate.
+ */
+export class HintCache {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly read: TakenReader, private readonly maxAgeMs = 5_000) {}
+
+  /** The hint for a pool's family over these intervals, refreshed when older than maxAge or covering other intervals. */
+  async get(pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number, force = false): Promise<{ taken: ReadonlySet<bigint>; fetchedAt: number }> {
+    const key = `${pool}\u0000${family}`;
+    const intervalsKey = intervals.map(([a, b]) => `${a}-${b}`).join(',');
+    const entry = this.entries.get(key);
+    if (!force && entry && entry.intervalsKey === intervalsKey && nowMs - entry.fetchedAt < this.maxAgeMs) return entry;
+    const taken = new Set(await this.read(pool, family, intervals, nowMs));
+    const fresh: Entry = { taken, fetchedAt: nowMs, intervalsKey };
+    this.entries.set(key, fresh);
+    return fresh;
+  }
+
+  /** Records a collision or a success so the next pick in this container avoids the address. */
+  markTaken(pool: string, family: IpFamily, value: bigint): void {
+    this.entries.get(`${pool}\u0000${family}`)?.taken.add(value);
+  }
+
+  /** Records a release made by this container. */
+  markFree(pool: string, family: IpFamily, value: bigint): void {
+    this.entries.get(`${pool}\u0000${family}`)?.taken.delete(value);
+  }
+
+  /** Forgets a pool (after its ranges change). */
+  forget(pool: string): void {
+    for (const key of this.entries.keys()) if (key.startsWith(`${pool}\u0000`)) this.entries.delete(key);
+  }
+}

@@ -1,0 +1,68 @@
+import { formatAddress, type IpAddress, type IpFamily } from '../ip/address.ts';
+import { capacity, cidrContains, hostAt, isHostOf, lastAddress, parseCidr, type Cidr } from '../ip/cidr.ts';
+import { MismatchedNetworkError, NotInRangeError } from '../errors.ts';
+import { RangeState, type PoolView, type Range } from '../model.ts';
+import { mergeIntervals, type Interval } from './intervals.ts';
+
+/** A range with its parsed CIDR. */
+export interface ParsedRange {
+  readonly range: Range;
+  readonly cidr: Cidr;
+}
+
+/** Parsed ranges of a family, optionally only the Ready ones. */
+export function rangesOf(view: PoolView, family: IpFamily, readyOnly = true): ParsedRange[] {
+  return view.ranges
+    .filter((r) => r.family === family && (!readyOnly || r.state === RangeState.Ready))
+    .map((range) => ({ range, cidr: parseCidr(range.cidr) }));
+}
+
+/** The usable (host) addresses of a range as one interval, or none for a range without capacity. */
+export function hostInterval(cidr: Cidr): Interval | undefined {
+  const size = capacity(cidr);
+  return size > 0n ? [hostAt(cidr, 0n), hostAt(cidr, size - 1n)] : undefined;
+}
+
+/** Host addresses of several ranges, merged: overlapping space counted once. */
+export function hostIntervals(ranges: readonly ParsedRange[]): Interval[] {
+  return mergeIntervals(ranges.map((r) => hostInterval(r.cidr)).filter((i): i is Interval => i !== undefined));
+}
+
+/** Whole blocks of several ranges, merged (for reading leases, reserved addresses included). */
+export function blockIntervals(ranges: readonly ParsedRange[]): Interval[] {
+  return mergeIntervals(ranges.map((r): Interval => [r.cidr.base, lastAddress(r.cidr)]));
+}
+
+/** The pool's exclusions of a family as sorted, disjoint intervals. */
+export function excludedIntervals(view: PoolView, family: IpFamily): Interval[] {
+  return mergeIntervals(
+    view.pool.exclude
+      .map((text) => parseCidr(text))
+      .filter((c) => c.family === family)
+      .map((c): Interval => [c.base, lastAddress(c)]),
+  );
+}
+
+/**
+ * The Ready range an explicit address is taken through: the first (narrowest) Ready range holding it as a host
+ * address. An address that is the network address of one range but a host of a covering range is allocatable.
+ * @throws MismatchedNetworkError when the pool has no Ready range of the family; NotInRangeError otherwise.
+ */
+export function rangeForExplicit(view: PoolView, address: IpAddress): ParsedRange {
+  const ready = rangesOf(view, address.family);
+  const text = formatAddress(address);
+  if (ready.length === 0) {
+    throw new MismatchedNetworkError(`Address ${text} is ${address.family}, and pool ${JSON.stringify(view.pool.name)} has no Ready ${address.family} range.`);
+  }
+  const holders = ready.filter((r) => isHostOf(r.cidr, address)).sort((a, b) => b.cidr.prefix - a.cidr.prefix);
+  if (holders[0]) return holders[0];
+  const reservedIn = ready.find((r) => cidrContains(r.cidr, address));
+  if (reservedIn) {
+    throw new NotInRangeError(text, `Address ${text} is a reserved address (network or broadcast) of range ${JSON.stringify(reservedIn.range.name)} and no other Ready range holds it.`);
+  }
+  const terminating = rangesOf(view, address.family, false).find((r) => r.range.state !== RangeState.Ready && isHostOf(r.cidr, address));
+  if (terminating) {
+    throw new NotInRangeError(text, `Address ${text} lies only in range ${JSON.stringify(terminating.range.name)}, which is Terminating and serves no new allocations.`);
+  }
+  throw new NotInRangeError(text, `Address ${text} is not in any Ready range of pool ${JSON.stringify(view.pool.name)}.`);
+}

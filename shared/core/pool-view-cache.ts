@@ -1,0 +1,31 @@
+import { NotFoundError } from './errors.ts';
+import type { PoolView } from './model.ts';
+import type { IpamStore } from './ports.ts';
+
+/**
+ * A warm container's short-lived copy of pools and their ranges. Range deletion waits a grace period far longer
+ * than maxAge before finalizing, so a cached Ready range is never allocated from after it is gone.
+ */
+export class PoolViewCache {
+  private readonly entries = new Map<string, { view: PoolView; at: number }>();
+
+  constructor(private readonly store: Pick<IpamStore, 'getPoolView'>, private readonly maxAgeMs = 1_000) {}
+
+  /** The pool's view, read through when stale or when `fresh` is asked for. @throws NotFoundError */
+  async get(pool: string, nowMs: number, fresh = false): Promise<PoolView> {
+    const entry = this.entries.get(pool);
+    if (!fresh && entry && nowMs - entry.at < this.maxAgeMs) return entry.view;
+    const view = await this.store.getPoolView(pool);
+    if (!view) {
+      this.entries.delete(pool);
+      throw new NotFoundError('pool', pool);
+    }
+    this.entries.set(pool, { view, at: nowMs });
+    return view;
+  }
+
+  /** Drops a pool after this container changed it. */
+  forget(pool: string): void {
+    this.entries.delete(pool);
+  }
+}

@@ -1,0 +1,78 @@
+import type { IpFamily } from './ip/address.ts';
+import type { Claim, Lease, Pool, PoolView, Range } from './model.ts';
+
+/** Time, passed in so the core never reads the system clock. */
+export interface Clock {
+  nowMs(): number;
+}
+
+/** Randomness, passed in so tests can pin it. */
+export interface Random {
+  /** A uniform integer in [0, bound). */
+  below(bound: bigint): bigint;
+  /** A uniform float in [0, 1). */
+  unit(): number;
+  /** `length` characters from [a-z0-9]. */
+  suffix(length: number): string;
+  /** A fresh unique id. */
+  uid(): string;
+}
+
+/** A page of a listing with an opaque cursor to the next one. */
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly nextCursor?: string;
+}
+
+/** A family's addresses in [from, to]. */
+export interface LeaseScope {
+  readonly family: IpFamily;
+  readonly from: bigint;
+  readonly to: bigint;
+}
+
+/** Why a claim transaction did not commit. */
+export type CommitOutcome =
+  | { readonly kind: 'committed' }
+  | { readonly kind: 'claimExists'; readonly existing: Claim }
+  | { readonly kind: 'addressesTaken'; readonly taken: readonly { address: string; holder?: Lease }[] }
+  | { readonly kind: 'generatedNameExists'; readonly claimName: string };
+
+/** The persistence port of the allocator and the use cases; DynamoStore is its adapter. */
+export interface IpamStore {
+  createPool(pool: Pool): Promise<'created' | 'exists'>;
+  getPoolView(pool: string): Promise<PoolView | undefined>;
+  listPools(limit: number, cursor?: string): Promise<Page<Pool>>;
+  /** Deletes the pool and its ranges; false when a claim still exists. */
+  deletePool(pool: string): Promise<'deleted' | 'notEmpty' | 'absent'>;
+
+  createRange(range: Range): Promise<'created' | 'exists'>;
+  /** Moves a Ready range to Terminating; idempotent. */
+  markRangeTerminating(range: Range, atIso: string): Promise<Range>;
+  deleteRange(pool: string, name: string): Promise<void>;
+
+  /**
+   * Writes the claim and all its leases in one transaction: the claim only if absent, each lease only if
+   * absent or expired at `nowMs`.
+   */
+  commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number): Promise<CommitOutcome>;
+  getClaim(pool: string, name: string): Promise<Claim | undefined>;
+  /** Finds the claim an owner made from a generateName (the DRA recovery after a lost response). */
+  findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined>;
+  listClaims(pool: string, limit: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>>;
+  /** Deletes the claim and each lease still held by it, in one transaction; `expectedVersion` makes it conditional. */
+  releaseClaim(claim: Claim, expectedVersion?: number): Promise<'released' | 'versionMismatch' | 'absent'>;
+  /** Extends the claim and its leases; fails when a lease was taken by someone else. */
+  renewClaim(claim: Claim, expiresAt: number): Promise<'renewed' | 'lost' | 'absent'>;
+
+  getLease(pool: string, address: string): Promise<Lease | undefined>;
+  /** Leases not expired at `nowMs` whose addresses lie in the scopes (visited in order), each scope in address order. */
+  listLeases(pool: string, scopes: readonly LeaseScope[], nowMs: number, limit: number, cursor?: string): Promise<Page<Lease>>;
+  /** Addresses with a lease not expired at `nowMs` in the intervals: the allocator's hint. */
+  takenAddresses(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number): Promise<bigint[]>;
+  /** Counts leases not expired at `nowMs` in each interval (the intervals must not overlap). */
+  countLeases(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number): Promise<bigint>;
+
+  /** Status of the table for the health route. */
+  health(): Promise<{ table: string; status: string }>;
+}

@@ -1,0 +1,30 @@
+import { familyBits, formatAddress, IpFamily, parseAddress } from '../ip/address.ts';
+import { lastAddress, parseCidr } from '../ip/cidr.ts';
+import { NotFoundError } from '../errors.ts';
+import { isExpired, type Lease } from '../model.ts';
+import type { LeaseScope, Page } from '../ports.ts';
+import { pageLimit, type Deps } from './deps.ts';
+
+/** The lease holding an address now. @throws NotFoundError when the address is free (absent or expired lease) */
+export async function getAddress(deps: Deps, pool: string, text: string): Promise<Lease> {
+  await deps.views.get(pool, deps.clock.nowMs());
+  const address = formatAddress(parseAddress(text));
+  const lease = await deps.store.getLease(pool, address);
+  if (!lease || isExpired(lease, deps.clock.nowMs())) throw new NotFoundError('address', address, `Address ${address} is not allocated in pool ${JSON.stringify(pool)}.`);
+  return lease;
+}
+
+/** Held addresses in address order, of one range or of the whole pool (IPv4 first). @throws NotFoundError */
+export async function listAddresses(deps: Deps, pool: string, rangeName?: string, limit?: number, cursor?: string): Promise<Page<Lease>> {
+  const view = await deps.views.get(pool, deps.clock.nowMs());
+  let scopes: LeaseScope[];
+  if (rangeName !== undefined) {
+    const range = view.ranges.find((r) => r.name === rangeName);
+    if (!range) throw new NotFoundError('range', rangeName);
+    const cidr = parseCidr(range.cidr);
+    scopes = [{ family: cidr.family, from: cidr.base, to: lastAddress(cidr) }];
+  } else {
+    scopes = [IpFamily.IPv4, IpFamily.IPv6].map((family) => ({ family, from: 0n, to: (1n << BigInt(familyBits(family))) - 1n }));
+  }
+  return deps.store.listLeases(pool, scopes, deps.clock.nowMs(), pageLimit(limit), cursor);
+}

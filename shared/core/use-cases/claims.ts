@@ -1,0 +1,240 @@
+import { formatAddress, IpFamily, parseAddress, type IpAddress } from '../ip/address.ts';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  MismatchedNetworkError,
+  NotFoundError,
+  NotInRangeError,
+  PreconditionFailedError,
+  RangeFullError,
+} from '../errors.ts';
+import { checkDnsLabel, generatedName } from '../names.ts';
+import { IpFamilyPolicy, isExpired, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
+import type { Page } from '../ports.ts';
+import type { FamilyRequest } from '../allocator/allocator.ts';
+import { rangesOf } from '../allocator/pool-geometry.ts';
+import { pageLimit, type Deps } from './deps.ts';
+
+export interface CreateClaimCommand {
+  readonly pool: string;
+  readonly name?: string;
+  readonly generateName?: string;
+  readonly owner: Owner;
+  readonly ipFamilyPolicy?: IpFamilyPolicy;
+  readonly ipFamilies?: readonly IpFamily[];
+  readonly addresses?: readonly string[];
+  readonly ttlSeconds?: number;
+}
+
+/** Longest lease a claim may ask for: one year. */
+export const MAX_TTL_SECONDS = 365 * 24 * 3600;
+
+function checkOwner(owner: Owner): Owner {
+  for (const key of ['kind', 'name', 'uid'] as const) {
+    const value = owner?.[key];
+    if (typeof value !== 'string' || value.length === 0 || value.length > 253) {
+      throw new InvalidArgumentError(`owner.${key} must be a non-empty string of at most 253 characters.`, `owner.${key}`);
+    }
+  }
+  return { kind: owner.kind, name: owner.name, uid: owner.uid };
+}
+
+function checkTtl(ttl: number | undefined, field = 'ttlSeconds'): number | undefined {
+  if (ttl === undefined) return undefined;
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_TTL_SECONDS) {
+    throw new InvalidArgumentError(`${field} must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}.`, field);
+  }
+  return ttl;
+}
+
+/** Normalizes what the client asked for, so equal requests compare equal. @throws InvalidArgumentError */
+export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; explicit: IpAddress[] } {
+  if ((cmd.name === undefined) === (cmd.generateName === undefined)) {
+    throw new InvalidArgumentError('Give exactly one of name and generateName.', 'name');
+  }
+  if (cmd.name !== undefined) checkDnsLabel(cmd.name, 'name');
+  if (cmd.generateName !== undefined) checkDnsLabel(cmd.generateName.replace(/-+$/, ''), 'generateName');
+  const policy = cmd.ipFamilyPolicy ?? IpFamilyPolicy.SingleStack;
+  if (!Object.values(IpFamilyPolicy).includes(policy)) {
+    throw new InvalidArgumentError(`ipFamilyPolicy must be one of ${Object.values(IpFamilyPolicy).join(', ')}.`, 'ipFamilyPolicy');
+  }
+  const families = [...(cmd.ipFamilies ?? [])];
+  for (const f of families) {
+    if (!Object.values(IpFamily).includes(f)) throw new InvalidArgumentError('ipFamilies entries must be IPv4 or IPv6.', 'ipFamilies');
+  }
+  if (new Set(families).size !== families.length) throw new InvalidArgumentError('ipFamilies must not repeat a family.', 'ipFamilies');
+  if (policy === IpFamilyPolicy.SingleStack && families.length > 1) {
+    throw new InvalidArgumentError('A SingleStack claim takes one family; use PreferDualStack or RequireDualStack for two.', 'ipFamilies');
+  }
+  const explicit = (cmd.addresses ?? []).map((a, i) => parseAddress(a, `addresses[${i}]`));
+  if (new Set(explicit.map((a) => a.family)).size !== explicit.length) {
+    throw new InvalidArgumentError('addresses may hold at most one address per family.', 'addresses');
+  }
+  if (policy === IpFamilyPolicy.SingleStack && explicit.length > 1) {
+    throw new InvalidArgumentError('A SingleStack claim takes one address.', 'addresses');
+  }
+  for (const a of explicit) {
+    if (families.length && !families.includes(a.family)) {
+      throw new MismatchedNetworkError(`Address ${formatAddress(a)} is ${a.family}, which is not among the claim's ipFamilies (${families.join(', ')}).`);
+    }
+  }
+  const spec: ClaimSpec = {
+    owner: checkOwner(cmd.owner),
+    ipFamilyPolicy: policy,
+    ipFamilies: families,
+    addresses: explicit.map(formatAddress),
+    ...(cmd.ttlSeconds !== undefined ? { ttlSeconds: checkTtl(cmd.ttlSeconds) } : {}),
+    ...(cmd.generateName !== undefined ? { generateName: cmd.generateName } : {}),
+  };
+  return { spec, explicit };
+}
+
+/**
+ * The families a claim gets, primary first: SingleStack takes the named family (or the explicit address's, or the
+ * pool's first); PreferDualStack takes every requested family the pool serves; RequireDualStack needs both.
+ * @throws MismatchedNetworkError when the pool serves no requested family
+ */
+export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: readonly IpAddress[]): FamilyRequest[] {
+  const served = [IpFamily.IPv4, IpFamily.IPv6].filter((f) => rangesOf(view, f).length > 0);
+  const pool = JSON.stringify(view.pool.name);
+  let families: IpFamily[];
+  switch (spec.ipFamilyPolicy) {
+    case IpFamilyPolicy.SingleStack:
+      families = [spec.ipFamilies[0] ?? explicit[0]?.family ?? served[0] ?? IpFamily.IPv4];
+      break;
+    case IpFamilyPolicy.PreferDualStack: {
+      const wanted = spec.ipFamilies.length ? [...spec.ipFamilies] : [IpFamily.IPv4, IpFamily.IPv6];
+      const explicitFirst = explicit.length === 1 && spec.ipFamilies.length === 0 ? [explicit[0]!.family, ...wanted.filter((f) => f !== explicit[0]!.family)] : wanted;
+      families = explicitFirst.filter((f) => served.includes(f) || explicit.some((a) => a.family === f));
+      if (families.length === 0) families = [explicitFirst[0]!];
+      break;
+    }
+    case IpFamilyPolicy.RequireDualStack: {
+      families = spec.ipFamilies.length === 2 ? [...spec.ipFamilies] : [IpFamily.IPv4, IpFamily.IPv6];
+      if (spec.ipFamilies.length === 1) families = [spec.ipFamilies[0]!, ...families.filter((f) => f !== spec.ipFamilies[0])];
+      break;
+    }
+  }
+  for (const family of families) {
+    if (!served.includes(family)) throw new MismatchedNetworkError(`Pool ${pool} has no Ready ${family} range for this claim.`);
+  }
+  return families.map((family) => {
+    const address = explicit.find((a) => a.family === family);
+    return address ? { family, explicit: address } : { family };
+  });
+}
+
+function sameSpec(a: ClaimSpec, b: ClaimSpec): boolean {
+  const canon = (s: ClaimSpec) =>
+    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null]);
+  return canon(a) === canon(b);
+}
+
+function sameOrConflict(existing: Claim, spec: ClaimSpec): { claim: Claim; created: false } {
+  if (!sameSpec(existing.spec, spec)) {
+    throw new ConflictError(`Claim ${JSON.stringify(existing.name)} already exists with a different spec.`);
+  }
+  return { claim: existing, created: false };
+}
+
+/**
+ * Creates a claim and takes all its addresses in one transaction, or returns the existing claim when the same
+ * request is repeated (idempotent; also after a lost response with generateName).
+ * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError
+ */
+export async function createClaim(deps: Deps, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean }> {
+  const { spec, explicit } = normalizeSpec(cmd);
+  if (spec.generateName !== undefined) {
+    const made = await deps.store.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
+    const existing = made === undefined ? undefined : await deps.store.getClaim(cmd.pool, made);
+    if (existing && !isExpired(existing, deps.clock.nowMs())) return sameOrConflict(existing, spec);
+  }
+  const name = cmd.name ?? generatedName(spec.generateName!, deps.random.suffix(5));
+  // A cached view may lag a range added by another container: a refusal it caused is checked once on a fresh read.
+  let fresh = false;
+  for (;;) {
+    const view = await deps.views.get(cmd.pool, deps.clock.nowMs(), fresh);
+    try {
+      const requests = resolveFamilies(view, spec, explicit);
+      const nowMs = deps.clock.nowMs();
+      const draft = {
+        pool: cmd.pool,
+        name,
+        uid: deps.random.uid(),
+        spec,
+        createdAt: new Date(nowMs).toISOString(),
+        ...(spec.ttlSeconds !== undefined ? { expiresAt: nowMs + spec.ttlSeconds * 1000 } : {}),
+        version: 1,
+      };
+      const result = await deps.allocator.allocate(view, draft, requests);
+      if (result.kind === 'allocated') return { claim: result.claim, created: true };
+      if (result.kind === 'exists') return sameOrConflict(result.claim, spec);
+      const won = await deps.store.getClaim(cmd.pool, result.claimName);
+      if (!won) throw new ConflictError('A concurrent request is creating this claim; retry the request.');
+      return sameOrConflict(won, spec);
+    } catch (error) {
+      const refusedByView = error instanceof NotInRangeError || error instanceof MismatchedNetworkError || error instanceof RangeFullError;
+      if (!refusedByView || fresh) throw error;
+      fresh = true;
+    }
+  }
+}
+
+/** A claim that is held now. @throws NotFoundError when absent or expired */
+export async function getClaim(deps: Deps, pool: string, name: string): Promise<Claim> {
+  await deps.views.get(pool, deps.clock.nowMs());
+  const claim = await deps.store.getClaim(pool, name);
+  if (!claim || isExpired(claim, deps.clock.nowMs())) throw new NotFoundError('claim', name);
+  return claim;
+}
+
+/** Lists held claims (expired ones are not reported), optionally of one owner uid. */
+export async function listClaims(deps: Deps, pool: string, limit?: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>> {
+  await deps.views.get(pool, deps.clock.nowMs());
+  const page = await deps.store.listClaims(pool, pageLimit(limit), cursor, ownerUid);
+  const nowMs = deps.clock.nowMs();
+  return { ...page, items: page.items.filter((c) => !isExpired(c, nowMs)) };
+}
+
+/**
+ * Releases a claim and the leases it still holds, in one transaction; absent claims are already released.
+ * @throws PreconditionFailedError when `ifMatch` names another version
+ */
+export async function deleteClaim(deps: Deps, pool: string, name: string, ifMatch?: string): Promise<void> {
+  await deps.views.get(pool, deps.clock.nowMs());
+  const expected = ifMatch === undefined ? undefined : Number(ifMatch);
+  if (expected !== undefined && !Number.isInteger(expected)) throw new InvalidArgumentError('If-Match must be a claim version number.', 'If-Match');
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    const claim = await deps.store.getClaim(pool, name);
+    if (!claim) {
+      if (expected !== undefined) throw new PreconditionFailedError(String(expected), 'absent');
+      return;
+    }
+    if (expected !== undefined && claim.version !== expected) throw new PreconditionFailedError(String(expected), String(claim.version));
+    const outcome = await deps.store.releaseClaim(claim, expected ?? claim.version);
+    if (outcome === 'released' || outcome === 'absent') {
+      for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value);
+      return;
+    }
+    // The claim changed under us (a renew): read it again.
+  }
+  throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being released; retry the request.`);
+}
+
+/** Extends a claim's lease. @throws NotFoundError when gone or its addresses were taken; ConflictError without a TTL */
+export async function renewClaim(deps: Deps, pool: string, name: string, ttlSeconds?: number): Promise<Claim> {
+  await deps.views.get(pool, deps.clock.nowMs());
+  const ttl = checkTtl(ttlSeconds);
+  const claim = await deps.store.getClaim(pool, name);
+  if (!claim) throw new NotFoundError('claim', name);
+  const seconds = ttl ?? claim.spec.ttlSeconds;
+  if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
+  const expiresAt = deps.clock.nowMs() + seconds * 1000;
+  const outcome = await deps.store.renewClaim(claim, expiresAt);
+  if (outcome === 'absent') throw new NotFoundError('claim', name);
+  if (outcome === 'lost') {
+    throw new NotFoundError('claim', name, `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`);
+  }
+  return { ...claim, expiresAt, version: claim.version + 1 };
+}
+

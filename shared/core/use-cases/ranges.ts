@@ -1,0 +1,103 @@
+import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
+import { checkRangeName } from '../names.ts';
+import { RangeState, type Range, type Utilization } from '../model.ts';
+import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
+import { subtractIntervals } from '../allocator/intervals.ts';
+import { validateLegacyCidr } from '../bitmap/bitmap.ts';
+import { nowIso, type Deps } from './deps.ts';
+import { rangeUtilization } from './pools.ts';
+
+export interface CreateRangeCommand {
+  readonly pool: string;
+  readonly cidr: string;
+  readonly name?: string;
+  readonly legacy?: boolean;
+}
+
+/** The name a range gets when none is given: its CIDR with '/' as '-'. */
+export function defaultRangeName(cidr: string): string {
+  return cidr.replace('/', '-');
+}
+
+/**
+ * Adds a range to a pool. Ranges may overlap; a range is immutable, so posting the same name and CIDR again returns
+ * it (created=false) and posting another CIDR under that name is a conflict.
+ * @throws InvalidArgumentError, NotFoundError, ConflictError (legacy rules, feature gates, immutability)
+ */
+export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<{ range: Range; utilization: Utilization; created: boolean }> {
+  const cidr = parseCidr(cmd.cidr, 'cidr');
+  const cidrText = formatCidr(cidr);
+  const name = cmd.name === undefined ? defaultRangeName(cidrText) : checkRangeName(cmd.name);
+  const legacy = cmd.legacy ?? false;
+  if (legacy) validateLegacyCidr(cidr, 'cidr');
+  const view = await deps.views.get(cmd.pool, deps.clock.nowMs(), true);
+  const existing = view.ranges.find((r) => r.name === name);
+  if (existing) {
+    if (existing.cidr !== cidrText || existing.legacy !== legacy) {
+      throw new ConflictError(`Range ${JSON.stringify(name)} already exists with cidr ${existing.cidr}${existing.legacy ? ' (legacy)' : ''}; ranges are immutable.`);
+    }
+    return { range: existing, utilization: await rangeUtilization(deps, existing), created: false };
+  }
+  if (!legacy && !deps.gates.MultiCIDRServiceAllocator) {
+    throw new ConflictError('Only legacy ranges can be created while the MultiCIDRServiceAllocator feature gate is off; set legacy: true or enable the gate.');
+  }
+  if (legacy && view.ranges.some((r) => r.legacy && r.family === cidr.family)) {
+    throw new ConflictError(`Pool ${JSON.stringify(cmd.pool)} already has a legacy ${cidr.family} range; a pool has at most one per family.`);
+  }
+  const range: Range = { pool: cmd.pool, name, cidr: cidrText, family: cidr.family, state: RangeState.Ready, legacy, createdAt: nowIso(deps) };
+  if ((await deps.store.createRange(range)) === 'exists') {
+    // Lost a race with an identical or a different create; report what won.
+    deps.views.forget(cmd.pool);
+    return createRange(deps, cmd);
+  }
+  deps.views.forget(cmd.pool);
+  deps.hints.forget(cmd.pool);
+  const size = capacity(cidr);
+  return { range, utilization: { size, used: 0n, free: size }, created: true };
+}
+
+/** A range with its utilization. @throws NotFoundError */
+export async function getRange(deps: Deps, pool: string, name: string): Promise<{ range: Range; utilization: Utilization }> {
+  const view = await deps.views.get(pool, deps.clock.nowMs(), true);
+  const range = view.ranges.find((r) => r.name === name);
+  if (!range) throw new NotFoundError('range', name);
+  return { range, utilization: await rangeUtilization(deps, range) };
+}
+
+/** All ranges of a pool with their utilization. @throws NotFoundError */
+export async function listRanges(deps: Deps, pool: string): Promise<{ range: Range; utilization: Utilization }[]> {
+  const view = await deps.views.get(pool, deps.clock.nowMs(), true);
+  return Promise.all(view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, range) })));
+}
+
+/**
+ * Counts the leases that depend on this range alone: those among its host addresses that no other Ready range of
+ * the pool holds as host addresses. Expired leases count too: their claims may still be renewed.
+ */
+export async function dependentLeases(deps: Deps, range: Range, otherReady: readonly Range[]): Promise<bigint> {
+  const own = hostInterval(parseCidr(range.cidr));
+  if (!own) return 0n;
+  const others = hostIntervals(otherReady.map((r) => ({ range: r, cidr: parseCidr(r.cidr) })));
+  const alone = subtractIntervals([own], others);
+  return alone.length ? deps.store.countLeases(range.pool, range.family, alone, 0) : 0n;
+}
+
+/**
+ * Deletes a range in two phases (Kubernetes' ServiceCIDR): it becomes Terminating at once (no new allocations), and
+ * is removed now if no lease depends on it alone, else later by the reconciler.
+ * @returns 'gone' or 'terminating'. @throws NotFoundError for an unknown pool
+ */
+export async function deleteRange(deps: Deps, pool: string, name: string): Promise<'gone' | 'terminating'> {
+  const view = await deps.views.get(pool, deps.clock.nowMs(), true);
+  const range = view.ranges.find((r) => r.name === name);
+  if (!range) return 'gone';
+  const terminating = range.state === RangeState.Terminating ? range : await deps.store.markRangeTerminating(range, nowIso(deps));
+  deps.views.forget(pool);
+  deps.hints.forget(pool);
+  const others = rangesOf(view, range.family).map((r) => r.range).filter((r) => r.name !== name);
+  if ((await dependentLeases(deps, terminating, others)) > 0n) return 'terminating';
+  await deps.store.deleteRange(pool, name);
+  return 'gone';
+}
+

@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { testApi } from '../support/api.ts';
+
+const owner = (uid: string) => ({ kind: 'Pod', name: `pod-${uid}`, uid });
+
+describe('HTTP API: pools, ranges and claims', () => {
+  it('allocates a claim from a range and reads it back', async () => {
+    // Prepare
+    const api = await testApi();
+    expect((await api.call('POST', '/v1/pools', { name: 'demo' })).status).toBe(201);
+    const range = await api.call('POST', '/v1/pools/demo/ranges', { cidr: '10.96.0.0/24' });
+    expect(range.status).toBe(201);
+    expect(range.body).toMatchObject({ name: '10.96.0.0-24', cidr: '10.96.0.0/24', family: 'IPv4', state: 'Ready', size: 254, used: 0, free: 254 });
+    // Act
+    const claim = await api.call('POST', '/v1/pools/demo/claims', { name: 'web', owner: owner('u1') });
+    // Assess
+    expect(claim.status).toBe(201);
+    const [address] = claim.body.addresses as { address: string; family: string; range: string }[];
+    expect(address).toMatchObject({ family: 'IPv4', range: '10.96.0.0-24' });
+    expect((await api.call('GET', `/v1/pools/demo/addresses/${address!.address}`)).body).toMatchObject({ claim: 'web', owner: owner('u1') });
+    expect((await api.call('GET', '/v1/pools/demo')).body.utilization).toEqual({ IPv4: { size: 254, used: 1, free: 253 } });
+  });
+
+  it('health answers with the table status', async () => {
+    const api = await testApi();
+    const res = await api.call('GET', '/v1/health');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'ok', table: { table: api.tableName, status: 'ACTIVE' } });
+  });
+});

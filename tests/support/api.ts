@@ -1,0 +1,64 @@
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import { loadConfig } from '../../shared/config.ts';
+import { buildContainer, type Container, type ContainerOverrides } from '../../shared/adapters/composition.ts';
+import { createHttpHandler } from '../../shared/adapters/http/api.ts';
+import { freshTable } from './dynamo.ts';
+
+export interface ApiResponse {
+  status: number;
+  headers: Record<string, string>;
+  // Parsed JSON of the response body (tests read fields off it).
+  body: Record<string, unknown> & { items?: Record<string, unknown>[] };
+}
+
+export interface TestApi {
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
+  container: Container;
+  tableName: string;
+  endpoint: string;
+  /** Another container (another warm Lambda) on the same table. */
+  sibling(overrides?: ContainerOverrides, env?: Record<string, string>): TestApi;
+}
+
+/** An API Gateway HTTP API (payload v2) event for a method and path. */
+export function httpEvent(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): APIGatewayProxyEventV2 {
+  const [rawPath, query = ''] = path.split('?') as [string, string?];
+  const queryStringParameters = query ? Object.fromEntries(new URLSearchParams(query)) : undefined;
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath,
+    rawQueryString: query,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(queryStringParameters ? { queryStringParameters } : {}),
+    requestContext: {
+      accountId: '000000000000', apiId: 'local', domainName: 'localhost', domainPrefix: 'localhost', requestId: 'test', routeKey: '$default', stage: '$default', time: '', timeEpoch: 0,
+      http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'vitest' },
+    },
+    isBase64Encoded: false,
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  };
+}
+
+function makeApi(tableName: string, endpoint: string, overrides: ContainerOverrides, env: Record<string, string>): TestApi {
+  const config = loadConfig({ TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint, LEASE_INDEX_SHARDS: '4', ...env });
+  const container = buildContainer(config, overrides);
+  const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.store.health() }, () => {});
+  return {
+    container,
+    tableName,
+    endpoint,
+    async call(method, path, body, headers) {
+      const out = await handler(httpEvent(method, path, body, headers), {} as Context);
+      const text = typeof out === 'object' && out.body ? out.body : '';
+      return { status: out.statusCode ?? 0, headers: (out.headers ?? {}) as Record<string, string>, body: text ? JSON.parse(text) : {} };
+    },
+    sibling: (o = {}, e = {}) => makeApi(tableName, endpoint, o, { ...env, ...e }),
+  };
+}
+
+/** The real HTTP handler over a fresh table on DynamoDB Local. */
+export async function testApi(overrides: ContainerOverrides = {}, env: Record<string, string> = {}): Promise<TestApi> {
+  const { tableName, endpoint } = await freshTable();
+  return makeApi(tableName, endpoint, overrides, env);
+}
