@@ -3,7 +3,12 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
-import { compileRoutes, matchRoute, routes, type RouteContext } from './routes.ts';
+import { compileRoutes, matchRoute, routes as coreRoutes, type RouteContext } from './routes.ts';
+import { legacyRoutes } from './legacy-routes.ts';
+import { reconcileRoutes } from './reconcile-routes.ts';
+
+/** Every route of the API, by route key. */
+export const routes = { ...coreRoutes, ...legacyRoutes, ...reconcileRoutes };
 
 /** Logs a failure as one JSON line (5xx details live here, never in the response). */
 export type ErrorLogger = (entry: Record<string, unknown>) => void;
