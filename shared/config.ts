@@ -12,6 +12,8 @@ export interface Config {
   readonly reconciler: ReconcilerConfig;
   /** Shards of the lease listing index: a pool's allocation rate is spread over this many index keys. */
   readonly leaseIndexShards: number;
+  /** Milliseconds before a DynamoDB request is abandoned (surfaces as NotReady, 503). */
+  readonly requestTimeoutMs: number;
   /** Key that signs pagination cursors (tamper evidence); set CURSOR_SECRET per deployment. */
   readonly cursorSecret: string;
 }
@@ -64,6 +66,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     stage: env.STAGE || 'dev',
     featureGates: parseFeatureGates(env.FEATURE_GATES),
     leaseIndexShards: numberSetting(env, 'LEASE_INDEX_SHARDS', 8, 1),
+    requestTimeoutMs: numberSetting(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', 3000, 1),
     cursorSecret: env.CURSOR_SECRET || `ipam-cursor:${tableName}`,
     reconciler: {
       expiredClaimGraceSeconds: numberSetting(env, 'RECONCILE_EXPIRED_GRACE_SECONDS', 30),

@@ -31,7 +31,7 @@ export interface ContainerOverrides {
 /** The one composition root: builds the adapters once per container and binds them to the use cases. */
 export function buildContainer(config: Config, overrides: ContainerOverrides = {}): Container {
   // One attempt per request: a throttle or timeout surfaces instead of being retried behind the allocator's back.
-  const client = overrides.client ?? createDynamoClient({ ...(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {}), region: config.region, maxAttempts: 1, requestTimeoutMs: 3000 });
+  const client = overrides.client ?? createDynamoClient({ ...(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {}), region: config.region, maxAttempts: 1, requestTimeoutMs: config.requestTimeoutMs });
   const store = new DynamoStore({ client, tableName: config.tableName, shards: config.leaseIndexShards, cursorSecret: config.cursorSecret });
   const port: IpamStore = overrides.wrapStore ? overrides.wrapStore(store) : store;
   const clock = overrides.clock ?? systemClock;

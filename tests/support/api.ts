@@ -41,7 +41,7 @@ export function httpEvent(method: string, path: string, body?: unknown, headers:
 }
 
 function makeApi(tableName: string, endpoint: string, overrides: ContainerOverrides, env: Record<string, string>): TestApi {
-  const config = loadConfig({ TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint, LEASE_INDEX_SHARDS: '4', ...env });
+  const config = loadConfig({ TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint, LEASE_INDEX_SHARDS: '4', DYNAMODB_REQUEST_TIMEOUT_MS: '30000', ...env });
   const container = buildContainer(config, overrides);
   const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.store.health() }, () => {});
   return {
