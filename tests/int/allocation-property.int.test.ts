@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { testApi } from '../support/api.ts';
+import { ManualClock, owner } from '../support/fakes.ts';
+
+// One step of a client population: claim, release, renew, or let time pass (which expires TTL claims).
+type Step =
+  | { op: 'claim'; who: number; ttl: boolean; explicit: number | null; via: number }
+  | { op: 'release'; who: number; via: number }
+  | { op: 'renew'; who: number; via: number }
+  | { op: 'expire'; seconds: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ op: fc.constant('claim' as const), who: fc.integer({ min: 0, max: 7 }), ttl: fc.boolean(), explicit: fc.option(fc.integer({ min: 1, max: 6 })), via: fc.integer({ min: 0, max: 2 }) }),
+  fc.record({ op: fc.constant('release' as const), who: fc.integer({ min: 0, max: 7 }), via: fc.integer({ min: 0, max: 2 }) }),
+  fc.record({ op: fc.constant('renew' as const), who: fc.integer({ min: 0, max: 7 }), via: fc.integer({ min: 0, max: 2 }) }),
+  fc.record({ op: fc.constant('expire' as const), seconds: fc.integer({ min: 1, max: 40 }) }),
+);
+
+describe('Property: random interleavings against the real store', () => {
+  it('never holds an address twice, and utilization always equals the live lease count', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(step, { minLength: 1, maxLength: 4 }), { minLength: 4, maxLength: 10 }), async (rounds) => {
+        // Prepare: a /29 (6 addresses) shared by 8 would-be owners, three warm containers, one clock.
+        const clock = new ManualClock();
+        const api = await testApi({ clock });
+        const containers = [api, api.sibling({ clock }), api.sibling({ clock })];
+        await api.call('POST', '/v1/pools', { name: 'p' });
+        await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/29' });
+        for (const round of rounds) {
+          // Act: the steps of a round run concurrently.
+          await Promise.all(
+            round.map(async (s) => {
+              if (s.op === 'expire') return clock.advance(s.seconds * 1000);
+              const via = containers[s.via]!;
+              const res =
+                s.op === 'claim'
+                  ? await via.call('POST', '/v1/pools/p/claims', { name: `c${s.who}`, owner: owner(`u${s.who}`), ...(s.ttl ? { ttlSeconds: 30 } : {}), ...(s.explicit ? { addresses: [`10.0.0.${s.explicit}`] } : {}) })
+                  : s.op === 'release'
+                    ? await via.call('DELETE', `/v1/pools/p/claims/c${s.who}`)
+                    : await via.call('POST', `/v1/pools/p/claims/c${s.who}/renew`, {});
+              // Every answer is a success or a well-formed client-facing refusal; never a 500.
+              expect(res.status).toBeLessThan(500);
+            }),
+          );
+          // Assess the invariants after every round.
+          const now = clock.nowMs();
+          const items = ((await api.container.client.send(new ScanCommand({ TableName: api.tableName, ConsistentRead: true }))).Items ?? []).map((i) => unmarshall(i));
+          const live = items.filter((i) => i.entity === 'lease' && (i.expiresAt === undefined || i.expiresAt > now));
+          const claims = items.filter((i) => i.entity === 'claim' && (i.expiresAt === undefined || i.expiresAt > now));
+          // Each held address is held by exactly one live claim that lists it.
+          const holders = new Map<string, string[]>();
+          for (const c of claims) for (const a of c.addresses as { address: string }[]) holders.set(a.address, [...(holders.get(a.address) ?? []), c.name as string]);
+          for (const [address, names] of holders) expect({ address, names }).toEqual({ address, names: [names[0]] });
+          for (const lease of live) expect(holders.get(lease.address as string)).toEqual([lease.claim]);
+          const utilization = (await api.call('GET', '/v1/pools/p')).body.utilization as { IPv4: { used: number; free: number } };
+          expect(utilization.IPv4.used).toBe(live.length);
+          expect(utilization.IPv4.free).toBe(6 - live.length);
+        }
+      }),
+      { numRuns: 12 },
+    );
+  });
+});
