@@ -1,0 +1,364 @@
+/**
+ * The embedded local stack, run by `npm start`: DynamoDB Local (Java), the table from infra/table.json,
+ * serverless-offline serving the HTTP API and the reconciler's schedule, and a stream poller that feeds the
+ * table's stream to the mirror function with Lambda's partial-batch semantics.
+ *
+ *   npm start [-- --port 3000] [--lambda-port N] [--dynamodb-port N] [--data .data/dynamodb] [--stage local]
+ *
+ * `startLocalStack()` does the same from a test and returns the addresses and a `stop()`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import { createDynamoClient } from '../shared/adapters/dynamodb/client.ts';
+import { createTable } from '../shared/adapters/dynamodb/table-setup.ts';
+import { assertJava, freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
+import { offlineLambda } from './offline-lambda.ts';
+import { startStreamPoller, type StreamPoller } from './stream-poller.ts';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The functions of serverless.yml, by their key there. */
+export type FunctionKey = 'api' | 'mirror' | 'reconciler';
+
+export interface LocalStackOptions {
+  /** HTTP API port. Default: a free port (the CLI defaults to $PORT or 3000). */
+  port?: number;
+  /** serverless-offline's Lambda API port. Default: a free port. */
+  lambdaPort?: number;
+  /** DynamoDB Local port. Default: a free port. */
+  dynamoPort?: number;
+  /** Folder that persists DynamoDB Local's data; in memory when absent. */
+  dataDir?: string;
+  /** Serverless stage; the table is `<service>-<stage>`. Default `local`. */
+  stage?: string;
+  /** Extra environment for serverless-offline, read by serverless.yml (e.g. RECONCILE_* or LEASE_INDEX_SHARDS). */
+  env?: Record<string, string>;
+  /** Run the stream poller that delivers the table's stream to the mirror function. Default true. */
+  streamPoller?: boolean;
+  /** Receives every output line of serverless-offline and of the poller. Default: stdout with a prefix. */
+  log?: (line: string) => void;
+  /** Milliseconds to wait for serverless-offline to answer. Default 120 000. */
+  readyTimeoutMs?: number;
+}
+
+export interface LocalStack {
+  /** Base URL of the HTTP API, e.g. http://127.0.0.1:3000 (routes start with /v1). */
+  readonly apiUrl: string;
+  /** DynamoDB Local endpoint. */
+  readonly endpoint: string;
+  readonly tableName: string;
+  readonly stage: string;
+  /** serverless-offline's Lambda API (for `@aws-sdk/client-lambda` or `invoke()`). */
+  readonly lambdaEndpoint: string;
+  readonly streamArn: string | undefined;
+  readonly pids: { readonly dynamodb: number; readonly offline: number };
+  /** The stream poller (stats, failure destination), when it runs. */
+  readonly poller: StreamPoller | undefined;
+  /** Settles when serverless-offline exits, whether stop() asked it to or not. */
+  readonly offlineExited: Promise<void>;
+  /** Invokes a function through serverless-offline (the same bundle and environment as its events). */
+  invoke(fn: FunctionKey, event: unknown): Promise<unknown>;
+  /** How many times serverless-offline reported a successful scheduled run of the reconciler. */
+  scheduledRuns(): number;
+  /** The last lines of serverless-offline's output (for failure messages). */
+  logTail(): string;
+  /** Stops the poller, serverless-offline (its whole process group) and DynamoDB Local; waits for them to exit. */
+  stop(): Promise<void>;
+}
+
+/** The service name of serverless.yml; function and table names start with it. */
+export function serviceName(): string {
+  const text = readFileSync(join(repoRoot, 'serverless.yml'), 'utf8');
+  const name = /^service:\s*([\w-]+)/m.exec(text)?.[1];
+  if (name === undefined) throw new Error('serverless.yml has no `service:` line');
+  return name;
+}
+
+function oslsBin(): string {
+  const require = createRequire(import.meta.url);
+  return join(dirname(require.resolve('osls/package.json')), 'bin', 'serverless.js');
+}
+
+/** Starts the whole local stack and resolves once the HTTP API answers. */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  assertJava();
+  const stage = options.stage ?? 'local';
+  const service = serviceName();
+  const tableName = `${service}-${stage}`;
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const [port, lambdaPort] = [options.port ?? (await freePort()), options.lambdaPort ?? (await freePort())];
+  const tail: string[] = [];
+  let scheduled = 0;
+  const cleanups: (() => void)[] = [];
+  const onExit = () => cleanups.forEach((c) => c());
+  process.once('exit', onExit);
+
+  let dynamo: DynamoDbLocal | undefined;
+  let offline: ChildProcess | undefined;
+  let offlineExit: Promise<void> | undefined;
+  let poller: StreamPoller | undefined;
+  let stopping: Promise<void> | undefined;
+  const mirror = offlineLambda({ endpoint: `http://127.0.0.1:${lambdaPort}`, functionName: `${service}-${stage}-mirror` });
+
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      await poller?.stop().catch(() => undefined);
+      mirror.destroy();
+      if (offline && offlineExit) await stopProcessGroup(offline, offlineExit);
+      await dynamo?.stop();
+      process.removeListener('exit', onExit);
+    })();
+    return stopping;
+  };
+
+  try {
+    dynamo = await startDynamoDbLocal({ port: options.dynamoPort, dataDir: options.dataDir });
+    const dynamoPid = dynamo.pid;
+    cleanups.push(() => killQuietly(dynamoPid));
+
+    const client = createDynamoClient({ endpoint: dynamo.endpoint });
+    const existed = await client.send(new DescribeTableCommand({ TableName: tableName })).then(
+      () => true,
+      () => false,
+    );
+    await createTable(client, tableName);
+    client.destroy();
+
+    const child = spawn(
+      process.execPath,
+      [oslsBin(), 'offline', 'start', '--stage', stage, '--host', '127.0.0.1', '--httpPort', String(port), '--lambdaPort', String(lambdaPort)],
+      {
+        cwd: repoRoot,
+        // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: dynamo.endpoint, SLS_TELEMETRY_DISABLED: '1' },
+      },
+    );
+    offline = child;
+    offlineExit = new Promise((r) => child.once('exit', () => r()));
+    const offlinePid = child.pid ?? -1;
+    cleanups.push(() => killQuietly(-offlinePid));
+    const onLine = (line: string) => {
+      tail.push(line);
+      if (tail.length > 200) tail.shift();
+      if (line.includes('Successfully invoked scheduled function') && line.includes('[reconciler]')) scheduled += 1;
+      log(`[offline] ${line}`);
+    };
+    forEachLine(child.stdout, onLine);
+    forEachLine(child.stderr, onLine);
+
+    const apiUrl = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${apiUrl}/v1/health`, child, options.readyTimeoutMs ?? 120_000, () => tail.join('\n'));
+
+    if (options.streamPoller ?? true) {
+      poller = await startStreamPoller({
+        endpoint: dynamo.endpoint,
+        tableName,
+        handler: (event) => mirror.invoke(event),
+        functionName: `${service}-${stage}-mirror`,
+        // A fresh table: deliver everything since it was created. A persisted one: skip the earlier runs' history.
+        startingPosition: existed ? 'LATEST' : 'TRIM_HORIZON',
+        onError: (error) => log(`[stream-poller] ${(error as Error).name ?? 'Error'}: ${(error as Error).message ?? String(error)}`),
+        onFailure: (failure) => {
+          const { records: _records, ...summary } = failure;
+          log(`[stream-poller] failure destination: ${JSON.stringify(summary)}`);
+        },
+      });
+    }
+
+    const functions = { api: `${service}-${stage}-api`, mirror: `${service}-${stage}-mirror`, reconciler: `${service}-${stage}-reconciler` };
+    const invokers = new Map<FunctionKey, ReturnType<typeof offlineLambda>>();
+    cleanups.push(() => invokers.forEach((i) => i.destroy()));
+    const db = dynamo;
+    return {
+      apiUrl,
+      endpoint: db.endpoint,
+      tableName,
+      stage,
+      lambdaEndpoint: `http://127.0.0.1:${lambdaPort}`,
+      streamArn: poller?.streamArn,
+      pids: { dynamodb: db.pid, offline: offlinePid },
+      poller,
+      offlineExited: offlineExit,
+      invoke(fn, event) {
+        let invoker = invokers.get(fn);
+        if (invoker === undefined) {
+          invoker = offlineLambda({ endpoint: `http://127.0.0.1:${lambdaPort}`, functionName: functions[fn] });
+          invokers.set(fn, invoker);
+        }
+        return invoker.invoke(event);
+      },
+      scheduledRuns: () => scheduled,
+      logTail: () => tail.join('\n'),
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+function forEachLine(stream: NodeJS.ReadableStream | null, onLine: (line: string) => void): void {
+  if (stream === null) return;
+  let buffered = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    buffered += chunk;
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) if (line.trim() !== '') onLine(line.trimEnd());
+  });
+}
+
+async function waitForHttp(url: string, child: ChildProcess, timeoutMs: number, logTail: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`serverless-offline exited (${child.exitCode ?? child.signalCode}) before it answered:\n${logTail()}`);
+    }
+    try {
+      // Any HTTP answer means the server is up; whether health is 200 is the caller's assertion.
+      await fetch(url, { signal: AbortSignal.timeout(2000) });
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`serverless-offline did not answer ${url} within ${timeoutMs} ms:\n${logTail()}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/** SIGTERM to the group, SIGKILL after 5 s; then SIGKILL whatever of the group is left (esbuild's service). */
+async function stopProcessGroup(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  const pid = child.pid;
+  if (pid === undefined) return;
+  if (child.exitCode === null && child.signalCode === null) {
+    killQuietly(-pid, 'SIGTERM');
+    const timer = setTimeout(() => killQuietly(-pid, 'SIGKILL'), 5000);
+    await exited;
+    clearTimeout(timer);
+  }
+  killQuietly(-pid, 'SIGKILL');
+}
+
+function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+/** Where the CLI writes its addresses for `npm run invoke` and other tools. */
+export const DEFAULT_STATE_FILE = join(repoRoot, '.data', 'local-stack.json');
+
+/** What the CLI writes to the state file. */
+export interface LocalStackState {
+  apiUrl: string;
+  endpoint: string;
+  tableName: string;
+  stage: string;
+  lambdaEndpoint: string;
+  pids: { dynamodb: number; offline: number; stack: number };
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      port: { type: 'string' },
+      'lambda-port': { type: 'string' },
+      'dynamodb-port': { type: 'string' },
+      data: { type: 'string' },
+      stage: { type: 'string' },
+      'state-file': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log('npm start -- [--port 3000] [--lambda-port N] [--dynamodb-port N] [--data DIR] [--stage local] [--state-file FILE]');
+    return;
+  }
+  try {
+    assertJava();
+  } catch (error) {
+    console.error((error as Error).message);
+    process.exit(1);
+  }
+  const int = (text: string | undefined) => (text === undefined || text === '' ? undefined : Number.parseInt(text, 10));
+  const started = Date.now();
+  const stack = await startLocalStack({
+    port: int(values.port) ?? int(process.env.PORT) ?? 3000,
+    lambdaPort: int(values['lambda-port']),
+    dynamoPort: int(values['dynamodb-port']),
+    dataDir: values.data,
+    stage: values.stage,
+  });
+  const stateFile = resolve(values['state-file'] ?? DEFAULT_STATE_FILE);
+  const state: LocalStackState = {
+    apiUrl: stack.apiUrl,
+    endpoint: stack.endpoint,
+    tableName: stack.tableName,
+    stage: stack.stage,
+    lambdaEndpoint: stack.lambdaEndpoint,
+    pids: { ...stack.pids, stack: process.pid },
+  };
+  mkdirSync(dirname(stateFile), { recursive: true });
+  writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`);
+  const schedule = /Scheduling \[reconciler\] cron: \[([^\]]*)\]/.exec(stack.logTail())?.[1];
+  console.log(
+    [
+      '',
+      `Local stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      `  HTTP API        ${stack.apiUrl}/v1/health   (no IAM auth locally)`,
+      `  Lambda API      ${stack.lambdaEndpoint}   (functions ${serviceName()}-${stack.stage}-{api,mirror,reconciler})`,
+      `  DynamoDB Local  ${stack.endpoint}   (pid ${stack.pids.dynamodb}, ${values.data ? `data in ${resolve(values.data)}` : 'in memory'})`,
+      `  Table           ${stack.tableName}`,
+      `  Stream poller   ${stack.streamArn} -> ${serviceName()}-${stack.stage}-mirror`,
+      `  Schedule        reconciler ${schedule === undefined ? 'NOT scheduled by serverless-offline' : `cron [${schedule}] fired by serverless-offline`}`,
+      `  State file      ${stateFile}   (read by npm run invoke)`,
+      '',
+      `  e.g. curl ${stack.apiUrl}/v1/health ; npm run invoke -- reconciler events/schedule.json`,
+      '  Ctrl-C stops everything.',
+      '',
+    ].join('\n'),
+  );
+
+  // The state file describes a running stack only: remove it on the way out (if it is still ours).
+  process.once('exit', () => {
+    try {
+      if ((JSON.parse(readFileSync(stateFile, 'utf8')) as LocalStackState).pids.stack === process.pid) rmSync(stateFile);
+    } catch {
+      // Gone or replaced.
+    }
+  });
+  let signals = 0;
+  const shutdown = (signal: string) => {
+    signals += 1;
+    if (signals > 1) process.exit(1);
+    console.log(`\n${signal}: stopping the local stack...`);
+    void stack.stop().then(() => process.exit(0));
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGHUP', () => shutdown('SIGHUP'));
+
+  // If serverless-offline dies on its own, take everything down rather than leave half a stack.
+  void stack.offlineExited.then(() => {
+    if (signals > 0) return;
+    console.error('serverless-offline exited: stopping the local stack.');
+    void stack.stop().then(() => process.exit(1));
+  });
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main(process.argv.slice(2)).catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  });
+}

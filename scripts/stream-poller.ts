@@ -1,0 +1,392 @@
+import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type _Record as SdkRecord,
+  type AttributeValue as SdkAttributeValue,
+  type Shard,
+  type ShardIteratorType,
+} from '@aws-sdk/client-dynamodb-streams';
+import type { AttributeValue, Context, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { createDynamoClient } from '../shared/adapters/dynamodb/client.ts';
+import { lambdaContext } from './lambda-context.ts';
+
+/**
+ * A local stand-in for Lambda's DynamoDB event source mapping, for DynamoDB Local (which has streams but no
+ * Lambda service). It reads every shard of a table's stream, hands batches to a stream handler as a real
+ * `DynamoDBStreamEvent`, and follows the mapping's rules for `ReportBatchItemFailures`:
+ *
+ *   batch [r1 r2 r3 r4 r5]   handler answers batchItemFailures = [r4, r3]
+ *             ^^^^^ checkpointed (r1, r2 are done)
+ *   retry [r3 r4 r5]         from the LOWEST failed sequence number, to the end of the batch
+ *   ...                      at most `maxRetries` retries, then [r3 r4 r5] go to the failure destination
+ *
+ * - An unknown, empty or missing `itemIdentifier` fails the whole batch (as Lambda does).
+ * - A handler that throws fails the whole batch; with `bisectOnError` the batch is split in two halves that are
+ *   retried separately (each with its own retry budget), so one poison record ends up alone.
+ * - `undefined`, `null` or `{ batchItemFailures: [] }` is success.
+ * - Records of one shard are delivered in order, one batch at a time; a child shard is read only after its
+ *   parent is drained. New shards are discovered by describing the stream again.
+ */
+export interface StreamPollerOptions {
+  /** DynamoDB Local endpoint, e.g. http://127.0.0.1:8000. */
+  endpoint: string;
+  tableName: string;
+  /** The stream function: the module's `handler` itself, or anything that invokes it (e.g. through a Lambda API). */
+  handler: StreamHandler;
+  /** Milliseconds between polls of an idle stream (Lambda polls a shard about 4 times a second). Default 250. */
+  pollIntervalMs?: number;
+  /** Records per GetRecords call and so per batch. Default 100 (the deployed mapping's batch size). */
+  batchSize?: number;
+  /** Retries of a failing batch before it goes to the failure destination. Default 3. */
+  maxRetries?: number;
+  /** Milliseconds before a failed batch is retried. Default 100. */
+  retryDelayMs?: number;
+  /** Split a batch in two when the handler throws. Default true (as deployed). */
+  bisectOnError?: boolean;
+  /**
+   * Where to start in the shards that exist when the poller starts (shards found later are always read from
+   * their start). TRIM_HORIZON delivers everything since the table was created: right for a fresh table.
+   * LATEST skips history: right for a persisted table reopened by a new run. Default TRIM_HORIZON.
+   */
+  startingPosition?: 'TRIM_HORIZON' | 'LATEST';
+  /** Region written into the records. Default us-east-1. */
+  region?: string;
+  /** Function name written into the Lambda context. Default `stream-handler`. */
+  functionName?: string;
+  /** Called for errors of the poller itself (reading the stream); the poller keeps going. Default: log a line. */
+  onError?: (error: unknown) => void;
+  /** The failure destination: called with every batch given up on. Default: log one JSON line on stderr. */
+  onFailure?: (failure: FailedBatch) => void;
+}
+
+/** A stream handler as Lambda calls it; the answer is read as a `DynamoDBBatchResponse` (or nothing). */
+export type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<unknown>;
+
+/** What the failure destination receives: the records given up on and why (like the mapping's on-failure record). */
+export interface FailedBatch {
+  readonly streamArn: string;
+  readonly shardId: string;
+  readonly startSequenceNumber: string;
+  readonly endSequenceNumber: string;
+  readonly batchSize: number;
+  /** Invocations of this batch, the first one included. */
+  readonly attempts: number;
+  /** `Error` when the handler threw, `PartialFailure` when it reported failed items. */
+  readonly condition: 'Error' | 'PartialFailure';
+  readonly lastError: string | undefined;
+  readonly records: readonly DynamoDBRecord[];
+}
+
+/** Counters for tests and the console; read them with a deadline, not after a sleep. */
+export interface StreamPollerStats {
+  /** Handler invocations, retries included. */
+  readonly invocations: number;
+  /** Records checkpointed after the handler accepted them. */
+  readonly recordsDelivered: number;
+  /** Records handed to the failure destination. */
+  readonly recordsFailed: number;
+  readonly shardsSeen: number;
+  readonly shardsFinished: number;
+}
+
+export interface StreamPoller {
+  readonly streamArn: string;
+  stats(): StreamPollerStats;
+  /** Batches given up on so far (the same ones `onFailure` received). */
+  failures(): readonly FailedBatch[];
+  /** Stops polling; resolves when the batch in flight (if any) is done. */
+  stop(): Promise<void>;
+}
+
+interface ShardState {
+  readonly shard: Shard;
+  readonly initialType: ShardIteratorType;
+  iterator: string | undefined;
+  /** Last sequence number checkpointed (delivered or dead-lettered). */
+  checkpoint: string | undefined;
+  finished: boolean;
+}
+
+type Outcome =
+  | { readonly kind: 'ok' }
+  | { readonly kind: 'error'; readonly message: string }
+  | { readonly kind: 'partial'; readonly firstFailed: number; readonly message: string };
+
+const SHARD_REFRESH_MS = 2000;
+
+/** Starts polling the table's stream; throws if the table has no stream. */
+export async function startStreamPoller(options: StreamPollerOptions): Promise<StreamPoller> {
+  const region = options.region ?? 'us-east-1';
+  const pollIntervalMs = options.pollIntervalMs ?? 250;
+  const batchSize = options.batchSize ?? 100;
+  const maxRetries = options.maxRetries ?? 3;
+  const retryDelayMs = options.retryDelayMs ?? 100;
+  const bisectOnError = options.bisectOnError ?? true;
+  const functionName = options.functionName ?? 'stream-handler';
+  const onError = options.onError ?? ((error: unknown) => console.error(`[stream-poller] ${describeError(error)}`));
+  const onFailure =
+    options.onFailure ??
+    ((failure: FailedBatch) => {
+      const { records: _records, ...summary } = failure;
+      console.error(`[stream-poller] failure destination: ${JSON.stringify(summary)}`);
+    });
+
+  const dynamo = createDynamoClient({ endpoint: options.endpoint, region });
+  const { Table } = await dynamo.send(new DescribeTableCommand({ TableName: options.tableName }));
+  dynamo.destroy();
+  const streamArn = Table?.LatestStreamArn;
+  if (!streamArn || Table?.StreamSpecification?.StreamEnabled === false) {
+    throw new Error(`table ${options.tableName} has no stream: enable NEW_AND_OLD_IMAGES (infra/table.json)`);
+  }
+
+  const streams = new DynamoDBStreamsClient({
+    endpoint: options.endpoint,
+    region,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 2,
+  });
+  const abort = new AbortController();
+  const shards = new Map<string, ShardState>();
+  const failed: FailedBatch[] = [];
+  const counters = { invocations: 0, recordsDelivered: 0, recordsFailed: 0 };
+  let firstDescribe = true;
+  let lastRefresh = 0;
+  let stopped = false;
+
+  async function refreshShards(): Promise<void> {
+    let exclusiveStartShardId: string | undefined;
+    do {
+      const { StreamDescription } = await streams.send(
+        new DescribeStreamCommand({ StreamArn: streamArn, ExclusiveStartShardId: exclusiveStartShardId }),
+        { abortSignal: abort.signal },
+      );
+      for (const shard of StreamDescription?.Shards ?? []) {
+        if (!shard.ShardId || shards.has(shard.ShardId)) continue;
+        const initialType: ShardIteratorType = firstDescribe ? (options.startingPosition ?? 'TRIM_HORIZON') : 'TRIM_HORIZON';
+        shards.set(shard.ShardId, { shard, initialType, iterator: undefined, checkpoint: undefined, finished: false });
+      }
+      exclusiveStartShardId = StreamDescription?.LastEvaluatedShardId;
+    } while (exclusiveStartShardId);
+    firstDescribe = false;
+    lastRefresh = Date.now();
+  }
+
+  /** A shard is read once its parent (if we know it) is drained, so a key's changes stay in order. */
+  function readyShards(): ShardState[] {
+    return [...shards.values()].filter((s) => {
+      if (s.finished) return false;
+      const parent = s.shard.ParentShardId === undefined ? undefined : shards.get(s.shard.ParentShardId);
+      return parent === undefined || parent.finished;
+    });
+  }
+
+  async function iteratorFor(state: ShardState): Promise<string | undefined> {
+    const input =
+      state.checkpoint === undefined
+        ? { StreamArn: streamArn, ShardId: state.shard.ShardId, ShardIteratorType: state.initialType }
+        : { StreamArn: streamArn, ShardId: state.shard.ShardId, ShardIteratorType: 'AFTER_SEQUENCE_NUMBER' as const, SequenceNumber: state.checkpoint };
+    const { ShardIterator } = await streams.send(new GetShardIteratorCommand(input), { abortSignal: abort.signal });
+    return ShardIterator;
+  }
+
+  /** Reads one batch from a shard and delivers it; returns the number of records read. */
+  async function pollShard(state: ShardState): Promise<number> {
+    state.iterator ??= await iteratorFor(state);
+    if (state.iterator === undefined) {
+      state.finished = true;
+      return 0;
+    }
+    let answer;
+    try {
+      answer = await streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: batchSize }), { abortSignal: abort.signal });
+    } catch (error) {
+      // Expired or trimmed iterators are re-acquired from the checkpoint; anything else is reported by the loop.
+      state.iterator = undefined;
+      if ((error as Error).name === 'TrimmedDataAccessException') state.checkpoint = undefined;
+      if ((error as Error).name === 'ExpiredIteratorException' || (error as Error).name === 'TrimmedDataAccessException') return 0;
+      throw error;
+    }
+    const records = (answer.Records ?? []).map((record) => toLambdaRecord(record, streamArn!, region));
+    if (records.length > 0) {
+      await deliver(state, records);
+      if (stopped) return records.length;
+      state.checkpoint = records.at(-1)?.dynamodb?.SequenceNumber ?? state.checkpoint;
+    }
+    state.iterator = answer.NextShardIterator;
+    if (state.iterator === undefined) {
+      // Closed and drained: its children (if any) may start; look for them now.
+      state.finished = true;
+      lastRefresh = 0;
+    }
+    return records.length;
+  }
+
+  async function invoke(records: DynamoDBRecord[]): Promise<Outcome> {
+    counters.invocations += 1;
+    let answer: unknown;
+    try {
+      answer = await options.handler({ Records: records }, lambdaContext(functionName, { region }));
+    } catch (error) {
+      return { kind: 'error', message: describeError(error) };
+    }
+    return readBatchResponse(answer, records);
+  }
+
+  async function deliver(state: ShardState, records: DynamoDBRecord[]): Promise<void> {
+    const queue: DynamoDBRecord[][] = [records];
+    while (queue.length > 0 && !stopped) {
+      let batch = queue.shift()!;
+      for (let attempt = 1; !stopped; attempt += 1) {
+        const outcome = await invoke(batch);
+        if (outcome.kind === 'ok') {
+          counters.recordsDelivered += batch.length;
+          break;
+        }
+        if (outcome.kind === 'error' && bisectOnError && batch.length > 1) {
+          const half = Math.ceil(batch.length / 2);
+          queue.unshift(batch.slice(0, half), batch.slice(half));
+          break;
+        }
+        if (outcome.kind === 'partial') {
+          counters.recordsDelivered += outcome.firstFailed;
+          batch = batch.slice(outcome.firstFailed);
+        }
+        if (attempt > maxRetries) {
+          const failure: FailedBatch = {
+            streamArn: streamArn!,
+            shardId: state.shard.ShardId ?? '',
+            startSequenceNumber: batch[0]?.dynamodb?.SequenceNumber ?? '',
+            endSequenceNumber: batch.at(-1)?.dynamodb?.SequenceNumber ?? '',
+            batchSize: batch.length,
+            attempts: attempt,
+            condition: outcome.kind === 'error' ? 'Error' : 'PartialFailure',
+            lastError: outcome.message,
+            records: batch,
+          };
+          failed.push(failure);
+          counters.recordsFailed += batch.length;
+          try {
+            onFailure(failure);
+          } catch (error) {
+            onError(error);
+          }
+          break;
+        }
+        await pause(retryDelayMs, abort.signal);
+      }
+    }
+  }
+
+  async function loop(): Promise<void> {
+    while (!stopped) {
+      let read = 0;
+      try {
+        if (Date.now() - lastRefresh >= SHARD_REFRESH_MS) await refreshShards();
+        for (const state of readyShards()) {
+          if (stopped) break;
+          read += await pollShard(state);
+        }
+      } catch (error) {
+        if (stopped) break;
+        onError(error);
+      }
+      if (read === 0 && !stopped) await pause(pollIntervalMs, abort.signal);
+    }
+  }
+
+  await refreshShards();
+  const running = loop();
+
+  return {
+    streamArn,
+    stats: () => ({
+      ...counters,
+      shardsSeen: shards.size,
+      shardsFinished: [...shards.values()].filter((s) => s.finished).length,
+    }),
+    failures: () => [...failed],
+    async stop() {
+      if (stopped) return running;
+      stopped = true;
+      abort.abort();
+      await running;
+      streams.destroy();
+    },
+  };
+}
+
+/** Reads a handler's answer the way the event source mapping does (ReportBatchItemFailures). */
+function readBatchResponse(answer: unknown, records: readonly DynamoDBRecord[]): Outcome {
+  if (answer === undefined || answer === null) return { kind: 'ok' };
+  const failures = (answer as { batchItemFailures?: unknown }).batchItemFailures;
+  if (failures === undefined || failures === null) return { kind: 'ok' };
+  if (!Array.isArray(failures)) return { kind: 'partial', firstFailed: 0, message: 'batchItemFailures is not an array: whole batch failed' };
+  if (failures.length === 0) return { kind: 'ok' };
+  let firstFailed = records.length;
+  for (const failure of failures as { itemIdentifier?: unknown }[]) {
+    const index = records.findIndex((r) => r.dynamodb?.SequenceNumber === failure?.itemIdentifier);
+    if (typeof failure?.itemIdentifier !== 'string' || failure.itemIdentifier === '' || index < 0) {
+      return { kind: 'partial', firstFailed: 0, message: `unknown itemIdentifier ${JSON.stringify(failure?.itemIdentifier)}: whole batch failed` };
+    }
+    firstFailed = Math.min(firstFailed, index);
+  }
+  return { kind: 'partial', firstFailed, message: `${failures.length} item(s) reported failed` };
+}
+
+/** Converts an SDK stream record into the shape Lambda delivers (lower-case userIdentity, epoch seconds, base64 binaries). */
+export function toLambdaRecord(record: SdkRecord, streamArn: string, region: string): DynamoDBRecord {
+  const data = record.dynamodb ?? {};
+  const out: DynamoDBRecord = {
+    eventID: record.eventID,
+    eventName: record.eventName,
+    eventVersion: record.eventVersion ?? '1.1',
+    eventSource: 'aws:dynamodb',
+    awsRegion: region,
+    dynamodb: {
+      ApproximateCreationDateTime:
+        data.ApproximateCreationDateTime === undefined ? undefined : Math.floor(data.ApproximateCreationDateTime.getTime() / 1000),
+      Keys: data.Keys && toLambdaImage(data.Keys),
+      NewImage: data.NewImage && toLambdaImage(data.NewImage),
+      OldImage: data.OldImage && toLambdaImage(data.OldImage),
+      SequenceNumber: data.SequenceNumber,
+      SizeBytes: data.SizeBytes,
+      StreamViewType: data.StreamViewType,
+    },
+    eventSourceARN: streamArn,
+  };
+  if (record.userIdentity) out.userIdentity = { type: record.userIdentity.Type, principalId: record.userIdentity.PrincipalId };
+  return out;
+}
+
+function toLambdaImage(image: Record<string, SdkAttributeValue>): Record<string, AttributeValue> {
+  return Object.fromEntries(Object.entries(image).map(([name, value]) => [name, toLambdaValue(value)]));
+}
+
+function toLambdaValue(value: SdkAttributeValue): AttributeValue {
+  if (value.B !== undefined) return { B: Buffer.from(value.B).toString('base64') };
+  if (value.BS !== undefined) return { BS: value.BS.map((b) => Buffer.from(b).toString('base64')) };
+  if (value.L !== undefined) return { L: value.L.map(toLambdaValue) };
+  if (value.M !== undefined) return { M: toLambdaImage(value.M) };
+  return value as AttributeValue;
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+/** Waits `ms`, or less if the poller stops. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted || ms <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
