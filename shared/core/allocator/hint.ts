@@ -16,6 +16,8 @@ interface Entry {
  */
 export class HintCache {
   private readonly entries = new Map<string, Entry>();
+  /** Candidates this container is trying right now, so concurrent requests in one container do not pick the same. */
+  private readonly pending = new Map<string, Set<bigint>>();
 
   constructor(private readonly read: TakenReader, private readonly maxAgeMs = 5_000) {}
 
@@ -39,6 +41,23 @@ export class HintCache {
   /** Records a release made by this container. */
   markFree(pool: string, family: IpFamily, value: bigint): void {
     this.entries.get(`${pool}\u0000${family}`)?.taken.delete(value);
+  }
+
+  /** The candidates in flight for a pool's family (a live set: callers must not keep it across awaits). */
+  inFlight(pool: string, family: IpFamily): ReadonlySet<bigint> {
+    return this.pending.get(`${pool}\u0000${family}`) ?? new Set();
+  }
+
+  /** Marks a candidate as in flight until `settle` is called. */
+  reserve(pool: string, family: IpFamily, value: bigint): () => void {
+    const key = `${pool}\u0000${family}`;
+    const set = this.pending.get(key) ?? new Set<bigint>();
+    this.pending.set(key, set);
+    set.add(value);
+    return () => {
+      set.delete(value);
+      if (set.size === 0 && this.pending.get(key) === set) this.pending.delete(key);
+    };
   }
 
   /** Forgets a pool (after its ranges change). */

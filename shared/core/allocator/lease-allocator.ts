@@ -55,14 +55,21 @@ export class LeaseAllocator implements Allocator {
     }
     const refreshedAt = new Map<IpFamily, number>();
     const collisions = new Map<IpFamily, number>();
+    // Dynamic candidates in flight, released once their transaction settles.
+    const reservations: (() => void)[] = [];
     for (let commit = 0; commit < this.maxCommits; commit += 1) {
       for (const request of requests) {
-        if (!picks.has(request.family)) picks.set(request.family, await this.pickDynamic(view, request.family, refreshedAt, collisions));
+        if (!picks.has(request.family)) picks.set(request.family, await this.pickDynamic(view, request.family, refreshedAt, collisions, reservations));
       }
       const nowMs = this.deps.clock.nowMs();
       const claim = buildClaim(draft, requests, picks);
       const leases = claim.addresses.map((a, i) => leaseOf(claim, a, picks.get(requests[i]!.family)!));
-      const outcome = await this.deps.store.commitClaim(claim, leases, nowMs);
+      let outcome;
+      try {
+        outcome = await this.deps.store.commitClaim(claim, leases, nowMs);
+      } finally {
+        for (const settle of reservations.splice(0)) settle();
+      }
       switch (outcome.kind) {
         case 'committed':
           for (const [family, pick] of picks) this.deps.hints.markTaken(view.pool.name, family, pick.value);
@@ -87,7 +94,7 @@ export class LeaseAllocator implements Allocator {
     throw new NotReadyError('The pool is heavily contended right now; retry the request shortly.');
   }
 
-  private async pickDynamic(view: PoolView, family: IpFamily, refreshedAt: Map<IpFamily, number>, collisions: Map<IpFamily, number>): Promise<Choice> {
+  private async pickDynamic(view: PoolView, family: IpFamily, refreshedAt: Map<IpFamily, number>, collisions: Map<IpFamily, number>, reservations: (() => void)[]): Promise<Choice> {
     const ranges = rangesOf(view, family).filter((r) => pickableSize(this.pickRange(r)) > 0n);
     if (ranges.length === 0) throw new RangeFullError(view.pool.name, family);
     const excluded = excludedIntervals(view, family);
@@ -103,15 +110,19 @@ export class LeaseAllocator implements Allocator {
     for (let attempt = 0; attempt < 2; attempt += 1) {
       const hint = await this.deps.hints.get(view.pool.name, family, intervals, this.deps.clock.nowMs(), force || attempt > 0);
       if (force || attempt > 0) refreshedAt.set(family, hint.fetchedAt);
-      const pick = this.pickWithHint(ranges, excluded, hint.taken);
-      if (pick) return pick;
+      const pick = this.pickWithHint(ranges, excluded, hint.taken, this.deps.hints.inFlight(view.pool.name, family));
+      if (pick) {
+        // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
+        reservations.push(this.deps.hints.reserve(view.pool.name, family, pick.value));
+        return pick;
+      }
       // The hint says full: trust that only if it was read during this call.
       if (refreshedAt.has(family)) break;
     }
     throw new RangeFullError(view.pool.name, family);
   }
 
-  private pickWithHint(ranges: readonly ParsedRange[], excluded: readonly Interval[], taken: ReadonlySet<bigint>): Choice | undefined {
+  private pickWithHint(ranges: readonly ParsedRange[], excluded: readonly Interval[], taken: ReadonlySet<bigint>, inFlight: ReadonlySet<bigint>): Choice | undefined {
     const ctx = { excluded, taken, random: this.deps.random };
     // Weighing by free capacity walks the hint once per range: only worth it when there is a choice.
     const candidates = ranges.length === 1 ? [{ item: ranges[0]!, weight: 1n }] : ranges.map((r) => ({ item: r, weight: freeByHint(this.pickRange(r), taken) }));
@@ -120,7 +131,7 @@ export class LeaseAllocator implements Allocator {
       const range = candidates.length === 1 ? candidates[0]!.item : chooseWeighted(candidates.filter((c) => !tried.has(c.item)), this.deps.random);
       if (!range) return undefined;
       tried.add(range);
-      const value = pickInRange(this.pickRange(range), ctx);
+      const value = pickInRange(this.pickRange(range), ctx, inFlight);
       if (value !== undefined) return { value, range, explicit: false };
       const candidate = candidates.find((c) => c.item === range);
       if (candidate) candidate.weight = 0n;
