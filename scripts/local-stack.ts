@@ -98,6 +98,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const onExit = () => cleanups.forEach((c) => c());
   process.once('exit', onExit);
 
+  // serverless-esbuild's work folder for this run only: a concurrent `npm run package` (which deletes its own
+  // folder when done) or a second stack never touches the bundles this one serves.
+  const workFolder = join('.esbuild', `offline-${stage}-${port}`);
+  cleanups.push(() => rmSync(join(repoRoot, workFolder), { recursive: true, force: true }));
+
   let dynamo: DynamoDbLocal | undefined;
   let offline: ChildProcess | undefined;
   let offlineExit: Promise<void> | undefined;
@@ -111,6 +116,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       mirror.destroy();
       if (offline && offlineExit) await stopProcessGroup(offline, offlineExit);
       await dynamo?.stop();
+      rmSync(join(repoRoot, workFolder), { recursive: true, force: true });
       process.removeListener('exit', onExit);
     })();
     return stopping;
@@ -137,7 +143,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: dynamo.endpoint, SLS_TELEMETRY_DISABLED: '1' },
+        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: dynamo.endpoint, ESBUILD_WORK_FOLDER: workFolder },
       },
     );
     offline = child;

@@ -1,0 +1,287 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import tableJson from '../../infra/table.json' with { type: 'json' };
+import { readZip } from '../support/zip.ts';
+
+// `serverless package` (osls) is run once, as `npm run package` does, with no AWS credentials at all, into a
+// temporary folder; the tests read the CloudFormation template and the function artifacts it wrote.
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const stage = 'dev';
+
+/** The HTTP API contract: every route, each to be IAM-authorized. */
+const routes = [
+  'GET /v1/health',
+  'POST /v1/pools',
+  'GET /v1/pools',
+  'GET /v1/pools/{pool}',
+  'DELETE /v1/pools/{pool}',
+  'POST /v1/pools/{pool}/ranges',
+  'GET /v1/pools/{pool}/ranges',
+  'GET /v1/pools/{pool}/ranges/{range}',
+  'DELETE /v1/pools/{pool}/ranges/{range}',
+  'GET /v1/pools/{pool}/ranges/{range}/allocation',
+  'POST /v1/pools/{pool}/claims',
+  'GET /v1/pools/{pool}/claims',
+  'GET /v1/pools/{pool}/claims/{claim}',
+  'DELETE /v1/pools/{pool}/claims/{claim}',
+  'POST /v1/pools/{pool}/claims/{claim}/renew',
+  'GET /v1/pools/{pool}/addresses',
+  'GET /v1/pools/{pool}/addresses/{address}',
+  'DELETE /v1/pools/{pool}/owners/{uid}',
+  'GET /v1/pools/{pool}/events',
+];
+
+const functions = { api: 'functions/http.mjs', mirror: 'functions/stream.mjs', reconciler: 'functions/reconcile.mjs' } as const;
+
+interface Resource {
+  Type: string;
+  Properties: Record<string, unknown>;
+  DependsOn?: string | string[];
+}
+interface Statement {
+  Effect: string;
+  Action?: string | string[];
+  NotAction?: unknown;
+  Resource?: unknown;
+}
+
+let outDir: string;
+let resources: Record<string, Resource>;
+
+const ofType = (type: string): [string, Resource][] => Object.entries(resources).filter(([, r]) => r.Type === type);
+const asArray = <T,>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+const functionResource = (key: keyof typeof functions): Resource => {
+  const found = ofType('AWS::Lambda::Function').find(([, r]) => r.Properties.FunctionName === `ipam-${stage}-${key}`);
+  if (found === undefined) throw new Error(`no function ipam-${stage}-${key} in the template`);
+  return found[1];
+};
+const roleStatements = (roleLogicalId: string): Statement[] =>
+  asArray(resources[roleLogicalId]?.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]).flatMap(
+    (p) => p.PolicyDocument.Statement,
+  );
+const actionsOf = (statements: Statement[]): string[] => statements.flatMap((s) => asArray(s.Action));
+const roleOf = (key: keyof typeof functions): string => (functionResource(key).Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolveRun) => {
+    const child = spawn(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('close', (code) => resolveRun({ code, output }));
+  });
+}
+
+/** The environment of a machine with no AWS credentials and no local DynamoDB endpoint. */
+function credentialFreeEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith('AWS_') && name !== 'DYNAMODB_ENDPOINT' && name !== 'TABLE_NAME') env[name] = value;
+  }
+  return { ...env, AWS_CONFIG_FILE: '/nonexistent/aws-config', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials', ...extra };
+}
+
+beforeAll(async () => {
+  outDir = mkdtempSync(join(tmpdir(), 'ipam-package-'));
+  const osls = join(dirname(createRequire(import.meta.url).resolve('osls/package.json')), 'bin', 'serverless.js');
+  const { code, output } = await run(
+    process.execPath,
+    [osls, 'package', '--stage', stage, '--package', outDir],
+    credentialFreeEnv({ ESBUILD_WORK_FOLDER: join('.esbuild', `package-test-${process.pid}`) }),
+  );
+  if (code !== 0) throw new Error(`serverless package failed (${code}):\n${output}`);
+  const template = JSON.parse(readFileSync(join(outDir, 'cloudformation-template-update-stack.json'), 'utf8')) as {
+    Resources: Record<string, Resource>;
+  };
+  resources = template.Resources;
+}, 180_000);
+
+afterAll(() => {
+  if (outDir) rmSync(outDir, { recursive: true, force: true });
+});
+
+describe('Template: serverless package (no credentials, no network)', () => {
+  describe('HTTP API', () => {
+    it('has exactly the contract routes, every one with IAM authorization', () => {
+      // Act
+      const found = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
+      // Assess
+      expect(found.map((r) => r.RouteKey).sort()).toEqual([...routes].sort());
+      for (const route of found) expect({ route: route.RouteKey, auth: route.AuthorizationType }).toEqual({ route: route.RouteKey, auth: 'AWS_IAM' });
+    });
+
+    it('sends every route to the one api function with payload format 2.0', () => {
+      // Act
+      const integrations = ofType('AWS::ApiGatewayV2::Integration');
+      // Assess
+      expect(integrations).toHaveLength(1);
+      const [logicalId, integration] = integrations[0]!;
+      expect(integration.Properties.PayloadFormatVersion).toBe('2.0');
+      expect(JSON.stringify(integration.Properties.IntegrationUri)).toContain('ApiLambdaFunction');
+      for (const [, route] of ofType('AWS::ApiGatewayV2::Route')) expect(JSON.stringify(route.Properties.Target)).toContain(logicalId);
+    });
+
+    it('knows the route of every sample HTTP event', () => {
+      // Act
+      const sampleRoutes = ['events/http-health.json', 'events/http-create-pool.json'].map(
+        (file) => (JSON.parse(readFileSync(join(repoRoot, file), 'utf8')) as { routeKey: string }).routeKey,
+      );
+      // Assess
+      for (const routeKey of sampleRoutes) expect(routes).toContain(routeKey);
+    });
+  });
+
+  describe('Stream mapping of the mirror', () => {
+    it('reads the table stream with partial batch responses, bisection, bounded retries and an on-failure queue', () => {
+      // Act
+      const mappings = ofType('AWS::Lambda::EventSourceMapping').map(([, r]) => r.Properties);
+      // Assess
+      expect(mappings).toHaveLength(1);
+      const mapping = mappings[0]!;
+      expect(mapping.EventSourceArn).toEqual({ 'Fn::GetAtt': ['Table', 'StreamArn'] });
+      expect(JSON.stringify(mapping.FunctionName)).toContain('MirrorLambdaFunction');
+      expect(mapping.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
+      expect(mapping.BisectBatchOnFunctionError).toBe(true);
+      expect(mapping.MaximumRetryAttempts).toBeGreaterThanOrEqual(0);
+      expect(mapping.MaximumRetryAttempts).toBeLessThanOrEqual(10);
+      expect(mapping.MaximumRecordAgeInSeconds).toBeGreaterThanOrEqual(60);
+      expect(mapping.MaximumRecordAgeInSeconds).toBeLessThanOrEqual(86_400);
+      expect(mapping.BatchSize).toBeGreaterThan(0);
+      expect(mapping.MaximumBatchingWindowInSeconds).toBeGreaterThanOrEqual(0);
+      const destination = (mapping.DestinationConfig as { OnFailure: { Destination: { 'Fn::GetAtt': [string, string] } } }).OnFailure.Destination;
+      expect(destination['Fn::GetAtt'][1]).toBe('Arn');
+      expect(resources[destination['Fn::GetAtt'][0]]?.Type).toBe('AWS::SQS::Queue');
+    });
+  });
+
+  describe('Schedule of the reconciler', () => {
+    it('fires the reconciler every minute by default', () => {
+      // Act
+      const rules = ofType('AWS::Events::Rule').map(([, r]) => r.Properties);
+      // Assess
+      expect(rules).toHaveLength(1);
+      expect(rules[0]).toMatchObject({ ScheduleExpression: 'rate(1 minute)', State: 'ENABLED' });
+      expect(JSON.stringify(rules[0]!.Targets)).toContain('ReconcilerLambdaFunction');
+      expect(functionResource('reconciler').Properties.Timeout).toBeGreaterThanOrEqual(60);
+    });
+  });
+
+  describe('Table', () => {
+    it('is infra/table.json verbatim plus the stage table name', () => {
+      // Act
+      const tables = ofType('AWS::DynamoDB::Table');
+      // Assess
+      expect(tables).toHaveLength(1);
+      expect(tables[0]![1].Properties).toEqual({ ...tableJson, TableName: `ipam-${stage}` });
+    });
+
+    it('has a NEW_AND_OLD_IMAGES stream, TTL on `ttl` and point-in-time recovery', () => {
+      // Act
+      const table = resources.Table!.Properties;
+      // Assess
+      expect(table.StreamSpecification).toEqual({ StreamViewType: 'NEW_AND_OLD_IMAGES' });
+      expect(table.TimeToLiveSpecification).toEqual({ AttributeName: 'ttl', Enabled: true });
+      expect(table.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    });
+  });
+
+  describe('IAM', () => {
+    it('grants no wildcard action anywhere', () => {
+      // Act
+      const statements = [...ofType('AWS::IAM::Role'), ...ofType('AWS::IAM::Policy'), ...ofType('AWS::IAM::ManagedPolicy')].flatMap(
+        ([, r]) => [
+          ...asArray(r.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]).flatMap((p) => p.PolicyDocument.Statement),
+          ...asArray((r.Properties.PolicyDocument as { Statement: Statement[] } | undefined)?.Statement),
+        ],
+      );
+      // Assess
+      expect(statements.length).toBeGreaterThan(0);
+      for (const statement of statements) expect(statement.NotAction).toBeUndefined();
+      const actions = actionsOf(statements);
+      expect(actions.filter((a) => a.includes('*'))).toEqual([]); // '*', 'dynamodb:*', 'dynamodb:Get*', ...
+      expect(statements.filter((s) => asArray(s.Action).some((a) => a.startsWith('dynamodb:')) && asArray(s.Resource).includes('*'))).toEqual([]);
+    });
+
+    it('gives each function its own role', () => {
+      // Act
+      const roles = (Object.keys(functions) as (keyof typeof functions)[]).map(roleOf);
+      // Assess
+      expect(new Set(roles).size).toBe(3);
+      for (const role of roles) expect(resources[role]?.Type).toBe('AWS::IAM::Role');
+      expect(resources.IamRoleLambdaExecution).toBeUndefined();
+    });
+
+    it('lets only the mirror read the stream and write to its failure queue', () => {
+      // Act
+      const api = actionsOf(roleStatements(roleOf('api')));
+      const mirror = roleStatements(roleOf('mirror'));
+      const reconciler = actionsOf(roleStatements(roleOf('reconciler')));
+      // Assess
+      const streamRead = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'];
+      const streamStatement = mirror.find((s) => asArray(s.Action).includes('dynamodb:GetRecords'));
+      expect(asArray(streamStatement?.Action).sort()).toEqual(streamRead.sort());
+      expect(streamStatement?.Resource).toEqual([{ 'Fn::GetAtt': ['Table', 'StreamArn'] }]);
+      expect(actionsOf(mirror)).toContain('sqs:SendMessage');
+      for (const action of [...streamRead, 'sqs:SendMessage']) {
+        expect(api).not.toContain(action);
+        expect(reconciler).not.toContain(action);
+      }
+      expect(api).not.toContain('dynamodb:Scan');
+      expect(api).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:Query']));
+    });
+  });
+
+  describe('Functions', () => {
+    it('run on nodejs22.x with the table name, stage, default feature gates and no local endpoint', () => {
+      for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
+        // Act
+        const { Runtime, Environment } = functionResource(key).Properties as { Runtime: string; Environment: { Variables: Record<string, string> } };
+        // Assess
+        expect(Runtime).toBe('nodejs22.x');
+        expect(Environment.Variables).toMatchObject({
+          TABLE_NAME: `ipam-${stage}`,
+          STAGE: stage,
+          FEATURE_GATES: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false',
+          DYNAMODB_ENDPOINT: '',
+        });
+      }
+    });
+
+    it('are each one minified ESM bundle that Node loads and that exports `handler`', async () => {
+      const sizes: Record<string, number> = {};
+      const bundled: Record<string, number> = {};
+      const bundleDir = mkdtempSync(join(tmpdir(), 'ipam-bundles-'));
+      try {
+        for (const [key, file] of Object.entries(functions)) {
+          // Prepare
+          const zip = join(outDir, `${key}.zip`);
+          const entries = readZip(readFileSync(zip));
+          sizes[key] = statSync(zip).size;
+          expect([...entries.keys()]).toEqual([file]);
+          const path = join(bundleDir, key, file);
+          mkdirSync(dirname(path), { recursive: true });
+          writeFileSync(path, entries.get(file)!);
+          bundled[key] = entries.get(file)!.length;
+          // Act
+          const probe = `const m = await import(${JSON.stringify(pathToFileURL(path).href)}); console.log(typeof m.handler);`;
+          const { code, output } = await run(
+            process.execPath,
+            ['--input-type=module', '-e', probe],
+            credentialFreeEnv({ TABLE_NAME: `ipam-${stage}`, STAGE: stage, AWS_REGION: 'us-east-1', NODE_NO_WARNINGS: '1' }),
+          );
+          // Assess
+          expect({ key, code, output: output.trim() }).toEqual({ key, code: 0, output: 'function' });
+        }
+      } finally {
+        rmSync(bundleDir, { recursive: true, force: true });
+      }
+      console.log(`function artifacts, zip bytes: ${JSON.stringify(sizes)}; bundle bytes: ${JSON.stringify(bundled)}`);
+    }, 60_000);
+  });
+});
