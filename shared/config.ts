@@ -40,7 +40,7 @@ export function parseFeatureGates(text: string | undefined): FeatureGates {
   if (!text) return gates;
   for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
     const [name, value] = part.split('=').map((s) => s.trim());
-    if (name === undefined || !(name in gates)) throw new Error(`FEATURE_GATES: unknown gate ${JSON.stringify(name)}; known: ${Object.keys(gates).join(', ')}`);
+    if (name === undefined || !Object.hasOwn(gates, name)) throw new Error(`FEATURE_GATES: unknown gate ${JSON.stringify(name)}; known: ${Object.keys(gates).join(', ')}`);
     if (value !== 'true' && value !== 'false') throw new Error(`FEATURE_GATES: ${name} must be true or false, not ${JSON.stringify(value)}`);
     gates[name as keyof FeatureGates] = value === 'true';
   }

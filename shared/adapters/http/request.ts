@@ -38,7 +38,7 @@ function checkObject(value: unknown, fields: Readonly<Record<string, FieldSpec>>
   }
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
-    if (!(key in fields)) throw new InvalidArgumentError(`Unknown field ${JSON.stringify(path + key)}; known fields: ${Object.keys(fields).join(', ')}.`, path + key);
+    if (!Object.hasOwn(fields, key)) throw new InvalidArgumentError(`Unknown field ${JSON.stringify(path + key)}; known fields: ${Object.keys(fields).join(', ')}.`, path + key);
   }
   for (const [key, spec] of Object.entries(fields)) {
     const field = path + key;
