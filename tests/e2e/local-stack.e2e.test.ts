@@ -1,0 +1,113 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { createDynamoClient } from '../../shared/adapters/dynamodb/client.ts';
+import { freePort } from '../../scripts/dynamodb-local.ts';
+import type { LocalStack, LocalStackState } from '../../scripts/local-stack.ts';
+import { callApi, isAlive, startTestStack } from '../support/local-stack.ts';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const scheduleEvent: unknown = JSON.parse(readFileSync(join(repoRoot, 'events/schedule.json'), 'utf8'));
+
+describe('Local stack: startLocalStack()', () => {
+  let stack: LocalStack;
+
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('serves GET /v1/health through serverless-offline on loopback', async () => {
+    // Act
+    const health = await callApi(stack, 'GET', '/v1/health');
+    // Assess
+    expect(new URL(stack.apiUrl).hostname).toBe('127.0.0.1');
+    expect(health.status).toBe(200);
+    expect(health.headers.get('content-type')).toMatch(/^application\/json/);
+  });
+
+  it('delivers a table write to the mirror function through the stream poller', async () => {
+    // Prepare
+    const client = createDynamoClient({ endpoint: stack.endpoint });
+    const before = stack.poller!.stats().recordsDelivered;
+    // Act: an item no handler owns, written behind the API's back.
+    await client.send(
+      new PutItemCommand({ TableName: stack.tableName, Item: { PK: { S: 'E2E#probe' }, SK: { S: 'PROBE' }, entity: { S: 'e2e-probe' } } }),
+    );
+    client.destroy();
+    // Assess
+    await vi.waitFor(() => expect(stack.poller!.stats().recordsDelivered).toBeGreaterThan(before), { timeout: 30_000, interval: 100 });
+    expect(stack.poller!.failures()).toEqual([]);
+  });
+
+  it('runs the reconciler through serverless-offline\'s Lambda API', async () => {
+    // Act
+    const run = stack.invoke('reconciler', scheduleEvent).then(
+      () => 'ran',
+      (error: Error) => error.message,
+    );
+    // Assess
+    await expect(run).resolves.toBe('ran');
+  });
+
+  it('stops DynamoDB Local and serverless-offline with their whole process group', async () => {
+    // Prepare
+    const { dynamodb, offline } = stack.pids;
+    expect([isAlive(dynamodb), isAlive(offline)]).toEqual([true, true]);
+    // Act
+    await stack.stop();
+    // Assess
+    expect({ java: isAlive(dynamodb), offline: isAlive(offline), offlineGroup: isAlive(-offline) }).toEqual({
+      java: false,
+      offline: false,
+      offlineGroup: false,
+    });
+    await expect(fetch(`${stack.apiUrl}/v1/health`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
+  });
+});
+
+describe('Local stack: the `npm start` command', () => {
+  it('answers on --port and leaves no process behind after SIGTERM', async () => {
+    // Prepare
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'ipam-stack-'));
+    const stateFile = join(dir, 'state.json');
+    const tsx = join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+    const child = spawn(process.execPath, [tsx, 'scripts/local-stack.ts', '--port', String(port), '--state-file', stateFile], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      await vi.waitFor(() => expect(existsSync(stateFile), output).toBe(true), { timeout: 120_000, interval: 200 });
+      const state = JSON.parse(readFileSync(stateFile, 'utf8')) as LocalStackState;
+      expect(state.apiUrl).toBe(`http://127.0.0.1:${port}`);
+      const health = await fetch(`${state.apiUrl}/v1/health`);
+      expect(health.status).toBe(200);
+      expect(output).toContain(`HTTP API        http://127.0.0.1:${port}/v1/health`);
+      // Act
+      child.kill('SIGTERM');
+      const code = await exited;
+      // Assess
+      expect({ code, java: isAlive(state.pids.dynamodb), offlineGroup: isAlive(-state.pids.offline) }).toEqual({
+        code: 0,
+        java: false,
+        offlineGroup: false,
+      });
+      expect(existsSync(stateFile)).toBe(false);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
