@@ -1,4 +1,5 @@
 import type { Allocator } from '../allocator/allocator.ts';
+import type { BitmapStore } from '../bitmap/ports.ts';
 import type { HintCache } from '../allocator/hint.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
 import type { Clock, IpamStore, Random } from '../ports.ts';
@@ -17,6 +18,8 @@ export interface Deps {
   readonly views: PoolViewCache;
   readonly hints: HintCache;
   readonly allocator: Allocator;
+  /** The legacy bitmaps (RangeAllocation items), read by the allocation route. */
+  readonly bitmaps: BitmapStore;
   readonly gates: AllocationGates;
 }
 

@@ -1,0 +1,43 @@
+import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
+import { LeaseState, type LeaseChange } from '../../core/mirror/lease-change.ts';
+import { Entity } from './keys.ts';
+
+/** The principal of DynamoDB's own TTL deletions in a stream record's userIdentity. */
+export const TTL_PRINCIPAL = 'dynamodb.amazonaws.com';
+
+/** True for a REMOVE made by DynamoDB's TTL (userIdentity type Service, principal dynamodb.amazonaws.com). */
+export function isTtlDeletion(record: DynamoDBRecord): boolean {
+  return record.eventName === 'REMOVE' && record.userIdentity?.type === 'Service' && record.userIdentity?.principalId === TTL_PRINCIPAL;
+}
+
+const text = (image: Record<string, AttributeValue> | undefined, name: string): string | undefined => image?.[name]?.S;
+
+/**
+ * What a stream record says about a lease, or undefined for anything else (pools, ranges, claims, bitmaps, events):
+ *
+ *   INSERT  lease -> held          (a new lease)
+ *   MODIFY  lease -> held          (renewed, or an expired lease taken over by another claim: the bit stays set)
+ *   REMOVE  lease -> gone          (released, deleted by the reconciler, or by TTL: userIdentity dynamodb.amazonaws.com)
+ *
+ * The image read is the new one, or the old one of a REMOVE; a record without images (a KEYS_ONLY stream) is read
+ * from its key `LEASE#<pool>#<address>`.
+ */
+export function leaseChangeOf(record: DynamoDBRecord): LeaseChange | undefined {
+  const id = record.dynamodb?.SequenceNumber;
+  if (!id) return undefined;
+  const gone = record.eventName === 'REMOVE';
+  if (!gone && record.eventName !== 'INSERT' && record.eventName !== 'MODIFY') return undefined;
+  const image = gone ? record.dynamodb?.OldImage : record.dynamodb?.NewImage;
+  const state = gone ? LeaseState.Gone : LeaseState.Held;
+  if (image) {
+    if (text(image, 'entity') !== Entity.Lease) return undefined;
+    const pool = text(image, 'pool');
+    const address = text(image, 'address');
+    return pool && address ? { id, pool, address, state } : undefined;
+  }
+  const pk = text(record.dynamodb?.Keys, 'PK');
+  if (!pk?.startsWith('LEASE#')) return undefined;
+  const rest = pk.slice('LEASE#'.length);
+  const split = rest.lastIndexOf('#');
+  return split > 0 ? { id, pool: rest.slice(0, split), address: rest.slice(split + 1), state } : undefined;
+}

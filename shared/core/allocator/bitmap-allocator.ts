@@ -1,0 +1,224 @@
+import { formatAddress, type IpFamily } from '../ip/address.ts';
+import { isHostOf, lowerBandSize } from '../ip/cidr.ts';
+import { AlreadyAllocatedError, MismatchedNetworkError, NotInRangeError, NotReadyError, RangeFullError } from '../errors.ts';
+import { isExpired, type Claim, type ClaimAddress, type Lease, type PoolView } from '../model.ts';
+import type { Clock, IpamStore, Random } from '../ports.ts';
+import { addressOfBit, bitOf, legacyWindow, type Bitmap } from '../bitmap/bitmap.ts';
+import { bitmapOf, bitmapOfDocument, legacyRangeOf, windowInterval } from '../bitmap/legacy.ts';
+import type { BitmapExpectation, BitmapStore, BitmapWrite } from '../bitmap/ports.ts';
+import type { AllocationResult, Allocator, ClaimDraft, FamilyRequest } from './allocator.ts';
+import type { Interval } from './intervals.ts';
+import { excludedIntervals, rangeForExplicit, type ParsedRange } from './pool-geometry.ts';
+
+export interface BitmapAllocatorDeps {
+  readonly store: Pick<IpamStore, 'getClaim' | 'getLease' | 'takenAddresses'>;
+  readonly bitmaps: Pick<BitmapStore, 'getBitmap' | 'commitClaim'>;
+  readonly clock: Clock;
+  readonly random: Random;
+  /** Transactions tried before giving up (each lost race re-reads what it lost on). Default 32. */
+  readonly maxCommits?: number;
+}
+
+/** A bitmap as read, with the precondition its next write carries. */
+interface Snapshot {
+  readonly bitmap: Bitmap;
+  readonly expected: BitmapExpectation;
+}
+
+/** One family's legacy range and the bit chosen in it. */
+interface Choice {
+  readonly range: ParsedRange;
+  readonly bit: number;
+  readonly explicit: boolean;
+}
+
+/**
+ * The legacy strategy (MultiCIDRServiceAllocator=false): the bitmap of each family's legacy range is the allocator,
+ * as Kubernetes' `ipallocator/bitmap.go`. Only legacy ranges serve; a pick is a zero bit (random start, wrap-around,
+ * upper band first as KEP-3070), and ONE transaction writes
+ *
+ *   claim item      absent OR expired            (idempotent retries find it)
+ *   [generated]     absent OR expired
+ *   lease item(s)   absent OR expired            (the same judge as the lease allocator: mixed fleets stay safe)
+ *   bitmap item(s)  version = read  |  absent    (the bit and the lease never disagree)
+ *
+ * A lost bitmap race re-reads the bitmap and picks again; a lease found taken (a lease-mode allocation the mirror has
+ * not reached yet) skips that bit for the rest of the call. A missing bitmap is built from the range's own leases and
+ * created by the same transaction. Explicit addresses need a clear bit AND a free lease.
+ */
+export class BitmapAllocator implements Allocator {
+  private readonly maxCommits: number;
+
+  constructor(private readonly deps: BitmapAllocatorDeps) {
+    this.maxCommits = deps.maxCommits ?? 32;
+  }
+
+  /**
+   * @throws MismatchedNetworkError when a family has no Ready legacy range; NotInRangeError for an explicit address
+   *   outside its family's legacy bitmap window; AlreadyAllocatedError when its bit is set; RangeFullError when a
+   *   bitmap has no zero bit left; NotReadyError when the races do not settle.
+   */
+  async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
+    const ranges = new Map(requests.map((r) => [r.family, this.legacyRange(view, r.family)]));
+    const explicit = new Map<IpFamily, Choice>();
+    for (const request of requests) {
+      if (request.explicit) explicit.set(request.family, { range: ranges.get(request.family)!, bit: explicitBit(view, ranges.get(request.family)!, request), explicit: true });
+    }
+    const snapshots = new Map<IpFamily, Snapshot>();
+    const skip = new Map<IpFamily, Set<number>>(requests.map((r) => [r.family, new Set<number>()]));
+    for (let commit = 0; commit < this.maxCommits; commit += 1) {
+      await Promise.all(requests.filter((r) => !snapshots.has(r.family)).map(async (r) => snapshots.set(r.family, await this.read(view.pool.name, ranges.get(r.family)!))));
+      const picks = new Map<IpFamily, Choice>();
+      for (const request of requests) {
+        const snapshot = snapshots.get(request.family)!;
+        const fixed = explicit.get(request.family);
+        if (fixed) {
+          if (snapshot.bitmap.has(fixed.bit)) return this.explicitHeld(view, draft, fixed);
+          picks.set(request.family, fixed);
+          continue;
+        }
+        const range = ranges.get(request.family)!;
+        const bit = pickBit(snapshot.bitmap, range, excludedIntervals(view, request.family), skip.get(request.family)!, this.deps.random);
+        if (bit === undefined) throw new RangeFullError(view.pool.name, request.family);
+        picks.set(request.family, { range, bit, explicit: false });
+      }
+      const claim = buildClaim(draft, requests, picks);
+      const leases = claim.addresses.map((a) => leaseOf(claim, a));
+      const writes = requests.map((r) => bitmapWrite(view.pool.name, picks.get(r.family)!, snapshots.get(r.family)!));
+      const outcome = await this.deps.bitmaps.commitClaim(claim, leases, writes, this.deps.clock.nowMs());
+      switch (outcome.kind) {
+        case 'committed':
+          return { kind: 'allocated', claim };
+        case 'claimExists':
+          return { kind: 'exists', claim: outcome.existing };
+        case 'generatedNameExists':
+          return { kind: 'generatedExists', claimName: outcome.claimName };
+        case 'addressesTaken':
+          for (const { address, holder } of outcome.taken) {
+            const family = claim.addresses.find((a) => a.address === address)?.family;
+            if (family === undefined) continue;
+            const pick = picks.get(family)!;
+            if (pick.explicit) throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
+            // Leased but not yet mirrored into the bitmap: the mirror will set the bit; this call just avoids it.
+            skip.get(family)!.add(pick.bit);
+          }
+          break;
+        case 'bitmapsChanged':
+          for (const request of requests) {
+            if (outcome.ranges.includes(ranges.get(request.family)!.range.name)) snapshots.delete(request.family);
+          }
+          break;
+      }
+    }
+    throw new NotReadyError('The legacy bitmap is heavily contended right now; retry the request shortly.');
+  }
+
+  /** The Ready legacy range of a family. @throws MismatchedNetworkError when there is none. */
+  private legacyRange(view: PoolView, family: IpFamily): ParsedRange {
+    const range = legacyRangeOf(view, family);
+    if (!range) {
+      throw new MismatchedNetworkError(
+        `Pool ${JSON.stringify(view.pool.name)} has no Ready legacy ${family} range; only legacy ranges serve while the MultiCIDRServiceAllocator feature gate is off.`,
+      );
+    }
+    return range;
+  }
+
+  /** The bitmap of a range, or one built from the range's own leases when the item is missing or names another CIDR. */
+  private async read(pool: string, range: ParsedRange): Promise<Snapshot> {
+    const doc = await this.deps.bitmaps.getBitmap(pool, range.range.name);
+    const bitmap = doc ? bitmapOfDocument(doc, range) : undefined;
+    if (doc && bitmap) return { bitmap, expected: { version: doc.version } };
+    // Every lease item counts, expired ones too (nowMs 0): their bits stay set until the lease is deleted.
+    const window = windowInterval(range.cidr);
+    const taken = window ? await this.deps.store.takenAddresses(pool, range.range.family, [window], 0) : [];
+    return { bitmap: bitmapOf(range.cidr, taken), expected: doc ? { version: doc.version } : 'absent' };
+  }
+
+  /** An explicit address whose bit is set: the same claim asked again (idempotent), or someone else holds it. */
+  private async explicitHeld(view: PoolView, draft: ClaimDraft, pick: Choice): Promise<AllocationResult> {
+    const existing = await this.deps.store.getClaim(view.pool.name, draft.name);
+    if (existing && !isExpired(existing, this.deps.clock.nowMs())) return { kind: 'exists', claim: existing };
+    const address = formatAddress({ family: pick.range.cidr.family, value: addressOfBit(pick.range.cidr, pick.bit) });
+    const holder = await this.deps.store.getLease(view.pool.name, address);
+    throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
+  }
+}
+
+/**
+ * The bit of an explicit address in its family's legacy range.
+ * @throws NotInRangeError when the address is not a host of the legacy range, or lies beyond its bitmap window.
+ */
+function explicitBit(view: PoolView, range: ParsedRange, request: FamilyRequest): number {
+  const address = request.explicit!;
+  const bit = bitOf(range.cidr, address.value);
+  if (bit !== undefined) return bit;
+  const text = formatAddress(address);
+  if (isHostOf(range.cidr, address)) {
+    throw new NotInRangeError(text, `Address ${text} lies beyond the ${legacyWindow(range.cidr)}-address bitmap window of legacy range ${JSON.stringify(range.range.name)}.`);
+  }
+  // Reserved addresses and addresses of no Ready range get the lease allocator's explanation.
+  rangeForExplicit(view, address);
+  throw new NotInRangeError(text, `Address ${text} is not in legacy range ${JSON.stringify(range.range.name)}; only legacy ranges serve while the MultiCIDRServiceAllocator feature gate is off.`);
+}
+
+/**
+ * A zero bit for a dynamic pick, or undefined when none is left: the upper band first from a random start with
+ * wrap-around, then the lower band (KEP-3070), never an excluded address or one this call found leased.
+ *
+ *   bit 0              L                                  window-1
+ *       [ lower band   ][ upper band: random start, wrap  ]
+ */
+export function pickBit(bitmap: Bitmap, range: ParsedRange, excluded: readonly Interval[], skip: ReadonlySet<number>, random: Random): number | undefined {
+  const size = bitmap.size;
+  if (size === 0) return undefined;
+  const mask = bitmap.clone();
+  for (const bit of skip) mask.set(bit);
+  // Excluded addresses inside the window [network+1, network+size] are taken out of the mask.
+  const first = range.cidr.base + 1n;
+  const last = range.cidr.base + BigInt(size);
+  for (const [from, to] of excluded) {
+    const lo = from > first ? from : first;
+    const hi = to < last ? to : last;
+    for (let value = lo; value <= hi; value += 1n) mask.set(Number(value - first));
+  }
+  const band = Number(lowerBandSize(range.cidr));
+  const lower = band < size ? band : 0;
+  const start = lower + Number(random.below(BigInt(size - lower)));
+  const found = mask.firstClear(start);
+  if (found === undefined) return undefined;
+  if (found >= lower) return found;
+  // Wrapped into the lower band: [start, size) is full; [lower, start) may not be.
+  const upper = mask.firstClear(lower);
+  if (upper !== undefined && upper >= lower) return upper;
+  return mask.firstClear(Number(random.below(BigInt(lower))));
+}
+
+function bitmapWrite(pool: string, pick: Choice, snapshot: Snapshot): BitmapWrite {
+  const next = snapshot.bitmap.clone();
+  next.set(pick.bit);
+  const version = snapshot.expected === 'absent' ? 1 : snapshot.expected.version + 1;
+  return { pool, rangeName: pick.range.range.name, allocation: { range: pick.range.range.cidr, data: next.encode(), version }, expected: snapshot.expected };
+}
+
+function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], picks: ReadonlyMap<IpFamily, Choice>): Claim {
+  const addresses: ClaimAddress[] = requests.map((r) => {
+    const pick = picks.get(r.family)!;
+    return { address: formatAddress({ family: r.family, value: addressOfBit(pick.range.cidr, pick.bit) }), family: r.family, range: pick.range.range.name };
+  });
+  return { ...draft, addresses };
+}
+
+function leaseOf(claim: Claim, address: ClaimAddress): Lease {
+  const lease: Lease = {
+    pool: claim.pool,
+    address: address.address,
+    family: address.family,
+    range: address.range,
+    claim: claim.name,
+    claimUid: claim.uid,
+    owner: claim.spec.owner,
+    createdAt: claim.createdAt,
+  };
+  return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt };
+}
