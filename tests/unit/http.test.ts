@@ -1,0 +1,462 @@
+import { DynamoDBClient, ProvisionedThroughputExceededException, QueryCommand } from '@aws-sdk/client-dynamodb';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { buildContainer } from '../../shared/adapters/composition.ts';
+import { CursorCodec } from '../../shared/adapters/dynamodb/cursor.ts';
+import { createHttpHandler } from '../../shared/adapters/http/api.ts';
+import { problemOf, problemResponse, statusOf } from '../../shared/adapters/http/problem.ts';
+import { MAX_BODY_BYTES, pageParams, parseBody, type FieldSpec } from '../../shared/adapters/http/request.ts';
+import { loadConfig, parseFeatureGates } from '../../shared/config.ts';
+import {
+  AlreadyAllocatedError,
+  ConflictError,
+  ErrorCode,
+  InvalidArgumentError,
+  IpamError,
+  MismatchedNetworkError,
+  NotFoundError,
+  NotInRangeError,
+  NotReadyError,
+  PoolNotEmptyError,
+  PreconditionFailedError,
+  RangeFullError,
+} from '../../shared/core/errors.ts';
+
+/** An API Gateway HTTP API (payload v2) event. */
+function httpEvent(method: string, path: string, options: { body?: string; query?: Record<string, string>; base64?: boolean } = {}): APIGatewayProxyEventV2 {
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: path,
+    rawQueryString: new URLSearchParams(options.query ?? {}).toString(),
+    headers: { 'content-type': 'application/json' },
+    ...(options.query ? { queryStringParameters: options.query } : {}),
+    requestContext: {
+      accountId: '000000000000', apiId: 'unit', domainName: 'localhost', domainPrefix: 'localhost', requestId: 'unit', routeKey: '$default', stage: '$default', time: '', timeEpoch: 0,
+      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'vitest' },
+    },
+    isBase64Encoded: options.base64 ?? false,
+    ...(options.body === undefined ? {} : { body: options.body }),
+  };
+}
+
+const withBody = (body: string | undefined, base64 = false) => httpEvent('POST', '/v1/pools/pool-a/claims', { ...(body === undefined ? {} : { body }), base64 });
+const withQuery = (query: Record<string, string>) => httpEvent('GET', '/v1/pools', { query });
+
+/** The claim body's fields, as the route declares them. */
+const claimFields: Record<string, FieldSpec> = {
+  name: { type: 'string' },
+  owner: { type: 'object', required: true, fields: { kind: { type: 'string', required: true }, name: { type: 'string', required: true }, uid: { type: 'string', required: true } } },
+  ipFamilies: { type: 'string[]' },
+  ttlSeconds: { type: 'integer' },
+  legacy: { type: 'boolean' },
+};
+const OWNER = { kind: 'Pod', name: 'web-0', uid: 'owner-1' };
+
+describe('Function: problemOf', () => {
+  it('maps every error code to the status of the HTTP contract', () => {
+    // Act
+    const statuses = Object.fromEntries(Object.values(ErrorCode).map((code) => [code, statusOf[code]]));
+
+    // Assess
+    expect(statuses).toEqual({
+      InvalidArgument: 400,
+      NotFound: 404,
+      AlreadyAllocated: 409,
+      Conflict: 409,
+      PoolNotEmpty: 409,
+      RangeFull: 409,
+      NotInRange: 422,
+      MismatchedNetwork: 422,
+      PreconditionFailed: 412,
+      NotReady: 503,
+      Internal: 500,
+    });
+  });
+
+  it.each<[string, IpamError, number]>([
+    ['InvalidArgumentError', new InvalidArgumentError('limit must be a whole number from 1 to 1000.', 'limit'), 400],
+    ['NotFoundError', new NotFoundError('pool', 'pool-a'), 404],
+    ['AlreadyAllocatedError', new AlreadyAllocatedError('10.0.0.10', { claim: 'other' }), 409],
+    ['ConflictError', new ConflictError('Claim "c" already exists with a different spec.'), 409],
+    ['PoolNotEmptyError', new PoolNotEmptyError('pool-a', 1), 409],
+    ['RangeFullError', new RangeFullError('pool-a', 'IPv4'), 409],
+    ['NotInRangeError', new NotInRangeError('10.1.0.1'), 422],
+    ['MismatchedNetworkError', new MismatchedNetworkError('Pool "pool-a" has no Ready IPv6 range for this claim.'), 422],
+    ['PreconditionFailedError', new PreconditionFailedError('1', '2'), 412],
+    ['NotReadyError', new NotReadyError(), 503],
+  ])('exposes %s as a problem with status %s and its message as the detail', (_name, error, status) => {
+    // Act
+    const problem = problemOf(error);
+
+    // Assess
+    expect(problem).toEqual({ type: `https://ipam.dev/problems/${error.code}`, title: expect.any(String), status, detail: error.message, code: error.code });
+  });
+
+  it.each([
+    ['a plain Error', new Error('ValidationException: One or more parameter values were invalid: arn:aws:dynamodb:eu-west-1:123456789012:table/ipam')],
+    ['a TypeError', new TypeError("Cannot read properties of undefined (reading 'Item')")],
+    ['a thrown string', 'secret string'],
+    ['an IpamError with the Internal code', new IpamError(ErrorCode.Internal, 'bitmap of range r is corrupt at byte 17')],
+  ])('turns %s into a generic 500 that leaks nothing', (_what, error) => {
+    // Act
+    const problem = problemOf(error);
+
+    // Assess
+    expect(problem).toEqual({
+      type: 'https://ipam.dev/problems/Internal',
+      title: 'Internal error',
+      status: 500,
+      detail: 'The server failed to handle the request; it has been logged.',
+      code: 'Internal',
+    });
+  });
+});
+
+describe('Function: problemResponse', () => {
+  it('answers NotReady with application/problem+json and a retry-after header', () => {
+    // Act
+    const response = problemResponse(problemOf(new NotReadyError()));
+
+    // Assess
+    expect(response).toEqual({
+      statusCode: 503,
+      headers: { 'content-type': 'application/problem+json', 'retry-after': '1' },
+      body: JSON.stringify(problemOf(new NotReadyError())),
+    });
+  });
+
+  it('sends no retry-after with other problems', () => {
+    // Act
+    const response = problemResponse(problemOf(new RangeFullError('pool-a', 'IPv4')));
+
+    // Assess
+    expect(response.headers).toEqual({ 'content-type': 'application/problem+json' });
+    expect(JSON.parse(response.body!)).toMatchObject({ status: 409, code: 'RangeFull' });
+  });
+});
+
+describe('Function: parseBody', () => {
+  it('returns the known fields of a valid body and drops null optional fields', () => {
+    // Prepare
+    const event = withBody(JSON.stringify({ name: 'c', owner: OWNER, ipFamilies: ['IPv4'], ttlSeconds: 60, legacy: null }));
+
+    // Act
+    const body = parseBody(event, claimFields);
+
+    // Assess
+    expect(body).toEqual({ name: 'c', owner: OWNER, ipFamilies: ['IPv4'], ttlSeconds: 60 });
+  });
+
+  it('reads a base64-encoded body', () => {
+    // Prepare
+    const event = withBody(Buffer.from(JSON.stringify({ owner: OWNER })).toString('base64'), true);
+
+    // Act
+    const body = parseBody(event, claimFields);
+
+    // Assess
+    expect(body).toEqual({ owner: OWNER });
+  });
+
+  it('returns an empty object for an empty optional body', () => {
+    // Act
+    const body = parseBody(withBody(undefined), { ttlSeconds: { type: 'integer' } }, true);
+
+    // Assess
+    expect(body).toEqual({});
+  });
+
+  it.each<[string, string | undefined, string, string]>([
+    ['the body is malformed JSON', '{"owner": {', 'body', 'The request body is not valid JSON'],
+    ['the body is missing', undefined, 'body', 'The request needs a JSON object body.'],
+    ['the body is blank', '  \n', 'body', 'The request needs a JSON object body.'],
+    ['the body is an array', '[]', 'body', 'The request body must be a JSON object.'],
+    ['the body is a string', '"owner"', 'body', 'The request body must be a JSON object.'],
+    ['the body is null', 'null', 'body', 'The request body must be a JSON object.'],
+    ['a field is unknown', JSON.stringify({ owner: OWNER, nmae: 'c' }), 'nmae', 'Unknown field "nmae"; known fields: name, owner, ipFamilies, ttlSeconds, legacy.'],
+    ['a field is named like an Object.prototype member', JSON.stringify({ owner: OWNER, constructor: 'x' }), 'constructor', 'Unknown field "constructor"'],
+    ['a field is named __proto__', `{"owner": ${JSON.stringify(OWNER)}, "__proto__": {"admin": true}}`, '__proto__', 'Unknown field "__proto__"'],
+    ['a required field is missing', JSON.stringify({ name: 'c' }), 'owner', 'Field "owner" is required.'],
+    ['a required field is null', JSON.stringify({ owner: null }), 'owner', 'Field "owner" is required.'],
+    ['a string field holds a number', JSON.stringify({ owner: OWNER, name: 5 }), 'name', 'Field "name" must be a string.'],
+    ['an integer field holds a fraction', JSON.stringify({ owner: OWNER, ttlSeconds: 1.5 }), 'ttlSeconds', 'Field "ttlSeconds" must be a whole number.'],
+    ['an integer field holds a string', JSON.stringify({ owner: OWNER, ttlSeconds: '60' }), 'ttlSeconds', 'Field "ttlSeconds" must be a whole number.'],
+    ['a boolean field holds a string', JSON.stringify({ owner: OWNER, legacy: 'true' }), 'legacy', 'Field "legacy" must be true or false.'],
+    ['a string array holds a number', JSON.stringify({ owner: OWNER, ipFamilies: ['IPv4', 6] }), 'ipFamilies', 'Field "ipFamilies" must be an array of strings.'],
+    ['a string array is a string', JSON.stringify({ owner: OWNER, ipFamilies: 'IPv4' }), 'ipFamilies', 'Field "ipFamilies" must be an array of strings.'],
+    ['a string array has more than 256 entries', JSON.stringify({ owner: OWNER, ipFamilies: Array.from({ length: 257 }, () => 'IPv4') }), 'ipFamilies', 'must be an array of strings'],
+    ['the owner is an array', JSON.stringify({ owner: [OWNER] }), 'owner', 'Field "owner" must be an object.'],
+    ['the owner is a string', JSON.stringify({ owner: 'owner-1' }), 'owner', 'Field "owner" must be an object.'],
+    ['the owner has no uid', JSON.stringify({ owner: { kind: 'Pod', name: 'web-0' } }), 'owner.uid', 'Field "owner.uid" is required.'],
+    ['the owner uid is a number', JSON.stringify({ owner: { ...OWNER, uid: 7 } }), 'owner.uid', 'Field "owner.uid" must be a string.'],
+    ['the owner has an unknown field', JSON.stringify({ owner: { ...OWNER, namespace: 'default' } }), 'owner.namespace', 'Unknown field "owner.namespace"; known fields: kind, name, uid.'],
+    ['the owner has a field named like an Object.prototype member', JSON.stringify({ owner: { ...OWNER, toString: 'x' } }), 'owner.toString', 'Unknown field "owner.toString"'],
+  ])('throws InvalidArgumentError naming the field when %s', (_why, body, field, sentence) => {
+    // Act
+    const parse = () => parseBody(withBody(body), claimFields);
+
+    // Assess
+    expect(parse).toThrow(InvalidArgumentError);
+    expect(parse).toThrow(sentence);
+    expect(parse).toThrow(expect.objectContaining({ field }));
+  });
+
+  it('throws InvalidArgumentError when the body is larger than the limit, counting bytes rather than characters', () => {
+    // Prepare: fewer characters than the limit, but three bytes each
+    const body = JSON.stringify({ owner: { ...OWNER, name: '€'.repeat(Math.ceil(MAX_BODY_BYTES / 3)) } });
+
+    // Act
+    const parse = () => parseBody(withBody(body), claimFields);
+
+    // Assess
+    expect(body.length).toBeLessThan(MAX_BODY_BYTES);
+    expect(parse).toThrow(InvalidArgumentError);
+    expect(parse).toThrow(`The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+  });
+
+  it('accepts a body of exactly the limit', () => {
+    // Prepare
+    const prefix = JSON.stringify({ owner: OWNER, name: '' });
+    const body = `${prefix.slice(0, -2)}${'a'.repeat(MAX_BODY_BYTES - prefix.length)}"}`;
+
+    // Act
+    const parsed = parseBody(withBody(body), claimFields);
+
+    // Assess
+    expect(Buffer.byteLength(body)).toBe(MAX_BODY_BYTES);
+    expect(parsed.owner).toEqual(OWNER);
+  });
+});
+
+describe('Function: pageParams', () => {
+  it.each<[Record<string, string>, { limit?: number; cursor?: string }]>([
+    [{}, {}],
+    [{ limit: '1' }, { limit: 1 }],
+    [{ limit: '1000' }, { limit: 1000 }],
+    [{ limit: '50', cursor: 'abc.def' }, { limit: 50, cursor: 'abc.def' }],
+  ])('reads %j as %j', (query, expected) => {
+    // Act
+    const params = pageParams(withQuery(query));
+
+    // Assess
+    expect(params).toEqual(expected);
+  });
+
+  it.each([['0'], ['1001'], ['-1'], ['1.5'], ['ten'], [''], ['1e2'], [' 5']])('throws InvalidArgumentError for limit %j', (limit) => {
+    // Act
+    const read = () => pageParams(withQuery({ limit }));
+
+    // Assess
+    expect(read).toThrow(InvalidArgumentError);
+    expect(read).toThrow('limit must be a whole number from 1 to 1000.');
+  });
+
+  it.each([['an empty cursor', ''], ['a cursor over 2048 characters', 'a'.repeat(2049)]])('throws InvalidArgumentError for %s', (_why, cursor) => {
+    // Act
+    const read = () => pageParams(withQuery({ cursor }));
+
+    // Assess
+    expect(read).toThrow(InvalidArgumentError);
+    expect(read).toThrow(expect.objectContaining({ field: 'cursor' }));
+  });
+});
+
+describe('Class: CursorCodec', () => {
+  const isPosition = (value: unknown): value is { s: number; k: string } =>
+    typeof value === 'object' && value !== null && typeof (value as { s?: unknown }).s === 'number' && typeof (value as { k?: unknown }).k === 'string';
+  const codec = new CursorCodec('unit-secret');
+
+  it('reads back what it wrote', () => {
+    // Prepare
+    const position = { s: 2, k: '0a00000a' };
+
+    // Act
+    const decoded = codec.decode(codec.encode(position), isPosition);
+
+    // Assess
+    expect(decoded).toEqual(position);
+  });
+
+  it('writes opaque cursors that survive a query string unchanged', () => {
+    // Act
+    const cursor = codec.encode({ s: 0, k: 'pool-a/ü+?&=' });
+
+    // Assess
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+  });
+
+  const valid = codec.encode({ s: 1, k: 'claim-7' });
+  const [body, signature] = valid.split('.') as [string, string];
+  const flip = (text: string, at: number) => `${text.slice(0, at)}${text[at] === 'A' ? 'B' : 'A'}${text.slice(at + 1)}`;
+
+  it.each([
+    ['an altered body', `${flip(body, 3)}.${signature}`],
+    ['another position under the old signature', `${Buffer.from(JSON.stringify({ s: 1, k: 'claim-8' })).toString('base64url')}.${signature}`],
+    ['an altered signature', `${body}.${flip(signature, 0)}`],
+    ['a truncated signature', `${body}.${signature.slice(0, -1)}`],
+    ['no signature', body],
+    ['an extra part', `${valid}.x`],
+    ['a random string', 'eyJzIjowLCJrIjoiYSJ9'],
+    ['a random dotted string', 'hello.world'],
+    ['an empty string', ''],
+    ['a cursor signed with another secret', new CursorCodec('other-secret').encode({ s: 1, k: 'claim-7' })],
+  ])('throws InvalidArgumentError for %s', (_why, cursor) => {
+    // Act
+    const decode = () => codec.decode(cursor, isPosition);
+
+    // Assess
+    expect(decode).toThrow(InvalidArgumentError);
+    expect(decode).toThrow('cursor is not valid: pass back the nextCursor of a previous page unchanged.');
+  });
+
+  it('throws InvalidArgumentError for a genuine cursor of another shape', () => {
+    // Prepare
+    const cursor = codec.encode({ offset: 5 });
+
+    // Act
+    const decode = () => codec.decode(cursor, isPosition);
+
+    // Assess
+    expect(decode).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('Function: parseFeatureGates', () => {
+  it.each<[string | undefined, { MultiCIDRServiceAllocator: boolean; DisableAllocatorDualWrite: boolean }]>([
+    [undefined, { MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: false }],
+    ['', { MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: false }],
+    ['MultiCIDRServiceAllocator=false', { MultiCIDRServiceAllocator: false, DisableAllocatorDualWrite: false }],
+    [' DisableAllocatorDualWrite = true , MultiCIDRServiceAllocator=true,', { MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: true }],
+  ])('reads %j', (text, expected) => {
+    // Act
+    const gates = parseFeatureGates(text);
+
+    // Assess
+    expect(gates).toEqual(expected);
+  });
+
+  it.each([
+    ['an unknown gate', 'MultiCidrServiceAllocator=true', 'FEATURE_GATES: unknown gate "MultiCidrServiceAllocator"'],
+    ['a gate named like an Object.prototype member', 'toString=true', 'FEATURE_GATES: unknown gate "toString"'],
+    ['a gate named __proto__', '__proto__=true', 'FEATURE_GATES: unknown gate "__proto__"'],
+    ['a value that is not a boolean', 'DisableAllocatorDualWrite=yes', 'FEATURE_GATES: DisableAllocatorDualWrite must be true or false, not "yes"'],
+    ['a gate without a value', 'DisableAllocatorDualWrite', 'FEATURE_GATES: DisableAllocatorDualWrite must be true or false'],
+  ])('throws when the text has %s', (_why, text, sentence) => {
+    // Act
+    const parse = () => parseFeatureGates(text);
+
+    // Assess
+    expect(parse).toThrow(sentence);
+  });
+});
+
+describe('Function: loadConfig', () => {
+  it('reads defaults from an environment with only TABLE_NAME', () => {
+    // Act
+    const config = loadConfig({ TABLE_NAME: 'ipam' });
+
+    // Assess
+    expect(config).toMatchObject({
+      tableName: 'ipam',
+      dynamodbEndpoint: undefined,
+      region: 'us-east-1',
+      stage: 'dev',
+      featureGates: { MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: false },
+      leaseIndexShards: 8,
+      cursorSecret: 'ipam-cursor:ipam',
+    });
+  });
+
+  it('reads the settings it is given', () => {
+    // Act
+    const config = loadConfig({ TABLE_NAME: 'ipam', DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000', AWS_REGION: 'eu-west-1', LEASE_INDEX_SHARDS: '16', CURSOR_SECRET: 's3cret', FEATURE_GATES: 'DisableAllocatorDualWrite=true' });
+
+    // Assess
+    expect(config).toMatchObject({ dynamodbEndpoint: 'http://127.0.0.1:8000', region: 'eu-west-1', leaseIndexShards: 16, cursorSecret: 's3cret', featureGates: { DisableAllocatorDualWrite: true } });
+  });
+
+  it.each<[string, Record<string, string>, string]>([
+    ['TABLE_NAME is missing', {}, 'TABLE_NAME is not set'],
+    ['TABLE_NAME is empty', { TABLE_NAME: '' }, 'TABLE_NAME is not set'],
+    ['LEASE_INDEX_SHARDS is zero', { TABLE_NAME: 'ipam', LEASE_INDEX_SHARDS: '0' }, 'LEASE_INDEX_SHARDS must be a number >= 1, not "0"'],
+    ['LEASE_INDEX_SHARDS is not a number', { TABLE_NAME: 'ipam', LEASE_INDEX_SHARDS: 'eight' }, 'LEASE_INDEX_SHARDS must be a number >= 1'],
+    ['RECONCILE_LEAK_STRIKES is zero', { TABLE_NAME: 'ipam', RECONCILE_LEAK_STRIKES: '0' }, 'RECONCILE_LEAK_STRIKES must be a number >= 1'],
+    ['a grace period is negative', { TABLE_NAME: 'ipam', RECONCILE_EXPIRED_GRACE_SECONDS: '-5' }, 'RECONCILE_EXPIRED_GRACE_SECONDS must be a number >= 0'],
+    ['a grace period is infinite', { TABLE_NAME: 'ipam', RECONCILE_ORPHAN_GRACE_SECONDS: 'Infinity' }, 'RECONCILE_ORPHAN_GRACE_SECONDS must be a number >= 0'],
+    ['FEATURE_GATES names an unknown gate', { TABLE_NAME: 'ipam', FEATURE_GATES: 'Foo=true' }, 'FEATURE_GATES: unknown gate "Foo"'],
+  ])('throws at cold start when %s', (_why, env, sentence) => {
+    // Act
+    const load = () => loadConfig(env);
+
+    // Assess
+    expect(load).toThrow(sentence);
+  });
+});
+
+describe('Function: createHttpHandler', () => {
+  // The real pipeline (router, use case, DynamoStore, problem middleware) over a mocked DynamoDB client.
+  const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' } });
+  const ddb = mockClient(client);
+  const container = buildContainer(loadConfig({ TABLE_NAME: 'ipam-unit' }), { client });
+  const logged: Record<string, unknown>[] = [];
+  const handler = createHttpHandler(() => container.deps, { version: 'unit', health: async () => ({ table: 'ipam-unit', status: 'ACTIVE' }) }, (entry) => logged.push(entry));
+  const context = { getRemainingTimeInMillis: () => 30_000 } as Context;
+  const call = async (event: APIGatewayProxyEventV2) => (await handler(event, context)) as APIGatewayProxyStructuredResultV2;
+
+  beforeEach(() => {
+    ddb.reset();
+    logged.length = 0;
+  });
+
+  it('answers an unexpected store error with a generic 500 and logs the details instead', async () => {
+    // Prepare
+    ddb.on(QueryCommand).rejects(new Error('ValidationException: arn:aws:dynamodb:eu-west-1:123456789012:table/ipam-unit index GSI1 missing'));
+
+    // Act
+    const response = await call(httpEvent('GET', '/v1/pools'));
+
+    // Assess
+    expect(response).toEqual({
+      statusCode: 500,
+      headers: { 'content-type': 'application/problem+json' },
+      body: JSON.stringify({ type: 'https://ipam.dev/problems/Internal', title: 'Internal error', status: 500, detail: 'The server failed to handle the request; it has been logged.', code: 'Internal' }),
+    });
+    expect(response.body).not.toContain('arn:aws');
+    expect(logged).toEqual([expect.objectContaining({ level: 'error', status: 500, detail: expect.stringContaining('arn:aws:dynamodb') })]);
+  });
+
+  it('answers a throttled store with 503 NotReady and retry-after', async () => {
+    // Prepare
+    ddb.on(QueryCommand).rejects(new ProvisionedThroughputExceededException({ message: 'Rate exceeded', $metadata: {} }));
+
+    // Act
+    const response = await call(httpEvent('GET', '/v1/pools'));
+
+    // Assess
+    expect(response.statusCode).toBe(503);
+    expect(response.headers).toEqual({ 'content-type': 'application/problem+json', 'retry-after': '1' });
+    expect(JSON.parse(response.body!)).toMatchObject({ status: 503, code: 'NotReady' });
+  });
+
+  it('answers a tampered cursor with 400 before reading the table', async () => {
+    // Act
+    const response = await call(httpEvent('GET', '/v1/pools', { query: { cursor: 'eyJzIjowLCJrIjoiYSJ9.forged' } }));
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'cursor is not valid: pass back the nextCursor of a previous page unchanged.' });
+    expect(ddb.calls()).toHaveLength(0);
+  });
+
+  it('answers an unknown body field with 400 naming the field', async () => {
+    // Act
+    const response = await call(httpEvent('POST', '/v1/pools', { body: JSON.stringify({ name: 'pool-a', exclude: [], colour: 'blue' }) }));
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude.' });
+    expect(ddb.calls()).toHaveLength(0);
+  });
+});
