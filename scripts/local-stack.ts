@@ -123,17 +123,27 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   };
 
   try {
-    dynamo = await startDynamoDbLocal({ port: options.dynamoPort, dataDir: options.dataDir });
-    const dynamoPid = dynamo.pid;
-    cleanups.push(() => killQuietly(dynamoPid));
+    const dynamoPort = options.dynamoPort ?? (await freePort());
+    const endpoint = `http://127.0.0.1:${dynamoPort}`;
 
-    const client = createDynamoClient({ endpoint: dynamo.endpoint });
-    const existed = await client.send(new DescribeTableCommand({ TableName: tableName })).then(
-      () => true,
-      () => false,
-    );
-    await createTable(client, tableName);
-    client.destroy();
+    // DynamoDB Local (a JVM) and serverless-offline (osls, then esbuild) take seconds each: start both at once.
+    // Handlers only reach the endpoint on a request, and the stack is ready when both are.
+    const database = (async () => {
+      dynamo = await startDynamoDbLocal({ port: dynamoPort, dataDir: options.dataDir });
+      const dynamoPid = dynamo.pid;
+      cleanups.push(() => killQuietly(dynamoPid));
+      const client = createDynamoClient({ endpoint });
+      try {
+        const existed = await client.send(new DescribeTableCommand({ TableName: tableName })).then(
+          () => true,
+          () => false,
+        );
+        await createTable(client, tableName);
+        return existed;
+      } finally {
+        client.destroy();
+      }
+    })();
 
     const child = spawn(
       process.execPath,
@@ -143,7 +153,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: dynamo.endpoint, ESBUILD_WORK_FOLDER: workFolder },
+        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: endpoint, ESBUILD_WORK_FOLDER: workFolder },
       },
     );
     offline = child;
@@ -160,7 +170,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     forEachLine(child.stderr, onLine);
 
     const apiUrl = `http://127.0.0.1:${port}`;
-    await waitForHttp(`${apiUrl}/v1/health`, child, options.readyTimeoutMs ?? 120_000, () => tail.join('\n'));
+    // Settle both before going on, so a failure of one never leaves the other starting after stop().
+    const [table, server] = await Promise.allSettled([
+      database,
+      waitForHttp(`${apiUrl}/v1/health`, child, options.readyTimeoutMs ?? 120_000, () => tail.join('\n')),
+    ]);
+    if (table.status === 'rejected') throw table.reason;
+    if (server.status === 'rejected') throw server.reason;
+    const existed = table.value;
+    if (dynamo === undefined) throw new Error('DynamoDB Local did not start');
 
     if (options.streamPoller ?? true) {
       poller = await startStreamPoller({

@@ -74,7 +74,7 @@ describe('Local stack: startLocalStack()', () => {
 });
 
 describe('Local stack: the `npm start` command', () => {
-  it('answers on --port and leaves no process behind after SIGTERM', async () => {
+  it('answers on --port and leaves no process behind after SIGTERM', { timeout: 180_000 }, async () => {
     // Prepare
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'ipam-stack-'));
