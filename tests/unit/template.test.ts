@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import tableJson from '../../infra/table.json' with { type: 'json' };
+import { loadConfig } from '../../shared/config.ts';
 import { readZip } from '../support/zip.ts';
 
 // `serverless package` (osls) is run once, as `npm run package` does, with no AWS credentials at all, into a
@@ -250,6 +251,17 @@ describe('Template: serverless package (no credentials, no network)', () => {
           FEATURE_GATES: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false',
           DYNAMODB_ENDPOINT: '',
         });
+      }
+    });
+
+    it('have an environment that shared/config.ts accepts, with the code\'s own defaults', () => {
+      for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
+        // Act
+        const { Environment } = functionResource(key).Properties as { Environment: { Variables: Record<string, string> } };
+        const config = loadConfig(Environment.Variables);
+        const defaults = loadConfig({ TABLE_NAME: `ipam-${stage}` });
+        // Assess
+        expect(config).toEqual({ ...defaults, region: config.region });
       }
     });
 
