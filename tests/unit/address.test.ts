@@ -315,3 +315,13 @@ describe('Function: addressSortKey', () => {
     );
   });
 });
+
+describe('Function: formatAddress (IPv4-mapped)', () => {
+  it.each([
+    ['::ffff:1.2.3.4', '::ffff:1.2.3.4'],
+    ['::FFFF:0102:0304', '::ffff:1.2.3.4'],
+    ['::fffe:1.2.3.4', '::fffe:102:304'],
+  ])('writes %s as %s (RFC 5952 section 5 keeps the dotted tail of mapped addresses only)', (input, expected) => {
+    expect(canonicalAddress(input)).toBe(expected);
+  });
+});

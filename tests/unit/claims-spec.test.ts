@@ -130,13 +130,14 @@ describe('Function: resolveFamilies', () => {
     ['v6', PreferDualStack, [], [], [[IPv6]]],
     ['both', PreferDualStack, [], [], [[IPv4], [IPv6]]],
     ['both', PreferDualStack, [IPv6, IPv4], [], [[IPv6], [IPv4]]],
-    ['both', PreferDualStack, [IPv6], [], [[IPv6]]],
+    ['both', PreferDualStack, [IPv6], [], [[IPv6], [IPv4]]],
     ['both', PreferDualStack, [], ['fd00::5'], [[IPv6, 'fd00::5'], [IPv4]]],
     ['v4', PreferDualStack, [], ['10.0.0.5'], [[IPv4, '10.0.0.5']]],
     ['both', RequireDualStack, [], [], [[IPv4], [IPv6]]],
     ['both', RequireDualStack, [IPv6], [], [[IPv6], [IPv4]]],
     ['both', RequireDualStack, [IPv6, IPv4], [], [[IPv6], [IPv4]]],
     ['both', RequireDualStack, [], ['10.0.0.5', 'fd00::5'], [[IPv4, '10.0.0.5'], [IPv6, 'fd00::5']]],
+    ['both', RequireDualStack, [], ['fd00::5'], [[IPv6, 'fd00::5'], [IPv4]]],
   ])('on a pool serving %s, %s with families %j and addresses %j gets %j', (pool, policy, families, addresses, expected) => {
     // Act
     const requests = resolve(pool, policy, families, addresses);

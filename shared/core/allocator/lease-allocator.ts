@@ -105,11 +105,13 @@ export class LeaseAllocator implements Allocator {
       return { value, range, explicit: false };
     }
     const intervals = hostIntervals(ranges);
-    // Refresh the hint every second collision of this call: a stale view must not cost more than a couple of probes.
-    const force = (collisions.get(family) ?? 0) >= 2 && (collisions.get(family) ?? 0) % 2 === 0 && !refreshedAt.has(family);
+    // Refresh the hint after every second collision of this call: a stale view must not cost more than a couple of
+    // probes. `refreshedAt` holds the collision count at this call's last read of the hint.
+    const seen = collisions.get(family) ?? 0;
+    const force = seen - (refreshedAt.get(family) ?? 0) >= 2;
     for (let attempt = 0; attempt < 2; attempt += 1) {
       const hint = await this.deps.hints.get(view.pool.name, family, intervals, this.deps.clock.nowMs(), force || attempt > 0);
-      if (force || attempt > 0) refreshedAt.set(family, hint.fetchedAt);
+      if (force || attempt > 0) refreshedAt.set(family, seen);
       const pick = this.pickWithHint(ranges, excluded, hint.taken, this.deps.hints.inFlight(view.pool.name, family));
       if (pick) {
         // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.

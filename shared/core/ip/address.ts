@@ -59,6 +59,8 @@ export function formatAddress(address: IpAddress): string {
   if (address.family === IpFamily.IPv4) {
     return [24n, 16n, 8n, 0n].map((shift) => ((value >> shift) & 0xffn).toString()).join('.');
   }
+  // RFC 5952 section 5: IPv4-mapped addresses keep their dotted tail (::ffff:192.0.2.1).
+  if (value >> 32n === 0xffffn) return `::ffff:${formatAddress({ family: IpFamily.IPv4, value: value & 0xffffffffn })}`;
   const groups: number[] = [];
   for (let shift = 112n; shift >= 0n; shift -= 16n) groups.push(Number((value >> shift) & 0xffffn));
   // RFC 5952 4.2: compress the longest run of two or more zero groups, the first one on a tie.

@@ -103,15 +103,17 @@ export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: reado
       families = [spec.ipFamilies[0] ?? explicit[0]?.family ?? served[0] ?? IpFamily.IPv4];
       break;
     case IpFamilyPolicy.PreferDualStack: {
-      const wanted = spec.ipFamilies.length ? [...spec.ipFamilies] : [IpFamily.IPv4, IpFamily.IPv6];
-      const explicitFirst = explicit.length === 1 && spec.ipFamilies.length === 0 ? [explicit[0]!.family, ...wanted.filter((f) => f !== explicit[0]!.family)] : wanted;
-      families = explicitFirst.filter((f) => served.includes(f) || explicit.some((a) => a.family === f));
-      if (families.length === 0) families = [explicitFirst[0]!];
+      // Both families when the pool serves both, primary first (the first named family, else the explicit address's).
+      const primary = spec.ipFamilies[0] ?? explicit[0]?.family ?? served[0] ?? IpFamily.IPv4;
+      const ordered = [primary, primary === IpFamily.IPv4 ? IpFamily.IPv6 : IpFamily.IPv4];
+      // The primary must be served (checked below); the secondary is taken only when the pool serves it.
+      families = ordered.filter((f, i) => i === 0 || served.includes(f) || explicit.some((a) => a.family === f));
       break;
     }
     case IpFamilyPolicy.RequireDualStack: {
-      families = spec.ipFamilies.length === 2 ? [...spec.ipFamilies] : [IpFamily.IPv4, IpFamily.IPv6];
-      if (spec.ipFamilies.length === 1) families = [spec.ipFamilies[0]!, ...families.filter((f) => f !== spec.ipFamilies[0])];
+      // The primary family is the first named one, else the first explicit address's (as Kubernetes does).
+      const primary = spec.ipFamilies[0] ?? explicit[0]?.family ?? IpFamily.IPv4;
+      families = [primary, primary === IpFamily.IPv4 ? IpFamily.IPv6 : IpFamily.IPv4];
       break;
     }
   }
