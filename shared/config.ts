@@ -30,6 +30,8 @@ export interface ReconcilerConfig {
   readonly leakStrikes: number;
   /** Milliseconds kept free before the Lambda deadline; a run stops there and the next one resumes. */
   readonly deadlineMarginMs: number;
+  /** Claims and leases the slow sweep checks per run (its cost per run, whatever the table's size). */
+  readonly sweepItems: number;
 }
 
 const defaultGates: FeatureGates = { MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: false };
@@ -74,6 +76,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       terminatingRangeGraceSeconds: numberSetting(env, 'RECONCILE_TERMINATING_GRACE_SECONDS', 10),
       leakStrikes: numberSetting(env, 'RECONCILE_LEAK_STRIKES', 3, 1),
       deadlineMarginMs: numberSetting(env, 'RECONCILE_DEADLINE_MARGIN_MS', 5000),
+      sweepItems: numberSetting(env, 'RECONCILE_SWEEP_ITEMS', 1000, 0),
     },
   };
 }

@@ -13,6 +13,7 @@ import type { Deps } from '../core/use-cases/deps.ts';
 import { createDynamoClient } from './dynamodb/client.ts';
 import { DynamoStore } from './dynamodb/dynamo-store.ts';
 import { DynamoBitmapStore } from './dynamodb/bitmap-store.ts';
+import { DynamoReconcileStore } from './dynamodb/reconcile-store.ts';
 import { cryptoRandom, systemClock } from './system.ts';
 
 export interface Container {
@@ -54,7 +55,8 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const allocator: Allocator = legacy
     ? new BitmapAllocator({ store: port, bitmaps, clock, random })
     : new LeaseAllocator({ store: port, hints, clock, random, windowOf: dynamicWindowOf(gates), ...(overrides.strategy ? { strategy: overrides.strategy } : {}) });
-  const deps: Deps = { store: port, clock, random, views, hints, allocator, bitmaps, gates };
+  const reconcile = new DynamoReconcileStore({ client, tableName: config.tableName, shards: config.leaseIndexShards, cursorSecret: config.cursorSecret });
+  const deps: Deps = { store: port, clock, random, views, hints, allocator, bitmaps, gates, reconcile };
   const mirror = new LegacyMirror({ store: port, bitmaps, gates });
   return { config, client, store, bitmaps, deps, mirror };
 }

@@ -45,7 +45,7 @@ export function itemToRange(item: Item): Range {
   return item.deletionRequestedAt ? { ...range, deletionRequestedAt: item.deletionRequestedAt as string } : range;
 }
 
-/** Index attributes of a claim's expiry (sparse: only claims with a TTL are in the expiry index). */
+/** Index attributes of a claim's (by name) or a lease's (by address) expiry: only items with a TTL are in the index. */
 export function expiryIndex(pool: string, name: string, expiresAt: number): Item {
   return { GSI3PK: keys.expiryBucket(expiresAt, shardOf(`${pool}/${name}`, EXPIRY_SHARDS)), GSI3SK: keys.expirySort(expiresAt, pool, name) };
 }
@@ -115,7 +115,8 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     ownerKind: lease.owner.kind,
     ownerName: lease.owner.name,
     createdAt: lease.createdAt,
-    ...(lease.expiresAt !== undefined ? { expiresAt: lease.expiresAt } : {}),
+    // Leases with a TTL are in the expiry index too, so the reconciler finds expired orphans without a scan.
+    ...(lease.expiresAt !== undefined ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) } : {}),
     ...ttlOf(lease.expiresAt),
   };
 }

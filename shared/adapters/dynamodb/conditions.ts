@@ -27,6 +27,20 @@ export function hasExpired(nowMs: number): Condition {
   return { expression: '#expiresAt <= :now', names: { '#expiresAt': 'expiresAt' }, values: { ':now': nowMs } };
 }
 
+/** The item has not expired: it has no expiresAt, or `expiresAt > now`. */
+export function hasNotExpired(nowMs: number): Condition {
+  return { expression: 'attribute_not_exists(#expiresAt) OR #expiresAt > :now', names: { '#expiresAt': 'expiresAt' }, values: { ':now': nowMs } };
+}
+
+/**
+ * The item was created at or before a time (ISO strings of one format compare as times): old enough to act on.
+ *
+ *   createdAt ---- grace ---- | createdBefore = now - grace | now     (younger items may still be in flight)
+ */
+export function createdNoLaterThan(iso: string): Condition {
+  return { expression: '#createdAt <= :createdBefore', names: { '#createdAt': 'createdAt' }, values: { ':createdBefore': iso } };
+}
+
 /** An attribute equals a value; `token` keeps placeholders unique when clauses are combined. */
 export function attributeIs(attribute: string, value: unknown, token = attribute): Condition {
   return { expression: `#${token} = :${token}`, names: { [`#${token}`]: attribute }, values: { [`:${token}`]: value } };

@@ -293,8 +293,21 @@ export class DynamoStore implements IpamStore {
       const markerKey = keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName);
       if ((await this.getItem(markerKey))?.claimUid === claim.uid) items.push(touch(markerKey));
     }
+    // Leases move to their new expiry bucket with the claim, so the expiry index never points at a stale hour.
+    const touchLease = (address: string): TransactWriteItem => {
+      const update = touch(keys.lease(claim.pool, address)).Update!;
+      const leaseIndex = expiryIndex(claim.pool, address, expiresAt);
+      return {
+        Update: {
+          ...update,
+          UpdateExpression: `${update.UpdateExpression}, #g3pk = :g3pk, #g3sk = :g3sk`,
+          ExpressionAttributeNames: { ...update.ExpressionAttributeNames, '#g3pk': 'GSI3PK', '#g3sk': 'GSI3SK' },
+          ExpressionAttributeValues: { ...update.ExpressionAttributeValues, ...marshall({ ':g3pk': leaseIndex.GSI3PK, ':g3sk': leaseIndex.GSI3SK }) },
+        },
+      };
+    };
     const firstLease = items.length;
-    for (const a of claim.addresses) items.push(touch(keys.lease(claim.pool, a.address)));
+    for (const a of claim.addresses) items.push(touchLease(a.address));
     const reasons = await this.transact(items);
     if (!reasons) return 'renewed';
     if (isConditionFailure(reasons[0])) return 'absent';

@@ -9,9 +9,14 @@ import type { IpFamily } from '../../core/ip/address.ts';
  *   range       POOL#<pool>                         RANGE#<name>
  *   claim       CLAIM#<pool>#<name>                 CLAIM        CLAIMS#<pool>#<s> / <name>     OWNER#<pool>#<uid> / <name>   EXP#<hour>#<s> / <expiresAt>#<pool>#<name>
  *   generated   GEN#<pool>#<ownerUid>#<generateName> GEN
- *   lease       LEASE#<pool>#<address>              LEASE        ADDR#<pool>#<family>#<s> / <hex address>
+ *   lease       LEASE#<pool>#<address>              LEASE        ADDR#<pool>#<family>#<s> / <hex address>                               EXP#<hour>#<s> / <expiresAt>#<pool>#<address>
  *   bitmap      BITMAP#<pool>#<range>               BITMAP
- *   event       EVENTS#<pool>                       <time>#<id>
+ *   event       EVENTS#<pool>                       <ISO time>#<id>
+ *   checkpoint  RECONCILER                          CHECKPOINT#<name>
+ *   strikes     STRIKES#<pool>#<range>              STRIKES
+ *
+ * The expiry index (GSI3, keys only) holds claims and leases with a TTL; the table key of an entry (CLAIM#... or
+ * LEASE#...) tells which. Events live 24 h (TTL attribute `ttl`); checkpoints and strikes are the reconciler's.
  */
 export const Entity = {
   Pool: 'pool',
@@ -22,6 +27,7 @@ export const Entity = {
   Bitmap: 'bitmap',
   Event: 'event',
   Checkpoint: 'checkpoint',
+  Strikes: 'strikes',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -56,6 +62,9 @@ export const keys = {
   leasesListing: (pool: string, family: IpFamily, shard: number): string => `ADDR#${pool}#${family}#${shard}`,
   bitmap: (pool: string, range: string): Key => ({ PK: `BITMAP#${pool}#${range}`, SK: 'BITMAP' }),
   events: (pool: string): string => `EVENTS#${pool}`,
+  event: (pool: string, isoTime: string, id: string): Key => ({ PK: `EVENTS#${pool}`, SK: `${isoTime}#${id}` }),
+  checkpoint: (name: string): Key => ({ PK: 'RECONCILER', SK: `CHECKPOINT#${name}` }),
+  strikes: (pool: string, range: string): Key => ({ PK: `STRIKES#${pool}#${range}`, SK: 'STRIKES' }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,

@@ -1,4 +1,21 @@
-import type { Route } from './routes.ts';
+import { listEvents } from '../../core/reconciler/events.ts';
+import { releaseOwner } from '../../core/reconciler/owners.ts';
+import { pageParams, pathParam } from './request.ts';
+import { json, type Route } from './routes.ts';
 
-/** Routes of the reconciler's surface (owner release, events). */
-export const reconcileRoutes: Readonly<Record<string, Route>> = {};
+/** Routes of the reconciler's surface: the "owner is gone" signal, and the repair events of the last 24 hours. */
+export const reconcileRoutes: Readonly<Record<string, Route>> = {
+  'DELETE /v1/pools/{pool}/owners/{uid}': async ({ event, deps }) => {
+    const uid = pathParam(event, 'uid');
+    const { released } = await releaseOwner(deps, pathParam(event, 'pool'), uid);
+    return json(200, { owner: { uid }, released });
+  },
+  'GET /v1/pools/{pool}/events': async ({ event, deps }) => {
+    const { limit, cursor } = pageParams(event);
+    const page = await listEvents(deps, pathParam(event, 'pool'), limit, cursor);
+    return json(200, {
+      items: page.items.map((e) => ({ time: e.time, reason: e.reason, object: e.object, message: e.message })),
+      ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+    });
+  },
+};

@@ -3,6 +3,7 @@ import type { BitmapStore } from '../bitmap/ports.ts';
 import type { HintCache } from '../allocator/hint.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
 import type { Clock, IpamStore, Random } from '../ports.ts';
+import type { ReconcileStore } from '../reconciler/ports.ts';
 
 /** The gates that change allocation behaviour (Kubernetes' names). */
 export interface AllocationGates {
@@ -21,6 +22,8 @@ export interface Deps {
   /** The legacy bitmaps (RangeAllocation items), read by the allocation route. */
   readonly bitmaps: BitmapStore;
   readonly gates: AllocationGates;
+  /** The reconciler's store: expiry index, repairs with their events, checkpoints (also owner release and events). */
+  readonly reconcile: ReconcileStore;
 }
 
 /** ISO time of the clock's now. */

@@ -1,0 +1,405 @@
+import { randomUUID } from 'node:crypto';
+import {
+  BatchGetItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  TransactWriteItemsCommand,
+  type AttributeValue,
+  type CancellationReason,
+  type DynamoDBClient,
+  type QueryCommandInput,
+  type TransactWriteItem,
+} from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { IpFamily } from '../../core/ip/address.ts';
+import { NotReadyError } from '../../core/errors.ts';
+import { RangeState, type Claim, type Lease, type PoolView, type Range } from '../../core/model.ts';
+import type { Page } from '../../core/ports.ts';
+import {
+  EVENT_RETENTION_MS,
+  type Checkpoint,
+  type ExpiredRef,
+  type IpamEvent,
+  type PoolViewList,
+  type ReconcileStore,
+  type SweepPage,
+} from '../../core/reconciler/ports.ts';
+import { Index } from '../../../infra/table.ts';
+import { itemToClaim, itemToLease, itemToPool, itemToRange, leaseToItem, type Item } from './codec.ts';
+import {
+  attributeIs,
+  both,
+  claimUidIs,
+  createdNoLaterThan,
+  either,
+  hasExpired,
+  heldByClaim,
+  itemIsAbsent,
+  versionIs,
+  type Condition,
+} from './conditions.ts';
+import { CursorCodec } from './cursor.ts';
+import { translateError } from './dynamo-store.ts';
+import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION, type Key } from './keys.ts';
+
+export interface DynamoReconcileStoreOptions {
+  readonly client: DynamoDBClient;
+  readonly tableName: string;
+  /** Shards of the listing index (the same as DynamoStore's). */
+  readonly shards: number;
+  /** Secret for signing event-listing cursors. */
+  readonly cursorSecret: string;
+}
+
+const marshallOpts = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
+
+function conditionParams(condition: Condition): { ConditionExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues?: Record<string, AttributeValue> } {
+  const values = Object.keys(condition.values).length ? marshall(condition.values, marshallOpts) : undefined;
+  return { ConditionExpression: condition.expression, ExpressionAttributeNames: { ...condition.names }, ...(values ? { ExpressionAttributeValues: values } : {}) };
+}
+
+const failed = (reason: CancellationReason | undefined): boolean => reason?.Code === 'ConditionalCheckFailed';
+const conflicted = (reasons: readonly CancellationReason[]): boolean => reasons.some((r) => r.Code === 'TransactionConflict');
+
+/** The event's item: kept 24 hours by DynamoDB's TTL (and filtered by time when listed, since TTL deletion is lazy). */
+export function eventToItem(event: IpamEvent, id: string): Item {
+  return {
+    ...keys.event(event.pool, event.time, id),
+    entity: Entity.Event,
+    schema: SCHEMA_VERSION,
+    pool: event.pool,
+    time: event.time,
+    reason: event.reason,
+    object: event.object,
+    message: event.message,
+    ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),
+  };
+}
+
+export function itemToEvent(item: Item): IpamEvent {
+  return { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string };
+}
+
+/** Width of the expiry part of GSI3SK (keys.expirySort). */
+const EXPIRY_WIDTH = 15;
+
+/** The stages of the sweep inside one pool: claims by shard, then IPv4 leases by shard, then IPv6 leases by shard. */
+interface SweepPosition {
+  /** Pool. */
+  p: string;
+  /** Stage index: [0, shards) claims, [shards, 2 shards) IPv4 leases, [2 shards, 3 shards) IPv6 leases. */
+  i: number;
+  /** Last GSI1SK read in the stage's partition. */
+  a?: string;
+}
+
+function isSweepPosition(value: unknown): value is SweepPosition {
+  const v = value as SweepPosition;
+  return typeof v === 'object' && v !== null && typeof v.p === 'string' && Number.isInteger(v.i) && (v.a === undefined || typeof v.a === 'string');
+}
+
+/** The one class that speaks DynamoDB for the reconciler's ReconcileStore port. */
+export class DynamoReconcileStore implements ReconcileStore {
+  readonly expiryShards = EXPIRY_SHARDS;
+  private readonly client: DynamoDBClient;
+  private readonly table: string;
+  private readonly shards: number;
+  private readonly cursors: CursorCodec;
+
+  constructor(options: DynamoReconcileStoreOptions) {
+    this.client = options.client;
+    this.table = options.tableName;
+    this.shards = options.shards;
+    this.cursors = new CursorCodec(options.cursorSecret);
+  }
+
+  // ---- reads ----
+
+  async expiredRefs(hour: number, shard: number, cutoffMs: number, limit: number, after?: string): Promise<{ refs: ExpiredRef[]; next?: string }> {
+    // GSI3SK starts with the zero-padded expiry, so "sort key below the padded cutoff + 1" is "expired at the cutoff":
+    // the query reads only expired entries, however many live ones share the bucket.
+    const upper = String(cutoffMs + 1).padStart(EXPIRY_WIDTH, '0');
+    const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: Index.Expiry,
+        KeyConditionExpression: 'GSI3PK = :pk AND GSI3SK < :upper',
+        ExpressionAttributeValues: marshall({ ':pk': keys.expiryBucket(hour * 3_600_000, shard), ':upper': upper }),
+        Limit: limit,
+        ...(after !== undefined ? { ExclusiveStartKey: JSON.parse(after) as Record<string, AttributeValue> } : {}),
+      }),
+    );
+    const refs: ExpiredRef[] = [];
+    for (const raw of out.Items ?? []) {
+      const item = unmarshall(raw);
+      const [, pool, ...rest] = (item.GSI3SK as string).split('#');
+      const id = rest.join('#');
+      if (pool === undefined || id === '') continue;
+      const pk = item.PK as string;
+      if (pk.startsWith('CLAIM#')) refs.push({ kind: 'claim', pool, name: id });
+      else if (pk.startsWith('LEASE#')) refs.push({ kind: 'lease', pool, address: id });
+    }
+    return { refs, ...(out.LastEvaluatedKey ? { next: JSON.stringify(out.LastEvaluatedKey) } : {}) };
+  }
+
+  async getClaims(refs: readonly { pool: string; name: string }[]): Promise<Claim[]> {
+    return (await this.batchGet(refs.map((r) => keys.claim(r.pool, r.name)))).filter((i) => i.entity === Entity.Claim).map(itemToClaim);
+  }
+
+  async getLeases(refs: readonly { pool: string; address: string }[]): Promise<Lease[]> {
+    return (await this.batchGet(refs.map((r) => keys.lease(r.pool, r.address)))).filter((i) => i.entity === Entity.Lease).map(itemToLease);
+  }
+
+  async listPoolViews(): Promise<PoolViewList> {
+    const names = (await this.queryAll({ TableName: this.table, IndexName: Index.Listing, KeyConditionExpression: 'GSI1PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolsListing() }) })).map((i) => i.name as string);
+    const views: PoolView[] = [];
+    for (const name of names) {
+      const items = await this.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolPartition(name) }), ConsistentRead: true });
+      const pool = items.find((i) => i.entity === Entity.Pool);
+      if (pool) views.push({ pool: itemToPool(pool), ranges: items.filter((i) => i.entity === Entity.Range).map(itemToRange) });
+    }
+    return views;
+  }
+
+  async listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>> {
+    const before = cursor === undefined ? undefined : this.cursors.decode(cursor, (v): v is { k: string } => typeof (v as { k?: unknown })?.k === 'string').k;
+    const items: Item[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      // Newest first; the time bound in the key condition leaves out events whose TTL deletion is still pending.
+      const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'PK = :pk AND SK BETWEEN :since AND :upper',
+          ExpressionAttributeValues: marshall({ ':pk': keys.events(pool), ':since': sinceIso, ':upper': before ?? '\uffff' }),
+          ScanIndexForward: false,
+          Limit: limit + 1,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const raw of out.Items ?? []) {
+        const item = unmarshall(raw);
+        if (before !== undefined && (item.SK as string) >= before) continue;
+        items.push(item);
+      }
+      start = out.LastEvaluatedKey;
+    } while (start && items.length <= limit);
+    const page = items.slice(0, limit);
+    const more = items.length > limit || start !== undefined;
+    return { items: page.map(itemToEvent), ...(more && page.length ? { nextCursor: this.cursors.encode({ k: page[page.length - 1]!.SK as string }) } : {}) };
+  }
+
+  async getCheckpoint<T>(name: string): Promise<Checkpoint<T> | undefined> {
+    const out = await this.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.checkpoint(name)), ConsistentRead: true }));
+    if (!out.Item) return undefined;
+    const item = unmarshall(out.Item);
+    return { value: item.value as T, version: item.version as number };
+  }
+
+  async saveCheckpoint<T>(name: string, value: T, expectedVersion: number | undefined): Promise<boolean> {
+    const condition = expectedVersion === undefined ? itemIsAbsent() : versionIs(expectedVersion);
+    const item = { ...keys.checkpoint(name), entity: Entity.Checkpoint, schema: SCHEMA_VERSION, name, value, version: (expectedVersion ?? 0) + 1 };
+    try {
+      await this.client.send(new PutItemCommand({ TableName: this.table, Item: marshall(item, marshallOpts), ...conditionParams(condition) }));
+      return true;
+    } catch (error) {
+      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+      throw translateError(error);
+    }
+  }
+
+  async sweep(cursor: string | undefined, limit: number): Promise<SweepPage> {
+    let position: SweepPosition | undefined;
+    if (cursor !== undefined) {
+      const parsed: unknown = JSON.parse(cursor);
+      position = isSweepPosition(parsed) ? parsed : undefined;
+    }
+    position ??= await this.poolAfter(undefined);
+    const claims: Claim[] = [];
+    const leases: Lease[] = [];
+    while (position !== undefined && claims.length + leases.length < limit) {
+      const { pk, kind } = this.sweepPartition(position);
+      const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: Index.Listing,
+          KeyConditionExpression: position.a === undefined ? 'GSI1PK = :pk' : 'GSI1PK = :pk AND GSI1SK > :after',
+          ExpressionAttributeValues: marshall({ ':pk': pk, ...(position.a !== undefined ? { ':after': position.a } : {}) }),
+          Limit: limit - claims.length - leases.length,
+        }),
+      );
+      const items = (out.Items ?? []).map((i) => unmarshall(i));
+      for (const item of items) {
+        if (kind === 'claims' && item.entity === Entity.Claim) claims.push(itemToClaim(item));
+        if (kind === 'leases' && item.entity === Entity.Lease) leases.push(itemToLease(item));
+      }
+      if (out.LastEvaluatedKey && items.length) {
+        position = { ...position, a: items[items.length - 1]!.GSI1SK as string };
+      } else if (position.i + 1 < 3 * this.shards) {
+        position = { p: position.p, i: position.i + 1 };
+      } else {
+        position = await this.poolAfter(position.p);
+      }
+    }
+    return { claims, leases, ...(position !== undefined ? { next: JSON.stringify(position) } : {}) };
+  }
+
+  // ---- writes: each conditional, each with its event in the same transaction ----
+
+  async releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent): Promise<'released' | 'changed'> {
+    return this.release(claim, both(claimUidIs(claim.uid), versionIs(claim.version), hasExpired(cutoffMs)), event);
+  }
+
+  async releaseClaim(claim: Claim, event: IpamEvent): Promise<'released' | 'changed'> {
+    return this.release(claim, claimUidIs(claim.uid), event);
+  }
+
+  async releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent): Promise<'released' | 'changed'> {
+    const reasons = await this.transact([
+      { Delete: { TableName: this.table, Key: marshall(keys.lease(lease.pool, lease.address)), ...conditionParams(both(heldByClaim(lease.claimUid), createdNoLaterThan(createdBeforeIso))) } },
+      this.putEvent(event),
+    ]);
+    return reasons ? 'changed' : 'released';
+  }
+
+  async restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'> {
+    const reasons = await this.transact([
+      { ConditionCheck: { TableName: this.table, Key: marshall(keys.claim(claim.pool, claim.name)), ...conditionParams(both(claimUidIs(claim.uid), versionIs(claim.version))) } },
+      { Put: { TableName: this.table, Item: marshall(leaseToItem(lease, this.shards), marshallOpts), ...conditionParams(either(itemIsAbsent(), hasExpired(nowMs))) } },
+      this.putEvent(event),
+    ]);
+    if (!reasons) return 'restored';
+    if (failed(reasons[0])) return 'claimChanged';
+    if (failed(reasons[1])) return 'taken';
+    throw new NotReadyError('A concurrent write touched this lease; a later run retries.');
+  }
+
+  async finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'> {
+    // Still Terminating, and the same deletion of the same incarnation (a range made again and deleted again waits its own grace).
+    const condition = both(
+      attributeIs('state', RangeState.Terminating, 'state'),
+      attributeIs('deletionRequestedAt', range.deletionRequestedAt ?? '', 'deletionRequestedAt'),
+      attributeIs('createdAt', range.createdAt, 'createdAt'),
+    );
+    const reasons = await this.transact([
+      { Delete: { TableName: this.table, Key: marshall(keys.range(range.pool, range.name)), ...conditionParams(condition) } },
+      { Delete: { TableName: this.table, Key: marshall(keys.bitmap(range.pool, range.name)) } },
+      { Delete: { TableName: this.table, Key: marshall(keys.strikes(range.pool, range.name)) } },
+      this.putEvent(event),
+    ]);
+    return reasons ? 'changed' : 'finalized';
+  }
+
+  async recordEvent(event: IpamEvent): Promise<void> {
+    await this.send(new PutItemCommand({ TableName: this.table, Item: marshall(eventToItem(event, newEventId()), marshallOpts) }));
+  }
+
+  // ---- helpers ----
+
+  /** Deletes the claim (under `claimCondition`), its marker and the leases it still holds, with the event. */
+  private async release(claim: Claim, claimCondition: Condition, event: IpamEvent): Promise<'released' | 'changed'> {
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const held = (await this.batchGet(claim.addresses.map((a) => keys.lease(claim.pool, a.address)))).filter((i) => i.claimUid === claim.uid);
+      const items: TransactWriteItem[] = [{ Delete: { TableName: this.table, Key: marshall(keys.claim(claim.pool, claim.name)), ...conditionParams(claimCondition) } }];
+      if (claim.spec.generateName !== undefined) {
+        const markerKey = keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName);
+        const [marker] = await this.batchGet([markerKey]);
+        if (marker?.claimUid === claim.uid) items.push({ Delete: { TableName: this.table, Key: marshall(markerKey), ...conditionParams(heldByClaim(claim.uid)) } });
+      }
+      for (const lease of held) items.push({ Delete: { TableName: this.table, Key: marshall(keys.lease(claim.pool, lease.address as string)), ...conditionParams(heldByClaim(claim.uid)) } });
+      items.push(this.putEvent(event));
+      const reasons = await this.transact(items);
+      if (!reasons) return 'released';
+      // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
+      if (failed(reasons[0])) return 'changed';
+      // A lease or the marker changed hands between the read and the write, or a conflict: read again.
+      if (!reasons.some(failed) && !conflicted(reasons)) break;
+    }
+    throw new NotReadyError(`Claim ${claim.name} kept changing while it was being released; a later run retries.`);
+  }
+
+  private putEvent(event: IpamEvent): TransactWriteItem {
+    return { Put: { TableName: this.table, Item: marshall(eventToItem(event, newEventId()), marshallOpts), ...conditionParams(itemIsAbsent()) } };
+  }
+
+  private sweepPartition(position: SweepPosition): { pk: string; kind: 'claims' | 'leases' } {
+    const stage = Math.floor(position.i / this.shards);
+    const shard = position.i % this.shards;
+    if (stage === 0) return { pk: keys.claimsListing(position.p, shard), kind: 'claims' };
+    return { pk: keys.leasesListing(position.p, stage === 1 ? IpFamily.IPv4 : IpFamily.IPv6, shard), kind: 'leases' };
+  }
+
+  /** The first stage of the pool after `pool` in name order (the first pool for undefined), or undefined at the end. */
+  private async poolAfter(pool: string | undefined): Promise<SweepPosition | undefined> {
+    const out = await this.send<{ Items?: Record<string, AttributeValue>[] }>(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: Index.Listing,
+        KeyConditionExpression: pool === undefined ? 'GSI1PK = :pk' : 'GSI1PK = :pk AND GSI1SK > :after',
+        ExpressionAttributeValues: marshall({ ':pk': keys.poolsListing(), ...(pool !== undefined ? { ':after': pool } : {}) }),
+        Limit: 1,
+      }),
+    );
+    const next = out.Items?.[0] ? (unmarshall(out.Items[0]).GSI1SK as string) : undefined;
+    return next === undefined ? undefined : { p: next, i: 0 };
+  }
+
+  private async send<T>(command: object): Promise<T> {
+    try {
+      return (await this.client.send(command as never)) as T;
+    } catch (error) {
+      throw translateError(error);
+    }
+  }
+
+  /** Runs a transaction; returns the cancellation reasons when conditions failed or it conflicted, throws otherwise. */
+  private async transact(items: TransactWriteItem[]): Promise<CancellationReason[] | undefined> {
+    try {
+      await this.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+      return undefined;
+    } catch (error) {
+      const reasons = (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons;
+      if ((error as Error).name === 'TransactionCanceledException' && reasons) {
+        if (reasons.every((r) => !r.Code || r.Code === 'None' || r.Code === 'ConditionalCheckFailed' || r.Code === 'TransactionConflict')) return reasons;
+        if (reasons.some((r) => r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded')) throw new NotReadyError('The address store is throttling requests; retry shortly.', { cause: error });
+      }
+      throw translateError(error);
+    }
+  }
+
+  private async queryAll(input: QueryCommandInput): Promise<Item[]> {
+    const items: Item[] = [];
+    let start: Record<string, AttributeValue> | undefined;
+    do {
+      const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(new QueryCommand({ ...input, ...(start ? { ExclusiveStartKey: start } : {}) }));
+      for (const item of out.Items ?? []) items.push(unmarshall(item));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+
+  /** Strongly consistent BatchGetItem in chunks of 100, retrying unprocessed keys. */
+  private async batchGet(keyList: readonly Key[]): Promise<Item[]> {
+    const unique = [...new Map(keyList.map((k) => [`${k.PK}\u0000${k.SK}`, k])).values()];
+    const items: Item[] = [];
+    for (let i = 0; i < unique.length; i += 100) {
+      let pending: Record<string, AttributeValue>[] = unique.slice(i, i + 100).map((k) => marshall(k));
+      for (let attempt = 0; pending.length > 0; attempt += 1) {
+        if (attempt >= 8) throw new NotReadyError('The address store left keys unprocessed; a later run retries.');
+        const out = await this.send<{ Responses?: Record<string, Record<string, AttributeValue>[]>; UnprocessedKeys?: Record<string, { Keys?: Record<string, AttributeValue>[] }> }>(
+          new BatchGetItemCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: true } } }),
+        );
+        for (const raw of out.Responses?.[this.table] ?? []) items.push(unmarshall(raw));
+        pending = out.UnprocessedKeys?.[this.table]?.Keys ?? [];
+        if (pending.length) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
+      }
+    }
+    return items;
+  }
+}
+
+function newEventId(): string {
+  return randomUUID().replace(/-/g, '').slice(0, 16);
+}
+

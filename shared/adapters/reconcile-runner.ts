@@ -1,0 +1,72 @@
+import type { ReconcilerConfig } from '../config.ts';
+import type { ReconcileSettings } from '../core/reconciler/plan.ts';
+import { reconcile, type ReconcileDeps, type ReconcileReport } from '../core/reconciler/reconcile.ts';
+import type { Deps } from '../core/use-cases/deps.ts';
+import type { IpamMetrics } from './metrics.ts';
+
+/** The reconciler's settings from the validated configuration. */
+export function settingsOf(config: ReconcilerConfig): ReconcileSettings {
+  return {
+    expiredClaimGraceMs: config.expiredClaimGraceSeconds * 1000,
+    orphanLeaseGraceMs: config.orphanLeaseGraceSeconds * 1000,
+    terminatingRangeGraceMs: config.terminatingRangeGraceSeconds * 1000,
+    leakStrikes: config.leakStrikes,
+    sweepItems: config.sweepItems,
+  };
+}
+
+/** A structured log line (one JSON object per line, as CloudWatch Logs Insights reads them). */
+export type StructuredLog = (entry: Record<string, unknown>) => void;
+
+export const jsonLog: StructuredLog = (entry) => console.log(JSON.stringify(entry));
+
+/** What the scheduled function returns and logs: the report with counts as JSON numbers or decimal strings. */
+export interface RunSummary {
+  readonly complete: boolean;
+  readonly stoppedIn?: string;
+  readonly durationMs: number;
+  readonly repairs: Readonly<Record<string, number>>;
+  readonly expiry: ReconcileReport['expiry'];
+  readonly sweep: ReconcileReport['sweep'];
+  readonly bitmapsChecked: number;
+  readonly ranges: number;
+  readonly errors: number;
+}
+
+export interface RunOptions {
+  readonly metrics?: IpamMetrics;
+  readonly log?: StructuredLog;
+}
+
+/**
+ * One scheduled run: stops `deadlineMarginMs` before the Lambda's own deadline, publishes utilization and repair
+ * counters as EMF metrics, and logs a summary line, one line per range and one per failed unit of work.
+ */
+export async function runReconciler(deps: Deps, config: ReconcilerConfig, remainingMs: number, options: RunOptions = {}): Promise<RunSummary> {
+  const log = options.log ?? jsonLog;
+  const started = deps.clock.nowMs();
+  const reconcileDeps: ReconcileDeps = { ...deps, settings: settingsOf(config) };
+  const report = await reconcile(reconcileDeps, { deadlineMs: started + remainingMs - config.deadlineMarginMs });
+  options.metrics?.publishRun(report);
+  for (const u of report.utilization) {
+    log({ level: 'info', message: 'range utilization', pool: u.pool, range: u.range, cidr: u.cidr, state: u.state, legacy: u.legacy, size: big(u.size), used: big(u.used), free: big(u.free) });
+  }
+  for (const error of report.errors) log({ level: 'warn', message: 'reconcile step failed', error });
+  const summary: RunSummary = {
+    complete: report.complete,
+    ...(report.stoppedIn !== undefined ? { stoppedIn: report.stoppedIn } : {}),
+    durationMs: deps.clock.nowMs() - started,
+    repairs: report.repairs,
+    expiry: report.expiry,
+    sweep: report.sweep,
+    bitmapsChecked: report.bitmapsChecked,
+    ranges: report.utilization.length,
+    errors: report.errors.length,
+  };
+  log({ level: report.errors.length ? 'warn' : 'info', message: 'reconcile run', ...summary });
+  return summary;
+}
+
+function big(value: bigint): number | string {
+  return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
+}

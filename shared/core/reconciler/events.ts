@@ -1,0 +1,14 @@
+import type { Page } from '../ports.ts';
+import { pageLimit, type Deps } from '../use-cases/deps.ts';
+import { EVENT_RETENTION_MS, type IpamEvent } from './ports.ts';
+
+/**
+ * The pool's events of the last 24 hours, newest first (older items may linger until DynamoDB's TTL deletes them;
+ * they are never listed).
+ * @throws NotFoundError for an unknown pool; InvalidArgumentError for a bad cursor
+ */
+export async function listEvents(deps: Deps, pool: string, limit?: number, cursor?: string): Promise<Page<IpamEvent>> {
+  const nowMs = deps.clock.nowMs();
+  await deps.views.get(pool, nowMs);
+  return deps.reconcile.listEvents(pool, new Date(nowMs - EVENT_RETENTION_MS).toISOString(), pageLimit(limit), cursor);
+}

@@ -1,0 +1,190 @@
+import { isExpired, RangeState, type Claim, type ClaimAddress, type Lease, type Range } from '../model.ts';
+import { EventReason, type IpamEvent } from './ports.ts';
+
+/**
+ * The reconciler's pure decisions: what to do about one claim, one lease, one range, given what was read. The table of
+ * cases is at the top of reconcile.ts; each function here names the rows it decides.
+ */
+
+/** Settings of one run, all in milliseconds (read once from configuration). */
+export interface ReconcileSettings {
+  /** Row 1: how long after its expiry a claim is released. */
+  readonly expiredClaimGraceMs: number;
+  /** Rows 3-5: how old an orphaned or wrong lease must be before it is released (never younger); also rows 6-7. */
+  readonly orphanLeaseGraceMs: number;
+  /** Row 11: how long after deletion was requested a Terminating range may be removed. */
+  readonly terminatingRangeGraceMs: number;
+  /** Row 9: consecutive runs that must see a leaked bit before it is cleared. */
+  readonly leakStrikes: number;
+  /** Rows 1, 3-7 (sweep): claims and leases the slow sweep reads per run. */
+  readonly sweepItems: number;
+}
+
+export const HOUR_MS = 3_600_000;
+
+/**
+ * Slack for clocks of other Lambdas: a claim written by a handler whose clock is behind ours may still land in an hour
+ * bucket we think is over. The expiry checkpoint stays this far behind the cutoff.
+ *
+ *   hour h-1        | hour h                       | hour h+1
+ *   ----------------+---------------[cutoff-skew]--+---[cutoff]----[now]
+ *   closed, drained | still read every run (the checkpoint stays on h until cutoff-skew passes its end)
+ */
+export const CLOCK_SKEW_MS = 60_000;
+
+/** Without a checkpoint (a first run), buckets this many hours back are read; the sweep is the backstop beyond that. */
+export const FIRST_RUN_LOOKBACK_HOURS = 48;
+
+/** The expiry bucket (hour number since the epoch) of a time. */
+export function hourOf(ms: number): number {
+  return Math.floor(ms / HOUR_MS);
+}
+
+/** Row 1: the expiry buckets a run reads, from the checkpoint (or the lookback) up to the cutoff's hour. */
+export function expiryHours(checkpointHour: number | undefined, cutoffMs: number): number[] {
+  const last = hourOf(cutoffMs);
+  const first = Math.min(checkpointHour ?? last - FIRST_RUN_LOOKBACK_HOURS, last);
+  return Array.from({ length: last - first + 1 }, (_, i) => first + i);
+}
+
+/**
+ * Row 1: where the expiry checkpoint goes after a run: the first bucket not drained (something left to do, or the run
+ * stopped there), and never past the last bucket that no new claim can still enter.
+ */
+export function nextExpiryCheckpoint(firstUndrained: number | undefined, cutoffMs: number): number {
+  const settled = hourOf(cutoffMs - CLOCK_SKEW_MS);
+  return Math.min(firstUndrained ?? settled, settled);
+}
+
+/** Row 1: a claim is released once its expiry is at or before the cutoff (now minus the grace). */
+export function isReleasable(claim: Claim, cutoffMs: number): boolean {
+  return claim.expiresAt !== undefined && claim.expiresAt <= cutoffMs;
+}
+
+export type LeaseVerdict =
+  | { readonly kind: 'held' }
+  | { readonly kind: 'orphaned'; readonly why: 'claimAbsent' | 'otherIncarnation' | 'notListed' }
+  | { readonly kind: 'tooYoung'; readonly why: 'claimAbsent' | 'otherIncarnation' | 'notListed' };
+
+/**
+ * Rows 3-5: a lease is held when its claim exists as the same incarnation (uid) and lists its address; otherwise it is
+ * orphaned, and released only once it is older than the grace (a lease younger than that may belong to a write
+ * still in flight).
+ */
+export function judgeLease(lease: Lease, claim: Claim | undefined, nowMs: number, graceMs: number): LeaseVerdict {
+  let why: 'claimAbsent' | 'otherIncarnation' | 'notListed';
+  if (!claim) why = 'claimAbsent';
+  else if (claim.uid !== lease.claimUid) why = 'otherIncarnation';
+  else if (!claim.addresses.some((a) => a.address === lease.address)) why = 'notListed';
+  else return { kind: 'held' };
+  return Date.parse(lease.createdAt) <= nowMs - graceMs ? { kind: 'orphaned', why } : { kind: 'tooYoung', why };
+}
+
+export type AddressVerdict =
+  | { readonly kind: 'held'; readonly address: ClaimAddress }
+  | { readonly kind: 'missing'; readonly address: ClaimAddress; readonly expired?: Lease }
+  | { readonly kind: 'duplicate'; readonly address: ClaimAddress; readonly holder: Lease };
+
+export type ClaimVerdict =
+  | { readonly kind: 'expired' }
+  | { readonly kind: 'young' }
+  | { readonly kind: 'checked'; readonly addresses: readonly AddressVerdict[] };
+
+/**
+ * Rows 6-7: each address of a held claim has a lease of this claim; an address with no lease, or only an expired lease
+ * of another claim, is missing (free: it is written back); one held by another claim is a duplicate (reported only).
+ * Expired claims are row 1's, and claims younger than the grace are left alone.
+ */
+export function judgeClaim(claim: Claim, leases: ReadonlyMap<string, Lease>, nowMs: number, graceMs: number): ClaimVerdict {
+  if (isExpired(claim, nowMs)) return { kind: 'expired' };
+  if (Date.parse(claim.createdAt) > nowMs - graceMs) return { kind: 'young' };
+  return {
+    kind: 'checked',
+    addresses: claim.addresses.map((address): AddressVerdict => {
+      const lease = leases.get(address.address);
+      if (!lease) return { kind: 'missing', address };
+      if (lease.claimUid === claim.uid) return { kind: 'held', address };
+      if (isExpired(lease, nowMs)) return { kind: 'missing', address, expired: lease };
+      return { kind: 'duplicate', address, holder: lease };
+    }),
+  };
+}
+
+/** Row 6: the lease a claim should have for one of its addresses. */
+export function leaseForClaim(claim: Claim, address: ClaimAddress, createdAt: string): Lease {
+  const lease: Lease = {
+    pool: claim.pool,
+    address: address.address,
+    family: address.family,
+    range: address.range,
+    claim: claim.name,
+    claimUid: claim.uid,
+    owner: claim.spec.owner,
+    createdAt,
+  };
+  return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt };
+}
+
+/** Rows 11-12: a Terminating range may be removed (if nothing depends on it) once the grace since its deletion passed. */
+export function terminationGraceOver(range: Range, nowMs: number, graceMs: number): boolean {
+  if (range.state !== RangeState.Terminating) return false;
+  const requested = range.deletionRequestedAt === undefined ? Number.NaN : Date.parse(range.deletionRequestedAt);
+  // A Terminating range without a readable request time is treated as requested now: it waits a full grace.
+  return Number.isFinite(requested) && requested + graceMs <= nowMs;
+}
+
+const whyText = {
+  claimAbsent: 'its claim no longer exists',
+  otherIncarnation: 'its claim was deleted and made again (another uid)',
+  notListed: 'its claim does not list this address',
+} as const;
+
+/** The event of each repair, with a sentence an operator can act on. */
+export const events = {
+  claimExpired: (claim: Claim, time: string): IpamEvent => ({
+    pool: claim.pool,
+    time,
+    reason: EventReason.ClaimExpired,
+    object: `claim/${claim.name}`,
+    message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.`,
+  }),
+  ownerReleased: (claim: Claim, time: string): IpamEvent => ({
+    pool: claim.pool,
+    time,
+    reason: EventReason.OwnerReleased,
+    object: `claim/${claim.name}`,
+    message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.`,
+  }),
+  leaseOrphaned: (lease: Lease, why: keyof typeof whyText, time: string): IpamEvent => ({
+    pool: lease.pool,
+    time,
+    reason: EventReason.LeaseOrphaned,
+    object: `lease/${lease.address}`,
+    message: `Lease of ${lease.address} (claim ${lease.claim}, uid ${lease.claimUid}) was released: ${whyText[why]}.`,
+  }),
+  leaseNotAllocated: (claim: Claim, address: string, time: string): IpamEvent => ({
+    pool: claim.pool,
+    time,
+    reason: EventReason.LeaseNotAllocated,
+    object: `lease/${address}`,
+    message: `Claim ${claim.name} lists ${address} but had no lease for it; the lease was written back.`,
+  }),
+  duplicateAllocation: (claim: Claim, holder: Lease, time: string): IpamEvent => ({
+    pool: claim.pool,
+    time,
+    reason: EventReason.DuplicateAllocation,
+    object: `lease/${holder.address}`,
+    message: `Claim ${claim.name} lists ${holder.address}, which claim ${holder.claim} (uid ${holder.claimUid}) holds; nothing was changed.`,
+  }),
+  rangeFinalized: (range: Range, time: string): IpamEvent => ({
+    pool: range.pool,
+    time,
+    reason: EventReason.RangeFinalized,
+    object: `range/${range.name}`,
+    message: `Range ${range.name} (${range.cidr}) was Terminating since ${range.deletionRequestedAt ?? 'an unknown time'} with no dependent lease and was removed.`,
+  }),
+} as const;
+
+function addressList(claim: Claim): string {
+  return claim.addresses.length ? `address${claim.addresses.length > 1 ? 'es' : ''} ${claim.addresses.map((a) => a.address).join(', ')}` : 'no address';
+}

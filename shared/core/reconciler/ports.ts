@@ -1,0 +1,122 @@
+import type { Claim, Lease, PoolView, Range } from '../model.ts';
+import type { Page } from '../ports.ts';
+
+/** Why an event was recorded; one reason per kind of repair (or report) in the reconciler's table. */
+export const EventReason = {
+  /** A claim expired more than the grace ago and was released with its leases. */
+  ClaimExpired: 'ClaimExpired',
+  /** An owner was reported gone (DELETE .../owners/{uid}) and one of its claims was released. */
+  OwnerReleased: 'OwnerReleased',
+  /** A lease whose claim is gone, is another incarnation, or does not list the address was released. */
+  LeaseOrphaned: 'LeaseOrphaned',
+  /** A held claim listed an address with no lease; the lease was written back. */
+  LeaseNotAllocated: 'LeaseNotAllocated',
+  /** A held claim lists an address another claim holds; reported, nothing changed. */
+  DuplicateAllocation: 'DuplicateAllocation',
+  /** A legacy bitmap missed bits of existing leases; they were set. */
+  BitmapRepaired: 'BitmapRepaired',
+  /** A legacy bitmap held bits with no lease for the configured number of consecutive runs; they were cleared. */
+  BitmapLeakCleared: 'BitmapLeakCleared',
+  /** Dual-write is off (DisableAllocatorDualWrite=true) and a legacy bitmap item was deleted. */
+  BitmapRemoved: 'BitmapRemoved',
+  /** A Terminating range with no dependent lease was removed after its grace period. */
+  RangeFinalized: 'RangeFinalized',
+} as const;
+export type EventReason = (typeof EventReason)[keyof typeof EventReason];
+
+/** A record of one repair, kept 24 hours and listed per pool (Kubernetes' Event, reduced). */
+export interface IpamEvent {
+  readonly pool: string;
+  /** ISO time of the repair. */
+  readonly time: string;
+  readonly reason: EventReason;
+  /** What was repaired, as `<kind>/<name>`: `claim/web`, `lease/10.0.0.7`, `range/blue`, `bitmap/blue`. */
+  readonly object: string;
+  /** One sentence for an operator. */
+  readonly message: string;
+}
+
+/** How long events are kept and listed. */
+export const EVENT_RETENTION_MS = 24 * 3600 * 1000;
+
+/** A claim or a lease found in the expiry index with an indexed expiry at or before the cutoff. */
+export type ExpiredRef =
+  | { readonly kind: 'claim'; readonly pool: string; readonly name: string }
+  | { readonly kind: 'lease'; readonly pool: string; readonly address: string };
+
+/** A page of the slow sweep over every claim and lease; `next` is absent once a whole cycle is done. */
+export interface SweepPage {
+  readonly claims: readonly Claim[];
+  readonly leases: readonly Lease[];
+  readonly next?: string;
+}
+
+/** Every pool with its ranges, as one run reads them. */
+export type PoolViewList = readonly PoolView[];
+
+/** A persisted checkpoint and its optimistic-lock version. */
+export interface Checkpoint<T> {
+  readonly value: T;
+  readonly version: number;
+}
+
+/** A legacy range's bitmap as stored: the raw `big.Int.Bytes()` data and its optimistic-lock version. */
+export interface StoredBitmap {
+  readonly range: string;
+  readonly data: Uint8Array;
+  readonly version: number;
+}
+
+/** Leak candidates of one legacy range: bit -> consecutive runs that saw it set with no lease. */
+export interface LeakStrikes {
+  readonly strikes: Readonly<Record<string, number>>;
+  /** Epoch ms of the last recorded observation; a run that started before it does not strike again. */
+  readonly observedAt: number;
+  readonly version: number;
+}
+
+/**
+ * The reconciler's persistence port. Every write is conditional and records its event in the same transaction, so
+ * a repair and its event happen together exactly once, whatever runs in parallel. DynamoReconcileStore is the adapter.
+ */
+export interface ReconcileStore {
+  /** Shards of each hourly expiry bucket. */
+  readonly expiryShards: number;
+
+  /**
+   * Claims and leases of one expiry bucket (hour, shard) whose indexed expiry is at or before `cutoffMs`, in expiry
+   * order; only those are read, whatever else the bucket holds.
+   */
+  expiredRefs(hour: number, shard: number, cutoffMs: number, limit: number, after?: string): Promise<{ refs: ExpiredRef[]; next?: string }>;
+  /** Strongly consistent reads of claims (absent ones are left out). */
+  getClaims(refs: readonly { pool: string; name: string }[]): Promise<Claim[]>;
+  /** Strongly consistent reads of leases (absent ones are left out). */
+  getLeases(refs: readonly { pool: string; address: string }[]): Promise<Lease[]>;
+
+  /**
+   * Deletes an expired claim, the leases it still holds and its generateName marker, if the claim is still this
+   * incarnation at this version and still expired at `cutoffMs` (a renew in between wins).
+   */
+  releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent): Promise<'released' | 'changed'>;
+  /** Deletes a claim, its held leases and marker, if it is still this incarnation (release by owner). */
+  releaseClaim(claim: Claim, event: IpamEvent): Promise<'released' | 'changed'>;
+  /** Deletes a lease if it is still this incarnation (claimUid) and was created at or before `createdBeforeIso`. */
+  releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent): Promise<'released' | 'changed'>;
+  /** Writes a lease back for a held claim: only if the claim is unchanged and the address is absent or expired at nowMs. */
+  restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'>;
+  /** Removes a range that is still Terminating, with its bitmap and strike items. */
+  finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'>;
+  /** Records an event that goes with no write (a reported duplicate). */
+  recordEvent(event: IpamEvent): Promise<void>;
+  /** Events of a pool newer than `sinceIso`, newest first. */
+  listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>>;
+
+  /** Every pool with its ranges. */
+  listPoolViews(): Promise<PoolViewList>;
+
+  getCheckpoint<T>(name: string): Promise<Checkpoint<T> | undefined>;
+  /** Saves a checkpoint if it is still at `expectedVersion` (undefined: absent); false when another run moved it. */
+  saveCheckpoint<T>(name: string, value: T, expectedVersion: number | undefined): Promise<boolean>;
+  /** Up to `limit` claims and leases from `cursor` on, across every pool (a bounded slice of the slow sweep). */
+  sweep(cursor: string | undefined, limit: number): Promise<SweepPage>;
+}

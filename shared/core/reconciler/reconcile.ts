@@ -1,0 +1,325 @@
+/**
+ * The reconciler: one bounded, resumable pass that keeps the store honest (Kubernetes' repairip.go, the ServiceCIDR
+ * and DRA claim controllers, whereabouts' ip-reconciler). Every inconsistency it handles, and what it does:
+ *
+ * | #  | Inconsistency                                              | Found by                                   | Action (every write conditional)                                                      | Event               |
+ * |----|------------------------------------------------------------|--------------------------------------------|----------------------------------------------------------------------------------------|---------------------|
+ * | 1  | Claim expired more than the grace ago                      | expiry index buckets (sweep as backstop)   | release claim + held leases + marker in one transaction, if same uid, same version and still expired (a renew wins) | ClaimExpired        |
+ * | 2  | Owner gone (DELETE /v1/pools/{p}/owners/{uid})             | owner index, by uid (never by name)        | release each claim of that owner uid, if same claim uid (owners.ts)                   | OwnerReleased       |
+ * | 3  | Lease whose claim does not exist                           | lease expiry buckets; slow sweep           | delete the lease if same claimUid and created before now - grace                      | LeaseOrphaned       |
+ * | 4  | Lease whose claim is another incarnation, or does not list the address | same                           | same as 3                                                                              | LeaseOrphaned       |
+ * | 5  | Orphaned lease younger than the grace                      | same                                       | nothing; its bucket stays open and a later run looks again                            | -                   |
+ * | 6  | Held claim listing an address with no lease (or an expired one of another claim) | slow sweep        | write the lease back, if the claim is unchanged and the address still absent/expired  | LeaseNotAllocated   |
+ * | 7  | Held claim listing an address another held claim holds     | slow sweep                                 | nothing changed; reported                                                             | DuplicateAllocation |
+ * | 8  | Legacy bitmap missing the bit of an existing lease         | drift check of ranges that can have drifted | set the bit at once, if the bitmap is at the version read                             | BitmapRepaired      |
+ * | 9  | Legacy bitmap bit with no lease                            | same                                       | one strike per run; cleared after N consecutive strikes, if version unchanged and lease still absent | BitmapLeakCleared   |
+ * | 10 | Bitmap item while DisableAllocatorDualWrite=true           | pool ranges                                | delete the bitmap item (and its strikes)                                              | BitmapRemoved       |
+ * | 11 | Terminating range, grace passed, no lease depending on it alone | pool ranges                          | remove the range (with its bitmap and strikes), if still Terminating                  | RangeFinalized      |
+ * | 12 | Terminating range within its grace, or with dependent leases | pool ranges                              | nothing; a later run looks again                                                      | -                   |
+ *
+ * Each row has a test in tests/int/reconciler*.int.test.ts (and the pure decisions in tests/unit/reconcile-plan.test.ts).
+ *
+ * Cost follows the work: rows 1 and 3-5 read only expired index entries (hour buckets from a persisted checkpoint,
+ * sort key at or before the cutoff); rows 3-7 are also covered by a sweep that reads a fixed number of items per run
+ * from a persisted cursor; rows 8-10 touch only legacy ranges, and rebuild a bitmap only when a cheap count disagrees
+ * or strikes are pending; rows 11-12 read the pools' ranges (a handful of items). Utilization counts each range's
+ * leases, which is the one per-run cost that grows with the table (docs/reconciler.md).
+ *
+ * Bounded and resumable: the run checks its deadline before every unit of work, stops there, and the checkpoints
+ * (expiry hour, sweep cursor) let the next run continue.
+ */
+import type { IpFamily } from '../ip/address.ts';
+import type { Claim, Lease, Range, RangeState } from '../model.ts';
+import { rangesOf } from '../allocator/pool-geometry.ts';
+import { dependentLeases } from '../use-cases/ranges.ts';
+import { rangeUtilization } from '../use-cases/pools.ts';
+import {
+  events,
+  expiryHours,
+  isReleasable,
+  judgeClaim,
+  judgeLease,
+  leaseForClaim,
+  nextExpiryCheckpoint,
+  terminationGraceOver,
+} from './plan.ts';
+import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
+import { repairBitmaps } from './drift.ts';
+import { Phase, Run, type ReconcileDeps } from './run.ts';
+
+export { Phase, type ReconcileDeps } from './run.ts';
+
+export interface ReconcileOptions {
+  /** Clock time (epoch ms) at which the run stops starting new work. */
+  readonly deadlineMs: number;
+}
+
+/** Size, used and free of one range, idle ones included. */
+export interface RangeUsage {
+  readonly pool: string;
+  readonly range: string;
+  readonly cidr: string;
+  readonly family: IpFamily;
+  readonly state: RangeState;
+  readonly legacy: boolean;
+  readonly size: bigint;
+  readonly used: bigint;
+  readonly free: bigint;
+}
+
+/** What one run did. */
+export interface ReconcileReport {
+  /** False when the run stopped at its deadline; the next run continues from the checkpoints. */
+  readonly complete: boolean;
+  /** The phase the deadline stopped, if any. */
+  readonly stoppedIn?: Phase;
+  /** Repairs by kind (reported duplicates included), each backed by exactly one event. */
+  readonly repairs: Readonly<Record<EventReason, number>>;
+  /** Every range of every pool, idle ones included (absent when the deadline came first). */
+  readonly utilization: readonly RangeUsage[];
+  /** The expiry buckets read and where the checkpoint stands now. */
+  readonly expiry: { readonly hoursRead: number; readonly checkpointHour: number };
+  /** Items the sweep checked in this run, and whether it finished a whole cycle. */
+  readonly sweep: { readonly checked: number; readonly cycleCompleted: boolean };
+  /** Legacy ranges whose bitmap was rebuilt and compared (drift check). */
+  readonly bitmapsChecked: number;
+  /** Units of work that failed (the store refused or threw); they are retried by later runs. */
+  readonly errors: readonly string[];
+}
+
+/** Index entries read per expiry query page. */
+const EXPIRY_PAGE = 100;
+/** Hours of expiry buckets queried at once (times the shards per hour). */
+const HOURS_AT_ONCE = 4;
+/** Items per sweep page. */
+const SWEEP_PAGE = 100;
+
+export const EXPIRY_CHECKPOINT = 'expiry';
+export const SWEEP_CHECKPOINT = 'sweep';
+
+export interface SweepCheckpoint {
+  readonly cursor?: string;
+  readonly cycles: number;
+}
+
+/**
+ * One reconciler pass: expired claims and leases, Terminating ranges, bitmap drift, utilization, then the slow sweep
+ * with whatever time is left. Never throws for one bad item (see `errors`); throws only when the store cannot even be
+ * listed.
+ */
+export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions): Promise<ReconcileReport> {
+  const run = new Run(deps, options.deadlineMs);
+  const expiry = await releaseExpired(run);
+  const views = run.out(Phase.Ranges) ? [] : await deps.reconcile.listPoolViews();
+  if (!run.out(Phase.Ranges)) await finalizeRanges(run, views);
+  const bitmapsChecked = run.out(Phase.Drift) ? 0 : await repairBitmaps(run, views);
+  const utilization = run.out(Phase.Utilization) ? [] : await measure(run, views);
+  const sweep = run.out(Phase.Sweep) ? { checked: 0, cycleCompleted: false } : await sweepSlice(run);
+  return {
+    complete: run.stoppedIn === undefined,
+    ...(run.stoppedIn !== undefined ? { stoppedIn: run.stoppedIn } : {}),
+    repairs: run.repairs,
+    utilization,
+    expiry,
+    sweep,
+    bitmapsChecked,
+    errors: run.errors,
+  };
+}
+
+// ---- rows 1, 3-5: the expiry index ----
+
+async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpointHour: number }> {
+  const { reconcile: store, settings } = run.deps;
+  const cutoff = run.now() - settings.expiredClaimGraceMs;
+  const checkpoint = await store.getCheckpoint<{ hour: number }>(EXPIRY_CHECKPOINT);
+  const hours = expiryHours(checkpoint?.value.hour, cutoff);
+  const undrained = new Set<number>();
+  let hoursRead = 0;
+  // Most buckets are empty: their queries go out together, a few hours at a time.
+  for (let i = 0; i < hours.length; i += HOURS_AT_ONCE) {
+    const chunk = hours.slice(i, i + HOURS_AT_ONCE);
+    if (run.out(Phase.Expiry)) {
+      chunk.forEach((h) => undrained.add(h));
+      continue;
+    }
+    hoursRead += chunk.length;
+    const buckets = chunk.flatMap((hour) => Array.from({ length: store.expiryShards }, (_, shard) => ({ hour, shard })));
+    await Promise.all(
+      buckets.map(async ({ hour, shard }) => {
+        let after: string | undefined;
+        do {
+          if (run.out(Phase.Expiry)) {
+            undrained.add(hour);
+            return;
+          }
+          const page = await store.expiredRefs(hour, shard, cutoff, EXPIRY_PAGE, after);
+          if (!(await handleExpired(run, page.refs, cutoff))) undrained.add(hour);
+          after = page.next;
+        } while (after !== undefined);
+      }),
+    );
+  }
+  const next = nextExpiryCheckpoint(undrained.size ? Math.min(...undrained) : undefined, cutoff);
+  const current = checkpoint?.value.hour;
+  // Two runs may both try; the one that loses the version check leaves the other's (equal or later) hour alone.
+  if (current === undefined || next > current) await store.saveCheckpoint(EXPIRY_CHECKPOINT, { hour: next }, checkpoint?.version);
+  return { hoursRead, checkpointHour: Math.max(next, current ?? next) };
+}
+
+/** Handles one page of expired index entries; true when nothing is left to do for them. */
+async function handleExpired(run: Run, refs: readonly ExpiredRef[], cutoff: number): Promise<boolean> {
+  const { reconcile: store } = run.deps;
+  const claimRefs = refs.filter((r): r is Extract<ExpiredRef, { kind: 'claim' }> => r.kind === 'claim');
+  const leaseRefs = refs.filter((r): r is Extract<ExpiredRef, { kind: 'lease' }> => r.kind === 'lease');
+  // Claims first: releasing a claim takes its leases with it, so they need no separate look.
+  const claims = claimRefs.length ? await store.getClaims(claimRefs) : [];
+  const claimsDone = await run.each(Phase.Expiry, claims, (claim) => releaseIfExpired(run, claim, cutoff));
+  const leases = leaseRefs.length ? await store.getLeases(leaseRefs) : [];
+  const leasesDone = await checkLeases(run, Phase.Expiry, leases);
+  return claimsDone && leasesDone;
+}
+
+/** Row 1. A claim that is no longer expired (renewed meanwhile) or already gone needs nothing. */
+async function releaseIfExpired(run: Run, claim: Claim, cutoff: number): Promise<boolean> {
+  if (!isReleasable(claim, cutoff)) return true;
+  return run.attempt(`release expired claim ${claim.pool}/${claim.name}`, async () => {
+    const event = events.claimExpired(claim, run.iso());
+    run.done(event, (await run.deps.reconcile.releaseExpiredClaim(claim, cutoff, event)) === 'released');
+    // 'changed': renewed, released or replaced meanwhile; nothing is left for this entry either way.
+    forgetHints(run, claim.pool, claim.addresses);
+    return true;
+  });
+}
+
+/** Rows 3-5 for leases read from the expiry index or the sweep; true when none is left waiting. */
+async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[]): Promise<boolean> {
+  if (leases.length === 0) return true;
+  const claims = await run.deps.reconcile.getClaims(uniqueBy(leases.map((l) => ({ pool: l.pool, name: l.claim })), (r) => `${r.pool}/${r.name}`));
+  const byName = new Map(claims.map((c) => [`${c.pool}/${c.name}`, c]));
+  return run.each(phase, leases, async (lease) => {
+    const nowMs = run.now();
+    const verdict = judgeLease(lease, byName.get(`${lease.pool}/${lease.claim}`), nowMs, run.deps.settings.orphanLeaseGraceMs);
+    if (verdict.kind === 'held') return true;
+    if (verdict.kind === 'tooYoung') return false;
+    return run.attempt(`release orphaned lease ${lease.pool}/${lease.address}`, async () => {
+      const event = events.leaseOrphaned(lease, verdict.why, run.iso(nowMs));
+      const createdBefore = run.iso(nowMs - run.deps.settings.orphanLeaseGraceMs);
+      run.done(event, (await run.deps.reconcile.releaseLease(lease, createdBefore, event)) === 'released');
+      return true;
+    });
+  });
+}
+
+// ---- rows 11-12: Terminating ranges ----
+
+async function finalizeRanges(run: Run, views: PoolViewList): Promise<void> {
+  const { settings } = run.deps;
+  for (const view of views) {
+    for (const range of view.ranges) {
+      if (run.out(Phase.Ranges)) return;
+      if (!terminationGraceOver(range, run.now(), settings.terminatingRangeGraceMs)) continue;
+      await run.attempt(`finalize range ${range.pool}/${range.name}`, async () => {
+        const others = rangesOf(view, range.family).map((r) => r.range).filter((r) => r.name !== range.name);
+        if ((await dependentLeases(run.deps, range, others)) > 0n) return true;
+        const event = events.rangeFinalized(range, run.iso());
+        run.done(event, (await run.deps.reconcile.finalizeRange(range, event)) === 'finalized');
+        run.deps.views.forget(range.pool);
+        run.deps.hints.forget(range.pool);
+        return true;
+      });
+    }
+  }
+}
+
+// ---- utilization ----
+
+async function measure(run: Run, views: PoolViewList): Promise<RangeUsage[]> {
+  const out: RangeUsage[] = [];
+  const ranges: Range[] = views.flatMap((v) => v.ranges);
+  await run.each(Phase.Utilization, ranges, (range) =>
+    run.attempt(`measure range ${range.pool}/${range.name}`, async () => {
+      const u = await rangeUtilization(run.deps, range);
+      out.push({ pool: range.pool, range: range.name, cidr: range.cidr, family: range.family, state: range.state, legacy: range.legacy, ...u });
+      return true;
+    }),
+  );
+  return out.sort((a, b) => (a.pool === b.pool ? (a.range < b.range ? -1 : 1) : a.pool < b.pool ? -1 : 1));
+}
+
+// ---- rows 1, 3-7: the slow sweep ----
+
+async function sweepSlice(run: Run): Promise<{ checked: number; cycleCompleted: boolean }> {
+  const { reconcile: store, settings } = run.deps;
+  const checkpoint = await store.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT);
+  let cursor = checkpoint?.value.cursor;
+  let cycles = checkpoint?.value.cycles ?? 0;
+  let checked = 0;
+  let cycleCompleted = false;
+  while (checked < settings.sweepItems && !run.out(Phase.Sweep)) {
+    const page = await store.sweep(cursor, Math.min(SWEEP_PAGE, settings.sweepItems - checked));
+    checked += page.claims.length + page.leases.length;
+    // A page is done even when some of its items wait (rows 5, 12): the next cycle sees them again.
+    await checkClaims(run, page.claims);
+    await checkLeases(run, Phase.Sweep, page.leases);
+    if (run.stoppedIn !== undefined) break; // The page was not finished: keep the cursor where it was.
+    cursor = page.next;
+    if (cursor === undefined) {
+      cycles += 1;
+      cycleCompleted = true;
+      break;
+    }
+  }
+  await store.saveCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT, { ...(cursor !== undefined ? { cursor } : {}), cycles }, checkpoint?.version);
+  return { checked, cycleCompleted };
+}
+
+/** Rows 1 (backstop), 6 and 7 for claims read by the sweep. */
+async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
+  if (claims.length === 0) return;
+  const { reconcile: store, settings } = run.deps;
+  const cutoff = run.now() - settings.expiredClaimGraceMs;
+  const leases = await store.getLeases(uniqueBy(claims.flatMap((c) => c.addresses.map((a) => ({ pool: c.pool, address: a.address }))), (r) => `${r.pool}/${r.address}`));
+  const byAddress = new Map(leases.map((l) => [`${l.pool}/${l.address}`, l]));
+  await run.each(Phase.Sweep, claims, async (claim) => {
+    if (isReleasable(claim, cutoff)) return releaseIfExpired(run, claim, cutoff);
+    const mine = new Map(claim.addresses.flatMap((a) => {
+      const lease = byAddress.get(`${claim.pool}/${a.address}`);
+      return lease ? [[a.address, lease] as const] : [];
+    }));
+    const nowMs = run.now();
+    const verdict = judgeClaim(claim, mine, nowMs, settings.orphanLeaseGraceMs);
+    if (verdict.kind !== 'checked') return true;
+    for (const address of verdict.addresses) {
+      if (address.kind === 'missing') {
+        await run.attempt(`restore lease ${claim.pool}/${address.address.address}`, async () => {
+          const event = events.leaseNotAllocated(claim, address.address.address, run.iso(nowMs));
+          const lease = leaseForClaim(claim, address.address, run.iso(nowMs));
+          run.done(event, (await store.restoreLease(claim, lease, nowMs, event)) === 'restored');
+          return true;
+        });
+      } else if (address.kind === 'duplicate') {
+        await run.attempt(`report duplicate ${claim.pool}/${address.address.address}`, async () => {
+          // The sweep's copy of the claim may be stale: report only what a consistent read still shows.
+          const [current] = await store.getClaims([{ pool: claim.pool, name: claim.name }]);
+          if (!current || current.uid !== claim.uid) return true;
+          const event = events.duplicateAllocation(claim, address.holder, run.iso(nowMs));
+          await store.recordEvent(event);
+          run.done(event, true);
+          return true;
+        });
+      }
+    }
+    return true;
+  });
+}
+
+function forgetHints(run: Run, pool: string, addresses: readonly { address: string }[]): void {
+  if (addresses.length) run.deps.hints.forget(pool);
+}
+
+function uniqueBy<T>(items: readonly T[], key: (item: T) => string): T[] {
+  const seen = new Map<string, T>();
+  for (const item of items) if (!seen.has(key(item))) seen.set(key(item), item);
+  return [...seen.values()];
+}

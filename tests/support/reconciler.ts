@@ -1,0 +1,157 @@
+import { DeleteItemCommand, GetItemCommand, PutItemCommand, QueryCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import type { Claim, Lease } from '../../shared/core/model.ts';
+import type { ReconcileSettings } from '../../shared/core/reconciler/plan.ts';
+import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
+import { EXPIRY_CHECKPOINT, reconcile, type ReconcileDeps, type ReconcileReport } from '../../shared/core/reconciler/reconcile.ts';
+import { claimToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
+import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
+import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
+import { testApi, type TestApi } from './api.ts';
+
+/** A clock the test moves by hand; every container of the test shares it. */
+export class ManualClock {
+  constructor(public t: number) {}
+  nowMs = (): number => this.t;
+  advance(ms: number): number {
+    this.t += ms;
+    return this.t;
+  }
+  iso(ms = this.t): string {
+    return new Date(ms).toISOString();
+  }
+}
+
+/** Small graces (as configuration would set them), in ms. */
+export const testSettings: ReconcileSettings = {
+  expiredClaimGraceMs: 30_000,
+  orphanLeaseGraceMs: 60_000,
+  terminatingRangeGraceMs: 10_000,
+  leakStrikes: 3,
+  sweepItems: 1000,
+};
+
+/**
+ * 2035-01-01T00:10:00Z: early in an hour bucket, so a test's minutes stay in one bucket unless it says otherwise; and
+ * in the future, because DynamoDB Local runs TTL deletion against the real clock and would delete items whose `ttl`
+ * (expiry + 24 h) lies in the real past.
+ */
+export const T0 = Date.parse('2035-01-01T00:10:00.000Z');
+
+export const owner = (uid: string, name = `pod-${uid}`) => ({ kind: 'Pod', name, uid });
+
+export interface ReconcilerHarness {
+  readonly api: TestApi;
+  readonly clock: ManualClock;
+  readonly client: DynamoDBClient;
+  readonly table: string;
+  /** One reconciler pass with the test settings (overridable), a 60 s deadline unless given, and an optional store wrapper. */
+  run(options?: { settings?: Partial<ReconcileSettings>; deadlineMs?: number; wrap?: (store: ReconcileStore) => ReconcileStore }): Promise<ReconcileReport>;
+  put(item: Record<string, unknown>): Promise<void>;
+  get(key: Key): Promise<Record<string, unknown> | undefined>;
+  remove(key: Key): Promise<void>;
+  /** Writes a claim item or a lease item directly (no transaction): the way corruption looks. */
+  putClaim(claim: Claim): Promise<void>;
+  putLease(lease: Lease): Promise<void>;
+  /** Every event item of a pool, oldest first, straight from the table. */
+  events(pool: string): Promise<{ reason: string; object: string; message: string; time: string }[]>;
+  /** Creates a pool with ranges through the API. */
+  pool(name: string, cidrs: readonly (string | { cidr: string; name?: string; legacy?: boolean })[]): Promise<void>;
+  /** Creates a claim through the API; returns its body. */
+  claim(pool: string, body: Record<string, unknown>): Promise<{ name: string; uid: string; version: number; addresses: { address: string; family: string; range: string }[] }>;
+}
+
+export interface HarnessOptions {
+  readonly overrides?: ContainerOverrides;
+  readonly env?: Record<string, string>;
+  readonly start?: number;
+  /**
+   * Start as a reconciler that has run before (its expiry checkpoint one hour before the start), so a run reads two
+   * hour buckets instead of a first run's 48-hour lookback. Default true.
+   */
+  readonly ranBefore?: boolean;
+}
+
+/** The real API and reconciler over a fresh table on DynamoDB Local, on a hand-moved clock. */
+export async function reconcilerHarness(options: HarnessOptions = {}): Promise<ReconcilerHarness> {
+  const start = options.start ?? T0;
+  const clock = new ManualClock(start);
+  const api = await testApi({ clock, viewMaxAgeMs: 0, ...options.overrides }, options.env ?? {});
+  if (options.ranBefore ?? true) await api.container.deps.reconcile.saveCheckpoint(EXPIRY_CHECKPOINT, { hour: Math.floor(start / 3600_000) - 1 }, undefined);
+  const client = api.container.client;
+  const table = api.tableName;
+  const harness: ReconcilerHarness = {
+    api,
+    clock,
+    client,
+    table,
+    async run(options = {}) {
+      const deps: ReconcileDeps = {
+        ...api.container.deps,
+        ...(options.wrap ? { reconcile: options.wrap(api.container.deps.reconcile) } : {}),
+        settings: { ...testSettings, ...options.settings },
+      };
+      return reconcile(deps, { deadlineMs: options.deadlineMs ?? clock.t + 60_000 });
+    },
+    async put(item) {
+      await client.send(new PutItemCommand({ TableName: table, Item: marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: false }) }));
+    },
+    async get(key) {
+      const out = await client.send(new GetItemCommand({ TableName: table, Key: marshall(key), ConsistentRead: true }));
+      return out.Item ? unmarshall(out.Item) : undefined;
+    },
+    async remove(key) {
+      await client.send(new DeleteItemCommand({ TableName: table, Key: marshall(key) }));
+    },
+    putClaim: (claim) => harness.put(claimToItem(claim, api.container.config.leaseIndexShards)),
+    putLease: (lease) => harness.put(leaseToItem(lease, api.container.config.leaseIndexShards)),
+    async events(pool) {
+      const out = await client.send(new QueryCommand({ TableName: table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.events(pool) }), ConsistentRead: true }));
+      return (out.Items ?? []).map((i) => unmarshall(i) as { reason: string; object: string; message: string; time: string });
+    },
+    async pool(name, cidrs) {
+      const created = await api.call('POST', '/v1/pools', { name });
+      if (created.status !== 201) throw new Error(`pool ${name}: ${created.status} ${JSON.stringify(created.body)}`);
+      for (const c of cidrs) {
+        const body = typeof c === 'string' ? { cidr: c } : c;
+        const range = await api.call('POST', `/v1/pools/${name}/ranges`, body);
+        if (range.status !== 201) throw new Error(`range ${JSON.stringify(body)}: ${range.status} ${JSON.stringify(range.body)}`);
+      }
+    },
+    async claim(pool, body) {
+      const res = await api.call('POST', `/v1/pools/${pool}/claims`, body);
+      if (res.status !== 201) throw new Error(`claim ${JSON.stringify(body)}: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body as unknown as Awaited<ReturnType<ReconcilerHarness['claim']>>;
+    },
+  };
+  return harness;
+}
+
+/** A claim as the store holds it (for seeding corrupt states directly). */
+export function claimOf(pool: string, name: string, uid: string, addresses: { address: string; range: string }[], at: number, expiresAt?: number): Claim {
+  return {
+    pool,
+    name,
+    uid,
+    spec: { owner: owner(`o-${name}`), ipFamilyPolicy: 'SingleStack', ipFamilies: [], addresses: [] },
+    addresses: addresses.map((a) => ({ address: a.address, family: a.address.includes(':') ? 'IPv6' : 'IPv4', range: a.range })),
+    createdAt: new Date(at).toISOString(),
+    version: 1,
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
+  };
+}
+
+/** A lease as the store holds it (for seeding corrupt states directly). */
+export function leaseOf(pool: string, address: string, range: string, claim: string, claimUid: string, at: number, expiresAt?: number): Lease {
+  return {
+    pool,
+    address,
+    family: address.includes(':') ? 'IPv6' : 'IPv4',
+    range,
+    claim,
+    claimUid,
+    owner: owner(`o-${claim}`),
+    createdAt: new Date(at).toISOString(),
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
+  };
+}
