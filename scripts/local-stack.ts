@@ -9,6 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -92,6 +93,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const tableName = `${service}-${stage}`;
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const [port, lambdaPort] = [options.port ?? (await freePort()), options.lambdaPort ?? (await freePort())];
+  // A busy port would not make offline fail fast: the readiness probe would get its answer from the other server.
+  await assertPortFree(port, '--port');
+  await assertPortFree(lambdaPort, '--lambda-port');
   const tail: string[] = [];
   let scheduled = 0;
   const cleanups: (() => void)[] = [];
@@ -226,6 +230,16 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     await stop();
     throw error;
   }
+}
+
+async function assertPortFree(port: number, option: string): Promise<void> {
+  await new Promise<void>((resolveFree, reject) => {
+    const server = createServer();
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new Error(error.code === 'EADDRINUSE' ? `port ${port} is in use (is another local stack running?): choose another with ${option}` : error.message)),
+    );
+    server.listen(port, '127.0.0.1', () => server.close(() => resolveFree()));
+  });
 }
 
 function forEachLine(stream: NodeJS.ReadableStream | null, onLine: (line: string) => void): void {
