@@ -14,9 +14,11 @@ import type { IpFamily } from '../../core/ip/address.ts';
  *   event       EVENTS#<pool>                       <ISO time>#<id>
  *   checkpoint  RECONCILER                          CHECKPOINT#<name>
  *   strikes     STRIKES#<pool>#<range>              STRIKES
+ *   report      REPORT#<pool>#<what>                REPORT
  *
  * The expiry index (GSI3, keys only) holds claims and leases with a TTL; the table key of an entry (CLAIM#... or
- * LEASE#...) tells which. Events live 24 h (TTL attribute `ttl`); checkpoints and strikes are the reconciler's.
+ * LEASE#...) tells which. Events live 24 h (TTL attribute `ttl`); checkpoints, strikes and reports (one marker per
+ * reported finding, so it is reported once a day) are the reconciler's.
  */
 export const Entity = {
   Pool: 'pool',
@@ -28,6 +30,7 @@ export const Entity = {
   Event: 'event',
   Checkpoint: 'checkpoint',
   Strikes: 'strikes',
+  Report: 'report',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -65,6 +68,7 @@ export const keys = {
   event: (pool: string, isoTime: string, id: string): Key => ({ PK: `EVENTS#${pool}`, SK: `${isoTime}#${id}` }),
   checkpoint: (name: string): Key => ({ PK: 'RECONCILER', SK: `CHECKPOINT#${name}` }),
   strikes: (pool: string, range: string): Key => ({ PK: `STRIKES#${pool}#${range}`, SK: 'STRIKES' }),
+  report: (pool: string, what: string): Key => ({ PK: `REPORT#${pool}#${what}`, SK: 'REPORT' }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,

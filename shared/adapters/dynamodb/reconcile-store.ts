@@ -291,8 +291,15 @@ export class DynamoReconcileStore implements ReconcileStore {
     return reasons ? 'changed' : 'finalized';
   }
 
-  async recordEvent(event: IpamEvent): Promise<void> {
-    await this.send(new PutItemCommand({ TableName: this.table, Item: marshall(eventToItem(event, newEventId()), marshallOpts) }));
+  async reportOnce(event: IpamEvent, what: string, nowMs: number): Promise<boolean> {
+    // The marker expires with the event: a finding still there a day later is reported again.
+    const expiresAt = nowMs + EVENT_RETENTION_MS;
+    const marker = { ...keys.report(event.pool, what), entity: Entity.Report, schema: SCHEMA_VERSION, pool: event.pool, what, expiresAt, ttl: Math.ceil(expiresAt / 1000) };
+    const reasons = await this.transact([
+      { Put: { TableName: this.table, Item: marshall(marker, marshallOpts), ...conditionParams(either(itemIsAbsent(), hasExpired(nowMs))) } },
+      this.putEvent(event),
+    ]);
+    return reasons === undefined;
   }
 
   // ---- helpers ----

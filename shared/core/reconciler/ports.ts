@@ -106,8 +106,11 @@ export interface ReconcileStore {
   restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'>;
   /** Removes a range that is still Terminating, with its bitmap and strike items. */
   finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'>;
-  /** Records an event that goes with no write (a reported duplicate). */
-  recordEvent(event: IpamEvent): Promise<void>;
+  /**
+   * Records an event that goes with no repair (a reported duplicate), at most once per `what` (a stable identity of
+   * the finding) while the previous report is under 24 hours old: false when it was already reported.
+   */
+  reportOnce(event: IpamEvent, what: string, nowMs: number): Promise<boolean>;
   /** Events of a pool newer than `sinceIso`, newest first. */
   listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>>;
 

@@ -10,7 +10,7 @@
  * | 4  | Lease whose claim is another incarnation, or does not list the address | same                           | same as 3                                                                              | LeaseOrphaned       |
  * | 5  | Orphaned lease younger than the grace                      | same                                       | nothing; its bucket stays open and a later run looks again                            | -                   |
  * | 6  | Held claim listing an address with no lease (or an expired one of another claim) | slow sweep        | write the lease back, if the claim is unchanged and the address still absent/expired  | LeaseNotAllocated   |
- * | 7  | Held claim listing an address another held claim holds     | slow sweep                                 | nothing changed; reported                                                             | DuplicateAllocation |
+ * | 7  | Held claim listing an address another held claim holds     | slow sweep                                 | nothing changed; reported once a day (a report marker written with the event)        | DuplicateAllocation |
  * | 8  | Legacy bitmap missing the bit of an existing lease         | drift check of ranges that can have drifted | set the bit at once, if the bitmap is at the version read                             | BitmapRepaired      |
  * | 9  | Legacy bitmap bit with no lease                            | same                                       | one strike per run; cleared after N consecutive strikes, if version unchanged and lease still absent | BitmapLeakCleared   |
  * | 10 | Bitmap item while DisableAllocatorDualWrite=true           | pool ranges                                | delete the bitmap item (and its strikes)                                              | BitmapRemoved       |
@@ -304,8 +304,8 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
           const [current] = await store.getClaims([{ pool: claim.pool, name: claim.name }]);
           if (!current || current.uid !== claim.uid) return true;
           const event = events.duplicateAllocation(claim, address.holder, run.iso(nowMs));
-          await store.recordEvent(event);
-          run.done(event, true);
+          // Reported once a day, however many runs (or parallel runs) see it.
+          run.done(event, await store.reportOnce(event, `dup/${address.address.address}/${claim.uid}/${address.holder.claimUid}`, nowMs));
           return true;
         });
       }
