@@ -97,13 +97,14 @@ export interface StreamPoller {
   stats(): StreamPollerStats;
   /** Batches given up on so far (the same ones `onFailure` received). */
   failures(): readonly FailedBatch[];
-  /** Stops polling; resolves when the batch in flight (if any) is done. */
+  /** Stops polling; resolves when the batch in flight (if any) is done, or after 5 s if the handler hangs. */
   stop(): Promise<void>;
 }
 
 interface ShardState {
   readonly shard: Shard;
-  readonly initialType: ShardIteratorType;
+  /** Where to start when there is no checkpoint. */
+  initialType: ShardIteratorType;
   iterator: string | undefined;
   /** Last sequence number checkpointed (delivered or dead-lettered). */
   checkpoint: string | undefined;
@@ -116,6 +117,7 @@ type Outcome =
   | { readonly kind: 'partial'; readonly firstFailed: number; readonly message: string };
 
 const SHARD_REFRESH_MS = 2000;
+const STOP_GRACE_MS = 5000;
 
 /** Starts polling the table's stream; throws if the table has no stream. */
 export async function startStreamPoller(options: StreamPollerOptions): Promise<StreamPoller> {
@@ -155,6 +157,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
   let firstDescribe = true;
   let lastRefresh = 0;
   let stopped = false;
+  let stopping: Promise<void> | undefined;
 
   async function refreshShards(): Promise<void> {
     let exclusiveStartShardId: string | undefined;
@@ -205,7 +208,11 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     } catch (error) {
       // Expired or trimmed iterators are re-acquired from the checkpoint; anything else is reported by the loop.
       state.iterator = undefined;
-      if ((error as Error).name === 'TrimmedDataAccessException') state.checkpoint = undefined;
+      if ((error as Error).name === 'TrimmedDataAccessException') {
+        // The checkpoint fell off the 24-hour window: go on from the oldest record still there.
+        state.checkpoint = undefined;
+        state.initialType = 'TRIM_HORIZON';
+      }
       if ((error as Error).name === 'ExpiredIteratorException' || (error as Error).name === 'TrimmedDataAccessException') return 0;
       throw error;
     }
@@ -308,12 +315,16 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       shardsFinished: [...shards.values()].filter((s) => s.finished).length,
     }),
     failures: () => [...failed],
-    async stop() {
-      if (stopped) return running;
-      stopped = true;
-      abort.abort();
-      await running;
-      streams.destroy();
+    stop() {
+      stopping ??= (async () => {
+        stopped = true;
+        abort.abort();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([running, new Promise<void>((r) => (timer = setTimeout(r, STOP_GRACE_MS)))]);
+        clearTimeout(timer);
+        streams.destroy();
+      })();
+      return stopping;
     },
   };
 }
