@@ -41,7 +41,8 @@ export function parseFeatureGates(text: string | undefined): FeatureGates {
   const gates: Record<keyof FeatureGates, boolean> = { ...defaultGates };
   if (!text) return gates;
   for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
-    const [name, value] = part.split('=').map((s) => s.trim());
+    const [name, value, ...rest] = part.split('=').map((s) => s.trim());
+    if (rest.length) throw new Error(`FEATURE_GATES: ${name} must be true or false, not ${JSON.stringify(part.slice(part.indexOf('=') + 1))}`);
     if (name === undefined || !Object.hasOwn(gates, name)) throw new Error(`FEATURE_GATES: unknown gate ${JSON.stringify(name)}; known: ${Object.keys(gates).join(', ')}`);
     if (value !== 'true' && value !== 'false') throw new Error(`FEATURE_GATES: ${name} must be true or false, not ${JSON.stringify(value)}`);
     gates[name as keyof FeatureGates] = value === 'true';
@@ -57,6 +58,13 @@ function numberSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, m
   return value;
 }
 
+/** A count setting (shards, strikes, items): a whole number, since a fraction would silently skew every use. */
+function countSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const value = numberSetting(env, name, fallback, min);
+  if (!Number.isInteger(value)) throw new Error(`${name} must be a whole number, not ${JSON.stringify(env[name])}`);
+  return value;
+}
+
 /** Reads the configuration from an environment (process.env by default). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const tableName = env.TABLE_NAME;
@@ -67,16 +75,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
     stage: env.STAGE || 'dev',
     featureGates: parseFeatureGates(env.FEATURE_GATES),
-    leaseIndexShards: numberSetting(env, 'LEASE_INDEX_SHARDS', 8, 1),
+    leaseIndexShards: countSetting(env, 'LEASE_INDEX_SHARDS', 8, 1),
     requestTimeoutMs: numberSetting(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', 3000, 1),
     cursorSecret: env.CURSOR_SECRET || `ipam-cursor:${tableName}`,
     reconciler: {
       expiredClaimGraceSeconds: numberSetting(env, 'RECONCILE_EXPIRED_GRACE_SECONDS', 30),
       orphanLeaseGraceSeconds: numberSetting(env, 'RECONCILE_ORPHAN_GRACE_SECONDS', 60),
       terminatingRangeGraceSeconds: numberSetting(env, 'RECONCILE_TERMINATING_GRACE_SECONDS', 10),
-      leakStrikes: numberSetting(env, 'RECONCILE_LEAK_STRIKES', 3, 1),
+      leakStrikes: countSetting(env, 'RECONCILE_LEAK_STRIKES', 3, 1),
       deadlineMarginMs: numberSetting(env, 'RECONCILE_DEADLINE_MARGIN_MS', 5000),
-      sweepItems: numberSetting(env, 'RECONCILE_SWEEP_ITEMS', 1000, 0),
+      sweepItems: countSetting(env, 'RECONCILE_SWEEP_ITEMS', 1000, 0),
     },
   };
 }
