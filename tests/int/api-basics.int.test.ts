@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { testApi } from '../support/api.ts';
+import { RecordedMetrics, testApi } from '../support/api.ts';
 
 const owner = (uid: string) => ({ kind: 'Pod', name: `pod-${uid}`, uid });
 
@@ -26,5 +26,25 @@ describe('HTTP API: pools, ranges and claims', () => {
     const res = await api.call('GET', '/v1/health');
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'ok', table: { table: api.tableName, status: 'ACTIVE' } });
+  });
+
+  it('counts allocations and refusals by scope for the metrics', async () => {
+    // Prepare
+    const metrics = new RecordedMetrics();
+    const api = await testApi({}, {}, metrics);
+    await api.call('POST', '/v1/pools', { name: 'm' });
+    await api.call('POST', '/v1/pools/m/ranges', { cidr: '10.0.0.0/30' });
+    // Act
+    await api.call('POST', '/v1/pools/m/claims', { name: 'a', owner: owner('a') });
+    await api.call('POST', '/v1/pools/m/claims', { name: 'b', owner: owner('b'), addresses: ['10.0.0.2'] });
+    await api.call('POST', '/v1/pools/m/claims', { name: 'c', owner: owner('c'), addresses: ['10.0.0.2'] });
+    await api.call('POST', '/v1/pools/m/claims', { name: 'd', owner: owner('d') });
+    // Assess: the /30 has two addresses, so the second dynamic claim finds it full.
+    expect(metrics.lines.filter((l) => !l.startsWith('Collisions'))).toEqual([
+      'Allocations dynamic',
+      'Allocations static',
+      'AllocationErrors static AlreadyAllocated',
+      'AllocationErrors dynamic RangeFull',
+    ]);
   });
 });

@@ -40,10 +40,10 @@ export function httpEvent(method: string, path: string, body?: unknown, headers:
   };
 }
 
-function makeApi(tableName: string, endpoint: string, overrides: ContainerOverrides, env: Record<string, string>): TestApi {
+function makeApi(tableName: string, endpoint: string, overrides: ContainerOverrides, env: Record<string, string>, metrics?: RecordedMetrics): TestApi {
   const config = loadConfig({ TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint, LEASE_INDEX_SHARDS: '4', DYNAMODB_REQUEST_TIMEOUT_MS: '30000', ...env });
   const container = buildContainer(config, overrides);
-  const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.store.health() }, () => {});
+  const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.store.health() }, () => {}, metrics);
   return {
     container,
     tableName,
@@ -58,7 +58,25 @@ function makeApi(tableName: string, endpoint: string, overrides: ContainerOverri
 }
 
 /** The real HTTP handler over a fresh table on DynamoDB Local. */
-export async function testApi(overrides: ContainerOverrides = {}, env: Record<string, string> = {}): Promise<TestApi> {
+export async function testApi(overrides: ContainerOverrides = {}, env: Record<string, string> = {}, metrics?: RecordedMetrics): Promise<TestApi> {
   const { tableName, endpoint } = await freshTable();
-  return makeApi(tableName, endpoint, overrides, env);
+  return makeApi(tableName, endpoint, overrides, env, metrics);
+}
+
+/** Records the API's allocation counters in memory. */
+export class RecordedMetrics {
+  readonly lines: string[] = [];
+  private pending: string[] = [];
+  allocated(scope: string): void {
+    this.pending.push(`Allocations ${scope}`);
+  }
+  failed(scope: string, code: string): void {
+    this.pending.push(`AllocationErrors ${scope} ${code}`);
+  }
+  collided(scope: string, n: number): void {
+    this.pending.push(`Collisions ${scope} ${n}`);
+  }
+  flush(): void {
+    this.lines.push(...this.pending.splice(0));
+  }
 }

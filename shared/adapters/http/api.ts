@@ -3,7 +3,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
-import { compileRoutes, matchRoute, routes as coreRoutes, type RouteContext } from './routes.ts';
+import { compileRoutes, matchRoute, routes as coreRoutes, type ApiMetrics, type RouteContext } from './routes.ts';
 import { legacyRoutes } from './legacy-routes.ts';
 import { reconcileRoutes } from './reconcile-routes.ts';
 
@@ -30,14 +30,19 @@ function problemMiddleware(log: ErrorLogger): middy.MiddlewareObj<APIGatewayProx
 }
 
 /** Builds the HTTP API handler: route, call one use case, map the result; errors become problem documents. */
-export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], log: ErrorLogger = defaultLogger) {
+export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], log: ErrorLogger = defaultLogger, metrics?: ApiMetrics & { flush(): void }) {
   const compiled = compileRoutes(Object.keys(routes));
   return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
     .use(problemMiddleware(log))
+    .use({
+      // One EMF line per request that counted something; after the response is decided, errors included.
+      after: async () => metrics?.flush(),
+      onError: async () => metrics?.flush(),
+    })
     .handler(async (event) => {
       const match = matchRoute(compiled, event);
       if (!match) throw new NotFoundError('route', event.rawPath, `No route ${event.requestContext?.http?.method} ${event.rawPath}.`);
       const route = routes[match.key]!;
-      return route({ event: { ...event, pathParameters: match.pathParameters }, deps: deps(), info });
+      return route({ event: { ...event, pathParameters: match.pathParameters }, deps: deps(), info, ...(metrics ? { metrics } : {}) });
     });
 }

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { InvalidArgumentError } from '../../core/errors.ts';
+import { InvalidArgumentError, IpamError, type ErrorCode } from '../../core/errors.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { IpFamilyPolicy } from '../../core/model.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
@@ -12,10 +12,18 @@ import { header, pageParams, parseBody, pathParam } from './request.ts';
 
 export type Response = APIGatewayProxyStructuredResultV2;
 
+/** Allocation counters the API publishes (IpamMetrics in shared/adapters/metrics.ts is the real one). */
+export interface ApiMetrics {
+  allocated(scope: 'static' | 'dynamic'): void;
+  failed(scope: 'static' | 'dynamic', code: ErrorCode): void;
+  collided(scope: 'static' | 'dynamic', collisions: number): void;
+}
+
 /** What a route gets: the event and the container's dependencies. */
 export interface RouteContext {
   readonly event: APIGatewayProxyEventV2;
   readonly deps: Deps;
+  readonly metrics?: ApiMetrics;
   /** Extra facts for the health route. */
   readonly info: { readonly version: string; readonly health: () => Promise<{ table: string; status: string }> };
 }
@@ -77,7 +85,7 @@ export const routes: Readonly<Record<string, Route>> = {
     return outcome === 'gone' ? noContent() : json(202, { name: pathParam(event, 'range'), state: 'Terminating' });
   },
 
-  'POST /v1/pools/{pool}/claims': async ({ event, deps }) => {
+  'POST /v1/pools/{pool}/claims': async ({ event, deps, metrics }) => {
     const body = parseBody(event, {
       name: { type: 'string' },
       generateName: { type: 'string' },
@@ -87,6 +95,8 @@ export const routes: Readonly<Record<string, Route>> = {
       addresses: { type: 'string[]' },
       ttlSeconds: { type: 'integer' },
     });
+    // Static when the client named its addresses; the scope splits the allocation counters.
+    const scope = Array.isArray(body.addresses) && body.addresses.length > 0 ? 'static' : 'dynamic';
     const result = await claims.createClaim(deps, {
       pool: pathParam(event, 'pool'),
       owner: body.owner as claims.CreateClaimCommand['owner'],
@@ -96,7 +106,12 @@ export const routes: Readonly<Record<string, Route>> = {
       ...(body.ipFamilies !== undefined ? { ipFamilies: body.ipFamilies as IpFamily[] } : {}),
       ...(body.addresses !== undefined ? { addresses: body.addresses as string[] } : {}),
       ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds as number } : {}),
+    }).catch((error: unknown) => {
+      if (error instanceof IpamError) metrics?.failed(scope, error.code);
+      throw error;
     });
+    if (result.created) metrics?.allocated(scope);
+    if (result.collisions) metrics?.collided(scope, result.collisions);
     return json(result.created ? 201 : 200, claimDto(result.claim), claimHeaders(result.claim.version));
   },
   'GET /v1/pools/{pool}/claims': async ({ event, deps }) => {

@@ -11,7 +11,8 @@ export interface FamilyRequest {
 export type ClaimDraft = Omit<Claim, 'addresses'>;
 
 export type AllocationResult =
-  | { readonly kind: 'allocated'; readonly claim: Claim }
+  /** `collisions`: conditional writes lost to other writers before this one committed. */
+  | { readonly kind: 'allocated'; readonly claim: Claim; readonly collisions?: number }
   | { readonly kind: 'exists'; readonly claim: Claim }
   | { readonly kind: 'generatedExists'; readonly claimName: string };
 

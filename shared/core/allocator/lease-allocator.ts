@@ -73,7 +73,7 @@ export class LeaseAllocator implements Allocator {
       switch (outcome.kind) {
         case 'committed':
           for (const [family, pick] of picks) this.deps.hints.markTaken(view.pool.name, family, pick.value);
-          return { kind: 'allocated', claim };
+          return { kind: 'allocated', claim, collisions: [...collisions.values()].reduce((a, b) => a + b, 0) };
         case 'claimExists':
           return { kind: 'exists', claim: outcome.existing };
         case 'generatedNameExists':

@@ -144,7 +144,7 @@ function sameOrConflict(existing: Claim, spec: ClaimSpec): { claim: Claim; creat
  * request is repeated (idempotent; also after a lost response with generateName).
  * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError
  */
-export async function createClaim(deps: Deps, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean }> {
+export async function createClaim(deps: Deps, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number }> {
   const { spec, explicit } = normalizeSpec(cmd);
   if (spec.generateName !== undefined) {
     const made = await deps.store.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
@@ -169,7 +169,7 @@ export async function createClaim(deps: Deps, cmd: CreateClaimCommand): Promise<
         version: 1,
       };
       const result = await deps.allocator.allocate(view, draft, requests);
-      if (result.kind === 'allocated') return { claim: result.claim, created: true };
+      if (result.kind === 'allocated') return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
       if (result.kind === 'exists') return sameOrConflict(result.claim, spec);
       const won = await deps.store.getClaim(cmd.pool, result.claimName);
       if (!won) throw new ConflictError('A concurrent request is creating this claim; retry the request.');
