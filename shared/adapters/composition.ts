@@ -16,6 +16,9 @@ import { DynamoBitmapStore } from './dynamodb/bitmap-store.ts';
 import { DynamoReconcileStore } from './dynamodb/reconcile-store.ts';
 import { cryptoRandom, systemClock } from './system.ts';
 
+/** Waits a uniform random whole number of milliseconds in [0, maxMs) (the legacy allocator's backoff after a lost bitmap race). */
+const jitter = (random: Random, maxMs: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Number(random.below(BigInt(Math.max(1, Math.ceil(maxMs)))))));
+
 export interface Container {
   readonly config: Config;
   readonly client: DynamoDBClient;
@@ -53,7 +56,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const hints = new HintCache((pool, family, intervals, nowMs) => port.takenAddresses(pool, family, intervals, nowMs), overrides.hintMaxAgeMs);
   const views = new PoolViewCache(port, overrides.viewMaxAgeMs);
   const allocator: Allocator = legacy
-    ? new BitmapAllocator({ store: port, bitmaps, clock, random })
+    ? new BitmapAllocator({ store: port, bitmaps, clock, random, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) })
     : new LeaseAllocator({ store: port, hints, clock, random, windowOf: dynamicWindowOf(gates), ...(overrides.strategy ? { strategy: overrides.strategy } : {}) });
   const reconcile = new DynamoReconcileStore({ client, tableName: config.tableName, shards: config.leaseIndexShards, cursorSecret: config.cursorSecret });
   const deps: Deps = { store: port, clock, random, views, hints, allocator, bitmaps, gates, reconcile };

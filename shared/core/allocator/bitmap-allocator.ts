@@ -17,6 +17,11 @@ export interface BitmapAllocatorDeps {
   readonly random: Random;
   /** Transactions tried before giving up (each lost race re-reads what it lost on). Default 32. */
   readonly maxCommits?: number;
+  /**
+   * Waits after the `lost`-th lost bitmap race before reading again (jittered backoff, given by the composition root):
+   * every legacy allocation of a family writes the same item, so N racers otherwise spend N transactions per winner.
+   */
+  readonly pause?: (lost: number) => Promise<void>;
 }
 
 /** A bitmap as read, with the precondition its next write carries. */
@@ -66,6 +71,7 @@ export class BitmapAllocator implements Allocator {
     }
     const snapshots = new Map<IpFamily, Snapshot>();
     const skip = new Map<IpFamily, Set<number>>(requests.map((r) => [r.family, new Set<number>()]));
+    let lost = 0;
     for (let commit = 0; commit < this.maxCommits; commit += 1) {
       await Promise.all(requests.filter((r) => !snapshots.has(r.family)).map(async (r) => snapshots.set(r.family, await this.read(view.pool.name, ranges.get(r.family)!))));
       const picks = new Map<IpFamily, Choice>();
@@ -102,11 +108,15 @@ export class BitmapAllocator implements Allocator {
             // Leased but not yet mirrored into the bitmap: the mirror will set the bit; this call just avoids it.
             skip.get(family)!.add(pick.bit);
           }
+          // The bitmaps may have moved on too (the transaction reports one reason per item): read them again.
+          snapshots.clear();
           break;
         case 'bitmapsChanged':
           for (const request of requests) {
             if (outcome.ranges.includes(ranges.get(request.family)!.range.name)) snapshots.delete(request.family);
           }
+          lost += 1;
+          await this.deps.pause?.(lost);
           break;
       }
     }
