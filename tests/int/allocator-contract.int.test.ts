@@ -135,6 +135,32 @@ describe.each(strategies)('Contract: $name', ({ gates, allocator }) => {
 
 describe('Class: BitmapAllocator', () => {
   describe('Method: allocate', () => {
+    it('builds a missing bitmap from each range own leases, so a rollback to legacy mode never hands out a held address', async () => {
+      // Prepare: a lease-mode fleet with dual-write off filled all but one address of each family; no bitmap exists.
+      const { tableName, endpoint } = await freshTable('contract');
+      const env = { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint, LEASE_INDEX_SHARDS: '2' };
+      const leaseMode = buildContainer(loadConfig({ ...env, FEATURE_GATES: strategies[1].gates }));
+      await pools.createPool(leaseMode.deps, { name: 'p' });
+      await ranges.createRange(leaseMode.deps, { pool: 'p', cidr: '10.50.0.0/29', name: 'v4', legacy: true });
+      await ranges.createRange(leaseMode.deps, { pool: 'p', cidr: 'fd00:50::/125', name: 'v6', legacy: true });
+      for (let i = 0; i < 5; i += 1) await claims.createClaim(leaseMode.deps, { pool: 'p', name: `l${i}`, owner: owner(`l${i}`), ipFamilyPolicy: 'RequireDualStack' });
+      await claims.createClaim(leaseMode.deps, { pool: 'p', name: 'l5', owner: owner('l5'), ipFamilies: ['IPv6'] });
+      const held = (await Promise.all(['l0', 'l1', 'l2', 'l3', 'l4', 'l5'].map((n) => claims.getClaim(leaseMode.deps, 'p', n)))).flatMap((c) => c.addresses.map((a) => a.address));
+      const legacy = buildContainer(loadConfig({ ...env, FEATURE_GATES: strategies[2].gates }));
+      // Act
+      const last = await claims.createClaim(legacy.deps, { pool: 'p', name: 'last', owner: owner('last'), ipFamilyPolicy: 'RequireDualStack' });
+      // Assess: the one free address of each family, then full; each bitmap names its own range's CIDR.
+      const got = last.claim.addresses.map((a) => a.address);
+      expect(got.filter((a) => held.includes(a))).toEqual([]);
+      await expect(claims.createClaim(legacy.deps, { pool: 'p', name: 'more', owner: owner('more'), ipFamilies: ['IPv4'] })).rejects.toThrow(RangeFullError);
+      const v4 = await legacy.bitmaps.getBitmap('p', 'v4');
+      const v6 = await legacy.bitmaps.getBitmap('p', 'v6');
+      expect(v4).toMatchObject({ range: '10.50.0.0/29', version: 1 });
+      expect(v6).toMatchObject({ range: 'fd00:50::/125', version: 1 });
+      expect(Bitmap.decode(v4!.data, 6).count()).toBe(6);
+      expect(Bitmap.decode(v6!.data, 7).count()).toBe(7);
+    });
+
     it('keeps the bitmap equal to the leases after every allocation and release, without the mirror', async () => {
       // Prepare
       const { deps, pool, range, bitmaps } = await setup(strategies[2].gates, '10.40.0.0/29');
