@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { Bitmap } from '../../shared/core/bitmap/bitmap.ts';
 import type { Claim, Lease, Range } from '../../shared/core/model.ts';
+import { needsFullCheck, planDrift } from '../../shared/core/reconciler/drift.ts';
 import {
   CLOCK_SKEW_MS,
   expiryHours,
@@ -137,5 +139,44 @@ describe('Function: terminationGraceOver (rows 11-12)', () => {
   it('never finalizes a Ready range, nor one without a readable request time', () => {
     expect(terminationGraceOver(range({ state: 'Ready', deletionRequestedAt: iso(0) }), NOW, 0)).toBe(false);
     expect(terminationGraceOver(range({}), NOW, 0)).toBe(false);
+  });
+});
+
+describe('Function: planDrift (rows 8-9)', () => {
+  it('sets missing bits at once and clears a leaked bit only at the threshold', () => {
+    expect(planDrift([3], [7], {}, true, 3)).toEqual({ set: [3], clear: [], strikes: { '7': 1 } });
+    expect(planDrift([], [7], { '7': 1 }, true, 3)).toEqual({ set: [], clear: [], strikes: { '7': 2 } });
+    expect(planDrift([], [7], { '7': 2 }, true, 3)).toEqual({ set: [], clear: [7], strikes: {} });
+  });
+
+  it('drops the strikes of bits no longer leaked, and neither strikes nor clears in a run that may not strike', () => {
+    expect(planDrift([], [], { '7': 2 }, true, 3)).toEqual({ set: [], clear: [], strikes: {} });
+    expect(planDrift([], [7], { '7': 2 }, false, 3)).toEqual({ set: [], clear: [], strikes: { '7': 2 } });
+  });
+
+  it('clears at the first strike when the threshold is 1', () => {
+    expect(planDrift([], [7], {}, true, 1)).toEqual({ set: [], clear: [7], strikes: {} });
+  });
+});
+
+describe('Function: needsFullCheck (rows 8-10)', () => {
+  const doc = { range: '10.0.0.0/24', data: new Uint8Array([1]), version: 4 };
+  const bitmap = Bitmap.decode(doc.data, 254);
+  const record = { strikes: {}, checkedVersion: 4, checkedCycle: 2, observedAt: 0 };
+
+  it('skips a range whose bitmap did not move, whose count matches and that has nothing pending', () => {
+    expect(needsFullCheck(doc, bitmap, record, 1n, 2)).toBe(false);
+  });
+
+  it.each([
+    ['no bitmap', undefined, bitmap, record, 1n, 2],
+    ['an unreadable bitmap', doc, undefined, record, 1n, 2],
+    ['no record yet', doc, bitmap, undefined, 1n, 2],
+    ['a moved version', { ...doc, version: 5 }, bitmap, record, 1n, 2],
+    ['a count that differs', doc, bitmap, record, 2n, 2],
+    ['pending strikes', doc, bitmap, { ...record, strikes: { '3': 1 } }, 1n, 2],
+    ['a finished sweep cycle', doc, bitmap, record, 1n, 3],
+  ] as const)('checks a range with %s', (_, d, b, r, count, cycle) => {
+    expect(needsFullCheck(d, b, r, count, cycle)).toBe(true);
   });
 });

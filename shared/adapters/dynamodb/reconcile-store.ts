@@ -18,7 +18,9 @@ import { RangeState, type Claim, type Lease, type PoolView, type Range } from '.
 import type { Page } from '../../core/ports.ts';
 import {
   EVENT_RETENTION_MS,
+  type BitmapRepair,
   type Checkpoint,
+  type DriftRecord,
   type ExpiredRef,
   type IpamEvent,
   type PoolViewList,
@@ -35,10 +37,12 @@ import {
   either,
   hasExpired,
   heldByClaim,
+  itemExists,
   itemIsAbsent,
   versionIs,
   type Condition,
 } from './conditions.ts';
+import { bitmapIs, bitmapToItem } from './bitmap-store.ts';
 import { CursorCodec } from './cursor.ts';
 import { translateError } from './dynamo-store.ts';
 import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION, type Key } from './keys.ts';
@@ -243,6 +247,54 @@ export class DynamoReconcileStore implements ReconcileStore {
       }
     }
     return { claims, leases, ...(position !== undefined ? { next: JSON.stringify(position) } : {}) };
+  }
+
+  async getDriftRecord(pool: string, rangeName: string): Promise<Checkpoint<DriftRecord> | undefined> {
+    const out = await this.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.strikes(pool, rangeName)), ConsistentRead: true }));
+    if (!out.Item) return undefined;
+    const item = unmarshall(out.Item);
+    const value: DriftRecord = {
+      strikes: (item.strikes as Record<string, number> | undefined) ?? {},
+      checkedVersion: (item.checkedVersion as number | undefined) ?? -1,
+      checkedCycle: (item.checkedCycle as number | undefined) ?? -1,
+      observedAt: (item.observedAt as number | undefined) ?? 0,
+    };
+    return { value, version: item.version as number };
+  }
+
+  async saveDriftRecord(pool: string, rangeName: string, record: DriftRecord, expectedVersion: number | undefined): Promise<boolean> {
+    const condition = expectedVersion === undefined ? itemIsAbsent() : versionIs(expectedVersion);
+    const item = { ...keys.strikes(pool, rangeName), entity: Entity.Strikes, schema: SCHEMA_VERSION, pool, range: rangeName, ...record, version: (expectedVersion ?? 0) + 1 };
+    try {
+      await this.client.send(new PutItemCommand({ TableName: this.table, Item: marshall(item, marshallOpts), ...conditionParams(condition) }));
+      return true;
+    } catch (error) {
+      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
+      throw translateError(error);
+    }
+  }
+
+  async repairBitmap(repair: BitmapRepair, events: readonly IpamEvent[]): Promise<'written' | 'changed'> {
+    const leaseKey = (address: string) => marshall(keys.lease(repair.pool, address));
+    const reasons = await this.transact([
+      // The bitmap exactly as read: a mirror write or a legacy allocation in between makes this a no-op.
+      { Put: { TableName: this.table, Item: marshall(bitmapToItem(repair), marshallOpts), ...conditionParams(bitmapIs(repair.expected)) } },
+      // A bit is set only for a lease that still exists, and cleared only for one that still does not: an allocation
+      // landing meanwhile cancels the whole write, and its own stream record sets its bit.
+      ...repair.leasesPresent.map((a): TransactWriteItem => ({ ConditionCheck: { TableName: this.table, Key: leaseKey(a), ...conditionParams(itemExists()) } })),
+      ...repair.leasesAbsent.map((a): TransactWriteItem => ({ ConditionCheck: { TableName: this.table, Key: leaseKey(a), ...conditionParams(itemIsAbsent()) } })),
+      ...events.map((e) => this.putEvent(e)),
+    ]);
+    return reasons ? 'changed' : 'written';
+  }
+
+  async removeBitmap(pool: string, rangeName: string, version: number, event: IpamEvent): Promise<'removed' | 'changed'> {
+    const reasons = await this.transact([
+      { Delete: { TableName: this.table, Key: marshall(keys.bitmap(pool, rangeName)), ...conditionParams(bitmapIs({ version })) } },
+      { Delete: { TableName: this.table, Key: marshall(keys.strikes(pool, rangeName)) } },
+      this.putEvent(event),
+    ]);
+    return reasons ? 'changed' : 'removed';
   }
 
   // ---- writes: each conditional, each with its event in the same transaction ----

@@ -1,5 +1,7 @@
 import type { Claim, Lease, PoolView, Range } from '../model.ts';
 import type { Page } from '../ports.ts';
+import type { BitmapExpectation } from '../bitmap/ports.ts';
+import type { RangeAllocation } from '../bitmap/range-allocation.ts';
 
 /** Why an event was recorded; one reason per kind of repair (or report) in the reconciler's table. */
 export const EventReason = {
@@ -60,19 +62,28 @@ export interface Checkpoint<T> {
   readonly version: number;
 }
 
-/** A legacy range's bitmap as stored: the raw `big.Int.Bytes()` data and its optimistic-lock version. */
-export interface StoredBitmap {
-  readonly range: string;
-  readonly data: Uint8Array;
-  readonly version: number;
+/** What the drift check of one legacy range remembers between runs (the strike item). */
+export interface DriftRecord {
+  /** Leak candidates: bit -> consecutive runs that saw it set with no lease. */
+  readonly strikes: Readonly<Record<string, number>>;
+  /** The bitmap's version after the last full check (a later version means lease activity since). */
+  readonly checkedVersion: number;
+  /** The sweep cycle during which the last full check ran (each legacy range is fully checked once per cycle). */
+  readonly checkedCycle: number;
+  /** Epoch ms of the last full check; a run that started before it does not strike again (one strike per run). */
+  readonly observedAt: number;
 }
 
-/** Leak candidates of one legacy range: bit -> consecutive runs that saw it set with no lease. */
-export interface LeakStrikes {
-  readonly strikes: Readonly<Record<string, number>>;
-  /** Epoch ms of the last recorded observation; a run that started before it does not strike again. */
-  readonly observedAt: number;
-  readonly version: number;
+/** A bitmap write of the drift repair: the whole new document and what the write expects to find. */
+export interface BitmapRepair {
+  readonly pool: string;
+  readonly rangeName: string;
+  readonly allocation: RangeAllocation;
+  readonly expected: BitmapExpectation;
+  /** Addresses whose lease item must exist (bits being set), checked in the same transaction. */
+  readonly leasesPresent: readonly string[];
+  /** Addresses whose lease item must not exist (bits being cleared), checked in the same transaction. */
+  readonly leasesAbsent: readonly string[];
 }
 
 /**
@@ -122,4 +133,16 @@ export interface ReconcileStore {
   saveCheckpoint<T>(name: string, value: T, expectedVersion: number | undefined): Promise<boolean>;
   /** Up to `limit` claims and leases from `cursor` on, across every pool (a bounded slice of the slow sweep). */
   sweep(cursor: string | undefined, limit: number): Promise<SweepPage>;
+
+  /** The drift record of a legacy range, with its optimistic-lock version. */
+  getDriftRecord(pool: string, rangeName: string): Promise<Checkpoint<DriftRecord> | undefined>;
+  /** Saves a drift record if it is still at `expectedVersion` (undefined: absent); false when another run moved it. */
+  saveDriftRecord(pool: string, rangeName: string, record: DriftRecord, expectedVersion: number | undefined): Promise<boolean>;
+  /**
+   * Writes a repaired bitmap, its events, and checks of the lease items it relies on, in one transaction: 'changed'
+   * when the bitmap moved or a checked lease appeared or went meanwhile (nothing is written then).
+   */
+  repairBitmap(repair: BitmapRepair, events: readonly IpamEvent[]): Promise<'written' | 'changed'>;
+  /** Deletes a bitmap at the version read, with its drift record (dual-write is off). */
+  removeBitmap(pool: string, rangeName: string, version: number, event: IpamEvent): Promise<'removed' | 'changed'>;
 }

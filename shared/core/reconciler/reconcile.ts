@@ -45,9 +45,9 @@ import {
 } from './plan.ts';
 import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
 import { repairBitmaps } from './drift.ts';
-import { Phase, Run, type ReconcileDeps } from './run.ts';
+import { EXPIRY_CHECKPOINT, Phase, Run, SWEEP_CHECKPOINT, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
 
-export { Phase, type ReconcileDeps } from './run.ts';
+export { EXPIRY_CHECKPOINT, Phase, SWEEP_CHECKPOINT, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
 
 export interface ReconcileOptions {
   /** Clock time (epoch ms) at which the run stops starting new work. */
@@ -94,13 +94,6 @@ const HOURS_AT_ONCE = 4;
 /** Items per sweep page. */
 const SWEEP_PAGE = 100;
 
-export const EXPIRY_CHECKPOINT = 'expiry';
-export const SWEEP_CHECKPOINT = 'sweep';
-
-export interface SweepCheckpoint {
-  readonly cursor?: string;
-  readonly cycles: number;
-}
 
 /**
  * One reconciler pass: expired claims and leases, Terminating ranges, bitmap drift, utilization, then the slow sweep

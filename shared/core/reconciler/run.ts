@@ -8,6 +8,16 @@ export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings };
 export const Phase = { Expiry: 'expiry', Ranges: 'ranges', Drift: 'drift', Utilization: 'utilization', Sweep: 'sweep' } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
 
+/** Names of the persisted checkpoints. */
+export const EXPIRY_CHECKPOINT = 'expiry';
+export const SWEEP_CHECKPOINT = 'sweep';
+
+/** Where the slow sweep stands: its cursor (absent at the start of a cycle) and how many cycles it finished. */
+export interface SweepCheckpoint {
+  readonly cursor?: string;
+  readonly cycles: number;
+}
+
 /** Parallel writes per page: enough to overlap round trips, few enough to stay polite to the table. */
 const PARALLELISM = 8;
 
@@ -17,7 +27,12 @@ export class Run {
   readonly errors: string[] = [];
   stoppedIn: Phase | undefined;
 
-  constructor(readonly deps: ReconcileDeps, private readonly deadlineMs: number) {}
+  /** Clock time the run started at. */
+  readonly startedAt: number;
+
+  constructor(readonly deps: ReconcileDeps, private readonly deadlineMs: number) {
+    this.startedAt = deps.clock.nowMs();
+  }
 
   now(): number {
     return this.deps.clock.nowMs();
