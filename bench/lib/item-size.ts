@@ -1,0 +1,69 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+
+/**
+ * DynamoDB's item size rules, applied to the marshalled (wire) form of an item, because that is what DynamoDB bills:
+ *
+ *   item       = sum over attributes of (UTF-8 bytes of the name + size of the value)
+ *   S          = UTF-8 bytes                 B = raw bytes           BOOL, NULL = 1 byte
+ *   N          = 1 byte per two significant digits (leading and trailing zeros trimmed) + 1 byte
+ *   SS/NS/BS   = sum of the element sizes
+ *   L          = 3 bytes + per element (1 byte + element size)
+ *   M          = 3 bytes + per entry (1 byte + UTF-8 bytes of the key + value size)
+ *
+ * Capacity units follow from sizes: a write unit per started 1 KB of an item, a read unit per started 4 KB
+ * (half for eventually consistent reads), never less than one unit per item written or request read.
+ */
+export type WireItem = Record<string, AttributeValue>;
+
+const encoder = new TextEncoder();
+
+/** UTF-8 length without allocating for the common ASCII case. */
+export function utf8Length(text: string): number {
+  let ascii = true;
+  for (let i = 0; i < text.length; i += 1) {
+    if (text.charCodeAt(i) > 0x7f) {
+      ascii = false;
+      break;
+    }
+  }
+  return ascii ? text.length : encoder.encode(text).length;
+}
+
+/** Size of a number attribute: significant digits halved, rounded up, plus one byte. */
+export function numberSize(text: string): number {
+  const mantissa = text.replace(/^[-+]/, '').split(/[eE]/)[0] ?? '';
+  const digits = mantissa.replace('.', '').replace(/^0+/, '').replace(/0+$/, '');
+  return Math.ceil(Math.max(digits.length, 1) / 2) + 1;
+}
+
+/** Size of one attribute value. */
+export function valueSize(value: AttributeValue): number {
+  if (value.S !== undefined) return utf8Length(value.S);
+  if (value.N !== undefined) return numberSize(value.N);
+  if (value.B !== undefined) return value.B.byteLength;
+  if (value.BOOL !== undefined || value.NULL !== undefined) return 1;
+  if (value.SS !== undefined) return value.SS.reduce((sum, s) => sum + utf8Length(s), 0);
+  if (value.NS !== undefined) return value.NS.reduce((sum, n) => sum + numberSize(n), 0);
+  if (value.BS !== undefined) return value.BS.reduce((sum, b) => sum + b.byteLength, 0);
+  if (value.L !== undefined) return 3 + value.L.reduce((sum, v) => sum + 1 + valueSize(v), 0);
+  if (value.M !== undefined) return 3 + Object.entries(value.M).reduce((sum, [k, v]) => sum + 1 + utf8Length(k) + valueSize(v), 0);
+  return 0;
+}
+
+/** Size of an item in bytes, by DynamoDB's rules. */
+export function itemSize(item: WireItem): number {
+  let size = 0;
+  for (const [name, value] of Object.entries(item)) size += utf8Length(name) + valueSize(value);
+  return size;
+}
+
+/** Write units of one item write: one per started KB, at least one. */
+export function writeUnits(bytes: number): number {
+  return Math.max(1, Math.ceil(bytes / 1024));
+}
+
+/** Read units of `bytes` read in one request (or one item of a batch): one per started 4 KB, at least one; half when eventually consistent. */
+export function readUnits(bytes: number, consistent: boolean): number {
+  const units = Math.max(1, Math.ceil(bytes / 4096));
+  return consistent ? units : units / 2;
+}

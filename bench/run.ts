@@ -1,0 +1,106 @@
+/**
+ * `npm run bench [-- --quick] [--only a,b] [--out dir]`: runs the allocation strategies side by side on one
+ * DynamoDB Local, writes <out>/<scenario>.json, SVG charts and BENCHMARKS.md, and exits non-zero when a correctness
+ * check broke (an address held twice, wrong counts at exhaustion) or a scenario crashed.
+ *
+ * Full runs write to bench/results and BENCHMARKS.md (committed); quick runs to bench/results/quick (ignored), so
+ * the test suite's quick run never overwrites the committed figures.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
+import { Engine } from './lib/harness.ts';
+import { loadAverage, machineInfo } from './lib/machine.ts';
+import { evaluateGoals, renderReport } from './lib/report.ts';
+import { round, type RunContext, type Scenario, type ScenarioResult } from './lib/results.ts';
+import { coldStartScenario } from './scenarios/cold-start.ts';
+import { exhaustionScenario } from './scenarios/exhaustion.ts';
+import { mirrorCostScenario } from './scenarios/mirror-cost.ts';
+import { occupancyCostScenario } from './scenarios/occupancy-cost.ts';
+import { reconcilerCostScenario } from './scenarios/reconciler-cost.ts';
+import { throughputScenario } from './scenarios/throughput.ts';
+import { bitmapCasStrategy } from './strategies/bitmap-cas.ts';
+import { globalLockStrategy } from './strategies/global-lock.ts';
+import { leaseStrategy } from './strategies/lease.ts';
+import type { Strategy } from './strategies/strategy.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/** Every strategy of the comparison, in the order tables and charts show them. */
+export const STRATEGIES: readonly Strategy[] = [leaseStrategy(PickStrategy.Hinted), leaseStrategy(PickStrategy.Blind), bitmapCasStrategy, globalLockStrategy(500), globalLockStrategy(10)];
+
+/** Every scenario; the mirror and cold start run before the others read their figures in the goals table. */
+export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario];
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, out: { type: 'string' } }, allowPositionals: false });
+  const quick = values.quick === true;
+  const resultsDir = resolve(values.out ?? join(ROOT, quick ? 'bench/results/quick' : 'bench/results'));
+  const reportPath = values.out ? join(resultsDir, 'BENCHMARKS.md') : join(ROOT, quick ? 'bench/results/quick/BENCHMARKS.md' : 'BENCHMARKS.md');
+  const only = values.only ? new Set(values.only.split(',').map((s) => s.trim())) : undefined;
+  const scenarios = SCENARIOS.filter((s) => !only || only.has(s.name));
+  if (only) for (const name of only) if (!SCENARIOS.some((s) => s.name === name)) throw new Error(`unknown scenario ${name}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  await mkdir(resultsDir, { recursive: true });
+
+  const started = performance.now();
+  const startedAt = new Date().toISOString();
+  const load = { start: loadAverage(), end: 0, max: loadAverage() };
+  const sampler = setInterval(() => (load.max = Math.max(load.max, loadAverage())), 5000);
+  const log = (message: string) => console.log(`[bench ${round((performance.now() - started) / 1000, 0)}s] ${message}`);
+  const availability = await Promise.all(STRATEGIES.map(async (s) => ({ strategy: s, unavailable: await s.unavailable() })));
+  for (const a of availability) if (a.unavailable) log(`strategy ${a.strategy.name}: ${a.unavailable}`);
+  const strategies = availability.filter((a) => !a.unavailable).map((a) => a.strategy);
+
+  const engine = await Engine.start();
+  const results: ScenarioResult[] = [];
+  let crashed = false;
+  try {
+    const ctx: RunContext = { engine, quick, strategies, resultsDir, log };
+    for (const scenario of scenarios) {
+      log(`scenario ${scenario.name}`);
+      let result: ScenarioResult;
+      try {
+        result = await scenario.run(ctx);
+      } catch (error) {
+        crashed = true;
+        const message = error instanceof Error ? `${error.name}: ${error.message}\n${error.stack ?? ''}` : String(error);
+        console.error(`scenario ${scenario.name} crashed: ${message}`);
+        result = { name: scenario.name, title: scenario.title, status: 'failed', failures: [`crashed: ${message.split('\n')[0]}`], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] };
+      }
+      results.push(result);
+      await writeFile(join(resultsDir, `${result.name}.json`), `${JSON.stringify({ ...result, quick, startedAt }, null, 2)}\n`);
+      for (const f of result.failures) console.error(`FAILED ${scenario.name}: ${f}`);
+    }
+  } finally {
+    await engine.stop();
+    clearInterval(sampler);
+  }
+  load.end = loadAverage();
+  const goals = evaluateGoals(results);
+  const seconds = (performance.now() - started) / 1000;
+  const report = renderReport(
+    {
+      results,
+      machine: machineInfo(),
+      quick,
+      seconds,
+      load,
+      startedAt,
+      strategies: availability.map((a) => ({ name: a.strategy.name, description: a.strategy.description, ...(a.unavailable ? { unavailable: a.unavailable } : {}) })),
+    },
+    goals,
+  );
+  await writeFile(reportPath, report);
+  await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
+  for (const g of goals) log(`goal [${g.met === undefined ? 'n/a' : g.met ? 'met' : 'not yet'}] ${g.scenario}: ${g.goal} -> ${g.measured}`);
+  const failed = crashed || results.some((r) => r.failures.length > 0);
+  log(`done in ${round(seconds, 0)} s; report ${reportPath}; ${failed ? 'FAILED' : 'all correctness checks passed'}`);
+  return failed ? 1 : 0;
+}
+
+process.exitCode = await main().catch((error: unknown) => {
+  console.error(error);
+  return 1;
+});

@@ -1,0 +1,145 @@
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { buildContainer } from '../../shared/adapters/composition.ts';
+import { claimToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
+import type { ReconcilerConfig } from '../../shared/config.ts';
+import { formatAddress } from '../../shared/core/ip/address.ts';
+import { hostAt, parseCidr } from '../../shared/core/ip/cidr.ts';
+import { IpFamilyPolicy, type Claim, type Lease } from '../../shared/core/model.ts';
+import type { Deps } from '../../shared/core/use-cases/deps.ts';
+import { createPool } from '../../shared/core/use-cases/pools.ts';
+import { createRange } from '../../shared/core/use-cases/ranges.ts';
+import { Meter } from '../lib/bench-client.ts';
+import { Mode, openBench, strategyContext } from '../lib/harness.ts';
+import { round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
+import { batchWrite, putRequest } from '../lib/storage.ts';
+import { lineChart } from '../lib/svg.ts';
+import { benchConfig } from '../strategies/lease.ts';
+
+const RUNNER = new URL('../../shared/adapters/reconcile-runner.ts', import.meta.url);
+
+/** The part of the reconciler's entry point the benchmark calls (loaded only once it has landed). */
+interface ReconcileRunner {
+  runReconciler(deps: Deps, config: ReconcilerConfig, remainingMs: number, options?: { log?: (entry: Record<string, unknown>) => void }): Promise<{ complete: boolean; repairs: Readonly<Record<string, number>> }>;
+}
+
+/**
+ * The scheduled reconciler's cost as the table grows: 1k/10k/100k held claims (each with its lease) plus a fixed
+ * number of claims expired beyond the grace, one run of the reconciler's entry point (the scheduled function's
+ * `runReconciler`) on a metered client, counting items read. The table grows in place between sizes (seeded with
+ * BatchWriteItem in parallel); fresh expired claims are added before each run and must be gone after it.
+ */
+export const reconcilerCostScenario: Scenario = {
+  name: 'reconciler-cost',
+  title: 'Reconciler cost',
+  async run(ctx: RunContext): Promise<ScenarioResult> {
+    const t0 = performance.now();
+    if (!existsSync(RUNNER)) {
+      return { name: 'reconciler-cost', title: 'Reconciler cost', status: 'unavailable', unavailable: 'not available yet: the reconciler (shared/adapters/reconcile-runner.ts) has not landed', failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] };
+    }
+    const runner = (await import(RUNNER.href)) as ReconcileRunner;
+    const sizes = ctx.quick ? [50, 500] : [1000, 10_000, 100_000];
+    const expired = ctx.quick ? 5 : 50;
+    // Seeding a million claims and leases (2M items) through DynamoDB Local takes far longer than the run's budget
+    // here: the sizes stop where the seeding budget ends, and the trend is what the goal reads.
+    const seedBudget = (mode: Mode): number => (ctx.quick ? 30_000 : mode === Mode.Raw ? 400_000 : 40_000);
+    const cidr = '10.0.0.0/14';
+    const parsed = parseCidr(cidr);
+    const rows: Record<string, unknown>[] = [];
+    const failures: string[] = [];
+    const notes: string[] = [];
+    for (const mode of [Mode.Raw, Mode.Limited]) {
+      const bench = await openBench(ctx.engine, 'reconcile', mode);
+      try {
+        const sctx = strategyContext(bench, cidr);
+        const config = benchConfig(bench.tableName);
+        const setup = buildContainer(config, { client: bench.setupClient });
+        await createPool(setup.deps, { name: sctx.pool });
+        const { range } = await createRange(setup.deps, { pool: sctx.pool, cidr });
+        const meter = new Meter();
+        const { deps } = buildContainer(config, { client: bench.extraClient(meter, 1) });
+        let seeded = 0;
+        let next = 0;
+        let seedMs = 0;
+        const owner = { kind: 'Pod', name: 'bench-owner', uid: 'bench-owner' };
+        const items = (count: number, expiresAt: number | undefined, tag: string) =>
+          Array.from({ length: count }, () => {
+            const i = next;
+            next += 1;
+            const address = formatAddress({ family: parsed.family, value: hostAt(parsed, BigInt(i)) });
+            const name = `${tag}-${i}`;
+            const createdAt = new Date(Date.now() - 3_600_000).toISOString();
+            const claim: Claim = {
+              pool: sctx.pool,
+              name,
+              uid: name,
+              spec: { owner, ipFamilyPolicy: IpFamilyPolicy.SingleStack, ipFamilies: [parsed.family], addresses: [], ...(expiresAt ? { ttlSeconds: 60 } : {}) },
+              addresses: [{ address, family: parsed.family, range: range.name }],
+              createdAt,
+              version: 1,
+              ...(expiresAt ? { expiresAt } : {}),
+            };
+            const lease: Lease = { pool: sctx.pool, address, family: parsed.family, range: range.name, claim: name, claimUid: name, owner, createdAt, ...(expiresAt ? { expiresAt } : {}) };
+            return { claim, requests: [putRequest(claimToItem(claim, config.leaseIndexShards)), putRequest(leaseToItem(lease, config.leaseIndexShards))] };
+          });
+        for (const size of sizes) {
+          // Skip a size whose seeding, at the rate seen so far, would overrun the budget.
+          const estimateMs = seeded ? ((size - seeded) * seedMs) / seeded : 0;
+          if (seedMs + estimateMs > seedBudget(mode)) {
+            notes.push(`${mode}: ${size.toLocaleString('en-US')} claims not measured: seeding had used its ${seedBudget(mode) / 1000} s budget (the limited run gets a small one: the per-key model changes little for a background job)`);
+            continue;
+          }
+          const s0 = performance.now();
+          await batchWrite(bench.setupClient, bench.tableName, items(size - seeded, undefined, 'held').flatMap((x) => x.requests), 16);
+          seeded = size;
+          // Expired five minutes ago: past the 30 s grace, in the current or previous hour's expiry bucket.
+          const gone = items(expired, Date.now() - 300_000, `exp${size}`);
+          await batchWrite(bench.setupClient, bench.tableName, gone.flatMap((x) => x.requests), 16);
+          seedMs += performance.now() - s0;
+          const before = meter.snapshot();
+          const r0 = performance.now();
+          const summary = await runner.runReconciler(deps, config.reconciler, 600_000, { log: () => undefined });
+          const seconds = (performance.now() - r0) / 1000;
+          const after = meter.snapshot();
+          let left = 0;
+          for (const { claim } of gone) if (await setup.store.getClaim(sctx.pool, claim.name)) left += 1;
+          if (left > 0) failures.push(`${mode} ${size} claims: ${left} of ${expired} expired claims still there after a run`);
+          rows.push({
+            mode,
+            claims: size,
+            expired,
+            itemsRead: after.itemsRead - before.itemsRead,
+            requests: after.requests - before.requests,
+            readUnits: round(after.readUnits - before.readUnits, 1),
+            writeUnits: after.writeUnits - before.writeUnits,
+            released: expired - left,
+            runs: 1,
+            seconds: round(seconds, 2),
+            complete: summary.complete,
+            repairs: summary.repairs,
+            operations: Object.fromEntries(Object.entries(after.operations).map(([k, v]) => [k, v - (before.operations[k] ?? 0)])),
+          });
+          ctx.log(`reconciler ${mode} ${size} claims: ${after.itemsRead - before.itemsRead} items read, ${after.requests - before.requests} requests, ${round(seconds, 1)} s, released ${expired - left}/${expired}`);
+        }
+      } finally {
+        await bench.close();
+      }
+    }
+    const file = 'reconciler-cost.svg';
+    const title = 'Reconciler: items read per run vs claims in the table';
+    await writeFile(
+      join(ctx.resultsDir, file),
+      lineChart({
+        title,
+        xLabel: 'claims (log)',
+        yLabel: 'items read per run (log)',
+        logX: true,
+        logY: true,
+        series: [Mode.Raw, Mode.Limited].map((mode) => ({ name: mode, points: rows.filter((r) => r.mode === mode).map((r) => [r.claims as number, r.itemsRead as number] as const) })),
+      }),
+    );
+    notes.push(`Range ${cidr}; each size is the same table grown in place; ${expired} claims expired beyond the grace are added before each run.`);
+    return { name: 'reconciler-cost', title: 'Reconciler cost', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { sizes, expired, cidr, seedBudgetMs: { raw: seedBudget(Mode.Raw), limited: seedBudget(Mode.Limited) } }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [{ file, title }] };
+  },
+};

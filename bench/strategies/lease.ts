@@ -1,0 +1,62 @@
+import { buildContainer } from '../../shared/adapters/composition.ts';
+import { loadConfig, type Config } from '../../shared/config.ts';
+import { PickStrategy } from '../../shared/core/allocator/lease-allocator.ts';
+import { NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
+import { createClaim } from '../../shared/core/use-cases/claims.ts';
+import { createPool } from '../../shared/core/use-cases/pools.ts';
+import { createRange } from '../../shared/core/use-cases/ranges.ts';
+import { benchOwner, deleteLeases, inspectLeases, prefillLeases } from './lease-items.ts';
+import type { Caller, Strategy, StrategyContext, StrategyRun } from './strategy.ts';
+
+/** The configuration the handlers would read, for a benchmark table. */
+export function benchConfig(tableName: string): Config {
+  return loadConfig({ TABLE_NAME: tableName, LEASE_INDEX_SHARDS: '8' });
+}
+
+
+/**
+ * Per-IP leases through the shipped code path: `createClaim` of the use cases on a container from `buildContainer`,
+ * one container per caller (its own hint and pool-view caches), the adapter's DynamoStore on the metered client.
+ */
+export function leaseStrategy(strategy: PickStrategy): Strategy {
+  const name = strategy === PickStrategy.Hinted ? 'lease' : 'lease-blind';
+  return {
+    name,
+    description:
+      strategy === PickStrategy.Hinted
+        ? 'per-IP leases as shipped: hint of taken addresses, upper band first, one transaction (claim + lease), collision retry'
+        : 'per-IP leases without the hint: each candidate a uniform random pick',
+    unavailable: async () => undefined,
+    async open(ctx: StrategyContext): Promise<StrategyRun> {
+      const config = benchConfig(ctx.tableName);
+      const setup = buildContainer(config, { client: ctx.setupClient, strategy });
+      await createPool(setup.deps, { name: ctx.pool });
+      const { range } = await createRange(setup.deps, { pool: ctx.pool, cidr: ctx.cidr });
+      const shards = config.leaseIndexShards;
+      let prefills = 0;
+      return {
+        async prefill(offsets) {
+          prefills += 1;
+          await prefillLeases(ctx, range.name, offsets, shards, String(prefills));
+        },
+        caller(index): Caller {
+          const { deps } = buildContainer(config, { client: ctx.client, strategy });
+          return {
+            async allocate(claimName) {
+              try {
+                const { claim } = await createClaim(deps, { pool: ctx.pool, name: claimName, owner: benchOwner(index) });
+                return { kind: 'allocated', address: claim.addresses[0]!.address };
+              } catch (error) {
+                if (error instanceof RangeFullError) return { kind: 'full' };
+                if (error instanceof NotReadyError) return { kind: 'busy', reason: error.message };
+                throw error;
+              }
+            },
+          };
+        },
+        undo: (claims) => deleteLeases(ctx, claims),
+        inspect: () => inspectLeases(ctx),
+      };
+    },
+  };
+}
