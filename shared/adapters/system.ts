@@ -18,7 +18,8 @@ export const cryptoRandom: Random = {
       if (value < limit) return value % bound;
     }
   },
-  unit: () => randomInt(0, 2 ** 48) / 2 ** 48,
+  // 48 random bits: randomInt's range must stay below 2^48.
+  unit: () => randomBytes(6).readUIntBE(0, 6) / 2 ** 48,
   // Kubernetes' generateName alphabet: no vowels, so no words; no 0/1/3 look-alikes.
   suffix: (length: number) => Array.from({ length }, () => ALPHABET[randomInt(0, ALPHABET.length)]).join(''),
   uid: () => randomUUID(),

@@ -401,6 +401,26 @@ describe('Class: LeaseAllocator', () => {
       expect(store.leases.get('10.0.0.10')!.claim).toBe('claim-1');
     });
 
+    it('picks both families again when both dynamic addresses of a dual-stack claim collide in one commit', async () => {
+      // Prepare: stale hints for both families; both first picks land on held addresses
+      const store = new InMemoryLeaseStore();
+      const view = viewOf(['10.0.0.0/24', 'fd00::/120']);
+      const { allocator, hints } = allocatorOver(store, new ScriptedRandom([0n, 0n, 0n, 0n]));
+      await warmHint(hints, view, IpFamily.IPv4);
+      await warmHint(hints, view, IpFamily.IPv6);
+      store.hold(['10.0.0.17', 'fd00::11']);
+
+      // Act
+      const result = await allocator.allocate(view, draftOf(), [dynamic(IpFamily.IPv4), dynamic(IpFamily.IPv6)]);
+
+      // Assess
+      expect(store.commitCalls.map((c) => c.claim.addresses.map((a) => a.address))).toEqual([
+        ['10.0.0.17', 'fd00::11'],
+        ['10.0.0.18', 'fd00::12'],
+      ]);
+      expect(result).toMatchObject({ kind: 'allocated', collisions: 2 });
+    });
+
     it('writes nothing of a dual-stack claim whose explicit IPv6 address is held', async () => {
       // Prepare
       const store = new InMemoryLeaseStore();

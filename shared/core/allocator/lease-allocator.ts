@@ -80,9 +80,10 @@ export class LeaseAllocator implements Allocator {
           return { kind: 'generatedExists', claimName: outcome.claimName };
         case 'addressesTaken':
           for (const { address, holder } of outcome.taken) {
-            const family = requests.find((r) => formatAddress({ family: r.family, value: picks.get(r.family)!.value }) === address)?.family;
-            if (family === undefined) continue;
-            const pick = picks.get(family)!;
+            // Read the family off the claim written, not off `picks`: both picks of a dual-stack claim may collide.
+            const family = claim.addresses.find((a) => a.address === address)?.family;
+            const pick = family === undefined ? undefined : picks.get(family);
+            if (family === undefined || pick === undefined) continue;
             if (pick.explicit) throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
             this.deps.hints.markTaken(view.pool.name, family, pick.value);
             collisions.set(family, (collisions.get(family) ?? 0) + 1);
