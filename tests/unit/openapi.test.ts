@@ -1,0 +1,22 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { routes } from '../../shared/adapters/http/api.ts';
+
+const spec = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, unknown>> };
+const methods = new Set(['get', 'post', 'put', 'patch', 'delete']);
+
+describe('Contract: openapi.yaml', () => {
+  it('documents exactly the routes the handler serves', () => {
+    const documented = Object.entries(spec.paths)
+      .flatMap(([path, ops]) => Object.keys(ops).filter((m) => methods.has(m)).map((m) => `${m.toUpperCase()} ${path}`))
+      .sort();
+    expect(documented).toEqual(Object.keys(routes).sort());
+  });
+
+  it('lists every error code the problem mapper knows', async () => {
+    const { statusOf } = await import('../../shared/adapters/http/problem.ts');
+    const schemas = (parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as { components: { schemas: { Problem: { properties: { code: { enum: string[] } } } } } }).components.schemas;
+    expect([...schemas.Problem.properties.code.enum].sort()).toEqual(Object.keys(statusOf).sort());
+  });
+});
