@@ -16,9 +16,18 @@ import { DEFAULT_STATE_FILE, serviceName, type LocalStackState } from './local-s
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
+/** The running local stack's addresses; a state file left behind by a stack that is gone is ignored. */
 function readState(): LocalStackState | undefined {
   const file = resolve(process.env.LOCAL_STACK_STATE ?? DEFAULT_STATE_FILE);
-  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as LocalStackState) : undefined;
+  if (!existsSync(file)) return undefined;
+  const state = JSON.parse(readFileSync(file, 'utf8')) as LocalStackState;
+  try {
+    process.kill(state.pids.stack, 0);
+    return state;
+  } catch {
+    console.error(`reconcile: ignoring ${file}: the local stack (pid ${state.pids.stack}) is not running`);
+    return undefined;
+  }
 }
 
 async function main(): Promise<void> {

@@ -62,6 +62,14 @@ describe('Reconciler: row 8, bits missing from a legacy bitmap', () => {
     expect(event!.message).toContain('was missing');
   });
 
+  it('writes the empty bitmap of a legacy range without leases, with no event', async () => {
+    const h = await legacyPool();
+    const report = await h.run();
+    expect(report.repairs.BitmapRepaired).toBe(0);
+    expect(await bitmapHolds(h)).toEqual({ version: 1, addresses: [] });
+    expect(await h.events('p')).toEqual([]);
+  });
+
   it('sets the bit of a lease the bitmap misses at once, in the first run that sees it', async () => {
     const h = await legacyPool();
     await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.0.0.5'] });

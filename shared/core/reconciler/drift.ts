@@ -139,9 +139,14 @@ async function checkRange(run: Run, range: Range, cycle: number): Promise<boolea
   const unreadable = doc !== undefined && current === undefined;
   if (!doc || unreadable) {
     // No bitmap (or one of another CIDR): written whole from the leases, as the mirror does when it finds none.
-    const event = bitmapEvent(run, range, EventReason.BitmapRepaired, doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built', expected.count(), []);
-    const written = await store.repairBitmap({ pool: range.pool, rangeName: range.name, allocation: { range: range.cidr, data: expected.encode(), version: (version ?? 0) + 1 }, expected: doc ? { version: doc.version } : 'absent', leasesPresent: [], leasesAbsent: [] }, [event]);
-    if (!run.done(event, written === 'written')) return true;
+    // (An empty bitmap for a range without leases is bookkeeping, not a repair: it is written without an event.)
+    const event = doc || expected.count() > 0 ? bitmapEvent(run, range, EventReason.BitmapRepaired, doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built', expected.count(), []) : undefined;
+    const written = await store.repairBitmap(
+      { pool: range.pool, rangeName: range.name, allocation: { range: range.cidr, data: expected.encode(), version: (version ?? 0) + 1 }, expected: doc ? { version: doc.version } : 'absent', leasesPresent: [], leasesAbsent: [] },
+      event ? [event] : [],
+    );
+    if (written !== 'written') return true;
+    if (event) run.done(event, true);
     version = (version ?? 0) + 1;
   } else {
     const changes = [...plan.set.map((bit) => ({ bit, set: true })), ...plan.clear.map((bit) => ({ bit, set: false }))];
