@@ -20,3 +20,14 @@ describe('Contract: openapi.yaml', () => {
     expect([...schemas.Problem.properties.code.enum].sort()).toEqual(Object.keys(statusOf).sort());
   });
 });
+
+describe('Contract: serverless.yml', () => {
+  it('declares an IAM-authorized httpApi event for exactly the served routes', () => {
+    const sls = parse(readFileSync(new URL('../../serverless.yml', import.meta.url), 'utf8')) as {
+      functions: Record<string, { events?: { httpApi?: { method: string; path: string; authorizer?: { type: string } } }[] }>;
+    };
+    const events = Object.values(sls.functions).flatMap((f) => (f.events ?? []).flatMap((e) => (e.httpApi ? [e.httpApi] : [])));
+    expect(events.map((e) => `${e.method.toUpperCase()} ${e.path}`).sort()).toEqual(Object.keys(routes).sort());
+    expect(events.every((e) => e.authorizer?.type === 'aws_iam')).toBe(true);
+  });
+});
