@@ -1,5 +1,8 @@
 import { countToJson } from '../../core/ip/cidr.ts';
-import type { Claim, Lease, Pool, Range, Utilization } from '../../core/model.ts';
+import type { Claim, Lease, Owner, Pool, Range, Utilization } from '../../core/model.ts';
+
+/** An owner with its fields in one order, whatever order storage returned them in. */
+const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
 import type { PoolDetails } from '../../core/use-cases/pools.ts';
 
 /** Utilization as JSON: exact counts, decimal strings beyond 2^53. */
@@ -34,7 +37,7 @@ export function claimDto(claim: Claim): Record<string, unknown> {
   return {
     name: claim.name,
     uid: claim.uid,
-    owner: claim.spec.owner,
+    owner: ownerDto(claim.spec.owner),
     ipFamilyPolicy: claim.spec.ipFamilyPolicy,
     ipFamilies: claim.addresses.map((a) => a.family),
     addresses: claim.addresses,
@@ -52,7 +55,7 @@ export function leaseDto(lease: Lease): Record<string, unknown> {
     family: lease.family,
     range: lease.range,
     claim: lease.claim,
-    owner: lease.owner,
+    owner: ownerDto(lease.owner),
     createdAt: lease.createdAt,
     ...(lease.expiresAt !== undefined ? { expiresAt: new Date(lease.expiresAt).toISOString() } : {}),
   };
