@@ -22,16 +22,21 @@ export const exhaustionScenario: Scenario = {
     const t0 = performance.now();
     // The issue asks for a /22 and a /16 filled from empty. A /16 filled through DynamoDB Local takes hours here (see
     // the notes), so the second case is the end game of a large range: a /20 pre-filled to 97.5 %, filled to the end.
-    const cases = ctx.quick ? [{ cidr: '10.0.0.0/28', prefill: 0 }] : [{ cidr: '10.0.0.0/22', prefill: 0 }, { cidr: '10.0.0.0/20', prefill: 0.975 }];
+    // The /22 from empty runs raw only (its time bound is long); the end game runs in both modes.
+    const cases = ctx.quick
+      ? [{ cidr: '10.0.0.0/28', prefill: 0, modes: [Mode.Raw, Mode.Limited], boundMs: 6_000 }]
+      : [
+          { cidr: '10.0.0.0/22', prefill: 0, modes: [Mode.Raw], boundMs: 90_000 },
+          { cidr: '10.0.0.0/20', prefill: 0.975, modes: [Mode.Raw, Mode.Limited], boundMs: 30_000 },
+        ];
     const callers = 32;
-    const boundMs = ctx.quick ? 6_000 : 40_000;
     const probeMs = ctx.quick ? 1_000 : 5_000;
     const rows: Record<string, unknown>[] = [];
     const failures: string[] = [];
     const notes: string[] = [];
-    for (const { cidr, prefill } of cases) {
+    for (const { cidr, prefill, modes, boundMs } of cases) {
       const size = Number(capacity(parseCidr(cidr)));
-      for (const mode of [Mode.Raw, Mode.Limited]) {
+      for (const mode of modes) {
         for (const strategy of ctx.strategies) {
           const bench = await openBench(ctx.engine, `ex-${strategy.name}`, mode);
           try {
@@ -90,7 +95,7 @@ export const exhaustionScenario: Scenario = {
         }
       }
     }
-    notes.push(`Cases: ${cases.map((c) => `${c.cidr} from ${c.prefill * 100} %`).join(', ')}; ${callers} callers; fill bounded at ${boundMs / 1000} s, each probe at ${probeMs / 1000} s.`);
-    return { name: 'exhaustion', title: 'Exhaustion', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { cases, callers, boundMs, probeMs }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [] };
+    notes.push(`Cases: ${cases.map((c) => `${c.cidr} from ${c.prefill * 100} % (${c.modes.join(' and ')}, fill bounded at ${c.boundMs / 1000} s)`).join('; ')}; ${callers} callers; each probe bounded at ${probeMs / 1000} s.`);
+    return { name: 'exhaustion', title: 'Exhaustion', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { cases, callers, probeMs }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [] };
   },
 };

@@ -19,9 +19,9 @@ export const occupancyCostScenario: Scenario = {
     const cidr = ctx.quick ? '10.0.0.0/24' : '10.0.0.0/21';
     const occupancies = ctx.quick ? [0, 0.99] : [0, 0.5, 0.9, 0.99, 0.999];
     const callerCounts = ctx.quick ? [1, 4] : [1, 32];
-    const perCaller = ctx.quick ? 2 : 6;
+    const perCaller = ctx.quick ? 2 : 4;
     // lease-blind near full needs hundreds of transactions per allocation: each point is time-bounded.
-    const pointBoundMs = ctx.quick ? 3_000 : 25_000;
+    const pointBoundMs = ctx.quick ? 3_000 : 15_000;
     const size = Number(capacity(parseCidr(cidr)));
     const rows: Record<string, unknown>[] = [];
     const failures: string[] = [];

@@ -39,11 +39,11 @@ export const reconcilerCostScenario: Scenario = {
       return { name: 'reconciler-cost', title: 'Reconciler cost', status: 'unavailable', unavailable: 'not available yet: the reconciler (shared/adapters/reconcile-runner.ts) has not landed', failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] };
     }
     const runner = (await import(RUNNER.href)) as ReconcileRunner;
-    const sizes = ctx.quick ? [50, 500] : [1000, 10_000, 100_000];
+    const sizes = ctx.quick ? [30, 300] : [1000, 10_000, 100_000];
     const expired = ctx.quick ? 5 : 50;
     // Seeding a million claims and leases (2M items) through DynamoDB Local takes far longer than the run's budget
     // here: the sizes stop where the seeding budget ends, and the trend is what the goal reads.
-    const seedBudget = (mode: Mode): number => (ctx.quick ? 30_000 : mode === Mode.Raw ? 400_000 : 40_000);
+    const seedBudget = (mode: Mode): number => (ctx.quick ? 30_000 : mode === Mode.Raw ? 300_000 : 30_000);
     const cidr = '10.0.0.0/14';
     const parsed = parseCidr(cidr);
     const rows: Record<string, unknown>[] = [];
