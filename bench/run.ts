@@ -7,7 +7,7 @@
  * the test suite's quick run never overwrites the committed figures.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
@@ -88,6 +88,7 @@ async function main(): Promise<number> {
       seconds,
       load,
       startedAt,
+      resultsLink: relative(dirname(reportPath), resultsDir) ? `${relative(dirname(reportPath), resultsDir)}/` : '',
       strategies: availability.map((a) => ({ name: a.strategy.name, description: a.strategy.description, ...(a.unavailable ? { unavailable: a.unavailable } : {}) })),
     },
     goals,

@@ -68,7 +68,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
   goals.push({
     scenario: 'occupancy-cost',
     goal: 'at 99 % full: lease <= 2.2 requests per allocation (lease-blind about 100)',
-    measured: `lease ${fmt(leaseReq[0]!)} (1 caller), ${fmt(leaseReq[1]!)} (32 callers); lease-blind ${fmt(req('lease-blind', 1), 1)} / ${fmt(req('lease-blind', 32), 1)}`,
+    measured: `lease ${fmt(leaseReq[0]!)} (1 caller), ${fmt(leaseReq[1]!)} (32 callers), warm containers; a cold container's first allocation ${String(find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 1 })?.coldRequests ?? 'n/a')}; lease-blind ${fmt(req('lease-blind', 1), 1)} / ${fmt(req('lease-blind', 32), 1)}`,
     met: reqMet,
     note:
       reqMet === false
@@ -203,6 +203,8 @@ export interface ReportInput {
   readonly load: { readonly start: number; readonly end: number; readonly max: number };
   readonly strategies: readonly { readonly name: string; readonly description: string; readonly unavailable?: string }[];
   readonly startedAt: string;
+  /** Path of the results folder as seen from the report (links). */
+  readonly resultsLink: string;
 }
 
 /** BENCHMARKS.md: goals with measured ratios, then each scenario's figures and charts, the machine, how to reproduce. */
@@ -236,12 +238,12 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
       out.push(`_${r.unavailable ?? 'not available yet'}_\n`);
       continue;
     }
-    out.push(`Status: **${r.status}**, ${r.seconds} s. Raw figures: [bench/results/${r.name}.json](bench/results/${r.name}.json).\n`);
+    out.push(`Status: **${r.status}**, ${r.seconds} s. Raw figures: [${input.resultsLink}${r.name}.json](${input.resultsLink}${r.name}.json).\n`);
     for (const n of r.notes) out.push(`- ${n}`);
     if (r.notes.length) out.push('');
     if (r.failures.length) out.push(`**Failed checks:**\n${r.failures.map((f) => `- ${f}`).join('\n')}\n`);
     out.push(table(r.rows, COLUMNS[r.name] ?? Object.keys(r.rows[0] ?? {})));
-    for (const c of r.charts) out.push(`![${c.title}](bench/results/${c.file})\n`);
+    for (const c of r.charts) out.push(`![${c.title}](${input.resultsLink}${c.file})\n`);
   }
   out.push('## Machine\n');
   out.push(

@@ -2,6 +2,8 @@ import { buildContainer } from '../../shared/adapters/composition.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { PickStrategy } from '../../shared/core/allocator/lease-allocator.ts';
 import { NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
+import { parseCidr } from '../../shared/core/ip/cidr.ts';
+import { hostIntervals, rangesOf } from '../../shared/core/allocator/pool-geometry.ts';
 import { createClaim } from '../../shared/core/use-cases/claims.ts';
 import { createPool } from '../../shared/core/use-cases/pools.ts';
 import { createRange } from '../../shared/core/use-cases/ranges.ts';
@@ -42,6 +44,12 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
         caller(index): Caller {
           const { deps } = buildContainer(config, { client: ctx.client, strategy });
           return {
+            async warm() {
+              const view = await deps.views.get(ctx.pool, deps.clock.nowMs(), true);
+              const family = parseCidr(ctx.cidr).family;
+              // The same intervals the allocator asks the hint for, so its cache entry is the one refreshed.
+              await deps.hints.get(ctx.pool, family, hostIntervals(rangesOf(view, family)), deps.clock.nowMs(), true);
+            },
             async allocate(claimName) {
               try {
                 const { claim } = await createClaim(deps, { pool: ctx.pool, name: claimName, owner: benchOwner(index) });

@@ -12,6 +12,11 @@ export type AllocationOutcome =
 export interface Caller {
   /** `signal` aborts waiting (a lock poll) when the measurement window closes; an aborted call answers busy. */
   allocate(claimName: string, signal?: AbortSignal): Promise<AllocationOutcome>;
+  /**
+   * Brings the container's caches up to date as a warm container's would be (a lease container re-reads its hint),
+   * without allocating: used after the harness changed the table behind the callers' backs (a pre-fill step).
+   */
+  warm?(): Promise<void>;
 }
 
 /** Who holds an address according to the store (for the no-duplicate check). */
