@@ -32,6 +32,8 @@ export interface ReconcilerConfig {
   readonly deadlineMarginMs: number;
   /** Claims and leases the slow sweep checks per run (its cost per run, whatever the table's size). */
   readonly sweepItems: number;
+  /** Lease index items utilization counting (and, separately, a bitmap drift scan) may read per run. */
+  readonly countItems: number;
 }
 
 const defaultGates: FeatureGates = { MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: false };
@@ -85,6 +87,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       leakStrikes: countSetting(env, 'RECONCILE_LEAK_STRIKES', 3, 1),
       deadlineMarginMs: numberSetting(env, 'RECONCILE_DEADLINE_MARGIN_MS', 5000),
       sweepItems: countSetting(env, 'RECONCILE_SWEEP_ITEMS', 1000, 0),
+      countItems: countSetting(env, 'RECONCILE_COUNT_ITEMS', 20_000, 1),
     },
   };
 }

@@ -12,6 +12,7 @@ export function settingsOf(config: ReconcilerConfig): ReconcileSettings {
     terminatingRangeGraceMs: config.terminatingRangeGraceSeconds * 1000,
     leakStrikes: config.leakStrikes,
     sweepItems: config.sweepItems,
+    countItems: config.countItems,
   };
 }
 
@@ -49,7 +50,7 @@ export async function runReconciler(deps: Deps, config: ReconcilerConfig, remain
   const report = await reconcile(reconcileDeps, { deadlineMs: started + remainingMs - config.deadlineMarginMs });
   options.metrics?.publishRun(report);
   for (const u of report.utilization) {
-    log({ level: 'info', message: 'range utilization', pool: u.pool, range: u.range, cidr: u.cidr, state: u.state, legacy: u.legacy, size: big(u.size), used: big(u.used), free: big(u.free) });
+    log({ level: 'info', message: 'range utilization', pool: u.pool, range: u.range, cidr: u.cidr, state: u.state, legacy: u.legacy, size: big(u.size), used: big(u.used), free: big(u.free), countedAt: new Date(u.countedAt).toISOString() });
   }
   for (const error of report.errors) log({ level: 'warn', message: 'reconcile step failed', error });
   const summary: RunSummary = {

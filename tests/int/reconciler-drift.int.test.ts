@@ -81,16 +81,55 @@ describe('Reconciler: row 8, bits missing from a legacy bitmap', () => {
     expect((await h.events('p'))[0]!.message).toContain('10.0.0.9');
   });
 
-  it('checks a range again when its bitmap version moved since the last check (lease activity)', async () => {
+  it('scans a quiet range again when a new count disagrees with its bitmap (a lease the mirror never applied)', async () => {
     const h = await legacyPool();
     await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.0.0.5'] });
-    await h.run();
+    await h.run({ settings: { sweepItems: 0 } });
+    h.clock.advance(1_000);
+    expect((await h.run({ settings: { sweepItems: 0 } })).bitmapsChecked).toBe(0);
+    // A lease written behind the mirror's back (nothing moves the bitmap's version).
+    await h.claim('p', { name: 'b', owner: owner('b'), addresses: ['10.0.0.6'] });
+    h.clock.advance(1_000);
+    const report = await h.run({ settings: { sweepItems: 0 } });
+    expect(report.bitmapsChecked).toBe(1);
+    expect(report.repairs.BitmapRepaired).toBe(1);
+    expect(await bitmapHolds(h)).toMatchObject({ addresses: ['10.0.0.5', '10.0.0.6'] });
+  });
+
+  it('does not rescan a range only because the mirror moved its version', async () => {
+    const h = await legacyPool();
+    await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.0.0.5'] });
+    await h.run({ settings: { sweepItems: 0 } });
     h.clock.advance(1_000);
     await writeBitmap(h, ['10.0.0.5']); // a mirror write: same bits, next version
-    const report = await h.run();
-    expect(report.bitmapsChecked).toBe(1);
-    expect(report.repairs.BitmapRepaired + report.repairs.BitmapLeakCleared).toBe(0);
+    const report = await h.run({ settings: { sweepItems: 0 } });
+    expect(report.bitmapsChecked).toBe(0);
   });
+
+  it('scans a big window within the run\'s budget and continues where it stopped', async () => {
+    // Prepare: a legacy /19 (two spans of 4,096 bits); the lease of the second span has no bit.
+    const h = await reconcilerHarness();
+    await h.pool('p', [{ cidr: '10.0.0.0/19', name: 'legacy', legacy: true }]);
+    await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.0.0.5'] });
+    await h.claim('p', { name: 'b', owner: owner('b'), addresses: ['10.0.16.5'] });
+    const data = bitmapOf(parseCidr('10.0.0.0/19'), [parseAddress('10.0.0.5').value]).encode();
+    await h.api.container.bitmaps.putBitmap({ pool: 'p', rangeName: 'legacy', allocation: { range: '10.0.0.0/19', data, version: 1 }, expected: 'absent' });
+    // Act: one index item of budget per run: one span per run.
+    const first = await h.run({ settings: { countItems: 1, sweepItems: 0 } });
+    const between = await h.get(keys.strikes('p', 'legacy'));
+    h.clock.advance(1_000);
+    const second = await h.run({ settings: { countItems: 1, sweepItems: 0 } });
+    // Assess
+    expect(first.bitmapsChecked).toBe(1);
+    expect(first.repairs.BitmapRepaired).toBe(0);
+    expect(between).toMatchObject({ checking: { offset: 4096 } });
+    expect(second.repairs.BitmapRepaired).toBe(1);
+    expect((await h.get(keys.strikes('p', 'legacy')))!.checking).toBeUndefined();
+    const doc = await h.api.container.bitmaps.getBitmap('p', 'legacy');
+    const bits = [...Bitmap.decode(doc!.data, legacyWindow(parseCidr('10.0.0.0/19'))).setBits()];
+    expect(bits).toEqual([4, 16 * 256 + 4]);
+  });
+
 });
 
 describe('Reconciler: row 9, leaked bits', () => {

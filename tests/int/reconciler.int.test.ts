@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { expiryIndex } from '../../shared/adapters/dynamodb/codec.ts';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { EventReason } from '../../shared/core/reconciler/ports.ts';
+import type { ReconcileReport } from '../../shared/core/reconciler/reconcile.ts';
 import { claimOf, leaseOf, owner, reconcilerHarness, T0 } from '../support/reconciler.ts';
 
 const MIN = 60_000;
@@ -264,11 +265,36 @@ describe('Reconciler: utilization', () => {
     await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.0.0.1'] });
     await h.claim('p', { name: 'b', owner: owner('b'), addresses: ['10.0.0.2'] });
     const report = await h.run();
+    const countedAt = h.clock.t;
     expect(report.utilization).toEqual([
-      { pool: 'p', range: 'busy', cidr: '10.0.0.0/29', family: 'IPv4', state: 'Ready', legacy: false, size: 6n, used: 2n, free: 4n },
-      { pool: 'p', range: 'idle', cidr: '10.2.0.0/30', family: 'IPv4', state: 'Ready', legacy: false, size: 2n, used: 0n, free: 2n },
-      { pool: 'q', range: 'six', cidr: 'fd00::/120', family: 'IPv6', state: 'Ready', legacy: false, size: 255n, used: 0n, free: 255n },
+      { pool: 'p', range: 'busy', cidr: '10.0.0.0/29', family: 'IPv4', state: 'Ready', legacy: false, size: 6n, used: 2n, free: 4n, countedAt },
+      { pool: 'p', range: 'idle', cidr: '10.2.0.0/30', family: 'IPv4', state: 'Ready', legacy: false, size: 2n, used: 0n, free: 2n, countedAt },
+      { pool: 'q', range: 'six', cidr: 'fd00::/120', family: 'IPv6', state: 'Ready', legacy: false, size: 255n, used: 0n, free: 255n, countedAt },
     ]);
+  });
+
+  it('counts within a budget per run: a big count continues over runs, and the last complete count is published meanwhile', async () => {
+    // Prepare: 12 leases in "big" (4 shards of the listing index), none in "small".
+    const h = await reconcilerHarness();
+    await h.pool('p', [{ cidr: '10.0.0.0/24', name: 'big' }, { cidr: '10.9.0.0/30', name: 'small' }]);
+    for (let i = 1; i <= 12; i += 1) await h.putLease(leaseOf('p', `10.0.0.${i}`, 'big', `c${i}`, `u${i}`, T0, T0 + 3600_000));
+    // Act: a budget of 10 index items per run.
+    const runs: ReconcileReport[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      runs.push(await h.run({ settings: { countItems: 10, sweepItems: 0 } }));
+      if (i === 0) expect((await h.get(keys.usage('p', 'big')))!.record).toMatchObject({ pass: { startedAt: T0 } });
+      h.clock.advance(1_000);
+    }
+    // Assess: "big" (12 items) cannot be counted in one run, so the first run publishes no count of it, its pass is
+    // saved, and a later run completes it; every range is counted again later.
+    const of = (r: (typeof runs)[number], name: string) => r.utilization.find((u) => u.range === name);
+    expect(of(runs[0]!, 'big')).toBeUndefined();
+    const firstBig = runs.findIndex((r) => of(r, 'big') !== undefined);
+    expect(firstBig).toBeGreaterThan(0);
+    expect(of(runs[firstBig]!, 'big')).toMatchObject({ used: 12n, free: 242n, countedAt: T0 + firstBig * 1_000 });
+    expect(of(runs[3]!, 'small')).toMatchObject({ used: 0n, free: 2n });
+    expect(runs.slice(firstBig).every((r) => of(r, 'big')?.used === 12n)).toBe(true);
+    expect(runs.every((r) => r.complete)).toBe(true);
   });
 });
 

@@ -29,6 +29,7 @@ export const testSettings: ReconcileSettings = {
   terminatingRangeGraceMs: 10_000,
   leakStrikes: 3,
   sweepItems: 1000,
+  countItems: 20_000,
 };
 
 /**

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Bitmap } from '../../shared/core/bitmap/bitmap.ts';
 import type { Claim, Lease, Range } from '../../shared/core/model.ts';
-import { needsFullCheck, planDrift } from '../../shared/core/reconciler/drift.ts';
+import { needsScan, planDrift } from '../../shared/core/reconciler/drift.ts';
+import { countOrder, usageIntervals } from '../../shared/core/reconciler/usage.ts';
 import {
   CLOCK_SKEW_MS,
   expiryHours,
@@ -159,24 +160,59 @@ describe('Function: planDrift (rows 8-9)', () => {
   });
 });
 
-describe('Function: needsFullCheck (rows 8-10)', () => {
+describe('Function: needsScan (rows 8-10)', () => {
   const doc = { range: '10.0.0.0/24', data: new Uint8Array([1]), version: 4 };
   const bitmap = Bitmap.decode(doc.data, 254);
-  const record = { strikes: {}, checkedVersion: 4, checkedCycle: 2, observedAt: 0 };
+  const record = { strikes: {}, checkedCycle: 2, comparedAt: 100, observedAt: 0 };
+  const usage = { cidr: '10.0.0.0/24', used: 1, windowItems: 1, countedAt: 200 };
 
-  it('skips a range whose bitmap did not move, whose count matches and that has nothing pending', () => {
-    expect(needsFullCheck(doc, bitmap, record, 1n, 2)).toBe(false);
+  it('skips a range with nothing pending whose latest count matches its bitmap, or was compared already', () => {
+    expect(needsScan(doc, bitmap, record, usage, 2)).toBe(false);
+    expect(needsScan(doc, bitmap, record, { ...usage, windowItems: 2, countedAt: 100 }, 2)).toBe(false);
+    expect(needsScan({ ...doc, version: 9 }, bitmap, record, usage, 2)).toBe(false);
   });
 
   it.each([
-    ['no bitmap', undefined, bitmap, record, 1n, 2],
-    ['an unreadable bitmap', doc, undefined, record, 1n, 2],
-    ['no record yet', doc, bitmap, undefined, 1n, 2],
-    ['a moved version', { ...doc, version: 5 }, bitmap, record, 1n, 2],
-    ['a count that differs', doc, bitmap, record, 2n, 2],
-    ['pending strikes', doc, bitmap, { ...record, strikes: { '3': 1 } }, 1n, 2],
-    ['a finished sweep cycle', doc, bitmap, record, 1n, 3],
-  ] as const)('checks a range with %s', (_, d, b, r, count, cycle) => {
-    expect(needsFullCheck(d, b, r, count, cycle)).toBe(true);
+    ['no bitmap', undefined, bitmap, record, usage, 2],
+    ['an unreadable bitmap', doc, undefined, record, usage, 2],
+    ['no record yet', doc, bitmap, undefined, usage, 2],
+    ['a new count that differs', doc, bitmap, record, { ...usage, windowItems: 2 }, 2],
+    ['pending strikes', doc, bitmap, { ...record, strikes: { '3': 1 } }, usage, 2],
+    ['a scan under way', doc, bitmap, { ...record, checking: { offset: 4096 } }, usage, 2],
+    ['a finished sweep cycle', doc, bitmap, record, usage, 3],
+  ] as const)('scans a range with %s', (_, d, b, r, u, cycle) => {
+    expect(needsScan(d, b, r, u, cycle)).toBe(true);
+  });
+});
+
+describe('Function: planDrift with a partial scan', () => {
+  it('keeps the strikes of bits outside the scanned spans', () => {
+    expect(planDrift([], [5], { '5': 1, '9000': 2 }, true, 3, (bit) => bit < 4096)).toEqual({ set: [], clear: [], strikes: { '5': 2, '9000': 2 } });
+  });
+});
+
+describe('Function: usageIntervals and countOrder (utilization)', () => {
+  const range = (cidr: string, legacy: boolean): Range => ({ pool: 'p', name: 'r', cidr, family: cidr.includes(':') ? 'IPv6' : 'IPv4', state: 'Ready', legacy, createdAt: iso(0) });
+
+  it('counts a legacy IPv6 range in two parts, its bitmap window first', () => {
+    const { intervals, window } = usageIntervals(range('fd00::/108', true));
+    expect(window).toBe(0);
+    expect(intervals.map(([a, b]) => b - a + 1n)).toEqual([65_535n, 2n ** 20n - 1n - 65_535n]);
+  });
+
+  it('counts a legacy IPv4 range and any non-legacy range in one part', () => {
+    expect(usageIntervals(range('10.0.0.0/24', true))).toEqual({ intervals: [[0x0a000001n, 0x0a0000fen]], window: 0 });
+    expect(usageIntervals(range('10.0.0.0/24', false))).toEqual({ intervals: [[0x0a000001n, 0x0a0000fen]] });
+  });
+
+  it('counts passes in progress first, then ranges never counted, then the stalest', () => {
+    const records = [
+      { cidr: 'c', countedAt: 50 },
+      undefined,
+      { cidr: 'a', countedAt: 10, pass: { cursor: 'x', used: 0, scanned: [0], startedAt: 40 } },
+      { cidr: 'b', countedAt: 20 },
+    ];
+    // (Sorted by index: Array.prototype.sort never hands `undefined` elements to a comparator.)
+    expect([0, 1, 2, 3].sort((a, b) => countOrder(records[a], records[b]))).toEqual([2, 1, 3, 0]);
   });
 });

@@ -15,10 +15,12 @@ import type { IpFamily } from '../../core/ip/address.ts';
  *   checkpoint  RECONCILER                          CHECKPOINT#<name>
  *   strikes     STRIKES#<pool>#<range>              STRIKES
  *   report      REPORT#<pool>#<what>                REPORT
+ *   usage       USAGE#<pool>                        RANGE#<range>
  *
  * The expiry index (GSI3, keys only) holds claims and leases with a TTL; the table key of an entry (CLAIM#... or
- * LEASE#...) tells which. Events live 24 h (TTL attribute `ttl`); checkpoints, strikes and reports (one marker per
- * reported finding, so it is reported once a day) are the reconciler's.
+ * LEASE#...) tells which. Events live 24 h (TTL attribute `ttl`); checkpoints, strikes, reports (one marker per
+ * reported finding, so it is reported once a day) and usage (each range's last lease count, and the count in progress)
+ * are the reconciler's.
  */
 export const Entity = {
   Pool: 'pool',
@@ -31,6 +33,7 @@ export const Entity = {
   Checkpoint: 'checkpoint',
   Strikes: 'strikes',
   Report: 'report',
+  Usage: 'usage',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -69,6 +72,8 @@ export const keys = {
   checkpoint: (name: string): Key => ({ PK: 'RECONCILER', SK: `CHECKPOINT#${name}` }),
   strikes: (pool: string, range: string): Key => ({ PK: `STRIKES#${pool}#${range}`, SK: 'STRIKES' }),
   report: (pool: string, what: string): Key => ({ PK: `REPORT#${pool}#${what}`, SK: 'REPORT' }),
+  usagePartition: (pool: string): string => `USAGE#${pool}`,
+  usage: (pool: string, range: string): Key => ({ PK: `USAGE#${pool}`, SK: `RANGE#${range}` }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,

@@ -12,7 +12,7 @@ import {
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { IpFamily } from '../../core/ip/address.ts';
+import { familyBits, IpFamily } from '../../core/ip/address.ts';
 import { NotReadyError } from '../../core/errors.ts';
 import { RangeState, type Claim, type Lease, type PoolView, type Range } from '../../core/model.ts';
 import type { Page } from '../../core/ports.ts';
@@ -20,12 +20,14 @@ import {
   EVENT_RETENTION_MS,
   type BitmapRepair,
   type Checkpoint,
+  type CountSlice,
   type DriftRecord,
   type ExpiredRef,
   type IpamEvent,
   type PoolViewList,
   type ReconcileStore,
   type SweepPage,
+  type UsageRecord,
 } from '../../core/reconciler/ports.ts';
 import { Index } from '../../../infra/table.ts';
 import { itemToClaim, itemToLease, itemToPool, itemToRange, leaseToItem, type Item } from './codec.ts';
@@ -96,6 +98,13 @@ interface SweepPosition {
   i: number;
   /** Last GSI1SK read in the stage's partition. */
   a?: string;
+}
+
+/** Where a bounded count stands: interval, shard, and the shard's LastEvaluatedKey. */
+interface CountPosition {
+  i: number;
+  s: number;
+  k?: Record<string, AttributeValue>;
 }
 
 function isSweepPosition(value: unknown): value is SweepPosition {
@@ -202,15 +211,7 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async saveCheckpoint<T>(name: string, value: T, expectedVersion: number | undefined): Promise<boolean> {
-    const condition = expectedVersion === undefined ? itemIsAbsent() : versionIs(expectedVersion);
-    const item = { ...keys.checkpoint(name), entity: Entity.Checkpoint, schema: SCHEMA_VERSION, name, value, version: (expectedVersion ?? 0) + 1 };
-    try {
-      await this.client.send(new PutItemCommand({ TableName: this.table, Item: marshall(item, marshallOpts), ...conditionParams(condition) }));
-      return true;
-    } catch (error) {
-      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
-      throw translateError(error);
-    }
+    return this.putVersioned({ ...keys.checkpoint(name), entity: Entity.Checkpoint, schema: SCHEMA_VERSION, name, value, version: (expectedVersion ?? 0) + 1 }, expectedVersion);
   }
 
   async sweep(cursor: string | undefined, limit: number): Promise<SweepPage> {
@@ -249,22 +250,69 @@ export class DynamoReconcileStore implements ReconcileStore {
     return { claims, leases, ...(position !== undefined ? { next: JSON.stringify(position) } : {}) };
   }
 
+  async countSlice(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, limit: number, cursor?: string): Promise<CountSlice> {
+    const width = familyBits(family) / 4;
+    let position: CountPosition = cursor === undefined ? { i: 0, s: 0 } : (JSON.parse(cursor) as CountPosition);
+    const scanned = intervals.map(() => 0);
+    let unexpired = 0;
+    let cost = 0;
+    while (cost < limit && position.i < intervals.length) {
+      const [from, to] = intervals[position.i]!;
+      // COUNT with a filter: Count is the unexpired leases, ScannedCount every lease item read (what it costs).
+      const out = await this.send<{ Count?: number; ScannedCount?: number; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: Index.Listing,
+          Select: 'COUNT',
+          KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK BETWEEN :from AND :to',
+          FilterExpression: 'attribute_not_exists(expiresAt) OR expiresAt > :now',
+          ExpressionAttributeValues: marshall({ ':pk': keys.leasesListing(pool, family, position.s), ':from': from.toString(16).padStart(width, '0'), ':to': to.toString(16).padStart(width, '0'), ':now': nowMs }),
+          Limit: Math.max(1, limit - cost),
+          ...(position.k ? { ExclusiveStartKey: position.k } : {}),
+        }),
+      );
+      unexpired += out.Count ?? 0;
+      scanned[position.i]! += out.ScannedCount ?? 0;
+      cost += Math.max(1, out.ScannedCount ?? 0);
+      if (out.LastEvaluatedKey) position = { ...position, k: out.LastEvaluatedKey };
+      else if (position.s + 1 < this.shards) position = { i: position.i, s: position.s + 1 };
+      else position = { i: position.i + 1, s: 0 };
+    }
+    return { unexpired, scanned, cost, ...(position.i < intervals.length ? { cursor: JSON.stringify(position) } : {}) };
+  }
+
+  async getUsage(pool: string): Promise<Map<string, Checkpoint<UsageRecord>>> {
+    const items = await this.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.usagePartition(pool) }), ConsistentRead: true });
+    return new Map(items.filter((i) => i.entity === Entity.Usage).map((i) => [i.range as string, { value: i.record as UsageRecord, version: i.version as number }]));
+  }
+
+  async saveUsage(pool: string, rangeName: string, record: UsageRecord, expectedVersion: number | undefined): Promise<boolean> {
+    const item = { ...keys.usage(pool, rangeName), entity: Entity.Usage, schema: SCHEMA_VERSION, pool, range: rangeName, record, version: (expectedVersion ?? 0) + 1 };
+    return this.putVersioned(item, expectedVersion);
+  }
+
   async getDriftRecord(pool: string, rangeName: string): Promise<Checkpoint<DriftRecord> | undefined> {
     const out = await this.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.strikes(pool, rangeName)), ConsistentRead: true }));
     if (!out.Item) return undefined;
     const item = unmarshall(out.Item);
     const value: DriftRecord = {
       strikes: (item.strikes as Record<string, number> | undefined) ?? {},
-      checkedVersion: (item.checkedVersion as number | undefined) ?? -1,
       checkedCycle: (item.checkedCycle as number | undefined) ?? -1,
+      comparedAt: (item.comparedAt as number | undefined) ?? 0,
       observedAt: (item.observedAt as number | undefined) ?? 0,
+      ...(item.checking ? { checking: item.checking as { offset: number } } : {}),
     };
     return { value, version: item.version as number };
   }
 
   async saveDriftRecord(pool: string, rangeName: string, record: DriftRecord, expectedVersion: number | undefined): Promise<boolean> {
-    const condition = expectedVersion === undefined ? itemIsAbsent() : versionIs(expectedVersion);
     const item = { ...keys.strikes(pool, rangeName), entity: Entity.Strikes, schema: SCHEMA_VERSION, pool, range: rangeName, ...record, version: (expectedVersion ?? 0) + 1 };
+    return this.putVersioned(item, expectedVersion);
+  }
+
+  /** Puts an item if it is still at `expectedVersion` (undefined: absent); false when someone else moved it. */
+  private async putVersioned(item: Item, expectedVersion: number | undefined): Promise<boolean> {
+    const condition = expectedVersion === undefined ? itemIsAbsent() : versionIs(expectedVersion);
     try {
       await this.client.send(new PutItemCommand({ TableName: this.table, Item: marshall(item, marshallOpts), ...conditionParams(condition) }));
       return true;
@@ -338,6 +386,7 @@ export class DynamoReconcileStore implements ReconcileStore {
       { Delete: { TableName: this.table, Key: marshall(keys.range(range.pool, range.name)), ...conditionParams(condition) } },
       { Delete: { TableName: this.table, Key: marshall(keys.bitmap(range.pool, range.name)) } },
       { Delete: { TableName: this.table, Key: marshall(keys.strikes(range.pool, range.name)) } },
+      { Delete: { TableName: this.table, Key: marshall(keys.usage(range.pool, range.name)) } },
       this.putEvent(event),
     ]);
     return reasons ? 'changed' : 'finalized';

@@ -1,10 +1,11 @@
 import { formatAddress } from '../ip/address.ts';
 import { parseCidr } from '../ip/cidr.ts';
 import type { Range } from '../model.ts';
-import { Bitmap, addressOfBit } from '../bitmap/bitmap.ts';
+import { addressOfBit, bitOf, type Bitmap } from '../bitmap/bitmap.ts';
 import { bitmapOf, bitmapOfDocument, bitmapsMaintained, windowInterval } from '../bitmap/legacy.ts';
 import type { RangeAllocation } from '../bitmap/range-allocation.ts';
-import { EventReason, type DriftRecord, type IpamEvent, type PoolViewList } from './ports.ts';
+import { EventReason, type DriftRecord, type IpamEvent, type PoolViewList, type UsageRecord } from './ports.ts';
+import type { UsageByRange } from './usage.ts';
 import { Phase, SWEEP_CHECKPOINT, type Run, type SweepCheckpoint } from './run.ts';
 
 /**
@@ -12,20 +13,21 @@ import { Phase, SWEEP_CHECKPOINT, type Run, type SweepCheckpoint } from './run.t
  * lease item that exists, expired or not, as the mirror keeps it).
  *
  * Which ranges are checked (cost follows the work): only legacy ranges, and of those only the ones that can have
- * drifted since their last full check. Every run reads, per legacy range, the bitmap item, its drift record and a
- * COUNT of the window's lease items (the order of utilization's own count); it rebuilds the bitmap from the leases
- * (reading their keys) only when
+ * drifted. Per legacy range a run reads the bitmap item and its drift record; the number of lease items in the
+ * window comes free with utilization's count (usage.ts). It scans the window's leases only when
  *
  *   - the bitmap item is missing or does not stand for the range (another CIDR, bits beyond the window);
- *   - its version moved since the last full check (lease activity: the mirror or a legacy allocation wrote it);
- *   - its number of set bits differs from the number of lease items (a change the mirror never applied);
- *   - leak candidates are waiting for their next strike; or
- *   - the slow sweep finished a cycle since (a bounded backstop for drift that leaves counts equal).
+ *   - a count completed since the last comparison disagrees with the bitmap's set bits (a lease change the mirror
+ *     never applied: drift always shows there, except a missed insert and a missed removal that cancel out);
+ *   - leak candidates are waiting for their next strike, or a scan is under way; or
+ *   - the slow sweep finished a cycle since the last full scan (the backstop for drift that leaves the counts equal).
  *
- * A full check, in the order that makes it safe against a mirror round or an allocation running at the same time:
+ * (A moved bitmap version is not a reason: it means the mirror is working.) A scan reads at most `countItems` lease
+ * items per run, a window at a time, and continues in the next run from its offset. Per run, in the order that makes
+ * it safe against a mirror round or an allocation running at the same time:
  *
  *   1. read the bitmap (version v)                              before the leases, as the mirror does
- *   2. list the window's lease items (index; eventually consistent)
+ *   2. list the lease items of the next spans of the window (index; eventually consistent)
  *   3. confirm each differing bit with a consistent read of its lease item
  *   4. missing bits (lease, no bit): set at once                 row 8, BitmapRepaired
  *      leaked bits (bit, no lease): one strike per run;          row 9, BitmapLeakCleared
@@ -33,9 +35,9 @@ import { Phase, SWEEP_CHECKPOINT, type Run, type SweepCheckpoint } from './run.t
  *   5. write IF the bitmap is still at v AND each set bit's lease still exists AND each cleared bit's lease is
  *      still absent (one transaction with the events): an allocation landing in between cancels it
  *
- * @returns the number of legacy ranges fully checked.
+ * @returns the number of legacy ranges whose window was scanned (in part or whole) in this run.
  */
-export async function repairBitmaps(run: Run, views: PoolViewList): Promise<number> {
+export async function repairBitmaps(run: Run, views: PoolViewList, usage: UsageByRange): Promise<number> {
   const legacy = views.flatMap((v) => v.ranges.filter((r) => r.legacy));
   if (legacy.length === 0) return 0;
   if (!bitmapsMaintained(run.deps.gates)) {
@@ -46,11 +48,12 @@ export async function repairBitmaps(run: Run, views: PoolViewList): Promise<numb
     return 0;
   }
   const cycle = (await run.deps.reconcile.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT))?.value.cycles ?? 0;
+  const budget = { left: run.deps.settings.countItems };
   let checked = 0;
   for (const range of legacy) {
     if (run.out(Phase.Drift)) break;
     await run.attempt(`check bitmap ${range.pool}/${range.name}`, async () => {
-      if (await checkRange(run, range, cycle)) checked += 1;
+      if (await checkRange(run, range, cycle, usage.get(`${range.pool}/${range.name}`), budget)) checked += 1;
       return true;
     });
   }
@@ -72,10 +75,12 @@ async function removeBitmap(run: Run, range: Range): Promise<boolean> {
   return true;
 }
 
-/** Whether a legacy range can have drifted since its last full check (see repairBitmaps). */
-export function needsFullCheck(doc: RangeAllocation | undefined, bitmap: Bitmap | undefined, record: DriftRecord | undefined, leaseItems: bigint, cycle: number): boolean {
+/** Whether a legacy range can have drifted since its last full scan (see repairBitmaps). */
+export function needsScan(doc: RangeAllocation | undefined, bitmap: Bitmap | undefined, record: DriftRecord | undefined, usage: UsageRecord | undefined, cycle: number): boolean {
   if (!doc || !bitmap || !record) return true;
-  return doc.version !== record.checkedVersion || BigInt(bitmap.count()) !== leaseItems || Object.keys(record.strikes).length > 0 || record.checkedCycle < cycle;
+  if (record.checking !== undefined || Object.keys(record.strikes).length > 0 || record.checkedCycle < cycle) return true;
+  const counted = usage?.countedAt !== undefined && usage.windowItems !== undefined && usage.countedAt > record.comparedAt;
+  return counted && usage.windowItems !== bitmap.count();
 }
 
 /** What a full check decided: bits to set, bits to clear, and the strikes to remember. */
@@ -87,10 +92,12 @@ export interface DriftPlan {
 
 /**
  * Rows 8-9, pure: confirmed missing bits are set; confirmed leaked bits get one more strike when this run may strike,
- * and are cleared once they reach `threshold`; a bit that is no longer leaked loses its strikes.
+ * and are cleared once they reach `threshold`. Strikes of bits in the scanned spans that are no longer leaked are
+ * dropped; strikes of bits outside them are kept for the scan to reach them.
  */
-export function planDrift(missing: readonly number[], leaked: readonly number[], previous: Readonly<Record<string, number>>, mayStrike: boolean, threshold: number): DriftPlan {
+export function planDrift(missing: readonly number[], leaked: readonly number[], previous: Readonly<Record<string, number>>, mayStrike: boolean, threshold: number, scanned: (bit: number) => boolean = () => true): DriftPlan {
   const strikes: Record<string, number> = {};
+  for (const [bit, count] of Object.entries(previous)) if (!scanned(Number(bit))) strikes[bit] = count;
   const clear: number[] = [];
   for (const bit of leaked) {
     const count = (previous[String(bit)] ?? 0) + (mayStrike ? 1 : 0);
@@ -102,9 +109,11 @@ export function planDrift(missing: readonly number[], leaked: readonly number[],
 
 /** Checks written per transaction (DynamoDB takes 100 items: the bitmap, its events, and these). */
 const CHECKS_PER_WRITE = 90;
+/** Bits of the window listed per index read: a span's lease items are read from every shard at once. */
+const SPAN_BITS = 4096;
 
-/** Rows 8-9 for one legacy range; true when it was fully checked. */
-async function checkRange(run: Run, range: Range, cycle: number): Promise<boolean> {
+/** Rows 8-9 for one legacy range; true when its window was scanned (in part or whole). */
+async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRecord | undefined, budget: { left: number }): Promise<boolean> {
   const { bitmaps, reconcile: store, store: leases, settings } = run.deps;
   const cidr = parseCidr(range.cidr);
   const window = windowInterval(cidr);
@@ -113,67 +122,86 @@ async function checkRange(run: Run, range: Range, cycle: number): Promise<boolea
   const doc = await bitmaps.getBitmap(range.pool, range.name);
   const current = doc ? bitmapOfDocument(doc, { range, cidr }) : undefined;
   const record = await store.getDriftRecord(range.pool, range.name);
-  const items = await leases.countLeases(range.pool, range.family, [window], 0);
-  if (!needsFullCheck(doc, current, record?.value, items, cycle)) return false;
-  // 2. The window's lease items, as the index has them.
-  const expected = bitmapOf(cidr, await leases.takenAddresses(range.pool, range.family, [window], 0));
-  const base = current ?? Bitmap.empty(expected.size);
+  if (!needsScan(doc, current, record?.value, usage, cycle) || budget.left <= 0) return false;
+  const mayStrike = record === undefined || record.value.observedAt < run.startedAt;
+  const comparedAt = usage?.countedAt ?? record?.value.comparedAt ?? 0;
+  if (!doc || !current) {
+    // No bitmap (or one of another CIDR): written whole from the leases, as the mirror does when it finds none (a
+    // partial bitmap could let a legacy-mode allocator hand out an address that is held).
+    const expected = bitmapOf(cidr, await leases.takenAddresses(range.pool, range.family, [window], 0));
+    budget.left -= expected.count() + 1;
+    // (An empty bitmap for a range without leases is bookkeeping, not a repair: it is written without an event.)
+    const event = doc || expected.count() > 0 ? bitmapEvent(run, range, EventReason.BitmapRepaired, doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built', expected.count(), []) : undefined;
+    const written = await store.repairBitmap(
+      { pool: range.pool, rangeName: range.name, allocation: { range: range.cidr, data: expected.encode(), version: (doc?.version ?? 0) + 1 }, expected: doc ? { version: doc.version } : 'absent', leasesPresent: [], leasesAbsent: [] },
+      event ? [event] : [],
+    );
+    if (written !== 'written') return true;
+    if (event) run.done(event, true);
+    if (mayStrike) await store.saveDriftRecord(range.pool, range.name, { strikes: {}, checkedCycle: cycle, comparedAt, observedAt: run.now() }, record?.version);
+    return true;
+  }
+  // 2. The next spans of the window, as the index has them, within the run's budget.
+  const size = current.size;
+  const from = record?.value.checking?.offset ?? 0;
+  let offset = from;
   const diff = { missing: [] as number[], leaked: [] as number[] };
-  expected.forEachSet((bit) => {
-    if (!base.has(bit)) diff.missing.push(bit);
-  });
-  base.forEachSet((bit) => {
-    if (!expected.has(bit)) diff.leaked.push(bit);
-  });
+  while (offset < size && budget.left > 0 && !run.out(Phase.Drift)) {
+    const end = Math.min(offset + SPAN_BITS, size);
+    const present = new Set<number>();
+    const values = await leases.takenAddresses(range.pool, range.family, [[addressOfBit(cidr, offset), addressOfBit(cidr, end - 1)]], 0);
+    budget.left -= values.length + 1;
+    for (const value of values) {
+      const bit = bitOf(cidr, value);
+      if (bit !== undefined) present.add(bit);
+    }
+    for (let bit = offset; bit < end; bit += 1) {
+      const set = current.has(bit);
+      if (present.has(bit) && !set) diff.missing.push(bit);
+      else if (set && !present.has(bit)) diff.leaked.push(bit);
+    }
+    offset = end;
+  }
+  const finished = offset >= size;
   // 3. Each difference confirmed by a consistent read (the index may lag a write of the last moments).
   const addressOf = (bit: number) => formatAddress({ family: range.family, value: addressOfBit(cidr, bit) });
   const holders = await bitmaps.leaseHolders(range.pool, [...diff.missing, ...diff.leaked].map(addressOf));
   const missing = diff.missing.filter((bit) => holders.has(addressOf(bit)));
   const leaked = diff.leaked.filter((bit) => !holders.has(addressOf(bit)));
   // 4. One strike per run: a run that started before another run's check does not strike again.
-  const mayStrike = record === undefined || record.value.observedAt < run.startedAt;
-  const plan = planDrift(missing, leaked, record?.value.strikes ?? {}, mayStrike, settings.leakStrikes);
+  const plan = planDrift(missing, leaked, record?.value.strikes ?? {}, mayStrike, settings.leakStrikes, (bit) => bit >= from && bit < offset);
   // 5. Write, in chunks of conditions, each chunk at the version the previous one wrote.
-  let version = doc?.version;
-  const bitmap = base.clone();
-  const unreadable = doc !== undefined && current === undefined;
-  if (!doc || unreadable) {
-    // No bitmap (or one of another CIDR): written whole from the leases, as the mirror does when it finds none.
-    // (An empty bitmap for a range without leases is bookkeeping, not a repair: it is written without an event.)
-    const event = doc || expected.count() > 0 ? bitmapEvent(run, range, EventReason.BitmapRepaired, doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built', expected.count(), []) : undefined;
-    const written = await store.repairBitmap(
-      { pool: range.pool, rangeName: range.name, allocation: { range: range.cidr, data: expected.encode(), version: (version ?? 0) + 1 }, expected: doc ? { version: doc.version } : 'absent', leasesPresent: [], leasesAbsent: [] },
-      event ? [event] : [],
-    );
-    if (written !== 'written') return true;
-    if (event) run.done(event, true);
-    version = (version ?? 0) + 1;
-  } else {
-    const changes = [...plan.set.map((bit) => ({ bit, set: true })), ...plan.clear.map((bit) => ({ bit, set: false }))];
-    for (let i = 0; i < changes.length; i += CHECKS_PER_WRITE) {
-      const chunk = changes.slice(i, i + CHECKS_PER_WRITE);
-      for (const c of chunk) {
-        if (c.set) bitmap.set(c.bit);
-        else bitmap.clear(c.bit);
-      }
-      const set = chunk.filter((c) => c.set).map((c) => addressOf(c.bit));
-      const cleared = chunk.filter((c) => !c.set).map((c) => addressOf(c.bit));
-      const events = [
-        ...(set.length ? [bitmapEvent(run, range, EventReason.BitmapRepaired, 'missed the bits of existing leases; they were set', set.length, set)] : []),
-        ...(cleared.length ? [bitmapEvent(run, range, EventReason.BitmapLeakCleared, `held bits with no lease for ${settings.leakStrikes} consecutive runs; they were cleared`, cleared.length, cleared)] : []),
-      ];
-      const written = await store.repairBitmap(
-        { pool: range.pool, rangeName: range.name, allocation: { range: range.cidr, data: bitmap.encode(), version: version! + 1 }, expected: { version: version! }, leasesPresent: set, leasesAbsent: cleared },
-        events,
-      );
-      // Lost to a concurrent writer: the next run reads again (strikes are not saved, so none is counted twice).
-      if (written === 'changed') return true;
-      for (const e of events) run.done(e, true);
-      version = version! + 1;
+  let version = doc.version;
+  const bitmap = current.clone();
+  const changes = [...plan.set.map((bit) => ({ bit, set: true })), ...(mayStrike ? plan.clear : []).map((bit) => ({ bit, set: false }))];
+  for (let i = 0; i < changes.length; i += CHECKS_PER_WRITE) {
+    const chunk = changes.slice(i, i + CHECKS_PER_WRITE);
+    for (const c of chunk) {
+      if (c.set) bitmap.set(c.bit);
+      else bitmap.clear(c.bit);
     }
+    const set = chunk.filter((c) => c.set).map((c) => addressOf(c.bit));
+    const cleared = chunk.filter((c) => !c.set).map((c) => addressOf(c.bit));
+    const events = [
+      ...(set.length ? [bitmapEvent(run, range, EventReason.BitmapRepaired, 'missed the bits of existing leases; they were set', set.length, set)] : []),
+      ...(cleared.length ? [bitmapEvent(run, range, EventReason.BitmapLeakCleared, `held bits with no lease for ${settings.leakStrikes} consecutive runs; they were cleared`, cleared.length, cleared)] : []),
+    ];
+    const written = await store.repairBitmap(
+      { pool: range.pool, rangeName: range.name, allocation: { range: range.cidr, data: bitmap.encode(), version: version + 1 }, expected: { version }, leasesPresent: set, leasesAbsent: cleared },
+      events,
+    );
+    // Lost to a concurrent writer: the next run reads again (strikes are not saved, so none is counted twice).
+    if (written === 'changed') return true;
+    for (const e of events) run.done(e, true);
+    version += 1;
   }
   if (mayStrike) {
-    await store.saveDriftRecord(range.pool, range.name, { strikes: plan.strikes, checkedVersion: version!, checkedCycle: cycle, observedAt: run.now() }, record?.version);
+    await store.saveDriftRecord(
+      range.pool,
+      range.name,
+      { strikes: plan.strikes, checkedCycle: finished ? cycle : (record?.value.checkedCycle ?? -1), comparedAt, observedAt: run.now(), ...(finished ? {} : { checking: { offset } }) },
+      record?.version,
+    );
   }
   return true;
 }

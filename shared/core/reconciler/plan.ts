@@ -18,6 +18,8 @@ export interface ReconcileSettings {
   readonly leakStrikes: number;
   /** Rows 1, 3-7 (sweep): claims and leases the slow sweep reads per run. */
   readonly sweepItems: number;
+  /** Utilization, and rows 8-9's window scans: lease index items each may read per run. */
+  readonly countItems: number;
 }
 
 export const HOUR_MS = 3_600_000;

@@ -1,3 +1,4 @@
+import type { IpFamily } from '../ip/address.ts';
 import type { Claim, Lease, PoolView, Range } from '../model.ts';
 import type { Page } from '../ports.ts';
 import type { BitmapExpectation } from '../bitmap/ports.ts';
@@ -64,14 +65,42 @@ export interface Checkpoint<T> {
 
 /** What the drift check of one legacy range remembers between runs (the strike item). */
 export interface DriftRecord {
-  /** Leak candidates: bit -> consecutive runs that saw it set with no lease. */
+  /** Leak candidates: bit -> consecutive checks that saw it set with no lease. */
   readonly strikes: Readonly<Record<string, number>>;
-  /** The bitmap's version after the last full check (a later version means lease activity since). */
-  readonly checkedVersion: number;
-  /** The sweep cycle during which the last full check ran (each legacy range is fully checked once per cycle). */
+  /** The sweep cycle during which the last full check finished (each legacy range is fully checked once per cycle). */
   readonly checkedCycle: number;
-  /** Epoch ms of the last full check; a run that started before it does not strike again (one strike per run). */
+  /** The usage count (its `countedAt`) last compared with the bitmap's set bits. */
+  readonly comparedAt: number;
+  /** Epoch ms of the last check; a run that started before it does not strike again (one strike per run). */
   readonly observedAt: number;
+  /** A full check in progress: the next bit of the window to look at. */
+  readonly checking?: { readonly offset: number };
+}
+
+/** A range's lease count: the last complete one, and the one in progress (a pass spans runs when the range is big). */
+export interface UsageRecord {
+  /** The range's CIDR when counted (a range made again under its name starts over). */
+  readonly cidr: string;
+  /** Unexpired leases among the range's host addresses, at the end of the last complete pass. */
+  readonly used?: number;
+  /** Lease items (expired ones included) in a legacy range's bitmap window, same pass. */
+  readonly windowItems?: number;
+  /** Epoch ms the last complete pass ended. */
+  readonly countedAt?: number;
+  /** The pass in progress: where it stands and what it has counted so far. */
+  readonly pass?: { readonly cursor: string; readonly used: number; readonly scanned: readonly number[]; readonly startedAt: number };
+}
+
+/** One slice of a bounded count over some intervals of a pool's family. */
+export interface CountSlice {
+  /** Unexpired leases counted in this slice. */
+  readonly unexpired: number;
+  /** Lease items read in this slice, per interval. */
+  readonly scanned: readonly number[];
+  /** Index items read (at least one per query), to charge against the run's budget. */
+  readonly cost: number;
+  /** Where the next slice starts; absent when the intervals are done. */
+  readonly cursor?: string;
 }
 
 /** A bitmap write of the drift repair: the whole new document and what the write expects to find. */
@@ -133,6 +162,13 @@ export interface ReconcileStore {
   saveCheckpoint<T>(name: string, value: T, expectedVersion: number | undefined): Promise<boolean>;
   /** Up to `limit` claims and leases from `cursor` on, across every pool (a bounded slice of the slow sweep). */
   sweep(cursor: string | undefined, limit: number): Promise<SweepPage>;
+
+  /** Counts leases in the intervals, reading at most about `limit` index items from `cursor` on. */
+  countSlice(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, limit: number, cursor?: string): Promise<CountSlice>;
+  /** The usage records of a pool's ranges, by range name, with their versions. */
+  getUsage(pool: string): Promise<Map<string, Checkpoint<UsageRecord>>>;
+  /** Saves a range's usage record if it is still at `expectedVersion` (undefined: absent). */
+  saveUsage(pool: string, rangeName: string, record: UsageRecord, expectedVersion: number | undefined): Promise<boolean>;
 
   /** The drift record of a legacy range, with its optimistic-lock version. */
   getDriftRecord(pool: string, rangeName: string): Promise<Checkpoint<DriftRecord> | undefined>;

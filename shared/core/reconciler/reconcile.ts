@@ -21,18 +21,17 @@
  *
  * Cost follows the work: rows 1 and 3-5 read only expired index entries (hour buckets from a persisted checkpoint,
  * sort key at or before the cutoff); rows 3-7 are also covered by a sweep that reads a fixed number of items per run
- * from a persisted cursor; rows 8-10 touch only legacy ranges, and rebuild a bitmap only when a cheap count disagrees
- * or strikes are pending; rows 11-12 read the pools' ranges (a handful of items). Utilization counts each range's
- * leases, which is the one per-run cost that grows with the table (docs/reconciler.md).
+ * from a persisted cursor; rows 11-12 read the pools' ranges (a handful of items). Utilization counts leases within a
+ * fixed budget per run, a big range's count continuing over runs (usage.ts); rows 8-10 touch only legacy ranges, and
+ * scan a bitmap's window (within the same kind of budget, resumably) only when it can have drifted (drift.ts). So a
+ * run's reads follow its repairs plus fixed budgets, not the size of the table (docs/reconciler.md).
  *
  * Bounded and resumable: the run checks its deadline before every unit of work, stops there, and the checkpoints
  * (expiry hour, sweep cursor) let the next run continue.
  */
-import type { IpFamily } from '../ip/address.ts';
-import type { Claim, Lease, Range, RangeState } from '../model.ts';
+import type { Claim, Lease } from '../model.ts';
 import { rangesOf } from '../allocator/pool-geometry.ts';
 import { dependentLeases } from '../use-cases/ranges.ts';
-import { rangeUtilization } from '../use-cases/pools.ts';
 import {
   events,
   expiryHours,
@@ -45,26 +44,14 @@ import {
 } from './plan.ts';
 import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
 import { repairBitmaps } from './drift.ts';
-import { EXPIRY_CHECKPOINT, Phase, Run, SWEEP_CHECKPOINT, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
+import { EXPIRY_CHECKPOINT, Phase, Run, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
+import { measureUsage } from './usage.ts';
 
-export { EXPIRY_CHECKPOINT, Phase, SWEEP_CHECKPOINT, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
+export { EXPIRY_CHECKPOINT, Phase, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
 
 export interface ReconcileOptions {
   /** Clock time (epoch ms) at which the run stops starting new work. */
   readonly deadlineMs: number;
-}
-
-/** Size, used and free of one range, idle ones included. */
-export interface RangeUsage {
-  readonly pool: string;
-  readonly range: string;
-  readonly cidr: string;
-  readonly family: IpFamily;
-  readonly state: RangeState;
-  readonly legacy: boolean;
-  readonly size: bigint;
-  readonly used: bigint;
-  readonly free: bigint;
 }
 
 /** What one run did. */
@@ -75,7 +62,7 @@ export interface ReconcileReport {
   readonly stoppedIn?: Phase;
   /** Repairs by kind (reported duplicates included), each backed by exactly one event. */
   readonly repairs: Readonly<Record<EventReason, number>>;
-  /** Every range of every pool, idle ones included (absent when the deadline came first). */
+  /** Every range of every pool with a complete count, idle ones included (empty when the deadline came first). */
   readonly utilization: readonly RangeUsage[];
   /** The expiry buckets read and where the checkpoint stands now. */
   readonly expiry: { readonly hoursRead: number; readonly checkpointHour: number };
@@ -105,8 +92,9 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   const expiry = await releaseExpired(run);
   const views = run.out(Phase.Ranges) ? [] : await deps.reconcile.listPoolViews();
   if (!run.out(Phase.Ranges)) await finalizeRanges(run, views);
-  const bitmapsChecked = run.out(Phase.Drift) ? 0 : await repairBitmaps(run, views);
-  const utilization = run.out(Phase.Utilization) ? [] : await measure(run, views);
+  const measured = run.out(Phase.Utilization) ? { usage: [], records: new Map() } : await measureUsage(run, views);
+  const bitmapsChecked = run.out(Phase.Drift) ? 0 : await repairBitmaps(run, views, measured.records);
+  const utilization = measured.usage;
   const sweep = run.out(Phase.Sweep) ? { checked: 0, cycleCompleted: false } : await sweepSlice(run);
   return {
     complete: run.stoppedIn === undefined,
@@ -223,21 +211,6 @@ async function finalizeRanges(run: Run, views: PoolViewList): Promise<void> {
       });
     }
   }
-}
-
-// ---- utilization ----
-
-async function measure(run: Run, views: PoolViewList): Promise<RangeUsage[]> {
-  const out: RangeUsage[] = [];
-  const ranges: Range[] = views.flatMap((v) => v.ranges);
-  await run.each(Phase.Utilization, ranges, (range) =>
-    run.attempt(`measure range ${range.pool}/${range.name}`, async () => {
-      const u = await rangeUtilization(run.deps, range);
-      out.push({ pool: range.pool, range: range.name, cidr: range.cidr, family: range.family, state: range.state, legacy: range.legacy, ...u });
-      return true;
-    }),
-  );
-  return out.sort((a, b) => (a.pool === b.pool ? (a.range < b.range ? -1 : 1) : a.pool < b.pool ? -1 : 1));
 }
 
 // ---- rows 1, 3-7: the slow sweep ----

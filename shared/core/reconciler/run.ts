@@ -1,3 +1,5 @@
+import type { IpFamily } from '../ip/address.ts';
+import type { RangeState } from '../model.ts';
 import type { Deps } from '../use-cases/deps.ts';
 import type { ReconcileSettings } from './plan.ts';
 import { EventReason, type IpamEvent } from './ports.ts';
@@ -7,6 +9,21 @@ export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings };
 
 export const Phase = { Expiry: 'expiry', Ranges: 'ranges', Drift: 'drift', Utilization: 'utilization', Sweep: 'sweep' } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
+
+/** Size, used and free of one range, from its last complete count. */
+export interface RangeUsage {
+  readonly pool: string;
+  readonly range: string;
+  readonly cidr: string;
+  readonly family: IpFamily;
+  readonly state: RangeState;
+  readonly legacy: boolean;
+  readonly size: bigint;
+  readonly used: bigint;
+  readonly free: bigint;
+  /** Epoch ms the count was completed (this run's time for ranges small enough to be counted every run). */
+  readonly countedAt: number;
+}
 
 /** Names of the persisted checkpoints. */
 export const EXPIRY_CHECKPOINT = 'expiry';

@@ -1,0 +1,93 @@
+import { capacity, parseCidr } from '../ip/cidr.ts';
+import type { Range } from '../model.ts';
+import type { Interval } from '../allocator/intervals.ts';
+import { hostInterval } from '../allocator/pool-geometry.ts';
+import { windowInterval } from '../bitmap/legacy.ts';
+import type { Checkpoint, PoolViewList, UsageRecord } from './ports.ts';
+import { Phase, type RangeUsage, type Run } from './run.ts';
+
+/**
+ * Utilization, at a bounded cost per run. Counting a range's leases reads every lease index item of the range, so a
+ * run counts at most `settings.countItems` of them: small ranges are counted whole every run, and a big range's count
+ * (a "pass") continues over as many runs as it needs from a cursor kept in its usage record. Every run publishes the
+ * last complete count of every range, with the time it was completed.
+ *
+ *   run 1: [range a ✓][range b ✓][range c ....        budget spent
+ *   run 2:                       ....c continues ✓][a ✓][b ✓]     (stalest first)
+ *
+ * Legacy ranges are counted in two parts, their bitmap window first, so the pass also yields the number of lease
+ * items (expired ones included) the bitmap should hold: the drift check compares it with the bitmap's set bits.
+ */
+
+/** The intervals a range's pass counts: the legacy window first (when it is not the whole range), then the rest. */
+export function usageIntervals(range: Range): { intervals: Interval[]; window?: number } {
+  const cidr = parseCidr(range.cidr);
+  const host = hostInterval(cidr);
+  if (!host) return { intervals: [] };
+  const window = range.legacy ? windowInterval(cidr) : undefined;
+  if (!window) return { intervals: [host] };
+  return window[1] < host[1] ? { intervals: [window, [window[1] + 1n, host[1]]], window: 0 } : { intervals: [host], window: 0 };
+}
+
+/** Which range to count first: passes in progress, then ranges never counted, then the stalest count. */
+export function countOrder(a: UsageRecord | undefined, b: UsageRecord | undefined): number {
+  const rank = (r: UsageRecord | undefined) => (r?.pass ? 0 : r?.countedAt === undefined ? 1 : 2);
+  const key = (r: UsageRecord | undefined) => r?.pass?.startedAt ?? r?.countedAt ?? 0;
+  return rank(a) - rank(b) || key(a) - key(b);
+}
+
+/** Usage records of every range counted or looked at in this run, by `pool/range`. */
+export type UsageByRange = ReadonlyMap<string, UsageRecord>;
+
+/** Counts what the budget allows and returns every range's last complete count. */
+export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usage: RangeUsage[]; records: UsageByRange }> {
+  const { reconcile: store, settings } = run.deps;
+  const records = new Map<string, Checkpoint<UsageRecord> | undefined>();
+  for (const view of views) {
+    if (run.out(Phase.Utilization)) break;
+    const stored = await store.getUsage(view.pool.name);
+    for (const range of view.ranges) {
+      const record = stored.get(range.name);
+      // A record of an earlier range of that name counts for nothing.
+      records.set(`${range.pool}/${range.name}`, record && record.value.cidr === range.cidr ? record : record ? { value: { cidr: range.cidr }, version: record.version } : undefined);
+    }
+  }
+  const ranges = views.flatMap((v) => v.ranges).filter((r) => records.has(`${r.pool}/${r.name}`));
+  ranges.sort((a, b) => countOrder(records.get(`${a.pool}/${a.name}`)?.value, records.get(`${b.pool}/${b.name}`)?.value));
+  let budget = settings.countItems;
+  for (const range of ranges) {
+    if (budget <= 0 || run.out(Phase.Utilization)) break;
+    const key = `${range.pool}/${range.name}`;
+    await run.attempt(`count range ${key}`, async () => {
+      const stored = records.get(key);
+      const record: UsageRecord = stored?.value ?? { cidr: range.cidr };
+      const { intervals, window } = usageIntervals(range);
+      const pass = record.pass ?? { cursor: undefined, used: 0, scanned: intervals.map(() => 0), startedAt: run.now() };
+      const slice = await store.countSlice(range.pool, range.family, intervals, run.now(), budget, pass.cursor);
+      budget -= slice.cost;
+      const used = pass.used + slice.unexpired;
+      const scanned = pass.scanned.map((n, i) => n + (slice.scanned[i] ?? 0));
+      const next: UsageRecord =
+        slice.cursor === undefined
+          ? { cidr: range.cidr, used, ...(window !== undefined ? { windowItems: scanned[window] ?? 0 } : {}), countedAt: run.now() }
+          : { ...record, pass: { cursor: slice.cursor, used, scanned, startedAt: pass.startedAt } };
+      // Another run counting the same range at the same time: one of the two saves, the other's slice is dropped.
+      if (await store.saveUsage(range.pool, range.name, next, stored?.version)) records.set(key, { value: next, version: (stored?.version ?? 0) + 1 });
+      return true;
+    });
+  }
+  const usage: RangeUsage[] = [];
+  const out = new Map<string, UsageRecord>();
+  for (const view of views) {
+    for (const range of view.ranges) {
+      const record = records.get(`${range.pool}/${range.name}`)?.value;
+      if (record) out.set(`${range.pool}/${range.name}`, record);
+      if (record?.used === undefined || record.countedAt === undefined) continue;
+      const size = capacity(parseCidr(range.cidr));
+      const used = BigInt(record.used);
+      usage.push({ pool: range.pool, range: range.name, cidr: range.cidr, family: range.family, state: range.state, legacy: range.legacy, size, used, free: size - used, countedAt: record.countedAt });
+    }
+  }
+  usage.sort((a, b) => (a.pool === b.pool ? (a.range < b.range ? -1 : 1) : a.pool < b.pool ? -1 : 1));
+  return { usage, records: out };
+}
