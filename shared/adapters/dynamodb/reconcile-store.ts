@@ -250,6 +250,25 @@ export class DynamoReconcileStore implements ReconcileStore {
     return { claims, leases, ...(position !== undefined ? { next: JSON.stringify(position) } : {}) };
   }
 
+  async leaseExists(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[]): Promise<boolean> {
+    const width = familyBits(family) / 4;
+    const probes = intervals.flatMap(([from, to]) =>
+      Array.from({ length: this.shards }, (_, shard) =>
+        this.send<{ Items?: unknown[] }>(
+          new QueryCommand({
+            TableName: this.table,
+            IndexName: Index.Listing,
+            KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK BETWEEN :from AND :to',
+            ProjectionExpression: 'GSI1SK',
+            ExpressionAttributeValues: marshall({ ':pk': keys.leasesListing(pool, family, shard), ':from': from.toString(16).padStart(width, '0'), ':to': to.toString(16).padStart(width, '0') }),
+            Limit: 1,
+          }),
+        ).then((out) => (out.Items?.length ?? 0) > 0),
+      ),
+    );
+    return (await Promise.all(probes)).some(Boolean);
+  }
+
   async countSlice(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, limit: number, cursor?: string): Promise<CountSlice> {
     const width = familyBits(family) / 4;
     let position: CountPosition = cursor === undefined ? { i: 0, s: 0 } : (JSON.parse(cursor) as CountPosition);

@@ -163,6 +163,8 @@ export interface ReconcileStore {
   /** Up to `limit` claims and leases from `cursor` on, across every pool (a bounded slice of the slow sweep). */
   sweep(cursor: string | undefined, limit: number): Promise<SweepPage>;
 
+  /** Whether any lease item (expired ones included) lies in the intervals: one item read at most per shard and interval. */
+  leaseExists(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[]): Promise<boolean>;
   /** Counts leases in the intervals, reading at most about `limit` index items from `cursor` on. */
   countSlice(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, limit: number, cursor?: string): Promise<CountSlice>;
   /** The usage records of a pool's ranges, by range name, with their versions. */

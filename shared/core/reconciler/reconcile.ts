@@ -14,7 +14,7 @@
  * | 8  | Legacy bitmap missing the bit of an existing lease         | drift check of ranges that can have drifted | set the bit at once, if the bitmap is at the version read                             | BitmapRepaired      |
  * | 9  | Legacy bitmap bit with no lease                            | same                                       | one strike per run; cleared after N consecutive strikes, if version unchanged and lease still absent | BitmapLeakCleared   |
  * | 10 | Bitmap item while DisableAllocatorDualWrite=true           | pool ranges                                | delete the bitmap item (and its strikes)                                              | BitmapRemoved       |
- * | 11 | Terminating range, grace passed, no lease depending on it alone | pool ranges                          | remove the range (with its bitmap and strikes), if still Terminating                  | RangeFinalized      |
+ * | 11 | Terminating range, grace passed, no lease depending on it alone | pool ranges (a Limit-1 probe per shard) | remove the range (with its bitmap, strikes and usage), if still Terminating        | RangeFinalized      |
  * | 12 | Terminating range within its grace, or with dependent leases | pool ranges                              | nothing; a later run looks again                                                      | -                   |
  *
  * Each row has a test in tests/int/reconciler*.int.test.ts (and the pure decisions in tests/unit/reconcile-plan.test.ts).
@@ -29,9 +29,10 @@
  * Bounded and resumable: the run checks its deadline before every unit of work, stops there, and the checkpoints
  * (expiry hour, sweep cursor) let the next run continue.
  */
-import type { Claim, Lease } from '../model.ts';
-import { rangesOf } from '../allocator/pool-geometry.ts';
-import { dependentLeases } from '../use-cases/ranges.ts';
+import { parseCidr } from '../ip/cidr.ts';
+import type { Claim, Lease, Range } from '../model.ts';
+import { subtractIntervals } from '../allocator/intervals.ts';
+import { hostInterval, hostIntervals, rangesOf, type ParsedRange } from '../allocator/pool-geometry.ts';
 import {
   events,
   expiryHours,
@@ -201,8 +202,7 @@ async function finalizeRanges(run: Run, views: PoolViewList): Promise<void> {
       if (run.out(Phase.Ranges)) return;
       if (!terminationGraceOver(range, run.now(), settings.terminatingRangeGraceMs)) continue;
       await run.attempt(`finalize range ${range.pool}/${range.name}`, async () => {
-        const others = rangesOf(view, range.family).map((r) => r.range).filter((r) => r.name !== range.name);
-        if ((await dependentLeases(run.deps, range, others)) > 0n) return true;
+        if (await hasDependentLease(run, range, rangesOf(view, range.family).filter((r) => r.range.name !== range.name))) return true;
         const event = events.rangeFinalized(range, run.iso());
         run.done(event, (await run.deps.reconcile.finalizeRange(range, event)) === 'finalized');
         run.deps.views.forget(range.pool);
@@ -211,6 +211,18 @@ async function finalizeRanges(run: Run, views: PoolViewList): Promise<void> {
       });
     }
   }
+}
+
+/**
+ * Rows 11-12: whether a lease depends on this range alone, as `dependentLeases` (use-cases/ranges.ts) decides it: a
+ * lease among its host addresses that no other Ready range holds as a host address; expired leases count too (their
+ * claims may renew). Only "any" matters here, so it probes with one item per shard instead of counting.
+ */
+async function hasDependentLease(run: Run, range: Range, otherReady: readonly ParsedRange[]): Promise<boolean> {
+  const own = hostInterval(parseCidr(range.cidr));
+  if (!own) return false;
+  const alone = subtractIntervals([own], hostIntervals(otherReady));
+  return alone.length > 0 && run.deps.reconcile.leaseExists(range.pool, range.family, alone);
 }
 
 // ---- rows 1, 3-7: the slow sweep ----
