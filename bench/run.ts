@@ -6,14 +6,14 @@
  * Full runs write to bench/results and BENCHMARKS.md (committed); quick runs to bench/results/quick (ignored), so
  * the test suite's quick run never overwrites the committed figures.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
 import { Engine } from './lib/harness.ts';
 import { loadAverage, machineInfo } from './lib/machine.ts';
-import { evaluateGoals, renderReport } from './lib/report.ts';
+import { evaluateGoals, renderReport, type ReportInput } from './lib/report.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from './lib/results.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
 import { exhaustionScenario } from './scenarios/exhaustion.ts';
@@ -35,7 +35,7 @@ export const STRATEGIES: readonly Strategy[] = [leaseStrategy(PickStrategy.Hinte
 export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario];
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, out: { type: 'string' } }, allowPositionals: false });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, out: { type: 'string' }, 'report-only': { type: 'boolean', default: false } }, allowPositionals: false });
   const quick = values.quick === true;
   const resultsDir = resolve(values.out ?? join(ROOT, quick ? 'bench/results/quick' : 'bench/results'));
   const reportPath = values.out ? join(resultsDir, 'BENCHMARKS.md') : join(ROOT, quick ? 'bench/results/quick/BENCHMARKS.md' : 'BENCHMARKS.md');
@@ -43,6 +43,8 @@ async function main(): Promise<number> {
   const scenarios = SCENARIOS.filter((s) => !only || only.has(s.name));
   if (only) for (const name of only) if (!SCENARIOS.some((s) => s.name === name)) throw new Error(`unknown scenario ${name}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
   await mkdir(resultsDir, { recursive: true });
+  const resultsLink = relative(dirname(reportPath), resultsDir) ? `${relative(dirname(reportPath), resultsDir)}/` : '';
+  if (values['report-only']) return renderOnly(resultsDir, reportPath, resultsLink);
 
   const started = performance.now();
   const startedAt = new Date().toISOString();
@@ -80,25 +82,37 @@ async function main(): Promise<number> {
   load.end = loadAverage();
   const goals = evaluateGoals(results);
   const seconds = (performance.now() - started) / 1000;
-  const report = renderReport(
-    {
+  const reportInput: ReportInput = {
       results,
       machine: machineInfo(),
       quick,
       seconds,
       load,
       startedAt,
-      resultsLink: relative(dirname(reportPath), resultsDir) ? `${relative(dirname(reportPath), resultsDir)}/` : '',
+      resultsLink,
       strategies: availability.map((a) => ({ name: a.strategy.name, description: a.strategy.description, ...(a.unavailable ? { unavailable: a.unavailable } : {}) })),
-    },
-    goals,
-  );
+  };
+  const report = renderReport(reportInput, goals);
   await writeFile(reportPath, report);
+  const { results: _results, ...runInfo } = reportInput;
+  await writeFile(join(resultsDir, 'run.json'), `${JSON.stringify(runInfo, null, 2)}\n`);
   await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
   for (const g of goals) log(`goal [${g.met === undefined ? 'n/a' : g.met ? 'met' : 'not yet'}] ${g.scenario}: ${g.goal} -> ${g.measured}`);
   const failed = crashed || results.some((r) => r.failures.length > 0);
   log(`done in ${round(seconds, 0)} s; report ${reportPath}; ${failed ? 'FAILED' : 'all correctness checks passed'}`);
   return failed ? 1 : 0;
+}
+
+/** Re-renders BENCHMARKS.md and goals.json from a finished run's files (after a change to the report's wording). */
+async function renderOnly(resultsDir: string, reportPath: string, resultsLink: string): Promise<number> {
+  const run = JSON.parse(await readFile(join(resultsDir, 'run.json'), 'utf8')) as Omit<ReportInput, 'results' | 'resultsLink'>;
+  const results: ScenarioResult[] = [];
+  for (const scenario of SCENARIOS) results.push(JSON.parse(await readFile(join(resultsDir, `${scenario.name}.json`), 'utf8')) as ScenarioResult);
+  const goals = evaluateGoals(results);
+  await writeFile(reportPath, renderReport({ ...run, results, resultsLink }, goals));
+  await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
+  console.log(`report ${reportPath} re-rendered from ${resultsDir}`);
+  return results.some((r) => r.failures.length > 0) ? 1 : 0;
 }
 
 process.exitCode = await main().catch((error: unknown) => {

@@ -7,7 +7,7 @@ import { SizeLedger } from './ledger.ts';
 import { PartitionLimiter } from './limiter.ts';
 import { Pricer, usageBetween, type Usage } from './meter.ts';
 import { tableSchema } from './schema.ts';
-import { sleep } from './storage.ts';
+import { forEachLimit, sleep } from './storage.ts';
 import type { AllocationOutcome, Caller, Strategy, StrategyContext, StrategyRun } from '../strategies/strategy.ts';
 
 /** Raw: DynamoDB Local as it is (no limits). Limited: with the per-partition-key model in the adapter. */
@@ -196,6 +196,16 @@ export async function allocateOnce(caller: Caller, claimName: string, signal: Ab
     }
     throw error;
   }
+}
+
+/**
+ * Refreshes warm callers' caches, a few at a time (128 containers re-reading their hints at once would queue past
+ * the client's timeout on DynamoDB Local). Best effort: a caller whose refresh fails refreshes on its next call.
+ */
+export async function warmAll(callers: readonly Caller[]): Promise<void> {
+  await forEachLimit(callers, 4, async (caller) => {
+    await caller.warm?.().catch(() => undefined);
+  });
 }
 
 /** `count` distinct random host offsets in [0, size), none of them in `exclude` (a partial Fisher-Yates shuffle). */

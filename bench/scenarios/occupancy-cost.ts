@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { capacity, parseCidr } from '../../shared/core/ip/cidr.ts';
-import { findDuplicates, Mode, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
+import { findDuplicates, Mode, warmAll, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { lineChart } from '../lib/svg.ts';
 import type { Caller } from '../strategies/strategy.ts';
@@ -39,7 +39,7 @@ export const occupancyCostScenario: Scenario = {
             const free = size - occupied.size;
             // The pre-fill changed the table at once: warm containers re-read their caches (unmeasured), as they would
             // have within 5 s of the same change made by other writers. The cold row below shows that read's cost.
-            await Promise.all(warmCallers.map((c) => c.warm?.()));
+            await warmAll(warmCallers);
             // A cold container's first allocation.
             const cold = await runCallers({ callers: [run.caller(1000)], meter: bench.meter, allocations: 1, namePrefix: `oc-${occupancy}-cold`, gate: bench.gate });
             const taken = [...cold.allocated];

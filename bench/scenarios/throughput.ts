@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { capacity, parseCidr } from '../../shared/core/ip/cidr.ts';
-import { findDuplicates, Mode, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
+import { findDuplicates, Mode, warmAll, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { lineChart } from '../lib/svg.ts';
 import type { Caller } from '../strategies/strategy.ts';
@@ -49,7 +49,7 @@ export const throughputScenario: Scenario = {
             for (const o of add) occupied.add(o);
             // Containers already warm see the pre-fill as other writers' work: they re-read their caches now (unmeasured)
             // instead of colliding on it for up to 5 s inside the next window.
-            await Promise.all(callers.map((c) => c.warm?.()));
+            await warmAll(callers);
             for (const n of grid[mode].callers) {
               while (callers.length < n) callers.push(run.caller(callers.length));
               const active = callers.slice(0, n);
