@@ -27,7 +27,7 @@
  * run's reads follow its repairs plus fixed budgets, not the size of the table (docs/reconciler.md).
  *
  * Bounded and resumable: the run checks its deadline before every unit of work, stops there, and the checkpoints
- * (expiry hour, sweep cursor) let the next run continue.
+ * (expiry hour, sweep cursor, count passes, drift scan offsets) let the next run continue.
  */
 import { parseCidr } from '../ip/cidr.ts';
 import type { Claim, Lease, Range } from '../model.ts';
@@ -69,7 +69,7 @@ export interface ReconcileReport {
   readonly expiry: { readonly hoursRead: number; readonly checkpointHour: number };
   /** Items the sweep checked in this run, and whether it finished a whole cycle. */
   readonly sweep: { readonly checked: number; readonly cycleCompleted: boolean };
-  /** Legacy ranges whose bitmap was rebuilt and compared (drift check). */
+  /** Legacy ranges whose bitmap window was scanned (in part or whole) or rebuilt in this run (drift check). */
   readonly bitmapsChecked: number;
   /** Units of work that failed (the store refused or threw); they are retried by later runs. */
   readonly errors: readonly string[];
@@ -82,11 +82,10 @@ const HOURS_AT_ONCE = 4;
 /** Items per sweep page. */
 const SWEEP_PAGE = 100;
 
-
 /**
- * One reconciler pass: expired claims and leases, Terminating ranges, bitmap drift, utilization, then the slow sweep
- * with whatever time is left. Never throws for one bad item (see `errors`); throws only when the store cannot even be
- * listed.
+ * One reconciler pass: expired claims and leases, Terminating ranges, utilization counts, bitmap drift, then the slow
+ * sweep with whatever time is left. Never throws for one bad item (see `errors`); throws only when the store cannot
+ * even be listed.
  */
 export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions): Promise<ReconcileReport> {
   const run = new Run(deps, options.deadlineMs);
@@ -135,9 +134,15 @@ async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpoint
             undrained.add(hour);
             return;
           }
-          const page = await store.expiredRefs(hour, shard, cutoff, EXPIRY_PAGE, after);
-          if (!(await handleExpired(run, page.refs, cutoff))) undrained.add(hour);
-          after = page.next;
+          let next: string | undefined;
+          const drained = await run.attempt(`expiry bucket ${hour}/${shard}`, async () => {
+            const page = await store.expiredRefs(hour, shard, cutoff, EXPIRY_PAGE, after);
+            next = page.next;
+            return handleExpired(run, page.refs, cutoff);
+          });
+          if (!drained) undrained.add(hour);
+          // A page that failed to read leaves the bucket to the next run (its hour stays open).
+          after = next;
         } while (after !== undefined);
       }),
     );
