@@ -322,6 +322,13 @@ async function main(argv: string[]): Promise<void> {
     console.log('npm start -- [--port 3000] [--lambda-port N] [--dynamodb-port N] [--data DIR] [--stage local] [--state-file FILE]');
     return;
   }
+  // Handlers first: a signal during start-up (Java and serverless-offline starting) must not orphan them.
+  let signals = 0;
+  let early: string | undefined;
+  let shutdown = (signal: string) => {
+    early ??= signal;
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
   try {
     assertJava();
   } catch (error) {
@@ -346,6 +353,14 @@ async function main(argv: string[]): Promise<void> {
     lambdaEndpoint: stack.lambdaEndpoint,
     pids: { ...stack.pids, stack: process.pid },
   };
+  // A signal that arrived while starting is acted on now that there is a stack to stop.
+  shutdown = (signal: string) => {
+    signals += 1;
+    if (signals > 1) process.exit(1);
+    console.log(`\n${signal}: stopping the local stack...`);
+    void stack.stop().then(() => process.exit(0));
+  };
+  if (early !== undefined) shutdown(early);
   mkdirSync(dirname(stateFile), { recursive: true });
   writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`);
   const schedule = /Scheduling \[reconciler\] cron: \[([^\]]*)\]/.exec(stack.logTail())?.[1];
@@ -375,16 +390,6 @@ async function main(argv: string[]): Promise<void> {
       // Gone or replaced.
     }
   });
-  let signals = 0;
-  const shutdown = (signal: string) => {
-    signals += 1;
-    if (signals > 1) process.exit(1);
-    console.log(`\n${signal}: stopping the local stack...`);
-    void stack.stop().then(() => process.exit(0));
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGHUP', () => shutdown('SIGHUP'));
 
   // If serverless-offline dies on its own, take everything down rather than leave half a stack.
   void stack.offlineExited.then(() => {

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -105,6 +105,37 @@ describe('Local stack: the `npm start` command', () => {
         offlineGroup: false,
       });
       expect(existsSync(stateFile)).toBe(false);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops what it started when SIGTERM arrives while it is still starting', { timeout: 180_000 }, async () => {
+    // Prepare
+    const dynamoPort = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'ipam-stack-'));
+    const tsx = join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+    const child = spawn(process.execPath, [tsx, 'scripts/local-stack.ts', '--port', String(await freePort()), '--dynamodb-port', String(dynamoPort), '--state-file', join(dir, 'state.json')], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    const javaOnPort = () => execFileSync('pgrep', ['-f', `DynamoDBLocal.jar -port ${dynamoPort} `]).toString().trim();
+    try {
+      // serverless-offline is starting: DynamoDB Local runs, the stack is not ready yet.
+      await vi.waitFor(() => expect(output).toContain('[offline]'), { timeout: 120_000, interval: 50 });
+      expect(output).not.toContain('Local stack ready');
+      expect(javaOnPort()).not.toBe('');
+      // Act
+      child.kill('SIGTERM');
+      const code = await exited;
+      // Assess
+      expect(code).toBe(0);
+      expect(() => javaOnPort()).toThrow();
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
