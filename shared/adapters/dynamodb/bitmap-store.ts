@@ -3,7 +3,6 @@ import {
   DeleteItemCommand,
   GetItemCommand,
   PutItemCommand,
-  TransactWriteItemsCommand,
   type AttributeValue,
   type CancellationReason,
   type DynamoDBClient,
@@ -16,8 +15,8 @@ import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
 import type { BitmapCommitOutcome, BitmapExpectation, BitmapReleaseOutcome, BitmapStore, BitmapWrite } from '../../core/bitmap/ports.ts';
 import { both, claimUidIs, either, hasExpired, heldByClaim, itemIsAbsent, itemExists, versionIs, type Condition } from './conditions.ts';
 import { claimToItem, generatedToItem, itemToClaim, itemToLease, leaseToItem, type Item } from './codec.ts';
-import { translateError } from './dynamo-store.ts';
-import { Entity, keys, SCHEMA_VERSION, type Key } from './keys.ts';
+import { conditionParams, marshallOpts, TableGateway, translateError } from './table-gateway.ts';
+import { Entity, keys, SCHEMA_VERSION } from './keys.ts';
 
 export interface DynamoBitmapStoreOptions {
   readonly client: DynamoDBClient;
@@ -25,8 +24,6 @@ export interface DynamoBitmapStoreOptions {
   /** Shards of the listing index keys (lease and claim items carry them); the same value DynamoStore uses. */
   readonly shards: number;
 }
-
-const marshallOpts = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
 
 /** A bitmap item: the RangeAllocation document under the range's key, with `data` as a DynamoDB Binary. */
 export function bitmapToItem(write: Pick<BitmapWrite, 'pool' | 'rangeName' | 'allocation'>): Item {
@@ -52,11 +49,6 @@ export function bitmapIs(expected: BitmapExpectation): Condition {
   return expected === 'absent' ? itemIsAbsent() : both(itemExists(), versionIs(expected.version));
 }
 
-function conditionParams(condition: Condition): { ConditionExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues?: Record<string, AttributeValue> } {
-  const values = Object.keys(condition.values).length ? marshall(condition.values, marshallOpts) : undefined;
-  return { ConditionExpression: condition.expression, ExpressionAttributeNames: { ...condition.names }, ...(values ? { ExpressionAttributeValues: values } : {}) };
-}
-
 const failed = (reason: CancellationReason | undefined): boolean => reason?.Code === 'ConditionalCheckFailed' || reason?.Code === 'TransactionConflict';
 
 /**
@@ -67,24 +59,17 @@ export class DynamoBitmapStore implements BitmapStore {
   private readonly client: DynamoDBClient;
   private readonly table: string;
   private readonly shards: number;
+  private readonly db: TableGateway;
 
   constructor(options: DynamoBitmapStoreOptions) {
     this.client = options.client;
     this.table = options.tableName;
     this.shards = options.shards;
-  }
-
-  private async send<T>(command: object): Promise<T> {
-    try {
-      // Each command's own input type was checked where it was built; send() itself is generic over them.
-      return (await this.client.send(command as never)) as T;
-    } catch (error) {
-      throw translateError(error);
-    }
+    this.db = new TableGateway(options.client, options.tableName);
   }
 
   async getBitmap(pool: string, rangeName: string): Promise<RangeAllocation | undefined> {
-    const out = await this.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.bitmap(pool, rangeName)), ConsistentRead: true }));
+    const out = await this.db.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.bitmap(pool, rangeName)), ConsistentRead: true }));
     return out.Item ? itemToBitmap(unmarshall(out.Item)) : undefined;
   }
 
@@ -120,21 +105,21 @@ export class DynamoBitmapStore implements BitmapStore {
    */
   async commitClaim(claim: Claim, leases: readonly Lease[], bitmaps: readonly BitmapWrite[], nowMs: number): Promise<BitmapCommitOutcome> {
     const freeNow = either(itemIsAbsent(), hasExpired(nowMs));
-    const items: TransactWriteItem[] = [this.put(claimToItem(claim, this.shards), freeNow, true)];
+    const items: TransactWriteItem[] = [this.db.put(claimToItem(claim, this.shards), freeNow, true)];
     const generated = claim.spec.generateName !== undefined;
-    if (generated) items.push(this.put(generatedToItem(claim), freeNow, true));
+    if (generated) items.push(this.db.put(generatedToItem(claim), freeNow, true));
     const firstLease = items.length;
-    for (const lease of leases) items.push(this.put(leaseToItem(lease, this.shards), freeNow, true));
+    for (const lease of leases) items.push(this.db.put(leaseToItem(lease, this.shards), freeNow, true));
     const firstBitmap = items.length;
-    for (const bitmap of bitmaps) items.push(this.put(bitmapToItem(bitmap), bitmapIs(bitmap.expected), false));
-    const reasons = await this.transact(items);
+    for (const bitmap of bitmaps) items.push(this.db.put(bitmapToItem(bitmap), bitmapIs(bitmap.expected), false));
+    const reasons = await this.db.transact(items);
     if (!reasons) return { kind: 'committed' };
     if (reasons[0]?.Code === 'ConditionalCheckFailed') {
-      const existing = reasons[0].Item ? itemToClaim(unmarshall(reasons[0].Item)) : await this.getItem(keys.claim(claim.pool, claim.name)).then((i) => (i ? itemToClaim(i) : undefined));
+      const existing = reasons[0].Item ? itemToClaim(unmarshall(reasons[0].Item)) : await this.db.getItem(keys.claim(claim.pool, claim.name)).then((i) => (i ? itemToClaim(i) : undefined));
       if (existing) return { kind: 'claimExists', existing };
     }
     if (generated && reasons[1]?.Code === 'ConditionalCheckFailed') {
-      const marker = reasons[1].Item ? unmarshall(reasons[1].Item) : await this.getItem(keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!));
+      const marker = reasons[1].Item ? unmarshall(reasons[1].Item) : await this.db.getItem(keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!));
       if (marker) return { kind: 'generatedNameExists', claimName: marker.claim as string };
     }
     const taken = leases
@@ -157,18 +142,18 @@ export class DynamoBitmapStore implements BitmapStore {
    */
   async releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number): Promise<BitmapReleaseOutcome> {
     const claimCondition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
-    const items: TransactWriteItem[] = [this.delete(keys.claim(claim.pool, claim.name), claimCondition)];
+    const items: TransactWriteItem[] = [this.db.delete(keys.claim(claim.pool, claim.name), claimCondition)];
     if (claim.spec.generateName !== undefined) {
       const markerKey = keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName);
-      const marker = await this.getItem(markerKey);
-      if (marker?.claimUid === claim.uid) items.push(this.delete(markerKey, heldByClaim(claim.uid)));
+      const marker = await this.db.getItem(markerKey);
+      if (marker?.claimUid === claim.uid) items.push(this.db.delete(markerKey, heldByClaim(claim.uid)));
     }
-    for (const address of held) items.push(this.delete(keys.lease(claim.pool, address), heldByClaim(claim.uid)));
-    for (const bitmap of bitmaps) items.push(this.put(bitmapToItem(bitmap), bitmapIs(bitmap.expected), false));
-    const reasons = await this.transact(items);
+    for (const address of held) items.push(this.db.delete(keys.lease(claim.pool, address), heldByClaim(claim.uid)));
+    for (const bitmap of bitmaps) items.push(this.db.put(bitmapToItem(bitmap), bitmapIs(bitmap.expected), false));
+    const reasons = await this.db.transact(items);
     if (!reasons) return 'released';
     if (failed(reasons[0])) {
-      const current = await this.getItem(keys.claim(claim.pool, claim.name));
+      const current = await this.db.getItem(keys.claim(claim.pool, claim.name));
       if (!current || current.uid !== claim.uid) return 'absent';
       if (expectedVersion !== undefined && current.version !== expectedVersion) return 'versionMismatch';
     }
@@ -190,7 +175,7 @@ export class DynamoBitmapStore implements BitmapStore {
       };
       for (let round = 0; request && Object.keys(request).length > 0; round += 1) {
         if (round >= 8) throw new NotReadyError('The address store kept leaving reads unprocessed; retry shortly.');
-        const answer: { Responses?: Record<string, Record<string, AttributeValue>[]>; UnprocessedKeys?: typeof request } = await this.send(new BatchGetItemCommand({ RequestItems: request }));
+        const answer: { Responses?: Record<string, Record<string, AttributeValue>[]>; UnprocessedKeys?: typeof request } = await this.db.send(new BatchGetItemCommand({ RequestItems: request }));
         for (const raw of answer.Responses?.[this.table] ?? []) {
           const item = unmarshall(raw);
           if (item.entity === Entity.Lease) out.set(item.address as string, item.claimUid as string);
@@ -201,34 +186,4 @@ export class DynamoBitmapStore implements BitmapStore {
     return out;
   }
 
-  private put(item: Item, condition: Condition, returnOld: boolean): TransactWriteItem {
-    return { Put: { TableName: this.table, Item: marshall(item, marshallOpts), ...conditionParams(condition), ...(returnOld ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}) } };
-  }
-
-  private delete(key: Key, condition: Condition): TransactWriteItem {
-    return { Delete: { TableName: this.table, Key: marshall(key), ...conditionParams(condition) } };
-  }
-
-  private async getItem(key: Key): Promise<Item | undefined> {
-    const out = await this.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(key), ConsistentRead: true }));
-    return out.Item ? unmarshall(out.Item) : undefined;
-  }
-
-  /** Runs a transaction; returns the cancellation reasons when conditions (or conflicts) failed it, throws otherwise. */
-  private async transact(items: TransactWriteItem[]): Promise<CancellationReason[] | undefined> {
-    try {
-      await this.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-      return undefined;
-    } catch (error) {
-      const reasons = (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons;
-      if ((error as Error).name === 'TransactionCanceledException' && reasons) {
-        const other = reasons.find((r) => r.Code && r.Code !== 'None' && r.Code !== 'ConditionalCheckFailed' && r.Code !== 'TransactionConflict');
-        if (!other) return reasons;
-        if (other.Code === 'ThrottlingError' || other.Code === 'ProvisionedThroughputExceeded') {
-          throw new NotReadyError('The address store is throttling requests; retry shortly.', { cause: error });
-        }
-      }
-      throw translateError(error);
-    }
-  }
 }

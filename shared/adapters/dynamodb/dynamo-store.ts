@@ -1,16 +1,11 @@
 import {
-  BatchGetItemCommand,
   DeleteItemCommand,
   DescribeTableCommand,
-  GetItemCommand,
   PutItemCommand,
   QueryCommand,
-  TransactWriteItemsCommand,
   UpdateItemCommand,
   type AttributeValue,
-  type CancellationReason,
   type DynamoDBClient,
-  type QueryCommandInput,
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
@@ -19,9 +14,10 @@ import { NotReadyError } from '../../core/errors.ts';
 import { RangeState, type Claim, type Lease, type Pool, type PoolView, type Range } from '../../core/model.ts';
 import type { CommitOutcome, IpamStore, LeaseScope, Page } from '../../core/ports.ts';
 import { Index } from '../../../infra/table.ts';
-import { both, claimUidIs, either, hasExpired, heldByClaim, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
+import { both, claimUidIs, either, hasExpired, heldByClaim, itemExists, itemIsAbsent, versionIs } from './conditions.ts';
 import { claimToItem, expiryIndex, generatedToItem, itemToClaim, itemToLease, itemToPool, itemToRange, leaseToItem, poolToItem, rangeToItem, ttlOf, type Item } from './codec.ts';
 import { CursorCodec } from './cursor.ts';
+import { conditionParams, isConditionFailure, marshallOpts, TableGateway, translateError } from './table-gateway.ts';
 import { Entity, keys, type Key } from './keys.ts';
 
 export interface DynamoStoreOptions {
@@ -33,31 +29,7 @@ export interface DynamoStoreOptions {
   readonly cursorSecret: string;
 }
 
-const THROTTLES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded', 'LimitExceededException']);
-const TIMEOUTS = new Set(['TimeoutError', 'AbortError', 'RequestTimeout', 'RequestTimeoutException']);
-
-/** Turns throttling and timeouts into the domain's retryable NotReadyError; anything else stays an internal error. */
-export function translateError(error: unknown): unknown {
-  const name = (error as { name?: string })?.name ?? '';
-  if (THROTTLES.has(name)) return new NotReadyError('The address store is throttling requests; retry shortly.', { cause: error });
-  if (TIMEOUTS.has(name) || (error as { code?: string })?.code === 'ETIMEDOUT') return new NotReadyError('The address store did not answer in time; retry shortly.', { cause: error });
-  return error;
-}
-
-function isConditionFailure(reason: CancellationReason | undefined): boolean {
-  return reason?.Code === 'ConditionalCheckFailed';
-}
-
-const marshallOpts = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
-
-function conditionParams(condition: Condition): { ConditionExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues?: Record<string, AttributeValue> } {
-  const values = Object.keys(condition.values).length ? marshall(condition.values, marshallOpts) : undefined;
-  return {
-    ConditionExpression: condition.expression,
-    ExpressionAttributeNames: { ...condition.names },
-    ...(values ? { ExpressionAttributeValues: values } : {}),
-  };
-}
+export { translateError };
 
 interface ListPosition {
   s: number;
@@ -70,55 +42,14 @@ export class DynamoStore implements IpamStore {
   private readonly table: string;
   private readonly shards: number;
   private readonly cursors: CursorCodec;
+  private readonly db: TableGateway;
 
   constructor(options: DynamoStoreOptions) {
     this.client = options.client;
     this.table = options.tableName;
     this.shards = options.shards;
     this.cursors = new CursorCodec(options.cursorSecret);
-  }
-
-  /** Sends a command, translating throttles and timeouts. */
-  private async send<T>(command: object): Promise<T> {
-    try {
-      // Each command's own input type was checked where it was built; send() itself is generic over them.
-      return (await this.client.send(command as never)) as T;
-    } catch (error) {
-      throw translateError(error);
-    }
-  }
-
-  private put(item: Item, condition: Condition): TransactWriteItem {
-    return { Put: { TableName: this.table, Item: marshall(item, marshallOpts), ...conditionParams(condition), ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } };
-  }
-
-  private delete(key: Key, condition: Condition): TransactWriteItem {
-    return { Delete: { TableName: this.table, Key: marshall(key), ...conditionParams(condition) } };
-  }
-
-  private async getItem(key: Key): Promise<Item | undefined> {
-    const out = await this.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(key), ConsistentRead: true }));
-    return out.Item ? unmarshall(out.Item) : undefined;
-  }
-
-  /** Runs a transaction; returns the cancellation reasons when conditions failed, throws on anything else. */
-  private async transact(items: TransactWriteItem[]): Promise<CancellationReason[] | undefined> {
-    try {
-      await this.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-      return undefined;
-    } catch (error) {
-      const reasons = (error as { name?: string; CancellationReasons?: CancellationReason[] }).CancellationReasons;
-      if ((error as { name?: string }).name === 'TransactionCanceledException' && reasons) {
-        // A cancellation caused by conditions is an answer; one caused by throttling or conflicts is not.
-        if (reasons.some((r) => r.Code && r.Code !== 'None' && r.Code !== 'ConditionalCheckFailed' && r.Code !== 'TransactionConflict')) {
-          const throttled = reasons.find((r) => r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded');
-          if (throttled) throw new NotReadyError('The address store is throttling requests; retry shortly.', { cause: error });
-          throw error;
-        }
-        return reasons;
-      }
-      throw translateError(error);
-    }
+    this.db = new TableGateway(options.client, options.tableName);
   }
 
   // ---- pools and ranges ----
@@ -134,7 +65,7 @@ export class DynamoStore implements IpamStore {
   }
 
   async getPoolView(pool: string): Promise<PoolView | undefined> {
-    const items = await this.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolPartition(pool) }), ConsistentRead: true });
+    const items = await this.db.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolPartition(pool) }), ConsistentRead: true });
     const poolItem = items.find((i) => i.entity === Entity.Pool);
     if (!poolItem) return undefined;
     return { pool: itemToPool(poolItem), ranges: items.filter((i) => i.entity === Entity.Range).map(itemToRange) };
@@ -152,20 +83,20 @@ export class DynamoStore implements IpamStore {
     if (!view) return 'absent';
     const claims = await this.listClaims(pool, 1);
     if (claims.items.length > 0) return 'notEmpty';
-    const items = [this.delete(keys.pool(pool), itemExists()), ...view.ranges.map((r) => this.delete(keys.range(pool, r.name), itemExists()))];
+    const items = [this.db.delete(keys.pool(pool), itemExists()), ...view.ranges.map((r) => this.db.delete(keys.range(pool, r.name), itemExists()))];
     // Bitmap items of legacy ranges go with the pool.
     for (const r of view.ranges) items.push({ Delete: { TableName: this.table, Key: marshall(keys.bitmap(pool, r.name)) } });
     for (let i = 0; i < items.length; i += 100) {
-      const reasons = await this.transact(items.slice(i, i + 100));
+      const reasons = await this.db.transact(items.slice(i, i + 100));
       if (reasons) return 'absent';
     }
     return 'deleted';
   }
 
   async createRange(range: Range): Promise<'created' | 'exists'> {
-    const reasons = await this.transact([
+    const reasons = await this.db.transact([
       { ConditionCheck: { TableName: this.table, Key: marshall(keys.pool(range.pool)), ...conditionParams(itemExists()) } },
-      this.put(rangeToItem(range), itemIsAbsent()),
+      this.db.put(rangeToItem(range), itemIsAbsent()),
     ]);
     if (!reasons) return 'created';
     if (isConditionFailure(reasons[0])) throw new NotReadyError(`Pool ${JSON.stringify(range.pool)} was deleted meanwhile.`);
@@ -173,7 +104,7 @@ export class DynamoStore implements IpamStore {
   }
 
   async markRangeTerminating(range: Range, atIso: string): Promise<Range> {
-    const out = await this.send<{ Attributes?: Record<string, AttributeValue> }>(
+    const out = await this.db.send<{ Attributes?: Record<string, AttributeValue> }>(
       new UpdateItemCommand({
         TableName: this.table,
         Key: marshall(keys.range(range.pool, range.name)),
@@ -188,25 +119,25 @@ export class DynamoStore implements IpamStore {
   }
 
   async deleteRange(pool: string, name: string): Promise<void> {
-    await this.send(new DeleteItemCommand({ TableName: this.table, Key: marshall(keys.range(pool, name)) }));
+    await this.db.send(new DeleteItemCommand({ TableName: this.table, Key: marshall(keys.range(pool, name)) }));
   }
 
   // ---- claims ----
 
   async commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number): Promise<CommitOutcome> {
-    const items: TransactWriteItem[] = [this.put(claimToItem(claim, this.shards), either(itemIsAbsent(), hasExpired(nowMs)))];
+    const items: TransactWriteItem[] = [this.db.put(claimToItem(claim, this.shards), either(itemIsAbsent(), hasExpired(nowMs)))];
     const generated = claim.spec.generateName !== undefined;
-    if (generated) items.push(this.put(generatedToItem(claim), either(itemIsAbsent(), hasExpired(nowMs))));
+    if (generated) items.push(this.db.put(generatedToItem(claim), either(itemIsAbsent(), hasExpired(nowMs))));
     const firstLease = items.length;
-    for (const lease of leases) items.push(this.put(leaseToItem(lease, this.shards), either(itemIsAbsent(), hasExpired(nowMs))));
-    const reasons = await this.transact(items);
+    for (const lease of leases) items.push(this.db.put(leaseToItem(lease, this.shards), either(itemIsAbsent(), hasExpired(nowMs))));
+    const reasons = await this.db.transact(items);
     if (!reasons) return { kind: 'committed' };
     if (isConditionFailure(reasons[0])) {
       const existing = reasons[0]!.Item ? itemToClaim(unmarshall(reasons[0]!.Item)) : await this.getClaim(claim.pool, claim.name);
       if (existing) return { kind: 'claimExists', existing };
     }
     if (generated && isConditionFailure(reasons[1])) {
-      const marker = reasons[1]!.Item ? unmarshall(reasons[1]!.Item) : await this.getItem(keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!));
+      const marker = reasons[1]!.Item ? unmarshall(reasons[1]!.Item) : await this.db.getItem(keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!));
       if (marker) return { kind: 'generatedNameExists', claimName: marker.claim as string };
     }
     const taken = leases
@@ -219,12 +150,12 @@ export class DynamoStore implements IpamStore {
   }
 
   async getClaim(pool: string, name: string): Promise<Claim | undefined> {
-    const item = await this.getItem(keys.claim(pool, name));
+    const item = await this.db.getItem(keys.claim(pool, name));
     return item ? itemToClaim(item) : undefined;
   }
 
   async findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined> {
-    const item = await this.getItem(keys.generated(pool, ownerUid, generateName));
+    const item = await this.db.getItem(keys.generated(pool, ownerUid, generateName));
     return item?.claim as string | undefined;
   }
 
@@ -240,16 +171,16 @@ export class DynamoStore implements IpamStore {
   async releaseClaim(claim: Claim, expectedVersion?: number): Promise<'released' | 'versionMismatch' | 'absent'> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
       const leaseKeys = claim.addresses.map((a) => keys.lease(claim.pool, a.address));
-      const held = (await this.batchGet(leaseKeys)).filter((item) => item.claimUid === claim.uid);
+      const held = (await this.db.batchGet(leaseKeys)).filter((item) => item.claimUid === claim.uid);
       const claimCondition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
-      const items: TransactWriteItem[] = [this.delete(keys.claim(claim.pool, claim.name), claimCondition)];
+      const items: TransactWriteItem[] = [this.db.delete(keys.claim(claim.pool, claim.name), claimCondition)];
       if (claim.spec.generateName !== undefined) {
         const markerKey = keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName);
-        const marker = await this.getItem(markerKey);
-        if (marker?.claimUid === claim.uid) items.push(this.delete(markerKey, heldByClaim(claim.uid)));
+        const marker = await this.db.getItem(markerKey);
+        if (marker?.claimUid === claim.uid) items.push(this.db.delete(markerKey, heldByClaim(claim.uid)));
       }
-      for (const lease of held) items.push(this.delete(keys.lease(claim.pool, lease.address as string), heldByClaim(claim.uid)));
-      const reasons = await this.transact(items);
+      for (const lease of held) items.push(this.db.delete(keys.lease(claim.pool, lease.address as string), heldByClaim(claim.uid)));
+      const reasons = await this.db.transact(items);
       if (!reasons) return 'released';
       if (isConditionFailure(reasons[0]) || reasons[0]?.Code === 'TransactionConflict') {
         const current = await this.getClaim(claim.pool, claim.name);
@@ -291,7 +222,7 @@ export class DynamoStore implements IpamStore {
     });
     if (claim.spec.generateName !== undefined) {
       const markerKey = keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName);
-      if ((await this.getItem(markerKey))?.claimUid === claim.uid) items.push(touch(markerKey));
+      if ((await this.db.getItem(markerKey))?.claimUid === claim.uid) items.push(touch(markerKey));
     }
     // Leases move to their new expiry bucket with the claim, so the expiry index never points at a stale hour.
     const touchLease = (address: string): TransactWriteItem => {
@@ -308,7 +239,7 @@ export class DynamoStore implements IpamStore {
     };
     const firstLease = items.length;
     for (const a of claim.addresses) items.push(touchLease(a.address));
-    const reasons = await this.transact(items);
+    const reasons = await this.db.transact(items);
     if (!reasons) return 'renewed';
     if (isConditionFailure(reasons[0])) return 'absent';
     if (reasons.slice(firstLease).some(isConditionFailure)) return 'lost';
@@ -318,7 +249,7 @@ export class DynamoStore implements IpamStore {
   // ---- leases ----
 
   async getLease(pool: string, address: string): Promise<Lease | undefined> {
-    const item = await this.getItem(keys.lease(pool, address));
+    const item = await this.db.getItem(keys.lease(pool, address));
     return item ? itemToLease(item) : undefined;
   }
 
@@ -348,7 +279,7 @@ export class DynamoStore implements IpamStore {
     await Promise.all(
       intervals.flatMap(([from, to]) =>
         Array.from({ length: this.shards }, async (_, shard) => {
-          const items = await this.queryAll({
+          const items = await this.db.queryAll({
             TableName: this.table,
             IndexName: Index.Listing,
             KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK BETWEEN :from AND :to',
@@ -371,7 +302,7 @@ export class DynamoStore implements IpamStore {
           let count = 0;
           let start: Record<string, AttributeValue> | undefined;
           do {
-            const out = await this.send<{ Count?: number; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+            const out = await this.db.send<{ Count?: number; LastEvaluatedKey?: Record<string, AttributeValue> }>(
               new QueryCommand({
                 TableName: this.table,
                 IndexName: Index.Listing,
@@ -393,30 +324,11 @@ export class DynamoStore implements IpamStore {
   }
 
   async health(): Promise<{ table: string; status: string }> {
-    const out = await this.send<{ Table?: { TableStatus?: string } }>(new DescribeTableCommand({ TableName: this.table }));
+    const out = await this.db.send<{ Table?: { TableStatus?: string } }>(new DescribeTableCommand({ TableName: this.table }));
     return { table: this.table, status: out.Table?.TableStatus ?? 'UNKNOWN' };
   }
 
   // ---- query helpers ----
-
-  private async queryAll(input: QueryCommandInput): Promise<Item[]> {
-    const items: Item[] = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(new QueryCommand({ ...input, ...(start ? { ExclusiveStartKey: start } : {}) }));
-      for (const item of out.Items ?? []) items.push(unmarshall(item));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return items;
-  }
-
-  private async batchGet(keyList: Key[]): Promise<Item[]> {
-    if (keyList.length === 0) return [];
-    const out = await this.send<{ Responses?: Record<string, Record<string, AttributeValue>[]> }>(
-      new BatchGetItemCommand({ RequestItems: { [this.table]: { Keys: keyList.map((k) => marshall(k)), ConsistentRead: true } } }),
-    );
-    return (out.Responses?.[this.table] ?? []).map((i) => unmarshall(i));
-  }
 
   /** One page of one index partition after `after`, up to `limit` items; `more` says whether items may remain. */
   private async queryIndexPage(index: string, pkName: string, pk: string, skName: string, after: string | undefined, bounds: [string, string] | undefined, limit: number, nowMs?: number): Promise<{ items: Item[]; more: boolean }> {
@@ -435,7 +347,7 @@ export class DynamoStore implements IpamStore {
     const filter = nowMs === undefined ? {} : { FilterExpression: 'attribute_not_exists(expiresAt) OR expiresAt > :now' };
     if (nowMs !== undefined) values[':now'] = nowMs;
     do {
-      const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+      const out = await this.db.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
         new QueryCommand({ TableName: this.table, IndexName: index, KeyConditionExpression: keyCondition, ExpressionAttributeValues: marshall(values), Limit: limit + 1, ...filter, ...(start ? { ExclusiveStartKey: start } : {}) }),
       );
       for (const raw of out.Items ?? []) {

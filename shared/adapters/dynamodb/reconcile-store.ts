@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import {
-  BatchGetItemCommand,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
-  TransactWriteItemsCommand,
   type AttributeValue,
   type CancellationReason,
   type DynamoDBClient,
-  type QueryCommandInput,
   type TransactWriteItem,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
@@ -46,8 +43,8 @@ import {
 } from './conditions.ts';
 import { bitmapIs, bitmapToItem } from './bitmap-store.ts';
 import { CursorCodec } from './cursor.ts';
-import { translateError } from './dynamo-store.ts';
-import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION, type Key } from './keys.ts';
+import { conditionParams, marshallOpts, TableGateway, translateError } from './table-gateway.ts';
+import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
 
 export interface DynamoReconcileStoreOptions {
   readonly client: DynamoDBClient;
@@ -56,13 +53,6 @@ export interface DynamoReconcileStoreOptions {
   readonly shards: number;
   /** Secret for signing event-listing cursors. */
   readonly cursorSecret: string;
-}
-
-const marshallOpts = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
-
-function conditionParams(condition: Condition): { ConditionExpression: string; ExpressionAttributeNames: Record<string, string>; ExpressionAttributeValues?: Record<string, AttributeValue> } {
-  const values = Object.keys(condition.values).length ? marshall(condition.values, marshallOpts) : undefined;
-  return { ConditionExpression: condition.expression, ExpressionAttributeNames: { ...condition.names }, ...(values ? { ExpressionAttributeValues: values } : {}) };
 }
 
 const failed = (reason: CancellationReason | undefined): boolean => reason?.Code === 'ConditionalCheckFailed';
@@ -118,12 +108,14 @@ export class DynamoReconcileStore implements ReconcileStore {
   private readonly client: DynamoDBClient;
   private readonly table: string;
   private readonly shards: number;
+  private readonly db: TableGateway;
   private readonly cursors: CursorCodec;
 
   constructor(options: DynamoReconcileStoreOptions) {
     this.client = options.client;
     this.table = options.tableName;
     this.shards = options.shards;
+    this.db = new TableGateway(options.client, options.tableName);
     this.cursors = new CursorCodec(options.cursorSecret);
   }
 
@@ -133,7 +125,7 @@ export class DynamoReconcileStore implements ReconcileStore {
     // GSI3SK starts with the zero-padded expiry, so "sort key below the padded cutoff + 1" is "expired at the cutoff":
     // the query reads only expired entries, however many live ones share the bucket.
     const upper = String(cutoffMs + 1).padStart(EXPIRY_WIDTH, '0');
-    const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+    const out = await this.db.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
       new QueryCommand({
         TableName: this.table,
         IndexName: Index.Expiry,
@@ -157,18 +149,18 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async getClaims(refs: readonly { pool: string; name: string }[]): Promise<Claim[]> {
-    return (await this.batchGet(refs.map((r) => keys.claim(r.pool, r.name)))).filter((i) => i.entity === Entity.Claim).map(itemToClaim);
+    return (await this.db.batchGet(refs.map((r) => keys.claim(r.pool, r.name)))).filter((i) => i.entity === Entity.Claim).map(itemToClaim);
   }
 
   async getLeases(refs: readonly { pool: string; address: string }[]): Promise<Lease[]> {
-    return (await this.batchGet(refs.map((r) => keys.lease(r.pool, r.address)))).filter((i) => i.entity === Entity.Lease).map(itemToLease);
+    return (await this.db.batchGet(refs.map((r) => keys.lease(r.pool, r.address)))).filter((i) => i.entity === Entity.Lease).map(itemToLease);
   }
 
   async listPoolViews(): Promise<PoolViewList> {
-    const names = (await this.queryAll({ TableName: this.table, IndexName: Index.Listing, KeyConditionExpression: 'GSI1PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolsListing() }) })).map((i) => i.name as string);
+    const names = (await this.db.queryAll({ TableName: this.table, IndexName: Index.Listing, KeyConditionExpression: 'GSI1PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolsListing() }) })).map((i) => i.name as string);
     const views: PoolView[] = [];
     for (const name of names) {
-      const items = await this.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolPartition(name) }), ConsistentRead: true });
+      const items = await this.db.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolPartition(name) }), ConsistentRead: true });
       const pool = items.find((i) => i.entity === Entity.Pool);
       if (pool) views.push({ pool: itemToPool(pool), ranges: items.filter((i) => i.entity === Entity.Range).map(itemToRange) });
     }
@@ -181,7 +173,7 @@ export class DynamoReconcileStore implements ReconcileStore {
     let start: Record<string, AttributeValue> | undefined;
     do {
       // Newest first; the time bound in the key condition leaves out events whose TTL deletion is still pending.
-      const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+      const out = await this.db.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
         new QueryCommand({
           TableName: this.table,
           KeyConditionExpression: 'PK = :pk AND SK BETWEEN :since AND :upper',
@@ -204,7 +196,7 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async getCheckpoint<T>(name: string): Promise<Checkpoint<T> | undefined> {
-    const out = await this.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.checkpoint(name)), ConsistentRead: true }));
+    const out = await this.db.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.checkpoint(name)), ConsistentRead: true }));
     if (!out.Item) return undefined;
     const item = unmarshall(out.Item);
     return { value: item.value as T, version: item.version as number };
@@ -225,7 +217,7 @@ export class DynamoReconcileStore implements ReconcileStore {
     const leases: Lease[] = [];
     while (position !== undefined && claims.length + leases.length < limit) {
       const { pk, kind } = this.sweepPartition(position);
-      const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+      const out = await this.db.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
         new QueryCommand({
           TableName: this.table,
           IndexName: Index.Listing,
@@ -254,7 +246,7 @@ export class DynamoReconcileStore implements ReconcileStore {
     const width = familyBits(family) / 4;
     const probes = intervals.flatMap(([from, to]) =>
       Array.from({ length: this.shards }, (_, shard) =>
-        this.send<{ Items?: unknown[] }>(
+        this.db.send<{ Items?: unknown[] }>(
           new QueryCommand({
             TableName: this.table,
             IndexName: Index.Listing,
@@ -278,7 +270,7 @@ export class DynamoReconcileStore implements ReconcileStore {
     while (cost < limit && position.i < intervals.length) {
       const [from, to] = intervals[position.i]!;
       // COUNT with a filter: Count is the unexpired leases, ScannedCount every lease item read (what it costs).
-      const out = await this.send<{ Count?: number; ScannedCount?: number; LastEvaluatedKey?: Record<string, AttributeValue> }>(
+      const out = await this.db.send<{ Count?: number; ScannedCount?: number; LastEvaluatedKey?: Record<string, AttributeValue> }>(
         new QueryCommand({
           TableName: this.table,
           IndexName: Index.Listing,
@@ -301,7 +293,7 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async getUsage(pool: string): Promise<Map<string, Checkpoint<UsageRecord>>> {
-    const items = await this.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.usagePartition(pool) }), ConsistentRead: true });
+    const items = await this.db.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.usagePartition(pool) }), ConsistentRead: true });
     return new Map(items.filter((i) => i.entity === Entity.Usage).map((i) => [i.range as string, { value: i.record as UsageRecord, version: i.version as number }]));
   }
 
@@ -311,7 +303,7 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async getDriftRecord(pool: string, rangeName: string): Promise<Checkpoint<DriftRecord> | undefined> {
-    const out = await this.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.strikes(pool, rangeName)), ConsistentRead: true }));
+    const out = await this.db.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.strikes(pool, rangeName)), ConsistentRead: true }));
     if (!out.Item) return undefined;
     const item = unmarshall(out.Item);
     const value: DriftRecord = {
@@ -343,7 +335,7 @@ export class DynamoReconcileStore implements ReconcileStore {
 
   async repairBitmap(repair: BitmapRepair, events: readonly IpamEvent[]): Promise<'written' | 'changed'> {
     const leaseKey = (address: string) => marshall(keys.lease(repair.pool, address));
-    const reasons = await this.transact([
+    const reasons = await this.db.transact([
       // The bitmap exactly as read: a mirror write or a legacy allocation in between makes this a no-op.
       { Put: { TableName: this.table, Item: marshall(bitmapToItem(repair), marshallOpts), ...conditionParams(bitmapIs(repair.expected)) } },
       // A bit is set only for a lease that still exists, and cleared only for one that still does not: an allocation
@@ -356,7 +348,7 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async removeBitmap(pool: string, rangeName: string, version: number, event: IpamEvent): Promise<'removed' | 'changed'> {
-    const reasons = await this.transact([
+    const reasons = await this.db.transact([
       { Delete: { TableName: this.table, Key: marshall(keys.bitmap(pool, rangeName)), ...conditionParams(bitmapIs({ version })) } },
       { Delete: { TableName: this.table, Key: marshall(keys.strikes(pool, rangeName)) } },
       this.putEvent(event),
@@ -375,7 +367,7 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent): Promise<'released' | 'changed'> {
-    const reasons = await this.transact([
+    const reasons = await this.db.transact([
       { Delete: { TableName: this.table, Key: marshall(keys.lease(lease.pool, lease.address)), ...conditionParams(both(heldByClaim(lease.claimUid), createdNoLaterThan(createdBeforeIso))) } },
       this.putEvent(event),
     ]);
@@ -383,7 +375,7 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'> {
-    const reasons = await this.transact([
+    const reasons = await this.db.transact([
       { ConditionCheck: { TableName: this.table, Key: marshall(keys.claim(claim.pool, claim.name)), ...conditionParams(both(claimUidIs(claim.uid), versionIs(claim.version))) } },
       { Put: { TableName: this.table, Item: marshall(leaseToItem(lease, this.shards), marshallOpts), ...conditionParams(either(itemIsAbsent(), hasExpired(nowMs))) } },
       this.putEvent(event),
@@ -401,7 +393,7 @@ export class DynamoReconcileStore implements ReconcileStore {
       attributeIs('deletionRequestedAt', range.deletionRequestedAt ?? '', 'deletionRequestedAt'),
       attributeIs('createdAt', range.createdAt, 'createdAt'),
     );
-    const reasons = await this.transact([
+    const reasons = await this.db.transact([
       { Delete: { TableName: this.table, Key: marshall(keys.range(range.pool, range.name)), ...conditionParams(condition) } },
       { Delete: { TableName: this.table, Key: marshall(keys.bitmap(range.pool, range.name)) } },
       { Delete: { TableName: this.table, Key: marshall(keys.strikes(range.pool, range.name)) } },
@@ -415,7 +407,7 @@ export class DynamoReconcileStore implements ReconcileStore {
     // The marker expires with the event: a finding still there a day later is reported again.
     const expiresAt = nowMs + EVENT_RETENTION_MS;
     const marker = { ...keys.report(event.pool, what), entity: Entity.Report, schema: SCHEMA_VERSION, pool: event.pool, what, expiresAt, ttl: Math.ceil(expiresAt / 1000) };
-    const reasons = await this.transact([
+    const reasons = await this.db.transact([
       { Put: { TableName: this.table, Item: marshall(marker, marshallOpts), ...conditionParams(either(itemIsAbsent(), hasExpired(nowMs))) } },
       this.putEvent(event),
     ]);
@@ -427,16 +419,16 @@ export class DynamoReconcileStore implements ReconcileStore {
   /** Deletes the claim (under `claimCondition`), its marker and the leases it still holds, with the event. */
   private async release(claim: Claim, claimCondition: Condition, event: IpamEvent): Promise<'released' | 'changed'> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      const held = (await this.batchGet(claim.addresses.map((a) => keys.lease(claim.pool, a.address)))).filter((i) => i.claimUid === claim.uid);
+      const held = (await this.db.batchGet(claim.addresses.map((a) => keys.lease(claim.pool, a.address)))).filter((i) => i.claimUid === claim.uid);
       const items: TransactWriteItem[] = [{ Delete: { TableName: this.table, Key: marshall(keys.claim(claim.pool, claim.name)), ...conditionParams(claimCondition) } }];
       if (claim.spec.generateName !== undefined) {
         const markerKey = keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName);
-        const [marker] = await this.batchGet([markerKey]);
+        const [marker] = await this.db.batchGet([markerKey]);
         if (marker?.claimUid === claim.uid) items.push({ Delete: { TableName: this.table, Key: marshall(markerKey), ...conditionParams(heldByClaim(claim.uid)) } });
       }
       for (const lease of held) items.push({ Delete: { TableName: this.table, Key: marshall(keys.lease(claim.pool, lease.address as string)), ...conditionParams(heldByClaim(claim.uid)) } });
       items.push(this.putEvent(event));
-      const reasons = await this.transact(items);
+      const reasons = await this.db.transact(items);
       if (!reasons) return 'released';
       // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
       if (failed(reasons[0])) return 'changed';
@@ -459,7 +451,7 @@ export class DynamoReconcileStore implements ReconcileStore {
 
   /** The first stage of the pool after `pool` in name order (the first pool for undefined), or undefined at the end. */
   private async poolAfter(pool: string | undefined): Promise<SweepPosition | undefined> {
-    const out = await this.send<{ Items?: Record<string, AttributeValue>[] }>(
+    const out = await this.db.send<{ Items?: Record<string, AttributeValue>[] }>(
       new QueryCommand({
         TableName: this.table,
         IndexName: Index.Listing,
@@ -472,58 +464,6 @@ export class DynamoReconcileStore implements ReconcileStore {
     return next === undefined ? undefined : { p: next, i: 0 };
   }
 
-  private async send<T>(command: object): Promise<T> {
-    try {
-      return (await this.client.send(command as never)) as T;
-    } catch (error) {
-      throw translateError(error);
-    }
-  }
-
-  /** Runs a transaction; returns the cancellation reasons when conditions failed or it conflicted, throws otherwise. */
-  private async transact(items: TransactWriteItem[]): Promise<CancellationReason[] | undefined> {
-    try {
-      await this.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
-      return undefined;
-    } catch (error) {
-      const reasons = (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons;
-      if ((error as Error).name === 'TransactionCanceledException' && reasons) {
-        if (reasons.every((r) => !r.Code || r.Code === 'None' || r.Code === 'ConditionalCheckFailed' || r.Code === 'TransactionConflict')) return reasons;
-        if (reasons.some((r) => r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded')) throw new NotReadyError('The address store is throttling requests; retry shortly.', { cause: error });
-      }
-      throw translateError(error);
-    }
-  }
-
-  private async queryAll(input: QueryCommandInput): Promise<Item[]> {
-    const items: Item[] = [];
-    let start: Record<string, AttributeValue> | undefined;
-    do {
-      const out = await this.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(new QueryCommand({ ...input, ...(start ? { ExclusiveStartKey: start } : {}) }));
-      for (const item of out.Items ?? []) items.push(unmarshall(item));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return items;
-  }
-
-  /** Strongly consistent BatchGetItem in chunks of 100, retrying unprocessed keys. */
-  private async batchGet(keyList: readonly Key[]): Promise<Item[]> {
-    const unique = [...new Map(keyList.map((k) => [`${k.PK}\u0000${k.SK}`, k])).values()];
-    const items: Item[] = [];
-    for (let i = 0; i < unique.length; i += 100) {
-      let pending: Record<string, AttributeValue>[] = unique.slice(i, i + 100).map((k) => marshall(k));
-      for (let attempt = 0; pending.length > 0; attempt += 1) {
-        if (attempt >= 8) throw new NotReadyError('The address store left keys unprocessed; a later run retries.');
-        const out = await this.send<{ Responses?: Record<string, Record<string, AttributeValue>[]>; UnprocessedKeys?: Record<string, { Keys?: Record<string, AttributeValue>[] }> }>(
-          new BatchGetItemCommand({ RequestItems: { [this.table]: { Keys: pending, ConsistentRead: true } } }),
-        );
-        for (const raw of out.Responses?.[this.table] ?? []) items.push(unmarshall(raw));
-        pending = out.UnprocessedKeys?.[this.table]?.Keys ?? [];
-        if (pending.length) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
-      }
-    }
-    return items;
-  }
 }
 
 function newEventId(): string {
