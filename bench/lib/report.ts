@@ -70,10 +70,15 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
 
   // Requests and units per allocation at 99 %.
   const oc = rowsOf(results, 'occupancy-cost');
+  const ocCidr = String(results.find((r) => r.name === 'occupancy-cost')?.parameters.cidr ?? '');
   const req = (strategy: string, callers: number) => num(find(oc, { mode: 'raw', strategy, occupancy: 0.99, callers })?.requestsPerAllocation);
   const leaseReq = [req('lease', 1), req('lease', 32)];
   const reqMet = leaseReq.every(Number.isFinite) ? leaseReq.every((r) => r <= 2.2) : undefined;
   const ops = find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 32 })?.operations as Record<string, number> | undefined;
+  const cold99 = find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 1 });
+  const hintNote = cold99
+    ? ` A hint read is not free either: a cold container's first allocation at 99 % cost ${String(cold99.coldRequests)} requests and ${String(cold99.coldReadUnits)} read units on ${ocCidr}; the read units grow with the range (32x for a /16) and every warm container repeats the read every 5 s, whatever its allocation rate, so 128 containers on a full /16 would ask the 8 listing-index partitions for more than their 3,000 read units per second.`
+    : '';
   goals.push({
     scenario: 'occupancy-cost',
     goal: 'at 99 % full: lease <= 2.2 requests per allocation (lease-blind about 100)',
@@ -81,8 +86,8 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
     met: reqMet,
     note:
       reqMet === false
-        ? `Most requests are hint reads (${ops ? Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(', ') : 'see rows'}): a container re-reads the taken set of the whole range, 8 index shards and their pages, every 5 s and after collisions. On DynamoDB Local a large read takes seconds, so fewer allocations share each refresh than they would on DynamoDB. What would close it: read the hint from the mirrored bitmap (one GetItem for a /16), or refresh only the shard that collided.`
-        : '',
+        ? `Most requests are hint reads (${ops ? Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(', ') : 'see rows'}): a container re-reads the taken set of the whole range, 8 index shards and their pages, every 5 s and after collisions. On DynamoDB Local a large read takes seconds, so fewer allocations share each refresh than they would on DynamoDB. What would close it: read the hint from the mirrored bitmap (one GetItem for a /16), or refresh only the shard that collided.${hintNote}`
+        : `Met for warm containers.${hintNote}`,
   });
   const mirror = rowsOf(results, 'mirror-cost');
   const mirror100 = num(find(mirror, { mode: 'raw', batchSize: 100 })?.mirrorWriteUnitsPerAllocation);
@@ -93,7 +98,10 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
   const leaseWcu = wcu('lease') + (Number.isFinite(mirror100) ? mirror100 : Number.NaN);
   const bitmapWcu = wcu('bitmap-cas');
   const wcuRatio = leaseWcu / bitmapWcu;
-  const ocCidr = String(results.find((r) => r.name === 'occupancy-cost')?.parameters.cidr ?? '');
+  // The /16 bitmap's write units are measured by mirror-cost; a small range's bitmap item is 1 unit. Swapping one for
+  // the other in bitmap-cas's doubled transaction estimates bitmap-cas on a /16 from measured parts.
+  const bitmap16 = num(find(mirror, { mode: 'raw', batchSize: 1000 })?.bitmapWriteUnits);
+  const bitmapWcu16 = bitmapWcu + 2 * (bitmap16 - 1);
   goals.push({
     scenario: 'occupancy-cost',
     goal: 'at 99 % full: lease write units per allocation, mirror included, <= 0.25x bitmap-cas',
@@ -103,7 +111,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
       ? `not evaluated: ${unavailable('mirror-cost') ?? 'bitmap-cas or mirror figures missing'}`
       : wcuRatio <= 0.25
         ? ''
-        : `The shipped legacy allocator writes the claim and the lease too (one transaction with the bitmap), so bitmap-cas costs lease's writes plus the bitmap's; the ratio can only approach 0.25 when the bitmap item is large (about 9 write units for a /16, doubled in the transaction). On ${ocCidr} the bitmap is small. What would close it: measure on a /16 or larger (pre-fill too slow on DynamoDB Local here), or compare with a bitmap-only legacy allocator.`,
+        : `The shipped legacy allocator writes the claim and the lease too (one transaction with the bitmap), so bitmap-cas costs lease's writes plus the bitmap's, and the ratio depends on the bitmap's size. On ${ocCidr} the bitmap item is 1 write unit. Estimated from measured parts for a /16 (its bitmap item is ${fmt(bitmap16, 0)} write units, see mirror-cost): bitmap-cas about ${fmt(bitmapWcu16, 1)} units, lease/bitmap-cas ${fmt(leaseWcu / bitmapWcu16)}x with index writes, ${fmt((leaseWcu - num(find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 1 })?.indexWriteUnitsPerAllocation)) / (bitmapWcu16 - num(find(oc, { mode: 'raw', strategy: 'bitmap-cas', occupancy: 0.99, callers: 1 })?.indexWriteUnitsPerAllocation)))}x table units only. What would close it: a lease item without index entries the allocation does not need (the claim's owner index entry is written for every allocation), or measuring on a /16 pre-filled (too slow on DynamoDB Local here).`,
   });
 
   // Exhaustion.
@@ -222,6 +230,12 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
   const out: string[] = [];
   out.push('# Benchmarks: per-IP leases vs. the legacy bitmap vs. a global lock\n');
   out.push(`Generated by \`npm run bench${input.quick ? ' -- --quick' : ''}\` on ${input.startedAt} (${round(input.seconds / 60, 1)} min, commit ${machine.commit}${machine.dirty ? ' with uncommitted changes in the tree' : ''}). Every figure below comes from this one run; ratios are the result, absolute times are context only.\n`);
+  const invocations = [...new Set(input.results.map((r) => r.startedAt ?? input.startedAt))];
+  if (invocations.length > 1) {
+    out.push(
+      `> The scenarios come from ${invocations.length} invocations of the same code on the same machine (a scenario that crashed was run again on its own with \`--only\`): ${input.results.map((r) => `${r.name} started ${r.startedAt ?? input.startedAt}, ran ${r.seconds} s`).join('; ')}. Within a scenario, every strategy ran side by side in one invocation.\n`,
+    );
+  }
   if (input.quick) out.push('> **Quick run**: small sizes and short windows, to keep the harness working. Run `npm run bench` for the figures.\n');
   out.push('## What is measured, and how honestly\n');
   out.push(
@@ -232,6 +246,14 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
       '- **Callers** are Lambda containers: each has its own caches (hint, pool view) and serves one request at a time; a busy answer (throttle, contention) is retried after an exponential pause with jitter. All callers run in one Node process beside DynamoDB Local on the same cores.',
       '- **Pre-fill** writes claims and leases straight into the table with the adapter\'s codec (BatchWriteItem), not through the API; bitmap and lock strategies get their map item written to match.',
       '- **Correctness** is checked in every scenario: no address handed out twice, no address held twice in the store, the store\'s records agree (claim/lease/bit), exact counts at exhaustion. A broken check fails the run (non-zero exit).',
+    ].join('\n') + '\n',
+  );
+  out.push('## Where this run departs from the issue, and why\n');
+  out.push(
+    [
+      '- **Range sizes.** The issue names a /16 for throughput and exhaustion. On DynamoDB Local here a lease container\'s hint read of a 90 % full /16 (59k index entries over 8 shards) takes more than 10 s, and pre-filling it (claims + leases) more than 2 minutes, so: throughput runs on a /22, the occupancy sweep on a /21, exhaustion fills a /22 from empty and the end game of a /20 (pre-filled to 97.5 %), the mirror uses a /16 legacy range (its cost does not need a pre-fill). Counts per allocation barely depend on the size; the hint\'s read units and the bitmap\'s write units do, and are reported per size.',
+      '- **The engine is the bottleneck, not the design under test.** DynamoDB Local serves one process\'s requests from a single SQLite store on the same 2 cores as the callers (a GSI Query costs it 10-20 ms, a transaction 10-60 ms here, several times more while other work runs), and it makes concurrent transactions on one item wait on an internal lock where DynamoDB would cancel them at once. Allocations per second are therefore far below DynamoDB\'s and compress the differences between strategies; counts of requests and units are exact.',
+      '- **Limited mode** covers the cells the goals read (throughput: up to 32 callers at 0 and 50 %; exhaustion: the end-game case), to fit the time budget. The reconciler\'s 1M claims are not seeded (2M items at ~1-2k items/s); the trend from 1k to 100k is what its goal reads.',
     ].join('\n') + '\n',
   );
   out.push('## Goals\n');

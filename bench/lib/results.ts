@@ -17,6 +17,8 @@ export interface ScenarioResult {
   readonly seconds: number;
   /** SVG charts written, as file names under bench/results. */
   readonly charts: readonly { readonly file: string; readonly title: string }[];
+  /** When the invocation that produced it started (set in the JSON files; a report may merge invocations). */
+  readonly startedAt?: string;
 }
 
 /** What every scenario gets. */

@@ -115,6 +115,10 @@ export function globalLockStrategy(retryPeriodMs: number): Strategy {
                 return { kind: 'allocated', address: formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(bit)) }) };
               } catch (error) {
                 if (isThrottle(error)) return { kind: 'busy', reason: 'throttled under the lock' };
+                // The lock's lease ran out while this caller held it (a slow engine, a long pause) and another caller
+                // took it: the map's version catches the second writer, as whereabouts relies on the IPPool's
+                // resourceVersion. Without that check this would be a duplicate.
+                if ((error as Error).name === 'ConditionalCheckFailedException') return { kind: 'busy', reason: 'lost the lock: its lease expired during the update' };
                 throw error;
               } finally {
                 await releaseLock();

@@ -45,6 +45,8 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
           const { deps } = buildContainer(config, { client: ctx.client, strategy });
           return {
             async warm() {
+              // lease-blind keeps no hint: nothing to refresh.
+              if (strategy !== PickStrategy.Hinted) return;
               const view = await deps.views.get(ctx.pool, deps.clock.nowMs(), true);
               const family = parseCidr(ctx.cidr).family;
               // The same intervals the allocator asks the hint for, so its cache entry is the one refreshed.
