@@ -181,16 +181,19 @@ export async function runCallers(options: LoopOptions): Promise<LoopResult> {
 
 /**
  * One call, with the errors a client sees as "try again": the harness halting the run (AbortError, which the adapters
- * already turn into NotReady where they catch it) and server errors of the engine (DynamoDB Local answers 500 when its
- * internal lock times out under load; DynamoDB would not). Anything else is a bug and ends the run.
+ * already turn into NotReady where they catch it), server errors of the engine (DynamoDB Local answers 500 when its
+ * internal lock times out under load; DynamoDB would not) and connections it drops or stalls. Anything else is a bug
+ * and ends the run.
  */
 export async function allocateOnce(caller: Caller, claimName: string, signal: AbortSignal | undefined, onEngineError: () => void): Promise<AllocationOutcome> {
   try {
     return await caller.allocate(claimName, signal);
   } catch (error) {
-    const e = error as { name?: string; $fault?: string; cause?: { name?: string } };
+    const e = error as { name?: string; code?: string; message?: string; $fault?: string; cause?: { name?: string } };
     if (e.name === 'AbortError' || e.cause?.name === 'AbortError') return { kind: 'busy', reason: 'halted' };
-    if (e.$fault === 'server' || e.name === 'InternalServerError') {
+    // Also the engine dropping or stalling connections when many callers poll it (socket hang up, resets, timeouts).
+    const network = e.name === 'TimeoutError' || e.code === 'ECONNRESET' || e.code === 'EPIPE' || /socket hang up/i.test(e.message ?? '');
+    if (e.$fault === 'server' || e.name === 'InternalServerError' || network || e.cause?.name === 'TimeoutError') {
       onEngineError();
       return { kind: 'busy', reason: 'engine error' };
     }
