@@ -131,7 +131,9 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
       ? ex.map((r) => `${String(r.strategy)} ${String(r.mode)} ${String(r.cidr)}: ${String(r.held)}/${String(r.size)}${r.duplicates ? `, ${String(r.duplicates)} dup` : ''}`).join('; ')
       : 'n/a',
     met: ex.length ? exFailures.length === 0 && exact.every((r) => r.exhausted === true) && ex.every((r) => r.duplicates === 0) && ex.every((r) => r.exhausted === true) : undefined,
-    note: ex.some((r) => r.exhausted !== true)
+    note: !ex.length
+      ? (unavailable('exhaustion') ?? 'not run')
+      : ex.some((r) => r.exhausted !== true)
       ? `Not filled within the time bound (slowness, not a wrong count): ${ex
           .filter((r) => r.exhausted !== true)
           .map((r) => `${String(r.strategy)} ${String(r.mode)} ${String(r.cidr)}`)
@@ -146,7 +148,9 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
     goal: 'lease answers RangeFull in <= 2 requests',
     measured: leaseProbes.map((r) => `${String(r.mode)} ${String(r.cidr)}: warm ${String((r.warmProbe as Row).requests)}, cold ${String((r.coldProbe as Row).requests)}`).join('; ') || 'n/a',
     met: probeMet,
-    note: probeMet === false
+    note: !leaseProbes.length
+      ? (unavailable('exhaustion') ?? 'not run')
+      : probeMet === false
       ? 'The hinted allocator trusts "full" only from a hint read during the call, and a hint read is one Query per index shard (8) and page, plus the pool view. What would close it: a per-range used counter or the mirrored bitmap read in one GetItem before the full re-read.'
       : '',
   });
