@@ -112,7 +112,7 @@ async function renderOnly(resultsDir: string, reportPath: string, resultsLink: s
     results.push(
       text
         ? (JSON.parse(text) as ScenarioResult)
-        : { name: scenario.name, title: scenario.title, status: 'unavailable', unavailable: 'not measured: no full-run result file for this scenario (its run did not complete)', failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] },
+        : { name: scenario.name, title: scenario.title, status: 'unavailable', unavailable: 'not measured in this report: no full-run result file (its last full run was stopped before the scenario ended, for the session time limit)', failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] },
     );
   }
   const goals = evaluateGoals(results);
