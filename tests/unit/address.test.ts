@@ -218,13 +218,17 @@ describe('Function: canonicalAddress', () => {
 });
 
 describe('Function: formatAddress', () => {
-  it('writes IPv6 in RFC 5952 form: lower case, no leading zeros, the longest zero run of two or more (first on a tie) as ::', () => {
+  it('writes IPv6 in RFC 5952 form (mapped IPv4 dotted): lower case, no leading zeros, the longest zero run of two or more (first on a tie) as ::', () => {
     fc.assert(
       fc.property(v6Groups, (groups) => {
         // Act
         const text = formatAddress(v6(groupsToValue(groups)));
 
-        // Assess
+        // Assess: IPv4-mapped addresses keep their dotted tail (RFC 5952 section 5).
+        if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+          expect(text).toBe(`::ffff:${[groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.')}`);
+          return;
+        }
         expect(text).toBe(text.toLowerCase());
         expect(text.split('::').length).toBeLessThanOrEqual(2);
         for (const group of text.split(':').filter(Boolean)) expect(group).toMatch(/^(0|[1-9a-f][0-9a-f]{0,3})$/);
