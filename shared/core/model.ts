@@ -100,3 +100,18 @@ export interface Utilization {
 export function isExpired(item: { readonly expiresAt?: number }, nowMs: number): boolean {
   return item.expiresAt !== undefined && item.expiresAt <= nowMs;
 }
+
+/** The lease a claim holds for one of its addresses (its expiry is the claim's); `createdAt` defaults to the claim's. */
+export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: string = claim.createdAt): Lease {
+  const lease: Lease = {
+    pool: claim.pool,
+    address: address.address,
+    family: address.family,
+    range: address.range,
+    claim: claim.name,
+    claimUid: claim.uid,
+    owner: claim.spec.owner,
+    createdAt,
+  };
+  return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt };
+}

@@ -1,7 +1,7 @@
 import { formatAddress, type IpFamily } from '../ip/address.ts';
 import { isHostOf, lowerBandSize } from '../ip/cidr.ts';
 import { AlreadyAllocatedError, MismatchedNetworkError, NotInRangeError, NotReadyError, RangeFullError } from '../errors.ts';
-import { isExpired, type Claim, type ClaimAddress, type Lease, type PoolView } from '../model.ts';
+import { isExpired, leaseOfClaim, type Claim, type ClaimAddress, type PoolView } from '../model.ts';
 import type { Clock, IpamStore, Random } from '../ports.ts';
 import { addressOfBit, bitOf, legacyWindow, type Bitmap } from '../bitmap/bitmap.ts';
 import { bitmapOf, bitmapOfDocument, legacyRangeOf, windowInterval } from '../bitmap/legacy.ts';
@@ -89,7 +89,7 @@ export class BitmapAllocator implements Allocator {
         picks.set(request.family, { range, bit, explicit: false });
       }
       const claim = buildClaim(draft, requests, picks);
-      const leases = claim.addresses.map((a) => leaseOf(claim, a));
+      const leases = claim.addresses.map((a) => leaseOfClaim(claim, a));
       const writes = requests.map((r) => bitmapWrite(view.pool.name, picks.get(r.family)!, snapshots.get(r.family)!));
       const outcome = await this.deps.bitmaps.commitClaim(claim, leases, writes, this.deps.clock.nowMs());
       switch (outcome.kind) {
@@ -219,16 +219,3 @@ function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], picks
   return { ...draft, addresses };
 }
 
-function leaseOf(claim: Claim, address: ClaimAddress): Lease {
-  const lease: Lease = {
-    pool: claim.pool,
-    address: address.address,
-    family: address.family,
-    range: address.range,
-    claim: claim.name,
-    claimUid: claim.uid,
-    owner: claim.spec.owner,
-    createdAt: claim.createdAt,
-  };
-  return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt };
-}

@@ -1,6 +1,6 @@
 import { formatAddress, type IpFamily } from '../ip/address.ts';
 import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../errors.ts';
-import type { Claim, ClaimAddress, Lease, PoolView } from '../model.ts';
+import { leaseOfClaim, type Claim, type ClaimAddress, type PoolView } from '../model.ts';
 import type { Clock, IpamStore, Random } from '../ports.ts';
 import type { AllocationResult, Allocator, ClaimDraft, FamilyRequest } from './allocator.ts';
 import { chooseWeighted, pickableSize, pickBlind, pickInRange, type PickRange } from './candidates.ts';
@@ -63,7 +63,7 @@ export class LeaseAllocator implements Allocator {
       }
       const nowMs = this.deps.clock.nowMs();
       const claim = buildClaim(draft, requests, picks);
-      const leases = claim.addresses.map((a, i) => leaseOf(claim, a, picks.get(requests[i]!.family)!));
+      const leases = claim.addresses.map((a) => leaseOfClaim(claim, a));
       let outcome;
       try {
         outcome = await this.deps.store.commitClaim(claim, leases, nowMs);
@@ -167,16 +167,3 @@ function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], picks
   return { ...draft, addresses };
 }
 
-function leaseOf(claim: Claim, address: ClaimAddress, pick: Choice): Lease {
-  const lease: Lease = {
-    pool: claim.pool,
-    address: address.address,
-    family: address.family,
-    range: pick.range.range.name,
-    claim: claim.name,
-    claimUid: claim.uid,
-    owner: claim.spec.owner,
-    createdAt: claim.createdAt,
-  };
-  return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt };
-}

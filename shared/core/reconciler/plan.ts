@@ -1,4 +1,4 @@
-import { isExpired, RangeState, type Claim, type ClaimAddress, type Lease, type Range } from '../model.ts';
+import { isExpired, leaseOfClaim, RangeState, type Claim, type ClaimAddress, type Lease, type Range } from '../model.ts';
 import { EventReason, type IpamEvent } from './ports.ts';
 
 /**
@@ -114,17 +114,7 @@ export function judgeClaim(claim: Claim, leases: ReadonlyMap<string, Lease>, now
 
 /** Row 6: the lease a claim should have for one of its addresses. */
 export function leaseForClaim(claim: Claim, address: ClaimAddress, createdAt: string): Lease {
-  const lease: Lease = {
-    pool: claim.pool,
-    address: address.address,
-    family: address.family,
-    range: address.range,
-    claim: claim.name,
-    claimUid: claim.uid,
-    owner: claim.spec.owner,
-    createdAt,
-  };
-  return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt };
+  return leaseOfClaim(claim, address, createdAt);
 }
 
 /** Rows 11-12: a Terminating range may be removed (if nothing depends on it) once the grace since its deletion passed. */
