@@ -13,15 +13,20 @@ export class PoolViewCache {
 
   /** The pool's view, read through when stale or when `fresh` is asked for. @throws NotFoundError */
   async get(pool: string, nowMs: number, fresh = false): Promise<PoolView> {
+    return (await this.read(pool, nowMs, fresh)).view;
+  }
+
+  /** Like `get`, saying whether the view was read from the store by this call (`readNow`) or came from the cache. */
+  async read(pool: string, nowMs: number, fresh = false): Promise<{ view: PoolView; readNow: boolean }> {
     const entry = this.entries.get(pool);
-    if (!fresh && entry && nowMs - entry.at < this.maxAgeMs) return entry.view;
+    if (!fresh && entry && nowMs - entry.at < this.maxAgeMs) return { view: entry.view, readNow: false };
     const view = await this.store.getPoolView(pool);
     if (!view) {
       this.entries.delete(pool);
       throw new NotFoundError('pool', pool);
     }
     this.entries.set(pool, { view, at: nowMs });
-    return view;
+    return { view, readNow: true };
   }
 
   /** Drops a pool after this container changed it. */

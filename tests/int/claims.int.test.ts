@@ -3,6 +3,7 @@ import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { testApi, type TestApi } from '../support/api.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
+import type { IpamStore } from '../../shared/core/ports.ts';
 
 type Addr = { address: string; family: string; range: string };
 const addressesOf = (body: Record<string, unknown>) => (body.addresses as Addr[]).map((a) => a.address);
@@ -128,6 +129,71 @@ describe('Claims: dynamic allocation under concurrency', () => {
     expect(addressesOf(explicit.body)).toEqual(['2001:db8:0:1::fc']);
     expect((await api.call('GET', '/v1/pools/p/addresses/2001:db8:0:1:0:0:0:fc')).body.claim).toBe('b');
     expect(pool.body.utilization).toEqual({ IPv6: { size: '18446744073709551615', used: 2, free: '18446744073709551613' } });
+  });
+});
+
+/** Wraps a container's store to count calls per method (what a request read, in store operations). */
+function countingStore(counts: Map<string, number>): (store: IpamStore) => IpamStore {
+  return (store) =>
+    new Proxy(store, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          counts.set(String(prop), (counts.get(String(prop)) ?? 0) + 1);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+}
+
+describe('Claims: what RangeFull costs', () => {
+  it('answers a cold container on a full range after one pool-view read and one read of the taken addresses', async () => {
+    // Prepare: a full /30
+    const api = await testApi();
+    await poolWith(api, 'p', ['10.1.0.0/30']);
+    for (let i = 0; i < 2; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+    const counts = new Map<string, number>();
+    const cold = api.sibling({ wrapStore: countingStore(counts), clock: new ManualClock(Date.now()) });
+    // Act
+    const full = await cold.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') });
+    // Assess
+    expect(full.body.code).toBe('RangeFull');
+    expect(counts.get('getPoolView')).toBe(1);
+    expect(counts.get('takenAddresses')).toBe(1);
+    expect(counts.get('commitClaim') ?? 0).toBe(0);
+  });
+
+  it('answers a retry at once from the view it just read full, reading only the pool view again', async () => {
+    // Prepare: a container that has just been told RangeFull (its clock does not move: the retry comes at once)
+    const api = await testApi();
+    await poolWith(api, 'p', ['10.1.0.0/30']);
+    for (let i = 0; i < 2; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+    const counts = new Map<string, number>();
+    const warm = api.sibling({ wrapStore: countingStore(counts), clock: new ManualClock(Date.now()) });
+    expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') })).body.code).toBe('RangeFull');
+    counts.clear();
+    // Act
+    const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') });
+    // Assess: the cached view's refusal is checked on a fresh view; the taken addresses are not read again
+    expect(again.body.code).toBe('RangeFull');
+    expect(counts.get('takenAddresses') ?? 0).toBe(0);
+    expect(counts.get('getPoolView')).toBe(1);
+  });
+
+  it('finds a range another container added when its cached view said RangeFull', async () => {
+    // Prepare: a warm container sees its only range full; another container then adds a second range
+    const api = await testApi();
+    await poolWith(api, 'p', ['10.1.0.0/30']);
+    const warm = api.sibling({ clock: new ManualClock(Date.now()) });
+    for (let i = 0; i < 2; i += 1) expect((await warm.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+    expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') })).body.code).toBe('RangeFull');
+    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/30' })).status).toBe(201);
+    // Act: same instant for the warm container, so its view and full hint are both still cached
+    const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') });
+    // Assess
+    expect(again.status).toBe(201);
+    expect(addressesOf(again.body)[0]).toMatch(/^10\.2\.0\.[12]$/);
   });
 });
 

@@ -3,7 +3,7 @@ import type { ClaimDraft, FamilyRequest } from '../../shared/core/allocator/allo
 import { HintCache } from '../../shared/core/allocator/hint.ts';
 import type { Interval } from '../../shared/core/allocator/intervals.ts';
 import { hostIntervals, rangesOf } from '../../shared/core/allocator/pool-geometry.ts';
-import { LeaseAllocator } from '../../shared/core/allocator/lease-allocator.ts';
+import { DEFAULT_FULL_TRUST_MS, LeaseAllocator } from '../../shared/core/allocator/lease-allocator.ts';
 import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { IpFamilyPolicy, isExpired, RangeState, type Claim, type Lease, type PoolView, type Range } from '../../shared/core/model.ts';
@@ -174,6 +174,77 @@ describe('Class: LeaseAllocator', () => {
       // Assess
       await expect(allocation).rejects.toThrow(RangeFullError);
       expect(store.commits).toBe(0);
+    });
+
+    it('answers RangeFull from a full view read within the trust window without reading it again', async () => {
+      // Prepare: the hint was read 999 ms ago and showed the range full
+      const store = new InMemoryLeaseStore();
+      const view = viewOf(['10.0.0.0/24']);
+      store.hold(hosts('10.0.0.', 1, 254));
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(1), NOW + DEFAULT_FULL_TRUST_MS - 1);
+      await warmHint(hints, view);
+      const readsBefore = store.reads;
+
+      // Act
+      const allocation = allocator.allocate(view, draftOf(), [dynamic()]);
+
+      // Assess
+      await expect(allocation).rejects.toThrow(RangeFullError);
+      expect(store.reads - readsBefore).toBe(0);
+      expect(store.commits).toBe(0);
+    });
+
+    it('does not see, within the trust window, an address another container freed (the price of trusting the view)', async () => {
+      // Prepare: full when read; another container has freed .7 since
+      const store = new InMemoryLeaseStore();
+      const view = viewOf(['10.0.0.0/24']);
+      store.hold(hosts('10.0.0.', 1, 254));
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(1), NOW + 500);
+      await warmHint(hints, view);
+      store.leases.delete('10.0.0.7');
+
+      // Act
+      const allocation = allocator.allocate(view, draftOf(), [dynamic()]);
+
+      // Assess
+      await expect(allocation).rejects.toThrow(RangeFullError);
+      expect(store.commits).toBe(0);
+    });
+
+    it('reads a full view again once it is older than the trust window, and takes the address freed since', async () => {
+      // Prepare: full when read (still within the hint's 5 s age, past the 1 s trust window); .7 freed since
+      const store = new InMemoryLeaseStore();
+      const view = viewOf(['10.0.0.0/24']);
+      store.hold(hosts('10.0.0.', 1, 254));
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(1), NOW + DEFAULT_FULL_TRUST_MS);
+      await warmHint(hints, view);
+      store.leases.delete('10.0.0.7');
+      const readsBefore = store.reads;
+
+      // Act
+      const result = await allocator.allocate(view, draftOf(), [dynamic()]);
+
+      // Assess
+      expect(store.reads - readsBefore).toBe(1);
+      expect(result.kind === 'allocated' && result.claim.addresses[0]!.address).toBe('10.0.0.7');
+    });
+
+    it('trusts nothing when the trust window is zero: a full view is read again before RangeFull', async () => {
+      // Prepare
+      const store = new InMemoryLeaseStore();
+      const view = viewOf(['10.0.0.0/24']);
+      store.hold(hosts('10.0.0.', 1, 254));
+      const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
+      const allocator = new LeaseAllocator({ store, hints, clock: clockAt(NOW), random: new SeededRandom(1), fullTrustMs: 0 });
+      await warmHint(hints, view);
+      const readsBefore = store.reads;
+
+      // Act
+      const allocation = allocator.allocate(view, draftOf(), [dynamic()]);
+
+      // Assess
+      await expect(allocation).rejects.toThrow(RangeFullError);
+      expect(store.reads - readsBefore).toBe(1);
     });
 
     it('answers RangeFull without a single commit on a cold container', async () => {

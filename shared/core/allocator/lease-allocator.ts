@@ -27,7 +27,12 @@ export interface LeaseAllocatorDeps {
   readonly maxCommits?: number;
   /** Offsets a range's dynamic picks must stay under (a legacy range's mirrored window while dual-write is on). */
   readonly windowOf?: (range: ParsedRange) => bigint | undefined;
+  /** How old a complete read of the taken addresses may be and still answer RangeFull without reading again. */
+  readonly fullTrustMs?: number;
 }
+
+/** A full view read this recently answers RangeFull as it is (Kubernetes' allocator trusts its informer likewise). */
+export const DEFAULT_FULL_TRUST_MS = 1_000;
 
 interface Choice {
   readonly value: bigint;
@@ -42,9 +47,11 @@ interface Choice {
 export class LeaseAllocator implements Allocator {
   private readonly strategy: PickStrategy;
   private readonly maxCommits: number;
+  private readonly fullTrustMs: number;
 
   constructor(private readonly deps: LeaseAllocatorDeps) {
     this.strategy = deps.strategy ?? PickStrategy.Hinted;
+    this.fullTrustMs = deps.fullTrustMs ?? DEFAULT_FULL_TRUST_MS;
     this.maxCommits = deps.maxCommits ?? (this.strategy === PickStrategy.Blind ? 4096 : 64);
   }
 
@@ -119,8 +126,9 @@ export class LeaseAllocator implements Allocator {
         reservations.push(this.deps.hints.reserve(view.pool.name, family, pick.value));
         return pick;
       }
-      // The hint says full: trust that only if it was read during this call.
-      if (refreshedAt.has(family)) break;
+      // The hint says full: trust that if it was read during this call or within fullTrustMs (a full range under a
+      // retry storm then costs no listing reads); an older view is read again first.
+      if (refreshedAt.has(family) || this.deps.clock.nowMs() - hint.fetchedAt < this.fullTrustMs) break;
     }
     throw new RangeFullError(view.pool.name, family);
   }

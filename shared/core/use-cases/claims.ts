@@ -152,10 +152,11 @@ export async function createClaim(deps: Deps, cmd: CreateClaimCommand): Promise<
     if (existing && !isExpired(existing, deps.clock.nowMs())) return sameOrConflict(existing, spec);
   }
   const name = cmd.name ?? generatedName(spec.generateName!, deps.random.suffix(5));
-  // A cached view may lag a range added by another container: a refusal it caused is checked once on a fresh read.
+  // A cached view may lag a range added by another container: a refusal it caused is checked once on a fresh read
+  // (not when the view was read by this request already: a cold container's refusal stands as it is).
   let fresh = false;
   for (;;) {
-    const view = await deps.views.get(cmd.pool, deps.clock.nowMs(), fresh);
+    const { view, readNow } = await deps.views.read(cmd.pool, deps.clock.nowMs(), fresh);
     try {
       const requests = resolveFamilies(view, spec, explicit);
       const nowMs = deps.clock.nowMs();
@@ -176,7 +177,7 @@ export async function createClaim(deps: Deps, cmd: CreateClaimCommand): Promise<
       return sameOrConflict(won, spec);
     } catch (error) {
       const refusedByView = error instanceof NotInRangeError || error instanceof MismatchedNetworkError || error instanceof RangeFullError;
-      if (!refusedByView || fresh) throw error;
+      if (!refusedByView || readNow) throw error;
       fresh = true;
     }
   }
