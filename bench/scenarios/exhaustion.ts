@@ -4,30 +4,32 @@ import { round, type RunContext, type Scenario, type ScenarioResult } from '../l
 import type { Caller, StrategyRun } from '../strategies/strategy.ts';
 
 /** One call on a full range: what it answered and what it cost. */
-async function probe(bench: Bench, caller: Caller, name: string, boundMs: number): Promise<{ answer: string; requests: number; readUnits: number }> {
+async function probe(bench: Bench, caller: Caller, name: string, boundMs: number): Promise<{ answer: string; requests: number; readUnits: number; operations: Readonly<Record<string, number>> }> {
   const r = await runCallers({ callers: [caller], meter: bench.meter, allocations: 1, untilFull: true, until: performance.now() + boundMs, namePrefix: name, gate: bench.gate });
   const answer = r.allocated.length ? 'allocated' : r.fullAnswers ? 'RangeFull' : r.timedOut ? `no answer within ${boundMs / 1000} s` : 'busy';
-  return { answer, requests: r.usage.requests, readUnits: round(r.usage.readUnits, 1) };
+  return { answer, requests: r.usage.requests, readUnits: round(r.usage.readUnits, 1), operations: r.usage.operations };
 }
 
 /**
  * Fills a range to exhaustion with 32 callers: every strategy must hand out exactly the free addresses, none twice,
- * then answer RangeFull. Then one more call from a warm container and one from a cold container, counting the
- * requests the RangeFull answer took.
+ * then answer RangeFull. Then one more call from a warm container, the same call again at once (a client's retry),
+ * and one from a cold container, counting the requests each RangeFull answer took.
  */
 export const exhaustionScenario: Scenario = {
   name: 'exhaustion',
   title: 'Exhaustion',
   async run(ctx: RunContext): Promise<ScenarioResult> {
     const t0 = performance.now();
-    // The issue asks for a /22 and a /16 filled from empty. A /16 filled through DynamoDB Local takes hours here (see
-    // the notes), so the second case is the end game of a large range: a /20 pre-filled to 97.5 %, filled to the end.
-    // The /22 from empty runs raw only (its time bound is long); the end game runs in both modes.
+    // The issue asks for a /22 and a /16 filled from empty. Through DynamoDB Local on 2 cores the contended strategies
+    // take an allocation or less per second under 32 callers (bitmap-cas: every caller races for one item), so a /22
+    // from empty is filled by the lease strategies only within the run's budget and the others are reported as not
+    // done in time; and a /16 is replaced by the end game of a large range: a /21 pre-filled to 99 % (20 free), which
+    // every strategy must take to the last address.
     const cases = ctx.quick
       ? [{ cidr: '10.0.0.0/28', prefill: 0, modes: [Mode.Raw, Mode.Limited], boundMs: 6_000 }]
       : [
-          { cidr: '10.0.0.0/22', prefill: 0, modes: [Mode.Raw], boundMs: 90_000 },
-          { cidr: '10.0.0.0/20', prefill: 0.975, modes: [Mode.Raw, Mode.Limited], boundMs: 30_000 },
+          { cidr: '10.0.0.0/22', prefill: 0, modes: [Mode.Raw], boundMs: 40_000 },
+          { cidr: '10.0.0.0/21', prefill: 0.99, modes: [Mode.Raw, Mode.Limited], boundMs: 20_000 },
         ];
     const callers = 32;
     const probeMs = ctx.quick ? 1_000 : 5_000;
@@ -49,6 +51,8 @@ export const exhaustionScenario: Scenario = {
             const seconds = (fill.endedAt - fill.startedAt) / 1000;
             const exhaustedBefore = fill.allocated.length === free;
             const warm = await probe(bench, pool[0]!, 'ex-warm', probeMs);
+            // The same container again at once: a client retrying a RangeFull answer.
+            const retry = await probe(bench, pool[0]!, 'ex-retry', probeMs);
             const cold = await probe(bench, run.caller(callers), 'ex-cold', probeMs);
             const inspection = await run.inspect();
             const handedTwice = findDuplicates(fill.allocated.map((a) => a.address));
@@ -59,7 +63,7 @@ export const exhaustionScenario: Scenario = {
             if (heldTwice.length) failures.push(`${label}: store holds addresses twice: ${heldTwice.slice(0, 5).join(', ')}`);
             if (fill.allocated.length > free) failures.push(`${label}: ${fill.allocated.length} successes for ${free} free addresses`);
             // A probe may only allocate when the fill stopped short (time bound): then it takes a free address.
-            if (exhausted && (warm.answer.startsWith('allocated') || cold.answer.startsWith('allocated'))) failures.push(`${label}: allocated from a full range`);
+            if (exhausted && [warm, retry, cold].some((p) => p.answer.startsWith('allocated'))) failures.push(`${label}: allocated from a full range`);
             if (!exhausted && !fill.timedOut) failures.push(`${label}: callers stopped (RangeFull) with ${free - fill.allocated.length} addresses still free`);
             if (inspection.held.length > size) failures.push(`${label}: the store holds ${inspection.held.length} addresses of ${size}`);
             // Not reaching the end within the bound is slowness, not a wrong answer: reported in the table, not failed.
@@ -86,9 +90,10 @@ export const exhaustionScenario: Scenario = {
               engineErrors: fill.engineErrors,
               rangeFullAnswers: fill.fullAnswers,
               warmProbe: exhaustedBefore ? warm : { ...warm, answer: `${warm.answer} (range was not full)` },
+              retryProbe: exhaustedBefore ? retry : { ...retry, answer: `${retry.answer} (range was not full)` },
               coldProbe: exhaustedBefore ? cold : { ...cold, answer: `${cold.answer} (range was not full)` },
             });
-            ctx.log(`exhaustion ${mode} ${strategy.name} ${cidr}: ${fill.allocated.length}/${free} in ${round(seconds, 1)} s, held ${inspection.held.length}/${size}, warm probe ${warm.answer} in ${warm.requests} req, cold ${cold.answer} in ${cold.requests} req`);
+            ctx.log(`exhaustion ${mode} ${strategy.name} ${cidr}: ${fill.allocated.length}/${free} in ${round(seconds, 1)} s, held ${inspection.held.length}/${size}, warm probe ${warm.answer} in ${warm.requests} req, retry ${retry.answer} in ${retry.requests} req, cold ${cold.answer} in ${cold.requests} req`);
           } finally {
             await bench.close();
           }

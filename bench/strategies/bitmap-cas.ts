@@ -51,6 +51,10 @@ export const bitmapCasStrategy: Strategy = {
       caller(index): Caller {
         const { deps } = buildContainer(config, { client: ctx.client });
         return {
+          // The only cache a legacy container keeps is the pool view; the bitmap is read on every allocation.
+          async warm() {
+            await deps.views.get(ctx.pool, deps.clock.nowMs(), true);
+          },
           async allocate(claimName) {
             try {
               const { claim } = await createClaim(deps, { pool: ctx.pool, name: claimName, owner: benchOwner(index) });
