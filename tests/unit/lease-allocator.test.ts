@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ClaimDraft, FamilyRequest } from '../../shared/core/allocator/allocator.ts';
-import { HintCache } from '../../shared/core/allocator/hint.ts';
+import { DEFAULT_HINT_MAX_AGE_MS, HintCache } from '../../shared/core/allocator/hint.ts';
 import type { Interval } from '../../shared/core/allocator/intervals.ts';
 import { hostIntervals, rangesOf } from '../../shared/core/allocator/pool-geometry.ts';
 import { DEFAULT_FULL_TRUST_MS, LeaseAllocator } from '../../shared/core/allocator/lease-allocator.ts';
@@ -176,6 +176,41 @@ describe('Class: LeaseAllocator', () => {
       expect(store.commits).toBe(0);
     });
 
+    it('keeps a view just under the hint max age when nothing collided: no read before the commit', async () => {
+      // Prepare: read at NOW, allocating just before it ages out
+      const store = new InMemoryLeaseStore();
+      const view = viewOf(['10.0.0.0/24']);
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(3), NOW + DEFAULT_HINT_MAX_AGE_MS - 1);
+      await warmHint(hints, view);
+      const readsBefore = store.reads;
+
+      // Act
+      const result = await allocator.allocate(view, draftOf(), [dynamic()]);
+
+      // Assess
+      expect(result.kind).toBe('allocated');
+      expect(store.reads - readsBefore).toBe(0);
+      expect(store.commits).toBe(1);
+    });
+
+    it('reads a view that has reached the hint max age again before picking', async () => {
+      // Prepare: read at NOW on an empty range; every upper-band address but .100 taken since
+      const store = new InMemoryLeaseStore();
+      const view = viewOf(['10.0.0.0/24']);
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(3), NOW + DEFAULT_HINT_MAX_AGE_MS);
+      await warmHint(hints, view);
+      store.hold(hosts('10.0.0.', 17, 254).filter((a) => a !== '10.0.0.100'));
+      const readsBefore = store.reads;
+
+      // Act
+      const result = await allocator.allocate(view, draftOf(), [dynamic()]);
+
+      // Assess: the fresh read leaves one free upper-band address, taken in one commit
+      expect(store.reads - readsBefore).toBe(1);
+      expect(store.commits).toBe(1);
+      expect(result.kind === 'allocated' && result.claim.addresses[0]!.address).toBe('10.0.0.100');
+    });
+
     it('answers RangeFull from a full view read within the trust window without reading it again', async () => {
       // Prepare: the hint was read 999 ms ago and showed the range full
       const store = new InMemoryLeaseStore();
@@ -212,7 +247,7 @@ describe('Class: LeaseAllocator', () => {
     });
 
     it('reads a full view again once it is older than the trust window, and takes the address freed since', async () => {
-      // Prepare: full when read (still within the hint's 5 s age, past the 1 s trust window); .7 freed since
+      // Prepare: full when read (within the hint's max age, past the 1 s trust window); .7 freed since
       const store = new InMemoryLeaseStore();
       const view = viewOf(['10.0.0.0/24']);
       store.hold(hosts('10.0.0.', 1, 254));

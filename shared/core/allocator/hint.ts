@@ -11,6 +11,15 @@ interface Entry {
 }
 
 /**
+ * How long a container keeps its view of what is taken when nothing says it is stale. Collisions (the allocator
+ * re-reads after every second one) and a view that shows the range full (re-read when older than a second) are what
+ * refresh it; the age is only a backstop. Every read lists the taken addresses of the whole pool family through
+ * every index shard, so a short age would make each warm container read the range again and again whatever its
+ * allocation rate (at 5 s, 128 containers on a 90 %-full /16 would read about 1.5 million index entries a second).
+ */
+export const DEFAULT_HINT_MAX_AGE_MS = 30_000;
+
+/**
  * A warm container's recent view of what is taken, per pool and family. It only steers the choice of candidates:
  * the conditional write stays the judge, so a stale hint costs a collision, never a duplicate.
  */
@@ -19,7 +28,7 @@ export class HintCache {
   /** Candidates this container is trying right now, so concurrent requests in one container do not pick the same. */
   private readonly pending = new Map<string, Set<bigint>>();
 
-  constructor(private readonly read: TakenReader, private readonly maxAgeMs = 5_000) {}
+  constructor(private readonly read: TakenReader, private readonly maxAgeMs = DEFAULT_HINT_MAX_AGE_MS) {}
 
   /** The hint for a pool's family over these intervals, refreshed when older than maxAge or covering other intervals. */
   async get(pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number, force = false): Promise<{ taken: ReadonlySet<bigint>; fetchedAt: number }> {
