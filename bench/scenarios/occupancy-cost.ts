@@ -41,7 +41,7 @@ export const occupancyCostScenario: Scenario = {
             for (const o of add) occupied.add(o);
             const free = size - occupied.size;
             // The pre-fill changed the table at once: warm containers re-read their caches (unmeasured), as they would
-            // have within 5 s of the same change made by other writers. The cold row below shows that read's cost.
+            // have after their first collisions with the same change made by other writers. The cold row below shows that read's cost.
             await warmAll(warmCallers);
             // A cold container's first allocation.
             const cold = await runCallers({ callers: [run.caller(1000)], meter: bench.meter, allocations: 1, namePrefix: `oc-${occupancy}-cold`, gate: bench.gate });

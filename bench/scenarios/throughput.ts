@@ -27,8 +27,8 @@ export const throughputScenario: Scenario = {
       [Mode.Raw]: { occupancies: ctx.quick ? [0] : [0, 0.5, 0.9], callers: ctx.quick ? [1, 8] : [1, 8, 32, 128] },
       [Mode.Limited]: { occupancies: ctx.quick ? [0] : [0, 0.5], callers: ctx.quick ? [1, 8] : [1, 32] },
     };
-    // A lease container re-reads its hint every 5 s (HintCache's default) and callers live through the whole sweep,
-    // so a 3 s window holds a refresh in most containers: steady-state figures include the hint's cost.
+    // Callers live through the whole sweep, so their hints age and get refreshed (after collisions, at most 30 s old)
+    // as in production: steady-state figures include the hint's cost.
     const windowMs = ctx.quick ? 250 : 3000;
     const size = Number(capacity(parseCidr(cidr)));
     const rows: Record<string, unknown>[] = [];
@@ -47,7 +47,7 @@ export const throughputScenario: Scenario = {
             await run.prefill(add.map(BigInt));
             for (const o of add) occupied.add(o);
             // Containers already warm see the pre-fill as other writers' work: they re-read their caches now (unmeasured)
-            // instead of colliding on it for up to 5 s inside the next window.
+            // instead of colliding on it inside the next window.
             await warmAll(callers);
             for (const n of grid[mode].callers) {
               while (callers.length < n) callers.push(run.caller(callers.length));
