@@ -7,8 +7,12 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { tableDefinition } from '../../../infra/table.ts';
 
-/** Creates the table from infra/table.json (the same definition CloudFormation deploys), with its stream and TTL. */
-export async function createTable(client: DynamoDBClient, tableName: string): Promise<void> {
+/**
+ * Creates the table from infra/table.json (the same definition CloudFormation deploys), with its stream and TTL.
+ * `stream: false` leaves the stream out: DynamoDB Local keeps every stream record of its lifetime and looks the
+ * stream up on every write, so a long benchmark that needs no stream slows down more and more with one.
+ */
+export async function createTable(client: DynamoDBClient, tableName: string, options: { stream?: boolean } = {}): Promise<void> {
   const def = tableDefinition;
   const input: CreateTableCommandInput = {
     TableName: tableName,
@@ -16,7 +20,7 @@ export async function createTable(client: DynamoDBClient, tableName: string): Pr
     AttributeDefinitions: def.AttributeDefinitions as CreateTableCommandInput['AttributeDefinitions'],
     KeySchema: def.KeySchema as CreateTableCommandInput['KeySchema'],
     GlobalSecondaryIndexes: def.GlobalSecondaryIndexes as CreateTableCommandInput['GlobalSecondaryIndexes'],
-    StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
+    ...(options.stream === false ? {} : { StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' } }),
   };
   try {
     await client.send(new CreateTableCommand(input));
