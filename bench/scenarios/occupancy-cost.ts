@@ -22,7 +22,7 @@ export const occupancyCostScenario: Scenario = {
     const sweep = { [Mode.Raw]: ctx.quick ? [0, 0.99] : [0, 0.5, 0.9, 0.99, 0.999], [Mode.Limited]: ctx.quick ? [0.99] : [0, 0.99] };
     const occupancies = sweep[Mode.Raw];
     const callerCounts = ctx.quick ? [1, 4] : [1, 32];
-    const perCaller = 2;
+    const perCaller = ctx.quick ? 2 : 4;
     // lease-blind near full needs hundreds of transactions per allocation: each point is time-bounded.
     const pointBoundMs = ctx.quick ? 2_000 : 8_000;
     const size = Number(capacity(parseCidr(cidr)));
