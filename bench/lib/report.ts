@@ -58,7 +58,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
           ? 'not evaluated: a strategy did not run'
           : met
             ? ''
-            : `The engine, not the per-key limit, caps lease here. Lease's 32 callers sent about ${fmt(requestRate('lease', 0, 32), 0)} requests/s at 0 % (${fmt(requestRate('lease', 0.5, 32), 0)} at 50 %), which is what DynamoDB Local serves on 2 shared cores (a transaction or a GSI Query costs it 10-60 ms of CPU here), and the limiter refused lease ${leaseThrottled} attempts: no lease partition was hot. ${other} sent ${fmt(requestRate(other, 0, 32), 0)} requests/s${num(cellOf(other, 0, 32)?.throttled) > 0 ? ` and was throttled ${String(cellOf(other, 0, 32)?.throttled)} times on its one item` : ''}. On DynamoDB, lease's writes spread over one partition per address and keep scaling with callers while ${other} stays capped by one item; closing the gap needs a run against DynamoDB itself (or several client hosts), not a change to the allocator.${limiterIdle}`,
+            : `The engine, not the per-key limit, caps lease here. Lease's 32 callers sent about ${fmt(requestRate('lease', 0, 32), 0)} requests/s at 0 % (${fmt(requestRate('lease', 0.5, 32), 0)} at 50 %), which is about what DynamoDB Local serves here (one SQLite thread does all of its work, on the 2 cores the callers share), and the limiter refused lease ${leaseThrottled} attempts: no lease partition was hot. ${other} sent ${fmt(requestRate(other, 0, 32), 0)} requests/s${num(cellOf(other, 0, 32)?.throttled) > 0 ? ` and was throttled ${String(cellOf(other, 0, 32)?.throttled)} times on its one item` : ''}. On DynamoDB, lease's writes spread over one partition per address and keep scaling with callers while ${other} stays capped by one item; closing the gap needs a run against DynamoDB itself (or several client hosts), not a change to the allocator.${limiterIdle}`,
     });
   }
   const scaling = [0, 0.5].map((o) => rate('lease', o, 32) / rate('lease', o, 1));
@@ -92,7 +92,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
     met: reqMet,
     note:
       reqMet === false
-        ? `Most requests are hint reads (${ops ? Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(', ') : 'see rows'}): a container re-reads the taken set of the whole range, 8 index shards and their pages, after every second collision (and at least every 30 s). On DynamoDB Local a large read takes seconds, so fewer allocations share each refresh than they would on DynamoDB. What would close it: read the hint from the mirrored bitmap (one GetItem for a /16), or refresh only the shard that collided.${hintNote}`
+        ? `Most requests are hint re-reads after collisions (${ops ? Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(', ') : 'see rows'}): 32 containers race for the few free addresses, and after every second collision a container re-reads the taken set of the whole family (8 index Queries and their pages), though the collisions mostly say contention, not a stale view. One caller needs ${fmt(leaseReq[0]!)}. What would close it: re-read a view under a second old only after more collisions (a collision costs one failed write, a re-read grows with the range), or refresh only the index shard of the address that collided.${hintNote}`
         : `Met for warm containers.${hintNote}`,
   });
   const mirror = rowsOf(results, 'mirror-cost');
@@ -137,7 +137,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
       ? `Not filled within the time bound (slowness, not a wrong count): ${ex
           .filter((r) => r.exhausted !== true)
           .map((r) => `${String(r.strategy)} ${String(r.mode)} ${String(r.cidr)}`)
-          .join(', ')}. No run handed out an address twice or more addresses than the range holds. lease-blind (the no-hint baseline) gives up after 4,096 collisions per call with NotReady and never answers RangeFull; bitmap-cas gives up after 32 lost races per call, and under 32 callers DynamoDB Local serializes its transactions on the one bitmap item (each waits for an internal lock, where DynamoDB would cancel at once with TransactionConflict).`
+          .join(', ')}. No run handed out an address twice or more addresses than the range holds. lease-blind (the no-hint baseline) probes uniformly at random, so its last free addresses take hundreds of probes each, and it never answers RangeFull (it gives up after 4,096 collisions with NotReady); global-lock-10ms spends most of its requests on lock attempts that fail (see requests per allocation): 32 callers polling one lock item every 10 ms, and DynamoDB Local serializes the writes to that one item.`
       : '',
   });
   const leaseProbes = ex.filter((r) => r.strategy === 'lease');
@@ -279,7 +279,7 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
   out.push(
     [
       '- **Range sizes.** The issue names a /16 for throughput and exhaustion. On DynamoDB Local here pre-filling a /16 to 90 % (118k items) for every strategy and mode, and 128 cold containers each reading its hint (59k index entries), would take most of the run\'s budget, so: throughput runs on a /18, the occupancy sweep on a /21, exhaustion fills a /22 from empty and the end game of a /20 (pre-filled to 99 %, 41 free addresses, which every strategy must take to the last), the mirror uses a /16 legacy range (its cost does not need a pre-fill). Counts per allocation barely depend on the size; the hint\'s read units and the bitmap\'s write units do, and are reported per size.',
-      '- **The engine is the bottleneck, not the design under test.** DynamoDB Local serves one process\'s requests from a single SQLite store on the same 2 cores as the callers (a GSI Query costs it 10-20 ms, a transaction 10-60 ms here, several times more while other work runs), and it makes concurrent transactions on one item wait on an internal lock where DynamoDB would cancel them at once. Allocations per second are therefore far below DynamoDB\'s and compress the differences between strategies; counts of requests and units are exact.',
+      '- **The engine is the bottleneck, not the design under test.** DynamoDB Local serves every request from one SQLite thread, on the same 2 cores as the callers, and it makes concurrent transactions on one item wait on an internal lock where DynamoDB would cancel them at once. Allocations per second are therefore far below DynamoDB\'s and compress the differences between strategies; counts of requests and units are exact.',
       '- **Limited mode** covers the cells the goals read and both ends of each sweep (throughput: 1 and 32 callers at 0 and 50 %; occupancy: 0 and 99 %; exhaustion: the end game; reconciler: the shipped count budget), to fit the time budget; the goals are read from raw rows where the issue does not ask for the limit. The reconciler\'s 1M claims are not seeded (2M items at ~1-2k items/s): each size runs with the shipped count budget and with a tenth of it, whose 10k -> 100k step stands for the shipped budget\'s 100k -> 1M.',
     ].join('\n') + '\n',
   );
@@ -316,8 +316,8 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
     [
       '```sh',
       'npm ci',
-      'npm run bench            # full run (about 30 minutes on 2 cores): writes BENCHMARKS.md and bench/results/',
-      'npm run bench -- --quick # every scenario, small, under 2 minutes',
+      'npm run bench            # full run (about 22 minutes on 2 cores): writes BENCHMARKS.md and bench/results/',
+      'npm run bench -- --quick # every scenario, small, about 70 seconds',
       'npm run bench -- --only throughput,exhaustion   # a subset',
       '```',
       '',
