@@ -81,6 +81,8 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
   const leaseReq = [req('lease', 1), req('lease', 32)];
   const reqMet = leaseReq.every(Number.isFinite) ? leaseReq.every((r) => r <= 2.2) : undefined;
   const ops = find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 32 })?.operations as Record<string, number> | undefined;
+  const tp90 = find(tp, { mode: 'raw', strategy: 'lease', occupancy: 0.9, callers: 32 });
+  const tpCidr = String(results.find((r) => r.name === 'throughput')?.parameters.cidr ?? '');
   const cold99 = find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 1 });
   const hintNote = cold99
     ? ` A hint read is not free either: a cold container's first allocation at 99 % cost ${String(cold99.coldRequests)} requests and ${String(cold99.coldReadUnits)} read units on ${ocCidr}; the read units grow with the range (32x for a /16), and a warm container repeats the read after collisions and at least every 30 s.`
@@ -92,7 +94,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
     met: reqMet,
     note:
       reqMet === false
-        ? `Most requests are hint re-reads after collisions (${ops ? Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(', ') : 'see rows'}): 32 containers race for the few free addresses, and after every second collision a container re-reads the taken set of the whole family (8 index Queries and their pages), though the collisions mostly say contention, not a stale view. One caller needs ${fmt(leaseReq[0]!)}. What would close it: re-read a view under a second old only after more collisions (a collision costs one failed write, a re-read grows with the range), or refresh only the index shard of the address that collided.${hintNote}`
+        ? `Most requests are hint re-reads after collisions (${ops ? Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(', ') : 'see rows'}): 32 containers race for the few free addresses, and after every second collision a container re-reads the taken set of the whole family (8 index Queries and their pages), though the collisions mostly say contention, not a stale view. One caller needs ${fmt(leaseReq[0]!)}. What would close it: re-read a view under a second old only after more collisions (a collision costs one failed write, a re-read grows with the range), or refresh only the index shard of the address that collided.${tp90 ? ` The same re-reads are what bring lease down in throughput\'s 90 % cells (${tpCidr}): ${fmt(num(tp90.perSecond), 1)} allocations/s at 32 callers with ${fmt(num(tp90.readUnitsPerAllocation), 0)} read units per allocation, against ${fmt(num(find(tp, { mode: 'raw', strategy: 'lease', occupancy: 0.9, callers: 1 })?.perSecond), 1)}/s for one caller: every re-read lists the taken addresses of the whole range.` : ''}${hintNote}`
         : `Met for warm containers.${hintNote}`,
   });
   const mirror = rowsOf(results, 'mirror-cost');
