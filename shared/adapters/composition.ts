@@ -36,8 +36,6 @@ export interface ContainerOverrides {
   readonly strategy?: PickStrategy;
   readonly hintMaxAgeMs?: number;
   readonly viewMaxAgeMs?: number;
-  /** How old a full hint may be and still answer RangeFull without a read (LeaseAllocator's default otherwise). */
-  readonly fullTrustMs?: number;
   /** Wraps the store (benchmarks count requests through it). */
   readonly wrapStore?: (store: IpamStore) => IpamStore;
 }
@@ -59,7 +57,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const views = new PoolViewCache(port, overrides.viewMaxAgeMs);
   const allocator: Allocator = legacy
     ? new BitmapAllocator({ store: port, bitmaps, clock, random, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) })
-    : new LeaseAllocator({ store: port, hints, clock, random, windowOf: dynamicWindowOf(gates), ...(overrides.strategy ? { strategy: overrides.strategy } : {}), ...(overrides.fullTrustMs !== undefined ? { fullTrustMs: overrides.fullTrustMs } : {}) });
+    : new LeaseAllocator({ store: port, hints, clock, random, windowOf: dynamicWindowOf(gates), ...(overrides.strategy ? { strategy: overrides.strategy } : {}) });
   const reconcile = new DynamoReconcileStore({ client, tableName: config.tableName, shards: config.leaseIndexShards, cursorSecret: config.cursorSecret });
   const deps: Deps = { store: port, clock, random, views, hints, allocator, bitmaps, gates, reconcile };
   const mirror = new LegacyMirror({ store: port, bitmaps, gates });
