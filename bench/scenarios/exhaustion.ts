@@ -53,6 +53,8 @@ export const exhaustionScenario: Scenario = {
             // The same container again at once: a client retrying a RangeFull answer.
             const retry = await probe(bench, pool[0]!, 'ex-retry', probeMs);
             const cold = await probe(bench, run.caller(callers), 'ex-cold', probeMs);
+            // A probe's answer says when the fill had stopped short, so an 'allocated' is not read as a wrong answer.
+            const asRecorded = (p: typeof warm) => (exhaustedBefore ? p : { ...p, answer: `${p.answer} (range was not full)` });
             const inspection = await run.inspect();
             const handedTwice = findDuplicates(fill.allocated.map((a) => a.address));
             const heldTwice = findDuplicates(inspection.held.map((h) => h.address));
@@ -88,9 +90,9 @@ export const exhaustionScenario: Scenario = {
               busyAnswers: fill.busyAnswers,
               engineErrors: fill.engineErrors,
               rangeFullAnswers: fill.fullAnswers,
-              warmProbe: exhaustedBefore ? warm : { ...warm, answer: `${warm.answer} (range was not full)` },
-              retryProbe: exhaustedBefore ? retry : { ...retry, answer: `${retry.answer} (range was not full)` },
-              coldProbe: exhaustedBefore ? cold : { ...cold, answer: `${cold.answer} (range was not full)` },
+              warmProbe: asRecorded(warm),
+              retryProbe: asRecorded(retry),
+              coldProbe: asRecorded(cold),
             });
             ctx.log(`exhaustion ${mode} ${strategy.name} ${cidr}: ${fill.allocated.length}/${free} in ${round(seconds, 1)} s, held ${inspection.held.length}/${size}, warm probe ${warm.answer} in ${warm.requests} req, retry ${retry.answer} in ${retry.requests} req, cold ${cold.answer} in ${cold.requests} req`);
           } finally {

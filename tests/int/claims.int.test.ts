@@ -147,12 +147,18 @@ function countingStore(counts: Map<string, number>): (store: IpamStore) => IpamS
     });
 }
 
+/** A pool 'p' whose one range, a /30, is full (its two hosts claimed as c0 and c1). */
+async function fullSlash30(): Promise<TestApi> {
+  const api = await testApi();
+  await poolWith(api, 'p', ['10.1.0.0/30']);
+  for (let i = 0; i < 2; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+  return api;
+}
+
 describe('Claims: what RangeFull costs', () => {
   it('answers a cold container on a full range after one pool-view read and one read of the taken addresses', async () => {
     // Prepare: a full /30
-    const api = await testApi();
-    await poolWith(api, 'p', ['10.1.0.0/30']);
-    for (let i = 0; i < 2; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+    const api = await fullSlash30();
     const counts = new Map<string, number>();
     const cold = api.sibling({ wrapStore: countingStore(counts), clock: new ManualClock(Date.now()) });
     // Act
@@ -166,9 +172,7 @@ describe('Claims: what RangeFull costs', () => {
 
   it('answers a retry at once from the view it just read full, reading only the pool view again', async () => {
     // Prepare: a container that has just been told RangeFull (its clock does not move: the retry comes at once)
-    const api = await testApi();
-    await poolWith(api, 'p', ['10.1.0.0/30']);
-    for (let i = 0; i < 2; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+    const api = await fullSlash30();
     const counts = new Map<string, number>();
     const warm = api.sibling({ wrapStore: countingStore(counts), clock: new ManualClock(Date.now()) });
     expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') })).body.code).toBe('RangeFull');
