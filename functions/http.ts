@@ -8,4 +8,4 @@ let container: Container | undefined;
 const get = (): Container => (container ??= buildContainer(loadConfig()));
 
 /** HTTP API entry: every route of /v1. */
-export const handler = createHttpHandler(() => get().deps, { version: '0.1.0', health: () => get().store.health() }, undefined, IpamMetrics.create());
+export const handler = createHttpHandler(() => get().deps, { version: '0.1.0', health: () => get().deps.health.health() }, undefined, IpamMetrics.create());

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { buildContainer } from '../../shared/adapters/composition.ts';
-import { bitmapToItem } from '../../shared/adapters/dynamodb/bitmap-store.ts';
+import { bitmapToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { createMirrorHandler } from '../../shared/adapters/stream/mirror-handler.ts';
 import { Bitmap, bitOf, legacyWindow } from '../../shared/core/bitmap/bitmap.ts';
@@ -53,7 +53,7 @@ export const mirrorCostScenario: Scenario = {
           const setup = buildContainer(config, { client: bench.setupClient });
           await createPool(setup.deps, { name: sctx.pool });
           const { range } = await createRange(setup.deps, { pool: sctx.pool, cidr, legacy: true });
-          await setup.bitmaps.putBitmap({ pool: sctx.pool, rangeName: range.name, allocation: { range: cidr, data: new Uint8Array(), version: 1 }, expected: 'absent' });
+          await setup.stores.bitmaps.putBitmap({ pool: sctx.pool, rangeName: range.name, allocation: { range: cidr, data: new Uint8Array(), version: 1 }, expected: 'absent' });
           const offsets = randomOffsets(Number(window), leases).map(BigInt);
           await prefillLeases(sctx, range.name, offsets, config.leaseIndexShards, 'm');
           const records: DynamoDBRecord[] = offsets.map((offset, i) => {
@@ -81,7 +81,7 @@ export const mirrorCostScenario: Scenario = {
           }
           const seconds = (performance.now() - start) / 1000;
           const usage = meter.snapshot();
-          const doc = await setup.bitmaps.getBitmap(sctx.pool, range.name);
+          const doc = await setup.stores.bitmaps.getBitmap(sctx.pool, range.name);
           const bits = doc ? Bitmap.decode(doc.data, window) : Bitmap.empty(window);
           const expected = new Set(offsets.map((o) => Number(o)));
           let mismatches = 0;

@@ -118,7 +118,7 @@ export const reconcilerCostScenario: Scenario = {
               complete &&= summary.complete;
               for (const [k, v] of Object.entries(summary.repairs)) repairs[k] = (repairs[k] ?? 0) + v;
               let left = 0;
-              for (const { claim } of gone) if (await setup.store.getClaim(sctx.pool, claim.name)) left += 1;
+              for (const { claim } of gone) if (await setup.deps.claims.getClaim(sctx.pool, claim.name)) left += 1;
               if (left > 0) failures.push(`${mode} ${size} claims: ${left} of ${expired} expired claims still there after a run`);
               released += expired - left;
             }

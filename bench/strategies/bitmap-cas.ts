@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { buildContainer } from '../../shared/adapters/composition.ts';
-import { bitmapToItem } from '../../shared/adapters/dynamodb/bitmap-store.ts';
+import { bitmapToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { Bitmap, bitOf } from '../../shared/core/bitmap/bitmap.ts';
 import { legacyWindow } from '../../shared/core/bitmap/bitmap.ts';

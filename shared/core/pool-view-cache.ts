@@ -1,15 +1,16 @@
 import { NotFoundError } from './errors.ts';
 import type { PoolView } from './model.ts';
-import type { IpamStore } from './ports.ts';
+import type { PoolStore } from './ports.ts';
 
 /**
- * A warm container's short-lived copy of pools and their ranges. Range deletion waits a grace period far longer
- * than maxAge before finalizing, so a cached Ready range is never allocated from after it is gone.
+ * A warm container's short-lived copy of pools and their ranges (up to `maxAgeMs` old). A copy can show a range as
+ * Ready after it became Terminating: the claim use case checks the range after committing (see createClaim), so a
+ * stale copy costs a retry, never an address handed out from a Terminating or deleted range.
  */
 export class PoolViewCache {
   private readonly entries = new Map<string, { view: PoolView; at: number }>();
 
-  constructor(private readonly store: Pick<IpamStore, 'getPoolView'>, private readonly maxAgeMs = 1_000) {}
+  constructor(private readonly store: Pick<PoolStore, 'getPoolView'>, private readonly maxAgeMs = 1_000) {}
 
   /** The pool's view, read through when stale or when `fresh` is asked for. @throws NotFoundError */
   async get(pool: string, nowMs: number, fresh = false): Promise<PoolView> {

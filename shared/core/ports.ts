@@ -38,22 +38,31 @@ export type CommitOutcome =
   | { readonly kind: 'addressesTaken'; readonly taken: readonly { address: string; holder?: Lease }[] }
   | { readonly kind: 'generatedNameExists'; readonly claimName: string };
 
-/** The persistence port of the allocator and the use cases; DynamoStore is its adapter. */
-export interface IpamStore {
+/**
+ * The persistence ports, one per role; each use case asks for the ones it uses. The adapters
+ * (shared/adapters/dynamodb/*-store.ts) implement them over one table engine: DynamoDB, or memory in tests.
+ */
+
+/** Pools and their ranges. */
+export interface PoolStore {
   createPool(pool: Pool): Promise<'created' | 'exists'>;
+  /** The pool and its ranges, read consistently. */
   getPoolView(pool: string): Promise<PoolView | undefined>;
   listPools(limit: number, cursor?: string): Promise<Page<Pool>>;
-  /** Deletes the pool and its ranges; false when a claim still exists. */
+  /** Deletes the pool and its ranges; 'notEmpty' when a claim still exists. */
   deletePool(pool: string): Promise<'deleted' | 'notEmpty' | 'absent'>;
-
   createRange(range: Range): Promise<'created' | 'exists'>;
   /** Moves a Ready range to Terminating; idempotent. */
   markRangeTerminating(range: Range, atIso: string): Promise<Range>;
-  deleteRange(pool: string, name: string): Promise<void>;
+  /** Removes a range that is still this Terminating incarnation; false when it changed or is gone. */
+  deleteRange(range: Range): Promise<boolean>;
+}
 
+/** Claims, committed and released with their leases in one transaction each. */
+export interface ClaimStore {
   /**
-   * Writes the claim and all its leases in one transaction: the claim only if absent, each lease only if
-   * absent or expired at `nowMs`.
+   * Writes the claim and all its leases in one transaction: the claim only if absent, each lease only if absent or
+   * expired at `nowMs`.
    */
   commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number): Promise<CommitOutcome>;
   getClaim(pool: string, name: string): Promise<Claim | undefined>;
@@ -61,10 +70,15 @@ export interface IpamStore {
   findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined>;
   listClaims(pool: string, limit: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>>;
   /** Deletes the claim and each lease still held by it, in one transaction; `expectedVersion` makes it conditional. */
-  releaseClaim(claim: Claim, expectedVersion?: number): Promise<'released' | 'versionMismatch' | 'absent'>;
-  /** Extends the claim and its leases; fails when a lease was taken by someone else. */
+  releaseClaim(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome>;
+  /** Extends the claim and its leases; 'lost' when a lease was taken by someone else. */
   renewClaim(claim: Claim, expiresAt: number): Promise<'renewed' | 'lost' | 'absent'>;
+}
 
+export type ReleaseOutcome = 'released' | 'versionMismatch' | 'absent';
+
+/** Reads of the leases (the listing index is eventually consistent; getLease is not). */
+export interface LeaseIndex {
   getLease(pool: string, address: string): Promise<Lease | undefined>;
   /** Leases not expired at `nowMs` whose addresses lie in the scopes (visited in order), each scope in address order. */
   listLeases(pool: string, scopes: readonly LeaseScope[], nowMs: number, limit: number, cursor?: string): Promise<Page<Lease>>;
@@ -72,7 +86,9 @@ export interface IpamStore {
   takenAddresses(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number): Promise<bigint[]>;
   /** Counts leases not expired at `nowMs` in each interval (the intervals must not overlap). */
   countLeases(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number): Promise<bigint>;
+}
 
-  /** Status of the table for the health route. */
+/** The health route's look at the table. */
+export interface HealthProbe {
   health(): Promise<{ table: string; status: string }>;
 }

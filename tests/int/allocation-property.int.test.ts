@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ScanCommand } from '@aws-sdk/client-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { testApi } from '../support/api.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
+import { allItems } from '../support/items.ts';
 
 // One step of a client population: claim, release, renew, or let time pass (which expires TTL claims).
 type Step =
@@ -47,9 +46,9 @@ describe('Property: random interleavings against the real store', () => {
           );
           // Assess the invariants after every round.
           const now = clock.nowMs();
-          const items = ((await api.container.client.send(new ScanCommand({ TableName: api.tableName, ConsistentRead: true }))).Items ?? []).map((i) => unmarshall(i));
-          const live = items.filter((i) => i.entity === 'lease' && (i.expiresAt === undefined || i.expiresAt > now));
-          const claims = items.filter((i) => i.entity === 'claim' && (i.expiresAt === undefined || i.expiresAt > now));
+          const items = await allItems(api.container.table);
+          const live = items.filter((i) => i.entity === 'lease' && (i.expiresAt === undefined || (i.expiresAt as number) > now));
+          const claims = items.filter((i) => i.entity === 'claim' && (i.expiresAt === undefined || (i.expiresAt as number) > now));
           // Each held address is held by exactly one live claim that lists it.
           const holders = new Map<string, string[]>();
           for (const c of claims) for (const a of c.addresses as { address: string }[]) holders.set(a.address, [...(holders.get(a.address) ?? []), c.name as string]);

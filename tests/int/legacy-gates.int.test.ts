@@ -149,7 +149,7 @@ describe('Mixed fleet: legacy-mode and lease-mode containers on one pool', () =>
 describe('Route: GET /v1/pools/{pool}/ranges/{range}/allocation', () => {
   /** The raw handler of a container, so binary bodies can be read as they leave. */
   const raw = (api: TestApi) => {
-    const handler = createHttpHandler(() => api.container.deps, { version: 'test', health: () => api.container.store.health() }, () => {});
+    const handler = createHttpHandler(() => api.container.deps, { version: 'test', health: () => api.container.deps.health.health() }, () => {});
     return async (path: string, accept?: string) => {
       const out = await handler(httpEvent('GET', path, undefined, accept ? { accept } : {}), {} as Context);
       return typeof out === 'string' ? { statusCode: 0, headers: {}, body: out, isBase64Encoded: false } : out;

@@ -20,16 +20,16 @@ async function legacyPool(env: Record<string, string> = {}): Promise<ReconcilerH
 /** Writes the bitmap of "legacy" holding exactly these addresses; returns its version. */
 async function writeBitmap(h: ReconcilerHarness, addresses: readonly string[], version = 1): Promise<number> {
   const cidr = parseCidr(CIDR);
-  const doc = await h.api.container.bitmaps.getBitmap('p', 'legacy');
+  const doc = await h.api.container.stores.bitmaps.getBitmap('p', 'legacy');
   const data = bitmapOf(cidr, addresses.map((a) => parseAddress(a).value)).encode();
-  const written = await h.api.container.bitmaps.putBitmap({ pool: 'p', rangeName: 'legacy', allocation: { range: CIDR, data, version: doc ? doc.version + 1 : version }, expected: doc ? { version: doc.version } : 'absent' });
+  const written = await h.api.container.stores.bitmaps.putBitmap({ pool: 'p', rangeName: 'legacy', allocation: { range: CIDR, data, version: doc ? doc.version + 1 : version }, expected: doc ? { version: doc.version } : 'absent' });
   expect(written).toBe('written');
   return doc ? doc.version + 1 : version;
 }
 
 /** The addresses the stored bitmap of "legacy" holds, and its version. */
 async function bitmapHolds(h: ReconcilerHarness): Promise<{ version: number; addresses: string[] } | undefined> {
-  const doc = await h.api.container.bitmaps.getBitmap('p', 'legacy');
+  const doc = await h.api.container.stores.bitmaps.getBitmap('p', 'legacy');
   if (!doc) return undefined;
   const cidr = parseCidr(doc.range);
   const bitmap = Bitmap.decode(doc.data, legacyWindow(cidr));
@@ -113,7 +113,7 @@ describe('Reconciler: row 8, bits missing from a legacy bitmap', () => {
     await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.0.0.5'] });
     await h.claim('p', { name: 'b', owner: owner('b'), addresses: ['10.0.16.5'] });
     const data = bitmapOf(parseCidr('10.0.0.0/19'), [parseAddress('10.0.0.5').value]).encode();
-    await h.api.container.bitmaps.putBitmap({ pool: 'p', rangeName: 'legacy', allocation: { range: '10.0.0.0/19', data, version: 1 }, expected: 'absent' });
+    await h.api.container.stores.bitmaps.putBitmap({ pool: 'p', rangeName: 'legacy', allocation: { range: '10.0.0.0/19', data, version: 1 }, expected: 'absent' });
     // Act: one index item of budget per run: one span per run.
     const first = await h.run({ settings: { countItems: 1, sweepItems: 0 } });
     const between = await h.get(keys.strikes('p', 'legacy'));
@@ -125,7 +125,7 @@ describe('Reconciler: row 8, bits missing from a legacy bitmap', () => {
     expect(between).toMatchObject({ checking: { offset: 4096 } });
     expect(second.repairs.BitmapRepaired).toBe(1);
     expect((await h.get(keys.strikes('p', 'legacy')))!.checking).toBeUndefined();
-    const doc = await h.api.container.bitmaps.getBitmap('p', 'legacy');
+    const doc = await h.api.container.stores.bitmaps.getBitmap('p', 'legacy');
     const bits = [...Bitmap.decode(doc!.data, legacyWindow(parseCidr('10.0.0.0/19'))).setBits()];
     expect(bits).toEqual([4, 16 * 256 + 4]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eventToItem } from '../../shared/adapters/dynamodb/reconcile-store.ts';
+import { eventToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { EventReason } from '../../shared/core/reconciler/ports.ts';
 import { owner, reconcilerHarness } from '../support/reconciler.ts';

@@ -2,7 +2,8 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { loadConfig } from '../../shared/config.ts';
 import { buildContainer, type Container, type ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { createHttpHandler } from '../../shared/adapters/http/api.ts';
-import { freshTable } from './dynamo.ts';
+import type { Table } from '../../shared/adapters/dynamodb/table.ts';
+import { dynamoLocalEngine, type TestEngine } from './engines.ts';
 
 export interface ApiResponse {
   status: number;
@@ -15,6 +16,7 @@ export interface TestApi {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
   container: Container;
   tableName: string;
+  /** The DynamoDB Local endpoint; empty on the memory engine. */
   endpoint: string;
   /** Another container (another warm Lambda) on the same table. */
   sibling(overrides?: ContainerOverrides, env?: Record<string, string>): TestApi;
@@ -40,27 +42,28 @@ export function httpEvent(method: string, path: string, body?: unknown, headers:
   };
 }
 
-function makeApi(tableName: string, endpoint: string, overrides: ContainerOverrides, env: Record<string, string>, metrics?: RecordedMetrics): TestApi {
-  const config = loadConfig({ TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint, LEASE_INDEX_SHARDS: '4', DYNAMODB_REQUEST_TIMEOUT_MS: '30000', ...env });
-  const container = buildContainer(config, overrides);
-  const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.store.health() }, () => {}, metrics);
+function makeApi(table: Table, base: Record<string, string>, overrides: ContainerOverrides, env: Record<string, string>, metrics?: RecordedMetrics): TestApi {
+  const config = loadConfig({ LEASE_INDEX_SHARDS: '4', DYNAMODB_REQUEST_TIMEOUT_MS: '30000', ...base, ...env });
+  // A client given by the test (one that counts requests) speaks to the same table; otherwise every container shares the engine.
+  const container = buildContainer(config, overrides.client ? overrides : { ...overrides, table });
+  const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.deps.health.health() }, () => {}, metrics);
   return {
     container,
-    tableName,
-    endpoint,
+    tableName: table.name,
+    endpoint: base.DYNAMODB_ENDPOINT ?? '',
     async call(method, path, body, headers) {
       const out = await handler(httpEvent(method, path, body, headers), {} as Context);
       const text = typeof out === 'object' && out.body ? out.body : '';
       return { status: out.statusCode ?? 0, headers: (out.headers ?? {}) as Record<string, string>, body: text ? JSON.parse(text) : {} };
     },
-    sibling: (o = {}, e = {}) => makeApi(tableName, endpoint, o, { ...env, ...e }),
+    sibling: (o = {}, e = {}) => makeApi(table, base, o, { ...env, ...e }),
   };
 }
 
-/** The real HTTP handler over a fresh table on DynamoDB Local. */
-export async function testApi(overrides: ContainerOverrides = {}, env: Record<string, string> = {}, metrics?: RecordedMetrics): Promise<TestApi> {
-  const { tableName, endpoint } = await freshTable();
-  return makeApi(tableName, endpoint, overrides, env, metrics);
+/** The real HTTP handler over a fresh table, on DynamoDB Local unless another engine is given. */
+export async function testApi(overrides: ContainerOverrides = {}, env: Record<string, string> = {}, metrics?: RecordedMetrics, engine: TestEngine = dynamoLocalEngine): Promise<TestApi> {
+  const { table, env: base } = await engine.fresh();
+  return makeApi(table, base, overrides, env, metrics);
 }
 
 /** Records the API's allocation counters in memory. */

@@ -14,7 +14,7 @@ export function mirrorOf(container: Container, logged: Record<string, unknown>[]
 
 /** The addresses a stored bitmap marks as held, sorted; undefined when there is no bitmap item. */
 export async function bitmapHolds(container: Container, pool: string, rangeName: string): Promise<{ range: string; version: number; addresses: string[] } | undefined> {
-  const doc = await container.bitmaps.getBitmap(pool, rangeName);
+  const doc = await container.stores.bitmaps.getBitmap(pool, rangeName);
   if (!doc) return undefined;
   const cidr = parseCidr(doc.range);
   const bitmap = Bitmap.decode(doc.data, legacyWindow(cidr));

@@ -1,5 +1,3 @@
-import { DeleteItemCommand, GetItemCommand, PutItemCommand, QueryCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Claim, Lease } from '../../shared/core/model.ts';
 import type { ReconcileSettings } from '../../shared/core/reconciler/plan.ts';
 import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
@@ -7,6 +5,7 @@ import { EXPIRY_CHECKPOINT, reconcile, type ReconcileDeps, type ReconcileReport 
 import { claimToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
+import { queryAll, type Table } from '../../shared/adapters/dynamodb/table.ts';
 import { testApi, type TestApi } from './api.ts';
 
 /** A clock the test moves by hand; every container of the test shares it. */
@@ -44,8 +43,8 @@ export const owner = (uid: string, name = `pod-${uid}`) => ({ kind: 'Pod', name,
 export interface ReconcilerHarness {
   readonly api: TestApi;
   readonly clock: ManualClock;
-  readonly client: DynamoDBClient;
-  readonly table: string;
+  /** The table engine under the API (DynamoDB Local or memory): writes here bypass the service, as a fault would. */
+  readonly table: Table;
   /** One reconciler pass with the test settings (overridable), a 60 s deadline unless given, and an optional store wrapper. */
   run(options?: { settings?: Partial<ReconcileSettings>; deadlineMs?: number; wrap?: (store: ReconcileStore) => ReconcileStore }): Promise<ReconcileReport>;
   put(item: Record<string, unknown>): Promise<void>;
@@ -79,12 +78,10 @@ export async function reconcilerHarness(options: HarnessOptions = {}): Promise<R
   const clock = new ManualClock(start);
   const api = await testApi({ clock, viewMaxAgeMs: 0, ...options.overrides }, options.env ?? {});
   if (options.ranBefore ?? true) await api.container.deps.reconcile.saveCheckpoint(EXPIRY_CHECKPOINT, { hour: Math.floor(start / 3600_000) - 1 }, undefined);
-  const client = api.container.client;
-  const table = api.tableName;
+  const table = api.container.table;
   const harness: ReconcilerHarness = {
     api,
     clock,
-    client,
     table,
     async run(options = {}) {
       const deps: ReconcileDeps = {
@@ -95,20 +92,17 @@ export async function reconcilerHarness(options: HarnessOptions = {}): Promise<R
       return reconcile(deps, { deadlineMs: options.deadlineMs ?? clock.t + 60_000 });
     },
     async put(item) {
-      await client.send(new PutItemCommand({ TableName: table, Item: marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: false }) }));
+      await table.write({ kind: 'put', item });
     },
-    async get(key) {
-      const out = await client.send(new GetItemCommand({ TableName: table, Key: marshall(key), ConsistentRead: true }));
-      return out.Item ? unmarshall(out.Item) : undefined;
-    },
+    get: (key) => table.get(key),
     async remove(key) {
-      await client.send(new DeleteItemCommand({ TableName: table, Key: marshall(key) }));
+      await table.write({ kind: 'delete', key });
     },
     putClaim: (claim) => harness.put(claimToItem(claim, api.container.config.leaseIndexShards)),
     putLease: (lease) => harness.put(leaseToItem(lease, api.container.config.leaseIndexShards)),
     async events(pool) {
-      const out = await client.send(new QueryCommand({ TableName: table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.events(pool) }), ConsistentRead: true }));
-      return (out.Items ?? []).map((i) => unmarshall(i) as { reason: string; object: string; message: string; time: string });
+      const items = await queryAll(table, { partition: keys.events(pool), consistent: true });
+      return items as { reason: string; object: string; message: string; time: string }[];
     },
     async pool(name, cidrs) {
       const created = await api.call('POST', '/v1/pools', { name });

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
 import { DynamoDBClient, TransactWriteItemsCommand, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
-import { DynamoBitmapStore } from '../../shared/adapters/dynamodb/bitmap-store.ts';
+import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
+import { tableStores } from '../../shared/adapters/dynamodb/stores.ts';
 import { NotReadyError } from '../../shared/core/errors.ts';
 import type { Claim, Lease } from '../../shared/core/model.ts';
 
@@ -18,13 +19,13 @@ const bitmap = (expected: { version: number } | 'absent') => ({ pool: 'p', range
 function setup() {
   const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
   const mock = mockClient(client);
-  return { mock, store: new DynamoBitmapStore({ client, tableName: 't', shards: 2 }) };
+  return { mock, store: tableStores(new SdkTable(client, 't'), { shards: 2, cursorSecret: 'unit' }).bitmaps };
 }
 
 const cancelled = (codes: ({ Code: string; Item?: Record<string, unknown> })[]) =>
   new TransactionCanceledException({ message: 'cancelled', $metadata: {}, CancellationReasons: codes.map((c) => ({ Code: c.Code, ...(c.Item ? { Item: marshall(c.Item) } : {}) })) });
 
-describe('Class: DynamoBitmapStore', () => {
+describe('Class: TableBitmapStore on the SDK engine', () => {
   describe('Method: commitClaim', () => {
     it('writes claim, leases and bitmap in one transaction, in that order, each under its own condition', async () => {
       // Prepare
@@ -36,11 +37,11 @@ describe('Class: DynamoBitmapStore', () => {
       expect(outcome).toEqual({ kind: 'committed' });
       const items = mock.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input.TransactItems!;
       expect(items.map((i) => i.Put!.Item!.PK!.S)).toEqual(['CLAIM#p#web', 'LEASE#p#10.0.0.1', 'BITMAP#p#v4']);
-      expect(items[0]!.Put!.ConditionExpression).toBe('(attribute_not_exists(#pk)) OR (#expiresAt <= :now)');
-      expect(items[1]!.Put!.ConditionExpression).toBe('(attribute_not_exists(#pk)) OR (#expiresAt <= :now)');
+      expect(items[0]!.Put!.ConditionExpression).toBe('(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0)');
+      expect(items[1]!.Put!.ConditionExpression).toBe('(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0)');
       expect(items[2]!.Put).toMatchObject({
-        ConditionExpression: '(attribute_exists(#pk)) AND (#version = :version)',
-        ExpressionAttributeValues: { ':version': { N: '7' } },
+        ConditionExpression: '(attribute_exists(#cn0)) AND (#cn1 = :cv0)',
+        ExpressionAttributeValues: { ':cv0': { N: '7' } },
         Item: { entity: { S: 'bitmap' }, range: { S: '10.0.0.0/24' }, data: { B: Uint8Array.of(1) }, version: { N: '8' } },
       });
       // The old bitmap (up to 128 KiB) is never asked back on a failed condition.
@@ -54,7 +55,7 @@ describe('Class: DynamoBitmapStore', () => {
       // Act
       await store.commitClaim(claim, [lease], [bitmap('absent')], 1000);
       // Assess
-      expect(mock.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input.TransactItems![2]!.Put!.ConditionExpression).toBe('attribute_not_exists(#pk)');
+      expect(mock.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input.TransactItems![2]!.Put!.ConditionExpression).toBe('attribute_not_exists(#cn0)');
     });
 
     it('reads a failed bitmap condition as bitmapsChanged, and a failed lease as addressesTaken with the holder', async () => {

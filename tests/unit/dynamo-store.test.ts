@@ -15,8 +15,9 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildContainer } from '../../shared/adapters/composition.ts';
 import { claimToItem, generatedToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
-import { either, hasExpired, heldByClaim, itemIsAbsent } from '../../shared/adapters/dynamodb/conditions.ts';
-import { DynamoStore, translateError } from '../../shared/adapters/dynamodb/dynamo-store.ts';
+import { either, hasExpired, heldByClaim, holds, itemIsAbsent, render } from '../../shared/adapters/dynamodb/conditions.ts';
+import { SdkTable, translateError } from '../../shared/adapters/dynamodb/sdk-table.ts';
+import { tableStores } from '../../shared/adapters/dynamodb/stores.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { NotReadyError } from '../../shared/core/errors.ts';
 import { IpFamily } from '../../shared/core/ip/address.ts';
@@ -29,7 +30,8 @@ const OWNER = { kind: 'Pod', name: 'web-0', uid: 'owner-1' };
 
 const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' } });
 const ddb = mockClient(client);
-const store = new DynamoStore({ client, tableName: TABLE, shards: SHARDS, cursorSecret: 'unit-secret' });
+const table = new SdkTable(client, TABLE);
+const store = tableStores(table, { shards: SHARDS, cursorSecret: 'unit-secret' }).claims;
 
 beforeEach(() => {
   ddb.reset();
@@ -66,35 +68,41 @@ const conditionFailed = (item?: Record<string, unknown>): CancellationReason => 
 
 /** The condition every put of commitClaim carries: the item is absent, or has expired at NOW. */
 const absentOrExpired = {
-  ConditionExpression: '(attribute_not_exists(#pk)) OR (#expiresAt <= :now)',
-  ExpressionAttributeNames: { '#pk': 'PK', '#expiresAt': 'expiresAt' },
-  ExpressionAttributeValues: { ':now': { N: String(NOW) } },
+  ConditionExpression: '(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0)',
+  ExpressionAttributeNames: { '#cn0': 'PK', '#cn1': 'expiresAt' },
+  ExpressionAttributeValues: { ':cv0': { N: String(NOW) } },
   ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
 };
 
 describe('Conditions', () => {
-  it('spells "absent or expired" from its named clauses', () => {
+  it('renders "absent or expired" from its named clauses', () => {
     // Act
-    const condition = either(itemIsAbsent(), hasExpired(NOW));
+    const rendered = render(either(itemIsAbsent(), hasExpired(NOW)));
 
     // Assess
-    expect(condition).toEqual({
-      expression: '(attribute_not_exists(#pk)) OR (#expiresAt <= :now)',
-      names: { '#pk': 'PK', '#expiresAt': 'expiresAt' },
-      values: { ':now': NOW },
-    });
+    expect(rendered).toEqual({ expression: '(attribute_not_exists(#n0)) OR (#n1 <= :v0)', names: { '#n0': 'PK', '#n1': 'expiresAt' }, values: { ':v0': NOW } });
   });
 
-  it('spells "held by this claim incarnation"', () => {
+  it('renders "held by this claim incarnation"', () => {
     // Act
-    const condition = heldByClaim('uid-1');
+    const rendered = render(heldByClaim('uid-1'), 'c');
 
     // Assess
-    expect(condition).toEqual({ expression: '#claimUid = :claimUid', names: { '#claimUid': 'claimUid' }, values: { ':claimUid': 'uid-1' } });
+    expect(rendered).toEqual({ expression: '#cn0 = :cv0', names: { '#cn0': 'claimUid' }, values: { ':cv0': 'uid-1' } });
+  });
+
+  it.each([
+    ['an absent item', undefined, true],
+    ['an item that expired at now', { PK: 'x', expiresAt: NOW }, true],
+    ['an item expiring after now', { PK: 'x', expiresAt: NOW + 1 }, false],
+    ['an item without an expiry', { PK: 'x' }, false],
+    ['an item whose expiry is not a number', { PK: 'x', expiresAt: String(NOW - 1) }, false],
+  ])('evaluates "absent or expired" on %s as DynamoDB does', (_what, item, expected) => {
+    expect(holds(either(itemIsAbsent(), hasExpired(NOW)), item)).toBe(expected);
   });
 });
 
-describe('Class: DynamoStore', () => {
+describe('Class: TableClaimStore on the SDK engine', () => {
   describe('Method: commitClaim', () => {
     it('writes the claim and each lease in one transaction, each put conditioned on "absent or expired"', async () => {
       // Prepare
@@ -373,18 +381,18 @@ describe('Class: DynamoStore', () => {
             Delete: {
               TableName: TABLE,
               Key: { PK: { S: 'CLAIM#pool-a#claim-1' }, SK: { S: 'CLAIM' } },
-              ConditionExpression: '(#uid = :uid) AND (#version = :version)',
-              ExpressionAttributeNames: { '#uid': 'uid', '#version': 'version' },
-              ExpressionAttributeValues: { ':uid': { S: 'uid-1' }, ':version': { N: '1' } },
+              ConditionExpression: '(#cn0 = :cv0) AND (#cn1 = :cv1)',
+              ExpressionAttributeNames: { '#cn0': 'uid', '#cn1': 'version' },
+              ExpressionAttributeValues: { ':cv0': { S: 'uid-1' }, ':cv1': { N: '1' } },
             },
           },
           {
             Delete: {
               TableName: TABLE,
               Key: { PK: { S: 'LEASE#pool-a#10.0.0.10' }, SK: { S: 'LEASE' } },
-              ConditionExpression: '#claimUid = :claimUid',
-              ExpressionAttributeNames: { '#claimUid': 'claimUid' },
-              ExpressionAttributeValues: { ':claimUid': { S: 'uid-1' } },
+              ConditionExpression: '#cn0 = :cv0',
+              ExpressionAttributeNames: { '#cn0': 'claimUid' },
+              ExpressionAttributeValues: { ':cv0': { S: 'uid-1' } },
             },
           },
         ],
@@ -449,6 +457,6 @@ describe('Function: buildContainer', () => {
     const container = buildContainer(config);
 
     // Assess
-    await expect(container.client.config.maxAttempts()).resolves.toBe(1);
+    await expect((container.table as SdkTable).client.config.maxAttempts()).resolves.toBe(1);
   });
 });

@@ -7,7 +7,7 @@ import { DEFAULT_FULL_TRUST_MS, LeaseAllocator } from '../../shared/core/allocat
 import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { IpFamilyPolicy, isExpired, RangeState, type Claim, type Lease, type PoolView, type Range } from '../../shared/core/model.ts';
-import type { Clock, CommitOutcome, IpamStore, Random } from '../../shared/core/ports.ts';
+import type { ClaimStore, Clock, CommitOutcome, LeaseIndex, Random } from '../../shared/core/ports.ts';
 import { ScriptedRandom, SeededRandom } from './fakes.ts';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -20,7 +20,7 @@ const clockAt = (nowMs: number): Clock => ({ nowMs: () => nowMs });
  * The store's commitClaim in memory, with the adapter's semantics: the claim is written only if absent or expired,
  * each lease only if absent or expired at `nowMs`, all or nothing. `commits` counts every call.
  */
-class InMemoryLeaseStore implements Pick<IpamStore, 'commitClaim' | 'takenAddresses'> {
+class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseClaim'>, Pick<LeaseIndex, 'takenAddresses'> {
   readonly leases = new Map<string, Lease>();
   readonly claims = new Map<string, Claim>();
   readonly commitCalls: { claim: Claim; leases: readonly Lease[]; nowMs: number }[] = [];
@@ -32,6 +32,12 @@ class InMemoryLeaseStore implements Pick<IpamStore, 'commitClaim' | 'takenAddres
 
   get commits(): number {
     return this.commitCalls.length;
+  }
+
+  async releaseClaim(claim: Claim): Promise<'released'> {
+    this.claims.delete(claim.name);
+    for (const a of claim.addresses) if (this.leases.get(a.address)?.claimUid === claim.uid) this.leases.delete(a.address);
+    return 'released';
   }
 
   async commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number): Promise<CommitOutcome> {
@@ -98,7 +104,7 @@ const hosts = (prefix: string, from: number, to: number): string[] => Array.from
 /** An allocator over the store with a real HintCache whose reads the store counts. */
 function allocatorOver(store: InMemoryLeaseStore, random: Random = new SeededRandom(1), nowMs = NOW) {
   const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
-  const allocator = new LeaseAllocator({ store, hints, clock: clockAt(nowMs), random });
+  const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(nowMs), random });
   return { allocator, hints };
 }
 
@@ -270,7 +276,7 @@ describe('Class: LeaseAllocator', () => {
       const view = viewOf(['10.0.0.0/24']);
       store.hold(hosts('10.0.0.', 1, 254));
       const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
-      const allocator = new LeaseAllocator({ store, hints, clock: clockAt(NOW), random: new SeededRandom(1), fullTrustMs: 0 });
+      const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random: new SeededRandom(1), fullTrustMs: 0 });
       await warmHint(hints, view);
       const readsBefore = store.reads;
 
@@ -421,9 +427,10 @@ describe('Class: LeaseAllocator', () => {
           contended.commits += 1;
           return { kind: 'addressesTaken', taken: claim.addresses.map((a) => ({ address: a.address })) };
         },
+        releaseClaim: async (): Promise<'absent'> => 'absent',
       };
       const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
-      const allocator = new LeaseAllocator({ store: contended, hints, clock: clockAt(NOW), random: new SeededRandom(15), maxCommits: 5 });
+      const allocator = new LeaseAllocator({ claims: contended, hints, clock: clockAt(NOW), random: new SeededRandom(15), maxCommits: 5 });
 
       // Act
       const allocation = allocator.allocate(viewOf(['10.0.0.0/24']), draftOf(), [dynamic()]);

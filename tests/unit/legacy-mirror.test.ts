@@ -53,7 +53,7 @@ class FakeTable {
   };
 
   mirror(gates = { MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: false }): LegacyMirror {
-    return new LegacyMirror({ store: this.store, bitmaps: this.bitmaps, gates });
+    return new LegacyMirror({ pools: this.store, leases: this.store, bitmaps: this.bitmaps, gates });
   }
 
   /** The addresses set in a range's stored bitmap. */

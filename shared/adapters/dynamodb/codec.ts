@@ -1,6 +1,9 @@
 import type { IpFamily } from '../../core/ip/address.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
 import type { Claim, Lease, Pool, Range, RangeState } from '../../core/model.ts';
+import type { BitmapWrite } from '../../core/bitmap/ports.ts';
+import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
+import { EVENT_RETENTION_MS, type IpamEvent } from '../../core/reconciler/ports.ts';
 import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION, shardOf, TTL_SLACK_SECONDS } from './keys.ts';
 
 /** A plain item (before marshalling). */
@@ -133,6 +136,44 @@ export function itemToLease(item: Item): Lease {
     createdAt: item.createdAt as string,
   };
   return item.expiresAt === undefined ? lease : { ...lease, expiresAt: item.expiresAt as number };
+}
+
+/** A bitmap item: the RangeAllocation document under the range's key, with `data` as a DynamoDB Binary. */
+export function bitmapToItem(write: Pick<BitmapWrite, 'pool' | 'rangeName' | 'allocation'>): Item {
+  return {
+    ...keys.bitmap(write.pool, write.rangeName),
+    entity: Entity.Bitmap,
+    schema: SCHEMA_VERSION,
+    pool: write.pool,
+    name: write.rangeName,
+    range: write.allocation.range,
+    data: write.allocation.data,
+    version: write.allocation.version,
+  };
+}
+
+export function itemToBitmap(item: Item): RangeAllocation {
+  const data = item.data instanceof Uint8Array ? item.data : new Uint8Array(0);
+  return { range: item.range as string, data, version: item.version as number };
+}
+
+/** The event's item: kept 24 hours by DynamoDB's TTL (and filtered by time when listed, since TTL deletion is lazy). */
+export function eventToItem(event: IpamEvent, id: string): Item {
+  return {
+    ...keys.event(event.pool, event.time, id),
+    entity: Entity.Event,
+    schema: SCHEMA_VERSION,
+    pool: event.pool,
+    time: event.time,
+    reason: event.reason,
+    object: event.object,
+    message: event.message,
+    ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),
+  };
+}
+
+export function itemToEvent(item: Item): IpamEvent {
+  return { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string };
 }
 
 export { ttlOf };

@@ -1,21 +1,30 @@
 /**
- * Condition expressions built from named clauses, so each write reads like a sentence:
- * `either(itemIsAbsent(), leaseHasExpired(now))` is "the lease is absent or has expired".
+ * Conditions of the table's writes, as data built from named clauses, so each write reads like a sentence:
+ * `either(itemIsAbsent(), hasExpired(now))` is "the item is absent or has expired". Being data, one condition is
+ * rendered to a DynamoDB expression by the SDK engine (sdk-table.ts) and evaluated on an item by the in-memory engine
+ * (memory/memory-table.ts): the two engines can never read a clause differently.
  */
-export interface Condition {
-  readonly expression: string;
-  readonly names: Readonly<Record<string, string>>;
-  readonly values: Readonly<Record<string, unknown>>;
-}
+import type { BitmapExpectation } from '../../core/bitmap/ports.ts';
+
+export type Comparison = '=' | '<>' | '<' | '<=' | '>' | '>=';
+
+/** A scalar a condition compares with (DynamoDB S, N or BOOL). */
+export type Scalar = string | number | boolean;
+
+export type Condition =
+  | { readonly op: 'exists'; readonly attribute: string }
+  | { readonly op: 'notExists'; readonly attribute: string }
+  | { readonly op: 'compare'; readonly attribute: string; readonly comparison: Comparison; readonly value: Scalar }
+  | { readonly op: 'and' | 'or'; readonly clauses: readonly Condition[] };
 
 /** The item does not exist. */
 export function itemIsAbsent(): Condition {
-  return { expression: 'attribute_not_exists(#pk)', names: { '#pk': 'PK' }, values: {} };
+  return { op: 'notExists', attribute: 'PK' };
 }
 
 /** The item exists. */
 export function itemExists(): Condition {
-  return { expression: 'attribute_exists(#pk)', names: { '#pk': 'PK' }, values: {} };
+  return { op: 'exists', attribute: 'PK' };
 }
 
 /**
@@ -24,12 +33,17 @@ export function itemExists(): Condition {
  *   createdAt ---------------- expiresAt | now: free for the taking (conditional write "absent OR expired")
  */
 export function hasExpired(nowMs: number): Condition {
-  return { expression: '#expiresAt <= :now', names: { '#expiresAt': 'expiresAt' }, values: { ':now': nowMs } };
+  return { op: 'compare', attribute: 'expiresAt', comparison: '<=', value: nowMs };
 }
 
 /** The item has not expired: it has no expiresAt, or `expiresAt > now`. */
 export function hasNotExpired(nowMs: number): Condition {
-  return { expression: 'attribute_not_exists(#expiresAt) OR #expiresAt > :now', names: { '#expiresAt': 'expiresAt' }, values: { ':now': nowMs } };
+  return either({ op: 'notExists', attribute: 'expiresAt' }, { op: 'compare', attribute: 'expiresAt', comparison: '>', value: nowMs });
+}
+
+/** Nobody holds the item now: it is absent, or what is there has expired (a lease, a claim, a marker). */
+export function isFreeAt(nowMs: number): Condition {
+  return either(itemIsAbsent(), hasExpired(nowMs));
 }
 
 /**
@@ -38,43 +52,118 @@ export function hasNotExpired(nowMs: number): Condition {
  *   createdAt ---- grace ---- | createdBefore = now - grace | now     (younger items may still be in flight)
  */
 export function createdNoLaterThan(iso: string): Condition {
-  return { expression: '#createdAt <= :createdBefore', names: { '#createdAt': 'createdAt' }, values: { ':createdBefore': iso } };
+  return { op: 'compare', attribute: 'createdAt', comparison: '<=', value: iso };
 }
 
-/** An attribute equals a value; `token` keeps placeholders unique when clauses are combined. */
-export function attributeIs(attribute: string, value: unknown, token = attribute): Condition {
-  return { expression: `#${token} = :${token}`, names: { [`#${token}`]: attribute }, values: { [`:${token}`]: value } };
+/** An attribute equals a value. */
+export function attributeIs(attribute: string, value: Scalar): Condition {
+  return { op: 'compare', attribute, comparison: '=', value };
 }
 
 /** The lease (or marker) belongs to the claim incarnation `uid`. */
 export function heldByClaim(uid: string): Condition {
-  return attributeIs('claimUid', uid, 'claimUid');
+  return attributeIs('claimUid', uid);
 }
 
 /** The claim is this incarnation. */
 export function claimUidIs(uid: string): Condition {
-  return attributeIs('uid', uid, 'uid');
+  return attributeIs('uid', uid);
 }
 
 /** The item is at this version. */
 export function versionIs(version: number): Condition {
-  return attributeIs('version', version, 'version');
+  return attributeIs('version', version);
 }
 
-function combine(operator: 'AND' | 'OR', clauses: readonly Condition[]): Condition {
-  return {
-    expression: clauses.map((c) => `(${c.expression})`).join(` ${operator} `),
-    names: Object.assign({}, ...clauses.map((c) => c.names)),
-    values: Object.assign({}, ...clauses.map((c) => c.values)),
-  };
+/** A bitmap write's precondition: "still at the version I read" or "still absent". */
+export function bitmapIs(expected: BitmapExpectation): Condition {
+  return expected === 'absent' ? itemIsAbsent() : both(itemExists(), versionIs(expected.version));
 }
 
 /** All clauses hold. */
 export function both(...clauses: Condition[]): Condition {
-  return combine('AND', clauses);
+  return { op: 'and', clauses };
 }
 
 /** At least one clause holds. */
 export function either(...clauses: Condition[]): Condition {
-  return combine('OR', clauses);
+  return { op: 'or', clauses };
+}
+
+/** Whether an item (undefined: absent) satisfies a condition, by DynamoDB's rules: a comparison with a missing attribute or a value of another type is false. */
+export function holds(condition: Condition, item: Readonly<Record<string, unknown>> | undefined): boolean {
+  switch (condition.op) {
+    case 'exists':
+      return item !== undefined && item[condition.attribute] !== undefined;
+    case 'notExists':
+      return item === undefined || item[condition.attribute] === undefined;
+    case 'and':
+      return condition.clauses.every((c) => holds(c, item));
+    case 'or':
+      return condition.clauses.some((c) => holds(c, item));
+    case 'compare': {
+      const actual = item?.[condition.attribute];
+      if (typeof actual !== typeof condition.value) return false;
+      const order = compareScalars(actual as Scalar, condition.value);
+      switch (condition.comparison) {
+        case '=':
+          return order === 0;
+        case '<>':
+          return order !== 0;
+        case '<':
+          return order < 0;
+        case '<=':
+          return order <= 0;
+        case '>':
+          return order > 0;
+        case '>=':
+          return order >= 0;
+      }
+    }
+  }
+}
+
+/** Orders two scalars of one type as DynamoDB does: strings by their UTF-8 bytes (not JavaScript's UTF-16 units). */
+function compareScalars(a: Scalar, b: Scalar): number {
+  if (typeof a === 'string' && typeof b === 'string') return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+  return a === b ? 0 : a < b ? -1 : 1;
+}
+
+/** A condition as a DynamoDB expression with its placeholders (`#n0`, `:v0`, numbered in order of appearance). */
+export interface RenderedCondition {
+  readonly expression: string;
+  readonly names: Record<string, string>;
+  readonly values: Record<string, Scalar>;
+}
+
+/** Renders a condition; `prefix` keeps placeholders apart when one request carries several expressions. */
+export function render(condition: Condition, prefix = ''): RenderedCondition {
+  const names: Record<string, string> = {};
+  const values: Record<string, Scalar> = {};
+  const nameOf = (attribute: string): string => {
+    const found = Object.entries(names).find(([, a]) => a === attribute);
+    if (found) return found[0];
+    const placeholder = `#${prefix}n${Object.keys(names).length}`;
+    names[placeholder] = attribute;
+    return placeholder;
+  };
+  const valueOf = (value: Scalar): string => {
+    const placeholder = `:${prefix}v${Object.keys(values).length}`;
+    values[placeholder] = value;
+    return placeholder;
+  };
+  const walk = (c: Condition): string => {
+    switch (c.op) {
+      case 'exists':
+        return `attribute_exists(${nameOf(c.attribute)})`;
+      case 'notExists':
+        return `attribute_not_exists(${nameOf(c.attribute)})`;
+      case 'compare':
+        return `${nameOf(c.attribute)} ${c.comparison} ${valueOf(c.value)}`;
+      case 'and':
+      case 'or':
+        return c.clauses.map((clause) => `(${walk(clause)})`).join(c.op === 'and' ? ' AND ' : ' OR ');
+    }
+  };
+  return { expression: walk(condition), names, values };
 }

@@ -1,4 +1,4 @@
-import type { IpFamily } from '../../core/ip/address.ts';
+import { addressSortKey, type IpFamily } from '../../core/ip/address.ts';
 
 /**
  * Every key of the single table, spelled in one place. Each lease and each claim has its own partition key, so a
@@ -78,6 +78,11 @@ export const keys = {
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,
 } as const;
+
+/** A lease's GSI1 sort key: the address in fixed-width hex, so key order is address order. */
+export function leaseSortKey(family: IpFamily, value: bigint): string {
+  return addressSortKey({ family, value });
+}
 
 /** Shards of the expiry index. */
 export const EXPIRY_SHARDS = 4;

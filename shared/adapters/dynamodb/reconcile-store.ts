@@ -1,17 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import {
-  GetItemCommand,
-  PutItemCommand,
-  QueryCommand,
-  type AttributeValue,
-  type CancellationReason,
-  type DynamoDBClient,
-  type TransactWriteItem,
-} from '@aws-sdk/client-dynamodb';
-import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import { familyBits, IpFamily } from '../../core/ip/address.ts';
+import { IpFamily } from '../../core/ip/address.ts';
 import { NotReadyError } from '../../core/errors.ts';
-import { RangeState, type Claim, type Lease, type PoolView, type Range } from '../../core/model.ts';
+import type { Claim, Lease, PoolView, Range } from '../../core/model.ts';
 import type { Page } from '../../core/ports.ts';
 import {
   EVENT_RETENTION_MS,
@@ -26,56 +16,15 @@ import {
   type SweepPage,
   type UsageRecord,
 } from '../../core/reconciler/ports.ts';
-import { Index } from '../../../infra/table.ts';
-import { itemToClaim, itemToLease, itemToPool, itemToRange, leaseToItem, type Item } from './codec.ts';
-import {
-  attributeIs,
-  both,
-  claimUidIs,
-  createdNoLaterThan,
-  either,
-  hasExpired,
-  heldByClaim,
-  itemExists,
-  itemIsAbsent,
-  versionIs,
-  type Condition,
-} from './conditions.ts';
-import { bitmapIs, bitmapToItem } from './bitmap-store.ts';
-import { CursorCodec } from './cursor.ts';
-import { conditionParams, marshallOpts, TableGateway, translateError } from './table-gateway.ts';
+import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, type Item } from './codec.ts';
+import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, heldByClaim, isFreeAt, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
+import type { CursorCodec } from './cursor.ts';
+import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
 import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
-
-export interface DynamoReconcileStoreOptions {
-  readonly client: DynamoDBClient;
-  readonly tableName: string;
-  /** Shards of the listing index (the same as DynamoStore's). */
-  readonly shards: number;
-  /** Secret for signing event-listing cursors. */
-  readonly cursorSecret: string;
-}
-
-const failed = (reason: CancellationReason | undefined): boolean => reason?.Code === 'ConditionalCheckFailed';
-const conflicted = (reasons: readonly CancellationReason[]): boolean => reasons.some((r) => r.Code === 'TransactionConflict');
-
-/** The event's item: kept 24 hours by DynamoDB's TTL (and filtered by time when listed, since TTL deletion is lazy). */
-export function eventToItem(event: IpamEvent, id: string): Item {
-  return {
-    ...keys.event(event.pool, event.time, id),
-    entity: Entity.Event,
-    schema: SCHEMA_VERSION,
-    pool: event.pool,
-    time: event.time,
-    reason: event.reason,
-    object: event.object,
-    message: event.message,
-    ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),
-  };
-}
-
-export function itemToEvent(item: Item): IpamEvent {
-  return { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string };
-}
+import { isTerminatingAsMarked, type TablePoolStore } from './pool-store.ts';
+import type { Table, WriteOp } from './table.ts';
+import { releaseWithRetries } from './writes/release.ts';
+import { leaseRestore } from './writes/restore.ts';
 
 /** Width of the expiry part of GSI3SK (keys.expirySort). */
 const EXPIRY_WIDTH = 15;
@@ -90,34 +39,29 @@ interface SweepPosition {
   a?: string;
 }
 
-/** Where a bounded count stands: interval, shard, and the shard's LastEvaluatedKey. */
-interface CountPosition {
-  i: number;
-  s: number;
-  k?: Record<string, AttributeValue>;
-}
-
 function isSweepPosition(value: unknown): value is SweepPosition {
   const v = value as SweepPosition;
   return typeof v === 'object' && v !== null && typeof v.p === 'string' && Number.isInteger(v.i) && (v.a === undefined || typeof v.a === 'string');
 }
 
-/** The one class that speaks DynamoDB for the reconciler's ReconcileStore port. */
-export class DynamoReconcileStore implements ReconcileStore {
-  readonly expiryShards = EXPIRY_SHARDS;
-  private readonly client: DynamoDBClient;
-  private readonly table: string;
-  private readonly shards: number;
-  private readonly db: TableGateway;
-  private readonly cursors: CursorCodec;
+/** A count cursor of this engine: key attributes are plain strings (an older cursor, or a damaged one, restarts its shard). */
+function countPositionOf(cursor: string | undefined): CountPosition {
+  if (cursor === undefined) return { i: 0, s: 0 };
+  const parsed = JSON.parse(cursor) as CountPosition;
+  const plain = parsed.k === undefined || Object.values(parsed.k).every((v) => typeof v === 'string');
+  return plain ? parsed : { i: parsed.i, s: parsed.s };
+}
 
-  constructor(options: DynamoReconcileStoreOptions) {
-    this.client = options.client;
-    this.table = options.tableName;
-    this.shards = options.shards;
-    this.db = new TableGateway(options.client, options.tableName);
-    this.cursors = new CursorCodec(options.cursorSecret);
-  }
+/** The reconciler's reads and repairs on the table. Every repair is conditional and writes its event in the same transaction. */
+export class TableReconcileStore implements ReconcileStore {
+  readonly expiryShards = EXPIRY_SHARDS;
+
+  constructor(
+    private readonly table: Table,
+    private readonly shards: number,
+    private readonly cursors: CursorCodec,
+    private readonly pools: TablePoolStore,
+  ) {}
 
   // ---- reads ----
 
@@ -125,19 +69,9 @@ export class DynamoReconcileStore implements ReconcileStore {
     // GSI3SK starts with the zero-padded expiry, so "sort key below the padded cutoff + 1" is "expired at the cutoff":
     // the query reads only expired entries, however many live ones share the bucket.
     const upper = String(cutoffMs + 1).padStart(EXPIRY_WIDTH, '0');
-    const out = await this.db.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
-      new QueryCommand({
-        TableName: this.table,
-        IndexName: Index.Expiry,
-        KeyConditionExpression: 'GSI3PK = :pk AND GSI3SK < :upper',
-        ExpressionAttributeValues: marshall({ ':pk': keys.expiryBucket(hour * 3_600_000, shard), ':upper': upper }),
-        Limit: limit,
-        ...(after !== undefined ? { ExclusiveStartKey: JSON.parse(after) as Record<string, AttributeValue> } : {}),
-      }),
-    );
+    const page = await this.table.query({ index: 'GSI3', partition: keys.expiryBucket(hour * 3_600_000, shard), sort: { before: upper }, limit, ...(after !== undefined ? { start: JSON.parse(after) as Item } : {}) });
     const refs: ExpiredRef[] = [];
-    for (const raw of out.Items ?? []) {
-      const item = unmarshall(raw);
+    for (const item of page.items) {
       const [, pool, ...rest] = (item.GSI3SK as string).split('#');
       const id = rest.join('#');
       if (pool === undefined || id === '') continue;
@@ -145,50 +79,40 @@ export class DynamoReconcileStore implements ReconcileStore {
       if (pk.startsWith('CLAIM#')) refs.push({ kind: 'claim', pool, name: id });
       else if (pk.startsWith('LEASE#')) refs.push({ kind: 'lease', pool, address: id });
     }
-    return { refs, ...(out.LastEvaluatedKey ? { next: JSON.stringify(out.LastEvaluatedKey) } : {}) };
+    return { refs, ...(page.lastKey ? { next: JSON.stringify(page.lastKey) } : {}) };
   }
 
   async getClaims(refs: readonly { pool: string; name: string }[]): Promise<Claim[]> {
-    return (await this.db.batchGet(refs.map((r) => keys.claim(r.pool, r.name)))).filter((i) => i.entity === Entity.Claim).map(itemToClaim);
+    return (await this.table.batchGet(refs.map((r) => keys.claim(r.pool, r.name)))).filter((i) => i.entity === Entity.Claim).map(itemToClaim);
   }
 
   async getLeases(refs: readonly { pool: string; address: string }[]): Promise<Lease[]> {
-    return (await this.db.batchGet(refs.map((r) => keys.lease(r.pool, r.address)))).filter((i) => i.entity === Entity.Lease).map(itemToLease);
+    return (await this.table.batchGet(refs.map((r) => keys.lease(r.pool, r.address)))).filter((i) => i.entity === Entity.Lease).map(itemToLease);
   }
 
   async listPoolViews(): Promise<PoolViewList> {
-    const names = (await this.db.queryAll({ TableName: this.table, IndexName: Index.Listing, KeyConditionExpression: 'GSI1PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolsListing() }) })).map((i) => i.name as string);
     const views: PoolView[] = [];
-    for (const name of names) {
-      const items = await this.db.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.poolPartition(name) }), ConsistentRead: true });
-      const pool = items.find((i) => i.entity === Entity.Pool);
-      if (pool) views.push({ pool: itemToPool(pool), ranges: items.filter((i) => i.entity === Entity.Range).map(itemToRange) });
-    }
+    let start: Item | undefined;
+    do {
+      const page = await this.table.query({ index: 'GSI1', partition: keys.poolsListing(), ...(start ? { start } : {}) });
+      for (const item of page.items) {
+        const view = await this.pools.getPoolView(item.name as string);
+        if (view) views.push(view);
+      }
+      start = page.lastKey;
+    } while (start);
     return views;
   }
 
   async listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>> {
     const before = cursor === undefined ? undefined : this.cursors.decode(cursor, (v): v is { k: string } => typeof (v as { k?: unknown })?.k === 'string').k;
     const items: Item[] = [];
-    let start: Record<string, AttributeValue> | undefined;
+    let start: Item | undefined;
     do {
       // Newest first; the time bound in the key condition leaves out events whose TTL deletion is still pending.
-      const out = await this.db.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'PK = :pk AND SK BETWEEN :since AND :upper',
-          ExpressionAttributeValues: marshall({ ':pk': keys.events(pool), ':since': sinceIso, ':upper': before ?? '\uffff' }),
-          ScanIndexForward: false,
-          Limit: limit + 1,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const raw of out.Items ?? []) {
-        const item = unmarshall(raw);
-        if (before !== undefined && (item.SK as string) >= before) continue;
-        items.push(item);
-      }
-      start = out.LastEvaluatedKey;
+      const page = await this.table.query({ partition: keys.events(pool), sort: { between: [sinceIso, before ?? '\uffff'] }, descending: true, limit: limit + 1, ...(start ? { start } : {}) });
+      for (const item of page.items) if (before === undefined || (item.SK as string) < before) items.push(item);
+      start = page.lastKey;
     } while (start && items.length <= limit);
     const page = items.slice(0, limit);
     const more = items.length > limit || start !== undefined;
@@ -196,14 +120,12 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async getCheckpoint<T>(name: string): Promise<Checkpoint<T> | undefined> {
-    const out = await this.db.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.checkpoint(name)), ConsistentRead: true }));
-    if (!out.Item) return undefined;
-    const item = unmarshall(out.Item);
-    return { value: item.value as T, version: item.version as number };
+    const item = await this.table.get(keys.checkpoint(name));
+    return item ? { value: item.value as T, version: item.version as number } : undefined;
   }
 
   async saveCheckpoint<T>(name: string, value: T, expectedVersion: number | undefined): Promise<boolean> {
-    return this.putVersioned({ ...keys.checkpoint(name), entity: Entity.Checkpoint, schema: SCHEMA_VERSION, name, value, version: (expectedVersion ?? 0) + 1 }, expectedVersion);
+    return this.putVersioned({ ...keys.checkpoint(name), entity: Entity.Checkpoint, schema: SCHEMA_VERSION, name, value }, expectedVersion);
   }
 
   async sweep(cursor: string | undefined, limit: number): Promise<SweepPage> {
@@ -216,96 +138,46 @@ export class DynamoReconcileStore implements ReconcileStore {
     const claims: Claim[] = [];
     const leases: Lease[] = [];
     while (position !== undefined && claims.length + leases.length < limit) {
-      const { pk, kind } = this.sweepPartition(position);
-      const out = await this.db.send<{ Items?: Record<string, AttributeValue>[]; LastEvaluatedKey?: Record<string, AttributeValue> }>(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: Index.Listing,
-          KeyConditionExpression: position.a === undefined ? 'GSI1PK = :pk' : 'GSI1PK = :pk AND GSI1SK > :after',
-          ExpressionAttributeValues: marshall({ ':pk': pk, ...(position.a !== undefined ? { ':after': position.a } : {}) }),
-          Limit: limit - claims.length - leases.length,
-        }),
-      );
-      const items = (out.Items ?? []).map((i) => unmarshall(i));
-      for (const item of items) {
+      const { partition, kind } = this.sweepPartition(position);
+      const page = await this.table.query({ index: 'GSI1', partition, ...(position.a !== undefined ? { sort: { after: position.a } } : {}), limit: limit - claims.length - leases.length });
+      for (const item of page.items) {
         if (kind === 'claims' && item.entity === Entity.Claim) claims.push(itemToClaim(item));
         if (kind === 'leases' && item.entity === Entity.Lease) leases.push(itemToLease(item));
       }
-      if (out.LastEvaluatedKey && items.length) {
-        position = { ...position, a: items[items.length - 1]!.GSI1SK as string };
-      } else if (position.i + 1 < 3 * this.shards) {
-        position = { p: position.p, i: position.i + 1 };
-      } else {
-        position = await this.poolAfter(position.p);
-      }
+      if (page.lastKey && page.items.length) position = { ...position, a: page.items[page.items.length - 1]!.GSI1SK as string };
+      else if (position.i + 1 < 3 * this.shards) position = { p: position.p, i: position.i + 1 };
+      else position = await this.poolAfter(position.p);
     }
     return { claims, leases, ...(position !== undefined ? { next: JSON.stringify(position) } : {}) };
   }
 
-  async leaseExists(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[]): Promise<boolean> {
-    const width = familyBits(family) / 4;
-    const probes = intervals.flatMap(([from, to]) =>
-      Array.from({ length: this.shards }, (_, shard) =>
-        this.db.send<{ Items?: unknown[] }>(
-          new QueryCommand({
-            TableName: this.table,
-            IndexName: Index.Listing,
-            KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK BETWEEN :from AND :to',
-            ProjectionExpression: 'GSI1SK',
-            ExpressionAttributeValues: marshall({ ':pk': keys.leasesListing(pool, family, shard), ':from': from.toString(16).padStart(width, '0'), ':to': to.toString(16).padStart(width, '0') }),
-            Limit: 1,
-          }),
-        ).then((out) => (out.Items?.length ?? 0) > 0),
-      ),
-    );
-    return (await Promise.all(probes)).some(Boolean);
+  leaseExists(pool: string, family: IpFamily, intervals: Intervals): Promise<boolean> {
+    return leaseExists(this.table, this.shards, pool, family, intervals);
   }
 
-  async countSlice(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, limit: number, cursor?: string): Promise<CountSlice> {
-    const width = familyBits(family) / 4;
-    let position: CountPosition = cursor === undefined ? { i: 0, s: 0 } : (JSON.parse(cursor) as CountPosition);
-    const scanned = intervals.map(() => 0);
-    let unexpired = 0;
-    let cost = 0;
-    while (cost < limit && position.i < intervals.length) {
-      const [from, to] = intervals[position.i]!;
-      // COUNT with a filter: Count is the unexpired leases, ScannedCount every lease item read (what it costs).
-      const out = await this.db.send<{ Count?: number; ScannedCount?: number; LastEvaluatedKey?: Record<string, AttributeValue> }>(
-        new QueryCommand({
-          TableName: this.table,
-          IndexName: Index.Listing,
-          Select: 'COUNT',
-          KeyConditionExpression: 'GSI1PK = :pk AND GSI1SK BETWEEN :from AND :to',
-          FilterExpression: 'attribute_not_exists(expiresAt) OR expiresAt > :now',
-          ExpressionAttributeValues: marshall({ ':pk': keys.leasesListing(pool, family, position.s), ':from': from.toString(16).padStart(width, '0'), ':to': to.toString(16).padStart(width, '0'), ':now': nowMs }),
-          Limit: Math.max(1, limit - cost),
-          ...(position.k ? { ExclusiveStartKey: position.k } : {}),
-        }),
-      );
-      unexpired += out.Count ?? 0;
-      scanned[position.i]! += out.ScannedCount ?? 0;
-      cost += Math.max(1, out.ScannedCount ?? 0);
-      if (out.LastEvaluatedKey) position = { ...position, k: out.LastEvaluatedKey };
-      else if (position.s + 1 < this.shards) position = { i: position.i, s: position.s + 1 };
-      else position = { i: position.i + 1, s: 0 };
-    }
-    return { unexpired, scanned, cost, ...(position.i < intervals.length ? { cursor: JSON.stringify(position) } : {}) };
+  async countSlice(pool: string, family: IpFamily, intervals: Intervals, nowMs: number, limit: number, cursor?: string): Promise<CountSlice> {
+    const slice = await countSlice(this.table, this.shards, pool, family, intervals, nowMs, limit, countPositionOf(cursor));
+    return { unexpired: slice.unexpired, scanned: slice.scanned, cost: slice.cost, ...(slice.next ? { cursor: JSON.stringify(slice.next) } : {}) };
   }
 
   async getUsage(pool: string): Promise<Map<string, Checkpoint<UsageRecord>>> {
-    const items = await this.db.queryAll({ TableName: this.table, KeyConditionExpression: 'PK = :pk', ExpressionAttributeValues: marshall({ ':pk': keys.usagePartition(pool) }), ConsistentRead: true });
-    return new Map(items.filter((i) => i.entity === Entity.Usage).map((i) => [i.range as string, { value: i.record as UsageRecord, version: i.version as number }]));
+    let start: Item | undefined;
+    const out = new Map<string, Checkpoint<UsageRecord>>();
+    do {
+      const page = await this.table.query({ partition: keys.usagePartition(pool), consistent: true, ...(start ? { start } : {}) });
+      for (const i of page.items) if (i.entity === Entity.Usage) out.set(i.range as string, { value: i.record as UsageRecord, version: i.version as number });
+      start = page.lastKey;
+    } while (start);
+    return out;
   }
 
   async saveUsage(pool: string, rangeName: string, record: UsageRecord, expectedVersion: number | undefined): Promise<boolean> {
-    const item = { ...keys.usage(pool, rangeName), entity: Entity.Usage, schema: SCHEMA_VERSION, pool, range: rangeName, record, version: (expectedVersion ?? 0) + 1 };
-    return this.putVersioned(item, expectedVersion);
+    return this.putVersioned({ ...keys.usage(pool, rangeName), entity: Entity.Usage, schema: SCHEMA_VERSION, pool, range: rangeName, record }, expectedVersion);
   }
 
   async getDriftRecord(pool: string, rangeName: string): Promise<Checkpoint<DriftRecord> | undefined> {
-    const out = await this.db.send<{ Item?: Record<string, AttributeValue> }>(new GetItemCommand({ TableName: this.table, Key: marshall(keys.strikes(pool, rangeName)), ConsistentRead: true }));
-    if (!out.Item) return undefined;
-    const item = unmarshall(out.Item);
+    const item = await this.table.get(keys.strikes(pool, rangeName));
+    if (!item) return undefined;
     const value: DriftRecord = {
       strikes: (item.strikes as Record<string, number> | undefined) ?? {},
       checkedCycle: (item.checkedCycle as number | undefined) ?? -1,
@@ -317,156 +189,110 @@ export class DynamoReconcileStore implements ReconcileStore {
   }
 
   async saveDriftRecord(pool: string, rangeName: string, record: DriftRecord, expectedVersion: number | undefined): Promise<boolean> {
-    const item = { ...keys.strikes(pool, rangeName), entity: Entity.Strikes, schema: SCHEMA_VERSION, pool, range: rangeName, ...record, version: (expectedVersion ?? 0) + 1 };
-    return this.putVersioned(item, expectedVersion);
+    return this.putVersioned({ ...keys.strikes(pool, rangeName), entity: Entity.Strikes, schema: SCHEMA_VERSION, pool, range: rangeName, ...record }, expectedVersion);
   }
 
-  /** Puts an item if it is still at `expectedVersion` (undefined: absent); false when someone else moved it. */
+  /** Puts an item at the next version if it is still at `expectedVersion` (undefined: absent); false when someone else moved it. */
   private async putVersioned(item: Item, expectedVersion: number | undefined): Promise<boolean> {
     const condition = expectedVersion === undefined ? itemIsAbsent() : versionIs(expectedVersion);
-    try {
-      await this.client.send(new PutItemCommand({ TableName: this.table, Item: marshall(item, marshallOpts), ...conditionParams(condition) }));
-      return true;
-    } catch (error) {
-      if ((error as Error).name === 'ConditionalCheckFailedException') return false;
-      throw translateError(error);
-    }
+    return (await this.table.write({ kind: 'put', item: { ...item, version: (expectedVersion ?? 0) + 1 }, condition })).ok;
   }
 
   async repairBitmap(repair: BitmapRepair, events: readonly IpamEvent[]): Promise<'written' | 'changed'> {
-    const leaseKey = (address: string) => marshall(keys.lease(repair.pool, address));
-    const reasons = await this.db.transact([
+    const verdicts = await this.table.transact([
       // The bitmap exactly as read: a mirror write or a legacy allocation in between makes this a no-op.
-      { Put: { TableName: this.table, Item: marshall(bitmapToItem(repair), marshallOpts), ...conditionParams(bitmapIs(repair.expected)) } },
+      { kind: 'put', item: bitmapToItem(repair), condition: bitmapIs(repair.expected) },
       // A bit is set only for a lease that still exists, and cleared only for one that still does not: an allocation
       // landing meanwhile cancels the whole write, and its own stream record sets its bit.
-      ...repair.leasesPresent.map((a): TransactWriteItem => ({ ConditionCheck: { TableName: this.table, Key: leaseKey(a), ...conditionParams(itemExists()) } })),
-      ...repair.leasesAbsent.map((a): TransactWriteItem => ({ ConditionCheck: { TableName: this.table, Key: leaseKey(a), ...conditionParams(itemIsAbsent()) } })),
-      ...events.map((e) => this.putEvent(e)),
+      ...repair.leasesPresent.map((a): WriteOp => ({ kind: 'check', key: keys.lease(repair.pool, a), condition: itemExists() })),
+      ...repair.leasesAbsent.map((a): WriteOp => ({ kind: 'check', key: keys.lease(repair.pool, a), condition: itemIsAbsent() })),
+      ...events.map((e) => eventPut(e)),
     ]);
-    return reasons ? 'changed' : 'written';
+    return verdicts ? 'changed' : 'written';
   }
 
   async removeBitmap(pool: string, rangeName: string, version: number, event: IpamEvent): Promise<'removed' | 'changed'> {
-    const reasons = await this.db.transact([
-      { Delete: { TableName: this.table, Key: marshall(keys.bitmap(pool, rangeName)), ...conditionParams(bitmapIs({ version })) } },
-      { Delete: { TableName: this.table, Key: marshall(keys.strikes(pool, rangeName)) } },
-      this.putEvent(event),
+    const verdicts = await this.table.transact([
+      { kind: 'delete', key: keys.bitmap(pool, rangeName), condition: bitmapIs({ version }) },
+      { kind: 'delete', key: keys.strikes(pool, rangeName) },
+      eventPut(event),
     ]);
-    return reasons ? 'changed' : 'removed';
+    return verdicts ? 'changed' : 'removed';
   }
 
-  // ---- writes: each conditional, each with its event in the same transaction ----
+  // ---- repairs: each conditional, each with its event in the same transaction ----
 
-  async releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent): Promise<'released' | 'changed'> {
+  releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent): Promise<'released' | 'changed'> {
     return this.release(claim, both(claimUidIs(claim.uid), versionIs(claim.version), hasExpired(cutoffMs)), event);
   }
 
-  async releaseClaim(claim: Claim, event: IpamEvent): Promise<'released' | 'changed'> {
+  releaseClaim(claim: Claim, event: IpamEvent): Promise<'released' | 'changed'> {
     return this.release(claim, claimUidIs(claim.uid), event);
   }
 
   async releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent): Promise<'released' | 'changed'> {
-    const reasons = await this.db.transact([
-      { Delete: { TableName: this.table, Key: marshall(keys.lease(lease.pool, lease.address)), ...conditionParams(both(heldByClaim(lease.claimUid), createdNoLaterThan(createdBeforeIso))) } },
-      this.putEvent(event),
-    ]);
-    return reasons ? 'changed' : 'released';
+    const verdicts = await this.table.transact([{ kind: 'delete', key: keys.lease(lease.pool, lease.address), condition: both(heldByClaim(lease.claimUid), createdNoLaterThan(createdBeforeIso)) }, eventPut(event)]);
+    return verdicts ? 'changed' : 'released';
   }
 
   async restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'> {
-    const reasons = await this.db.transact([
-      { ConditionCheck: { TableName: this.table, Key: marshall(keys.claim(claim.pool, claim.name)), ...conditionParams(both(claimUidIs(claim.uid), versionIs(claim.version))) } },
-      { Put: { TableName: this.table, Item: marshall(leaseToItem(lease, this.shards), marshallOpts), ...conditionParams(either(itemIsAbsent(), hasExpired(nowMs))) } },
-      this.putEvent(event),
-    ]);
-    if (!reasons) return 'restored';
-    if (failed(reasons[0])) return 'claimChanged';
-    if (failed(reasons[1])) return 'taken';
-    throw new NotReadyError('A concurrent write touched this lease; a later run retries.');
+    const { ops, decode } = leaseRestore(claim, lease, nowMs, this.shards, { event, id: newEventId() });
+    const verdicts = await this.table.transact(ops);
+    if (!verdicts) return 'restored';
+    const verdict = decode(verdicts);
+    if (verdict === 'conflict') throw new NotReadyError('A concurrent write touched this lease; a later run retries.');
+    return verdict;
   }
 
   async finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'> {
-    // Still Terminating, and the same deletion of the same incarnation (a range made again and deleted again waits its own grace).
-    const condition = both(
-      attributeIs('state', RangeState.Terminating, 'state'),
-      attributeIs('deletionRequestedAt', range.deletionRequestedAt ?? '', 'deletionRequestedAt'),
-      attributeIs('createdAt', range.createdAt, 'createdAt'),
-    );
-    const reasons = await this.db.transact([
-      { Delete: { TableName: this.table, Key: marshall(keys.range(range.pool, range.name)), ...conditionParams(condition) } },
-      { Delete: { TableName: this.table, Key: marshall(keys.bitmap(range.pool, range.name)) } },
-      { Delete: { TableName: this.table, Key: marshall(keys.strikes(range.pool, range.name)) } },
-      { Delete: { TableName: this.table, Key: marshall(keys.usage(range.pool, range.name)) } },
-      this.putEvent(event),
+    const verdicts = await this.table.transact([
+      { kind: 'delete', key: keys.range(range.pool, range.name), condition: isTerminatingAsMarked(range) },
+      { kind: 'delete', key: keys.bitmap(range.pool, range.name) },
+      { kind: 'delete', key: keys.strikes(range.pool, range.name) },
+      { kind: 'delete', key: keys.usage(range.pool, range.name) },
+      eventPut(event),
     ]);
-    return reasons ? 'changed' : 'finalized';
+    return verdicts ? 'changed' : 'finalized';
   }
 
   async reportOnce(event: IpamEvent, what: string, nowMs: number): Promise<boolean> {
     // The marker expires with the event: a finding still there a day later is reported again.
     const expiresAt = nowMs + EVENT_RETENTION_MS;
     const marker = { ...keys.report(event.pool, what), entity: Entity.Report, schema: SCHEMA_VERSION, pool: event.pool, what, expiresAt, ttl: Math.ceil(expiresAt / 1000) };
-    const reasons = await this.db.transact([
-      { Put: { TableName: this.table, Item: marshall(marker, marshallOpts), ...conditionParams(either(itemIsAbsent(), hasExpired(nowMs))) } },
-      this.putEvent(event),
-    ]);
-    return reasons === undefined;
+    return (await this.table.transact([{ kind: 'put', item: marker, condition: isFreeAt(nowMs) }, eventPut(event)])) === undefined;
   }
 
   // ---- helpers ----
 
   /** Deletes the claim (under `claimCondition`), its marker and the leases it still holds, with the event. */
   private async release(claim: Claim, claimCondition: Condition, event: IpamEvent): Promise<'released' | 'changed'> {
-    for (let attempt = 0; attempt < 5; attempt += 1) {
-      const held = (await this.db.batchGet(claim.addresses.map((a) => keys.lease(claim.pool, a.address)))).filter((i) => i.claimUid === claim.uid);
-      const items: TransactWriteItem[] = [{ Delete: { TableName: this.table, Key: marshall(keys.claim(claim.pool, claim.name)), ...conditionParams(claimCondition) } }];
-      if (claim.spec.generateName !== undefined) {
-        const markerKey = keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName);
-        const [marker] = await this.db.batchGet([markerKey]);
-        if (marker?.claimUid === claim.uid) items.push({ Delete: { TableName: this.table, Key: marshall(markerKey), ...conditionParams(heldByClaim(claim.uid)) } });
-      }
-      for (const lease of held) items.push({ Delete: { TableName: this.table, Key: marshall(keys.lease(claim.pool, lease.address as string)), ...conditionParams(heldByClaim(claim.uid)) } });
-      items.push(this.putEvent(event));
-      const reasons = await this.db.transact(items);
-      if (!reasons) return 'released';
-      // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
-      if (failed(reasons[0])) return 'changed';
-      // A lease or the marker changed hands between the read and the write, or a conflict: read again.
-      if (!reasons.some(failed) && !conflicted(reasons)) break;
-    }
+    const outcome = await releaseWithRetries(this.table, claim, claimCondition, () => ({ event: { event, id: newEventId() } }));
+    // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
+    if (outcome === 'claimChanged') return 'changed';
+    if (outcome === 'released') return 'released';
     throw new NotReadyError(`Claim ${claim.name} kept changing while it was being released; a later run retries.`);
   }
 
-  private putEvent(event: IpamEvent): TransactWriteItem {
-    return { Put: { TableName: this.table, Item: marshall(eventToItem(event, newEventId()), marshallOpts), ...conditionParams(itemIsAbsent()) } };
-  }
-
-  private sweepPartition(position: SweepPosition): { pk: string; kind: 'claims' | 'leases' } {
+  private sweepPartition(position: SweepPosition): { partition: string; kind: 'claims' | 'leases' } {
     const stage = Math.floor(position.i / this.shards);
     const shard = position.i % this.shards;
-    if (stage === 0) return { pk: keys.claimsListing(position.p, shard), kind: 'claims' };
-    return { pk: keys.leasesListing(position.p, stage === 1 ? IpFamily.IPv4 : IpFamily.IPv6, shard), kind: 'leases' };
+    if (stage === 0) return { partition: keys.claimsListing(position.p, shard), kind: 'claims' };
+    return { partition: keys.leasesListing(position.p, stage === 1 ? IpFamily.IPv4 : IpFamily.IPv6, shard), kind: 'leases' };
   }
 
   /** The first stage of the pool after `pool` in name order (the first pool for undefined), or undefined at the end. */
   private async poolAfter(pool: string | undefined): Promise<SweepPosition | undefined> {
-    const out = await this.db.send<{ Items?: Record<string, AttributeValue>[] }>(
-      new QueryCommand({
-        TableName: this.table,
-        IndexName: Index.Listing,
-        KeyConditionExpression: pool === undefined ? 'GSI1PK = :pk' : 'GSI1PK = :pk AND GSI1SK > :after',
-        ExpressionAttributeValues: marshall({ ':pk': keys.poolsListing(), ...(pool !== undefined ? { ':after': pool } : {}) }),
-        Limit: 1,
-      }),
-    );
-    const next = out.Items?.[0] ? (unmarshall(out.Items[0]).GSI1SK as string) : undefined;
+    const page = await this.table.query({ index: 'GSI1', partition: keys.poolsListing(), ...(pool !== undefined ? { sort: { after: pool } } : {}), limit: 1 });
+    const next = page.items[0]?.GSI1SK as string | undefined;
     return next === undefined ? undefined : { p: next, i: 0 };
   }
+}
 
+/** An event's put: a fresh id, so a repair's event is written exactly once with it. */
+function eventPut(event: IpamEvent): WriteOp {
+  return { kind: 'put', item: eventToItem(event, newEventId()), condition: itemIsAbsent() };
 }
 
 function newEventId(): string {
   return randomUUID().replace(/-/g, '').slice(0, 16);
 }
-

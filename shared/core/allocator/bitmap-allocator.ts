@@ -2,7 +2,8 @@ import { formatAddress, type IpFamily } from '../ip/address.ts';
 import { isHostOf, lowerBandSize } from '../ip/cidr.ts';
 import { AlreadyAllocatedError, MismatchedNetworkError, NotInRangeError, NotReadyError, RangeFullError } from '../errors.ts';
 import { isExpired, leaseOfClaim, type Claim, type ClaimAddress, type PoolView } from '../model.ts';
-import type { Clock, IpamStore, Random } from '../ports.ts';
+import type { ClaimStore, Clock, LeaseIndex, PoolStore, Random, ReleaseOutcome } from '../ports.ts';
+import { releaseClearingBits } from '../bitmap/bitmap-release.ts';
 import { addressOfBit, bitOf, legacyWindow, type Bitmap } from '../bitmap/bitmap.ts';
 import { bitmapOf, bitmapOfDocument, legacyRangeOf, windowInterval } from '../bitmap/legacy.ts';
 import type { BitmapExpectation, BitmapStore, BitmapWrite } from '../bitmap/ports.ts';
@@ -11,8 +12,10 @@ import type { Interval } from './intervals.ts';
 import { excludedIntervals, rangeForExplicit, type ParsedRange } from './pool-geometry.ts';
 
 export interface BitmapAllocatorDeps {
-  readonly store: Pick<IpamStore, 'getClaim' | 'getLease' | 'takenAddresses'>;
-  readonly bitmaps: Pick<BitmapStore, 'getBitmap' | 'commitClaim'>;
+  readonly claims: Pick<ClaimStore, 'getClaim' | 'releaseClaim'>;
+  readonly leases: Pick<LeaseIndex, 'getLease' | 'takenAddresses'>;
+  readonly pools: Pick<PoolStore, 'getPoolView'>;
+  readonly bitmaps: Pick<BitmapStore, 'getBitmap' | 'commitClaim' | 'releaseClaim' | 'leaseHolders'>;
   readonly clock: Clock;
   readonly random: Random;
   /** Transactions tried before giving up (each lost race re-reads what it lost on). Default 32. */
@@ -63,6 +66,10 @@ export class BitmapAllocator implements Allocator {
    *   outside its family's legacy bitmap window; AlreadyAllocatedError when its bit is set; RangeFullError when a
    *   bitmap has no zero bit left; NotReadyError when the races do not settle.
    */
+  release(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome> {
+    return releaseClearingBits(this.deps, claim, expectedVersion);
+  }
+
   async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
     const ranges = new Map(requests.map((r) => [r.family, this.legacyRange(view, r.family)]));
     const explicit = new Map<IpFamily, Choice>();
@@ -141,16 +148,16 @@ export class BitmapAllocator implements Allocator {
     if (doc && bitmap) return { bitmap, expected: { version: doc.version } };
     // Every lease item counts, expired ones too (nowMs 0): their bits stay set until the lease is deleted.
     const window = windowInterval(range.cidr);
-    const taken = window ? await this.deps.store.takenAddresses(pool, range.range.family, [window], 0) : [];
+    const taken = window ? await this.deps.leases.takenAddresses(pool, range.range.family, [window], 0) : [];
     return { bitmap: bitmapOf(range.cidr, taken), expected: doc ? { version: doc.version } : 'absent' };
   }
 
   /** An explicit address whose bit is set: the same claim asked again (idempotent), or someone else holds it. */
   private async explicitHeld(view: PoolView, draft: ClaimDraft, pick: Choice): Promise<AllocationResult> {
-    const existing = await this.deps.store.getClaim(view.pool.name, draft.name);
+    const existing = await this.deps.claims.getClaim(view.pool.name, draft.name);
     if (existing && !isExpired(existing, this.deps.clock.nowMs())) return { kind: 'exists', claim: existing };
     const address = formatAddress({ family: pick.range.cidr.family, value: addressOfBit(pick.range.cidr, pick.bit) });
-    const holder = await this.deps.store.getLease(view.pool.name, address);
+    const holder = await this.deps.leases.getLease(view.pool.name, address);
     throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
   }
 }

@@ -1,7 +1,7 @@
 import { formatAddress, type IpFamily } from '../ip/address.ts';
 import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../errors.ts';
 import { leaseOfClaim, type Claim, type ClaimAddress, type PoolView } from '../model.ts';
-import type { Clock, IpamStore, Random } from '../ports.ts';
+import type { ClaimStore, Clock, Random, ReleaseOutcome } from '../ports.ts';
 import type { AllocationResult, Allocator, ClaimDraft, FamilyRequest } from './allocator.ts';
 import { chooseWeighted, pickableSize, pickBlind, pickInRange, type PickRange } from './candidates.ts';
 import type { HintCache } from './hint.ts';
@@ -18,7 +18,7 @@ export const PickStrategy = {
 export type PickStrategy = (typeof PickStrategy)[keyof typeof PickStrategy];
 
 export interface LeaseAllocatorDeps {
-  readonly store: Pick<IpamStore, 'commitClaim'>;
+  readonly claims: Pick<ClaimStore, 'commitClaim' | 'releaseClaim'>;
   readonly hints: HintCache;
   readonly clock: Clock;
   readonly random: Random;
@@ -55,6 +55,10 @@ export class LeaseAllocator implements Allocator {
     this.maxCommits = deps.maxCommits ?? (this.strategy === PickStrategy.Blind ? 4096 : 64);
   }
 
+  release(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome> {
+    return this.deps.claims.releaseClaim(claim, expectedVersion);
+  }
+
   async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
     const picks = new Map<IpFamily, Choice>();
     for (const request of requests) {
@@ -73,7 +77,7 @@ export class LeaseAllocator implements Allocator {
       const leases = claim.addresses.map((a) => leaseOfClaim(claim, a));
       let outcome;
       try {
-        outcome = await this.deps.store.commitClaim(claim, leases, nowMs);
+        outcome = await this.deps.claims.commitClaim(claim, leases, nowMs);
       } finally {
         for (const settle of reservations.splice(0)) settle();
       }

@@ -21,12 +21,12 @@ export interface BitmapWrite {
 /** A claim commit that also wrote bitmaps: CommitOutcome, or "a bitmap was not at the expected version" (read again). */
 export type BitmapCommitOutcome = CommitOutcome | { readonly kind: 'bitmapsChanged'; readonly ranges: readonly string[] };
 
-/** A release that also wrote bitmaps, as IpamStore.releaseClaim answers, or "a bitmap changed" (read again). */
+/** A release that also wrote bitmaps, as ClaimStore.releaseClaim answers, or "a bitmap changed" (read again). */
 export type BitmapReleaseOutcome = 'released' | 'versionMismatch' | 'absent' | 'bitmapsChanged';
 
 /**
- * The persistence port of the legacy bitmaps (one `RangeAllocation` item per legacy range); DynamoBitmapStore is its
- * adapter. Every write is conditional on a BitmapExpectation, so a lost race is an answer ('changed'), never a
+ * The persistence port of the legacy bitmaps (one `RangeAllocation` item per legacy range);
+ * TableBitmapStore is its adapter. Every write is conditional on a BitmapExpectation, so a lost race is an answer ('changed'), never a
  * silent overwrite.
  */
 export interface BitmapStore {
@@ -36,9 +36,6 @@ export interface BitmapStore {
   /** Writes one bitmap if it is as expected; 'changed' when another writer got there first. */
   putBitmap(write: BitmapWrite): Promise<'written' | 'changed'>;
 
-  /** Deletes a bitmap item (when expected is given, only at that version); 'changed' when it was at another version. */
-  deleteBitmap(pool: string, rangeName: string, expected?: BitmapExpectation): Promise<'deleted' | 'changed'>;
-
   /**
    * Writes the claim, its leases and the bitmaps in ONE transaction: the claim only if absent or expired at `nowMs`,
    * each lease only if absent or expired, each bitmap only as expected. So a legacy allocation's lease and bit are
@@ -47,7 +44,7 @@ export interface BitmapStore {
   commitClaim(claim: Claim, leases: readonly Lease[], bitmaps: readonly BitmapWrite[], nowMs: number): Promise<BitmapCommitOutcome>;
 
   /**
-   * Releases a claim as IpamStore.releaseClaim does (claim of this uid, at `expectedVersion` when given, and the leases
+   * Releases a claim as ClaimStore.releaseClaim does (claim of this uid, at `expectedVersion` when given, and the leases
    * in `held` that it still holds) and writes the bitmaps in the same transaction.
    */
   releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number): Promise<BitmapReleaseOutcome>;

@@ -1,6 +1,6 @@
 import { NotReadyError } from '../errors.ts';
 import type { PoolView } from '../model.ts';
-import type { IpamStore } from '../ports.ts';
+import type { LeaseIndex, PoolStore } from '../ports.ts';
 import type { AllocationGates } from '../use-cases/deps.ts';
 import { bitmapOf, bitmapOfDocument, bitmapsMaintained, windowInterval } from '../bitmap/legacy.ts';
 import type { BitmapStore } from '../bitmap/ports.ts';
@@ -8,7 +8,8 @@ import type { LeaseChange } from './lease-change.ts';
 import { applyBits, planMirror, settle, type RangePlan } from './plan.ts';
 
 export interface LegacyMirrorDeps {
-  readonly store: Pick<IpamStore, 'getPoolView' | 'takenAddresses'>;
+  readonly pools: Pick<PoolStore, 'getPoolView'>;
+  readonly leases: Pick<LeaseIndex, 'takenAddresses'>;
   readonly bitmaps: Pick<BitmapStore, 'getBitmap' | 'putBitmap' | 'leaseHolders'>;
   readonly gates: AllocationGates;
   /** Read-modify-write rounds per bitmap before its changes are reported failed. Default 8. */
@@ -73,7 +74,7 @@ export class LegacyMirror {
     await Promise.all(
       pools.map(async (pool) => {
         try {
-          views.set(pool, await this.deps.store.getPoolView(pool));
+          views.set(pool, await this.deps.pools.getPoolView(pool));
         } catch (error) {
           // Without the pool's ranges nothing of it can be mirrored: all its changes go back to the stream.
           const ids = changes.filter((c) => c.pool === pool).map((c) => c.id);
@@ -111,7 +112,7 @@ export class LegacyMirror {
       if (!bitmap) {
         // A new environment (or a bitmap of another CIDR): build it from THIS range's leases, expired ones included.
         const window = windowInterval(range.cidr);
-        bitmap = bitmapOf(range.cidr, window ? await this.deps.store.takenAddresses(pool, range.range.family, [window], 0) : []);
+        bitmap = bitmapOf(range.cidr, window ? await this.deps.leases.takenAddresses(pool, range.range.family, [window], 0) : []);
       }
       const holders = await this.deps.bitmaps.leaseHolders(pool, addresses);
       const changed = applyBits(bitmap, settle(plan, holders));

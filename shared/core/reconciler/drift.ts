@@ -114,7 +114,7 @@ const SPAN_BITS = 4096;
 
 /** Rows 8-9 for one legacy range; true when its window was scanned (in part or whole). */
 async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRecord | undefined, budget: { left: number }): Promise<boolean> {
-  const { bitmaps, reconcile: store, store: leases, settings } = run.deps;
+  const { bitmaps, reconcile: store, leases, settings } = run.deps;
   const cidr = parseCidr(range.cidr);
   const window = windowInterval(cidr);
   if (!window) return false;

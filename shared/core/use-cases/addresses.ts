@@ -9,7 +9,7 @@ import { pageLimit, type Deps } from './deps.ts';
 export async function getAddress(deps: Deps, pool: string, text: string): Promise<Lease> {
   await deps.views.get(pool, deps.clock.nowMs());
   const address = formatAddress(parseAddress(text));
-  const lease = await deps.store.getLease(pool, address);
+  const lease = await deps.leases.getLease(pool, address);
   if (!lease || isExpired(lease, deps.clock.nowMs())) throw new NotFoundError('address', address, `Address ${address} is not allocated in pool ${JSON.stringify(pool)}.`);
   return lease;
 }
@@ -26,5 +26,5 @@ export async function listAddresses(deps: Deps, pool: string, rangeName?: string
   } else {
     scopes = [IpFamily.IPv4, IpFamily.IPv6].map((family) => ({ family, from: 0n, to: (1n << BigInt(familyBits(family))) - 1n }));
   }
-  return deps.store.listLeases(pool, scopes, deps.clock.nowMs(), pageLimit(limit), cursor);
+  return deps.leases.listLeases(pool, scopes, deps.clock.nowMs(), pageLimit(limit), cursor);
 }

@@ -29,6 +29,6 @@ export async function getRangeAllocation(deps: Deps, pool: string, rangeName: st
     if (doc && bitmapOfDocument(doc, parsed)) return doc;
   }
   const window = windowInterval(parsed.cidr);
-  const taken = window ? await deps.store.takenAddresses(pool, range.family, [window], 0) : [];
+  const taken = window ? await deps.leases.takenAddresses(pool, range.family, [window], 0) : [];
   return { range: range.cidr, data: bitmapOf(parsed.cidr, taken).encode(), version: 0 };
 }

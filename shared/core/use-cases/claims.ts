@@ -144,11 +144,11 @@ function sameOrConflict(existing: Claim, spec: ClaimSpec): { claim: Claim; creat
  * request is repeated (idempotent; also after a lost response with generateName).
  * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError
  */
-export async function createClaim(deps: Deps, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number }> {
+export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random'>, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number }> {
   const { spec, explicit } = normalizeSpec(cmd);
   if (spec.generateName !== undefined) {
-    const made = await deps.store.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
-    const existing = made === undefined ? undefined : await deps.store.getClaim(cmd.pool, made);
+    const made = await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
+    const existing = made === undefined ? undefined : await deps.claims.getClaim(cmd.pool, made);
     if (existing && !isExpired(existing, deps.clock.nowMs())) return sameOrConflict(existing, spec);
   }
   const name = cmd.name ?? generatedName(spec.generateName!, deps.random.suffix(5));
@@ -172,7 +172,7 @@ export async function createClaim(deps: Deps, cmd: CreateClaimCommand): Promise<
       const result = await deps.allocator.allocate(view, draft, requests);
       if (result.kind === 'allocated') return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
       if (result.kind === 'exists') return sameOrConflict(result.claim, spec);
-      const won = await deps.store.getClaim(cmd.pool, result.claimName);
+      const won = await deps.claims.getClaim(cmd.pool, result.claimName);
       if (!won) throw new ConflictError('A concurrent request is creating this claim; retry the request.');
       return sameOrConflict(won, spec);
     } catch (error) {
@@ -184,17 +184,17 @@ export async function createClaim(deps: Deps, cmd: CreateClaimCommand): Promise<
 }
 
 /** A claim that is held now. @throws NotFoundError when absent or expired */
-export async function getClaim(deps: Deps, pool: string, name: string): Promise<Claim> {
+export async function getClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string): Promise<Claim> {
   await deps.views.get(pool, deps.clock.nowMs());
-  const claim = await deps.store.getClaim(pool, name);
+  const claim = await deps.claims.getClaim(pool, name);
   if (!claim || isExpired(claim, deps.clock.nowMs())) throw new NotFoundError('claim', name);
   return claim;
 }
 
 /** Lists held claims (expired ones are not reported), optionally of one owner uid. */
-export async function listClaims(deps: Deps, pool: string, limit?: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>> {
+export async function listClaims(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, limit?: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>> {
   await deps.views.get(pool, deps.clock.nowMs());
-  const page = await deps.store.listClaims(pool, pageLimit(limit), cursor, ownerUid);
+  const page = await deps.claims.listClaims(pool, pageLimit(limit), cursor, ownerUid);
   const nowMs = deps.clock.nowMs();
   return { ...page, items: page.items.filter((c) => !isExpired(c, nowMs)) };
 }
@@ -203,18 +203,18 @@ export async function listClaims(deps: Deps, pool: string, limit?: number, curso
  * Releases a claim and the leases it still holds, in one transaction; absent claims are already released.
  * @throws PreconditionFailedError when `ifMatch` names another version
  */
-export async function deleteClaim(deps: Deps, pool: string, name: string, ifMatch?: string): Promise<void> {
+export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>, pool: string, name: string, ifMatch?: string): Promise<void> {
   await deps.views.get(pool, deps.clock.nowMs());
   const expected = ifMatch === undefined ? undefined : Number(ifMatch);
   if (expected !== undefined && !Number.isInteger(expected)) throw new InvalidArgumentError('If-Match must be a claim version number.', 'If-Match');
   for (let attempt = 0; attempt < 5; attempt += 1) {
-    const claim = await deps.store.getClaim(pool, name);
+    const claim = await deps.claims.getClaim(pool, name);
     if (!claim) {
       if (expected !== undefined) throw new PreconditionFailedError(String(expected), 'absent');
       return;
     }
     if (expected !== undefined && claim.version !== expected) throw new PreconditionFailedError(String(expected), String(claim.version));
-    const outcome = await deps.store.releaseClaim(claim, expected ?? claim.version);
+    const outcome = await deps.allocator.release(claim, expected ?? claim.version);
     if (outcome === 'released' || outcome === 'absent') {
       for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value);
       return;
@@ -225,15 +225,15 @@ export async function deleteClaim(deps: Deps, pool: string, name: string, ifMatc
 }
 
 /** Extends a claim's lease. @throws NotFoundError when gone or its addresses were taken; ConflictError without a TTL */
-export async function renewClaim(deps: Deps, pool: string, name: string, ttlSeconds?: number): Promise<Claim> {
+export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number): Promise<Claim> {
   await deps.views.get(pool, deps.clock.nowMs());
   const ttl = checkTtl(ttlSeconds);
-  const claim = await deps.store.getClaim(pool, name);
+  const claim = await deps.claims.getClaim(pool, name);
   if (!claim) throw new NotFoundError('claim', name);
   const seconds = ttl ?? claim.spec.ttlSeconds;
   if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
   const expiresAt = deps.clock.nowMs() + seconds * 1000;
-  const outcome = await deps.store.renewClaim(claim, expiresAt);
+  const outcome = await deps.claims.renewClaim(claim, expiresAt);
   if (outcome === 'absent') throw new NotFoundError('claim', name);
   if (outcome === 'lost') {
     throw new NotFoundError('claim', name, `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`);

@@ -2,7 +2,7 @@ import type { Allocator } from '../allocator/allocator.ts';
 import type { BitmapStore } from '../bitmap/ports.ts';
 import type { HintCache } from '../allocator/hint.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
-import type { Clock, IpamStore, Random } from '../ports.ts';
+import type { ClaimStore, Clock, HealthProbe, LeaseIndex, PoolStore, Random } from '../ports.ts';
 import type { ReconcileStore } from '../reconciler/ports.ts';
 
 /** The gates that change allocation behaviour (Kubernetes' names). */
@@ -11,18 +11,24 @@ export interface AllocationGates {
   readonly DisableAllocatorDualWrite: boolean;
 }
 
-/** What every use case may use; built once per container by the composition root. */
+/**
+ * Everything the use cases may use, built once per container by the composition root. Each use case takes a
+ * `Pick` of the parts it uses, so a test provides only those.
+ */
 export interface Deps {
-  readonly store: IpamStore;
+  readonly pools: PoolStore;
+  readonly claims: ClaimStore;
+  readonly leases: LeaseIndex;
+  readonly health: HealthProbe;
   readonly clock: Clock;
   readonly random: Random;
   readonly views: PoolViewCache;
   readonly hints: HintCache;
   readonly allocator: Allocator;
-  /** The legacy bitmaps (RangeAllocation items), read by the allocation route. */
-  readonly bitmaps: BitmapStore;
+  /** The legacy bitmaps (RangeAllocation items): read by the allocation route and the drift repair. */
+  readonly bitmaps: Pick<BitmapStore, 'getBitmap' | 'leaseHolders'>;
   readonly gates: AllocationGates;
-  /** The reconciler's store: expiry index, repairs with their events, checkpoints (also owner release and events). */
+  /** The reconciler's store: expiry index, repairs with their events, checkpoints; owner release and events too. */
   readonly reconcile: ReconcileStore;
 }
 
@@ -31,7 +37,7 @@ export function nowIso(deps: Pick<Deps, 'clock'>): string {
   return new Date(deps.clock.nowMs()).toISOString();
 }
 
-/** Checks a page size: 1-1000, default 100. */
+/** A page size: the one asked for (the HTTP layer checked it is 1-1000), or 100. */
 export function pageLimit(value: number | undefined): number {
   return value ?? 100;
 }

@@ -27,13 +27,13 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   const name = checkDnsLabel(cmd.name, 'name');
   const exclude = [...new Set((cmd.exclude ?? []).map(normalizeExclusion))];
   const pool: Pool = { name, exclude, createdAt: nowIso(deps) };
-  if ((await deps.store.createPool(pool)) === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
+  if ((await deps.pools.createPool(pool)) === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
   return pool;
 }
 
 /** Lists pools in name order. */
 export async function listPools(deps: Deps, limit?: number, cursor?: string): Promise<Page<Pool>> {
-  return deps.store.listPools(pageLimit(limit), cursor);
+  return deps.pools.listPools(pageLimit(limit), cursor);
 }
 
 export interface RangeWithUsage {
@@ -53,7 +53,7 @@ export async function rangeUtilization(deps: Deps, range: Range): Promise<Utiliz
   const cidr = parseCidr(range.cidr);
   const size = capacity(cidr);
   const interval = hostInterval(cidr);
-  const used = interval ? await deps.store.countLeases(range.pool, range.family, [interval], deps.clock.nowMs()) : 0n;
+  const used = interval ? await deps.leases.countLeases(range.pool, range.family, [interval], deps.clock.nowMs()) : 0n;
   return { size, used, free: size - used };
 }
 
@@ -71,7 +71,7 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
     if (ranges.length === 0) continue;
     const intervals = hostIntervals(ranges);
     const size = intervalsSize(intervals);
-    const used = intervals.length ? await deps.store.countLeases(view.pool.name, family, intervals, deps.clock.nowMs()) : 0n;
+    const used = intervals.length ? await deps.leases.countLeases(view.pool.name, family, intervals, deps.clock.nowMs()) : 0n;
     out[family] = { size, used, free: size - used };
   }
   return out;
@@ -79,7 +79,7 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
 
 /** Deletes a pool and its ranges. @throws PoolNotEmptyError while claims exist; NotFoundError */
 export async function deletePool(deps: Deps, name: string): Promise<void> {
-  const outcome = await deps.store.deletePool(name);
+  const outcome = await deps.pools.deletePool(name);
   deps.views.forget(name);
   deps.hints.forget(name);
   if (outcome === 'absent') throw new NotFoundError('pool', name);

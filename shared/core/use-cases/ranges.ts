@@ -46,7 +46,7 @@ export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<
     throw new ConflictError(`Pool ${JSON.stringify(cmd.pool)} already has a legacy ${cidr.family} range; a pool has at most one per family.`);
   }
   const range: Range = { pool: cmd.pool, name, cidr: cidrText, family: cidr.family, state: RangeState.Ready, legacy, createdAt: nowIso(deps) };
-  if ((await deps.store.createRange(range)) === 'exists') {
+  if ((await deps.pools.createRange(range)) === 'exists') {
     // Lost a race with an identical or a different create; report what won.
     deps.views.forget(cmd.pool);
     return createRange(deps, cmd);
@@ -80,7 +80,7 @@ export async function dependentLeases(deps: Deps, range: Range, otherReady: read
   if (!own) return 0n;
   const others = hostIntervals(otherReady.map((r) => ({ range: r, cidr: parseCidr(r.cidr) })));
   const alone = subtractIntervals([own], others);
-  return alone.length ? deps.store.countLeases(range.pool, range.family, alone, 0) : 0n;
+  return alone.length ? deps.leases.countLeases(range.pool, range.family, alone, 0) : 0n;
 }
 
 /**
@@ -92,12 +92,13 @@ export async function deleteRange(deps: Deps, pool: string, name: string): Promi
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   const range = view.ranges.find((r) => r.name === name);
   if (!range) return 'gone';
-  const terminating = range.state === RangeState.Terminating ? range : await deps.store.markRangeTerminating(range, nowIso(deps));
+  const terminating = range.state === RangeState.Terminating ? range : await deps.pools.markRangeTerminating(range, nowIso(deps));
   deps.views.forget(pool);
   deps.hints.forget(pool);
   const others = rangesOf(view, range.family).map((r) => r.range).filter((r) => r.name !== name);
   if ((await dependentLeases(deps, terminating, others)) > 0n) return 'terminating';
-  await deps.store.deleteRange(pool, name);
+  // Conditional on this Terminating incarnation: a range made again meanwhile is not removed.
+  await deps.pools.deleteRange(terminating);
   return 'gone';
 }
 

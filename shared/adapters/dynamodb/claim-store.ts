@@ -1,0 +1,94 @@
+import { NotReadyError } from '../../core/errors.ts';
+import type { Claim, Lease } from '../../core/model.ts';
+import type { ClaimStore, CommitOutcome, Page, ReleaseOutcome } from '../../core/ports.ts';
+import { itemToClaim } from './codec.ts';
+import { both, claimUidIs, versionIs } from './conditions.ts';
+import type { CursorCodec } from './cursor.ts';
+import { indexPage, mergeShards } from './index-reads.ts';
+import { keys } from './keys.ts';
+import { isNamePosition } from './pool-store.ts';
+import type { Table } from './table.ts';
+import { claimCommit, type CommitVerdict } from './writes/commit.ts';
+import { releaseWithRetries } from './writes/release.ts';
+import { claimRenewal } from './writes/renew.ts';
+
+/** Claims on the table; each write is one of the write shapes in writes/. */
+export class TableClaimStore implements ClaimStore {
+  constructor(private readonly table: Table, private readonly shards: number, private readonly cursors: CursorCodec) {}
+
+  async commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number): Promise<CommitOutcome> {
+    const { ops, decode } = claimCommit(claim, leases, nowMs, this.shards);
+    const verdicts = await this.table.transact(ops);
+    return verdicts ? this.settle(claim, decode(verdicts)) : { kind: 'committed' };
+  }
+
+  /** Completes a commit verdict with the reads DynamoDB did not answer, as the port's outcome. */
+  async settle(claim: Claim, verdict: CommitVerdict): Promise<CommitOutcome> {
+    switch (verdict.kind) {
+      case 'claimExistsUnread': {
+        const existing = await this.getClaim(claim.pool, claim.name);
+        if (existing) return { kind: 'claimExists', existing };
+        break;
+      }
+      case 'generatedNameExistsUnread': {
+        const made = await this.findGeneratedClaim(claim.pool, claim.spec.owner.uid, claim.spec.generateName!);
+        if (made !== undefined) return { kind: 'generatedNameExists', claimName: made };
+        break;
+      }
+      case 'committed':
+      case 'claimExists':
+      case 'generatedNameExists':
+      case 'addressesTaken':
+        return verdict;
+      case 'bitmapsChanged':
+      case 'rangesNotReady':
+      case 'conflict':
+        break;
+    }
+    // Conflicts on the claim item itself (a concurrent identical request): the caller may retry.
+    throw new NotReadyError('A concurrent request changed this claim; retry the request.');
+  }
+
+  async getClaim(pool: string, name: string): Promise<Claim | undefined> {
+    const item = await this.table.get(keys.claim(pool, name));
+    return item ? itemToClaim(item) : undefined;
+  }
+
+  async findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined> {
+    const item = await this.table.get(keys.generated(pool, ownerUid, generateName));
+    return item?.claim as string | undefined;
+  }
+
+  async listClaims(pool: string, limit: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>> {
+    const after = cursor ? this.cursors.decode(cursor, isNamePosition).k : undefined;
+    const page = ownerUid !== undefined
+      ? await indexPage(this.table, { index: 'GSI2', partition: keys.owner(pool, ownerUid) }, after, undefined, limit)
+      : await mergeShards(this.table, this.shards, (shard) => keys.claimsListing(pool, shard), after, undefined, limit);
+    const items = page.items.map(itemToClaim);
+    return page.more && items.length ? { items, nextCursor: this.cursors.encode({ s: 0, k: items[items.length - 1]!.name }) } : { items };
+  }
+
+  async releaseClaim(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome> {
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
+      const outcome = await releaseWithRetries(this.table, claim, condition, () => ({}));
+      if (outcome === 'released') return 'released';
+      if (outcome === 'gaveUp') break;
+      const current = await this.getClaim(claim.pool, claim.name);
+      if (!current || current.uid !== claim.uid) return 'absent';
+      if (expectedVersion !== undefined && current.version !== expectedVersion) return 'versionMismatch';
+      claim = current;
+    }
+    throw new NotReadyError('The claim kept changing while it was being released; retry the request.');
+  }
+
+  async renewClaim(claim: Claim, expiresAt: number): Promise<'renewed' | 'lost' | 'absent'> {
+    const markerHeld = claim.spec.generateName !== undefined && (await this.table.get(keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName)))?.claimUid === claim.uid;
+    const { ops, decode } = claimRenewal(claim, expiresAt, markerHeld);
+    const verdicts = await this.table.transact(ops);
+    if (!verdicts) return 'renewed';
+    const verdict = decode(verdicts);
+    if (verdict === 'conflict') throw new NotReadyError('A concurrent request changed this claim; retry the request.');
+    return verdict;
+  }
+}

@@ -1,0 +1,120 @@
+import type { IpFamily } from '../../core/ip/address.ts';
+import type { Item } from './codec.ts';
+import { hasNotExpired } from './conditions.ts';
+import { keys, leaseSortKey } from './keys.ts';
+import type { Query, Table } from './table.ts';
+
+/**
+ * Every read of the sharded listing index (GSI1), in one place. Leases and claims are spread over `shards` index
+ * partitions by a hash, so no listing partition is hot; a listing reads every shard and merges in sort-key order.
+ */
+export type Intervals = readonly (readonly [bigint, bigint])[];
+
+/** The GSI1 sort-key bounds of a family's address interval. */
+export function addressBounds(family: IpFamily, from: bigint, to: bigint): readonly [string, string] {
+  return [leaseSortKey(family, from), leaseSortKey(family, to)];
+}
+
+/** One page of one index partition after `after`, up to `limit` items; `more` says whether items may remain. */
+export async function indexPage(table: Table, base: Omit<Query, 'sort' | 'limit' | 'start'>, after: string | undefined, bounds: readonly [string, string] | undefined, limit: number): Promise<{ items: Item[]; more: boolean }> {
+  const [, skName] = base.index === 'GSI2' ? ['GSI2PK', 'GSI2SK'] : ['GSI1PK', 'GSI1SK'];
+  const sort = bounds ? { between: [after !== undefined && after >= bounds[0] ? after : bounds[0], bounds[1]] as const } : after !== undefined ? { after } : undefined;
+  const items: Item[] = [];
+  let start: Item | undefined;
+  do {
+    const page = await table.query({ ...base, ...(sort ? { sort } : {}), limit: limit + 1, ...(start ? { start } : {}) });
+    // BETWEEN is inclusive: skip the cursor's own item.
+    for (const item of page.items) if (after === undefined || (item[skName] as string) > after) items.push(item);
+    start = page.lastKey;
+  } while (start && items.length <= limit);
+  return { items: items.slice(0, limit), more: items.length > limit || start !== undefined };
+}
+
+/** Merges one page from every shard of a sharded listing key, in sort-key order. */
+export async function mergeShards(table: Table, shards: number, partitionOf: (shard: number) => string, after: string | undefined, bounds: readonly [string, string] | undefined, limit: number, nowMs?: number): Promise<{ items: Item[]; more: boolean }> {
+  const filter = nowMs === undefined ? {} : { filter: hasNotExpired(nowMs) };
+  const pages = await Promise.all(Array.from({ length: shards }, (_, shard) => indexPage(table, { index: 'GSI1', partition: partitionOf(shard), ...filter }, after, bounds, limit)));
+  const all = pages.flatMap((p) => p.items).sort((a, b) => ((a.GSI1SK as string) < (b.GSI1SK as string) ? -1 : 1));
+  return { items: all.slice(0, limit), more: all.length > limit || pages.some((p) => p.more) };
+}
+
+/** The lease-listing queries of a family's intervals: one per interval and shard. */
+function leaseQueries(pool: string, family: IpFamily, shards: number, intervals: Intervals): Query[] {
+  return intervals.flatMap(([from, to]) => Array.from({ length: shards }, (_, shard): Query => ({ index: 'GSI1', partition: keys.leasesListing(pool, family, shard), sort: { between: addressBounds(family, from, to) } })));
+}
+
+/** Addresses with a lease not expired at `nowMs` in the intervals (sort keys only are read). */
+export async function takenAddresses(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals, nowMs: number): Promise<bigint[]> {
+  const out: bigint[] = [];
+  await Promise.all(
+    leaseQueries(pool, family, shards, intervals).map(async (query) => {
+      let start: Item | undefined;
+      do {
+        const page = await table.query({ ...query, filter: hasNotExpired(nowMs), attributes: ['GSI1SK'], ...(start ? { start } : {}) });
+        for (const item of page.items) out.push(BigInt(`0x${item.GSI1SK as string}`));
+        start = page.lastKey;
+      } while (start);
+    }),
+  );
+  return out;
+}
+
+/** Counts leases not expired at `nowMs` in the intervals (which must not overlap). */
+export async function countLeases(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals, nowMs: number): Promise<bigint> {
+  const counts = await Promise.all(
+    leaseQueries(pool, family, shards, intervals).map(async (query) => {
+      let count = 0;
+      let start: Item | undefined;
+      do {
+        const page = await table.query({ ...query, filter: hasNotExpired(nowMs), countOnly: true, ...(start ? { start } : {}) });
+        count += page.count;
+        start = page.lastKey;
+      } while (start);
+      return count;
+    }),
+  );
+  return BigInt(counts.reduce((a, b) => a + b, 0));
+}
+
+/** Whether any lease item (expired ones included) lies in the intervals: one item read at most per shard and interval. */
+export async function leaseExists(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals): Promise<boolean> {
+  const pages = await Promise.all(leaseQueries(pool, family, shards, intervals).map((query) => table.query({ ...query, attributes: ['GSI1SK'], limit: 1 })));
+  return pages.some((page) => page.items.length > 0);
+}
+
+/** Where a bounded count stands: interval, shard, and the shard's last key read. */
+export interface CountPosition {
+  i: number;
+  s: number;
+  k?: Item;
+}
+
+/**
+ * Counts leases in the intervals, reading about `limit` index items from `position` on: `unexpired` is the count,
+ * `scanned` the lease items read per interval (expired ones included), `cost` what was read.
+ */
+export async function countSlice(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals, nowMs: number, limit: number, from: CountPosition): Promise<{ unexpired: number; scanned: number[]; cost: number; next?: CountPosition }> {
+  let position = from;
+  const scanned = intervals.map(() => 0);
+  let unexpired = 0;
+  let cost = 0;
+  while (cost < limit && position.i < intervals.length) {
+    const [lo, hi] = intervals[position.i]!;
+    const page = await table.query({
+      index: 'GSI1',
+      partition: keys.leasesListing(pool, family, position.s),
+      sort: { between: addressBounds(family, lo, hi) },
+      filter: hasNotExpired(nowMs),
+      countOnly: true,
+      limit: Math.max(1, limit - cost),
+      ...(position.k ? { start: position.k } : {}),
+    });
+    unexpired += page.count;
+    scanned[position.i]! += page.scanned;
+    cost += Math.max(1, page.scanned);
+    if (page.lastKey) position = { ...position, k: page.lastKey };
+    else if (position.s + 1 < shards) position = { i: position.i, s: position.s + 1 };
+    else position = { i: position.i + 1, s: 0 };
+  }
+  return { unexpired, scanned, cost, ...(position.i < intervals.length ? { next: position } : {}) };
+}

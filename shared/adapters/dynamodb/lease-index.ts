@@ -1,0 +1,51 @@
+import type { IpFamily } from '../../core/ip/address.ts';
+import type { Lease } from '../../core/model.ts';
+import type { LeaseIndex, LeaseScope, Page } from '../../core/ports.ts';
+import { itemToLease } from './codec.ts';
+import type { CursorCodec } from './cursor.ts';
+import { addressBounds, countLeases, mergeShards, takenAddresses, type Intervals } from './index-reads.ts';
+import { keys } from './keys.ts';
+import type { Table } from './table.ts';
+
+/** A lease listing cursor: the scope and the last sort key returned in it. */
+interface ListPosition {
+  s: number;
+  k: string;
+}
+
+function isListPosition(value: unknown): value is ListPosition {
+  return typeof value === 'object' && value !== null && typeof (value as ListPosition).s === 'number' && typeof (value as ListPosition).k === 'string';
+}
+
+/** Leases on the table: one item read for one address, the sharded listing index for everything else. */
+export class TableLeaseIndex implements LeaseIndex {
+  constructor(private readonly table: Table, private readonly shards: number, private readonly cursors: CursorCodec) {}
+
+  async getLease(pool: string, address: string): Promise<Lease | undefined> {
+    const item = await this.table.get(keys.lease(pool, address));
+    return item ? itemToLease(item) : undefined;
+  }
+
+  async listLeases(pool: string, scopes: readonly LeaseScope[], nowMs: number, limit: number, cursor?: string): Promise<Page<Lease>> {
+    let position: ListPosition | undefined = cursor ? this.cursors.decode(cursor, isListPosition) : undefined;
+    const out: Lease[] = [];
+    for (let s = position?.s ?? 0; s < scopes.length; s += 1) {
+      const scope = scopes[s]!;
+      const after = position && position.s === s && position.k !== '' ? position.k : undefined;
+      const page = await mergeShards(this.table, this.shards, (shard) => keys.leasesListing(pool, scope.family, shard), after, addressBounds(scope.family, scope.from, scope.to), limit - out.length, nowMs);
+      out.push(...page.items.map(itemToLease));
+      if (page.more) return { items: out, nextCursor: this.cursors.encode({ s, k: page.items[page.items.length - 1]!.GSI1SK as string }) };
+      position = undefined;
+      if (out.length >= limit && s < scopes.length - 1) return { items: out, nextCursor: this.cursors.encode({ s: s + 1, k: '' }) };
+    }
+    return { items: out };
+  }
+
+  takenAddresses(pool: string, family: IpFamily, intervals: Intervals, nowMs: number): Promise<bigint[]> {
+    return takenAddresses(this.table, this.shards, pool, family, intervals, nowMs);
+  }
+
+  countLeases(pool: string, family: IpFamily, intervals: Intervals, nowMs: number): Promise<bigint> {
+    return countLeases(this.table, this.shards, pool, family, intervals, nowMs);
+  }
+}

@@ -1,0 +1,89 @@
+import { NotReadyError } from '../../core/errors.ts';
+import { RangeState, type Pool, type PoolView, type Range } from '../../core/model.ts';
+import type { Page, PoolStore } from '../../core/ports.ts';
+import { itemToPool, itemToRange, poolToItem, rangeToItem } from './codec.ts';
+import { attributeIs, both, itemExists, itemIsAbsent, type Condition } from './conditions.ts';
+import type { CursorCodec } from './cursor.ts';
+import { indexPage, mergeShards } from './index-reads.ts';
+import { Entity, keys } from './keys.ts';
+import { queryAll, type Table, type WriteOp } from './table.ts';
+
+/** This Terminating incarnation of the range, still as it was marked (a range made again and deleted again is another). */
+export function isTerminatingAsMarked(range: Range): Condition {
+  return both(attributeIs('state', RangeState.Terminating), attributeIs('deletionRequestedAt', range.deletionRequestedAt ?? ''), attributeIs('createdAt', range.createdAt));
+}
+
+/** Pools and ranges on the table: a pool and its ranges share one partition, so a view is one consistent query. */
+export class TablePoolStore implements PoolStore {
+  constructor(private readonly table: Table, private readonly shards: number, private readonly cursors: CursorCodec) {}
+
+  async createPool(pool: Pool): Promise<'created' | 'exists'> {
+    return (await this.table.write({ kind: 'put', item: poolToItem(pool), condition: itemIsAbsent() })).ok ? 'created' : 'exists';
+  }
+
+  async getPoolView(pool: string): Promise<PoolView | undefined> {
+    const items = await queryAll(this.table, { partition: keys.poolPartition(pool), consistent: true });
+    const poolItem = items.find((i) => i.entity === Entity.Pool);
+    if (!poolItem) return undefined;
+    return { pool: itemToPool(poolItem), ranges: items.filter((i) => i.entity === Entity.Range).map(itemToRange) };
+  }
+
+  async listPools(limit: number, cursor?: string): Promise<Page<Pool>> {
+    const after = cursor ? this.cursors.decode(cursor, isNamePosition).k : undefined;
+    const page = await indexPage(this.table, { index: 'GSI1', partition: keys.poolsListing() }, after, undefined, limit);
+    const items = page.items.map(itemToPool);
+    return page.more && items.length ? { items, nextCursor: this.cursors.encode({ s: 0, k: items[items.length - 1]!.name }) } : { items };
+  }
+
+  async deletePool(pool: string): Promise<'deleted' | 'notEmpty' | 'absent'> {
+    const view = await this.getPoolView(pool);
+    if (!view) return 'absent';
+    const claims = await mergeShards(this.table, this.shards, (shard) => keys.claimsListing(pool, shard), undefined, undefined, 1);
+    if (claims.items.length > 0) return 'notEmpty';
+    const ops: WriteOp[] = [{ kind: 'delete', key: keys.pool(pool), condition: itemExists() }];
+    for (const r of view.ranges) {
+      ops.push({ kind: 'delete', key: keys.range(pool, r.name), condition: itemExists() });
+      // Bitmap items of legacy ranges go with the pool.
+      ops.push({ kind: 'delete', key: keys.bitmap(pool, r.name) });
+    }
+    for (let i = 0; i < ops.length; i += 100) {
+      if (await this.table.transact(ops.slice(i, i + 100))) return 'absent';
+    }
+    return 'deleted';
+  }
+
+  async createRange(range: Range): Promise<'created' | 'exists'> {
+    const verdicts = await this.table.transact([
+      { kind: 'check', key: keys.pool(range.pool), condition: itemExists() },
+      { kind: 'put', item: rangeToItem(range), condition: itemIsAbsent() },
+    ]);
+    if (!verdicts) return 'created';
+    if (verdicts[0]?.code === 'ConditionalCheckFailed') throw new NotReadyError(`Pool ${JSON.stringify(range.pool)} was deleted meanwhile.`);
+    return 'exists';
+  }
+
+  async markRangeTerminating(range: Range, atIso: string): Promise<Range> {
+    const result = await this.table.write({
+      kind: 'update',
+      key: keys.range(range.pool, range.name),
+      update: { set: { state: RangeState.Terminating }, setIfAbsent: { deletionRequestedAt: atIso } },
+      condition: itemExists(),
+    });
+    if (!result.ok || !result.item) throw new NotReadyError(`Range ${JSON.stringify(range.name)} was deleted meanwhile.`);
+    return itemToRange(result.item);
+  }
+
+  async deleteRange(range: Range): Promise<boolean> {
+    return (await this.table.write({ kind: 'delete', key: keys.range(range.pool, range.name), condition: isTerminatingAsMarked(range) })).ok;
+  }
+}
+
+/** A listing cursor: the last sort key returned (`s` is kept for cursors issued before it was unused). */
+export interface NamePosition {
+  s: number;
+  k: string;
+}
+
+export function isNamePosition(value: unknown): value is NamePosition {
+  return typeof value === 'object' && value !== null && typeof (value as NamePosition).s === 'number' && typeof (value as NamePosition).k === 'string';
+}

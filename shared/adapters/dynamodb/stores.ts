@@ -1,0 +1,42 @@
+import type { BitmapStore } from '../../core/bitmap/ports.ts';
+import type { ClaimStore, HealthProbe, LeaseIndex, PoolStore } from '../../core/ports.ts';
+import type { ReconcileStore } from '../../core/reconciler/ports.ts';
+import { TableBitmapStore } from './bitmap-store.ts';
+import { TableClaimStore } from './claim-store.ts';
+import { CursorCodec } from './cursor.ts';
+import { TableLeaseIndex } from './lease-index.ts';
+import { TablePoolStore } from './pool-store.ts';
+import { TableReconcileStore } from './reconcile-store.ts';
+import type { Table } from './table.ts';
+
+/** Every port the service persists through, by role. */
+export interface Stores {
+  readonly pools: PoolStore;
+  readonly claims: ClaimStore;
+  readonly leases: LeaseIndex;
+  readonly bitmaps: BitmapStore;
+  readonly reconcile: ReconcileStore;
+  readonly health: HealthProbe;
+}
+
+export interface StoreOptions {
+  /** Shards of the listing index keys; fixed for a table's life. */
+  readonly shards: number;
+  /** Secret for signing cursors. */
+  readonly cursorSecret: string;
+}
+
+/** The stores of one table, on whichever engine the table is (DynamoDB, or memory in tests). */
+export function tableStores(table: Table, options: StoreOptions): Stores {
+  const cursors = new CursorCodec(options.cursorSecret);
+  const pools = new TablePoolStore(table, options.shards, cursors);
+  const claims = new TableClaimStore(table, options.shards, cursors);
+  return {
+    pools,
+    claims,
+    leases: new TableLeaseIndex(table, options.shards, cursors),
+    bitmaps: new TableBitmapStore(table, options.shards, claims),
+    reconcile: new TableReconcileStore(table, options.shards, cursors, pools),
+    health: { health: async () => ({ table: table.name, status: await table.describe() }) },
+  };
+}

@@ -1,0 +1,73 @@
+import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
+import { RangeState, type Claim, type Lease, type Range } from '../../../core/model.ts';
+import type { CommitOutcome } from '../../../core/ports.ts';
+import { bitmapToItem, claimToItem, generatedToItem, itemToClaim, itemToLease, leaseToItem } from '../codec.ts';
+import { attributeIs, bitmapIs, isFreeAt } from '../conditions.ts';
+import { keys } from '../keys.ts';
+import type { TxVerdict, WriteOp } from '../table.ts';
+import { lostRace } from './verdicts.ts';
+
+/** What a claim commit writes besides the claim, its marker and its leases. */
+export interface CommitExtras {
+  /** Legacy bitmaps written in the same transaction (the bitmap allocator). */
+  readonly bitmaps?: readonly BitmapWrite[];
+  /** Ranges the leases are taken from: each must still exist and be Ready when the transaction commits. */
+  readonly ranges?: readonly Range[];
+}
+
+/**
+ * What a claim commit's cancellation means. `existing` and `claimName` are missing when DynamoDB did not return the
+ * item that failed the condition; the store reads it then.
+ */
+export type CommitVerdict =
+  | CommitOutcome
+  | { readonly kind: 'claimExistsUnread' }
+  | { readonly kind: 'generatedNameExistsUnread' }
+  | { readonly kind: 'bitmapsChanged'; readonly ranges: readonly string[] }
+  | { readonly kind: 'rangesNotReady'; readonly ranges: readonly string[] }
+  /** Another transaction on the claim or its marker was in flight: the request may be retried. */
+  | { readonly kind: 'conflict' };
+
+/**
+ * A claim commit: one TransactWriteItems, in this order (the order the verdicts come back in):
+ *
+ *   Put claim       absent OR expired            -> claimExists
+ *   Put generated   absent OR expired            -> generatedNameExists      (only with generateName)
+ *   Put lease       absent OR expired            -> addressesTaken (with the holder, ALL_OLD)
+ *   Check range     exists AND state = Ready     -> rangesNotReady           (extras.ranges)
+ *   Put bitmap      version = v | absent         -> bitmapsChanged           (extras.bitmaps)
+ *
+ * "Expired" uses `nowMs`: an expired lease is free before anything deletes it.
+ */
+export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: number, shards: number, extras: CommitExtras = {}): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => CommitVerdict } {
+  const free = isFreeAt(nowMs);
+  const generated = claim.spec.generateName !== undefined;
+  const ops: WriteOp[] = [{ kind: 'put', item: claimToItem(claim, shards), condition: free, returnOld: true }];
+  if (generated) ops.push({ kind: 'put', item: generatedToItem(claim), condition: free, returnOld: true });
+  const firstLease = ops.length;
+  for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: free, returnOld: true });
+  const firstRange = ops.length;
+  const ranges = extras.ranges ?? [];
+  for (const range of ranges) ops.push({ kind: 'check', key: keys.range(range.pool, range.name), condition: attributeIs('state', RangeState.Ready) });
+  const firstBitmap = ops.length;
+  const bitmaps = extras.bitmaps ?? [];
+  for (const bitmap of bitmaps) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
+
+  const decode = (verdicts: readonly TxVerdict[]): CommitVerdict => {
+    const claimVerdict = verdicts[0];
+    if (claimVerdict?.code === 'ConditionalCheckFailed') return claimVerdict.old ? { kind: 'claimExists', existing: itemToClaim(claimVerdict.old) } : { kind: 'claimExistsUnread' };
+    const marker = generated ? verdicts[1] : undefined;
+    if (marker?.code === 'ConditionalCheckFailed') return marker.old ? { kind: 'generatedNameExists', claimName: marker.old.claim as string } : { kind: 'generatedNameExistsUnread' };
+    const taken = leases
+      .map((lease, i) => ({ lease, verdict: verdicts[firstLease + i] }))
+      .filter(({ verdict }) => lostRace(verdict))
+      .map(({ lease, verdict }) => (verdict?.code === 'ConditionalCheckFailed' && verdict.old ? { address: lease.address, holder: itemToLease(verdict.old) } : { address: lease.address }));
+    if (taken.length) return { kind: 'addressesTaken', taken };
+    const notReady = ranges.filter((_, i) => verdicts[firstRange + i]?.code === 'ConditionalCheckFailed').map((r) => r.name);
+    if (notReady.length) return { kind: 'rangesNotReady', ranges: notReady };
+    const changed = bitmaps.filter((_, i) => lostRace(verdicts[firstBitmap + i])).map((b) => b.rangeName);
+    if (changed.length) return { kind: 'bitmapsChanged', ranges: changed };
+    return { kind: 'conflict' };
+  };
+  return { ops, decode };
+}

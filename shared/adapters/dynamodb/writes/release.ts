@@ -1,0 +1,76 @@
+import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
+import type { Claim } from '../../../core/model.ts';
+import type { IpamEvent } from '../../../core/reconciler/ports.ts';
+import { bitmapToItem, eventToItem, type Item } from '../codec.ts';
+import { bitmapIs, heldByClaim, itemIsAbsent, type Condition } from '../conditions.ts';
+import { Entity, keys } from '../keys.ts';
+import type { Table, TxVerdict, WriteOp } from '../table.ts';
+import { lostRace } from './verdicts.ts';
+
+/** What a claim still holds: the addresses whose lease is still this incarnation's, and whether its generateName marker is. */
+export interface Holdings {
+  readonly addresses: readonly string[];
+  readonly marker: boolean;
+}
+
+/** Reads what a claim still holds, in one strongly consistent batch (its leases and its marker). */
+export async function readHoldings(table: Table, claim: Claim): Promise<Holdings> {
+  const markerKey = claim.spec.generateName !== undefined ? keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName) : undefined;
+  const items = await table.batchGet([...claim.addresses.map((a) => keys.lease(claim.pool, a.address)), ...(markerKey ? [markerKey] : [])], ['PK', 'entity', 'address', 'claimUid']);
+  const mine = (item: Item) => item.claimUid === claim.uid;
+  return {
+    addresses: items.filter((i) => i.entity === Entity.Lease && mine(i)).map((i) => i.address as string),
+    marker: items.some((i) => i.entity === Entity.Generated && mine(i)),
+  };
+}
+
+/** What a release writes besides the claim, its marker and its leases. */
+export interface ReleaseExtras {
+  /** Legacy bitmaps with the released bits cleared (legacy mode releases bit and lease together). */
+  readonly bitmaps?: readonly BitmapWrite[];
+  /** The reconciler's record of the repair, written with it exactly once. */
+  readonly event?: { readonly event: IpamEvent; readonly id: string };
+}
+
+/**
+ * - `claimChanged`: the claim is no longer as the condition says (renewed, released, replaced): read it again.
+ * - `retry`: a lease, the marker or a bitmap changed between the read and the write: read the holdings again.
+ */
+export type ReleaseVerdict = 'released' | 'claimChanged' | 'retry';
+
+/**
+ * A claim release: one TransactWriteItems, in this order:
+ *
+ *   Delete claim       claimCondition (this incarnation [, at this version] [, expired])   -> claimChanged
+ *   Delete generated   claimUid = claim.uid                                                 -> retry   (when held)
+ *   Delete lease       claimUid = claim.uid                                                 -> retry   (each held address)
+ *   Put bitmap         version = v                                                          -> retry   (extras.bitmaps)
+ *   Put event          absent                                                                          (extras.event)
+ *
+ * Leases are deleted only while they are this incarnation's, so a stale release never frees an address that has
+ * gone to someone else.
+ */
+export function claimRelease(claim: Claim, claimCondition: Condition, holdings: Holdings, extras: ReleaseExtras = {}): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => ReleaseVerdict } {
+  const mine = heldByClaim(claim.uid);
+  const ops: WriteOp[] = [{ kind: 'delete', key: keys.claim(claim.pool, claim.name), condition: claimCondition }];
+  if (holdings.marker) ops.push({ kind: 'delete', key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!), condition: mine });
+  for (const address of holdings.addresses) ops.push({ kind: 'delete', key: keys.lease(claim.pool, address), condition: mine });
+  for (const bitmap of extras.bitmaps ?? []) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
+  if (extras.event) ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });
+  const decode = (verdicts: readonly TxVerdict[]): ReleaseVerdict => (lostRace(verdicts[0]) ? 'claimChanged' : 'retry');
+  return { ops, decode };
+}
+
+/** Runs a release until it commits or the claim changed: `attempts` rounds of reading the holdings and writing. */
+export async function releaseWithRetries(table: Table, claim: Claim, claimCondition: Condition, extras: (holdings: Holdings) => Promise<ReleaseExtras | undefined> | ReleaseExtras, attempts = 5): Promise<'released' | 'claimChanged' | 'gaveUp'> {
+  for (let attempt = 0; attempt < attempts; attempt += 1) {
+    const holdings = await readHoldings(table, claim);
+    const more = await extras(holdings);
+    if (more === undefined) return 'gaveUp';
+    const { ops, decode } = claimRelease(claim, claimCondition, holdings, more);
+    const verdicts = await table.transact(ops);
+    if (!verdicts) return 'released';
+    if (decode(verdicts) === 'claimChanged') return 'claimChanged';
+  }
+  return 'gaveUp';
+}

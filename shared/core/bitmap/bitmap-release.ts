@@ -1,0 +1,60 @@
+import { parseAddress } from '../ip/address.ts';
+import type { Claim, PoolView } from '../model.ts';
+import type { ClaimStore, PoolStore, ReleaseOutcome } from '../ports.ts';
+import type { Bitmap } from './bitmap.ts';
+import { bitmapOfDocument, legacyBitOf } from './legacy.ts';
+import type { BitmapStore, BitmapWrite } from './ports.ts';
+
+export interface BitmapReleaseDeps {
+  readonly pools: Pick<PoolStore, 'getPoolView'>;
+  readonly claims: Pick<ClaimStore, 'releaseClaim'>;
+  readonly bitmaps: Pick<BitmapStore, 'getBitmap' | 'releaseClaim' | 'leaseHolders'>;
+}
+
+/**
+ * The release of legacy mode (MultiCIDRServiceAllocator=false): the bits of the released leases are cleared in the
+ * same transaction that deletes them, as Kubernetes' legacy allocator releases an IP by clearing its bit. So a
+ * release is visible in the bitmap at once, and the address can be claimed again at once, without waiting for the
+ * stream mirror.
+ *
+ * A bitmap that is missing or that keeps changing does not block a release: after `maxAttempts` lost races, or when
+ * there is no bitmap to update, the lease-only release runs and the mirror clears the bits (the bitmap never vetoes).
+ */
+export async function releaseClearingBits(deps: BitmapReleaseDeps, claim: Claim, expectedVersion?: number, maxAttempts = 8): Promise<ReleaseOutcome> {
+  const view = await deps.pools.getPoolView(claim.pool);
+  if (view) {
+    for (let attempt = 0; attempt < maxAttempts; attempt += 1) {
+      const holders = await deps.bitmaps.leaseHolders(claim.pool, claim.addresses.map((a) => a.address));
+      const held = claim.addresses.map((a) => a.address).filter((address) => holders.get(address) === claim.uid);
+      const writes = await clearing(deps, view, held);
+      if (writes === undefined) break;
+      const outcome = await deps.bitmaps.releaseClaim(claim, held, writes, expectedVersion);
+      if (outcome !== 'bitmapsChanged') return outcome;
+    }
+  }
+  return deps.claims.releaseClaim(claim, expectedVersion);
+}
+
+/** The bitmap writes clearing these addresses' bits; undefined when a bitmap to clear is missing (the mirror's job). */
+async function clearing(deps: BitmapReleaseDeps, view: PoolView, addresses: readonly string[]): Promise<BitmapWrite[] | undefined> {
+  const byRange = new Map<string, { range: NonNullable<ReturnType<typeof legacyBitOf>>['range']; bits: number[] }>();
+  for (const address of addresses) {
+    const found = legacyBitOf(view, parseAddress(address));
+    if (!found) continue;
+    const entry = byRange.get(found.range.range.name) ?? { range: found.range, bits: [] };
+    entry.bits.push(found.bit);
+    byRange.set(found.range.range.name, entry);
+  }
+  const writes: BitmapWrite[] = [];
+  for (const { range, bits } of byRange.values()) {
+    const doc = await deps.bitmaps.getBitmap(view.pool.name, range.range.name);
+    const bitmap: Bitmap | undefined = doc ? bitmapOfDocument(doc, range) : undefined;
+    if (!doc || !bitmap) return undefined;
+    let changed = false;
+    for (const bit of bits) changed = bitmap.clear(bit) || changed;
+    if (changed) {
+      writes.push({ pool: view.pool.name, rangeName: range.range.name, allocation: { range: range.range.cidr, data: bitmap.encode(), version: doc.version + 1 }, expected: { version: doc.version } });
+    }
+  }
+  return writes;
+}

@@ -1,0 +1,316 @@
+import { describe, expect, it } from 'vitest';
+import { testApi as testApiOn, type TestApi } from '../support/api.ts';
+import type { TestEngine } from '../support/engines.ts';
+import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
+import { ManualClock, owner } from '../support/fakes.ts';
+import type { Stores } from '../../shared/adapters/dynamodb/stores.ts';
+import { allItems } from '../support/items.ts';
+
+/** Claims through the real HTTP handler, on one table engine. */
+export function claimsCases(engine: TestEngine): void {
+  const testApi = (overrides: ContainerOverrides = {}): Promise<TestApi> => testApiOn(overrides, {}, undefined, engine);
+
+  type Addr = { address: string; family: string; range: string };
+  const addressesOf = (body: Record<string, unknown>) => (body.addresses as Addr[]).map((a) => a.address);
+
+  async function poolWith(api: TestApi, pool: string, cidrs: string[], exclude?: string[]): Promise<void> {
+    expect((await api.call('POST', '/v1/pools', { name: pool, ...(exclude ? { exclude } : {}) })).status).toBe(201);
+    for (const cidr of cidrs) expect((await api.call('POST', `/v1/pools/${pool}/ranges`, { cidr })).status).toBe(201);
+  }
+
+  async function leaseItems(api: TestApi): Promise<Record<string, unknown>[]> {
+    return (await allItems(api.container.table)).filter((i) => i.entity === 'lease');
+  }
+
+  describe(`Claims: dynamic allocation under concurrency (${engine.name})`, () => {
+    it('gives 50 concurrent dynamic claims on a /20 50 distinct addresses, across several warm containers', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.0.0.0/20']);
+      const containers = [api, api.sibling(), api.sibling(), api.sibling()];
+      // Act
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })),
+      );
+      // Assess
+      expect(results.map((r) => r.status)).toEqual(Array(50).fill(201));
+      const addresses = results.flatMap((r) => addressesOf(r.body));
+      expect(new Set(addresses).size).toBe(50);
+      expect(new Set((await leaseItems(api)).map((l) => l.address)).size).toBe(50);
+      // No hot key: each lease is its own partition.
+      expect(new Set((await leaseItems(api)).map((l) => l.PK)).size).toBe(50);
+    });
+
+    it('gives exactly one of 16 concurrent requests for the same address a 201, the rest AlreadyAllocated', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.96.0.0/24']);
+      const containers = [api, api.sibling()];
+      // Act
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => containers[i % 2]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`), addresses: ['10.96.0.10'] })),
+      );
+      // Assess
+      const statuses = results.map((r) => r.status).sort();
+      expect(statuses).toEqual([201, ...Array(15).fill(409)]);
+      expect(results.filter((r) => r.status === 409).every((r) => r.body.code === 'AlreadyAllocated')).toBe(true);
+      const leases = await leaseItems(api);
+      expect(leases.map((l) => l.address)).toEqual(['10.96.0.10']);
+      // The losers left no claim behind.
+      expect(((await api.call('GET', '/v1/pools/p/claims')).body.items ?? []).length).toBe(1);
+    });
+
+    it('fills a /24 with exactly 254 distinct addresses and then answers RangeFull', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['192.168.7.0/24']);
+      const containers = [api, api.sibling(), api.sibling(), api.sibling()];
+      // Act: 16 callers over 4 warm containers take turns until 254 claims are made.
+      const results: Awaited<ReturnType<TestApi['call']>>[] = [];
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, worker) => {
+          while (next < 254) {
+            const i = next++;
+            results.push(await containers[worker % 4]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) }));
+          }
+        }),
+      );
+      const extra = await api.sibling().call('POST', '/v1/pools/p/claims', { name: 'one-more', owner: owner('x') });
+      // Assess
+      expect(results.filter((r) => r.status !== 201).map((r) => r.body)).toEqual([]);
+      expect(results.filter((r) => r.status === 201)).toHaveLength(254);
+      const addresses = results.flatMap((r) => addressesOf(r.body));
+      expect(new Set(addresses).size).toBe(254);
+      expect(addresses).not.toContain('192.168.7.0');
+      expect(addresses).not.toContain('192.168.7.255');
+      expect(extra.status).toBe(409);
+      expect(extra.body.code).toBe('RangeFull');
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 254, used: 254, free: 0 } });
+    });
+
+    it('returns the one freed address after a release on a full /29', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.1.0.0/29']);
+      for (let i = 0; i < 6; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+      const full = await api.call('POST', '/v1/pools/p/claims', { name: 'c6', owner: owner('u6') });
+      expect(full.body.code).toBe('RangeFull');
+      const freed = addressesOf((await api.call('GET', '/v1/pools/p/claims/c3')).body)[0];
+      // Act
+      expect((await api.call('DELETE', '/v1/pools/p/claims/c3')).status).toBe(204);
+      const again = await api.sibling().call('POST', '/v1/pools/p/claims', { name: 'c7', owner: owner('u7') });
+      // Assess
+      expect(again.status).toBe(201);
+      expect(addressesOf(again.body)).toEqual([freed]);
+    });
+
+    it('never hands out excluded addresses dynamically, but gives one when asked explicitly', async () => {
+      // Prepare: a /28 (14 hosts, .1-.14) with .1-.10 excluded leaves 4 dynamic addresses.
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.2.0.0/28'], ['10.2.0.0/29', '10.2.0.8', '10.2.0.9', '10.2.0.10']);
+      // Act
+      const dynamic = [];
+      for (let i = 0; i < 5; i += 1) dynamic.push(await api.call('POST', '/v1/pools/p/claims', { name: `d${i}`, owner: owner(`d${i}`) }));
+      const explicit = await api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), addresses: ['10.2.0.9'] });
+      // Assess
+      expect(dynamic.slice(0, 4).map((r) => addressesOf(r.body)[0]).sort()).toEqual(['10.2.0.11', '10.2.0.12', '10.2.0.13', '10.2.0.14']);
+      expect(dynamic[4]!.body.code).toBe('RangeFull');
+      expect(explicit.status).toBe(201);
+    });
+
+    it('allocates from an IPv6 /64 without materializing it and writes addresses canonically', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['2001:db8:0:1::/64']);
+      // Act
+      const dynamic = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ipFamilies: ['IPv6'] });
+      const explicit = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['2001:0DB8:0000:0001:0000:0000:0000:00fc'] });
+      const pool = await api.call('GET', '/v1/pools/p');
+      // Assess
+      expect(dynamic.status).toBe(201);
+      expect(addressesOf(dynamic.body)[0]).toMatch(/^2001:db8:0:1:/);
+      expect(addressesOf(explicit.body)).toEqual(['2001:db8:0:1::fc']);
+      expect((await api.call('GET', '/v1/pools/p/addresses/2001:db8:0:1:0:0:0:fc')).body.claim).toBe('b');
+      expect(pool.body.utilization).toEqual({ IPv6: { size: '18446744073709551615', used: 2, free: '18446744073709551613' } });
+    });
+  });
+
+  /** Wraps a container's stores to count calls per method (what a request read, in store operations). */
+  function countingStore(counts: Map<string, number>): (stores: Stores) => Stores {
+    const counting = <T extends object>(store: T): T =>
+      new Proxy(store, {
+        get(target, prop, receiver) {
+          const value: unknown = Reflect.get(target, prop, receiver);
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            counts.set(String(prop), (counts.get(String(prop)) ?? 0) + 1);
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+    return (stores) => ({ ...stores, pools: counting(stores.pools), claims: counting(stores.claims), leases: counting(stores.leases) });
+  }
+
+  /** A pool 'p' whose one range, a /30, is full (its two hosts claimed as c0 and c1). */
+  async function fullSlash30(): Promise<TestApi> {
+    const api = await testApi();
+    await poolWith(api, 'p', ['10.1.0.0/30']);
+    for (let i = 0; i < 2; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+    return api;
+  }
+
+  describe(`Claims: what RangeFull costs (${engine.name})`, () => {
+    it('answers a cold container on a full range after one pool-view read and one read of the taken addresses', async () => {
+      // Prepare: a full /30
+      const api = await fullSlash30();
+      const counts = new Map<string, number>();
+      const cold = api.sibling({ wrapStores: countingStore(counts), clock: new ManualClock(Date.now()) });
+      // Act
+      const full = await cold.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') });
+      // Assess
+      expect(full.body.code).toBe('RangeFull');
+      expect(counts.get('getPoolView')).toBe(1);
+      expect(counts.get('takenAddresses')).toBe(1);
+      expect(counts.get('commitClaim') ?? 0).toBe(0);
+    });
+
+    it('answers a retry at once from the view it just read full, reading only the pool view again', async () => {
+      // Prepare: a container that has just been told RangeFull (its clock does not move: the retry comes at once)
+      const api = await fullSlash30();
+      const counts = new Map<string, number>();
+      const warm = api.sibling({ wrapStores: countingStore(counts), clock: new ManualClock(Date.now()) });
+      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') })).body.code).toBe('RangeFull');
+      counts.clear();
+      // Act
+      const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') });
+      // Assess: the cached view's refusal is checked on a fresh view; the taken addresses are not read again
+      expect(again.body.code).toBe('RangeFull');
+      expect(counts.get('takenAddresses') ?? 0).toBe(0);
+      expect(counts.get('getPoolView')).toBe(1);
+    });
+
+    it('finds a range another container added when its cached view said RangeFull', async () => {
+      // Prepare: a warm container sees its only range full; another container then adds a second range
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.1.0.0/30']);
+      const warm = api.sibling({ clock: new ManualClock(Date.now()) });
+      for (let i = 0; i < 2; i += 1) expect((await warm.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') })).body.code).toBe('RangeFull');
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/30' })).status).toBe(201);
+      // Act: same instant for the warm container, so its view and full hint are both still cached
+      const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') });
+      // Assess
+      expect(again.status).toBe(201);
+      expect(addressesOf(again.body)[0]).toMatch(/^10\.2\.0\.[12]$/);
+    });
+  });
+
+  describe(`Claims: dual-stack, idempotency and release (${engine.name})`, () => {
+    it('writes a dual-stack claim all or nothing', async () => {
+      // Prepare: the IPv6 range holds exactly one address (a /127), then it is taken.
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.3.0.0/24', 'fd00::/127']);
+      const first = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ipFamilyPolicy: 'RequireDualStack' });
+      expect(first.status).toBe(201);
+      expect((first.body.addresses as Addr[]).map((a) => a.family)).toEqual(['IPv4', 'IPv6']);
+      expect(addressesOf(first.body)[1]).toBe('fd00::1');
+      // Act
+      const second = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), ipFamilyPolicy: 'RequireDualStack' });
+      // Assess: no IPv4 lease was left behind by the failed claim.
+      expect(second.status).toBe(409);
+      expect(second.body.code).toBe('RangeFull');
+      expect((await leaseItems(api)).map((l) => l.claim)).toEqual(['a', 'a']);
+      expect((await api.call('GET', '/v1/pools/p/claims/b')).status).toBe(404);
+    });
+
+    it('returns the same claim for a repeated request and 409 for a different spec', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.4.0.0/24']);
+      const spec = { name: 'web', owner: owner('w'), ipFamilies: ['IPv4'] };
+      const first = await api.call('POST', '/v1/pools/p/claims', spec);
+      // Act
+      const again = await api.sibling().call('POST', '/v1/pools/p/claims', spec);
+      const different = await api.call('POST', '/v1/pools/p/claims', { ...spec, ttlSeconds: 60 });
+      // Assess
+      expect(first.status).toBe(201);
+      expect(again.status).toBe(200);
+      expect(addressesOf(again.body)).toEqual(addressesOf(first.body));
+      expect(different.status).toBe(409);
+      expect(different.body.code).toBe('Conflict');
+      expect(await leaseItems(api)).toHaveLength(1);
+    });
+
+    it('finds a claim made from generateName again when the same owner retries', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.5.0.0/24']);
+      const spec = { generateName: 'vm-nic', owner: owner('vm-1', 'VirtualMachine') };
+      // Act
+      const first = await api.call('POST', '/v1/pools/p/claims', spec);
+      const retry = await api.sibling().call('POST', '/v1/pools/p/claims', spec);
+      const otherOwner = await api.call('POST', '/v1/pools/p/claims', { ...spec, owner: owner('vm-2', 'VirtualMachine') });
+      // Assess
+      expect(first.status).toBe(201);
+      expect(first.body.name).toMatch(/^vm-nic-[a-z0-9]{5}$/);
+      expect(retry.status).toBe(200);
+      expect(retry.body.name).toBe(first.body.name);
+      expect(addressesOf(retry.body)).toEqual(addressesOf(first.body));
+      expect(otherOwner.status).toBe(201);
+      expect(otherOwner.body.name).not.toBe(first.body.name);
+    });
+
+    it('deletes idempotently, honours If-Match, and a stale release cannot free a reassigned address', async () => {
+      // Prepare
+      const clock = new ManualClock();
+      const api = await testApi({ clock });
+      await poolWith(api, 'p', ['10.6.0.0/30']);
+      const a = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.6.0.1'], ttlSeconds: 30 });
+      expect(a.status).toBe(201);
+      // Act: a's lease expires and b takes the address; then a stale delete of a arrives.
+      clock.advance(31_000);
+      const b = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.6.0.1'] });
+      const mismatch = await api.call('DELETE', '/v1/pools/p/claims/a', undefined, { 'If-Match': '"7"' });
+      const staleDelete = await api.call('DELETE', '/v1/pools/p/claims/a');
+      const absentDelete = await api.call('DELETE', '/v1/pools/p/claims/a');
+      // Assess
+      expect(b.status).toBe(201);
+      expect(mismatch.status).toBe(412);
+      expect(mismatch.body.code).toBe('PreconditionFailed');
+      expect(staleDelete.status).toBe(204);
+      expect(absentDelete.status).toBe(204);
+      expect((await api.call('GET', '/v1/pools/p/addresses/10.6.0.1')).body.claim).toBe('b');
+    });
+  });
+
+  describe(`Claims: leases with a TTL (${engine.name})`, () => {
+    it('renews a lease, stops reporting it once expired, and lets another claim take it', async () => {
+      // Prepare
+      const clock = new ManualClock();
+      const api = await testApi({ clock });
+      await poolWith(api, 'p', ['10.7.0.0/30']);
+      const made = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.7.0.2'], ttlSeconds: 60 });
+      expect(made.status).toBe(201);
+      // Act + Assess: renew at 50 s moves expiry to 110 s.
+      clock.advance(50_000);
+      const renewed = await api.call('POST', '/v1/pools/p/claims/a/renew', {});
+      expect(renewed.status).toBe(200);
+      expect(renewed.body.version).toBe(2);
+      expect(renewed.body.expiresAt).toBe(new Date(clock.nowMs() + 60_000).toISOString());
+      clock.advance(40_000);
+      expect((await api.call('GET', '/v1/pools/p/claims/a')).status).toBe(200);
+      const taken = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.7.0.2'] });
+      expect(taken.body.code).toBe('AlreadyAllocated');
+      clock.advance(30_000);
+      expect((await api.call('GET', '/v1/pools/p/claims/a')).status).toBe(404);
+      expect((await api.call('GET', '/v1/pools/p/addresses/10.7.0.2')).status).toBe(404);
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 2, used: 0, free: 2 } });
+      const takeover = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.7.0.2'] });
+      expect(takeover.status).toBe(201);
+      const lost = await api.call('POST', '/v1/pools/p/claims/a/renew', {});
+      expect(lost.status).toBe(404);
+      expect(lost.body.detail).toMatch(/taken by another claim/);
+    });
+  });
+}

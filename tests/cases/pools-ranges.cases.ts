@@ -1,0 +1,191 @@
+import { describe, expect, it } from 'vitest';
+import { testApi as testApiOn, type TestApi } from '../support/api.ts';
+import type { TestEngine } from '../support/engines.ts';
+import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
+import { owner } from '../support/fakes.ts';
+import { allItems } from '../support/items.ts';
+
+/** Pools and ranges through the real HTTP handler, on one table engine. */
+export function poolsAndRangesCases(engine: TestEngine): void {
+  const testApi = (overrides: ContainerOverrides = {}): Promise<TestApi> => testApiOn(overrides, {}, undefined, engine);
+
+  async function itemCount(api: TestApi): Promise<number> {
+    return (await allItems(api.container.table)).length;
+  }
+
+  describe(`Pools and ranges (${engine.name})`, () => {
+    it('refuses a non-canonical CIDR with a hint naming the canonical one', async () => {
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      const res = await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.1/24' });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: 'InvalidArgument', status: 400 });
+      expect(res.body.detail).toContain('10.0.0.0/24');
+    });
+
+    it('lets ranges overlap, counts overlapping space once, and allocates an address that is one range\'s network but another\'s host', async () => {
+      // Prepare: a /28 grown into a covering /24.
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.9.0.16/28' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.9.0.0/24', name: 'big' })).status).toBe(201);
+      // Act
+      const networkOfSmall = await api.call('POST', '/v1/pools/p/claims', { name: 'n', owner: owner('n'), addresses: ['10.9.0.16'] });
+      const insideBoth = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.9.0.20'] });
+      const pool = await api.call('GET', '/v1/pools/p');
+      // Assess
+      expect(networkOfSmall.status).toBe(201);
+      expect((networkOfSmall.body.addresses as { range: string }[])[0]!.range).toBe('big');
+      expect(insideBoth.status).toBe(201);
+      expect(pool.body.utilization).toEqual({ IPv4: { size: 254, used: 2, free: 252 } });
+      const ranges = Object.fromEntries((pool.body.ranges as { name: string; used: number }[]).map((r) => [r.name, r.used]));
+      expect(ranges).toEqual({ '10.9.0.16-28': 1, big: 2 });
+    });
+
+    it('treats a range as immutable: same spec returns it, another CIDR under its name is a conflict', async () => {
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24', name: 'r' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24', name: 'r' })).status).toBe(200);
+      const other = await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.1.0/24', name: 'r' });
+      expect(other.status).toBe(409);
+      expect(other.body.code).toBe('Conflict');
+    });
+
+    it('deletes a range with no dependent leases at once, and moves one with dependents to Terminating', async () => {
+      // Prepare
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/28', name: 'small' });
+      await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24', name: 'cover' });
+      await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/24', name: 'lonely' });
+      await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.0.0.5'] });
+      await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.1.0.5'] });
+      // Act
+      const covered = await api.call('DELETE', '/v1/pools/p/ranges/small');
+      const dependent = await api.call('DELETE', '/v1/pools/p/ranges/lonely');
+      // Assess
+      expect(covered.status).toBe(204);
+      expect(dependent.status).toBe(202);
+      expect(dependent.body).toMatchObject({ state: 'Terminating' });
+      expect((await api.call('GET', '/v1/pools/p/ranges/small')).status).toBe(404);
+      expect((await api.call('GET', '/v1/pools/p/ranges/lonely')).body.state).toBe('Terminating');
+      // A Terminating range serves no new allocation, dynamic or explicit.
+      const explicit = await api.call('POST', '/v1/pools/p/claims', { name: 'c', owner: owner('c'), addresses: ['10.1.0.6'] });
+      expect(explicit.status).toBe(422);
+      expect(explicit.body.code).toBe('NotInRange');
+      // Once the lease goes, deleting again completes.
+      await api.call('DELETE', '/v1/pools/p/claims/b');
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/lonely')).status).toBe(204);
+    });
+
+    it('refuses to delete a pool while claims exist, then deletes it', async () => {
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24' });
+      await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a') });
+      const busy = await api.call('DELETE', '/v1/pools/p');
+      expect(busy.status).toBe(409);
+      expect(busy.body.code).toBe('PoolNotEmpty');
+      await api.call('DELETE', '/v1/pools/p/claims/a');
+      expect((await api.call('DELETE', '/v1/pools/p')).status).toBe(204);
+      expect((await api.call('GET', '/v1/pools/p')).status).toBe(404);
+      expect(await itemCount(api)).toBe(0);
+    });
+
+    it('answers 409 for an existing pool name and lists pools in pages', async () => {
+      const api = await testApi();
+      for (const name of ['a', 'b', 'c', 'd', 'e']) expect((await api.call('POST', '/v1/pools', { name })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools', { name: 'c' })).status).toBe(409);
+      const names: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await api.call('GET', `/v1/pools?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        expect(page.status).toBe(200);
+        names.push(...(page.body.items ?? []).map((p) => p.name as string));
+        cursor = page.body.nextCursor as string | undefined;
+      } while (cursor);
+      expect(names).toEqual(['a', 'b', 'c', 'd', 'e']);
+    });
+  });
+
+  describe(`Listings: claims and addresses (${engine.name})`, () => {
+    it('lists addresses in address order across pages, IPv4 before IPv6, and filters by range and owner', async () => {
+      // Prepare
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24', name: 'v4' });
+      await api.call('POST', '/v1/pools/p/ranges', { cidr: 'fd00::/120', name: 'v6' });
+      const wanted = ['10.0.0.200', '10.0.0.3', '10.0.0.30', 'fd00::a', 'fd00::2'];
+      for (const [i, address] of wanted.entries()) {
+        expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(i % 2 ? 'odd' : 'even'), addresses: [address] })).status).toBe(201);
+      }
+      // Act
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await api.call('GET', `/v1/pools/p/addresses?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        seen.push(...(page.body.items ?? []).map((l) => l.address as string));
+        cursor = page.body.nextCursor as string | undefined;
+      } while (cursor);
+      const v6 = await api.call('GET', '/v1/pools/p/addresses?range=v6');
+      const odd = await api.call('GET', '/v1/pools/p/claims?owner=odd');
+      // Assess
+      expect(seen).toEqual(['10.0.0.3', '10.0.0.30', '10.0.0.200', 'fd00::2', 'fd00::a']);
+      expect((v6.body.items ?? []).map((l) => l.address)).toEqual(['fd00::2', 'fd00::a']);
+      expect((odd.body.items ?? []).map((c) => c.name).sort()).toEqual(['c1', 'c3']);
+    });
+
+    it('refuses a tampered cursor', async () => {
+      const api = await testApi();
+      for (const name of ['a', 'b', 'c']) await api.call('POST', '/v1/pools', { name });
+      const page = await api.call('GET', '/v1/pools?limit=1');
+      const cursor = page.body.nextCursor as string;
+      const [body, sig] = cursor.split('.');
+      const forged = `${Buffer.from(JSON.stringify({ s: 0, k: 'zzz' })).toString('base64url')}.${sig}`;
+      for (const bad of [forged, `${body}.AAAA`, 'not-a-cursor']) {
+        const res = await api.call('GET', `/v1/pools?cursor=${encodeURIComponent(bad)}`);
+        expect(res.status).toBe(400);
+        expect(res.body.code).toBe('InvalidArgument');
+      }
+    });
+  });
+
+  describe(`Bad input: a clear 4xx and nothing written (${engine.name})`, () => {
+    const cases: [string, string, string, unknown, number, string][] = [
+      ['malformed JSON', 'POST', '/v1/pools/p/claims', '{"name": ', 400, 'InvalidArgument'],
+      ['unknown field', 'POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), colour: 'red' }, 400, 'InvalidArgument'],
+      ['wrong type', 'POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), ttlSeconds: '60' }, 400, 'InvalidArgument'],
+      ['missing owner', 'POST', '/v1/pools/p/claims', { name: 'x' }, 400, 'InvalidArgument'],
+      ['prefix /33', 'POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/33' }, 400, 'InvalidArgument'],
+      ['triple colon', 'POST', '/v1/pools/p/ranges', { cidr: '2001:db8:::/64' }, 400, 'InvalidArgument'],
+      ['bad address', 'POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), addresses: ['192.168.1.1.x'] }, 400, 'InvalidArgument'],
+      ['oversized body', 'POST', '/v1/pools/p/claims', { name: 'x', owner: { kind: 'Pod', name: 'n'.repeat(20_000), uid: 'u' } }, 400, 'InvalidArgument'],
+      ['bad limit', 'GET', '/v1/pools/p/claims?limit=0', undefined, 400, 'InvalidArgument'],
+      ['bad claim name', 'POST', '/v1/pools/p/claims', { name: 'Not_A_Name', owner: owner('x') }, 400, 'InvalidArgument'],
+      ['address outside the pool', 'POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), addresses: ['172.16.0.1'] }, 422, 'NotInRange'],
+      ['broadcast address', 'POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), addresses: ['10.0.0.255'] }, 422, 'NotInRange'],
+      ['family the pool lacks', 'POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), addresses: ['fd00::1'] }, 422, 'MismatchedNetwork'],
+      ['dual stack on a v4 pool', 'POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), ipFamilyPolicy: 'RequireDualStack' }, 422, 'MismatchedNetwork'],
+      ['unknown pool', 'POST', '/v1/pools/nope/claims', { name: 'x', owner: owner('x') }, 404, 'NotFound'],
+      ['unknown route', 'GET', '/v1/nothing-here', undefined, 404, 'NotFound'],
+    ];
+
+    it.each(cases)('%s', async (_label, method, path, body, status, code) => {
+      // Prepare
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24' });
+      const before = await itemCount(api);
+      // Act
+      const res = await api.call(method, path, body);
+      // Assess
+      expect(res.status).toBe(status);
+      expect(res.headers['content-type']).toBe('application/problem+json');
+      expect(res.body).toMatchObject({ status, code });
+      expect(typeof res.body.detail).toBe('string');
+      expect((res.body.detail as string).length).toBeGreaterThan(10);
+      expect(await itemCount(api)).toBe(before);
+    });
+  });
+}

@@ -1,0 +1,20 @@
+import { ScanCommand } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
+import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
+import type { Table } from '../../shared/adapters/dynamodb/table.ts';
+import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
+
+/** Every item of a test's table, read consistently: a Scan on DynamoDB Local, the engine's own copy in memory. */
+export async function allItems(table: Table): Promise<Item[]> {
+  if (table instanceof MemoryTable) return table.items();
+  if (!(table instanceof SdkTable)) throw new Error('allItems: unknown table engine');
+  const items: Item[] = [];
+  let start: Record<string, import('@aws-sdk/client-dynamodb').AttributeValue> | undefined;
+  do {
+    const out = await table.client.send(new ScanCommand({ TableName: table.name, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start } : {}) }));
+    for (const raw of out.Items ?? []) items.push(unmarshall(raw));
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
