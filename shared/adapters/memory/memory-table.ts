@@ -27,6 +27,9 @@
  * Not modelled: the 1 MB page and 400 KB item caps, capacity and its throttling (only as injected faults), real
  * latency, streams, the 38-digit decimal arithmetic of numbers (JS doubles: exact for the integers the stores use),
  * and conflicts between transactions in flight (calls here are atomic; inject `conflict` faults instead).
+ *
+ * Over 300 lines on purpose: it is one engine whose rules (validation, versions for lag, queries) read each other's
+ * state; split across files they would only be harder to check against the contract test.
  */
 import { NotReadyError } from '../../core/errors.ts';
 import type { Item } from '../dynamodb/codec.ts';
