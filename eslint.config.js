@@ -12,6 +12,14 @@ export default tseslint.config(
     },
   },
   {
+    // Configuration is read once, in shared/config.ts; the core's own list below repeats the rule with its others.
+    files: ['shared/**/*.ts', 'functions/**/*.ts'],
+    ignores: ['shared/config.ts'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration in shared/config.ts.' }],
+    },
+  },
+  {
     // The domain core is pure: no AWS SDK, middy, Powertools or Lambda types, and no ambient time or randomness.
     files: ['shared/core/**/*.ts'],
     rules: {

@@ -1,11 +1,9 @@
-import { loadConfig } from '../shared/config.ts';
-import { buildContainer, type Container } from '../shared/adapters/composition.ts';
+import { buildContainerAtColdStart } from '../shared/adapters/cold-start.ts';
 import { createHttpHandler } from '../shared/adapters/http/api.ts';
 import { IpamMetrics } from '../shared/adapters/metrics.ts';
 
-// Built once per warm container, on first use, so a bad setting fails at cold start with a clear message.
-let container: Container | undefined;
-const get = (): Container => (container ??= buildContainer(loadConfig()));
+// Built when the module loads (Lambda's init phase): a bad setting fails the cold start with one log line naming it.
+const container = buildContainerAtColdStart();
 
 /** HTTP API entry: every route of /v1. */
-export const handler = createHttpHandler(() => get().deps, { version: '0.1.0', health: () => get().deps.health.health() }, undefined, IpamMetrics.create());
+export const handler = createHttpHandler(() => container.deps, { version: '0.1.0', health: () => container.deps.health.health() }, undefined, IpamMetrics.create(container.config.metrics));

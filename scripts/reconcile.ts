@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   };
   for (const [name, value] of Object.entries(defaults)) if (!process.env[name]) process.env[name] = value;
   console.error(`reconcile: table ${process.env.TABLE_NAME} on ${process.env.DYNAMODB_ENDPOINT}`);
-  // Imported only now: the handler reads its configuration when first called, from the environment set above.
+  // Imported only now: the handler reads its configuration when its module loads, from the environment set above.
   const { handler } = (await import(pathToFileURL(join(repoRoot, 'functions', 'reconcile.ts')).href)) as {
     handler: (event: ScheduledEvent, context: Context) => Promise<unknown>;
   };

@@ -1,6 +1,7 @@
 /**
  * Configuration, read and validated once at cold start: a bad setting fails loudly here, not at the first request.
- * This is the only module that reads process.env.
+ * This is the only module of ours that reads process.env (eslint enforces it); libraries may still read their own
+ * variables (Powertools reads POWERTOOLS_DEV and the like, the AWS SDK its credentials chain).
  */
 export interface Config {
   readonly tableName: string;
@@ -16,6 +17,15 @@ export interface Config {
   readonly requestTimeoutMs: number;
   /** Key that signs pagination cursors (tamper evidence); set CURSOR_SECRET per deployment. */
   readonly cursorSecret: string;
+  readonly metrics: MetricsConfig;
+}
+
+/** Where the CloudWatch metrics go (serverless.yml sets both to the service name). */
+export interface MetricsConfig {
+  /** POWERTOOLS_METRICS_NAMESPACE. */
+  readonly namespace: string;
+  /** POWERTOOLS_SERVICE_NAME: the `service` dimension of every metric. */
+  readonly serviceName: string;
 }
 
 export interface FeatureGates {
@@ -80,6 +90,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseIndexShards: countSetting(env, 'LEASE_INDEX_SHARDS', 8, 1),
     requestTimeoutMs: numberSetting(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', 3000, 1),
     cursorSecret: env.CURSOR_SECRET || `ipam-cursor:${tableName}`,
+    metrics: { namespace: env.POWERTOOLS_METRICS_NAMESPACE || 'ipam', serviceName: env.POWERTOOLS_SERVICE_NAME || 'ipam' },
     reconciler: {
       expiredClaimGraceSeconds: numberSetting(env, 'RECONCILE_EXPIRED_GRACE_SECONDS', 30),
       orphanLeaseGraceSeconds: numberSetting(env, 'RECONCILE_ORPHAN_GRACE_SECONDS', 60),

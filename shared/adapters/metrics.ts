@@ -1,4 +1,5 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { MetricsConfig } from '../config.ts';
 import type { ErrorCode } from '../core/errors.ts';
 import type { ReconcileReport } from '../core/reconciler/reconcile.ts';
 
@@ -6,7 +7,7 @@ import type { ReconcileReport } from '../core/reconciler/reconcile.ts';
 export const AllocationScope = { Static: 'static', Dynamic: 'dynamic' } as const;
 export type AllocationScope = (typeof AllocationScope)[keyof typeof AllocationScope];
 
-/** Metric names, as they appear in CloudWatch under the namespace (POWERTOOLS_METRICS_NAMESPACE, `ipam` by default). */
+/** Metric names, as they appear in CloudWatch under the namespace (config.metrics: POWERTOOLS_METRICS_NAMESPACE, `ipam` by default). */
 export const MetricName = {
   /** Per range (dimensions Pool, Range), every run, idle ranges included. */
   RangeSize: 'RangeSize',
@@ -33,7 +34,7 @@ const count = (value: bigint | number): number => Number(value);
  *
  * From the API (the lead wires it into the allocation route):
  *
- *   const metrics = IpamMetrics.create();
+ *   const metrics = IpamMetrics.create(config.metrics);
  *   metrics.allocated('dynamic');                  // after a claim got its addresses
  *   metrics.failed('static', error.code);          // when an allocation was refused (AlreadyAllocated, RangeFull...)
  *   metrics.collided('dynamic', 3);                // lost conditional writes before the allocation committed
@@ -43,14 +44,9 @@ const count = (value: bigint | number): number => Number(value);
 export class IpamMetrics {
   constructor(readonly powertools: Metrics) {}
 
-  /** Namespace and service from POWERTOOLS_METRICS_NAMESPACE / POWERTOOLS_SERVICE_NAME (serverless.yml sets both). */
-  static create(options: { namespace?: string; serviceName?: string } = {}): IpamMetrics {
-    return new IpamMetrics(
-      new Metrics({
-        namespace: options.namespace ?? process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'ipam',
-        serviceName: options.serviceName ?? process.env.POWERTOOLS_SERVICE_NAME ?? 'ipam',
-      }),
-    );
+  /** Namespace and service as shared/config.ts read them (POWERTOOLS_METRICS_NAMESPACE / POWERTOOLS_SERVICE_NAME). */
+  static create(options: MetricsConfig): IpamMetrics {
+    return new IpamMetrics(new Metrics({ namespace: options.namespace, serviceName: options.serviceName }));
   }
 
   /** One allocation that committed. */

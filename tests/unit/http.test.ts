@@ -371,10 +371,10 @@ describe('Function: loadConfig', () => {
 
   it('reads the settings it is given', () => {
     // Act
-    const config = loadConfig({ TABLE_NAME: 'ipam', DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000', AWS_REGION: 'eu-west-1', LEASE_INDEX_SHARDS: '16', CURSOR_SECRET: 's3cret', FEATURE_GATES: 'DisableAllocatorDualWrite=true' });
+    const config = loadConfig({ TABLE_NAME: 'ipam', DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000', AWS_REGION: 'eu-west-1', LEASE_INDEX_SHARDS: '16', CURSOR_SECRET: 's3cret', FEATURE_GATES: 'DisableAllocatorDualWrite=true', POWERTOOLS_METRICS_NAMESPACE: 'ns', POWERTOOLS_SERVICE_NAME: 'svc' });
 
     // Assess
-    expect(config).toMatchObject({ dynamodbEndpoint: 'http://127.0.0.1:8000', region: 'eu-west-1', leaseIndexShards: 16, cursorSecret: 's3cret', featureGates: { DisableAllocatorDualWrite: true } });
+    expect(config).toMatchObject({ dynamodbEndpoint: 'http://127.0.0.1:8000', region: 'eu-west-1', leaseIndexShards: 16, cursorSecret: 's3cret', featureGates: { DisableAllocatorDualWrite: true }, metrics: { namespace: 'ns', serviceName: 'svc' } });
   });
 
   it.each<[string, Record<string, string>, string]>([
@@ -389,7 +389,7 @@ describe('Function: loadConfig', () => {
     ['a grace period is negative', { TABLE_NAME: 'ipam', RECONCILE_EXPIRED_GRACE_SECONDS: '-5' }, 'RECONCILE_EXPIRED_GRACE_SECONDS must be a number >= 0'],
     ['a grace period is infinite', { TABLE_NAME: 'ipam', RECONCILE_ORPHAN_GRACE_SECONDS: 'Infinity' }, 'RECONCILE_ORPHAN_GRACE_SECONDS must be a number >= 0'],
     ['FEATURE_GATES names an unknown gate', { TABLE_NAME: 'ipam', FEATURE_GATES: 'Foo=true' }, 'FEATURE_GATES: unknown gate "Foo"'],
-  ])('throws at cold start when %s', (_why, env, sentence) => {
+  ])('throws when %s (tests/unit/cold-start.test.ts: a handler module then fails to load)', (_why, env, sentence) => {
     // Act
     const load = () => loadConfig(env);
 

@@ -2,16 +2,26 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { routes } from '../../shared/adapters/http/api.ts';
+import { routeKeys } from '../../shared/adapters/http/route-keys.ts';
 
 const spec = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, unknown>> };
 const methods = new Set(['get', 'post', 'put', 'patch', 'delete']);
 
+// shared/adapters/http/route-keys.ts declares the routes once; every other list of them is checked against it here.
+
+describe('Contract: route-keys.ts', () => {
+  it('declares each route once, and the handler serves exactly those', () => {
+    expect(new Set(routeKeys).size).toBe(routeKeys.length);
+    expect(Object.keys(routes).sort()).toEqual([...routeKeys].sort());
+  });
+});
+
 describe('Contract: openapi.yaml', () => {
-  it('documents exactly the routes the handler serves', () => {
+  it('documents exactly the declared routes', () => {
     const documented = Object.entries(spec.paths)
       .flatMap(([path, ops]) => Object.keys(ops).filter((m) => methods.has(m)).map((m) => `${m.toUpperCase()} ${path}`))
       .sort();
-    expect(documented).toEqual(Object.keys(routes).sort());
+    expect(documented).toEqual([...routeKeys].sort());
   });
 
   it('lists every error code the problem mapper knows', async () => {
@@ -22,12 +32,12 @@ describe('Contract: openapi.yaml', () => {
 });
 
 describe('Contract: serverless.yml', () => {
-  it('declares an IAM-authorized httpApi event for exactly the served routes', () => {
+  it('declares an IAM-authorized httpApi event for exactly the declared routes', () => {
     const sls = parse(readFileSync(new URL('../../serverless.yml', import.meta.url), 'utf8')) as {
       functions: Record<string, { events?: { httpApi?: { method: string; path: string; authorizer?: { type: string } } }[] }>;
     };
     const events = Object.values(sls.functions).flatMap((f) => (f.events ?? []).flatMap((e) => (e.httpApi ? [e.httpApi] : [])));
-    expect(events.map((e) => `${e.method.toUpperCase()} ${e.path}`).sort()).toEqual(Object.keys(routes).sort());
+    expect(events.map((e) => `${e.method.toUpperCase()} ${e.path}`).sort()).toEqual([...routeKeys].sort());
     expect(events.every((e) => e.authorizer?.type === 'aws_iam')).toBe(true);
   });
 });

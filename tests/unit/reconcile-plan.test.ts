@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Bitmap } from '../../shared/core/bitmap/bitmap.ts';
-import type { Claim, Lease, Range } from '../../shared/core/model.ts';
+import { leaseOfClaim, type Claim, type Lease, type Range } from '../../shared/core/model.ts';
 import { needsScan, planDrift } from '../../shared/core/reconciler/drift.ts';
 import { countOrder, usageIntervals } from '../../shared/core/reconciler/usage.ts';
 import {
@@ -11,7 +11,6 @@ import {
   isReleasable,
   judgeClaim,
   judgeLease,
-  leaseForClaim,
   nextExpiryCheckpoint,
   terminationGraceOver,
 } from '../../shared/core/reconciler/plan.ts';
@@ -125,7 +124,7 @@ describe('Function: judgeClaim (rows 6-7)', () => {
 
   it('builds the lease a claim should have, with the claim\'s expiry', () => {
     const c = claim({ expiresAt: NOW + 5 });
-    expect(leaseForClaim(c, c.addresses[0]!, iso(NOW))).toEqual(lease({ createdAt: iso(NOW), expiresAt: NOW + 5 }));
+    expect(leaseOfClaim(c, c.addresses[0]!, iso(NOW))).toEqual(lease({ createdAt: iso(NOW), expiresAt: NOW + 5 }));
   });
 });
 

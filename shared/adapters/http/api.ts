@@ -3,12 +3,13 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
-import { compileRoutes, matchRoute, routes as coreRoutes, type ApiMetrics, type RouteContext } from './routes.ts';
+import { compileRoutes, matchRoute, routes as coreRoutes, type ApiMetrics, type Route, type RouteContext } from './routes.ts';
+import { routeKeys, type RouteKey } from './route-keys.ts';
 import { legacyRoutes } from './legacy-routes.ts';
 import { reconcileRoutes } from './reconcile-routes.ts';
 
-/** Every route of the API, by route key. */
-export const routes = { ...coreRoutes, ...legacyRoutes, ...reconcileRoutes };
+/** Every route of the API, by route key: exactly the keys of route-keys.ts (one missing or extra does not compile). */
+export const routes: { readonly [K in RouteKey]: Route } = { ...coreRoutes, ...legacyRoutes, ...reconcileRoutes };
 
 /** Logs a failure as one JSON line (5xx details live here, never in the response). */
 export type ErrorLogger = (entry: Record<string, unknown>) => void;
@@ -31,7 +32,7 @@ function problemMiddleware(log: ErrorLogger): middy.MiddlewareObj<APIGatewayProx
 
 /** Builds the HTTP API handler: route, call one use case, map the result; errors become problem documents. */
 export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], log: ErrorLogger = defaultLogger, metrics?: ApiMetrics & { flush(): void }) {
-  const compiled = compileRoutes(Object.keys(routes));
+  const compiled = compileRoutes(routeKeys);
   return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
     .use(problemMiddleware(log))
     .use({
@@ -42,7 +43,7 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
     .handler(async (event) => {
       const match = matchRoute(compiled, event);
       if (!match) throw new NotFoundError('route', event.rawPath, `No route ${event.requestContext?.http?.method} ${event.rawPath}.`);
-      const route = routes[match.key]!;
+      const route = routes[match.key];
       return route({ event: { ...event, pathParameters: match.pathParameters }, deps: deps(), info, ...(metrics ? { metrics } : {}) });
     });
 }

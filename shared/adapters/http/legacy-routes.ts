@@ -1,7 +1,7 @@
 import { toCbor, toJson } from '../../core/bitmap/range-allocation.ts';
 import { getRangeAllocation } from '../../core/use-cases/allocations.ts';
 import { header, pathParam } from './request.ts';
-import { json, type Route } from './routes.ts';
+import { json, type RouteMap } from './routes.ts';
 
 export const MediaType = { Json: 'application/json', Cbor: 'application/cbor' } as const;
 export type MediaType = (typeof MediaType)[keyof typeof MediaType];
@@ -27,7 +27,7 @@ export function negotiate(accept: string | undefined): MediaType {
 }
 
 /** Routes of the legacy bitmap view. */
-export const legacyRoutes: Readonly<Record<string, Route>> = {
+export const legacyRoutes = {
   'GET /v1/pools/{pool}/ranges/{range}/allocation': async ({ event, deps }) => {
     const doc = await getRangeAllocation(deps, pathParam(event, 'pool'), pathParam(event, 'range'));
     const headers = { vary: 'accept', etag: `"${doc.version}"` };
@@ -36,4 +36,4 @@ export const legacyRoutes: Readonly<Record<string, Route>> = {
     const body = Buffer.from(toCbor(doc)).toString('base64');
     return { statusCode: 200, headers: { 'content-type': MediaType.Cbor, ...headers }, body, isBase64Encoded: true };
   },
-};
+} as const satisfies RouteMap;

@@ -1,10 +1,10 @@
 import { listEvents } from '../../core/reconciler/events.ts';
 import { releaseOwner } from '../../core/reconciler/owners.ts';
 import { pageParams, pathParam } from './request.ts';
-import { json, type Route } from './routes.ts';
+import { json, type RouteMap } from './routes.ts';
 
 /** Routes of the reconciler's surface: the "owner is gone" signal, and the repair events of the last 24 hours. */
-export const reconcileRoutes: Readonly<Record<string, Route>> = {
+export const reconcileRoutes = {
   'DELETE /v1/pools/{pool}/owners/{uid}': async ({ event, deps }) => {
     const uid = pathParam(event, 'uid');
     const { released } = await releaseOwner(deps, pathParam(event, 'pool'), uid);
@@ -18,4 +18,4 @@ export const reconcileRoutes: Readonly<Record<string, Route>> = {
       ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
     });
   },
-};
+} as const satisfies RouteMap;

@@ -9,6 +9,7 @@ import * as claims from '../../core/use-cases/claims.ts';
 import * as addresses from '../../core/use-cases/addresses.ts';
 import { claimDto, leaseDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
 import { header, pageParams, parseBody, pathParam } from './request.ts';
+import type { RouteKey } from './route-keys.ts';
 
 export type Response = APIGatewayProxyStructuredResultV2;
 
@@ -39,8 +40,11 @@ const noContent = (): Response => ({ statusCode: 204, headers: {} });
 
 const claimHeaders = (version: number) => ({ etag: `"${version}"` });
 
-/** Every route of the HTTP contract (openapi.yaml lists the same set; a test keeps them equal). */
-export const routes: Readonly<Record<string, Route>> = {
+/** Some of the routes of route-keys.ts, by key (`satisfies` refuses a key that is not declared there). */
+export type RouteMap = Readonly<Partial<Record<RouteKey, Route>>>;
+
+/** The routes of pools, ranges, claims and addresses (api.ts joins them with the legacy and reconciler ones). */
+export const routes = {
   'GET /v1/health': async ({ info }) => {
     const table = await info.health();
     return json(200, { status: table.status === 'ACTIVE' ? 'ok' : 'degraded', version: info.version, node: process.versions.node, table });
@@ -144,17 +148,17 @@ export const routes: Readonly<Record<string, Route>> = {
   },
   'GET /v1/pools/{pool}/addresses/{address}': async ({ event, deps }) =>
     json(200, leaseDto(await addresses.getAddress(deps, pathParam(event, 'pool'), pathParam(event, 'address')))),
-};
+} as const satisfies RouteMap;
 
 interface Compiled {
-  readonly key: string;
+  readonly key: RouteKey;
   readonly method: string;
   readonly pattern: RegExp;
   readonly params: readonly string[];
 }
 
 /** Compiles route keys so requests without a routeKey (or with a `$default` one) are matched by method and path. */
-export function compileRoutes(keysList: readonly string[]): Compiled[] {
+export function compileRoutes(keysList: readonly RouteKey[]): Compiled[] {
   return keysList.map((key) => {
     const [method, path] = key.split(' ') as [string, string];
     const params: string[] = [];
@@ -167,7 +171,7 @@ export function compileRoutes(keysList: readonly string[]): Compiled[] {
 }
 
 /** Finds the route of a request, filling path parameters when matched by path. */
-export function matchRoute(compiled: readonly Compiled[], event: APIGatewayProxyEventV2): { key: string; pathParameters: Record<string, string> } | undefined {
+export function matchRoute(compiled: readonly Compiled[], event: APIGatewayProxyEventV2): { key: RouteKey; pathParameters: Record<string, string> } | undefined {
   if (event.routeKey && event.routeKey !== '$default') {
     const found = compiled.find((c) => c.key === event.routeKey);
     if (found) return { key: found.key, pathParameters: (event.pathParameters ?? {}) as Record<string, string> };

@@ -1,4 +1,4 @@
-import { isExpired, leaseOfClaim, RangeState, type Claim, type ClaimAddress, type Lease, type Range } from '../model.ts';
+import { isExpired, RangeState, type Claim, type ClaimAddress, type Lease, type Range } from '../model.ts';
 import { EventReason, type IpamEvent } from './ports.ts';
 
 /**
@@ -110,11 +110,6 @@ export function judgeClaim(claim: Claim, leases: ReadonlyMap<string, Lease>, now
       return { kind: 'duplicate', address, holder: lease };
     }),
   };
-}
-
-/** Row 6: the lease a claim should have for one of its addresses. */
-export function leaseForClaim(claim: Claim, address: ClaimAddress, createdAt: string): Lease {
-  return leaseOfClaim(claim, address, createdAt);
 }
 
 /** Rows 11-12: a Terminating range may be removed (if nothing depends on it) once the grace since its deletion passed. */

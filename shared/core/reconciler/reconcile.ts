@@ -30,7 +30,7 @@
  * (expiry hour, sweep cursor, count passes, drift scan offsets) let the next run continue.
  */
 import { parseCidr } from '../ip/cidr.ts';
-import type { Claim, Lease, Range } from '../model.ts';
+import { leaseOfClaim, type Claim, type Lease, type Range } from '../model.ts';
 import { subtractIntervals } from '../allocator/intervals.ts';
 import { hostInterval, hostIntervals, rangesOf, type ParsedRange } from '../allocator/pool-geometry.ts';
 import {
@@ -39,7 +39,6 @@ import {
   isReleasable,
   judgeClaim,
   judgeLease,
-  leaseForClaim,
   nextExpiryCheckpoint,
   terminationGraceOver,
 } from './plan.ts';
@@ -277,7 +276,8 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
       if (address.kind === 'missing') {
         await run.attempt(`restore lease ${claim.pool}/${address.address.address}`, async () => {
           const event = events.leaseNotAllocated(claim, address.address.address, run.iso(nowMs));
-          const lease = leaseForClaim(claim, address.address, run.iso(nowMs));
+          // Row 6: the lease the claim should have, created now.
+          const lease = leaseOfClaim(claim, address.address, run.iso(nowMs));
           run.done(event, (await store.restoreLease(claim, lease, nowMs, event)) === 'restored');
           return true;
         });
