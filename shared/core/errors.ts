@@ -83,10 +83,16 @@ export class MismatchedNetworkError extends IpamError {
   }
 }
 
-/** Thrown when an `If-Match` version does not match the current one. */
+/**
+ * Thrown when a precondition (`If-Match`) does not hold: `expected` says what it asked for ("version 1"), `actual`
+ * what the object is ("version 2", or "absent").
+ */
 export class PreconditionFailedError extends IpamError {
   constructor(readonly expected: string, readonly actual: string) {
-    super(ErrorCode.PreconditionFailed, `The object is at version ${actual}, not ${expected}.`);
+    super(
+      ErrorCode.PreconditionFailed,
+      actual === 'absent' ? `The object does not exist; If-Match asked for ${expected}.` : `The object is at ${actual}; If-Match asked for ${expected}.`,
+    );
   }
 }
 

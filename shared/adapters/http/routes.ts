@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { InvalidArgumentError, IpamError, type ErrorCode } from '../../core/errors.ts';
+import { IpamError, type ErrorCode } from '../../core/errors.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { IpFamilyPolicy } from '../../core/model.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
@@ -8,7 +8,8 @@ import * as ranges from '../../core/use-cases/ranges.ts';
 import * as claims from '../../core/use-cases/claims.ts';
 import * as addresses from '../../core/use-cases/addresses.ts';
 import { claimDto, leaseDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
-import { header, pageParams, parseBody, pathParam } from './request.ts';
+import { etagOf } from './etag.ts';
+import { ifMatch, ownerQuery, pageParams, parseBody, pathParam, rangeQuery } from './request.ts';
 
 export type Response = APIGatewayProxyStructuredResultV2;
 
@@ -37,7 +38,7 @@ export function json(statusCode: number, body: unknown, headers: Record<string, 
 
 const noContent = (): Response => ({ statusCode: 204, headers: {} });
 
-const claimHeaders = (version: number) => ({ etag: `"${version}"` });
+const claimHeaders = (version: number) => ({ etag: etagOf(version) });
 
 /** Every route of the HTTP contract (openapi.yaml lists the same set; a test keeps them equal). */
 export const routes: Readonly<Record<string, Route>> = {
@@ -116,8 +117,7 @@ export const routes: Readonly<Record<string, Route>> = {
   },
   'GET /v1/pools/{pool}/claims': async ({ event, deps }) => {
     const { limit, cursor } = pageParams(event);
-    const owner = event.queryStringParameters?.owner;
-    if (owner !== undefined && owner.length === 0) throw new InvalidArgumentError('owner must be an owner uid.', 'owner');
+    const owner = ownerQuery(event);
     const page = await claims.listClaims(deps, pathParam(event, 'pool'), limit, cursor, owner);
     return json(200, { items: page.items.map(claimDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },
@@ -126,8 +126,7 @@ export const routes: Readonly<Record<string, Route>> = {
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
   'DELETE /v1/pools/{pool}/claims/{claim}': async ({ event, deps }) => {
-    const ifMatch = header(event, 'if-match')?.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
-    await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), ifMatch);
+    await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), ifMatch(event));
     return noContent();
   },
   'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps }) => {
@@ -138,7 +137,7 @@ export const routes: Readonly<Record<string, Route>> = {
 
   'GET /v1/pools/{pool}/addresses': async ({ event, deps }) => {
     const { limit, cursor } = pageParams(event);
-    const range = event.queryStringParameters?.range;
+    const range = rangeQuery(event);
     const page = await addresses.listAddresses(deps, pathParam(event, 'pool'), range, limit, cursor);
     return json(200, { items: page.items.map(leaseDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },
