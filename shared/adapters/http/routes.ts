@@ -9,7 +9,7 @@ import * as claims from '../../core/use-cases/claims.ts';
 import * as addresses from '../../core/use-cases/addresses.ts';
 import { claimDto, leaseDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
 import { etagOf } from './etag.ts';
-import { ifMatch, ownerQuery, pageParams, parseBody, pathParam, rangeQuery } from './request.ts';
+import { ifMatch, ownerQuery, pageParams, parseBody, pathParam, rangeQuery, type FieldSpec } from './request.ts';
 
 export type Response = APIGatewayProxyStructuredResultV2;
 
@@ -40,6 +40,22 @@ const noContent = (): Response => ({ statusCode: 204, headers: {} });
 
 const claimHeaders = (version: number) => ({ etag: etagOf(version) });
 
+/** The JSON body of each route that reads one, field by field (parseBody checks it; the fuzz test derives its bodies from it). */
+export const bodyFields = {
+  'POST /v1/pools': { name: { type: 'string', required: true }, exclude: { type: 'string[]' } },
+  'POST /v1/pools/{pool}/ranges': { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } },
+  'POST /v1/pools/{pool}/claims': {
+    name: { type: 'string' },
+    generateName: { type: 'string' },
+    owner: { type: 'object', required: true, fields: { kind: { type: 'string', required: true }, name: { type: 'string', required: true }, uid: { type: 'string', required: true } } },
+    ipFamilyPolicy: { type: 'string' },
+    ipFamilies: { type: 'string[]' },
+    addresses: { type: 'string[]' },
+    ttlSeconds: { type: 'integer' },
+  },
+  'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer' } },
+} as const satisfies Record<string, Readonly<Record<string, FieldSpec>>>;
+
 /** Every route of the HTTP contract (openapi.yaml lists the same set; a test keeps them equal). */
 export const routes: Readonly<Record<string, Route>> = {
   'GET /v1/health': async ({ info }) => {
@@ -48,7 +64,7 @@ export const routes: Readonly<Record<string, Route>> = {
   },
 
   'POST /v1/pools': async ({ event, deps }) => {
-    const body = parseBody(event, { name: { type: 'string', required: true }, exclude: { type: 'string[]' } });
+    const body = parseBody(event, bodyFields['POST /v1/pools']);
     const pool = await pools.createPool(deps, { name: body.name as string, ...(body.exclude ? { exclude: body.exclude as string[] } : {}) });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },
@@ -64,7 +80,7 @@ export const routes: Readonly<Record<string, Route>> = {
   },
 
   'POST /v1/pools/{pool}/ranges': async ({ event, deps }) => {
-    const body = parseBody(event, { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } });
+    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/ranges']);
     const result = await ranges.createRange(deps, {
       pool: pathParam(event, 'pool'),
       cidr: body.cidr as string,
@@ -87,15 +103,7 @@ export const routes: Readonly<Record<string, Route>> = {
   },
 
   'POST /v1/pools/{pool}/claims': async ({ event, deps, metrics }) => {
-    const body = parseBody(event, {
-      name: { type: 'string' },
-      generateName: { type: 'string' },
-      owner: { type: 'object', required: true, fields: { kind: { type: 'string', required: true }, name: { type: 'string', required: true }, uid: { type: 'string', required: true } } },
-      ipFamilyPolicy: { type: 'string' },
-      ipFamilies: { type: 'string[]' },
-      addresses: { type: 'string[]' },
-      ttlSeconds: { type: 'integer' },
-    });
+    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims']);
     // Static when the client named its addresses; the scope splits the allocation counters.
     const scope = Array.isArray(body.addresses) && body.addresses.length > 0 ? 'static' : 'dynamic';
     const result = await claims.createClaim(deps, {
@@ -130,7 +138,7 @@ export const routes: Readonly<Record<string, Route>> = {
     return noContent();
   },
   'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps }) => {
-    const body = parseBody(event, { ttlSeconds: { type: 'integer' } }, true);
+    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/renew'], true);
     const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | undefined);
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
