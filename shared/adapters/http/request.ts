@@ -152,7 +152,7 @@ export function ifMatch(event: APIGatewayProxyEventV2): VersionMatch | undefined
 }
 
 function nonTextBody(body: unknown): InvalidArgumentError {
-  const kind = Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`;
+  const kind = Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body === 'object' ? 'an object' : `a ${typeof body}`;
   return new InvalidArgumentError(`The request body must arrive as JSON text, not as ${kind}.`, 'body');
 }
 
