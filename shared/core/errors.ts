@@ -17,6 +17,11 @@ export const ErrorCode = {
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/** Quotes client input inside an error sentence, cut to `max` characters: a huge input never makes a huge answer. */
+export function quote(text: string, max = 64): string {
+  return JSON.stringify(text.length > max ? `${text.slice(0, max)}...` : text);
+}
+
 /** Base of every domain error: `message` is a sentence a client may read. */
 export class IpamError extends Error {
   readonly code: ErrorCode;

@@ -162,7 +162,7 @@ function bodyPoison(fields: Readonly<Record<string, FieldSpec>>): fc.Arbitrary<(
   const required = keys.filter((k) => fields[k]!.required);
   const poisons: fc.Arbitrary<(body: Record<string, unknown>) => unknown>[] = [
     // An unknown field, including the names that would reach a prototype.
-    fc.constantFrom('__proto__', 'constructor', 'toString', 'nmae', 'owner.uid', '').map((key) => (body) => withKey({ ...body }, key, { polluted: true })),
+    fc.oneof(fc.constantFrom('__proto__', 'constructor', 'toString', 'nmae', 'owner.uid', ''), huge(100, 5000)).map((key) => (body) => withKey({ ...body }, key, { polluted: true })),
     // A field of the wrong type.
     fc.constantFrom(...keys).chain((key) => wrongType(fields[key]!).map((value) => (body: Record<string, unknown>) => withKey({ ...body }, key, value))),
     // A value of the right type that the field's rule refuses.
@@ -267,9 +267,12 @@ function eventFor(route: RouteShape): fc.Arbitrary<FuzzCase> {
           return g.style === 'rawPathEncodedBadly' ? `${encode(value)}%zz` : encode(value);
         }) + (g.trailingSlash ? '/' : '');
       const pathParameters = Object.fromEntries(route.params.map((p, j) => [p, values[j]!]));
-      // A text body may come base64-encoded (as binary bodies do), or flagged as base64 without being so.
-      const base64 = typeof body === 'string' && g.base64 !== 'plain';
-      if (typeof body === 'string' && g.base64 === 'encoded') body = Buffer.from(body, 'utf8').toString('base64');
+      // A text body may come base64-encoded (as binary bodies do), or flagged as base64 without being so; not the
+      // latter when the body is the poison: decoding it as base64 could leave an empty, valid body (renew).
+      const bodyPoisoned = mutating && (g.poisonKind === 'body' || g.poisonKind === 'rawBody');
+      const mode = bodyPoisoned && g.base64 === 'flagOnly' ? 'plain' : g.base64;
+      const base64 = typeof body === 'string' && mode !== 'plain';
+      if (typeof body === 'string' && mode === 'encoded') body = Buffer.from(body, 'utf8').toString('base64');
       const event: Record<string, unknown> = {
         version: '2.0',
         routeKey: g.style === 'routeKey' ? route.key : '$default',

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { InvalidArgumentError } from '../../core/errors.ts';
+import { InvalidArgumentError, quote } from '../../core/errors.ts';
 import { parseAddress } from '../../core/ip/address.ts';
 import { checkDnsLabel, checkOwnerField, checkRangeRef } from '../../core/names.ts';
 import type { VersionMatch } from '../../core/use-cases/claims.ts';
@@ -45,7 +45,7 @@ function checkObject(value: unknown, fields: Readonly<Record<string, FieldSpec>>
   }
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
-    if (!Object.hasOwn(fields, key)) throw new InvalidArgumentError(`Unknown field ${JSON.stringify(path + key)}; known fields: ${Object.keys(fields).join(', ')}.`, path + key);
+    if (!Object.hasOwn(fields, key)) throw new InvalidArgumentError(`Unknown field ${quote(path + key)}; known fields: ${Object.keys(fields).join(', ')}.`, path + key);
   }
   for (const [key, spec] of Object.entries(fields)) {
     const field = path + key;
