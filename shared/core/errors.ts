@@ -17,6 +17,11 @@ export const ErrorCode = {
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/** Quotes client input inside an error sentence, cut to `max` characters: a huge input never makes a huge answer. */
+export function quote(text: string, max = 64): string {
+  return JSON.stringify(text.length > max ? `${text.slice(0, max)}...` : text);
+}
+
 /** Base of every domain error: `message` is a sentence a client may read. */
 export class IpamError extends Error {
   readonly code: ErrorCode;
@@ -83,10 +88,16 @@ export class MismatchedNetworkError extends IpamError {
   }
 }
 
-/** Thrown when an `If-Match` version does not match the current one. */
+/**
+ * Thrown when a precondition (`If-Match`) does not hold: `expected` says what it asked for ("version 1"), `actual`
+ * what the object is ("version 2", or "absent").
+ */
 export class PreconditionFailedError extends IpamError {
   constructor(readonly expected: string, readonly actual: string) {
-    super(ErrorCode.PreconditionFailed, `The object is at version ${actual}, not ${expected}.`);
+    super(
+      ErrorCode.PreconditionFailed,
+      actual === 'absent' ? `The object does not exist; If-Match asked for ${expected}.` : `The object is at ${actual}; If-Match asked for ${expected}.`,
+    );
   }
 }
 

@@ -1,4 +1,4 @@
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { loadConfig } from '../../shared/config.ts';
 import { buildContainer, type Container, type ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { createHttpHandler } from '../../shared/adapters/http/api.ts';
@@ -14,6 +14,8 @@ export interface ApiResponse {
 
 export interface TestApi {
   call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
+  /** Hands the real handler any event, even one API Gateway would never send, and returns its raw answer. */
+  invoke(event: unknown): Promise<APIGatewayProxyStructuredResultV2>;
   container: Container;
   tableName: string;
   /** The DynamoDB Local endpoint; empty on the memory engine. */
@@ -51,6 +53,9 @@ function makeApi(table: Table, base: Record<string, string>, overrides: Containe
     container,
     tableName: table.name,
     endpoint: base.DYNAMODB_ENDPOINT ?? '',
+    // The handler's declared event type is what API Gateway sends; robustness tests pass other shapes on purpose.
+    invoke: async (event) => (await handler(event as APIGatewayProxyEventV2, {} as Context)) as APIGatewayProxyStructuredResultV2,
+
     async call(method, path, body, headers) {
       const out = await handler(httpEvent(method, path, body, headers), {} as Context);
       const text = typeof out === 'object' && out.body ? out.body : '';

@@ -6,7 +6,8 @@ import { buildContainer } from '../../shared/adapters/composition.ts';
 import { CursorCodec } from '../../shared/adapters/dynamodb/cursor.ts';
 import { createHttpHandler } from '../../shared/adapters/http/api.ts';
 import { problemOf, problemResponse, statusOf } from '../../shared/adapters/http/problem.ts';
-import { MAX_BODY_BYTES, pageParams, parseBody, type FieldSpec } from '../../shared/adapters/http/request.ts';
+import { etagOf, parseIfMatch, versionsMatching } from '../../shared/adapters/http/etag.ts';
+import { MAX_BODY_BYTES, pageParams, parseBody, pathParam, readEvent, type FieldSpec } from '../../shared/adapters/http/request.ts';
 import { loadConfig, parseFeatureGates } from '../../shared/config.ts';
 import {
   AlreadyAllocatedError,
@@ -461,5 +462,143 @@ describe('Function: createHttpHandler', () => {
     expect(response.statusCode).toBe(400);
     expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude.' });
     expect(ddb.calls()).toHaveLength(0);
+  });
+});
+
+describe('Function: parseIfMatch', () => {
+  it.each<[string, ReturnType<typeof parseIfMatch>]>([
+    ['*', '*'],
+    [' * ', '*'],
+    ['"1"', [{ weak: false, opaque: '1' }]],
+    ['W/"1"', [{ weak: true, opaque: '1' }]],
+    ['"1", W/"2" ,"3"', [{ weak: false, opaque: '1' }, { weak: true, opaque: '2' }, { weak: false, opaque: '3' }]],
+    ['"x,y"', [{ weak: false, opaque: 'x,y' }]],
+    ['""', [{ weak: false, opaque: '' }]],
+    [',"1",,', [{ weak: false, opaque: '1' }]],
+    ['"é"', [{ weak: false, opaque: 'é' }]], // obs-text (%x80-FF) is allowed in a tag
+  ])('reads %j', (value, expected) => {
+    // Act
+    const parsed = parseIfMatch(value);
+
+    // Assess
+    expect(parsed).toEqual(expected);
+  });
+
+  it.each([[''], ['  '], [','], ['1'], ['"1'], ['w/"1"'], ['W/1'], ['W/ "1"'], ['"1" "2"'], ['"1";"2"'], ['"1", *'], ['* , "1"'], ['" 1"'], ['"\u20ac"'], ['"a\tb"']])('throws InvalidArgumentError for %j', (value) => {
+    // Act
+    const parse = () => parseIfMatch(value);
+
+    // Assess
+    expect(parse).toThrow(InvalidArgumentError);
+    expect(parse).toThrow(expect.objectContaining({ field: 'If-Match' }));
+  });
+});
+
+describe('Function: versionsMatching', () => {
+  it.each<[string, ReturnType<typeof versionsMatching>]>([
+    ['*', 'any'],
+    [etagOf(1), [1]],
+    ['"2", "1"', [2, 1]],
+    ['W/"1"', []],
+    ['W/"1", "3"', [3]],
+    ['"0x1"', []],
+    ['"1.0"', []],
+    ['"01"', []],
+    ['"+1"', []],
+    ['"0o1"', []],
+    ['"1e0"', []],
+    ['"-1"', []],
+    ['"0"', [0]],
+    ['"9007199254740993"', []],
+  ])('accepts %j as %j (strong comparison with the ETag that etagOf writes)', (value, expected) => {
+    // Act
+    const versions = versionsMatching(value);
+
+    // Assess
+    expect(versions).toEqual(expected);
+  });
+});
+
+describe('Function: readEvent', () => {
+  const base = httpEvent('GET', '/v1/pools');
+
+  it('returns maps without a prototype, so prototype names are plain keys', () => {
+    // Act
+    const event = readEvent({ ...base, queryStringParameters: { limit: '5' }, headers: { 'If-Match': '"1"' } });
+
+    // Assess
+    expect(Object.getPrototypeOf(event.queryStringParameters)).toBeNull();
+    expect(event.queryStringParameters?.constructor).toBeUndefined();
+    expect({ ...event.queryStringParameters }).toEqual({ limit: '5' });
+    expect({ ...event.headers }).toEqual({ 'If-Match': '"1"' });
+  });
+
+  it('fills what a hand-made event leaves out', () => {
+    // Act
+    const event = readEvent({});
+
+    // Assess
+    expect(event).toMatchObject({ routeKey: '$default', rawPath: '', rawQueryString: '', isBase64Encoded: false, requestContext: { http: { method: '' } } });
+  });
+
+  it.each<[string, unknown, string]>([
+    ['null', null, 'The request is not an HTTP API event.'],
+    ['a string', 'GET /', 'The request is not an HTTP API event.'],
+    ['an array', [base], 'The request is not an HTTP API event.'],
+    ['a body that is a number', { ...base, body: 0 }, 'The request body must arrive as JSON text, not as a number.'],
+    ['a body that is false', { ...base, body: false }, 'The request body must arrive as JSON text, not as a boolean.'],
+    ['a body that is an object', { ...base, body: { name: 'p' } }, 'The request body must arrive as JSON text, not as an object.'],
+    ['headers that are a string', { ...base, headers: 'a: b' }, "The request's headers must be a map of strings."],
+    ['a header that is a number', { ...base, headers: { 'if-match': 1 } }, "The request's headers must be a map of strings; \"if-match\" is not a string."],
+    ['a query value that is an array', { ...base, queryStringParameters: { limit: ['1'] } }, "The request's query parameters must be a map of strings"],
+    ['a routeKey that is a number', { ...base, routeKey: 1 }, "The request's routeKey must be a string."],
+  ])('throws InvalidArgumentError for %s', (_what, raw, sentence) => {
+    // Act
+    const read = () => readEvent(raw);
+
+    // Assess
+    expect(read).toThrow(InvalidArgumentError);
+    expect(read).toThrow(sentence);
+  });
+});
+
+describe('Function: pathParam', () => {
+  const withPath = (pathParameters: Record<string, string>) => ({ ...httpEvent('GET', '/x'), pathParameters });
+
+  it.each<[Parameters<typeof pathParam>[1], string, string]>([
+    ['pool', 'pool-a', 'pool-a'],
+    ['claim', 'web-0', 'web-0'],
+    ['range', '10.0.0.0-24', '10.0.0.0-24'],
+    ['range', '::-64', '::-64'],
+    ['range', 'Blue_1.a', 'Blue_1.a'],
+    ['uid', '3f1c%2Fx', '3f1c/x'],
+    ['address', 'fd00%3A%3A1', 'fd00::1'],
+  ])('reads the %s %j as %j', (name, raw, expected) => {
+    // Act
+    const value = pathParam(withPath({ [name]: raw }), name);
+
+    // Assess
+    expect(value).toBe(expected);
+  });
+
+  it.each<[Parameters<typeof pathParam>[1], string, string]>([
+    ['pool', 'a'.repeat(64), 'pool must be 1-63'],
+    ['claim', 'Web', 'claim must be 1-63'],
+    ['claim', 'a'.repeat(4000), 'claim must be 1-63'],
+    ['range', '-x', 'range must be 1-100'],
+    ['range', 'r'.repeat(101), 'range must be 1-100'],
+    ['uid', 'u'.repeat(254), 'uid must be 1-253 characters'],
+    ['uid', '%ED%A0%80', 'The uid in the path is not valid URL encoding.'],
+    ['uid', '\ud800', 'uid must be 1-253 characters of well-formed Unicode.'],
+    ['address', '10.0.0.256', 'address "10.0.0.256" is not a valid IPv4 address'],
+    ['pool', '%zz', 'The pool in the path is not valid URL encoding.'],
+    ['pool', '', 'The path needs a pool.'],
+  ])('throws InvalidArgumentError for the %s %j', (name, raw, sentence) => {
+    // Act
+    const read = () => pathParam(withPath({ [name]: raw }), name);
+
+    // Assess
+    expect(read).toThrow(InvalidArgumentError);
+    expect(read).toThrow(sentence);
   });
 });

@@ -3,6 +3,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
+import { readEvent } from './request.ts';
 import { compileRoutes, matchRoute, routes as coreRoutes, type ApiMetrics, type Route, type RouteContext } from './routes.ts';
 import { routeKeys, type RouteKey } from './route-keys.ts';
 import { legacyRoutes } from './legacy-routes.ts';
@@ -23,7 +24,9 @@ function problemMiddleware(log: ErrorLogger): middy.MiddlewareObj<APIGatewayProx
       const problem = problemOf(request.error);
       if (problem.status >= 500) {
         const error = request.error as Error;
-        log({ level: 'error', message: 'request failed', route: request.event.routeKey, path: request.event.rawPath, status: problem.status, error: error?.name, detail: error?.message, cause: (error?.cause as Error)?.name });
+        // The event may be any shape here (readEvent refused it, or never ran): read it optionally.
+        const event = request.event as Partial<APIGatewayProxyEventV2> | null | undefined;
+        log({ level: 'error', message: 'request failed', route: event?.routeKey, path: event?.rawPath, status: problem.status, error: error?.name, detail: error?.message, cause: (error?.cause as Error)?.name });
       }
       request.response = problemResponse(problem);
     },
@@ -40,9 +43,14 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
       after: async () => metrics?.flush(),
       onError: async () => metrics?.flush(),
     })
-    .handler(async (event) => {
+    .handler(async (raw) => {
+      const event = readEvent(raw);
       const match = matchRoute(compiled, event);
-      if (!match) throw new NotFoundError('route', event.rawPath, `No route ${event.requestContext?.http?.method} ${event.rawPath}.`);
+      if (!match) {
+        // The path is echoed for the reader, cut short so a huge path does not make a huge answer.
+        const path = event.rawPath.length > 200 ? `${event.rawPath.slice(0, 200)}...` : event.rawPath;
+        throw new NotFoundError('route', path, `No route ${event.requestContext.http.method || '(no method)'} ${path || '(no path)'}.`);
+      }
       const route = routes[match.key];
       return route({ event: { ...event, pathParameters: match.pathParameters }, deps: deps(), info, ...(metrics ? { metrics } : {}) });
     });

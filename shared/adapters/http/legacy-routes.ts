@@ -1,5 +1,6 @@
 import { toCbor, toJson } from '../../core/bitmap/range-allocation.ts';
 import { getRangeAllocation } from '../../core/use-cases/allocations.ts';
+import { etagOf } from './etag.ts';
 import { header, pathParam } from './request.ts';
 import { json, type RouteMap } from './routes.ts';
 
@@ -30,7 +31,7 @@ export function negotiate(accept: string | undefined): MediaType {
 export const legacyRoutes = {
   'GET /v1/pools/{pool}/ranges/{range}/allocation': async ({ event, deps }) => {
     const doc = await getRangeAllocation(deps, pathParam(event, 'pool'), pathParam(event, 'range'));
-    const headers = { vary: 'accept', etag: `"${doc.version}"` };
+    const headers = { vary: 'accept', etag: etagOf(doc.version) };
     if (negotiate(header(event, 'accept')) === MediaType.Json) return json(200, toJson(doc), headers);
     // API Gateway (payload v2) carries binary bodies as base64 with isBase64Encoded.
     const body = Buffer.from(toCbor(doc)).toString('base64');

@@ -1,5 +1,9 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { InvalidArgumentError } from '../../core/errors.ts';
+import { InvalidArgumentError, quote } from '../../core/errors.ts';
+import { parseAddress } from '../../core/ip/address.ts';
+import { checkDnsLabel, checkOwnerField, checkRangeRef } from '../../core/names.ts';
+import type { VersionMatch } from '../../core/use-cases/claims.ts';
+import { versionsMatching } from './etag.ts';
 
 /** Largest accepted request body, in bytes. */
 export const MAX_BODY_BYTES = 16 * 1024;
@@ -16,7 +20,10 @@ export interface FieldSpec {
 
 /** Parses the JSON body strictly: size limit, an object, known fields only, each of its type. @throws InvalidArgumentError */
 export function parseBody(event: APIGatewayProxyEventV2, fields: Readonly<Record<string, FieldSpec>>, optional = false): Record<string, unknown> {
-  let text = event.body ?? '';
+  const raw: unknown = event.body ?? '';
+  // readEvent refuses such events already; checked again because this function is also called on its own.
+  if (typeof raw !== 'string') throw nonTextBody(raw);
+  let text = raw;
   if (event.isBase64Encoded && text) text = Buffer.from(text, 'base64').toString('utf8');
   if (Buffer.byteLength(text, 'utf8') > MAX_BODY_BYTES) throw new InvalidArgumentError(`The request body is larger than ${MAX_BODY_BYTES} bytes.`, 'body');
   if (text.trim() === '') {
@@ -38,7 +45,7 @@ function checkObject(value: unknown, fields: Readonly<Record<string, FieldSpec>>
   }
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
-    if (!Object.hasOwn(fields, key)) throw new InvalidArgumentError(`Unknown field ${JSON.stringify(path + key)}; known fields: ${Object.keys(fields).join(', ')}.`, path + key);
+    if (!Object.hasOwn(fields, key)) throw new InvalidArgumentError(`Unknown field ${quote(path + key)}; known fields: ${Object.keys(fields).join(', ')}.`, path + key);
   }
   for (const [key, spec] of Object.entries(fields)) {
     const field = path + key;
@@ -66,29 +73,69 @@ function describe(type: FieldType): string {
 
 /** Reads `limit` (1-1000) and `cursor` from the query string. @throws InvalidArgumentError */
 export function pageParams(event: APIGatewayProxyEventV2): { limit?: number; cursor?: string } {
-  const q = event.queryStringParameters ?? {};
+  const limitText = queryParam(event, 'limit');
+  const cursor = queryParam(event, 'cursor');
   const out: { limit?: number; cursor?: string } = {};
-  if (q.limit !== undefined) {
-    const limit = Number(q.limit);
-    if (!/^\d+$/.test(q.limit) || limit < 1 || limit > 1000) throw new InvalidArgumentError('limit must be a whole number from 1 to 1000.', 'limit');
+  if (limitText !== undefined) {
+    const limit = Number(limitText);
+    if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000) throw new InvalidArgumentError('limit must be a whole number from 1 to 1000.', 'limit');
     out.limit = limit;
   }
-  if (q.cursor !== undefined) {
-    if (q.cursor.length === 0 || q.cursor.length > 2048) throw new InvalidArgumentError('cursor is not valid: pass back the nextCursor of a previous page unchanged.', 'cursor');
-    out.cursor = q.cursor;
+  if (cursor !== undefined) {
+    if (cursor.length === 0 || cursor.length > 2048) throw new InvalidArgumentError('cursor is not valid: pass back the nextCursor of a previous page unchanged.', 'cursor');
+    out.cursor = cursor;
   }
   return out;
 }
 
-/** A path parameter, URL-decoded. */
-export function pathParam(event: APIGatewayProxyEventV2, name: string): string {
+/**
+ * The rule each path parameter must pass before it reaches a use case (and so a key): the same rules as when the
+ * object is created (shared/core/names.ts), so a name that no object can have is refused with 400 on every method.
+ * Typed by name, so a route cannot read a path parameter that has no rule.
+ */
+const pathRules = {
+  pool: (value: string) => checkDnsLabel(value, 'pool'),
+  claim: (value: string) => checkDnsLabel(value, 'claim'),
+  range: (value: string) => checkRangeRef(value, 'range'),
+  uid: (value: string) => checkOwnerField(value, 'uid'),
+  address: (value: string) => {
+    parseAddress(value, 'address');
+    return value;
+  },
+} as const satisfies Record<string, (value: string) => string>;
+
+/** The path parameters the routes use. */
+export type PathParam = keyof typeof pathRules;
+
+/** A path parameter, URL-decoded and checked against its rule. @throws InvalidArgumentError */
+export function pathParam(event: APIGatewayProxyEventV2, name: PathParam): string {
   const raw = event.pathParameters?.[name];
   if (raw === undefined || raw === '') throw new InvalidArgumentError(`The path needs a ${name}.`, name);
+  let value: string;
   try {
-    return decodeURIComponent(raw);
+    value = decodeURIComponent(raw);
   } catch {
     throw new InvalidArgumentError(`The ${name} in the path is not valid URL encoding.`, name);
   }
+  return pathRules[name](value);
+}
+
+/** A query parameter, if the query string has it. */
+export function queryParam(event: APIGatewayProxyEventV2, name: string): string | undefined {
+  const q = event.queryStringParameters;
+  return q && Object.hasOwn(q, name) ? q[name] : undefined;
+}
+
+/** The `owner` query parameter: an owner uid (names.ts). @throws InvalidArgumentError */
+export function ownerQuery(event: APIGatewayProxyEventV2): string | undefined {
+  const owner = queryParam(event, 'owner');
+  return owner === undefined ? undefined : checkOwnerField(owner, 'owner');
+}
+
+/** The `range` query parameter: the name of a range (names.ts). @throws InvalidArgumentError */
+export function rangeQuery(event: APIGatewayProxyEventV2): string | undefined {
+  const range = queryParam(event, 'range');
+  return range === undefined ? undefined : checkRangeRef(range, 'range');
 }
 
 /** A header, case-insensitively. */
@@ -96,4 +143,66 @@ export function header(event: APIGatewayProxyEventV2, name: string): string | un
   const wanted = name.toLowerCase();
   for (const [key, value] of Object.entries(event.headers ?? {})) if (key.toLowerCase() === wanted) return value;
   return undefined;
+}
+
+/** The versions the If-Match header accepts (etag.ts), or undefined without one. @throws InvalidArgumentError */
+export function ifMatch(event: APIGatewayProxyEventV2): VersionMatch | undefined {
+  const value = header(event, 'if-match');
+  return value === undefined ? undefined : versionsMatching(value);
+}
+
+function nonTextBody(body: unknown): InvalidArgumentError {
+  const kind = Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body === 'object' ? 'an object' : `a ${typeof body}`;
+  return new InvalidArgumentError(`The request body must arrive as JSON text, not as ${kind}.`, 'body');
+}
+
+/** A record of strings from an event part, with no prototype (so `constructor` or `__proto__` are plain keys). */
+function stringRecord(value: unknown, part: string): Record<string, string> | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value)) throw new InvalidArgumentError(`The request's ${part} must be a map of strings.`, part);
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [key, v] of Object.entries(value)) {
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'string') throw new InvalidArgumentError(`The request's ${part} must be a map of strings; ${JSON.stringify(key.slice(0, 100))} is not a string.`, part);
+    out[key] = v;
+  }
+  return out;
+}
+
+const optionalString = (value: unknown, part: string): string | undefined => {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new InvalidArgumentError(`The request's ${part} must be a string.`, part);
+  return value;
+};
+
+/**
+ * Reads an HTTP API (payload v2) event defensively: API Gateway always sends strings where the type says so, but
+ * the handler is also invoked directly (tests, `npm run invoke`, a misconfigured integration), so every part it
+ * reads is checked here once, and a shape it cannot read is a 400, never a TypeError and a 500. Maps come back
+ * without a prototype.
+ * @throws InvalidArgumentError
+ */
+export function readEvent(raw: unknown): APIGatewayProxyEventV2 {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidArgumentError('The request is not an HTTP API event.', 'event');
+  const event = raw as Record<string, unknown>;
+  if (event.body !== undefined && event.body !== null && typeof event.body !== 'string') throw nonTextBody(event.body);
+  const context = typeof event.requestContext === 'object' && event.requestContext !== null ? (event.requestContext as Record<string, unknown>) : {};
+  const http = typeof context.http === 'object' && context.http !== null ? (context.http as Record<string, unknown>) : {};
+  const body = optionalString(event.body, 'body');
+  const headers = stringRecord(event.headers, 'headers') ?? (Object.create(null) as Record<string, string>);
+  const query = stringRecord(event.queryStringParameters, 'query parameters');
+  const path = stringRecord(event.pathParameters, 'path parameters');
+  const routeKey = optionalString(event.routeKey, 'routeKey');
+  return {
+    ...(raw as APIGatewayProxyEventV2),
+    routeKey: routeKey ?? '$default',
+    rawPath: optionalString(event.rawPath, 'rawPath') ?? '',
+    rawQueryString: optionalString(event.rawQueryString, 'rawQueryString') ?? '',
+    headers,
+    isBase64Encoded: event.isBase64Encoded === true,
+    requestContext: { ...(context as unknown as APIGatewayProxyEventV2['requestContext']), http: { ...(http as unknown as APIGatewayProxyEventV2['requestContext']['http']), method: optionalString(http.method, 'method') ?? '' } },
+    ...(query ? { queryStringParameters: query } : { queryStringParameters: undefined }),
+    ...(path ? { pathParameters: path } : { pathParameters: undefined }),
+    ...(body !== undefined ? { body } : { body: undefined }),
+  };
 }

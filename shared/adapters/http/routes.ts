@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { InvalidArgumentError, IpamError, type ErrorCode } from '../../core/errors.ts';
+import { IpamError, type ErrorCode } from '../../core/errors.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { IpFamilyPolicy } from '../../core/model.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
@@ -8,7 +8,8 @@ import * as ranges from '../../core/use-cases/ranges.ts';
 import * as claims from '../../core/use-cases/claims.ts';
 import * as addresses from '../../core/use-cases/addresses.ts';
 import { claimDto, leaseDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
-import { header, pageParams, parseBody, pathParam } from './request.ts';
+import { etagOf } from './etag.ts';
+import { ifMatch, ownerQuery, pageParams, parseBody, pathParam, rangeQuery, type FieldSpec } from './request.ts';
 import type { RouteKey } from './route-keys.ts';
 
 export type Response = APIGatewayProxyStructuredResultV2;
@@ -38,7 +39,23 @@ export function json(statusCode: number, body: unknown, headers: Record<string, 
 
 const noContent = (): Response => ({ statusCode: 204, headers: {} });
 
-const claimHeaders = (version: number) => ({ etag: `"${version}"` });
+const claimHeaders = (version: number) => ({ etag: etagOf(version) });
+
+/** The JSON body of each route that reads one, field by field (parseBody checks it; the fuzz test derives its bodies from it). */
+export const bodyFields = {
+  'POST /v1/pools': { name: { type: 'string', required: true }, exclude: { type: 'string[]' } },
+  'POST /v1/pools/{pool}/ranges': { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } },
+  'POST /v1/pools/{pool}/claims': {
+    name: { type: 'string' },
+    generateName: { type: 'string' },
+    owner: { type: 'object', required: true, fields: { kind: { type: 'string', required: true }, name: { type: 'string', required: true }, uid: { type: 'string', required: true } } },
+    ipFamilyPolicy: { type: 'string' },
+    ipFamilies: { type: 'string[]' },
+    addresses: { type: 'string[]' },
+    ttlSeconds: { type: 'integer' },
+  },
+  'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer' } },
+} as const satisfies Record<string, Readonly<Record<string, FieldSpec>>>;
 
 /** Some of the routes of route-keys.ts, by key (`satisfies` refuses a key that is not declared there). */
 export type RouteMap = Readonly<Partial<Record<RouteKey, Route>>>;
@@ -51,7 +68,7 @@ export const routes = {
   },
 
   'POST /v1/pools': async ({ event, deps }) => {
-    const body = parseBody(event, { name: { type: 'string', required: true }, exclude: { type: 'string[]' } });
+    const body = parseBody(event, bodyFields['POST /v1/pools']);
     const pool = await pools.createPool(deps, { name: body.name as string, ...(body.exclude ? { exclude: body.exclude as string[] } : {}) });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },
@@ -67,7 +84,7 @@ export const routes = {
   },
 
   'POST /v1/pools/{pool}/ranges': async ({ event, deps }) => {
-    const body = parseBody(event, { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } });
+    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/ranges']);
     const result = await ranges.createRange(deps, {
       pool: pathParam(event, 'pool'),
       cidr: body.cidr as string,
@@ -90,15 +107,7 @@ export const routes = {
   },
 
   'POST /v1/pools/{pool}/claims': async ({ event, deps, metrics }) => {
-    const body = parseBody(event, {
-      name: { type: 'string' },
-      generateName: { type: 'string' },
-      owner: { type: 'object', required: true, fields: { kind: { type: 'string', required: true }, name: { type: 'string', required: true }, uid: { type: 'string', required: true } } },
-      ipFamilyPolicy: { type: 'string' },
-      ipFamilies: { type: 'string[]' },
-      addresses: { type: 'string[]' },
-      ttlSeconds: { type: 'integer' },
-    });
+    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims']);
     // Static when the client named its addresses; the scope splits the allocation counters.
     const scope = Array.isArray(body.addresses) && body.addresses.length > 0 ? 'static' : 'dynamic';
     const result = await claims.createClaim(deps, {
@@ -120,8 +129,7 @@ export const routes = {
   },
   'GET /v1/pools/{pool}/claims': async ({ event, deps }) => {
     const { limit, cursor } = pageParams(event);
-    const owner = event.queryStringParameters?.owner;
-    if (owner !== undefined && owner.length === 0) throw new InvalidArgumentError('owner must be an owner uid.', 'owner');
+    const owner = ownerQuery(event);
     const page = await claims.listClaims(deps, pathParam(event, 'pool'), limit, cursor, owner);
     return json(200, { items: page.items.map(claimDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },
@@ -130,19 +138,18 @@ export const routes = {
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
   'DELETE /v1/pools/{pool}/claims/{claim}': async ({ event, deps }) => {
-    const ifMatch = header(event, 'if-match')?.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
-    await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), ifMatch);
+    await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), ifMatch(event));
     return noContent();
   },
   'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps }) => {
-    const body = parseBody(event, { ttlSeconds: { type: 'integer' } }, true);
+    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/renew'], true);
     const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | undefined);
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
 
   'GET /v1/pools/{pool}/addresses': async ({ event, deps }) => {
     const { limit, cursor } = pageParams(event);
-    const range = event.queryStringParameters?.range;
+    const range = rangeQuery(event);
     const page = await addresses.listAddresses(deps, pathParam(event, 'pool'), range, limit, cursor);
     return json(200, { items: page.items.map(leaseDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },

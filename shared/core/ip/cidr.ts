@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../errors.ts';
+import { InvalidArgumentError, quote } from '../errors.ts';
 import { familyBits, formatAddress, IpFamily, parseAddress, type IpAddress } from './address.ts';
 
 /** A canonical CIDR block: `base` has no host bits set. */
@@ -15,18 +15,18 @@ export interface Cidr {
 export function parseCidr(text: string, field = 'cidr'): Cidr {
   if (typeof text !== 'string') throw new InvalidArgumentError(`${field} must be a CIDR string such as 10.96.0.0/16.`, field);
   const slash = text.indexOf('/');
-  if (slash < 0) throw new InvalidArgumentError(`${field} ${JSON.stringify(text)} is not a CIDR: it needs a /prefix, as in 10.96.0.0/16.`, field);
+  if (slash < 0) throw new InvalidArgumentError(`${field} ${quote(text)} is not a CIDR: it needs a /prefix, as in 10.96.0.0/16.`, field);
   const prefixText = text.slice(slash + 1);
   const address = parseAddress(text.slice(0, slash), field);
   const bits = familyBits(address.family);
   if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > bits || (prefixText.length > 1 && prefixText.startsWith('0'))) {
-    throw new InvalidArgumentError(`${field} ${JSON.stringify(text)} has an invalid prefix length: ${address.family} prefixes run from 0 to ${bits}.`, field);
+    throw new InvalidArgumentError(`${field} ${quote(text)} has an invalid prefix length: ${address.family} prefixes run from 0 to ${bits}.`, field);
   }
   const prefix = Number(prefixText);
   const cidr: Cidr = { family: address.family, base: address.value & networkMask(address.family, prefix), prefix };
   const canonical = formatCidr(cidr);
   if (cidr.base !== address.value || canonical !== text) {
-    throw new InvalidArgumentError(`${field} ${JSON.stringify(text)} is not canonical; did you mean ${canonical}?`, field);
+    throw new InvalidArgumentError(`${field} ${quote(text)} is not canonical; did you mean ${canonical}?`, field);
   }
   return cidr;
 }

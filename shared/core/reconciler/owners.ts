@@ -1,6 +1,6 @@
-import { InvalidArgumentError } from '../errors.ts';
 import { parseAddress } from '../ip/address.ts';
 import type { Claim } from '../model.ts';
+import { checkOwnerField } from '../names.ts';
 import { nowIso, type Deps } from '../use-cases/deps.ts';
 import { events } from './plan.ts';
 
@@ -15,10 +15,10 @@ const PASSES = 3;
  * Owners are matched by uid only, never by name: a new owner that reuses an old name keeps its addresses (the
  * whereabouts StatefulSet bug). Idempotent: an owner with no claims releases nothing.
  * @returns the names of the claims released by this call, in release order.
- * @throws NotFoundError for an unknown pool; InvalidArgumentError for an empty or over-long uid
+ * @throws NotFoundError for an unknown pool; InvalidArgumentError for a uid that breaks the owner rules (names.ts)
  */
 export async function releaseOwner(deps: Deps, pool: string, ownerUid: string): Promise<{ released: string[] }> {
-  if (ownerUid.length === 0 || ownerUid.length > 253) throw new InvalidArgumentError('The owner uid must be 1 to 253 characters.', 'uid');
+  checkOwnerField(ownerUid, 'uid');
   await deps.views.get(pool, deps.clock.nowMs());
   const released: string[] = [];
   const seen = new Set<string>();

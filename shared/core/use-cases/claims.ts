@@ -8,7 +8,7 @@ import {
   PreconditionFailedError,
   RangeFullError,
 } from '../errors.ts';
-import { checkDnsLabel, generatedName } from '../names.ts';
+import { checkDnsLabel, checkGenerateName, checkOwnerField, generatedName } from '../names.ts';
 import { IpFamilyPolicy, isExpired, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
 import type { Page } from '../ports.ts';
 import type { FamilyRequest } from '../allocator/allocator.ts';
@@ -30,13 +30,7 @@ export interface CreateClaimCommand {
 export const MAX_TTL_SECONDS = 365 * 24 * 3600;
 
 function checkOwner(owner: Owner): Owner {
-  for (const key of ['kind', 'name', 'uid'] as const) {
-    const value = owner?.[key];
-    if (typeof value !== 'string' || value.length === 0 || value.length > 253) {
-      throw new InvalidArgumentError(`owner.${key} must be a non-empty string of at most 253 characters.`, `owner.${key}`);
-    }
-  }
-  return { kind: owner.kind, name: owner.name, uid: owner.uid };
+  return { kind: checkOwnerField(owner?.kind, 'owner.kind'), name: checkOwnerField(owner?.name, 'owner.name'), uid: checkOwnerField(owner?.uid, 'owner.uid') };
 }
 
 function checkTtl(ttl: number | undefined, field = 'ttlSeconds'): number | undefined {
@@ -53,7 +47,7 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
     throw new InvalidArgumentError('Give exactly one of name and generateName.', 'name');
   }
   if (cmd.name !== undefined) checkDnsLabel(cmd.name, 'name');
-  if (cmd.generateName !== undefined) checkDnsLabel(cmd.generateName.replace(/-+$/, ''), 'generateName');
+  if (cmd.generateName !== undefined) checkGenerateName(cmd.generateName);
   const policy = cmd.ipFamilyPolicy ?? IpFamilyPolicy.SingleStack;
   if (!Object.values(IpFamilyPolicy).includes(policy)) {
     throw new InvalidArgumentError(`ipFamilyPolicy must be one of ${Object.values(IpFamilyPolicy).join(', ')}.`, 'ipFamilyPolicy');
@@ -200,26 +194,39 @@ export async function listClaims(deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
 }
 
 /**
- * Releases a claim and the leases it still holds, in one transaction; absent claims are already released.
- * @throws PreconditionFailedError when `ifMatch` names another version
+ * What a release requires of the claim's current version (the HTTP adapter reads it from If-Match): `'any'` for an
+ * existing claim at any version, or a list of versions (possibly empty: tags that name no version match nothing).
  */
-export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>, pool: string, name: string, ifMatch?: string): Promise<void> {
+export type VersionMatch = 'any' | readonly number[];
+
+function describeMatch(match: VersionMatch): string {
+  if (match === 'any') return 'any version';
+  return match.length === 0 ? 'a version no claim can have' : `version ${match.join(' or ')}`;
+}
+
+/**
+ * Releases a claim and the leases it still holds, in one transaction; absent claims are already released.
+ * With `ifMatch`, the claim must exist at a matching version (RFC 9110 section 13.1.1: If-Match is false when there
+ * is no current representation), and the release is conditioned on the exact version that matched.
+ * @throws PreconditionFailedError when `ifMatch` is given and the claim is absent or at another version
+ */
+export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>, pool: string, name: string, ifMatch?: VersionMatch): Promise<void> {
   await deps.views.get(pool, deps.clock.nowMs());
-  const expected = ifMatch === undefined ? undefined : Number(ifMatch);
-  if (expected !== undefined && !Number.isInteger(expected)) throw new InvalidArgumentError('If-Match must be a claim version number.', 'If-Match');
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const claim = await deps.claims.getClaim(pool, name);
     if (!claim) {
-      if (expected !== undefined) throw new PreconditionFailedError(String(expected), 'absent');
+      if (ifMatch !== undefined) throw new PreconditionFailedError(describeMatch(ifMatch), 'absent');
       return;
     }
-    if (expected !== undefined && claim.version !== expected) throw new PreconditionFailedError(String(expected), String(claim.version));
-    const outcome = await deps.allocator.release(claim, expected ?? claim.version);
+    if (ifMatch !== undefined && ifMatch !== 'any' && !ifMatch.includes(claim.version)) {
+      throw new PreconditionFailedError(describeMatch(ifMatch), `version ${claim.version}`);
+    }
+    const outcome = await deps.allocator.release(claim, claim.version);
     if (outcome === 'released' || outcome === 'absent') {
       for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value);
       return;
     }
-    // The claim changed under us (a renew): read it again.
+    // The claim changed under us (a renew): read it again, and check the precondition against the new version.
   }
   throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being released; retry the request.`);
 }

@@ -1,6 +1,6 @@
 import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
-import { checkRangeName } from '../names.ts';
+import { checkRangeName, defaultRangeName } from '../names.ts';
 import { RangeState, type Range, type Utilization } from '../model.ts';
 import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
 import { subtractIntervals } from '../allocator/intervals.ts';
@@ -13,11 +13,6 @@ export interface CreateRangeCommand {
   readonly cidr: string;
   readonly name?: string;
   readonly legacy?: boolean;
-}
-
-/** The name a range gets when none is given: its CIDR with '/' as '-'. */
-export function defaultRangeName(cidr: string): string {
-  return cidr.replace('/', '-');
 }
 
 /**
