@@ -93,6 +93,46 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       expect(await itemCount(api)).toBe(0);
     });
 
+    it('lets exactly one of 6 concurrent legacy creates of different CIDRs in one family win, across containers (issue 15, defect 4)', async () => {
+      // Prepare: warm containers that all read the pool with no legacy range
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      const containers = [api, api.sibling(), api.sibling()];
+      for (const c of containers) expect((await c.call('GET', '/v1/pools/p/ranges')).status).toBe(200);
+      // Act
+      const results = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/ranges', { cidr: `10.66.${i * 4}.0/22`, legacy: true })),
+      );
+      // Assess
+      expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+      for (const lost of results.filter((r) => r.status === 409)) {
+        expect(lost.body.code).toBe('Conflict');
+        expect(lost.body.detail).toBe('Pool "p" already has a legacy IPv4 range; a pool has at most one per family.');
+      }
+      const ranges = (await api.call('GET', '/v1/pools/p/ranges')).body.items ?? [];
+      expect(ranges.filter((r) => r.legacy)).toHaveLength(1);
+      const winner = results.find((r) => r.status === 201)!.body.name;
+      const slots = (await allItems(api.container.table)).filter((i) => i.entity === 'legacySlot');
+      expect(slots).toEqual([expect.objectContaining({ PK: 'POOL#p', SK: 'LEGACY#IPv4', range: winner })]);
+    });
+
+    it('frees the legacy slot with the legacy range, and deleting the pool leaves nothing behind', async () => {
+      // Prepare
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.66.0.0/24', legacy: true })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: 'fd00::/120', legacy: true })).status).toBe(201);
+      // Act: the IPv4 legacy range has no lease, so it goes at once with its slot
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/10.66.0.0-24')).status).toBe(204);
+      const again = await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.67.0.0/24', legacy: true });
+      // Assess
+      expect(again.status).toBe(201);
+      const slots = (await allItems(api.container.table)).filter((i) => i.entity === 'legacySlot').map((i) => [i.SK, i.range]).sort();
+      expect(slots).toEqual([['LEGACY#IPv4', '10.67.0.0-24'], ['LEGACY#IPv6', 'fd00::-120']]);
+      expect((await api.call('DELETE', '/v1/pools/p')).status).toBe(204);
+      expect(await itemCount(api)).toBe(0);
+    });
+
     it('answers 409 for an existing pool name and lists pools in pages', async () => {
       const api = await testApi();
       for (const name of ['a', 'b', 'c', 'd', 'e']) expect((await api.call('POST', '/v1/pools', { name })).status).toBe(201);

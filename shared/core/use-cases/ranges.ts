@@ -42,11 +42,17 @@ export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<
   if (!legacy && !deps.gates.MultiCIDRServiceAllocator) {
     throw new ConflictError('Only legacy ranges can be created while the MultiCIDRServiceAllocator feature gate is off; set legacy: true or enable the gate.');
   }
-  if (legacy && view.ranges.some((r) => r.legacy && r.family === cidr.family)) {
-    throw new ConflictError(`Pool ${JSON.stringify(cmd.pool)} already has a legacy ${cidr.family} range; a pool has at most one per family.`);
-  }
+  const legacyTaken = () => new ConflictError(`Pool ${JSON.stringify(cmd.pool)} already has a legacy ${cidr.family} range; a pool has at most one per family.`);
+  // The read answers the sequential case (and legacy ranges written before the slots existed); the store's slot
+  // condition answers concurrent creates.
+  if (legacy && view.ranges.some((r) => r.legacy && r.family === cidr.family)) throw legacyTaken();
   const range: Range = { pool: cmd.pool, name, cidr: cidrText, family: cidr.family, state: RangeState.Ready, legacy, createdAt: nowIso(deps) };
-  if ((await deps.pools.createRange(range)) === 'exists') {
+  const outcome = await deps.pools.createRange(range);
+  if (outcome === 'legacyTaken') {
+    deps.views.forget(cmd.pool);
+    throw legacyTaken();
+  }
+  if (outcome === 'exists') {
     // Lost a race with an identical or a different create; report what won.
     deps.views.forget(cmd.pool);
     return createRange(deps, cmd);
