@@ -2,15 +2,19 @@ import { NotFoundError } from './errors.ts';
 import type { PoolView } from './model.ts';
 import type { PoolStore } from './ports.ts';
 
+/** How old a cached pool view may be by default, in milliseconds. */
+export const DEFAULT_VIEW_MAX_AGE_MS = 1_000;
+
 /**
  * A warm container's short-lived copy of pools and their ranges (up to `maxAgeMs` old). A copy can show a range as
- * Ready after it became Terminating: the claim use case checks the range after committing (see createClaim), so a
- * stale copy costs a retry, never an address handed out from a Terminating or deleted range.
+ * Ready after it became Terminating: the claim use case reads the pool view again, strongly consistently, after
+ * committing and releases a claim whose range is no longer Ready (see createClaim), so a stale copy costs a release
+ * and a second allocation, never an address handed out from a Terminating or deleted range.
  */
 export class PoolViewCache {
   private readonly entries = new Map<string, { view: PoolView; at: number }>();
 
-  constructor(private readonly store: Pick<PoolStore, 'getPoolView'>, private readonly maxAgeMs = 1_000) {}
+  constructor(private readonly store: Pick<PoolStore, 'getPoolView'>, readonly maxAgeMs = DEFAULT_VIEW_MAX_AGE_MS) {}
 
   /** The pool's view, read through when stale or when `fresh` is asked for. @throws NotFoundError */
   async get(pool: string, nowMs: number, fresh = false): Promise<PoolView> {
@@ -28,6 +32,11 @@ export class PoolViewCache {
     }
     this.entries.set(pool, { view, at: nowMs });
     return { view, readNow: true };
+  }
+
+  /** Keeps a view this container has just read from the store some other way (createClaim's post-commit read). */
+  remember(pool: string, view: PoolView, nowMs: number): void {
+    this.entries.set(pool, { view, at: nowMs });
   }
 
   /** Drops a pool after this container changed it. */

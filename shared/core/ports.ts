@@ -49,12 +49,16 @@ export interface PoolStore {
   /** The pool and its ranges, read consistently. */
   getPoolView(pool: string): Promise<PoolView | undefined>;
   listPools(limit: number, cursor?: string): Promise<Page<Pool>>;
-  /** Deletes the pool and its ranges; 'notEmpty' when a claim still exists. */
+  /** Deletes the pool, its ranges and their legacy slots; 'notEmpty' when a claim still exists. */
   deletePool(pool: string): Promise<'deleted' | 'notEmpty' | 'absent'>;
-  createRange(range: Range): Promise<'created' | 'exists'>;
+  /**
+   * Writes the range if its name is free and, for a legacy range, if no other legacy range of its family holds the
+   * pool's slot for that family ('legacyTaken'); 'exists' also when a concurrent write got in the way (read again).
+   */
+  createRange(range: Range): Promise<'created' | 'exists' | 'legacyTaken'>;
   /** Moves a Ready range to Terminating; idempotent. */
   markRangeTerminating(range: Range, atIso: string): Promise<Range>;
-  /** Removes a range that is still this Terminating incarnation; false when it changed or is gone. */
+  /** Removes a range (and its legacy slot) that is still this Terminating incarnation; false when it changed or is gone. */
   deleteRange(range: Range): Promise<boolean>;
 }
 

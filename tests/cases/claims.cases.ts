@@ -206,6 +206,55 @@ export function claimsCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Claims: a range retired under a warm container's view (${engine.name}; issue 15, defect 5)`, () => {
+    /** A pool 'p' with one range 'old' (10.1.0.0/29) holding claim c0, and a warm container whose cached view says 'old' is Ready. */
+    async function warmViewOfOld(counts: Map<string, number>): Promise<{ api: TestApi; warm: TestApi }> {
+      const api = await testApi();
+      await poolWith(api, 'p', []);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/29', name: 'old' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0') })).status).toBe(201);
+      // The warm container's clock does not move: its view of the pool stays cached however long the test takes.
+      const warm = api.sibling({ wrapStores: countingStore(counts), clock: new ManualClock(Date.now()) });
+      expect((await warm.call('GET', '/v1/pools/p/ranges/old')).body.state).toBe('Ready');
+      // Another container marks 'old' Terminating (c0 depends on it, so it stays).
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/old')).status).toBe(202);
+      counts.clear();
+      return { api, warm };
+    }
+
+    it('releases a claim committed in a range marked Terminating meanwhile, and answers from the fresh view', async () => {
+      // Prepare
+      const counts = new Map<string, number>();
+      const { api, warm } = await warmViewOfOld(counts);
+      // Act: the cached view offers only 'old'
+      const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1') });
+      // Assess: it did commit in 'old' (the cached view was used), found the range Terminating on the consistent
+      // re-read, released the claim, and the fresh view serves no IPv4 range
+      expect(res.status).toBe(422);
+      expect(res.body.code).toBe('MismatchedNetwork');
+      expect(counts.get('commitClaim')).toBe(1);
+      expect(counts.get('getPoolView')).toBe(1);
+      const leases = await leaseItems(api);
+      expect(leases.map((l) => l.claim)).toEqual(['c0']);
+      expect((await allItems(api.container.table)).filter((i) => i.entity === 'claim').map((i) => i.name)).toEqual(['c0']);
+    });
+
+    it('gives the claim an address of a Ready range the warm view did not know yet', async () => {
+      // Prepare: a second range, added after the warm container cached its view
+      const counts = new Map<string, number>();
+      const { api, warm } = await warmViewOfOld(counts);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status).toBe(201);
+      // Act
+      const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1') });
+      // Assess: one commit in 'old' released, one in 'new' kept; 'old' holds only c0
+      expect(res.status).toBe(201);
+      expect(res.body.addresses).toEqual([expect.objectContaining({ range: 'new', address: expect.stringMatching(/^10\.2\.0\.[1-6]$/) })]);
+      expect(counts.get('commitClaim')).toBe(2);
+      const leases = await leaseItems(api);
+      expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
+    });
+  });
+
   describe(`Claims: dual-stack, idempotency and release (${engine.name})`, () => {
     it('writes a dual-stack claim all or nothing', async () => {
       // Prepare: the IPv6 range holds exactly one address (a /127), then it is taken.

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { testApi as testApiOn, type TestApi } from '../support/api.ts';
 import type { TestEngine } from '../support/engines.ts';
 import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
-import { owner } from '../support/fakes.ts';
+import { ManualClock, owner } from '../support/fakes.ts';
+import { INDEX_SETTLE_MS } from '../../shared/core/use-cases/ranges.ts';
 import { allItems } from '../support/items.ts';
 
 /** Pools and ranges through the real HTTP handler, on one table engine. */
@@ -54,7 +55,8 @@ export function poolsAndRangesCases(engine: TestEngine): void {
 
     it('deletes a range with no dependent leases at once, and moves one with dependents to Terminating', async () => {
       // Prepare
-      const api = await testApi();
+      const clock = new ManualClock(Date.now());
+      const api = await testApi({ clock });
       await api.call('POST', '/v1/pools', { name: 'p' });
       await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/28', name: 'small' });
       await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24', name: 'cover' });
@@ -74,8 +76,10 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       const explicit = await api.call('POST', '/v1/pools/p/claims', { name: 'c', owner: owner('c'), addresses: ['10.1.0.6'] });
       expect(explicit.status).toBe(422);
       expect(explicit.body.code).toBe('NotInRange');
-      // Once the lease goes, deleting again completes.
+      // Once the lease goes, deleting again completes, but only once the lease index has had time to settle since the mark.
       await api.call('DELETE', '/v1/pools/p/claims/b');
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/lonely')).status).toBe(202);
+      clock.advance(INDEX_SETTLE_MS);
       expect((await api.call('DELETE', '/v1/pools/p/ranges/lonely')).status).toBe(204);
     });
 
@@ -90,6 +94,49 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       await api.call('DELETE', '/v1/pools/p/claims/a');
       expect((await api.call('DELETE', '/v1/pools/p')).status).toBe(204);
       expect((await api.call('GET', '/v1/pools/p')).status).toBe(404);
+      expect(await itemCount(api)).toBe(0);
+    });
+
+    it('lets exactly one of 6 concurrent legacy creates of different CIDRs in one family win, across containers (issue 15, defect 4)', async () => {
+      // Prepare: warm containers that all read the pool with no legacy range
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      const containers = [api, api.sibling(), api.sibling()];
+      for (const c of containers) expect((await c.call('GET', '/v1/pools/p/ranges')).status).toBe(200);
+      // Act
+      const results = await Promise.all(
+        Array.from({ length: 6 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/ranges', { cidr: `10.66.${i * 4}.0/22`, legacy: true })),
+      );
+      // Assess
+      expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+      for (const lost of results.filter((r) => r.status === 409)) {
+        expect(lost.body.code).toBe('Conflict');
+        expect(lost.body.detail).toBe('Pool "p" already has a legacy IPv4 range; a pool has at most one per family.');
+      }
+      const ranges = (await api.call('GET', '/v1/pools/p/ranges')).body.items ?? [];
+      expect(ranges.filter((r) => r.legacy)).toHaveLength(1);
+      const winner = results.find((r) => r.status === 201)!.body.name;
+      const slots = (await allItems(api.container.table)).filter((i) => i.entity === 'legacySlot');
+      expect(slots).toEqual([expect.objectContaining({ PK: 'POOL#p', SK: 'LEGACY#IPv4', range: winner })]);
+    });
+
+    it('frees the legacy slot with the legacy range, and deleting the pool leaves nothing behind', async () => {
+      // Prepare
+      const clock = new ManualClock(Date.now());
+      const api = await testApi({ clock });
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.66.0.0/24', legacy: true })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: 'fd00::/120', legacy: true })).status).toBe(201);
+      // Act: the IPv4 legacy range has no lease: a DELETE once the index settled after the mark removes it with its slot
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/10.66.0.0-24')).status).toBe(202);
+      clock.advance(INDEX_SETTLE_MS);
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/10.66.0.0-24')).status).toBe(204);
+      const again = await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.67.0.0/24', legacy: true });
+      // Assess
+      expect(again.status).toBe(201);
+      const slots = (await allItems(api.container.table)).filter((i) => i.entity === 'legacySlot').map((i) => [i.SK, i.range]).sort();
+      expect(slots).toEqual([['LEGACY#IPv4', '10.67.0.0-24'], ['LEGACY#IPv6', 'fd00::-120']]);
+      expect((await api.call('DELETE', '/v1/pools/p')).status).toBe(204);
       expect(await itemCount(api)).toBe(0);
     });
 

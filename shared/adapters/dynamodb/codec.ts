@@ -35,6 +35,11 @@ export function rangeToItem(range: Range): Item {
   };
 }
 
+/** The legacy slot a legacy range holds: one per (pool, family), naming the range (and its incarnation). */
+export function legacySlotToItem(range: Range): Item {
+  return { ...keys.legacySlot(range.pool, range.family), entity: Entity.LegacySlot, schema: SCHEMA_VERSION, pool: range.pool, family: range.family, range: range.name, createdAt: range.createdAt };
+}
+
 export function itemToRange(item: Item): Range {
   const range: Range = {
     pool: item.pool as string,

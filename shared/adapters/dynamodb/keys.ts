@@ -7,6 +7,7 @@ import { addressSortKey, type IpFamily } from '../../core/ip/address.ts';
  *   item        PK                                  SK           GSI1 (listing)                 GSI2 (owner)            GSI3 (expiry)
  *   pool        POOL#<pool>                         #POOL        POOLS / <pool>
  *   range       POOL#<pool>                         RANGE#<name>
+ *   legacy slot POOL#<pool>                         LEGACY#<family>
  *   claim       CLAIM#<pool>#<name>                 CLAIM        CLAIMS#<pool>#<s> / <name>     OWNER#<pool>#<uid> / <name>   EXP#<hour>#<s> / <expiresAt>#<pool>#<name>
  *   generated   GEN#<pool>#<ownerUid>#<generateName> GEN
  *   lease       LEASE#<pool>#<address>              LEASE        ADDR#<pool>#<family>#<s> / <hex address>                               EXP#<hour>#<s> / <expiresAt>#<pool>#<address>
@@ -25,6 +26,8 @@ import { addressSortKey, type IpFamily } from '../../core/ip/address.ts';
 export const Entity = {
   Pool: 'pool',
   Range: 'range',
+  /** The one legacy range a pool may have per family: its name, so concurrent legacy creates meet on one item. */
+  LegacySlot: 'legacySlot',
   Claim: 'claim',
   Generated: 'generated',
   Lease: 'lease',
@@ -58,6 +61,8 @@ export function shardOf(text: string, shards: number): number {
 export const keys = {
   pool: (pool: string): Key => ({ PK: `POOL#${pool}`, SK: '#POOL' }),
   poolPartition: (pool: string): string => `POOL#${pool}`,
+  /** In the pool's partition, so a pool view's one query reads it (and skips it: it is not a range). */
+  legacySlot: (pool: string, family: IpFamily): Key => ({ PK: `POOL#${pool}`, SK: `LEGACY#${family}` }),
   poolsListing: (): string => 'POOLS',
   range: (pool: string, name: string): Key => ({ PK: `POOL#${pool}`, SK: `RANGE#${name}` }),
   claim: (pool: string, name: string): Key => ({ PK: `CLAIM#${pool}#${name}`, SK: 'CLAIM' }),

@@ -1,17 +1,14 @@
 import { NotReadyError } from '../../core/errors.ts';
 import { RangeState, type Pool, type PoolView, type Range } from '../../core/model.ts';
 import type { Page, PoolStore } from '../../core/ports.ts';
-import { itemToPool, itemToRange, poolToItem, rangeToItem } from './codec.ts';
-import { attributeIs, both, itemExists, itemIsAbsent, type Condition } from './conditions.ts';
+import { IpFamily } from '../../core/ip/address.ts';
+import { itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem } from './codec.ts';
+import { itemExists, itemIsAbsent } from './conditions.ts';
 import type { CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
 import { Entity, keys } from './keys.ts';
 import { queryAll, type Table, type WriteOp } from './table.ts';
-
-/** This Terminating incarnation of the range, still as it was marked (a range made again and deleted again is another). */
-export function isTerminatingAsMarked(range: Range): Condition {
-  return both(attributeIs('state', RangeState.Terminating), attributeIs('deletionRequestedAt', range.deletionRequestedAt ?? ''), attributeIs('createdAt', range.createdAt));
-}
+import { removeRange } from './writes/range-removal.ts';
 
 /** Pools and ranges on the table: a pool and its ranges share one partition, so a view is one consistent query. */
 export class TablePoolStore implements PoolStore {
@@ -46,19 +43,28 @@ export class TablePoolStore implements PoolStore {
       // Bitmap items of legacy ranges go with the pool.
       ops.push({ kind: 'delete', key: keys.bitmap(pool, r.name) });
     }
+    // The legacy slots go with the pool, whether or not a range still names them (a delete of an absent item is a no-op).
+    for (const family of [IpFamily.IPv4, IpFamily.IPv6]) ops.push({ kind: 'delete', key: keys.legacySlot(pool, family) });
     for (let i = 0; i < ops.length; i += 100) {
       if (await this.table.transact(ops.slice(i, i + 100))) return 'absent';
     }
     return 'deleted';
   }
 
-  async createRange(range: Range): Promise<'created' | 'exists'> {
+  /**
+   * One transaction: the pool still exists, the range is absent, and for a legacy range its family's slot is absent
+   * (the slot is the shared item concurrent legacy creates meet on: at most one of them commits).
+   */
+  async createRange(range: Range): Promise<'created' | 'exists' | 'legacyTaken'> {
     const verdicts = await this.table.transact([
       { kind: 'check', key: keys.pool(range.pool), condition: itemExists() },
       { kind: 'put', item: rangeToItem(range), condition: itemIsAbsent() },
+      ...(range.legacy ? [{ kind: 'put', item: legacySlotToItem(range), condition: itemIsAbsent() } as const] : []),
     ]);
     if (!verdicts) return 'created';
     if (verdicts[0]?.code === 'ConditionalCheckFailed') throw new NotReadyError(`Pool ${JSON.stringify(range.pool)} was deleted meanwhile.`);
+    if (verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed') return 'legacyTaken';
+    // The name is taken, or another transaction on the range or the slot was in flight: the caller reads again.
     return 'exists';
   }
 
@@ -74,7 +80,7 @@ export class TablePoolStore implements PoolStore {
   }
 
   async deleteRange(range: Range): Promise<boolean> {
-    return (await this.table.write({ kind: 'delete', key: keys.range(range.pool, range.name), condition: isTerminatingAsMarked(range) })).ok;
+    return (await removeRange(this.table, range)) === 'removed';
   }
 }
 

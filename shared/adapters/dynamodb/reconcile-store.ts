@@ -21,10 +21,11 @@ import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, heldByClaim
 import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
 import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
-import { isTerminatingAsMarked, type TablePoolStore } from './pool-store.ts';
+import type { TablePoolStore } from './pool-store.ts';
 import type { Table, WriteOp } from './table.ts';
 import { releaseWithRetries } from './writes/release.ts';
 import { leaseRestore } from './writes/restore.ts';
+import { removeRange } from './writes/range-removal.ts';
 
 /** Width of the expiry part of GSI3SK (keys.expirySort). */
 const EXPIRY_WIDTH = 15;
@@ -245,14 +246,14 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   async finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'> {
-    const verdicts = await this.table.transact([
-      { kind: 'delete', key: keys.range(range.pool, range.name), condition: isTerminatingAsMarked(range) },
+    // The range (with its legacy slot), its bitmap, strikes and usage, and the event: all or none.
+    const outcome = await removeRange(this.table, range, [
       { kind: 'delete', key: keys.bitmap(range.pool, range.name) },
       { kind: 'delete', key: keys.strikes(range.pool, range.name) },
       { kind: 'delete', key: keys.usage(range.pool, range.name) },
       eventPut(event),
     ]);
-    return verdicts ? 'changed' : 'finalized';
+    return outcome === 'removed' ? 'finalized' : 'changed';
   }
 
   async reportOnce(event: IpamEvent, what: string, nowMs: number): Promise<boolean> {

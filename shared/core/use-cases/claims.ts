@@ -5,11 +5,13 @@ import {
   MismatchedNetworkError,
   NotFoundError,
   NotInRangeError,
+  NotReadyError,
   PreconditionFailedError,
   RangeFullError,
 } from '../errors.ts';
 import { checkDnsLabel, checkGenerateName, checkOwnerField, generatedName } from '../names.ts';
-import { IpFamilyPolicy, isExpired, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
+import { isHostOf, parseCidr } from '../ip/cidr.ts';
+import { IpFamilyPolicy, isExpired, RangeState, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
 import type { Page } from '../ports.ts';
 import type { FamilyRequest } from '../allocator/allocator.ts';
 import { rangesOf } from '../allocator/pool-geometry.ts';
@@ -133,12 +135,35 @@ function sameOrConflict(existing: Claim, spec: ClaimSpec): { claim: Claim; creat
   return { claim: existing, created: false };
 }
 
+/** Rounds of "commit, find a range retired under it, release" before a claim gives up (each round reads a fresh view). */
+export const RETIRED_RANGE_ROUNDS = 3;
+
+/**
+ * Whether every address of a committed claim lies in a range that is Ready in `view` (the one it was taken through,
+ * still holding it as a host address). False means the range was marked Terminating, or removed, before the check.
+ */
+export function servedByReadyRanges(view: PoolView, claim: Claim): boolean {
+  return claim.addresses.every((a) => view.ranges.some((r) => r.name === a.range && r.state === RangeState.Ready && isHostOf(parseCidr(r.cidr), parseAddress(a.address))));
+}
+
 /**
  * Creates a claim and takes all its addresses in one transaction, or returns the existing claim when the same
  * request is repeated (idempotent; also after a lost response with generateName).
- * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError
+ *
+ * Terminating means "no new allocation" at once, although a warm container may allocate from a cached view up to
+ * its age old. After the commit, the pool view is read again, strongly consistently (one query of the pool's
+ * partition): marking a range Terminating is a conditional write, so a mark that landed before this read is seen by
+ * it, and a claim that committed after the mark is always caught here. Such a claim is released (its leases with it)
+ * and allocated again on the fresh view, which no longer offers that range:
+ *
+ *   container A (view: r Ready)   commit lease in r ........ read view: r Terminating -> release, allocate elsewhere
+ *   container B                        mark r Terminating -> 202
+ *
+ * So no claim answered 201 holds an address of a range that was Terminating (or gone) before its answer.
+ * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError,
+ *   NotReadyError (the pool's ranges kept being retired under RETIRED_RANGE_ROUNDS commits)
  */
-export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random'>, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number }> {
+export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools'>, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number }> {
   const { spec, explicit } = normalizeSpec(cmd);
   if (spec.generateName !== undefined) {
     const made = await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
@@ -149,8 +174,12 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
   // A cached view may lag a range added by another container: a refusal it caused is checked once on a fresh read
   // (not when the view was read by this request already: a cold container's refusal stands as it is).
   let fresh = false;
+  // The view the post-commit check read, when a claim had to be released: the next round allocates on it.
+  let checked: PoolView | undefined;
+  let retired = 0;
   for (;;) {
-    const { view, readNow } = await deps.views.read(cmd.pool, deps.clock.nowMs(), fresh);
+    const { view, readNow } = checked ? { view: checked, readNow: true } : await deps.views.read(cmd.pool, deps.clock.nowMs(), fresh);
+    checked = undefined;
     try {
       const requests = resolveFamilies(view, spec, explicit);
       const nowMs = deps.clock.nowMs();
@@ -164,7 +193,20 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         version: 1,
       };
       const result = await deps.allocator.allocate(view, draft, requests);
-      if (result.kind === 'allocated') return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
+      if (result.kind === 'allocated') {
+        const current = await deps.pools.getPoolView(cmd.pool);
+        if (current && servedByReadyRanges(current, result.claim)) {
+          return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
+        }
+        // A range was retired under the commit: give the addresses back before anything is answered.
+        await deps.allocator.release(result.claim);
+        if (!current) throw new NotFoundError('pool', cmd.pool);
+        deps.views.remember(cmd.pool, current, deps.clock.nowMs());
+        retired += 1;
+        if (retired >= RETIRED_RANGE_ROUNDS) throw new NotReadyError('The pool\'s ranges kept changing while the claim was being allocated; retry the request.');
+        checked = current;
+        continue;
+      }
       if (result.kind === 'exists') return sameOrConflict(result.claim, spec);
       const won = await deps.claims.getClaim(cmd.pool, result.claimName);
       if (!won) throw new ConflictError('A concurrent request is creating this claim; retry the request.');

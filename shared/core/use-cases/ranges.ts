@@ -3,7 +3,7 @@ import { ConflictError, NotFoundError } from '../errors.ts';
 import { checkRangeName, defaultRangeName } from '../names.ts';
 import { RangeState, type Range, type Utilization } from '../model.ts';
 import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
-import { subtractIntervals } from '../allocator/intervals.ts';
+import { subtractIntervals, type Interval } from '../allocator/intervals.ts';
 import { validateLegacyCidr } from '../bitmap/bitmap.ts';
 import { nowIso, type Deps } from './deps.ts';
 import { rangeUtilization } from './pools.ts';
@@ -37,11 +37,17 @@ export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<
   if (!legacy && !deps.gates.MultiCIDRServiceAllocator) {
     throw new ConflictError('Only legacy ranges can be created while the MultiCIDRServiceAllocator feature gate is off; set legacy: true or enable the gate.');
   }
-  if (legacy && view.ranges.some((r) => r.legacy && r.family === cidr.family)) {
-    throw new ConflictError(`Pool ${JSON.stringify(cmd.pool)} already has a legacy ${cidr.family} range; a pool has at most one per family.`);
-  }
+  const legacyTaken = () => new ConflictError(`Pool ${JSON.stringify(cmd.pool)} already has a legacy ${cidr.family} range; a pool has at most one per family.`);
+  // The read answers the sequential case (and legacy ranges written before the slots existed); the store's slot
+  // condition answers concurrent creates.
+  if (legacy && view.ranges.some((r) => r.legacy && r.family === cidr.family)) throw legacyTaken();
   const range: Range = { pool: cmd.pool, name, cidr: cidrText, family: cidr.family, state: RangeState.Ready, legacy, createdAt: nowIso(deps) };
-  if ((await deps.pools.createRange(range)) === 'exists') {
+  const outcome = await deps.pools.createRange(range);
+  if (outcome === 'legacyTaken') {
+    deps.views.forget(cmd.pool);
+    throw legacyTaken();
+  }
+  if (outcome === 'exists') {
     // Lost a race with an identical or a different create; report what won.
     deps.views.forget(cmd.pool);
     return createRange(deps, cmd);
@@ -66,21 +72,44 @@ export async function listRanges(deps: Deps, pool: string): Promise<{ range: Ran
   return Promise.all(view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, range) })));
 }
 
+/** The host addresses of this range that no other Ready range holds as host addresses: where a lease depends on it alone. */
+export function aloneIntervals(range: Range, otherReady: readonly Range[]): Interval[] {
+  const own = hostInterval(parseCidr(range.cidr));
+  if (!own) return [];
+  const others = hostIntervals(otherReady.map((r) => ({ range: r, cidr: parseCidr(r.cidr) })));
+  return subtractIntervals([own], others);
+}
+
 /**
  * Counts the leases that depend on this range alone: those among its host addresses that no other Ready range of
  * the pool holds as host addresses. Expired leases count too: their claims may still be renewed.
  */
 export async function dependentLeases(deps: Deps, range: Range, otherReady: readonly Range[]): Promise<bigint> {
-  const own = hostInterval(parseCidr(range.cidr));
-  if (!own) return 0n;
-  const others = hostIntervals(otherReady.map((r) => ({ range: r, cidr: parseCidr(r.cidr) })));
-  const alone = subtractIntervals([own], others);
+  const alone = aloneIntervals(range, otherReady);
   return alone.length ? deps.leases.countLeases(range.pool, range.family, alone, 0) : 0n;
 }
 
 /**
+ * How long after a range was marked Terminating the lease index is trusted to list every lease committed before the
+ * mark (the index is eventually consistent; DynamoDB's propagation is normally well under a second). Leases
+ * committed after the mark need no such wait: their claims see the mark on their post-commit read and release them
+ * (createClaim). The reconciler's grace (RECONCILE_TERMINATING_GRACE_SECONDS, default 10 s) must be longer.
+ */
+export const INDEX_SETTLE_MS = 2_000;
+
+/**
  * Deletes a range in two phases (Kubernetes' ServiceCIDR): it becomes Terminating at once (no new allocations), and
- * is removed now if no lease depends on it alone, else later by the reconciler.
+ * is removed now only when no lease can depend on it alone, else later by the reconciler:
+ *
+ * - no host address is its alone (other Ready ranges cover it): removed at once, nothing to count;
+ * - a lease depends on it alone (the index counts one): Terminating ('terminating', 202);
+ * - the index counts none: removed at once only when the mark is at least INDEX_SETTLE_MS old (a DELETE repeated
+ *   after that, or a range marked earlier), since a lease committed just before the mark may not be listed yet;
+ *   otherwise Terminating, and the reconciler removes it after its grace if the index still shows no dependent lease.
+ *
+ *   mark (deletionRequestedAt) ---- INDEX_SETTLE_MS ---- | a zero count is trusted from here
+ *
+ * Every removal is conditional on this Terminating incarnation, so a range made again meanwhile is not removed.
  * @returns 'gone' or 'terminating'. @throws NotFoundError for an unknown pool
  */
 export async function deleteRange(deps: Deps, pool: string, name: string): Promise<'gone' | 'terminating'> {
@@ -91,9 +120,13 @@ export async function deleteRange(deps: Deps, pool: string, name: string): Promi
   deps.views.forget(pool);
   deps.hints.forget(pool);
   const others = rangesOf(view, range.family).map((r) => r.range).filter((r) => r.name !== name);
-  if ((await dependentLeases(deps, terminating, others)) > 0n) return 'terminating';
+  const alone = aloneIntervals(terminating, others);
+  if (alone.length > 0) {
+    if ((await deps.leases.countLeases(pool, range.family, alone, 0)) > 0n) return 'terminating';
+    const markedAt = Date.parse(terminating.deletionRequestedAt ?? '');
+    if (!(Number.isFinite(markedAt) && markedAt + INDEX_SETTLE_MS <= deps.clock.nowMs())) return 'terminating';
+  }
   // Conditional on this Terminating incarnation: a range made again meanwhile is not removed.
   await deps.pools.deleteRange(terminating);
   return 'gone';
 }
-
