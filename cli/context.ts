@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { HttpClient } from './api/http-client.ts';
 import { IpamApi } from './api/ipam-api.ts';
-import { credentialChain, resolveRegion, sigV4Signer } from './api/sigv4.ts';
+import type { RequestSigner } from './api/sigv4.ts';
 import { ExitCode } from './errors.ts';
 import type { CliIo } from './io.ts';
 
@@ -19,6 +19,16 @@ export interface GlobalOptions {
 /** Fails the command line: `error: <message>`, the command's help, exit 2. */
 export function usageError(cmd: Command, message: string): never {
   cmd.error(`error: ${message}`, { exitCode: ExitCode.Usage, code: 'ipam.usage' });
+}
+
+/**
+ * `-p/--pool`, else IPAM_POOL. Read here rather than by commander's env support, which reads process.env: every
+ * input of a command comes through CliIo.
+ */
+export function poolOf(cmd: Command, io: CliIo): string {
+  const pool = cmd.opts<{ pool?: string }>().pool ?? io.env.IPAM_POOL;
+  if (!pool) usageError(cmd, "required option '-p, --pool <pool>' not specified (or set IPAM_POOL)");
+  return pool;
 }
 
 /** `--endpoint`, else IPAM_ENDPOINT, else the local stack; only http and https URLs. */
@@ -43,8 +53,11 @@ export async function apiFor(cmd: Command, io: CliIo): Promise<IpamApi> {
   const options = cmd.optsWithGlobals<GlobalOptions>();
   const endpoint = endpointOf(cmd, io);
   const trace = options.verbose ? (line: string) => io.stderr(`${line}\n`) : undefined;
-  let signer;
+  let signer: RequestSigner | undefined;
   if (endpoint.protocol === 'https:') {
+    // Loaded only here: the signer and the credential chain cost a few hundred milliseconds of start-up that calls
+    // to the local stack do not need.
+    const { credentialChain, resolveRegion, sigV4Signer } = await import('./api/sigv4.ts');
     const region = resolveRegion(endpoint, options.region, io.env);
     signer = sigV4Signer({ credentials: await credentialChain(options.profile), region });
     trace?.(`* signing for execute-api in ${region}${options.profile ? ` with profile ${options.profile}` : ''}`);

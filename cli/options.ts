@@ -26,9 +26,9 @@ export function outputOption(choices: readonly string[] = OUTPUT_CHOICES): Optio
   return new Option('-o, --output <format>', 'output format (default: an aligned table)').choices(choices);
 }
 
-/** The pool a command works in; IPAM_POOL plays kubectl's current namespace. */
+/** The pool a command works in; IPAM_POOL plays kubectl's current namespace (read by `poolOf`). */
 export function poolOption(): Option {
-  return new Option('-p, --pool <pool>', 'the pool').env('IPAM_POOL').makeOptionMandatory();
+  return new Option('-p, --pool <pool>', 'the pool (default: $IPAM_POOL)');
 }
 
 export function formatOf(output: string | undefined): OutputFormat {

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { addCompletionCommand } from './commands/completion.ts';
 import { addDescribeCommand } from './commands/describe.ts';
 import { addGetCommand } from './commands/get.ts';
@@ -8,8 +7,8 @@ import { addMutationCommands } from './commands/mutate.ts';
 import { DEFAULT_ENDPOINT } from './context.ts';
 import { ConfigError, ConnectionError, ExitCode, HttpStatusError, ProblemError } from './errors.ts';
 import type { CliIo } from './io.ts';
+import packageJson from '../package.json' with { type: 'json' };
 
-const packageJson = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 const EXAMPLES = `
 Examples:
@@ -30,7 +29,7 @@ export function buildProgram(io: CliIo): Command {
   const program = new Command('ipam')
     .description('A command-line client of the serverless IPAM, in the habits of kubectl')
     .version(packageJson.version, '--version')
-    .addOption(new Option('--endpoint <url>', `API base URL (default: ${DEFAULT_ENDPOINT}, the local stack)`).env('IPAM_ENDPOINT'))
+    .option('--endpoint <url>', `API base URL (default: $IPAM_ENDPOINT, else ${DEFAULT_ENDPOINT}, the local stack)`)
     .option('--profile <name>', 'AWS profile for signing requests to an https endpoint')
     .option('--region <region>', "AWS region to sign for (default: the execute-api hostname's, else AWS_REGION)")
     .option('-v, --verbose', 'print each request and response on stderr')

@@ -89,7 +89,7 @@ export class HttpClient {
   private traceResponse(response: Response, text: string, elapsedMs: number): void {
     const trace = this.options.trace;
     if (!trace) return;
-    trace(`< ${response.status} ${response.statusText} (${Math.round(elapsedMs)} ms)`);
+    trace(`< ${response.status}${response.statusText ? ` ${response.statusText}` : ''} (${Math.round(elapsedMs)} ms)`);
     response.headers.forEach((value, key) => trace(`< ${key}: ${value}`));
     if (text) trace(`< ${text.length > 4000 ? `${text.slice(0, 4000)}... (${text.length} characters)` : text}`);
   }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { apiFor } from '../context.ts';
+import { apiFor, poolOf } from '../context.ts';
 import { describeAddress, describeClaim, describePool, describeRange } from '../format/describe.ts';
 import type { CliIo } from '../io.ts';
 import { poolOption } from '../options.ts';
@@ -31,9 +31,10 @@ export function addDescribeCommand(program: Command, io: CliIo): void {
     .addOption(poolOption())
     .description("A range: utilization, lower and upper bands, a legacy range's bitmap window, the pool's exclusions")
     .addHelpText('after', '\nExample:\n  ipam describe range 10.96.0.0-24 -p services')
-    .action(async (name: string, options: { pool: string }, cmd: Command) => {
+    .action(async (name: string, _options: unknown, cmd: Command) => {
+      const poolName = poolOf(cmd, io);
       const api = await apiFor(cmd, io);
-      const [pool, range] = await Promise.all([api.getPool(options.pool), api.getRange(options.pool, name)]);
+      const [pool, range] = await Promise.all([api.getPool(poolName), api.getRange(poolName, name)]);
       io.stdout(describeRange(pool, range, io.now()));
     });
 
@@ -43,9 +44,10 @@ export function addDescribeCommand(program: Command, io: CliIo): void {
     .addOption(poolOption())
     .description('A claim: owner, family policy, addresses and their ranges, TTL and expiry, version')
     .addHelpText('after', '\nExample:\n  ipam describe claim web -p services')
-    .action(async (name: string, options: { pool: string }, cmd: Command) => {
+    .action(async (name: string, _options: unknown, cmd: Command) => {
+      const pool = poolOf(cmd, io);
       const api = await apiFor(cmd, io);
-      io.stdout(describeClaim(options.pool, await api.getClaim(options.pool, name), io.now()));
+      io.stdout(describeClaim(pool, await api.getClaim(pool, name), io.now()));
     });
 
   describe
@@ -55,8 +57,9 @@ export function addDescribeCommand(program: Command, io: CliIo): void {
     .addOption(poolOption())
     .description('The holder of an address: claim, owner, range, expiry (NotFound when it is free)')
     .addHelpText('after', '\nExample:\n  ipam describe address 10.96.0.10 -p services')
-    .action(async (address: string, options: { pool: string }, cmd: Command) => {
+    .action(async (address: string, _options: unknown, cmd: Command) => {
+      const pool = poolOf(cmd, io);
       const api = await apiFor(cmd, io);
-      io.stdout(describeAddress(options.pool, await api.getAddress(options.pool, address), io.now()));
+      io.stdout(describeAddress(pool, await api.getAddress(pool, address), io.now()));
     });
 }

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { IpamApi } from '../api/ipam-api.ts';
 import type { Claim, Lease, Page, Pool, Range, RepairEvent } from '../api/types.ts';
-import { apiFor } from '../context.ts';
+import { apiFor, poolOf } from '../context.ts';
 import { claimView, eventView, leaseView, poolView, rangeView, renderResources, type ResourceView } from '../format/resources.ts';
 import type { CliIo } from '../io.ts';
 import { durationArg, formatOf, intArg, outputOption, poolOption } from '../options.ts';
@@ -113,7 +113,8 @@ function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
   cmd.action(async (...args: unknown[]) => {
     const command = args[args.length - 1] as Command;
     const name = noun.argument ? (args[0] as string | undefined) : undefined;
-    const options = command.opts<GetOptions>();
+    const parsed = command.opts<GetOptions>();
+    const options: GetOptions = noun.needsPool ? { ...parsed, pool: poolOf(command, io) } : parsed;
     const api = await apiFor(command, io);
     const format = formatOf(options.output);
     const render = async (): Promise<{ out: string; err?: string }> => renderResources(noun.view, await noun.read(api, options, name), format, io.now());
