@@ -36,6 +36,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '8' },
     shards: { type: 'string', default: '8' },
+    // Leave the filled stack running after the runs (until Ctrl-C), to look at it with ipam by hand.
+    keep: { type: 'boolean', default: false },
   },
 });
 const prefix = Number(values.prefix);
@@ -114,7 +116,10 @@ async function main(): Promise<void> {
     const times: number[] = [];
     let picture = '';
     for (let i = 0; i < runs; i += 1) {
-      const { ms, stdout } = await timed(['map', 'bench-map', range], stack.apiUrl);
+      const { ms, stdout } = await timed(['map', 'bench-map', range], stack.apiUrl).catch(async (error: unknown) => {
+        if (values.keep) return { ms: NaN, stdout: String(error) };
+        throw error;
+      });
       times.push(ms);
       picture = stdout;
     }
@@ -132,6 +137,13 @@ async function main(): Promise<void> {
         `  machine:          ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} (other work shares them)`,
       ].join('\n'),
     );
+    if (values.keep) {
+      console.log(`kept running: IPAM_ENDPOINT=${stack.apiUrl}; Ctrl-C (SIGINT or SIGTERM) stops it`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+    }
   } finally {
     await stack.stop();
   }

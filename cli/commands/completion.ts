@@ -5,24 +5,24 @@ import type { CliIo } from '../io.ts';
 interface Node {
   readonly path: string;
   readonly words: readonly string[];
+  /** Options that take a value, by flag: their choices (`-o`), or none to offer (a file name, a CIDR). */
+  readonly valued: ReadonlyMap<string, readonly string[]>;
 }
 
 /** Every command path of the tree, e.g. `ipam`, `ipam get`, `ipam get pools`, with the words valid after it. */
-export function completionTree(root: Command): { nodes: Node[]; transitions: [string, string, string][]; valued: Map<string, readonly string[]> } {
+export function completionTree(root: Command): { nodes: Node[]; transitions: [string, string, string][] } {
   const nodes: Node[] = [];
   const transitions: [string, string, string][] = [];
-  const valued = new Map<string, readonly string[]>();
   const globals = root.options;
   const visit = (cmd: Command, path: string) => {
     const options = [...cmd.options, ...(cmd === root ? [] : globals)].filter((o) => !o.hidden);
-    for (const o of options) {
-      // Options that take a value: the shell completes their choices, or nothing (a file name, a CIDR...).
-      if (o.required || o.optional) for (const flag of [o.short, o.long]) if (flag) valued.set(flag, o.argChoices ?? []);
-    }
+    const valued = new Map<string, readonly string[]>();
+    for (const o of options) if (o.required || o.optional) for (const flag of [o.short, o.long]) if (flag) valued.set(flag, o.argChoices ?? []);
     const subcommands = cmd.commands.filter((c) => c.name() !== 'help');
     nodes.push({
       path,
       words: [...subcommands.flatMap((c) => [c.name(), ...c.aliases()]), ...options.flatMap((o) => [o.long ?? o.short ?? '']), '--help'],
+      valued,
     });
     for (const sub of subcommands) {
       const subPath = `${path} ${sub.name()}`;
@@ -31,7 +31,7 @@ export function completionTree(root: Command): { nodes: Node[]; transitions: [st
     }
   };
   visit(root, root.name());
-  return { nodes, transitions, valued };
+  return { nodes, transitions };
 }
 
 /**
@@ -40,7 +40,7 @@ export function completionTree(root: Command): { nodes: Node[]; transitions: [st
  * or an option's choices (`-o <TAB>` offers wide, json, yaml, name).
  */
 export function bashCompletion(root: Command): string {
-  const { nodes, transitions, valued } = completionTree(root);
+  const { nodes, transitions } = completionTree(root);
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const lines = [
     `# ${root.name()} completion for bash. Load it with: source <(${root.name()} completion bash)`,
@@ -52,11 +52,18 @@ export function bashCompletion(root: Command): string {
     ...transitions.map(([from, word, to]) => `      ${q(`${from}|${word}`)}) path=${q(to)} ;;`),
     '    esac',
     '  done',
-    '  case "$prev" in',
-    ...[...valued].map(([flag, choices]) => `    ${q(flag)}) COMPREPLY=($(compgen -W ${q(choices.join(' '))} -- "$cur")); return ;;`),
-    '  esac',
     '  case "$path" in',
-    ...nodes.map((n) => `    ${q(n.path)}) words=${q(n.words.join(' '))} ;;`),
+    ...nodes.flatMap((n) => [
+      `    ${q(n.path)})`,
+      ...(n.valued.size
+        ? [
+            '      case "$prev" in',
+            ...[...n.valued].map(([flag, choices]) => `        ${q(flag)}) COMPREPLY=($(compgen -W ${q(choices.join(' '))} -- "$cur")); return ;;`),
+            '      esac',
+          ]
+        : []),
+      `      words=${q(n.words.join(' '))} ;;`,
+    ]),
     '  esac',
     '  COMPREPLY=($(compgen -W "$words" -- "$cur"))',
     '}',

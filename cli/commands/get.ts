@@ -117,9 +117,8 @@ function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
     const options: GetOptions = noun.needsPool ? { ...parsed, pool: poolOf(command, io) } : parsed;
     const api = await apiFor(command, io);
     const format = formatOf(options.output);
-    const render = async (): Promise<{ out: string; err?: string }> => renderResources(noun.view, await noun.read(api, options, name), format, io.now());
     if (!options.watch) {
-      const { out, err } = await render();
+      const { out, err } = renderResources(noun.view, await noun.read(api, options, name), format, io.now());
       io.stdout(out);
       if (err) io.stderr(err);
       return;
@@ -127,8 +126,9 @@ function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
     await watch(
       io,
       async () => {
-        const { out, err } = await render();
-        return out || (err ?? '');
+        const read = await noun.read(api, options, name);
+        const { out, err } = renderResources(noun.view, read, format, io.now());
+        return { text: out || (err ?? ''), key: JSON.stringify(read) };
       },
       { intervalMs: options.interval, forMs: options.watchFor, title: `ipam get ${noun.name}${name ? ` ${name}` : ''}${options.pool ? ` -p ${options.pool}` : ''}` },
     );
