@@ -92,7 +92,10 @@ export function layoutMap(input: MapInput): MapModel {
     const first = cidr.base + BigInt(i) * cellSize;
     const last = first + cellSize - 1n;
     const usable = overlap(first, last, firstHost, lastHost);
-    const excluded = exclude.reduce((sum, [from, to]) => sum + overlap(first, last, from, to), 0n);
+    // Exclusions count only where they cover usable addresses (a /29 exclusion also covers the network address).
+    const hostFrom = first > firstHost ? first : firstHost;
+    const hostTo = last < lastHost ? last : lastHost;
+    const excluded = exclude.reduce((sum, [from, to]) => sum + overlap(hostFrom, hostTo, from, to), 0n);
     const cell: MapCell = {
       first,
       usable,

@@ -1,11 +1,11 @@
 import { parseAddress } from '../../shared/core/ip/address.ts';
 import type { IpamApi } from '../api/ipam-api.ts';
-import type { PoolDetails, Range } from '../api/types.ts';
+import type { Pool, Range } from '../api/types.ts';
 import { ProblemError } from '../errors.ts';
 
 /** What `ipam map` draws: the pool (its exclusions), the range, and the values of the addresses held in it. */
 export interface Occupancy {
-  readonly pool: PoolDetails;
+  readonly pool: Pool;
   readonly range: Range;
   /** Held addresses as numbers, in address order. */
   readonly held: readonly bigint[];
@@ -13,15 +13,18 @@ export interface Occupancy {
 
 /**
  * Reads a range's occupancy in bulk. Today that is the address listing filtered by range, 1,000 leases a page,
- * following nextCursor, next to one GET of the pool. This is the one place that knows how occupancy is read: when
- * the API gains `GET /v1/pools/{pool}/ranges/{range}/occupancy`, only this function changes.
+ * following nextCursor, alongside the range and the pool's exclusions. This is the one place that knows how
+ * occupancy is read: when the API gains `GET /v1/pools/{pool}/ranges/{range}/occupancy`, only this function changes.
+ *
+ * The exclusions come from the pool listing rather than GET /v1/pools/{pool}: that one counts the leases of every
+ * range of the pool for its utilization, which on a full /16 costs as much as the map's own read.
  * @throws ProblemError NotFound when the pool or the range does not exist.
  */
 export async function readOccupancy(api: IpamApi, pool: string, rangeName: string): Promise<Occupancy> {
-  const [details, leases] = await Promise.all([api.getPool(pool), api.listAddresses(pool, { range: rangeName })]);
-  const range = details.ranges.find((r) => r.name === rangeName);
-  if (!range) throw new ProblemError(404, 'NotFound', `Range ${JSON.stringify(rangeName)} is not in pool ${JSON.stringify(pool)}.`);
-  return { pool: details, range, held: leases.items.map((lease) => addressValue(lease.address)) };
+  const [range, pools, leases] = await Promise.all([api.getRange(pool, rangeName), api.listPools(), api.listAddresses(pool, { range: rangeName })]);
+  const found = pools.items.find((p) => p.name === pool);
+  if (!found) throw new ProblemError(404, 'NotFound', `pool ${JSON.stringify(pool)} was not found.`);
+  return { pool: found, range, held: leases.items.map((lease) => addressValue(lease.address)) };
 }
 
 const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;

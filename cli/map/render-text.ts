@@ -79,7 +79,8 @@ export function renderTextMap(model: MapModel, meta: TextMapMeta, options: { col
       const glyph = glyphOf(cell);
       seen.add(glyph);
       const colour = COLOUR[zoneOf(cell)];
-      return options.colour && colour ? styleText(colour, glyph) : glyph;
+      // The caller decided whether colour is wanted (a terminal, no NO_COLOR): styleText must not second-guess it.
+      return options.colour && colour ? styleText(colour, glyph, { validateStream: false }) : glyph;
     });
     lines.push(`${labelOf(model.cidr, row[0]!.first).padStart(labelWidth)}  ${cells.join('')}`.trimEnd());
   }
