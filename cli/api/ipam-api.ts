@@ -1,0 +1,124 @@
+import { encodePath, type HttpClient } from './http-client.ts';
+import type { Claim, ClaimSpec, Lease, Page, Pool, PoolDetails, Range, RepairEvent } from './types.ts';
+
+/** The largest page the API serves (openapi.yaml: limit 1-1000). */
+export const MAX_PAGE = 1000;
+
+/** How a list is read: every page (the default), or one page of `limit` items from `cursor`. */
+export interface ListOptions {
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
+export type PageReader<T> = (limit: number, cursor: string | undefined) => Promise<Page<T>>;
+
+/**
+ * Reads a list: one page when `limit` is given (its nextCursor is kept, so `-o json` shows where to go on), else
+ * every page at the largest size, following nextCursor until there is none.
+ */
+export async function readList<T>(read: PageReader<T>, options: ListOptions = {}): Promise<Page<T>> {
+  if (options.limit !== undefined) return read(options.limit, options.cursor);
+  const items: T[] = [];
+  const seen = new Set<string>();
+  let cursor = options.cursor;
+  for (;;) {
+    const page = await read(MAX_PAGE, cursor);
+    items.push(...page.items);
+    if (!page.nextCursor) return { items };
+    // A server that hands back the same cursor twice would loop forever: stop and say so.
+    if (seen.has(page.nextCursor)) throw new Error(`the server returned the same nextCursor twice (${page.nextCursor})`);
+    seen.add(page.nextCursor);
+    cursor = page.nextCursor;
+  }
+}
+
+/** Each route of openapi.yaml as one typed call. Responses are the server's documents, not re-validated here. */
+export class IpamApi {
+  constructor(readonly http: HttpClient) {}
+
+  private async get<T>(path: string, query?: Record<string, string | number | undefined>): Promise<T> {
+    return (await this.http.request('GET', path, query ? { query } : {})).body as T;
+  }
+
+  private page<T>(path: string, extra: Record<string, string | undefined> = {}): PageReader<T> {
+    return (limit, cursor) => this.get<Page<T>>(path, { ...extra, limit, cursor });
+  }
+
+  listPools(options?: ListOptions): Promise<Page<Pool>> {
+    return readList(this.page<Pool>('/v1/pools'), options);
+  }
+
+  getPool(pool: string): Promise<PoolDetails> {
+    return this.get(`/v1/pools/${encodePath(pool)}`);
+  }
+
+  async createPool(name: string, exclude: readonly string[]): Promise<{ created: boolean; pool: Pool }> {
+    const res = await this.http.request('POST', '/v1/pools', { body: { name, ...(exclude.length ? { exclude } : {}) } });
+    return { created: res.status === 201, pool: res.body as Pool };
+  }
+
+  async deletePool(pool: string): Promise<void> {
+    await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}`);
+  }
+
+  async listRanges(pool: string): Promise<Page<Range>> {
+    return this.get(`/v1/pools/${encodePath(pool)}/ranges`);
+  }
+
+  getRange(pool: string, range: string): Promise<Range> {
+    return this.get(`/v1/pools/${encodePath(pool)}/ranges/${encodePath(range)}`);
+  }
+
+  async createRange(pool: string, spec: { cidr: string; name?: string; legacy?: boolean }): Promise<{ created: boolean; range: Range }> {
+    const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/ranges`, { body: spec });
+    return { created: res.status === 201, range: res.body as Range };
+  }
+
+  /** `gone`: deleted at once (204); `terminating`: leases still depend on it (202). */
+  async deleteRange(pool: string, range: string): Promise<'gone' | 'terminating'> {
+    const res = await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}/ranges/${encodePath(range)}`);
+    return res.status === 202 ? 'terminating' : 'gone';
+  }
+
+  async createClaim(pool: string, spec: ClaimSpec): Promise<{ created: boolean; claim: Claim }> {
+    const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/claims`, { body: spec });
+    return { created: res.status === 201, claim: res.body as Claim };
+  }
+
+  listClaims(pool: string, options?: ListOptions & { owner?: string }): Promise<Page<Claim>> {
+    return readList(this.page<Claim>(`/v1/pools/${encodePath(pool)}/claims`, { owner: options?.owner }), options);
+  }
+
+  getClaim(pool: string, claim: string): Promise<Claim> {
+    return this.get(`/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}`);
+  }
+
+  renewClaim(pool: string, claim: string, ttlSeconds?: number): Promise<Claim> {
+    return this.http
+      .request('POST', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/renew`, { body: ttlSeconds === undefined ? {} : { ttlSeconds } })
+      .then((res) => res.body as Claim);
+  }
+
+  /** Releases a claim; with `ifVersion`, only while the claim is at that version (412 PreconditionFailed otherwise). */
+  async releaseClaim(pool: string, claim: string, ifVersion?: number): Promise<void> {
+    await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}`, ifVersion === undefined ? {} : { headers: { 'if-match': `"${ifVersion}"` } });
+  }
+
+  async releaseOwner(pool: string, uid: string): Promise<{ released: string[] }> {
+    const res = await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}/owners/${encodePath(uid)}`);
+    const body = res.body as { released?: string[] } | undefined;
+    return { released: body?.released ?? [] };
+  }
+
+  listAddresses(pool: string, options?: ListOptions & { range?: string }): Promise<Page<Lease>> {
+    return readList(this.page<Lease>(`/v1/pools/${encodePath(pool)}/addresses`, { range: options?.range }), options);
+  }
+
+  getAddress(pool: string, address: string): Promise<Lease> {
+    return this.get(`/v1/pools/${encodePath(pool)}/addresses/${encodePath(address)}`);
+  }
+
+  listEvents(pool: string, options?: ListOptions): Promise<Page<RepairEvent>> {
+    return readList(this.page<RepairEvent>(`/v1/pools/${encodePath(pool)}/events`), options);
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * The HTTP contract's documents as the CLI reads them (openapi.yaml is the source; a test there keeps it equal to the
+ * routes the handler serves). Counts are exact: a number, or a decimal string beyond 2^53.
+ */
+
+export type Count = number | string;
+export type Family = 'IPv4' | 'IPv6';
+
+export interface Owner {
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+export interface Pool {
+  readonly name: string;
+  readonly exclude: readonly string[];
+  readonly createdAt: string;
+}
+
+export interface Utilization {
+  readonly size: Count;
+  readonly used: Count;
+  readonly free: Count;
+}
+
+export interface Range extends Utilization {
+  readonly name: string;
+  readonly cidr: string;
+  readonly family: Family;
+  readonly state: 'Ready' | 'Terminating';
+  readonly legacy: boolean;
+  readonly createdAt?: string;
+  readonly deletionRequestedAt?: string;
+}
+
+export interface PoolDetails extends Pool {
+  readonly ranges: readonly Range[];
+  readonly utilization: Partial<Record<Family, Utilization>>;
+}
+
+export interface ClaimAddress {
+  readonly address: string;
+  readonly family: Family;
+  readonly range: string;
+}
+
+export interface Claim {
+  readonly name: string;
+  readonly uid: string;
+  readonly owner: Owner;
+  readonly ipFamilyPolicy: string;
+  readonly ipFamilies: readonly Family[];
+  readonly addresses: readonly ClaimAddress[];
+  readonly generateName?: string;
+  readonly ttlSeconds?: number;
+  readonly expiresAt?: string;
+  readonly createdAt: string;
+  readonly version: number;
+}
+
+export interface Lease {
+  readonly address: string;
+  readonly family: Family;
+  readonly range: string;
+  readonly claim: string;
+  readonly owner: Owner;
+  readonly createdAt: string;
+  readonly expiresAt?: string;
+}
+
+export interface RepairEvent {
+  readonly time: string;
+  readonly reason: string;
+  readonly object: string;
+  readonly message: string;
+}
+
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly nextCursor?: string;
+}
+
+/** The body of POST /v1/pools/{pool}/claims. */
+export interface ClaimSpec {
+  readonly name?: string;
+  readonly generateName?: string;
+  readonly owner: Owner;
+  readonly ipFamilyPolicy?: 'SingleStack' | 'PreferDualStack' | 'RequireDualStack';
+  readonly ipFamilies?: readonly Family[];
+  readonly addresses?: readonly string[];
+  readonly ttlSeconds?: number;
+}
+
+/** An RFC 9457 problem document with the service's machine-readable `code`. */
+export interface Problem {
+  readonly type?: string;
+  readonly title?: string;
+  readonly status: number;
+  readonly detail?: string;
+  readonly code: string;
+}

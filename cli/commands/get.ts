@@ -1,0 +1,136 @@
+import { Option, type Command } from 'commander';
+import type { IpamApi } from '../api/ipam-api.ts';
+import type { Claim, Lease, Page, Pool, Range, RepairEvent } from '../api/types.ts';
+import { apiFor, poolOf } from '../context.ts';
+import { claimView, eventView, leaseView, poolView, rangeView, renderResources, type ResourceView } from '../format/resources.ts';
+import type { CliIo } from '../io.ts';
+import { durationArg, formatOf, intArg, outputOption, poolOption } from '../options.ts';
+import { watch } from '../watch.ts';
+
+interface GetOptions {
+  readonly pool?: string;
+  readonly output?: string;
+  readonly limit?: number;
+  readonly cursor?: string;
+  readonly watch?: boolean;
+  readonly interval: number;
+  readonly watchFor: number;
+  readonly owner?: string;
+  readonly range?: string;
+}
+
+type Read<T> = (api: IpamApi, options: GetOptions, name: string | undefined) => Promise<{ page: Page<T> } | { item: T }>;
+
+interface Noun<T> {
+  readonly name: string;
+  readonly aliases: readonly string[];
+  readonly summary: string;
+  /** The NAME argument, when one item can be read by name. */
+  readonly argument?: string;
+  readonly needsPool: boolean;
+  readonly view: ResourceView<T>;
+  readonly read: Read<T>;
+  readonly extra?: readonly Option[];
+  readonly example: string;
+}
+
+const nouns = [
+  {
+    name: 'pools',
+    aliases: ['pool', 'po'],
+    summary: 'pools, or one pool by name',
+    argument: '[name]',
+    needsPool: false,
+    view: poolView,
+    read: async (api, o, name) => (name ? { item: await api.getPool(name) } : { page: await api.listPools(o) }),
+    example: 'ipam get pools\n  ipam get pool services -o yaml',
+  } satisfies Noun<Pool>,
+  {
+    name: 'ranges',
+    aliases: ['range', 'rg'],
+    summary: "a pool's ranges with their state and use",
+    argument: '[name]',
+    needsPool: true,
+    view: rangeView,
+    read: async (api, o, name) => (name ? { item: await api.getRange(o.pool!, name) } : { page: await api.listRanges(o.pool!) }),
+    example: 'ipam get ranges -p services -o wide',
+  } satisfies Noun<Range>,
+  {
+    name: 'claims',
+    aliases: ['claim', 'cl'],
+    summary: "a pool's held claims (every page unless --limit)",
+    argument: '[name]',
+    needsPool: true,
+    view: claimView,
+    read: async (api, o, name) => (name ? { item: await api.getClaim(o.pool!, name) } : { page: await api.listClaims(o.pool!, { ...o, ...(o.owner ? { owner: o.owner } : {}) }) }),
+    extra: [new Option('--owner <uid>', 'only claims of this owner uid')],
+    example: 'ipam get claims -p services\n  ipam get claims -p services --owner c-19 -o name',
+  } satisfies Noun<Claim>,
+  {
+    name: 'addresses',
+    aliases: ['address', 'addr', 'ip'],
+    summary: "a pool's held addresses in address order, or who holds one",
+    argument: '[address]',
+    needsPool: true,
+    view: leaseView,
+    read: async (api, o, name) => (name ? { item: await api.getAddress(o.pool!, name) } : { page: await api.listAddresses(o.pool!, { ...o, ...(o.range ? { range: o.range } : {}) }) }),
+    extra: [new Option('--range <name>', 'only addresses of this range')],
+    example: 'ipam get addresses -p services --range 10.96.0.0-24\n  ipam get address 10.96.0.10 -p services',
+  } satisfies Noun<Lease>,
+  {
+    name: 'events',
+    aliases: ['event', 'ev'],
+    summary: "what the reconciler repaired in a pool in the last 24 h",
+    needsPool: true,
+    view: eventView,
+    read: async (api, o) => ({ page: await api.listEvents(o.pool!, o) }),
+    example: 'ipam get events -p services --watch',
+  } satisfies Noun<RepairEvent>,
+].map((n) => n as Noun<unknown>);
+
+/** `ipam get <noun> [NAME]`: kubectl's get, with -o, paging, and --watch. */
+export function addGetCommand(program: Command, io: CliIo): void {
+  const get = program
+    .command('get')
+    .description('Show resources in a table (or -o wide|json|yaml|name); a list follows every page unless --limit is given')
+    .addHelpText('after', '\nExamples:\n  ipam get pools\n  ipam get claims -p services -o wide\n  ipam get events -p services --watch');
+  for (const noun of nouns) addNoun(get, io, noun);
+}
+
+function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
+  const cmd = get.command(noun.name).aliases([...noun.aliases]).description(`Show ${noun.summary}`);
+  if (noun.argument) cmd.argument(noun.argument);
+  if (noun.needsPool) cmd.addOption(poolOption());
+  cmd
+    .addOption(outputOption())
+    .option('--limit <n>', 'one page of at most n items (1-1000); its next cursor is printed', intArg(1, 1000))
+    .option('--cursor <cursor>', 'the page after this cursor (with --limit)')
+    .option('-w, --watch', 'poll and redraw until Ctrl-C or --watch-for')
+    .option('--interval <duration>', 'time between two polls of --watch', durationArg, 2000)
+    .option('--watch-for <duration>', 'how long --watch runs at most', durationArg, 3_600_000);
+  for (const option of noun.extra ?? []) cmd.addOption(option);
+  cmd.addHelpText('after', `\nExamples:\n  ${noun.example}`);
+  cmd.action(async (...args: unknown[]) => {
+    const command = args[args.length - 1] as Command;
+    const name = noun.argument ? (args[0] as string | undefined) : undefined;
+    const parsed = command.opts<GetOptions>();
+    const options: GetOptions = noun.needsPool ? { ...parsed, pool: poolOf(command, io) } : parsed;
+    const api = await apiFor(command, io);
+    const format = formatOf(options.output);
+    if (!options.watch) {
+      const { out, err } = renderResources(noun.view, await noun.read(api, options, name), format, io.now());
+      io.stdout(out);
+      if (err) io.stderr(err);
+      return;
+    }
+    await watch(
+      io,
+      async () => {
+        const read = await noun.read(api, options, name);
+        const { out, err } = renderResources(noun.view, read, format, io.now());
+        return { text: out || (err ?? ''), key: JSON.stringify(read) };
+      },
+      { intervalMs: options.interval, forMs: options.watchFor, title: `ipam get ${noun.name}${name ? ` ${name}` : ''}${options.pool ? ` -p ${options.pool}` : ''}` },
+    );
+  });
+}

@@ -1,0 +1,182 @@
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import type { Claim, ClaimSpec, Family, Owner } from '../api/types.ts';
+import { apiFor, usageError } from '../context.ts';
+import { OutputFormat, claimView, poolView, rangeView, renderResources, type ResourceView } from '../format/resources.ts';
+import { expiry } from '../format/time.ts';
+import type { CliIo } from '../io.ts';
+import { collect, durationArg, formatOf, intArg, outputOption } from '../options.ts';
+
+/** `-o` of commands that change something: the object as JSON or YAML, its name, or a sentence (the default). */
+const MUTATION_OUTPUTS = ['json', 'yaml', 'name'] as const;
+
+/** `Service/web/3f1c` -> an owner; the uid keeps any further slashes. */
+export function parseOwner(text: string): Owner {
+  const first = text.indexOf('/');
+  const second = first < 0 ? -1 : text.indexOf('/', first + 1);
+  const owner = { kind: text.slice(0, first), name: text.slice(first + 1, second), uid: text.slice(second + 1) };
+  if (second < 0 || !owner.kind || !owner.name || !owner.uid) throw new InvalidArgumentError('Expected KIND/NAME/UID, as in Service/web/3f1c.');
+  return owner;
+}
+
+export function familyArg(text: string, previous: Family[] | undefined): Family[] {
+  const family = ({ ipv4: 'IPv4', ipv6: 'IPv6', '4': 'IPv4', '6': 'IPv6' } as const)[text.toLowerCase() as 'ipv4'];
+  if (!family) throw new InvalidArgumentError('Expected IPv4 or IPv6.');
+  return [...(previous ?? []), family];
+}
+
+const DUAL_STACK = { require: 'RequireDualStack', prefer: 'PreferDualStack', single: 'SingleStack' } as const;
+
+export interface ClaimOptions {
+  readonly name?: string;
+  readonly generateName?: string;
+  readonly owner: Owner;
+  readonly dualStack?: keyof typeof DUAL_STACK;
+  readonly family?: Family[];
+  readonly address?: string[];
+  readonly ttl?: number;
+  readonly output?: string;
+}
+
+/** The claim spec a command line asks for; TTLs are whole seconds, rounded up so `--ttl 1500ms` is not 1 s. */
+export function claimSpecOf(options: ClaimOptions): ClaimSpec {
+  return {
+    ...(options.name !== undefined ? { name: options.name } : {}),
+    ...(options.generateName !== undefined ? { generateName: options.generateName } : {}),
+    owner: options.owner,
+    ...(options.dualStack ? { ipFamilyPolicy: DUAL_STACK[options.dualStack] } : {}),
+    ...(options.family?.length ? { ipFamilies: options.family } : {}),
+    ...(options.address?.length ? { addresses: options.address } : {}),
+    ...(options.ttl !== undefined ? { ttlSeconds: Math.ceil(options.ttl / 1000) } : {}),
+  };
+}
+
+/** `claim/web created: 10.96.0.187 (10.96.0.0-24), expires in 5m` */
+export function claimSentence(claim: Claim, verb: string, nowMs: number): string {
+  const addresses = claim.addresses.map((a) => `${a.address} (${a.range})`).join(', ');
+  return `claim/${claim.name} ${verb}: ${addresses || 'no address'}${claim.expiresAt ? `, ${expiry(claim.expiresAt, nowMs)}` : ''}\n`;
+}
+
+function print<T>(io: CliIo, view: ResourceView<T>, item: T, output: string | undefined, sentence: string): void {
+  const format = formatOf(output);
+  if (format === OutputFormat.Table) io.stdout(sentence);
+  else io.stdout(renderResources(view, { item }, format, io.now()).out);
+}
+
+/** create, claim, renew, release, release-owner, delete. */
+export function addMutationCommands(program: Command, io: CliIo): void {
+  const create = program.command('create').description('Create a pool or a range').addHelpText('after', '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29\n  ipam create range services 10.96.0.0/24');
+
+  create
+    .command('pool')
+    .argument('<name>', 'a DNS label: lower-case letters, digits and dashes')
+    .option('--exclude <cidr>', 'a CIDR or address never handed out dynamically (repeat, or separate with commas)', collect)
+    .addOption(outputOption(MUTATION_OUTPUTS))
+    .description('Create a pool (409 Conflict if it exists)')
+    .addHelpText('after', '\nExample:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9')
+    .action(async (name: string, options: { exclude?: string[]; output?: string }, cmd: Command) => {
+      const { pool } = await (await apiFor(cmd, io)).createPool(name, options.exclude ?? []);
+      print(io, poolView, pool, options.output, `pool/${pool.name} created\n`);
+    });
+
+  create
+    .command('range')
+    .argument('<pool>')
+    .argument('<cidr>', 'a canonical CIDR such as 10.96.0.0/24 or fd00:10:96::/112')
+    .option('--name <name>', "the range's name (default: the CIDR with '/' as '-')")
+    .option('--legacy', "the pool's bitmap-mirrored range of its family")
+    .addOption(outputOption(MUTATION_OUTPUTS))
+    .description('Add a range to a pool (an identical range is left as it is)')
+    .addHelpText('after', '\nExamples:\n  ipam create range services 10.96.0.0/24\n  ipam create range services fd00:10:96::/112 --legacy')
+    .action(async (pool: string, cidr: string, options: { name?: string; legacy?: boolean; output?: string }, cmd: Command) => {
+      const spec = { cidr, ...(options.name ? { name: options.name } : {}), ...(options.legacy ? { legacy: true } : {}) };
+      const { created, range } = await (await apiFor(cmd, io)).createRange(pool, spec);
+      print(io, rangeView, range, options.output, `range/${range.name} ${created ? 'created' : 'unchanged'}\n`);
+    });
+
+  program
+    .command('claim')
+    .argument('<pool>')
+    .option('--name <name>', 'the claim name; the same name again is idempotent')
+    .option('--generate-name <prefix>', 'a generated name <prefix>-xxxxx; idempotent per owner uid and prefix')
+    .addOption(new Option('--owner <kind/name/uid>', 'who holds the addresses, as in Service/web/3f1c').argParser(parseOwner).makeOptionMandatory())
+    .addOption(new Option('--dual-stack <policy>', 'require: both families or nothing; prefer: every family the pool serves').choices(['require', 'prefer', 'single']))
+    .option('--family <family>', 'IPv4 or IPv6 (repeat for both, first is primary)', familyArg)
+    .option('--address <address>', 'a specific address (repeat or comma-separate for one per family)', collect)
+    .option('--ttl <duration>', 'lease time (5m, 1h30m, or seconds); renew before it ends', durationArg)
+    .addOption(outputOption(MUTATION_OUTPUTS))
+    .description('Claim addresses from a pool for an owner')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  ipam claim services --name web --owner Service/web/3f1c --dual-stack require',
+        '  ipam claim services --name dns --owner Service/dns/77aa --address 10.96.0.10',
+        '  ipam claim services --generate-name vpn --owner Client/laptop/c-19 --ttl 5m',
+      ].join('\n'),
+    )
+    .action(async (pool: string, options: ClaimOptions, cmd: Command) => {
+      if ((options.name === undefined) === (options.generateName === undefined)) usageError(cmd, 'give exactly one of --name and --generate-name.');
+      const { created, claim } = await (await apiFor(cmd, io)).createClaim(pool, claimSpecOf(options));
+      print(io, claimView, claim, options.output, claimSentence(claim, created ? 'created' : 'unchanged', io.now()));
+    });
+
+  program
+    .command('renew')
+    .argument('<pool>')
+    .argument('<claim>')
+    .option('--ttl <duration>', 'a new lease time (default: the claim\'s own)', durationArg)
+    .addOption(outputOption(MUTATION_OUTPUTS))
+    .description("Extend a leased claim (NotFound if it expired and its address was taken)")
+    .addHelpText('after', '\nExample:\n  ipam renew services vpn-x7k2q --ttl 10m')
+    .action(async (pool: string, claimName: string, options: { ttl?: number; output?: string }, cmd: Command) => {
+      const claim = await (await apiFor(cmd, io)).renewClaim(pool, claimName, options.ttl === undefined ? undefined : Math.ceil(options.ttl / 1000));
+      print(io, claimView, claim, options.output, claimSentence(claim, 'renewed', io.now()));
+    });
+
+  program
+    .command('release')
+    .argument('<pool>')
+    .argument('<claim>')
+    .option('--if-version <version>', 'only if the claim is still at this version (PreconditionFailed otherwise)', intArg(1, Number.MAX_SAFE_INTEGER))
+    .description('Release a claim and its addresses (nothing to do if it is already gone)')
+    .addHelpText('after', '\nExample:\n  ipam release services dns --if-version 1')
+    .action(async (pool: string, claim: string, options: { ifVersion?: number }, cmd: Command) => {
+      await (await apiFor(cmd, io)).releaseClaim(pool, claim, options.ifVersion);
+      io.stdout(`claim/${claim} released\n`);
+    });
+
+  program
+    .command('release-owner')
+    .argument('<pool>')
+    .argument('<uid>', "the owner's uid")
+    .description("The owner is gone: release every claim it holds in the pool")
+    .addHelpText('after', '\nExample:\n  ipam release-owner services c-19')
+    .action(async (pool: string, uid: string, _options: unknown, cmd: Command) => {
+      const { released } = await (await apiFor(cmd, io)).releaseOwner(pool, uid);
+      io.stdout(released.length ? released.map((name) => `claim/${name} released\n`).join('') : `owner ${uid} holds no claim in pool ${pool}\n`);
+    });
+
+  const del = program.command('delete').description('Delete a pool or a range').addHelpText('after', '\nExamples:\n  ipam delete range services 10.96.0.0-24\n  ipam delete pool services');
+
+  del
+    .command('pool')
+    .argument('<name>')
+    .description('Delete a pool (PoolNotEmpty while it holds claims)')
+    .addHelpText('after', '\nExample:\n  ipam delete pool services')
+    .action(async (name: string, _options: unknown, cmd: Command) => {
+      await (await apiFor(cmd, io)).deletePool(name);
+      io.stdout(`pool/${name} deleted\n`);
+    });
+
+  del
+    .command('range')
+    .argument('<pool>')
+    .argument('<range>', 'the range name')
+    .description('Delete a range: at once when no lease depends on it alone, else Terminating (no new allocations) until then')
+    .addHelpText('after', '\nExample:\n  ipam delete range services 10.96.0.0-24')
+    .action(async (pool: string, range: string, _options: unknown, cmd: Command) => {
+      const outcome = await (await apiFor(cmd, io)).deleteRange(pool, range);
+      io.stdout(outcome === 'gone' ? `range/${range} deleted\n` : `range/${range} terminating: deleted once no lease depends on it alone\n`);
+    });
+}

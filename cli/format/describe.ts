@@ -1,0 +1,134 @@
+import { formatAddress } from '../../shared/core/ip/address.ts';
+import { capacity, hostAt, lowerBandSize, parseCidr } from '../../shared/core/ip/cidr.ts';
+import { legacyWindow } from '../../shared/core/bitmap/bitmap.ts';
+import type { Claim, Lease, PoolDetails, Range, RepairEvent, Utilization } from '../api/types.ts';
+import { bar, percent } from './resources.ts';
+import { renderTable } from './table.ts';
+import { age, ago, expiry } from './time.ts';
+
+type Field = readonly [label: string, value: string];
+
+/** `Label:` columns aligned as kubectl describe aligns them; a multi-line value is indented under its label. */
+function fields(entries: readonly Field[]): string {
+  const width = Math.max(...entries.map(([label]) => label.length)) + 2;
+  return entries
+    .map(([label, value]) => {
+      if (value.includes('\n')) return `${label}:\n${indent(value)}`;
+      return `${`${label}:`.padEnd(width)}${value}`;
+    })
+    .join('\n')
+    .concat('\n');
+}
+
+function indent(text: string): string {
+  return text
+    .trimEnd()
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n');
+}
+
+/** A time with its age: `2026-04-02T10:00:00.000Z (3m ago)`. */
+function when(iso: string | undefined, nowMs: number): string {
+  return iso === undefined ? '<unknown>' : `${iso} (${ago(iso, nowMs)})`;
+}
+
+/** `[████░░░░]  37%  93 used of 253, 160 free` */
+export function utilizationLine(u: Utilization): string {
+  return `${bar(u.used, u.size)} ${percent(u.used, u.size).padStart(6)}   ${u.used} used of ${u.size}, ${u.free} free`;
+}
+
+function eventsBlock(events: readonly RepairEvent[], nowMs: number): Field {
+  if (events.length === 0) return ['Events', '<none>'];
+  return ['Events', renderTable(['LAST SEEN', 'REASON', 'OBJECT', 'MESSAGE'], events.map((e) => [age(e.time, nowMs), e.reason, e.object, e.message]))];
+}
+
+/** `ipam describe pool`: exclusions, utilization per family with a bar, ranges and their states, recent repair events. */
+export function describePool(pool: PoolDetails, events: readonly RepairEvent[], nowMs: number): string {
+  const utilization = (['IPv4', 'IPv6'] as const)
+    .filter((family) => pool.utilization[family] !== undefined)
+    .map((family) => `${family}  ${utilizationLine(pool.utilization[family]!)}`)
+    .join('\n');
+  const ranges =
+    pool.ranges.length === 0
+      ? '<none>'
+      : renderTable(
+          ['NAME', 'CIDR', 'FAMILY', 'STATE', 'LEGACY', 'USED', 'FREE'],
+          pool.ranges.map((r) => [r.name, r.cidr, r.family, r.state, String(r.legacy), String(r.used), String(r.free)]),
+        );
+  return fields([
+    ['Name', pool.name],
+    ['Created', when(pool.createdAt, nowMs)],
+    ['Exclude', pool.exclude.length ? pool.exclude.join(', ') : '<none>'],
+    ['Utilization', utilization ? `${utilization}\n` : '<none>'],
+    ['Ranges', ranges],
+    eventsBlock(events, nowMs),
+  ]);
+}
+
+/** The first and last address of host offsets [from, to). */
+function span(cidrText: string, from: bigint, to: bigint): string {
+  const cidr = parseCidr(cidrText);
+  const first = formatAddress({ family: cidr.family, value: hostAt(cidr, from) });
+  const last = formatAddress({ family: cidr.family, value: hostAt(cidr, to - 1n) });
+  return `${first} - ${last} (${to - from})`;
+}
+
+/**
+ * `ipam describe range`: the range, its utilization and its bands. Dynamic picks take the upper band first and the
+ * lower band last (KEP-3070); a legacy range's dynamic picks stay inside its bitmap window.
+ */
+export function describeRange(pool: PoolDetails, range: Range, nowMs: number): string {
+  const cidr = parseCidr(range.cidr);
+  const size = capacity(cidr);
+  const lower = lowerBandSize(cidr);
+  const entries: Field[] = [
+    ['Name', range.name],
+    ['Pool', pool.name],
+    ['CIDR', range.cidr],
+    ['Family', range.family],
+    ['State', range.deletionRequestedAt ? `${range.state} (deletion requested ${ago(range.deletionRequestedAt, nowMs)})` : range.state],
+    ['Legacy', String(range.legacy)],
+    ['Created', when(range.createdAt, nowMs)],
+    ['Utilization', utilizationLine(range)],
+  ];
+  if (size === 0n) entries.push(['Bands', '<no usable address>']);
+  else if (lower === 0n) entries.push(['Bands', `one band: ${span(range.cidr, 0n, size)}`]);
+  else entries.push(['Lower band', `${span(range.cidr, 0n, lower)}  static picks; dynamic ones only once the upper band is full`], ['Upper band', `${span(range.cidr, lower, size)}  dynamic picks start here`]);
+  if (range.legacy) {
+    const window = legacyWindow(cidr);
+    entries.push(['Legacy window', window < size ? `${span(range.cidr, 0n, window)}  the bitmap's addresses; dynamic picks stay inside` : 'the whole range']);
+  }
+  entries.push(['Exclude', pool.exclude.length ? pool.exclude.join(', ') : '<none>']);
+  return fields(entries);
+}
+
+/** `ipam describe claim`: owner, policy, every address with its range, TTL and expiry. */
+export function describeClaim(pool: string, claim: Claim, nowMs: number): string {
+  return fields([
+    ['Name', claim.name],
+    ['Pool', pool],
+    ['UID', claim.uid],
+    ['Owner', `${claim.owner.kind}/${claim.owner.name} (uid ${claim.owner.uid})`],
+    ['IP family policy', claim.ipFamilyPolicy],
+    ['Addresses', claim.addresses.length ? renderTable(['ADDRESS', 'FAMILY', 'RANGE'], claim.addresses.map((a) => [a.address, a.family, a.range])) : '<none>'],
+    ['TTL', claim.ttlSeconds === undefined ? '<none>' : `${claim.ttlSeconds}s`],
+    ['Expires', claim.expiresAt === undefined ? 'never' : `${claim.expiresAt} (${expiry(claim.expiresAt, nowMs)})`],
+    ['Created', when(claim.createdAt, nowMs)],
+    ['Version', String(claim.version)],
+  ]);
+}
+
+/** `ipam describe address`: who holds it. */
+export function describeAddress(pool: string, lease: Lease, nowMs: number): string {
+  return fields([
+    ['Address', lease.address],
+    ['Pool', pool],
+    ['Family', lease.family],
+    ['Range', lease.range],
+    ['Claim', lease.claim],
+    ['Holder', `${lease.owner.kind}/${lease.owner.name} (uid ${lease.owner.uid})`],
+    ['Created', when(lease.createdAt, nowMs)],
+    ['Expires', lease.expiresAt === undefined ? 'never' : `${lease.expiresAt} (${expiry(lease.expiresAt, nowMs)})`],
+  ]);
+}

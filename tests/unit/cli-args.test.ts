@@ -1,0 +1,185 @@
+import { describe, expect, it } from 'vitest';
+import { claimSpecOf, parseOwner } from '../../cli/commands/mutate.ts';
+import { ExitCode } from '../../cli/errors.ts';
+import { fakeFetch, runCli, type RecordedRequest } from '../support/cli.ts';
+
+const claim = {
+  name: 'web',
+  uid: 'u-1',
+  owner: { kind: 'Service', name: 'web', uid: '3f1c' },
+  ipFamilyPolicy: 'RequireDualStack',
+  ipFamilies: ['IPv4', 'IPv6'],
+  addresses: [
+    { address: '10.96.0.187', family: 'IPv4', range: '10.96.0.0-24' },
+    { address: 'fd00:10:96::9a3c', family: 'IPv6', range: 'fd00:10:96::-112' },
+  ],
+  createdAt: '2026-04-02T09:57:00Z',
+  version: 1,
+};
+
+/** A server that answers 201 with `claim` to a POST and records what it was sent. */
+function claimServer() {
+  return fakeFetch((request: RecordedRequest) => (request.method === 'POST' ? { status: 201, body: claim } : { status: 404, body: { code: 'NotFound', status: 404, detail: 'no' } }));
+}
+
+describe('Command line: ipam claim', () => {
+  it('sends the claim spec the flags spell, to the pool in the path', async () => {
+    // Prepare
+    const server = claimServer();
+
+    // Act
+    const result = await runCli(
+      ['claim', 'services', '--name', 'web', '--owner', 'Service/web/3f1c', '--dual-stack', 'require', '--family', 'ipv6', '--family', 'IPv4', '--address', '10.96.0.187,fd00:10:96::9a3c', '--ttl', '1h30m'],
+      { fetch: server.fetch },
+    );
+
+    // Assess
+    expect(result).toMatchObject({ code: ExitCode.Ok, err: '' });
+    expect(server.requests).toHaveLength(1);
+    const [request] = server.requests;
+    expect(request!.method).toBe('POST');
+    expect(request!.url.href).toBe('http://127.0.0.1:3000/v1/pools/services/claims');
+    expect(JSON.parse(request!.body!)).toEqual({
+      name: 'web',
+      owner: { kind: 'Service', name: 'web', uid: '3f1c' },
+      ipFamilyPolicy: 'RequireDualStack',
+      ipFamilies: ['IPv6', 'IPv4'],
+      addresses: ['10.96.0.187', 'fd00:10:96::9a3c'],
+      ttlSeconds: 5400,
+    });
+    expect(result.out).toBe('claim/web created: 10.96.0.187 (10.96.0.0-24), fd00:10:96::9a3c (fd00:10:96::-112)\n');
+  });
+
+  it('takes --generate-name and a bare number of seconds as the TTL', async () => {
+    const server = claimServer();
+    const result = await runCli(['claim', 'services', '--generate-name', 'vpn', '--owner', 'Client/laptop/c-19', '--ttl', '300'], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Ok);
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({ generateName: 'vpn', owner: { kind: 'Client', name: 'laptop', uid: 'c-19' }, ttlSeconds: 300 });
+  });
+
+  it.each([
+    ['no name at all', ['claim', 'services', '--owner', 'Service/web/3f1c'], 'give exactly one of --name and --generate-name'],
+    ['both names', ['claim', 'services', '--name', 'a', '--generate-name', 'b', '--owner', 'Service/web/3f1c'], 'give exactly one of --name and --generate-name'],
+    ['an owner without a uid', ['claim', 'services', '--name', 'web', '--owner', 'Service/web'], 'Expected KIND/NAME/UID'],
+    ['no owner', ['claim', 'services', '--name', 'web'], "required option '--owner <kind/name/uid>' not specified"],
+    ['a TTL that is not a duration', ['claim', 'services', '--name', 'web', '--owner', 'S/w/1', '--ttl', '5 minutes'], 'Expected a duration'],
+    ['an unknown dual-stack policy', ['claim', 'services', '--name', 'web', '--owner', 'S/w/1', '--dual-stack', 'maybe'], 'Allowed choices are require, prefer, single'],
+    ['an unknown family', ['claim', 'services', '--name', 'web', '--owner', 'S/w/1', '--family', 'IPv5'], 'Expected IPv4 or IPv6'],
+    ['no pool', ['claim', '--name', 'web', '--owner', 'S/w/1'], "missing required argument 'pool'"],
+  ])('refuses %s with exit code 2, the error and the command help, and sends nothing', async (_case, argv, message) => {
+    const server = claimServer();
+    const result = await runCli(argv, { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain(message);
+    expect(result.err).toContain('Usage: ipam claim [options] <pool>');
+    expect(result.err).toContain('Examples:');
+    expect(server.requests).toEqual([]);
+  });
+
+  it('keeps the slashes of an owner uid after the second one', () => {
+    expect(parseOwner('Pod/api-7f/ns/uid')).toEqual({ kind: 'Pod', name: 'api-7f', uid: 'ns/uid' });
+  });
+
+  it('rounds a sub-second remainder of the TTL up to a whole second', () => {
+    expect(claimSpecOf({ name: 'a', owner: { kind: 'k', name: 'n', uid: 'u' }, ttl: 1500 }).ttlSeconds).toBe(2);
+  });
+});
+
+describe('Command line: verbs, nouns and global options', () => {
+  const page = fakeFetch((request) => ({ status: 200, body: request.url.pathname === '/v1/pools' ? { items: [] } : { items: [] } }));
+
+  it.each([
+    [['get', 'pools'], 'GET', '/v1/pools?limit=1000'],
+    [['get', 'po'], 'GET', '/v1/pools?limit=1000'],
+    [['get', 'ranges', '-p', 'services'], 'GET', '/v1/pools/services/ranges'],
+    [['get', 'claims', '-p', 'services', '--owner', 'c-19', '--limit', '5'], 'GET', '/v1/pools/services/claims?owner=c-19&limit=5'],
+    [['get', 'addresses', '-p', 'services', '--range', 'fd00:10:96::-112'], 'GET', '/v1/pools/services/addresses?range=fd00%3A10%3A96%3A%3A-112&limit=1000'],
+    [['get', 'events', '-p', 'services', '--limit', '20', '--cursor', 'abc'], 'GET', '/v1/pools/services/events?limit=20&cursor=abc'],
+    [['release', 'services', 'dns', '--if-version', '3'], 'DELETE', '/v1/pools/services/claims/dns'],
+    [['release-owner', 'services', 'c-19'], 'DELETE', '/v1/pools/services/owners/c-19'],
+    [['delete', 'range', 'services', 'fd00:10:96::-112'], 'DELETE', '/v1/pools/services/ranges/fd00%3A10%3A96%3A%3A-112'],
+    [['renew', 'services', 'vpn-x', '--ttl', '10m'], 'POST', '/v1/pools/services/claims/vpn-x/renew'],
+  ])('%j calls %s %s', async (argv, method, pathAndQuery) => {
+    const server = fakeFetch((request) => ({ status: request.method === 'DELETE' ? 204 : 200, body: request.method === 'DELETE' ? undefined : request.method === 'POST' ? claim : { items: [] } }));
+    const result = await runCli(argv, { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Ok);
+    expect(server.requests.map((r) => [r.method, r.url.pathname + r.url.search])).toEqual([[method, pathAndQuery]]);
+  });
+
+  it('sends If-Match with --if-version and a TTL body with renew --ttl', async () => {
+    const server = fakeFetch((request) => ({ status: request.method === 'DELETE' ? 204 : 200, body: request.method === 'POST' ? claim : undefined }));
+    await runCli(['release', 'services', 'dns', '--if-version', '3'], { fetch: server.fetch });
+    await runCli(['renew', 'services', 'web', '--ttl', '10m'], { fetch: server.fetch });
+    expect(server.requests[0]!.headers['if-match']).toBe('"3"');
+    expect(JSON.parse(server.requests[1]!.body!)).toEqual({ ttlSeconds: 600 });
+  });
+
+  it('takes the pool from IPAM_POOL and the endpoint from IPAM_ENDPOINT, flags winning over both', async () => {
+    await runCli(['get', 'ranges'], { fetch: page.fetch, env: { IPAM_POOL: 'envpool', IPAM_ENDPOINT: 'http://127.0.0.1:4000' } });
+    await runCli(['--endpoint', 'http://127.0.0.1:5000/base/', 'get', 'ranges', '-p', 'flagpool'], { fetch: page.fetch, env: { IPAM_POOL: 'envpool', IPAM_ENDPOINT: 'http://127.0.0.1:4000' } });
+    expect(page.requests.slice(-2).map((r) => r.url.href)).toEqual(['http://127.0.0.1:4000/v1/pools/envpool/ranges', 'http://127.0.0.1:5000/base/v1/pools/flagpool/ranges']);
+  });
+
+  it.each([
+    [['get', 'ranges'], "required option '-p, --pool <pool>' not specified (or set IPAM_POOL)"],
+    [['get', 'pools', '-o', 'xml'], "argument 'xml' is invalid. Allowed choices are wide, json, yaml, name"],
+    [['get', 'pools', '--limit', '0'], 'Expected a whole number from 1 to 1000'],
+    [['get', 'widgets'], "unknown command 'widgets'"],
+    [['frobnicate'], "unknown command 'frobnicate'"],
+    [['get', 'pools', '--colour'], "unknown option '--colour'"],
+    [['--endpoint', 'ftp://example.invalid', 'get', 'pools'], '--endpoint must be an http or https URL'],
+    [['completion', 'fish'], "value 'fish' is invalid"],
+  ])('%j is a usage error: exit code 2 with the help', async (argv, message) => {
+    const result = await runCli(argv, { fetch: page.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain(message);
+    expect(result.err).toMatch(/Usage: ipam/);
+  });
+
+  it('prints help with examples and exits 0 for --help, at the top and for a command', async () => {
+    const top = await runCli(['--help']);
+    const map = await runCli(['map', '--help']);
+    expect(top.code).toBe(ExitCode.Ok);
+    expect(top.out).toContain('Usage: ipam [options] [command]');
+    expect(top.out).toContain('ipam map services 10.96.0.0-24');
+    expect(map.code).toBe(ExitCode.Ok);
+    expect(map.out).toContain('Usage: ipam map [options] <pool> <range>');
+    expect(map.out).toContain('--svg <file>');
+  });
+});
+
+describe('Command line: errors a person can act on', () => {
+  it('prints a problem document as one line `error: <code>: <detail>` and exits 1', async () => {
+    const server = fakeFetch(() => ({
+      status: 409,
+      contentType: 'application/problem+json',
+      body: { type: 'https://ipam.dev/problems/RangeFull', title: 'Range full', status: 409, detail: 'No free IPv4 address is left in pool "services".', code: 'RangeFull' },
+    }));
+    const result = await runCli(['claim', 'services', '--name', 'x', '--owner', 'S/x/1'], { fetch: server.fetch });
+    expect(result).toEqual({ code: ExitCode.Failure, out: '', err: 'error: RangeFull: No free IPv4 address is left in pool "services".\n', files: new Map() });
+  });
+
+  it('names the endpoint and suggests npm start when the connection is refused', async () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:3000'), { code: 'ECONNREFUSED' });
+    const result = await runCli(['get', 'pools'], { fetch: fakeFetch(() => refused).fetch });
+    expect(result.code).toBe(ExitCode.Failure);
+    expect(result.err).toBe(
+      'error: cannot connect to http://127.0.0.1:3000 (connection refused): is the local stack running? Start it with `npm start`, or pass --endpoint URL (or set IPAM_ENDPOINT).\n',
+    );
+  });
+
+  it("prints API Gateway's own refusal (not a problem document) with its status", async () => {
+    const result = await runCli(['get', 'pools'], { fetch: fakeFetch(() => ({ status: 403, body: { message: 'Forbidden' } })).fetch });
+    expect(result).toMatchObject({ code: ExitCode.Failure, err: 'error: HTTP 403: Forbidden\n' });
+  });
+
+  it('prints the request and the response on stderr with --verbose, and the output on stdout as usual', async () => {
+    const server = fakeFetch(() => ({ status: 200, body: { items: [{ name: 'services', exclude: [], createdAt: '2026-04-02T09:00:00Z' }] } }));
+    const result = await runCli(['get', 'pools', '--verbose'], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Ok);
+    expect(result.err).toContain('> GET http://127.0.0.1:3000/v1/pools?limit=1000\n');
+    expect(result.err).toMatch(/< 200 \(\d+ ms\)\n/);
+    expect(result.err).toContain('< {"items":[{"name":"services"');
+    expect(result.out).toBe('NAME       EXCLUDE   AGE\nservices   <none>    60m\n');
+  });
+});
