@@ -19,7 +19,7 @@ import { BatchWriteItemCommand, type WriteRequest } from '@aws-sdk/client-dynamo
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { createDynamoClient } from '../shared/adapters/dynamodb/client.ts';
 import { claimToItem, leaseToItem } from '../shared/adapters/dynamodb/codec.ts';
-import { marshallOpts } from '../shared/adapters/dynamodb/table-gateway.ts';
+const marshallOpts = { removeUndefinedValues: true, convertClassInstanceToMap: false } as const;
 import { formatAddress } from '../shared/core/ip/address.ts';
 import { capacity, hostAt, parseCidr } from '../shared/core/ip/cidr.ts';
 import type { Claim, Lease } from '../shared/core/model.ts';
