@@ -34,6 +34,8 @@ interface Noun<T> {
   readonly example: string;
 }
 
+// Each noun is checked against its own item type (satisfies), then kept in one list as Noun<unknown>: its view and
+// reader are only ever used together, on the items the reader returned.
 const nouns = [
   {
     name: 'pools',
