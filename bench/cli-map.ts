@@ -1,7 +1,7 @@
 /**
  * How long `ipam map` takes on a filled range of the local stack: a benchmark figure, not a test.
  *
- *   npx tsx bench/cli-map.ts [--prefix 16] [--fill 1] [--runs 3]
+ *   npm run bench:map -- [--prefix 16] [--fill 1] [--runs 3] [--keep]
  *
  * Starts its own local stack (no stream poller: the range is not legacy, so the mirror has nothing to do), creates a
  * pool with one 10.64.0.0/<prefix> range, and fills `fill` of it with one claim per address. The fill is written

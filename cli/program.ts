@@ -5,7 +5,7 @@ import { addGetCommand } from './commands/get.ts';
 import { addMapCommand } from './commands/map.ts';
 import { addMutationCommands } from './commands/mutate.ts';
 import { DEFAULT_ENDPOINT } from './context.ts';
-import { ConfigError, ConnectionError, ExitCode, HttpStatusError, ProblemError } from './errors.ts';
+import { ExitCode } from './errors.ts';
 import type { CliIo } from './io.ts';
 import packageJson from '../package.json' with { type: 'json' };
 
@@ -63,14 +63,11 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
 
 function report(error: unknown, io: CliIo): number {
   if (error instanceof CommanderError) {
-    // --help and --version end through here too, with nothing wrong.
-    if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return ExitCode.Ok;
-    return ExitCode.Usage;
+    // Commander has printed the error and the help. --help and --version end through here too, with nothing wrong.
+    return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? ExitCode.Ok : ExitCode.Usage;
   }
-  if (error instanceof ProblemError || error instanceof ConnectionError || error instanceof HttpStatusError || error instanceof ConfigError) {
-    io.stderr(`error: ${error.message}\n`);
-    return ExitCode.Failure;
-  }
+  // ProblemError, ConnectionError, HttpStatusError and ConfigError carry a sentence meant for the user; anything else
+  // (a bug, an unexpected answer) is shown the same way rather than as a stack trace.
   io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
   return ExitCode.Failure;
 }

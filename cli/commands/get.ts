@@ -30,10 +30,13 @@ interface Noun<T> {
   readonly needsPool: boolean;
   readonly view: ResourceView<T>;
   readonly read: Read<T>;
-  readonly extra?: readonly Option[];
+  /** Options of this noun only; a factory, since a commander Option belongs to one command tree. */
+  readonly extra?: () => Option[];
   readonly example: string;
 }
 
+// Each noun is checked against its own item type (satisfies), then kept in one list as Noun<unknown>: its view and
+// reader are only ever used together, on the items the reader returned.
 const nouns = [
   {
     name: 'pools',
@@ -63,7 +66,7 @@ const nouns = [
     needsPool: true,
     view: claimView,
     read: async (api, o, name) => (name ? { item: await api.getClaim(o.pool!, name) } : { page: await api.listClaims(o.pool!, { ...o, ...(o.owner ? { owner: o.owner } : {}) }) }),
-    extra: [new Option('--owner <uid>', 'only claims of this owner uid')],
+    extra: () => [new Option('--owner <uid>', 'only claims of this owner uid')],
     example: 'ipam get claims -p services\n  ipam get claims -p services --owner c-19 -o name',
   } satisfies Noun<Claim>,
   {
@@ -74,7 +77,7 @@ const nouns = [
     needsPool: true,
     view: leaseView,
     read: async (api, o, name) => (name ? { item: await api.getAddress(o.pool!, name) } : { page: await api.listAddresses(o.pool!, { ...o, ...(o.range ? { range: o.range } : {}) }) }),
-    extra: [new Option('--range <name>', 'only addresses of this range')],
+    extra: () => [new Option('--range <name>', 'only addresses of this range')],
     example: 'ipam get addresses -p services --range 10.96.0.0-24\n  ipam get address 10.96.0.10 -p services',
   } satisfies Noun<Lease>,
   {
@@ -108,7 +111,7 @@ function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
     .option('-w, --watch', 'poll and redraw until Ctrl-C or --watch-for')
     .option('--interval <duration>', 'time between two polls of --watch', durationArg, 2000)
     .option('--watch-for <duration>', 'how long --watch runs at most', durationArg, 3_600_000);
-  for (const option of noun.extra ?? []) cmd.addOption(option);
+  for (const option of noun.extra?.() ?? []) cmd.addOption(option);
   cmd.addHelpText('after', `\nExamples:\n  ${noun.example}`);
   cmd.action(async (...args: unknown[]) => {
     const command = args[args.length - 1] as Command;

@@ -1,0 +1,149 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import type { LocalStack } from '../../scripts/local-stack.ts';
+import { startTestStack } from '../support/local-stack.ts';
+
+const bin = fileURLToPath(new URL('../../cli/bin/ipam.js', import.meta.url));
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the `ipam` executable as a user would, as a child process, and returns its exit code and output. */
+function ipam(endpoint: string, ...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      // NO_COLOR and no IPAM_POOL from the developer's shell: the output is the same on every machine.
+      { env: { ...process.env, IPAM_ENDPOINT: endpoint, IPAM_POOL: '', NO_COLOR: '1' }, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('ipam against the local stack', () => {
+  let stack: LocalStack;
+  let dir: string;
+  const run = (...args: string[]) => ipam(stack.apiUrl, ...args);
+
+  beforeAll(async () => {
+    stack = await startTestStack({ streamPoller: false });
+    dir = mkdtempSync(join(tmpdir(), 'ipam-cli-e2e-'));
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('creates, claims, lists in every format, describes, maps and releases', async () => {
+    // Prepare: a dual-stack pool whose first ten IPv4 addresses are excluded.
+    expect(await run('create', 'pool', 'services', '--exclude', '10.96.0.0/29', '--exclude', '10.96.0.8,10.96.0.9')).toEqual({ code: 0, stdout: 'pool/services created\n', stderr: '' });
+    expect((await run('create', 'range', 'services', '10.96.0.0/24')).stdout).toBe('range/10.96.0.0-24 created\n');
+    expect((await run('create', 'range', 'services', 'fd00:10:96::/112')).stdout).toBe('range/fd00:10:96::-112 created\n');
+
+    // Act 1: three claims, one dual-stack, one at a chosen address, one leased under a generated name.
+    const web = await run('claim', 'services', '--name', 'web', '--owner', 'Service/web/3f1c', '--dual-stack', 'require');
+    const dns = await run('claim', 'services', '--name', 'dns', '--owner', 'Service/dns/77aa', '--address', '10.96.0.10', '-o', 'json');
+    const vpn = await run('claim', 'services', '--generate-name', 'vpn', '--owner', 'Client/laptop/c-19', '--ttl', '5m', '-o', 'name');
+
+    // Assess 1
+    expect(web.code).toBe(0);
+    expect(web.stdout).toMatch(/^claim\/web created: 10\.96\.0\.\d+ \(10\.96\.0\.0-24\), fd00:10:96::[0-9a-f]+ \(fd00:10:96::-112\)\n$/);
+    expect(JSON.parse(dns.stdout)).toMatchObject({ name: 'dns', version: 1, addresses: [{ address: '10.96.0.10', family: 'IPv4', range: '10.96.0.0-24' }] });
+    expect(vpn.stdout).toMatch(/^claim\/vpn-[a-z0-9]{5}\n$/);
+    const vpnName = vpn.stdout.trim().slice('claim/'.length);
+
+    // Act 2: the same list in every output format, at once.
+    const get = (...output: string[]) => run('get', 'claims', '-p', 'services', ...output);
+    const [table, wide, json, yaml, names] = await Promise.all([get(), get('-o', 'wide'), get('-o', 'json'), get('-o', 'yaml'), get('-o', 'name')]);
+
+    // Assess 2
+    for (const result of [table, wide, json, yaml, names]) expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(table.stdout.split('\n')[0]).toMatch(/^NAME +ADDRESSES +OWNER +EXPIRES +AGE$/);
+    expect(table.stdout).toMatch(new RegExp(`\\n${vpnName} +10\\.96\\.0\\.\\d+ +Client/laptop +in [45]m\\d*s? +\\d+s\\n`));
+    expect(wide.stdout.split('\n')[0]).toMatch(/^NAME +ADDRESSES +RANGES +POLICY +OWNER +OWNER-UID +VERSION +EXPIRES +AGE$/);
+    expect(wide.stdout).toMatch(/\nweb +10\.96\.0\.\d+,fd00:10:96::[0-9a-f]+ +10\.96\.0\.0-24,fd00:10:96::-112 +RequireDualStack +Service\/web +3f1c +1 +- +\d+s\n/);
+    expect((JSON.parse(json.stdout) as { items: { name: string }[] }).items.map((c) => c.name)).toEqual(['dns', vpnName, 'web']);
+    expect(parse(yaml.stdout)).toEqual(JSON.parse(json.stdout));
+    expect(names.stdout).toBe(`claim/dns\nclaim/${vpnName}\nclaim/web\n`);
+
+    // Act 3: one page, an address's holder, the pool described, the range mapped (text and SVG).
+    const page = await run('get', 'addresses', '-p', 'services', '--limit', '2');
+    const holder = await run('get', 'address', '10.96.0.10', '-p', 'services', '-o', 'yaml');
+    const described = await run('describe', 'pool', 'services');
+    const svg = join(dir, 'map.svg');
+    const map = await run('map', 'services', '10.96.0.0-24', '--svg', svg);
+
+    // Assess 3
+    expect(page.stdout.trim().split('\n')).toHaveLength(3);
+    expect(page.stderr).toMatch(/^\(more: --cursor \S+\)\n$/);
+    expect(parse(holder.stdout)).toMatchObject({ address: '10.96.0.10', claim: 'dns', owner: { kind: 'Service', name: 'dns', uid: '77aa' } });
+    expect(described.stdout).toContain('Exclude:     10.96.0.0/29, 10.96.0.8/32, 10.96.0.9/32\n');
+    expect(described.stdout).toMatch(/\n {2}IPv4 {2}\[█░+\] +1\.1% {3}3 used of 254, 251 free\n/);
+    expect(described.stdout).toMatch(/\n {2}10\.96\.0\.0-24 +10\.96\.0\.0\/24 +IPv4 +Ready +false +3 +251\n/);
+    expect(map).toMatchObject({ code: 0, stderr: `wrote ${svg}\n` });
+    expect(map.stdout).toContain('254 usable: 3 held, 242 free, 9 excluded\n');
+    // .0 network, .1-.9 excluded, .10 held by dns, then the lower band to .16.
+    expect(map.stdout).toMatch(/\n {2}10\.96\.0\.0 {2}-x{9}█:{6}[·█]{47}\n/);
+    expect(readFileSync(svg, 'utf8')).toContain('254 usable: 3 held, 242 free, 9 excluded');
+
+    // Act 4: a release with a stale version, then the right one; the owner of the VPN claim goes away.
+    const stale = await run('release', 'services', 'dns', '--if-version', '2');
+    const released = await run('release', 'services', 'dns', '--if-version', '1');
+    const gone = await run('get', 'claim', 'dns', '-p', 'services');
+    const owner = await run('release-owner', 'services', 'c-19');
+    const notEmpty = await run('delete', 'pool', 'services');
+
+    // Assess 4
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toMatch(/^error: PreconditionFailed: .+\n$/);
+    expect(released).toEqual({ code: 0, stdout: 'claim/dns released\n', stderr: '' });
+    expect(gone).toMatchObject({ code: 1, stdout: '', stderr: 'error: NotFound: claim "dns" was not found.\n' });
+    expect(owner).toEqual({ code: 0, stdout: `claim/${vpnName} released\n`, stderr: '' });
+    expect(notEmpty.code).toBe(1);
+    expect(notEmpty.stderr).toMatch(/^error: PoolNotEmpty: .+\n$/);
+    expect((await run('map', 'services', '10.96.0.0-24')).stdout).toContain('254 usable: 1 held, 244 free, 9 excluded\n');
+  });
+
+  it('answers a full range, a wrong command line and an endpoint with nothing behind it with the documented exit codes', async () => {
+    // Prepare: a /30 holds two addresses.
+    expect((await run('create', 'pool', 'tiny')).code).toBe(0);
+    expect((await run('create', 'range', 'tiny', '192.168.7.0/30')).code).toBe(0);
+    for (const name of ['a', 'b']) expect((await run('claim', 'tiny', '--name', name, '--owner', `Pod/${name}/u-${name}`)).code).toBe(0);
+
+    // Act
+    const full = await run('claim', 'tiny', '--name', 'c', '--owner', 'Pod/c/u-c');
+    const usage = await run('claim', 'tiny', '--owner', 'Pod/c');
+    const port = await closedPort();
+    const refused = await ipam(`http://127.0.0.1:${port}`, 'get', 'pools');
+
+    // Assess
+    expect(full).toEqual({ code: 1, stdout: '', stderr: expect.stringMatching(/^error: RangeFull: .+\n$/) as unknown as string });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("error: option '--owner <kind/name/uid>' argument 'Pod/c' is invalid.");
+    expect(usage.stderr).toContain('Usage: ipam claim [options] <pool>');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      `error: cannot connect to http://127.0.0.1:${port} (connection refused): is the local stack running? Start it with \`npm start\`, or pass --endpoint URL (or set IPAM_ENDPOINT).\n`,
+    );
+  });
+});
