@@ -1,8 +1,7 @@
 import { randomInt } from 'node:crypto';
-import { ScanCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createDynamoClient } from '../../shared/adapters/dynamodb/client.ts';
+import { tableSnapshot } from '../support/items.ts';
 import { routes } from '../../shared/adapters/http/api.ts';
 import { statusOf } from '../../shared/adapters/http/problem.ts';
 import type { FieldSpec } from '../../shared/adapters/http/request.ts';
@@ -299,27 +298,13 @@ const strangeEvent: fc.Arbitrary<FuzzCase> = fc
 
 // ---------------------------------------------------------------------------------------------------------------
 
-/** Every item of the table, sorted, as JSON lines. */
-async function scan(api: TestApi, client: DynamoDBClient): Promise<string[]> {
-  const items: string[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await client.send(new ScanCommand({ TableName: api.tableName, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start as never } : {}) }));
-    items.push(...(page.Items ?? []).map((item) => JSON.stringify(item)));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items.sort();
-}
-
 describe('Fuzz: the HTTP handler over generated API Gateway events', () => {
   let api: TestApi;
-  let client: DynamoDBClient;
   let fixture: string[];
 
   beforeAll(async () => {
     // A fixture the valid parts of requests can hit: pools, a legacy and an IPv6 range, claims with and without TTL.
     api = await testApi();
-    client = createDynamoClient({ endpoint: api.endpoint, maxAttempts: 1 });
     const setup: [string, string, unknown][] = [
       ['POST', '/v1/pools', { name: 'fz', exclude: ['10.77.0.10'] }],
       ['POST', '/v1/pools', { name: 'fz2' }],
@@ -329,7 +314,7 @@ describe('Fuzz: the HTTP handler over generated API Gateway events', () => {
       ['POST', '/v1/pools/fz/claims', { name: 'leased', owner: { kind: 'Pod', name: 'p', uid: 'owner-2' }, ipFamilyPolicy: 'PreferDualStack', ttlSeconds: 86_400 }],
     ];
     for (const [method, path, body] of setup) expect((await api.call(method, path, body)).status).toBe(201);
-    fixture = await scan(api, client);
+    fixture = await tableSnapshot(api.container.table);
   });
 
   it(`answers ${RUNS} generated requests over every route without a 5xx, refusing each invalid one and changing nothing`, { timeout: Math.max(60_000, RUNS * 200) }, async () => {
@@ -361,7 +346,7 @@ describe('Fuzz: the HTTP handler over generated API Gateway events', () => {
           expect(problem.detail.length).toBeLessThan(600);
         }
         const t1 = performance.now();
-        expect(await scan(api, client)).toEqual(fixture);
+        expect(await tableSnapshot(api.container.table)).toEqual(fixture);
         scanMs += performance.now() - t1;
       }),
       // No shrinking: a case that changed the table would make every shrunk case fail too; the seed replays it.

@@ -1,24 +1,10 @@
-import { ScanCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { createDynamoClient } from '../../shared/adapters/dynamodb/client.ts';
+import { tableSnapshot } from '../support/items.ts';
 import { httpEvent, testApi, type TestApi } from '../support/api.ts';
 
 // Issue 15, defects 1-3: each case answered 500 (1, 2) or released the claim (3) on 49d17b2.
 
 const owner = (uid: string) => ({ kind: 'Pod', name: `pod-${uid}`, uid });
-
-/** Every item of the test's table, sorted, to show a refused request changed nothing. */
-async function tableItems(api: TestApi): Promise<string[]> {
-  const client = createDynamoClient({ endpoint: api.endpoint, maxAttempts: 1 });
-  const items: string[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await client.send(new ScanCommand({ TableName: api.tableName, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start as never } : {}) }));
-    items.push(...(page.Items ?? []).map((item) => JSON.stringify(item)));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items.sort();
-}
 
 /** A pool `p` with one IPv4 range and a claim `a` with a TTL (version 1, ETag "1"). */
 async function withClaim(): Promise<TestApi> {
@@ -59,7 +45,7 @@ describe('Robustness: a JSON body that does not arrive as text (defect 1)', () =
   it.each(routes)('answers %s %s with 400 and changes nothing, whatever non-text body it gets', async (method, path) => {
     // Prepare
     const api = await withClaim();
-    const before = await tableItems(api);
+    const before = await tableSnapshot(api.container.table);
 
     for (const [what, body] of bodies) {
       // Act
@@ -69,7 +55,7 @@ describe('Robustness: a JSON body that does not arrive as text (defect 1)', () =
       const problem = expectProblem(response, 400, 'InvalidArgument');
       expect(problem.detail, what).toMatch(/^The request body must arrive as JSON text/);
     }
-    expect(await tableItems(api)).toEqual(before);
+    expect(await tableSnapshot(api.container.table)).toEqual(before);
   });
 
   it.each<[string, unknown]>([
@@ -87,7 +73,7 @@ describe('Robustness: a JSON body that does not arrive as text (defect 1)', () =
   ])('answers an event that is %s with a 4xx problem document, never a crash', async (_what, event) => {
     // Prepare
     const api = await withClaim();
-    const before = await tableItems(api);
+    const before = await tableSnapshot(api.container.table);
 
     // Act
     const response = await api.invoke(event);
@@ -95,7 +81,7 @@ describe('Robustness: a JSON body that does not arrive as text (defect 1)', () =
     // Assess: no route can be found for an event without a method or path (404); a part of the wrong type is a 400.
     expect([400, 404]).toContain(response.statusCode);
     expectProblem(response, response.statusCode!, response.statusCode === 400 ? 'InvalidArgument' : 'NotFound');
-    expect(await tableItems(api)).toEqual(before);
+    expect(await tableSnapshot(api.container.table)).toEqual(before);
   });
 });
 
@@ -130,7 +116,7 @@ describe('Robustness: names are checked before they reach a key (defect 2)', () 
   it.each(labelled)('answers $label with 400 naming the $field, and changes nothing', async ({ method, path, field, body, headers }) => {
     // Prepare
     const api = await withClaim();
-    const before = await tableItems(api);
+    const before = await tableSnapshot(api.container.table);
 
     // Act
     const response = await api.call(method, path, body, headers);
@@ -141,7 +127,7 @@ describe('Robustness: names are checked before they reach a key (defect 2)', () 
     expect(response.body).toMatchObject({ code: 'InvalidArgument' });
     expect(response.body.detail).toMatch(new RegExp(`^${field.replace('.', '\\.')} `));
     expect(String(response.body.detail).length).toBeLessThan(300);
-    expect(await tableItems(api)).toEqual(before);
+    expect(await tableSnapshot(api.container.table)).toEqual(before);
   });
 
   it('still finds objects whose names are at the limits, and a range by its default IPv6 name', async () => {
@@ -171,7 +157,7 @@ describe('Robustness: If-Match compares entity tags (defect 3)', () => {
     async (value) => {
       // Prepare
       const api = await withClaim();
-      const before = await tableItems(api);
+      const before = await tableSnapshot(api.container.table);
 
       // Act
       const response = await api.call('DELETE', '/v1/pools/p/claims/a', undefined, { 'If-Match': value });
@@ -179,7 +165,7 @@ describe('Robustness: If-Match compares entity tags (defect 3)', () => {
       // Assess
       expect(response.status).toBe(412);
       expect(response.body).toMatchObject({ code: 'PreconditionFailed', detail: 'The object is at version 1; If-Match asked for ' + (value === '"0"' ? 'version 0.' : value === '"2", W/"1"' ? 'version 2.' : 'a version no claim can have.') });
-      expect(await tableItems(api)).toEqual(before);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
     },
   );
 
@@ -188,7 +174,7 @@ describe('Robustness: If-Match compares entity tags (defect 3)', () => {
     async (value) => {
       // Prepare
       const api = await withClaim();
-      const before = await tableItems(api);
+      const before = await tableSnapshot(api.container.table);
 
       // Act
       const response = await api.call('DELETE', '/v1/pools/p/claims/a', undefined, { 'If-Match': value });
@@ -197,7 +183,7 @@ describe('Robustness: If-Match compares entity tags (defect 3)', () => {
       expect(response.status).toBe(400);
       expect(response.body).toMatchObject({ code: 'InvalidArgument' });
       expect(response.body.detail).toMatch(/^If-Match must be "\*" or a comma-separated list of entity tags/);
-      expect(await tableItems(api)).toEqual(before);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
     },
   );
 

@@ -18,3 +18,8 @@ export async function allItems(table: Table): Promise<Item[]> {
   } while (start);
   return items;
 }
+
+/** Every item of a test's table as sorted JSON lines: equal snapshots show a refused request changed nothing. */
+export async function tableSnapshot(table: Table): Promise<string[]> {
+  return (await allItems(table)).map((item) => JSON.stringify(item)).sort();
+}

@@ -7,7 +7,7 @@ import { Entity, keys } from './keys.ts';
 import type { TableClaimStore } from './claim-store.ts';
 import type { Table } from './table.ts';
 import { claimCommit } from './writes/commit.ts';
-import { claimRelease, readHoldings } from './writes/release.ts';
+import { claimRelease, markerHeld } from './writes/release.ts';
 
 /**
  * The legacy bitmaps on the table. The claim and lease items it writes come from the same write shapes as the claim
@@ -35,7 +35,7 @@ export class TableBitmapStore implements BitmapStore {
 
   async releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number): Promise<BitmapReleaseOutcome> {
     const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
-    const holdings = { addresses: held, marker: (await readHoldings(this.table, { ...claim, addresses: [] })).marker };
+    const holdings = { addresses: held, marker: await markerHeld(this.table, claim) };
     const { ops, decode } = claimRelease(claim, condition, holdings, { bitmaps });
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'released';

@@ -3,13 +3,12 @@ import type { Claim, Lease } from '../../core/model.ts';
 import type { ClaimStore, CommitOutcome, Page, ReleaseOutcome } from '../../core/ports.ts';
 import { itemToClaim } from './codec.ts';
 import { both, claimUidIs, versionIs } from './conditions.ts';
-import type { CursorCodec } from './cursor.ts';
+import { isListPosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
 import { keys } from './keys.ts';
-import { isNamePosition } from './pool-store.ts';
 import type { Table } from './table.ts';
 import { claimCommit, type CommitVerdict } from './writes/commit.ts';
-import { releaseWithRetries } from './writes/release.ts';
+import { markerHeld, releaseWithRetries } from './writes/release.ts';
 import { claimRenewal } from './writes/renew.ts';
 
 /** Claims on the table; each write is one of the write shapes in writes/. */
@@ -60,7 +59,7 @@ export class TableClaimStore implements ClaimStore {
   }
 
   async listClaims(pool: string, limit: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>> {
-    const after = cursor ? this.cursors.decode(cursor, isNamePosition).k : undefined;
+    const after = cursor ? this.cursors.decode(cursor, isListPosition).k : undefined;
     const page = ownerUid !== undefined
       ? await indexPage(this.table, { index: 'GSI2', partition: keys.owner(pool, ownerUid) }, after, undefined, limit)
       : await mergeShards(this.table, this.shards, (shard) => keys.claimsListing(pool, shard), after, undefined, limit);
@@ -71,9 +70,10 @@ export class TableClaimStore implements ClaimStore {
   async releaseClaim(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
       const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
-      const outcome = await releaseWithRetries(this.table, claim, condition, () => ({}));
+      // One round each: a lease that changed hands between the read and the write is read again by the next round.
+      const outcome = await releaseWithRetries(this.table, claim, condition, () => ({}), 1);
       if (outcome === 'released') return 'released';
-      if (outcome === 'gaveUp') break;
+      if (outcome === 'gaveUp') continue;
       const current = await this.getClaim(claim.pool, claim.name);
       if (!current || current.uid !== claim.uid) return 'absent';
       if (expectedVersion !== undefined && current.version !== expectedVersion) return 'versionMismatch';
@@ -83,8 +83,7 @@ export class TableClaimStore implements ClaimStore {
   }
 
   async renewClaim(claim: Claim, expiresAt: number): Promise<'renewed' | 'lost' | 'absent'> {
-    const markerHeld = claim.spec.generateName !== undefined && (await this.table.get(keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName)))?.claimUid === claim.uid;
-    const { ops, decode } = claimRenewal(claim, expiresAt, markerHeld);
+    const { ops, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim));
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'renewed';
     const verdict = decode(verdicts);

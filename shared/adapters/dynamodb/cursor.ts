@@ -1,6 +1,16 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { InvalidArgumentError } from '../../core/errors.ts';
 
+/** Where a listing stands: the scope (`s`; 0 where a listing has one) and the last sort key returned in it (`k`). */
+export interface ListPosition {
+  s: number;
+  k: string;
+}
+
+export function isListPosition(value: unknown): value is ListPosition {
+  return typeof value === 'object' && value !== null && typeof (value as ListPosition).s === 'number' && typeof (value as ListPosition).k === 'string';
+}
+
 /** Opaque, tamper-evident pagination cursors: base64url JSON and an HMAC over it. */
 export class CursorCodec {
   constructor(private readonly secret: string) {}

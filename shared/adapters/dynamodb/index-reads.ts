@@ -2,7 +2,7 @@ import type { IpFamily } from '../../core/ip/address.ts';
 import type { Item } from './codec.ts';
 import { hasNotExpired } from './conditions.ts';
 import { keys, leaseSortKey } from './keys.ts';
-import type { Query, Table } from './table.ts';
+import { KEY_ATTRIBUTES, type Query, type Table } from './table.ts';
 
 /**
  * Every read of the sharded listing index (GSI1), in one place. Leases and claims are spread over `shards` index
@@ -17,7 +17,7 @@ export function addressBounds(family: IpFamily, from: bigint, to: bigint): reado
 
 /** One page of one index partition after `after`, up to `limit` items; `more` says whether items may remain. */
 export async function indexPage(table: Table, base: Omit<Query, 'sort' | 'limit' | 'start'>, after: string | undefined, bounds: readonly [string, string] | undefined, limit: number): Promise<{ items: Item[]; more: boolean }> {
-  const [, skName] = base.index === 'GSI2' ? ['GSI2PK', 'GSI2SK'] : ['GSI1PK', 'GSI1SK'];
+  const [, skName] = KEY_ATTRIBUTES[base.index ?? 'table'];
   const sort = bounds ? { between: [after !== undefined && after >= bounds[0] ? after : bounds[0], bounds[1]] as const } : after !== undefined ? { after } : undefined;
   const items: Item[] = [];
   let start: Item | undefined;

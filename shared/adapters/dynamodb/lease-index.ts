@@ -2,20 +2,10 @@ import type { IpFamily } from '../../core/ip/address.ts';
 import type { Lease } from '../../core/model.ts';
 import type { LeaseIndex, LeaseScope, Page } from '../../core/ports.ts';
 import { itemToLease } from './codec.ts';
-import type { CursorCodec } from './cursor.ts';
+import { isListPosition, type CursorCodec, type ListPosition } from './cursor.ts';
 import { addressBounds, countLeases, mergeShards, takenAddresses, type Intervals } from './index-reads.ts';
 import { keys } from './keys.ts';
 import type { Table } from './table.ts';
-
-/** A lease listing cursor: the scope and the last sort key returned in it. */
-interface ListPosition {
-  s: number;
-  k: string;
-}
-
-function isListPosition(value: unknown): value is ListPosition {
-  return typeof value === 'object' && value !== null && typeof (value as ListPosition).s === 'number' && typeof (value as ListPosition).k === 'string';
-}
 
 /** Leases on the table: one item read for one address, the sharded listing index for everything else. */
 export class TableLeaseIndex implements LeaseIndex {

@@ -4,7 +4,7 @@ import type { Page, PoolStore } from '../../core/ports.ts';
 import { IpFamily } from '../../core/ip/address.ts';
 import { itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem } from './codec.ts';
 import { itemExists, itemIsAbsent } from './conditions.ts';
-import type { CursorCodec } from './cursor.ts';
+import { isListPosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
 import { Entity, keys } from './keys.ts';
 import { queryAll, type Table, type WriteOp } from './table.ts';
@@ -26,7 +26,7 @@ export class TablePoolStore implements PoolStore {
   }
 
   async listPools(limit: number, cursor?: string): Promise<Page<Pool>> {
-    const after = cursor ? this.cursors.decode(cursor, isNamePosition).k : undefined;
+    const after = cursor ? this.cursors.decode(cursor, isListPosition).k : undefined;
     const page = await indexPage(this.table, { index: 'GSI1', partition: keys.poolsListing() }, after, undefined, limit);
     const items = page.items.map(itemToPool);
     return page.more && items.length ? { items, nextCursor: this.cursors.encode({ s: 0, k: items[items.length - 1]!.name }) } : { items };
@@ -82,14 +82,4 @@ export class TablePoolStore implements PoolStore {
   async deleteRange(range: Range): Promise<boolean> {
     return (await removeRange(this.table, range)) === 'removed';
   }
-}
-
-/** A listing cursor: the last sort key returned (`s` is kept for cursors issued before it was unused). */
-export interface NamePosition {
-  s: number;
-  k: string;
-}
-
-export function isNamePosition(value: unknown): value is NamePosition {
-  return typeof value === 'object' && value !== null && typeof (value as NamePosition).s === 'number' && typeof (value as NamePosition).k === 'string';
 }

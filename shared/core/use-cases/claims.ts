@@ -196,6 +196,8 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
       if (result.kind === 'allocated') {
         const current = await deps.pools.getPoolView(cmd.pool);
         if (current && servedByReadyRanges(current, result.claim)) {
+          // The check's read is the freshest view there is: keep it, so the next request need not read again.
+          deps.views.remember(cmd.pool, current, deps.clock.nowMs());
           return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
         }
         // A range was retired under the commit: give the addresses back before anything is answered.

@@ -3,7 +3,7 @@ import type { Claim } from '../../../core/model.ts';
 import type { IpamEvent } from '../../../core/reconciler/ports.ts';
 import { bitmapToItem, eventToItem, type Item } from '../codec.ts';
 import { bitmapIs, heldByClaim, itemIsAbsent, type Condition } from '../conditions.ts';
-import { Entity, keys } from '../keys.ts';
+import { Entity, keys, type Key } from '../keys.ts';
 import type { Table, TxVerdict, WriteOp } from '../table.ts';
 import { lostRace } from './verdicts.ts';
 
@@ -13,9 +13,20 @@ export interface Holdings {
   readonly marker: boolean;
 }
 
+/** The key of a claim's generateName marker; undefined for a claim made with a name. */
+export function markerKeyOf(claim: Claim): Key | undefined {
+  return claim.spec.generateName !== undefined ? keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName) : undefined;
+}
+
+/** Whether the claim's generateName marker is still this incarnation's: one consistent read (none without a marker). */
+export async function markerHeld(table: Table, claim: Claim): Promise<boolean> {
+  const key = markerKeyOf(claim);
+  return key !== undefined && (await table.get(key))?.claimUid === claim.uid;
+}
+
 /** Reads what a claim still holds, in one strongly consistent batch (its leases and its marker). */
 export async function readHoldings(table: Table, claim: Claim): Promise<Holdings> {
-  const markerKey = claim.spec.generateName !== undefined ? keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName) : undefined;
+  const markerKey = markerKeyOf(claim);
   const items = await table.batchGet([...claim.addresses.map((a) => keys.lease(claim.pool, a.address)), ...(markerKey ? [markerKey] : [])], ['PK', 'entity', 'address', 'claimUid']);
   const mine = (item: Item) => item.claimUid === claim.uid;
   return {
@@ -53,7 +64,8 @@ export type ReleaseVerdict = 'released' | 'claimChanged' | 'retry';
 export function claimRelease(claim: Claim, claimCondition: Condition, holdings: Holdings, extras: ReleaseExtras = {}): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => ReleaseVerdict } {
   const mine = heldByClaim(claim.uid);
   const ops: WriteOp[] = [{ kind: 'delete', key: keys.claim(claim.pool, claim.name), condition: claimCondition }];
-  if (holdings.marker) ops.push({ kind: 'delete', key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!), condition: mine });
+  const markerKey = markerKeyOf(claim);
+  if (holdings.marker && markerKey) ops.push({ kind: 'delete', key: markerKey, condition: mine });
   for (const address of holdings.addresses) ops.push({ kind: 'delete', key: keys.lease(claim.pool, address), condition: mine });
   for (const bitmap of extras.bitmaps ?? []) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
   if (extras.event) ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });
