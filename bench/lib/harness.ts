@@ -94,6 +94,11 @@ export interface CallRecord {
 
 export interface LoopResult {
   readonly allocated: { claimName: string; address: string; caller: number; at: number }[];
+  /**
+   * Claim names of calls answered busy: a call halted or timed out after its transaction committed leaves a claim
+   * the caller never saw (a real client would retry with the same name and get it back), so undo looks them up.
+   */
+  readonly unanswered: string[];
   readonly calls: CallRecord[];
   /** Callers that saw RangeFull (and stopped, when asked to). */
   readonly fullAnswers: number;
@@ -128,6 +133,7 @@ export interface LoopOptions {
 export async function runCallers(options: LoopOptions): Promise<LoopResult> {
   const before = options.meter.snapshot();
   const allocated: LoopResult['allocated'] = [];
+  const unanswered: string[] = [];
   const calls: CallRecord[] = [];
   let fullAnswers = 0;
   let busyAnswers = 0;
@@ -168,6 +174,7 @@ export async function runCallers(options: LoopOptions): Promise<LoopResult> {
           if (options.untilFull) return;
         } else {
           busyAnswers += 1;
+          unanswered.push(claimName);
           started -= 1;
           await sleep(Math.random() * Math.min(1000, 10 * 2 ** busyStreak));
           busyStreak += 1;
@@ -178,7 +185,7 @@ export async function runCallers(options: LoopOptions): Promise<LoopResult> {
   if (stopTimer) clearTimeout(stopTimer);
   if (options.gate) options.gate.halted = false;
   const endedAt = performance.now();
-  return { allocated, calls, fullAnswers, busyAnswers, engineErrors, usage: usageBetween(before, options.meter.snapshot()), startedAt, endedAt, timedOut };
+  return { allocated, unanswered, calls, fullAnswers, busyAnswers, engineErrors, usage: usageBetween(before, options.meter.snapshot()), startedAt, endedAt, timedOut };
 }
 
 /**

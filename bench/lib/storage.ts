@@ -1,4 +1,4 @@
-import { BatchWriteItemCommand, ScanCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
+import { BatchGetItemCommand, BatchWriteItemCommand, type BatchGetItemCommandOutput, ScanCommand, type AttributeValue, type DynamoDBClient, type WriteRequest } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 
 /** A plain item (before marshalling), as the codec writes it. */
@@ -50,6 +50,22 @@ export async function scanEntities(client: DynamoDBClient, table: string, entity
     for (const item of page.Items ?? []) out.push(unmarshall(item));
     start = page.LastEvaluatedKey;
   } while (start);
+  return out;
+}
+
+/** The items found at these keys (BatchGetItem, 100 keys per request, unprocessed keys sent again). */
+export async function batchGet(client: DynamoDBClient, table: string, keys: readonly PlainItem[]): Promise<PlainItem[]> {
+  const out: PlainItem[] = [];
+  for (let i = 0; i < keys.length; i += 100) {
+    let pending: Record<string, AttributeValue>[] | undefined = keys.slice(i, i + 100).map((k) => marshall(k));
+    for (let attempt = 0; pending && pending.length > 0; attempt += 1) {
+      if (attempt > 20) throw new Error(`BatchGetItem on ${table}: ${pending.length} keys still unprocessed after 20 attempts`);
+      const page: BatchGetItemCommandOutput = await client.send(new BatchGetItemCommand({ RequestItems: { [table]: { Keys: pending, ConsistentRead: true } } }));
+      for (const item of page.Responses?.[table] ?? []) out.push(unmarshall(item));
+      pending = page.UnprocessedKeys?.[table]?.Keys;
+      if (pending && pending.length > 0) await sleep(20 * 2 ** Math.min(attempt, 5));
+    }
+  }
   return out;
 }
 

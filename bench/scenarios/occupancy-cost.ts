@@ -46,10 +46,12 @@ export const occupancyCostScenario: Scenario = {
             // A cold container's first allocation.
             const cold = await runCallers({ callers: [run.caller(1000)], meter: bench.meter, allocations: 1, namePrefix: `oc-${occupancy}-cold`, gate: bench.gate });
             const taken = [...cold.allocated];
+            const unanswered = [...cold.unanswered];
             for (const n of callerCounts) {
               const count = Math.max(1, Math.min(n * perCaller, Math.floor((free - taken.length) / 2)));
               const measured = await runCallers({ callers: warmCallers.slice(0, n), meter: bench.meter, allocations: count, until: performance.now() + pointBoundMs, namePrefix: `oc-${occupancy}-${n}`, gate: bench.gate });
               taken.push(...measured.allocated);
+              unanswered.push(...measured.unanswered);
               const a = Math.max(1, measured.allocated.length);
               rows.push({
                 mode,
@@ -79,7 +81,7 @@ export const occupancyCostScenario: Scenario = {
             const held = findDuplicates(inspection.held.map((h) => h.address));
             if (held.length) failures.push(`${strategy.name} ${mode} occ ${occupancy}: store holds addresses twice: ${held.slice(0, 5).join(', ')}`);
             failures.push(...inspection.problems.slice(0, 5).map((p) => `${strategy.name} ${mode}: ${p}`));
-            await run.undo(taken);
+            await run.undo(taken, unanswered);
           }
         } finally {
           await bench.close();

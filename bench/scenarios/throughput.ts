@@ -87,7 +87,7 @@ export const throughputScenario: Scenario = {
                 operations: measured.usage.operations,
               });
               ctx.log(`throughput ${mode} ${strategy.name} occ=${occupancy} callers=${n}: ${round(inWindow / seconds, 1)}/s, ${round(measured.usage.requests / n1, 2)} req/alloc, throttled ${measured.usage.throttled}`);
-              await run.undo(taken);
+              await run.undo(taken, measured.unanswered);
             }
           }
           const inspection = await run.inspect();

@@ -67,8 +67,8 @@ export const bitmapCasStrategy: Strategy = {
           },
         };
       },
-      async undo(claims) {
-        await deleteLeases(ctx, claims);
+      async undo(claims, unanswered) {
+        await deleteLeases(ctx, claims, unanswered);
         await writeBitmap();
       },
       async inspect() {

@@ -3,7 +3,7 @@ import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { formatAddress } from '../../shared/core/ip/address.ts';
 import { hostAt, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { IpFamilyPolicy, type Claim, type Lease } from '../../shared/core/model.ts';
-import { batchWrite, deleteRequest, putRequest, scanEntities } from '../lib/storage.ts';
+import { batchGet, batchWrite, deleteRequest, putRequest, scanEntities } from '../lib/storage.ts';
 import type { Inspection, StrategyContext } from './strategy.ts';
 
 /** The owner every benchmark claim names: one per caller, as one controller per container would. */
@@ -31,9 +31,14 @@ export async function prefillLeases(ctx: StrategyContext, rangeName: string, off
   await batchWrite(ctx.setupClient, ctx.tableName, requests, 8);
 }
 
-/** Deletes the claims and leases of allocations made during a measurement. */
-export async function deleteLeases(ctx: StrategyContext, claims: readonly { claimName: string; address: string }[]): Promise<void> {
-  const requests = claims.flatMap(({ claimName, address }) => [deleteRequest({ ...keys.claim(ctx.pool, claimName) }), deleteRequest({ ...keys.lease(ctx.pool, address) })]);
+/**
+ * Deletes the claims and leases of allocations made during a measurement: the answered ones, and those of the
+ * `unanswered` calls whose claim was committed after all (read back by name).
+ */
+export async function deleteLeases(ctx: StrategyContext, claims: readonly { claimName: string; address: string }[], unanswered: readonly string[]): Promise<void> {
+  const committed = await batchGet(ctx.setupClient, ctx.tableName, unanswered.map((name) => ({ ...keys.claim(ctx.pool, name) })));
+  const late = committed.flatMap((c) => (c.addresses as { address: string }[]).map((a) => ({ claimName: c.name as string, address: a.address })));
+  const requests = [...claims, ...late].flatMap(({ claimName, address }) => [deleteRequest({ ...keys.claim(ctx.pool, claimName) }), deleteRequest({ ...keys.lease(ctx.pool, address) })]);
   await batchWrite(ctx.setupClient, ctx.tableName, requests, 8);
 }
 

@@ -64,7 +64,7 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
             },
           };
         },
-        undo: (claims) => deleteLeases(ctx, claims),
+        undo: (claims, unanswered) => deleteLeases(ctx, claims, unanswered),
         inspect: () => inspectLeases(ctx),
       };
     },

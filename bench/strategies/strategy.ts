@@ -47,8 +47,11 @@ export interface StrategyRun {
   prefill(offsets: readonly bigint[]): Promise<void>;
   /** A new caller (a cold container). */
   caller(index: number): Caller;
-  /** Takes back allocations made since the pre-fill, so the next measurement starts at the same occupancy. */
-  undo(claims: readonly { claimName: string; address: string }[]): Promise<void>;
+  /**
+   * Takes back allocations made since the pre-fill, so the next measurement starts at the same occupancy: the ones
+   * answered, and any the calls named in `unanswered` committed without their caller seeing it.
+   */
+  undo(claims: readonly { claimName: string; address: string }[], unanswered: readonly string[]): Promise<void>;
   /**
    * Every address the store says is held, with its holder (an address listed twice is a duplicate), and any
    * disagreement between the store's own records (a claim without its lease, a bit without its lease, ...).
