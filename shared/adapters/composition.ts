@@ -4,6 +4,9 @@ import { LeaseAllocator, type PickStrategy } from '../core/allocator/lease-alloc
 import { BitmapAllocator } from '../core/allocator/bitmap-allocator.ts';
 import { dynamicWindowOf } from '../core/bitmap/legacy.ts';
 import { LegacyMirror } from '../core/mirror/legacy-mirror.ts';
+import { LeaseProjections } from '../core/mirror/projections.ts';
+import { readSummary } from '../core/occupancy/reader.ts';
+import { SummaryMirror } from '../core/occupancy/summary-mirror.ts';
 import type { Allocator } from '../core/allocator/allocator.ts';
 import { HintCache } from '../core/allocator/hint.ts';
 import { PoolViewCache } from '../core/pool-view-cache.ts';
@@ -24,8 +27,8 @@ export interface Container {
   readonly table: Table;
   readonly stores: Stores;
   readonly deps: Deps;
-  /** The stream function's legacy-bitmap mirror. */
-  readonly mirror: LegacyMirror;
+  /** The stream function's work: the occupancy summary and the legacy bitmaps. */
+  readonly mirror: LeaseProjections;
 }
 
 export interface ContainerOverrides {
@@ -37,6 +40,7 @@ export interface ContainerOverrides {
   readonly random?: Random;
   readonly strategy?: PickStrategy;
   readonly hintMaxAgeMs?: number;
+  readonly summaryMaxAgeMs?: number;
   readonly viewMaxAgeMs?: number;
   /** Wraps the stores (tests and benchmarks count requests through them). */
   readonly wrapStores?: (stores: Stores) => Stores;
@@ -56,14 +60,17 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const gates = config.featureGates;
   const clock = overrides.clock ?? systemClock;
   const random = overrides.random ?? cryptoRandom;
-  const { pools, claims, leases, bitmaps } = stores;
-  const hints = new HintCache((pool, family, intervals, nowMs) => leases.takenAddresses(pool, family, intervals, nowMs), overrides.hintMaxAgeMs);
+  const { pools, claims, leases, bitmaps, occupancy } = stores;
+  const hints = new HintCache((pool, family, intervals, nowMs) => leases.takenAddresses(pool, family, intervals, nowMs), overrides.hintMaxAgeMs, {
+    read: (pool, family, intervals) => readSummary(occupancy, pool, family, intervals),
+    ...(overrides.summaryMaxAgeMs !== undefined ? { maxAgeMs: overrides.summaryMaxAgeMs } : {}),
+  });
   const views = new PoolViewCache(pools, overrides.viewMaxAgeMs);
   // Legacy mode (MultiCIDRServiceAllocator=false): the bitmap allocates, and a release clears its bits in its own transaction.
   const allocator: Allocator = gates.MultiCIDRServiceAllocator
     ? new LeaseAllocator({ claims, hints, clock, random, windowOf: dynamicWindowOf(gates), ...(overrides.strategy ? { strategy: overrides.strategy } : {}) })
     : new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) });
-  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, reconcile: stores.reconcile };
-  const mirror = new LegacyMirror({ pools, leases, bitmaps, gates });
+  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile };
+  const mirror = new LeaseProjections(new SummaryMirror({ store: occupancy, clock }), new LegacyMirror({ pools, leases, bitmaps, gates }));
   return { config, table, stores, deps, mirror };
 }

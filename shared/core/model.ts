@@ -17,6 +17,11 @@ export interface Pool {
   /** Canonical CIDRs; single addresses are stored as /32 or /128. */
   readonly exclude: readonly string[];
   readonly createdAt: string;
+  /**
+   * Since when the pool's occupancy summary reflects all its leases: its creation for pools created with the
+   * summary, the end of the reconciler's first build for older ones; absent until then (reads use the listing).
+   */
+  readonly summarySince?: string;
 }
 
 /** A CIDR of a pool. Immutable once created, except for its state. */

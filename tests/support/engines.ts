@@ -2,11 +2,13 @@ import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import type { Table } from '../../shared/adapters/dynamodb/table.ts';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { freshTable } from './dynamo.ts';
+import { FollowedTable } from './stream-follower.ts';
 
 /**
  * A table engine a suite runs on. Suites written once in tests/cases/ run on both: DynamoDB Local in the
  * integration tier (the reference), MemoryTable in the unit tier (no Java), so the memory engine carries the core's
- * tests only as far as it answers the same cases the same way.
+ * tests only as far as it answers the same cases the same way. Both run the stream function's summary upkeep as
+ * part of each write (FollowedTable), so utilization and the allocator's summary reads see every lease at once.
  */
 export interface TestEngine {
   readonly name: string;
@@ -16,13 +18,13 @@ export interface TestEngine {
 
 export const memoryEngine: TestEngine = {
   name: 'memory',
-  fresh: async (prefix = 'memory') => ({ table: new MemoryTable({ name: prefix }), env: { TABLE_NAME: prefix } }),
+  fresh: async (prefix = 'memory') => ({ table: new FollowedTable(new MemoryTable({ name: prefix })), env: { TABLE_NAME: prefix } }),
 };
 
 export const dynamoLocalEngine: TestEngine = {
   name: 'DynamoDB Local',
   async fresh(prefix) {
     const { client, tableName, endpoint } = await freshTable(prefix);
-    return { table: new SdkTable(client, tableName), env: { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint } };
+    return { table: new FollowedTable(new SdkTable(client, tableName)), env: { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint } };
   },
 };

@@ -12,11 +12,12 @@ export type Item = Record<string, unknown>;
 const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
 
 export function poolToItem(pool: Pool): Item {
-  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt };
+  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}) };
 }
 
 export function itemToPool(item: Item): Pool {
-  return { name: item.name as string, exclude: (item.exclude as string[] | undefined) ?? [], createdAt: item.createdAt as string };
+  const pool: Pool = { name: item.name as string, exclude: (item.exclude as string[] | undefined) ?? [], createdAt: item.createdAt as string };
+  return typeof item.summarySince === 'string' ? { ...pool, summarySince: item.summarySince } : pool;
 }
 
 export function rangeToItem(range: Range): Item {

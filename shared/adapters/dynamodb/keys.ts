@@ -1,4 +1,5 @@
-import { addressSortKey, type IpFamily } from '../../core/ip/address.ts';
+import { addressSortKey, familyBits, type IpFamily } from '../../core/ip/address.ts';
+import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
 
 /**
  * Every key of the single table, spelled in one place. Each lease and each claim has its own partition key, so a
@@ -12,6 +13,7 @@ import { addressSortKey, type IpFamily } from '../../core/ip/address.ts';
  *   generated   GEN#<pool>#<ownerUid>#<generateName> GEN
  *   lease       LEASE#<pool>#<address>              LEASE        ADDR#<pool>#<family>#<s> / <hex address>                               EXP#<hour>#<s> / <expiresAt>#<pool>#<address>
  *   bitmap      BITMAP#<pool>#<range>               BITMAP
+ *   chunk       OCC#<pool>#<family>                 C#<hex chunk index>
  *   event       EVENTS#<pool>                       <ISO time>#<id>
  *   checkpoint  RECONCILER                          CHECKPOINT#<name>
  *   strikes     STRIKES#<pool>#<range>              STRIKES
@@ -32,6 +34,8 @@ export const Entity = {
   Generated: 'generated',
   Lease: 'lease',
   Bitmap: 'bitmap',
+  /** A chunk of a pool family's occupancy summary (shared/core/occupancy/chunk.ts). */
+  Chunk: 'chunk',
   Event: 'event',
   Checkpoint: 'checkpoint',
   Strikes: 'strikes',
@@ -72,6 +76,9 @@ export const keys = {
   lease: (pool: string, address: string): Key => ({ PK: `LEASE#${pool}#${address}`, SK: 'LEASE' }),
   leasesListing: (pool: string, family: IpFamily, shard: number): string => `ADDR#${pool}#${family}#${shard}`,
   bitmap: (pool: string, range: string): Key => ({ PK: `BITMAP#${pool}#${range}`, SK: 'BITMAP' }),
+  /** A pool family's summary chunks share a partition, so a range's chunks are one query; its size bounds it (see below). */
+  occupancy: (pool: string, family: IpFamily): string => `OCC#${pool}#${family}`,
+  chunk: (pool: string, family: IpFamily, index: bigint): Key => ({ PK: `OCC#${pool}#${family}`, SK: chunkSortKey(family, index) }),
   events: (pool: string): string => `EVENTS#${pool}`,
   event: (pool: string, isoTime: string, id: string): Key => ({ PK: `EVENTS#${pool}`, SK: `${isoTime}#${id}` }),
   checkpoint: (name: string): Key => ({ PK: 'RECONCILER', SK: `CHECKPOINT#${name}` }),
@@ -87,6 +94,15 @@ export const keys = {
 /** A lease's GSI1 sort key: the address in fixed-width hex, so key order is address order. */
 export function leaseSortKey(family: IpFamily, value: bigint): string {
   return addressSortKey({ family, value });
+}
+
+/**
+ * A chunk's sort key: its index in fixed-width hex, so key order is address order. One partition holds a pool
+ * family's chunks: 4,096 chunks (a /8 of IPv4, all used) are about 3 MB, within a partition's 10 GB and read only
+ * in the slices a range asks for.
+ */
+export function chunkSortKey(family: IpFamily, index: bigint): string {
+  return `C#${index.toString(16).padStart(familyBits(family) / 4 - CHUNK_BITS / 4, '0')}`;
 }
 
 /** Shards of the expiry index. */

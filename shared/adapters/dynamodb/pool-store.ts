@@ -48,6 +48,12 @@ export class TablePoolStore implements PoolStore {
     for (let i = 0; i < ops.length; i += 100) {
       if (await this.table.transact(ops.slice(i, i + 100))) return 'absent';
     }
+    // Its occupancy summary goes too (emptied chunks stay while the pool lives; see OccupancyStore.putChunk). The
+    // stream writes no chunk for a lease that is gone, so none comes back.
+    for (const family of [IpFamily.IPv4, IpFamily.IPv6]) {
+      const chunks = await queryAll(this.table, { partition: keys.occupancy(pool, family), attributes: ['PK', 'SK'] });
+      for (const chunk of chunks) await this.table.write({ kind: 'delete', key: { PK: chunk.PK as string, SK: chunk.SK as string } });
+    }
     return 'deleted';
   }
 

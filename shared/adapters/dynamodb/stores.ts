@@ -1,10 +1,12 @@
 import type { BitmapStore } from '../../core/bitmap/ports.ts';
+import type { OccupancyStore } from '../../core/occupancy/ports.ts';
 import type { ClaimStore, HealthProbe, LeaseIndex, PoolStore } from '../../core/ports.ts';
 import type { ReconcileStore } from '../../core/reconciler/ports.ts';
 import { TableBitmapStore } from './bitmap-store.ts';
 import { TableClaimStore } from './claim-store.ts';
 import { CursorCodec } from './cursor.ts';
 import { TableLeaseIndex } from './lease-index.ts';
+import { TableOccupancyStore } from './occupancy-store.ts';
 import { TablePoolStore } from './pool-store.ts';
 import { TableReconcileStore } from './reconcile-store.ts';
 import type { Table } from './table.ts';
@@ -15,6 +17,7 @@ export interface Stores {
   readonly claims: ClaimStore;
   readonly leases: LeaseIndex;
   readonly bitmaps: BitmapStore;
+  readonly occupancy: OccupancyStore;
   readonly reconcile: ReconcileStore;
   readonly health: HealthProbe;
 }
@@ -36,6 +39,7 @@ export function tableStores(table: Table, options: StoreOptions): Stores {
     claims,
     leases: new TableLeaseIndex(table, options.shards, cursors),
     bitmaps: new TableBitmapStore(table, options.shards, claims),
+    occupancy: new TableOccupancyStore(table),
     reconcile: new TableReconcileStore(table, options.shards, cursors, pools),
     health: { health: async () => ({ table: table.name, status: await table.describe() }) },
   };

@@ -1,26 +1,38 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
-import type { LegacyMirror } from '../../core/mirror/legacy-mirror.ts';
+import type { RangeOutcome } from '../../core/mirror/legacy-mirror.ts';
 import type { LeaseChange } from '../../core/mirror/lease-change.ts';
+import type { ChunkOutcome } from '../../core/occupancy/summary-mirror.ts';
 import { leaseChangeOf } from '../dynamodb/stream-records.ts';
 
-/** Logs one JSON line per bitmap that failed (the records go back to the stream; details stay here). */
+/** What the handler runs a batch through: the lease projections (or one of them, in tests). */
+export interface StreamMirror {
+  apply(changes: readonly LeaseChange[]): Promise<{ readonly failed: readonly string[]; readonly ranges?: readonly RangeOutcome[]; readonly chunks?: readonly ChunkOutcome[] }>;
+}
+
+/** Logs one JSON line per bitmap or chunk that failed (the records go back to the stream; details stay here). */
 export type MirrorLogger = (entry: Record<string, unknown>) => void;
 
 const defaultLogger: MirrorLogger = (entry) => console.error(JSON.stringify(entry));
 
 /**
- * The stream function: lease records -> one conditional write per legacy bitmap -> partial batch response.
+ * The stream function: lease records -> one conditional write per summary chunk and per legacy bitmap -> partial
+ * batch response.
  *
  * It answers `ReportBatchItemFailures` itself rather than through Powertools' BatchProcessor, whose unit of work is
  * one record: here the unit is one bitmap, and a bitmap's failure fails exactly its own records. The event source
  * mapping then retries from the lowest failed sequence number; records of other bitmaps after it are replayed too,
- * which is harmless (a replay re-reads the lease items, see LegacyMirror).
+ * which is harmless (a replay re-reads the lease items, see LegacyMirror and SummaryMirror).
  */
-export function createMirrorHandler(mirror: () => LegacyMirror, log: MirrorLogger = defaultLogger) {
+export function createMirrorHandler(mirror: () => StreamMirror, log: MirrorLogger = defaultLogger) {
   return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const changes = event.Records.map(leaseChangeOf).filter((c): c is LeaseChange => c !== undefined);
     const result = await mirror().apply(changes);
-    for (const range of result.ranges) {
+    for (const chunk of result.chunks ?? []) {
+      if (chunk.outcome !== 'failed') continue;
+      const error = chunk.error as Error | undefined;
+      log({ level: 'error', message: 'summary chunk write failed', pool: chunk.pool, family: chunk.family, chunk: chunk.index.toString(), records: chunk.changes, error: error?.name, detail: error?.message });
+    }
+    for (const range of result.ranges ?? []) {
       if (range.outcome !== 'failed') continue;
       const error = range.error as Error | undefined;
       log({ level: 'error', message: 'bitmap mirror write failed', pool: range.pool, range: range.range, records: range.changes, error: error?.name, detail: error?.message });

@@ -10,11 +10,18 @@ export interface PickRange {
   readonly window?: bigint;
 }
 
-/** What the picker knows: exclusions (sorted, disjoint) and a recent view of taken addresses (a hint, not the truth). */
+/** A recent view of taken addresses (a hint, not the truth). */
+export interface TakenView {
+  has(value: bigint): boolean;
+}
+
+/** What the picker knows: exclusions (sorted, disjoint) and a recent view of taken addresses. */
 export interface PickContext {
   readonly excluded: readonly Interval[];
-  readonly taken: ReadonlySet<bigint>;
+  readonly taken: TakenView;
   readonly random: Random;
+  /** Random probes per band before its scan (RANDOM_PROBES in the allocator; none by default). */
+  readonly probes?: number;
 }
 
 /** Usable offsets of the range for dynamic picks: [0, min(capacity, window)). */
@@ -24,11 +31,19 @@ export function pickableSize(range: PickRange): bigint {
 }
 
 /**
- * Picks a likely free address of one range: a random start in the upper band, scanning with wrap-around, then the
- * lower band (KEP-3070), skipping excluded and hinted-taken addresses. Undefined when the hint shows the range full.
+ * Random probes of a band before its scan. Callers that share a view and scan from random starts converge on the
+ * first free address after each run of taken ones; probes spread them over every free address instead. At 90 %
+ * full, 16 probes miss all free addresses with probability 0.9^16 = 19 %, and the scan then finds one anyway.
+ */
+export const RANDOM_PROBES = 16;
+
+/**
+ * Picks a likely free address of one range: random probes in the upper band, then a scan from a random start with
+ * wrap-around, then the same in the lower band (KEP-3070), skipping excluded and hinted-taken addresses. Undefined
+ * when the hint shows the range full.
  *
  *   offset 0                 L                                  size-1
- *          [ lower band      ][ upper band: random start, wrap  ]
+ *          [ lower band      ][ upper band: probes, then a scan ]
  */
 export function pickInRange(range: PickRange, ctx: PickContext, skip: ReadonlySet<bigint> = new Set()): bigint | undefined {
   const size = pickableSize(range);
@@ -45,6 +60,10 @@ function isFree(value: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): boo
 function scanBand(cidr: Cidr, from: bigint, to: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): bigint | undefined {
   const width = to - from;
   if (width <= 0n) return undefined;
+  for (let probe = 0; probe < (ctx.probes ?? 0); probe += 1) {
+    const value = hostAt(cidr, from + ctx.random.below(width));
+    if (!intervalHolding(ctx.excluded, value) && isFree(value, ctx, skip)) return value;
+  }
   const start = from + ctx.random.below(width);
   let visited = 0n;
   let offset = start;

@@ -4,20 +4,67 @@ import type { Interval } from './intervals.ts';
 /** Reads the addresses currently taken in some intervals of a pool's family (the store's takenAddresses). */
 export type TakenReader = (pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number) => Promise<bigint[]>;
 
+/** What a read of the occupancy summary gives the hint: a membership test and whether any taken address has a TTL. */
+export interface SummarySnapshot {
+  has(value: bigint): boolean;
+  /** Taken addresses in [from, to] by the summary. */
+  count(from: bigint, to: bigint): bigint;
+  /** Some lease it shows in the intervals has a TTL (it may be expired, so free to take, before the reconciler acts). */
+  readonly expiring: boolean;
+}
+
+/** Reads the occupancy summary of a pool's family over some intervals. */
+export type SummaryReader = (pool: string, family: IpFamily, intervals: readonly Interval[]) => Promise<SummarySnapshot>;
+
+/** Where a hint's view came from. */
+export const HintSource = {
+  /** The occupancy summary: cheap (chunks), behind the leases by the stream's lag, expired leases shown as taken. */
+  Summary: 'summary',
+  /** The lease listing: reads every taken lease of the intervals, exact up to the index's lag, expiry-aware. */
+  Listing: 'listing',
+} as const;
+export type HintSource = (typeof HintSource)[keyof typeof HintSource];
+
+/** A container's view of what is taken: the source it read, overlaid with what the container itself saw since. */
+export interface Hint {
+  readonly source: HintSource;
+  readonly fetchedAt: number;
+  /** The summary's own "some taken lease has a TTL" (false for a listing, which already leaves expired leases out). */
+  readonly expiring: boolean;
+  /** Taken by the source or by this container's own recent commits and collisions, and not freed by it since. */
+  has(value: bigint): boolean;
+  /** Taken by the source alone. */
+  hasInSource(value: bigint): boolean;
+  /** Taken by the source in [from, to] (weighs the choice between ranges). */
+  count(from: bigint, to: bigint): bigint;
+}
+
 interface Entry {
-  taken: Set<bigint>;
-  fetchedAt: number;
-  intervalsKey: string;
+  readonly source: HintSource;
+  readonly fetchedAt: number;
+  readonly intervalsKey: string;
+  readonly expiring: boolean;
+  readonly has: (value: bigint) => boolean;
+  readonly count: (from: bigint, to: bigint) => bigint;
 }
 
 /**
- * How long a container keeps its view of what is taken when nothing says it is stale. Collisions (the allocator
- * re-reads after every second one) and a view that shows the range full (re-read when older than a second) are what
- * refresh it; the age is only a backstop. Every read lists the taken addresses of the whole pool family through
- * every index shard, so a short age would make each warm container read the range again and again whatever its
- * allocation rate (at 5 s, 128 containers on a 90 %-full /16 would read about 1.5 million index entries a second).
+ * How long a container keeps a listing read when nothing says it is stale. Collisions (the allocator re-reads after
+ * every second one) and a view that shows the range full (re-read when older than a second) are what refresh it;
+ * the age is only a backstop. A listing reads every taken lease of the pool family, so a short age would make each
+ * warm container read the range again and again whatever its allocation rate.
  */
 export const DEFAULT_HINT_MAX_AGE_MS = 30_000;
+
+/** How long a summary read is kept: it is a handful of small items, so it can be refreshed often. */
+export const DEFAULT_SUMMARY_MAX_AGE_MS = 2_000;
+
+/**
+ * How long a container remembers its own commits, collisions and releases over what it reads: longer than the
+ * stream's lag (about a second, see docs/architecture.md), so a fresh summary that does not show them yet does not
+ * make the container collide on them again.
+ */
+export const LOCAL_MEMORY_MS = 30_000;
 
 /**
  * A warm container's recent view of what is taken, per pool and family. It only steers the choice of candidates:
@@ -25,31 +72,47 @@ export const DEFAULT_HINT_MAX_AGE_MS = 30_000;
  */
 export class HintCache {
   private readonly entries = new Map<string, Entry>();
+  /** What this container saw itself, per pool and family: address -> taken?, with when it saw it. */
+  private readonly seen = new Map<string, Map<bigint, { taken: boolean; atMs: number }>>();
   /** Candidates this container is trying right now, so concurrent requests in one container do not pick the same. */
   private readonly pending = new Map<string, Set<bigint>>();
 
-  constructor(private readonly read: TakenReader, private readonly maxAgeMs = DEFAULT_HINT_MAX_AGE_MS) {}
+  constructor(
+    private readonly read: TakenReader,
+    private readonly maxAgeMs = DEFAULT_HINT_MAX_AGE_MS,
+    private readonly summary?: { readonly read: SummaryReader; readonly maxAgeMs?: number },
+  ) {}
 
-  /** The hint for a pool's family over these intervals, refreshed when older than maxAge or covering other intervals. */
-  async get(pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number, force = false): Promise<{ taken: ReadonlySet<bigint>; fetchedAt: number }> {
+  /** Whether summary reads are available at all (the composition root wires them). */
+  get summaries(): boolean {
+    return this.summary !== undefined;
+  }
+
+  /**
+   * The hint for a pool's family over these intervals from `source`, read again when forced, older than that
+   * source's max age, or covering other intervals. A summary asked for where none is wired is a listing.
+   */
+  async get(pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number, force = false, source: HintSource = HintSource.Listing): Promise<Hint> {
     const key = `${pool}\u0000${family}`;
+    const wanted = this.summary ? source : HintSource.Listing;
     const intervalsKey = intervals.map(([a, b]) => `${a}-${b}`).join(',');
-    const entry = this.entries.get(key);
-    if (!force && entry && entry.intervalsKey === intervalsKey && nowMs - entry.fetchedAt < this.maxAgeMs) return entry;
-    const taken = new Set(await this.read(pool, family, intervals, nowMs));
-    const fresh: Entry = { taken, fetchedAt: nowMs, intervalsKey };
-    this.entries.set(key, fresh);
-    return fresh;
+    let entry = this.entries.get(key);
+    const maxAge = entry?.source === HintSource.Summary ? (this.summary?.maxAgeMs ?? DEFAULT_SUMMARY_MAX_AGE_MS) : this.maxAgeMs;
+    if (force || !entry || entry.source !== wanted || entry.intervalsKey !== intervalsKey || nowMs - entry.fetchedAt >= maxAge) {
+      entry = wanted === HintSource.Summary ? await this.readSummary(pool, family, intervals, nowMs, intervalsKey) : await this.readListing(pool, family, intervals, nowMs, intervalsKey);
+      this.entries.set(key, entry);
+    }
+    return this.overlay(key, entry, nowMs);
   }
 
   /** Records a collision or a success so the next pick in this container avoids the address. */
-  markTaken(pool: string, family: IpFamily, value: bigint): void {
-    this.entries.get(`${pool}\u0000${family}`)?.taken.add(value);
+  markTaken(pool: string, family: IpFamily, value: bigint, nowMs: number): void {
+    this.remember(pool, family, value, true, nowMs);
   }
 
   /** Records a release made by this container. */
-  markFree(pool: string, family: IpFamily, value: bigint): void {
-    this.entries.get(`${pool}\u0000${family}`)?.taken.delete(value);
+  markFree(pool: string, family: IpFamily, value: bigint, nowMs: number): void {
+    this.remember(pool, family, value, false, nowMs);
   }
 
   /** The candidates in flight for a pool's family (a live set: callers must not keep it across awaits). */
@@ -71,6 +134,50 @@ export class HintCache {
 
   /** Forgets a pool (after its ranges change). */
   forget(pool: string): void {
-    for (const key of this.entries.keys()) if (key.startsWith(`${pool}\u0000`)) this.entries.delete(key);
+    for (const map of [this.entries, this.seen]) for (const key of map.keys()) if (key.startsWith(`${pool}\u0000`)) map.delete(key);
+  }
+
+  private remember(pool: string, family: IpFamily, value: bigint, taken: boolean, nowMs: number): void {
+    const key = `${pool}\u0000${family}`;
+    let seen = this.seen.get(key);
+    if (!seen) {
+      seen = new Map();
+      this.seen.set(key, seen);
+    }
+    seen.set(value, { taken, atMs: nowMs });
+  }
+
+  private overlay(key: string, entry: Entry, nowMs: number): Hint {
+    const seen = this.seen.get(key);
+    if (seen) for (const [value, s] of seen) if (nowMs - s.atMs >= LOCAL_MEMORY_MS) seen.delete(value);
+    // A listing is current when read: only what the container saw after it overrides it. A summary lags the leases
+    // by the stream's lag, so everything the container remembers overrides it.
+    const since = entry.source === HintSource.Listing ? entry.fetchedAt : -Infinity;
+    return {
+      source: entry.source,
+      fetchedAt: entry.fetchedAt,
+      expiring: entry.expiring,
+      has: (value) => {
+        const s = seen?.get(value);
+        return s !== undefined && s.atMs >= since ? s.taken : entry.has(value);
+      },
+      hasInSource: entry.has,
+      count: entry.count,
+    };
+  }
+
+  private async readListing(pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number, intervalsKey: string): Promise<Entry> {
+    const taken = new Set(await this.read(pool, family, intervals, nowMs));
+    const count = (from: bigint, to: bigint): bigint => {
+      let n = 0n;
+      for (const value of taken) if (value >= from && value <= to) n += 1n;
+      return n;
+    };
+    return { source: HintSource.Listing, fetchedAt: nowMs, intervalsKey, expiring: false, has: (value) => taken.has(value), count };
+  }
+
+  private async readSummary(pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number, intervalsKey: string): Promise<Entry> {
+    const snapshot = await this.summary!.read(pool, family, intervals);
+    return { source: HintSource.Summary, fetchedAt: nowMs, intervalsKey, expiring: snapshot.expiring, has: (value) => snapshot.has(value), count: (from, to) => snapshot.count(from, to) };
   }
 }

@@ -3,11 +3,11 @@ import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../errors.
 import { leaseOfClaim, type Claim, type ClaimAddress, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, Random, ReleaseOutcome } from '../ports.ts';
 import type { AllocationResult, Allocator, ClaimDraft, FamilyRequest } from './allocator.ts';
-import { chooseWeighted, pickableSize, pickBlind, pickInRange, type PickRange } from './candidates.ts';
-import type { HintCache } from './hint.ts';
+import { chooseWeighted, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
+import { HintSource, type Hint, type HintCache } from './hint.ts';
 import type { Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
-import { hostOffset } from '../ip/cidr.ts';
+import { hostAt } from '../ip/cidr.ts';
 
 export const PickStrategy = {
   /** Upper band first, random start, steered by the container's hint of what is taken. */
@@ -29,7 +29,16 @@ export interface LeaseAllocatorDeps {
   readonly windowOf?: (range: ParsedRange) => bigint | undefined;
   /** How old a complete read of the taken addresses may be and still answer RangeFull without reading again. */
   readonly fullTrustMs?: number;
+  /** Random probes per band before the scan (default RANDOM_PROBES; 0 leaves only the scan, as tests script it). */
+  readonly probes?: number;
 }
+
+/**
+ * Collisions in one call after which it stops trusting the occupancy summary and reads the lease listing: the
+ * summary is then far behind the leases (a stream outage, or no stream function at all), and every further pick
+ * from it would collide again.
+ */
+export const SUMMARY_COLLISION_LIMIT = 6;
 
 /** A full view read this recently answers RangeFull as it is (Kubernetes' allocator trusts its informer likewise). */
 export const DEFAULT_FULL_TRUST_MS = 1_000;
@@ -83,7 +92,7 @@ export class LeaseAllocator implements Allocator {
       }
       switch (outcome.kind) {
         case 'committed':
-          for (const [family, pick] of picks) this.deps.hints.markTaken(view.pool.name, family, pick.value);
+          for (const [family, pick] of picks) this.deps.hints.markTaken(view.pool.name, family, pick.value, nowMs);
           return { kind: 'allocated', claim, collisions: [...collisions.values()].reduce((a, b) => a + b, 0) };
         case 'claimExists':
           return { kind: 'exists', claim: outcome.existing };
@@ -96,7 +105,7 @@ export class LeaseAllocator implements Allocator {
             const pick = family === undefined ? undefined : picks.get(family);
             if (family === undefined || pick === undefined) continue;
             if (pick.explicit) throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
-            this.deps.hints.markTaken(view.pool.name, family, pick.value);
+            this.deps.hints.markTaken(view.pool.name, family, pick.value, nowMs);
             collisions.set(family, (collisions.get(family) ?? 0) + 1);
             picks.delete(family);
           }
@@ -117,30 +126,50 @@ export class LeaseAllocator implements Allocator {
       return { value, range, explicit: false };
     }
     const intervals = hostIntervals(ranges);
+    const pool = view.pool.name;
     // Refresh the hint after every second collision of this call: a stale view must not cost more than a couple of
     // probes. `refreshedAt` holds the collision count at this call's last read of the hint.
     const seen = collisions.get(family) ?? 0;
     const force = seen - (refreshedAt.get(family) ?? 0) >= 2;
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      const hint = await this.deps.hints.get(view.pool.name, family, intervals, this.deps.clock.nowMs(), force || attempt > 0);
-      if (force || attempt > 0) refreshedAt.set(family, seen);
-      const pick = this.pickWithHint(ranges, excluded, hint.taken, this.deps.hints.inFlight(view.pool.name, family));
+    // The summary while it keeps up; the listing where the pool has none yet or it is far behind.
+    let source: HintSource = view.pool.summarySince !== undefined && this.deps.hints.summaries && seen < SUMMARY_COLLISION_LIMIT ? HintSource.Summary : HintSource.Listing;
+    let fresh = force;
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const nowMs = this.deps.clock.nowMs();
+      const hint = await this.deps.hints.get(pool, family, intervals, nowMs, fresh, source);
+      if (fresh) refreshedAt.set(family, seen);
+      const pick = this.pickWithHint(ranges, excluded, hint, this.deps.hints.inFlight(pool, family));
       if (pick) {
         // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
-        reservations.push(this.deps.hints.reserve(view.pool.name, family, pick.value));
+        reservations.push(this.deps.hints.reserve(pool, family, pick.value));
         return pick;
       }
-      // The hint says full: trust that if it was read during this call or within fullTrustMs (a full range under a
-      // retry storm then costs no listing reads); an older view is read again first.
-      if (refreshedAt.has(family) || this.deps.clock.nowMs() - hint.fetchedAt < this.fullTrustMs) break;
+      if (this.fullIsFinal(hint, fresh, nowMs, ranges, excluded)) break;
+      // Not final: read the same source again first, then the listing (exact and expiry-aware).
+      if (fresh || nowMs - hint.fetchedAt < this.fullTrustMs) source = HintSource.Listing;
+      fresh = true;
     }
-    throw new RangeFullError(view.pool.name, family);
+    throw new RangeFullError(pool, family);
   }
 
-  private pickWithHint(ranges: readonly ParsedRange[], excluded: readonly Interval[], taken: ReadonlySet<bigint>, inFlight: ReadonlySet<bigint>): Choice | undefined {
-    const ctx = { excluded, taken, random: this.deps.random };
-    // Weighing by free capacity walks the hint once per range: only worth it when there is a choice.
-    const candidates = ranges.length === 1 ? [{ item: ranges[0]!, weight: 1n }] : ranges.map((r) => ({ item: r, weight: freeByHint(this.pickRange(r), taken) }));
+  /**
+   * Whether a hint that shows no free address may answer RangeFull. A listing may when read during this call or
+   * within fullTrustMs (a full range under a retry storm then costs no listing reads). A summary may under the same
+   * terms only when it shows the ranges full by itself (not through this container's own marks, which may be stale
+   * releases) and none of its leases has a TTL (an expired one is free to take before the reconciler deletes it).
+   */
+  private fullIsFinal(hint: Hint, fresh: boolean, nowMs: number, ranges: readonly ParsedRange[], excluded: readonly Interval[]): boolean {
+    if (!fresh && nowMs - hint.fetchedAt >= this.fullTrustMs) return false;
+    if (hint.source === HintSource.Listing) return true;
+    if (hint.expiring) return false;
+    const sourceOnly = { has: (value: bigint) => hint.hasInSource(value) };
+    return ranges.every((r) => pickInRange(this.pickRange(r), { excluded, taken: sourceOnly, random: this.deps.random }) === undefined);
+  }
+
+  private pickWithHint(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Choice | undefined {
+    const ctx = { excluded, taken: hint, random: this.deps.random, probes: this.deps.probes ?? RANDOM_PROBES };
+    // Weighing by free capacity counts the hint once per range: only worth it when there is a choice.
+    const candidates = ranges.length === 1 ? [{ item: ranges[0]!, weight: 1n }] : ranges.map((r) => ({ item: r, weight: freeByHint(this.pickRange(r), hint) }));
     const tried = new Set<ParsedRange>();
     while (tried.size < ranges.length) {
       const range = candidates.length === 1 ? candidates[0]!.item : chooseWeighted(candidates.filter((c) => !tried.has(c.item)), this.deps.random);
@@ -160,15 +189,13 @@ export class LeaseAllocator implements Allocator {
   }
 }
 
-/** Free addresses of a range according to the hint (exclusions not subtracted: it only weighs the choice). */
-function freeByHint(range: PickRange, taken: ReadonlySet<bigint>): bigint {
+/** Free addresses of a range according to the hint's source (exclusions not subtracted: it only weighs the choice). */
+function freeByHint(range: PickRange, hint: Hint): bigint {
   const size = pickableSize(range);
-  let used = 0n;
-  for (const value of taken) {
-    const offset = hostOffset(range.cidr, value);
-    if (offset !== undefined && offset < size) used += 1n;
-  }
-  return size - used;
+  if (size <= 0n) return 0n;
+  const first = hostAt(range.cidr, 0n);
+  const used = hint.count(first, hostAt(range.cidr, size - 1n));
+  return used < size ? size - used : 0n;
 }
 
 function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], picks: ReadonlyMap<IpFamily, Choice>): Claim {

@@ -44,6 +44,6 @@ export async function releaseOwner(deps: Deps, pool: string, ownerUid: string): 
 async function releaseOne(deps: Deps, claim: Claim): Promise<boolean> {
   const outcome = await deps.reconcile.releaseClaim(claim, events.ownerReleased(claim, nowIso(deps)));
   if (outcome !== 'released') return false; // Released by someone else, or another incarnation: not this owner's claim any more.
-  for (const a of claim.addresses) deps.hints.markFree(claim.pool, a.family, parseAddress(a.address).value);
+  for (const a of claim.addresses) deps.hints.markFree(claim.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
   return true;
 }

@@ -267,7 +267,7 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     }
     const outcome = await deps.allocator.release(claim, claim.version);
     if (outcome === 'released' || outcome === 'absent') {
-      for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value);
+      for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
       return;
     }
     // The claim changed under us (a renew): read it again, and check the precondition against the new version.

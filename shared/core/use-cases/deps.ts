@@ -1,5 +1,6 @@
 import type { Allocator } from '../allocator/allocator.ts';
 import type { BitmapStore } from '../bitmap/ports.ts';
+import type { OccupancyStore } from '../occupancy/ports.ts';
 import type { HintCache } from '../allocator/hint.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
 import type { ClaimStore, Clock, HealthProbe, LeaseIndex, PoolStore, Random } from '../ports.ts';
@@ -28,6 +29,8 @@ export interface Deps {
   /** The legacy bitmaps (RangeAllocation items): read by the allocation route and the drift repair. */
   readonly bitmaps: Pick<BitmapStore, 'getBitmap' | 'leaseHolders'>;
   readonly gates: AllocationGates;
+  /** The occupancy summary: utilization, the occupancy route, and the reconciler's build and repair of it. */
+  readonly occupancy: OccupancyStore;
   /** The reconciler's store: expiry index, repairs with their events, checkpoints; owner release and events too. */
   readonly reconcile: ReconcileStore;
 }

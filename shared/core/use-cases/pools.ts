@@ -5,7 +5,8 @@ import { checkDnsLabel } from '../names.ts';
 import type { Pool, PoolView, Range, Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
 import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
-import { intervalsSize } from '../allocator/intervals.ts';
+import { intervalsSize, type Interval } from '../allocator/intervals.ts';
+import { readSummary } from '../occupancy/reader.ts';
 import { nowIso, pageLimit, type Deps } from './deps.ts';
 
 export interface CreatePoolCommand {
@@ -26,7 +27,9 @@ export function normalizeExclusion(text: string, index: number): string {
 export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Pool> {
   const name = checkDnsLabel(cmd.name, 'name');
   const exclude = [...new Set((cmd.exclude ?? []).map(normalizeExclusion))];
-  const pool: Pool = { name, exclude, createdAt: nowIso(deps) };
+  const createdAt = nowIso(deps);
+  // A new pool has no leases: its (empty) summary is complete from the start.
+  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt };
   if ((await deps.pools.createPool(pool)) === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
   return pool;
 }
@@ -48,19 +51,34 @@ export interface PoolDetails {
   readonly utilization: Partial<Record<IpFamily, Utilization>>;
 }
 
-/** Utilization of one range: its capacity and the unexpired leases among its host addresses. */
-export async function rangeUtilization(deps: Deps, range: Range): Promise<Utilization> {
+/**
+ * Unexpired leases of a pool family in disjoint intervals. From the occupancy summary where the pool has one and none
+ * of its leases there has a TTL: reads proportional to the chunks, behind the leases by the stream's lag. Otherwise
+ * by counting the listing (reads proportional to the leases): the summary cannot tell an expired lease, which the
+ * rest of the API already treats as gone, from a live one.
+ */
+async function usedIn(deps: Deps, pool: Pool, family: IpFamily, intervals: readonly Interval[]): Promise<bigint> {
+  if (intervals.length === 0) return 0n;
+  if (pool.summarySince !== undefined) {
+    const summary = await readSummary(deps.occupancy, pool.name, family, intervals);
+    if (!summary.expiring) return summary.used;
+  }
+  return deps.leases.countLeases(pool.name, family, intervals, deps.clock.nowMs());
+}
+
+/** Utilization of one range of `pool`: its capacity and the leases among its host addresses. */
+export async function rangeUtilization(deps: Deps, pool: Pool, range: Range): Promise<Utilization> {
   const cidr = parseCidr(range.cidr);
   const size = capacity(cidr);
   const interval = hostInterval(cidr);
-  const used = interval ? await deps.leases.countLeases(range.pool, range.family, [interval], deps.clock.nowMs()) : 0n;
+  const used = await usedIn(deps, pool, range.family, interval ? [interval] : []);
   return { size, used, free: size - used };
 }
 
 /** A pool with its ranges and utilization, read consistently. @throws NotFoundError */
 export async function getPool(deps: Deps, name: string): Promise<PoolDetails> {
   const view = await deps.views.get(name, deps.clock.nowMs(), true);
-  const ranges = await Promise.all(view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, range) })));
+  const ranges = await Promise.all(view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, view.pool, range) })));
   return { pool: view.pool, ranges, utilization: await familyUtilization(deps, view) };
 }
 
@@ -71,7 +89,7 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
     if (ranges.length === 0) continue;
     const intervals = hostIntervals(ranges);
     const size = intervalsSize(intervals);
-    const used = intervals.length ? await deps.leases.countLeases(view.pool.name, family, intervals, deps.clock.nowMs()) : 0n;
+    const used = await usedIn(deps, view.pool, family, intervals);
     out[family] = { size, used, free: size - used };
   }
   return out;

@@ -32,7 +32,7 @@ export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<
     if (existing.cidr !== cidrText || existing.legacy !== legacy) {
       throw new ConflictError(`Range ${JSON.stringify(name)} already exists with cidr ${existing.cidr}${existing.legacy ? ' (legacy)' : ''}; ranges are immutable.`);
     }
-    return { range: existing, utilization: await rangeUtilization(deps, existing), created: false };
+    return { range: existing, utilization: await rangeUtilization(deps, view.pool, existing), created: false };
   }
   if (!legacy && !deps.gates.MultiCIDRServiceAllocator) {
     throw new ConflictError('Only legacy ranges can be created while the MultiCIDRServiceAllocator feature gate is off; set legacy: true or enable the gate.');
@@ -63,13 +63,13 @@ export async function getRange(deps: Deps, pool: string, name: string): Promise<
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   const range = view.ranges.find((r) => r.name === name);
   if (!range) throw new NotFoundError('range', name);
-  return { range, utilization: await rangeUtilization(deps, range) };
+  return { range, utilization: await rangeUtilization(deps, view.pool, range) };
 }
 
 /** All ranges of a pool with their utilization. @throws NotFoundError */
 export async function listRanges(deps: Deps, pool: string): Promise<{ range: Range; utilization: Utilization }[]> {
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
-  return Promise.all(view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, range) })));
+  return Promise.all(view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, view.pool, range) })));
 }
 
 /** The host addresses of this range that no other Ready range holds as host addresses: where a lease depends on it alone. */

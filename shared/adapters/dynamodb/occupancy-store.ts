@@ -1,0 +1,69 @@
+import { Bitmap } from '../../core/bitmap/bitmap.ts';
+import type { IpFamily } from '../../core/ip/address.ts';
+import { CHUNK_SIZE, type OccupancyChunk } from '../../core/occupancy/chunk.ts';
+import type { LeaseState, OccupancyStore } from '../../core/occupancy/ports.ts';
+import type { Item } from './codec.ts';
+import { itemExists, itemIsAbsent, both, versionIs } from './conditions.ts';
+import { chunkSortKey, Entity, keys, SCHEMA_VERSION } from './keys.ts';
+import { queryAll, type Table } from './table.ts';
+
+/** A chunk's item; the bitmaps in Go's big.Int byte order as the legacy bitmaps (an empty `expiring` is left out). */
+export function chunkToItem(chunk: OccupancyChunk): Item {
+  const expiring = chunk.expiring.count() > 0 ? { expiring: chunk.expiring.encode() } : {};
+  return {
+    ...keys.chunk(chunk.pool, chunk.family, chunk.index),
+    entity: Entity.Chunk,
+    schema: SCHEMA_VERSION,
+    pool: chunk.pool,
+    family: chunk.family,
+    index: chunk.index.toString(),
+    bits: chunk.bits.encode(),
+    ...expiring,
+    used: chunk.bits.count(),
+    version: chunk.version,
+    asOf: chunk.asOf,
+  };
+}
+
+export function itemToChunk(item: Item): OccupancyChunk {
+  const bytes = (name: string): Uint8Array => (item[name] instanceof Uint8Array ? (item[name] as Uint8Array) : new Uint8Array(0));
+  return {
+    pool: item.pool as string,
+    family: item.family as IpFamily,
+    index: BigInt(item.index as string),
+    bits: Bitmap.decode(bytes('bits'), CHUNK_SIZE),
+    expiring: Bitmap.decode(bytes('expiring'), CHUNK_SIZE),
+    version: item.version as number,
+    asOf: item.asOf as string,
+  };
+}
+
+/** The occupancy summary on the table: one item per chunk, a pool family's chunks in one partition. */
+export class TableOccupancyStore implements OccupancyStore {
+  constructor(private readonly table: Table) {}
+
+  async readChunks(pool: string, family: IpFamily, span: readonly [bigint, bigint]): Promise<OccupancyChunk[]> {
+    const items = await queryAll(this.table, { partition: keys.occupancy(pool, family), sort: { between: [chunkSortKey(family, span[0]), chunkSortKey(family, span[1])] } });
+    return items.filter((i) => i.entity === Entity.Chunk).map(itemToChunk);
+  }
+
+  async getChunk(pool: string, family: IpFamily, index: bigint): Promise<OccupancyChunk | undefined> {
+    const item = await this.table.get(keys.chunk(pool, family, index));
+    return item ? itemToChunk(item) : undefined;
+  }
+
+  async putChunk(chunk: OccupancyChunk, expected: number | 'absent'): Promise<'written' | 'changed'> {
+    const condition = expected === 'absent' ? itemIsAbsent() : both(itemExists(), versionIs(expected));
+    return (await this.table.write({ kind: 'put', item: chunkToItem(chunk), condition })).ok ? 'written' : 'changed';
+  }
+
+  async leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseState>> {
+    if (addresses.length === 0) return new Map();
+    const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt']);
+    return new Map(items.filter((i) => i.entity === Entity.Lease).map((i) => [i.address as string, { expiring: typeof i.expiresAt === 'number' }]));
+  }
+
+  async markSummarized(pool: string, sinceIso: string): Promise<void> {
+    await this.table.write({ kind: 'update', key: keys.pool(pool), update: { setIfAbsent: { summarySince: sinceIso } }, condition: itemExists() });
+  }
+}

@@ -1,0 +1,34 @@
+import type { IpFamily } from '../ip/address.ts';
+import type { Interval } from '../allocator/intervals.ts';
+import type { SummarySnapshot } from '../allocator/hint.ts';
+import { bitOf, chunkBase, chunkIndexOf, chunkSpan, countHeld, CHUNK_SIZE, type OccupancyChunk } from './chunk.ts';
+import type { OccupancyStore } from './ports.ts';
+
+/** A read of a pool family's summary over some intervals. */
+export interface Summary extends SummarySnapshot {
+  readonly chunks: readonly OccupancyChunk[];
+  /** Taken addresses within the intervals: the sum of the chunks' counts (reads proportional to chunks, not leases). */
+  readonly used: bigint;
+}
+
+/** Reads the chunks the intervals touch (one query) and answers membership and counts from their bits. */
+export async function readSummary(store: Pick<OccupancyStore, 'readChunks'>, pool: string, family: IpFamily, intervals: readonly Interval[]): Promise<Summary> {
+  const span = chunkSpan(intervals);
+  const chunks = span ? (await store.readChunks(pool, family, span)).filter((c) => touches(c, intervals)) : [];
+  const byIndex = new Map(chunks.map((c) => [c.index, c]));
+  const used = chunks.reduce((sum, c) => sum + countHeld(c, intervals), 0n);
+  const expiring = chunks.some((c) => c.expiring.count() > 0 && countHeld({ index: c.index, bits: c.expiring }, intervals) > 0n);
+  return {
+    chunks,
+    used,
+    expiring,
+    has: (value) => byIndex.get(chunkIndexOf(value))?.bits.has(bitOf(value)) ?? false,
+    count: (from, to) => chunks.reduce((sum, c) => sum + countHeld(c, [[from, to]]), 0n),
+  };
+}
+
+const touches = (chunk: OccupancyChunk, intervals: readonly Interval[]): boolean => {
+  const base = chunkBase(chunk.index);
+  const last = base + CHUNK_SIZE - 1n;
+  return intervals.some(([a, b]) => a <= last && b >= base);
+};

@@ -1,0 +1,119 @@
+import { NotReadyError } from '../errors.ts';
+import { parseAddress, type IpFamily } from '../ip/address.ts';
+import type { LeaseChange } from '../mirror/lease-change.ts';
+import type { Clock } from '../ports.ts';
+import { bitOf, chunkIndexOf, emptyChunk, type OccupancyChunk } from './chunk.ts';
+import type { OccupancyStore } from './ports.ts';
+
+export interface SummaryMirrorDeps {
+  readonly store: Pick<OccupancyStore, 'getChunk' | 'putChunk' | 'leaseStates'>;
+  readonly clock: Clock;
+  /** Read-settle-write rounds per chunk before its changes are reported failed. Default 8. */
+  readonly maxAttempts?: number;
+}
+
+/** How one chunk fared in a batch. */
+export interface ChunkOutcome {
+  readonly pool: string;
+  readonly family: IpFamily;
+  readonly index: bigint;
+  readonly outcome: 'written' | 'unchanged' | 'failed';
+  readonly changes: number;
+  readonly error?: unknown;
+}
+
+export interface SummaryResult {
+  /** Ids of the changes of every chunk whose write failed (the stream delivers them again). */
+  readonly failed: readonly string[];
+  readonly chunks: readonly ChunkOutcome[];
+}
+
+interface ChunkPlan {
+  readonly pool: string;
+  readonly family: IpFamily;
+  readonly index: bigint;
+  readonly addresses: Set<string>;
+  readonly ids: string[];
+}
+
+/**
+ * Keeps the occupancy summary equal to the lease items, from the table's stream: per batch at most one conditional
+ * write per chunk touched, whatever the batch's size. The same round as the legacy mirror (LegacyMirror), for the
+ * same reasons:
+ *
+ *   1. read the chunk (consistently)                      version v, or absent
+ *   2. read the lease items of the batch's addresses      consistently, AFTER 1
+ *   3. bit := lease item exists                           (so redelivered, duplicated, reordered records are harmless)
+ *   4. put the chunk IF version = v (or absent)           lost the race -> back to 1
+ *
+ * Only this mirror and the reconciler's repair (which runs the same round) write chunks. A lease change after step 2
+ * has a later record of its own, so once the stream drains every bit equals its lease item. It never vetoes an
+ * allocation: a chunk that lags costs a collision, never a duplicate (the conditional write judges every allocation).
+ */
+export class SummaryMirror {
+  private readonly maxAttempts: number;
+
+  constructor(private readonly deps: SummaryMirrorDeps) {
+    this.maxAttempts = deps.maxAttempts ?? 8;
+  }
+
+  async apply(changes: readonly LeaseChange[]): Promise<SummaryResult> {
+    const plans = new Map<string, ChunkPlan>();
+    for (const change of changes) {
+      let address;
+      try {
+        address = parseAddress(change.address);
+      } catch {
+        continue;
+      }
+      const index = chunkIndexOf(address.value);
+      const key = `${change.pool}\u0000${address.family}\u0000${index}`;
+      let plan = plans.get(key);
+      if (!plan) {
+        plan = { pool: change.pool, family: address.family, index, addresses: new Set(), ids: [] };
+        plans.set(key, plan);
+      }
+      plan.addresses.add(change.address);
+      plan.ids.push(change.id);
+    }
+    const failed: string[] = [];
+    const chunks = await Promise.all(
+      [...plans.values()].map(async (plan): Promise<ChunkOutcome> => {
+        const base = { pool: plan.pool, family: plan.family, index: plan.index, changes: plan.ids.length };
+        try {
+          return { ...base, outcome: await this.settleChunk(plan.pool, plan.family, plan.index, [...plan.addresses]) };
+        } catch (error) {
+          failed.push(...plan.ids);
+          return { ...base, outcome: 'failed', error };
+        }
+      }),
+    );
+    return { failed, chunks };
+  }
+
+  /**
+   * Makes the bits of these addresses (all in one chunk) equal to their lease items: steps 1-4 above.
+   * @throws NotReadyError when the chunk keeps changing; store errors as they come
+   */
+  async settleChunk(pool: string, family: IpFamily, index: bigint, addresses: readonly string[]): Promise<'written' | 'unchanged'> {
+    for (let attempt = 0; attempt < this.maxAttempts; attempt += 1) {
+      const current = await this.deps.store.getChunk(pool, family, index);
+      const states = await this.deps.store.leaseStates(pool, addresses);
+      const chunk = current ?? emptyChunk(pool, family, index);
+      const bits = chunk.bits.clone();
+      const expiring = chunk.expiring.clone();
+      let changed = false;
+      for (const text of addresses) {
+        const bit = bitOf(parseAddress(text).value);
+        const state = states.get(text);
+        changed = (state ? bits.set(bit) : bits.clear(bit)) || changed;
+        changed = (state?.expiring ? expiring.set(bit) : expiring.clear(bit)) || changed;
+      }
+      // An absent chunk is an empty one: nothing to write until a bit is set.
+      if (!changed) return 'unchanged';
+      const next: OccupancyChunk = { ...chunk, bits, expiring, version: chunk.version + 1, asOf: new Date(this.deps.clock.nowMs()).toISOString() };
+      if ((await this.deps.store.putChunk(next, current ? current.version : 'absent')) === 'written') return 'written';
+    }
+    throw new NotReadyError(`A chunk of pool ${JSON.stringify(pool)}'s summary kept changing during ${this.maxAttempts} rounds.`);
+  }
+}

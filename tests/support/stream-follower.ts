@@ -1,0 +1,76 @@
+import { TableOccupancyStore } from '../../shared/adapters/dynamodb/occupancy-store.ts';
+import type { Key } from '../../shared/adapters/dynamodb/keys.ts';
+import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
+import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
+import { systemClock } from '../../shared/adapters/system.ts';
+import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { SummaryMirror } from '../../shared/core/occupancy/summary-mirror.ts';
+
+/** The lease addresses a write touches, read off its keys (LEASE#<pool>#<address>). */
+function leaseKeysOf(ops: readonly WriteOp[]): { pool: string; address: string }[] {
+  const out: { pool: string; address: string }[] = [];
+  for (const op of ops) {
+    const pk = String(op.kind === 'put' ? op.item.PK : op.key.PK);
+    if (!pk.startsWith('LEASE#')) continue;
+    const rest = pk.slice('LEASE#'.length);
+    const split = rest.lastIndexOf('#');
+    out.push({ pool: rest.slice(0, split), address: rest.slice(split + 1) });
+  }
+  return out;
+}
+
+/**
+ * A table whose writes run the stream function's summary upkeep before they return: a stream with no lag, for tests
+ * of the use cases that read utilization or the summary right after a write. The real path (a DynamoDB stream, the
+ * poller, redelivery and reordering) has its own tests; the upkeep here is the same SummaryMirror, and it settles
+ * each address from the lease item itself, so the state a change claims does not matter.
+ */
+export class FollowedTable implements Table {
+  readonly name: string;
+  private readonly mirror: SummaryMirror;
+  private sequence = 0;
+  /** One batch at a time, as one stream shard's records are (concurrent writers would only race on the chunks). */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly inner: Table) {
+    this.name = inner.name;
+    this.mirror = new SummaryMirror({ store: new TableOccupancyStore(inner), clock: systemClock });
+  }
+
+  get(key: Key): Promise<Item | undefined> {
+    return this.inner.get(key);
+  }
+
+  batchGet(keys: readonly Key[], attributes?: readonly string[]): Promise<Item[]> {
+    return this.inner.batchGet(keys, attributes);
+  }
+
+  async write(op: WriteOp): Promise<WriteResult> {
+    const result = await this.inner.write(op);
+    if (result.ok) await this.follow([op]);
+    return result;
+  }
+
+  async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
+    const verdicts = await this.inner.transact(ops);
+    if (!verdicts) await this.follow(ops);
+    return verdicts;
+  }
+
+  query(query: Query): Promise<QueryPage> {
+    return this.inner.query(query);
+  }
+
+  describe(): Promise<string> {
+    return this.inner.describe();
+  }
+
+  private async follow(ops: readonly WriteOp[]): Promise<void> {
+    const changes: LeaseChange[] = leaseKeysOf(ops).map(({ pool, address }) => ({ id: String((this.sequence += 1)), pool, address, state: LeaseState.Held }));
+    if (changes.length === 0) return;
+    const run = this.queue.then(() => this.mirror.apply(changes));
+    this.queue = run.catch(() => undefined);
+    const result = await run;
+    if (result.failed.length) throw new Error(`The test stream could not settle ${result.failed.length} lease changes.`);
+  }
+}

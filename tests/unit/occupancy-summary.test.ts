@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest';
+import { buildContainer } from '../../shared/adapters/composition.ts';
+import { keys } from '../../shared/adapters/dynamodb/keys.ts';
+import { leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
+import { TableOccupancyStore } from '../../shared/adapters/dynamodb/occupancy-store.ts';
+import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { formatAddress, IpFamily } from '../../shared/core/ip/address.ts';
+import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { chunkIndexOf, CHUNK_SIZE } from '../../shared/core/occupancy/chunk.ts';
+import { readSummary } from '../../shared/core/occupancy/reader.ts';
+import { SummaryMirror } from '../../shared/core/occupancy/summary-mirror.ts';
+import { createClaim } from '../../shared/core/use-cases/claims.ts';
+import { createPool, getPool } from '../../shared/core/use-cases/pools.ts';
+import { createRange } from '../../shared/core/use-cases/ranges.ts';
+import { RangeFullError } from '../../shared/core/errors.ts';
+import { ManualClock, owner } from '../support/fakes.ts';
+import { SeededRandom } from './fakes.ts';
+
+const config = loadConfig({ TABLE_NAME: 'memory', LEASE_INDEX_SHARDS: '4' });
+const clock = new ManualClock();
+
+/** Writes or deletes a lease item straight into the table (what a claim commit or release does to it). */
+async function setLease(table: MemoryTable, address: string, held: boolean, ttl = false): Promise<void> {
+  if (!held) {
+    await table.write({ kind: 'delete', key: keys.lease('p', address) });
+    return;
+  }
+  const lease = { pool: 'p', address, family: IpFamily.IPv4, range: 'r', claim: `c-${address}`, claimUid: `u-${address}`, owner: owner('x'), createdAt: '', ...(ttl ? { expiresAt: clock.nowMs() + 60_000 } : {}) };
+  await table.write({ kind: 'put', item: leaseToItem(lease, 4) });
+}
+
+/** The summary's set bits over 10.0.0.0/16, as addresses. */
+async function summaryOf(table: MemoryTable): Promise<string[]> {
+  const summary = await readSummary(new TableOccupancyStore(table), 'p', IpFamily.IPv4, [[0x0a000000n, 0x0a00ffffn]]);
+  const out: string[] = [];
+  for (const chunk of summary.chunks) chunk.bits.forEachSet((bit) => out.push(formatAddress({ family: IpFamily.IPv4, value: chunk.index * CHUNK_SIZE + BigInt(bit) })));
+  return out.sort();
+}
+
+async function leasesOf(table: MemoryTable): Promise<string[]> {
+  return table
+    .items()
+    .filter((i) => i.entity === 'lease')
+    .map((i) => i.address as string)
+    .sort();
+}
+
+describe('Class: SummaryMirror', () => {
+  it('converges to the lease items whatever the batches: redelivered, duplicated and reordered, over 30 seeds', async () => {
+    for (let seed = 1; seed <= 30; seed += 1) {
+      // Prepare: random lease writes over three chunks, each recorded as its stream record
+      const random = new SeededRandom(seed);
+      const table = new MemoryTable();
+      const records: LeaseChange[] = [];
+      for (let i = 0; i < 60; i += 1) {
+        const address = formatAddress({ family: IpFamily.IPv4, value: 0x0a000000n + random.below(3n * CHUNK_SIZE) / 97n });
+        const held = random.unit() < 0.6;
+        await setLease(table, address, held, random.unit() < 0.3);
+        records.push({ id: String(i), pool: 'p', address, state: held ? LeaseState.Held : LeaseState.Gone });
+      }
+      const mirror = new SummaryMirror({ store: new TableOccupancyStore(table), clock });
+      // Act: batches cut at random, some delivered twice, some older ones again after newer ones, shuffled inside
+      const batches: LeaseChange[][] = [];
+      for (let i = 0; i < records.length; ) {
+        const size = 1 + Number(random.below(10n));
+        batches.push(records.slice(i, i + size));
+        i += size;
+      }
+      const deliveries: LeaseChange[][] = [];
+      for (const batch of batches) {
+        deliveries.push([...batch].sort(() => random.unit() - 0.5));
+        if (random.unit() < 0.3) deliveries.push([...batch, ...batch]);
+        if (random.unit() < 0.3) deliveries.push(batches[Number(random.below(BigInt(batches.length)))]!);
+      }
+      for (const delivery of deliveries) expect((await mirror.apply(delivery)).failed).toEqual([]);
+      // Assess
+      expect(await summaryOf(table), `seed ${seed}`).toEqual(await leasesOf(table));
+    }
+  });
+
+  it('marks leases with a TTL as expiring, and clears the mark with the lease', async () => {
+    // Prepare
+    const table = new MemoryTable();
+    const mirror = new SummaryMirror({ store: new TableOccupancyStore(table), clock });
+    await setLease(table, '10.0.0.5', true, true);
+    await setLease(table, '10.0.0.6', true, false);
+    // Act
+    await mirror.apply([
+      { id: '1', pool: 'p', address: '10.0.0.5', state: LeaseState.Held },
+      { id: '2', pool: 'p', address: '10.0.0.6', state: LeaseState.Held },
+    ]);
+    const before = await readSummary(new TableOccupancyStore(table), 'p', IpFamily.IPv4, [[0x0a000000n, 0x0a0000ffn]]);
+    await setLease(table, '10.0.0.5', false);
+    await mirror.apply([{ id: '3', pool: 'p', address: '10.0.0.5', state: LeaseState.Gone }]);
+    const after = await readSummary(new TableOccupancyStore(table), 'p', IpFamily.IPv4, [[0x0a000000n, 0x0a0000ffn]]);
+    // Assess
+    expect([before.used, before.expiring]).toEqual([2n, true]);
+    expect([after.used, after.expiring]).toEqual([1n, false]);
+  });
+
+  it('writes one chunk per batch however many of its addresses change, and reports a chunk that keeps changing as failed', async () => {
+    // Prepare
+    const table = new MemoryTable();
+    for (let i = 1; i <= 50; i += 1) await setLease(table, `10.0.0.${i}`, true);
+    const mirror = new SummaryMirror({ store: new TableOccupancyStore(table), clock });
+    const changes = Array.from({ length: 50 }, (_, i) => ({ id: String(i), pool: 'p', address: `10.0.0.${i + 1}`, state: LeaseState.Held }));
+    // Act
+    const before = table.calls().write;
+    const result = await mirror.apply(changes);
+    const writes = table.calls().write - before;
+    const always = new SummaryMirror({ store: { ...new TableOccupancyStore(table), getChunk: async () => undefined, leaseStates: async () => new Map([['10.0.0.1', { expiring: false }]]), putChunk: async () => 'changed' as const }, clock, maxAttempts: 3 });
+    const lost = await always.apply([{ id: 'x', pool: 'p', address: '10.0.0.1', state: LeaseState.Held }]);
+    // Assess
+    expect(result.chunks).toEqual([expect.objectContaining({ outcome: 'written', changes: 50, index: chunkIndexOf(0x0a000001n) })]);
+    expect(writes).toBe(1);
+    expect(lost.failed).toEqual(['x']);
+  });
+});
+
+describe('Allocation with the summary', () => {
+  /** A container on a table whose stream function never runs: the summary stays empty whatever is leased. */
+  async function unfollowed(cidr: string, summarized: boolean) {
+    const table = new MemoryTable();
+    const container = buildContainer(config, { table, clock, random: new SeededRandom(7) });
+    const pool = await createPool(container.deps, { name: 'p' });
+    if (!summarized) {
+      // A pool from before the summary: no summarySince.
+      await table.write({ kind: 'update', key: keys.pool('p'), update: { set: { summarySince: null } } });
+      container.deps.views.forget('p');
+    }
+    await createRange(container.deps, { pool: 'p', cidr });
+    return { table, container, pool };
+  }
+
+  it('never trusts a summary that lags: every address once, then RangeFull, with no stream function at all', async () => {
+    // Prepare: a /28 (14 hosts); the summary of this pool is complete but never updated
+    const { container } = await unfollowed('10.9.0.0/28', true);
+    const siblings = [container, buildContainer(config, { table: container.table, clock, random: new SeededRandom(8) }), buildContainer(config, { table: container.table, clock, random: new SeededRandom(9) })];
+    // Act
+    const got: string[] = [];
+    for (let i = 0; i < 14; i += 1) got.push((await createClaim(siblings[i % 3]!.deps, { pool: 'p', name: `c${i}`, owner: owner(`u${i}`) })).claim.addresses[0]!.address);
+    const full = await createClaim(siblings[1]!.deps, { pool: 'p', name: 'c14', owner: owner('u14') }).catch((e: unknown) => e);
+    // Assess
+    expect(new Set(got).size).toBe(14);
+    expect(full).toBeInstanceOf(RangeFullError);
+  });
+
+  it('reads the listing for a pool without a summary, and counts its utilization from the leases', async () => {
+    // Prepare
+    const { table, container } = await unfollowed('10.9.0.0/28', false);
+    const reads: string[] = [];
+    const counted = buildContainer(config, {
+      table,
+      clock,
+      random: new SeededRandom(3),
+      wrapStores: (s) => ({ ...s, occupancy: { ...s.occupancy, readChunks: (...a) => (reads.push('chunks'), s.occupancy.readChunks(...a)) }, leases: { ...s.leases, takenAddresses: (...a) => (reads.push('listing'), s.leases.takenAddresses(...a)), getLease: s.leases.getLease.bind(s.leases), listLeases: s.leases.listLeases.bind(s.leases), countLeases: s.leases.countLeases.bind(s.leases) } }),
+    });
+    // Act
+    await createClaim(counted.deps, { pool: 'p', name: 'a', owner: owner('a') });
+    const details = await getPool(container.deps, 'p');
+    // Assess
+    expect(reads).toEqual(['listing']);
+    expect(details.utilization.IPv4?.used).toBe(1n);
+  });
+});
