@@ -43,6 +43,38 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       expect(ranges).toEqual({ '10.9.0.16-28': 1, big: 2 });
     });
 
+    it('answers a range\'s occupancy in bulk: slices of the summary cut to the range, bit i meaning first + i', async () => {
+      // Prepare: a /20 (one chunk) and a /24 inside it, three leases in the /24 and one outside it
+      const api = await testApi();
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.8.0.0/20', name: 'wide' });
+      await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.8.1.0/24', name: 'small' });
+      for (const [i, address] of ['10.8.1.1', '10.8.1.9', '10.8.1.254', '10.8.7.7'].entries()) {
+        expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`), addresses: [address] })).status).toBe(201);
+      }
+      // Act
+      const small = await api.call('GET', '/v1/pools/p/ranges/small/occupancy');
+      const wide = await api.call('GET', '/v1/pools/p/ranges/wide/occupancy');
+      const missing = await api.call('GET', '/v1/pools/p/ranges/none/occupancy');
+      // Assess
+      const held = (body: Record<string, unknown>): number[] => {
+        const slices = body.slices as { bits: string; count: number }[];
+        const out: number[] = [];
+        for (const slice of slices) {
+          const bytes = Buffer.from(slice.bits, 'base64');
+          for (let i = 0; i < slice.count; i += 1) if (bytes[i >> 3]! & (1 << (i & 7))) out.push(i);
+        }
+        return out;
+      };
+      expect(small.status).toBe(200);
+      expect(small.body).toMatchObject({ range: 'small', cidr: '10.8.1.0/24', size: 254, used: 3, source: 'summary', chunkSize: 4096 });
+      expect((small.body.slices as { first: string; count: number }[]).map((s) => [s.first, s.count])).toEqual([['10.8.1.0', 256]]);
+      expect(held(small.body)).toEqual([1, 9, 254]);
+      expect(wide.body).toMatchObject({ used: 4 });
+      expect(held(wide.body)).toEqual([257, 265, 510, 1799]);
+      expect(missing.status).toBe(404);
+    });
+
     it('treats a range as immutable: same spec returns it, another CIDR under its name is a conflict', async () => {
       const api = await testApi();
       await api.call('POST', '/v1/pools', { name: 'p' });

@@ -4,6 +4,7 @@ import type { Claim, Lease, Owner, Pool, Range, Utilization } from '../../core/m
 /** An owner with its fields in one order, whatever order storage returned them in. */
 const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
 import type { PoolDetails } from '../../core/use-cases/pools.ts';
+import type { RangeOccupancy } from '../../core/use-cases/occupancy.ts';
 
 /** Utilization as JSON: exact counts, decimal strings beyond 2^53. */
 export function utilizationDto(u: Utilization): { size: number | string; used: number | string; free: number | string } {
@@ -58,5 +59,20 @@ export function leaseDto(lease: Lease): Record<string, unknown> {
     owner: ownerDto(lease.owner),
     createdAt: lease.createdAt,
     ...(lease.expiresAt !== undefined ? { expiresAt: new Date(lease.expiresAt).toISOString() } : {}),
+  };
+}
+
+/** A range's occupancy as JSON: each slice's bits in base64 (bit i, LSB first in byte i >> 3, is address first + i). */
+export function occupancyDto(o: RangeOccupancy): Record<string, unknown> {
+  return {
+    pool: o.range.pool,
+    range: o.range.name,
+    cidr: o.range.cidr,
+    family: o.range.family,
+    size: countToJson(o.size),
+    used: countToJson(o.used),
+    source: o.source,
+    chunkSize: o.chunkSize,
+    slices: o.slices.map((s) => ({ first: s.first, count: s.count, used: s.used, bits: Buffer.from(s.bits).toString('base64'), asOf: s.asOf })),
   };
 }

@@ -15,6 +15,7 @@ export const routeKeys = [
   'GET /v1/pools/{pool}/ranges/{range}',
   'DELETE /v1/pools/{pool}/ranges/{range}',
   'GET /v1/pools/{pool}/ranges/{range}/allocation',
+  'GET /v1/pools/{pool}/ranges/{range}/occupancy',
   'POST /v1/pools/{pool}/claims',
   'GET /v1/pools/{pool}/claims',
   'GET /v1/pools/{pool}/claims/{claim}',

@@ -7,7 +7,8 @@ import * as pools from '../../core/use-cases/pools.ts';
 import * as ranges from '../../core/use-cases/ranges.ts';
 import * as claims from '../../core/use-cases/claims.ts';
 import * as addresses from '../../core/use-cases/addresses.ts';
-import { claimDto, leaseDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
+import { getRangeOccupancy } from '../../core/use-cases/occupancy.ts';
+import { claimDto, leaseDto, occupancyDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
 import { etagOf } from './etag.ts';
 import { ifMatch, ownerQuery, pageParams, parseBody, pathParam, rangeQuery, type FieldSpec } from './request.ts';
 import type { RouteKey } from './route-keys.ts';
@@ -100,6 +101,9 @@ export const routes = {
   'GET /v1/pools/{pool}/ranges/{range}': async ({ event, deps }) => {
     const r = await ranges.getRange(deps, pathParam(event, 'pool'), pathParam(event, 'range'));
     return json(200, rangeDto(r.range, r.utilization));
+  },
+  'GET /v1/pools/{pool}/ranges/{range}/occupancy': async ({ event, deps }) => {
+    return json(200, occupancyDto(await getRangeOccupancy(deps, pathParam(event, 'pool'), pathParam(event, 'range'))));
   },
   'DELETE /v1/pools/{pool}/ranges/{range}': async ({ event, deps }) => {
     const outcome = await ranges.deleteRange(deps, pathParam(event, 'pool'), pathParam(event, 'range'));
