@@ -2,6 +2,7 @@ import { Agent } from 'node:http';
 import { DynamoDBClient, type TransactWriteItemsCommandInput, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
 import type { PartitionLimiter } from './limiter.ts';
 import { addUsage, emptyUsage, type Pricer, type Usage } from './meter.ts';
+import { leaseWritesOf, type WriteTap } from './stream-feed.ts';
 
 /** Counts what a client's attempts cost while `recording` is on; set-up traffic is sent with recording off. */
 export class Meter {
@@ -30,6 +31,8 @@ export interface BenchClientOptions {
   readonly sockets?: number;
   /** While `halted`, attempts fail at once with an AbortError (not sent, not counted): ends a run's calls in flight. */
   readonly gate?: { halted: boolean };
+  /** Told the lease keys of every write that succeeded (the bench's stand-in for the table's stream). */
+  readonly tap?: WriteTap;
 }
 
 /** What a halted client throws; the adapters treat it as a timeout (NotReady), so a call in flight ends quickly. */
@@ -111,6 +114,11 @@ export function createBenchClient(options: BenchClientOptions): DynamoDBClient {
         const assessment = pricer.assess(op, args.input, result.output, undefined);
         meter.add(assessment.usage);
         limiter?.settle(planned, assessment.charges);
+        const listener = options.tap?.listener;
+        if (listener) {
+          const leases = leaseWritesOf(op, args.input);
+          if (leases.length) listener(leases);
+        }
         return result;
       } catch (error) {
         const assessment = pricer.assess(op, args.input, undefined, error);

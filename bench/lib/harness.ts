@@ -1,3 +1,4 @@
+import type { WriteTap } from './stream-feed.ts';
 import { DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../../scripts/dynamodb-local.ts';
@@ -44,6 +45,8 @@ export interface Bench {
   readonly gate: { halted: boolean };
   /** A further measured client (its own meter) on the same ledger and limiter: a background worker's, say. */
   extraClient(meter: Meter, maxAttempts?: number): DynamoDBClient;
+  /** The lease writes of the measured and set-up clients, for a strategy that runs the stream function. */
+  readonly tap: WriteTap;
   close(): Promise<void>;
 }
 
@@ -54,10 +57,11 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
   const meter = new Meter();
   const limiter = mode === Mode.Limited ? new PartitionLimiter() : undefined;
   const gate = { halted: false };
-  const client = createBenchClient({ endpoint: engine.endpoint, pricer, meter, gate, ...(limiter ? { limiter } : {}) });
+  const tap: WriteTap = {};
+  const client = createBenchClient({ endpoint: engine.endpoint, pricer, meter, gate, tap, ...(limiter ? { limiter } : {}) });
   const setupMeter = new Meter();
   setupMeter.recording = false;
-  const setupClient = createBenchClient({ endpoint: engine.endpoint, pricer, meter: setupMeter, maxAttempts: 5 });
+  const setupClient = createBenchClient({ endpoint: engine.endpoint, pricer, meter: setupMeter, maxAttempts: 5, tap });
   // No stream: the mirror scenario feeds its stream records to the handler itself, and DynamoDB Local slows down
   // with every stream record it keeps (it looks the stream up on each write), which skewed the later scenarios.
   await createTable(setupClient, tableName, { stream: false });
@@ -70,6 +74,7 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
     client,
     setupClient,
     gate,
+    tap,
     extraClient: (m, maxAttempts = 3) => createBenchClient({ endpoint: engine.endpoint, pricer, meter: m, maxAttempts, gate, ...(limiter ? { limiter } : {}) }),
     async close() {
       await setupClient.send(new DeleteTableCommand({ TableName: tableName })).catch(() => undefined);
@@ -81,7 +86,7 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
 }
 
 export function strategyContext(bench: Bench, cidr: string, pool = 'bench'): StrategyContext {
-  return { tableName: bench.tableName, pool, cidr, client: bench.client, setupClient: bench.setupClient };
+  return { tableName: bench.tableName, pool, cidr, client: bench.client, setupClient: bench.setupClient, tap: bench.tap, streamClient: () => bench.extraClient(bench.meter, 3) };
 }
 
 /** A client's view of one call: its outcome and how long it took. */

@@ -40,8 +40,10 @@ export const exhaustionScenario: Scenario = {
       for (const mode of modes) {
         for (const strategy of ctx.strategies) {
           const bench = await openBench(ctx.engine, `ex-${strategy.name}`, mode);
+          let opened: StrategyRun | undefined;
           try {
             const run: StrategyRun = await strategy.open(strategyContext(bench, cidr));
+            opened = run;
             const prefilled = randomOffsets(size, Math.floor(size * prefill));
             await run.prefill(prefilled.map(BigInt));
             const free = size - prefilled.length;
@@ -96,6 +98,7 @@ export const exhaustionScenario: Scenario = {
             });
             ctx.log(`exhaustion ${mode} ${strategy.name} ${cidr}: ${fill.allocated.length}/${free} in ${round(seconds, 1)} s, held ${inspection.held.length}/${size}, warm probe ${warm.answer} in ${warm.requests} req, retry ${retry.answer} in ${retry.requests} req, cold ${cold.answer} in ${cold.requests} req`);
           } finally {
+            await opened?.close?.();
             await bench.close();
           }
         }

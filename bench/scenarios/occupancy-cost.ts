@@ -4,7 +4,7 @@ import { capacity, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { findDuplicates, Mode, warmAll, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { lineChart } from '../lib/svg.ts';
-import type { Caller } from '../strategies/strategy.ts';
+import type { Caller, StrategyRun } from '../strategies/strategy.ts';
 
 /**
  * Requests and capacity units per allocation as the range fills (0 % to 99.9 %), with 1 and 32 callers. At each
@@ -31,8 +31,10 @@ export const occupancyCostScenario: Scenario = {
     for (const mode of [Mode.Raw, Mode.Limited]) {
       for (const strategy of ctx.strategies) {
         const bench = await openBench(ctx.engine, `oc-${strategy.name}`, mode);
+        let opened: StrategyRun | undefined;
         try {
-          const run = await strategy.open(strategyContext(bench, cidr));
+          const run: StrategyRun = await strategy.open(strategyContext(bench, cidr));
+          opened = run;
           const occupied = new Set<number>();
           const warmCallers: Caller[] = Array.from({ length: Math.max(...callerCounts) }, (_, i) => run.caller(i));
           for (const occupancy of sweep[mode]) {
@@ -84,6 +86,7 @@ export const occupancyCostScenario: Scenario = {
             await run.undo(taken, unanswered);
           }
         } finally {
+          await opened?.close?.();
           await bench.close();
         }
       }

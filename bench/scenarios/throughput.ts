@@ -4,7 +4,7 @@ import { capacity, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { findDuplicates, Mode, warmAll, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { lineChart } from '../lib/svg.ts';
-import type { Caller } from '../strategies/strategy.ts';
+import type { Caller, StrategyRun } from '../strategies/strategy.ts';
 
 /**
  * Allocations per second against callers (1, 8, 32, 128) at 0, 50 and 90 % occupancy, per strategy, raw and with
@@ -37,8 +37,10 @@ export const throughputScenario: Scenario = {
     for (const mode of [Mode.Raw, Mode.Limited]) {
       for (const strategy of ctx.strategies) {
         const bench = await openBench(ctx.engine, `tp-${strategy.name}`, mode);
+        let opened: StrategyRun | undefined;
         try {
-          const run = await strategy.open(strategyContext(bench, cidr));
+          const run: StrategyRun = await strategy.open(strategyContext(bench, cidr));
+          opened = run;
           const occupied = new Set<number>();
           const callers: Caller[] = [];
           const warmed = new Set<Caller>();
@@ -98,6 +100,7 @@ export const throughputScenario: Scenario = {
           const hottest = bench.limiter?.hottest(2) ?? [];
           if (hottest.length) notes.push(`${strategy.name} (limited): hottest keys ${hottest.map((h) => `${h.partition.split('|').slice(1).join('|')} (${h.refusals} refusals)`).join(', ')}`);
         } finally {
+          await opened?.close?.();
           await bench.close();
         }
       }

@@ -1,6 +1,7 @@
 import { buildContainer } from '../../shared/adapters/composition.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { PickStrategy } from '../../shared/core/allocator/lease-allocator.ts';
+import { HintSource } from '../../shared/core/allocator/hint.ts';
 import { NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
 import { parseCidr } from '../../shared/core/ip/cidr.ts';
 import { hostIntervals, rangesOf } from '../../shared/core/allocator/pool-geometry.ts';
@@ -8,6 +9,7 @@ import { createClaim } from '../../shared/core/use-cases/claims.ts';
 import { createPool } from '../../shared/core/use-cases/pools.ts';
 import { createRange } from '../../shared/core/use-cases/ranges.ts';
 import { benchOwner, deleteLeases, inspectLeases, prefillLeases } from './lease-items.ts';
+import { StreamFeed } from '../lib/stream-feed.ts';
 import type { Caller, Strategy, StrategyContext, StrategyRun } from './strategy.ts';
 
 /** The configuration the handlers would read, for a benchmark table. */
@@ -35,12 +37,24 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
       await createPool(setup.deps, { name: ctx.pool });
       const { range } = await createRange(setup.deps, { pool: ctx.pool, cidr: ctx.cidr });
       const shards = config.leaseIndexShards;
+      // The stream function keeps the occupancy summary the hint reads: fed every lease write of both clients,
+      // its requests counted with the measured client's (its cost is part of lease's cost per allocation).
+      const feed = new StreamFeed(buildContainer(config, { client: ctx.streamClient() }).mirror);
+      ctx.tap.listener = (leases) => feed.push(leases);
+      feed.start();
       let prefills = 0;
       return {
         async prefill(offsets) {
           prefills += 1;
           await prefillLeases(ctx, range.name, offsets, shards, String(prefills));
+          await feed.drain();
         },
+        settle: () => feed.drain(),
+        async close() {
+          ctx.tap.listener = undefined;
+          await feed.stop();
+        },
+        streamLagMs: () => feed.stats.lagMs,
         caller(index): Caller {
           const { deps } = buildContainer(config, { client: ctx.client, strategy });
           return {
@@ -50,7 +64,8 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
               const view = await deps.views.get(ctx.pool, deps.clock.nowMs(), true);
               const family = parseCidr(ctx.cidr).family;
               // The same intervals the allocator asks the hint for, so its cache entry is the one refreshed.
-              await deps.hints.get(ctx.pool, family, hostIntervals(rangesOf(view, family)), deps.clock.nowMs(), true);
+              const source = view.pool.summarySince !== undefined ? HintSource.Summary : HintSource.Listing;
+              await deps.hints.get(ctx.pool, family, hostIntervals(rangesOf(view, family)), deps.clock.nowMs(), true, source);
             },
             async allocate(claimName) {
               try {
@@ -64,7 +79,10 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
             },
           };
         },
-        undo: (claims, unanswered) => deleteLeases(ctx, claims, unanswered),
+        async undo(claims, unanswered) {
+          await deleteLeases(ctx, claims, unanswered);
+          await feed.drain();
+        },
         inspect: () => inspectLeases(ctx),
       };
     },

@@ -1,4 +1,5 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { WriteTap } from '../lib/stream-feed.ts';
 
 /** One allocation attempt as a client of the IPAM sees it. */
 export type AllocationOutcome =
@@ -39,6 +40,10 @@ export interface StrategyContext {
   readonly client: DynamoDBClient;
   /** Client for set-up and checks: priced (so the size ledger sees every item) but neither counted nor limited. */
   readonly setupClient: DynamoDBClient;
+  /** Where both clients report their lease writes (a strategy that runs the stream function listens). */
+  readonly tap: WriteTap;
+  /** A client for the stream function: counted with the measured client's meter (its cost is the strategy's). */
+  streamClient(): DynamoDBClient;
 }
 
 /** A strategy opened on a table. */
@@ -52,6 +57,12 @@ export interface StrategyRun {
    * answered, and any the calls named in `unanswered` committed without their caller seeing it.
    */
   undo(claims: readonly { claimName: string; address: string }[], unanswered: readonly string[]): Promise<void>;
+  /** Waits until the stream function has seen every write so far (after a pre-fill or an undo; not measured). */
+  settle?(): Promise<void>;
+  /** Stops what the strategy runs in the background. */
+  close?(): Promise<void>;
+  /** Lags of the stream function so far, from a write to the end of the batch that delivered it (ms). */
+  streamLagMs?(): readonly number[];
   /**
    * Every address the store says is held, with its holder (an address listed twice is a duplicate), and any
    * disagreement between the store's own records (a claim without its lease, a bit without its lease, ...).

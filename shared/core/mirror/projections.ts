@@ -16,7 +16,10 @@ export interface ProjectionResult {
  * the redelivery it causes is harmless to both (each re-reads the lease items).
  */
 export class LeaseProjections {
-  constructor(private readonly summary: SummaryMirror, private readonly legacy: LegacyMirror) {}
+  constructor(
+    readonly summary: SummaryMirror,
+    readonly legacy: LegacyMirror,
+  ) {}
 
   async apply(changes: readonly LeaseChange[]): Promise<ProjectionResult> {
     const [summary, legacy] = await Promise.all([this.summary.apply(changes), this.legacy.apply(changes)]);

@@ -1,0 +1,116 @@
+import type { TransactWriteItemsCommandInput, AttributeValue } from '@aws-sdk/client-dynamodb';
+import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+
+/** Where a bench client reports the lease keys of each write that succeeded. */
+export interface WriteTap {
+  listener?: (leases: readonly { pool: string; address: string }[]) => void;
+}
+
+type Keyed = { Key?: Record<string, AttributeValue>; Item?: Record<string, AttributeValue> } | undefined;
+
+const leaseOf = (keyed: Keyed): { pool: string; address: string } | undefined => {
+  const pk = (keyed?.Key ?? keyed?.Item)?.PK?.S;
+  if (!pk?.startsWith('LEASE#')) return undefined;
+  const rest = pk.slice('LEASE#'.length);
+  const split = rest.lastIndexOf('#');
+  return { pool: rest.slice(0, split), address: rest.slice(split + 1) };
+};
+
+/** The lease items a successful write touched, read off its input. */
+export function leaseWritesOf(op: string, input: unknown): { pool: string; address: string }[] {
+  const found: ({ pool: string; address: string } | undefined)[] = [];
+  if (op === 'TransactWriteItems') {
+    for (const t of (input as TransactWriteItemsCommandInput).TransactItems ?? []) found.push(leaseOf(t.Put), leaseOf(t.Delete), leaseOf(t.Update));
+  } else if (op === 'BatchWriteItem') {
+    const requests = Object.values((input as { RequestItems?: Record<string, { PutRequest?: Keyed; DeleteRequest?: Keyed }[]> }).RequestItems ?? {}).flat();
+    for (const r of requests) found.push(leaseOf(r.PutRequest), leaseOf(r.DeleteRequest));
+  } else if (op === 'PutItem' || op === 'DeleteItem' || op === 'UpdateItem') {
+    found.push(leaseOf(input as Keyed));
+  }
+  return found.filter((f): f is { pool: string; address: string } => f !== undefined);
+}
+
+/** What the feed hands its batches to: the stream function's projections. */
+export interface FeedTarget {
+  apply(changes: readonly LeaseChange[]): Promise<{ readonly failed: readonly string[] }>;
+}
+
+/**
+ * The benchmark's stand-in for a DynamoDB stream and its event source mapping. DynamoDB Local's own stream slows
+ * every write down as records pile up (it looks the stream up on each write), which would skew the comparison, so
+ * the bench clients report the lease keys of each write that succeeded and this feed delivers them as a stream
+ * would: in order, in batches of up to `batchSize`, polled every `pollMs` (Lambda polls a shard about 4 times a
+ * second), failed changes delivered again. Redelivery is harmless because the summary settles each address from
+ * its lease item. Writes the bench could not see (an SDK retry that committed) are not in it: the reconciler's
+ * repair is what catches those in production.
+ */
+export class StreamFeed {
+  private readonly pending: LeaseChange[] = [];
+  private sequence = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private busy: Promise<void> = Promise.resolve();
+  /** Records delivered and batches run, for the report; lag is from a write's report to the end of its batch. */
+  readonly stats = { records: 0, batches: 0, lagMs: [] as number[] };
+  private readonly seenAt = new Map<string, number>();
+
+  constructor(private readonly target: FeedTarget, private readonly options: { pollMs?: number; batchSize?: number } = {}) {}
+
+  /** Queues the lease changes of one write. */
+  push(leases: readonly { pool: string; address: string }[]): void {
+    const now = performance.now();
+    for (const { pool, address } of leases) {
+      const id = String((this.sequence += 1));
+      this.seenAt.set(id, now);
+      this.pending.push({ id, pool, address, state: LeaseState.Held });
+    }
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      this.busy = this.busy.then(() => this.deliver());
+    }, this.options.pollMs ?? 250);
+  }
+
+  /** Delivers everything queued so far (outside a measurement: after a pre-fill or an undo). */
+  async drain(): Promise<void> {
+    await this.busy;
+    for (let round = 0; this.pending.length > 0; round += 1) {
+      if (round > 200) throw new Error(`stream feed: ${this.pending.length} changes still failing after 200 rounds`);
+      await this.deliver();
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.busy;
+  }
+
+  private async deliver(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.options.batchSize ?? 100);
+      let failed: ReadonlySet<string>;
+      try {
+        failed = new Set((await this.target.apply(batch)).failed);
+      } catch {
+        failed = new Set(batch.map((c) => c.id));
+      }
+      this.stats.batches += 1;
+      const now = performance.now();
+      for (const change of batch) {
+        if (failed.has(change.id)) continue;
+        this.stats.records += 1;
+        const at = this.seenAt.get(change.id);
+        if (at !== undefined) this.stats.lagMs.push(now - at);
+        this.seenAt.delete(change.id);
+      }
+      // The mapping retries from the first failed record: put the failed ones back in front, in order.
+      const again = batch.filter((c) => failed.has(c.id));
+      if (again.length) {
+        this.pending.unshift(...again);
+        return;
+      }
+    }
+  }
+}
