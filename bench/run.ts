@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [--only a,b] [--out dir]`: runs the allocation strategies side by side on one
+ * `npm run bench [-- --quick] [--only a,b] [--strategies x,y] [--out dir]`: runs the allocation strategies side by side on one
  * DynamoDB Local, writes <out>/<scenario>.json, SVG charts and BENCHMARKS.md, and exits non-zero when a correctness
  * check broke (an address held twice, wrong counts at exhaustion) or a scenario crashed.
  *
@@ -35,7 +35,7 @@ export const STRATEGIES: readonly Strategy[] = [leaseStrategy(PickStrategy.Hinte
 export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario];
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, out: { type: 'string' }, 'report-only': { type: 'boolean', default: false } }, allowPositionals: false });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, strategies: { type: 'string' }, out: { type: 'string' }, 'report-only': { type: 'boolean', default: false } }, allowPositionals: false });
   const quick = values.quick === true;
   const resultsDir = resolve(values.out ?? join(ROOT, quick ? 'bench/results/quick' : 'bench/results'));
   const reportPath = values.out ? join(resultsDir, 'BENCHMARKS.md') : join(ROOT, quick ? 'bench/results/quick/BENCHMARKS.md' : 'BENCHMARKS.md');
@@ -51,7 +51,10 @@ async function main(): Promise<number> {
   const load = { start: loadAverage(), end: 0, max: loadAverage() };
   const sampler = setInterval(() => (load.max = Math.max(load.max, loadAverage())), 5000);
   const log = (message: string) => console.log(`[bench ${round((performance.now() - started) / 1000, 0)}s] ${message}`);
-  const availability = await Promise.all(STRATEGIES.map(async (s) => ({ strategy: s, unavailable: await s.unavailable() })));
+  // --strategies narrows a run to some strategies (for trying a change); reports compare whatever ran.
+  const picked = values.strategies ? new Set(values.strategies.split(',').map((s) => s.trim())) : undefined;
+  if (picked) for (const name of picked) if (!STRATEGIES.some((s) => s.name === name)) throw new Error(`unknown strategy ${name}; known: ${STRATEGIES.map((s) => s.name).join(', ')}`);
+  const availability = await Promise.all(STRATEGIES.filter((s) => !picked || picked.has(s.name)).map(async (s) => ({ strategy: s, unavailable: await s.unavailable() })));
   for (const a of availability) if (a.unavailable) log(`strategy ${a.strategy.name}: ${a.unavailable}`);
   const strategies = availability.filter((a) => !a.unavailable).map((a) => a.strategy);
 

@@ -14,6 +14,7 @@ import { createClaim } from '../../shared/core/use-cases/claims.ts';
 import { createPool, getPool } from '../../shared/core/use-cases/pools.ts';
 import { createRange } from '../../shared/core/use-cases/ranges.ts';
 import { RangeFullError } from '../../shared/core/errors.ts';
+import { reconcile } from '../../shared/core/reconciler/reconcile.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import { SeededRandom } from './fakes.ts';
 
@@ -36,6 +37,12 @@ async function summaryOf(table: MemoryTable): Promise<string[]> {
   const out: string[] = [];
   for (const chunk of summary.chunks) chunk.bits.forEachSet((bit) => out.push(formatAddress({ family: IpFamily.IPv4, value: chunk.index * CHUNK_SIZE + BigInt(bit) })));
   return out.sort();
+}
+
+/** Makes pool p a pool from before the summary: its item without summarySince. */
+async function forgetSummary(table: MemoryTable): Promise<void> {
+  const { summarySince: _dropped, ...item } = (await table.get(keys.pool('p')))!;
+  await table.write({ kind: 'put', item });
 }
 
 async function leasesOf(table: MemoryTable): Promise<string[]> {
@@ -125,8 +132,7 @@ describe('Allocation with the summary', () => {
     const container = buildContainer(config, { table, clock, random: new SeededRandom(7) });
     const pool = await createPool(container.deps, { name: 'p' });
     if (!summarized) {
-      // A pool from before the summary: no summarySince.
-      await table.write({ kind: 'update', key: keys.pool('p'), update: { set: { summarySince: null } } });
+      await forgetSummary(table);
       container.deps.views.forget('p');
     }
     await createRange(container.deps, { pool: 'p', cidr });
@@ -162,5 +168,47 @@ describe('Allocation with the summary', () => {
     // Assess
     expect(reads).toEqual(['listing']);
     expect(details.utilization.IPv4?.used).toBe(1n);
+  });
+});
+
+describe('Reconciler: the summary (rows 14-15)', () => {
+  const settings = { expiredClaimGraceMs: 30_000, orphanLeaseGraceMs: 60_000, terminatingRangeGraceMs: 10_000, leakStrikes: 3, sweepItems: 0, countItems: 20_000 } as const;
+
+  async function leasedBehindTheStream(summarized: boolean) {
+    const table = new MemoryTable();
+    const container = buildContainer(config, { table, clock, random: new SeededRandom(11) });
+    await createPool(container.deps, { name: 'p' });
+    if (!summarized) await forgetSummary(table);
+    await createRange(container.deps, { pool: 'p', cidr: '10.0.0.0/16' });
+    // Leases the stream never delivered: 3 in one chunk, 1 in another.
+    for (const address of ['10.0.0.1', '10.0.0.2', '10.0.3.3', '10.0.200.9']) await setLease(table, address, true);
+    container.deps.views.forget('p');
+    return { table, container };
+  }
+
+  it('builds the summary of a pool made before it, then marks the pool summarized (row 14)', async () => {
+    // Prepare
+    const { table, container } = await leasedBehindTheStream(false);
+    // Act
+    const report = await reconcile({ ...container.deps, settings }, { deadlineMs: clock.nowMs() + 60_000 });
+    // Assess
+    expect(report.summary.built).toBe(1);
+    expect(await summaryOf(table)).toEqual(await leasesOf(table));
+    expect(table.items().find((i) => i.entity === 'pool')?.summarySince).toBe(new Date(clock.nowMs()).toISOString());
+  });
+
+  it('corrects a summary that differs from its leases, and reports utilization from the summary (row 15)', async () => {
+    // Prepare: a summarized pool whose summary missed four leases and holds one that is gone
+    const { table, container } = await leasedBehindTheStream(true);
+    await setLease(table, '10.0.9.9', true);
+    await new SummaryMirror({ store: new TableOccupancyStore(table), clock }).apply([{ id: '1', pool: 'p', address: '10.0.9.9', state: LeaseState.Held }]);
+    await setLease(table, '10.0.9.9', false);
+    // Act
+    const first = await reconcile({ ...container.deps, settings }, { deadlineMs: clock.nowMs() + 60_000 });
+    const second = await reconcile({ ...container.deps, settings }, { deadlineMs: clock.nowMs() + 60_000 });
+    // Assess
+    expect(first.summary.repaired).toBe(5);
+    expect(await summaryOf(table)).toEqual(await leasesOf(table));
+    expect(second.utilization.map((u) => u.used)).toEqual([4n]);
   });
 });

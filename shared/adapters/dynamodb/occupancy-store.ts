@@ -60,7 +60,7 @@ export class TableOccupancyStore implements OccupancyStore {
   async leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseState>> {
     if (addresses.length === 0) return new Map();
     const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt']);
-    return new Map(items.filter((i) => i.entity === Entity.Lease).map((i) => [i.address as string, { expiring: typeof i.expiresAt === 'number' }]));
+    return new Map(items.filter((i) => i.entity === Entity.Lease).map((i) => [i.address as string, typeof i.expiresAt === 'number' ? { expiring: true, expiresAt: i.expiresAt } : { expiring: false }]));
   }
 
   async markSummarized(pool: string, sinceIso: string): Promise<void> {

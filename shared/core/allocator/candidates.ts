@@ -110,3 +110,24 @@ export function chooseWeighted<T>(items: readonly { item: T; weight: bigint }[],
   }
   return undefined;
 }
+
+/**
+ * The first `limit` addresses of a range the view shows free (not excluded, not taken, not in `skip`), in address
+ * order; fewer when the range has fewer. Stops early, so on a range with room it reads a few dozen positions.
+ */
+export function collectFree(range: PickRange, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint> = new Set()): bigint[] {
+  const out: bigint[] = [];
+  const size = pickableSize(range);
+  let offset = 0n;
+  while (offset < size && out.length < limit) {
+    const value = hostAt(range.cidr, offset);
+    const excluded = intervalHolding(ctx.excluded, value);
+    if (excluded) {
+      offset = excluded[1] - range.cidr.base;
+      continue;
+    }
+    if (!ctx.taken.has(value) && !skip.has(value)) out.push(value);
+    offset += 1n;
+  }
+  return out;
+}

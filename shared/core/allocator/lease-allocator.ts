@@ -2,8 +2,9 @@ import { formatAddress, type IpFamily } from '../ip/address.ts';
 import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../errors.ts';
 import { leaseOfClaim, type Claim, type ClaimAddress, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, Random, ReleaseOutcome } from '../ports.ts';
+import type { OccupancyStore } from '../occupancy/ports.ts';
 import type { AllocationResult, Allocator, ClaimDraft, FamilyRequest } from './allocator.ts';
-import { chooseWeighted, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
+import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
 import { HintSource, type Hint, type HintCache } from './hint.ts';
 import type { Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
@@ -31,7 +32,17 @@ export interface LeaseAllocatorDeps {
   readonly fullTrustMs?: number;
   /** Random probes per band before the scan (default RANDOM_PROBES; 0 leaves only the scan, as tests script it). */
   readonly probes?: number;
+  /** Consistent reads of lease items: near full, the few addresses a summary shows free are checked before a commit. */
+  readonly leaseStates?: Pick<OccupancyStore, 'leaseStates'>['leaseStates'];
 }
+
+/**
+ * When a summary shows at most this many free addresses in a family's ranges, they are all read (one consistent
+ * BatchGetItem) before committing: near full, a summary behind by the stream's lag would otherwise send every
+ * caller into the same few just-taken addresses, one failed transaction each. Reading 32 lease keys costs up to
+ * 16 read units, only in this state.
+ */
+export const VERIFY_LIMIT = 32;
 
 /**
  * Collisions in one call after which it stops trusting the occupancy summary and reads the lease listing: the
@@ -138,13 +149,15 @@ export class LeaseAllocator implements Allocator {
       const nowMs = this.deps.clock.nowMs();
       const hint = await this.deps.hints.get(pool, family, intervals, nowMs, fresh, source);
       if (fresh) refreshedAt.set(family, seen);
-      const pick = this.pickWithHint(ranges, excluded, hint, this.deps.hints.inFlight(pool, family));
+      const inFlight = this.deps.hints.inFlight(pool, family);
+      const verified = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      const pick = verified === 'full' ? undefined : verified;
       if (pick) {
         // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
         reservations.push(this.deps.hints.reserve(pool, family, pick.value));
         return pick;
       }
-      if (this.fullIsFinal(hint, fresh, nowMs, ranges, excluded)) break;
+      if (this.fullIsFinal(hint, fresh, nowMs, ranges, excluded, verified === 'full')) break;
       // Not final: read the same source again first, then the listing (exact and expiry-aware).
       if (fresh || nowMs - hint.fetchedAt < this.fullTrustMs) source = HintSource.Listing;
       fresh = true;
@@ -153,12 +166,53 @@ export class LeaseAllocator implements Allocator {
   }
 
   /**
+   * A pick from a summary: when it shows few free addresses, read them all first (VERIFY_LIMIT) and pick among those
+   * really free (no lease item, or an expired one); the ones taken are remembered like collisions. 'full' when it
+   * read every address the summary shows free and none was; undefined when the view shows none at all.
+   */
+  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Promise<Choice | 'full' | undefined> {
+    const read = this.deps.leaseStates;
+    if (!read) return this.pickWithHint(ranges, excluded, hint, inFlight);
+    const few: { value: bigint; range: ParsedRange }[] = [];
+    const seen = new Set<bigint>();
+    for (const range of ranges) {
+      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, VERIFY_LIMIT + 1 - few.length, inFlight)) {
+        // Overlapping ranges show the same address twice: read it once.
+        if (!seen.has(value)) few.push({ value, range });
+        seen.add(value);
+      }
+      if (few.length > VERIFY_LIMIT) return this.pickWithHint(ranges, excluded, hint, inFlight);
+    }
+    if (few.length === 0) return undefined;
+    const texts = few.map((f) => formatAddress({ family, value: f.value }));
+    const states = await read(pool, texts);
+    const nowMs = this.deps.clock.nowMs();
+    const free = few.filter((f, i) => {
+      const state = states.get(texts[i]!);
+      const taken = state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs);
+      if (taken) this.deps.hints.markTaken(pool, family, f.value, nowMs);
+      return !taken;
+    });
+    if (free.length === 0) return 'full';
+    // The same pick may have become in flight in this container while the read was out.
+    const live = free.filter((f) => !this.deps.hints.inFlight(pool, family).has(f.value));
+    if (live.length === 0) return undefined;
+    const chosen = live[Number(this.deps.random.below(BigInt(live.length)))]!;
+    return { value: chosen.value, range: chosen.range, explicit: false };
+  }
+
+  /**
    * Whether a hint that shows no free address may answer RangeFull. A listing may when read during this call or
    * within fullTrustMs (a full range under a retry storm then costs no listing reads). A summary may under the same
-   * terms only when it shows the ranges full by itself (not through this container's own marks, which may be stale
-   * releases) and none of its leases has a TTL (an expired one is free to take before the reconciler deletes it).
+   * terms only when none of its leases has a TTL (an expired one is free to take before the reconciler deletes it),
+   * and it shows the ranges full by itself (not through this container's own marks, which may be stale releases)
+   * or every address it showed free was just read and found taken.
    */
-  private fullIsFinal(hint: Hint, fresh: boolean, nowMs: number, ranges: readonly ParsedRange[], excluded: readonly Interval[]): boolean {
+  private fullIsFinal(hint: Hint, fresh: boolean, nowMs: number, ranges: readonly ParsedRange[], excluded: readonly Interval[], verifiedFull: boolean): boolean {
+    // Every address the summary showed free was just read and found taken, and none it shows has a TTL: final
+    // whatever the summary's age (the hint cache keeps a summary at most DEFAULT_SUMMARY_MAX_AGE_MS), so a release
+    // reaches RangeFull answers within that age plus the stream's lag.
+    if (verifiedFull && !hint.expiring) return true;
     if (!fresh && nowMs - hint.fetchedAt >= this.fullTrustMs) return false;
     if (hint.source === HintSource.Listing) return true;
     if (hint.expiring) return false;

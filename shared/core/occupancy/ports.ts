@@ -5,6 +5,8 @@ import type { OccupancyChunk } from './chunk.ts';
 export interface LeaseState {
   /** The lease has a TTL: once past it the address is free to take, before the reconciler deletes the item. */
   readonly expiring: boolean;
+  /** Epoch ms it expires at, for a lease with a TTL. */
+  readonly expiresAt?: number;
 }
 
 /** The occupancy summary's chunks on the table (TableOccupancyStore is the adapter). */

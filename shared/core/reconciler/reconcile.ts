@@ -16,6 +16,8 @@
  * | 10 | Bitmap item while DisableAllocatorDualWrite=true           | pool ranges                                | delete the bitmap item (and its strikes)                                              | BitmapRemoved       |
  * | 11 | Terminating range, grace passed, no lease depending on it alone | pool ranges (a Limit-1 probe per shard) | remove the range (with its bitmap, strikes and usage), if still Terminating        | RangeFinalized      |
  * | 12 | Terminating range within its grace, or with dependent leases | pool ranges                              | nothing; a later run looks again                                                      | -                   |
+ * | 14 | Pool without an occupancy summary (made before it)         | pool item (no summarySince)                | build it from the listing, chunk by chunk (settle), then mark the pool summarized      | (report: summary.built) |
+ * | 15 | Summary chunk bit differing from its lease item            | a range's lease count vs its summary, at most every 15 min | settle the differing addresses from their lease items (summary.ts)       | (report: summary.repaired) |
  *
  * Each row has a test in tests/int/reconciler*.int.test.ts (and the pure decisions in tests/unit/reconcile-plan.test.ts).
  *
@@ -46,6 +48,7 @@ import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
 import { repairBitmaps } from './drift.ts';
 import { EXPIRY_CHECKPOINT, Phase, Run, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
 import { measureUsage } from './usage.ts';
+import { buildMissingSummaries } from './summary.ts';
 
 export { EXPIRY_CHECKPOINT, Phase, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
 
@@ -70,6 +73,8 @@ export interface ReconcileReport {
   readonly sweep: { readonly checked: number; readonly cycleCompleted: boolean };
   /** Legacy ranges whose bitmap window was scanned (in part or whole) or rebuilt in this run (drift check). */
   readonly bitmapsChecked: number;
+  /** Pools whose occupancy summary was built (row 14), and summary bits corrected (row 15). */
+  readonly summary: { readonly built: number; readonly repaired: number };
   /** Units of work that failed (the store refused or threw); they are retried by later runs. */
   readonly errors: readonly string[];
 }
@@ -91,6 +96,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   const expiry = await releaseExpired(run);
   const views = run.out(Phase.Ranges) ? [] : await deps.reconcile.listPoolViews();
   if (!run.out(Phase.Ranges)) await finalizeRanges(run, views);
+  if (!run.out(Phase.Summary)) run.summary.built += await buildMissingSummaries(run, views);
   const measured = run.out(Phase.Utilization) ? { usage: [], records: new Map() } : await measureUsage(run, views);
   const bitmapsChecked = run.out(Phase.Drift) ? 0 : await repairBitmaps(run, views, measured.records);
   const utilization = measured.usage;
@@ -103,6 +109,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     expiry,
     sweep,
     bitmapsChecked,
+    summary: run.summary,
     errors: run.errors,
   };
 }

@@ -7,7 +7,7 @@ import { EventReason, type IpamEvent } from './ports.ts';
 /** What a run needs: the container's dependencies and the reconciler's settings. */
 export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings };
 
-export const Phase = { Expiry: 'expiry', Ranges: 'ranges', Drift: 'drift', Utilization: 'utilization', Sweep: 'sweep' } as const;
+export const Phase = { Expiry: 'expiry', Ranges: 'ranges', Summary: 'summary', Drift: 'drift', Utilization: 'utilization', Sweep: 'sweep' } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
 
 /** Size, used and free of one range, from its last complete count. */
@@ -41,6 +41,8 @@ const PARALLELISM = 8;
 /** One run's state: deadline, counters, errors. */
 export class Run {
   readonly repairs: Record<EventReason, number> = Object.fromEntries(Object.values(EventReason).map((r) => [r, 0])) as Record<EventReason, number>;
+  /** Occupancy summary upkeep: pools whose summary was built, and addresses whose summary bit was corrected. */
+  readonly summary = { built: 0, repaired: 0 };
   readonly errors: string[] = [];
   stoppedIn: Phase | undefined;
 

@@ -5,6 +5,8 @@ import { hostInterval } from '../allocator/pool-geometry.ts';
 import { windowInterval } from '../bitmap/legacy.ts';
 import type { Checkpoint, PoolViewList, UsageRecord } from './ports.ts';
 import { Phase, type RangeUsage, type Run } from './run.ts';
+import { readSummary } from '../occupancy/reader.ts';
+import { checkRangeSummary, SUMMARY_CHECK_EVERY_MS } from './summary.ts';
 
 /**
  * Utilization, at a bounded cost per run. Counting a range's leases reads every lease index item of the range, so a
@@ -17,6 +19,10 @@ import { Phase, type RangeUsage, type Run } from './run.ts';
  *
  * Legacy ranges are counted in two parts, their bitmap window first, so the pass also yields the number of lease
  * items (expired ones included) the bitmap should hold: the drift check compares it with the bitmap's set bits.
+ *
+ * A range of a pool with an occupancy summary takes its utilization from the summary every run (reads follow its
+ * chunks, not its leases) unless some lease there has a TTL; its count only checks the summary (row 15), so it runs
+ * at most every SUMMARY_CHECK_EVERY_MS (legacy ranges keep counting every run: the drift check needs it).
  */
 
 /** The intervals a range's pass counts: the legacy window first (when it is not the whole range), then the rest. */
@@ -52,7 +58,12 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
       records.set(`${range.pool}/${range.name}`, record && record.value.cidr === range.cidr ? record : record ? { value: { cidr: range.cidr }, version: record.version } : undefined);
     }
   }
-  const ranges = views.flatMap((v) => v.ranges).filter((r) => records.has(`${r.pool}/${r.name}`));
+  const poolOf = new Map(views.map((v) => [v.pool.name, v.pool]));
+  const checkedLately = (r: Range) => {
+    const counted = records.get(`${r.pool}/${r.name}`)?.value;
+    return poolOf.get(r.pool)?.summarySince !== undefined && !r.legacy && counted?.pass === undefined && counted?.countedAt !== undefined && run.now() - counted.countedAt < SUMMARY_CHECK_EVERY_MS;
+  };
+  const ranges = views.flatMap((v) => v.ranges).filter((r) => records.has(`${r.pool}/${r.name}`) && !checkedLately(r));
   ranges.sort((a, b) => countOrder(records.get(`${a.pool}/${a.name}`)?.value, records.get(`${b.pool}/${b.name}`)?.value));
   let budget = settings.countItems;
   for (const range of ranges) {
@@ -73,6 +84,8 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
           : { ...record, pass: { cursor: slice.cursor, used, scanned, startedAt: pass.startedAt } };
       // Another run counting the same range at the same time: one of the two saves, the other's slice is dropped.
       if (await store.saveUsage(range.pool, range.name, next, stored?.version)) records.set(key, { value: next, version: (stored?.version ?? 0) + 1 });
+      const pool = poolOf.get(range.pool);
+      if (next.used !== undefined && next.countedAt !== undefined && pool) run.summary.repaired += await checkRangeSummary(run, pool, range, next.used);
       return true;
     });
   }
@@ -82,12 +95,25 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
     for (const range of view.ranges) {
       const record = records.get(`${range.pool}/${range.name}`)?.value;
       if (record) out.set(`${range.pool}/${range.name}`, record);
-      if (record?.used === undefined || record.countedAt === undefined) continue;
       const size = capacity(parseCidr(range.cidr));
+      const fromSummary = view.pool.summarySince !== undefined && !run.out(Phase.Utilization) ? await summaryUsed(run, range) : undefined;
+      if (fromSummary !== undefined) {
+        usage.push({ pool: range.pool, range: range.name, cidr: range.cidr, family: range.family, state: range.state, legacy: range.legacy, size, used: fromSummary, free: size - fromSummary, countedAt: run.now() });
+        continue;
+      }
+      if (record?.used === undefined || record.countedAt === undefined) continue;
       const used = BigInt(record.used);
       usage.push({ pool: range.pool, range: range.name, cidr: range.cidr, family: range.family, state: range.state, legacy: range.legacy, size, used, free: size - used, countedAt: record.countedAt });
     }
   }
   usage.sort((a, b) => (a.pool === b.pool ? (a.range < b.range ? -1 : 1) : a.pool < b.pool ? -1 : 1));
   return { usage, records: out };
+}
+
+/** A range's held addresses by its pool's summary; undefined where some lease there has a TTL (the count says). */
+async function summaryUsed(run: Run, range: Range): Promise<bigint | undefined> {
+  const host = hostInterval(parseCidr(range.cidr));
+  if (!host) return 0n;
+  const summary = await readSummary(run.deps.occupancy, range.pool, range.family, [host]);
+  return summary.expiring ? undefined : summary.used;
 }
