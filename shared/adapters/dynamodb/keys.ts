@@ -98,11 +98,11 @@ export function leaseSortKey(family: IpFamily, value: bigint): string {
 
 /**
  * A chunk's sort key: its index in fixed-width hex, so key order is address order. One partition holds a pool
- * family's chunks: 4,096 chunks (a /8 of IPv4, all used) are about 3 MB, within a partition's 10 GB and read only
+ * family's chunks: 1,024 chunks (a /8 of IPv4, all used) are about 2 MB, within a partition's 10 GB and read only
  * in the slices a range asks for.
  */
 export function chunkSortKey(family: IpFamily, index: bigint): string {
-  return `C#${index.toString(16).padStart(familyBits(family) / 4 - CHUNK_BITS / 4, '0')}`;
+  return `C#${index.toString(16).padStart(Math.ceil((familyBits(family) - CHUNK_BITS) / 4), '0')}`;
 }
 
 /** Shards of the expiry index. */
