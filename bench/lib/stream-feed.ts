@@ -65,10 +65,11 @@ export class StreamFeed {
     }
   }
 
+  /** One batch per poll, as the event source mapping invokes the function once per shard per poll. */
   start(): void {
     if (this.timer) return;
     this.timer = setInterval(() => {
-      this.busy = this.busy.then(() => this.deliver());
+      this.busy = this.busy.then(() => this.deliverOne());
     }, this.options.pollMs ?? 250);
   }
 
@@ -76,8 +77,8 @@ export class StreamFeed {
   async drain(): Promise<void> {
     await this.busy;
     for (let round = 0; this.pending.length > 0; round += 1) {
-      if (round > 200) throw new Error(`stream feed: ${this.pending.length} changes still failing after 200 rounds`);
-      await this.deliver();
+      if (round > 2000) throw new Error(`stream feed: ${this.pending.length} changes still pending after 2,000 batches`);
+      await this.deliverOne();
     }
   }
 
@@ -87,8 +88,8 @@ export class StreamFeed {
     await this.busy;
   }
 
-  private async deliver(): Promise<void> {
-    while (this.pending.length > 0) {
+  private async deliverOne(): Promise<void> {
+    if (this.pending.length > 0) {
       const batch = this.pending.splice(0, this.options.batchSize ?? 100);
       let failed: ReadonlySet<string>;
       try {
@@ -107,10 +108,7 @@ export class StreamFeed {
       }
       // The mapping retries from the first failed record: put the failed ones back in front, in order.
       const again = batch.filter((c) => failed.has(c.id));
-      if (again.length) {
-        this.pending.unshift(...again);
-        return;
-      }
+      if (again.length) this.pending.unshift(...again);
     }
   }
 }

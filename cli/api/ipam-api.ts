@@ -1,5 +1,5 @@
 import { encodePath, type HttpClient } from './http-client.ts';
-import type { Claim, ClaimSpec, Lease, Page, Pool, PoolDetails, Range, RepairEvent } from './types.ts';
+import type { Claim, ClaimSpec, Lease, Page, Pool, PoolDetails, Range, RepairEvent, RangeOccupancy } from './types.ts';
 
 /** The largest page the API serves (openapi.yaml: limit 1-1000). */
 export const MAX_PAGE = 1000;
@@ -67,6 +67,10 @@ export class IpamApi {
 
   getRange(pool: string, range: string): Promise<Range> {
     return this.get(`/v1/pools/${encodePath(pool)}/ranges/${encodePath(range)}`);
+  }
+
+  getOccupancy(pool: string, range: string): Promise<RangeOccupancy> {
+    return this.get(`/v1/pools/${encodePath(pool)}/ranges/${encodePath(range)}/occupancy`);
   }
 
   async createRange(pool: string, spec: { cidr: string; name?: string; legacy?: boolean }): Promise<{ created: boolean; range: Range }> {

@@ -100,3 +100,12 @@ export interface Problem {
   readonly detail?: string;
   readonly code: string;
 }
+
+/** GET .../ranges/{range}/occupancy: slices of the occupancy summary (bit i, LSB first in byte i >> 3, is first + i). */
+export interface RangeOccupancy {
+  readonly range: string;
+  readonly cidr: string;
+  readonly used: number | string;
+  readonly source: 'summary' | 'listing';
+  readonly slices: readonly { readonly first: string; readonly count: number; readonly used: number; readonly bits: string; readonly asOf: string }[];
+}

@@ -1,6 +1,6 @@
 import { parseAddress } from '../../shared/core/ip/address.ts';
 import type { IpamApi } from '../api/ipam-api.ts';
-import type { Pool, Range } from '../api/types.ts';
+import type { Pool, Range, RangeOccupancy } from '../api/types.ts';
 import { ProblemError } from '../errors.ts';
 
 /** What `ipam map` draws: the pool (its exclusions), the range, and the values of the addresses held in it. */
@@ -12,19 +12,31 @@ export interface Occupancy {
 }
 
 /**
- * Reads a range's occupancy in bulk. Today that is the address listing filtered by range, 1,000 leases a page,
- * following nextCursor, alongside the range and the pool's exclusions. This is the one place that knows how
- * occupancy is read: when the API gains `GET /v1/pools/{pool}/ranges/{range}/occupancy`, only this function changes.
+ * Reads a range's occupancy in bulk: the occupancy route (the summary's slices, a few small items whatever the
+ * number of leases), alongside the range and the pool's exclusions. This is the one place that knows how occupancy
+ * is read.
  *
- * The exclusions come from the pool listing rather than GET /v1/pools/{pool}: that one counts the leases of every
- * range of the pool for its utilization, which on a full /16 costs as much as the map's own read.
+ * The exclusions come from the pool listing, the range's figures from GET .../ranges/{range} (both a few items).
  * @throws ProblemError NotFound when the pool or the range does not exist.
  */
 export async function readOccupancy(api: IpamApi, pool: string, rangeName: string): Promise<Occupancy> {
-  const [range, pools, leases] = await Promise.all([api.getRange(pool, rangeName), api.listPools(), api.listAddresses(pool, { range: rangeName })]);
+  const [range, pools, occupancy] = await Promise.all([api.getRange(pool, rangeName), api.listPools(), api.getOccupancy(pool, rangeName)]);
   const found = pools.items.find((p) => p.name === pool);
   if (!found) throw new ProblemError(404, 'NotFound', `pool ${JSON.stringify(pool)} was not found.`);
-  return { pool: found, range, held: leases.items.map((lease) => addressValue(lease.address)) };
+  return { pool: found, range, held: heldOf(occupancy) };
+}
+
+/** The held addresses of an occupancy answer, in address order. */
+export function heldOf(occupancy: RangeOccupancy): bigint[] {
+  const held: bigint[] = [];
+  for (const slice of occupancy.slices) {
+    const first = addressValue(slice.first);
+    const bytes = Buffer.from(slice.bits, 'base64');
+    for (let k = 0; k < bytes.length; k += 1) {
+      for (let byte = bytes[k]!; byte !== 0; byte &= byte - 1) held.push(first + BigInt(8 * k + 31 - Math.clz32(byte & -byte)));
+    }
+  }
+  return held;
 }
 
 const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;

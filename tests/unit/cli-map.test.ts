@@ -154,17 +154,16 @@ describe('Reading addresses for the map', () => {
     fc.assert(fc.property(v6Address, ({ text, value }) => addressValue(text) === value));
   });
 
-  it('goes through the listing route, 1,000 a page, following nextCursor, filtered by range', async () => {
-    // Prepare: a pool with one /28 range; the server pages its 3 leases two at a time.
-    const leases = ['10.96.0.1', '10.96.0.2', '10.96.0.14'].map((address) => ({ address, family: 'IPv4', range: '10.96.0.0-28', claim: 'c', owner: { kind: 'k', name: 'n', uid: 'u' }, createdAt: '' }));
+  it('reads the range in one request of the occupancy route, its bits LSB first from each slice\'s first address', async () => {
+    // Prepare: a pool with one /28 range holding .1, .2 and .14: one slice from the network address, bits 1, 2, 14
     const range = { name: '10.96.0.0-28', cidr: '10.96.0.0/28', family: 'IPv4', state: 'Ready', legacy: false, size: 14, used: 3, free: 11 };
+    const bits = Buffer.from([0b0000_0110, 0b0100_0000]).toString('base64');
+    const occupancy = { range: range.name, cidr: range.cidr, used: 3, source: 'summary', slices: [{ first: '10.96.0.0', count: 16, used: 3, bits, asOf: '' }] };
     const server = fakeFetch((request) => {
       const path = request.url.pathname;
       if (path === '/v1/pools') return { status: 200, body: { items: [{ name: 'services', exclude: ['10.96.0.4/31'], createdAt: '' }] } };
       if (path === '/v1/pools/services/ranges/10.96.0.0-28') return { status: 200, body: range };
-      if (path === '/v1/pools/services/addresses') {
-        return request.url.searchParams.get('cursor') === 'p2' ? { status: 200, body: { items: leases.slice(2) } } : { status: 200, body: { items: leases.slice(0, 2), nextCursor: 'p2' } };
-      }
+      if (path === '/v1/pools/services/ranges/10.96.0.0-28/occupancy') return { status: 200, body: occupancy };
       return { status: 404, body: { status: 404, code: 'NotFound', detail: path } };
     });
 
@@ -174,8 +173,8 @@ describe('Reading addresses for the map', () => {
     // Assess
     expect(result.err).toBe('wrote out.svg\n');
     expect(result.code).toBe(0);
-    const listing = server.requests.filter((r) => r.url.pathname.endsWith('/addresses')).map((r) => r.url.search);
-    expect(listing).toEqual(['?range=10.96.0.0-28&limit=1000', '?range=10.96.0.0-28&limit=1000&cursor=p2']);
+    expect(server.requests.filter((r) => r.url.pathname.endsWith('/addresses'))).toEqual([]);
+    expect(server.requests.filter((r) => r.url.pathname.endsWith('/occupancy'))).toHaveLength(1);
     expect(result.out).toContain('14 usable: 3 held, 9 free, 2 excluded\n');
     expect(result.out).toContain('10.96.0.0  -██·xx········█-\n');
     expect(result.files.get('out.svg')).toContain('14 usable: 3 held, 9 free, 2 excluded');
