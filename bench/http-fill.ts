@@ -1,0 +1,101 @@
+/**
+ * Fills a range over HTTP against the local stack, as many clients of a deployed stage would: a benchmark figure,
+ * not a test (issue 10's end-to-end goal).
+ *
+ *   npm run bench:http -- [--prefix 20] [--callers 32]
+ *
+ * Starts its own local stack with the stream poller (serverless-offline gives each concurrent request its own
+ * container, so every caller meets cold and warm containers as deployed; the stream function keeps the occupancy
+ * summary from DynamoDB Local's stream), creates a pool with one 10.80.0.0/<prefix> range, and lets `callers`
+ * clients claim dynamic addresses until each is told RangeFull. A 503 is retried after a short pause, as a client
+ * would, and counted. It checks that every host address was handed out exactly once, and reports the rate of each
+ * tenth of the fill: the last tenth (the range nearly full) against the median tenth. Writes
+ * bench/results/http-fill.json, which the full benchmark report (BENCHMARKS.md) shows.
+ */
+import { writeFile } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { capacity, parseCidr } from '../shared/core/ip/cidr.ts';
+import { startLocalStack } from '../scripts/local-stack.ts';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const { values } = parseArgs({ options: { prefix: { type: 'string', default: '20' }, callers: { type: 'string', default: '32' }, out: { type: 'string' } } });
+const cidrText = `10.80.0.0/${Number(values.prefix)}`;
+const callers = Number(values.callers);
+const size = Number(capacity(parseCidr(cidrText)));
+
+async function main(): Promise<number> {
+  console.log('starting a local stack (with the stream poller)...');
+  const stack = await startLocalStack({ log: () => undefined });
+  try {
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${stack.apiUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown> };
+    };
+    if ((await call('POST', '/v1/pools', { name: 'http-fill' })).status !== 201) throw new Error('could not create the pool');
+    if ((await call('POST', '/v1/pools/http-fill/ranges', { cidr: cidrText })).status !== 201) throw new Error('could not create the range');
+    const got: { address: string; at: number }[] = [];
+    const statuses = new Map<number, number>();
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: callers }, async (_, c) => {
+        for (let n = 0; ; n += 1) {
+          const res = await call('POST', '/v1/pools/http-fill/claims', { name: `c${c}-${n}`, owner: { kind: 'Pod', name: `caller-${c}`, uid: `caller-${c}` } });
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          if (res.status === 201) {
+            got.push({ address: (res.body.addresses as { address: string }[])[0]!.address, at: performance.now() - started });
+            continue;
+          }
+          if (res.status === 409 && res.body.code === 'RangeFull') return;
+          if (res.status === 503) {
+            // A client's retry of a busy answer: the same name again after a pause.
+            n -= 1;
+            await new Promise((r) => setTimeout(r, 50 + Math.random() * 100));
+            continue;
+          }
+          throw new Error(`caller ${c}: ${res.status} ${JSON.stringify(res.body)}`);
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const distinct = new Set(got.map((g) => g.address)).size;
+    got.sort((a, b) => a.at - b.at);
+    const tenth = Math.floor(size / 10);
+    const rates: number[] = [];
+    for (let t = 0; t < 10; t += 1) {
+      const from = got[t * tenth]?.at ?? 0;
+      const to = got[Math.min(got.length - 1, (t + 1) * tenth - 1)]?.at ?? from;
+      rates.push(Math.round((tenth / Math.max(0.001, (to - from) / 1000)) * 10) / 10);
+    }
+    const median = [...rates].sort((a, b) => a - b)[5]!;
+    const last = rates[9]!;
+    const result = {
+      cidr: cidrText,
+      size,
+      callers,
+      seconds: Math.round(seconds * 10) / 10,
+      allocated: got.length,
+      distinct,
+      statuses: Object.fromEntries(statuses),
+      tenthRates: rates,
+      lastTenthVsMedian: Math.round((last / median) * 100) / 100,
+      met: { everyAddressOnce: got.length === size && distinct === size, no503: !statuses.has(503), lastTenth: last >= median / 2 },
+      machine: `${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+      at: new Date().toISOString(),
+    };
+    console.log(JSON.stringify(result, null, 2));
+    const out = values.out ?? join(repoRoot, 'bench', 'results', 'http-fill.json');
+    await writeFile(out, `${JSON.stringify(result, null, 2)}\n`);
+    console.log(`wrote ${out}`);
+    return result.met.everyAddressOnce ? 0 : 1;
+  } finally {
+    await stack.stop();
+  }
+}
+
+process.exitCode = await main().catch((error: unknown) => {
+  console.error(error);
+  return 1;
+});
