@@ -86,7 +86,7 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
 }
 
 export function strategyContext(bench: Bench, cidr: string, pool = 'bench'): StrategyContext {
-  return { tableName: bench.tableName, pool, cidr, client: bench.client, setupClient: bench.setupClient, tap: bench.tap, streamClient: () => bench.extraClient(bench.meter, 3) };
+  return { tableName: bench.tableName, pool, cidr, client: bench.client, setupClient: bench.setupClient, tap: bench.tap, streamClient: (meter) => bench.extraClient(meter, 3) };
 }
 
 /** A client's view of one call: its outcome and how long it took. */

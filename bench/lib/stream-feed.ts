@@ -1,5 +1,6 @@
 import type { TransactWriteItemsCommandInput, AttributeValue } from '@aws-sdk/client-dynamodb';
 import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { usageBetween, type Usage } from './meter.ts';
 
 /** Where a bench client reports the lease keys of each write that succeeded. */
 export interface WriteTap {
@@ -111,4 +112,12 @@ export class StreamFeed {
       if (again.length) this.pending.unshift(...again);
     }
   }
+}
+
+/** The stream function's cost over a window, per allocation (empty for a strategy that runs none). */
+export function streamShare(before: Usage | undefined, after: Usage | undefined, allocations: number): Record<string, number> {
+  if (!before || !after) return {};
+  const d = usageBetween(before, after);
+  const per = (n: number) => Math.round((n / Math.max(1, allocations)) * 1000) / 1000;
+  return { streamRequestsPerAllocation: per(d.requests), streamWriteUnitsPerAllocation: per(d.writeUnits + d.indexWriteUnits), streamReadUnitsPerAllocation: per(d.readUnits) };
 }

@@ -1,3 +1,5 @@
+import { leaseChangeOf } from '../../shared/adapters/dynamodb/stream-records.ts';
+import type { LeaseChange } from '../../shared/core/mirror/lease-change.ts';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -82,6 +84,17 @@ export const mirrorCostScenario: Scenario = {
           }
           const seconds = (performance.now() - start) / 1000;
           const usage = meter.snapshot();
+          // The occupancy summary's upkeep on the same records, on its own meter: the stream function's other half,
+          // whose cost belongs to lease allocations.
+          const summaryMeter = new Meter();
+          const summary = buildContainer(config, { client: bench.extraClient(summaryMeter, 1) }).mirror.summary;
+          const changes = records.map(leaseChangeOf).filter((c): c is LeaseChange => c !== undefined);
+          for (let i = 0; i < changes.length; i += batchSize) {
+            for (let attempt = 0; (await summary.apply(changes.slice(i, i + batchSize))).failed.length > 0; attempt += 1) {
+              if (attempt > 20) throw new Error('summary batch kept failing');
+            }
+          }
+          const summaryUsage = summaryMeter.snapshot();
           const doc = await setup.stores.bitmaps.getBitmap(sctx.pool, range.name);
           const bits = doc ? Bitmap.decode(doc.data, window) : Bitmap.empty(window);
           const expected = new Set(offsets.map((o) => Number(o)));
@@ -98,6 +111,9 @@ export const mirrorCostScenario: Scenario = {
             leases,
             batches: Math.ceil(leases / batchSize),
             mirrorWriteUnitsPerAllocation: round(usage.writeUnits / leases, 4),
+            summaryWriteUnitsPerAllocation: round((summaryUsage.writeUnits + summaryUsage.indexWriteUnits) / leases, 4),
+            summaryReadUnitsPerAllocation: round(summaryUsage.readUnits / leases, 4),
+            summaryRequestsPerAllocation: round(summaryUsage.requests / leases, 4),
             mirrorReadUnitsPerAllocation: round(usage.readUnits / leases, 4),
             mirrorRequestsPerAllocation: round(usage.requests / leases, 3),
             bitmapWriteUnits: bitmapUnits,

@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { capacity, parseCidr } from '../../shared/core/ip/cidr.ts';
+import { streamShare } from '../lib/stream-feed.ts';
 import { findDuplicates, Mode, warmAll, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { lineChart } from '../lib/svg.ts';
@@ -51,6 +52,7 @@ export const occupancyCostScenario: Scenario = {
             const unanswered = [...cold.unanswered];
             for (const n of callerCounts) {
               const count = Math.max(1, Math.min(n * perCaller, Math.floor((free - taken.length) / 2)));
+              const streamBefore = run.streamUsage?.();
               const measured = await runCallers({ callers: warmCallers.slice(0, n), meter: bench.meter, allocations: count, until: performance.now() + pointBoundMs, namePrefix: `oc-${occupancy}-${n}`, gate: bench.gate });
               taken.push(...measured.allocated);
               unanswered.push(...measured.unanswered);
@@ -66,6 +68,7 @@ export const occupancyCostScenario: Scenario = {
                 writeUnitsPerAllocation: round(measured.usage.writeUnits / a, 3),
                 indexWriteUnitsPerAllocation: round(measured.usage.indexWriteUnits / a, 3),
                 readUnitsPerAllocation: round(measured.usage.readUnits / a, 3),
+                ...streamShare(streamBefore, run.streamUsage?.(), a),
                 itemsReadPerAllocation: round(measured.usage.itemsRead / a, 1),
                 failedConditionsPerAllocation: round(measured.usage.failedConditions / a, 3),
                 throttled: measured.usage.throttled,

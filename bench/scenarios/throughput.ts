@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { capacity, parseCidr } from '../../shared/core/ip/cidr.ts';
+import { streamShare } from '../lib/stream-feed.ts';
 import { findDuplicates, Mode, warmAll, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { lineChart } from '../lib/svg.ts';
@@ -34,6 +35,8 @@ export const throughputScenario: Scenario = {
     const rows: Record<string, unknown>[] = [];
     const failures: string[] = [];
     const notes: string[] = [];
+    /** The stream function's lag (a write to the end of the batch that delivered it), per strategy that runs it. */
+    const streamLag: Record<string, unknown>[] = [];
     for (const mode of [Mode.Raw, Mode.Limited]) {
       for (const strategy of ctx.strategies) {
         const bench = await openBench(ctx.engine, `tp-${strategy.name}`, mode);
@@ -61,6 +64,7 @@ export const throughputScenario: Scenario = {
               await warmAll(cold);
               for (const c of cold) warmed.add(c);
               const until = performance.now() + windowMs;
+              const streamBefore = run.streamUsage?.();
               const measured = await runCallers({ callers: active, meter: bench.meter, until, namePrefix: `${prefix}-m`, gate: bench.gate });
               const inWindow = measured.allocated.filter((a) => a.at <= until).length;
               const seconds = (until - measured.startedAt) / 1000;
@@ -81,6 +85,7 @@ export const throughputScenario: Scenario = {
                 writeUnitsPerAllocation: round(measured.usage.writeUnits / n1, 2),
                 indexWriteUnitsPerAllocation: round(measured.usage.indexWriteUnits / n1, 2),
                 readUnitsPerAllocation: round(measured.usage.readUnits / n1, 2),
+                ...streamShare(streamBefore, run.streamUsage?.(), n1),
                 throttled: measured.usage.throttled,
                 busyAnswers: measured.busyAnswers,
                 engineErrors: measured.engineErrors,
@@ -97,6 +102,8 @@ export const throughputScenario: Scenario = {
           if (dup.length) failures.push(`${strategy.name} ${mode}: store holds addresses twice: ${dup.slice(0, 5).join(', ')}`);
           if (inspection.held.length !== occupied.size) failures.push(`${strategy.name} ${mode}: store holds ${inspection.held.length} addresses after the sweep, expected the ${occupied.size} pre-filled`);
           failures.push(...inspection.problems.slice(0, 5).map((p) => `${strategy.name} ${mode}: ${p}`));
+          const lags = run.streamLagMs?.() ?? [];
+          if (lags.length) streamLag.push({ strategy: strategy.name, mode, records: lags.length, p50ms: round(percentile([...lags], 50), 0), p99ms: round(percentile([...lags], 99), 0), maxMs: round(Math.max(...lags), 0) });
           const hottest = bench.limiter?.hottest(2) ?? [];
           if (hottest.length) notes.push(`${strategy.name} (limited): hottest keys ${hottest.map((h) => `${h.partition.split('|').slice(1).join('|')} (${h.refusals} refusals)`).join(', ')}`);
         } finally {
@@ -118,8 +125,22 @@ export const throughputScenario: Scenario = {
         charts.push({ file, title });
       }
     }
+    // Allocations/s against occupancy, per strategy and caller count (raw rows): where each design goes near full.
+    const occupancies = grid[Mode.Raw].occupancies;
+    if (occupancies.length > 1) {
+      const file = 'throughput-raw-by-occupancy.svg';
+      const title = 'Allocations/s vs occupancy, 1, 32 and 128 callers (raw)';
+      const series = ctx.strategies.flatMap((s) =>
+        [1, 32, 128]
+          .filter((n) => grid[Mode.Raw].callers.includes(n))
+          .map((n) => ({ name: `${s.name} ${n}`, points: rows.filter((r) => r.mode === Mode.Raw && r.strategy === s.name && r.callers === n).map((r) => [Math.round((r.occupancy as number) * 100), Math.max(0.1, r.perSecond as number)] as const) })),
+      );
+      await writeFile(join(ctx.resultsDir, file), lineChart({ title, xLabel: `occupancy (%), ${cidr}`, yLabel: 'allocations per second (log)', series, logX: false, logY: true }));
+      charts.push({ file, title });
+    }
+    for (const lag of streamLag) notes.push(`Stream lag (${String(lag.strategy)}, ${String(lag.mode)}): ${String(lag.records)} lease records, p50 ${String(lag.p50ms)} ms, p99 ${String(lag.p99ms)} ms, max ${String(lag.maxMs)} ms from the write to the end of the batch that delivered it (the bench's stand-in polls every 250 ms, batches of up to 100).`);
     notes.push(`Range ${cidr} (${size} addresses); ${windowMs} ms measured window per cell; callers are warm containers reused through the sweep, each new one warmed (caches filled, no allocation) before its first window.`);
     notes.push(`Limited mode runs ${grid[Mode.Limited].occupancies.map((o) => `${o * 100} %`).join(', ')} with ${grid[Mode.Limited].callers.join(', ')} callers (the cells the goals read).`);
-    return { name: 'throughput', title: 'Throughput vs. concurrency', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { cidr, grid, windowMs }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts };
+    return { name: 'throughput', title: 'Throughput vs. concurrency', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { cidr, grid, windowMs, streamLag }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts };
   },
 };

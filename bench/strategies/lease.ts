@@ -10,6 +10,7 @@ import { createPool } from '../../shared/core/use-cases/pools.ts';
 import { createRange } from '../../shared/core/use-cases/ranges.ts';
 import { benchOwner, deleteLeases, inspectLeases, prefillLeases } from './lease-items.ts';
 import { StreamFeed } from '../lib/stream-feed.ts';
+import { Meter } from '../lib/bench-client.ts';
 import type { Caller, Strategy, StrategyContext, StrategyRun } from './strategy.ts';
 
 /** The configuration the handlers would read, for a benchmark table. */
@@ -37,9 +38,10 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
       await createPool(setup.deps, { name: ctx.pool });
       const { range } = await createRange(setup.deps, { pool: ctx.pool, cidr: ctx.cidr });
       const shards = config.leaseIndexShards;
-      // The stream function keeps the occupancy summary the hint reads: fed every lease write of both clients,
-      // its requests counted with the measured client's (its cost is part of lease's cost per allocation).
-      const feed = new StreamFeed(buildContainer(config, { client: ctx.streamClient() }).mirror);
+      // The stream function keeps the occupancy summary the hint reads: fed every lease write of both clients, its
+      // requests counted on a meter of its own (the scenarios show them per allocation next to the allocator's).
+      const streamMeter = new Meter();
+      const feed = new StreamFeed(buildContainer(config, { client: ctx.streamClient(streamMeter) }).mirror);
       ctx.tap.listener = (leases) => feed.push(leases);
       feed.start();
       let prefills = 0;
@@ -55,6 +57,7 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
           await feed.stop();
         },
         streamLagMs: () => feed.stats.lagMs,
+        streamUsage: () => streamMeter.snapshot(),
         caller(index): Caller {
           const { deps } = buildContainer(config, { client: ctx.client, strategy });
           return {

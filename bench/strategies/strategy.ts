@@ -1,5 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { WriteTap } from '../lib/stream-feed.ts';
+import type { Meter } from '../lib/bench-client.ts';
+import type { Usage } from '../lib/meter.ts';
 
 /** One allocation attempt as a client of the IPAM sees it. */
 export type AllocationOutcome =
@@ -42,8 +44,8 @@ export interface StrategyContext {
   readonly setupClient: DynamoDBClient;
   /** Where both clients report their lease writes (a strategy that runs the stream function listens). */
   readonly tap: WriteTap;
-  /** A client for the stream function: counted with the measured client's meter (its cost is the strategy's). */
-  streamClient(): DynamoDBClient;
+  /** A client for the stream function, counted on its own meter (limited and halted with the measured client). */
+  streamClient(meter: Meter): DynamoDBClient;
 }
 
 /** A strategy opened on a table. */
@@ -63,6 +65,8 @@ export interface StrategyRun {
   close?(): Promise<void>;
   /** Lags of the stream function so far, from a write to the end of the batch that delivered it (ms). */
   streamLagMs?(): readonly number[];
+  /** What the stream function has cost so far (its own meter): a scenario takes the difference over a window. */
+  streamUsage?(): Usage;
   /**
    * Every address the store says is held, with its holder (an address listed twice is a duplicate), and any
    * disagreement between the store's own records (a claim without its lease, a bit without its lease, ...).
