@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
 import type { TestEngine } from '../support/engines.ts';
+import { allItems } from '../support/items.ts';
 import { owner, reconcilerHarness, type ReconcilerHarness } from '../support/reconciler.ts';
 
 const MIN = 60_000;
 
-/** The reconciler and the ranges of a pool (row 13), on one table engine. */
+/** The reconciler and the ranges of a pool (rows 11 and 13), on one table engine. */
 export function reconcilerRangesCases(engine: TestEngine): void {
   const harness = (): Promise<ReconcilerHarness> => reconcilerHarness({ engine });
 
@@ -90,6 +91,65 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       // Assess
       expect(report.repairs.LeaseOutsideRange).toBe(0);
       expect(await h.events('p')).toEqual([]);
+    });
+  });
+
+  describe(`Reconciler: row 11, finalizing a legacy range and its slot (${engine.name})`, () => {
+    const slots = async (h: ReconcilerHarness) =>
+      (await allItems(h.table)).filter((i) => i.entity === 'legacySlot').map((i) => `${i.SK as string}=${i.range as string}`).sort();
+
+    /** A pool 'p' whose legacy IPv4 range 'leg' held claim 'c' when its deletion was asked for (202), then lost it. */
+    async function terminatingLegacy(h: ReconcilerHarness): Promise<void> {
+      await h.pool('p', [{ cidr: '10.5.0.0/24', name: 'leg', legacy: true }]);
+      await h.claim('p', { name: 'c', owner: owner('a'), addresses: ['10.5.0.9'] });
+      expect((await h.api.call('DELETE', '/v1/pools/p/ranges/leg')).status).toBe(202);
+      expect((await h.api.call('DELETE', '/v1/pools/p/claims/c')).status).toBe(204);
+      h.clock.advance(11_000);
+    }
+
+    it('removes the legacy slot with the range, so a new legacy range of the family can be created', async () => {
+      // Prepare
+      const h = await harness();
+      await terminatingLegacy(h);
+      expect(await slots(h)).toEqual(['LEGACY#IPv4=leg']);
+      // Act
+      const report = await h.run();
+      // Assess
+      expect(report.repairs.RangeFinalized).toBe(1);
+      expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
+      expect(await slots(h)).toEqual([]);
+      expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.6.0.0/24', name: 'leg2', legacy: true })).status).toBe(201);
+      expect(await slots(h)).toEqual(['LEGACY#IPv4=leg2']);
+    });
+
+    it('removes a legacy range of a table written before slots existed (no slot item)', async () => {
+      // Prepare: the slot item is missing, as on an old table
+      const h = await harness();
+      await terminatingLegacy(h);
+      await h.remove(keys.legacySlot('p', 'IPv4'));
+      // Act
+      const report = await h.run();
+      // Assess
+      expect(report.repairs.RangeFinalized).toBe(1);
+      expect(report.errors).toEqual([]);
+      expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
+      expect(await slots(h)).toEqual([]);
+    });
+
+    it('leaves a slot that names another legacy range alone when removing an old table\'s second legacy range', async () => {
+      // Prepare: an old table let two legacy IPv4 ranges in; the slot names the other one, 'keep'
+      const h = await harness();
+      await terminatingLegacy(h);
+      const { deletionRequestedAt: _, ...leg } = (await h.get(keys.range('p', 'leg')))!;
+      await h.put({ ...leg, ...keys.range('p', 'keep'), name: 'keep', cidr: '10.7.0.0/24', state: 'Ready' });
+      await h.put({ ...(await h.get(keys.legacySlot('p', 'IPv4')))!, range: 'keep' });
+      // Act
+      const report = await h.run();
+      // Assess
+      expect(report.repairs.RangeFinalized).toBe(1);
+      expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
+      expect(await h.get(keys.range('p', 'keep'))).toBeDefined();
+      expect(await slots(h)).toEqual(['LEGACY#IPv4=keep']);
     });
   });
 }
