@@ -12,7 +12,7 @@ import { EventReason, type IpamEvent } from './ports.ts';
 export interface ReconcileSettings {
   /** Row 1: how long after its expiry a claim is released. */
   readonly expiredClaimGraceMs: number;
-  /** Rows 3-5: how old an orphaned or wrong lease must be before it is released (never younger); also rows 6-7. */
+  /** Rows 3-5: how old an orphaned or wrong lease must be before it is released (never younger); also rows 6-7 and 13. */
   readonly orphanLeaseGraceMs: number;
   /** Row 11: how long after deletion was requested a Terminating range may be removed. */
   readonly terminatingRangeGraceMs: number;
