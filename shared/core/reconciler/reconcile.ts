@@ -22,8 +22,8 @@
  *
  * Cost follows the work: rows 1 and 3-5 read only expired index entries (hour buckets from a persisted checkpoint,
  * sort key at or before the cutoff); rows 3-7 and 13 are also covered by a sweep that reads a fixed number of items per
- * run from a persisted cursor; rows 11-12 read the pools' ranges (a handful of items). Utilization counts leases within a
- * fixed budget per run, a big range's count continuing over runs (usage.ts); rows 8-10 touch only legacy ranges, and
+ * run from a persisted cursor; rows 11-12 read the pools' ranges (a handful of items). Utilization counts leases within
+ * a fixed budget per run, a big range's count continuing over runs (usage.ts); rows 8-10 touch only legacy ranges, and
  * scan a bitmap's window (within the same kind of budget, resumably) only when it can have drifted (drift.ts). So a
  * run's reads follow its repairs plus fixed budgets, not the size of the table (docs/reconciler.md).
  *
