@@ -5,6 +5,7 @@ import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import { INDEX_SETTLE_MS } from '../../shared/core/use-cases/ranges.ts';
 import { allItems } from '../support/items.ts';
+import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 
 /** Pools and ranges through the real HTTP handler, on one table engine. */
 export function poolsAndRangesCases(engine: TestEngine): void {
@@ -170,6 +171,36 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       expect(slots).toEqual([['LEGACY#IPv4', '10.67.0.0-24'], ['LEGACY#IPv6', 'fd00::-120']]);
       expect((await api.call('DELETE', '/v1/pools/p')).status).toBe(204);
       expect(await itemCount(api)).toBe(0);
+    });
+
+    it('deletes a legacy range of a table written before slots existed: no slot item, or a slot naming another range', async () => {
+      // Prepare: legacy range 'a' without its slot item; then legacy range 'b' whose slot names a third range 'c',
+      // as a table where two legacy ranges of one family were created together before slots would look
+      const clock = new ManualClock(Date.now());
+      const api = await testApi({ clock });
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      const slot = keys.legacySlot('p', 'IPv4');
+      const slots = async () => (await allItems(api.container.table)).filter((i) => i.entity === 'legacySlot').map((i) => i.range);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.66.0.0/24', name: 'a', legacy: true })).status).toBe(201);
+      await api.container.table.write({ kind: 'delete', key: slot });
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.67.0.0/24', name: 'b', legacy: true })).status).toBe(409);
+      // Act 1: 'a' goes (the DELETE once the index settled after the mark), though no slot names it
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/a')).status).toBe(202);
+      clock.advance(INDEX_SETTLE_MS);
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/a')).status).toBe(204);
+      // Assess 1
+      expect((await api.call('GET', '/v1/pools/p/ranges/a')).status).toBe(404);
+      expect(await slots()).toEqual([]);
+      // Prepare 2: 'b' is created with its slot, which is then made to name 'c'
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.67.0.0/24', name: 'b', legacy: true })).status).toBe(201);
+      await api.container.table.write({ kind: 'put', item: { ...(await api.container.table.get(slot))!, range: 'c' } });
+      // Act 2
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/b')).status).toBe(202);
+      clock.advance(INDEX_SETTLE_MS);
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/b')).status).toBe(204);
+      // Assess 2: 'b' is gone, and the slot naming 'c' is left alone
+      expect((await api.call('GET', '/v1/pools/p/ranges/b')).status).toBe(404);
+      expect(await slots()).toEqual(['c']);
     });
 
     it('answers 409 for an existing pool name and lists pools in pages', async () => {

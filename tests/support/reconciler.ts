@@ -7,6 +7,7 @@ import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { queryAll, type Table } from '../../shared/adapters/dynamodb/table.ts';
 import { testApi, type TestApi } from './api.ts';
+import { dynamoLocalEngine, type TestEngine } from './engines.ts';
 
 /** A clock the test moves by hand; every container of the test shares it. */
 export class ManualClock {
@@ -70,13 +71,15 @@ export interface HarnessOptions {
    * hour buckets instead of a first run's 48-hour lookback. Default true.
    */
   readonly ranBefore?: boolean;
+  /** The table engine (default DynamoDB Local). */
+  readonly engine?: TestEngine;
 }
 
-/** The real API and reconciler over a fresh table on DynamoDB Local, on a hand-moved clock. */
+/** The real API and reconciler over a fresh table (DynamoDB Local unless another engine is given), on a hand-moved clock. */
 export async function reconcilerHarness(options: HarnessOptions = {}): Promise<ReconcilerHarness> {
   const start = options.start ?? T0;
   const clock = new ManualClock(start);
-  const api = await testApi({ clock, viewMaxAgeMs: 0, ...options.overrides }, options.env ?? {});
+  const api = await testApi({ clock, viewMaxAgeMs: 0, ...options.overrides }, options.env ?? {}, undefined, options.engine ?? dynamoLocalEngine);
   if (options.ranBefore ?? true) await api.container.deps.reconcile.saveCheckpoint(EXPIRY_CHECKPOINT, { hour: Math.floor(start / 3600_000) - 1 }, undefined);
   const table = api.container.table;
   const harness: ReconcilerHarness = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Bitmap } from '../../shared/core/bitmap/bitmap.ts';
-import { leaseOfClaim, type Claim, type Lease, type Range } from '../../shared/core/model.ts';
+import { leaseOfClaim, type Claim, type Lease, type PoolView, type Range } from '../../shared/core/model.ts';
 import { needsScan, planDrift } from '../../shared/core/reconciler/drift.ts';
 import { countOrder, usageIntervals } from '../../shared/core/reconciler/usage.ts';
 import {
@@ -11,6 +11,7 @@ import {
   isReleasable,
   judgeClaim,
   judgeLease,
+  judgeLeaseRange,
   nextExpiryCheckpoint,
   terminationGraceOver,
 } from '../../shared/core/reconciler/plan.ts';
@@ -139,6 +140,31 @@ describe('Function: terminationGraceOver (rows 11-12)', () => {
   it('never finalizes a Ready range, nor one without a readable request time', () => {
     expect(terminationGraceOver(range({ state: 'Ready', deletionRequestedAt: iso(0) }), NOW, 0)).toBe(false);
     expect(terminationGraceOver(range({}), NOW, 0)).toBe(false);
+  });
+});
+
+describe('Function: judgeLeaseRange (row 13)', () => {
+  const grace = 60_000;
+  const view = (...ranges: [string, Range['state']][]): PoolView => ({
+    pool: { name: 'p', exclude: [], createdAt: iso(0) },
+    ranges: ranges.map(([cidr, state], i) => ({ pool: 'p', name: `r${i}`, cidr, family: cidr.includes(':') ? 'IPv6' : 'IPv4', state, legacy: false, createdAt: iso(0) })),
+  });
+
+  it('finds a lease in any range of its pool that holds the address as a host address, Ready or Terminating', () => {
+    expect(judgeLeaseRange(lease(), view(['10.0.0.0/24', 'Ready']), NOW, grace)).toBe('inRange');
+    expect(judgeLeaseRange(lease(), view(['10.1.0.0/24', 'Ready'], ['10.0.0.0/29', 'Terminating']), NOW, grace)).toBe('inRange');
+  });
+
+  it('reports a lease outside every range, on a network or broadcast address, or in a pool that is gone', () => {
+    expect(judgeLeaseRange(lease(), view(['10.1.0.0/24', 'Ready'], ['fd00::/64', 'Ready']), NOW, grace)).toBe('outside');
+    expect(judgeLeaseRange(lease({ address: '10.0.0.7' }), view(['10.0.0.4/30', 'Ready']), NOW, grace)).toBe('outside');
+    expect(judgeLeaseRange(lease(), undefined, NOW, grace)).toBe('outside');
+  });
+
+  it('waits for a lease younger than the grace, and leaves an expired one to row 1', () => {
+    expect(judgeLeaseRange(lease({ createdAt: iso(NOW - grace + 1) }), view(), NOW, grace)).toBe('notYet');
+    expect(judgeLeaseRange(lease({ createdAt: iso(NOW - grace) }), view(), NOW, grace)).toBe('outside');
+    expect(judgeLeaseRange(lease({ expiresAt: NOW }), view(), NOW, grace)).toBe('notYet');
   });
 });
 

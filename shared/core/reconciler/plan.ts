@@ -1,4 +1,6 @@
-import { isExpired, RangeState, type Claim, type ClaimAddress, type Lease, type Range } from '../model.ts';
+import { parseAddress } from '../ip/address.ts';
+import { isHostOf, parseCidr } from '../ip/cidr.ts';
+import { isExpired, RangeState, type Claim, type ClaimAddress, type Lease, type PoolView, type Range } from '../model.ts';
 import { EventReason, type IpamEvent } from './ports.ts';
 
 /**
@@ -10,7 +12,7 @@ import { EventReason, type IpamEvent } from './ports.ts';
 export interface ReconcileSettings {
   /** Row 1: how long after its expiry a claim is released. */
   readonly expiredClaimGraceMs: number;
-  /** Rows 3-5: how old an orphaned or wrong lease must be before it is released (never younger); also rows 6-7. */
+  /** Rows 3-5: how old an orphaned or wrong lease must be before it is released (never younger); also rows 6-7 and 13. */
   readonly orphanLeaseGraceMs: number;
   /** Row 11: how long after deletion was requested a Terminating range may be removed. */
   readonly terminatingRangeGraceMs: number;
@@ -120,6 +122,28 @@ export function terminationGraceOver(range: Range, nowMs: number, graceMs: numbe
   return Number.isFinite(requested) && requested + graceMs <= nowMs;
 }
 
+/**
+ * Row 13: whether a lease's address is a host address of no range of its pool, Ready or Terminating (a lease inside
+ * another range that covers it is served by that one). `view` undefined: the pool itself is gone.
+ */
+export function outsideEveryRange(view: PoolView | undefined, lease: Lease): boolean {
+  if (!view) return true;
+  const address = parseAddress(lease.address);
+  return !view.ranges.some((r) => isHostOf(parseCidr(r.cidr), address));
+}
+
+export type RangeVerdict = 'inRange' | 'outside' | 'notYet';
+
+/**
+ * Row 13, for a lease its claim holds (rows 3-5 judge the others): `outside` when it lies outside every range of its
+ * pool; `notYet` when it does but is younger than the grace (a claim whose range was retired under its commit
+ * releases its own lease, see createClaim) or expired (row 1 releases it, or a renew makes it live again).
+ */
+export function judgeLeaseRange(lease: Lease, view: PoolView | undefined, nowMs: number, graceMs: number): RangeVerdict {
+  if (!outsideEveryRange(view, lease)) return 'inRange';
+  return isExpired(lease, nowMs) || Date.parse(lease.createdAt) > nowMs - graceMs ? 'notYet' : 'outside';
+}
+
 const whyText = {
   claimAbsent: 'its claim no longer exists',
   otherIncarnation: 'its claim was deleted and made again (another uid)',
@@ -162,6 +186,13 @@ export const events = {
     reason: EventReason.DuplicateAllocation,
     object: `lease/${holder.address}`,
     message: `Claim ${claim.name} lists ${holder.address}, which claim ${holder.claim} (uid ${holder.claimUid}) holds; nothing was changed.`,
+  }),
+  leaseOutsideRange: (lease: Lease, time: string): IpamEvent => ({
+    pool: lease.pool,
+    time,
+    reason: EventReason.LeaseOutsideRange,
+    object: `lease/${lease.address}`,
+    message: `Lease of ${lease.address} (claim ${lease.claim}, uid ${lease.claimUid}, range ${lease.range}) lies in no Ready or Terminating range of pool ${lease.pool}; its claim still holds it, so nothing was changed: release the claim, or create a range that covers the address.`,
   }),
   rangeFinalized: (range: Range, time: string): IpamEvent => ({
     pool: range.pool,

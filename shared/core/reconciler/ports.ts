@@ -16,6 +16,8 @@ export const EventReason = {
   LeaseNotAllocated: 'LeaseNotAllocated',
   /** A held claim lists an address another claim holds; reported, nothing changed. */
   DuplicateAllocation: 'DuplicateAllocation',
+  /** A lease its claim holds lies in no Ready or Terminating range of its pool; reported, nothing changed. */
+  LeaseOutsideRange: 'LeaseOutsideRange',
   /** A legacy bitmap missed bits of existing leases; they were set. */
   BitmapRepaired: 'BitmapRepaired',
   /** A legacy bitmap held bits with no lease for the configured number of consecutive runs; they were cleared. */
@@ -147,8 +149,9 @@ export interface ReconcileStore {
   /** Removes a range that is still Terminating, with its bitmap and strike items. */
   finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'>;
   /**
-   * Records an event that goes with no repair (a reported duplicate), at most once per `what` (a stable identity of
-   * the finding) while the previous report is under 24 hours old: false when it was already reported.
+   * Records an event that goes with no repair (a duplicate, a lease outside every range), at most once per `what` (a
+   * stable identity of the finding) while the previous report is under 24 hours old: false when it was already
+   * reported.
    */
   reportOnce(event: IpamEvent, what: string, nowMs: number): Promise<boolean>;
   /** Events of a pool newer than `sinceIso`, newest first. */

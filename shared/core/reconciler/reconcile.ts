@@ -16,15 +16,16 @@
  * | 10 | Bitmap item while DisableAllocatorDualWrite=true           | pool ranges                                | delete the bitmap item (and its strikes)                                              | BitmapRemoved       |
  * | 11 | Terminating range, grace passed, no lease depending on it alone | pool ranges (a Limit-1 probe per shard) | remove the range (with its bitmap, strikes and usage), if still Terminating        | RangeFinalized      |
  * | 12 | Terminating range within its grace, or with dependent leases | pool ranges                              | nothing; a later run looks again                                                      | -                   |
+ * | 13 | Held lease in no Ready or Terminating range of its pool    | slow sweep (consistent reads confirm)      | nothing changed (its claim holds it); reported once a day once older than the grace | LeaseOutsideRange   |
  * | 14 | Pool without an occupancy summary (made before it)         | pool item (no summarySince)                | build it from the listing, chunk by chunk (settle), then mark the pool summarized      | (report: summary.built) |
  * | 15 | Summary chunk bit differing from its lease item            | a range's lease count vs its summary, at most every 15 min | settle the differing addresses from their lease items (summary.ts)       | (report: summary.repaired) |
  *
  * Each row has a test in tests/int/reconciler*.int.test.ts (and the pure decisions in tests/unit/reconcile-plan.test.ts).
  *
  * Cost follows the work: rows 1 and 3-5 read only expired index entries (hour buckets from a persisted checkpoint,
- * sort key at or before the cutoff); rows 3-7 are also covered by a sweep that reads a fixed number of items per run
- * from a persisted cursor; rows 11-12 read the pools' ranges (a handful of items). Utilization counts leases within a
- * fixed budget per run, a big range's count continuing over runs (usage.ts); rows 8-10 touch only legacy ranges, and
+ * sort key at or before the cutoff); rows 3-7 and 13 are also covered by a sweep that reads a fixed number of items per
+ * run from a persisted cursor; rows 11-12 read the pools' ranges (a handful of items). Utilization counts leases within
+ * a fixed budget per run, a big range's count continuing over runs (usage.ts); rows 8-10 touch only legacy ranges, and
  * scan a bitmap's window (within the same kind of budget, resumably) only when it can have drifted (drift.ts). So a
  * run's reads follow its repairs plus fixed budgets, not the size of the table (docs/reconciler.md).
  *
@@ -32,7 +33,7 @@
  * (expiry hour, sweep cursor, count passes, drift scan offsets) let the next run continue.
  */
 import { parseCidr } from '../ip/cidr.ts';
-import { leaseOfClaim, type Claim, type Lease, type Range } from '../model.ts';
+import { leaseOfClaim, type Claim, type Lease, type PoolView, type Range } from '../model.ts';
 import { subtractIntervals } from '../allocator/intervals.ts';
 import { hostInterval, hostIntervals, rangesOf, type ParsedRange } from '../allocator/pool-geometry.ts';
 import {
@@ -41,7 +42,9 @@ import {
   isReleasable,
   judgeClaim,
   judgeLease,
+  judgeLeaseRange,
   nextExpiryCheckpoint,
+  outsideEveryRange,
   terminationGraceOver,
 } from './plan.ts';
 import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
@@ -100,7 +103,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   const measured = run.out(Phase.Utilization) ? { usage: [], records: new Map() } : await measureUsage(run, views);
   const bitmapsChecked = run.out(Phase.Drift) ? 0 : await repairBitmaps(run, views, measured.records);
   const utilization = measured.usage;
-  const sweep = run.out(Phase.Sweep) ? { checked: 0, cycleCompleted: false } : await sweepSlice(run);
+  const sweep = run.out(Phase.Sweep) ? { checked: 0, cycleCompleted: false } : await sweepSlice(run, views);
   return {
     complete: run.stoppedIn === undefined,
     ...(run.stoppedIn !== undefined ? { stoppedIn: run.stoppedIn } : {}),
@@ -185,15 +188,18 @@ async function releaseIfExpired(run: Run, claim: Claim, cutoff: number): Promise
   });
 }
 
-/** Rows 3-5 for leases read from the expiry index or the sweep; true when none is left waiting. */
-async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[]): Promise<boolean> {
+/**
+ * Rows 3-5 for leases read from the expiry index or the sweep, and row 13 for held leases when the run's pool views
+ * are given (the sweep); true when none is left waiting.
+ */
+async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[], views?: ReadonlyMap<string, PoolView>): Promise<boolean> {
   if (leases.length === 0) return true;
   const claims = await run.deps.reconcile.getClaims(uniqueBy(leases.map((l) => ({ pool: l.pool, name: l.claim })), (r) => `${r.pool}/${r.name}`));
   const byName = new Map(claims.map((c) => [`${c.pool}/${c.name}`, c]));
   return run.each(phase, leases, async (lease) => {
     const nowMs = run.now();
     const verdict = judgeLease(lease, byName.get(`${lease.pool}/${lease.claim}`), nowMs, run.deps.settings.orphanLeaseGraceMs);
-    if (verdict.kind === 'held') return true;
+    if (verdict.kind === 'held') return views ? reportIfOutside(run, lease, views.get(lease.pool), nowMs) : true;
     if (verdict.kind === 'tooYoung') return false;
     return run.attempt(`release orphaned lease ${lease.pool}/${lease.address}`, async () => {
       const event = events.leaseOrphaned(lease, verdict.why, run.iso(nowMs));
@@ -201,6 +207,24 @@ async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[]): Pr
       run.done(event, (await run.deps.reconcile.releaseLease(lease, createdBefore, event)) === 'released');
       return true;
     });
+  });
+}
+
+/**
+ * Row 13: a held lease outside every range of its pool is reported, never released: its claim still holds the address
+ * and its owner may be using it. (A lease whose claim is gone is row 3's, released as orphaned wherever it lies.)
+ */
+async function reportIfOutside(run: Run, lease: Lease, view: PoolView | undefined, nowMs: number): Promise<boolean> {
+  if (judgeLeaseRange(lease, view, nowMs, run.deps.settings.orphanLeaseGraceMs) !== 'outside') return true;
+  return run.attempt(`report lease outside ranges ${lease.pool}/${lease.address}`, async () => {
+    // The run's views and the sweep's copy of the lease may be stale (a range added, the lease released since):
+    // report only what consistent reads still show.
+    const [current] = await run.deps.reconcile.getLeases([{ pool: lease.pool, address: lease.address }]);
+    if (!current || current.claimUid !== lease.claimUid) return true;
+    if (!outsideEveryRange(await run.deps.pools.getPoolView(lease.pool), current)) return true;
+    const event = events.leaseOutsideRange(current, run.iso(nowMs));
+    run.done(event, await run.deps.reconcile.reportOnce(event, `outside/${current.address}/${current.claimUid}`, nowMs));
+    return true;
   });
 }
 
@@ -236,10 +260,11 @@ async function hasDependentLease(run: Run, range: Range, otherReady: readonly Pa
   return alone.length > 0 && run.deps.reconcile.leaseExists(range.pool, range.family, alone);
 }
 
-// ---- rows 1, 3-7: the slow sweep ----
+// ---- rows 1, 3-7, 13: the slow sweep ----
 
-async function sweepSlice(run: Run): Promise<{ checked: number; cycleCompleted: boolean }> {
+async function sweepSlice(run: Run, views: PoolViewList): Promise<{ checked: number; cycleCompleted: boolean }> {
   const { reconcile: store, settings } = run.deps;
+  const byPool = new Map(views.map((v) => [v.pool.name, v]));
   const checkpoint = await store.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT);
   let cursor = checkpoint?.value.cursor;
   let cycles = checkpoint?.value.cycles ?? 0;
@@ -250,7 +275,7 @@ async function sweepSlice(run: Run): Promise<{ checked: number; cycleCompleted: 
     checked += page.claims.length + page.leases.length;
     // A page is done even when some of its items wait (rows 5, 12): the next cycle sees them again.
     await checkClaims(run, page.claims);
-    await checkLeases(run, Phase.Sweep, page.leases);
+    await checkLeases(run, Phase.Sweep, page.leases, byPool);
     if (run.stoppedIn !== undefined) break; // The page was not finished: keep the cursor where it was.
     cursor = page.next;
     if (cursor === undefined) {

@@ -1,0 +1,155 @@
+import { describe, expect, it } from 'vitest';
+import { keys } from '../../shared/adapters/dynamodb/keys.ts';
+import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
+import type { TestEngine } from '../support/engines.ts';
+import { allItems } from '../support/items.ts';
+import { owner, reconcilerHarness, type ReconcilerHarness } from '../support/reconciler.ts';
+
+const MIN = 60_000;
+
+/** The reconciler and the ranges of a pool (rows 11 and 13), on one table engine. */
+export function reconcilerRangesCases(engine: TestEngine): void {
+  const harness = (): Promise<ReconcilerHarness> => reconcilerHarness({ engine });
+
+  describe(`Reconciler: row 13, leases outside every range (${engine.name}; issue 15, defect 5)`, () => {
+    /** Pool 'p' with ranges 'gone' (10.0.0.0/24) and 'kept' (10.1.0.0/24); claim 'web' holds 10.0.0.7 of 'gone'. */
+    async function leaseInGoneRange(h: ReconcilerHarness): Promise<{ uid: string }> {
+      await h.pool('p', [{ cidr: '10.0.0.0/24', name: 'gone' }, { cidr: '10.1.0.0/24', name: 'kept' }]);
+      const web = await h.claim('p', { name: 'web', owner: owner('a'), addresses: ['10.0.0.7'] });
+      // The range item is removed under the claim, as the code before the post-commit check could do.
+      await h.remove(keys.range('p', 'gone'));
+      return web;
+    }
+
+    it('reports a held lease in no range once (LeaseOutsideRange) and leaves the lease and its claim alone', async () => {
+      // Prepare
+      const h = await harness();
+      const web = await leaseInGoneRange(h);
+      h.clock.advance(MIN + 1_000);
+      // Act: two runs
+      const first = await h.run();
+      const second = await h.run();
+      // Assess
+      expect(first.repairs.LeaseOutsideRange).toBe(1);
+      expect(second.repairs.LeaseOutsideRange).toBe(0);
+      expect(await h.get(keys.lease('p', '10.0.0.7'))).toMatchObject({ claim: 'web', claimUid: web.uid, range: 'gone' });
+      expect((await h.api.call('GET', '/v1/pools/p/claims/web')).status).toBe(200);
+      const events = await h.events('p');
+      expect(events).toEqual([expect.objectContaining({ reason: 'LeaseOutsideRange', object: 'lease/10.0.0.7' })]);
+      expect(events[0]!.message).toContain('claim web');
+    });
+
+    it('waits the orphan grace before reporting (a claim in flight releases its own lease)', async () => {
+      const h = await harness();
+      await leaseInGoneRange(h);
+      h.clock.advance(MIN - 1_000);
+      expect((await h.run()).repairs.LeaseOutsideRange).toBe(0);
+      h.clock.advance(2_000);
+      expect((await h.run()).repairs.LeaseOutsideRange).toBe(1);
+    });
+
+    it('releases an orphaned lease in no range as LeaseOrphaned (row 3), and does not report it', async () => {
+      // Prepare: the claim goes too (its item only, as a partial write would leave it)
+      const h = await harness();
+      await leaseInGoneRange(h);
+      await h.remove(keys.claim('p', 'web'));
+      h.clock.advance(MIN + 1_000);
+      // Act
+      const report = await h.run();
+      // Assess
+      expect(report.repairs).toMatchObject({ LeaseOrphaned: 1, LeaseOutsideRange: 0 });
+      expect(await h.get(keys.lease('p', '10.0.0.7'))).toBeUndefined();
+    });
+
+    it('does not report leases of a Terminating range, nor a lease whose range is gone but that another range covers', async () => {
+      // Prepare: 'lonely' is Terminating with its lease; 'narrow' is removed, but 'wide' (Ready) covers its lease
+      const h = await harness();
+      await h.pool('p', [{ cidr: '10.0.0.0/25', name: 'narrow' }, { cidr: '10.1.0.0/24', name: 'lonely' }]);
+      await h.claim('p', { name: 'in-narrow', owner: owner('a'), addresses: ['10.0.0.5'] });
+      await h.claim('p', { name: 'in-lonely', owner: owner('b'), addresses: ['10.1.0.5'] });
+      expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24', name: 'wide' })).status).toBe(201);
+      expect((await h.api.call('DELETE', '/v1/pools/p/ranges/lonely')).status).toBe(202);
+      await h.remove(keys.range('p', 'narrow'));
+      h.clock.advance(MIN + 1_000);
+      // Act
+      const report = await h.run();
+      // Assess
+      expect(report.repairs.LeaseOutsideRange).toBe(0);
+      expect(await h.events('p')).toEqual([]);
+    });
+
+    it('confirms with a consistent read of the pool: a range the run\'s views missed prevents the report', async () => {
+      // Prepare: the run's list of pool views lacks 'gone' (as if read before it was created)
+      const h = await harness();
+      await h.pool('p', [{ cidr: '10.0.0.0/24', name: 'gone' }]);
+      await h.claim('p', { name: 'web', owner: owner('a'), addresses: ['10.0.0.7'] });
+      h.clock.advance(MIN + 1_000);
+      const withoutRanges = (store: ReconcileStore): ReconcileStore =>
+        Object.assign(Object.create(store) as ReconcileStore, { listPoolViews: async () => (await store.listPoolViews()).map((v) => ({ ...v, ranges: [] })) });
+      // Act
+      const report = await h.run({ wrap: withoutRanges });
+      // Assess
+      expect(report.repairs.LeaseOutsideRange).toBe(0);
+      expect(await h.events('p')).toEqual([]);
+    });
+  });
+
+  describe(`Reconciler: row 11, finalizing a legacy range and its slot (${engine.name})`, () => {
+    const slots = async (h: ReconcilerHarness) =>
+      (await allItems(h.table)).filter((i) => i.entity === 'legacySlot').map((i) => `${i.SK as string}=${i.range as string}`).sort();
+
+    /** A pool 'p' whose legacy IPv4 range 'leg' held claim 'c' when its deletion was asked for (202), then lost it. */
+    async function terminatingLegacy(h: ReconcilerHarness): Promise<void> {
+      await h.pool('p', [{ cidr: '10.5.0.0/24', name: 'leg', legacy: true }]);
+      await h.claim('p', { name: 'c', owner: owner('a'), addresses: ['10.5.0.9'] });
+      expect((await h.api.call('DELETE', '/v1/pools/p/ranges/leg')).status).toBe(202);
+      expect((await h.api.call('DELETE', '/v1/pools/p/claims/c')).status).toBe(204);
+      h.clock.advance(11_000);
+    }
+
+    it('removes the legacy slot with the range, so a new legacy range of the family can be created', async () => {
+      // Prepare
+      const h = await harness();
+      await terminatingLegacy(h);
+      expect(await slots(h)).toEqual(['LEGACY#IPv4=leg']);
+      // Act
+      const report = await h.run();
+      // Assess
+      expect(report.repairs.RangeFinalized).toBe(1);
+      expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
+      expect(await slots(h)).toEqual([]);
+      expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.6.0.0/24', name: 'leg2', legacy: true })).status).toBe(201);
+      expect(await slots(h)).toEqual(['LEGACY#IPv4=leg2']);
+    });
+
+    it('removes a legacy range of a table written before slots existed (no slot item)', async () => {
+      // Prepare: the slot item is missing, as on an old table
+      const h = await harness();
+      await terminatingLegacy(h);
+      await h.remove(keys.legacySlot('p', 'IPv4'));
+      // Act
+      const report = await h.run();
+      // Assess
+      expect(report.repairs.RangeFinalized).toBe(1);
+      expect(report.errors).toEqual([]);
+      expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
+      expect(await slots(h)).toEqual([]);
+    });
+
+    it('leaves a slot that names another legacy range alone when removing an old table\'s second legacy range', async () => {
+      // Prepare: an old table let two legacy IPv4 ranges in; the slot names the other one, 'keep'
+      const h = await harness();
+      await terminatingLegacy(h);
+      const { deletionRequestedAt: _, ...leg } = (await h.get(keys.range('p', 'leg')))!;
+      await h.put({ ...leg, ...keys.range('p', 'keep'), name: 'keep', cidr: '10.7.0.0/24', state: 'Ready' });
+      await h.put({ ...(await h.get(keys.legacySlot('p', 'IPv4')))!, range: 'keep' });
+      // Act
+      const report = await h.run();
+      // Assess
+      expect(report.repairs.RangeFinalized).toBe(1);
+      expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
+      expect(await h.get(keys.range('p', 'keep'))).toBeDefined();
+      expect(await slots(h)).toEqual(['LEGACY#IPv4=keep']);
+    });
+  });
+}
