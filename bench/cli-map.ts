@@ -24,6 +24,10 @@ import { formatAddress } from '../shared/core/ip/address.ts';
 import { capacity, hostAt, parseCidr } from '../shared/core/ip/cidr.ts';
 import type { Claim, Lease } from '../shared/core/model.ts';
 import { startLocalStack } from '../scripts/local-stack.ts';
+import { SdkTable } from '../shared/adapters/dynamodb/sdk-table.ts';
+import type { Table } from '../shared/adapters/dynamodb/table.ts';
+import { getPool } from '../shared/core/use-cases/pools.ts';
+import { hostInterval } from '../shared/core/allocator/pool-geometry.ts';
 import { buildContainer } from '../shared/adapters/composition.ts';
 import { loadConfig } from '../shared/config.ts';
 import { LeaseState } from '../shared/core/mirror/lease-change.ts';
@@ -119,6 +123,38 @@ async function main(): Promise<void> {
     if (summarized.failed.length) throw new Error(`the summary of the fill failed for ${summarized.failed.length} leases`);
     const fillSeconds = (performance.now() - fillStarted) / 1000;
     console.log(`filled ${target} of ${hosts} addresses of ${cidrText} in ${fillSeconds.toFixed(0)} s (${Math.round(target / fillSeconds)} claims/s, summary included)`);
+
+    // What GET /v1/pools/{pool} reads on this range (issue 10: "at most a few dozen items"), through a table that
+    // counts the items each request returns or scans, next to what counting the leases through the listing reads.
+    const counted = { items: 0, requests: 0 };
+    const inner = new SdkTable(client, stack.tableName);
+    const counting: Table = {
+      name: inner.name,
+      get: async (key) => (counted.requests++, counted.items++, inner.get(key)),
+      batchGet: async (keys, attributes) => {
+        counted.requests += 1;
+        const items = await inner.batchGet(keys, attributes);
+        counted.items += items.length;
+        return items;
+      },
+      write: (op) => inner.write(op),
+      transact: (ops) => inner.transact(ops),
+      query: async (query) => {
+        counted.requests += 1;
+        const page = await inner.query(query);
+        counted.items += page.scanned;
+        return page;
+      },
+      describe: () => inner.describe(),
+    };
+    const reader = buildContainer(loadConfig({ TABLE_NAME: stack.tableName, DYNAMODB_ENDPOINT: stack.endpoint, LEASE_INDEX_SHARDS: String(shards) }), { table: counting });
+    const details = await getPool(reader.deps, 'bench-map');
+    const poolRead = { ...counted };
+    counted.items = 0;
+    counted.requests = 0;
+    const host = hostInterval(cidr);
+    const listingCount = host ? await reader.deps.leases.countLeases('bench-map', cidr.family, [host], Date.now()) : 0n;
+    console.log(`GET /v1/pools/bench-map: used ${String(details.utilization[cidr.family]?.used)}, ${poolRead.items} items read in ${poolRead.requests} requests; counting the same leases through the listing: ${String(listingCount)} in ${counted.items} items, ${counted.requests} requests`);
 
     const startup = await timed(['--version'], stack.apiUrl);
     const times: number[] = [];

@@ -19,7 +19,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 );
 
 describe('Property: random interleavings against the real store', () => {
-  it('never holds an address twice, and utilization always equals the live lease count', async () => {
+  it('never holds an address twice, utilization always equals the live lease count, and the summary the lease items', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.array(step, { minLength: 1, maxLength: 4 }), { minLength: 4, maxLength: 10 }), async (rounds) => {
         // Prepare: a /29 (6 addresses) shared by 8 would-be owners, three warm containers, one clock.
@@ -57,6 +57,15 @@ describe('Property: random interleavings against the real store', () => {
           const utilization = (await api.call('GET', '/v1/pools/p')).body.utilization as { IPv4: { used: number; free: number } };
           expect(utilization.IPv4.used).toBe(live.length);
           expect(utilization.IPv4.free).toBe(6 - live.length);
+          // The occupancy summary (kept by the stream function on every write here) shows every lease item, expired
+          // ones included, and nothing else.
+          const occupancy = (await api.call('GET', '/v1/pools/p/ranges/10.0.0.0-29/occupancy')).body as { slices: { first: string; count: number; bits: string }[] };
+          const shown = occupancy.slices.flatMap((slice) => {
+            const bytes = Buffer.from(slice.bits, 'base64');
+            const base = Number(slice.first.split('.')[3]);
+            return Array.from({ length: slice.count }, (_, i) => i).filter((i) => bytes[i >> 3]! & (1 << (i & 7))).map((i) => `10.0.0.${base + i}`);
+          });
+          expect(shown.sort()).toEqual(items.filter((i) => i.entity === 'lease').map((i) => i.address as string).sort());
         }
       }),
       { numRuns: 12 },
