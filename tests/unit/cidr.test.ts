@@ -41,7 +41,7 @@ describe('Function: parseCidr', () => {
 
     // Assess
     expect(parse).toThrow(InvalidArgumentError);
-    expect(parse).toThrow('did you mean 10.0.0.0/24?');
+    expect(parse).toThrow('its canonical form is 10.0.0.0/24.');
   });
 
   it.each([
@@ -53,7 +53,7 @@ describe('Function: parseCidr', () => {
     const parse = () => parseCidr(text);
 
     // Assess
-    expect(parse).toThrow(`did you mean ${canonical}?`);
+    expect(parse).toThrow(`its canonical form is ${canonical}.`);
   });
 
   it.each([

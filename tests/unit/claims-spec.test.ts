@@ -236,7 +236,7 @@ describe('Function: normalizeExclusion', () => {
   });
 
   it.each([
-    ['host bits set', '10.0.0.1/24', 'did you mean 10.0.0.0/24?'],
+    ['host bits set', '10.0.0.1/24', 'its canonical form is 10.0.0.0/24.'],
     ['a /33', '10.0.0.0/33', 'IPv4 prefixes run from 0 to 32'],
     ['an invalid address', '192.168.1.1.x', 'not a valid IPv4 address'],
   ])('throws InvalidArgumentError naming the entry when the exclusion has %s', (_why, text, sentence) => {

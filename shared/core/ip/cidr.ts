@@ -26,7 +26,7 @@ export function parseCidr(text: string, field = 'cidr'): Cidr {
   const cidr: Cidr = { family: address.family, base: address.value & networkMask(address.family, prefix), prefix };
   const canonical = formatCidr(cidr);
   if (cidr.base !== address.value || canonical !== text) {
-    throw new InvalidArgumentError(`${field} ${quote(text)} is not canonical; did you mean ${canonical}?`, field);
+    throw new InvalidArgumentError(`${field} ${quote(text)} is not canonical; its canonical form is ${canonical}.`, field);
   }
   return cidr;
 }
