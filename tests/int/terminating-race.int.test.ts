@@ -16,6 +16,24 @@ import { allItems } from '../support/items.ts';
  * 12 claims of the burst left their leases in the removed range. tests/cases/claims.cases.ts ("a range retired under
  * a warm container's view") has the sequential version.
  */
+/**
+ * Pool 'p' with range 'going', three warm containers that trust their cached view for an hour and have each claimed
+ * and released once (their views say 'going' is the only range, and no lease holds it), then range 'staying' added
+ * by another container, which the warm views do not know.
+ */
+async function staleViews(): Promise<{ api: TestApi; containers: TestApi[] }> {
+  const api = await testApi();
+  expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
+  expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.70.0.0/24', name: 'going' })).status).toBe(201);
+  const containers = [0, 1, 2].map(() => api.sibling({ viewMaxAgeMs: 3_600_000 }));
+  for (const [i, c] of containers.entries()) {
+    expect((await c.call('POST', '/v1/pools/p/claims', { name: `warm${i}`, owner: owner(`w${i}`) })).status).toBe(201);
+    expect((await c.call('DELETE', `/v1/pools/p/claims/warm${i}`)).status).toBe(204);
+  }
+  expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.71.0.0/24', name: 'staying' })).status).toBe(201);
+  return { api, containers };
+}
+
 describe('Terminating under concurrent claims (DynamoDB Local)', () => {
   it('gives no claim sent after the DELETE answered an address of that range, and leaves no lease in a deleted range', async () => {
     // Prepare: ranges 'going' and 'staying'; c0 holds an address of 'going', so the DELETE answers 202
@@ -72,17 +90,7 @@ describe('Terminating under concurrent claims (DynamoDB Local)', () => {
   it('reliably: claims from containers whose cached views still show the range Ready get none of its addresses once the DELETE answered', async () => {
     // Prepare: range 'going' only; three warm containers that trust their cached view for an hour (the issue's 1 s
     // window made wide: every claim they send arrives while their view still says 'going' is Ready and the only range).
-    const api = await testApi();
-    expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
-    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.70.0.0/24', name: 'going' })).status).toBe(201);
-    const containers = [0, 1, 2].map(() => api.sibling({ viewMaxAgeMs: 3_600_000 }));
-    for (const [i, c] of containers.entries()) {
-      expect((await c.call('POST', '/v1/pools/p/claims', { name: `warm${i}`, owner: owner(`w${i}`) })).status).toBe(201);
-      // Released again, so no lease holds 'going' when its DELETE comes: only the racing claims can.
-      expect((await c.call('DELETE', `/v1/pools/p/claims/warm${i}`)).status).toBe(204);
-    }
-    // 'staying' is added by another container: the warm views do not know it.
-    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.71.0.0/24', name: 'staying' })).status).toBe(201);
+    const { api, containers } = await staleViews();
     // Act: six workers (two per warm container) send claims one after another; the DELETE of 'going' goes out once
     // each worker has had a claim answered, and the workers go on until each sent 4 claims after the DELETE answered.
     let answeredAt: number | undefined;
@@ -134,15 +142,7 @@ describe('Terminating under concurrent claims (DynamoDB Local)', () => {
 
   it('reliably: a burst of claims from warm containers after the DELETE answered leaves no lease in a deleted range', async () => {
     // Prepare: as above, but no claim is in flight when 'going' is deleted, so no lease holds it then
-    const api = await testApi();
-    expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
-    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.70.0.0/24', name: 'going' })).status).toBe(201);
-    const containers = [0, 1, 2].map(() => api.sibling({ viewMaxAgeMs: 3_600_000 }));
-    for (const [i, c] of containers.entries()) {
-      expect((await c.call('POST', '/v1/pools/p/claims', { name: `warm${i}`, owner: owner(`w${i}`) })).status).toBe(201);
-      expect((await c.call('DELETE', `/v1/pools/p/claims/warm${i}`)).status).toBe(204);
-    }
-    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.71.0.0/24', name: 'staying' })).status).toBe(201);
+    const { api, containers } = await staleViews();
     // Act: the DELETE, then 12 claims at once, four from each warm container
     const deleted = await api.call('DELETE', '/v1/pools/p/ranges/going');
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => containers[i % 3]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })));
