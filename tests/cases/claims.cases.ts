@@ -4,7 +4,7 @@ import type { TestEngine } from '../support/engines.ts';
 import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import type { Stores } from '../../shared/adapters/dynamodb/stores.ts';
-import { allItems } from '../support/items.ts';
+import { allItems, tableSnapshot } from '../support/items.ts';
 
 /** Claims through the real HTTP handler, on one table engine. */
 export function claimsCases(engine: TestEngine): void {
@@ -331,6 +331,181 @@ export function claimsCases(engine: TestEngine): void {
       expect(staleDelete.status).toBe(204);
       expect(absentDelete.status).toBe(204);
       expect((await api.call('GET', '/v1/pools/p/addresses/10.6.0.1')).body.claim).toBe('b');
+    });
+  });
+
+  describe(`Claims: batches (${engine.name}; issue 13)`, () => {
+    it('refuses a batch of 32 in a /27 with 30 free as a whole, writing nothing, and then gives a batch of 30', async () => {
+      // Prepare: a /27 holds 30 hosts, all free
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.8.0.0/27']);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const refused = await api.call('POST', '/v1/pools/p/claims', { name: 'big', owner: owner('b'), count: 32 });
+      const after = await tableSnapshot(api.container.table);
+      const fits = await api.call('POST', '/v1/pools/p/claims', { name: 'fits', owner: owner('f'), count: 30 });
+      // Assess
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('RangeFull');
+      expect(after).toEqual(before);
+      expect(fits.status).toBe(201);
+      expect(new Set(addressesOf(fits.body)).size).toBe(30);
+      expect((await leaseItems(api)).every((l) => l.claim === 'fits')).toBe(true);
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 30, used: 30, free: 0 } });
+    });
+
+    it('refuses a batch bigger than what is left after other claims, and leaves the other claims as they were', async () => {
+      // Prepare: a /28 (14 hosts) with 10 taken by single claims leaves 4
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.8.1.0/28']);
+      for (let i = 0; i < 10; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+      // Act: from a cold container too, whose view of the summary is fresh
+      const refused = await api.sibling().call('POST', '/v1/pools/p/claims', { name: 'five', owner: owner('five'), count: 5 });
+      const after = await tableSnapshot(api.container.table);
+      const four = await api.call('POST', '/v1/pools/p/claims', { name: 'four', owner: owner('four'), count: 4 });
+      // Assess
+      expect(refused.body.code).toBe('RangeFull');
+      expect(after).toEqual(before);
+      expect(four.status).toBe(201);
+      expect(addressesOf(four.body)).toHaveLength(4);
+      expect(new Set((await leaseItems(api)).map((l) => l.address)).size).toBe(14);
+    });
+
+    it('gives 16 concurrent batch claims of 8 on a /24 128 distinct addresses, each claim all its 8 leases', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.9.0.0/24']);
+      const containers = [api, api.sibling(), api.sibling(), api.sibling()];
+      // Act
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', { name: `b${i}`, owner: owner(`u${i}`), count: 8 })),
+      );
+      // Assess
+      expect(results.map((r) => r.status)).toEqual(Array(16).fill(201));
+      expect(results.every((r) => addressesOf(r.body).length === 8)).toBe(true);
+      const addresses = results.flatMap((r) => addressesOf(r.body));
+      expect(new Set(addresses).size).toBe(128);
+      // The leases are exactly the claims' addresses, each held by the claim that answered it.
+      const leases = await leaseItems(api);
+      const answered = results.flatMap((r) => addressesOf(r.body).map((a) => `${a} ${String(r.body.name)}`)).sort();
+      expect(leases.map((l) => `${String(l.address)} ${String(l.claim)}`).sort()).toEqual(answered);
+    });
+
+    it('never leaves a partial batch when 16 concurrent batches of 8 contend for a /25 that holds only 15 of them', async () => {
+      // Prepare: 126 hosts, 128 asked for: at least one batch must be refused
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.9.1.0/25']);
+      const containers = [api, api.sibling(), api.sibling(), api.sibling()];
+      // Act
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', { name: `b${i}`, owner: owner(`u${i}`), count: 8 })),
+      );
+      // Assess: every answer is a whole batch or RangeFull (never a 5xx), and the table holds exactly the whole batches
+      const won = results.filter((r) => r.status === 201);
+      const refused = results.filter((r) => r.status !== 201);
+      expect(refused.length).toBeGreaterThanOrEqual(1);
+      expect(refused.map((r) => r.body.code)).toEqual(refused.map(() => 'RangeFull'));
+      expect(won.every((r) => addressesOf(r.body).length === 8)).toBe(true);
+      const leases = await leaseItems(api);
+      expect(leases).toHaveLength(8 * won.length);
+      expect(new Set(leases.map((l) => l.address)).size).toBe(8 * won.length);
+      const claimItems = (await allItems(api.container.table)).filter((i) => i.entity === 'claim').map((i) => i.name).sort();
+      expect(claimItems).toEqual(won.map((r) => r.body.name).sort());
+      for (const r of won) expect(leases.filter((l) => l.claim === r.body.name).map((l) => l.address).sort()).toEqual([...addressesOf(r.body)].sort());
+    });
+
+    it('returns the same set for an idempotent retry, by name and by generateName, and 409 for another count', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.10.0.0/24']);
+      const named = { name: 'set', owner: owner('s'), count: 6 };
+      const generated = { generateName: 'vm', owner: owner('vm-1', 'VirtualMachine'), count: 3 };
+      const first = await api.call('POST', '/v1/pools/p/claims', named);
+      const firstGenerated = await api.call('POST', '/v1/pools/p/claims', generated);
+      // Act
+      const again = await api.sibling().call('POST', '/v1/pools/p/claims', named);
+      const againGenerated = await api.sibling().call('POST', '/v1/pools/p/claims', generated);
+      const otherCount = await api.call('POST', '/v1/pools/p/claims', { ...named, count: 5 });
+      // Assess
+      expect(first.status).toBe(201);
+      expect(first.body.count).toBe(6);
+      expect(first.body.ipFamilies).toEqual(['IPv4']);
+      expect(again.status).toBe(200);
+      expect(addressesOf(again.body)).toEqual(addressesOf(first.body));
+      expect(againGenerated.status).toBe(200);
+      expect(againGenerated.body.name).toBe(firstGenerated.body.name);
+      expect(addressesOf(againGenerated.body)).toEqual(addressesOf(firstGenerated.body));
+      expect(otherCount.status).toBe(409);
+      expect(otherCount.body.code).toBe('Conflict');
+      expect(await leaseItems(api)).toHaveLength(9);
+    });
+
+    it('treats count 1 as the request without count', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.10.1.0/24']);
+      const first = await api.call('POST', '/v1/pools/p/claims', { name: 'one', owner: owner('o') });
+      // Act
+      const again = await api.call('POST', '/v1/pools/p/claims', { name: 'one', owner: owner('o'), count: 1 });
+      // Assess
+      expect(again.status).toBe(200);
+      expect(addressesOf(again.body)).toEqual(addressesOf(first.body));
+      expect(again.body.count).toBeUndefined();
+    });
+
+    it('refuses count with explicit addresses, and a count of the wrong type or range, with a 400 and nothing written', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.11.0.0/24']);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const withAddresses = await api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count: 2, addresses: ['10.11.0.10'] });
+      const bad = await Promise.all([0, 33, -1, 2.5, '4', true].map((count) => api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count })));
+      // Assess
+      expect(withAddresses.status).toBe(400);
+      expect(withAddresses.body.code).toBe('InvalidArgument');
+      expect(withAddresses.body.detail).toMatch(/count greater than 1 takes its addresses dynamically/);
+      expect(bad.map((r) => r.status)).toEqual(Array(6).fill(400));
+      expect(bad[0]!.body.detail).toBe('count must be a whole number from 1 to 32.');
+      expect(bad[3]!.body.detail).toBe('Field "count" must be a whole number.');
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+      // One explicit address with count 1 is still a plain claim.
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count: 1, addresses: ['10.11.0.10'] })).status).toBe(201);
+    });
+
+    it('gives a dual-stack batch of 2 two addresses of each family, in family then address order, and releases all four', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.12.0.0/24', 'fd00:12::/120']);
+      // Act
+      const made = await api.call('POST', '/v1/pools/p/claims', { name: 'ds', owner: owner('d'), ipFamilyPolicy: 'RequireDualStack', ipFamilies: ['IPv6', 'IPv4'], count: 2 });
+      // Assess
+      expect(made.status).toBe(201);
+      const addresses = made.body.addresses as Addr[];
+      expect(addresses.map((a) => a.family)).toEqual(['IPv6', 'IPv6', 'IPv4', 'IPv4']);
+      expect(made.body.ipFamilies).toEqual(['IPv6', 'IPv4']);
+      expect(new Set(addressesOf(made.body)).size).toBe(4);
+      const v4 = addressesOf(made.body).slice(2).map((a) => Number(a.split('.')[3]));
+      expect(v4[0]!).toBeLessThan(v4[1]!);
+      expect((await leaseItems(api)).map((l) => l.address).sort()).toEqual([...addressesOf(made.body)].sort());
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toMatchObject({ IPv4: { used: 2 }, IPv6: { used: 2 } });
+      expect((await api.call('DELETE', '/v1/pools/p/claims/ds')).status).toBe(204);
+      expect(await leaseItems(api)).toEqual([]);
+    });
+
+    it('refuses a dual-stack batch whole when one family lacks addresses, writing nothing for the other', async () => {
+      // Prepare: IPv6 /126 has 3 hosts
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.13.0.0/24', 'fd00:13::/126']);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const refused = await api.call('POST', '/v1/pools/p/claims', { name: 'ds', owner: owner('d'), ipFamilyPolicy: 'RequireDualStack', count: 4 });
+      // Assess
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('RangeFull');
+      expect(refused.body.detail).toMatch(/IPv6/);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
     });
   });
 

@@ -54,6 +54,7 @@ export const bodyFields = {
     ipFamilies: { type: 'string[]' },
     addresses: { type: 'string[]' },
     ttlSeconds: { type: 'integer' },
+    count: { type: 'integer' },
   },
   'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer' } },
 } as const satisfies Record<string, Readonly<Record<string, FieldSpec>>>;
@@ -123,6 +124,7 @@ export const routes = {
       ...(body.ipFamilies !== undefined ? { ipFamilies: body.ipFamilies as IpFamily[] } : {}),
       ...(body.addresses !== undefined ? { addresses: body.addresses as string[] } : {}),
       ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds as number } : {}),
+      ...(body.count !== undefined ? { count: body.count as number } : {}),
     }).catch((error: unknown) => {
       if (error instanceof IpamError) metrics?.failed(scope, error.code);
       throw error;

@@ -26,7 +26,15 @@ export interface CreateClaimCommand {
   readonly ipFamilies?: readonly IpFamily[];
   readonly addresses?: readonly string[];
   readonly ttlSeconds?: number;
+  /** Addresses per family, 1 to MAX_BATCH_COUNT (default 1). */
+  readonly count?: number;
 }
+
+/**
+ * Most addresses per family one claim may take. A dual-stack batch writes the claim, its generateName marker and
+ * 2 x 32 leases: 66 items, well inside a transaction's 100.
+ */
+export const MAX_BATCH_COUNT = 32;
 
 /** Longest lease a claim may ask for: one year. */
 export const MAX_TTL_SECONDS = 365 * 24 * 3600;
@@ -62,6 +70,13 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
   if (policy === IpFamilyPolicy.SingleStack && families.length > 1) {
     throw new InvalidArgumentError('A SingleStack claim takes one family; use PreferDualStack or RequireDualStack for two.', 'ipFamilies');
   }
+  const count = cmd.count ?? 1;
+  if (!Number.isInteger(count) || count < 1 || count > MAX_BATCH_COUNT) {
+    throw new InvalidArgumentError(`count must be a whole number from 1 to ${MAX_BATCH_COUNT}.`, 'count');
+  }
+  if (count > 1 && (cmd.addresses ?? []).length > 0) {
+    throw new InvalidArgumentError('A claim with count greater than 1 takes its addresses dynamically; leave out addresses, or ask for one address per family.', 'count');
+  }
   const explicit = (cmd.addresses ?? []).map((a, i) => parseAddress(a, `addresses[${i}]`));
   if (new Set(explicit.map((a) => a.family)).size !== explicit.length) {
     throw new InvalidArgumentError('addresses may hold at most one address per family.', 'addresses');
@@ -81,6 +96,8 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
     addresses: explicit.map(formatAddress),
     ...(cmd.ttlSeconds !== undefined ? { ttlSeconds: checkTtl(cmd.ttlSeconds) } : {}),
     ...(cmd.generateName !== undefined ? { generateName: cmd.generateName } : {}),
+    // Kept only above 1: a request with count 1 and one without count are the same request.
+    ...(count > 1 ? { count } : {}),
   };
   return { spec, explicit };
 }
@@ -116,15 +133,17 @@ export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: reado
   for (const family of families) {
     if (!served.includes(family)) throw new MismatchedNetworkError(`Pool ${pool} has no Ready ${family} range for this claim.`);
   }
+  const count = spec.count ?? 1;
   return families.map((family) => {
     const address = explicit.find((a) => a.family === family);
-    return address ? { family, explicit: address } : { family };
+    if (address) return { family, explicit: address };
+    return count > 1 ? { family, count } : { family };
   });
 }
 
 function sameSpec(a: ClaimSpec, b: ClaimSpec): boolean {
   const canon = (s: ClaimSpec) =>
-    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null]);
+    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null, s.count ?? 1]);
   return canon(a) === canon(b);
 }
 
