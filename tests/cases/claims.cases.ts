@@ -5,6 +5,7 @@ import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import type { Stores } from '../../shared/adapters/dynamodb/stores.ts';
 import { allItems, tableSnapshot } from '../support/items.ts';
+import { reconcilerHarness, T0 } from '../support/reconciler.ts';
 
 /** Claims through the real HTTP handler, on one table engine. */
 export function claimsCases(engine: TestEngine): void {
@@ -536,6 +537,76 @@ export function claimsCases(engine: TestEngine): void {
       const lost = await api.call('POST', '/v1/pools/p/claims/a/renew', {});
       expect(lost.status).toBe(404);
       expect(lost.body.detail).toMatch(/taken by another claim/);
+    });
+
+    it('confirms a hold with ttlSeconds null: the claim, its marker and its leases lose their expiry and outlive the TTL and the reconciler', async () => {
+      // Prepare: two leased batch claims made from generateName; only the first is confirmed
+      const h = await reconcilerHarness({ engine });
+      await h.pool('p', ['10.14.0.0/24']);
+      const held = await h.claim('p', { generateName: 'vpn', owner: owner('laptop', 'Client'), ttlSeconds: 60, count: 2 });
+      const other = await h.claim('p', { generateName: 'vpn', owner: owner('phone', 'Client'), ttlSeconds: 60 });
+      h.clock.advance(30_000);
+      // Act
+      const confirmed = await h.api.call('POST', `/v1/pools/p/claims/${held.name}/renew`, { ttlSeconds: null });
+      // Assess: the answer and every item of the claim carry no expiry, no TTL attribute, no expiry index keys
+      expect(confirmed.status).toBe(200);
+      expect(confirmed.body.expiresAt).toBeUndefined();
+      expect(confirmed.body.version).toBe(2);
+      expect(confirmed.headers.etag).toBe('"2"');
+      const items = (await allItems(h.table)).filter((i) => i.claim === held.name || i.name === held.name);
+      expect(items.map((i) => i.entity).sort()).toEqual(['claim', 'generated', 'lease', 'lease']);
+      for (const item of items) for (const attribute of ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK']) expect(item).not.toHaveProperty(attribute);
+      // Time passes far beyond the TTL and the reconciler runs: the confirmed claim stays, the other one is released
+      h.clock.advance(3_600_000);
+      await h.run();
+      expect((await h.api.call('GET', `/v1/pools/p/claims/${held.name}`)).status).toBe(200);
+      expect((await h.api.call('GET', `/v1/pools/p/claims/${other.name}`)).status).toBe(404);
+      for (const a of held.addresses) expect((await h.api.call('GET', `/v1/pools/p/addresses/${a.address}`)).body.claim).toBe(held.name);
+      const leases = (await allItems(h.table)).filter((i) => i.entity === 'lease').map((l) => l.claim);
+      expect(leases).toEqual([held.name, held.name]);
+      // The owner's retry of its original request still finds the claim (the spec is kept as asked for)
+      const retry = await h.api.call('POST', '/v1/pools/p/claims', { generateName: 'vpn', owner: owner('laptop', 'Client'), ttlSeconds: 60, count: 2 });
+      expect(retry.status).toBe(200);
+      expect(retry.body.name).toBe(held.name);
+      expect(retry.body.expiresAt).toBeUndefined();
+    });
+
+    it('answers a renewal of a confirmed claim with 409, a second confirmation with the claim unchanged, and 404 for a gone claim', async () => {
+      // Prepare
+      const clock = new ManualClock(T0);
+      const api = await testApi({ clock });
+      await poolWith(api, 'p', ['10.15.0.0/24']);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ttlSeconds: 60 })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null })).status).toBe(200);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const renewed = await api.call('POST', '/v1/pools/p/claims/a/renew', {});
+      const again = await api.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null });
+      const gone = await api.call('POST', '/v1/pools/p/claims/nope/renew', { ttlSeconds: null });
+      // Assess
+      expect(renewed.status).toBe(409);
+      expect(renewed.body.detail).toMatch(/has no TTL and needs no renewal/);
+      expect(again.status).toBe(200);
+      expect(again.body.version).toBe(2);
+      expect(again.body.expiresAt).toBeUndefined();
+      expect(gone.status).toBe(404);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+
+    it('does not confirm a claim whose lease expired and went to another claim', async () => {
+      // Prepare
+      const clock = new ManualClock(T0);
+      const api = await testApi({ clock });
+      await poolWith(api, 'p', ['10.16.0.0/30']);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.16.0.1'], ttlSeconds: 30 })).status).toBe(201);
+      clock.advance(31_000);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.16.0.1'] })).status).toBe(201);
+      // Act
+      const lost = await api.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null });
+      // Assess
+      expect(lost.status).toBe(404);
+      expect(lost.body.detail).toMatch(/taken by another claim/);
+      expect((await api.call('GET', '/v1/pools/p/addresses/10.16.0.1')).body.claim).toBe('b');
     });
   });
 }

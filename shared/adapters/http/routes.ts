@@ -56,7 +56,8 @@ export const bodyFields = {
     ttlSeconds: { type: 'integer' },
     count: { type: 'integer' },
   },
-  'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer' } },
+  // ttlSeconds null confirms a hold: the claim becomes permanent.
+  'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer', nullable: true } },
 } as const satisfies Record<string, Readonly<Record<string, FieldSpec>>>;
 
 /** Some of the routes of route-keys.ts, by key (`satisfies` refuses a key that is not declared there). */
@@ -149,7 +150,7 @@ export const routes = {
   },
   'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/renew'], true);
-    const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | undefined);
+    const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | null | undefined);
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
 

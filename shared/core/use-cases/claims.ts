@@ -294,20 +294,33 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
   throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being released; retry the request.`);
 }
 
-/** Extends a claim's lease. @throws NotFoundError when gone or its addresses were taken; ConflictError without a TTL */
-export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number): Promise<Claim> {
+/**
+ * Extends a claim's lease by `ttlSeconds` (default: the claim's own TTL), or confirms a hold when `ttlSeconds` is
+ * null: the claim and its leases lose their expiry and are held until released, like a claim made without a TTL.
+ * The claim's spec is kept as it was asked for, so a retry of the original request still finds it (idempotency).
+ * Confirming a claim that has no expiry changes nothing and answers it as it is.
+ * @throws NotFoundError when gone or its addresses were taken; ConflictError when renewing (not confirming) a claim
+ *   without an expiry
+ */
+export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number | null): Promise<Claim> {
   await deps.views.get(pool, deps.clock.nowMs());
-  const ttl = checkTtl(ttlSeconds);
+  const ttl = ttlSeconds === null ? undefined : checkTtl(ttlSeconds);
   const claim = await deps.claims.getClaim(pool, name);
   if (!claim) throw new NotFoundError('claim', name);
-  const seconds = ttl ?? claim.spec.ttlSeconds;
-  if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
-  const expiresAt = deps.clock.nowMs() + seconds * 1000;
+  let expiresAt: number | undefined;
+  if (ttlSeconds === null) {
+    if (claim.expiresAt === undefined) return claim;
+  } else {
+    // A confirmed claim has no expiry left to extend, whatever TTL its spec was made with.
+    const seconds = ttl ?? (claim.expiresAt === undefined ? undefined : claim.spec.ttlSeconds);
+    if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
+    expiresAt = deps.clock.nowMs() + seconds * 1000;
+  }
   const outcome = await deps.claims.renewClaim(claim, expiresAt);
   if (outcome === 'absent') throw new NotFoundError('claim', name);
   if (outcome === 'lost') {
     throw new NotFoundError('claim', name, `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`);
   }
-  return { ...claim, expiresAt, version: claim.version + 1 };
+  const { expiresAt: _old, ...rest } = claim;
+  return { ...rest, ...(expiresAt !== undefined ? { expiresAt } : {}), version: claim.version + 1 };
 }
-
