@@ -6,6 +6,7 @@ import { ManualClock, owner } from '../support/fakes.ts';
 import type { Stores } from '../../shared/adapters/dynamodb/stores.ts';
 import { allItems, tableSnapshot } from '../support/items.ts';
 import { reconcilerHarness, T0 } from '../support/reconciler.ts';
+import { bitmapHolds } from '../support/legacy.ts';
 
 /** Claims through the real HTTP handler, on one table engine. */
 export function claimsCases(engine: TestEngine): void {
@@ -255,6 +256,21 @@ export function claimsCases(engine: TestEngine): void {
       const leases = await leaseItems(api);
       expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
     });
+
+    it('releases a whole batch committed in the retired range and takes it again, whole, from the Ready range', async () => {
+      // Prepare
+      const counts = new Map<string, number>();
+      const { api, warm } = await warmViewOfOld(counts);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status).toBe(201);
+      // Act
+      const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1'), count: 3 });
+      // Assess: two commits (the first in 'old', released whole); every address of the answer is in 'new'
+      expect(res.status).toBe(201);
+      expect((res.body.addresses as Addr[]).map((a) => a.range)).toEqual(['new', 'new', 'new']);
+      expect(counts.get('commitClaim')).toBe(2);
+      const leases = await leaseItems(api);
+      expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new'], ['c1', 'new'], ['c1', 'new']]);
+    });
   });
 
   describe(`Claims: dual-stack, idempotency and release (${engine.name})`, () => {
@@ -492,6 +508,29 @@ export function claimsCases(engine: TestEngine): void {
       expect((await leaseItems(api)).map((l) => l.address).sort()).toEqual([...addressesOf(made.body)].sort());
       expect((await api.call('GET', '/v1/pools/p')).body.utilization).toMatchObject({ IPv4: { used: 2 }, IPv6: { used: 2 } });
       expect((await api.call('DELETE', '/v1/pools/p/claims/ds')).status).toBe(204);
+      expect(await leaseItems(api)).toEqual([]);
+    });
+
+    it('takes a batch in legacy mode as count bits of the bitmap in the same transaction, refuses one too big whole, and clears all its bits on release', async () => {
+      // Prepare: legacy mode; a legacy /28 (14 hosts)
+      const api = await testApiOn({}, { FEATURE_GATES: 'MultiCIDRServiceAllocator=false,DisableAllocatorDualWrite=false' }, undefined, engine);
+      expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.17.0.0/28', name: 'legacy', legacy: true })).status).toBe(201);
+      // Act
+      const made = await api.call('POST', '/v1/pools/p/claims', { name: 'five', owner: owner('f'), count: 5 });
+      const bits = await bitmapHolds(api.container, 'p', 'legacy');
+      const before = await tableSnapshot(api.container.table);
+      const tooBig = await api.call('POST', '/v1/pools/p/claims', { name: 'ten', owner: owner('t'), count: 10 });
+      const after = await tableSnapshot(api.container.table);
+      const released = await api.call('DELETE', '/v1/pools/p/claims/five');
+      // Assess: the bitmap holds exactly the batch (no mirror ran: the commit wrote it), one version for the batch
+      expect(made.status).toBe(201);
+      expect(new Set(addressesOf(made.body)).size).toBe(5);
+      expect(bits).toMatchObject({ version: 1, addresses: [...addressesOf(made.body)].sort() });
+      expect(tooBig.body.code).toBe('RangeFull');
+      expect(after).toEqual(before);
+      expect(released.status).toBe(204);
+      expect((await bitmapHolds(api.container, 'p', 'legacy'))?.addresses).toEqual([]);
       expect(await leaseItems(api)).toEqual([]);
     });
 
