@@ -534,6 +534,21 @@ export function claimsCases(engine: TestEngine): void {
       expect(await leaseItems(api)).toEqual([]);
     });
 
+    it('reads the few free addresses of a nearly full range once per batch, not once per address', async () => {
+      // Prepare: a /27 (30 hosts) with 24 taken leaves 6, few enough that the summary's free addresses are read first
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.18.0.0/27']);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'most', owner: owner('m'), count: 24 })).status).toBe(201);
+      const counts = new Map<string, number>();
+      const cold = api.sibling({ wrapStores: countingStore(counts) });
+      // Act
+      const made = await cold.call('POST', '/v1/pools/p/claims', { name: 'four', owner: owner('f'), count: 4 });
+      // Assess
+      expect(made.status).toBe(201);
+      expect(counts.get('leaseStates')).toBe(1);
+      expect(counts.get('commitClaim')).toBe(1);
+    });
+
     it('refuses a dual-stack batch whole when one family lacks addresses, writing nothing for the other', async () => {
       // Prepare: IPv6 /126 has 3 hosts
       const api = await testApi();

@@ -86,6 +86,8 @@ export class LeaseAllocator implements Allocator {
     const pool = view.pool.name;
     const refreshedAt = new Map<IpFamily, number>();
     const collisions = new Map<IpFamily, number>();
+    // Addresses this call read free near full (pickVerified), per family: a batch reads them once, not once a pick.
+    const verified = new Map(slots.map((s) => [s.family, new Set<bigint>()]));
     // Dynamic candidates in flight, released once their transaction settles.
     const reservations: (() => void)[] = [];
     for (let commit = 0; commit < this.maxCommits; commit += 1) {
@@ -97,7 +99,7 @@ export class LeaseAllocator implements Allocator {
           if (pick && !pick.explicit) reservations.push(this.deps.hints.reserve(pool, slots[i]!.family, pick.value));
         });
         for (const [i, slot] of slots.entries()) {
-          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, refreshedAt, collisions, reservations, chosenOf(slots, picks, slot.family));
+          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, refreshedAt, collisions, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
         }
         claim = buildClaim(draft, requests, slots, picks as Choice[]);
         const leases = claim.addresses.map((a) => leaseOfClaim(claim, a));
@@ -123,6 +125,8 @@ export class LeaseAllocator implements Allocator {
             const family = slots[i]!.family;
             if (pick.explicit) throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
             this.deps.hints.markTaken(pool, family, pick.value, nowMs);
+            // A lost race shows this call's reads are behind: the next picks read again (as a single claim always did).
+            verified.get(family)!.clear();
             collisions.set(family, (collisions.get(family) ?? 0) + 1);
             // Only the collided address is picked again; the rest of the batch stays as it was.
             picks[i] = undefined;
@@ -135,9 +139,10 @@ export class LeaseAllocator implements Allocator {
 
   /**
    * One dynamic pick of a family. `chosen`: this claim's other picks of the family (a batch), never picked again: the
-   * hinted picks skip them as in flight (they are reserved), the blind pick draws again.
+   * hinted picks skip them as in flight (they are reserved), the blind pick draws again. `verified`: addresses this
+   * call has read free (pickVerified), not read again.
    */
-  private async pickDynamic(view: PoolView, family: IpFamily, refreshedAt: Map<IpFamily, number>, collisions: Map<IpFamily, number>, reservations: (() => void)[], chosen: ReadonlySet<bigint>): Promise<Choice> {
+  private async pickDynamic(view: PoolView, family: IpFamily, refreshedAt: Map<IpFamily, number>, collisions: Map<IpFamily, number>, reservations: (() => void)[], chosen: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice> {
     const ranges = rangesOf(view, family).filter((r) => pickableSize(this.pickRange(r)) > 0n);
     if (ranges.length === 0) throw new RangeFullError(view.pool.name, family);
     const excluded = excludedIntervals(view, family);
@@ -164,14 +169,14 @@ export class LeaseAllocator implements Allocator {
       const hint = await this.deps.hints.get(pool, family, intervals, nowMs, fresh, source);
       if (fresh) refreshedAt.set(family, seen);
       const inFlight = this.deps.hints.inFlight(pool, family);
-      const verified = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight) : this.pickWithHint(ranges, excluded, hint, inFlight);
-      const pick = verified === 'full' ? undefined : verified;
+      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      const pick = checked === 'full' ? undefined : checked;
       if (pick) {
         // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
         reservations.push(this.deps.hints.reserve(pool, family, pick.value));
         return pick;
       }
-      if (this.fullIsFinal(hint, fresh, nowMs, ranges, excluded, verified === 'full')) break;
+      if (this.fullIsFinal(hint, fresh, nowMs, ranges, excluded, checked === 'full')) break;
       // Not final: read the same source again first, then the listing (exact and expiry-aware).
       if (fresh || nowMs - hint.fetchedAt < this.fullTrustMs) source = HintSource.Listing;
       fresh = true;
@@ -182,9 +187,11 @@ export class LeaseAllocator implements Allocator {
   /**
    * A pick from a summary: when it shows few free addresses, read them all first (VERIFY_LIMIT) and pick among those
    * really free (no lease item, or an expired one); the ones taken are remembered like collisions. 'full' when it
-   * read every address the summary shows free and none was; undefined when the view shows none at all.
+   * read every address the summary shows free and none was; undefined when the view shows none at all. Addresses in
+   * `verified` were read free earlier in this call (the other picks of a batch) and are not read again; the ones read
+   * free now are added to it.
    */
-  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Promise<Choice | 'full' | undefined> {
+  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice | 'full' | undefined> {
     const read = this.deps.leaseStates;
     if (!read) return this.pickWithHint(ranges, excluded, hint, inFlight);
     const few: { value: bigint; range: ParsedRange }[] = [];
@@ -198,13 +205,15 @@ export class LeaseAllocator implements Allocator {
       if (few.length > VERIFY_LIMIT) return this.pickWithHint(ranges, excluded, hint, inFlight);
     }
     if (few.length === 0) return undefined;
-    const texts = few.map((f) => formatAddress({ family, value: f.value }));
-    const states = await read(pool, texts);
+    const unread = few.filter((f) => !verified.has(f.value)).map((f) => formatAddress({ family, value: f.value }));
+    const states = unread.length ? await read(pool, unread) : new Map<string, { readonly expiresAt?: number }>();
     const nowMs = this.deps.clock.nowMs();
-    const free = few.filter((f, i) => {
-      const state = states.get(texts[i]!);
+    const free = few.filter((f) => {
+      if (verified.has(f.value)) return true;
+      const state = states.get(formatAddress({ family, value: f.value }));
       const taken = state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs);
       if (taken) this.deps.hints.markTaken(pool, family, f.value, nowMs);
+      else verified.add(f.value);
       return !taken;
     });
     if (free.length === 0) return 'full';
