@@ -549,6 +549,29 @@ export function claimsCases(engine: TestEngine): void {
       expect(counts.get('commitClaim')).toBe(1);
     });
 
+    it('commits, renews, confirms and releases the largest batch (dual-stack, 32 each, with a generateName marker: 66 items a transaction)', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.19.0.0/24', 'fd00:19::/120']);
+      // Act
+      const made = await api.call('POST', '/v1/pools/p/claims', { generateName: 'big', owner: owner('g'), ipFamilyPolicy: 'RequireDualStack', count: 32, ttlSeconds: 600 });
+      const name = String(made.body.name);
+      const renewed = await api.call('POST', `/v1/pools/p/claims/${name}/renew`, {});
+      const confirmed = await api.call('POST', `/v1/pools/p/claims/${name}/renew`, { ttlSeconds: null });
+      const leasesHeld = await leaseItems(api);
+      const released = await api.call('DELETE', `/v1/pools/p/claims/${name}`);
+      // Assess
+      expect(made.status).toBe(201);
+      expect((made.body.addresses as Addr[]).filter((a) => a.family === 'IPv4')).toHaveLength(32);
+      expect((made.body.addresses as Addr[]).filter((a) => a.family === 'IPv6')).toHaveLength(32);
+      expect(renewed.status).toBe(200);
+      expect(confirmed.status).toBe(200);
+      expect(leasesHeld).toHaveLength(64);
+      expect(leasesHeld.every((l) => l.claim === name && l.expiresAt === undefined)).toBe(true);
+      expect(released.status).toBe(204);
+      expect((await allItems(api.container.table)).filter((i) => i.entity === 'lease' || i.entity === 'claim' || i.entity === 'generated')).toEqual([]);
+    });
+
     it('refuses a dual-stack batch whole when one family lacks addresses, writing nothing for the other', async () => {
       // Prepare: IPv6 /126 has 3 hosts
       const api = await testApi();
