@@ -65,6 +65,8 @@ export interface ClaimSpec {
   readonly addresses: readonly string[];
   readonly ttlSeconds?: number;
   readonly generateName?: string;
+  /** Addresses per family (a batch claim); absent means 1, so claims made before batches compare equal. */
+  readonly count?: number;
 }
 
 /** The owner-facing unit: the addresses of one owner's request, written in one transaction with their leases. */

@@ -75,8 +75,11 @@ export interface ClaimStore {
   listClaims(pool: string, limit: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>>;
   /** Deletes the claim and each lease still held by it, in one transaction; `expectedVersion` makes it conditional. */
   releaseClaim(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome>;
-  /** Extends the claim and its leases; 'lost' when a lease was taken by someone else. */
-  renewClaim(claim: Claim, expiresAt: number): Promise<'renewed' | 'lost' | 'absent'>;
+  /**
+   * Extends the claim and its leases to `expiresAt`, or makes them permanent when it is undefined (no expiry, out of
+   * the expiry index); 'lost' when a lease was taken by someone else.
+   */
+  renewClaim(claim: Claim, expiresAt: number | undefined): Promise<'renewed' | 'lost' | 'absent'>;
 }
 
 export type ReleaseOutcome = 'released' | 'versionMismatch' | 'absent';

@@ -4,7 +4,9 @@ import type { TestEngine } from '../support/engines.ts';
 import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import type { Stores } from '../../shared/adapters/dynamodb/stores.ts';
-import { allItems } from '../support/items.ts';
+import { allItems, tableSnapshot } from '../support/items.ts';
+import { reconcilerHarness, T0 } from '../support/reconciler.ts';
+import { bitmapHolds } from '../support/legacy.ts';
 
 /** Claims through the real HTTP handler, on one table engine. */
 export function claimsCases(engine: TestEngine): void {
@@ -254,6 +256,21 @@ export function claimsCases(engine: TestEngine): void {
       const leases = await leaseItems(api);
       expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
     });
+
+    it('releases a whole batch committed in the retired range and takes it again, whole, from the Ready range', async () => {
+      // Prepare
+      const counts = new Map<string, number>();
+      const { api, warm } = await warmViewOfOld(counts);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status).toBe(201);
+      // Act
+      const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1'), count: 3 });
+      // Assess: two commits (the first in 'old', released whole); every address of the answer is in 'new'
+      expect(res.status).toBe(201);
+      expect((res.body.addresses as Addr[]).map((a) => a.range)).toEqual(['new', 'new', 'new']);
+      expect(counts.get('commitClaim')).toBe(2);
+      const leases = await leaseItems(api);
+      expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new'], ['c1', 'new'], ['c1', 'new']]);
+    });
   });
 
   describe(`Claims: dual-stack, idempotency and release (${engine.name})`, () => {
@@ -334,6 +351,242 @@ export function claimsCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Claims: batches (${engine.name}; issue 13)`, () => {
+    it('refuses a batch of 32 in a /27 with 30 free as a whole, writing nothing, and then gives a batch of 30', async () => {
+      // Prepare: a /27 holds 30 hosts, all free
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.8.0.0/27']);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const refused = await api.call('POST', '/v1/pools/p/claims', { name: 'big', owner: owner('b'), count: 32 });
+      const after = await tableSnapshot(api.container.table);
+      const fits = await api.call('POST', '/v1/pools/p/claims', { name: 'fits', owner: owner('f'), count: 30 });
+      // Assess
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('RangeFull');
+      expect(after).toEqual(before);
+      expect(fits.status).toBe(201);
+      expect(new Set(addressesOf(fits.body)).size).toBe(30);
+      expect((await leaseItems(api)).every((l) => l.claim === 'fits')).toBe(true);
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 30, used: 30, free: 0 } });
+    });
+
+    it('refuses a batch bigger than what is left after other claims, and leaves the other claims as they were', async () => {
+      // Prepare: a /28 (14 hosts) with 10 taken by single claims leaves 4
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.8.1.0/28']);
+      for (let i = 0; i < 10; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+      // Act: from a cold container too, whose view of the summary is fresh
+      const refused = await api.sibling().call('POST', '/v1/pools/p/claims', { name: 'five', owner: owner('five'), count: 5 });
+      const after = await tableSnapshot(api.container.table);
+      const four = await api.call('POST', '/v1/pools/p/claims', { name: 'four', owner: owner('four'), count: 4 });
+      // Assess
+      expect(refused.body.code).toBe('RangeFull');
+      expect(after).toEqual(before);
+      expect(four.status).toBe(201);
+      expect(addressesOf(four.body)).toHaveLength(4);
+      expect(new Set((await leaseItems(api)).map((l) => l.address)).size).toBe(14);
+    });
+
+    it('gives 16 concurrent batch claims of 8 on a /24 128 distinct addresses, each claim all its 8 leases', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.9.0.0/24']);
+      const containers = [api, api.sibling(), api.sibling(), api.sibling()];
+      // Act
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', { name: `b${i}`, owner: owner(`u${i}`), count: 8 })),
+      );
+      // Assess
+      expect(results.map((r) => r.status)).toEqual(Array(16).fill(201));
+      expect(results.every((r) => addressesOf(r.body).length === 8)).toBe(true);
+      const addresses = results.flatMap((r) => addressesOf(r.body));
+      expect(new Set(addresses).size).toBe(128);
+      // The leases are exactly the claims' addresses, each held by the claim that answered it.
+      const leases = await leaseItems(api);
+      const answered = results.flatMap((r) => addressesOf(r.body).map((a) => `${a} ${String(r.body.name)}`)).sort();
+      expect(leases.map((l) => `${String(l.address)} ${String(l.claim)}`).sort()).toEqual(answered);
+    });
+
+    it('never leaves a partial batch when 16 concurrent batches of 8 contend for a /25 that holds only 15 of them', async () => {
+      // Prepare: 126 hosts, 128 asked for: at least one batch must be refused
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.9.1.0/25']);
+      const containers = [api, api.sibling(), api.sibling(), api.sibling()];
+      // Act
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', { name: `b${i}`, owner: owner(`u${i}`), count: 8 })),
+      );
+      // Assess: every answer is a whole batch or RangeFull (never a 5xx), and the table holds exactly the whole batches
+      const won = results.filter((r) => r.status === 201);
+      const refused = results.filter((r) => r.status !== 201);
+      expect(refused.length).toBeGreaterThanOrEqual(1);
+      expect(refused.map((r) => r.body.code)).toEqual(refused.map(() => 'RangeFull'));
+      expect(won.every((r) => addressesOf(r.body).length === 8)).toBe(true);
+      const leases = await leaseItems(api);
+      expect(leases).toHaveLength(8 * won.length);
+      expect(new Set(leases.map((l) => l.address)).size).toBe(8 * won.length);
+      const claimItems = (await allItems(api.container.table)).filter((i) => i.entity === 'claim').map((i) => i.name).sort();
+      expect(claimItems).toEqual(won.map((r) => r.body.name).sort());
+      for (const r of won) expect(leases.filter((l) => l.claim === r.body.name).map((l) => l.address).sort()).toEqual([...addressesOf(r.body)].sort());
+    });
+
+    it('returns the same set for an idempotent retry, by name and by generateName, and 409 for another count', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.10.0.0/24']);
+      const named = { name: 'set', owner: owner('s'), count: 6 };
+      const generated = { generateName: 'vm', owner: owner('vm-1', 'VirtualMachine'), count: 3 };
+      const first = await api.call('POST', '/v1/pools/p/claims', named);
+      const firstGenerated = await api.call('POST', '/v1/pools/p/claims', generated);
+      // Act
+      const again = await api.sibling().call('POST', '/v1/pools/p/claims', named);
+      const againGenerated = await api.sibling().call('POST', '/v1/pools/p/claims', generated);
+      const otherCount = await api.call('POST', '/v1/pools/p/claims', { ...named, count: 5 });
+      // Assess
+      expect(first.status).toBe(201);
+      expect(first.body.count).toBe(6);
+      expect(first.body.ipFamilies).toEqual(['IPv4']);
+      expect(again.status).toBe(200);
+      expect(addressesOf(again.body)).toEqual(addressesOf(first.body));
+      expect(againGenerated.status).toBe(200);
+      expect(againGenerated.body.name).toBe(firstGenerated.body.name);
+      expect(addressesOf(againGenerated.body)).toEqual(addressesOf(firstGenerated.body));
+      expect(otherCount.status).toBe(409);
+      expect(otherCount.body.code).toBe('Conflict');
+      expect(await leaseItems(api)).toHaveLength(9);
+    });
+
+    it('treats count 1 as the request without count', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.10.1.0/24']);
+      const first = await api.call('POST', '/v1/pools/p/claims', { name: 'one', owner: owner('o') });
+      // Act
+      const again = await api.call('POST', '/v1/pools/p/claims', { name: 'one', owner: owner('o'), count: 1 });
+      // Assess
+      expect(again.status).toBe(200);
+      expect(addressesOf(again.body)).toEqual(addressesOf(first.body));
+      expect(again.body.count).toBeUndefined();
+    });
+
+    it('refuses count with explicit addresses, and a count of the wrong type or range, with a 400 and nothing written', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.11.0.0/24']);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const withAddresses = await api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count: 2, addresses: ['10.11.0.10'] });
+      const bad = await Promise.all([0, 33, -1, 2.5, '4', true].map((count) => api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count })));
+      // Assess
+      expect(withAddresses.status).toBe(400);
+      expect(withAddresses.body.code).toBe('InvalidArgument');
+      expect(withAddresses.body.detail).toMatch(/count greater than 1 takes its addresses dynamically/);
+      expect(bad.map((r) => r.status)).toEqual(Array(6).fill(400));
+      expect(bad[0]!.body.detail).toBe('count must be a whole number from 1 to 32.');
+      expect(bad[3]!.body.detail).toBe('Field "count" must be a whole number.');
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+      // One explicit address with count 1 is still a plain claim.
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count: 1, addresses: ['10.11.0.10'] })).status).toBe(201);
+    });
+
+    it('gives a dual-stack batch of 2 two addresses of each family, in family then address order, and releases all four', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.12.0.0/24', 'fd00:12::/120']);
+      // Act
+      const made = await api.call('POST', '/v1/pools/p/claims', { name: 'ds', owner: owner('d'), ipFamilyPolicy: 'RequireDualStack', ipFamilies: ['IPv6', 'IPv4'], count: 2 });
+      // Assess
+      expect(made.status).toBe(201);
+      const addresses = made.body.addresses as Addr[];
+      expect(addresses.map((a) => a.family)).toEqual(['IPv6', 'IPv6', 'IPv4', 'IPv4']);
+      expect(made.body.ipFamilies).toEqual(['IPv6', 'IPv4']);
+      expect(new Set(addressesOf(made.body)).size).toBe(4);
+      const v4 = addressesOf(made.body).slice(2).map((a) => Number(a.split('.')[3]));
+      expect(v4[0]!).toBeLessThan(v4[1]!);
+      expect((await leaseItems(api)).map((l) => l.address).sort()).toEqual([...addressesOf(made.body)].sort());
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toMatchObject({ IPv4: { used: 2 }, IPv6: { used: 2 } });
+      expect((await api.call('DELETE', '/v1/pools/p/claims/ds')).status).toBe(204);
+      expect(await leaseItems(api)).toEqual([]);
+    });
+
+    it('takes a batch in legacy mode as count bits of the bitmap in the same transaction, refuses one too big whole, and clears all its bits on release', async () => {
+      // Prepare: legacy mode; a legacy /28 (14 hosts)
+      const api = await testApiOn({}, { FEATURE_GATES: 'MultiCIDRServiceAllocator=false,DisableAllocatorDualWrite=false' }, undefined, engine);
+      expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.17.0.0/28', name: 'legacy', legacy: true })).status).toBe(201);
+      // Act
+      const made = await api.call('POST', '/v1/pools/p/claims', { name: 'five', owner: owner('f'), count: 5 });
+      const bits = await bitmapHolds(api.container, 'p', 'legacy');
+      const before = await tableSnapshot(api.container.table);
+      const tooBig = await api.call('POST', '/v1/pools/p/claims', { name: 'ten', owner: owner('t'), count: 10 });
+      const after = await tableSnapshot(api.container.table);
+      const released = await api.call('DELETE', '/v1/pools/p/claims/five');
+      // Assess: the bitmap holds exactly the batch (no mirror ran: the commit wrote it), one version for the batch
+      expect(made.status).toBe(201);
+      expect(new Set(addressesOf(made.body)).size).toBe(5);
+      expect(bits).toMatchObject({ version: 1, addresses: [...addressesOf(made.body)].sort() });
+      expect(tooBig.body.code).toBe('RangeFull');
+      expect(after).toEqual(before);
+      expect(released.status).toBe(204);
+      expect((await bitmapHolds(api.container, 'p', 'legacy'))?.addresses).toEqual([]);
+      expect(await leaseItems(api)).toEqual([]);
+    });
+
+    it('reads the few free addresses of a nearly full range once per batch, not once per address', async () => {
+      // Prepare: a /27 (30 hosts) with 24 taken leaves 6, few enough that the summary's free addresses are read first
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.18.0.0/27']);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'most', owner: owner('m'), count: 24 })).status).toBe(201);
+      const counts = new Map<string, number>();
+      const cold = api.sibling({ wrapStores: countingStore(counts) });
+      // Act
+      const made = await cold.call('POST', '/v1/pools/p/claims', { name: 'four', owner: owner('f'), count: 4 });
+      // Assess
+      expect(made.status).toBe(201);
+      expect(counts.get('leaseStates')).toBe(1);
+      expect(counts.get('commitClaim')).toBe(1);
+    });
+
+    it('commits, renews, confirms and releases the largest batch (dual-stack, 32 each, with a generateName marker: 66 items a transaction)', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.19.0.0/24', 'fd00:19::/120']);
+      // Act
+      const made = await api.call('POST', '/v1/pools/p/claims', { generateName: 'big', owner: owner('g'), ipFamilyPolicy: 'RequireDualStack', count: 32, ttlSeconds: 600 });
+      const name = String(made.body.name);
+      const renewed = await api.call('POST', `/v1/pools/p/claims/${name}/renew`, {});
+      const confirmed = await api.call('POST', `/v1/pools/p/claims/${name}/renew`, { ttlSeconds: null });
+      const leasesHeld = await leaseItems(api);
+      const released = await api.call('DELETE', `/v1/pools/p/claims/${name}`);
+      // Assess
+      expect(made.status).toBe(201);
+      expect((made.body.addresses as Addr[]).filter((a) => a.family === 'IPv4')).toHaveLength(32);
+      expect((made.body.addresses as Addr[]).filter((a) => a.family === 'IPv6')).toHaveLength(32);
+      expect(renewed.status).toBe(200);
+      expect(confirmed.status).toBe(200);
+      expect(leasesHeld).toHaveLength(64);
+      expect(leasesHeld.every((l) => l.claim === name && l.expiresAt === undefined)).toBe(true);
+      expect(released.status).toBe(204);
+      expect((await allItems(api.container.table)).filter((i) => i.entity === 'lease' || i.entity === 'claim' || i.entity === 'generated')).toEqual([]);
+    });
+
+    it('refuses a dual-stack batch whole when one family lacks addresses, writing nothing for the other', async () => {
+      // Prepare: IPv6 /126 has 3 hosts
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.13.0.0/24', 'fd00:13::/126']);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const refused = await api.call('POST', '/v1/pools/p/claims', { name: 'ds', owner: owner('d'), ipFamilyPolicy: 'RequireDualStack', count: 4 });
+      // Assess
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('RangeFull');
+      expect(refused.body.detail).toMatch(/IPv6/);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+  });
+
   describe(`Claims: leases with a TTL (${engine.name})`, () => {
     it('renews a lease, stops reporting it once expired, and lets another claim take it', async () => {
       // Prepare
@@ -361,6 +614,76 @@ export function claimsCases(engine: TestEngine): void {
       const lost = await api.call('POST', '/v1/pools/p/claims/a/renew', {});
       expect(lost.status).toBe(404);
       expect(lost.body.detail).toMatch(/taken by another claim/);
+    });
+
+    it('confirms a hold with ttlSeconds null: the claim, its marker and its leases lose their expiry and outlive the TTL and the reconciler', async () => {
+      // Prepare: two leased batch claims made from generateName; only the first is confirmed
+      const h = await reconcilerHarness({ engine });
+      await h.pool('p', ['10.14.0.0/24']);
+      const held = await h.claim('p', { generateName: 'vpn', owner: owner('laptop', 'Client'), ttlSeconds: 60, count: 2 });
+      const other = await h.claim('p', { generateName: 'vpn', owner: owner('phone', 'Client'), ttlSeconds: 60 });
+      h.clock.advance(30_000);
+      // Act
+      const confirmed = await h.api.call('POST', `/v1/pools/p/claims/${held.name}/renew`, { ttlSeconds: null });
+      // Assess: the answer and every item of the claim carry no expiry, no TTL attribute, no expiry index keys
+      expect(confirmed.status).toBe(200);
+      expect(confirmed.body.expiresAt).toBeUndefined();
+      expect(confirmed.body.version).toBe(2);
+      expect(confirmed.headers.etag).toBe('"2"');
+      const items = (await allItems(h.table)).filter((i) => i.claim === held.name || i.name === held.name);
+      expect(items.map((i) => i.entity).sort()).toEqual(['claim', 'generated', 'lease', 'lease']);
+      for (const item of items) for (const attribute of ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK']) expect(item).not.toHaveProperty(attribute);
+      // Time passes far beyond the TTL and the reconciler runs: the confirmed claim stays, the other one is released
+      h.clock.advance(3_600_000);
+      await h.run();
+      expect((await h.api.call('GET', `/v1/pools/p/claims/${held.name}`)).status).toBe(200);
+      expect((await h.api.call('GET', `/v1/pools/p/claims/${other.name}`)).status).toBe(404);
+      for (const a of held.addresses) expect((await h.api.call('GET', `/v1/pools/p/addresses/${a.address}`)).body.claim).toBe(held.name);
+      const leases = (await allItems(h.table)).filter((i) => i.entity === 'lease').map((l) => l.claim);
+      expect(leases).toEqual([held.name, held.name]);
+      // The owner's retry of its original request still finds the claim (the spec is kept as asked for)
+      const retry = await h.api.call('POST', '/v1/pools/p/claims', { generateName: 'vpn', owner: owner('laptop', 'Client'), ttlSeconds: 60, count: 2 });
+      expect(retry.status).toBe(200);
+      expect(retry.body.name).toBe(held.name);
+      expect(retry.body.expiresAt).toBeUndefined();
+    });
+
+    it('answers a renewal of a confirmed claim with 409, a second confirmation with the claim unchanged, and 404 for a gone claim', async () => {
+      // Prepare
+      const clock = new ManualClock(T0);
+      const api = await testApi({ clock });
+      await poolWith(api, 'p', ['10.15.0.0/24']);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ttlSeconds: 60 })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null })).status).toBe(200);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const renewed = await api.call('POST', '/v1/pools/p/claims/a/renew', {});
+      const again = await api.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null });
+      const gone = await api.call('POST', '/v1/pools/p/claims/nope/renew', { ttlSeconds: null });
+      // Assess
+      expect(renewed.status).toBe(409);
+      expect(renewed.body.detail).toMatch(/has no TTL and needs no renewal/);
+      expect(again.status).toBe(200);
+      expect(again.body.version).toBe(2);
+      expect(again.body.expiresAt).toBeUndefined();
+      expect(gone.status).toBe(404);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+
+    it('does not confirm a claim whose lease expired and went to another claim', async () => {
+      // Prepare
+      const clock = new ManualClock(T0);
+      const api = await testApi({ clock });
+      await poolWith(api, 'p', ['10.16.0.0/30']);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.16.0.1'], ttlSeconds: 30 })).status).toBe(201);
+      clock.advance(31_000);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.16.0.1'] })).status).toBe(201);
+      // Act
+      const lost = await api.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null });
+      // Assess
+      expect(lost.status).toBe(404);
+      expect(lost.body.detail).toMatch(/taken by another claim/);
+      expect((await api.call('GET', '/v1/pools/p/addresses/10.16.0.1')).body.claim).toBe('b');
     });
   });
 }

@@ -4,17 +4,20 @@ import { testApi } from '../support/api.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import { allItems } from '../support/items.ts';
 
-// One step of a client population: claim, release, renew, or let time pass (which expires TTL claims).
+// One step of a client population: claim (one address, or a batch of up to 3), release, renew, confirm a hold
+// (renew with ttlSeconds null), or let time pass (which expires TTL claims).
 type Step =
-  | { op: 'claim'; who: number; ttl: boolean; explicit: number | null; via: number }
+  | { op: 'claim'; who: number; ttl: boolean; explicit: number | null; count: number; via: number }
   | { op: 'release'; who: number; via: number }
   | { op: 'renew'; who: number; via: number }
+  | { op: 'confirm'; who: number; via: number }
   | { op: 'expire'; seconds: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ op: fc.constant('claim' as const), who: fc.integer({ min: 0, max: 7 }), ttl: fc.boolean(), explicit: fc.option(fc.integer({ min: 1, max: 6 })), via: fc.integer({ min: 0, max: 2 }) }),
+  fc.record({ op: fc.constant('claim' as const), who: fc.integer({ min: 0, max: 7 }), ttl: fc.boolean(), explicit: fc.option(fc.integer({ min: 1, max: 6 })), count: fc.integer({ min: 1, max: 3 }), via: fc.integer({ min: 0, max: 2 }) }),
   fc.record({ op: fc.constant('release' as const), who: fc.integer({ min: 0, max: 7 }), via: fc.integer({ min: 0, max: 2 }) }),
   fc.record({ op: fc.constant('renew' as const), who: fc.integer({ min: 0, max: 7 }), via: fc.integer({ min: 0, max: 2 }) }),
+  fc.record({ op: fc.constant('confirm' as const), who: fc.integer({ min: 0, max: 7 }), via: fc.integer({ min: 0, max: 2 }) }),
   fc.record({ op: fc.constant('expire' as const), seconds: fc.integer({ min: 1, max: 40 }) }),
 );
 
@@ -36,10 +39,15 @@ describe('Property: random interleavings against the real store', () => {
               const via = containers[s.via]!;
               const res =
                 s.op === 'claim'
-                  ? await via.call('POST', '/v1/pools/p/claims', { name: `c${s.who}`, owner: owner(`u${s.who}`), ...(s.ttl ? { ttlSeconds: 30 } : {}), ...(s.explicit ? { addresses: [`10.0.0.${s.explicit}`] } : {}) })
+                  ? await via.call('POST', '/v1/pools/p/claims', {
+                      name: `c${s.who}`,
+                      owner: owner(`u${s.who}`),
+                      ...(s.ttl ? { ttlSeconds: 30 } : {}),
+                      ...(s.explicit ? { addresses: [`10.0.0.${s.explicit}`] } : s.count > 1 ? { count: s.count } : {}),
+                    })
                   : s.op === 'release'
                     ? await via.call('DELETE', `/v1/pools/p/claims/c${s.who}`)
-                    : await via.call('POST', `/v1/pools/p/claims/c${s.who}/renew`, {});
+                    : await via.call('POST', `/v1/pools/p/claims/c${s.who}/renew`, s.op === 'confirm' ? { ttlSeconds: null } : {});
               // Every answer is a success or a well-formed client-facing refusal; never a 500.
               expect(res.status).toBeLessThan(500);
             }),
@@ -54,6 +62,16 @@ describe('Property: random interleavings against the real store', () => {
           for (const c of claims) for (const a of c.addresses as { address: string }[]) holders.set(a.address, [...(holders.get(a.address) ?? []), c.name as string]);
           for (const [address, names] of holders) expect({ address, names }).toEqual({ address, names: [names[0]] });
           for (const lease of live) expect(holders.get(lease.address as string)).toEqual([lease.claim]);
+          // No partial claim: every live claim holds a lease of its own incarnation for each of its addresses, with
+          // the claim's expiry (none for a confirmed or permanent claim).
+          for (const c of claims) {
+            const spec = c.spec as { count?: number };
+            expect((c.addresses as unknown[]).length).toBe(spec.count ?? 1);
+            for (const a of c.addresses as { address: string }[]) {
+              expect(live.find((l) => l.address === a.address)).toMatchObject({ claim: c.name, claimUid: c.uid });
+              expect(live.find((l) => l.address === a.address)?.expiresAt).toBe(c.expiresAt);
+            }
+          }
           const utilization = (await api.call('GET', '/v1/pools/p')).body.utilization as { IPv4: { used: number; free: number } };
           expect(utilization.IPv4.used).toBe(live.length);
           expect(utilization.IPv4.free).toBe(6 - live.length);

@@ -87,7 +87,7 @@ const validish: Record<string, fc.Arbitrary<string>> = {
 /** Path values that break the rule of every path parameter (names.ts): too long for any, or not well-formed Unicode. */
 const poisonPathValue = fc.oneof(huge(254, 5000), fc.constantFrom(...loneSurrogates), fc.constantFrom(''));
 
-/** A value of the wrong JSON type for a field (null is "absent" to the parser, so it is not among them). */
+/** A value of the wrong JSON type for a field (null is "absent" to the parser, or a value of a nullable field, so it is not among them). */
 function wrongType(spec: FieldSpec): fc.Arbitrary<unknown> {
   const any = fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), weirdString, fc.array(fc.integer(), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 3 }));
   return any.filter((v) => {
@@ -112,6 +112,7 @@ const badValues: Record<string, fc.Arbitrary<unknown>> = {
   ipFamilies: fc.constantFrom(['IPv5'], ['IPv4', 'IPv4'], ['ipv4'], ['']),
   ipFamilyPolicy: fc.constantFrom('DualStack', 'singlestack', '', 'SingleStack '),
   ttlSeconds: fc.oneof(fc.constantFrom(0, -1, 365 * 24 * 3600 + 1, Number.MAX_SAFE_INTEGER), fc.integer({ max: 0 })),
+  count: fc.oneof(fc.constantFrom(0, -1, 33, Number.MAX_SAFE_INTEGER), fc.integer({ max: 0 }), fc.integer({ min: 33 })),
   owner: fc.oneof(
     fc.constant({ kind: 'Pod', name: 'n' }),
     fc.record({ kind: fc.constant('Pod'), name: fc.constant('n'), uid: fc.oneof(fc.constant(''), huge(254, 3000), fc.constantFrom(...loneSurrogates)) }),
@@ -128,6 +129,7 @@ const anyValue: Record<string, fc.Arbitrary<unknown>> = {
   ipFamilies: fc.array(fc.constantFrom('IPv4', 'IPv6', 'IPv5'), { maxLength: 3 }),
   ipFamilyPolicy: fc.constantFrom('SingleStack', 'PreferDualStack', 'RequireDualStack', 'Other'),
   ttlSeconds: fc.oneof(fc.integer({ min: -10, max: 100 }), fc.double({ noNaN: true, noDefaultInfinity: true })),
+  count: fc.oneof(fc.integer({ min: -2, max: 40 }), fc.double({ noNaN: true, noDefaultInfinity: true })),
   legacy: fc.boolean(),
   owner: fc.oneof(fc.record({ kind: fc.constant('Pod'), name: fc.constant('p'), uid: fc.constantFrom('owner-1', 'owner-2') }), fc.record({ kind: weirdString, name: weirdString, uid: weirdString })),
 };

@@ -113,6 +113,19 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       expect(await table.get(key)).toEqual({ ...key, state: 'old', createdAt: 't1', count: 5 });
     });
 
+    it('removes attributes with remove, index keys included (the item leaves the index), and ignores absent ones', async () => {
+      // Prepare
+      const pk = partition('update-remove');
+      const key = { PK: pk, SK: 'U' };
+      await table.write(put({ ...key, GSI3PK: pk, GSI3SK: 'x', expiresAt: 5, ttl: 6, kept: 'yes' }));
+      // Act
+      const removed = await table.write({ kind: 'update', key, update: { remove: ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK', 'neverThere'], add: { version: 1 } }, condition: itemExists() });
+      // Assess
+      expect(removed).toEqual({ ok: true, item: { ...key, kept: 'yes', version: 1 } });
+      expect(await table.get(key)).toEqual({ ...key, kept: 'yes', version: 1 });
+      expect((await table.query({ index: 'GSI3', partition: pk })).items).toEqual([]);
+    });
+
     it('does not create an item when the update condition fails on an absent item', async () => {
       const key = { PK: partition('update-absent'), SK: 'U' };
       expect(await table.write({ kind: 'update', key, update: { add: { count: 1 } }, condition: itemExists() })).toEqual({ ok: false });

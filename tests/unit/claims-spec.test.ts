@@ -3,7 +3,7 @@ import { InvalidArgumentError, MismatchedNetworkError } from '../../shared/core/
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { IpFamilyPolicy, RangeState, type ClaimSpec, type PoolView, type Range } from '../../shared/core/model.ts';
 import { checkDnsLabel, generatedName } from '../../shared/core/names.ts';
-import { MAX_TTL_SECONDS, normalizeSpec, resolveFamilies, type CreateClaimCommand } from '../../shared/core/use-cases/claims.ts';
+import { MAX_BATCH_COUNT, MAX_TTL_SECONDS, normalizeSpec, resolveFamilies, type CreateClaimCommand } from '../../shared/core/use-cases/claims.ts';
 import { normalizeExclusion } from '../../shared/core/use-cases/pools.ts';
 
 const { IPv4, IPv6 } = IpFamily;
@@ -116,6 +116,32 @@ describe('Function: normalizeSpec', () => {
 
     // Assess
     expect(normalize).toThrow(MismatchedNetworkError);
+  });
+});
+
+describe('Function: normalizeSpec with count (batch claims)', () => {
+  it('keeps count in the spec only above 1, so count 1 and no count are the same request', () => {
+    expect(normalizeSpec(command()).spec).not.toHaveProperty('count');
+    expect(normalizeSpec(command({ count: 1 })).spec).toEqual(normalizeSpec(command()).spec);
+    expect(normalizeSpec(command({ count: MAX_BATCH_COUNT })).spec.count).toBe(32);
+  });
+
+  it.each([0, -1, 33, 1.5, Number.NaN])('refuses count %s with InvalidArgumentError naming the range', (count) => {
+    expect(() => normalizeSpec(command({ count }))).toThrow(new InvalidArgumentError('count must be a whole number from 1 to 32.', 'count'));
+  });
+
+  it('refuses count above 1 with explicit addresses, and allows count 1 with them', () => {
+    expect(() => normalizeSpec(command({ count: 2, addresses: ['10.0.0.5'] }))).toThrow(InvalidArgumentError);
+    expect(normalizeSpec(command({ count: 1, addresses: ['10.0.0.5'] })).spec.addresses).toEqual(['10.0.0.5']);
+  });
+
+  it('asks each resolved family for count addresses', () => {
+    // Prepare
+    const { spec, explicit } = normalizeSpec(command({ ipFamilyPolicy: RequireDualStack, count: 3 }));
+    // Act
+    const requests = resolveFamilies(pools.both!, spec, explicit);
+    // Assess
+    expect(requests).toEqual([{ family: IPv4, count: 3 }, { family: IPv6, count: 3 }]);
   });
 });
 

@@ -362,6 +362,36 @@ describe('Class: TableClaimStore on the SDK engine', () => {
     });
   });
 
+  describe('Method: renewClaim', () => {
+    it('confirms a hold (no expiry): REMOVEs the expiry, the TTL and the expiry index keys of the claim and each lease, under the same conditions', async () => {
+      // Prepare
+      ddb.on(TransactWriteItemsCommand).resolves({});
+      const claim = claimOf(['10.0.0.10', '10.0.0.11'], { expiresAt: NOW + 60_000 });
+
+      // Act
+      const outcome = await store.renewClaim(claim, undefined);
+
+      // Assess
+      expect(outcome).toBe('renewed');
+      const items = ddb.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input.TransactItems!;
+      expect(items.map((i) => i.Update!.Key!.PK)).toEqual([{ S: 'CLAIM#pool-a#claim-1' }, { S: 'LEASE#pool-a#10.0.0.10' }, { S: 'LEASE#pool-a#10.0.0.11' }]);
+      expect(items[0]!.Update).toMatchObject({
+        UpdateExpression: 'ADD #a1 :x1 REMOVE #a2, #a3, #a4, #a5',
+        ConditionExpression: '#cn0 = :cv0',
+        ExpressionAttributeNames: { '#cn0': 'uid', '#a1': 'version', '#a2': 'expiresAt', '#a3': 'ttl', '#a4': 'GSI3PK', '#a5': 'GSI3SK' },
+        ExpressionAttributeValues: { ':cv0': { S: 'uid-1' }, ':x1': { N: '1' } },
+      });
+      for (const lease of items.slice(1)) {
+        expect(lease.Update).toMatchObject({
+          UpdateExpression: 'REMOVE #a1, #a2, #a3, #a4',
+          ConditionExpression: '#cn0 = :cv0',
+          ExpressionAttributeNames: { '#cn0': 'claimUid', '#a1': 'expiresAt', '#a2': 'ttl', '#a3': 'GSI3PK', '#a4': 'GSI3SK' },
+          ExpressionAttributeValues: { ':cv0': { S: 'uid-1' } },
+        });
+      }
+    });
+  });
+
   describe('Method: releaseClaim', () => {
     it('deletes only the leases still held by this claim incarnation, each conditioned on its uid', async () => {
       // Prepare: 10.0.0.10 is still ours; fd00::10 expired and was taken by another claim meanwhile

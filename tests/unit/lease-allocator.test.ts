@@ -149,6 +149,43 @@ describe('Class: LeaseAllocator', () => {
       expect(store.leases.get('10.0.0.200')!.claim).toBe('other');
     });
 
+    it('takes a batch in one commit, and after a collision re-picks only the collided address, keeping the rest of the batch', async () => {
+      // Prepare: every pick scans from .100; the hint was read before another container took .101
+      const store = new InMemoryLeaseStore();
+      const view = viewOf(['10.0.0.0/24']);
+      const { allocator, hints } = allocatorOver(store, new ScriptedRandom([100n - 17n, 100n - 17n, 100n - 17n, 100n - 17n]));
+      await warmHint(hints, view);
+      store.hold(['10.0.0.101']);
+
+      // Act
+      const result = await allocator.allocate(view, draftOf(), [{ family: IpFamily.IPv4, count: 3 }]);
+
+      // Assess: the batch's own picks skip each other; the second commit replaces .101 alone
+      expect(store.commitCalls.map((c) => c.claim.addresses.map((a) => a.address))).toEqual([
+        ['10.0.0.100', '10.0.0.101', '10.0.0.102'],
+        ['10.0.0.100', '10.0.0.102', '10.0.0.103'],
+      ]);
+      expect(result).toMatchObject({ kind: 'allocated', collisions: 1 });
+      expect([...store.leases.values()].filter((l) => l.claim === 'claim-1').map((l) => l.address).sort()).toEqual(['10.0.0.100', '10.0.0.102', '10.0.0.103']);
+      // Nothing stays in flight once the call settles.
+      expect(hints.inFlight(POOL, IpFamily.IPv4).size).toBe(0);
+    });
+
+    it('answers RangeFull for a batch larger than the free addresses, without committing anything', async () => {
+      // Prepare: a /29 (6 hosts) with 2 held leaves 4
+      const store = new InMemoryLeaseStore();
+      store.hold(['10.0.0.1', '10.0.0.2']);
+      const { allocator } = allocatorOver(store);
+
+      // Act
+      const allocation = allocator.allocate(viewOf(['10.0.0.0/29']), draftOf(), [{ family: IpFamily.IPv4, count: 5 }]);
+
+      // Assess
+      await expect(allocation).rejects.toThrow(RangeFullError);
+      expect(store.commits).toBe(0);
+      expect((await allocator.allocate(viewOf(['10.0.0.0/29']), draftOf(), [{ family: IpFamily.IPv4, count: 4 }])).kind).toBe('allocated');
+    });
+
     it('refreshes the hint after the second collision, then takes the address the fresh hint shows free', async () => {
       // Prepare: a hint read on an empty range; since then every upper-band address but .100 was taken
       const store = new InMemoryLeaseStore();

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { routes } from '../../shared/adapters/http/api.ts';
+import type { FieldSpec } from '../../shared/adapters/http/request.ts';
+import { bodyFields } from '../../shared/adapters/http/routes.ts';
 import { routeKeys } from '../../shared/adapters/http/route-keys.ts';
 import { checkDnsLabel, checkOwnerField, checkRangeName, checkRangeRef } from '../../shared/core/names.ts';
 
@@ -29,6 +31,31 @@ describe('Contract: openapi.yaml', () => {
     const { statusOf } = await import('../../shared/adapters/http/problem.ts');
     const schemas = (parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as { components: { schemas: { Problem: { properties: { code: { enum: string[] } } } } } }).components.schemas;
     expect([...schemas.Problem.properties.code.enum].sort()).toEqual(Object.keys(statusOf).sort());
+  });
+});
+
+describe('Contract: the request bodies in openapi.yaml', () => {
+  type Schema = { $ref?: string; type?: string | string[]; required?: string[]; properties?: Record<string, Schema> };
+  const doc = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as {
+    paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: Schema }> } }>>;
+    components: { schemas: Record<string, Schema> };
+  };
+  const resolve = (schema: Schema): Schema => (schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()!]! : schema);
+  const jsonType: Record<FieldSpec['type'], string> = { string: 'string', boolean: 'boolean', integer: 'integer', 'string[]': 'array', object: 'object' };
+
+  it.each(Object.keys(bodyFields))('%s: the schema has exactly the fields parseBody reads, with their types, required and nullable ones', (key) => {
+    const [method, path] = key.split(' ') as [string, string];
+    const schema = resolve(doc.paths[path]![method.toLowerCase()]!.requestBody!.content['application/json']!.schema);
+    const fields = (bodyFields as Readonly<Record<string, Readonly<Record<string, FieldSpec>>>>)[key]!;
+    expect(Object.keys(schema.properties ?? {}).sort()).toEqual(Object.keys(fields).sort());
+    expect([...(schema.required ?? [])].sort()).toEqual(Object.keys(fields).filter((f) => fields[f]!.required).sort());
+    for (const [name, field] of Object.entries(fields)) {
+      const property = resolve(schema.properties![name]!);
+      const types = property.type === undefined ? [] : [property.type].flat();
+      // Enums and named string schemas carry no type of their own here; where a type is written it must agree.
+      if (types.length) expect(types.filter((t) => t !== 'null'), `${key} ${name}`).toEqual([jsonType[field.type]]);
+      expect(types.includes('null'), `${key} ${name} nullable`).toBe(field.nullable === true);
+    }
   });
 });
 

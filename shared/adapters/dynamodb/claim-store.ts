@@ -82,7 +82,7 @@ export class TableClaimStore implements ClaimStore {
     throw new NotReadyError('The claim kept changing while it was being released; retry the request.');
   }
 
-  async renewClaim(claim: Claim, expiresAt: number): Promise<'renewed' | 'lost' | 'absent'> {
+  async renewClaim(claim: Claim, expiresAt: number | undefined): Promise<'renewed' | 'lost' | 'absent'> {
     const { ops, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim));
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'renewed';

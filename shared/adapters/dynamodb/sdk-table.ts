@@ -74,7 +74,8 @@ function updateExpression(update: Update, expr: Expression): string {
     }),
   ];
   const add = Object.entries(update.add ?? {}).map(([a, v]) => `${expr.name(a)} ${expr.value(v)}`);
-  return [set.length ? `SET ${set.join(', ')}` : '', add.length ? `ADD ${add.join(', ')}` : ''].filter(Boolean).join(' ');
+  const remove = (update.remove ?? []).map((a) => expr.name(a));
+  return [set.length ? `SET ${set.join(', ')}` : '', add.length ? `ADD ${add.join(', ')}` : '', remove.length ? `REMOVE ${remove.join(', ')}` : ''].filter(Boolean).join(' ');
 }
 
 /** The condition and placeholders of a write, as DynamoDB takes them alone or in a transaction. */

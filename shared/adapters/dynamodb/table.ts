@@ -38,11 +38,13 @@ export type WriteOp =
   | { readonly kind: 'update'; readonly key: Key; readonly update: Update; readonly condition?: Condition }
   | { readonly kind: 'check'; readonly key: Key; readonly condition: Condition };
 
-/** An update of some attributes: SET, SET if_not_exists, and ADD of numbers. */
+/** An update of some attributes: SET, SET if_not_exists, ADD of numbers, and REMOVE. */
 export interface Update {
   readonly set?: Readonly<Record<string, unknown>>;
   readonly setIfAbsent?: Readonly<Record<string, unknown>>;
   readonly add?: Readonly<Record<string, number>>;
+  /** Attributes removed (absent ones are no error, as in DynamoDB). */
+  readonly remove?: readonly string[];
 }
 
 /** `item`: the item after an update; `old`: the item that failed the condition, when asked for (returnOld). */

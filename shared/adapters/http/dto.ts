@@ -40,7 +40,9 @@ export function claimDto(claim: Claim): Record<string, unknown> {
     uid: claim.uid,
     owner: ownerDto(claim.spec.owner),
     ipFamilyPolicy: claim.spec.ipFamilyPolicy,
-    ipFamilies: claim.addresses.map((a) => a.family),
+    // The claim's families in order, once each (a batch holds several addresses of one family).
+    ipFamilies: [...new Set(claim.addresses.map((a) => a.family))],
+    ...(claim.spec.count !== undefined ? { count: claim.spec.count } : {}),
     addresses: claim.addresses,
     ...(claim.spec.generateName !== undefined ? { generateName: claim.spec.generateName } : {}),
     ...(claim.spec.ttlSeconds !== undefined ? { ttlSeconds: claim.spec.ttlSeconds } : {}),

@@ -14,6 +14,8 @@ type FieldType = 'string' | 'boolean' | 'integer' | 'string[]' | 'object';
 export interface FieldSpec {
   readonly type: FieldType;
   readonly required?: boolean;
+  /** A JSON null is a value of its own, kept for the route (otherwise null reads as absent). */
+  readonly nullable?: boolean;
   /** Fields of a nested object (type 'object'). */
   readonly fields?: Readonly<Record<string, FieldSpec>>;
 }
@@ -50,6 +52,7 @@ function checkObject(value: unknown, fields: Readonly<Record<string, FieldSpec>>
   for (const [key, spec] of Object.entries(fields)) {
     const field = path + key;
     const v = record[key];
+    if (v === null && spec.nullable) continue;
     if (v === undefined || v === null) {
       if (spec.required) throw new InvalidArgumentError(`Field ${JSON.stringify(field)} is required.`, field);
       delete record[key];

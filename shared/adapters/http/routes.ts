@@ -54,8 +54,10 @@ export const bodyFields = {
     ipFamilies: { type: 'string[]' },
     addresses: { type: 'string[]' },
     ttlSeconds: { type: 'integer' },
+    count: { type: 'integer' },
   },
-  'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer' } },
+  // ttlSeconds null confirms a hold: the claim becomes permanent.
+  'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer', nullable: true } },
 } as const satisfies Record<string, Readonly<Record<string, FieldSpec>>>;
 
 /** Some of the routes of route-keys.ts, by key (`satisfies` refuses a key that is not declared there). */
@@ -123,6 +125,7 @@ export const routes = {
       ...(body.ipFamilies !== undefined ? { ipFamilies: body.ipFamilies as IpFamily[] } : {}),
       ...(body.addresses !== undefined ? { addresses: body.addresses as string[] } : {}),
       ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds as number } : {}),
+      ...(body.count !== undefined ? { count: body.count as number } : {}),
     }).catch((error: unknown) => {
       if (error instanceof IpamError) metrics?.failed(scope, error.code);
       throw error;
@@ -147,7 +150,7 @@ export const routes = {
   },
   'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/renew'], true);
-    const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | undefined);
+    const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | null | undefined);
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
 

@@ -173,7 +173,7 @@ function checkItem(item: Item): void {
 
 /** The request-level checks of an update expression: not empty, no path twice, no key attribute. */
 function checkUpdate(update: Update): void {
-  const paths = [...Object.keys(update.set ?? {}), ...Object.keys(update.setIfAbsent ?? {}), ...Object.keys(update.add ?? {})];
+  const paths = [...Object.keys(update.set ?? {}), ...Object.keys(update.setIfAbsent ?? {}), ...Object.keys(update.add ?? {}), ...(update.remove ?? [])];
   if (paths.length === 0) throw validation('Invalid UpdateExpression: The expression can not be empty;');
   const seen = new Set<string>();
   for (const path of paths) {
@@ -184,7 +184,7 @@ function checkUpdate(update: Update): void {
 
 /** An update of a key attribute: refused per item (a cancellation reason inside a transaction). */
 function keyUpdateProblem(update: Update): string | undefined {
-  const path = [...Object.keys(update.set ?? {}), ...Object.keys(update.setIfAbsent ?? {}), ...Object.keys(update.add ?? {})].find((p) => p === 'PK' || p === 'SK');
+  const path = [...Object.keys(update.set ?? {}), ...Object.keys(update.setIfAbsent ?? {}), ...Object.keys(update.add ?? {}), ...(update.remove ?? [])].find((p) => p === 'PK' || p === 'SK');
   return path ? `One or more parameter values were invalid: Cannot update attribute ${path}. This attribute is part of the key` : undefined;
 }
 
@@ -203,7 +203,7 @@ function keyOf(op: WriteOp): Key {
   return op.kind === 'put' ? { PK: op.item.PK as string, SK: op.item.SK as string } : { PK: op.key.PK, SK: op.key.SK };
 }
 
-/** The item an update makes of the current one (undefined: absent), as UpdateItem with SET, if_not_exists and ADD. */
+/** The item an update makes of the current one (undefined: absent), as UpdateItem with SET, if_not_exists, ADD and REMOVE. */
 function applyUpdate(key: Key, current: Item | undefined, update: Update): Item {
   // Every right-hand side reads the item before the update, as DynamoDB evaluates them.
   const before: Item = current ?? {};
@@ -215,6 +215,7 @@ function applyUpdate(key: Key, current: Item | undefined, update: Update): Item 
     if (old !== undefined && typeof old !== 'number') throw validation('An operand in the update expression has an incorrect data type');
     next[attribute] = (old ?? 0) + value;
   }
+  for (const attribute of update.remove ?? []) delete next[attribute];
   const item = copy(next);
   checkItem(item);
   return item;

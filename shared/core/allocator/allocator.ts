@@ -2,10 +2,14 @@ import type { IpAddress, IpFamily } from '../ip/address.ts';
 import type { Claim, PoolView } from '../model.ts';
 import type { ReleaseOutcome } from '../ports.ts';
 
-/** One address a claim needs: a family, and the exact address when the client named one. */
+/**
+ * The addresses a claim needs of one family: the exact address when the client named one, otherwise `count`
+ * dynamic picks (default 1; a batch claim asks for more). Never both an explicit address and a count above 1.
+ */
 export interface FamilyRequest {
   readonly family: IpFamily;
   readonly explicit?: IpAddress;
+  readonly count?: number;
 }
 
 /** A claim to allocate: everything but its addresses. */
@@ -20,7 +24,9 @@ export type AllocationResult =
 /**
  * One interface, several storage strategies behind it (as Kubernetes' ipallocator.Interface over bitmap and
  * IPAddress storage): per-IP leases (LeaseAllocator) and the legacy bitmap (BitmapAllocator).
- * Every strategy writes (and releases) the claim and all its addresses atomically, or nothing.
+ * Every strategy writes (and releases) the claim and all its addresses atomically, or nothing: a batch (`count` > 1)
+ * is one transaction too, and a family that cannot give all `count` addresses is RangeFull with nothing written.
+ * The claim's addresses are the requests' families in order, each family's addresses in address order.
  *
  * @throws AlreadyAllocatedError when an explicit address is held, RangeFullError when a family has no free address,
  *   NotInRangeError / MismatchedNetworkError for addresses outside the pool, NotReadyError when the store cannot serve.

@@ -52,7 +52,8 @@ interface Choice {
  *
  * A lost bitmap race re-reads the bitmap and picks again; a lease found taken (a lease-mode allocation the mirror has
  * not reached yet) skips that bit for the rest of the call. A missing bitmap is built from the range's own leases and
- * created by the same transaction. Explicit addresses need a clear bit AND a free lease.
+ * created by the same transaction. Explicit addresses need a clear bit AND a free lease. A batch (`count` > 1) takes
+ * that many zero bits of the family's bitmap in the same one write, or answers RangeFull with nothing written.
  */
 export class BitmapAllocator implements Allocator {
   private readonly maxCommits: number;
@@ -81,19 +82,27 @@ export class BitmapAllocator implements Allocator {
     let lost = 0;
     for (let commit = 0; commit < this.maxCommits; commit += 1) {
       await Promise.all(requests.filter((r) => !snapshots.has(r.family)).map(async (r) => snapshots.set(r.family, await this.read(view.pool.name, ranges.get(r.family)!))));
-      const picks = new Map<IpFamily, Choice>();
+      // Each family's picks, in bit order: its explicit address, or `count` zero bits (a batch sets them all in one write).
+      const picks = new Map<IpFamily, Choice[]>();
       for (const request of requests) {
         const snapshot = snapshots.get(request.family)!;
         const fixed = explicit.get(request.family);
         if (fixed) {
           if (snapshot.bitmap.has(fixed.bit)) return this.explicitHeld(view, draft, fixed);
-          picks.set(request.family, fixed);
+          picks.set(request.family, [fixed]);
           continue;
         }
         const range = ranges.get(request.family)!;
-        const bit = pickBit(snapshot.bitmap, range, excludedIntervals(view, request.family), skip.get(request.family)!, this.deps.random);
-        if (bit === undefined) throw new RangeFullError(view.pool.name, request.family);
-        picks.set(request.family, { range, bit, explicit: false });
+        const excluded = excludedIntervals(view, request.family);
+        const chosen: Choice[] = [];
+        const skipped = new Set(skip.get(request.family)!);
+        for (let n = 0; n < (request.count ?? 1); n += 1) {
+          const bit = pickBit(snapshot.bitmap, range, excluded, skipped, this.deps.random);
+          if (bit === undefined) throw new RangeFullError(view.pool.name, request.family);
+          skipped.add(bit);
+          chosen.push({ range, bit, explicit: false });
+        }
+        picks.set(request.family, chosen.sort((a, b) => a.bit - b.bit));
       }
       const claim = buildClaim(draft, requests, picks);
       const leases = claim.addresses.map((a) => leaseOfClaim(claim, a));
@@ -110,7 +119,8 @@ export class BitmapAllocator implements Allocator {
           for (const { address, holder } of outcome.taken) {
             const family = claim.addresses.find((a) => a.address === address)?.family;
             if (family === undefined) continue;
-            const pick = picks.get(family)!;
+            const pick = picks.get(family)!.find((p) => formatAddress({ family, value: addressOfBit(p.range.cidr, p.bit) }) === address);
+            if (pick === undefined) continue;
             if (pick.explicit) throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
             // Leased but not yet mirrored into the bitmap: the mirror will set the bit; this call just avoids it.
             skip.get(family)!.add(pick.bit);
@@ -211,18 +221,17 @@ export function pickBit(bitmap: Bitmap, range: ParsedRange, excluded: readonly I
   return mask.firstClear(Number(random.below(BigInt(lower))));
 }
 
-function bitmapWrite(pool: string, pick: Choice, snapshot: Snapshot): BitmapWrite {
+function bitmapWrite(pool: string, picks: readonly Choice[], snapshot: Snapshot): BitmapWrite {
   const next = snapshot.bitmap.clone();
-  next.set(pick.bit);
+  for (const pick of picks) next.set(pick.bit);
   const version = snapshot.expected === 'absent' ? 1 : snapshot.expected.version + 1;
-  return { pool, rangeName: pick.range.range.name, allocation: { range: pick.range.range.cidr, data: next.encode(), version }, expected: snapshot.expected };
+  const range = picks[0]!.range;
+  return { pool, rangeName: range.range.name, allocation: { range: range.range.cidr, data: next.encode(), version }, expected: snapshot.expected };
 }
 
-function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], picks: ReadonlyMap<IpFamily, Choice>): Claim {
-  const addresses: ClaimAddress[] = requests.map((r) => {
-    const pick = picks.get(r.family)!;
-    return { address: formatAddress({ family: r.family, value: addressOfBit(pick.range.cidr, pick.bit) }), family: r.family, range: pick.range.range.name };
-  });
+function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], picks: ReadonlyMap<IpFamily, readonly Choice[]>): Claim {
+  const addresses: ClaimAddress[] = requests.flatMap((r) =>
+    picks.get(r.family)!.map((pick) => ({ address: formatAddress({ family: r.family, value: addressOfBit(pick.range.cidr, pick.bit) }), family: r.family, range: pick.range.range.name })),
+  );
   return { ...draft, addresses };
 }
-

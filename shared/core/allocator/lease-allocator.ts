@@ -80,30 +80,37 @@ export class LeaseAllocator implements Allocator {
   }
 
   async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
-    const picks = new Map<IpFamily, Choice>();
-    for (const request of requests) {
-      if (request.explicit) picks.set(request.family, { value: request.explicit.value, range: rangeForExplicit(view, request.explicit), explicit: true });
-    }
+    // One slot per address the claim takes: a family's explicit address, or `count` dynamic picks of it.
+    const slots = requests.flatMap((r) => (r.explicit ? [r] : Array.from({ length: r.count ?? 1 }, () => r)));
+    const picks: (Choice | undefined)[] = slots.map((r) => (r.explicit ? { value: r.explicit.value, range: rangeForExplicit(view, r.explicit), explicit: true } : undefined));
+    const pool = view.pool.name;
     const refreshedAt = new Map<IpFamily, number>();
     const collisions = new Map<IpFamily, number>();
+    // Addresses this call read free near full (pickVerified), per family: a batch reads them once, not once a pick.
+    const verified = new Map(slots.map((s) => [s.family, new Set<bigint>()]));
     // Dynamic candidates in flight, released once their transaction settles.
     const reservations: (() => void)[] = [];
     for (let commit = 0; commit < this.maxCommits; commit += 1) {
-      for (const request of requests) {
-        if (!picks.has(request.family)) picks.set(request.family, await this.pickDynamic(view, request.family, refreshedAt, collisions, reservations));
-      }
-      const nowMs = this.deps.clock.nowMs();
-      const claim = buildClaim(draft, requests, picks);
-      const leases = claim.addresses.map((a) => leaseOfClaim(claim, a));
+      let claim: Claim;
       let outcome;
       try {
-        outcome = await this.deps.claims.commitClaim(claim, leases, nowMs);
+        // A batch keeps the picks that did not collide: they stay in flight, so the re-picks skip them.
+        picks.forEach((pick, i) => {
+          if (pick && !pick.explicit) reservations.push(this.deps.hints.reserve(pool, slots[i]!.family, pick.value));
+        });
+        for (const [i, slot] of slots.entries()) {
+          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, refreshedAt, collisions, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
+        }
+        claim = buildClaim(draft, requests, slots, picks as Choice[]);
+        const leases = claim.addresses.map((a) => leaseOfClaim(claim, a));
+        outcome = await this.deps.claims.commitClaim(claim, leases, this.deps.clock.nowMs());
       } finally {
         for (const settle of reservations.splice(0)) settle();
       }
+      const nowMs = this.deps.clock.nowMs();
       switch (outcome.kind) {
         case 'committed':
-          for (const [family, pick] of picks) this.deps.hints.markTaken(view.pool.name, family, pick.value, nowMs);
+          picks.forEach((pick, i) => this.deps.hints.markTaken(pool, slots[i]!.family, pick!.value, nowMs));
           return { kind: 'allocated', claim, collisions: [...collisions.values()].reduce((a, b) => a + b, 0) };
         case 'claimExists':
           return { kind: 'exists', claim: outcome.existing };
@@ -111,14 +118,18 @@ export class LeaseAllocator implements Allocator {
           return { kind: 'generatedExists', claimName: outcome.claimName };
         case 'addressesTaken':
           for (const { address, holder } of outcome.taken) {
-            // Read the family off the claim written, not off `picks`: both picks of a dual-stack claim may collide.
-            const family = claim.addresses.find((a) => a.address === address)?.family;
-            const pick = family === undefined ? undefined : picks.get(family);
-            if (family === undefined || pick === undefined) continue;
+            // Find the slot by the address written: several picks of a batch, or both of a dual-stack claim, may collide.
+            const i = picks.findIndex((pick, j) => pick !== undefined && formatAddress({ family: slots[j]!.family, value: pick.value }) === address);
+            const pick = picks[i];
+            if (pick === undefined) continue;
+            const family = slots[i]!.family;
             if (pick.explicit) throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
-            this.deps.hints.markTaken(view.pool.name, family, pick.value, nowMs);
+            this.deps.hints.markTaken(pool, family, pick.value, nowMs);
+            // A lost race shows this call's reads are behind: the next picks read again (as a single claim always did).
+            verified.get(family)!.clear();
             collisions.set(family, (collisions.get(family) ?? 0) + 1);
-            picks.delete(family);
+            // Only the collided address is picked again; the rest of the batch stays as it was.
+            picks[i] = undefined;
           }
           break;
       }
@@ -126,15 +137,23 @@ export class LeaseAllocator implements Allocator {
     throw new NotReadyError('The pool is heavily contended right now; retry the request shortly.');
   }
 
-  private async pickDynamic(view: PoolView, family: IpFamily, refreshedAt: Map<IpFamily, number>, collisions: Map<IpFamily, number>, reservations: (() => void)[]): Promise<Choice> {
+  /**
+   * One dynamic pick of a family. `chosen`: this claim's other picks of the family (a batch), never picked again: the
+   * hinted picks skip them as in flight (they are reserved), the blind pick draws again. `verified`: addresses this
+   * call has read free (pickVerified), not read again.
+   */
+  private async pickDynamic(view: PoolView, family: IpFamily, refreshedAt: Map<IpFamily, number>, collisions: Map<IpFamily, number>, reservations: (() => void)[], chosen: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice> {
     const ranges = rangesOf(view, family).filter((r) => pickableSize(this.pickRange(r)) > 0n);
     if (ranges.length === 0) throw new RangeFullError(view.pool.name, family);
     const excluded = excludedIntervals(view, family);
     if (this.strategy === PickStrategy.Blind) {
-      const range = chooseWeighted(ranges.map((r) => ({ item: r, weight: pickableSize(this.pickRange(r)) })), this.deps.random)!;
-      const value = pickBlind(this.pickRange(range), { excluded, random: this.deps.random });
-      if (value === undefined) throw new RangeFullError(view.pool.name, family);
-      return { value, range, explicit: false };
+      for (let draw = 0; draw < this.maxCommits; draw += 1) {
+        const range = chooseWeighted(ranges.map((r) => ({ item: r, weight: pickableSize(this.pickRange(r)) })), this.deps.random)!;
+        const value = pickBlind(this.pickRange(range), { excluded, random: this.deps.random });
+        if (value === undefined) throw new RangeFullError(view.pool.name, family);
+        if (!chosen.has(value)) return { value, range, explicit: false };
+      }
+      throw new RangeFullError(view.pool.name, family);
     }
     const intervals = hostIntervals(ranges);
     const pool = view.pool.name;
@@ -150,14 +169,14 @@ export class LeaseAllocator implements Allocator {
       const hint = await this.deps.hints.get(pool, family, intervals, nowMs, fresh, source);
       if (fresh) refreshedAt.set(family, seen);
       const inFlight = this.deps.hints.inFlight(pool, family);
-      const verified = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight) : this.pickWithHint(ranges, excluded, hint, inFlight);
-      const pick = verified === 'full' ? undefined : verified;
+      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      const pick = checked === 'full' ? undefined : checked;
       if (pick) {
         // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
         reservations.push(this.deps.hints.reserve(pool, family, pick.value));
         return pick;
       }
-      if (this.fullIsFinal(hint, fresh, nowMs, ranges, excluded, verified === 'full')) break;
+      if (this.fullIsFinal(hint, fresh, nowMs, ranges, excluded, checked === 'full')) break;
       // Not final: read the same source again first, then the listing (exact and expiry-aware).
       if (fresh || nowMs - hint.fetchedAt < this.fullTrustMs) source = HintSource.Listing;
       fresh = true;
@@ -168,9 +187,11 @@ export class LeaseAllocator implements Allocator {
   /**
    * A pick from a summary: when it shows few free addresses, read them all first (VERIFY_LIMIT) and pick among those
    * really free (no lease item, or an expired one); the ones taken are remembered like collisions. 'full' when it
-   * read every address the summary shows free and none was; undefined when the view shows none at all.
+   * read every address the summary shows free and none was; undefined when the view shows none at all. Addresses in
+   * `verified` were read free earlier in this call (the other picks of a batch) and are not read again; the ones read
+   * free now are added to it.
    */
-  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Promise<Choice | 'full' | undefined> {
+  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice | 'full' | undefined> {
     const read = this.deps.leaseStates;
     if (!read) return this.pickWithHint(ranges, excluded, hint, inFlight);
     const few: { value: bigint; range: ParsedRange }[] = [];
@@ -184,13 +205,15 @@ export class LeaseAllocator implements Allocator {
       if (few.length > VERIFY_LIMIT) return this.pickWithHint(ranges, excluded, hint, inFlight);
     }
     if (few.length === 0) return undefined;
-    const texts = few.map((f) => formatAddress({ family, value: f.value }));
-    const states = await read(pool, texts);
+    const unread = few.filter((f) => !verified.has(f.value)).map((f) => formatAddress({ family, value: f.value }));
+    const states = unread.length ? await read(pool, unread) : new Map<string, { readonly expiresAt?: number }>();
     const nowMs = this.deps.clock.nowMs();
-    const free = few.filter((f, i) => {
-      const state = states.get(texts[i]!);
+    const free = few.filter((f) => {
+      if (verified.has(f.value)) return true;
+      const state = states.get(formatAddress({ family, value: f.value }));
       const taken = state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs);
       if (taken) this.deps.hints.markTaken(pool, family, f.value, nowMs);
+      else verified.add(f.value);
       return !taken;
     });
     if (free.length === 0) return 'full';
@@ -252,11 +275,22 @@ function freeByHint(range: PickRange, hint: Hint): bigint {
   return used < size ? size - used : 0n;
 }
 
-function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], picks: ReadonlyMap<IpFamily, Choice>): Claim {
-  const addresses: ClaimAddress[] = requests.map((r) => {
-    const pick = picks.get(r.family)!;
-    return { address: formatAddress({ family: r.family, value: pick.value }), family: r.family, range: pick.range.range.name };
+/** The values this claim has picked so far in a family. */
+function chosenOf(slots: readonly FamilyRequest[], picks: readonly (Choice | undefined)[], family: IpFamily): Set<bigint> {
+  const chosen = new Set<bigint>();
+  picks.forEach((pick, i) => {
+    if (pick && slots[i]!.family === family) chosen.add(pick.value);
   });
-  return { ...draft, addresses };
+  return chosen;
 }
 
+/** The claim with its addresses: the requests' families in order, each family's addresses in address order. */
+function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], slots: readonly FamilyRequest[], picks: readonly Choice[]): Claim {
+  const addresses: ClaimAddress[] = requests.flatMap((r) =>
+    picks
+      .filter((_, i) => slots[i]!.family === r.family)
+      .sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
+      .map((pick) => ({ address: formatAddress({ family: r.family, value: pick.value }), family: r.family, range: pick.range.range.name })),
+  );
+  return { ...draft, addresses };
+}

@@ -26,7 +26,15 @@ export interface CreateClaimCommand {
   readonly ipFamilies?: readonly IpFamily[];
   readonly addresses?: readonly string[];
   readonly ttlSeconds?: number;
+  /** Addresses per family, 1 to MAX_BATCH_COUNT (default 1). */
+  readonly count?: number;
 }
+
+/**
+ * Most addresses per family one claim may take. A dual-stack batch writes the claim, its generateName marker and
+ * 2 x 32 leases: 66 items, well inside a transaction's 100.
+ */
+export const MAX_BATCH_COUNT = 32;
 
 /** Longest lease a claim may ask for: one year. */
 export const MAX_TTL_SECONDS = 365 * 24 * 3600;
@@ -62,6 +70,13 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
   if (policy === IpFamilyPolicy.SingleStack && families.length > 1) {
     throw new InvalidArgumentError('A SingleStack claim takes one family; use PreferDualStack or RequireDualStack for two.', 'ipFamilies');
   }
+  const count = cmd.count ?? 1;
+  if (!Number.isInteger(count) || count < 1 || count > MAX_BATCH_COUNT) {
+    throw new InvalidArgumentError(`count must be a whole number from 1 to ${MAX_BATCH_COUNT}.`, 'count');
+  }
+  if (count > 1 && (cmd.addresses ?? []).length > 0) {
+    throw new InvalidArgumentError('A claim with count greater than 1 takes its addresses dynamically; leave out addresses, or ask for one address per family.', 'count');
+  }
   const explicit = (cmd.addresses ?? []).map((a, i) => parseAddress(a, `addresses[${i}]`));
   if (new Set(explicit.map((a) => a.family)).size !== explicit.length) {
     throw new InvalidArgumentError('addresses may hold at most one address per family.', 'addresses');
@@ -81,6 +96,8 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
     addresses: explicit.map(formatAddress),
     ...(cmd.ttlSeconds !== undefined ? { ttlSeconds: checkTtl(cmd.ttlSeconds) } : {}),
     ...(cmd.generateName !== undefined ? { generateName: cmd.generateName } : {}),
+    // Kept only above 1: a request with count 1 and one without count are the same request.
+    ...(count > 1 ? { count } : {}),
   };
   return { spec, explicit };
 }
@@ -116,15 +133,17 @@ export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: reado
   for (const family of families) {
     if (!served.includes(family)) throw new MismatchedNetworkError(`Pool ${pool} has no Ready ${family} range for this claim.`);
   }
+  const count = spec.count ?? 1;
   return families.map((family) => {
     const address = explicit.find((a) => a.family === family);
-    return address ? { family, explicit: address } : { family };
+    if (address) return { family, explicit: address };
+    return count > 1 ? { family, count } : { family };
   });
 }
 
 function sameSpec(a: ClaimSpec, b: ClaimSpec): boolean {
   const canon = (s: ClaimSpec) =>
-    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null]);
+    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null, s.count ?? 1]);
   return canon(a) === canon(b);
 }
 
@@ -275,20 +294,33 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
   throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being released; retry the request.`);
 }
 
-/** Extends a claim's lease. @throws NotFoundError when gone or its addresses were taken; ConflictError without a TTL */
-export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number): Promise<Claim> {
+/**
+ * Extends a claim's lease by `ttlSeconds` (default: the claim's own TTL), or confirms a hold when `ttlSeconds` is
+ * null: the claim and its leases lose their expiry and are held until released, like a claim made without a TTL.
+ * The claim's spec is kept as it was asked for, so a retry of the original request still finds it (idempotency).
+ * Confirming a claim that has no expiry changes nothing and answers it as it is.
+ * @throws NotFoundError when gone or its addresses were taken; ConflictError when renewing (not confirming) a claim
+ *   without an expiry
+ */
+export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number | null): Promise<Claim> {
   await deps.views.get(pool, deps.clock.nowMs());
-  const ttl = checkTtl(ttlSeconds);
+  const ttl = ttlSeconds === null ? undefined : checkTtl(ttlSeconds);
   const claim = await deps.claims.getClaim(pool, name);
   if (!claim) throw new NotFoundError('claim', name);
-  const seconds = ttl ?? claim.spec.ttlSeconds;
-  if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
-  const expiresAt = deps.clock.nowMs() + seconds * 1000;
+  let expiresAt: number | undefined;
+  if (ttlSeconds === null) {
+    if (claim.expiresAt === undefined) return claim;
+  } else {
+    // A confirmed claim has no expiry left to extend, whatever TTL its spec was made with.
+    const seconds = ttl ?? (claim.expiresAt === undefined ? undefined : claim.spec.ttlSeconds);
+    if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
+    expiresAt = deps.clock.nowMs() + seconds * 1000;
+  }
   const outcome = await deps.claims.renewClaim(claim, expiresAt);
   if (outcome === 'absent') throw new NotFoundError('claim', name);
   if (outcome === 'lost') {
     throw new NotFoundError('claim', name, `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`);
   }
-  return { ...claim, expiresAt, version: claim.version + 1 };
+  const { expiresAt: _old, ...rest } = claim;
+  return { ...rest, ...(expiresAt !== undefined ? { expiresAt } : {}), version: claim.version + 1 };
 }
-

@@ -2,10 +2,13 @@ import type { Claim } from '../../../core/model.ts';
 import { expiryIndex, ttlOf } from '../codec.ts';
 import { claimUidIs, heldByClaim } from '../conditions.ts';
 import { keys } from '../keys.ts';
-import type { TxVerdict, WriteOp } from '../table.ts';
+import type { TxVerdict, Update, WriteOp } from '../table.ts';
 
 /** `lost`: a lease expired and went to another claim; `absent`: the claim is gone or another incarnation. */
 export type RenewVerdict = 'absent' | 'lost' | 'conflict';
+
+/** What a claim without an expiry drops: its expiry, DynamoDB's TTL attribute and its expiry index keys. */
+const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
 
 /**
  * A renewal: one TransactWriteItems moving the claim, its marker and every lease to the new expiry together:
@@ -15,17 +18,22 @@ export type RenewVerdict = 'absent' | 'lost' | 'conflict';
  *   Update lease       claimUid = claim.uid    SET expiresAt, ttl, expiry index                   -> lost
  *
  * Leases move to their new expiry bucket with the claim, so the expiry index never points at a stale hour.
+ *
+ * `expiresAt` undefined confirms the hold: the same items, with the same conditions, REMOVE expiresAt, ttl and the
+ * expiry index keys instead, so the claim is permanent (the reconciler's expiry query and DynamoDB's TTL no longer
+ * see any of them) and its leases are held like those of a claim made without a TTL.
  */
-export function claimRenewal(claim: Claim, expiresAt: number, markerHeld: boolean): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => RenewVerdict } {
-  const expiry = { expiresAt, ...ttlOf(expiresAt) };
+export function claimRenewal(claim: Claim, expiresAt: number | undefined, markerHeld: boolean): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => RenewVerdict } {
   const mine = heldByClaim(claim.uid);
-  const ops: WriteOp[] = [
-    { kind: 'update', key: keys.claim(claim.pool, claim.name), update: { set: { ...expiry, ...expiryIndex(claim.pool, claim.name, expiresAt) }, add: { version: 1 } }, condition: claimUidIs(claim.uid) },
-  ];
-  if (markerHeld) ops.push({ kind: 'update', key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!), update: { set: expiry }, condition: mine });
+  const moved = (name: string, indexed: boolean): Update =>
+    expiresAt === undefined
+      ? { remove: indexed ? [...EXPIRY_ATTRIBUTES] : ['expiresAt', 'ttl'] }
+      : { set: { expiresAt, ...ttlOf(expiresAt), ...(indexed ? expiryIndex(claim.pool, name, expiresAt) : {}) } };
+  const ops: WriteOp[] = [{ kind: 'update', key: keys.claim(claim.pool, claim.name), update: { ...moved(claim.name, true), add: { version: 1 } }, condition: claimUidIs(claim.uid) }];
+  if (markerHeld) ops.push({ kind: 'update', key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!), update: moved(claim.name, false), condition: mine });
   const firstLease = ops.length;
   for (const a of claim.addresses) {
-    ops.push({ kind: 'update', key: keys.lease(claim.pool, a.address), update: { set: { ...expiry, ...expiryIndex(claim.pool, a.address, expiresAt) } }, condition: mine });
+    ops.push({ kind: 'update', key: keys.lease(claim.pool, a.address), update: moved(a.address, true), condition: mine });
   }
   const decode = (verdicts: readonly TxVerdict[]): RenewVerdict => {
     if (verdicts[0]?.code === 'ConditionalCheckFailed') return 'absent';
