@@ -108,14 +108,14 @@ export function checkReleasedInTime(s: Snapshot, nowMs: number, allowanceMs: num
   const out: Violation[] = [];
   for (const c of s.claims) {
     if (c.expiresAt !== undefined && c.expiresAt + allowanceMs < nowMs) {
-      out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} expired ${nowMs - c.expiresAt} ms ago and is still in the table`, subjects: [c.name] });
+      out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} expired ${Math.round(nowMs - c.expiresAt)} ms ago and is still in the table`, subjects: [c.name] });
     }
   }
   for (const gone of ownersGone) {
     if (gone.askedAtMs + allowanceMs >= nowMs) continue;
     for (const c of s.claims) {
       if (c.pool === gone.pool && c.spec.owner.uid === gone.uid && gone.claimUids.has(c.uid)) {
-        out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} of owner ${gone.uid}, released ${nowMs - gone.askedAtMs} ms ago, is still in the table`, subjects: [c.name, gone.uid] });
+        out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} of owner ${gone.uid}, released ${Math.round(nowMs - gone.askedAtMs)} ms ago, is still in the table`, subjects: [c.name, gone.uid] });
       }
     }
   }
@@ -148,14 +148,16 @@ export function checkBitmaps(expected: readonly { readonly range: string; readon
 }
 
 /**
- * A successful claim answer names the claim incarnation the table last committed under that name: a retry after a
- * lost answer whose first attempt committed gets the same claim, with the same addresses.
+ * A successful claim answer names the first incarnation the request committed that is still held: a retry after a
+ * lost answer whose first attempt committed gets that claim, with the same addresses (not a second one written
+ * over it).
  */
-export function checkRetryAnswer(answer: Claim, lastCommitted: { readonly uid: string; readonly addresses: readonly string[] } | undefined): Violation[] {
+export function checkRetryAnswer(answer: Claim, firstHeld: { readonly uid: string; readonly addresses: readonly string[] } | undefined): Violation[] {
+  const lastCommitted = firstHeld;
   const addresses = answer.addresses.map((a) => a.address);
   if (!lastCommitted) return [{ invariant: Invariant.RetrySameAddresses, detail: `claim ${answer.name} was answered (${addresses.join(', ')}) but never committed`, subjects: [answer.name] }];
   if (lastCommitted.uid !== answer.uid || lastCommitted.addresses.join(',') !== addresses.join(',')) {
-    return [{ invariant: Invariant.RetrySameAddresses, detail: `claim ${answer.name} was answered with ${addresses.join(', ')} (${answer.uid}); the table last committed ${lastCommitted.addresses.join(', ')} (${lastCommitted.uid})`, subjects: [answer.name, ...addresses] }];
+    return [{ invariant: Invariant.RetrySameAddresses, detail: `claim ${answer.name} was answered with ${addresses.join(', ')} (${answer.uid}); the request first committed ${lastCommitted.addresses.join(', ')} (${lastCommitted.uid})`, subjects: [answer.name, ...addresses] }];
   }
   return [];
 }

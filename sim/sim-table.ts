@@ -112,7 +112,7 @@ export interface SimTableOptions {
   readonly unlimited?: boolean;
   /**
    * A deliberately broken store, for the checker's own tests: rewrites the operations of each write before
-   * MemoryTable sees them (e.g. drops a condition).
+   * MemoryTable sees them (e.g. drops a condition); an empty list skips the write and answers success.
    */
   readonly mutate?: (ops: readonly WriteOp[]) => WriteOp[];
   /** Observes every committed item write (the invariant checker's commit log). */
@@ -141,6 +141,8 @@ export class SimEngine {
   readonly memory: MemoryTable;
   readonly stream: StreamChange[] = [];
   readonly spend = new Map<string, Spend>();
+  /** The current claims, leases, ranges and bitmaps (the checker's view, kept from the commit log, no copies). */
+  readonly state = new Map<string, Item>();
   private readonly buckets = new Map<string, Bucket>();
   /** Items held by transactions in flight. */
   private readonly locks = new Set<string>();
@@ -283,6 +285,11 @@ export class SimEngine {
     const now = this.now;
     for (const w of writes) {
       this.writeTimes.push(now);
+      const entity = (w.after ?? w.before)?.entity;
+      if (entity === 'claim' || entity === 'lease' || entity === 'range' || entity === 'bitmap') {
+        if (w.after) this.state.set(keyId(w.key), w.after);
+        else this.state.delete(keyId(w.key));
+      }
       if (w.key.PK.startsWith('LEASE#') && (w.before || w.after)) {
         this.streamSeq += 1;
         const eventName = !w.after ? 'REMOVE' : w.before ? 'MODIFY' : 'INSERT';
@@ -411,7 +418,7 @@ export class SimTable implements Table {
     const applied = fault?.kind !== 'timeout' || fault.committed;
     let result: WriteResult = { ok: false };
     if (applied) {
-      result = await this.engine.inner(() => this.engine.memory.write(mutated ?? op));
+      result = mutated ? await this.engine.inner(() => this.engine.memory.write(mutated)) : { ok: true };
       spend.writeUnits += writeUnitsOf(before, after);
       if (result.ok) {
         const stored = (await this.engine.peek([key])).get(keyId(key));
@@ -460,7 +467,8 @@ export class SimTable implements Table {
     let verdicts: TxVerdict[] | undefined = ops.map(() => ({ code: 'None' }));
     if (applied) {
       const before = await this.engine.peek(keys);
-      verdicts = await this.engine.inner(() => this.engine.memory.transact(this.engine.mutate(ops)));
+      const mutated = this.engine.mutate(ops);
+      verdicts = mutated.length ? await this.engine.inner(() => this.engine.memory.transact(mutated)) : undefined;
       if (verdicts === undefined) {
         const after = await this.engine.peek(keys);
         const writes = ops.flatMap((op, i) => (op.kind === 'check' ? [] : [{ key: keys[i]!, before: before.get(keyId(keys[i]!)), after: after.get(keyId(keys[i]!)) }]));
