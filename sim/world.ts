@@ -348,8 +348,8 @@ export class World {
     const allowance = this.scenario.reconcilePeriodMs + this.config.reconciler.expiredClaimGraceSeconds * 1000 + 10_000 + skew;
     this.violations([
       ...checkNoDoubleHold(s, now, skew),
-      ...checkClaimLeases(s, now, skew),
       ...checkLeaseInRange(s, now, skew),
+      ...checkClaimLeases(s, now, skew),
       ...(final || !this.loadOver ? checkReleasedInTime(s, now, allowance, this.ownersGone) : []),
     ]);
   }
