@@ -68,8 +68,8 @@ export type CallFault =
 /** A caller of the table: a container (API, stream mirror, reconciler) or the harness. */
 export interface Caller {
   readonly id: string;
-  /** What the caller's spending is counted under: 'api', 'mirror', 'reconciler', 'harness'. */
-  readonly role: string;
+  /** What the caller's spending is counted under ('api', 'mirror', 'reconciler', ...); a caller may switch it between calls. */
+  role: string;
   alive: boolean;
 }
 

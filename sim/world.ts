@@ -165,7 +165,7 @@ export class World {
   readonly engine: SimEngine;
   readonly config: Config;
   private readonly trace: string[] = [];
-  private readonly traceLimit = 4000;
+  private readonly traceLimit = 50_000;
   private readonly api: ApiContainer[] = [];
   private containerCount = 0;
   private readonly answers: Record<string, number> = {};
@@ -555,15 +555,22 @@ export class World {
       // OWNER_INDEX_WINDOW_MS before it are the known gap (the owner index may not show them yet): counted apart
       // unless the run is strict.
       const claimUids = new Set<string>();
+      const names: string[] = [];
+      const recent: { uid: string; claimUid: string; name: string; beforeMs: number }[] = [];
       for (const c of snapshotOf([...this.engine.state.values()]).claims.filter((c) => c.spec.owner.uid === uid)) {
         const committedAt = (this.committedClaims.get(c.name) ?? []).find((h) => h.uid === c.uid)?.atMs ?? 0;
         const beforeMs = this.scheduler.now - committedAt;
-        if (beforeMs < OWNER_INDEX_WINDOW_MS && !this.strict) this.ownersGoneRecent.push({ uid, claimUid: c.uid, name: c.name, beforeMs });
+        names.push(c.name);
+        if (beforeMs < OWNER_INDEX_WINDOW_MS && !this.strict) recent.push({ uid, claimUid: c.uid, name: c.name, beforeMs });
         else claimUids.add(c.uid);
       }
-      this.ownersGone.push({ pool: POOL, uid, askedAtMs, claimUids });
       this.owners[index] = `${uid}-gone`;
-      await this.retrying(rng, `release-owner ${uid}`, (deps) => releaseOwner(deps, POOL, uid).then(() => ({ status: 200 })));
+      this.log(`reaper releases owner ${uid} (claims ${names.join(', ') || 'none'})`);
+      const answer = await this.retrying(rng, `release-owner ${uid}`, (deps) => releaseOwner(deps, POOL, uid).then(() => ({ status: 200 })));
+      // Only a release that was answered 200 promises anything (a client that gave up after 503s got no promise).
+      if (answer.status !== 200) continue;
+      this.ownersGone.push({ pool: POOL, uid, askedAtMs, claimUids });
+      this.ownersGoneRecent.push(...recent);
     }
   }
 
