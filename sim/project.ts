@@ -30,13 +30,17 @@ function windowFor(containers: number): { warmupMs: number; windowMs: number } {
  */
 export function grid(quick: boolean): ProjectionCase[] {
   const out: ProjectionCase[] = [];
-  const add = (strategy: StrategyName, containers: number, cidr: string, occupancy: number) => out.push({ strategy, containers, cidr, occupancy, seed: 1, ...windowFor(containers) });
+  const add = (strategy: StrategyName, containers: number, cidr: string, occupancy: number, shards?: number) =>
+    out.push({ strategy, containers, cidr, occupancy, seed: 1, ...windowFor(containers), ...(shards ? { shards } : {}) });
   if (quick) {
     for (const strategy of ['lease', 'bitmap-cas', 'global-lock'] as const) for (const n of [1, 10]) add(strategy, n, '10.0.0.0/24', 0.5);
     return out;
   }
   for (const occupancy of [0, 0.5, 0.9, 0.99]) for (const n of [1, 10, 100]) add('lease', n, '10.0.0.0/24', occupancy);
   for (const n of [1, 10, 100, 1000, 4096]) add('lease', n, '10.0.0.0/16', 0);
+  // The listing index's shards cap lease (each allocation and release writes an entry in one of them): 32 shards.
+  for (const n of [1000, 4096]) add('lease', n, '10.0.0.0/16', 0, 32);
+  add('lease', 1000, '10.0.0.0/16', 0.9, 32);
   for (const n of [1, 10, 100]) add('lease', n, '10.0.0.0/16', 0.5);
   for (const n of [1, 10, 100]) add('lease', n, '10.0.0.0/16', 0.9);
   for (const n of [1, 10]) add('lease', n, '10.0.0.0/16', 0.99);
@@ -55,11 +59,11 @@ const f = (n: number, d = 1): string => (Number.isFinite(n) ? n.toFixed(d) : '-'
 
 function table(rows: readonly ProjectionRow[]): string {
   const lines = [
-    '| strategy | range | full | containers | allocations/s | p50 ms | p99 ms | requests/alloc | RCU/alloc | WCU/alloc (table+index) | throttled | busy | RangeFull |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| strategy | range | full | containers | index shards | allocations/s | p50 ms | p99 ms | requests/alloc | RCU/alloc | WCU/alloc (table+index) | throttled | busy | RangeFull |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
-    lines.push(`| ${r.strategy} | ${r.cidr} | ${Math.round(r.occupancy * 100)} % | ${r.containers} | ${f(r.perSecond, 0)} | ${f(r.p50Ms)} | ${f(r.p99Ms)} | ${f(r.requestsPerAllocation, 2)} | ${f(r.readUnitsPerAllocation, 2)} | ${f(r.writeUnitsPerAllocation, 2)} | ${r.throttled} | ${r.busyAnswers} | ${r.fullAnswers} |`);
+    lines.push(`| ${r.strategy} | ${r.cidr} | ${Math.round(r.occupancy * 100)} % | ${r.containers} | ${r.strategy === 'global-lock' ? '-' : (r.shards ?? 8)} | ${f(r.perSecond, 0)} | ${f(r.p50Ms)} | ${f(r.p99Ms)} | ${f(r.requestsPerAllocation, 2)} | ${f(r.readUnitsPerAllocation, 2)} | ${f(r.writeUnitsPerAllocation, 2)} | ${r.throttled} | ${r.busyAnswers} | ${r.fullAnswers} |`);
   }
   return lines.join('\n');
 }
@@ -68,7 +72,7 @@ function charts(rows: readonly ProjectionRow[]): Record<string, string> {
   const series = (cidr: string, occupancy: number) =>
     (['lease', 'bitmap-cas', 'global-lock'] as const).map((strategy) => ({
       name: `${strategy} ${cidr} ${Math.round(occupancy * 100)} %`,
-      points: rows.filter((r) => r.strategy === strategy && r.cidr === cidr && r.occupancy === occupancy).map((r) => [r.containers, Math.max(r.perSecond, 0.1)] as const),
+      points: rows.filter((r) => r.strategy === strategy && !r.shards && r.cidr === cidr && r.occupancy === occupancy).map((r) => [r.containers, Math.max(r.perSecond, 0.1)] as const),
     }));
   const out: Record<string, string> = {};
   for (const occupancy of [0, 0.9]) {
@@ -89,7 +93,7 @@ async function main(): Promise<void> {
   for (const c of cases) {
     const row = await projectCase(c);
     rows.push(row);
-    process.stdout.write(`${row.strategy} ${row.cidr} ${Math.round(row.occupancy * 100)}% x${row.containers}: ${f(row.perSecond, 0)}/s p50 ${f(row.p50Ms)} p99 ${f(row.p99Ms)} req ${f(row.requestsPerAllocation, 2)} RCU ${f(row.readUnitsPerAllocation, 2)} WCU ${f(row.writeUnitsPerAllocation, 2)} throttled ${row.throttled} busy ${row.busyAnswers} full ${row.fullAnswers} (${f(row.wallMs / 1000)} s wall)\n`);
+    process.stdout.write(`${row.strategy}${row.shards ? ` (${row.shards} shards)` : ''} ${row.cidr} ${Math.round(row.occupancy * 100)}% x${row.containers}: ${f(row.perSecond, 0)}/s p50 ${f(row.p50Ms)} p99 ${f(row.p99Ms)} req ${f(row.requestsPerAllocation, 2)} RCU ${f(row.readUnitsPerAllocation, 2)} WCU ${f(row.writeUnitsPerAllocation, 2)} throttled ${row.throttled} busy ${row.busyAnswers} full ${row.fullAnswers} (${f(row.wallMs / 1000)} s wall)\n`);
   }
   if (values.quick) return;
   if (values.only) {

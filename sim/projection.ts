@@ -44,6 +44,8 @@ export interface ProjectionCase {
   readonly warmupMs: number;
   readonly windowMs: number;
   readonly seed: number;
+  /** LEASE_INDEX_SHARDS (default 8). */
+  readonly shards?: number;
 }
 
 export interface ProjectionRow extends ProjectionCase {
@@ -97,10 +99,11 @@ function inWindow(c: ProjectionCase, scheduler: Scheduler, started: number): boo
 export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
   const wallStart = performance.now();
   const scheduler = new Scheduler();
-  const rng = new Prng(c.seed, `${c.strategy}/${c.containers}/${c.cidr}/${c.occupancy}`);
+  const rng = new Prng(c.seed, `${c.strategy}/${c.containers}/${c.cidr}/${c.occupancy}${c.shards ? `/${c.shards}` : ''}`);
   const engine = new SimEngine({ scheduler, rng: rng.fork('storage'), requestTimeoutMs: 3000 });
   const clock = { nowMs: () => EPOCH_MS + scheduler.now };
-  const config = loadConfig({ TABLE_NAME: 'sim', LEASE_INDEX_SHARDS: String(SHARDS), FEATURE_GATES: c.strategy === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '' });
+  const shards = c.shards ?? SHARDS;
+  const config = loadConfig({ TABLE_NAME: 'sim', LEASE_INDEX_SHARDS: String(shards), FEATURE_GATES: c.strategy === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '' });
   const cidr = parseCidr(c.cidr);
   const size = capacity(cidr);
   const prefill = Math.floor(c.occupancy * Number(size));
@@ -138,8 +141,8 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
     for (const [i, o] of offsets.entries()) {
       const address = formatAddress({ family: cidr.family, value: hostAt(cidr, o) });
       const claim: Claim = { pool: POOL, name: `pre-${i}`, uid: `pre-${i}`, spec: { owner: OWNER, ipFamilyPolicy: 'SingleStack', ipFamilies: [], addresses: [] }, addresses: [{ address, family: cidr.family, range: rangeName }], createdAt: nowIso, version: 1 };
-      await engine.memory.write({ kind: 'put', item: claimToItem(claim, SHARDS) });
-      await engine.memory.write({ kind: 'put', item: leaseToItem({ pool: POOL, address, family: cidr.family, range: rangeName, claim: claim.name, claimUid: claim.uid, owner: OWNER, createdAt: nowIso }, SHARDS) });
+      await engine.memory.write({ kind: 'put', item: claimToItem(claim, shards) });
+      await engine.memory.write({ kind: 'put', item: leaseToItem({ pool: POOL, address, family: cidr.family, range: rangeName, claim: claim.name, claimUid: claim.uid, owner: OWNER, createdAt: nowIso }, shards) });
     }
     if (c.strategy === 'bitmap-cas') {
       const window = legacyWindow(cidr);
@@ -168,7 +171,9 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
       const started = scheduler.now;
       caller.role = 'alloc';
       try {
-        await createClaim(deps, { pool: POOL, name, owner: OWNER });
+        // Each container's claims have their own owner (a pod each), as in a real fleet: one owner for all would make
+        // its owner-index partition the hot key.
+        await createClaim(deps, { pool: POOL, name, owner: { kind: 'Pod', name: `pod-${i}`, uid: `pod-${i}` } });
         if (inWindow(local, scheduler, started)) {
           measure.allocations += 1;
           measure.latencies.push(scheduler.now - started);

@@ -4,7 +4,8 @@
  *
  * - time: every call takes virtual time, drawn per call (LATENCY below, with its source);
  * - capacity: per partition 1,000 write and 3,000 read units per second with one second of burst, for the table's
- *   partitions and the indexes' partitions alike; a call that would overdraw any partition it touches is throttled
+ *   partitions and the indexes' partitions alike; a call that would overdraw any partition it touches (a write: its
+ *   items' partitions and the index partitions whose entries it changes, DynamoDB's GSI back-pressure) is throttled
  *   whole (ProvisionedThroughputExceeded, which SdkTable turns into NotReadyError). Units by DynamoDB's rules
  *   (capacity.ts);
  * - transactions in flight: a transaction holds its items from arrival to commit; another transaction touching one
@@ -225,19 +226,6 @@ export class SimEngine {
     return true;
   }
 
-  /** Units charged after the fact (index writes, which DynamoDB applies after the commit), never refused. */
-  charge(charges: readonly { readonly partition: string; readonly units: number; readonly kind: 'read' | 'write' }[]): void {
-    if (this.options.unlimited) return;
-    const now = this.now;
-    for (const c of charges) {
-      const id = `${c.kind}|${c.partition}`;
-      const rate = (c.kind === 'write' ? PARTITION_LIMITS.writeUnitsPerSecond : PARTITION_LIMITS.readUnitsPerSecond) / 1000;
-      const cap = rate * 1000 * PARTITION_LIMITS.burstSeconds;
-      const bucket = this.buckets.get(id) ?? { tokens: cap, atMs: now };
-      this.buckets.set(id, { tokens: Math.min(cap, bucket.tokens + (now - bucket.atMs) * rate) - c.units, atMs: now });
-    }
-  }
-
   isLocked(keys: readonly Key[]): boolean[] {
     return keys.map((k) => this.locks.has(keyId(k)));
   }
@@ -408,7 +396,10 @@ export class SimTable implements Table {
     if (fault?.kind === 'throttle') return this.refuse(spend, total, THROTTLED);
     const before = (await this.engine.peek([key])).get(keyId(key));
     const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? key), ...(op.update.set ?? {}) } : undefined;
-    if (!this.engine.take([{ partition: `table|${key.PK}`, units: writeUnitsOf(before, after), kind: 'write' }])) return this.refuse(spend, total, THROTTLED);
+    // The table partition and the index partitions the write will change: a short index throttles the write too
+    // (DynamoDB's GSI back-pressure).
+    const charges = [{ partition: `table|${key.PK}`, units: writeUnitsOf(before, after), kind: 'write' as const }, ...indexEntries(before, after).map((c) => ({ ...c, kind: 'write' as const }))];
+    if (!this.engine.take(charges)) return this.refuse(spend, total, THROTTLED);
     if (this.engine.isLocked([key])[0]) {
       spend.conflicts += 1;
       await this.engine.pass(this.caller, total / 2);
@@ -454,7 +445,13 @@ export class SimTable implements Table {
       const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? keys[i]!), ...(op.update.set ?? {}) } : op.kind === 'check' ? before : undefined;
       return { partition: `table|${keys[i]!.PK}`, units: 2 * writeUnitsOf(before, after), kind: 'write' as const };
     });
-    if (!this.engine.take(perPartition)) return this.refuse(spend, total, THROTTLED);
+    const indexCharges = ops.flatMap((op, i) => {
+      if (op.kind === 'check') return [];
+      const before = beforeNow.get(keyId(keys[i]!));
+      const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? keys[i]!), ...(op.update.set ?? {}) } : undefined;
+      return indexEntries(before, after).map((c) => ({ ...c, kind: 'write' as const }));
+    });
+    if (!this.engine.take([...perPartition, ...indexCharges])) return this.refuse(spend, total, THROTTLED);
     // Prepare and commit: the items are held for the middle half of the call.
     this.engine.lock(keys);
     try {
@@ -479,11 +476,9 @@ export class SimTable implements Table {
     return this.finish(fault, (total * 3) / 4, verdicts);
   }
 
-  /** Index entries the committed writes changed: their units go to the index partitions (never refused afterwards). */
+  /** Index entries the committed writes changed (their partitions were charged when the write was admitted). */
   private indexCharges(spend: Spend, writes: readonly { before: Item | undefined; after: Item | undefined }[]): void {
-    const charges = writes.flatMap((w) => indexEntries(w.before, w.after));
-    spend.indexWriteUnits += charges.reduce((sum, c) => sum + c.units, 0);
-    this.engine.charge(charges.map((c) => ({ ...c, kind: 'write' as const })));
+    spend.indexWriteUnits += writes.flatMap((w) => indexEntries(w.before, w.after)).reduce((sum, c) => sum + c.units, 0);
   }
 
   private async refuse(spend: Spend, total: number, message: string): Promise<never> {
