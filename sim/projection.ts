@@ -61,6 +61,8 @@ export interface ProjectionRow extends ProjectionCase {
   readonly busyAnswers: number;
   readonly fullAnswers: number;
   readonly wallMs: number;
+  /** The partitions that refused most (`kind|table or index|key`), with their refusals. */
+  readonly hottest?: readonly (readonly [string, number])[];
 }
 
 const EPOCH_MS = Date.UTC(2026, 0, 1);
@@ -293,5 +295,6 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
     busyAnswers: measure.busy,
     fullAnswers: measure.full,
     wallMs: performance.now() - wallStart,
+    hottest: [...engine.throttledBy.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3),
   };
 }

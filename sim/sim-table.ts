@@ -145,6 +145,8 @@ export class SimEngine {
   /** The current claims, leases, ranges and bitmaps (the checker's view, kept from the commit log, no copies). */
   readonly state = new Map<string, Item>();
   private readonly buckets = new Map<string, Bucket>();
+  /** Refusals per partition (`read|table|POOL#p`, `write|GSI1|ADDR#...`): which key was hot. */
+  readonly throttledBy = new Map<string, number>();
   /** Items held by transactions in flight. */
   private readonly locks = new Set<string>();
   /** Virtual time of each item write MemoryTable stored, oldest first (for lag in writes). */
@@ -219,7 +221,10 @@ export class SimEngine {
       const cap = rate * 1000 * PARTITION_LIMITS.burstSeconds;
       const bucket = this.buckets.get(id) ?? { tokens: cap, atMs: now };
       const tokens = Math.min(cap, bucket.tokens + (now - bucket.atMs) * rate);
-      if (tokens < units) return false;
+      if (tokens < units) {
+        this.throttledBy.set(id, (this.throttledBy.get(id) ?? 0) + 1);
+        return false;
+      }
       refreshed.push([id, { tokens: tokens - units, atMs: now }]);
     }
     for (const [id, bucket] of refreshed) this.buckets.set(id, bucket);
