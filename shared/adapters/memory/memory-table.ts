@@ -109,8 +109,15 @@ const INDEXES: readonly IndexName[] = ['GSI1', 'GSI2', 'GSI3'];
 /** GSI3 projects KEYS_ONLY (infra/table.json); the others ALL. */
 const KEYS_ONLY: ReadonlySet<IndexName> = new Set(['GSI3']);
 
-/** DynamoDB orders and compares string keys by their UTF-8 bytes, not by JS's UTF-16 code units. */
+/** Characters where UTF-16 code unit order and UTF-8 byte order can disagree (surrogates and what sorts after them). */
+const SURROGATE_OR_ABOVE = /[\uD800-\uFFFF]/;
+
+/**
+ * DynamoDB orders and compares string keys by their UTF-8 bytes, not by JS's UTF-16 code units. The two orders agree
+ * unless a string holds a surrogate or a character from U+E000 up, so only those pay for the byte comparison.
+ */
 function compareBytes(a: string, b: string): number {
+  if (!SURROGATE_OR_ABOVE.test(a) && !SURROGATE_OR_ABOVE.test(b)) return a < b ? -1 : a > b ? 1 : 0;
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
@@ -240,6 +247,11 @@ export class MemoryTable implements Table {
   private readonly history: number;
   /** PK -> SK -> versions, oldest first; the last one is the current state. */
   private readonly rows = new Map<string, Map<string, Version[]>>();
+  /**
+   * Per index and index partition value, every table key that ever had an entry there (a query reads only these,
+   * not the whole table; keys whose entry moved or went are filtered out by the version read).
+   */
+  private readonly indexMembers = new Map<string, Map<string, Key>>();
   /** Item writes in order, whose keys get pruned once the write falls out of the history window. */
   private readonly journal: Key[] = [];
   private journalHead = 0;
@@ -498,7 +510,15 @@ export class MemoryTable implements Table {
 
   /** The items as of a sequence number: one partition of the table, or every item for an index. */
   private *candidates(index: IndexName | undefined, partition: string, asOf: number): Generator<Item> {
-    const partitions = index ? [...this.rows.values()] : [this.rows.get(partition) ?? new Map<string, Version[]>()];
+    if (index) {
+      for (const key of this.indexMembers.get(`${index}\u0000${partition}`)?.values() ?? []) {
+        const versions = this.rows.get(key.PK)?.get(key.SK);
+        const item = versions && versionAt(versions, asOf);
+        if (item) yield item;
+      }
+      return;
+    }
+    const partitions = [this.rows.get(partition) ?? new Map<string, Version[]>()];
     for (const rows of partitions) {
       for (const versions of rows.values()) {
         const item = versionAt(versions, asOf);
@@ -518,6 +538,19 @@ export class MemoryTable implements Table {
     const versions = partition.get(key.SK) ?? [];
     versions.push({ seq: this.sequence, item });
     partition.set(key.SK, versions);
+    if (item) {
+      for (const index of INDEXES) {
+        const value = item[KEY_ATTRIBUTES[index][0]];
+        if (typeof value !== 'string') continue;
+        const id = `${index}\u0000${value}`;
+        let members = this.indexMembers.get(id);
+        if (!members) {
+          members = new Map();
+          this.indexMembers.set(id, members);
+        }
+        members.set(`${key.PK}\u0000${key.SK}`, { PK: key.PK, SK: key.SK });
+      }
+    }
     this.journal.push({ PK: key.PK, SK: key.SK });
     this.prune();
   }

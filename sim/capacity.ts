@@ -1,0 +1,83 @@
+/**
+ * Capacity units by DynamoDB's rules, on the plain items the stores write (MemoryTable's form), with the bench's
+ * pricer's size rules (bench/lib/item-size.ts: attribute name bytes + value bytes; numbers by significant digits):
+ *
+ *   write (put, update)    1 unit per started KB of max(size before, size after)      transactions: x2
+ *   delete, check          1 unit per started KB of the size before (at least 1)      transactions: x2
+ *   failed condition       billed as if written
+ *   index entry            1 unit per started KB of the projected entry, per index whose entry the write adds,
+ *                          changes or removes (a key change: a delete and a put, 2 writes); not doubled
+ *   GetItem, BatchGetItem  1 unit per started 4 KB of each item (consistent)
+ *   Query                  1 unit per started 4 KB of the items read (before filters), halved when eventual
+ */
+import type { Item } from '../shared/adapters/dynamodb/codec.ts';
+import { KEY_ATTRIBUTES, type IndexName, type QueryPage } from '../shared/adapters/dynamodb/table.ts';
+import { numberSize, readUnits, utf8Length, writeUnits } from '../bench/lib/item-size.ts';
+
+function valueBytes(value: unknown): number {
+  if (typeof value === 'string') return utf8Length(value);
+  if (typeof value === 'number' || typeof value === 'bigint') return numberSize(String(value));
+  if (typeof value === 'boolean' || value === null) return 1;
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (Array.isArray(value)) return 3 + value.reduce((sum: number, v) => sum + 1 + valueBytes(v), 0);
+  if (typeof value === 'object') return 3 + Object.entries(value as Record<string, unknown>).reduce((sum, [k, v]) => (v === undefined ? sum : sum + 1 + utf8Length(k) + valueBytes(v)), 0);
+  return 0;
+}
+
+/** An item's size by DynamoDB's rules. */
+export function itemBytes(item: Item): number {
+  let size = 0;
+  for (const [name, value] of Object.entries(item)) if (value !== undefined) size += utf8Length(name) + valueBytes(value);
+  return size;
+}
+
+export function writeUnitsOf(before: Item | undefined, after: Item | undefined): number {
+  return writeUnits(Math.max(before ? itemBytes(before) : 0, after ? itemBytes(after) : 0));
+}
+
+export function readUnitsOf(bytes: number, consistent: boolean): number {
+  return readUnits(bytes, consistent);
+}
+
+/** Bytes assumed per index entry read by a count-only query (lease and claim entries are 250-400 bytes). */
+const COUNTED_ENTRY_BYTES = 300;
+
+/** A query page's read units: sizes of what it returned, scaled to what it read (filters and projections). */
+export function queryReadUnits(page: QueryPage, consistent: boolean): number {
+  if (page.scanned === 0) return readUnits(0, consistent);
+  const returned = page.items.reduce((sum, item) => sum + itemBytes(item), 0);
+  const perItem = page.items.length ? Math.max(returned / page.items.length, 100) : COUNTED_ENTRY_BYTES;
+  return readUnits(perItem * page.scanned, consistent);
+}
+
+const INDEXES: readonly IndexName[] = ['GSI1', 'GSI2', 'GSI3'];
+/** GSI3 projects keys only (infra/table.json). */
+const KEYS_ONLY: ReadonlySet<IndexName> = new Set(['GSI3']);
+
+function entryOf(item: Item | undefined, index: IndexName): { pk: string; sk: string; bytes: number } | undefined {
+  if (!item) return undefined;
+  const [pkName, skName] = KEY_ATTRIBUTES[index];
+  const pk = item[pkName];
+  const sk = item[skName];
+  if (typeof pk !== 'string' || typeof sk !== 'string') return undefined;
+  const projected = KEYS_ONLY.has(index) ? { PK: item.PK, SK: item.SK, [pkName]: pk, [skName]: sk } : item;
+  return { pk, sk, bytes: itemBytes(projected) };
+}
+
+/** The index partitions a write's entries land in, with their units. */
+export function indexEntries(before: Item | undefined, after: Item | undefined): { partition: string; units: number }[] {
+  const out: { partition: string; units: number }[] = [];
+  for (const index of INDEXES) {
+    const old = entryOf(before, index);
+    const next = entryOf(after, index);
+    if (!old && !next) continue;
+    if (old && next && old.pk === next.pk && old.sk === next.sk) {
+      // A keys-only entry whose keys did not change is not rewritten.
+      if (!KEYS_ONLY.has(index)) out.push({ partition: `${index}|${next.pk}`, units: writeUnits(Math.max(old.bytes, next.bytes)) });
+      continue;
+    }
+    if (old) out.push({ partition: `${index}|${old.pk}`, units: writeUnits(old.bytes) });
+    if (next) out.push({ partition: `${index}|${next.pk}`, units: writeUnits(next.bytes) });
+  }
+  return out;
+}

@@ -1,0 +1,168 @@
+/**
+ * The promises the service makes, checked against the table's items (MemoryTable's current state) and against the
+ * answers clients got. Each check is a pure function of what it is given, so tests/unit/sim-invariants.test.ts can
+ * show each one catching a deliberately broken store.
+ *
+ * "Live" is judged with the run's clock-skew bound: containers' clocks disagree by up to `skewMs`, and a lease's
+ * "absent or expired" condition is judged by the writer's clock, so a claim within `skewMs` of its expiry may already
+ * have lost its address to a container whose clock runs ahead. That is what a TTL means with skewed clocks: expiry
+ * +- the skew. A claim counts as live here while `expiresAt > now + skewMs`.
+ */
+import { itemToClaim, itemToLease, itemToRange } from '../shared/adapters/dynamodb/codec.ts';
+import type { Item } from '../shared/adapters/dynamodb/codec.ts';
+import { Entity } from '../shared/adapters/dynamodb/keys.ts';
+import { parseAddress } from '../shared/core/ip/address.ts';
+import { isHostOf, parseCidr } from '../shared/core/ip/cidr.ts';
+import { RangeState, type Claim, type Lease, type Range } from '../shared/core/model.ts';
+
+export const Invariant = {
+  NoDoubleHold: 'no-address-held-twice',
+  ClaimLeases: 'live-claim-leases-exist-and-name-it',
+  Utilization: 'utilization-equals-live-leases',
+  Bitmaps: 'bitmaps-equal-leases',
+  ReleasedInTime: 'expired-and-owner-gone-claims-released-in-time',
+  LeaseInRange: 'no-live-lease-outside-ready-or-terminating-range',
+  RetrySameAddresses: 'retried-claim-returns-committed-addresses',
+  No5xx: 'no-5xx-but-not-ready',
+} as const;
+export type Invariant = (typeof Invariant)[keyof typeof Invariant];
+
+export interface Violation {
+  readonly invariant: Invariant;
+  readonly detail: string;
+  /** Names (claims, addresses, ranges) the trace is filtered on. */
+  readonly subjects: readonly string[];
+}
+
+/** The table's items by kind. */
+export interface Snapshot {
+  readonly claims: readonly Claim[];
+  readonly leases: readonly Lease[];
+  readonly ranges: readonly Range[];
+  readonly bitmaps: readonly Item[];
+}
+
+export function snapshotOf(items: readonly Item[]): Snapshot {
+  const claims: Claim[] = [];
+  const leases: Lease[] = [];
+  const ranges: Range[] = [];
+  const bitmaps: Item[] = [];
+  for (const item of items) {
+    if (item.entity === Entity.Claim) claims.push(itemToClaim(item));
+    else if (item.entity === Entity.Lease) leases.push(itemToLease(item));
+    else if (item.entity === Entity.Range) ranges.push(itemToRange(item));
+    else if (item.entity === Entity.Bitmap) bitmaps.push(item);
+  }
+  return { claims, leases, ranges, bitmaps };
+}
+
+const live = (x: { readonly expiresAt?: number }, nowMs: number, skewMs: number): boolean => x.expiresAt === undefined || x.expiresAt > nowMs + skewMs;
+
+/** No address is listed by two live claims. */
+export function checkNoDoubleHold(s: Snapshot, nowMs: number, skewMs: number): Violation[] {
+  const holders = new Map<string, string[]>();
+  for (const c of s.claims) {
+    if (!live(c, nowMs, skewMs)) continue;
+    for (const a of c.addresses) {
+      const id = `${c.pool}/${a.address}`;
+      holders.set(id, [...(holders.get(id) ?? []), c.name]);
+    }
+  }
+  return [...holders.entries()]
+    .filter(([, names]) => names.length > 1)
+    .map(([address, names]) => ({ invariant: Invariant.NoDoubleHold, detail: `${address} is held by live claims ${names.join(', ')}`, subjects: [address.split('/')[1]!, ...names] }));
+}
+
+/** Every live claim's addresses have a lease item naming that claim incarnation. */
+export function checkClaimLeases(s: Snapshot, nowMs: number, skewMs: number): Violation[] {
+  const leases = new Map(s.leases.map((l) => [`${l.pool}/${l.address}`, l]));
+  const out: Violation[] = [];
+  for (const c of s.claims) {
+    if (!live(c, nowMs, skewMs)) continue;
+    for (const a of c.addresses) {
+      const lease = leases.get(`${c.pool}/${a.address}`);
+      if (!lease) out.push({ invariant: Invariant.ClaimLeases, detail: `live claim ${c.name} lists ${a.address}, which has no lease`, subjects: [c.name, a.address] });
+      else if (lease.claimUid !== c.uid || lease.claim !== c.name) out.push({ invariant: Invariant.ClaimLeases, detail: `live claim ${c.name} lists ${a.address}, whose lease names ${lease.claim} (${lease.claimUid})`, subjects: [c.name, a.address, lease.claim] });
+    }
+  }
+  return out;
+}
+
+/** Every live lease lies, as a host address, in a Ready or Terminating range of its pool. */
+export function checkLeaseInRange(s: Snapshot, nowMs: number, skewMs: number): Violation[] {
+  const out: Violation[] = [];
+  for (const l of s.leases) {
+    if (!live(l, nowMs, skewMs)) continue;
+    const address = parseAddress(l.address);
+    const inside = s.ranges.some((r) => r.pool === l.pool && (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(parseCidr(r.cidr), address));
+    if (!inside) out.push({ invariant: Invariant.LeaseInRange, detail: `lease ${l.address} of claim ${l.claim} lies in no Ready or Terminating range`, subjects: [l.address, l.claim] });
+  }
+  return out;
+}
+
+/**
+ * Claims past their expiry by more than `allowanceMs` (the reconciler's period plus its grace plus one run) are
+ * gone, and so are claims of owners released more than `allowanceMs` ago that existed when the release began.
+ */
+export function checkReleasedInTime(s: Snapshot, nowMs: number, allowanceMs: number, ownersGone: readonly { readonly pool: string; readonly uid: string; readonly askedAtMs: number; readonly claimUids: ReadonlySet<string> }[]): Violation[] {
+  const out: Violation[] = [];
+  for (const c of s.claims) {
+    if (c.expiresAt !== undefined && c.expiresAt + allowanceMs < nowMs) {
+      out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} expired ${Math.round(nowMs - c.expiresAt)} ms ago and is still in the table`, subjects: [c.name] });
+    }
+  }
+  for (const gone of ownersGone) {
+    if (gone.askedAtMs + allowanceMs >= nowMs) continue;
+    for (const c of s.claims) {
+      if (c.pool === gone.pool && c.spec.owner.uid === gone.uid && gone.claimUids.has(c.uid)) {
+        out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} of owner ${gone.uid}, released ${Math.round(nowMs - gone.askedAtMs)} ms ago, is still in the table`, subjects: [c.name, gone.uid] });
+      }
+    }
+  }
+  return out;
+}
+
+/** Reported utilization (per range) equals the live leases among the range's host addresses. */
+export function checkUtilization(s: Snapshot, nowMs: number, reported: readonly { readonly pool: string; readonly range: string; readonly used: bigint }[]): Violation[] {
+  const out: Violation[] = [];
+  for (const r of reported) {
+    const range = s.ranges.find((x) => x.pool === r.pool && x.name === r.range);
+    if (!range) continue;
+    const cidr = parseCidr(range.cidr);
+    const count = s.leases.filter((l) => l.pool === r.pool && (l.expiresAt === undefined || l.expiresAt > nowMs) && isHostOf(cidr, parseAddress(l.address))).length;
+    if (BigInt(count) !== r.used) out.push({ invariant: Invariant.Utilization, detail: `range ${r.range} reports ${r.used} used, the table holds ${count} live leases in it`, subjects: [r.range] });
+  }
+  return out;
+}
+
+/** Each legacy bitmap's set bits are exactly the addresses of its window with a lease item (expired ones count). */
+export function checkBitmaps(expected: readonly { readonly range: string; readonly leased: ReadonlySet<string>; readonly set: ReadonlySet<string> }[]): Violation[] {
+  const out: Violation[] = [];
+  for (const e of expected) {
+    const missing = [...e.leased].filter((a) => !e.set.has(a));
+    const extra = [...e.set].filter((a) => !e.leased.has(a));
+    if (missing.length) out.push({ invariant: Invariant.Bitmaps, detail: `bitmap of ${e.range} lacks the bits of leases ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}`, subjects: [e.range, ...missing.slice(0, 5)] });
+    if (extra.length) out.push({ invariant: Invariant.Bitmaps, detail: `bitmap of ${e.range} has bits without leases: ${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ` and ${extra.length - 5} more` : ''}`, subjects: [e.range, ...extra.slice(0, 5)] });
+  }
+  return out;
+}
+
+/**
+ * A successful claim answer names the first incarnation the request committed that is still held: a retry after a
+ * lost answer whose first attempt committed gets that claim, with the same addresses (not a second one written
+ * over it).
+ */
+export function checkRetryAnswer(answer: Claim, firstHeld: { readonly uid: string; readonly addresses: readonly string[] } | undefined): Violation[] {
+  const lastCommitted = firstHeld;
+  const addresses = answer.addresses.map((a) => a.address);
+  if (!lastCommitted) return [{ invariant: Invariant.RetrySameAddresses, detail: `claim ${answer.name} was answered (${addresses.join(', ')}) but never committed`, subjects: [answer.name] }];
+  if (lastCommitted.uid !== answer.uid || lastCommitted.addresses.join(',') !== addresses.join(',')) {
+    return [{ invariant: Invariant.RetrySameAddresses, detail: `claim ${answer.name} was answered with ${addresses.join(', ')} (${answer.uid}); the request first committed ${lastCommitted.addresses.join(', ')} (${lastCommitted.uid})`, subjects: [answer.name, ...addresses] }];
+  }
+  return [];
+}
+
+/** No answer is a 5xx other than 503 NotReady. */
+export function checkStatus(status: number, what: string, detail: string): Violation[] {
+  return status >= 500 && status !== 503 ? [{ invariant: Invariant.No5xx, detail: `${what} answered ${status}: ${detail}`, subjects: [what] }] : [];
+}

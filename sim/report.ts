@@ -1,0 +1,30 @@
+/** The run's printout: fixed-width lines of integers and fixed decimals, so one seed prints the same bytes. */
+import type { Outcome } from './world.ts';
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const fixed = (n: number, digits = 1): string => n.toFixed(digits);
+
+export function formatOutcome(o: Outcome): string {
+  const lines: string[] = [];
+  const sorted = [...o.latencies].sort((a, b) => a - b);
+  lines.push(`seed ${o.seed} scenario ${o.scenario}: ${fixed(o.virtualMs / 1000)} s virtual, ${o.steps} steps`);
+  lines.push(`answers: ${Object.entries(o.answers).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  lines.push(`allocations ${o.allocations}; request latency p50 ${fixed(percentile(sorted, 50))} ms, p99 ${fixed(percentile(sorted, 99))} ms`);
+  for (const [role, s] of [...o.spend.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    lines.push(`  ${role.padEnd(10)} requests ${s.requests} throttled ${s.throttled} conflicts ${s.conflicts} failedConditions ${s.failedConditions} RCU ${fixed(s.readUnits)} WCU ${fixed(s.writeUnits)} index WCU ${fixed(s.indexWriteUnits)}`);
+  }
+  lines.push(`faults: ${Object.entries(o.faults).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`);
+  lines.push(`reconciler runs ${o.reconcilerRuns}; stream records ${o.streamRecords} in ${o.mirrorBatches} batches; invariant checks ${o.checks}`);
+  for (const note of o.notes) lines.push(`note: ${note}`);
+  if (o.violation) {
+    lines.push(`INVARIANT BROKEN: ${o.violation.invariant}: ${o.violation.detail}`);
+    lines.push(`replay: npm run sim -- --seed ${o.seed} --scenario ${o.scenario}`);
+    lines.push('trace (lines naming what broke):');
+    for (const line of o.trace) lines.push(`  ${line}`);
+  } else lines.push('all invariants held');
+  return lines.join('\n');
+}

@@ -1,0 +1,64 @@
+/**
+ * The named scenarios. Without --scenario the seed picks one, so a sweep over seeds covers all of them. Quick mode
+ * shortens the load (and the client count) so a handful of seeds fit CI's minute.
+ */
+import { NO_FAULTS, type FaultRates, type Scenario } from './world.ts';
+
+const ALL_FAULTS: FaultRates = {
+  timeout: 0.02,
+  die: 0.01,
+  stormsPerMinute: 2,
+  redeliver: 0.1,
+  streamFailure: 0.05,
+  reconcilerOverlap: 0.3,
+  reconcilerKill: 0.01,
+  rangeChurnPerMinute: 3,
+  ownerReleasesPerMinute: 4,
+};
+
+const base: Scenario = {
+  name: 'calm',
+  durationMs: 120_000,
+  clients: 24,
+  maxContainers: 16,
+  thinkMs: 400,
+  cidrs: ['10.0.0.0/24', '10.0.1.0/24'],
+  legacy: true,
+  ipv6: 'fd00::/120',
+  ttlShare: 0.3,
+  ttlSeconds: 30,
+  generateShare: 0.3,
+  releaseShare: 0.3,
+  holdMax: 8,
+  skewMs: 0,
+  reconcilePeriodMs: 20_000,
+  faults: NO_FAULTS,
+  allocator: 'lease',
+  prefill: 0,
+  checkEveryMs: 500,
+};
+
+export const SCENARIOS: Readonly<Record<string, Scenario>> = {
+  /** No faults: the baseline every other scenario is compared to. */
+  calm: base,
+  /** Every fault at once: timeouts, deaths after commit, storms, stream redelivery, reconciler overlap, range churn, owner releases. */
+  faults: { ...base, name: 'faults', faults: ALL_FAULTS },
+  /** Clocks up to 3 s apart and short TTLs: what a TTL means when containers disagree on the time. */
+  skew: { ...base, name: 'skew', skewMs: 3000, ttlShare: 0.8, ttlSeconds: 10, faults: { ...NO_FAULTS, timeout: 0.01, die: 0.005 } },
+  /** A nearly full /24 shared by many clients: collisions, RangeFull, the hint's trust window. */
+  crowded: { ...base, name: 'crowded', cidrs: ['10.0.0.0/24'], ipv6: undefined, prefill: 0.9, holdMax: 4, faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0 } },
+  /** The legacy allocator (MultiCIDRServiceAllocator=false): one bitmap per range, written in every claim's transaction. */
+  legacy: { ...base, name: 'legacy', allocator: 'bitmap-cas', ipv6: undefined, cidrs: ['10.0.0.0/24'], faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0 } },
+};
+
+export const SCENARIO_NAMES = Object.keys(SCENARIOS);
+
+/** The scenario a seed picks when none is named. */
+export function scenarioForSeed(seed: number): Scenario {
+  return SCENARIOS[SCENARIO_NAMES[Math.abs(seed) % SCENARIO_NAMES.length]!]!;
+}
+
+/** Quick mode: a shorter load with fewer clients (CI runs a handful of seeds of it). */
+export function quick(s: Scenario): Scenario {
+  return { ...s, durationMs: 40_000, clients: Math.min(s.clients, 12), maxContainers: Math.min(s.maxContainers, 8) };
+}

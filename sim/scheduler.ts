@@ -1,0 +1,116 @@
+/**
+ * Virtual time. Simulated work is ordinary async code that waits only on `sleep`; the scheduler wakes one sleeper
+ * at a time, in (time, order of scheduling) order, and lets the microtasks it started run to completion
+ * (`setImmediate` runs after the microtask queue is empty) before it wakes the next. So one run is one total order
+ * of steps, the same on every machine, and no wall-clock time passes between steps.
+ *
+ * Rule for code running under it: no real timers or I/O. The core and MemoryTable have none (MemoryTable reads no
+ * clock, randomness or timers); the one real timer of the composition root (the legacy allocator's jitter) is
+ * replaced by the simulator (see world.ts).
+ */
+
+interface Sleeper {
+  readonly at: number;
+  readonly order: number;
+  readonly wake: () => void;
+}
+
+/** A binary min-heap of sleepers by (at, order). */
+class SleeperHeap {
+  private readonly items: Sleeper[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  peek(): Sleeper | undefined {
+    return this.items[0];
+  }
+
+  push(item: Sleeper): void {
+    const items = this.items;
+    items.push(item);
+    let i = items.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!before(items[i]!, items[parent]!)) break;
+      [items[i], items[parent]] = [items[parent]!, items[i]!];
+      i = parent;
+    }
+  }
+
+  pop(): Sleeper | undefined {
+    const items = this.items;
+    const top = items[0];
+    const last = items.pop();
+    if (items.length && last) {
+      items[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < items.length && before(items[l]!, items[m]!)) m = l;
+        if (r < items.length && before(items[r]!, items[m]!)) m = r;
+        if (m === i) break;
+        [items[i], items[m]] = [items[m]!, items[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+function before(a: Sleeper, b: Sleeper): boolean {
+  return a.at < b.at || (a.at === b.at && a.order < b.order);
+}
+
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+export class Scheduler {
+  private readonly sleepers = new SleeperHeap();
+  private order = 0;
+  private current = 0;
+  private stopped: Error | undefined;
+  /** Steps taken (sleepers woken). */
+  steps = 0;
+
+  /** Virtual milliseconds since the start of the run. */
+  get now(): number {
+    return this.current;
+  }
+
+  /** Resolves after `ms` virtual milliseconds (0: after everything already due now). */
+  sleep(ms: number): Promise<void> {
+    return new Promise((wake) => this.sleepers.push({ at: this.current + Math.max(0, ms), order: (this.order += 1), wake }));
+  }
+
+  /** Stops the run at the next step with this error (a broken invariant). */
+  stop(error: Error): void {
+    this.stopped ??= error;
+  }
+
+  get stoppedBy(): Error | undefined {
+    return this.stopped;
+  }
+
+  /** Runs steps until virtual time `untilMs` (sleepers due later stay asleep), or until stopped. */
+  async runUntil(untilMs: number): Promise<void> {
+    await settle();
+    while (!this.stopped) {
+      const next = this.sleepers.peek();
+      if (!next || next.at > untilMs) break;
+      this.sleepers.pop();
+      this.current = next.at;
+      this.steps += 1;
+      next.wake();
+      await settle();
+    }
+    if (!this.stopped) this.current = Math.max(this.current, untilMs);
+  }
+
+  /** Sleepers waiting. */
+  get pending(): number {
+    return this.sleepers.size;
+  }
+}

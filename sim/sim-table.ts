@@ -1,0 +1,508 @@
+/**
+ * SimTable: DynamoDB as the simulator sees it. MemoryTable keeps the items and judges conditions, transactions and
+ * queries by DynamoDB's rules; this engine around it adds what MemoryTable leaves out on purpose:
+ *
+ * - time: every call takes virtual time, drawn per call (LATENCY below, with its source);
+ * - capacity: per partition 1,000 write and 3,000 read units per second with one second of burst, for the table's
+ *   partitions and the indexes' partitions alike; a call that would overdraw any partition it touches (a write: its
+ *   items' partitions and the index partitions whose entries it changes, DynamoDB's GSI back-pressure) is throttled
+ *   whole (ProvisionedThroughputExceeded, which SdkTable turns into NotReadyError). Units by DynamoDB's rules
+ *   (capacity.ts);
+ * - transactions in flight: a transaction holds its items from arrival to commit; another transaction touching one
+ *   of them meanwhile is cancelled with TransactionConflict on that item, and a single write to one of them fails
+ *   with TransactionConflictException (DynamoDB's documented behaviour; DynamoDB Local serializes instead);
+ * - eventually consistent reads (indexes, and table queries without ConsistentRead) behind the writes by a lag drawn
+ *   per read, converted to MemoryTable's "writes not seen yet";
+ * - the stream: every committed change of a lease item becomes a record (INSERT, MODIFY, REMOVE), in commit order;
+ * - faults chosen by the run's fault plan: throttles, timeouts after which the write did or did not commit, and the
+ *   caller's container dying right after its write committed.
+ *
+ * Each caller (a container) gets its own facade (`tableFor`), so a dead container's later calls never return, and
+ * what each caller spent is counted apart.
+ *
+ * One partition per partition-key value is a simplification in both directions: DynamoDB packs many small keys into
+ * one partition (which this model treats as independent: optimistic for keys that would share a partition) and
+ * splits a hot partition by sort key (which cannot help a single hot item, the case that matters here).
+ */
+import { NotReadyError } from '../shared/core/errors.ts';
+import type { Item } from '../shared/adapters/dynamodb/codec.ts';
+import type { Key } from '../shared/adapters/dynamodb/keys.ts';
+import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../shared/adapters/dynamodb/table.ts';
+import { MemoryTable, type Fault, type TableCall } from '../shared/adapters/memory/memory-table.ts';
+import { indexEntries, itemBytes, queryReadUnits, readUnitsOf, writeUnitsOf } from './capacity.ts';
+import type { Prng } from './prng.ts';
+import type { Scheduler } from './scheduler.ts';
+
+/**
+ * Request latency as the caller sees it, lognormal per call (median, p99 in ms). Sources: DynamoDB's documentation
+ * promises "single-digit millisecond" reads and writes in-region; AWS's published CloudWatch
+ * SuccessfulRequestLatency figures for GetItem/PutItem in the same region are typically 2-5 ms median with a p99
+ * around 10-20 ms; TransactWriteItems does a prepare and a commit round (two writes per item, which is also why it
+ * costs twice the units), so about twice a write; a Query's time grows with the pages it reads. The Lambda-to-DynamoDB
+ * hop adds under a millisecond. These are assumptions of the model, stated in SIMULATION.md.
+ */
+export const LATENCY = {
+  get: { median: 3, p99: 12 },
+  batchGet: { median: 4, p99: 15 },
+  write: { median: 4, p99: 15 },
+  transact: { median: 9, p99: 30 },
+  query: { median: 5, p99: 20 },
+  describe: { median: 2, p99: 8 },
+} as const;
+
+/** DynamoDB's per-partition ceilings (Developer Guide, "Partitions and data distribution"), and the burst modelled. */
+export const PARTITION_LIMITS = { writeUnitsPerSecond: 1000, readUnitsPerSecond: 3000, burstSeconds: 1 } as const;
+
+/**
+ * How far behind an eventually consistent read is, lognormal (ms). DynamoDB: "changes to the table data are
+ * propagated to the global secondary indexes within a fraction of a second, under normal conditions".
+ */
+export const INDEX_LAG = { median: 20, p99: 600 } as const;
+
+/** A fault the plan injects into one call. */
+export type CallFault =
+  | { readonly kind: 'throttle' }
+  | { readonly kind: 'timeout'; readonly committed: boolean }
+  /** The write commits, then the caller's container dies before it sees the answer. */
+  | { readonly kind: 'die' };
+
+/** A caller of the table: a container (API, stream mirror, reconciler) or the harness. */
+export interface Caller {
+  readonly id: string;
+  /** What the caller's spending is counted under ('api', 'mirror', 'reconciler', ...); a caller may switch it between calls. */
+  role: string;
+  alive: boolean;
+}
+
+/** One change of a lease item, as the stream delivers it. */
+export interface StreamChange {
+  readonly seq: number;
+  readonly atMs: number;
+  readonly eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
+  readonly key: Key;
+  /** True for DynamoDB's own TTL deletions. */
+  readonly ttl: boolean;
+}
+
+/** What one role spent. */
+export interface Spend {
+  requests: number;
+  throttled: number;
+  conflicts: number;
+  failedConditions: number;
+  readUnits: number;
+  writeUnits: number;
+  indexWriteUnits: number;
+  byMethod: Record<string, number>;
+}
+
+export function emptySpend(): Spend {
+  return { requests: 0, throttled: 0, conflicts: 0, failedConditions: 0, readUnits: 0, writeUnits: 0, indexWriteUnits: 0, byMethod: {} };
+}
+
+export interface SimTableOptions {
+  readonly scheduler: Scheduler;
+  readonly rng: Prng;
+  /** Decides the fault of each call (undefined: none). */
+  readonly faults?: (call: { readonly method: string; readonly caller: Caller; readonly keys: readonly Key[] }) => CallFault | undefined;
+  /** Milliseconds after which a caller gives up on a call (DYNAMODB_REQUEST_TIMEOUT_MS). */
+  readonly requestTimeoutMs: number;
+  /** Multiplies every latency (a slow region, or 0 for a model check of counts only). */
+  readonly latencyScale?: number;
+  /** Capacity limits off (a model check of counts). */
+  readonly unlimited?: boolean;
+  /**
+   * A deliberately broken store, for the checker's own tests: rewrites the operations of each write before
+   * MemoryTable sees them (e.g. drops a condition); an empty list skips the write and answers success.
+   */
+  readonly mutate?: (ops: readonly WriteOp[]) => WriteOp[];
+  /** Observes every committed item write (the invariant checker's commit log). */
+  readonly onCommit?: (change: { readonly caller: Caller; readonly atMs: number; readonly key: Key; readonly before: Item | undefined; readonly after: Item | undefined }) => void;
+}
+
+interface Bucket {
+  tokens: number;
+  atMs: number;
+}
+
+const THROTTLED = 'The address store is throttling requests; retry shortly.';
+const TIMED_OUT = 'The address store did not answer in time; retry shortly.';
+
+const keyId = (key: Key): string => `${key.PK}\u0000${key.SK}`;
+const keyOfOp = (op: WriteOp): Key => (op.kind === 'put' ? { PK: op.item.PK as string, SK: op.item.SK as string } : { PK: op.key.PK, SK: op.key.SK });
+
+function conflictError(): Error {
+  const error = new Error('Transaction is ongoing for the item');
+  error.name = 'TransactionConflictException';
+  return error;
+}
+
+/** The shared engine: items, buckets, locks, the stream log and the counters. */
+export class SimEngine {
+  readonly memory: MemoryTable;
+  readonly stream: StreamChange[] = [];
+  readonly spend = new Map<string, Spend>();
+  /** The current claims, leases, ranges and bitmaps (the checker's view, kept from the commit log, no copies). */
+  readonly state = new Map<string, Item>();
+  private readonly buckets = new Map<string, Bucket>();
+  /** Refusals per partition (`read|table|POOL#p`, `write|GSI1|ADDR#...`): which key was hot. */
+  readonly throttledBy = new Map<string, number>();
+  /** Items held by transactions in flight. */
+  private readonly locks = new Set<string>();
+  /** Virtual time of each item write MemoryTable stored, oldest first (for lag in writes). */
+  private readonly writeTimes: number[] = [];
+  private writeTimesHead = 0;
+  private pendingLag = 0;
+  private pendingFault: Fault | undefined;
+  private streamSeq = 0;
+  private readonly latencyRng: Prng;
+  private readonly lagRng: Prng;
+
+  constructor(private readonly options: SimTableOptions) {
+    this.memory = new MemoryTable({
+      name: 'sim',
+      history: 50_000,
+      indexLag: () => this.pendingLag,
+      faults: (_call: TableCall) => this.pendingFault,
+    });
+    this.latencyRng = options.rng.fork('latency');
+    this.lagRng = options.rng.fork('lag');
+  }
+
+  get now(): number {
+    return this.options.scheduler.now;
+  }
+
+  tableFor(caller: Caller): Table {
+    return new SimTable(this, caller);
+  }
+
+  spendOf(role: string): Spend {
+    let spend = this.spend.get(role);
+    if (!spend) {
+      spend = emptySpend();
+      this.spend.set(role, spend);
+    }
+    return spend;
+  }
+
+  /** A call's virtual duration. */
+  latency(method: keyof typeof LATENCY): number {
+    const { median, p99 } = LATENCY[method];
+    return this.latencyRng.lognormal(median, p99) * (this.options.latencyScale ?? 1);
+  }
+
+  /** Waits `ms`; a dead caller never wakes (its container is gone, and so is everything it was doing). */
+  async pass(caller: Caller, ms: number): Promise<void> {
+    await this.options.scheduler.sleep(ms);
+    if (!caller.alive) await new Promise<never>(() => undefined);
+  }
+
+  fault(method: string, caller: Caller, keys: readonly Key[]): CallFault | undefined {
+    return this.options.faults?.({ method, caller, keys });
+  }
+
+  timeoutMs(): number {
+    return this.options.requestTimeoutMs;
+  }
+
+  /** Takes `units` from each partition, all or none; false when one of them is short (throttled). */
+  take(charges: readonly { readonly partition: string; readonly units: number; readonly kind: 'read' | 'write' }[]): boolean {
+    if (this.options.unlimited) return true;
+    const now = this.now;
+    const merged = new Map<string, { units: number; kind: 'read' | 'write' }>();
+    for (const c of charges) {
+      const id = `${c.kind}|${c.partition}`;
+      merged.set(id, { units: (merged.get(id)?.units ?? 0) + c.units, kind: c.kind });
+    }
+    const refreshed: [string, Bucket][] = [];
+    for (const [id, { units, kind }] of merged) {
+      const rate = (kind === 'write' ? PARTITION_LIMITS.writeUnitsPerSecond : PARTITION_LIMITS.readUnitsPerSecond) / 1000;
+      const cap = rate * 1000 * PARTITION_LIMITS.burstSeconds;
+      const bucket = this.buckets.get(id) ?? { tokens: cap, atMs: now };
+      const tokens = Math.min(cap, bucket.tokens + (now - bucket.atMs) * rate);
+      if (tokens < units) {
+        this.throttledBy.set(id, (this.throttledBy.get(id) ?? 0) + 1);
+        return false;
+      }
+      refreshed.push([id, { tokens: tokens - units, atMs: now }]);
+    }
+    for (const [id, bucket] of refreshed) this.buckets.set(id, bucket);
+    return true;
+  }
+
+  isLocked(keys: readonly Key[]): boolean[] {
+    return keys.map((k) => this.locks.has(keyId(k)));
+  }
+
+  lock(keys: readonly Key[]): void {
+    for (const k of keys) this.locks.add(keyId(k));
+  }
+
+  unlock(keys: readonly Key[]): void {
+    for (const k of keys) this.locks.delete(keyId(k));
+  }
+
+  /** Current items, read without cost, lag or faults. */
+  async peek(keys: readonly Key[]): Promise<Map<string, Item>> {
+    const found = new Map<string, Item>();
+    try {
+      for (const item of await this.memory.batchGet(keys)) found.set(keyId({ PK: item.PK as string, SK: item.SK as string }), item);
+    } catch {
+      // An invalid key: the real call refuses it.
+    }
+    return found;
+  }
+
+  /** Runs one MemoryTable call with a fault (or none) and a read lag (in writes) set for it alone. */
+  async inner<T>(call: () => Promise<T>, options: { fault?: Fault; lagMs?: number } = {}): Promise<T> {
+    this.pendingFault = options.fault;
+    this.pendingLag = options.lagMs ? this.writesSince(this.now - options.lagMs) : 0;
+    const promise = call();
+    this.pendingFault = undefined;
+    this.pendingLag = 0;
+    return promise;
+  }
+
+  mutate(ops: readonly WriteOp[]): readonly WriteOp[] {
+    return this.options.mutate ? this.options.mutate(ops) : ops;
+  }
+
+  /** A draw of how far behind an eventually consistent read is. */
+  drawLag(): number {
+    return this.lagRng.lognormal(INDEX_LAG.median, INDEX_LAG.p99);
+  }
+
+  /** Records committed item writes: lag bookkeeping, stream records of leases, the checker's log. */
+  committed(caller: Caller, writes: readonly { key: Key; before: Item | undefined; after: Item | undefined }[], ttl = false): void {
+    const now = this.now;
+    for (const w of writes) {
+      this.writeTimes.push(now);
+      const entity = (w.after ?? w.before)?.entity;
+      if (entity === 'claim' || entity === 'lease' || entity === 'range' || entity === 'bitmap') {
+        if (w.after) this.state.set(keyId(w.key), w.after);
+        else this.state.delete(keyId(w.key));
+      }
+      if (w.key.PK.startsWith('LEASE#') && (w.before || w.after)) {
+        this.streamSeq += 1;
+        const eventName = !w.after ? 'REMOVE' : w.before ? 'MODIFY' : 'INSERT';
+        this.stream.push({ seq: this.streamSeq, atMs: now, eventName, key: w.key, ttl });
+      }
+      this.options.onCommit?.({ caller, atMs: now, key: w.key, before: w.before, after: w.after });
+    }
+    if (this.writeTimesHead > 4096 && this.writeTimesHead * 2 > this.writeTimes.length) {
+      this.writeTimes.splice(0, this.writeTimesHead);
+      this.writeTimesHead = 0;
+    }
+  }
+
+  /** DynamoDB's TTL deletion of items whose `ttl` passed before `nowSeconds` (run by the world, days late). */
+  async expireTtl(nowSeconds: number): Promise<number> {
+    const harness: Caller = { id: 'dynamodb-ttl', role: 'ttl', alive: true };
+    const before = this.memory.items().filter((item) => typeof item.ttl === 'number' && item.ttl <= nowSeconds);
+    const deleted = this.memory.expireTtl(nowSeconds);
+    const byId = new Map(before.map((item) => [keyId({ PK: item.PK as string, SK: item.SK as string }), item]));
+    this.committed(harness, deleted.map((key) => ({ key, before: byId.get(keyId(key)), after: undefined })), true);
+    return deleted.length;
+  }
+
+  /** How many item writes happened after `sinceMs` (a read `lag` ms behind does not see them). */
+  private writesSince(sinceMs: number): number {
+    let lo = this.writeTimesHead;
+    let hi = this.writeTimes.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.writeTimes[mid]! > sinceMs) hi = mid;
+      else lo = mid + 1;
+    }
+    // Keep the window bounded: entries older than the longest lag asked for are no longer needed.
+    const keepFrom = Math.max(this.writeTimesHead, this.writeTimes.length - 50_000);
+    this.writeTimesHead = keepFrom;
+    return this.writeTimes.length - lo;
+  }
+}
+
+/** One caller's view of the engine: the Table port the caller's stores write through. */
+export class SimTable implements Table {
+  readonly name = 'sim';
+
+  constructor(private readonly engine: SimEngine, private readonly caller: Caller) {}
+
+  private spend(method: string): Spend {
+    const spend = this.engine.spendOf(this.caller.role);
+    spend.requests += 1;
+    spend.byMethod[method] = (spend.byMethod[method] ?? 0) + 1;
+    return spend;
+  }
+
+  /** The common path of a read: fault, latency, capacity, then MemoryTable at the call's middle. */
+  private async read<T>(method: 'get' | 'batchGet' | 'query' | 'describe', keys: readonly Key[], units: (result: T) => { partition: string; units: number }[], run: (lagMs: number) => Promise<T>, eventual: boolean): Promise<T> {
+    const spend = this.spend(method);
+    const fault = this.engine.fault(method, this.caller, keys);
+    const total = this.engine.latency(method);
+    await this.engine.pass(this.caller, total / 2);
+    if (fault?.kind === 'throttle') {
+      spend.throttled += 1;
+      await this.engine.pass(this.caller, total / 2);
+      throw new NotReadyError(THROTTLED);
+    }
+    const result = await this.engine.inner(() => run(eventual ? this.engine.drawLag() : 0));
+    const charges = units(result).map((c) => ({ ...c, kind: 'read' as const }));
+    if (!this.engine.take(charges)) {
+      spend.throttled += 1;
+      await this.engine.pass(this.caller, total / 2);
+      throw new NotReadyError(THROTTLED);
+    }
+    spend.readUnits += charges.reduce((sum, c) => sum + c.units, 0);
+    if (fault?.kind === 'timeout') {
+      await this.engine.pass(this.caller, this.engine.timeoutMs() - total / 2);
+      throw new NotReadyError(TIMED_OUT);
+    }
+    await this.engine.pass(this.caller, total / 2);
+    return result;
+  }
+
+  get(key: Key): Promise<Item | undefined> {
+    return this.read('get', [key], (item) => [{ partition: `table|${key.PK}`, units: readUnitsOf(item ? itemBytes(item) : 0, true) }], () => this.engine.memory.get(key), false);
+  }
+
+  batchGet(keyList: readonly Key[], attributes?: readonly string[]): Promise<Item[]> {
+    // Units are charged on the whole stored item, projections notwithstanding (DynamoDB's rule).
+    return this.read(
+      'batchGet',
+      keyList,
+      () => keyList.map((k) => ({ partition: `table|${k.PK}`, units: 1 })),
+      () => this.engine.memory.batchGet(keyList, attributes),
+      false,
+    );
+  }
+
+  query(query: Query): Promise<QueryPage> {
+    const eventual = query.index !== undefined || !query.consistent;
+    return this.read(
+      'query',
+      [],
+      (page) => [{ partition: `${query.index ?? 'table'}|${query.partition}`, units: queryReadUnits(page, !eventual) }],
+      (lagMs) => this.engine.inner(() => this.engine.memory.query(query), { lagMs }),
+      eventual,
+    );
+  }
+
+  describe(): Promise<string> {
+    return this.read('describe', [], () => [], () => this.engine.memory.describe(), false);
+  }
+
+  async write(op: WriteOp): Promise<WriteResult> {
+    const spend = this.spend('write');
+    const key = keyOfOp(op);
+    const fault = this.engine.fault('write', this.caller, [key]);
+    const total = this.engine.latency('write');
+    await this.engine.pass(this.caller, total / 2);
+    if (fault?.kind === 'throttle') return this.refuse(spend, total, THROTTLED);
+    const before = (await this.engine.peek([key])).get(keyId(key));
+    const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? key), ...(op.update.set ?? {}) } : undefined;
+    // The table partition and the index partitions the write will change: a short index throttles the write too
+    // (DynamoDB's GSI back-pressure).
+    const charges = [{ partition: `table|${key.PK}`, units: writeUnitsOf(before, after), kind: 'write' as const }, ...indexEntries(before, after).map((c) => ({ ...c, kind: 'write' as const }))];
+    if (!this.engine.take(charges)) return this.refuse(spend, total, THROTTLED);
+    if (this.engine.isLocked([key])[0]) {
+      spend.conflicts += 1;
+      await this.engine.pass(this.caller, total / 2);
+      throw conflictError();
+    }
+    const [mutated] = this.engine.mutate([op]);
+    const applied = fault?.kind !== 'timeout' || fault.committed;
+    let result: WriteResult = { ok: false };
+    if (applied) {
+      result = mutated ? await this.engine.inner(() => this.engine.memory.write(mutated)) : { ok: true };
+      spend.writeUnits += writeUnitsOf(before, after);
+      if (result.ok) {
+        const stored = (await this.engine.peek([key])).get(keyId(key));
+        this.indexCharges(spend, [{ before, after: stored }]);
+        this.engine.committed(this.caller, [{ key, before, after: stored }]);
+      } else spend.failedConditions += 1;
+    }
+    return this.finish(fault, total, result);
+  }
+
+  async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
+    const spend = this.spend('transact');
+    const keys = ops.map(keyOfOp);
+    const fault = this.engine.fault('transact', this.caller, keys);
+    const total = this.engine.latency('transact');
+    await this.engine.pass(this.caller, total / 4);
+    if (fault?.kind === 'throttle') return this.refuse(spend, total, THROTTLED);
+    const locked = this.engine.isLocked(keys);
+    if (locked.some(Boolean)) {
+      // DynamoDB cancels a transaction that meets another in flight on one of its items (TransactionConflict).
+      spend.conflicts += 1;
+      await this.engine.pass(this.caller, (total * 3) / 4);
+      return locked.map((l): TxVerdict => (l ? { code: 'TransactionConflict' } : { code: 'None' }));
+    }
+    const beforeNow = await this.engine.peek(keys);
+    const units = ops.reduce((sum, op, i) => {
+      const before = beforeNow.get(keyId(keys[i]!));
+      const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? keys[i]!), ...(op.update.set ?? {}) } : op.kind === 'check' ? before : undefined;
+      return sum + 2 * writeUnitsOf(before, after);
+    }, 0);
+    const perPartition = ops.map((op, i) => {
+      const before = beforeNow.get(keyId(keys[i]!));
+      const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? keys[i]!), ...(op.update.set ?? {}) } : op.kind === 'check' ? before : undefined;
+      return { partition: `table|${keys[i]!.PK}`, units: 2 * writeUnitsOf(before, after), kind: 'write' as const };
+    });
+    const indexCharges = ops.flatMap((op, i) => {
+      if (op.kind === 'check') return [];
+      const before = beforeNow.get(keyId(keys[i]!));
+      const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? keys[i]!), ...(op.update.set ?? {}) } : undefined;
+      return indexEntries(before, after).map((c) => ({ ...c, kind: 'write' as const }));
+    });
+    if (!this.engine.take([...perPartition, ...indexCharges])) return this.refuse(spend, total, THROTTLED);
+    // Prepare and commit: the items are held for the middle half of the call.
+    this.engine.lock(keys);
+    try {
+      await this.engine.pass(this.caller, total / 2);
+    } finally {
+      this.engine.unlock(keys);
+    }
+    spend.writeUnits += units;
+    const applied = fault?.kind !== 'timeout' || fault.committed;
+    let verdicts: TxVerdict[] | undefined = ops.map(() => ({ code: 'None' }));
+    if (applied) {
+      const before = await this.engine.peek(keys);
+      const mutated = this.engine.mutate(ops);
+      verdicts = mutated.length ? await this.engine.inner(() => this.engine.memory.transact(mutated)) : undefined;
+      if (verdicts === undefined) {
+        const after = await this.engine.peek(keys);
+        const writes = ops.flatMap((op, i) => (op.kind === 'check' ? [] : [{ key: keys[i]!, before: before.get(keyId(keys[i]!)), after: after.get(keyId(keys[i]!)) }]));
+        this.indexCharges(spend, writes);
+        this.engine.committed(this.caller, writes);
+      } else spend.failedConditions += 1;
+    }
+    return this.finish(fault, (total * 3) / 4, verdicts);
+  }
+
+  /** Index entries the committed writes changed (their partitions were charged when the write was admitted). */
+  private indexCharges(spend: Spend, writes: readonly { before: Item | undefined; after: Item | undefined }[]): void {
+    spend.indexWriteUnits += writes.flatMap((w) => indexEntries(w.before, w.after)).reduce((sum, c) => sum + c.units, 0);
+  }
+
+  private async refuse(spend: Spend, total: number, message: string): Promise<never> {
+    spend.throttled += 1;
+    await this.engine.pass(this.caller, total / 2);
+    throw new NotReadyError(message);
+  }
+
+  /** The answer leg: lost (timeout), never sent (the container died), or returned after the rest of the latency. */
+  private async finish<T>(fault: CallFault | undefined, rest: number, result: T): Promise<T> {
+    if (fault?.kind === 'die') {
+      this.caller.alive = false;
+      await new Promise<never>(() => undefined);
+    }
+    if (fault?.kind === 'timeout') {
+      await this.engine.pass(this.caller, Math.max(0, this.engine.timeoutMs() - rest));
+      throw new NotReadyError(TIMED_OUT);
+    }
+    await this.engine.pass(this.caller, rest);
+    return result;
+  }
+}

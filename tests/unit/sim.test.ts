@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
+import { itemIsAbsent } from '../../shared/adapters/dynamodb/conditions.ts';
+import type { WriteOp } from '../../shared/adapters/dynamodb/table.ts';
+import { Invariant } from '../../sim/invariants.ts';
+import { formatOutcome } from '../../sim/report.ts';
+import { quick, SCENARIOS } from '../../sim/scenarios.ts';
+import { NO_FAULTS, World, type Scenario } from '../../sim/world.ts';
+
+/** A short scenario: 15 s of load by 8 clients, a reconciler every 10 s. */
+function small(overrides: Partial<Scenario>): Scenario {
+  return { ...quick(SCENARIOS.calm!), durationMs: 15_000, clients: 8, maxContainers: 6, reconcilePeriodMs: 10_000, ...overrides };
+}
+
+const entityOf = (op: WriteOp): unknown => (op.kind === 'put' ? op.item.entity : undefined);
+const isPutOf = (op: WriteOp, entity: string): op is Extract<WriteOp, { kind: 'put' }> => op.kind === 'put' && op.item.entity === entity;
+const withoutCondition = (op: WriteOp): WriteOp => (op.kind === 'check' ? op : { ...op, condition: undefined });
+
+describe('Simulator', { timeout: 120_000 }, () => {
+  describe('Method: run', () => {
+    it('prints the same bytes for the same seed', async () => {
+      // Prepare
+      const scenario = small({ name: 'faults', faults: SCENARIOS.faults!.faults });
+
+      // Act
+      const first = formatOutcome(await new World(7, scenario).run());
+      const second = formatOutcome(await new World(7, scenario).run());
+
+      // Assess
+      expect(second).toBe(first);
+      expect(first).toContain('all invariants held');
+    });
+
+    it('holds every invariant on the shipped code without faults', async () => {
+      const outcome = await new World(11, small({})).run();
+
+      expect(outcome.violation).toBeUndefined();
+      expect(outcome.allocations).toBeGreaterThan(20);
+    });
+  });
+
+  // Each invariant, shown to catch a store broken on purpose (SimTable's `mutate` rewrites writes before MemoryTable).
+  describe('Invariant checker on broken stores', () => {
+    const broken = async (seed: number, scenario: Scenario) => (await new World(seed, scenario).run()).violation;
+
+    it('catches an address held twice when lease puts lose their condition', async () => {
+      const mutate = (ops: readonly WriteOp[]) => ops.map((op) => (isPutOf(op, 'lease') ? withoutCondition(op) : op));
+      const violation = await broken(1, small({ name: 'dup', cidrs: ['10.0.0.0/27'], ipv6: undefined, legacy: false, prefill: 0.5, clients: 12, holdMax: 4, mutate }));
+
+      expect(violation?.invariant).toBe(Invariant.NoDoubleHold);
+    });
+
+    it('catches a live claim without its lease when commits drop the lease puts', async () => {
+      const mutate = (ops: readonly WriteOp[]) => (ops.some((op) => isPutOf(op, 'claim')) ? ops.filter((op) => !isPutOf(op, 'lease')) : [...ops]);
+      const violation = await broken(2, small({ name: 'noLease', mutate }));
+
+      expect(violation?.invariant).toBe(Invariant.ClaimLeases);
+    });
+
+    it('catches a lease outside every range when marking a range Terminating deletes it instead', async () => {
+      const mutate = (ops: readonly WriteOp[]) =>
+        ops.map((op): WriteOp => (op.kind === 'update' && op.key.SK.startsWith('RANGE#') && op.update.set?.state === 'Terminating' ? { kind: 'delete', key: op.key } : op));
+      const violation = await broken(3, small({ name: 'rangeGone', durationMs: 60_000, faults: { ...NO_FAULTS, rangeChurnPerMinute: 6 }, mutate }));
+
+      expect(violation?.invariant).toBe(Invariant.LeaseInRange);
+    });
+
+    it('catches expired claims left in place when releases that write an event can never commit', async () => {
+      const mutate = (ops: readonly WriteOp[]) =>
+        ops.some((op) => isPutOf(op, 'event')) ? ops.map((op): WriteOp => (op.kind === 'delete' && op.key.PK.startsWith('CLAIM#') ? { ...op, condition: itemIsAbsent() } : op)) : [...ops];
+      const violation = await broken(4, small({ name: 'noExpiry', ttlShare: 1, ttlSeconds: 10, mutate }));
+
+      expect(violation?.invariant).toBe(Invariant.ReleasedInTime);
+    });
+
+    it('catches utilization that misses leases when lease puts lose their index keys', async () => {
+      const mutate = (ops: readonly WriteOp[]) =>
+        ops.map((op): WriteOp => {
+          if (!isPutOf(op, 'lease')) return op;
+          const { GSI1PK: _pk, GSI1SK: _sk, ...item } = op.item as Item;
+          return { ...op, item };
+        });
+      const violation = await broken(5, small({ name: 'unindexed', mutate }));
+
+      expect(violation?.invariant).toBe(Invariant.Utilization);
+    });
+
+    it('catches a legacy bitmap that differs from the leases when bitmap writes are lost', async () => {
+      const mutate = (ops: readonly WriteOp[]) => ops.filter((op) => entityOf(op) !== 'bitmap');
+      const violation = await broken(6, small({ name: 'noBitmap', legacy: true, mutate }));
+
+      expect(violation?.invariant).toBe(Invariant.Bitmaps);
+    });
+
+    it('catches a retry answered with a second claim when claim puts lose their condition', async () => {
+      const mutate = (ops: readonly WriteOp[]) => ops.map((op) => (isPutOf(op, 'claim') ? withoutCondition(op) : op));
+      const violation = await broken(7, small({ name: 'overwrite', durationMs: 30_000, faults: { ...NO_FAULTS, die: 0.05, timeout: 0.05 }, mutate }));
+
+      expect(violation?.invariant).toBe(Invariant.RetrySameAddresses);
+    });
+
+    it('catches a 500 when claim commits become malformed transactions', async () => {
+      const mutate = (ops: readonly WriteOp[]) => (ops.length > 1 && isPutOf(ops[0]!, 'claim') ? [ops[0]!, ...ops] : [...ops]);
+      const violation = await broken(8, small({ name: 'malformed', mutate }));
+
+      expect(violation?.invariant).toBe(Invariant.No5xx);
+    });
+  });
+});
