@@ -29,7 +29,7 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
     name,
     description:
       strategy === PickStrategy.Hinted
-        ? 'per-IP leases as shipped: hint of taken addresses, upper band first, one transaction (claim + lease), collision retry'
+        ? 'per-IP leases as shipped: the occupancy summary kept by the stream function, random free picks (upper band first), near full a batch read of the few free, one transaction (claim + lease + marker), the post-commit pool read'
         : 'per-IP leases without the hint: each candidate a uniform random pick',
     unavailable: async () => undefined,
     async open(ctx: StrategyContext): Promise<StrategyRun> {
