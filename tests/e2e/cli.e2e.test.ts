@@ -43,6 +43,19 @@ describe('ipam against the local stack', () => {
   let stack: LocalStack;
   let dir: string;
   const run = (...args: string[]) => ipam(stack.apiUrl, ...args);
+  /**
+   * Runs a command until its output contains `expected`, for 20 s at most: utilization and the map come from the
+   * occupancy summary, which the stack's stream poller brings up to date a moment after each write.
+   */
+  const runUntil = async (expected: string | RegExp, ...args: string[]) => {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const result = await run(...args);
+      const seen = typeof expected === 'string' ? result.stdout.includes(expected) : expected.test(result.stdout);
+      if (seen || Date.now() > deadline) return result;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
 
   beforeAll(async () => {
     stack = await startTestStack({ streamPoller: false });
@@ -89,9 +102,9 @@ describe('ipam against the local stack', () => {
     // Act 3: one page, an address's holder, the pool described, the range mapped (text and SVG).
     const page = await run('get', 'addresses', '-p', 'services', '--limit', '2');
     const holder = await run('get', 'address', '10.96.0.10', '-p', 'services', '-o', 'yaml');
-    const described = await run('describe', 'pool', 'services');
+    const described = await runUntil('3 used of 254', 'describe', 'pool', 'services');
     const svg = join(dir, 'map.svg');
-    const map = await run('map', 'services', '10.96.0.0-24', '--svg', svg);
+    const map = await runUntil('3 held', 'map', 'services', '10.96.0.0-24', '--svg', svg);
 
     // Assess 3
     expect(page.stdout.trim().split('\n')).toHaveLength(3);
@@ -121,7 +134,7 @@ describe('ipam against the local stack', () => {
     expect(owner).toEqual({ code: 0, stdout: `claim/${vpnName} released\n`, stderr: '' });
     expect(notEmpty.code).toBe(1);
     expect(notEmpty.stderr).toMatch(/^error: PoolNotEmpty: .+\n$/);
-    expect((await run('map', 'services', '10.96.0.0-24')).stdout).toContain('254 usable: 1 held, 244 free, 9 excluded\n');
+    expect((await runUntil('1 held', 'map', 'services', '10.96.0.0-24')).stdout).toContain('254 usable: 1 held, 244 free, 9 excluded\n');
   });
 
   it('answers a full range, a wrong command line and an endpoint with nothing behind it with the documented exit codes', async () => {
