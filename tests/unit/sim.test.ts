@@ -73,13 +73,16 @@ describe('Simulator', { timeout: 120_000 }, () => {
       expect(violation?.invariant).toBe(Invariant.ReleasedInTime);
     });
 
-    it('catches utilization that misses leases when lease puts lose their index keys', async () => {
+    it('catches utilization that misses leases when summary chunk writes are lost and lease puts lose their index keys', async () => {
+      // Utilization reads the occupancy summary, or the listing where a range has leases with a TTL: both are broken.
       const mutate = (ops: readonly WriteOp[]) =>
-        ops.map((op): WriteOp => {
-          if (!isPutOf(op, 'lease')) return op;
-          const { GSI1PK: _pk, GSI1SK: _sk, ...item } = op.item as Item;
-          return { ...op, item };
-        });
+        ops
+          .filter((op) => entityOf(op) !== 'chunk')
+          .map((op): WriteOp => {
+            if (!isPutOf(op, 'lease')) return op;
+            const { GSI1PK: _pk, GSI1SK: _sk, ...item } = op.item as Item;
+            return { ...op, item };
+          });
       const violation = await broken(5, small({ name: 'unindexed', mutate }));
 
       expect(violation?.invariant).toBe(Invariant.Utilization);
