@@ -58,7 +58,8 @@ describe('ipam against the local stack', () => {
   };
 
   beforeAll(async () => {
-    stack = await startTestStack({ streamPoller: false });
+    // With the stream poller: utilization and the map read the occupancy summary, which the stream function keeps.
+    stack = await startTestStack({ streamPoller: true });
     dir = mkdtempSync(join(tmpdir(), 'ipam-cli-e2e-'));
   });
 
