@@ -11,7 +11,7 @@ export interface LeaseState {
 
 /** The occupancy summary's chunks on the table (TableOccupancyStore is the adapter). */
 export interface OccupancyStore {
-  /** Existing chunks with index in [first, last], eventually consistent (cheap: a /16 is 16 small items). */
+  /** Existing chunks with index in [first, last], eventually consistent (cheap: a /16 is 4 items of 2 KB). */
   readChunks(pool: string, family: IpFamily, span: readonly [bigint, bigint]): Promise<OccupancyChunk[]>;
   /** One chunk, read consistently; undefined when it was never written. */
   getChunk(pool: string, family: IpFamily, index: bigint): Promise<OccupancyChunk | undefined>;
