@@ -44,6 +44,9 @@ export interface LeaseAllocatorDeps {
  */
 export const VERIFY_LIMIT = 32;
 
+/** Candidates read at once after a collision, when more than VERIFY_LIMIT show free (see pickSampled). */
+export const SAMPLE_SIZE = 8;
+
 /**
  * Collisions in one call after which it stops trusting the occupancy summary and reads the lease listing: the
  * summary is then far behind the leases (a stream outage, or no stream function at all), and every further pick
@@ -169,7 +172,7 @@ export class LeaseAllocator implements Allocator {
       const hint = await this.deps.hints.get(pool, family, intervals, nowMs, fresh, source);
       if (fresh) refreshedAt.set(family, seen);
       const inFlight = this.deps.hints.inFlight(pool, family);
-      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, seen > 0) : this.pickWithHint(ranges, excluded, hint, inFlight);
       const pick = checked === 'full' ? undefined : checked;
       if (pick) {
         // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
@@ -191,7 +194,7 @@ export class LeaseAllocator implements Allocator {
    * `verified` were read free earlier in this call (the other picks of a batch) and are not read again; the ones read
    * free now are added to it.
    */
-  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice | 'full' | undefined> {
+  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, collided = false): Promise<Choice | 'full' | undefined> {
     const read = this.deps.leaseStates;
     if (!read) return this.pickWithHint(ranges, excluded, hint, inFlight);
     const few: { value: bigint; range: ParsedRange }[] = [];
@@ -202,7 +205,7 @@ export class LeaseAllocator implements Allocator {
         if (!seen.has(value)) few.push({ value, range });
         seen.add(value);
       }
-      if (few.length > VERIFY_LIMIT) return this.pickWithHint(ranges, excluded, hint, inFlight);
+      if (few.length > VERIFY_LIMIT) return collided ? this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified) : this.pickWithHint(ranges, excluded, hint, inFlight);
     }
     if (few.length === 0) return undefined;
     const unread = few.filter((f) => !verified.has(f.value)).map((f) => formatAddress({ family, value: f.value }));
@@ -222,6 +225,34 @@ export class LeaseAllocator implements Allocator {
     if (live.length === 0) return undefined;
     const chosen = live[Number(this.deps.random.below(BigInt(live.length)))]!;
     return { value: chosen.value, range: chosen.range, explicit: false };
+  }
+
+  /**
+   * After a collision in this call, with more than VERIFY_LIMIT shown free: the summary has just been shown wrong, so
+   * read SAMPLE_SIZE random candidates (one consistent batch) and pick among those really free, instead of paying a
+   * failed transaction per stale address. Undefined when none of the sample is free (the caller reads again).
+   */
+  private async pickSampled(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice | undefined> {
+    const skip = new Set(inFlight);
+    const sample: Choice[] = [];
+    while (sample.length < SAMPLE_SIZE) {
+      const pick = this.pickWithHint(ranges, excluded, hint, skip);
+      if (!pick) break;
+      sample.push(pick);
+      skip.add(pick.value);
+    }
+    const unread = sample.filter((c) => !verified.has(c.value)).map((c) => formatAddress({ family, value: c.value }));
+    const states = unread.length && this.deps.leaseStates ? await this.deps.leaseStates(pool, unread) : new Map<string, { readonly expiresAt?: number }>();
+    const nowMs = this.deps.clock.nowMs();
+    const free = sample.filter((c) => {
+      if (verified.has(c.value)) return true;
+      const state = states.get(formatAddress({ family, value: c.value }));
+      const taken = state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs);
+      if (taken) this.deps.hints.markTaken(pool, family, c.value, nowMs);
+      else verified.add(c.value);
+      return !taken && !this.deps.hints.inFlight(pool, family).has(c.value);
+    });
+    return free.length ? free[Number(this.deps.random.below(BigInt(free.length)))] : undefined;
   }
 
   /**
