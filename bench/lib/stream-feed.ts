@@ -1,4 +1,5 @@
 import type { TransactWriteItemsCommandInput, AttributeValue } from '@aws-sdk/client-dynamodb';
+import { leaseOfKey } from '../../shared/adapters/dynamodb/keys.ts';
 import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
 import { usageBetween, type Usage } from './meter.ts';
 
@@ -9,13 +10,7 @@ export interface WriteTap {
 
 type Keyed = { Key?: Record<string, AttributeValue>; Item?: Record<string, AttributeValue> } | undefined;
 
-const leaseOf = (keyed: Keyed): { pool: string; address: string } | undefined => {
-  const pk = (keyed?.Key ?? keyed?.Item)?.PK?.S;
-  if (!pk?.startsWith('LEASE#')) return undefined;
-  const rest = pk.slice('LEASE#'.length);
-  const split = rest.lastIndexOf('#');
-  return { pool: rest.slice(0, split), address: rest.slice(split + 1) };
-};
+const leaseOf = (keyed: Keyed): { pool: string; address: string } | undefined => leaseOfKey((keyed?.Key ?? keyed?.Item)?.PK?.S);
 
 /** The lease items a successful write touched, read off its input. */
 export function leaseWritesOf(op: string, input: unknown): { pool: string; address: string }[] {

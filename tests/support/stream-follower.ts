@@ -1,5 +1,5 @@
 import { TableOccupancyStore } from '../../shared/adapters/dynamodb/occupancy-store.ts';
-import type { Key } from '../../shared/adapters/dynamodb/keys.ts';
+import { leaseOfKey, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
@@ -10,11 +10,8 @@ import { SummaryMirror } from '../../shared/core/occupancy/summary-mirror.ts';
 function leaseKeysOf(ops: readonly WriteOp[]): { pool: string; address: string }[] {
   const out: { pool: string; address: string }[] = [];
   for (const op of ops) {
-    const pk = String(op.kind === 'put' ? op.item.PK : op.key.PK);
-    if (!pk.startsWith('LEASE#')) continue;
-    const rest = pk.slice('LEASE#'.length);
-    const split = rest.lastIndexOf('#');
-    out.push({ pool: rest.slice(0, split), address: rest.slice(split + 1) });
+    const lease = leaseOfKey(String(op.kind === 'put' ? op.item.PK : op.key.PK));
+    if (lease) out.push(lease);
   }
   return out;
 }

@@ -91,6 +91,14 @@ export const keys = {
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,
 } as const;
 
+/** The pool and address of a lease's partition key (`keys.lease`'s inverse); undefined for any other key. */
+export function leaseOfKey(pk: string | undefined): { pool: string; address: string } | undefined {
+  if (!pk?.startsWith('LEASE#')) return undefined;
+  const rest = pk.slice('LEASE#'.length);
+  const split = rest.lastIndexOf('#');
+  return split > 0 ? { pool: rest.slice(0, split), address: rest.slice(split + 1) } : undefined;
+}
+
 /** A lease's GSI1 sort key: the address in fixed-width hex, so key order is address order. */
 export function leaseSortKey(family: IpFamily, value: bigint): string {
   return addressSortKey({ family, value });

@@ -1,6 +1,6 @@
 import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
 import { LeaseState, type LeaseChange } from '../../core/mirror/lease-change.ts';
-import { Entity } from './keys.ts';
+import { Entity, leaseOfKey } from './keys.ts';
 
 /** The principal of DynamoDB's own TTL deletions in a stream record's userIdentity. */
 export const TTL_PRINCIPAL = 'dynamodb.amazonaws.com';
@@ -35,9 +35,6 @@ export function leaseChangeOf(record: DynamoDBRecord): LeaseChange | undefined {
     const address = text(image, 'address');
     return pool && address ? { id, pool, address, state } : undefined;
   }
-  const pk = text(record.dynamodb?.Keys, 'PK');
-  if (!pk?.startsWith('LEASE#')) return undefined;
-  const rest = pk.slice('LEASE#'.length);
-  const split = rest.lastIndexOf('#');
-  return split > 0 ? { id, pool: rest.slice(0, split), address: rest.slice(split + 1), state } : undefined;
+  const lease = leaseOfKey(text(record.dynamodb?.Keys, 'PK'));
+  return lease ? { id, ...lease, state } : undefined;
 }
