@@ -195,8 +195,7 @@ export class LeaseAllocator implements Allocator {
    * free now are added to it.
    */
   private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, collided = false): Promise<Choice | 'full' | undefined> {
-    const read = this.deps.leaseStates;
-    if (!read) return this.pickWithHint(ranges, excluded, hint, inFlight);
+    if (!this.deps.leaseStates) return this.pickWithHint(ranges, excluded, hint, inFlight);
     const few: { value: bigint; range: ParsedRange }[] = [];
     const seen = new Set<bigint>();
     for (const range of ranges) {
@@ -208,17 +207,7 @@ export class LeaseAllocator implements Allocator {
       if (few.length > VERIFY_LIMIT) return collided ? this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified) : this.pickWithHint(ranges, excluded, hint, inFlight);
     }
     if (few.length === 0) return undefined;
-    const unread = few.filter((f) => !verified.has(f.value)).map((f) => formatAddress({ family, value: f.value }));
-    const states = unread.length ? await read(pool, unread) : new Map<string, { readonly expiresAt?: number }>();
-    const nowMs = this.deps.clock.nowMs();
-    const free = few.filter((f) => {
-      if (verified.has(f.value)) return true;
-      const state = states.get(formatAddress({ family, value: f.value }));
-      const taken = state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs);
-      if (taken) this.deps.hints.markTaken(pool, family, f.value, nowMs);
-      else verified.add(f.value);
-      return !taken;
-    });
+    const free = await this.readFree(pool, family, few, verified);
     if (free.length === 0) return 'full';
     // The same pick may have become in flight in this container while the read was out.
     const live = free.filter((f) => !this.deps.hints.inFlight(pool, family).has(f.value));
@@ -241,18 +230,27 @@ export class LeaseAllocator implements Allocator {
       sample.push(pick);
       skip.add(pick.value);
     }
-    const unread = sample.filter((c) => !verified.has(c.value)).map((c) => formatAddress({ family, value: c.value }));
+    const free = (await this.readFree(pool, family, sample, verified)).filter((c) => !this.deps.hints.inFlight(pool, family).has(c.value));
+    return free.length ? free[Number(this.deps.random.below(BigInt(free.length)))] : undefined;
+  }
+
+  /**
+   * The candidates really free: read free earlier in this call (`verified`), or read now (one consistent batch) with
+   * no lease item or an expired one. The ones read free join `verified`; the taken ones are remembered like
+   * collisions. Without a lease reader every candidate passes (the conditional write still judges).
+   */
+  private async readFree<T extends { readonly value: bigint }>(pool: string, family: IpFamily, candidates: readonly T[], verified: Set<bigint>): Promise<T[]> {
+    const unread = candidates.filter((c) => !verified.has(c.value)).map((c) => formatAddress({ family, value: c.value }));
     const states = unread.length && this.deps.leaseStates ? await this.deps.leaseStates(pool, unread) : new Map<string, { readonly expiresAt?: number }>();
     const nowMs = this.deps.clock.nowMs();
-    const free = sample.filter((c) => {
+    return candidates.filter((c) => {
       if (verified.has(c.value)) return true;
       const state = states.get(formatAddress({ family, value: c.value }));
       const taken = state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs);
       if (taken) this.deps.hints.markTaken(pool, family, c.value, nowMs);
       else verified.add(c.value);
-      return !taken && !this.deps.hints.inFlight(pool, family).has(c.value);
+      return !taken;
     });
-    return free.length ? free[Number(this.deps.random.below(BigInt(free.length)))] : undefined;
   }
 
   /**
