@@ -54,11 +54,17 @@ export function chunkSpan(intervals: readonly Interval[]): readonly [bigint, big
   return [chunkIndexOf(from), chunkIndexOf(to)];
 }
 
+/** Whether an interval has an address in the chunk of this index. */
+export function overlaps(index: bigint, [from, to]: Interval): boolean {
+  const base = chunkBase(index);
+  return from <= base + CHUNK_SIZE - 1n && to >= base;
+}
+
 /** Calls `visit` with each set bit's address of the chunk that lies in one of the intervals. */
 export function forEachHeld(chunk: Pick<OccupancyChunk, 'index' | 'bits'>, intervals: readonly Interval[], visit: (address: bigint) => void): void {
   const base = chunkBase(chunk.index);
   const last = base + CHUNK_SIZE - 1n;
-  const inside = intervals.filter(([a, b]) => a <= last && b >= base);
+  const inside = intervals.filter((interval) => overlaps(chunk.index, interval));
   if (inside.length === 0) return;
   const whole = inside.some(([a, b]) => a <= base && b >= last);
   chunk.bits.forEachSet((bit) => {

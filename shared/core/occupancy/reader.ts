@@ -1,7 +1,7 @@
 import type { IpFamily } from '../ip/address.ts';
 import type { Interval } from '../allocator/intervals.ts';
 import type { SummarySnapshot } from '../allocator/hint.ts';
-import { bitOf, chunkBase, chunkIndexOf, chunkSpan, countHeld, CHUNK_SIZE, type OccupancyChunk } from './chunk.ts';
+import { bitOf, chunkIndexOf, chunkSpan, countHeld, overlaps, type OccupancyChunk } from './chunk.ts';
 import type { OccupancyStore } from './ports.ts';
 
 /** A read of a pool family's summary over some intervals. */
@@ -14,7 +14,7 @@ export interface Summary extends SummarySnapshot {
 /** Reads the chunks the intervals touch (one query) and answers membership and counts from their bits. */
 export async function readSummary(store: Pick<OccupancyStore, 'readChunks'>, pool: string, family: IpFamily, intervals: readonly Interval[]): Promise<Summary> {
   const span = chunkSpan(intervals);
-  const chunks = span ? (await store.readChunks(pool, family, span)).filter((c) => touches(c, intervals)) : [];
+  const chunks = span ? (await store.readChunks(pool, family, span)).filter((c) => intervals.some((i) => overlaps(c.index, i))) : [];
   const byIndex = new Map(chunks.map((c) => [c.index, c]));
   const used = chunks.reduce((sum, c) => sum + countHeld(c, intervals), 0n);
   const expiring = chunks.some((c) => c.expiring.count() > 0 && countHeld({ index: c.index, bits: c.expiring }, intervals) > 0n);
@@ -26,9 +26,3 @@ export async function readSummary(store: Pick<OccupancyStore, 'readChunks'>, poo
     count: (from, to) => chunks.reduce((sum, c) => sum + countHeld(c, [[from, to]]), 0n),
   };
 }
-
-const touches = (chunk: OccupancyChunk, intervals: readonly Interval[]): boolean => {
-  const base = chunkBase(chunk.index);
-  const last = base + CHUNK_SIZE - 1n;
-  return intervals.some(([a, b]) => a <= last && b >= base);
-};
