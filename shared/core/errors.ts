@@ -6,6 +6,7 @@ export const ErrorCode = {
   InvalidArgument: 'InvalidArgument',
   NotFound: 'NotFound',
   AlreadyAllocated: 'AlreadyAllocated',
+  AddressReleasing: 'AddressReleasing',
   Conflict: 'Conflict',
   PoolNotEmpty: 'PoolNotEmpty',
   RangeFull: 'RangeFull',
@@ -50,6 +51,19 @@ export class NotFoundError extends IpamError {
 export class AlreadyAllocatedError extends IpamError {
   constructor(readonly address: string, readonly holder?: { claim: string; owner?: { uid: string } }) {
     super(ErrorCode.AlreadyAllocated, `Address ${address} is already allocated${holder ? ` to claim ${JSON.stringify(holder.claim)}` : ''}.`);
+  }
+}
+
+/**
+ * Thrown when a specific address was released in a pool with a reuse delay and is still held for its previous owner
+ * identity; anyone else may have it from `reusableAt` on.
+ */
+export class AddressReleasingError extends IpamError {
+  constructor(readonly address: string, readonly previousOwner: { kind: string; name: string }, readonly reusableAt: string) {
+    super(
+      ErrorCode.AddressReleasing,
+      `Address ${address} was released recently and is held for its previous owner ${quote(previousOwner.kind)}/${quote(previousOwner.name)} until ${reusableAt}; only that owner may claim it before then.`,
+    );
   }
 }
 

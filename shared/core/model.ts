@@ -22,6 +22,11 @@ export interface Pool {
    * summary, the end of the reconciler's first build for older ones; absent until then (reads use the listing).
    */
   readonly summarySince?: string;
+  /**
+   * Seconds a released address stays held for its previous owner identity (kind and name) before anyone else may
+   * take it; absent or 0: free at once. Fixed at creation, like the rest of the pool.
+   */
+  readonly reuseDelaySeconds?: number;
 }
 
 /** A CIDR of a pool. Immutable once created, except for its state. */
@@ -83,6 +88,14 @@ export interface Claim {
   readonly version: number;
 }
 
+/**
+ * A lease item's state: Allocated while a claim holds it; Released once its claim let go of it in a pool with a reuse
+ * delay, when the item stays to hold the address for its previous owner until `expiresAt` (then it is free with no
+ * further write: every allocation already treats an expired lease as free).
+ */
+export const LeaseState = { Allocated: 'Allocated', Released: 'Released' } as const;
+export type LeaseState = (typeof LeaseState)[keyof typeof LeaseState];
+
 /** One held address: the item is the lease (a Kubernetes IPAddress object). */
 export interface Lease {
   readonly pool: string;
@@ -93,14 +106,59 @@ export interface Lease {
   readonly claimUid: string;
   readonly owner: Owner;
   readonly createdAt: string;
+  /**
+   * When the lease stops holding the address: a TTL claim's expiry plus the pool's reuse delay; for a Released
+   * lease, when the address becomes reusable. Absent: held until released.
+   */
   readonly expiresAt?: number;
+  /** Absent on items written before states existed: Allocated. */
+  readonly state?: LeaseState;
+  /** When a Released lease was released (its `claim` and `owner` are the previous ones; `claimUid` is empty). */
+  readonly releasedAt?: string;
 }
 
-/** Size, used and free addresses; exact, so BigInt. */
+/** Size, used, releasing (held for a previous owner) and free addresses; `used + releasing + free = size`. Exact, so BigInt. */
 export interface Utilization {
   readonly size: bigint;
   readonly used: bigint;
+  readonly releasing: bigint;
   readonly free: bigint;
+}
+
+/** Longest reuse delay a pool may have: a week. */
+export const MAX_REUSE_DELAY_SECONDS = 7 * 24 * 3600;
+
+/** A pool's reuse delay in milliseconds (0 without one). */
+export function reuseDelayMs(pool: Pool): number {
+  return (pool.reuseDelaySeconds ?? 0) * 1000;
+}
+
+/** True for a lease item that holds a released address for its previous owner. */
+export function isReleased(lease: Lease): boolean {
+  return lease.state === LeaseState.Released;
+}
+
+/**
+ * When a claim's released addresses become reusable: the reuse delay counted from the release, or from the claim's
+ * expiry for an expired claim. Undefined when nothing is held (no delay, or the delay has already passed).
+ */
+export function reusableAtAfter(pool: Pool, claim: Pick<Claim, 'expiresAt'>, nowMs: number): number | undefined {
+  const delay = reuseDelayMs(pool);
+  if (delay === 0) return undefined;
+  const from = claim.expiresAt !== undefined && claim.expiresAt <= nowMs ? claim.expiresAt : nowMs;
+  return from + delay > nowMs ? from + delay : undefined;
+}
+
+/** What a release holds back for the previous owner: when the addresses become reusable, and when they were released. */
+export interface Hold {
+  readonly reusableAt: number;
+  readonly releasedAt: string;
+}
+
+/** The hold of a release at `nowMs` in `pool`, or undefined when the addresses are free at once. */
+export function holdOf(pool: Pool, claim: Pick<Claim, 'expiresAt'>, nowMs: number): Hold | undefined {
+  const reusableAt = reusableAtAfter(pool, claim, nowMs);
+  return reusableAt === undefined ? undefined : { reusableAt, releasedAt: new Date(nowMs).toISOString() };
 }
 
 /** True when a claim or lease with this expiry is no longer held at `nowMs`. */
@@ -108,8 +166,12 @@ export function isExpired(item: { readonly expiresAt?: number }, nowMs: number):
   return item.expiresAt !== undefined && item.expiresAt <= nowMs;
 }
 
-/** The lease a claim holds for one of its addresses (its expiry is the claim's); `createdAt` defaults to the claim's. */
-export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: string = claim.createdAt): Lease {
+/**
+ * The lease a claim holds for one of its addresses; `createdAt` defaults to the claim's. Its expiry is the claim's
+ * plus `holdMs` (the pool's reuse delay): an expired claim's addresses stay held for their owner until then, even
+ * before the reconciler releases the claim.
+ */
+export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: string = claim.createdAt, holdMs = 0): Lease {
   const lease: Lease = {
     pool: claim.pool,
     address: address.address,
@@ -120,5 +182,10 @@ export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: str
     owner: claim.spec.owner,
     createdAt,
   };
-  return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt };
+  return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt + holdMs };
+}
+
+/** The Released lease that holds `lease`'s address for its owner after a release with `hold`. */
+export function releasedLease(lease: Lease, hold: Hold): Lease {
+  return { ...lease, claimUid: '', expiresAt: hold.reusableAt, state: LeaseState.Released, releasedAt: hold.releasedAt };
 }

@@ -1,5 +1,5 @@
 import type { IpFamily } from './ip/address.ts';
-import type { Claim, Lease, Pool, PoolView, Range } from './model.ts';
+import type { Claim, Hold, Lease, Owner, Pool, PoolView, Range } from './model.ts';
 
 /** Time, passed in so the core never reads the system clock. */
 export interface Clock {
@@ -73,13 +73,16 @@ export interface ClaimStore {
   /** Finds the claim an owner made from a generateName (the DRA recovery after a lost response). */
   findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined>;
   listClaims(pool: string, limit: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>>;
-  /** Deletes the claim and each lease still held by it, in one transaction; `expectedVersion` makes it conditional. */
-  releaseClaim(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome>;
   /**
-   * Extends the claim and its leases to `expiresAt`, or makes them permanent when it is undefined (no expiry, out of
-   * the expiry index); 'lost' when a lease was taken by someone else.
+   * Deletes the claim and each lease still held by it, in one transaction; `expectedVersion` makes it conditional.
+   * With `hold` (a pool's reuse delay), each lease becomes a Released lease held for the claim's owner instead.
    */
-  renewClaim(claim: Claim, expiresAt: number | undefined): Promise<'renewed' | 'lost' | 'absent'>;
+  releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome>;
+  /**
+   * Extends the claim to `expiresAt` and its leases to `expiresAt + holdMs` (the pool's reuse delay), or makes them
+   * permanent when it is undefined (no expiry, out of the expiry index); 'lost' when a lease was taken by someone else.
+   */
+  renewClaim(claim: Claim, expiresAt: number | undefined, holdMs?: number): Promise<'renewed' | 'lost' | 'absent'>;
 }
 
 export type ReleaseOutcome = 'released' | 'versionMismatch' | 'absent';
@@ -91,8 +94,13 @@ export interface LeaseIndex {
   listLeases(pool: string, scopes: readonly LeaseScope[], nowMs: number, limit: number, cursor?: string): Promise<Page<Lease>>;
   /** Addresses with a lease not expired at `nowMs` in the intervals: the allocator's hint. */
   takenAddresses(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number): Promise<bigint[]>;
-  /** Counts leases not expired at `nowMs` in each interval (the intervals must not overlap). */
-  countLeases(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number): Promise<bigint>;
+  /**
+   * Counts leases not expired at `nowMs` in each interval (the intervals must not overlap); `releasedOnly` counts the
+   * Released ones alone (addresses held for a previous owner).
+   */
+  countLeases(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, releasedOnly?: boolean): Promise<bigint>;
+  /** Released leases not expired at `nowMs` held for an owner identity (eventually consistent: the owner index). */
+  heldFor(pool: string, owner: Pick<Owner, 'kind' | 'name'>, nowMs: number): Promise<Lease[]>;
 }
 
 /** The health route's look at the table. */

@@ -88,7 +88,7 @@ export function claimsCases(engine: TestEngine): void {
       expect(addresses).not.toContain('192.168.7.255');
       expect(extra.status).toBe(409);
       expect(extra.body.code).toBe('RangeFull');
-      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 254, used: 254, free: 0 } });
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 254, used: 254, releasing: 0, free: 0 } });
     });
 
     it('returns the one freed address after a release on a full /29', async () => {
@@ -134,7 +134,7 @@ export function claimsCases(engine: TestEngine): void {
       expect(addressesOf(dynamic.body)[0]).toMatch(/^2001:db8:0:1:/);
       expect(addressesOf(explicit.body)).toEqual(['2001:db8:0:1::fc']);
       expect((await api.call('GET', '/v1/pools/p/addresses/2001:db8:0:1:0:0:0:fc')).body.claim).toBe('b');
-      expect(pool.body.utilization).toEqual({ IPv6: { size: '18446744073709551615', used: 2, free: '18446744073709551613' } });
+      expect(pool.body.utilization).toEqual({ IPv6: { size: '18446744073709551615', used: 2, releasing: 0, free: '18446744073709551613' } });
     });
   });
 
@@ -368,7 +368,7 @@ export function claimsCases(engine: TestEngine): void {
       expect(fits.status).toBe(201);
       expect(new Set(addressesOf(fits.body)).size).toBe(30);
       expect((await leaseItems(api)).every((l) => l.claim === 'fits')).toBe(true);
-      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 30, used: 30, free: 0 } });
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 30, used: 30, releasing: 0, free: 0 } });
     });
 
     it('refuses a batch bigger than what is left after other claims, and leaves the other claims as they were', async () => {
@@ -608,7 +608,7 @@ export function claimsCases(engine: TestEngine): void {
       clock.advance(30_000);
       expect((await api.call('GET', '/v1/pools/p/claims/a')).status).toBe(404);
       expect((await api.call('GET', '/v1/pools/p/addresses/10.7.0.2')).status).toBe(404);
-      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 2, used: 0, free: 2 } });
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 2, used: 0, releasing: 0, free: 2 } });
       const takeover = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.7.0.2'] });
       expect(takeover.status).toBe(201);
       const lost = await api.call('POST', '/v1/pools/p/claims/a/renew', {});

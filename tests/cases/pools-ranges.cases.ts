@@ -39,7 +39,7 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       expect(networkOfSmall.status).toBe(201);
       expect((networkOfSmall.body.addresses as { range: string }[])[0]!.range).toBe('big');
       expect(insideBoth.status).toBe(201);
-      expect(pool.body.utilization).toEqual({ IPv4: { size: 254, used: 2, free: 252 } });
+      expect(pool.body.utilization).toEqual({ IPv4: { size: 254, used: 2, releasing: 0, free: 252 } });
       const ranges = Object.fromEntries((pool.body.ranges as { name: string; used: number }[]).map((r) => [r.name, r.used]));
       expect(ranges).toEqual({ '10.9.0.16-28': 1, big: 2 });
     });

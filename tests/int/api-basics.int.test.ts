@@ -18,7 +18,7 @@ describe('HTTP API: pools, ranges and claims', () => {
     const [address] = claim.body.addresses as { address: string; family: string; range: string }[];
     expect(address).toMatchObject({ family: 'IPv4', range: '10.96.0.0-24' });
     expect((await api.call('GET', `/v1/pools/demo/addresses/${address!.address}`)).body).toMatchObject({ claim: 'web', owner: owner('u1') });
-    expect((await api.call('GET', '/v1/pools/demo')).body.utilization).toEqual({ IPv4: { size: 254, used: 1, free: 253 } });
+    expect((await api.call('GET', '/v1/pools/demo')).body.utilization).toEqual({ IPv4: { size: 254, used: 1, releasing: 0, free: 253 } });
   });
 
   it('health answers with the table status', async () => {

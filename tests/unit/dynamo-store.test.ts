@@ -74,6 +74,14 @@ const absentOrExpired = {
   ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
 };
 
+/** The condition of commitClaim's lease puts: absent, expired at NOW, or Released and held for the claim's owner identity. */
+const takeableBy = (kind: string, name: string) => ({
+  ConditionExpression: '(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0) OR ((#cn2 = :cv1) AND (#cn3 = :cv2) AND (#cn4 = :cv3))',
+  ExpressionAttributeNames: { '#cn0': 'PK', '#cn1': 'expiresAt', '#cn2': 'state', '#cn3': 'ownerKind', '#cn4': 'ownerName' },
+  ExpressionAttributeValues: { ':cv0': { N: String(NOW) }, ':cv1': { S: 'Released' }, ':cv2': { S: kind }, ':cv3': { S: name } },
+  ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+});
+
 describe('Conditions', () => {
   it('renders "absent or expired" from its named clauses', () => {
     // Act
@@ -104,7 +112,7 @@ describe('Conditions', () => {
 
 describe('Class: TableClaimStore on the SDK engine', () => {
   describe('Method: commitClaim', () => {
-    it('writes the claim and each lease in one transaction, each put conditioned on "absent or expired"', async () => {
+    it('writes the claim and each lease in one transaction: the claim put conditioned on "absent or expired", each lease put also on "or held for this owner"', async () => {
       // Prepare
       ddb.on(TransactWriteItemsCommand).resolves({});
       const claim = claimOf(['10.0.0.10', 'fd00::10']);
@@ -132,7 +140,7 @@ describe('Class: TableClaimStore on the SDK engine', () => {
                 PK: { S: 'LEASE#pool-a#10.0.0.10' }, SK: { S: 'LEASE' }, entity: { S: 'lease' }, claim: { S: 'claim-1' }, claimUid: { S: 'uid-1' },
                 GSI1PK: { S: expect.stringMatching(/^ADDR#pool-a#IPv4#[0-3]$/) }, GSI1SK: { S: '0a00000a' },
               }),
-              ...absentOrExpired,
+              ...takeableBy(claim.spec.owner.kind, claim.spec.owner.name),
             },
           },
           {
@@ -142,7 +150,7 @@ describe('Class: TableClaimStore on the SDK engine', () => {
                 PK: { S: 'LEASE#pool-a#fd00::10' }, SK: { S: 'LEASE' }, entity: { S: 'lease' },
                 GSI1PK: { S: expect.stringMatching(/^ADDR#pool-a#IPv6#[0-3]$/) }, GSI1SK: { S: `fd00${'0'.repeat(26)}10` },
               }),
-              ...absentOrExpired,
+              ...takeableBy(claim.spec.owner.kind, claim.spec.owner.name),
             },
           },
         ],

@@ -65,6 +65,7 @@ describe('Function: problemOf', () => {
       InvalidArgument: 400,
       NotFound: 404,
       AlreadyAllocated: 409,
+      AddressReleasing: 409,
       Conflict: 409,
       PoolNotEmpty: 409,
       RangeFull: 409,
@@ -460,7 +461,7 @@ describe('Function: createHttpHandler', () => {
 
     // Assess
     expect(response.statusCode).toBe(400);
-    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude.' });
+    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds.' });
     expect(ddb.calls()).toHaveLength(0);
   });
 });

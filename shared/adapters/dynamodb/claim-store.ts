@@ -1,5 +1,5 @@
 import { NotReadyError } from '../../core/errors.ts';
-import type { Claim, Lease } from '../../core/model.ts';
+import type { Claim, Hold, Lease } from '../../core/model.ts';
 import type { ClaimStore, CommitOutcome, Page, ReleaseOutcome } from '../../core/ports.ts';
 import { itemToClaim } from './codec.ts';
 import { both, claimUidIs, versionIs } from './conditions.ts';
@@ -67,11 +67,11 @@ export class TableClaimStore implements ClaimStore {
     return page.more && items.length ? { items, nextCursor: this.cursors.encode({ s: 0, k: items[items.length - 1]!.name }) } : { items };
   }
 
-  async releaseClaim(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome> {
+  async releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
       const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
       // One round each: a lease that changed hands between the read and the write is read again by the next round.
-      const outcome = await releaseWithRetries(this.table, claim, condition, () => ({}), 1);
+      const outcome = await releaseWithRetries(this.table, claim, condition, () => (hold ? { hold: { hold, shards: this.shards } } : {}), 1);
       if (outcome === 'released') return 'released';
       if (outcome === 'gaveUp') continue;
       const current = await this.getClaim(claim.pool, claim.name);
@@ -82,8 +82,8 @@ export class TableClaimStore implements ClaimStore {
     throw new NotReadyError('The claim kept changing while it was being released; retry the request.');
   }
 
-  async renewClaim(claim: Claim, expiresAt: number | undefined): Promise<'renewed' | 'lost' | 'absent'> {
-    const { ops, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim));
+  async renewClaim(claim: Claim, expiresAt: number | undefined, holdMs = 0): Promise<'renewed' | 'lost' | 'absent'> {
+    const { ops, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim), holdMs);
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'renewed';
     const verdict = decode(verdicts);

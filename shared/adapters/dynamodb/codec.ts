@@ -1,6 +1,6 @@
 import type { IpFamily } from '../../core/ip/address.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
-import type { Claim, Lease, Pool, Range, RangeState } from '../../core/model.ts';
+import { LeaseState, type Claim, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
 import { EVENT_RETENTION_MS, type IpamEvent } from '../../core/reconciler/ports.ts';
@@ -12,12 +12,17 @@ export type Item = Record<string, unknown>;
 const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
 
 export function poolToItem(pool: Pool): Item {
-  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}) };
+  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}) };
 }
 
 export function itemToPool(item: Item): Pool {
-  const pool: Pool = { name: item.name as string, exclude: (item.exclude as string[] | undefined) ?? [], createdAt: item.createdAt as string };
-  return typeof item.summarySince === 'string' ? { ...pool, summarySince: item.summarySince } : pool;
+  return {
+    name: item.name as string,
+    exclude: (item.exclude as string[] | undefined) ?? [],
+    createdAt: item.createdAt as string,
+    ...(typeof item.summarySince === 'string' ? { summarySince: item.summarySince } : {}),
+    ...(typeof item.reuseDelaySeconds === 'number' && item.reuseDelaySeconds > 0 ? { reuseDelaySeconds: item.reuseDelaySeconds } : {}),
+  };
 }
 
 export function rangeToItem(range: Range): Item {
@@ -127,6 +132,10 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     // Leases with a TTL are in the expiry index too, so the reconciler finds expired orphans without a scan.
     ...(lease.expiresAt !== undefined ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) } : {}),
     ...ttlOf(lease.expiresAt),
+    // A Released lease is found by its previous owner identity, so that owner's next claim gets the address back.
+    ...(lease.state === LeaseState.Released
+      ? { state: LeaseState.Released, releasedAt: lease.releasedAt, GSI2PK: keys.held(lease.pool, lease.owner.kind, lease.owner.name), GSI2SK: addressSortKey(address) }
+      : {}),
   };
 }
 
@@ -140,8 +149,10 @@ export function itemToLease(item: Item): Lease {
     claimUid: item.claimUid as string,
     owner: { uid: item.ownerUid as string, kind: (item.ownerKind as string) ?? '', name: (item.ownerName as string) ?? '' },
     createdAt: item.createdAt as string,
+    ...(item.expiresAt !== undefined ? { expiresAt: item.expiresAt as number } : {}),
+    ...(item.state === LeaseState.Released ? { state: LeaseState.Released, releasedAt: item.releasedAt as string } : {}),
   };
-  return item.expiresAt === undefined ? lease : { ...lease, expiresAt: item.expiresAt as number };
+  return lease;
 }
 
 /** A bitmap item: the RangeAllocation document under the range's key, with `data` as a DynamoDB Binary. */

@@ -65,6 +65,26 @@ export function heldByClaim(uid: string): Condition {
   return attributeIs('claimUid', uid);
 }
 
+/**
+ * The lease item holds a released address for this previous owner identity (kind and name; a recreated workload has
+ * a new uid): that owner may take it back before the reuse delay is over.
+ *
+ *   released ---- held for kind/name ---- reusableAt (= expiresAt) ---- free for anyone
+ */
+export function heldForOwner(kind: string, name: string): Condition {
+  return both(attributeIs('state', 'Released'), attributeIs('ownerKind', kind), attributeIs('ownerName', name));
+}
+
+/** An address this owner identity may take: nobody holds it (absent or expired), or it is held for this owner. */
+export function isTakeableBy(kind: string, name: string, nowMs: number): Condition {
+  return either(itemIsAbsent(), hasExpired(nowMs), heldForOwner(kind, name));
+}
+
+/** A Released lease item (any owner). */
+export function isReleasedLease(): Condition {
+  return attributeIs('state', 'Released');
+}
+
 /** The claim is this incarnation. */
 export function claimUidIs(uid: string): Condition {
   return attributeIs('uid', uid);

@@ -1,6 +1,6 @@
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { Item } from './codec.ts';
-import { hasNotExpired } from './conditions.ts';
+import { both, hasNotExpired, isReleasedLease } from './conditions.ts';
 import { keys, leaseSortKey } from './keys.ts';
 import { KEY_ATTRIBUTES, type Query, type Table } from './table.ts';
 
@@ -59,14 +59,15 @@ export async function takenAddresses(table: Table, shards: number, pool: string,
   return out;
 }
 
-/** Counts leases not expired at `nowMs` in the intervals (which must not overlap). */
-export async function countLeases(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals, nowMs: number): Promise<bigint> {
+/** Counts leases not expired at `nowMs` in the intervals (which must not overlap); `releasedOnly`: the Released ones. */
+export async function countLeases(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals, nowMs: number, releasedOnly = false): Promise<bigint> {
+  const filter = releasedOnly ? both(hasNotExpired(nowMs), isReleasedLease()) : hasNotExpired(nowMs);
   const counts = await Promise.all(
     leaseQueries(pool, family, shards, intervals).map(async (query) => {
       let count = 0;
       let start: Item | undefined;
       do {
-        const page = await table.query({ ...query, filter: hasNotExpired(nowMs), countOnly: true, ...(start ? { start } : {}) });
+        const page = await table.query({ ...query, filter, countOnly: true, ...(start ? { start } : {}) });
         count += page.count;
         start = page.lastKey;
       } while (start);

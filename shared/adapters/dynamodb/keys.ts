@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { addressSortKey, familyBits, type IpFamily } from '../../core/ip/address.ts';
 import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
 
@@ -12,6 +13,7 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   claim       CLAIM#<pool>#<name>                 CLAIM        CLAIMS#<pool>#<s> / <name>     OWNER#<pool>#<uid> / <name>   EXP#<hour>#<s> / <expiresAt>#<pool>#<name>
  *   generated   GEN#<pool>#<ownerUid>#<generateName> GEN
  *   lease       LEASE#<pool>#<address>              LEASE        ADDR#<pool>#<family>#<s> / <hex address>                               EXP#<hour>#<s> / <expiresAt>#<pool>#<address>
+ *   (Released)  LEASE#<pool>#<address>              LEASE        as a lease                     HELD#<pool>#<owner hash> / <hex address>   as a lease, at its reusableAt
  *   bitmap      BITMAP#<pool>#<range>               BITMAP
  *   chunk       OCC#<pool>#<family>                 C#<hex chunk index>
  *   event       EVENTS#<pool>                       <ISO time>#<id>
@@ -72,6 +74,11 @@ export const keys = {
   claim: (pool: string, name: string): Key => ({ PK: `CLAIM#${pool}#${name}`, SK: 'CLAIM' }),
   claimsListing: (pool: string, shard: number): string => `CLAIMS#${pool}#${shard}`,
   owner: (pool: string, uid: string): string => `OWNER#${pool}#${uid}`,
+  /**
+   * The owner-index partition of the addresses a pool holds for a previous owner identity (kind and name, not uid:
+   * a recreated workload has a new uid). Hashed: kind and name may be 253 characters each, more than a key allows.
+   */
+  held: (pool: string, kind: string, name: string): string => `HELD#${pool}#${createHash('sha256').update(JSON.stringify([kind, name])).digest('hex').slice(0, 32)}`,
   generated: (pool: string, ownerUid: string, generateName: string): Key => ({ PK: `GEN#${pool}#${ownerUid}#${generateName}`, SK: 'GEN' }),
   lease: (pool: string, address: string): Key => ({ PK: `LEASE#${pool}#${address}`, SK: 'LEASE' }),
   leasesListing: (pool: string, family: IpFamily, shard: number): string => `ADDR#${pool}#${family}#${shard}`,

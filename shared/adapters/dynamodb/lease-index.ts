@@ -1,11 +1,12 @@
 import type { IpFamily } from '../../core/ip/address.ts';
-import type { Lease } from '../../core/model.ts';
+import { isReleased, type Lease, type Owner } from '../../core/model.ts';
 import type { LeaseIndex, LeaseScope, Page } from '../../core/ports.ts';
 import { itemToLease } from './codec.ts';
 import { isListPosition, type CursorCodec, type ListPosition } from './cursor.ts';
 import { addressBounds, countLeases, mergeShards, takenAddresses, type Intervals } from './index-reads.ts';
+import { hasNotExpired } from './conditions.ts';
 import { keys } from './keys.ts';
-import type { Table } from './table.ts';
+import { queryAll, type Table } from './table.ts';
 
 /** Leases on the table: one item read for one address, the sharded listing index for everything else. */
 export class TableLeaseIndex implements LeaseIndex {
@@ -35,7 +36,13 @@ export class TableLeaseIndex implements LeaseIndex {
     return takenAddresses(this.table, this.shards, pool, family, intervals, nowMs);
   }
 
-  countLeases(pool: string, family: IpFamily, intervals: Intervals, nowMs: number): Promise<bigint> {
-    return countLeases(this.table, this.shards, pool, family, intervals, nowMs);
+  countLeases(pool: string, family: IpFamily, intervals: Intervals, nowMs: number, releasedOnly = false): Promise<bigint> {
+    return countLeases(this.table, this.shards, pool, family, intervals, nowMs, releasedOnly);
+  }
+
+  async heldFor(pool: string, owner: Pick<Owner, 'kind' | 'name'>, nowMs: number): Promise<Lease[]> {
+    const items = await queryAll(this.table, { index: 'GSI2', partition: keys.held(pool, owner.kind, owner.name), filter: hasNotExpired(nowMs) });
+    // The partition is a hash of kind and name: compare them, so a collision never hands out someone else's address.
+    return items.map(itemToLease).filter((l) => isReleased(l) && l.owner.kind === owner.kind && l.owner.name === owner.name);
   }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { IpFamily } from '../../core/ip/address.ts';
 import { NotReadyError } from '../../core/errors.ts';
-import type { Claim, Lease, PoolView, Range } from '../../core/model.ts';
+import { releasedLease, type Claim, type Hold, type Lease, type PoolView, type Range } from '../../core/model.ts';
 import type { Page } from '../../core/ports.ts';
 import {
   EVENT_RETENTION_MS,
@@ -16,8 +16,8 @@ import {
   type SweepPage,
   type UsageRecord,
 } from '../../core/reconciler/ports.ts';
-import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, type Item } from './codec.ts';
-import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, heldByClaim, isFreeAt, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
+import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, leaseToItem, type Item } from './codec.ts';
+import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, heldByClaim, isFreeAt, isReleasedLease, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
 import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
 import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
@@ -223,17 +223,27 @@ export class TableReconcileStore implements ReconcileStore {
 
   // ---- repairs: each conditional, each with its event in the same transaction ----
 
-  releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent): Promise<'released' | 'changed'> {
-    return this.release(claim, both(claimUidIs(claim.uid), versionIs(claim.version), hasExpired(cutoffMs)), event);
+  releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
+    return this.release(claim, both(claimUidIs(claim.uid), versionIs(claim.version), hasExpired(cutoffMs)), event, hold);
   }
 
-  releaseClaim(claim: Claim, event: IpamEvent): Promise<'released' | 'changed'> {
-    return this.release(claim, claimUidIs(claim.uid), event);
+  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
+    return this.release(claim, claimUidIs(claim.uid), event, hold);
   }
 
-  async releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent): Promise<'released' | 'changed'> {
-    const verdicts = await this.table.transact([{ kind: 'delete', key: keys.lease(lease.pool, lease.address), condition: both(heldByClaim(lease.claimUid), createdNoLaterThan(createdBeforeIso)) }, eventPut(event)]);
+  async releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
+    const condition = both(heldByClaim(lease.claimUid), createdNoLaterThan(createdBeforeIso));
+    const release: WriteOp = hold
+      ? { kind: 'put', item: leaseToItem(releasedLease(lease, hold), this.shards), condition }
+      : { kind: 'delete', key: keys.lease(lease.pool, lease.address), condition };
+    const verdicts = await this.table.transact([release, eventPut(event)]);
     return verdicts ? 'changed' : 'released';
+  }
+
+  async dropReleased(lease: Lease, nowMs: number): Promise<'released' | 'changed'> {
+    // Still Released and over its delay: a claim that took the address back meanwhile replaced the item.
+    const { ok } = await this.table.write({ kind: 'delete', key: keys.lease(lease.pool, lease.address), condition: both(isReleasedLease(), hasExpired(nowMs)) });
+    return ok ? 'released' : 'changed';
   }
 
   async restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'> {
@@ -266,8 +276,8 @@ export class TableReconcileStore implements ReconcileStore {
   // ---- helpers ----
 
   /** Deletes the claim (under `claimCondition`), its marker and the leases it still holds, with the event. */
-  private async release(claim: Claim, claimCondition: Condition, event: IpamEvent): Promise<'released' | 'changed'> {
-    const outcome = await releaseWithRetries(this.table, claim, claimCondition, () => ({ event: { event, id: newEventId() } }));
+  private async release(claim: Claim, claimCondition: Condition, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
+    const outcome = await releaseWithRetries(this.table, claim, claimCondition, () => ({ event: { event, id: newEventId() }, ...(hold ? { hold: { hold, shards: this.shards } } : {}) }));
     // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
     if (outcome === 'claimChanged') return 'changed';
     if (outcome === 'released') return 'released';

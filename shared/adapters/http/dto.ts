@@ -1,5 +1,5 @@
 import { countToJson } from '../../core/ip/cidr.ts';
-import type { Claim, Lease, Owner, Pool, Range, Utilization } from '../../core/model.ts';
+import { isReleased, LeaseState, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
 
 /** An owner with its fields in one order, whatever order storage returned them in. */
 const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
@@ -7,12 +7,12 @@ import type { PoolDetails } from '../../core/use-cases/pools.ts';
 import type { RangeOccupancy } from '../../core/use-cases/occupancy.ts';
 
 /** Utilization as JSON: exact counts, decimal strings beyond 2^53. */
-export function utilizationDto(u: Utilization): { size: number | string; used: number | string; free: number | string } {
-  return { size: countToJson(u.size), used: countToJson(u.used), free: countToJson(u.free) };
+export function utilizationDto(u: Utilization): { size: number | string; used: number | string; releasing: number | string; free: number | string } {
+  return { size: countToJson(u.size), used: countToJson(u.used), releasing: countToJson(u.releasing), free: countToJson(u.free) };
 }
 
 export function poolDto(pool: Pool): Record<string, unknown> {
-  return { name: pool.name, exclude: pool.exclude, createdAt: pool.createdAt };
+  return { name: pool.name, exclude: pool.exclude, reuseDelaySeconds: pool.reuseDelaySeconds ?? 0, createdAt: pool.createdAt };
 }
 
 export function rangeDto(range: Range, u: Utilization): Record<string, unknown> {
@@ -52,9 +52,23 @@ export function claimDto(claim: Claim): Record<string, unknown> {
   };
 }
 
+/** A lease as JSON: Allocated (held by a claim), or Released (held for its previous owner until `reusableAt`). */
 export function leaseDto(lease: Lease): Record<string, unknown> {
+  if (isReleased(lease)) {
+    return {
+      address: lease.address,
+      family: lease.family,
+      range: lease.range,
+      state: LeaseState.Released,
+      previousOwner: ownerDto(lease.owner),
+      previousClaim: lease.claim,
+      ...(lease.releasedAt ? { releasedAt: lease.releasedAt } : {}),
+      reusableAt: new Date(lease.expiresAt ?? 0).toISOString(),
+    };
+  }
   return {
     address: lease.address,
+    state: LeaseState.Allocated,
     family: lease.family,
     range: lease.range,
     claim: lease.claim,

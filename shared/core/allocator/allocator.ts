@@ -1,5 +1,6 @@
 import type { IpAddress, IpFamily } from '../ip/address.ts';
-import type { Claim, PoolView } from '../model.ts';
+import { AddressReleasingError, AlreadyAllocatedError, type IpamError } from '../errors.ts';
+import { isReleased, type Claim, type Hold, type Lease, type PoolView } from '../model.ts';
 import type { ReleaseOutcome } from '../ports.ts';
 
 /**
@@ -35,7 +36,17 @@ export interface Allocator {
   allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult>;
   /**
    * Releases a claim and the leases it still holds, in one transaction (at `expectedVersion` when given). The legacy
-   * strategy clears the claim's bits in the same transaction, as Kubernetes' legacy allocator releases an IP.
+   * strategy clears the claim's bits in the same transaction, as Kubernetes' legacy allocator releases an IP. With
+   * `hold` (a pool's reuse delay) the leases stay as Released leases held for the claim's owner (and the legacy
+   * strategy keeps their bits set: see bitmap-release.ts).
    */
-  release(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome>;
+  release(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome>;
+}
+
+/** Why an explicit address could not be taken: another claim holds it, or it is held for its previous owner. */
+export function explicitTakenError(address: string, holder: Lease | undefined): IpamError {
+  if (holder && isReleased(holder) && holder.expiresAt !== undefined) {
+    return new AddressReleasingError(address, holder.owner, new Date(holder.expiresAt).toISOString());
+  }
+  return new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
 }

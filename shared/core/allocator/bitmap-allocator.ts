@@ -1,13 +1,13 @@
 import { formatAddress, type IpFamily } from '../ip/address.ts';
 import { isHostOf, lowerBandSize } from '../ip/cidr.ts';
-import { AlreadyAllocatedError, MismatchedNetworkError, NotInRangeError, NotReadyError, RangeFullError } from '../errors.ts';
-import { isExpired, leaseOfClaim, type Claim, type ClaimAddress, type PoolView } from '../model.ts';
+import { MismatchedNetworkError, NotInRangeError, NotReadyError, RangeFullError } from '../errors.ts';
+import { isExpired, leaseOfClaim, reuseDelayMs, type Claim, type Hold, type ClaimAddress, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, PoolStore, Random, ReleaseOutcome } from '../ports.ts';
 import { releaseClearingBits } from '../bitmap/bitmap-release.ts';
 import { addressOfBit, bitOf, legacyWindow, type Bitmap } from '../bitmap/bitmap.ts';
 import { bitmapOf, bitmapOfDocument, legacyRangeOf, windowInterval } from '../bitmap/legacy.ts';
 import type { BitmapExpectation, BitmapStore, BitmapWrite } from '../bitmap/ports.ts';
-import type { AllocationResult, Allocator, ClaimDraft, FamilyRequest } from './allocator.ts';
+import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import type { Interval } from './intervals.ts';
 import { excludedIntervals, rangeForExplicit, type ParsedRange } from './pool-geometry.ts';
 
@@ -67,8 +67,8 @@ export class BitmapAllocator implements Allocator {
    *   outside its family's legacy bitmap window; AlreadyAllocatedError when its bit is set; RangeFullError when a
    *   bitmap has no zero bit left; NotReadyError when the races do not settle.
    */
-  release(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome> {
-    return releaseClearingBits(this.deps, claim, expectedVersion);
+  release(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
+    return releaseClearingBits(this.deps, claim, expectedVersion, hold);
   }
 
   async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
@@ -105,7 +105,7 @@ export class BitmapAllocator implements Allocator {
         picks.set(request.family, chosen.sort((a, b) => a.bit - b.bit));
       }
       const claim = buildClaim(draft, requests, picks);
-      const leases = claim.addresses.map((a) => leaseOfClaim(claim, a));
+      const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, reuseDelayMs(view.pool)));
       const writes = requests.map((r) => bitmapWrite(view.pool.name, picks.get(r.family)!, snapshots.get(r.family)!));
       const outcome = await this.deps.bitmaps.commitClaim(claim, leases, writes, this.deps.clock.nowMs());
       switch (outcome.kind) {
@@ -121,7 +121,7 @@ export class BitmapAllocator implements Allocator {
             if (family === undefined) continue;
             const pick = picks.get(family)!.find((p) => formatAddress({ family, value: addressOfBit(p.range.cidr, p.bit) }) === address);
             if (pick === undefined) continue;
-            if (pick.explicit) throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
+            if (pick.explicit) throw explicitTakenError(address, holder);
             // Leased but not yet mirrored into the bitmap: the mirror will set the bit; this call just avoids it.
             skip.get(family)!.add(pick.bit);
           }
@@ -168,7 +168,7 @@ export class BitmapAllocator implements Allocator {
     if (existing && !isExpired(existing, this.deps.clock.nowMs())) return { kind: 'exists', claim: existing };
     const address = formatAddress({ family: pick.range.cidr.family, value: addressOfBit(pick.range.cidr, pick.bit) });
     const holder = await this.deps.leases.getLease(view.pool.name, address);
-    throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
+    throw explicitTakenError(address, holder);
   }
 }
 

@@ -1,9 +1,9 @@
-import { formatAddress, type IpFamily } from '../ip/address.ts';
-import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../errors.ts';
-import { leaseOfClaim, type Claim, type ClaimAddress, type PoolView } from '../model.ts';
-import type { ClaimStore, Clock, Random, ReleaseOutcome } from '../ports.ts';
+import { formatAddress, parseAddress, type IpFamily } from '../ip/address.ts';
+import { NotReadyError, RangeFullError } from '../errors.ts';
+import { leaseOfClaim, reuseDelayMs, type Claim, type ClaimAddress, type Hold, type Owner, type PoolView } from '../model.ts';
+import type { ClaimStore, Clock, LeaseIndex, Random, ReleaseOutcome } from '../ports.ts';
 import type { OccupancyStore } from '../occupancy/ports.ts';
-import type { AllocationResult, Allocator, ClaimDraft, FamilyRequest } from './allocator.ts';
+import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
 import { HintSource, type Hint, type HintCache } from './hint.ts';
 import type { Interval } from './intervals.ts';
@@ -34,6 +34,8 @@ export interface LeaseAllocatorDeps {
   readonly probes?: number;
   /** Consistent reads of lease items: near full, the few addresses a summary shows free are checked before a commit. */
   readonly leaseStates?: Pick<OccupancyStore, 'leaseStates'>['leaseStates'];
+  /** The addresses a pool with a reuse delay still holds for an owner identity: its dynamic claims get them back. */
+  readonly heldFor?: LeaseIndex['heldFor'];
 }
 
 /**
@@ -61,6 +63,8 @@ interface Choice {
   readonly value: bigint;
   readonly range: ParsedRange;
   readonly explicit: boolean;
+  /** An address held for this claim's owner identity after a release (a sticky address): tried once, then picked anew. */
+  readonly sticky?: boolean;
 }
 
 /**
@@ -78,15 +82,17 @@ export class LeaseAllocator implements Allocator {
     this.maxCommits = deps.maxCommits ?? (this.strategy === PickStrategy.Blind ? 4096 : 64);
   }
 
-  release(claim: Claim, expectedVersion?: number): Promise<ReleaseOutcome> {
-    return this.deps.claims.releaseClaim(claim, expectedVersion);
+  release(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
+    return this.deps.claims.releaseClaim(claim, expectedVersion, hold);
   }
 
   async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
     // One slot per address the claim takes: a family's explicit address, or `count` dynamic picks of it.
     const slots = requests.flatMap((r) => (r.explicit ? [r] : Array.from({ length: r.count ?? 1 }, () => r)));
     const picks: (Choice | undefined)[] = slots.map((r) => (r.explicit ? { value: r.explicit.value, range: rangeForExplicit(view, r.explicit), explicit: true } : undefined));
+    await this.pickSticky(view, draft.spec.owner, slots, picks);
     const pool = view.pool.name;
+    const holdMs = reuseDelayMs(view.pool);
     const refreshedAt = new Map<IpFamily, number>();
     const collisions = new Map<IpFamily, number>();
     // Addresses this call read free near full (pickVerified), per family: a batch reads them once, not once a pick.
@@ -105,7 +111,7 @@ export class LeaseAllocator implements Allocator {
           if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, refreshedAt, collisions, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
         }
         claim = buildClaim(draft, requests, slots, picks as Choice[]);
-        const leases = claim.addresses.map((a) => leaseOfClaim(claim, a));
+        const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
         outcome = await this.deps.claims.commitClaim(claim, leases, this.deps.clock.nowMs());
       } finally {
         for (const settle of reservations.splice(0)) settle();
@@ -126,7 +132,7 @@ export class LeaseAllocator implements Allocator {
             const pick = picks[i];
             if (pick === undefined) continue;
             const family = slots[i]!.family;
-            if (pick.explicit) throw new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
+            if (pick.explicit) throw explicitTakenError(address, holder);
             this.deps.hints.markTaken(pool, family, pick.value, nowMs);
             // A lost race shows this call's reads are behind: the next picks read again (as a single claim always did).
             verified.get(family)!.clear();
@@ -138,6 +144,35 @@ export class LeaseAllocator implements Allocator {
       }
     }
     throw new NotReadyError('The pool is heavily contended right now; retry the request shortly.');
+  }
+
+  /**
+   * Sticky addresses: in a pool with a reuse delay, the dynamic slots of each family first get the addresses the pool
+   * still holds for this owner identity (kind and name; a recreated workload has a new uid), if they lie in a Ready
+   * range of the view. One read of the owner index, only in such pools. The index is eventually consistent: an
+   * address released a moment ago may be missed, and the claim then gets another one (the held one stays held until
+   * its delay is over). The commit's condition lets this owner take its own held addresses (writes/commit.ts).
+   */
+  private async pickSticky(view: PoolView, owner: Owner, slots: readonly FamilyRequest[], picks: (Choice | undefined)[]): Promise<void> {
+    if (!this.deps.heldFor || reuseDelayMs(view.pool) === 0 || picks.every((p) => p !== undefined)) return;
+    const held = await this.deps.heldFor(view.pool.name, owner, this.deps.clock.nowMs());
+    const taken = new Set<string>();
+    for (const [i, slot] of slots.entries()) {
+      if (picks[i]) continue;
+      for (const lease of held) {
+        if (lease.family !== slot.family || taken.has(lease.address)) continue;
+        const address = parseAddress(lease.address);
+        let range: ParsedRange;
+        try {
+          range = rangeForExplicit(view, address);
+        } catch {
+          continue; // Its range is no longer Ready (or gone): not offered again.
+        }
+        taken.add(lease.address);
+        picks[i] = { value: address.value, range, explicit: false, sticky: true };
+        break;
+      }
+    }
   }
 
   /**

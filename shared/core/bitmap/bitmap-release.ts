@@ -1,5 +1,5 @@
 import { parseAddress } from '../ip/address.ts';
-import type { Claim, PoolView } from '../model.ts';
+import type { Claim, Hold, PoolView } from '../model.ts';
 import type { ClaimStore, PoolStore, ReleaseOutcome } from '../ports.ts';
 import type { Bitmap } from './bitmap.ts';
 import { bitmapOfDocument, legacyBitOf } from './legacy.ts';
@@ -19,9 +19,13 @@ export interface BitmapReleaseDeps {
  *
  * A bitmap that is missing or that keeps changing does not block a release: after `maxAttempts` lost races, or when
  * there is no bitmap to update, the lease-only release runs and the mirror clears the bits (the bitmap never vetoes).
+ *
+ * With a `hold` (a pool's reuse delay) the bits stay set: the addresses are held, and legacy consumers must not hand
+ * them out either. The leases become Released leases; once the reconciler deletes them after the delay, its drift
+ * check clears the bits (row 9, after its strikes), as Kubernetes' repair loop frees a leak.
  */
-export async function releaseClearingBits(deps: BitmapReleaseDeps, claim: Claim, expectedVersion?: number, maxAttempts = 8): Promise<ReleaseOutcome> {
-  const view = await deps.pools.getPoolView(claim.pool);
+export async function releaseClearingBits(deps: BitmapReleaseDeps, claim: Claim, expectedVersion?: number, hold?: Hold, maxAttempts = 8): Promise<ReleaseOutcome> {
+  const view = hold ? undefined : await deps.pools.getPoolView(claim.pool);
   if (view) {
     for (let attempt = 0; attempt < maxAttempts; attempt += 1) {
       const holders = await deps.bitmaps.leaseHolders(claim.pool, claim.addresses.map((a) => a.address));
@@ -32,7 +36,7 @@ export async function releaseClearingBits(deps: BitmapReleaseDeps, claim: Claim,
       if (outcome !== 'bitmapsChanged') return outcome;
     }
   }
-  return deps.claims.releaseClaim(claim, expectedVersion);
+  return deps.claims.releaseClaim(claim, expectedVersion, hold);
 }
 
 /** The bitmap writes clearing these addresses' bits; undefined when a bitmap to clear is missing (the mirror's job). */

@@ -1,5 +1,5 @@
 import { parseAddress } from '../ip/address.ts';
-import type { Claim } from '../model.ts';
+import { holdOf, type Claim, type Pool } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
 import { nowIso, type Deps } from '../use-cases/deps.ts';
 import { events } from './plan.ts';
@@ -19,7 +19,7 @@ const PASSES = 3;
  */
 export async function releaseOwner(deps: Deps, pool: string, ownerUid: string): Promise<{ released: string[] }> {
   checkOwnerField(ownerUid, 'uid');
-  await deps.views.get(pool, deps.clock.nowMs());
+  const { pool: poolItem } = await deps.views.get(pool, deps.clock.nowMs());
   const released: string[] = [];
   const seen = new Set<string>();
   for (let pass = 0; pass < PASSES; pass += 1) {
@@ -32,7 +32,7 @@ export async function releaseOwner(deps: Deps, pool: string, ownerUid: string): 
         if (listed.spec.owner.uid !== ownerUid || seen.has(listed.uid)) continue;
         seen.add(listed.uid);
         found += 1;
-        if (await releaseOne(deps, listed)) released.push(listed.name);
+        if (await releaseOne(deps, poolItem, listed)) released.push(listed.name);
       }
       cursor = page.nextCursor;
     } while (cursor !== undefined);
@@ -41,9 +41,11 @@ export async function releaseOwner(deps: Deps, pool: string, ownerUid: string): 
   return { released };
 }
 
-async function releaseOne(deps: Deps, claim: Claim): Promise<boolean> {
-  const outcome = await deps.reconcile.releaseClaim(claim, events.ownerReleased(claim, nowIso(deps)));
+async function releaseOne(deps: Deps, pool: Pool, claim: Claim): Promise<boolean> {
+  // A reuse delay holds the addresses for the owner identity (kind and name): a recreated owner gets them back.
+  const hold = holdOf(pool, claim, deps.clock.nowMs());
+  const outcome = await deps.reconcile.releaseClaim(claim, events.ownerReleased(claim, nowIso(deps), hold), hold);
   if (outcome !== 'released') return false; // Released by someone else, or another incarnation: not this owner's claim any more.
-  for (const a of claim.addresses) deps.hints.markFree(claim.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
+  if (!hold) for (const a of claim.addresses) deps.hints.markFree(claim.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
   return true;
 }

@@ -1,6 +1,6 @@
 import { parseAddress } from '../ip/address.ts';
 import { isHostOf, parseCidr } from '../ip/cidr.ts';
-import { isExpired, RangeState, type Claim, type ClaimAddress, type Lease, type PoolView, type Range } from '../model.ts';
+import { isExpired, isReleased, RangeState, type Claim, type ClaimAddress, type Hold, type Lease, type PoolView, type Range } from '../model.ts';
 import { EventReason, type IpamEvent } from './ports.ts';
 
 /**
@@ -67,6 +67,10 @@ export function isReleasable(claim: Claim, cutoffMs: number): boolean {
 
 export type LeaseVerdict =
   | { readonly kind: 'held' }
+  /** A Released lease within its reuse delay (row 16): held for its previous owner, nothing to do. */
+  | { readonly kind: 'releasing' }
+  /** A Released lease whose delay is over (row 16): the address is free already; the item is cleaned up. */
+  | { readonly kind: 'reusable' }
   | { readonly kind: 'orphaned'; readonly why: 'claimAbsent' | 'otherIncarnation' | 'notListed' }
   | { readonly kind: 'tooYoung'; readonly why: 'claimAbsent' | 'otherIncarnation' | 'notListed' };
 
@@ -76,6 +80,7 @@ export type LeaseVerdict =
  * still in flight).
  */
 export function judgeLease(lease: Lease, claim: Claim | undefined, nowMs: number, graceMs: number): LeaseVerdict {
+  if (isReleased(lease)) return isExpired(lease, nowMs) ? { kind: 'reusable' } : { kind: 'releasing' };
   let why: 'claimAbsent' | 'otherIncarnation' | 'notListed';
   if (!claim) why = 'claimAbsent';
   else if (claim.uid !== lease.claimUid) why = 'otherIncarnation';
@@ -150,28 +155,33 @@ const whyText = {
   notListed: 'its claim does not list this address',
 } as const;
 
+/** The sentence a release adds when a reuse delay holds the addresses for their owner identity. */
+function heldText(owner: { kind: string; name: string }, hold: Hold | undefined): string {
+  return hold ? ` The addresses are held for ${owner.kind}/${owner.name} until ${new Date(hold.reusableAt).toISOString()} (the pool's reuse delay); that owner gets them back when it claims again.` : '';
+}
+
 /** The event of each repair, with a sentence an operator can act on. */
 export const events = {
-  claimExpired: (claim: Claim, time: string): IpamEvent => ({
+  claimExpired: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
     pool: claim.pool,
     time,
     reason: EventReason.ClaimExpired,
     object: `claim/${claim.name}`,
-    message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.`,
+    message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
-  ownerReleased: (claim: Claim, time: string): IpamEvent => ({
+  ownerReleased: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
     pool: claim.pool,
     time,
     reason: EventReason.OwnerReleased,
     object: `claim/${claim.name}`,
-    message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.`,
+    message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
-  leaseOrphaned: (lease: Lease, why: keyof typeof whyText, time: string): IpamEvent => ({
+  leaseOrphaned: (lease: Lease, why: keyof typeof whyText, time: string, hold?: Hold): IpamEvent => ({
     pool: lease.pool,
     time,
     reason: EventReason.LeaseOrphaned,
     object: `lease/${lease.address}`,
-    message: `Lease of ${lease.address} (claim ${lease.claim}, uid ${lease.claimUid}) was released: ${whyText[why]}.`,
+    message: `Lease of ${lease.address} (claim ${lease.claim}, uid ${lease.claimUid}) was released: ${whyText[why]}.${heldText(lease.owner, hold)}`,
   }),
   leaseNotAllocated: (claim: Claim, address: string, time: string): IpamEvent => ({
     pool: claim.pool,

@@ -1,5 +1,5 @@
 import type { IpFamily } from '../ip/address.ts';
-import type { Claim, Lease, PoolView, Range } from '../model.ts';
+import type { Claim, Hold, Lease, PoolView, Range } from '../model.ts';
 import type { Page } from '../ports.ts';
 import type { BitmapExpectation } from '../bitmap/ports.ts';
 import type { RangeAllocation } from '../bitmap/range-allocation.ts';
@@ -139,11 +139,16 @@ export interface ReconcileStore {
    * Deletes an expired claim, the leases it still holds and its generateName marker, if the claim is still this
    * incarnation at this version and still expired at `cutoffMs` (a renew in between wins).
    */
-  releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent): Promise<'released' | 'changed'>;
+  releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'>;
   /** Deletes a claim, its held leases and marker, if it is still this incarnation (release by owner). */
-  releaseClaim(claim: Claim, event: IpamEvent): Promise<'released' | 'changed'>;
-  /** Deletes a lease if it is still this incarnation (claimUid) and was created at or before `createdBeforeIso`. */
-  releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent): Promise<'released' | 'changed'>;
+  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'>;
+  /**
+   * Deletes a lease if it is still this incarnation (claimUid) and was created at or before `createdBeforeIso`. With
+   * `hold` (each release above too) the lease becomes a Released lease held for its owner instead (a reuse delay).
+   */
+  releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'>;
+  /** Deletes a Released lease whose delay is over at `nowMs` (clean-up: the address is already free); 'changed' otherwise. */
+  dropReleased(lease: Lease, nowMs: number): Promise<'released' | 'changed'>;
   /** Writes a lease back for a held claim: only if the claim is unchanged and the address is absent or expired at nowMs. */
   restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'>;
   /** Removes a range that is still Terminating, with its bitmap and strike items. */

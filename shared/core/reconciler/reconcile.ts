@@ -19,6 +19,11 @@
  * | 13 | Held lease in no Ready or Terminating range of its pool    | slow sweep (consistent reads confirm)      | nothing changed (its claim holds it); reported once a day once older than the grace | LeaseOutsideRange   |
  * | 14 | Pool without an occupancy summary (made before it)         | pool item (no summarySince)                | build it from the listing, chunk by chunk (settle), then mark the pool summarized      | (report: summary.built) |
  * | 15 | Summary chunk bit differing from its lease item            | a range's lease count vs its summary, at most every 15 min | settle the differing addresses from their lease items (summary.ts)       | (report: summary.repaired) |
+ * | 16 | Released lease (reuse delay) whose delay is over           | lease expiry buckets (at reusableAt); slow sweep | delete it, if still Released and expired (the address is free already)     | -                   |
+ *
+ * In a pool with a reuse delay, rows 1-4 release into Released leases held for the owner identity until the delay is
+ * over (counted from the claim's expiry for row 1), and their events say until when; a Released lease within its
+ * delay is left alone (it is not an orphan).
  *
  * Each row has a test in tests/int/reconciler*.int.test.ts (and the pure decisions in tests/unit/reconcile-plan.test.ts).
  *
@@ -33,7 +38,8 @@
  * (expiry hour, sweep cursor, count passes, drift scan offsets) let the next run continue.
  */
 import { parseCidr } from '../ip/cidr.ts';
-import { leaseOfClaim, type Claim, type Lease, type PoolView, type Range } from '../model.ts';
+import { NotFoundError } from '../errors.ts';
+import { holdOf, leaseOfClaim, reuseDelayMs, type Claim, type Lease, type Pool, type PoolView, type Range } from '../model.ts';
 import { subtractIntervals } from '../allocator/intervals.ts';
 import { hostInterval, hostIntervals, rangesOf, type ParsedRange } from '../allocator/pool-geometry.ts';
 import {
@@ -180,8 +186,10 @@ async function handleExpired(run: Run, refs: readonly ExpiredRef[], cutoff: numb
 async function releaseIfExpired(run: Run, claim: Claim, cutoff: number): Promise<boolean> {
   if (!isReleasable(claim, cutoff)) return true;
   return run.attempt(`release expired claim ${claim.pool}/${claim.name}`, async () => {
-    const event = events.claimExpired(claim, run.iso());
-    run.done(event, (await run.deps.reconcile.releaseExpiredClaim(claim, cutoff, event)) === 'released');
+    const pool = await poolOf(run, claim.pool);
+    const hold = pool && holdOf(pool, claim, run.now());
+    const event = events.claimExpired(claim, run.iso(), hold);
+    run.done(event, (await run.deps.reconcile.releaseExpiredClaim(claim, cutoff, event, hold)) === 'released');
     // 'changed': renewed, released or replaced meanwhile; nothing is left for this entry either way.
     forgetHints(run, claim.pool, claim.addresses);
     return true;
@@ -201,10 +209,18 @@ async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[], vie
     const verdict = judgeLease(lease, byName.get(`${lease.pool}/${lease.claim}`), nowMs, run.deps.settings.orphanLeaseGraceMs);
     if (verdict.kind === 'held') return views ? reportIfOutside(run, lease, views.get(lease.pool), nowMs) : true;
     if (verdict.kind === 'tooYoung') return false;
+    if (verdict.kind === 'releasing') return true;
+    if (verdict.kind === 'reusable') {
+      // Row 16: clean-up only; the address has been free since the delay ended, whether or not this runs.
+      return run.attempt(`drop released lease ${lease.pool}/${lease.address}`, async () => (await run.deps.reconcile.dropReleased(lease, nowMs), true));
+    }
     return run.attempt(`release orphaned lease ${lease.pool}/${lease.address}`, async () => {
-      const event = events.leaseOrphaned(lease, verdict.why, run.iso(nowMs));
+      const pool = await poolOf(run, lease.pool);
+      // An orphan is released like its claim would have been: held for its owner when the pool has a reuse delay.
+      const hold = pool && holdOf(pool, {}, nowMs);
+      const event = events.leaseOrphaned(lease, verdict.why, run.iso(nowMs), hold);
       const createdBefore = run.iso(nowMs - run.deps.settings.orphanLeaseGraceMs);
-      run.done(event, (await run.deps.reconcile.releaseLease(lease, createdBefore, event)) === 'released');
+      run.done(event, (await run.deps.reconcile.releaseLease(lease, createdBefore, event, hold)) === 'released');
       return true;
     });
   });
@@ -288,6 +304,17 @@ async function sweepSlice(run: Run, views: PoolViewList): Promise<{ checked: num
   return { checked, cycleCompleted };
 }
 
+/** A pool's settings (its reuse delay) from the view cache; undefined for a pool that is gone. */
+async function poolOf(run: Run, pool: string): Promise<Pool | undefined> {
+  try {
+    return (await run.deps.views.get(pool, run.now())).pool;
+  } catch (error) {
+    // Anything but "gone" (a throttled read) fails the unit of work: a release must not lose its hold.
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  }
+}
+
 /** Rows 1 (backstop), 6 and 7 for claims read by the sweep. */
 async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
   if (claims.length === 0) return;
@@ -309,7 +336,8 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
         await run.attempt(`restore lease ${claim.pool}/${address.address.address}`, async () => {
           const event = events.leaseNotAllocated(claim, address.address.address, run.iso(nowMs));
           // Row 6: the lease the claim should have, created now.
-          const lease = leaseOfClaim(claim, address.address, run.iso(nowMs));
+          const pool = await poolOf(run, claim.pool);
+          const lease = leaseOfClaim(claim, address.address, run.iso(nowMs), pool ? reuseDelayMs(pool) : 0);
           run.done(event, (await store.restoreLease(claim, lease, nowMs, event)) === 'restored');
           return true;
         });

@@ -11,7 +11,7 @@ import {
 } from '../errors.ts';
 import { checkDnsLabel, checkGenerateName, checkOwnerField, generatedName } from '../names.ts';
 import { isHostOf, parseCidr } from '../ip/cidr.ts';
-import { IpFamilyPolicy, isExpired, RangeState, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
+import { holdOf, IpFamilyPolicy, isExpired, RangeState, reuseDelayMs, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
 import type { Page } from '../ports.ts';
 import type { FamilyRequest } from '../allocator/allocator.ts';
 import { rangesOf } from '../allocator/pool-geometry.ts';
@@ -268,13 +268,15 @@ function describeMatch(match: VersionMatch): string {
 }
 
 /**
- * Releases a claim and the leases it still holds, in one transaction; absent claims are already released.
+ * Releases a claim and the leases it still holds, in one transaction; absent claims are already released. In a pool
+ * with a reuse delay the addresses stay held for the claim's owner identity until the delay has passed (counted from
+ * the claim's expiry when it had expired): Released leases replace the leases in the same transaction.
  * With `ifMatch`, the claim must exist at a matching version (RFC 9110 section 13.1.1: If-Match is false when there
  * is no current representation), and the release is conditioned on the exact version that matched.
  * @throws PreconditionFailedError when `ifMatch` is given and the claim is absent or at another version
  */
 export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>, pool: string, name: string, ifMatch?: VersionMatch): Promise<void> {
-  await deps.views.get(pool, deps.clock.nowMs());
+  const view = await deps.views.get(pool, deps.clock.nowMs());
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const claim = await deps.claims.getClaim(pool, name);
     if (!claim) {
@@ -284,9 +286,11 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     if (ifMatch !== undefined && ifMatch !== 'any' && !ifMatch.includes(claim.version)) {
       throw new PreconditionFailedError(describeMatch(ifMatch), `version ${claim.version}`);
     }
-    const outcome = await deps.allocator.release(claim, claim.version);
+    const hold = holdOf(view.pool, claim, deps.clock.nowMs());
+    const outcome = await deps.allocator.release(claim, claim.version, hold);
     if (outcome === 'released' || outcome === 'absent') {
-      for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
+      // Held addresses are not free: the hint keeps them taken.
+      if (!hold) for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
       return;
     }
     // The claim changed under us (a renew): read it again, and check the precondition against the new version.
@@ -303,7 +307,7 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
  *   without an expiry
  */
 export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number | null): Promise<Claim> {
-  await deps.views.get(pool, deps.clock.nowMs());
+  const view = await deps.views.get(pool, deps.clock.nowMs());
   const ttl = ttlSeconds === null ? undefined : checkTtl(ttlSeconds);
   const claim = await deps.claims.getClaim(pool, name);
   if (!claim) throw new NotFoundError('claim', name);
@@ -316,7 +320,7 @@ export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
     if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
     expiresAt = deps.clock.nowMs() + seconds * 1000;
   }
-  const outcome = await deps.claims.renewClaim(claim, expiresAt);
+  const outcome = await deps.claims.renewClaim(claim, expiresAt, reuseDelayMs(view.pool));
   if (outcome === 'absent') throw new NotFoundError('claim', name);
   if (outcome === 'lost') {
     throw new NotFoundError('claim', name, `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`);

@@ -2,7 +2,7 @@ import { IpFamily, parseAddress } from '../ip/address.ts';
 import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError } from '../errors.ts';
 import { checkDnsLabel } from '../names.ts';
-import type { Pool, PoolView, Range, Utilization } from '../model.ts';
+import { MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
 import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
 import { intervalsSize, type Interval } from '../allocator/intervals.ts';
@@ -12,6 +12,8 @@ import { nowIso, pageLimit, type Deps } from './deps.ts';
 export interface CreatePoolCommand {
   readonly name: string;
   readonly exclude?: readonly string[];
+  /** Seconds a released address stays held for its previous owner (0 to MAX_REUSE_DELAY_SECONDS, default 0). */
+  readonly reuseDelaySeconds?: number;
 }
 
 /** Normalizes an exclusion (a CIDR or a single address) to a canonical CIDR. @throws InvalidArgumentError */
@@ -27,9 +29,13 @@ export function normalizeExclusion(text: string, index: number): string {
 export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Pool> {
   const name = checkDnsLabel(cmd.name, 'name');
   const exclude = [...new Set((cmd.exclude ?? []).map(normalizeExclusion))];
+  const delay = cmd.reuseDelaySeconds ?? 0;
+  if (!Number.isInteger(delay) || delay < 0 || delay > MAX_REUSE_DELAY_SECONDS) {
+    throw new InvalidArgumentError(`reuseDelaySeconds must be a whole number of seconds from 0 to ${MAX_REUSE_DELAY_SECONDS}.`, 'reuseDelaySeconds');
+  }
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
-  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt };
+  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}) };
   if ((await deps.pools.createPool(pool)) === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
   return pool;
 }
@@ -52,18 +58,30 @@ export interface PoolDetails {
 }
 
 /**
- * Unexpired leases of a pool family in disjoint intervals. From the occupancy summary where the pool has one and none
- * of its leases there has a TTL: reads proportional to the chunks, behind the leases by the stream's lag. Otherwise
- * by counting the listing (reads proportional to the leases): the summary cannot tell an expired lease, which the
- * rest of the API already treats as gone, from a live one.
+ * Unexpired leases of a pool family in disjoint intervals: `used` held by claims, `releasing` Released (held for a
+ * previous owner). From the occupancy summary where the pool has one and none of its leases there has a TTL: reads
+ * proportional to the chunks, behind the leases by the stream's lag (a Released lease always has a TTL, so such a
+ * summary shows none). Otherwise by counting the listing (reads proportional to the leases): the summary cannot tell
+ * an expired lease, which the rest of the API already treats as gone, from a live one. The two counts are two
+ * reads: a release between them moves an address from one to the other, never out of both.
  */
-async function usedIn(deps: Deps, pool: Pool, family: IpFamily, intervals: readonly Interval[]): Promise<bigint> {
-  if (intervals.length === 0) return 0n;
+async function usedIn(deps: Deps, pool: Pool, family: IpFamily, intervals: readonly Interval[]): Promise<{ used: bigint; releasing: bigint }> {
+  if (intervals.length === 0) return { used: 0n, releasing: 0n };
   if (pool.summarySince !== undefined) {
     const summary = await readSummary(deps.occupancy, pool.name, family, intervals);
-    if (!summary.expiring) return summary.used;
+    if (!summary.expiring) return { used: summary.used, releasing: 0n };
   }
-  return deps.leases.countLeases(pool.name, family, intervals, deps.clock.nowMs());
+  const nowMs = deps.clock.nowMs();
+  const [taken, releasing] = await Promise.all([
+    deps.leases.countLeases(pool.name, family, intervals, nowMs),
+    pool.reuseDelaySeconds ? deps.leases.countLeases(pool.name, family, intervals, nowMs, true) : Promise.resolve(0n),
+  ]);
+  return { used: taken > releasing ? taken - releasing : 0n, releasing };
+}
+
+function utilizationOf(size: bigint, counts: { used: bigint; releasing: bigint }): Utilization {
+  const free = size - counts.used - counts.releasing;
+  return { size, used: counts.used, releasing: counts.releasing, free: free > 0n ? free : 0n };
 }
 
 /** Utilization of one range of `pool`: its capacity and the leases among its host addresses. */
@@ -71,8 +89,7 @@ export async function rangeUtilization(deps: Deps, pool: Pool, range: Range): Pr
   const cidr = parseCidr(range.cidr);
   const size = capacity(cidr);
   const interval = hostInterval(cidr);
-  const used = await usedIn(deps, pool, range.family, interval ? [interval] : []);
-  return { size, used, free: size - used };
+  return utilizationOf(size, await usedIn(deps, pool, range.family, interval ? [interval] : []));
 }
 
 /** A pool with its ranges and utilization, read consistently. @throws NotFoundError */
@@ -89,8 +106,7 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
     if (ranges.length === 0) continue;
     const intervals = hostIntervals(ranges);
     const size = intervalsSize(intervals);
-    const used = await usedIn(deps, view.pool, family, intervals);
-    out[family] = { size, used, free: size - used };
+    out[family] = utilizationOf(size, await usedIn(deps, view.pool, family, intervals));
   }
   return out;
 }

@@ -55,7 +55,7 @@ export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<
   deps.views.forget(cmd.pool);
   deps.hints.forget(cmd.pool);
   const size = capacity(cidr);
-  return { range, utilization: { size, used: 0n, free: size }, created: true };
+  return { range, utilization: { size, used: 0n, releasing: 0n, free: size }, created: true };
 }
 
 /** A range with its utilization. @throws NotFoundError */

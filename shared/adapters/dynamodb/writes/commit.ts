@@ -2,7 +2,7 @@ import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
 import { RangeState, type Claim, type Lease, type Range } from '../../../core/model.ts';
 import type { CommitOutcome } from '../../../core/ports.ts';
 import { bitmapToItem, claimToItem, generatedToItem, itemToClaim, itemToLease, leaseToItem } from '../codec.ts';
-import { attributeIs, bitmapIs, isFreeAt } from '../conditions.ts';
+import { attributeIs, bitmapIs, isFreeAt, isTakeableBy } from '../conditions.ts';
 import { keys } from '../keys.ts';
 import type { TxVerdict, WriteOp } from '../table.ts';
 import { lostRace } from './verdicts.ts';
@@ -33,11 +33,12 @@ export type CommitVerdict =
  *
  *   Put claim       absent OR expired            -> claimExists
  *   Put generated   absent OR expired            -> generatedNameExists      (only with generateName)
- *   Put lease       absent OR expired            -> addressesTaken (with the holder, ALL_OLD)
+ *   Put lease       absent OR expired OR held for this owner identity -> addressesTaken (with the holder, ALL_OLD)
  *   Check range     exists AND state = Ready     -> rangesNotReady           (extras.ranges)
  *   Put bitmap      version = v | absent         -> bitmapsChanged           (extras.bitmaps)
  *
- * "Expired" uses `nowMs`: an expired lease is free before anything deletes it.
+ * "Expired" uses `nowMs`: an expired lease is free before anything deletes it. "Held for this owner identity": a
+ * Released lease of a pool with a reuse delay, whose previous owner kind and name are the claim's (a sticky address).
  */
 export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: number, shards: number, extras: CommitExtras = {}): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => CommitVerdict } {
   const free = isFreeAt(nowMs);
@@ -45,7 +46,8 @@ export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: numbe
   const ops: WriteOp[] = [{ kind: 'put', item: claimToItem(claim, shards), condition: free, returnOld: true }];
   if (generated) ops.push({ kind: 'put', item: generatedToItem(claim), condition: free, returnOld: true });
   const firstLease = ops.length;
-  for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: free, returnOld: true });
+  const takeable = isTakeableBy(claim.spec.owner.kind, claim.spec.owner.name, nowMs);
+  for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: takeable, returnOld: true });
   const firstRange = ops.length;
   const ranges = extras.ranges ?? [];
   for (const range of ranges) ops.push({ kind: 'check', key: keys.range(range.pool, range.name), condition: attributeIs('state', RangeState.Ready) });

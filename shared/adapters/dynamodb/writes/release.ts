@@ -1,7 +1,7 @@
 import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
-import type { Claim } from '../../../core/model.ts';
+import { leaseOfClaim, releasedLease, type Claim, type Hold } from '../../../core/model.ts';
 import type { IpamEvent } from '../../../core/reconciler/ports.ts';
-import { bitmapToItem, eventToItem, type Item } from '../codec.ts';
+import { bitmapToItem, eventToItem, leaseToItem, type Item } from '../codec.ts';
 import { bitmapIs, heldByClaim, itemIsAbsent, type Condition } from '../conditions.ts';
 import { Entity, keys, type Key } from '../keys.ts';
 import type { Table, TxVerdict, WriteOp } from '../table.ts';
@@ -41,6 +41,11 @@ export interface ReleaseExtras {
   readonly bitmaps?: readonly BitmapWrite[];
   /** The reconciler's record of the repair, written with it exactly once. */
   readonly event?: { readonly event: IpamEvent; readonly id: string };
+  /**
+   * A pool with a reuse delay: each held lease is replaced by a Released lease that holds the address for the
+   * claim's owner until `hold.reusableAt`, instead of being deleted. `shards` places it in the listing index.
+   */
+  readonly hold?: { readonly hold: Hold; readonly shards: number };
 }
 
 /**
@@ -55,6 +60,7 @@ export type ReleaseVerdict = 'released' | 'claimChanged' | 'retry';
  *   Delete claim       claimCondition (this incarnation [, at this version] [, expired])   -> claimChanged
  *   Delete generated   claimUid = claim.uid                                                 -> retry   (when held)
  *   Delete lease       claimUid = claim.uid                                                 -> retry   (each held address)
+ *     or Put Released  claimUid = claim.uid                                                 -> retry   (extras.hold: a reuse delay)
  *   Put bitmap         version = v                                                          -> retry   (extras.bitmaps)
  *   Put event          absent                                                                          (extras.event)
  *
@@ -66,7 +72,10 @@ export function claimRelease(claim: Claim, claimCondition: Condition, holdings: 
   const ops: WriteOp[] = [{ kind: 'delete', key: keys.claim(claim.pool, claim.name), condition: claimCondition }];
   const markerKey = markerKeyOf(claim);
   if (holdings.marker && markerKey) ops.push({ kind: 'delete', key: markerKey, condition: mine });
-  for (const address of holdings.addresses) ops.push({ kind: 'delete', key: keys.lease(claim.pool, address), condition: mine });
+  for (const address of holdings.addresses) {
+    const held = extras.hold && claim.addresses.find((a) => a.address === address);
+    ops.push(held ? { kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(claim, held), extras.hold!.hold), extras.hold!.shards), condition: mine } : { kind: 'delete', key: keys.lease(claim.pool, address), condition: mine });
+  }
   for (const bitmap of extras.bitmaps ?? []) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
   if (extras.event) ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });
   const decode = (verdicts: readonly TxVerdict[]): ReleaseVerdict => (lostRace(verdicts[0]) ? 'claimChanged' : 'retry');

@@ -15,25 +15,27 @@ const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
  *
  *   Update claim       uid = claim.uid         SET expiresAt, ttl, expiry index; ADD version 1   -> absent
  *   Update generated   claimUid = claim.uid    SET expiresAt, ttl                                 (when held)
- *   Update lease       claimUid = claim.uid    SET expiresAt, ttl, expiry index                   -> lost
+ *   Update lease       claimUid = claim.uid    SET expiresAt + holdMs, ttl, expiry index          -> lost
  *
- * Leases move to their new expiry bucket with the claim, so the expiry index never points at a stale hour.
+ * Leases move to their new expiry bucket with the claim, so the expiry index never points at a stale hour. In a pool
+ * with a reuse delay a lease outlives its claim's expiry by `holdMs`, so an expired claim's addresses stay held for
+ * its owner until the delay has passed, whenever the reconciler releases the claim.
  *
  * `expiresAt` undefined confirms the hold: the same items, with the same conditions, REMOVE expiresAt, ttl and the
  * expiry index keys instead, so the claim is permanent (the reconciler's expiry query and DynamoDB's TTL no longer
  * see any of them) and its leases are held like those of a claim made without a TTL.
  */
-export function claimRenewal(claim: Claim, expiresAt: number | undefined, markerHeld: boolean): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => RenewVerdict } {
+export function claimRenewal(claim: Claim, expiresAt: number | undefined, markerHeld: boolean, holdMs = 0): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => RenewVerdict } {
   const mine = heldByClaim(claim.uid);
-  const moved = (name: string, indexed: boolean): Update =>
+  const moved = (name: string, indexed: boolean, extra = 0): Update =>
     expiresAt === undefined
       ? { remove: indexed ? [...EXPIRY_ATTRIBUTES] : ['expiresAt', 'ttl'] }
-      : { set: { expiresAt, ...ttlOf(expiresAt), ...(indexed ? expiryIndex(claim.pool, name, expiresAt) : {}) } };
+      : { set: { expiresAt: expiresAt + extra, ...ttlOf(expiresAt + extra), ...(indexed ? expiryIndex(claim.pool, name, expiresAt + extra) : {}) } };
   const ops: WriteOp[] = [{ kind: 'update', key: keys.claim(claim.pool, claim.name), update: { ...moved(claim.name, true), add: { version: 1 } }, condition: claimUidIs(claim.uid) }];
   if (markerHeld) ops.push({ kind: 'update', key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!), update: moved(claim.name, false), condition: mine });
   const firstLease = ops.length;
   for (const a of claim.addresses) {
-    ops.push({ kind: 'update', key: keys.lease(claim.pool, a.address), update: moved(a.address, true), condition: mine });
+    ops.push({ kind: 'update', key: keys.lease(claim.pool, a.address), update: moved(a.address, true, holdMs), condition: mine });
   }
   const decode = (verdicts: readonly TxVerdict[]): RenewVerdict => {
     if (verdicts[0]?.code === 'ConditionalCheckFailed') return 'absent';
