@@ -44,6 +44,25 @@ async function expectMirrored(api: TestApi): Promise<void> {
 const leaseRecords = (records: DynamoDBRecord[]) => records.filter((r) => (r.dynamodb?.NewImage ?? r.dynamodb?.OldImage)?.entity?.S === 'lease');
 
 describe('Function: stream mirror (real stream records from DynamoDB Local)', () => {
+  it('keeps the bit of an address held after its release (reuse delay) until the held item is gone', async () => {
+    // Prepare: a lease-mode fleet with dual-write on, a pool with a reuse delay
+    const api = await testApi({}, { FEATURE_GATES: DUAL_WRITE });
+    expect((await api.call('POST', '/v1/pools', { name: 'p', reuseDelaySeconds: 600 })).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.96.0.0/27', name: 'v4', legacy: true })).status).toBe(201);
+    const reader = new StreamReader(api.endpoint, api.tableName);
+    readers.push(reader);
+    const made = await api.call('POST', '/v1/pools/p/claims', { name: 'web', owner: owner('web') });
+    const [held] = (made.body.addresses as { address: string }[]).map((a) => a.address);
+    await reader.drain(mirrorOf(api.container));
+    // Act
+    await release(api, 'web');
+    const { failed } = await reader.drain(mirrorOf(api.container));
+    // Assess: the Released item is a lease item still: its bit stays
+    expect(failed).toEqual([]);
+    expect((await bitmapHolds(api.container, 'p', 'v4'))?.addresses).toEqual([held]);
+    expect((await api.call('GET', `/v1/pools/p/addresses/${held}`)).body).toMatchObject({ state: 'Released' });
+  });
+
   it('creates the missing bitmaps of a new environment from each range own leases, in both families', async () => {
     // Prepare: a lease-mode fleet with dual-write on allocates before any bitmap exists.
     const { api, reader } = await stack(DUAL_WRITE);
