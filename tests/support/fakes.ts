@@ -2,7 +2,9 @@ import type { Clock } from '../../shared/core/ports.ts';
 
 /** A clock tests move by hand. */
 export class ManualClock implements Clock {
-  constructor(private now = Date.UTC(2026, 10, 21, 12, 0, 0)) {}
+  // In the future: DynamoDB Local runs TTL deletion against the real clock, and would delete items whose `ttl`
+  // (expiry + 24 h) lies in the real past while a test still reads them.
+  constructor(private now = Date.UTC(2035, 0, 1, 12, 0, 0)) {}
   nowMs(): number {
     return this.now;
   }
