@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { testApi } from '../support/api.ts';
-import { ManualClock, owner } from '../support/fakes.ts';
+import { ManualClock } from '../support/fakes.ts';
 import { allItems } from '../support/items.ts';
 
 // One step of a client population: claim (one address, or a batch of up to 3; as the owner identity's first or second
