@@ -176,17 +176,17 @@ async function handleExpired(run: Run, refs: readonly ExpiredRef[], cutoff: numb
   const leaseRefs = refs.filter((r): r is Extract<ExpiredRef, { kind: 'lease' }> => r.kind === 'lease');
   // Claims first: releasing a claim takes its leases with it, so they need no separate look.
   const claims = claimRefs.length ? await store.getClaims(claimRefs) : [];
-  const claimsDone = await run.each(Phase.Expiry, claims, (claim) => releaseIfExpired(run, claim, cutoff));
+  const pools = await poolsOf(run, claims.map((c) => c.pool));
+  const claimsDone = await run.each(Phase.Expiry, claims, (claim) => releaseIfExpired(run, claim, cutoff, pools.get(claim.pool)));
   const leases = leaseRefs.length ? await store.getLeases(leaseRefs) : [];
   const leasesDone = await checkLeases(run, Phase.Expiry, leases);
   return claimsDone && leasesDone;
 }
 
 /** Row 1. A claim that is no longer expired (renewed meanwhile) or already gone needs nothing. */
-async function releaseIfExpired(run: Run, claim: Claim, cutoff: number): Promise<boolean> {
+async function releaseIfExpired(run: Run, claim: Claim, cutoff: number, pool: Pool | undefined): Promise<boolean> {
   if (!isReleasable(claim, cutoff)) return true;
   return run.attempt(`release expired claim ${claim.pool}/${claim.name}`, async () => {
-    const pool = await poolOf(run, claim.pool);
     const hold = pool && holdOf(pool, claim, run.now());
     const event = events.claimExpired(claim, run.iso(), hold);
     run.done(event, (await run.deps.reconcile.releaseExpiredClaim(claim, cutoff, event, hold)) === 'released');
@@ -204,6 +204,7 @@ async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[], vie
   if (leases.length === 0) return true;
   const claims = await run.deps.reconcile.getClaims(uniqueBy(leases.map((l) => ({ pool: l.pool, name: l.claim })), (r) => `${r.pool}/${r.name}`));
   const byName = new Map(claims.map((c) => [`${c.pool}/${c.name}`, c]));
+  const pools = await poolsOf(run, leases.map((l) => l.pool));
   return run.each(phase, leases, async (lease) => {
     const nowMs = run.now();
     const verdict = judgeLease(lease, byName.get(`${lease.pool}/${lease.claim}`), nowMs, run.deps.settings.orphanLeaseGraceMs);
@@ -215,7 +216,7 @@ async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[], vie
       return run.attempt(`drop released lease ${lease.pool}/${lease.address}`, async () => (await run.deps.reconcile.dropReleased(lease, nowMs), true));
     }
     return run.attempt(`release orphaned lease ${lease.pool}/${lease.address}`, async () => {
-      const pool = await poolOf(run, lease.pool);
+      const pool = pools.get(lease.pool);
       // An orphan is released like its claim would have been: held for its owner when the pool has a reuse delay.
       const hold = pool && holdOf(pool, {}, nowMs);
       const event = events.leaseOrphaned(lease, verdict.why, run.iso(nowMs), hold);
@@ -304,15 +305,23 @@ async function sweepSlice(run: Run, views: PoolViewList): Promise<{ checked: num
   return { checked, cycleCompleted };
 }
 
-/** A pool's settings (its reuse delay) from the view cache; undefined for a pool that is gone. */
-async function poolOf(run: Run, pool: string): Promise<Pool | undefined> {
-  try {
-    return (await run.deps.views.get(pool, run.now())).pool;
-  } catch (error) {
-    // Anything but "gone" (a throttled read) fails the unit of work: a release must not lose its hold.
-    if (error instanceof NotFoundError) return undefined;
-    throw error;
-  }
+/**
+ * The pools' settings (their reuse delay) from the view cache, read before a page's units of work start; undefined
+ * for a pool that is gone. Any other failure (a throttled read) fails the page: a release must not lose its hold.
+ */
+async function poolsOf(run: Run, names: readonly string[]): Promise<Map<string, Pool | undefined>> {
+  const unique = [...new Set(names)];
+  const pools = await Promise.all(
+    unique.map(async (pool) => {
+      try {
+        return (await run.deps.views.get(pool, run.now())).pool;
+      } catch (error) {
+        if (error instanceof NotFoundError) return undefined;
+        throw error;
+      }
+    }),
+  );
+  return new Map(unique.map((name, i) => [name, pools[i]]));
 }
 
 /** Rows 1 (backstop), 6 and 7 for claims read by the sweep. */
@@ -322,8 +331,9 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
   const cutoff = run.now() - settings.expiredClaimGraceMs;
   const leases = await store.getLeases(uniqueBy(claims.flatMap((c) => c.addresses.map((a) => ({ pool: c.pool, address: a.address }))), (r) => `${r.pool}/${r.address}`));
   const byAddress = new Map(leases.map((l) => [`${l.pool}/${l.address}`, l]));
+  const pools = await poolsOf(run, claims.map((c) => c.pool));
   await run.each(Phase.Sweep, claims, async (claim) => {
-    if (isReleasable(claim, cutoff)) return releaseIfExpired(run, claim, cutoff);
+    if (isReleasable(claim, cutoff)) return releaseIfExpired(run, claim, cutoff, pools.get(claim.pool));
     const mine = new Map(claim.addresses.flatMap((a) => {
       const lease = byAddress.get(`${claim.pool}/${a.address}`);
       return lease ? [[a.address, lease] as const] : [];
@@ -336,7 +346,7 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
         await run.attempt(`restore lease ${claim.pool}/${address.address.address}`, async () => {
           const event = events.leaseNotAllocated(claim, address.address.address, run.iso(nowMs));
           // Row 6: the lease the claim should have, created now.
-          const pool = await poolOf(run, claim.pool);
+          const pool = pools.get(claim.pool);
           const lease = leaseOfClaim(claim, address.address, run.iso(nowMs), pool ? reuseDelayMs(pool) : 0);
           run.done(event, (await store.restoreLease(claim, lease, nowMs, event)) === 'restored');
           return true;
