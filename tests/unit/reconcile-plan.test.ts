@@ -90,6 +90,12 @@ describe('Function: judgeLease (rows 3-5)', () => {
     expect(judgeLease(lease({ createdAt: iso(NOW - grace + 1) }), undefined, NOW, grace)).toEqual({ kind: 'tooYoung', why: 'claimAbsent' });
     expect(judgeLease(lease({ createdAt: iso(NOW - grace) }), undefined, NOW, grace).kind).toBe('orphaned');
   });
+
+  it('leaves a Released lease alone within its reuse delay and drops it after (row 16), never calling it an orphan', () => {
+    const released = (reusableAt: number) => lease({ claimUid: '', state: 'Released', releasedAt: iso(NOW - 600_000), expiresAt: reusableAt });
+    expect(judgeLease(released(NOW + 1), undefined, NOW, grace)).toEqual({ kind: 'releasing' });
+    expect(judgeLease(released(NOW), undefined, NOW, grace)).toEqual({ kind: 'reusable' });
+  });
 });
 
 describe('Function: judgeClaim (rows 6-7)', () => {
