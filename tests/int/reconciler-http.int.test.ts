@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { eventToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
+import { OWNER_RECHECK_MS } from '../../shared/core/reconciler/owners.ts';
 import { EventReason } from '../../shared/core/reconciler/ports.ts';
 import { owner, reconcilerHarness } from '../support/reconciler.ts';
 
@@ -36,6 +37,32 @@ describe('HTTP: DELETE /v1/pools/{pool}/owners/{uid} (row 2)', () => {
     expect((await h.api.call('DELETE', '/v1/pools/p/owners/A')).body).toMatchObject({ released: ['a1'] });
     expect(await h.api.call('DELETE', '/v1/pools/p/owners/A')).toMatchObject({ status: 200, body: { owner: { uid: 'A' }, released: [] } });
     expect(await h.events('p')).toHaveLength(1);
+  });
+
+  it('leaves a tombstone, so runs in the next 10 minutes release a claim the owner made after the report (a create in flight)', async () => {
+    // Prepare: the report finds nothing; then a create that was in flight commits a claim for the gone owner.
+    const h = await reconcilerHarness();
+    await h.pool('p', ['10.0.0.0/24']);
+    const reportedAt = h.clock.t;
+    expect(await h.api.call('DELETE', '/v1/pools/p/owners/A')).toMatchObject({ status: 200, body: { released: [] } });
+    const late = await h.claim('p', { name: 'late', owner: owner('A') });
+    const other = await h.claim('p', { name: 'other', owner: owner('B') });
+    // Act
+    h.clock.advance(60_000);
+    const report = await h.run();
+    // Assess
+    expect(report.repairs.OwnerReleased).toBe(1);
+    expect(await h.get(keys.claim('p', 'late'))).toBeUndefined();
+    expect(await h.get(keys.lease('p', late.addresses[0]!.address))).toBeUndefined();
+    expect((await h.get(keys.lease('p', other.addresses[0]!.address)))!.claimUid).toBe(other.uid);
+    expect((await h.events('p')).map((e) => [e.reason, e.object])).toEqual([['OwnerReleased', 'claim/late']]);
+    const [tombstone] = (await h.table.query({ partition: keys.ownersGone('p'), consistent: true })).items;
+    expect(tombstone).toMatchObject({ entity: 'ownerGone', uid: 'A', ttl: Math.ceil((reportedAt + 24 * 3600_000) / 1000) });
+    // Past the window the tombstone is not read: a claim made then for the uid is left alone.
+    h.clock.t = reportedAt + OWNER_RECHECK_MS + 1;
+    await h.claim('p', { name: 'after', owner: owner('A') });
+    expect((await h.run()).repairs.OwnerReleased).toBe(0);
+    expect(await h.get(keys.claim('p', 'after'))).toMatchObject({ name: 'after' });
   });
 
   it('answers 404 for an unknown pool', async () => {

@@ -21,11 +21,13 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   strikes     STRIKES#<pool>#<range>              STRIKES
  *   report      REPORT#<pool>#<what>                REPORT
  *   usage       USAGE#<pool>                        RANGE#<range>
+ *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
  *
  * The expiry index (GSI3, keys only) holds claims and leases with a TTL; the table key of an entry (CLAIM#... or
  * LEASE#...) tells which. Events live 24 h (TTL attribute `ttl`); checkpoints, strikes, reports (one marker per
  * reported finding, so it is reported once a day) and usage (each range's last lease count, and the count in progress)
- * are the reconciler's.
+ * are the reconciler's. An owner-gone tombstone is written by DELETE /v1/pools/{pool}/owners/{uid} and kept a day (TTL
+ * attribute `ttl`); the reconciler reads the last minutes of a pool's tombstones by time (owners.ts).
  */
 export const Entity = {
   Pool: 'pool',
@@ -43,6 +45,8 @@ export const Entity = {
   Strikes: 'strikes',
   Report: 'report',
   Usage: 'usage',
+  /** An owner reported gone (DELETE .../owners/{uid}): the reconciler looks for its claims again for a while. */
+  OwnerGone: 'ownerGone',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -93,6 +97,9 @@ export const keys = {
   report: (pool: string, what: string): Key => ({ PK: `REPORT#${pool}#${what}`, SK: 'REPORT' }),
   usagePartition: (pool: string): string => `USAGE#${pool}`,
   usage: (pool: string, range: string): Key => ({ PK: `USAGE#${pool}`, SK: `RANGE#${range}` }),
+  /** A pool's owner-gone tombstones, in time order; the uid is an attribute (a 253-character uid would not fit a sort key). */
+  ownersGone: (pool: string): string => `GONE#${pool}`,
+  ownerGone: (pool: string, isoTime: string, uidHash: string): Key => ({ PK: `GONE#${pool}`, SK: `${isoTime}#${uidHash}` }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,

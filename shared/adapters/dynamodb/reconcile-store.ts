@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { IpFamily } from '../../core/ip/address.ts';
 import { NotReadyError } from '../../core/errors.ts';
 import { releasedLease, type Claim, type Hold, type Lease, type PoolView, type Range } from '../../core/model.ts';
@@ -22,10 +22,13 @@ import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
 import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
 import type { TablePoolStore } from './pool-store.ts';
-import type { Table, WriteOp } from './table.ts';
+import { queryAll, type Table, type WriteOp } from './table.ts';
 import { releaseWithRetries } from './writes/release.ts';
 import { leaseRestore } from './writes/restore.ts';
 import { removeRange } from './writes/range-removal.ts';
+
+/** How long an owner-gone tombstone is kept (DynamoDB TTL); the reconciler reads only its first minutes. */
+const OWNER_GONE_RETENTION_MS = 24 * 3600 * 1000;
 
 /** Width of the expiry part of GSI3SK (keys.expirySort). */
 const EXPIRY_WIDTH = 15;
@@ -271,6 +274,22 @@ export class TableReconcileStore implements ReconcileStore {
     const expiresAt = nowMs + EVENT_RETENTION_MS;
     const marker = { ...keys.report(event.pool, what), entity: Entity.Report, schema: SCHEMA_VERSION, pool: event.pool, what, expiresAt, ttl: Math.ceil(expiresAt / 1000) };
     return (await this.table.transact([{ kind: 'put', item: marker, condition: isFreeAt(nowMs) }, eventPut(event)])) === undefined;
+  }
+
+  async markOwnerGone(pool: string, ownerUid: string, nowMs: number): Promise<void> {
+    // One item per report, keyed by time: a later run reads only the last minutes of them. The uid's hash keeps two
+    // owners reported in the same millisecond apart, and the same owner reported twice in it one item.
+    const uidHash = createHash('sha256').update(ownerUid).digest('hex').slice(0, 16);
+    const at = new Date(nowMs).toISOString();
+    const ttl = Math.ceil((nowMs + OWNER_GONE_RETENTION_MS) / 1000);
+    await this.table.write({ kind: 'put', item: { ...keys.ownerGone(pool, at, uidHash), entity: Entity.OwnerGone, schema: SCHEMA_VERSION, pool, uid: ownerUid, at, ttl } });
+  }
+
+  async ownersGoneSince(pool: string, sinceMs: number): Promise<string[]> {
+    // `<ISO time>#<hash>` sorts after the bare ISO time of the same millisecond: this is "at or after sinceMs", and it
+    // leaves out older tombstones whose TTL deletion is still pending.
+    const items = await queryAll(this.table, { partition: keys.ownersGone(pool), sort: { after: new Date(sinceMs).toISOString() }, consistent: true });
+    return [...new Set(items.filter((i) => i.entity === Entity.OwnerGone).map((i) => i.uid as string))];
   }
 
   // ---- helpers ----

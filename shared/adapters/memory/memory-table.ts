@@ -398,6 +398,11 @@ export class MemoryTable implements Table {
     return { ...this.counts };
   }
 
+  /** Item writes so far (the last one's sequence number): with `indexLag`, a test can hold an index at a moment. */
+  writes(): number {
+    return this.sequence;
+  }
+
   /** Versions kept (current ones and history), for tests of the history bound. */
   retainedVersions(): number {
     let total = 0;

@@ -3,22 +3,68 @@ import { holdOf, type Claim, type Pool } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
 import { nowIso, type Deps } from '../use-cases/deps.ts';
 import { events } from './plan.ts';
+import { EventReason, type PoolViewList } from './ports.ts';
+import { Phase, type Run } from './run.ts';
 
 /** Claims read per page of an owner's listing. */
 const PAGE = 100;
 /** Passes over the owner index: a later pass picks up claims the (eventually consistent) index showed late. */
 const PASSES = 3;
+/**
+ * How long after an owner is reported gone each reconciler run looks for its claims again. It must exceed the owner
+ * index's lag plus the longest claim request (29 s, the API function's timeout: a create in flight during the report
+ * commits within it) plus the reconciler's period (1 minute by default) and a run (60 s); ten minutes leaves room for
+ * several failed runs. Owners reported longer ago cost nothing: their tombstones are not read.
+ */
+export const OWNER_RECHECK_MS = 10 * 60_000;
 
 /**
  * Row 2 of the reconciler's table: an owner (pod, VM, service) is gone, so every claim it holds in the pool is
  * released, each with its leases in one transaction conditioned on the claim's uid, and an OwnerReleased event.
  * Owners are matched by uid only, never by name: a new owner that reuses an old name keeps its addresses (the
  * whereabouts StatefulSet bug). Idempotent: an owner with no claims releases nothing.
+ *
+ * The owner's tombstone is written first: the owner index is eventually consistent, so a claim committed just before
+ * the report (or while it runs) may not be listed yet; the reconciler runs the release again for
+ * OWNER_RECHECK_MS (recheckGoneOwners), which releases such a claim within its period.
  * @returns the names of the claims released by this call, in release order.
  * @throws NotFoundError for an unknown pool; InvalidArgumentError for a uid that breaks the owner rules (names.ts)
  */
 export async function releaseOwner(deps: Deps, pool: string, ownerUid: string): Promise<{ released: string[] }> {
   checkOwnerField(ownerUid, 'uid');
+  await deps.views.get(pool, deps.clock.nowMs());
+  await deps.reconcile.markOwnerGone(pool, ownerUid, deps.clock.nowMs());
+  return releaseOwnerClaims(deps, pool, ownerUid);
+}
+
+/**
+ * Row 2 again, each run: the owners reported gone in the last OWNER_RECHECK_MS have their claims released once more
+ * (one owner index query each when the first release found them all). Failures are the run's errors; later runs,
+ * within the window, try again.
+ */
+export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<void> {
+  const since = run.now() - OWNER_RECHECK_MS;
+  for (const view of views) {
+    if (run.out(Phase.Owners)) return;
+    const pool = view.pool.name;
+    let uids: string[] = [];
+    await run.attempt(`list owners gone ${pool}`, async () => {
+      uids = await run.deps.reconcile.ownersGoneSince(pool, since);
+      return true;
+    });
+    await run.each(Phase.Owners, uids, (uid) =>
+      run.attempt(`release gone owner ${pool}/${uid}`, async () => {
+        const { released } = await releaseOwnerClaims(run.deps, pool, uid);
+        run.repairs[EventReason.OwnerReleased] += released.length;
+        return true;
+      }),
+    );
+  }
+}
+
+/** Releases every claim the owner index lists for the owner uid (row 2's work, without the tombstone). */
+async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string): Promise<{ released: string[] }> {
+  // The pool's reuse delay (its view is cached): a released owner's addresses stay held for its kind and name.
   const { pool: poolItem } = await deps.views.get(pool, deps.clock.nowMs());
   const released: string[] = [];
   const seen = new Set<string>();

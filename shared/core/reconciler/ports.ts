@@ -159,6 +159,13 @@ export interface ReconcileStore {
    * reported.
    */
   reportOnce(event: IpamEvent, what: string, nowMs: number): Promise<boolean>;
+  /**
+   * Records that an owner was reported gone at `nowMs` (an owner-gone tombstone, kept a day), so later runs can look for
+   * its claims again: the owner index may not show a claim committed just before the report, or during it.
+   */
+  markOwnerGone(pool: string, ownerUid: string, nowMs: number): Promise<void>;
+  /** The owner uids of a pool reported gone at or after `sinceMs` (consistent read), each once, oldest report first. */
+  ownersGoneSince(pool: string, sinceMs: number): Promise<string[]>;
   /** Events of a pool newer than `sinceIso`, newest first. */
   listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>>;
 

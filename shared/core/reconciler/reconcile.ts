@@ -5,7 +5,7 @@
  * | #  | Inconsistency                                              | Found by                                   | Action (every write conditional)                                                      | Event               |
  * |----|------------------------------------------------------------|--------------------------------------------|----------------------------------------------------------------------------------------|---------------------|
  * | 1  | Claim expired more than the grace ago                      | expiry index buckets (sweep as backstop)   | release claim + held leases + marker in one transaction, if same uid, same version and still expired (a renew wins) | ClaimExpired        |
- * | 2  | Owner gone (DELETE /v1/pools/{p}/owners/{uid})             | owner index, by uid (never by name)        | release each claim of that owner uid, if same claim uid (owners.ts)                   | OwnerReleased       |
+ * | 2  | Owner gone (DELETE /v1/pools/{p}/owners/{uid})             | owner index, by uid (never by name); again each run for 10 min from the owner's tombstone | release each claim of that owner uid, if same claim uid (owners.ts)    | OwnerReleased       |
  * | 3  | Lease whose claim does not exist                           | lease expiry buckets; slow sweep           | delete the lease if same claimUid and created before now - grace                      | LeaseOrphaned       |
  * | 4  | Lease whose claim is another incarnation, or does not list the address | same                           | same as 3                                                                              | LeaseOrphaned       |
  * | 5  | Orphaned lease younger than the grace                      | same                                       | nothing; its bucket stays open and a later run looks again                            | -                   |
@@ -27,7 +27,8 @@
  *
  * Each row has a test in tests/int/reconciler*.int.test.ts (and the pure decisions in tests/unit/reconcile-plan.test.ts).
  *
- * Cost follows the work: rows 1 and 3-5 read only expired index entries (hour buckets from a persisted checkpoint,
+ * Cost follows the work: row 2 reads one tombstone query per pool, and one owner index query per owner reported gone
+ * in the last 10 minutes; rows 1 and 3-5 read only expired index entries (hour buckets from a persisted checkpoint,
  * sort key at or before the cutoff); rows 3-7 and 13 are also covered by a sweep that reads a fixed number of items per
  * run from a persisted cursor; rows 11-12 read the pools' ranges (a handful of items). Utilization counts leases within
  * a fixed budget per run, a big range's count continuing over runs (usage.ts); rows 8-10 touch only legacy ranges, and
@@ -55,6 +56,7 @@ import {
 } from './plan.ts';
 import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
 import { repairBitmaps } from './drift.ts';
+import { recheckGoneOwners } from './owners.ts';
 import { EXPIRY_CHECKPOINT, Phase, Run, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
 import { measureUsage } from './usage.ts';
 import { buildMissingSummaries } from './summary.ts';
@@ -96,14 +98,15 @@ const HOURS_AT_ONCE = 4;
 const SWEEP_PAGE = 100;
 
 /**
- * One reconciler pass: expired claims and leases, Terminating ranges, utilization counts, bitmap drift, then the slow
- * sweep with whatever time is left. Never throws for one bad item (see `errors`); throws only when the store cannot
- * even be listed.
+ * One reconciler pass: expired claims and leases, owners reported gone lately, Terminating ranges, utilization counts,
+ * bitmap drift, then the slow sweep with whatever time is left. Never throws for one bad item (see `errors`); throws
+ * only when the store cannot even be listed.
  */
 export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions): Promise<ReconcileReport> {
   const run = new Run(deps, options.deadlineMs);
   const expiry = await releaseExpired(run);
-  const views = run.out(Phase.Ranges) ? [] : await deps.reconcile.listPoolViews();
+  const views = run.out(Phase.Owners) ? [] : await deps.reconcile.listPoolViews();
+  if (!run.out(Phase.Owners)) await recheckGoneOwners(run, views);
   if (!run.out(Phase.Ranges)) await finalizeRanges(run, views);
   if (!run.out(Phase.Summary)) run.summary.built += await buildMissingSummaries(run, views);
   const measured = run.out(Phase.Utilization) ? { usage: [], records: new Map() } : await measureUsage(run, views);

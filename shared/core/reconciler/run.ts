@@ -7,7 +7,7 @@ import { EventReason, type IpamEvent } from './ports.ts';
 /** What a run needs: the container's dependencies and the reconciler's settings. */
 export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings };
 
-export const Phase = { Expiry: 'expiry', Ranges: 'ranges', Summary: 'summary', Drift: 'drift', Utilization: 'utilization', Sweep: 'sweep' } as const;
+export const Phase = { Expiry: 'expiry', Owners: 'owners', Ranges: 'ranges', Summary: 'summary', Drift: 'drift', Utilization: 'utilization', Sweep: 'sweep' } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
 
 /** Size, used and free of one range, from its last complete count. */
