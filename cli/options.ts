@@ -1,12 +1,21 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { OUTPUT_CHOICES, OutputFormat } from './format/resources.ts';
-import { parseDuration } from './format/time.ts';
+import { formatSeconds, parseDuration } from './format/time.ts';
 
 /** commander argParser: a duration (`90s`, `5m`, `1h30m`, bare seconds) in milliseconds. */
 export function durationArg(text: string): number {
   const ms = parseDuration(text);
   if (ms === undefined) throw new InvalidArgumentError('Expected a duration such as 90s, 5m or 1h30m.');
   return ms;
+}
+
+/** commander argParser: a duration (as durationArg) in whole seconds, rounded up, of at most `max` seconds. */
+export function secondsArg(max: number): (text: string) => number {
+  return (text) => {
+    const seconds = Math.ceil(durationArg(text) / 1000);
+    if (seconds > max) throw new InvalidArgumentError(`Expected a duration of at most ${formatSeconds(max)} (${max} seconds).`);
+    return seconds;
+  };
 }
 
 /** commander argParser: a whole number from `min` to `max`. */

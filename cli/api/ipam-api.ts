@@ -1,5 +1,5 @@
 import { encodePath, type HttpClient } from './http-client.ts';
-import type { Claim, ClaimSpec, Lease, Page, Pool, PoolDetails, Range, RepairEvent, RangeOccupancy } from './types.ts';
+import type { Claim, ClaimSpec, Lease, Page, Pool, PoolDetails, PoolSpec, Range, RepairEvent, RangeOccupancy } from './types.ts';
 
 /** The largest page the API serves (openapi.yaml: limit 1-1000). */
 export const MAX_PAGE = 1000;
@@ -52,8 +52,10 @@ export class IpamApi {
     return this.get(`/v1/pools/${encodePath(pool)}`);
   }
 
-  async createPool(name: string, exclude: readonly string[]): Promise<{ created: boolean; pool: Pool }> {
-    const res = await this.http.request('POST', '/v1/pools', { body: { name, ...(exclude.length ? { exclude } : {}) } });
+  async createPool(spec: PoolSpec): Promise<{ created: boolean; pool: Pool }> {
+    const { name, exclude = [], reuseDelaySeconds } = spec;
+    const body = { name, ...(exclude.length ? { exclude } : {}), ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}) };
+    const res = await this.http.request('POST', '/v1/pools', { body });
     return { created: res.status === 201, pool: res.body as Pool };
   }
 
@@ -97,7 +99,8 @@ export class IpamApi {
     return this.get(`/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}`);
   }
 
-  renewClaim(pool: string, claim: string, ttlSeconds?: number): Promise<Claim> {
+  /** `ttlSeconds`: a new lease time; absent, the claim's own; null, no expiry any more (a confirmed hold). */
+  renewClaim(pool: string, claim: string, ttlSeconds?: number | null): Promise<Claim> {
     return this.http
       .request('POST', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/renew`, { body: ttlSeconds === undefined ? {} : { ttlSeconds } })
       .then((res) => res.body as Claim);

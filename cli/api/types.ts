@@ -15,12 +15,17 @@ export interface Owner {
 export interface Pool {
   readonly name: string;
   readonly exclude: readonly string[];
+  /** Seconds a released address stays held for its previous owner identity; 0, or absent from older servers: none. */
+  readonly reuseDelaySeconds?: number;
   readonly createdAt: string;
 }
 
+/** used + releasing + free = size. */
 export interface Utilization {
   readonly size: Count;
   readonly used: Count;
+  /** Held for a previous owner during the pool's reuse delay; absent from servers older than the reuse delay. */
+  readonly releasing?: Count;
   readonly free: Count;
 }
 
@@ -51,6 +56,8 @@ export interface Claim {
   readonly owner: Owner;
   readonly ipFamilyPolicy: string;
   readonly ipFamilies: readonly Family[];
+  /** Addresses per family; present when above 1. */
+  readonly count?: number;
   readonly addresses: readonly ClaimAddress[];
   readonly generateName?: string;
   readonly ttlSeconds?: number;
@@ -59,14 +66,35 @@ export interface Claim {
   readonly version: number;
 }
 
-export interface Lease {
+/** An address held by a claim. Servers older than the reuse delay send no `state`. */
+export interface AllocatedLease {
   readonly address: string;
+  readonly state?: 'Allocated';
   readonly family: Family;
   readonly range: string;
   readonly claim: string;
   readonly owner: Owner;
   readonly createdAt: string;
   readonly expiresAt?: string;
+}
+
+/** An address released in a pool with a reuse delay, held for its previous owner identity until `reusableAt`. */
+export interface ReleasedLease {
+  readonly address: string;
+  readonly state: 'Released';
+  readonly family: Family;
+  readonly range: string;
+  readonly previousOwner: Owner;
+  readonly previousClaim: string;
+  readonly releasedAt?: string;
+  readonly reusableAt: string;
+}
+
+/** GET .../addresses and .../addresses/{address}: an Allocated or a Released lease. */
+export type Lease = AllocatedLease | ReleasedLease;
+
+export function isReleased(lease: Lease): lease is ReleasedLease {
+  return lease.state === 'Released';
 }
 
 export interface RepairEvent {
@@ -81,6 +109,14 @@ export interface Page<T> {
   readonly nextCursor?: string;
 }
 
+/** The body of POST /v1/pools. */
+export interface PoolSpec {
+  readonly name: string;
+  readonly exclude?: readonly string[];
+  /** 0 to 604800. */
+  readonly reuseDelaySeconds?: number;
+}
+
 /** The body of POST /v1/pools/{pool}/claims. */
 export interface ClaimSpec {
   readonly name?: string;
@@ -90,6 +126,8 @@ export interface ClaimSpec {
   readonly ipFamilies?: readonly Family[];
   readonly addresses?: readonly string[];
   readonly ttlSeconds?: number;
+  /** Addresses per family (1-32), all or none; not with `addresses`. */
+  readonly count?: number;
 }
 
 /** An RFC 9457 problem document with the service's machine-readable `code`. */

@@ -2,9 +2,9 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { Claim, ClaimSpec, Family, Owner } from '../api/types.ts';
 import { apiFor, usageError } from '../context.ts';
 import { OutputFormat, claimView, poolView, rangeView, renderResources, type ResourceView } from '../format/resources.ts';
-import { expiry } from '../format/time.ts';
+import { expiry, formatSeconds } from '../format/time.ts';
 import type { CliIo } from '../io.ts';
-import { collect, durationArg, formatOf, intArg, outputOption } from '../options.ts';
+import { collect, durationArg, formatOf, intArg, outputOption, secondsArg } from '../options.ts';
 
 /** `-o` of commands that change something: the object as JSON or YAML, its name, or a sentence (the default). */
 const MUTATION_OUTPUTS = ['json', 'yaml', 'name'] as const;
@@ -34,8 +34,13 @@ export interface ClaimOptions {
   readonly family?: Family[];
   readonly address?: string[];
   readonly ttl?: number;
+  readonly count?: number;
   readonly output?: string;
 }
+
+/** The API's bounds: `count` addresses per family, a pool's `reuseDelaySeconds` (7 days). */
+export const MAX_COUNT = 32;
+export const MAX_REUSE_DELAY_SECONDS = 604_800;
 
 /** The claim spec a command line asks for; TTLs are whole seconds, rounded up so `--ttl 1500ms` is not 1 s. */
 export function claimSpecOf(options: ClaimOptions): ClaimSpec {
@@ -47,13 +52,24 @@ export function claimSpecOf(options: ClaimOptions): ClaimSpec {
     ...(options.family?.length ? { ipFamilies: options.family } : {}),
     ...(options.address?.length ? { addresses: options.address } : {}),
     ...(options.ttl !== undefined ? { ttlSeconds: Math.ceil(options.ttl / 1000) } : {}),
+    ...(options.count !== undefined ? { count: options.count } : {}),
   };
 }
 
-/** `claim/web created: 10.96.0.187 (10.96.0.0-24), expires in 5m` */
+/**
+ * `claim/web created: 10.96.0.187 (10.96.0.0-24), expires in 5m`. Addresses that follow each other in one range name it
+ * once, so a batch reads `claim/workers created: 8 addresses per family: 10.96.0.23, 10.96.0.24, ... (10.96.0.0-24)`.
+ */
 export function claimSentence(claim: Claim, verb: string, nowMs: number): string {
-  const addresses = claim.addresses.map((a) => `${a.address} (${a.range})`).join(', ');
-  return `claim/${claim.name} ${verb}: ${addresses || 'no address'}${claim.expiresAt ? `, ${expiry(claim.expiresAt, nowMs)}` : ''}\n`;
+  const groups: { range: string; addresses: string[] }[] = [];
+  for (const a of claim.addresses) {
+    const last = groups[groups.length - 1];
+    if (last?.range === a.range) last.addresses.push(a.address);
+    else groups.push({ range: a.range, addresses: [a.address] });
+  }
+  const addresses = groups.map((g) => `${g.addresses.join(', ')} (${g.range})`).join(', ');
+  const count = claim.count !== undefined && claim.count > 1 ? `${claim.count} addresses per family: ` : '';
+  return `claim/${claim.name} ${verb}: ${count}${addresses || 'no address'}${claim.expiresAt ? `, ${expiry(claim.expiresAt, nowMs)}` : ''}\n`;
 }
 
 function print<T>(io: CliIo, view: ResourceView<T>, item: T, output: string | undefined, sentence: string): void {
@@ -64,18 +80,28 @@ function print<T>(io: CliIo, view: ResourceView<T>, item: T, output: string | un
 
 /** create, claim, renew, release, release-owner, delete. */
 export function addMutationCommands(program: Command, io: CliIo): void {
-  const create = program.command('create').description('Create a pool or a range').addHelpText('after', '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29\n  ipam create range services 10.96.0.0/24');
+  const create = program
+    .command('create')
+    .description('Create a pool or a range')
+    .addHelpText('after', '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29\n  ipam create pool pods --reuse-delay 10m\n  ipam create range services 10.96.0.0/24');
 
   create
     .command('pool')
     .argument('<name>', 'a DNS label: lower-case letters, digits and dashes')
     .option('--exclude <cidr>', 'a CIDR or address never handed out dynamically (repeat, or separate with commas)', collect)
+    .option(
+      '--reuse-delay <duration>',
+      'how long a released address stays held for its previous owner (kind and name) before anyone else may take it (10m, 1h, or seconds; at most 168h; fixed for the pool\'s life)',
+      secondsArg(MAX_REUSE_DELAY_SECONDS),
+    )
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Create a pool (409 Conflict if it exists)')
-    .addHelpText('after', '\nExample:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9')
-    .action(async (name: string, options: { exclude?: string[]; output?: string }, cmd: Command) => {
-      const { pool } = await (await apiFor(cmd, io)).createPool(name, options.exclude ?? []);
-      print(io, poolView, pool, options.output, `pool/${pool.name} created\n`);
+    .addHelpText('after', '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m')
+    .action(async (name: string, options: { exclude?: string[]; reuseDelay?: number; output?: string }, cmd: Command) => {
+      const spec = { name, exclude: options.exclude ?? [], ...(options.reuseDelay !== undefined ? { reuseDelaySeconds: options.reuseDelay } : {}) };
+      const { pool } = await (await apiFor(cmd, io)).createPool(spec);
+      const delay = pool.reuseDelaySeconds ? `, reuse delay ${formatSeconds(pool.reuseDelaySeconds)}` : '';
+      print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}\n`);
     });
 
   create
@@ -103,6 +129,7 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .option('--family <family>', 'IPv4 or IPv6 (repeat for both, first is primary)', familyArg)
     .option('--address <address>', 'a specific address (repeat or comma-separate for one per family)', collect)
     .option('--ttl <duration>', 'lease time (5m, 1h30m, or seconds); renew before it ends', durationArg)
+    .option('--count <n>', `addresses per family (1-${MAX_COUNT}), all in one transaction or none; not with --address`, intArg(1, MAX_COUNT))
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Claim addresses from a pool for an owner')
     .addHelpText(
@@ -113,10 +140,14 @@ export function addMutationCommands(program: Command, io: CliIo): void {
         '  ipam claim services --name web --owner Service/web/3f1c --dual-stack require',
         '  ipam claim services --name dns --owner Service/dns/77aa --address 10.96.0.10',
         '  ipam claim services --generate-name vpn --owner Client/laptop/c-19 --ttl 5m',
+        '  ipam claim services --name workers --owner Deployment/workers/9b2e --count 8',
       ].join('\n'),
     )
     .action(async (pool: string, options: ClaimOptions, cmd: Command) => {
       if ((options.name === undefined) === (options.generateName === undefined)) usageError(cmd, 'give exactly one of --name and --generate-name.');
+      if (options.count !== undefined && options.address?.length) {
+        usageError(cmd, '--count takes addresses the service picks; give either --count or --address (one address per family), not both.');
+      }
       const { created, claim } = await (await apiFor(cmd, io)).createClaim(pool, claimSpecOf(options));
       print(io, claimView, claim, options.output, claimSentence(claim, created ? 'created' : 'unchanged', io.now()));
     });
@@ -126,12 +157,15 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .argument('<pool>')
     .argument('<claim>')
     .option('--ttl <duration>', 'a new lease time (default: the claim\'s own)', durationArg)
+    .option('--permanent', 'confirm the hold: the claim and its addresses lose their expiry and stay until released')
     .addOption(outputOption(MUTATION_OUTPUTS))
-    .description("Extend a leased claim (NotFound if it expired and its address was taken)")
-    .addHelpText('after', '\nExample:\n  ipam renew services vpn-x7k2q --ttl 10m')
-    .action(async (pool: string, claimName: string, options: { ttl?: number; output?: string }, cmd: Command) => {
-      const claim = await (await apiFor(cmd, io)).renewClaim(pool, claimName, options.ttl === undefined ? undefined : Math.ceil(options.ttl / 1000));
-      print(io, claimView, claim, options.output, claimSentence(claim, 'renewed', io.now()));
+    .description("Extend a leased claim, or make it permanent (NotFound if it expired and its address was taken)")
+    .addHelpText('after', '\nExamples:\n  ipam renew services vpn-x7k2q --ttl 10m\n  ipam renew services vpn-x7k2q --permanent')
+    .action(async (pool: string, claimName: string, options: { ttl?: number; permanent?: boolean; output?: string }, cmd: Command) => {
+      if (options.permanent && options.ttl !== undefined) usageError(cmd, '--permanent removes the expiry; it cannot be combined with --ttl.');
+      const ttlSeconds = options.permanent ? null : options.ttl === undefined ? undefined : Math.ceil(options.ttl / 1000);
+      const claim = await (await apiFor(cmd, io)).renewClaim(pool, claimName, ttlSeconds);
+      print(io, claimView, claim, options.output, claimSentence(claim, options.permanent ? 'made permanent' : 'renewed', io.now()));
     });
 
   program

@@ -1,10 +1,10 @@
 import { formatAddress } from '../../shared/core/ip/address.ts';
 import { capacity, hostAt, lowerBandSize, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { legacyWindow } from '../../shared/core/bitmap/bitmap.ts';
-import type { Claim, Lease, PoolDetails, Range, RepairEvent, Utilization } from '../api/types.ts';
-import { bar, percent } from './resources.ts';
+import { isReleased, type Claim, type Lease, type Pool, type PoolDetails, type Range, type RepairEvent, type Utilization } from '../api/types.ts';
+import { bar, percent, toBigInt } from './resources.ts';
 import { renderTable } from './table.ts';
-import { age, ago, expiry } from './time.ts';
+import { age, ago, expiry, formatSeconds, relative } from './time.ts';
 
 type Field = readonly [label: string, value: string];
 
@@ -33,9 +33,28 @@ function when(iso: string | undefined, nowMs: number): string {
   return iso === undefined ? '<unknown>' : `${iso} (${ago(iso, nowMs)})`;
 }
 
-/** `[████░░░░]  37%  93 used of 253, 160 free` */
-export function utilizationLine(u: Utilization): string {
-  return `${bar(u.used, u.size)} ${percent(u.used, u.size).padStart(6)}   ${u.used} used of ${u.size}, ${u.free} free`;
+/**
+ * `[████░░░░]  37%  93 used of 253, 160 free`; in a pool with a reuse delay (or whenever some are held)
+ * `93 used of 253, 2 releasing, 158 free`. The bar and the per cent are the used addresses.
+ */
+export function utilizationLine(u: Utilization, pool?: Pool): string {
+  const releasing = hasReleasing(pool, [u]) ? ` ${u.releasing ?? 0} releasing,` : '';
+  return `${bar(u.used, u.size)} ${percent(u.used, u.size).padStart(6)}   ${u.used} used of ${u.size},${releasing} ${u.free} free`;
+}
+
+/**
+ * Whether describe speaks of releasing addresses: in a pool with a reuse delay, or when some are held anyway. A pool
+ * without a delay never holds any, so its output stays as it was before the reuse delay.
+ */
+function hasReleasing(pool: Pool | undefined, counts: readonly Utilization[]): boolean {
+  return (pool?.reuseDelaySeconds ?? 0) > 0 || counts.some((u) => toBigInt(u.releasing ?? 0) > 0n);
+}
+
+/** `10m (600s): a released address stays held for its previous owner (kind and name)`, or `<none>`. */
+function reuseDelay(pool: Pool): string {
+  const seconds = pool.reuseDelaySeconds ?? 0;
+  if (seconds === 0) return '<none>';
+  return `${formatSeconds(seconds)}${seconds >= 60 ? ` (${seconds}s)` : ''}: a released address stays held for its previous owner (kind and name)`;
 }
 
 function eventsBlock(events: readonly RepairEvent[], nowMs: number): Field {
@@ -47,19 +66,21 @@ function eventsBlock(events: readonly RepairEvent[], nowMs: number): Field {
 export function describePool(pool: PoolDetails, events: readonly RepairEvent[], nowMs: number): string {
   const utilization = (['IPv4', 'IPv6'] as const)
     .filter((family) => pool.utilization[family] !== undefined)
-    .map((family) => `${family}  ${utilizationLine(pool.utilization[family]!)}`)
+    .map((family) => `${family}  ${utilizationLine(pool.utilization[family]!, pool)}`)
     .join('\n');
+  const releasing = hasReleasing(pool, pool.ranges);
   const ranges =
     pool.ranges.length === 0
       ? '<none>'
       : renderTable(
-          ['NAME', 'CIDR', 'FAMILY', 'STATE', 'LEGACY', 'USED', 'FREE'],
-          pool.ranges.map((r) => [r.name, r.cidr, r.family, r.state, String(r.legacy), String(r.used), String(r.free)]),
+          ['NAME', 'CIDR', 'FAMILY', 'STATE', 'LEGACY', 'USED', ...(releasing ? ['RELEASING'] : []), 'FREE'],
+          pool.ranges.map((r) => [r.name, r.cidr, r.family, r.state, String(r.legacy), String(r.used), ...(releasing ? [String(r.releasing ?? 0)] : []), String(r.free)]),
         );
   return fields([
     ['Name', pool.name],
     ['Created', when(pool.createdAt, nowMs)],
     ['Exclude', pool.exclude.length ? pool.exclude.join(', ') : '<none>'],
+    ['Reuse delay', reuseDelay(pool)],
     ['Utilization', utilization ? `${utilization}\n` : '<none>'],
     ['Ranges', ranges],
     eventsBlock(events, nowMs),
@@ -90,7 +111,7 @@ export function describeRange(pool: PoolDetails, range: Range, nowMs: number): s
     ['State', range.deletionRequestedAt ? `${range.state} (deletion requested ${ago(range.deletionRequestedAt, nowMs)})` : range.state],
     ['Legacy', String(range.legacy)],
     ['Created', when(range.createdAt, nowMs)],
-    ['Utilization', utilizationLine(range)],
+    ['Utilization', utilizationLine(range, pool)],
   ];
   if (size === 0n) entries.push(['Bands', '<no usable address>']);
   else if (lower === 0n) entries.push(['Bands', `one band: ${span(range.cidr, 0n, size)}`]);
@@ -111,6 +132,7 @@ export function describeClaim(pool: string, claim: Claim, nowMs: number): string
     ['UID', claim.uid],
     ['Owner', `${claim.owner.kind}/${claim.owner.name} (uid ${claim.owner.uid})`],
     ['IP family policy', claim.ipFamilyPolicy],
+    ...(claim.count !== undefined && claim.count > 1 ? [['Count', `${claim.count} addresses per family`] as const] : []),
     ['Addresses', claim.addresses.length ? renderTable(['ADDRESS', 'FAMILY', 'RANGE'], claim.addresses.map((a) => [a.address, a.family, a.range])) : '<none>'],
     ['TTL', claim.ttlSeconds === undefined ? '<none>' : `${claim.ttlSeconds}s`],
     ['Expires', claim.expiresAt === undefined ? 'never' : `${claim.expiresAt} (${expiry(claim.expiresAt, nowMs)})`],
@@ -119,11 +141,25 @@ export function describeClaim(pool: string, claim: Claim, nowMs: number): string
   ]);
 }
 
-/** `ipam describe address`: who holds it. */
+/** `ipam describe address`: who holds it, or for a Released address whom it is held for and until when. */
 export function describeAddress(pool: string, lease: Lease, nowMs: number): string {
+  if (isReleased(lease)) {
+    return fields([
+      ['Address', lease.address],
+      ['Pool', pool],
+      ['State', 'Released'],
+      ['Family', lease.family],
+      ['Range', lease.range],
+      ['Previous claim', lease.previousClaim],
+      ['Previous owner', `${lease.previousOwner.kind}/${lease.previousOwner.name} (uid ${lease.previousOwner.uid})`],
+      ['Released', when(lease.releasedAt, nowMs)],
+      ['Reusable at', `${lease.reusableAt} (${relative(lease.reusableAt, nowMs)})`],
+    ]);
+  }
   return fields([
     ['Address', lease.address],
     ['Pool', pool],
+    ['State', lease.state ?? 'Allocated'],
     ['Family', lease.family],
     ['Range', lease.range],
     ['Claim', lease.claim],

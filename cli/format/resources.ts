@@ -1,7 +1,7 @@
 import { stringify } from 'yaml';
-import type { Claim, Count, Lease, Page, Pool, Range, RepairEvent } from '../api/types.ts';
+import { isReleased, type Claim, type Count, type Lease, type Page, type Pool, type Range, type RepairEvent } from '../api/types.ts';
 import { renderTable } from './table.ts';
-import { age, expiresColumn } from './time.ts';
+import { age, expiresColumn, formatSeconds } from './time.ts';
 
 /** `-o` values; the table is the default. */
 export const OutputFormat = { Table: 'table', Wide: 'wide', Json: 'json', Yaml: 'yaml', Name: 'name' } as const;
@@ -31,6 +31,7 @@ export const poolView: ResourceView<Pool> = {
     { header: 'NAME', value: (p) => p.name },
     { header: 'EXCLUDE', value: (p) => summarize(p.exclude, 2), only: 'narrow' },
     { header: 'EXCLUDE', value: (p) => (p.exclude.length ? p.exclude.join(',') : '<none>'), only: 'wide' },
+    { header: 'REUSE-DELAY', value: (p) => (p.reuseDelaySeconds ? formatSeconds(p.reuseDelaySeconds) : '-'), only: 'wide' },
     { header: 'AGE', value: (p, now) => age(p.createdAt, now) },
   ],
 };
@@ -46,6 +47,7 @@ export const rangeView: ResourceView<Range> = {
     { header: 'LEGACY', value: (r) => String(r.legacy), only: 'wide' },
     { header: 'SIZE', value: (r) => String(r.size), only: 'wide' },
     { header: 'USED', value: (r) => String(r.used) },
+    { header: 'RELEASING', value: (r) => String(r.releasing ?? 0) },
     { header: 'FREE', value: (r) => String(r.free) },
     { header: 'UTILIZATION', value: (r) => `${bar(r.used, r.size, 10)} ${percent(r.used, r.size)}`, only: 'wide' },
     { header: 'AGE', value: (r, now) => age(r.createdAt, now) },
@@ -57,8 +59,10 @@ export const claimView: ResourceView<Claim> = {
   name: (c) => c.name,
   columns: [
     { header: 'NAME', value: (c) => c.name },
-    { header: 'ADDRESSES', value: (c) => c.addresses.map((a) => a.address).join(',') || '<none>' },
-    { header: 'RANGES', value: (c) => c.addresses.map((a) => a.range).join(',') || '<none>', only: 'wide' },
+    // A batch claim (count) holds up to 64 addresses: the table shows two and how many more, -o wide all of them.
+    { header: 'ADDRESSES', value: (c) => summarize(c.addresses.map((a) => a.address), 2), only: 'narrow' },
+    { header: 'ADDRESSES', value: (c) => c.addresses.map((a) => a.address).join(',') || '<none>', only: 'wide' },
+    { header: 'RANGES', value: (c) => [...new Set(c.addresses.map((a) => a.range))].join(',') || '<none>', only: 'wide' },
     { header: 'POLICY', value: (c) => c.ipFamilyPolicy, only: 'wide' },
     { header: 'OWNER', value: (c) => owner(c.owner) },
     { header: 'OWNER-UID', value: (c) => c.owner.uid, only: 'wide' },
@@ -68,18 +72,23 @@ export const claimView: ResourceView<Claim> = {
   ],
 };
 
+/**
+ * Addresses. A Released one (held for its previous owner during the pool's reuse delay) shows its previous claim and
+ * owner in CLAIM and OWNER, when it becomes reusable in EXPIRES, and the time since its release in AGE.
+ */
 export const leaseView: ResourceView<Lease> = {
   kind: 'address',
   name: (l) => l.address,
   columns: [
     { header: 'ADDRESS', value: (l) => l.address },
     { header: 'FAMILY', value: (l) => l.family, only: 'wide' },
+    { header: 'STATE', value: (l) => l.state ?? 'Allocated' },
     { header: 'RANGE', value: (l) => l.range },
-    { header: 'CLAIM', value: (l) => l.claim },
-    { header: 'OWNER', value: (l) => owner(l.owner) },
-    { header: 'OWNER-UID', value: (l) => l.owner.uid, only: 'wide' },
-    { header: 'EXPIRES', value: (l, now) => expiresColumn(l.expiresAt, now) },
-    { header: 'AGE', value: (l, now) => age(l.createdAt, now) },
+    { header: 'CLAIM', value: (l) => (isReleased(l) ? l.previousClaim : l.claim) },
+    { header: 'OWNER', value: (l) => owner(isReleased(l) ? l.previousOwner : l.owner) },
+    { header: 'OWNER-UID', value: (l) => (isReleased(l) ? l.previousOwner : l.owner).uid, only: 'wide' },
+    { header: 'EXPIRES', value: (l, now) => expiresColumn(isReleased(l) ? l.reusableAt : l.expiresAt, now) },
+    { header: 'AGE', value: (l, now) => age(isReleased(l) ? l.releasedAt : l.createdAt, now) },
   ],
 };
 

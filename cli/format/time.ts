@@ -58,6 +58,22 @@ export function expiresColumn(iso: string | undefined, nowMs: number): string {
   return text.startsWith('expires ') ? text.slice('expires '.length) : text;
 }
 
+/** Whole seconds exactly, in the units parseDuration reads back: `90s` is `1m30s`, `600` is `10m`, `604800` is `168h`. */
+export function formatSeconds(total: number): string {
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  const text = `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s ? `${s}s` : ''}`;
+  return text || '0s';
+}
+
+/** A time to come or gone in prose: `in 7m`, `3s ago`. */
+export function relative(iso: string | undefined, nowMs: number): string {
+  const at = iso === undefined ? NaN : Date.parse(iso);
+  if (Number.isNaN(at)) return '<unknown>';
+  return at >= nowMs ? `in ${humanDuration(at - nowMs)}` : `${humanDuration(nowMs - at)} ago`;
+}
+
 const UNIT_MS = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
 
 /**

@@ -138,6 +138,45 @@ describe('ipam against the local stack', () => {
     expect((await runUntil('1 held', 'map', 'services', '10.96.0.0-24')).stdout).toContain('254 usable: 1 held, 244 free, 9 excluded\n');
   });
 
+  it('claims a batch, makes a leased claim permanent, and shows an address held for its previous owner in a pool with a reuse delay', async () => {
+    // Prepare: a pool whose released addresses stay held for 10 minutes.
+    expect(await run('create', 'pool', 'pods', '--reuse-delay', '10m')).toEqual({ code: 0, stdout: 'pool/pods created, reuse delay 10m\n', stderr: '' });
+    expect((await run('create', 'range', 'pods', '10.244.0.0/24')).code).toBe(0);
+
+    // Act 1: four addresses in one claim; a leased claim confirmed, then its owner gone.
+    const workers = await run('claim', 'pods', '--name', 'workers', '--owner', 'Deployment/workers/9b2e', '--count', '4', '-o', 'json');
+    const web = JSON.parse((await run('claim', 'pods', '--generate-name', 'web-0', '--owner', 'Pod/web-0/a1', '--ttl', '5m', '-o', 'json')).stdout) as { name: string; addresses: { address: string }[] };
+    const address = web.addresses[0]!.address;
+    const permanent = await run('renew', 'pods', web.name, '--permanent');
+    const confirmed = await run('get', 'claim', web.name, '-p', 'pods');
+    const released = await run('release-owner', 'pods', 'a1');
+
+    // Assess 1
+    expect(JSON.parse(workers.stdout)).toMatchObject({ name: 'workers', count: 4, addresses: [{}, {}, {}, {}] });
+    expect(permanent).toEqual({ code: 0, stdout: `claim/${web.name} made permanent: ${address} (10.244.0.0-24)\n`, stderr: '' });
+    expect(confirmed.stdout).toMatch(new RegExp(`\\n${web.name} +${address.replace(/\./g, '\\.')} +Pod/web-0 +- +\\d+s\\n`));
+    expect(released).toEqual({ code: 0, stdout: `claim/${web.name} released\n`, stderr: '' });
+
+    // Act 2: the held address as listed, described and refused to another owner; the pool's counts.
+    const listed = await run('get', 'address', address, '-p', 'pods');
+    const described = await run('describe', 'address', address, '-p', 'pods');
+    const taken = await run('claim', 'pods', '--name', 'other', '--owner', 'Pod/db-0/d4', '--address', address);
+    const pool = await runUntil('1 releasing', 'describe', 'pool', 'pods');
+    const ranges = await run('get', 'ranges', '-p', 'pods');
+
+    // Assess 2
+    expect(listed.stdout.split('\n')[0]).toMatch(/^ADDRESS +STATE +RANGE +CLAIM +OWNER +EXPIRES +AGE$/);
+    expect(listed.stdout).toMatch(new RegExp(`\\n${address.replace(/\./g, '\\.')} +Released +10\\.244\\.0\\.0-24 +${web.name} +Pod/web-0 +in (10m|9m\\d+s) +\\d+s\\n`));
+    expect(described.stdout).toContain('State:          Released\n');
+    expect(described.stdout).toContain('Previous owner: Pod/web-0 (uid a1)\n');
+    expect(described.stdout).toMatch(/\nReusable at: +\S+ \(in (10m|9m\d+s)\)\n/);
+    expect(taken).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^error: AddressReleasing: .+\n$/) as unknown as string });
+    expect(pool.stdout).toContain('Reuse delay: 10m (600s): a released address stays held for its previous owner (kind and name)\n');
+    expect(pool.stdout).toMatch(/\n {2}IPv4 {2}\[█░+\] +1\.5% {3}4 used of 254, 1 releasing, 249 free\n/);
+    expect(pool.stdout).toMatch(/\n {2}10\.244\.0\.0-24 +10\.244\.0\.0\/24 +IPv4 +Ready +false +4 +1 +249\n/);
+    expect(ranges.stdout).toMatch(/^NAME +CIDR +FAMILY +STATE +USED +RELEASING +FREE +AGE\n10\.244\.0\.0-24 +10\.244\.0\.0\/24 +IPv4 +Ready +4 +1 +249 +\d+s\n$/);
+  });
+
   it('answers a full range, a wrong command line and an endpoint with nothing behind it with the documented exit codes', async () => {
     // Prepare: a /30 holds two addresses.
     expect((await run('create', 'pool', 'tiny')).code).toBe(0);

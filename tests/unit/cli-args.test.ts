@@ -85,6 +85,113 @@ describe('Command line: ipam claim', () => {
   });
 });
 
+describe('Command line: ipam claim --count', () => {
+  const batch = {
+    ...claim,
+    name: 'workers',
+    ipFamilyPolicy: 'SingleStack',
+    ipFamilies: ['IPv4'],
+    count: 3,
+    addresses: ['10.96.0.23', '10.96.0.24', '10.96.0.25'].map((address) => ({ address, family: 'IPv4', range: '10.96.0.0-24' })),
+  };
+
+  it('sends count in the claim spec and names each range once in the sentence', async () => {
+    const server = fakeFetch(() => ({ status: 201, body: batch }));
+    const result = await runCli(['claim', 'services', '--name', 'workers', '--owner', 'Deployment/workers/9b2e', '--count', '3'], { fetch: server.fetch });
+    expect(result).toMatchObject({ code: ExitCode.Ok, err: '' });
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({ name: 'workers', owner: { kind: 'Deployment', name: 'workers', uid: '9b2e' }, count: 3 });
+    expect(result.out).toBe('claim/workers created: 3 addresses per family: 10.96.0.23, 10.96.0.24, 10.96.0.25 (10.96.0.0-24)\n');
+  });
+
+  it('sends no count without --count', async () => {
+    const server = claimServer();
+    await runCli(['claim', 'services', '--name', 'web', '--owner', 'Service/web/3f1c'], { fetch: server.fetch });
+    expect(JSON.parse(server.requests[0]!.body!)).not.toHaveProperty('count');
+  });
+
+  it.each([
+    ['a count of 0', ['--count', '0'], 'Expected a whole number from 1 to 32'],
+    ['a count of 33', ['--count', '33'], 'Expected a whole number from 1 to 32'],
+    ['a count that is not a number', ['--count', 'eight'], 'Expected a whole number from 1 to 32'],
+    ['--count with --address', ['--count', '2', '--address', '10.96.0.10'], 'give either --count or --address (one address per family), not both'],
+    ['--count 1 with --address', ['--address', '10.96.0.10', '--count', '1'], 'give either --count or --address'],
+  ])('refuses %s with exit code 2 and sends nothing', async (_case, flags, message) => {
+    const server = claimServer();
+    const result = await runCli(['claim', 'services', '--name', 'web', '--owner', 'S/w/1', ...flags], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain(message);
+    expect(result.err).toContain('Usage: ipam claim [options] <pool>');
+    expect(server.requests).toEqual([]);
+  });
+});
+
+describe('Command line: ipam create pool --reuse-delay', () => {
+  const poolServer = () => fakeFetch((request) => ({ status: 201, body: { reuseDelaySeconds: 0, exclude: [], createdAt: '2026-04-02T09:59:00Z', ...JSON.parse(request.body!) } }));
+
+  it.each([
+    ['10m', 600, 'pool/pods created, reuse delay 10m\n'],
+    ['1h', 3600, 'pool/pods created, reuse delay 1h\n'],
+    ['90', 90, 'pool/pods created, reuse delay 1m30s\n'],
+    ['1500ms', 2, 'pool/pods created, reuse delay 2s\n'],
+    ['168h', 604800, 'pool/pods created, reuse delay 168h\n'],
+    ['0', 0, 'pool/pods created\n'],
+  ])('sends --reuse-delay %s as reuseDelaySeconds %d', async (text, seconds, sentence) => {
+    const server = poolServer();
+    const result = await runCli(['create', 'pool', 'pods', '--reuse-delay', text], { fetch: server.fetch });
+    expect(result).toMatchObject({ code: ExitCode.Ok, out: sentence, err: '' });
+    expect(server.requests.map((r) => [r.method, r.url.pathname])).toEqual([['POST', '/v1/pools']]);
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({ name: 'pods', reuseDelaySeconds: seconds });
+  });
+
+  it('sends no reuseDelaySeconds without the flag, and the exclusions with it', async () => {
+    const server = poolServer();
+    await runCli(['create', 'pool', 'services', '--exclude', '10.96.0.0/29'], { fetch: server.fetch });
+    await runCli(['create', 'pool', 'pods', '--exclude', '10.244.0.0/30', '--reuse-delay', '5m', '-o', 'json'], { fetch: server.fetch });
+    expect(server.requests.map((r) => JSON.parse(r.body!) as unknown)).toEqual([
+      { name: 'services', exclude: ['10.96.0.0/29'] },
+      { name: 'pods', exclude: ['10.244.0.0/30'], reuseDelaySeconds: 300 },
+    ]);
+  });
+
+  it.each([
+    ['more than 7 days', '169h', 'Expected a duration of at most 168h (604800 seconds).'],
+    ['one second more than 7 days', '604801', 'Expected a duration of at most 168h'],
+    ['not a duration', 'soon', 'Expected a duration such as 90s, 5m or 1h30m.'],
+  ])('refuses a delay of %s with exit code 2 and sends nothing', async (_case, text, message) => {
+    const server = poolServer();
+    const result = await runCli(['create', 'pool', 'pods', '--reuse-delay', text], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain(message);
+    expect(result.err).toContain('Usage: ipam create pool [options] <name>');
+    expect(server.requests).toEqual([]);
+  });
+});
+
+describe('Command line: ipam renew --permanent', () => {
+  it('sends ttlSeconds null and says the claim is permanent', async () => {
+    const server = fakeFetch(() => ({ status: 200, body: claim }));
+    const result = await runCli(['renew', 'services', 'web', '--permanent'], { fetch: server.fetch });
+    expect(result).toMatchObject({ code: ExitCode.Ok, err: '' });
+    expect(server.requests.map((r) => [r.method, r.url.pathname, r.body])).toEqual([['POST', '/v1/pools/services/claims/web/renew', '{"ttlSeconds":null}']]);
+    expect(result.out).toBe('claim/web made permanent: 10.96.0.187 (10.96.0.0-24), fd00:10:96::9a3c (fd00:10:96::-112)\n');
+  });
+
+  it('sends an empty body for a plain renew', async () => {
+    const server = fakeFetch(() => ({ status: 200, body: claim }));
+    await runCli(['renew', 'services', 'web'], { fetch: server.fetch });
+    expect(server.requests[0]!.body).toBe('{}');
+  });
+
+  it('refuses --permanent with --ttl with exit code 2 and sends nothing', async () => {
+    const server = fakeFetch(() => ({ status: 200, body: claim }));
+    const result = await runCli(['renew', 'services', 'web', '--permanent', '--ttl', '5m'], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain('error: --permanent removes the expiry; it cannot be combined with --ttl.');
+    expect(result.err).toContain('Usage: ipam renew [options] <pool> <claim>');
+    expect(server.requests).toEqual([]);
+  });
+});
+
 describe('Command line: verbs, nouns and global options', () => {
   const page = fakeFetch((request) => ({ status: 200, body: request.url.pathname === '/v1/pools' ? { items: [] } : { items: [] } }));
 
@@ -157,6 +264,13 @@ describe('Command line: errors a person can act on', () => {
     }));
     const result = await runCli(['claim', 'services', '--name', 'x', '--owner', 'S/x/1'], { fetch: server.fetch });
     expect(result).toEqual({ code: ExitCode.Failure, out: '', err: 'error: RangeFull: No free IPv4 address is left in pool "services".\n', files: new Map() });
+  });
+
+  it('prints AddressReleasing (an address held for its previous owner) the same way', async () => {
+    const detail = 'Address 10.244.0.77 was released recently and is held for its previous owner "Pod"/"web-0" until 2026-04-02T10:10:00.000Z; only that owner may claim it before then.';
+    const server = fakeFetch(() => ({ status: 409, contentType: 'application/problem+json', body: { status: 409, title: 'Address held after release', detail, code: 'AddressReleasing' } }));
+    const result = await runCli(['claim', 'pods', '--name', 'other', '--owner', 'Pod/db-0/d4', '--address', '10.244.0.77'], { fetch: server.fetch });
+    expect(result).toMatchObject({ code: ExitCode.Failure, out: '', err: `error: AddressReleasing: ${detail}\n` });
   });
 
   it('names the endpoint and suggests npm start when the connection is refused', async () => {

@@ -4,10 +4,10 @@ import { parse } from 'yaml';
 import type { Claim, Lease, PoolDetails, RepairEvent } from '../../cli/api/types.ts';
 import { readList } from '../../cli/api/ipam-api.ts';
 import { bashCompletion } from '../../cli/commands/completion.ts';
-import { describeClaim, describePool, describeRange } from '../../cli/format/describe.ts';
-import { bar, claimView, leaseView, OutputFormat, percent, poolView, renderResources } from '../../cli/format/resources.ts';
+import { describeAddress, describeClaim, describePool, describeRange } from '../../cli/format/describe.ts';
+import { bar, claimView, leaseView, OutputFormat, percent, poolView, rangeView, renderResources } from '../../cli/format/resources.ts';
 import { renderTable } from '../../cli/format/table.ts';
-import { age, ago, expiresColumn, expiry, humanDuration, parseDuration } from '../../cli/format/time.ts';
+import { age, ago, expiresColumn, expiry, formatSeconds, humanDuration, parseDuration, relative } from '../../cli/format/time.ts';
 import { buildProgram } from '../../cli/program.ts';
 import { watch } from '../../cli/watch.ts';
 import { fakeFetch, fakeIo, runCli } from '../support/cli.ts';
@@ -67,6 +67,24 @@ describe('Times: ages as kubectl prints them', () => {
   ])('parseDuration(%j) = %s', (text, ms) => {
     expect(parseDuration(text)).toBe(ms);
   });
+
+  it.each([
+    [0, '0s'],
+    [45, '45s'],
+    [90, '1m30s'],
+    [600, '10m'],
+    [5430, '1h30m30s'],
+    [604800, '168h'],
+  ])('formatSeconds(%d) = %s, exact and read back by parseDuration', (seconds, text) => {
+    expect(formatSeconds(seconds)).toBe(text);
+    if (seconds > 0) expect(parseDuration(text)).toBe(seconds * 1000);
+  });
+
+  it('says when a time comes or came', () => {
+    expect(relative('2026-04-02T10:07:00Z', NOW)).toBe('in 7m');
+    expect(relative('2026-04-02T09:59:57Z', NOW)).toBe('3s ago');
+    expect(relative(undefined, NOW)).toBe('<unknown>');
+  });
 });
 
 describe('Tables', () => {
@@ -103,7 +121,29 @@ const claim: Claim = {
   createdAt: '2026-04-02T09:59:00.000Z',
   version: 2,
 };
-const lease: Lease = { address: '10.96.0.201', family: 'IPv4', range: '10.96.0.0-24', claim: 'vpn-x7k2q', owner: claim.owner, createdAt: claim.createdAt, expiresAt: claim.expiresAt! };
+const lease: Lease = { address: '10.96.0.201', state: 'Allocated', family: 'IPv4', range: '10.96.0.0-24', claim: 'vpn-x7k2q', owner: claim.owner, createdAt: claim.createdAt, expiresAt: claim.expiresAt! };
+const released: Lease = {
+  address: '10.244.0.77',
+  state: 'Released',
+  family: 'IPv4',
+  range: '10.244.0.0-24',
+  previousOwner: { kind: 'Pod', name: 'web-0', uid: 'a1' },
+  previousClaim: 'web-0-x7k2p',
+  releasedAt: '2026-04-02T09:57:00.000Z',
+  reusableAt: '2026-04-02T10:07:00.000Z',
+};
+/** A claim of 3 IPv4 and 3 IPv6 addresses (count 3). */
+const batch: Claim = {
+  ...claim,
+  name: 'workers',
+  ipFamilyPolicy: 'RequireDualStack',
+  ipFamilies: ['IPv4', 'IPv6'],
+  count: 3,
+  addresses: [
+    ...['10.96.0.23', '10.96.0.24', '10.96.0.25'].map((address) => ({ address, family: 'IPv4' as const, range: '10.96.0.0-24' })),
+    ...['fd00:10:96::17', 'fd00:10:96::18', 'fd00:10:96::19'].map((address) => ({ address, family: 'IPv6' as const, range: 'fd00:10:96::-112' })),
+  ],
+};
 
 describe('Output formats of get', () => {
   const page = { items: [claim], nextCursor: 'c2' };
@@ -116,6 +156,47 @@ describe('Output formats of get', () => {
       'NAME        ADDRESSES     RANGES         POLICY        OWNER           OWNER-UID   VERSION   EXPIRES   AGE\n' +
         'vpn-x7k2q   10.96.0.201   10.96.0.0-24   SingleStack   Client/laptop   c-19        2         in 4m     60s\n',
     );
+  });
+
+  it("shows a batch claim's first two addresses and how many more, all of them and each range once with -o wide", () => {
+    const table = renderResources(claimView, { item: batch }, OutputFormat.Table, NOW).out;
+    const wide = renderResources(claimView, { item: batch }, OutputFormat.Wide, NOW).out;
+    expect(table.split('\n')[1]).toMatch(/^workers {3}10\.96\.0\.23,10\.96\.0\.24 \+4 more {3}Client\/laptop /);
+    expect(wide.split('\n')[1]).toContain(' 10.96.0.23,10.96.0.24,10.96.0.25,fd00:10:96::17,fd00:10:96::18,fd00:10:96::19   10.96.0.0-24,fd00:10:96::-112   RequireDualStack ');
+  });
+
+  it('prints a STATE column for addresses; a Released one shows its previous claim and owner, when it is reusable and its age since release', () => {
+    const old = { ...lease, state: undefined } as unknown as Lease; // a server older than the reuse delay sends no state
+    expect(renderResources(leaseView, { page: { items: [lease, released, old] } }, OutputFormat.Table, NOW).out).toBe(
+      [
+        'ADDRESS       STATE       RANGE           CLAIM         OWNER           EXPIRES   AGE',
+        '10.96.0.201   Allocated   10.96.0.0-24    vpn-x7k2q     Client/laptop   in 4m     60s',
+        '10.244.0.77   Released    10.244.0.0-24   web-0-x7k2p   Pod/web-0       in 7m     3m',
+        '10.96.0.201   Allocated   10.96.0.0-24    vpn-x7k2q     Client/laptop   in 4m     60s',
+        '',
+      ].join('\n'),
+    );
+    expect(renderResources(leaseView, { item: released }, OutputFormat.Wide, NOW).out).toBe(
+      'ADDRESS       FAMILY   STATE      RANGE           CLAIM         OWNER       OWNER-UID   EXPIRES   AGE\n' +
+        '10.244.0.77   IPv4     Released   10.244.0.0-24   web-0-x7k2p   Pod/web-0   a1          in 7m     3m\n',
+    );
+  });
+
+  it('prints a RELEASING column between USED and FREE for ranges (0 from a server without it), and the reuse delay in -o wide of pools', () => {
+    const ranges = { page: { items: [{ ...pool.ranges[0]!, used: 90, releasing: 3 }, pool.ranges[1]!] } };
+    expect(renderResources(rangeView, ranges, OutputFormat.Table, NOW).out).toBe(
+      [
+        'NAME               CIDR               FAMILY   STATE         USED   RELEASING   FREE      AGE',
+        '10.96.0.0-24       10.96.0.0/24       IPv4     Ready         90     3           152       59m',
+        'fd00:10:96::-108   fd00:10:96::/108   IPv6     Terminating   1      0           1048574   <unknown>',
+        '',
+      ].join('\n'),
+    );
+    const pools = { page: { items: [{ ...pool, reuseDelaySeconds: 600 }, { ...pool, name: 'services-2', exclude: [], reuseDelaySeconds: 0 }] } };
+    expect(renderResources(poolView, pools, OutputFormat.Wide, NOW).out).toBe(
+      'NAME         EXCLUDE                     REUSE-DELAY   AGE\nservices     10.96.0.0/29,10.96.0.8/32   10m           60m\nservices-2   <none>                      -             60m\n',
+    );
+    expect(renderResources(poolView, pools, OutputFormat.Table, NOW).out).not.toContain('REUSE-DELAY');
   });
 
   it('prints JSON and YAML documents that read back to what the API sent', () => {
@@ -174,6 +255,7 @@ describe('describe', () => {
         'Name:        services',
         'Created:     2026-04-02T09:00:00.000Z (60m ago)',
         'Exclude:     10.96.0.0/29, 10.96.0.8/32',
+        'Reuse delay: <none>',
         'Utilization:',
         '  IPv4  [███████░░░░░░░░░░░░░]    36%   93 used of 254, 152 free',
         '  IPv6  [█░░░░░░░░░░░░░░░░░░░]  <0.1%   1 used of 1048575, 1048574 free',
@@ -190,6 +272,36 @@ describe('describe', () => {
     expect(describePool({ ...pool, ranges: [], utilization: {} }, [], NOW)).toContain('Ranges:      <none>\nEvents:      <none>\n');
   });
 
+  it('shows the reuse delay, and releasing addresses in the utilization lines and the ranges of a pool with one', () => {
+    const delayed: PoolDetails = {
+      ...pool,
+      reuseDelaySeconds: 600,
+      ranges: [{ ...pool.ranges[0]!, used: 90, releasing: 3 }, { ...pool.ranges[1]!, releasing: 0 }],
+      utilization: { IPv4: { size: 254, used: 90, releasing: 3, free: 152 }, IPv6: { size: 1048575, used: 1, releasing: 0, free: 1048574 } },
+    };
+    expect(describePool(delayed, [], NOW)).toBe(
+      [
+        'Name:        services',
+        'Created:     2026-04-02T09:00:00.000Z (60m ago)',
+        'Exclude:     10.96.0.0/29, 10.96.0.8/32',
+        'Reuse delay: 10m (600s): a released address stays held for its previous owner (kind and name)',
+        'Utilization:',
+        '  IPv4  [███████░░░░░░░░░░░░░]    35%   90 used of 254, 3 releasing, 152 free',
+        '  IPv6  [█░░░░░░░░░░░░░░░░░░░]  <0.1%   1 used of 1048575, 0 releasing, 1048574 free',
+        'Ranges:',
+        '  NAME               CIDR               FAMILY   STATE         LEGACY   USED   RELEASING   FREE',
+        '  10.96.0.0-24       10.96.0.0/24       IPv4     Ready         false    90     3           152',
+        '  fd00:10:96::-108   fd00:10:96::/108   IPv6     Terminating   true     1      0           1048574',
+        'Events:      <none>',
+        '',
+      ].join('\n'),
+    );
+    expect(describeRange(delayed, delayed.ranges[0]!, NOW)).toContain('90 used of 254, 3 releasing, 152 free\n');
+    // A pool without a delay (the earlier test) keeps the old lines; held addresses are still shown if a server counts some.
+    expect(describeRange(pool, { ...pool.ranges[0]!, releasing: 2 }, NOW)).toContain('93 used of 254, 2 releasing, 152 free\n');
+    expect(describePool({ ...pool, reuseDelaySeconds: 45 }, [], NOW)).toContain('Reuse delay: 45s: a released address');
+  });
+
   it("shows a range's bands, and a legacy IPv6 range's bitmap window", () => {
     const v4 = describeRange(pool, pool.ranges[0]!, NOW);
     expect(v4).toContain('Lower band:  10.96.0.1 - 10.96.0.16 (16)');
@@ -204,6 +316,42 @@ describe('describe', () => {
     expect(text).toContain('Owner:            Client/laptop (uid c-19)\n');
     expect(text).toContain('Expires:          2026-04-02T10:04:00.000Z (expires in 4m)\n');
     expect(text).toContain('Addresses:\n  ADDRESS       FAMILY   RANGE\n  10.96.0.201   IPv4     10.96.0.0-24\n');
+    expect(text).not.toContain('Count:');
+    expect(describeClaim('services', batch, NOW)).toContain('IP family policy: RequireDualStack\nCount:            3 addresses per family\n');
+  });
+
+  it('shows who holds an Allocated address', () => {
+    expect(describeAddress('services', lease, NOW)).toBe(
+      [
+        'Address: 10.96.0.201',
+        'Pool:    services',
+        'State:   Allocated',
+        'Family:  IPv4',
+        'Range:   10.96.0.0-24',
+        'Claim:   vpn-x7k2q',
+        'Holder:  Client/laptop (uid c-19)',
+        'Created: 2026-04-02T09:59:00.000Z (60s ago)',
+        'Expires: 2026-04-02T10:04:00.000Z (expires in 4m)',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('shows whom a Released address is held for, since when and until when', () => {
+    expect(describeAddress('pods', released, NOW)).toBe(
+      [
+        'Address:        10.244.0.77',
+        'Pool:           pods',
+        'State:          Released',
+        'Family:         IPv4',
+        'Range:          10.244.0.0-24',
+        'Previous claim: web-0-x7k2p',
+        'Previous owner: Pod/web-0 (uid a1)',
+        'Released:       2026-04-02T09:57:00.000Z (3m ago)',
+        'Reusable at:    2026-04-02T10:07:00.000Z (in 7m)',
+        '',
+      ].join('\n'),
+    );
   });
 });
 
