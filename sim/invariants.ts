@@ -20,6 +20,7 @@ export const Invariant = {
   ClaimLeases: 'live-claim-leases-exist-and-name-it',
   Utilization: 'utilization-equals-live-leases',
   Bitmaps: 'bitmaps-equal-leases',
+  Summary: 'occupancy-summary-equals-leases',
   ReleasedInTime: 'expired-and-owner-gone-claims-released-in-time',
   LeaseInRange: 'no-live-lease-outside-ready-or-terminating-range',
   RetrySameAddresses: 'retried-claim-returns-committed-addresses',
@@ -135,16 +136,29 @@ export function checkUtilization(s: Snapshot, nowMs: number, reported: readonly 
   return out;
 }
 
-/** Each legacy bitmap's set bits are exactly the addresses of its window with a lease item (expired ones count). */
-export function checkBitmaps(expected: readonly { readonly range: string; readonly leased: ReadonlySet<string>; readonly set: ReadonlySet<string> }[]): Violation[] {
+/** A projection of the leases (a bitmap, a summary) per range: the addresses with a lease item, and those it shows set. */
+export type ProjectionCheck = readonly { readonly range: string; readonly leased: ReadonlySet<string>; readonly set: ReadonlySet<string> }[];
+
+/** A projection's set bits are exactly the addresses with a lease item (expired ones count: the item still exists). */
+function checkProjection(invariant: Invariant, what: string, expected: ProjectionCheck): Violation[] {
   const out: Violation[] = [];
   for (const e of expected) {
     const missing = [...e.leased].filter((a) => !e.set.has(a));
     const extra = [...e.set].filter((a) => !e.leased.has(a));
-    if (missing.length) out.push({ invariant: Invariant.Bitmaps, detail: `bitmap of ${e.range} lacks the bits of leases ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}`, subjects: [e.range, ...missing.slice(0, 5)] });
-    if (extra.length) out.push({ invariant: Invariant.Bitmaps, detail: `bitmap of ${e.range} has bits without leases: ${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ` and ${extra.length - 5} more` : ''}`, subjects: [e.range, ...extra.slice(0, 5)] });
+    if (missing.length) out.push({ invariant, detail: `${what} of ${e.range} lacks the bits of leases ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}`, subjects: [e.range, ...missing.slice(0, 5)] });
+    if (extra.length) out.push({ invariant, detail: `${what} of ${e.range} has bits without leases: ${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ` and ${extra.length - 5} more` : ''}`, subjects: [e.range, ...extra.slice(0, 5)] });
   }
   return out;
+}
+
+/** Each legacy bitmap's set bits are exactly the addresses of its window with a lease item (expired ones count). */
+export function checkBitmaps(expected: ProjectionCheck): Violation[] {
+  return checkProjection(Invariant.Bitmaps, 'bitmap', expected);
+}
+
+/** Each range's occupancy summary bits are exactly its host addresses with a lease item, once the stream has drained. */
+export function checkSummaries(expected: ProjectionCheck): Violation[] {
+  return checkProjection(Invariant.Summary, 'occupancy summary', expected);
 }
 
 /**

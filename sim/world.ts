@@ -25,14 +25,17 @@ import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
 import { Bitmap, addressOfBit, legacyWindow } from '../shared/core/bitmap/bitmap.ts';
 import { IpamError } from '../shared/core/errors.ts';
 import { formatAddress, parseAddress } from '../shared/core/ip/address.ts';
-import { parseCidr } from '../shared/core/ip/cidr.ts';
+import { isHostOf, parseCidr } from '../shared/core/ip/cidr.ts';
+import { hostInterval } from '../shared/core/allocator/pool-geometry.ts';
+import { forEachHeld } from '../shared/core/occupancy/chunk.ts';
+import { readSummary } from '../shared/core/occupancy/reader.ts';
 import { RangeState, type Claim } from '../shared/core/model.ts';
 import { releaseOwner } from '../shared/core/reconciler/owners.ts';
 import { createClaim, deleteClaim, renewClaim } from '../shared/core/use-cases/claims.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
 import { createPool, getPool } from '../shared/core/use-cases/pools.ts';
 import { createRange, deleteRange } from '../shared/core/use-cases/ranges.ts';
-import { checkBitmaps, checkClaimLeases, checkLeaseInRange, checkNoDoubleHold, checkReleasedInTime, checkRetryAnswer, checkStatus, checkUtilization, snapshotOf, type Violation } from './invariants.ts';
+import { checkBitmaps, checkSummaries, checkClaimLeases, checkLeaseInRange, checkNoDoubleHold, checkReleasedInTime, checkRetryAnswer, checkStatus, checkUtilization, snapshotOf, type Violation } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { Scheduler } from './scheduler.ts';
 import { SimEngine, type CallFault, type Caller, type Spend } from './sim-table.ts';
@@ -700,7 +703,19 @@ export class World {
         );
         bitmaps.push({ range: range.name, leased, set });
       }
-      this.violations([...checkUtilization(snap, now, reported), ...checkBitmaps(bitmaps)]);
+      // Every range's occupancy summary (kept by the same stream function) against the lease items of its hosts.
+      const summaries = [];
+      for (const range of snap.ranges) {
+        const cidr = parseCidr(range.cidr);
+        const hosts = hostInterval(cidr);
+        if (!hosts) continue;
+        const summary = await readSummary(auditor.deps.occupancy, POOL, cidr.family, [hosts]);
+        const set = new Set<string>();
+        for (const chunk of summary.chunks) forEachHeld(chunk, [hosts], (value) => set.add(formatAddress({ family: cidr.family, value })));
+        const leased = new Set(snap.leases.filter((l) => isHostOf(cidr, parseAddress(l.address))).map((l) => l.address));
+        summaries.push({ range: range.name, leased, set });
+      }
+      this.violations([...checkUtilization(snap, now, reported), ...checkSummaries(summaries), ...checkBitmaps(bitmaps)]);
     })();
     await this.scheduler.runUntil(this.scheduler.now + 60_000);
     await done;

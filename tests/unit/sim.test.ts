@@ -88,6 +88,24 @@ describe('Simulator', { timeout: 120_000 }, () => {
       expect(violation?.invariant).toBe(Invariant.Utilization);
     });
 
+    it('catches an occupancy summary that keeps released addresses when chunk writes that clear bits are lost', async () => {
+      // Every claim has a TTL, so the summary shows expiring leases and utilization counts the listing, which stays
+      // right: only the summary check can see the stale bits.
+      const written = new Map<string, number>();
+      const mutate = (ops: readonly WriteOp[]) =>
+        ops.filter((op) => {
+          if (op.kind !== 'put' || entityOf(op) !== 'chunk') return true;
+          const key = `${op.item.PK as string}/${op.item.SK as string}`;
+          const used = op.item.used as number;
+          if (used < (written.get(key) ?? 0)) return false;
+          written.set(key, used);
+          return true;
+        });
+      const violation = await broken(9, small({ name: 'noSummary', ttlShare: 1, ttlSeconds: 600, mutate }));
+
+      expect(violation?.invariant).toBe(Invariant.Summary);
+    });
+
     it('catches a legacy bitmap that differs from the leases when bitmap writes are lost', async () => {
       const mutate = (ops: readonly WriteOp[]) => ops.filter((op) => entityOf(op) !== 'bitmap');
       const violation = await broken(6, small({ name: 'noBitmap', legacy: true, mutate }));
