@@ -83,7 +83,7 @@ describe.each(gateRows)('Gates: $name', (row) => {
         const pool = await api.call('GET', '/v1/pools/p');
         const size = (family === 'IPv6' ? 15 : 14) * (row.legacy ? 1 : 2);
         const used = leased.filter((a) => (family === 'IPv6') === a.includes(':')).length;
-        expect((pool.body.utilization as Record<string, unknown>)[family]).toEqual({ size, used, free: size - used });
+        expect((pool.body.utilization as Record<string, unknown>)[family]).toEqual({ size, used, releasing: 0, free: size - used });
       }
     });
   });
