@@ -25,7 +25,6 @@ import type { TablePoolStore } from './pool-store.ts';
 import type { Table, WriteOp } from './table.ts';
 import { releaseWithRetries } from './writes/release.ts';
 import { leaseRestore } from './writes/restore.ts';
-import { removeRange } from './writes/range-removal.ts';
 
 /** Width of the expiry part of GSI3SK (keys.expirySort). */
 const EXPIRY_WIDTH = 15;
@@ -247,7 +246,7 @@ export class TableReconcileStore implements ReconcileStore {
 
   async finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'> {
     // The range (with its legacy slot), its bitmap, strikes and usage, and the event: all or none.
-    const outcome = await removeRange(this.table, range, [
+    const outcome = await this.pools.removeRange(range, [
       { kind: 'delete', key: keys.bitmap(range.pool, range.name) },
       { kind: 'delete', key: keys.strikes(range.pool, range.name) },
       { kind: 'delete', key: keys.usage(range.pool, range.name) },
