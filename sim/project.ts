@@ -1,11 +1,16 @@
 /**
- * npm run sim:projection -- [--quick] [--only lease|bitmap-cas|global-lock]
+ * npm run sim:projection -- [--quick] [--only lease|bitmap-cas|global-lock] [--case strategy,cidr,full,containers[,shards[,windowMs]] ...]
  *
  * Runs the projection grid (projection.ts), writes sim/results/projection.json and the charts, and regenerates the
  * table between the projection markers of SIMULATION.md. Deterministic (seeded); the wall time of each case is
  * reported beside it and is the only figure that changes between runs. The grid is what a 2-core machine simulates
  * in about half an hour: big container counts are measured over a shorter window, and cases whose pre-fill or reads
  * would take the model hours (a /12 or a /64 filled) are left out and say so in SIMULATION.md.
+ *
+ * `--case` (repeatable) runs just those cells, with the grid's windows and seed, and prints them as the grid does
+ * (and their hottest partitions); e.g. `--case lease,10.0.0.0/16,0.9,1000` or `--case lease,fd00::/64,0,100,32`.
+ * A longer window than the grid's (`--case lease,10.0.0.0/16,0,1000,32,4000`) shows a sustained rate: the grid's
+ * 0.5 s window at 1,000 containers still draws on the partitions' 1 s of burst.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -55,6 +60,16 @@ export function grid(quick: boolean): ProjectionCase[] {
   return out;
 }
 
+/** One `--case`: strategy,cidr,full,containers[,shards[,windowMs]], full as a fraction (0.9). */
+function parseCase(text: string): ProjectionCase {
+  const [strategy, cidr, full, containers, shards, window] = text.split(',');
+  if (!strategy || !['lease', 'bitmap-cas', 'global-lock'].includes(strategy) || !cidr || full === undefined || containers === undefined) {
+    throw new Error(`--case ${JSON.stringify(text)}: expected strategy,cidr,full,containers[,shards[,windowMs]]`);
+  }
+  const n = Number(containers);
+  return { strategy: strategy as StrategyName, containers: n, cidr, occupancy: Number(full), seed: 1, ...windowFor(n), ...(shards ? { shards: Number(shards) } : {}), ...(window ? { windowMs: Number(window) } : {}) };
+}
+
 const f = (n: number, d = 1): string => (Number.isFinite(n) ? n.toFixed(d) : '-');
 
 function table(rows: readonly ProjectionRow[]): string {
@@ -82,8 +97,9 @@ function charts(rows: readonly ProjectionRow[]): Record<string, string> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, write: { type: 'string' } } });
-  const cases = grid(values.quick).filter((c) => !values.only || c.strategy === values.only);
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, write: { type: 'string' }, case: { type: 'string', multiple: true } } });
+  const picked = (values.case ?? []).map(parseCase);
+  const cases = picked.length ? picked : grid(values.quick).filter((c) => !values.only || c.strategy === values.only);
   const rows: ProjectionRow[] = [];
   if (values.write) {
     // Regenerate the document from saved rows (e.g. rows of several --only runs joined).
@@ -94,8 +110,9 @@ async function main(): Promise<void> {
     const row = await projectCase(c);
     rows.push(row);
     process.stdout.write(`${row.strategy}${row.shards ? ` (${row.shards} shards)` : ''} ${row.cidr} ${Math.round(row.occupancy * 100)}% x${row.containers}: ${f(row.perSecond, 0)}/s p50 ${f(row.p50Ms)} p99 ${f(row.p99Ms)} req ${f(row.requestsPerAllocation, 2)} RCU ${f(row.readUnitsPerAllocation, 2)} WCU ${f(row.writeUnitsPerAllocation, 2)} throttled ${row.throttled} busy ${row.busyAnswers} full ${row.fullAnswers} (${f(row.wallMs / 1000)} s wall)\n`);
+    if (picked.length) process.stdout.write(`  window ${row.windowMs} ms; hottest: ${(row.hottest ?? []).map(([k, n]) => `${k} ${n}`).join(', ') || '-'}\n`);
   }
-  if (values.quick) return;
+  if (values.quick || picked.length) return;
   if (values.only) {
     mkdirSync(RESULTS, { recursive: true });
     writeFileSync(new URL(`projection-${values.only}.json`, RESULTS), `${JSON.stringify(rows, null, 2)}\n`);

@@ -55,11 +55,11 @@ export function dynamoTable(config: Config, client?: DynamoDBClient): SdkTable {
 /** The one composition root: builds the adapters once per container and binds them to the use cases. */
 export function buildContainer(config: Config, overrides: ContainerOverrides = {}): Container {
   const table = overrides.table ?? dynamoTable(config, overrides.client);
-  const built = tableStores(table, { shards: config.leaseIndexShards, cursorSecret: config.cursorSecret });
+  const random = overrides.random ?? cryptoRandom;
+  const built = tableStores(table, { shards: config.leaseIndexShards, cursorSecret: config.cursorSecret, random });
   const stores = overrides.wrapStores ? overrides.wrapStores(built) : built;
   const gates = config.featureGates;
   const clock = overrides.clock ?? systemClock;
-  const random = overrides.random ?? cryptoRandom;
   const { pools, claims, leases, bitmaps, occupancy } = stores;
   const hints = new HintCache((pool, family, intervals, nowMs) => leases.takenAddresses(pool, family, intervals, nowMs), overrides.hintMaxAgeMs, {
     read: (pool, family, intervals) => readSummary(occupancy, pool, family, intervals),

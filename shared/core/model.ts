@@ -47,6 +47,12 @@ export interface Range {
 export interface PoolView {
   readonly pool: Pool;
   readonly ranges: readonly Range[];
+  /**
+   * The pool's range generation when the view was read (PoolStore.rangeGeneration): every change of the ranges the
+   * view misses has changed it since. Absent when the pool has none (no range change since generations exist): such a
+   * view is never taken as current.
+   */
+  readonly generation?: string;
 }
 
 export interface Owner {

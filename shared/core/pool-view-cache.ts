@@ -7,9 +7,10 @@ export const DEFAULT_VIEW_MAX_AGE_MS = 1_000;
 
 /**
  * A warm container's short-lived copy of pools and their ranges (up to `maxAgeMs` old). A copy can show a range as
- * Ready after it became Terminating: the claim use case reads the pool view again, strongly consistently, after
- * committing and releases a claim whose range is no longer Ready (see createClaim), so a stale copy costs a release
- * and a second allocation, never an address handed out from a Terminating or deleted range.
+ * Ready after it became Terminating: after committing, the claim use case compares the pool's range generation with
+ * the copy's, reads the view again when they differ, and releases a claim whose range is no longer Ready (see
+ * createClaim), so a stale copy costs a release and a second allocation, never an address handed out from a
+ * Terminating or deleted range.
  */
 export class PoolViewCache {
   private readonly entries = new Map<string, { view: PoolView; at: number }>();
@@ -34,7 +35,7 @@ export class PoolViewCache {
     return { view, readNow: true };
   }
 
-  /** Keeps a view this container has just read from the store some other way (createClaim's post-commit read). */
+  /** Keeps a view this container has just read from the store some other way (createClaim's read after a changed generation). */
   remember(pool: string, view: PoolView, nowMs: number): void {
     this.entries.set(pool, { view, at: nowMs });
   }

@@ -46,8 +46,14 @@ export type CommitOutcome =
 /** Pools and their ranges. */
 export interface PoolStore {
   createPool(pool: Pool): Promise<'created' | 'exists'>;
-  /** The pool and its ranges, read consistently. */
+  /** The pool and its ranges, read consistently, with the range generation read before them. */
   getPoolView(pool: string): Promise<PoolView | undefined>;
+  /**
+   * The pool's range generation, read consistently: a fresh value written in the same transaction as every range add,
+   * mark Terminating and removal (and gone with the pool), so a view's is still current only when no change committed
+   * after the view's was read. One small item of several equal copies, not the pool's partition. Undefined: none yet.
+   */
+  rangeGeneration(pool: string): Promise<string | undefined>;
   listPools(limit: number, cursor?: string): Promise<Page<Pool>>;
   /** Deletes the pool, its ranges and their legacy slots; 'notEmpty' when a claim still exists. */
   deletePool(pool: string): Promise<'deleted' | 'notEmpty' | 'absent'>;

@@ -4,6 +4,7 @@ import type { TestEngine } from '../support/engines.ts';
 import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import type { Stores } from '../../shared/adapters/dynamodb/stores.ts';
+import type { Table } from '../../shared/adapters/dynamodb/table.ts';
 import { allItems, tableSnapshot } from '../support/items.ts';
 import { reconcilerHarness, T0 } from '../support/reconciler.ts';
 import { bitmapHolds } from '../support/legacy.ts';
@@ -270,6 +271,121 @@ export function claimsCases(engine: TestEngine): void {
       expect(counts.get('commitClaim')).toBe(2);
       const leases = await leaseItems(api);
       expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new'], ['c1', 'new'], ['c1', 'new']]);
+    });
+  });
+
+  /**
+   * The shared table as one container sees it: its reads counted per partition key (`reads`), and hooks that run once,
+   * right after the first call they match returns (`after`), for another container to act between two of its calls.
+   */
+  function watchedTable(table: Table): { table: Table; reads: Map<string, number>; after: (match: (method: string, partitions: readonly string[], committed: boolean) => boolean, run: () => Promise<void>) => void } {
+    const reads = new Map<string, number>();
+    const hooks: { match: (method: string, partitions: readonly string[], committed: boolean) => boolean; run: () => Promise<void> }[] = [];
+    const read = (partitions: readonly string[]) => partitions.forEach((pk) => reads.set(pk, (reads.get(pk) ?? 0) + 1));
+    const fire = async (method: string, partitions: readonly string[], committed: boolean) => {
+      const at = hooks.findIndex((h) => h.match(method, partitions, committed));
+      if (at >= 0) await hooks.splice(at, 1)[0]!.run();
+    };
+    const watched: Table = {
+      name: table.name,
+      async get(key) {
+        read([key.PK]);
+        const out = await table.get(key);
+        await fire('get', [key.PK], false);
+        return out;
+      },
+      async batchGet(keys, attributes) {
+        read(keys.map((k) => k.PK));
+        return table.batchGet(keys, attributes);
+      },
+      async query(query) {
+        if (!query.index) read([query.partition]);
+        const out = await table.query(query);
+        await fire('query', [query.partition], false);
+        return out;
+      },
+      write: (op) => table.write(op),
+      async transact(ops) {
+        const out = await table.transact(ops);
+        await fire('transact', ops.map((op) => (op.kind === 'put' ? (op.item.PK as string) : op.key.PK)), out === undefined);
+        return out;
+      },
+      describe: () => table.describe(),
+    };
+    return { table: watched, reads, after: (match, run) => hooks.push({ match, run }) };
+  }
+
+  const readsOf = (reads: Map<string, number>, prefix: string) => [...reads].filter(([pk]) => pk.startsWith(prefix)).reduce((sum, [, n]) => sum + n, 0);
+
+  describe(`Claims: the post-commit check without the pool's partition (${engine.name})`, () => {
+    it('checks each claim of a warm container with one read of one range-generation copy, and reads nothing of the pool\'s partition', async () => {
+      // Prepare: a warm container (its clock does not move, so its view stays cached) that has made one claim
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.9.0.0/24']);
+      const watch = watchedTable(api.container.table);
+      const warm = api.sibling({ table: watch.table, clock: new ManualClock(Date.now()) });
+      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'w0', owner: owner('w0') })).status).toBe(201);
+      watch.reads.clear();
+      // Act
+      const results = [];
+      for (let i = 1; i <= 5; i += 1) results.push(await warm.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) }));
+      // Assess: every pool-level read of the five allocations was one GetItem of a generation copy (RGEN#p#<copy>)
+      expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+      expect(readsOf(watch.reads, 'POOL#')).toBe(0);
+      expect(readsOf(watch.reads, 'RGEN#p#')).toBe(5);
+    });
+
+    it('catches a range marked Terminating between the commit and the check, and answers from a Ready range', async () => {
+      // Prepare: range 'old' (c0 depends on it, so a DELETE leaves it Terminating); a warm container whose view shows 'old' only
+      const api = await testApi();
+      await poolWith(api, 'p', []);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/29', name: 'old' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0') })).status).toBe(201);
+      const watch = watchedTable(api.container.table);
+      const warm = api.sibling({ table: watch.table, clock: new ManualClock(Date.now()) });
+      expect((await warm.call('GET', '/v1/pools/p/ranges/old')).body.state).toBe('Ready');
+      // Right after c1's claim transaction commits (before its check), another container marks 'old' Terminating and adds 'new'.
+      const between: number[] = [];
+      watch.after(
+        (method, partitions, committed) => method === 'transact' && committed && partitions.includes('CLAIM#p#c1'),
+        async () => {
+          between.push((await api.call('DELETE', '/v1/pools/p/ranges/old')).status);
+          between.push((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status);
+        },
+      );
+      // Act
+      const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1') });
+      // Assess: the hook ran; the claim committed in 'old' was released and taken again from 'new'
+      expect(between).toEqual([202, 201]);
+      expect(res.status).toBe(201);
+      expect((res.body.addresses as Addr[]).map((a) => a.range)).toEqual(['new']);
+      expect((await leaseItems(api)).map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
+    });
+
+    it('catches a range marked Terminating right after the view\'s query, before the claim commits', async () => {
+      // Prepare: as above, but the container is cold: the claim reads the view itself, and 'old' is marked right after
+      // that read's query of the pool's partition returns (so the view says Ready, and its generation must be the older one)
+      const api = await testApi();
+      await poolWith(api, 'p', []);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/29', name: 'old' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0') })).status).toBe(201);
+      const watch = watchedTable(api.container.table);
+      const cold = api.sibling({ table: watch.table, clock: new ManualClock(Date.now()) });
+      const between: number[] = [];
+      watch.after(
+        (method, partitions) => method === 'query' && partitions.includes('POOL#p'),
+        async () => {
+          between.push((await api.call('DELETE', '/v1/pools/p/ranges/old')).status);
+          between.push((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status);
+        },
+      );
+      // Act
+      const res = await cold.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1') });
+      // Assess
+      expect(between).toEqual([202, 201]);
+      expect(res.status).toBe(201);
+      expect((res.body.addresses as Addr[]).map((a) => a.range)).toEqual(['new']);
+      expect((await leaseItems(api)).map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
     });
   });
 

@@ -5,7 +5,7 @@ import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import { INDEX_SETTLE_MS } from '../../shared/core/use-cases/ranges.ts';
 import { allItems } from '../support/items.ts';
-import { keys } from '../../shared/adapters/dynamodb/keys.ts';
+import { keys, RANGE_GENERATION_COPIES } from '../../shared/adapters/dynamodb/keys.ts';
 
 /** Pools and ranges through the real HTTP handler, on one table engine. */
 export function poolsAndRangesCases(engine: TestEngine): void {
@@ -114,6 +114,38 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       expect((await api.call('DELETE', '/v1/pools/p/ranges/lonely')).status).toBe(202);
       clock.advance(INDEX_SETTLE_MS);
       expect((await api.call('DELETE', '/v1/pools/p/ranges/lonely')).status).toBe(204);
+    });
+
+    it('gives the pool a new range generation, in every copy, with each range add, mark and removal, and drops it with the pool', async () => {
+      // The copies the claim check reads one of (createClaim): always equal, and a new value after every change.
+      const clock = new ManualClock(Date.now());
+      const api = await testApi({ clock });
+      const generations = async () => {
+        const copies = (await allItems(api.container.table)).filter((i) => i.entity === 'rangeGeneration');
+        const values = new Set(copies.map((i) => i.generation));
+        return { copies: copies.length, value: values.size === 1 ? ([...values][0] as string) : `${values.size} values` };
+      };
+      await api.call('POST', '/v1/pools', { name: 'p' });
+      expect(await generations()).toEqual({ copies: 0, value: '0 values' });
+      // Act and assess, step by step
+      const seen = new Set<string>();
+      const step = async (status: number, call: () => Promise<{ status: number }>) => {
+        expect((await call()).status).toBe(status);
+        const now = await generations();
+        expect(now.copies).toBe(RANGE_GENERATION_COPIES);
+        expect(seen.has(now.value)).toBe(false);
+        seen.add(now.value);
+      };
+      await step(201, () => api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24', name: 'a' }));
+      await step(201, () => api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/24', name: 'b', legacy: true }));
+      await step(202, () => api.call('DELETE', '/v1/pools/p/ranges/a'));
+      clock.advance(INDEX_SETTLE_MS);
+      await step(204, () => api.call('DELETE', '/v1/pools/p/ranges/a'));
+      // The generation a view carries is the one stored when it was read.
+      expect((await api.container.deps.pools.getPoolView('p'))?.generation).toBe([...seen].at(-1));
+      expect((await api.call('DELETE', '/v1/pools/p')).status).toBe(204);
+      expect((await generations()).copies).toBe(0);
+      expect(await itemCount(api)).toBe(0);
     });
 
     it('refuses to delete a pool while claims exist, then deletes it', async () => {

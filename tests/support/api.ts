@@ -46,8 +46,9 @@ export function httpEvent(method: string, path: string, body?: unknown, headers:
 
 function makeApi(table: Table, base: Record<string, string>, overrides: ContainerOverrides, env: Record<string, string>, metrics?: RecordedMetrics): TestApi {
   const config = loadConfig({ LEASE_INDEX_SHARDS: '4', DYNAMODB_REQUEST_TIMEOUT_MS: '30000', ...base, ...env });
-  // A client given by the test (one that counts requests) speaks to the same table; otherwise every container shares the engine.
-  const container = buildContainer(config, overrides.client ? overrides : { ...overrides, table });
+  // A client given by the test (one that counts requests) speaks to the same table, and so does a table given by the test
+  // (one that wraps this one); otherwise every container shares the engine.
+  const container = buildContainer(config, overrides.client ? overrides : { ...overrides, table: overrides.table ?? table });
   const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.deps.health.health() }, () => {}, metrics);
   return {
     container,

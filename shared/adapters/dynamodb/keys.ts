@@ -10,6 +10,7 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   pool        POOL#<pool>                         #POOL        POOLS / <pool>
  *   range       POOL#<pool>                         RANGE#<name>
  *   legacy slot POOL#<pool>                         LEGACY#<family>
+ *   range gen   RGEN#<pool>#<copy>                  RGEN
  *   claim       CLAIM#<pool>#<name>                 CLAIM        CLAIMS#<pool>#<s> / <name>     OWNER#<pool>#<uid> / <name>   EXP#<hour>#<s> / <expiresAt>#<pool>#<name>
  *   generated   GEN#<pool>#<ownerUid>#<generateName> GEN
  *   lease       LEASE#<pool>#<address>              LEASE        ADDR#<pool>#<family>#<s> / <hex address>                               EXP#<hour>#<s> / <expiresAt>#<pool>#<address>
@@ -23,6 +24,10 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   usage       USAGE#<pool>                        RANGE#<range>
  *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
  *
+ * A pool's range generation is kept in RANGE_GENERATION_COPIES equal copies, each its own partition, written together
+ * in every transaction that changes the pool's ranges; an allocation's post-commit check reads one copy, so no
+ * per-allocation read lands on the pool's partition (see createClaim).
+ *
  * The expiry index (GSI3, keys only) holds claims and leases with a TTL; the table key of an entry (CLAIM#... or
  * LEASE#...) tells which. Events live 24 h (TTL attribute `ttl`); checkpoints, strikes, reports (one marker per
  * reported finding, so it is reported once a day) and usage (each range's last lease count, and the count in progress)
@@ -34,6 +39,8 @@ export const Entity = {
   Range: 'range',
   /** The one legacy range a pool may have per family: its name, so concurrent legacy creates meet on one item. */
   LegacySlot: 'legacySlot',
+  /** One copy of a pool's range generation (RANGE_GENERATION_COPIES of them, always equal). */
+  RangeGeneration: 'rangeGeneration',
   Claim: 'claim',
   Generated: 'generated',
   Lease: 'lease',
@@ -75,6 +82,7 @@ export const keys = {
   legacySlot: (pool: string, family: IpFamily): Key => ({ PK: `POOL#${pool}`, SK: `LEGACY#${family}` }),
   poolsListing: (): string => 'POOLS',
   range: (pool: string, name: string): Key => ({ PK: `POOL#${pool}`, SK: `RANGE#${name}` }),
+  rangeGeneration: (pool: string, copy: number): Key => ({ PK: `RGEN#${pool}#${copy}`, SK: 'RGEN' }),
   claim: (pool: string, name: string): Key => ({ PK: `CLAIM#${pool}#${name}`, SK: 'CLAIM' }),
   claimsListing: (pool: string, shard: number): string => `CLAIMS#${pool}#${shard}`,
   owner: (pool: string, uid: string): string => `OWNER#${pool}#${uid}`,
@@ -126,6 +134,13 @@ export function leaseSortKey(family: IpFamily, value: bigint): string {
 export function chunkSortKey(family: IpFamily, index: bigint): string {
   return `C#${index.toString(16).padStart(Math.ceil((familyBits(family) - CHUNK_BITS) / 4), '0')}`;
 }
+
+/**
+ * Copies of a pool's range generation. Every allocation reads one copy consistently (1 read unit), so one pool
+ * allocating 10,000/s puts ~625 read units/s on each, about a fifth of a partition's 3,000; a range change writes all
+ * of them in its transaction (16 items, twice the units: rare operations).
+ */
+export const RANGE_GENERATION_COPIES = 16;
 
 /** Shards of the expiry index. */
 export const EXPIRY_SHARDS = 4;

@@ -25,7 +25,6 @@ import type { TablePoolStore } from './pool-store.ts';
 import { queryAll, type Table, type WriteOp } from './table.ts';
 import { releaseWithRetries } from './writes/release.ts';
 import { leaseRestore } from './writes/restore.ts';
-import { removeRange } from './writes/range-removal.ts';
 
 /** How long an owner-gone tombstone is kept (DynamoDB TTL); the reconciler reads only its first minutes. */
 const OWNER_GONE_RETENTION_MS = 24 * 3600 * 1000;
@@ -260,7 +259,7 @@ export class TableReconcileStore implements ReconcileStore {
 
   async finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'> {
     // The range (with its legacy slot), its bitmap, strikes and usage, and the event: all or none.
-    const outcome = await removeRange(this.table, range, [
+    const outcome = await this.pools.removeRange(range, [
       { kind: 'delete', key: keys.bitmap(range.pool, range.name) },
       { kind: 'delete', key: keys.strikes(range.pool, range.name) },
       { kind: 'delete', key: keys.usage(range.pool, range.name) },

@@ -1,7 +1,8 @@
 import type { BitmapStore } from '../../core/bitmap/ports.ts';
 import type { OccupancyStore } from '../../core/occupancy/ports.ts';
-import type { ClaimStore, HealthProbe, LeaseIndex, PoolStore } from '../../core/ports.ts';
+import type { ClaimStore, HealthProbe, LeaseIndex, PoolStore, Random } from '../../core/ports.ts';
 import type { ReconcileStore } from '../../core/reconciler/ports.ts';
+import { cryptoRandom } from '../system.ts';
 import { TableBitmapStore } from './bitmap-store.ts';
 import { TableClaimStore } from './claim-store.ts';
 import { CursorCodec } from './cursor.ts';
@@ -27,12 +28,14 @@ export interface StoreOptions {
   readonly shards: number;
   /** Secret for signing cursors. */
   readonly cursorSecret: string;
+  /** Ids of range generations and the pick of the copy a generation read goes to (default: cryptographic). */
+  readonly random?: Pick<Random, 'below' | 'uid'>;
 }
 
 /** The stores of one table, on whichever engine the table is (DynamoDB, or memory in tests). */
 export function tableStores(table: Table, options: StoreOptions): Stores {
   const cursors = new CursorCodec(options.cursorSecret);
-  const pools = new TablePoolStore(table, options.shards, cursors);
+  const pools = new TablePoolStore(table, options.shards, cursors, options.random ?? cryptoRandom);
   const claims = new TableClaimStore(table, options.shards, cursors);
   return {
     pools,

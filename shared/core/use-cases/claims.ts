@@ -170,15 +170,21 @@ export function servedByReadyRanges(view: PoolView, claim: Claim): boolean {
  * request is repeated (idempotent; also after a lost response with generateName).
  *
  * Terminating means "no new allocation" at once, although a warm container may allocate from a cached view up to
- * its age old. After the commit, the pool view is read again, strongly consistently (one query of the pool's
- * partition): marking a range Terminating is a conditional write, so a mark that landed before this read is seen by
- * it, and a claim that committed after the mark is always caught here. Such a claim is released (its leases with it)
- * and allocated again on the fresh view, which no longer offers that range:
+ * its age old. After the commit, the pool's range generation is read, strongly consistently: every range change
+ * (add, mark Terminating, removal; the pool's deletion) writes a new generation in its own transaction, and the view
+ * carries the generation read before its ranges (PoolStore.getPoolView). Equal, no range change committed since the
+ * view was read, so the ranges the claim was taken from were still Ready after the commit. Different, the pool view
+ * is read again (one query of the pool's partition) and checked as it is; a claim whose range is no longer Ready is
+ * released (its leases with it) and allocated again on the fresh view, which no longer offers that range:
  *
- *   container A (view: r Ready)   commit lease in r ........ read view: r Terminating -> release, allocate elsewhere
- *   container B                        mark r Terminating -> 202
+ *   container A (view: r Ready, gen 7)   commit lease in r ..... read gen: 8 -> read view: r Terminating -> release, allocate elsewhere
+ *   container B                               mark r Terminating, gen 8 -> 202
  *
- * So no claim answered 201 holds an address of a range that was Terminating (or gone) before its answer.
+ * So no claim answered 201 holds an address of a range that was Terminating (or gone) before its answer. The
+ * generation has copies in several partitions and the check reads one: no per-allocation read lands on the pool's
+ * partition, which would cap a pool near 3,000 allocations/s (SIMULATION.md). A time-based alternative (retire a
+ * range only after the views' maximum age plus the longest request) would rest on clocks and Lambda's timeout, not
+ * on the commit order, and was not taken.
  * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError,
  *   NotReadyError (the pool's ranges kept being retired under RETIRED_RANGE_ROUNDS commits)
  */
@@ -213,6 +219,10 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
       };
       const result = await deps.allocator.allocate(view, draft, requests);
       if (result.kind === 'allocated') {
+        // Taken from ranges Ready in the view, and no range changed since it was read: nothing to read again.
+        if (view.generation !== undefined && servedByReadyRanges(view, result.claim) && (await deps.pools.rangeGeneration(cmd.pool)) === view.generation) {
+          return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
+        }
         const current = await deps.pools.getPoolView(cmd.pool);
         if (current && servedByReadyRanges(current, result.claim)) {
           // The check's read is the freshest view there is: keep it, so the next request need not read again.

@@ -92,8 +92,8 @@ export async function dependentLeases(deps: Deps, range: Range, otherReady: read
 /**
  * How long after a range was marked Terminating the lease index is trusted to list every lease committed before the
  * mark (the index is eventually consistent; DynamoDB's propagation is normally well under a second). Leases
- * committed after the mark need no such wait: their claims see the mark on their post-commit read and release them
- * (createClaim). The reconciler's grace (RECONCILE_TERMINATING_GRACE_SECONDS, default 10 s) must be longer.
+ * committed after the mark need no such wait: their claims see the mark's new range generation after their commit
+ * and release them (createClaim). The reconciler's grace (RECONCILE_TERMINATING_GRACE_SECONDS, default 10 s) must be longer.
  */
 export const INDEX_SETTLE_MS = 2_000;
 
