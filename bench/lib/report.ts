@@ -70,7 +70,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
     met: scalingMet,
     note:
       scalingMet === false
-        ? `One caller already keeps DynamoDB Local busy for a good part of each second (${fmt(requestRate('lease', 0, 1), 0)} requests/s at 1 caller, ${fmt(requestRate('lease', 0, 32), 0)} at 32): 32 callers can only add what the 2 shared cores have left, and every allocation's post-commit pool read (issue 15) and the stream function's chunk rounds take engine time too. The limiter refused lease ${leaseThrottled} attempts at 32 callers: no partition key is shared between lease allocations. A run against DynamoDB would show the scaling the design allows.${limiterIdle}`
+        ? `One caller already keeps DynamoDB Local busy for a good part of each second (${fmt(requestRate('lease', 0, 1), 0)} requests/s at 1 caller, ${fmt(requestRate('lease', 0, 32), 0)} at 32): 32 callers can only add what the 2 shared cores have left, and every allocation's post-commit check (issue 15's Terminating guarantee: a consistent GetItem of one of the pool's 16 range-generation copies) and the stream function's chunk rounds take engine time too. The limiter refused lease ${leaseThrottled} attempts at 32 callers: no partition key is shared between lease allocations. A run against DynamoDB would show the scaling the design allows.${limiterIdle}`
         : '',
   });
 
@@ -82,7 +82,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
   const reqMet = leaseReq.every(Number.isFinite) ? leaseReq.every((r) => r <= 2.2) : undefined;
   const ops = find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 32 })?.operations as Record<string, number> | undefined;
   const cold99 = find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 1 });
-  const hintNote = cold99 ? ` A cold container's first allocation at 99 % cost ${String(cold99.coldRequests)} requests and ${String(cold99.coldReadUnits)} read units on ${ocCidr} (pool view, summary, the batch read, the commit, the post-commit read).` : '';
+  const hintNote = cold99 ? ` A cold container's first allocation at 99 % cost ${String(cold99.coldRequests)} requests and ${String(cold99.coldReadUnits)} read units on ${ocCidr} (the pool view with its range generation, the summary, the batch read, the commit, the post-commit check).` : '';
   goals.push({
     scenario: 'occupancy-cost',
     goal: 'at 99 % full: lease <= 2.2 requests per allocation (lease-blind about 100)',
@@ -90,7 +90,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
     met: reqMet,
     note:
       reqMet === false
-        ? `Per allocation near full: one consistent batch read of the few addresses the summary shows free, the claim transaction, and the consistent pool read after the commit that issue 15's Terminating guarantee needs (${ops ? Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(', ') : 'see rows'} at 32 callers). Without that last read lease makes 2 requests per allocation here; the goal and the guarantee pull in opposite directions, and the guarantee was kept.${hintNote}`
+        ? `Per allocation near full: one consistent batch read of the few addresses the summary shows free, the claim transaction, and the consistent read of one copy of the pool's range generation after the commit, which issue 15's Terminating guarantee needs (it was a Query of the pool's partition, a hot key at scale: SIMULATION.md) (${ops ? Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(', ') : 'see rows'} at 32 callers). Without that last read lease makes 2 requests per allocation here; the goal and the guarantee pull in opposite directions, and the guarantee was kept.${hintNote}`
         : `Met for warm containers.${hintNote}`,
   });
   const mirror = rowsOf(results, 'mirror-cost');
