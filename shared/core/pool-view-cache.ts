@@ -10,7 +10,8 @@ export const DEFAULT_VIEW_MAX_AGE_MS = 1_000;
  * Ready after it became Terminating: after committing, the claim use case compares the pool's range generation with
  * the copy's, reads the view again when they differ, and releases a claim whose range is no longer Ready (see
  * createClaim), so a stale copy costs a release and a second allocation, never an address handed out from a
- * Terminating or deleted range.
+ * Terminating or deleted range. A check that finds the generation unchanged renews the copy (`remember`): every
+ * change of a view changes its generation.
  */
 export class PoolViewCache {
   private readonly entries = new Map<string, { view: PoolView; at: number }>();

@@ -335,6 +335,27 @@ export function claimsCases(engine: TestEngine): void {
       expect(readsOf(watch.reads, 'RGEN#p#')).toBe(5);
     });
 
+    it('keeps a busy container\'s view past its maximum age while each check finds its generation current', async () => {
+      // Prepare: a container whose clock moves 600 ms between claims: past the view's 1 s maximum age every other claim
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.9.0.0/24']);
+      const watch = watchedTable(api.container.table);
+      const clock = new ManualClock(Date.now());
+      const busy = api.sibling({ table: watch.table, clock });
+      expect((await busy.call('POST', '/v1/pools/p/claims', { name: 'w0', owner: owner('w0') })).status).toBe(201);
+      watch.reads.clear();
+      // Act
+      const results = [];
+      for (let i = 1; i <= 5; i += 1) {
+        clock.advance(600);
+        results.push(await busy.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) }));
+      }
+      // Assess: 3 s of claims read the pool's partition not once (each check renewed the view it confirmed)
+      expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+      expect(readsOf(watch.reads, 'POOL#')).toBe(0);
+      expect(readsOf(watch.reads, 'RGEN#p#')).toBe(5);
+    });
+
     it('catches a range marked Terminating between the commit and the check, and answers from a Ready range', async () => {
       // Prepare: range 'old' (c0 depends on it, so a DELETE leaves it Terminating); a warm container whose view shows 'old' only
       const api = await testApi();

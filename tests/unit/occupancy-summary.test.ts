@@ -189,12 +189,15 @@ describe('Reconciler: the summary (rows 14-15)', () => {
   it('builds the summary of a pool made before it, then marks the pool summarized (row 14)', async () => {
     // Prepare
     const { table, container } = await leasedBehindTheStream(false);
+    const generation = await container.stores.pools.rangeGeneration('p');
     // Act
     const report = await reconcile({ ...container.deps, settings }, { deadlineMs: clock.nowMs() + 60_000 });
     // Assess
     expect(report.summary.built).toBe(1);
     expect(await summaryOf(table)).toEqual(await leasesOf(table));
     expect(table.items().find((i) => i.entity === 'pool')?.summarySince).toBe(new Date(clock.nowMs()).toISOString());
+    // The pool's view changed, so its generation did: containers that keep a confirmed view read the new one.
+    expect(await container.stores.pools.rangeGeneration('p')).not.toBe(generation);
   });
 
   it('corrects a summary that differs from its leases, and reports utilization from the summary (row 15)', async () => {

@@ -6,6 +6,7 @@ import type { Item } from './codec.ts';
 import { itemExists, itemIsAbsent, both, versionIs } from './conditions.ts';
 import { chunkSortKey, Entity, keys, SCHEMA_VERSION } from './keys.ts';
 import { queryAll, type Table } from './table.ts';
+import { stampRangeGeneration, transactRangeChange } from './writes/range-generation.ts';
 
 /** A chunk's item; the bitmaps in Go's big.Int byte order as the legacy bitmaps (an empty `expiring` is left out). */
 export function chunkToItem(chunk: OccupancyChunk): Item {
@@ -63,7 +64,14 @@ export class TableOccupancyStore implements OccupancyStore {
     return new Map(items.filter((i) => i.entity === Entity.Lease).map((i) => [i.address as string, typeof i.expiresAt === 'number' ? { expiring: true, expiresAt: i.expiresAt } : { expiring: false }]));
   }
 
+  /**
+   * Sets the pool's summarySince under a new range generation: a container keeps its pool view for as long as the
+   * generation it was read with stays current (createClaim), so every change of the view changes the generation.
+   */
   async markSummarized(pool: string, sinceIso: string): Promise<void> {
-    await this.table.write({ kind: 'update', key: keys.pool(pool), update: { setIfAbsent: { summarySince: sinceIso } }, condition: itemExists() });
+    await transactRangeChange(this.table, [
+      { kind: 'update', key: keys.pool(pool), update: { setIfAbsent: { summarySince: sinceIso } }, condition: itemExists() },
+      ...stampRangeGeneration(pool, `summarized-${sinceIso}`),
+    ]);
   }
 }

@@ -219,8 +219,10 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
       };
       const result = await deps.allocator.allocate(view, draft, requests);
       if (result.kind === 'allocated') {
-        // Taken from ranges Ready in the view, and no range changed since it was read: nothing to read again.
+        // Taken from ranges Ready in the view, and no range changed since it was read: nothing to read again, and the
+        // view is as current as this check, so the container keeps it (every change of a view changes its generation).
         if (view.generation !== undefined && servedByReadyRanges(view, result.claim) && (await deps.pools.rangeGeneration(cmd.pool)) === view.generation) {
+          deps.views.remember(cmd.pool, view, deps.clock.nowMs());
           return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
         }
         const current = await deps.pools.getPoolView(cmd.pool);
