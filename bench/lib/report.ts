@@ -346,7 +346,7 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
     });
     const overlapping = windows.filter((a) => windows.some((b) => a.name !== b.name && a.start < b.start + b.seconds * 1000 && b.start < a.start + a.seconds * 1000));
     out.push(
-      `> The scenarios come from ${invocations.length} invocations on the same machine (scenarios that crashed on a harness bug were run again with \`--only\` after the fix): ${input.results.map((r) => `${r.name} started ${r.startedAt ?? input.startedAt}`).join('; ')}.${overlapping.length ? ` ${overlapping.map((w) => w.name).join(', ')} ran partly at the same time as each other, each with its own DynamoDB Local, which slowed both (times are context only; counts are unaffected).` : ''} Within a scenario, every strategy ran side by side in one invocation.\n`,
+      `> The scenarios come from ${invocations.length} invocations on the same machine (scenarios re-run with \`--only\` after a change that could move them, or after a harness fix): ${input.results.map((r) => `${r.name} started ${r.startedAt ?? input.startedAt}`).join('; ')}.${overlapping.length ? ` ${overlapping.map((w) => w.name).join(', ')} ran partly at the same time as each other, each with its own DynamoDB Local, which slowed both (times are context only; counts are unaffected).` : ''} Within a scenario, every strategy ran side by side in one invocation.\n`,
     );
   }
   if (input.quick) out.push('> **Quick run**: small sizes and short windows, to keep the harness working. Run `npm run bench` for the figures.\n');
