@@ -653,10 +653,14 @@ export class World {
         const answer = await attempt(`delete pool ${POOL_B}`, () => deletePool(admin.deps, POOL_B));
         this.log(`pool-operator round ${round}: released ${released}, DELETE pool ${POOL_B} -> ${answer.ok ? 204 : `${answer.status} ${answer.message}`}`);
         if (answer.ok) deleted = true;
-        else if (answer.status === 404) break;
-        else await this.scheduler.sleep(rng.int(50, 500));
+        else if (answer.status === 409) this.count(this.faultCounts, 'pool-delete-409');
+        if (answer.ok || answer.status === 404) break;
+        await this.scheduler.sleep(rng.int(50, 500));
       }
-      if (!deleted) continue;
+      if (!deleted) {
+        this.count(this.faultCounts, 'pool-delete-gave-up');
+        continue;
+      }
       this.count(this.faultCounts, 'pool-deleted-under-load');
       this.deletedPools.push({ pool: POOL_B, cidr: poolBCidr(incarnation), atMs: EPOCH_MS + this.scheduler.now });
       await this.scheduler.sleep(rng.int(5000, 15_000));
