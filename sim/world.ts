@@ -188,8 +188,10 @@ export class World {
   /** Claim incarnations released (deleted, or replaced after they expired). */
   private readonly endedClaims = new Set<string>();
   private readonly ownersGone: { pool: string; uid: string; askedAtMs: number; claimUids: Set<string> }[] = [];
-  /** The second pool's deletions (answered), each with the CIDR it had: none of its claims or leases may outlive it. */
+  /** The second pool's deletions (when the pool item's delete committed), each with the CIDR it had: none of its claims or leases may outlive it. */
   private readonly deletedPools: DeletedPool[] = [];
+  /** The second pool's incarnation (its range is poolBCidr of it). */
+  private poolBIncarnation = 1;
   /**
    * Owner uids whose release has begun: the claims committed for them since (creates in flight), with when. Once the
    * release is answered 200, each such claim, and each one committed later, must be gone within the allowance too.
@@ -255,6 +257,8 @@ export class World {
       this.log(`${caller.id} ${after ? 'put' : 'delete'} lease ${item.address as string} -> ${item.claim as string}`);
     } else if (item.entity === 'pool') {
       this.log(`${caller.id} ${after ? 'put' : 'delete'} pool ${item.name as string}`);
+      // From this commit on the pool and its ranges are gone (whether or not the DELETE is answered).
+      if (!after && item.name === POOL_B) this.deletedPools.push({ pool: POOL_B, cidr: poolBCidr(this.poolBIncarnation), atMs: EPOCH_MS + this.scheduler.now });
     } else if (item.entity === 'range') {
       this.log(`${caller.id} ${after ? `range ${after.name as string} ${after.state as string}` : `delete range ${before!.name as string}`}`);
     }
@@ -614,14 +618,14 @@ export class World {
   /**
    * The operator deletes the second pool while its clients claim: lists and releases its claims, then DELETE, and
    * again while the answer is 409 PoolNotEmpty (claims committed meanwhile); then creates it again 5-15 s later with
-   * a range of its own. Only a DELETE answered success promises anything (checkDeletedPools).
+   * a range of its own. From the commit of the pool item's delete, none of its claims or leases may outlive the
+   * reconciler's allowance (checkDeletedPools).
    */
   private async poolOperator(endMs: number): Promise<void> {
     const rate = this.scenario.faults.poolDeletesPerMinute;
     if (rate <= 0) return;
     const rng = this.rng.fork('pool-operator');
     const admin = this.newContainer('admin');
-    let incarnation = 1;
     const attempt = async (what: string, work: () => Promise<unknown>): Promise<{ ok: true } | { ok: false; status: number; message: string }> => {
       try {
         await work();
@@ -635,7 +639,7 @@ export class World {
     while (!this.scheduler.stoppedBy) {
       await this.scheduler.sleep(rng.exponential(60_000 / rate));
       if (this.scheduler.now >= endMs) return;
-      this.log(`pool-operator deletes pool ${POOL_B} (${poolBCidr(incarnation)})`);
+      this.log(`pool-operator deletes pool ${POOL_B} (${poolBCidr(this.poolBIncarnation)})`);
       let deleted = false;
       for (let round = 1; round <= 20 && !deleted && !this.scheduler.stoppedBy; round += 1) {
         // Release what the listing shows (eventually consistent: claims committed just now may be missing).
@@ -652,9 +656,10 @@ export class World {
         } while (cursor);
         const answer = await attempt(`delete pool ${POOL_B}`, () => deletePool(admin.deps, POOL_B));
         this.log(`pool-operator round ${round}: released ${released}, DELETE pool ${POOL_B} -> ${answer.ok ? 204 : `${answer.status} ${answer.message}`}`);
-        if (answer.ok) deleted = true;
+        // A 404: an earlier attempt committed and its answer was lost (a storm throttled what followed the commit).
+        if (answer.ok || answer.status === 404) deleted = true;
         else if (answer.status === 409) this.count(this.faultCounts, 'pool-delete-409');
-        if (answer.ok || answer.status === 404) break;
+        if (deleted) break;
         await this.scheduler.sleep(rng.int(50, 500));
       }
       if (!deleted) {
@@ -662,9 +667,8 @@ export class World {
         continue;
       }
       this.count(this.faultCounts, 'pool-deleted-under-load');
-      this.deletedPools.push({ pool: POOL_B, cidr: poolBCidr(incarnation), atMs: EPOCH_MS + this.scheduler.now });
       await this.scheduler.sleep(rng.int(5000, 15_000));
-      incarnation += 1;
+      this.poolBIncarnation += 1;
       for (let tries = 0; tries < 10; tries += 1) {
         // A 409 is an earlier attempt's commit whose answer was lost: carry on.
         const exists = (error: unknown) => {
@@ -672,9 +676,9 @@ export class World {
         };
         const made = await attempt(`create pool ${POOL_B}`, async () => {
           await createPool(admin.deps, { name: POOL_B }).catch(exists);
-          await createRange(admin.deps, { pool: POOL_B, cidr: poolBCidr(incarnation) }).catch(exists);
+          await createRange(admin.deps, { pool: POOL_B, cidr: poolBCidr(this.poolBIncarnation) }).catch(exists);
         });
-        this.log(`pool-operator creates pool ${POOL_B} again (${poolBCidr(incarnation)}) -> ${made.ok ? 201 : made.status}`);
+        this.log(`pool-operator creates pool ${POOL_B} again (${poolBCidr(this.poolBIncarnation)}) -> ${made.ok ? 201 : made.status}`);
         if (made.ok) break;
         await this.scheduler.sleep(rng.int(500, 2000));
       }
