@@ -25,6 +25,7 @@ export const Invariant = {
   LeaseInRange: 'no-live-lease-outside-ready-or-terminating-range',
   RetrySameAddresses: 'retried-claim-returns-committed-addresses',
   No5xx: 'no-5xx-but-not-ready',
+  DeletedPoolEmpty: 'no-claim-or-lease-of-a-deleted-pool',
 } as const;
 export type Invariant = (typeof Invariant)[keyof typeof Invariant];
 
@@ -89,11 +90,25 @@ export function checkClaimLeases(s: Snapshot, nowMs: number, skewMs: number): Vi
   return out;
 }
 
-/** Every live lease lies, as a host address, in a Ready or Terminating range of its pool. */
-export function checkLeaseInRange(s: Snapshot, nowMs: number, skewMs: number): Violation[] {
+/** A pool deleted (DELETE answered) at `atMs`, and the CIDR of a range it had then (each pool incarnation has its own). */
+export interface DeletedPool {
+  readonly pool: string;
+  readonly cidr: string;
+  readonly atMs: number;
+}
+
+const ofDeleted = (deleted: readonly DeletedPool[], pool: string, address: string): DeletedPool | undefined =>
+  deleted.find((d) => d.pool === pool && isHostOf(parseCidr(d.cidr), parseAddress(address)));
+
+/**
+ * Every live lease lies, as a host address, in a Ready or Terminating range of its pool. Leases in a range of a
+ * deleted pool are left to checkDeletedPools (a claim committed in flight after the delete releases itself).
+ */
+export function checkLeaseInRange(s: Snapshot, nowMs: number, skewMs: number, deleted: readonly DeletedPool[] = []): Violation[] {
   const out: Violation[] = [];
   for (const l of s.leases) {
     if (!live(l, nowMs, skewMs)) continue;
+    if (ofDeleted(deleted, l.pool, l.address)) continue;
     const address = parseAddress(l.address);
     const inside = s.ranges.some((r) => r.pool === l.pool && (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(parseCidr(r.cidr), address));
     if (!inside) out.push({ invariant: Invariant.LeaseInRange, detail: `lease ${l.address} of claim ${l.claim} lies in no Ready or Terminating range`, subjects: [l.address, l.claim] });
@@ -119,6 +134,29 @@ export function checkReleasedInTime(s: Snapshot, nowMs: number, allowanceMs: num
         out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} of owner ${gone.uid}, released ${Math.round(nowMs - gone.askedAtMs)} ms ago, is still in the table`, subjects: [c.name, gone.uid] });
       }
     }
+  }
+  return out;
+}
+
+/**
+ * No claim or lease item of a deleted pool (an address of a range it had when it was deleted) is left `allowanceMs`
+ * after the delete was answered: the operator released its claims before, and a claim committed in flight after it
+ * releases itself in its post-commit check (the pool's range generation is gone), within its request.
+ */
+export function checkDeletedPools(s: Snapshot, nowMs: number, allowanceMs: number, deleted: readonly DeletedPool[]): Violation[] {
+  if (deleted.length === 0) return [];
+  const out: Violation[] = [];
+  const late = (pool: string, address: string) => {
+    const d = ofDeleted(deleted, pool, address);
+    return d && d.atMs + allowanceMs < nowMs ? d : undefined;
+  };
+  for (const c of s.claims) {
+    const a = c.addresses.find((x) => late(c.pool, x.address));
+    if (a) out.push({ invariant: Invariant.DeletedPoolEmpty, detail: `claim ${c.name} (${a.address}) of pool ${c.pool}, deleted ${Math.round(nowMs - late(c.pool, a.address)!.atMs)} ms ago, is still in the table`, subjects: [c.name, a.address, `DELETE pool ${c.pool}`] });
+  }
+  for (const l of s.leases) {
+    const d = late(l.pool, l.address);
+    if (d) out.push({ invariant: Invariant.DeletedPoolEmpty, detail: `lease ${l.address} (claim ${l.claim}) of pool ${l.pool}, deleted ${Math.round(nowMs - d.atMs)} ms ago, is still in the table`, subjects: [l.address, l.claim, `DELETE pool ${l.pool}`] });
   }
   return out;
 }

@@ -16,6 +16,8 @@
  */
 import { buildContainer } from '../shared/adapters/composition.ts';
 import { bitmapToItem, claimToItem, leaseToItem } from '../shared/adapters/dynamodb/codec.ts';
+import { chunkToItem } from '../shared/adapters/dynamodb/occupancy-store.ts';
+import { bitOf, chunkIndexOf, emptyChunk, type OccupancyChunk } from '../shared/core/occupancy/chunk.ts';
 import { attributeIs, either, hasExpired, itemIsAbsent, versionIs } from '../shared/adapters/dynamodb/conditions.ts';
 import type { Table, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 import { loadConfig } from '../shared/config.ts';
@@ -140,12 +142,21 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
     for (const o of offsets) bits.set(Number(o));
     await engine.memory.write({ kind: 'put', item: { PK: `SIMMAP#${POOL}`, SK: 'MAP', entity: 'sim-map', version: 0, data: bits.encode() } });
   } else {
+    // The occupancy summary the stream function would have written for these leases (SummaryMirror.settleChunk from
+    // absent chunks: a bit per lease item, none expiring, version 1), so the allocator reads it as in production.
+    const chunks = new Map<bigint, OccupancyChunk>();
     for (const [i, o] of offsets.entries()) {
-      const address = formatAddress({ family: cidr.family, value: hostAt(cidr, o) });
+      const value = hostAt(cidr, o);
+      const index = chunkIndexOf(value);
+      let chunk = chunks.get(index);
+      if (!chunk) chunks.set(index, (chunk = { ...emptyChunk(POOL, cidr.family, index), version: 1, asOf: nowIso }));
+      chunk.bits.set(bitOf(value));
+      const address = formatAddress({ family: cidr.family, value });
       const claim: Claim = { pool: POOL, name: `pre-${i}`, uid: `pre-${i}`, spec: { owner: OWNER, ipFamilyPolicy: 'SingleStack', ipFamilies: [], addresses: [] }, addresses: [{ address, family: cidr.family, range: rangeName }], createdAt: nowIso, version: 1 };
       await engine.memory.write({ kind: 'put', item: claimToItem(claim, shards) });
       await engine.memory.write({ kind: 'put', item: leaseToItem({ pool: POOL, address, family: cidr.family, range: rangeName, claim: claim.name, claimUid: claim.uid, owner: OWNER, createdAt: nowIso }, shards) });
     }
+    for (const chunk of chunks.values()) await engine.memory.write({ kind: 'put', item: chunkToItem(chunk) });
     if (c.strategy === 'bitmap-cas') {
       const window = legacyWindow(cidr);
       const bits = Bitmap.empty(window);

@@ -14,6 +14,7 @@ const ALL_FAULTS: FaultRates = {
   reconcilerKill: 0.01,
   rangeChurnPerMinute: 3,
   ownerReleasesPerMinute: 4,
+  poolDeletesPerMinute: 2,
 };
 
 const base: Scenario = {
@@ -41,14 +42,14 @@ const base: Scenario = {
 export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   /** No faults: the baseline every other scenario is compared to. */
   calm: base,
-  /** Every fault at once: timeouts, deaths after commit, storms, stream redelivery, reconciler overlap, range churn, owner releases. */
+  /** Every fault at once: timeouts, deaths after commit, storms, stream redelivery, reconciler overlap, range churn, owner releases, the second pool deleted and created again. */
   faults: { ...base, name: 'faults', faults: ALL_FAULTS },
   /** Clocks up to 3 s apart and short TTLs: what a TTL means when containers disagree on the time. */
   skew: { ...base, name: 'skew', skewMs: 3000, ttlShare: 0.8, ttlSeconds: 10, faults: { ...NO_FAULTS, timeout: 0.01, die: 0.005 } },
   /** A nearly full /24 shared by many clients: collisions, RangeFull, the hint's trust window. */
-  crowded: { ...base, name: 'crowded', cidrs: ['10.0.0.0/24'], ipv6: undefined, prefill: 0.9, holdMax: 4, faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0 } },
+  crowded: { ...base, name: 'crowded', cidrs: ['10.0.0.0/24'], ipv6: undefined, prefill: 0.9, holdMax: 4, faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0, poolDeletesPerMinute: 0 } },
   /** The legacy allocator (MultiCIDRServiceAllocator=false): one bitmap per range, written in every claim's transaction. */
-  legacy: { ...base, name: 'legacy', allocator: 'bitmap-cas', ipv6: undefined, cidrs: ['10.0.0.0/24'], faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0 } },
+  legacy: { ...base, name: 'legacy', allocator: 'bitmap-cas', ipv6: undefined, cidrs: ['10.0.0.0/24'], faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0, poolDeletesPerMinute: 0 } },
 };
 
 export const SCENARIO_NAMES = Object.keys(SCENARIOS);

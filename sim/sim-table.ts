@@ -116,6 +116,8 @@ export interface SimTableOptions {
    * MemoryTable sees them (e.g. drops a condition); an empty list skips the write and answers success.
    */
   readonly mutate?: (ops: readonly WriteOp[]) => WriteOp[];
+  /** A deliberately broken store, for the checker's own tests: queries it picks are answered as if empty. */
+  readonly hideQuery?: (query: Query) => boolean;
   /** Observes every committed item write (the invariant checker's commit log). */
   readonly onCommit?: (change: { readonly caller: Caller; readonly atMs: number; readonly key: Key; readonly before: Item | undefined; readonly after: Item | undefined }) => void;
 }
@@ -264,6 +266,10 @@ export class SimEngine {
     return promise;
   }
 
+  hidden(query: Query): boolean {
+    return this.options.hideQuery?.(query) ?? false;
+  }
+
   mutate(ops: readonly WriteOp[]): readonly WriteOp[] {
     return this.options.mutate ? this.options.mutate(ops) : ops;
   }
@@ -383,7 +389,7 @@ export class SimTable implements Table {
       'query',
       [],
       (page) => [{ partition: `${query.index ?? 'table'}|${query.partition}`, units: queryReadUnits(page, !eventual) }],
-      (lagMs) => this.engine.inner(() => this.engine.memory.query(query), { lagMs }),
+      (lagMs) => (this.engine.hidden(query) ? Promise.resolve({ items: [], count: 0, scanned: 0 }) : this.engine.inner(() => this.engine.memory.query(query), { lagMs })),
       eventual,
     );
   }

@@ -31,15 +31,15 @@ import { forEachHeld } from '../shared/core/occupancy/chunk.ts';
 import { readSummary } from '../shared/core/occupancy/reader.ts';
 import { RangeState, type Claim } from '../shared/core/model.ts';
 import { releaseOwner } from '../shared/core/reconciler/owners.ts';
-import { createClaim, deleteClaim, renewClaim } from '../shared/core/use-cases/claims.ts';
+import { createClaim, deleteClaim, listClaims, renewClaim } from '../shared/core/use-cases/claims.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
-import { createPool, getPool } from '../shared/core/use-cases/pools.ts';
+import { createPool, deletePool, getPool } from '../shared/core/use-cases/pools.ts';
 import { createRange, deleteRange } from '../shared/core/use-cases/ranges.ts';
-import { checkBitmaps, checkSummaries, checkClaimLeases, checkLeaseInRange, checkNoDoubleHold, checkReleasedInTime, checkRetryAnswer, checkStatus, checkUtilization, snapshotOf, type Violation } from './invariants.ts';
+import { checkBitmaps, checkSummaries, checkClaimLeases, checkDeletedPools, checkLeaseInRange, checkNoDoubleHold, checkReleasedInTime, checkRetryAnswer, checkStatus, checkUtilization, snapshotOf, type DeletedPool, type Violation } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { Scheduler } from './scheduler.ts';
 import { SimEngine, type CallFault, type Caller, type Spend } from './sim-table.ts';
-import type { WriteOp } from '../shared/adapters/dynamodb/table.ts';
+import type { Query, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 
 /** Epoch of virtual time zero. */
 const EPOCH_MS = Date.UTC(2026, 0, 1);
@@ -75,9 +75,14 @@ export interface FaultRates {
   readonly rangeChurnPerMinute: number;
   /** Per minute: an owner is released while its client is claiming. */
   readonly ownerReleasesPerMinute: number;
+  /**
+   * Per minute: the operator deletes the second pool while its clients claim (releases its claims, then DELETE,
+   * again while 409 PoolNotEmpty), and creates it again a few seconds later with a new range. 0: no second pool.
+   */
+  readonly poolDeletesPerMinute: number;
 }
 
-export const NO_FAULTS: FaultRates = { timeout: 0, die: 0, stormsPerMinute: 0, redeliver: 0, streamFailure: 0, reconcilerOverlap: 0, reconcilerKill: 0, rangeChurnPerMinute: 0, ownerReleasesPerMinute: 0 };
+export const NO_FAULTS: FaultRates = { timeout: 0, die: 0, stormsPerMinute: 0, redeliver: 0, streamFailure: 0, reconcilerOverlap: 0, reconcilerKill: 0, rangeChurnPerMinute: 0, ownerReleasesPerMinute: 0, poolDeletesPerMinute: 0 };
 
 export interface Scenario {
   readonly name: string;
@@ -114,6 +119,8 @@ export interface Scenario {
   readonly unlimited?: boolean;
   /** A broken store (the checker's tests). */
   readonly mutate?: (ops: readonly WriteOp[]) => WriteOp[];
+  /** A broken store (the checker's tests): queries answered as if empty. */
+  readonly hideQuery?: (query: Query) => boolean;
 }
 
 /** What a run reports. */
@@ -153,6 +160,10 @@ interface ApiContainer {
 type Answer = { readonly status: number; readonly claim?: Claim; readonly error?: string } | { readonly status: 'lost' };
 
 const POOL = 'sim';
+/** The second pool, deleted and created again under load (FaultRates.poolDeletesPerMinute); its clients are every fourth. */
+const POOL_B = 'sim-b';
+/** The range of the second pool's k-th incarnation: a CIDR of its own, so an address tells which incarnation it was taken in. */
+const poolBCidr = (k: number): string => `10.60.${k % 256}.0/26`;
 
 export class World {
   readonly scheduler = new Scheduler();
@@ -177,11 +188,15 @@ export class World {
   /** Claim incarnations released (deleted, or replaced after they expired). */
   private readonly endedClaims = new Set<string>();
   private readonly ownersGone: { pool: string; uid: string; askedAtMs: number; claimUids: Set<string> }[] = [];
+  /** The second pool's deletions (when the pool item's delete committed), each with the CIDR it had: none of its claims or leases may outlive it. */
+  private readonly deletedPools: DeletedPool[] = [];
+  /** The second pool's incarnation (its range is poolBCidr of it). */
+  private poolBIncarnation = 1;
   /**
    * Owner uids whose release has begun: the claims committed for them since (creates in flight), with when. Once the
    * release is answered 200, each such claim, and each one committed later, must be gone within the allowance too.
    */
-  private readonly releasing = new Map<string, { answered: boolean; late: { claimUid: string; atMs: number }[] }>();
+  private readonly releasing = new Map<string, { pool: string; answered: boolean; late: { claimUid: string; atMs: number }[] }>();
   private readonly notes: string[] = [];
   private readonly faultRng: Prng;
   private readonly workRng: Prng;
@@ -204,6 +219,7 @@ export class World {
       faults: (call) => this.callFault(call.method, call.caller),
       ...(scenario.unlimited ? { unlimited: true } : {}),
       ...(scenario.mutate ? { mutate: scenario.mutate } : {}),
+      ...(scenario.hideQuery ? { hideQuery: scenario.hideQuery } : {}),
       onCommit: (change) => this.onCommit(change.caller, change.after, change.before),
     });
   }
@@ -239,6 +255,10 @@ export class World {
       this.log(`${caller.id} delete claim ${before!.name as string} uid=${before!.uid as string}`);
     } else if (item.entity === 'lease') {
       this.log(`${caller.id} ${after ? 'put' : 'delete'} lease ${item.address as string} -> ${item.claim as string}`);
+    } else if (item.entity === 'pool') {
+      this.log(`${caller.id} ${after ? 'put' : 'delete'} pool ${item.name as string}`);
+      // From this commit on the pool and its ranges are gone (whether or not the DELETE is answered).
+      if (!after && item.name === POOL_B) this.deletedPools.push({ pool: POOL_B, cidr: poolBCidr(this.poolBIncarnation), atMs: EPOCH_MS + this.scheduler.now });
     } else if (item.entity === 'range') {
       this.log(`${caller.id} ${after ? `range ${after.name as string} ${after.state as string}` : `delete range ${before!.name as string}`}`);
     }
@@ -248,14 +268,15 @@ export class World {
   private onClaimOfGoneOwner(claim: Claim): void {
     const gone = this.releasing.get(claim.spec.owner.uid);
     if (!gone) return;
+    if (gone.pool !== claim.pool) return;
     const late = { claimUid: claim.uid, atMs: this.scheduler.now };
-    if (gone.answered) this.ownersGone.push(this.lateClaim(claim.spec.owner.uid, late));
+    if (gone.answered) this.ownersGone.push(this.lateClaim(gone.pool, claim.spec.owner.uid, late));
     else gone.late.push(late);
   }
 
   /** The invariant's entry for a claim committed after its owner's release began: its allowance counts from its commit. */
-  private lateClaim(uid: string, late: { claimUid: string; atMs: number }): { pool: string; uid: string; askedAtMs: number; claimUids: Set<string> } {
-    return { pool: POOL, uid, askedAtMs: EPOCH_MS + late.atMs, claimUids: new Set([late.claimUid]) };
+  private lateClaim(pool: string, uid: string, late: { claimUid: string; atMs: number }): { pool: string; uid: string; askedAtMs: number; claimUids: Set<string> } {
+    return { pool, uid, askedAtMs: EPOCH_MS + late.atMs, claimUids: new Set([late.claimUid]) };
   }
 
   /** The fault of one storage call: storms hit everyone; timeouts and deaths hit API and reconciler writes. */
@@ -363,9 +384,10 @@ export class World {
     const allowance = this.scenario.reconcilePeriodMs + this.config.reconciler.expiredClaimGraceSeconds * 1000 + 10_000 + skew;
     this.violations([
       ...checkNoDoubleHold(s, now, skew),
-      ...checkLeaseInRange(s, now, skew),
+      ...checkLeaseInRange(s, now, skew, this.deletedPools),
       ...checkClaimLeases(s, now, skew),
       ...(final || !this.loadOver ? checkReleasedInTime(s, now, allowance, this.ownersGone) : []),
+      ...checkDeletedPools(s, now, allowance, this.deletedPools),
     ]);
   }
 
@@ -373,6 +395,7 @@ export class World {
 
   private async client(index: number, endMs: number): Promise<void> {
     const rng = this.rng.fork(`client/${index}`);
+    const pool = this.poolOf(index);
     const held: { name: string; ttl: boolean; renewAt: number }[] = [];
     let made = 0;
     let owner = `owner-${index}-0`;
@@ -390,14 +413,14 @@ export class World {
       const now = this.scheduler.now;
       const due = held.find((h) => h.ttl && h.renewAt <= now);
       if (due) {
-        const answer = await this.retrying(rng, `renew ${due.name}`, (deps) => renewClaim(deps, POOL, due.name).then((claim) => ({ status: 200, claim })));
+        const answer = await this.retrying(rng, `renew ${due.name}`, (deps) => renewClaim(deps, pool, due.name).then((claim) => ({ status: 200, claim })));
         if (answer.status === 200) due.renewAt = this.scheduler.now + (this.scenario.ttlSeconds * 1000) / 3;
         else if (answer.status === 404) held.splice(held.indexOf(due), 1);
         continue;
       }
       if (held.length && (held.length >= this.scenario.holdMax || rng.chance(this.scenario.releaseShare))) {
         const victim = held.splice(rng.int(0, held.length - 1), 1)[0]!;
-        await this.retrying(rng, `release ${victim.name}`, (deps) => deleteClaim(deps, POOL, victim.name).then(() => ({ status: 204 })));
+        await this.retrying(rng, `release ${victim.name}`, (deps) => deleteClaim(deps, pool, victim.name).then(() => ({ status: 204 })));
         continue;
       }
       made += 1;
@@ -406,10 +429,10 @@ export class World {
       const name = `c${index}-${made}`;
       const generateName = `g${index}-${made}`;
       const cmd = {
-        pool: POOL,
+        pool,
         ...(generate ? { generateName } : { name }),
         owner: { kind: 'Pod', name: `pod-${index}`, uid: owner },
-        ...(this.scenario.ipv6 && rng.chance(0.2) ? { ipFamilyPolicy: 'RequireDualStack' as const } : {}),
+        ...(this.scenario.ipv6 && rng.chance(0.2) && pool === POOL ? { ipFamilyPolicy: 'RequireDualStack' as const } : {}),
         ...(ttl ? { ttlSeconds: this.scenario.ttlSeconds } : {}),
       };
       const askedAt = this.scheduler.now;
@@ -564,25 +587,102 @@ export class World {
       const index = rng.int(0, this.scenario.clients - 1);
       const uid = this.owners[index];
       if (!uid) continue;
+      const pool = this.poolOf(index);
       this.count(this.faultCounts, 'owner-released-while-claiming');
       const askedAtMs = EPOCH_MS + this.scheduler.now;
       // The claims that exist as the release begins must be gone within the allowance, however shortly before it
       // they committed (the owner index may not list them yet: the reconciler looks again), and so must those that
       // commit after it began (the client's creates in flight), each within the allowance from its commit.
-      const claims = snapshotOf([...this.engine.state.values()]).claims.filter((c) => c.spec.owner.uid === uid);
+      const claims = snapshotOf([...this.engine.state.values()]).claims.filter((c) => c.pool === pool && c.spec.owner.uid === uid);
       const claimUids = new Set(claims.map((c) => c.uid));
-      const gone = { answered: false, late: [] as { claimUid: string; atMs: number }[] };
+      const gone = { pool, answered: false, late: [] as { claimUid: string; atMs: number }[] };
       this.releasing.set(uid, gone);
       this.owners[index] = `${uid}-gone`;
       this.log(`reaper releases owner ${uid} (claims ${claims.map((c) => c.name).join(', ') || 'none'})`);
-      const answer = await this.retrying(rng, `release-owner ${uid}`, (deps) => releaseOwner(deps, POOL, uid).then(() => ({ status: 200 })));
+      const answer = await this.retrying(rng, `release-owner ${uid}`, (deps) => releaseOwner(deps, pool, uid).then(() => ({ status: 200 })));
       // Only a release that was answered 200 promises anything (a client that gave up after 503s got no promise).
       if (answer.status !== 200) {
         this.releasing.delete(uid);
         continue;
       }
       gone.answered = true;
-      this.ownersGone.push({ pool: POOL, uid, askedAtMs, claimUids }, ...gone.late.map((late) => this.lateClaim(uid, late)));
+      this.ownersGone.push({ pool, uid, askedAtMs, claimUids }, ...gone.late.map((late) => this.lateClaim(pool, uid, late)));
+    }
+  }
+
+  /** The pool a client claims in: every fourth client uses the second pool when the scenario deletes it. */
+  private poolOf(index: number): string {
+    return this.scenario.faults.poolDeletesPerMinute > 0 && index % 4 === 3 ? POOL_B : POOL;
+  }
+
+  /**
+   * The operator deletes the second pool while its clients claim: lists and releases its claims, then DELETE, and
+   * again while the answer is 409 PoolNotEmpty (claims committed meanwhile); then creates it again 5-15 s later with
+   * a range of its own. From the commit of the pool item's delete, none of its claims or leases may outlive the
+   * reconciler's allowance (checkDeletedPools).
+   */
+  private async poolOperator(endMs: number): Promise<void> {
+    const rate = this.scenario.faults.poolDeletesPerMinute;
+    if (rate <= 0) return;
+    const rng = this.rng.fork('pool-operator');
+    const admin = this.newContainer('admin');
+    const attempt = async (what: string, work: () => Promise<unknown>): Promise<{ ok: true } | { ok: false; status: number; message: string }> => {
+      try {
+        await work();
+        return { ok: true };
+      } catch (error) {
+        const status = error instanceof IpamError ? statusOf[error.code] : 500;
+        this.violations(checkStatus(status, what, (error as Error).message));
+        return { ok: false, status, message: (error as Error).message };
+      }
+    };
+    while (!this.scheduler.stoppedBy) {
+      await this.scheduler.sleep(rng.exponential(60_000 / rate));
+      if (this.scheduler.now >= endMs) return;
+      this.log(`pool-operator deletes pool ${POOL_B} (${poolBCidr(this.poolBIncarnation)})`);
+      let deleted = false;
+      for (let round = 1; round <= 20 && !deleted && !this.scheduler.stoppedBy; round += 1) {
+        // Release what the listing shows (eventually consistent: claims committed just now may be missing).
+        let cursor: string | undefined;
+        let released = 0;
+        do {
+          let page: { items: readonly Claim[]; nextCursor?: string } = { items: [] };
+          const listed = await attempt(`list claims of ${POOL_B}`, async () => {
+            page = await listClaims(admin.deps, POOL_B, 100, cursor);
+          });
+          if (!listed.ok) break;
+          for (const claim of page.items) if ((await attempt(`release ${claim.name}`, () => deleteClaim(admin.deps, POOL_B, claim.name))).ok) released += 1;
+          cursor = page.nextCursor;
+        } while (cursor);
+        const answer = await attempt(`delete pool ${POOL_B}`, () => deletePool(admin.deps, POOL_B));
+        this.log(`pool-operator round ${round}: released ${released}, DELETE pool ${POOL_B} -> ${answer.ok ? 204 : `${answer.status} ${answer.message}`}`);
+        // A 404: an earlier attempt committed and its answer was lost (a storm throttled what followed the commit).
+        if (answer.ok || answer.status === 404) deleted = true;
+        else if (answer.status === 409) this.count(this.faultCounts, 'pool-delete-409');
+        if (deleted) break;
+        await this.scheduler.sleep(rng.int(50, 500));
+      }
+      if (!deleted) {
+        this.count(this.faultCounts, 'pool-delete-gave-up');
+        continue;
+      }
+      this.count(this.faultCounts, 'pool-deleted-under-load');
+      await this.scheduler.sleep(rng.int(5000, 15_000));
+      this.poolBIncarnation += 1;
+      for (let tries = 0; tries < 10; tries += 1) {
+        // A 409 is an earlier attempt's commit whose answer was lost: carry on.
+        const exists = (error: unknown) => {
+          if (!(error instanceof IpamError && statusOf[error.code] === 409)) throw error;
+        };
+        const made = await attempt(`create pool ${POOL_B}`, async () => {
+          await createPool(admin.deps, { name: POOL_B }).catch(exists);
+          await createRange(admin.deps, { pool: POOL_B, cidr: poolBCidr(this.poolBIncarnation) }).catch(exists);
+        });
+        this.log(`pool-operator creates pool ${POOL_B} again (${poolBCidr(this.poolBIncarnation)}) -> ${made.ok ? 201 : made.status}`);
+        if (made.ok) break;
+        await this.scheduler.sleep(rng.int(500, 2000));
+      }
+      this.count(this.faultCounts, 'pool-recreated');
     }
   }
 
@@ -615,6 +715,10 @@ export class World {
     await createPool(admin.deps, { name: POOL });
     for (const [i, cidr] of this.scenario.cidrs.entries()) await createRange(admin.deps, { pool: POOL, cidr, legacy: this.scenario.legacy && i === 0 });
     if (this.scenario.ipv6) await createRange(admin.deps, { pool: POOL, cidr: this.scenario.ipv6 });
+    if (this.scenario.faults.poolDeletesPerMinute > 0) {
+      await createPool(admin.deps, { name: POOL_B });
+      await createRange(admin.deps, { pool: POOL_B, cidr: poolBCidr(1) });
+    }
     const fill = Math.floor(this.scenario.prefill * this.hostCount(this.scenario.cidrs[0]!));
     for (let i = 0; i < fill; i += 1) await createClaim(admin.deps, { pool: POOL, name: `pre-${i}`, owner: { kind: 'Pod', name: 'pre', uid: 'pre' } });
   }
@@ -637,6 +741,7 @@ export class World {
     void this.reconcilerSchedule(end + 3 * s.reconcilePeriodMs + 120_000);
     void this.operator(end);
     void this.ownerReaper(end);
+    void this.poolOperator(end);
     void this.storms(end);
     void this.checker();
     await this.scheduler.runUntil(end);
@@ -682,13 +787,17 @@ export class World {
     if (this.scheduler.stoppedBy) return;
     const auditor = this.newContainer('auditor', false);
     const done = (async () => {
-      const details = await getPool(auditor.deps, POOL);
-      const now = EPOCH_MS + this.scheduler.now;
       const snap = snapshotOf([...this.engine.state.values()]);
-      const reported = details.ranges.map((r) => ({ pool: POOL, range: r.range.name, used: r.utilization.used }));
+      const reported = [];
+      // Each pool that has ranges (the second one may be deleted at the end).
+      for (const pool of [...new Set(snap.ranges.map((r) => r.pool))].sort()) {
+        const details = await getPool(auditor.deps, pool);
+        reported.push(...details.ranges.map((r) => ({ pool, range: r.range.name, used: r.utilization.used })));
+      }
+      const now = EPOCH_MS + this.scheduler.now;
       const bitmaps = [];
       for (const range of snap.ranges.filter((r) => r.legacy && r.state !== RangeState.Terminating)) {
-        const doc = await auditor.deps.bitmaps.getBitmap(POOL, range.name);
+        const doc = await auditor.deps.bitmaps.getBitmap(range.pool, range.name);
         const cidr = parseCidr(range.cidr);
         const window = legacyWindow(cidr);
         const set = new Set<string>();
@@ -696,6 +805,7 @@ export class World {
         const leased = new Set(
           snap.leases
             .filter((l) => {
+              if (l.pool !== range.pool) return false;
               const a = parseAddress(l.address);
               return a.family === cidr.family && a.value >= addressOfBit(cidr, 0) && a.value <= addressOfBit(cidr, Number(window) - 1);
             })
@@ -709,10 +819,10 @@ export class World {
         const cidr = parseCidr(range.cidr);
         const hosts = hostInterval(cidr);
         if (!hosts) continue;
-        const summary = await readSummary(auditor.deps.occupancy, POOL, cidr.family, [hosts]);
+        const summary = await readSummary(auditor.deps.occupancy, range.pool, cidr.family, [hosts]);
         const set = new Set<string>();
         for (const chunk of summary.chunks) forEachHeld(chunk, [hosts], (value) => set.add(formatAddress({ family: cidr.family, value })));
-        const leased = new Set(snap.leases.filter((l) => isHostOf(cidr, parseAddress(l.address))).map((l) => l.address));
+        const leased = new Set(snap.leases.filter((l) => l.pool === range.pool && isHostOf(cidr, parseAddress(l.address))).map((l) => l.address));
         summaries.push({ range: range.name, leased, set });
       }
       this.violations([...checkUtilization(snap, now, reported), ...checkSummaries(summaries), ...checkBitmaps(bitmaps)]);

@@ -56,7 +56,11 @@ export interface PoolStore {
   rangeGeneration(pool: string): Promise<string | undefined>;
   listPools(limit: number, cursor?: string): Promise<Page<Pool>>;
   /** Deletes the pool, its ranges and their legacy slots; 'notEmpty' when a claim still exists. */
-  deletePool(pool: string): Promise<'deleted' | 'notEmpty' | 'absent'>;
+  /**
+   * Deletes a pool without claims, with a pool-gone tombstone (kept a day) in the same transaction: the claims listing
+   * is eventually consistent, so a claim committed just before may not be listed, and the reconciler releases it.
+   */
+  deletePool(pool: string, nowMs: number): Promise<'deleted' | 'notEmpty' | 'absent'>;
   /**
    * Writes the range if its name is free and, for a legacy range, if no other legacy range of its family holds the
    * pool's slot for that family ('legacyTaken'); 'exists' also when a concurrent write got in the way (read again).

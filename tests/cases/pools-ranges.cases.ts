@@ -11,8 +11,9 @@ import { keys, RANGE_GENERATION_COPIES } from '../../shared/adapters/dynamodb/ke
 export function poolsAndRangesCases(engine: TestEngine): void {
   const testApi = (overrides: ContainerOverrides = {}): Promise<TestApi> => testApiOn(overrides, {}, undefined, engine);
 
+  /** Items of the table, but a deleted pool's tombstone (kept a day by TTL: the reconciler looks for claims the delete's listing missed). */
   async function itemCount(api: TestApi): Promise<number> {
-    return (await allItems(api.container.table)).length;
+    return (await allItems(api.container.table)).filter((item) => item.entity !== 'poolGone').length;
   }
 
   describe(`Pools and ranges (${engine.name})`, () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { itemIsAbsent } from '../../shared/adapters/dynamodb/conditions.ts';
-import type { WriteOp } from '../../shared/adapters/dynamodb/table.ts';
+import type { Query, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 import { Invariant } from '../../sim/invariants.ts';
 import { formatOutcome } from '../../sim/report.ts';
 import { quick, SCENARIOS } from '../../sim/scenarios.ts';
@@ -118,6 +118,15 @@ describe('Simulator', { timeout: 120_000 }, () => {
       const violation = await broken(7, small({ name: 'overwrite', durationMs: 30_000, faults: { ...NO_FAULTS, die: 0.05, timeout: 0.05 }, mutate }));
 
       expect(violation?.invariant).toBe(Invariant.RetrySameAddresses);
+    });
+
+    it('catches claims that outlive their pool when the pool delete sees no claims', async () => {
+      // The claims listing of the second pool answers empty: the operator releases nothing and the delete's
+      // emptiness check passes, so the pool goes with its claims and leases still in the table.
+      const hideQuery = (query: Query) => query.partition.startsWith('CLAIMS#sim-b#');
+      const violation = await broken(10, small({ name: 'poolGone', durationMs: 30_000, faults: { ...NO_FAULTS, poolDeletesPerMinute: 4 }, hideQuery }));
+
+      expect(violation?.invariant).toBe(Invariant.DeletedPoolEmpty);
     });
 
     it('catches a 500 when claim commits become malformed transactions', async () => {

@@ -54,6 +54,8 @@ export const Entity = {
   Usage: 'usage',
   /** An owner reported gone (DELETE .../owners/{uid}): the reconciler looks for its claims again for a while. */
   OwnerGone: 'ownerGone',
+  /** A pool deleted: the reconciler releases claims its (eventually consistent) claims listing did not show then. */
+  PoolGone: 'poolGone',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -108,6 +110,8 @@ export const keys = {
   /** A pool's owner-gone tombstones, in time order; the uid is an attribute (a 253-character uid would not fit a sort key). */
   ownersGone: (pool: string): string => `GONE#${pool}`,
   ownerGone: (pool: string, isoTime: string, uidHash: string): Key => ({ PK: `GONE#${pool}`, SK: `${isoTime}#${uidHash}` }),
+  poolsGone: (): string => 'POOLSGONE',
+  poolGone: (pool: string, isoTime: string): Key => ({ PK: 'POOLSGONE', SK: `${isoTime}#${pool}` }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,

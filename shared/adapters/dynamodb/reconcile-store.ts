@@ -291,6 +291,11 @@ export class TableReconcileStore implements ReconcileStore {
     return [...new Set(items.filter((i) => i.entity === Entity.OwnerGone).map((i) => i.uid as string))];
   }
 
+  async poolsDeletedSince(sinceMs: number): Promise<string[]> {
+    const items = await queryAll(this.table, { partition: keys.poolsGone(), sort: { after: new Date(sinceMs).toISOString() }, consistent: true });
+    return [...new Set(items.filter((i) => i.entity === Entity.PoolGone).map((i) => i.pool as string))];
+  }
+
   // ---- helpers ----
 
   /** Deletes the claim (under `claimCondition`), its marker and the leases it still holds, with the event. */

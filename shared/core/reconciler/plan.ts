@@ -169,6 +169,13 @@ export const events = {
     object: `claim/${claim.name}`,
     message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
+  poolDeleted: (claim: Claim, time: string): IpamEvent => ({
+    pool: claim.pool,
+    time,
+    reason: EventReason.PoolDeleted,
+    object: `claim/${claim.name}`,
+    message: `Pool ${claim.pool} was deleted while claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was being committed; the claim was released with ${addressList(claim)}.`,
+  }),
   ownerReleased: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
     pool: claim.pool,
     time,

@@ -26,6 +26,8 @@ export const EventReason = {
   BitmapRemoved: 'BitmapRemoved',
   /** A Terminating range with no dependent lease was removed after its grace period. */
   RangeFinalized: 'RangeFinalized',
+  /** A claim of a deleted pool (committed as the pool was deleted, not yet in its claims listing) was released. */
+  PoolDeleted: 'PoolDeleted',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 
@@ -166,6 +168,8 @@ export interface ReconcileStore {
   markOwnerGone(pool: string, ownerUid: string, nowMs: number): Promise<void>;
   /** The owner uids of a pool reported gone at or after `sinceMs` (consistent read), each once, oldest report first. */
   ownersGoneSince(pool: string, sinceMs: number): Promise<string[]>;
+  /** The pools deleted at or after `sinceMs` (their pool-gone tombstones, consistent read), each once. */
+  poolsDeletedSince(sinceMs: number): Promise<string[]>;
   /** Events of a pool newer than `sinceIso`, newest first. */
   listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>>;
 

@@ -20,6 +20,7 @@
  * | 14 | Pool without an occupancy summary (made before it)         | pool item (no summarySince)                | build it from the listing, chunk by chunk (settle), then mark the pool summarized      | (report: summary.built) |
  * | 15 | Summary chunk bit differing from its lease item            | a range's lease count vs its summary, at most every 15 min | settle the differing addresses from their lease items (summary.ts)       | (report: summary.repaired) |
  * | 16 | Released lease (reuse delay) whose delay is over           | lease expiry buckets (at reusableAt); slow sweep | delete it, if still Released and expired (the address is free already)     | -                   |
+ * | 17 | Claim of a deleted pool (committed as it was deleted: the delete's claims listing did not show it yet) | the claims listing of each pool deleted in the last 10 min (its pool-gone tombstone) | release it and its leases, if same claim uid and its addresses lie in no Ready or Terminating range of the pool as it is now (deleted-pools.ts) | PoolDeleted |
  *
  * In a pool with a reuse delay, rows 1-4 release into Released leases held for the owner identity until the delay is
  * over (counted from the claim's expiry for row 1), and their events say until when; a Released lease within its
@@ -56,6 +57,7 @@ import {
 } from './plan.ts';
 import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
 import { repairBitmaps } from './drift.ts';
+import { releaseDeletedPoolClaims } from './deleted-pools.ts';
 import { recheckGoneOwners } from './owners.ts';
 import { EXPIRY_CHECKPOINT, Phase, Run, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
 import { measureUsage } from './usage.ts';
@@ -107,6 +109,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   const expiry = await releaseExpired(run);
   const views = run.out(Phase.Owners) ? [] : await deps.reconcile.listPoolViews();
   if (!run.out(Phase.Owners)) await recheckGoneOwners(run, views);
+  if (!run.out(Phase.Owners)) await releaseDeletedPoolClaims(run);
   if (!run.out(Phase.Ranges)) await finalizeRanges(run, views);
   if (!run.out(Phase.Summary)) run.summary.built += await buildMissingSummaries(run, views);
   const measured = run.out(Phase.Utilization) ? { usage: [], records: new Map() } : await measureUsage(run, views);

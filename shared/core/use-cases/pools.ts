@@ -113,7 +113,7 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
 
 /** Deletes a pool and its ranges. @throws PoolNotEmptyError while claims exist; NotFoundError */
 export async function deletePool(deps: Deps, name: string): Promise<void> {
-  const outcome = await deps.pools.deletePool(name);
+  const outcome = await deps.pools.deletePool(name, deps.clock.nowMs());
   deps.views.forget(name);
   deps.hints.forget(name);
   if (outcome === 'absent') throw new NotFoundError('pool', name);

@@ -1,0 +1,53 @@
+import { parseAddress } from '../ip/address.ts';
+import { isHostOf, parseCidr } from '../ip/cidr.ts';
+import { RangeState, type Claim, type PoolView } from '../model.ts';
+import { nowIso } from '../use-cases/deps.ts';
+import { events } from './plan.ts';
+import { EventReason } from './ports.ts';
+import { Phase, type Run } from './run.ts';
+
+/** Claims read per page of a deleted pool's listing. */
+const PAGE = 100;
+/**
+ * How long after a pool's deletion each run looks for its claims: more than the claims listing's lag plus a run's
+ * period and length, with room for failed runs (as OWNER_RECHECK_MS for owners).
+ */
+export const POOL_RECHECK_MS = 10 * 60_000;
+
+/** Whether every address of the claim is a host address of a Ready or Terminating range of the pool as it is now. */
+function servedBy(view: PoolView | undefined, claim: Claim): boolean {
+  if (!view) return false;
+  return claim.addresses.every((a) => view.ranges.some((r) => (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(parseCidr(r.cidr), parseAddress(a.address))));
+}
+
+/**
+ * A pool's DELETE answers 409 while its claims listing shows a claim, but the listing is an eventually consistent
+ * index: a claim committed (and answered 201) just before the delete may not be listed yet, and would outlive its
+ * pool for good (the sweep walks existing pools). The delete writes a pool-gone tombstone in its transaction; for
+ * POOL_RECHECK_MS each run lists the claims of every pool deleted lately and releases, with their leases and a
+ * PoolDeleted event, those whose addresses lie in no Ready or Terminating range of the pool as it is now (absent, or
+ * created again since: the new pool's own claims lie in its ranges and stay). A claim left in a range the new pool
+ * has too is the new pool's (it holds that address there); that case is not told apart.
+ */
+export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
+  let pools: string[] = [];
+  await run.attempt('list pools deleted', async () => {
+    pools = await run.deps.reconcile.poolsDeletedSince(run.now() - POOL_RECHECK_MS);
+    return true;
+  });
+  await run.each(Phase.Owners, pools, (pool) =>
+    run.attempt(`release claims of deleted pool ${pool}`, async () => {
+      const view = await run.deps.pools.getPoolView(pool);
+      let cursor: string | undefined;
+      do {
+        const page = await run.deps.claims.listClaims(pool, PAGE, cursor);
+        for (const claim of page.items) {
+          if (servedBy(view, claim)) continue;
+          if ((await run.deps.reconcile.releaseClaim(claim, events.poolDeleted(claim, nowIso(run.deps)))) === 'released') run.repairs[EventReason.PoolDeleted] += 1;
+        }
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      return true;
+    }),
+  );
+}
