@@ -1,5 +1,5 @@
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
-import type { Table } from '../../shared/adapters/dynamodb/table.ts';
+import type { Query, Table } from '../../shared/adapters/dynamodb/table.ts';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { freshTable } from './dynamo.ts';
 import { FollowedTable } from './stream-follower.ts';
@@ -28,3 +28,20 @@ export const dynamoLocalEngine: TestEngine = {
     return { table: new FollowedTable(new SdkTable(client, tableName)), env: { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint } };
   },
 };
+
+/**
+ * The memory engine with an index the test can hold at a moment: while held, the queries `lags` picks see the table
+ * as it was then (DynamoDB's eventually consistent index, lagging behind a fresh write).
+ */
+export function laggingIndexEngine(name: string, lags: (query: Query) => boolean): { engine: TestEngine; hold(): void; catchUp(): void } {
+  let heldAt: number | undefined;
+  let memory: MemoryTable | undefined;
+  const engine: TestEngine = {
+    name,
+    fresh: async () => {
+      memory = new MemoryTable({ name: 'lagging', indexLag: (q) => (heldAt !== undefined && lags(q) ? memory!.writes() - heldAt : 0) });
+      return { table: new FollowedTable(memory), env: { TABLE_NAME: 'lagging' } };
+    },
+  };
+  return { engine, hold: () => (heldAt = memory!.writes()), catchUp: () => (heldAt = undefined) };
+}

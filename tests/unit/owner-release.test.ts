@@ -1,29 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
-import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { OWNER_RECHECK_MS } from '../../shared/core/reconciler/owners.ts';
-import type { TestEngine } from '../support/engines.ts';
+import { laggingIndexEngine } from '../support/engines.ts';
 import { owner, reconcilerHarness } from '../support/reconciler.ts';
-import { FollowedTable } from '../support/stream-follower.ts';
 
 const MIN = 60_000;
 
-/**
- * The memory engine with an owner index (GSI2) the test can hold at a moment: while `heldAt` is set, owner index
- * queries see the table as it was then (DynamoDB's eventually consistent index, lagging behind a fresh claim).
- */
-function laggingOwnerIndex(): { engine: TestEngine; hold(): void; catchUp(): void } {
-  let heldAt: number | undefined;
-  let memory: MemoryTable | undefined;
-  const engine: TestEngine = {
-    name: 'memory, owner index held',
-    fresh: async () => {
-      memory = new MemoryTable({ name: 'owners', indexLag: (q) => (q.index === 'GSI2' && heldAt !== undefined ? memory!.writes() - heldAt : 0) });
-      return { table: new FollowedTable(memory), env: { TABLE_NAME: 'owners' } };
-    },
-  };
-  return { engine, hold: () => (heldAt = memory!.writes()), catchUp: () => (heldAt = undefined) };
-}
+/** The owner index (GSI2) held at a moment, as an eventually consistent index lags a fresh claim. */
+const laggingOwnerIndex = () => laggingIndexEngine('memory, owner index held', (q) => q.index === 'GSI2');
 
 describe('Reconciler: row 2, owners reported gone (DELETE /v1/pools/{pool}/owners/{uid})', () => {
   it('releases, on a later run, a claim committed just before the report that the lagging owner index did not list', async () => {

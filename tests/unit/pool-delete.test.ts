@@ -1,30 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
-import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { POOL_RECHECK_MS } from '../../shared/core/reconciler/deleted-pools.ts';
-import type { TestEngine } from '../support/engines.ts';
+import { laggingIndexEngine } from '../support/engines.ts';
 import { claimOf, owner, reconcilerHarness } from '../support/reconciler.ts';
-import { FollowedTable } from '../support/stream-follower.ts';
 
 const MIN = 60_000;
 
-/**
- * The memory engine with a claims listing (GSI1 `CLAIMS#...`) the test can hold at a moment: while `heldAt` is set,
- * claims listing queries see the table as it was then (DynamoDB's eventually consistent index, lagging behind a
- * fresh claim).
- */
-function laggingClaimsListing(): { engine: TestEngine; hold(): void; catchUp(): void } {
-  let heldAt: number | undefined;
-  let memory: MemoryTable | undefined;
-  const engine: TestEngine = {
-    name: 'memory, claims listing held',
-    fresh: async () => {
-      memory = new MemoryTable({ name: 'pools', indexLag: (q) => (q.index === 'GSI1' && q.partition.startsWith('CLAIMS#') && heldAt !== undefined ? memory!.writes() - heldAt : 0) });
-      return { table: new FollowedTable(memory), env: { TABLE_NAME: 'pools' } };
-    },
-  };
-  return { engine, hold: () => (heldAt = memory!.writes()), catchUp: () => (heldAt = undefined) };
-}
+/** The claims listing (GSI1 `CLAIMS#...`) held at a moment, as an eventually consistent index lags a fresh claim. */
+const laggingClaimsListing = () => laggingIndexEngine('memory, claims listing held', (q) => q.index === 'GSI1' && q.partition.startsWith('CLAIMS#'));
 
 describe('Pool deletion (DELETE /v1/pools/{pool}) with a claims listing that lags', () => {
   it('releases, on a later run, a claim committed just before the delete that the listing did not show', async () => {
