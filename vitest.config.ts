@@ -10,6 +10,7 @@ export default defineConfig({
           name: 'int',
           include: ['tests/int/**/*.int.test.ts'],
           globalSetup: ['tests/support/dynamodb-global-setup.ts'],
+          setupFiles: ['tests/support/drop-tables.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

@@ -4,6 +4,7 @@ import type { Context } from 'aws-lambda';
 import { createHttpHandler } from '../../shared/adapters/http/api.ts';
 import { httpEvent, testApi, type TestApi } from '../support/api.ts';
 import { StreamReader } from '../support/stream.ts';
+import { dynamoLocalWithStream } from '../support/engines.ts';
 import { bitmapHolds, inWindow, leasedAddresses, mirrorOf, owner } from '../support/legacy.ts';
 
 /** The three meaningful rows of the two gates (DisableAllocatorDualWrite means nothing in legacy mode). */
@@ -39,7 +40,7 @@ describe.each(gateRows)('Gates: $name', (row) => {
   describe.each(stacks)('$name pool', (stack) => {
     it('allocates and releases in every family; leases, bitmaps (after the mirror drains) and capacities agree', async () => {
       // Prepare
-      const api = await testApi({}, { FEATURE_GATES: row.gates });
+      const api = await testApi({}, { FEATURE_GATES: row.gates }, undefined, dynamoLocalWithStream);
       const reader = new StreamReader(api.endpoint, api.tableName);
       readers.push(reader);
       await create(api, '/v1/pools', { name: 'p' });
@@ -93,7 +94,7 @@ describe('Mixed fleet: legacy-mode and lease-mode containers on one pool', () =>
   // Contended on purpose (one bitmap item per family under three fleets): give it room on a loaded 2-core machine.
   it('never lets two claims hold one address, and the bitmaps end equal to the leases', { timeout: 180_000 }, async () => {
     // Prepare: one table, three warm containers with different gates, as during a rolling upgrade.
-    const legacy = await testApi({}, { FEATURE_GATES: gateRows[0].gates });
+    const legacy = await testApi({}, { FEATURE_GATES: gateRows[0].gates }, undefined, dynamoLocalWithStream);
     const dualWrite = legacy.sibling({}, { FEATURE_GATES: gateRows[1].gates });
     const leaseOnly = legacy.sibling({}, { FEATURE_GATES: gateRows[2].gates });
     const fleet = [legacy, dualWrite, leaseOnly];
@@ -157,7 +158,7 @@ describe('Route: GET /v1/pools/{pool}/ranges/{range}/allocation', () => {
   };
 
   async function legacyPool(gates: string): Promise<TestApi> {
-    const api = await testApi({}, { FEATURE_GATES: gates });
+    const api = await testApi({}, { FEATURE_GATES: gates }, undefined, dynamoLocalWithStream);
     await create(api, '/v1/pools', { name: 'p' });
     await create(api, '/v1/pools/p/ranges', { cidr: '192.168.0.0/24', name: 'v4', legacy: true });
     await create(api, '/v1/pools/p/ranges', { cidr: 'fd00::/112', name: 'v6', legacy: true });

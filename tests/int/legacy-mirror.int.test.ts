@@ -4,6 +4,7 @@ import { BatchGetItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand, Qu
 import type { DynamoDBRecord } from 'aws-lambda';
 import { testApi, type TestApi } from '../support/api.ts';
 import { StreamReader } from '../support/stream.ts';
+import { dynamoLocalWithStream } from '../support/engines.ts';
 import { bitmapHolds, inWindow, leasedAddresses, mirrorOf, owner } from '../support/legacy.ts';
 
 const DUAL_WRITE = 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false';
@@ -17,7 +18,7 @@ afterEach(() => {
 
 /** An API on a fresh table with a dual-stack pool of two legacy ranges, and a reader of the table's stream. */
 async function stack(gates: string, v4 = '10.96.0.0/27', v6 = 'fd00:96::/123'): Promise<{ api: TestApi; reader: StreamReader }> {
-  const api = await testApi({}, { FEATURE_GATES: gates });
+  const api = await testApi({}, { FEATURE_GATES: gates }, undefined, dynamoLocalWithStream);
   expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
   expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: v4, name: 'v4', legacy: true })).status).toBe(201);
   expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: v6, name: 'v6', legacy: true })).status).toBe(201);
@@ -46,7 +47,7 @@ const leaseRecords = (records: DynamoDBRecord[]) => records.filter((r) => (r.dyn
 describe('Function: stream mirror (real stream records from DynamoDB Local)', () => {
   it('keeps the bit of an address held after its release (reuse delay) until the held item is gone', async () => {
     // Prepare: a lease-mode fleet with dual-write on, a pool with a reuse delay
-    const api = await testApi({}, { FEATURE_GATES: DUAL_WRITE });
+    const api = await testApi({}, { FEATURE_GATES: DUAL_WRITE }, undefined, dynamoLocalWithStream);
     expect((await api.call('POST', '/v1/pools', { name: 'p', reuseDelaySeconds: 600 })).status).toBe(201);
     expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.96.0.0/27', name: 'v4', legacy: true })).status).toBe(201);
     const reader = new StreamReader(api.endpoint, api.tableName);
@@ -107,7 +108,7 @@ describe('Function: stream mirror (real stream records from DynamoDB Local)', ()
   it('keeps the bit set when another claim takes over an expired lease (a MODIFY), and clears it on release', async () => {
     // Prepare: a clock the test moves.
     let now = Date.parse('2026-06-01T00:00:00Z');
-    const api0 = await testApi({ clock: { nowMs: () => now } }, { FEATURE_GATES: DUAL_WRITE });
+    const api0 = await testApi({ clock: { nowMs: () => now } }, { FEATURE_GATES: DUAL_WRITE }, undefined, dynamoLocalWithStream);
     expect((await api0.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
     expect((await api0.call('POST', '/v1/pools/p/ranges', { cidr: '10.96.0.0/27', name: 'v4', legacy: true })).status).toBe(201);
     const reader = new StreamReader(api0.endpoint, api0.tableName);

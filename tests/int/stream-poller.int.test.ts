@@ -43,7 +43,7 @@ async function start(options: StreamPollerOptions): Promise<StreamPoller> {
 describe('Function: startStreamPoller (DynamoDB Local)', () => {
   it('delivers every write as a Lambda DynamoDBStreamEvent, in write order', async () => {
     // Prepare
-    const { client, tableName, endpoint } = await freshTable('ipam-poller');
+    const { client, tableName, endpoint } = await freshTable('ipam-poller', { stream: true });
     const { handler, batches } = recordingHandler(() => ({ batchItemFailures: [] }));
     const poller = await start({ endpoint, tableName, handler });
     // Act
@@ -80,7 +80,7 @@ describe('Function: startStreamPoller (DynamoDB Local)', () => {
 
   it('re-delivers from the lowest reported sequence number and never re-delivers what came before it', async () => {
     // Prepare: item 3 fails the first time it is seen; item 4 too, reported first, to check "lowest" wins.
-    const { client, tableName, endpoint } = await freshTable('ipam-poller');
+    const { client, tableName, endpoint } = await freshTable('ipam-poller', { stream: true });
     await putMany(client, tableName, 5);
     let failedOnce = false;
     const { handler, batches } = recordingHandler((records) => {
@@ -105,7 +105,7 @@ describe('Function: startStreamPoller (DynamoDB Local)', () => {
 
   it('fails the whole batch when an itemIdentifier is not in it', async () => {
     // Prepare
-    const { client, tableName, endpoint } = await freshTable('ipam-poller');
+    const { client, tableName, endpoint } = await freshTable('ipam-poller', { stream: true });
     await putMany(client, tableName, 3);
     const { handler, batches } = recordingHandler((_records, call) =>
       call === 1 ? { batchItemFailures: [{ itemIdentifier: 'not-a-sequence-number' }] } : { batchItemFailures: [] },
@@ -119,7 +119,7 @@ describe('Function: startStreamPoller (DynamoDB Local)', () => {
 
   it('hands a batch that keeps failing to the failure destination after maxRetries, then goes on', async () => {
     // Prepare: item 2 always fails.
-    const { client, tableName, endpoint } = await freshTable('ipam-poller');
+    const { client, tableName, endpoint } = await freshTable('ipam-poller', { stream: true });
     await putMany(client, tableName, 3);
     const destination: unknown[] = [];
     const { handler } = recordingHandler((records) => ({
@@ -141,7 +141,7 @@ describe('Function: startStreamPoller (DynamoDB Local)', () => {
 
   it('bisects a batch whose handler throws until the poison record is alone', async () => {
     // Prepare: the handler throws whenever item 3 is in the batch.
-    const { client, tableName, endpoint } = await freshTable('ipam-poller');
+    const { client, tableName, endpoint } = await freshTable('ipam-poller', { stream: true });
     await putMany(client, tableName, 4);
     const accepted: string[] = [];
     const handler: StreamHandler = async (event) => {
@@ -162,7 +162,7 @@ describe('Function: startStreamPoller (DynamoDB Local)', () => {
 
   it('stops: no handler call starts after stop() resolves', async () => {
     // Prepare
-    const { client, tableName, endpoint } = await freshTable('ipam-poller');
+    const { client, tableName, endpoint } = await freshTable('ipam-poller', { stream: true });
     const { handler, batches } = recordingHandler(() => undefined);
     const poller = await start({ endpoint, tableName, handler });
     await put(client, tableName, 'before');

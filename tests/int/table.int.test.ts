@@ -6,7 +6,7 @@ import { tableDefinition } from '../../infra/table.ts';
 describe('Table: created from infra/table.json on DynamoDB Local', () => {
   it('has the keys, indexes, stream and TTL of the deployed definition', async () => {
     // Prepare
-    const { client, tableName } = await freshTable();
+    const { client, tableName } = await freshTable('ipam-test', { stream: true });
     // Act
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
     const ttl = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));

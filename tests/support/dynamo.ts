@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { inject } from 'vitest';
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { inject, onTestFinished } from 'vitest';
+import { DeleteTableCommand, ResourceNotFoundException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../../shared/adapters/dynamodb/client.ts';
 import { createTable } from '../../shared/adapters/dynamodb/table-setup.ts';
 
@@ -12,11 +12,40 @@ export function localEndpoint(): string {
   return endpoint;
 }
 
-/** A fresh table with a unique name on the shared DynamoDB Local, so test files never see each other's items. */
-export async function freshTable(prefix = 'ipam-test'): Promise<{ client: DynamoDBClient; tableName: string; endpoint: string }> {
+/** Tables made outside a test (in beforeAll), dropped when their file finishes (tests/support/drop-tables.ts). */
+const fileTables: { client: DynamoDBClient; tableName: string }[] = [];
+
+async function dropTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  try {
+    await client.send(new DeleteTableCommand({ TableName: tableName }));
+  } catch (error) {
+    if (!(error instanceof ResourceNotFoundException)) throw error;
+  }
+}
+
+/** Drops the tables this file made outside its tests; the int tier's setup file calls it after all of them. */
+export async function dropFileTables(): Promise<void> {
+  await Promise.all(fileTables.splice(0).map(({ client, tableName }) => dropTable(client, tableName)));
+}
+
+/**
+ * A fresh table with a unique name on the shared DynamoDB Local, so test files never see each other's items. Its
+ * stream is off unless the test reads it (`stream: true`): DynamoDB Local keeps every stream record in the one SQLite
+ * database its single thread serves, for a day and past the table's deletion, and every later write anywhere gets
+ * slower as they pile up (20,000 records doubled a put's time; the int tier took 1,194 s in one process against about
+ * 300 s file by file). The table is dropped when the test that made it finishes, or, made in beforeAll, when its
+ * file does.
+ */
+export async function freshTable(prefix = 'ipam-test', options: { stream?: boolean } = {}): Promise<{ client: DynamoDBClient; tableName: string; endpoint: string }> {
   const endpoint = localEndpoint();
   const client = createDynamoClient({ endpoint, maxAttempts: 1 });
   const tableName = `${prefix}-${randomUUID().slice(0, 8)}`;
-  await createTable(client, tableName);
+  await createTable(client, tableName, { stream: options.stream ?? false });
+  try {
+    onTestFinished(() => dropTable(client, tableName));
+  } catch {
+    // Not inside a test: a beforeAll table, which the file's tests share.
+    fileTables.push({ client, tableName });
+  }
   return { client, tableName, endpoint };
 }

@@ -21,13 +21,20 @@ export const memoryEngine: TestEngine = {
   fresh: async (prefix = 'memory') => ({ table: new FollowedTable(new MemoryTable({ name: prefix })), env: { TABLE_NAME: prefix } }),
 };
 
-export const dynamoLocalEngine: TestEngine = {
-  name: 'DynamoDB Local',
-  async fresh(prefix) {
-    const { client, tableName, endpoint } = await freshTable(prefix);
-    return { table: new FollowedTable(new SdkTable(client, tableName)), env: { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint } };
-  },
-};
+function dynamoLocal(name: string, stream: boolean): TestEngine {
+  return {
+    name,
+    async fresh(prefix) {
+      const { client, tableName, endpoint } = await freshTable(prefix, { stream });
+      return { table: new FollowedTable(new SdkTable(client, tableName)), env: { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint } };
+    },
+  };
+}
+
+export const dynamoLocalEngine = dynamoLocal('DynamoDB Local', false);
+
+/** DynamoDB Local with the table's stream on, for the tests that read it (the legacy mirror's). */
+export const dynamoLocalWithStream = dynamoLocal('DynamoDB Local', true);
 
 /**
  * The memory engine with an index the test can hold at a moment: while held, the queries `lags` picks see the table
