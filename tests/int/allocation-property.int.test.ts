@@ -69,11 +69,18 @@ describe('Property: random interleavings against the real store', () => {
           const holders = new Map<string, string[]>();
           for (const c of claims) for (const a of c.addresses as { address: string }[]) holders.set(a.address, [...(holders.get(a.address) ?? []), c.name as string]);
           for (const [address, names] of holders) expect({ address, names }).toEqual({ address, names: [names[0]] });
-          // A live Allocated lease belongs to a claim item of its incarnation that lists it (in a pool with a delay the
-          // claim may have expired: its lease holds the address for its owner until the delay is over).
+          // A live Allocated lease belongs to a claim item of its incarnation that lists it. In a pool with a delay
+          // the claim may have expired, and even been replaced by a new claim of the same name (the claim item is
+          // then the new incarnation's): its TTL lease holds the address until the claim's expiry plus the delay,
+          // for no live claim.
           for (const lease of allocated) {
             const claim = claimItems.find((c) => c.uid === lease.claimUid);
-            expect((claim?.addresses as { address: string }[] | undefined)?.map((a) => a.address)).toContain(lease.address);
+            if (claim) expect((claim.addresses as { address: string }[]).map((a) => a.address)).toContain(lease.address);
+            else {
+              expect(delaySeconds).toBeGreaterThan(0);
+              expect(lease.expiresAt).toBeTypeOf('number');
+              expect(holders.get(lease.address as string)).toBeUndefined();
+            }
           }
           // A Released lease (held for its previous owner) is listed by no live claim, and ends within the delay.
           for (const lease of released) {
