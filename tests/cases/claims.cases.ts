@@ -179,7 +179,7 @@ export function claimsCases(engine: TestEngine): void {
       expect(counts.get('commitClaim') ?? 0).toBe(0);
     });
 
-    it('answers a retry at once from the view it just read full, reading only the pool view again', async () => {
+    it('answers a retry at once from the view it just read full, reading only one copy of the range generation', async () => {
       // Prepare: a container that has just been told RangeFull (its clock does not move: the retry comes at once)
       const api = await fullSlash30();
       const counts = new Map<string, number>();
@@ -188,10 +188,35 @@ export function claimsCases(engine: TestEngine): void {
       counts.clear();
       // Act
       const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') });
-      // Assess: the cached view's refusal is checked on a fresh view; the taken addresses are not read again
+      // Assess: the cached view's refusal is checked against the range generation (unchanged: the view is current);
+      // neither the view nor the taken addresses are read again
       expect(again.body.code).toBe('RangeFull');
       expect(counts.get('takenAddresses') ?? 0).toBe(0);
-      expect(counts.get('getPoolView')).toBe(1);
+      expect(counts.get('getPoolView') ?? 0).toBe(0);
+      expect(counts.get('rangeGeneration')).toBe(1);
+    });
+
+    it('answers a warm container whose summary copy lags with one batch read of the addresses it shows free, then its retry from what that read saw', async () => {
+      // Prepare: a /29 (6 hosts); a warm container takes 4 and keeps its summary copy (its clock does not move),
+      // then another container takes the last 2, which that copy still shows free (as the stream's lag would)
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.1.0.0/29']);
+      const counts = new Map<string, number>();
+      const warm = api.sibling({ wrapStores: countingStore(counts), clock: new ManualClock(Date.now()) });
+      for (let i = 0; i < 4; i += 1) expect((await warm.call('POST', '/v1/pools/p/claims', { name: `w${i}`, owner: owner(`w${i}`) })).status).toBe(201);
+      for (let i = 0; i < 2; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `o${i}`, owner: owner(`o${i}`) })).status).toBe(201);
+      counts.clear();
+      // Act
+      const full = await warm.call('POST', '/v1/pools/p/claims', { name: 'w4', owner: owner('w4') });
+      const first = new Map(counts);
+      counts.clear();
+      const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'w4', owner: owner('w4') });
+      // Assess: the two addresses its copy shows free are read in one batch and found taken; the view is confirmed
+      // by the generation; nothing is listed, no transaction is tried, and the retry reads only the generation
+      expect(full.body.code).toBe('RangeFull');
+      expect(Object.fromEntries(first)).toEqual({ leaseStates: 1, rangeGeneration: 1 });
+      expect(again.body.code).toBe('RangeFull');
+      expect(Object.fromEntries(counts)).toEqual({ rangeGeneration: 1 });
     });
 
     it('finds a range another container added when its cached view said RangeFull', async () => {

@@ -33,8 +33,11 @@ export interface Hint {
   readonly expiring: boolean;
   /** Taken by the source or by this container's own recent commits and collisions, and not freed by it since. */
   has(value: bigint): boolean;
-  /** Taken by the source alone. */
-  hasInSource(value: bigint): boolean;
+  /**
+   * Taken by what this container itself saw at or after `sinceMs` (its commits, collisions and consistent reads of
+   * lease items; its own releases say free), or else by the source: recent observations without the older marks.
+   */
+  hasSince(value: bigint, sinceMs: number): boolean;
   /** Taken by the source in [from, to] (weighs the choice between ranges). */
   count(from: bigint, to: bigint): bigint;
 }
@@ -161,7 +164,10 @@ export class HintCache {
         const s = seen?.get(value);
         return s !== undefined && s.atMs >= since ? s.taken : entry.has(value);
       },
-      hasInSource: entry.has,
+      hasSince: (value, sinceMs) => {
+        const s = seen?.get(value);
+        return s !== undefined && s.atMs >= Math.max(since, sinceMs) ? s.taken : entry.has(value);
+      },
       count: entry.count,
     };
   }

@@ -292,8 +292,9 @@ export class LeaseAllocator implements Allocator {
    * Whether a hint that shows no free address may answer RangeFull. A listing may when read during this call or
    * within fullTrustMs (a full range under a retry storm then costs no listing reads). A summary may under the same
    * terms only when none of its leases has a TTL (an expired one is free to take before the reconciler deletes it),
-   * and it shows the ranges full by itself (not through this container's own marks, which may be stale releases)
-   * or every address it showed free was just read and found taken.
+   * and it shows the ranges full by itself or with what this container saw taken within fullTrustMs (its commits,
+   * collisions and consistent reads, as current as a listing that young; older marks may hide a release since), or
+   * every address it showed free was just read and found taken.
    */
   private fullIsFinal(hint: Hint, fresh: boolean, nowMs: number, ranges: readonly ParsedRange[], excluded: readonly Interval[], verifiedFull: boolean): boolean {
     // Every address the summary showed free was just read and found taken, and none it shows has a TTL: final
@@ -303,8 +304,8 @@ export class LeaseAllocator implements Allocator {
     if (!fresh && nowMs - hint.fetchedAt >= this.fullTrustMs) return false;
     if (hint.source === HintSource.Listing) return true;
     if (hint.expiring) return false;
-    const sourceOnly = { has: (value: bigint) => hint.hasInSource(value) };
-    return ranges.every((r) => pickInRange(this.pickRange(r), { excluded, taken: sourceOnly, random: this.deps.random }) === undefined);
+    const recent = { has: (value: bigint) => hint.hasSince(value, nowMs - this.fullTrustMs) };
+    return ranges.every((r) => pickInRange(this.pickRange(r), { excluded, taken: recent, random: this.deps.random }) === undefined);
   }
 
   private pickWithHint(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Choice | undefined {

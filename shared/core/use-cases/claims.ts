@@ -196,8 +196,9 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     if (existing && !isExpired(existing, deps.clock.nowMs())) return sameOrConflict(existing, spec);
   }
   const name = cmd.name ?? generatedName(spec.generateName!, deps.random.suffix(5));
-  // A cached view may lag a range added by another container: a refusal it caused is checked once on a fresh read
-  // (not when the view was read by this request already: a cold container's refusal stands as it is).
+  // A cached view may lag a range added by another container: a refusal it caused is checked against the pool's
+  // range generation (one read of one copy; unchanged, the view is current and the refusal stands), and on a fresh
+  // read when it changed. Not when the view was read by this request already: a cold container's refusal stands.
   let fresh = false;
   // The view the post-commit check read, when a claim had to be released: the next round allocates on it.
   let checked: PoolView | undefined;
@@ -247,6 +248,10 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     } catch (error) {
       const refusedByView = error instanceof NotInRangeError || error instanceof MismatchedNetworkError || error instanceof RangeFullError;
       if (!refusedByView || readNow) throw error;
+      if (view.generation !== undefined && (await deps.pools.rangeGeneration(cmd.pool)) === view.generation) {
+        deps.views.remember(cmd.pool, view, deps.clock.nowMs());
+        throw error;
+      }
       fresh = true;
     }
   }
