@@ -283,6 +283,30 @@ export function claimsCases(engine: TestEngine): void {
       expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
     });
 
+    it('gives back the addresses of a released dual-stack claim as free: the last IPv6 address it had taken is taken again', async () => {
+      // Prepare: 'old' (IPv4, holding c0) and an IPv6 range with one free address left, both in a warm container's
+      // cached view; then another container marks 'old' Terminating and adds a Ready IPv4 range 'new'
+      const api = await testApi();
+      await poolWith(api, 'p', []);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/29', name: 'old' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: 'fd00:1::/125', name: 'v6' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0') })).status).toBe(201);
+      const freeV6 = async () => ((await api.call('GET', '/v1/pools/p')).body.utilization as { IPv6: { free: number } }).IPv6.free;
+      for (let i = 0; (await freeV6()) > 1; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `v${i}`, owner: owner(`v${i}`), ipFamilies: ['IPv6'] })).status).toBe(201);
+      const counts = new Map<string, number>();
+      const warm = api.sibling({ wrapStores: countingStore(counts), clock: new ManualClock(Date.now()) });
+      expect((await warm.call('GET', '/v1/pools/p/ranges/old')).body.state).toBe('Ready');
+      expect((await api.call('DELETE', '/v1/pools/p/ranges/old')).status).toBe(202);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status).toBe(201);
+      // Act: the warm view offers IPv4 only in 'old'; the claim commits there and with the last IPv6 address, is
+      // released (its range was retired), and is allocated again on the fresh view
+      const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1'), ipFamilyPolicy: 'RequireDualStack', ipFamilies: ['IPv4', 'IPv6'] });
+      // Assess: the released IPv6 address is not kept as taken by the container's own mark
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect((res.body.addresses as Addr[]).map((a) => a.range)).toEqual(['new', 'v6']);
+      expect(counts.get('commitClaim')).toBe(2);
+    });
+
     it('releases a whole batch committed in the retired range and takes it again, whole, from the Ready range', async () => {
       // Prepare
       const counts = new Map<string, number>();

@@ -161,7 +161,7 @@ describe('Route: GET /v1/pools/{pool}/ranges/{range}/allocation', () => {
   };
 
   async function legacyPool(gates: string): Promise<TestApi> {
-    const api = await testApi({}, { FEATURE_GATES: gates }, undefined, dynamoLocalWithStream);
+    const api = await testApi({}, { FEATURE_GATES: gates });
     await create(api, '/v1/pools', { name: 'p' });
     await create(api, '/v1/pools/p/ranges', { cidr: '192.168.0.0/24', name: 'v4', legacy: true });
     await create(api, '/v1/pools/p/ranges', { cidr: 'fd00::/112', name: 'v6', legacy: true });

@@ -31,11 +31,11 @@ export interface Hint {
   readonly fetchedAt: number;
   /** The summary's own "some taken lease has a TTL" (false for a listing, which already leaves expired leases out). */
   readonly expiring: boolean;
-  /** Taken by the source or by this container's own recent commits and collisions, and not freed by it since. */
+  /** Taken by the source or by this container's own recent commits, collisions and consistent reads, and not freed by it since. */
   has(value: bigint): boolean;
   /**
    * Taken by what this container itself saw at or after `sinceMs` (its commits, collisions and consistent reads of
-   * lease items; its own releases say free), or else by the source: recent observations without the older marks.
+   * lease items; the releases it marked free say free), or else by the source: recent observations, not older marks.
    */
   hasSince(value: bigint, sinceMs: number): boolean;
   /** Taken by the source in [from, to] (weighs the choice between ranges). */

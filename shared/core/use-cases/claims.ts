@@ -188,7 +188,7 @@ export function servedByReadyRanges(view: PoolView, claim: Claim): boolean {
  * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError,
  *   NotReadyError (the pool's ranges kept being retired under RETIRED_RANGE_ROUNDS commits)
  */
-export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools'>, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number }> {
+export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints'>, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number }> {
   const { spec, explicit } = normalizeSpec(cmd);
   if (spec.generateName !== undefined) {
     const made = await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
@@ -232,8 +232,11 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
           deps.views.remember(cmd.pool, current, deps.clock.nowMs());
           return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
         }
-        // A range was retired under the commit: give the addresses back before anything is answered.
+        // A range was retired under the commit: give the addresses back before anything is answered, and say so to
+        // the hint, whose marks from the commit would otherwise keep them taken (and could make the next round's
+        // answer a RangeFull).
         await deps.allocator.release(result.claim);
+        for (const a of result.claim.addresses) deps.hints.markFree(cmd.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
         if (!current) throw new NotFoundError('pool', cmd.pool);
         deps.views.remember(cmd.pool, current, deps.clock.nowMs());
         retired += 1;
