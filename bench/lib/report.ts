@@ -207,7 +207,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
     note: !leaseProbes.length
       ? (unavailable('exhaustion') ?? 'not run')
       : probeMet === false
-      ? 'A warm container probed right after the fill holds a summary that has not caught up with the last allocations (the stream\'s lag): it reads the few addresses the summary shows free (one consistent batch) and answers RangeFull from that, or re-reads the summary first when its copy is older than its max age; the requests above count each of those.'
+      ? 'A retry reads one copy of the range generation (its cached view is confirmed current, and the addresses it read taken a moment ago count as a fresh read). A warm container whose summary copy shows the last few addresses free reads them in one consistent batch and confirms its view the same way (2 requests); when its copy predates the fill\'s last seconds and shows more than 32 free, its first pick is a transaction that collides, then it reads a sample, the summary and the remaining few (5). A cold container reads the generation, the pool view and the summary (3; the generation must be read before the view, see docs/architecture.md), plus one batch when the summary still lags the last allocations (4).'
       : '',
   });
 
