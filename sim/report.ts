@@ -8,7 +8,8 @@ function percentile(sorted: readonly number[], p: number): number {
 
 const fixed = (n: number, digits = 1): string => n.toFixed(digits);
 
-export function formatOutcome(o: Outcome): string {
+/** `quick`: the run used the quick form of its scenario, so the replay command asks for it too. */
+export function formatOutcome(o: Outcome, options: { quick?: boolean } = {}): string {
   const lines: string[] = [];
   const sorted = [...o.latencies].sort((a, b) => a - b);
   lines.push(`seed ${o.seed} scenario ${o.scenario}: ${fixed(o.virtualMs / 1000)} s virtual, ${o.steps} steps`);
@@ -22,7 +23,7 @@ export function formatOutcome(o: Outcome): string {
   for (const note of o.notes) lines.push(`note: ${note}`);
   if (o.violation) {
     lines.push(`INVARIANT BROKEN: ${o.violation.invariant}: ${o.violation.detail}`);
-    lines.push(`replay: npm run sim -- --seed ${o.seed} --scenario ${o.scenario}`);
+    lines.push(`replay: npm run sim -- --seed ${o.seed} --scenario ${o.scenario}${options.quick ? ' --quick' : ''}`);
     lines.push('trace (lines naming what broke):');
     for (const line of o.trace) lines.push(`  ${line}`);
   } else lines.push('all invariants held');

@@ -16,7 +16,7 @@ export async function simulate(seed: number, scenarioName: string | undefined, i
   const named = scenarioName === undefined ? scenarioForSeed(seed) : SCENARIOS[scenarioName];
   if (!named) throw new Error(`unknown scenario ${JSON.stringify(scenarioName)}; known: ${SCENARIO_NAMES.join(', ')}`);
   const outcome = await new World(seed, isQuick ? quick(named) : named).run();
-  return { text: formatOutcome(outcome), ok: outcome.violation === undefined };
+  return { text: formatOutcome(outcome, { quick: isQuick }), ok: outcome.violation === undefined };
 }
 
 async function main(): Promise<void> {

@@ -40,6 +40,37 @@ describe('Simulator', { timeout: 120_000 }, () => {
   });
 
   // Each invariant, shown to catch a store broken on purpose (SimTable's `mutate` rewrites writes before MemoryTable).
+  describe('Method: formatOutcome', () => {
+    const broken = {
+      seed: 16,
+      scenario: 'faults',
+      virtualMs: 40_000,
+      steps: 1,
+      answers: {},
+      allocations: 0,
+      latencies: [],
+      spend: new Map(),
+      faults: {},
+      reconcilerRuns: 0,
+      streamRecords: 0,
+      mirrorBatches: 0,
+      checks: 1,
+      violation: { invariant: Invariant.NoDoubleHold, detail: '10.0.0.1 held by c1 and c2', subjects: ['10.0.0.1'] },
+      trace: [],
+      notes: [],
+    };
+
+    it('names a replay command that runs the same form of the scenario, quick or full', () => {
+      // Act
+      const quickText = formatOutcome(broken, { quick: true });
+      const fullText = formatOutcome(broken);
+
+      // Assess
+      expect(quickText).toContain('replay: npm run sim -- --seed 16 --scenario faults --quick\n');
+      expect(fullText).toContain('replay: npm run sim -- --seed 16 --scenario faults\n');
+    });
+  });
+
   describe('Invariant checker on broken stores', () => {
     const broken = async (seed: number, scenario: Scenario) => (await new World(seed, scenario).run()).violation;
 
