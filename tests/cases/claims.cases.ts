@@ -163,6 +163,15 @@ export function claimsCases(engine: TestEngine): void {
     return api;
   }
 
+  /** A pool 'p' with one range 'old' (10.1.0.0/29) holding claim c0, so a DELETE of 'old' leaves it Terminating. */
+  async function poolWithOld(): Promise<TestApi> {
+    const api = await testApi();
+    await poolWith(api, 'p', []);
+    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/29', name: 'old' })).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0') })).status).toBe(201);
+    return api;
+  }
+
   describe(`Claims: what RangeFull costs (${engine.name})`, () => {
     it('answers a cold container on a full range after one pool-view read and one read of the occupancy summary', async () => {
       // Prepare: a full /30
@@ -238,10 +247,7 @@ export function claimsCases(engine: TestEngine): void {
   describe(`Claims: a range retired under a warm container's view (${engine.name}; issue 15, defect 5)`, () => {
     /** A pool 'p' with one range 'old' (10.1.0.0/29) holding claim c0, and a warm container whose cached view says 'old' is Ready. */
     async function warmViewOfOld(counts: Map<string, number>): Promise<{ api: TestApi; warm: TestApi }> {
-      const api = await testApi();
-      await poolWith(api, 'p', []);
-      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/29', name: 'old' })).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0') })).status).toBe(201);
+      const api = await poolWithOld();
       // The warm container's clock does not move: its view of the pool stays cached however long the test takes.
       const warm = api.sibling({ wrapStores: countingStore(counts), clock: new ManualClock(Date.now()) });
       expect((await warm.call('GET', '/v1/pools/p/ranges/old')).body.state).toBe('Ready');
@@ -286,11 +292,8 @@ export function claimsCases(engine: TestEngine): void {
     it('gives back the addresses of a released dual-stack claim as free: the last IPv6 address it had taken is taken again', async () => {
       // Prepare: 'old' (IPv4, holding c0) and an IPv6 range with one free address left, both in a warm container's
       // cached view; then another container marks 'old' Terminating and adds a Ready IPv4 range 'new'
-      const api = await testApi();
-      await poolWith(api, 'p', []);
-      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/29', name: 'old' })).status).toBe(201);
+      const api = await poolWithOld();
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: 'fd00:1::/125', name: 'v6' })).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0') })).status).toBe(201);
       const freeV6 = async () => ((await api.call('GET', '/v1/pools/p')).body.utilization as { IPv6: { free: number } }).IPv6.free;
       for (let i = 0; (await freeV6()) > 1; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `v${i}`, owner: owner(`v${i}`), ipFamilies: ['IPv6'] })).status).toBe(201);
       const counts = new Map<string, number>();
@@ -323,13 +326,16 @@ export function claimsCases(engine: TestEngine): void {
     });
   });
 
+  /** Picks a store call of a watched table: its method, the partitions it touches, and whether it committed. */
+  type CallMatch = (method: string, partitions: readonly string[], committed: boolean) => boolean;
+
   /**
    * The shared table as one container sees it: its reads counted per partition key (`reads`), and hooks that run once,
    * right after the first call they match returns (`after`), for another container to act between two of its calls.
    */
-  function watchedTable(table: Table): { table: Table; reads: Map<string, number>; after: (match: (method: string, partitions: readonly string[], committed: boolean) => boolean, run: () => Promise<void>) => void } {
+  function watchedTable(table: Table): { table: Table; reads: Map<string, number>; after: (match: CallMatch, run: () => Promise<void>) => void } {
     const reads = new Map<string, number>();
-    const hooks: { match: (method: string, partitions: readonly string[], committed: boolean) => boolean; run: () => Promise<void> }[] = [];
+    const hooks: { match: CallMatch; run: () => Promise<void> }[] = [];
     const read = (partitions: readonly string[]) => partitions.forEach((pk) => reads.set(pk, (reads.get(pk) ?? 0) + 1));
     const fire = async (method: string, partitions: readonly string[], committed: boolean) => {
       const at = hooks.findIndex((h) => h.match(method, partitions, committed));
@@ -362,6 +368,19 @@ export function claimsCases(engine: TestEngine): void {
       describe: () => table.describe(),
     };
     return { table: watched, reads, after: (match, run) => hooks.push({ match, run }) };
+  }
+
+  /**
+   * Once, right after the store call `match` picks, another container marks 'old' Terminating (DELETE: 202) and adds
+   * 'new' (10.2.0.0/29: 201); the statuses they got, for the test to check that the hook ran.
+   */
+  function retireOldAfter(api: TestApi, watch: ReturnType<typeof watchedTable>, match: CallMatch): number[] {
+    const between: number[] = [];
+    watch.after(match, async () => {
+      between.push((await api.call('DELETE', '/v1/pools/p/ranges/old')).status);
+      between.push((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status);
+    });
+    return between;
   }
 
   const readsOf = (reads: Map<string, number>, prefix: string) => [...reads].filter(([pk]) => pk.startsWith(prefix)).reduce((sum, [, n]) => sum + n, 0);
@@ -407,22 +426,12 @@ export function claimsCases(engine: TestEngine): void {
 
     it('catches a range marked Terminating between the commit and the check, and answers from a Ready range', async () => {
       // Prepare: range 'old' (c0 depends on it, so a DELETE leaves it Terminating); a warm container whose view shows 'old' only
-      const api = await testApi();
-      await poolWith(api, 'p', []);
-      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/29', name: 'old' })).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0') })).status).toBe(201);
+      const api = await poolWithOld();
       const watch = watchedTable(api.container.table);
       const warm = api.sibling({ table: watch.table, clock: new ManualClock(Date.now()) });
       expect((await warm.call('GET', '/v1/pools/p/ranges/old')).body.state).toBe('Ready');
       // Right after c1's claim transaction commits (before its check), another container marks 'old' Terminating and adds 'new'.
-      const between: number[] = [];
-      watch.after(
-        (method, partitions, committed) => method === 'transact' && committed && partitions.includes('CLAIM#p#c1'),
-        async () => {
-          between.push((await api.call('DELETE', '/v1/pools/p/ranges/old')).status);
-          between.push((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status);
-        },
-      );
+      const between = retireOldAfter(api, watch, (method, partitions, committed) => method === 'transact' && committed && partitions.includes('CLAIM#p#c1'));
       // Act
       const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1') });
       // Assess: the hook ran; the claim committed in 'old' was released and taken again from 'new'
@@ -435,20 +444,10 @@ export function claimsCases(engine: TestEngine): void {
     it('catches a range marked Terminating right after the view\'s query, before the claim commits', async () => {
       // Prepare: as above, but the container is cold: the claim reads the view itself, and 'old' is marked right after
       // that read's query of the pool's partition returns (so the view says Ready, and its generation must be the older one)
-      const api = await testApi();
-      await poolWith(api, 'p', []);
-      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.1.0.0/29', name: 'old' })).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0') })).status).toBe(201);
+      const api = await poolWithOld();
       const watch = watchedTable(api.container.table);
       const cold = api.sibling({ table: watch.table, clock: new ManualClock(Date.now()) });
-      const between: number[] = [];
-      watch.after(
-        (method, partitions) => method === 'query' && partitions.includes('POOL#p'),
-        async () => {
-          between.push((await api.call('DELETE', '/v1/pools/p/ranges/old')).status);
-          between.push((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status);
-        },
-      );
+      const between = retireOldAfter(api, watch, (method, partitions) => method === 'query' && partitions.includes('POOL#p'));
       // Act
       const res = await cold.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1') });
       // Assess
