@@ -202,6 +202,13 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
   let fresh = false;
   // The view the post-commit check read, when a claim had to be released: the next round allocates on it.
   let checked: PoolView | undefined;
+  // No range change committed since the view was read (its generation is still the pool's): the container keeps it,
+  // as current as this check (every change of a view changes its generation).
+  const confirmCurrent = async (view: PoolView): Promise<boolean> => {
+    if (view.generation === undefined || (await deps.pools.rangeGeneration(cmd.pool)) !== view.generation) return false;
+    deps.views.remember(cmd.pool, view, deps.clock.nowMs());
+    return true;
+  };
   let retired = 0;
   for (;;) {
     const { view, readNow } = checked ? { view: checked, readNow: true } : await deps.views.read(cmd.pool, deps.clock.nowMs(), fresh);
@@ -220,17 +227,14 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
       };
       const result = await deps.allocator.allocate(view, draft, requests);
       if (result.kind === 'allocated') {
-        // Taken from ranges Ready in the view, and no range changed since it was read: nothing to read again, and the
-        // view is as current as this check, so the container keeps it (every change of a view changes its generation).
-        if (view.generation !== undefined && servedByReadyRanges(view, result.claim) && (await deps.pools.rangeGeneration(cmd.pool)) === view.generation) {
-          deps.views.remember(cmd.pool, view, deps.clock.nowMs());
-          return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
-        }
+        const made = { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
+        // Taken from ranges Ready in the view, and no range changed since it was read: nothing to read again.
+        if (servedByReadyRanges(view, result.claim) && (await confirmCurrent(view))) return made;
         const current = await deps.pools.getPoolView(cmd.pool);
         if (current && servedByReadyRanges(current, result.claim)) {
           // The check's read is the freshest view there is: keep it, so the next request need not read again.
           deps.views.remember(cmd.pool, current, deps.clock.nowMs());
-          return { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
+          return made;
         }
         // A range was retired under the commit: give the addresses back before anything is answered, and say so to
         // the hint, whose marks from the commit would otherwise keep them taken (and could make the next round's
@@ -251,10 +255,7 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     } catch (error) {
       const refusedByView = error instanceof NotInRangeError || error instanceof MismatchedNetworkError || error instanceof RangeFullError;
       if (!refusedByView || readNow) throw error;
-      if (view.generation !== undefined && (await deps.pools.rangeGeneration(cmd.pool)) === view.generation) {
-        deps.views.remember(cmd.pool, view, deps.clock.nowMs());
-        throw error;
-      }
+      if (await confirmCurrent(view)) throw error;
       fresh = true;
     }
   }
