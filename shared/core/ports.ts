@@ -55,10 +55,10 @@ export interface PoolStore {
    */
   rangeGeneration(pool: string): Promise<string | undefined>;
   listPools(limit: number, cursor?: string): Promise<Page<Pool>>;
-  /** Deletes the pool, its ranges and their legacy slots; 'notEmpty' when a claim still exists. */
   /**
-   * Deletes a pool without claims, with a pool-gone tombstone (kept a day) in the same transaction: the claims listing
-   * is eventually consistent, so a claim committed just before may not be listed, and the reconciler releases it.
+   * Deletes the pool, its ranges and their legacy slots; 'notEmpty' when a claim still exists. A pool-gone tombstone
+   * (kept a day) goes in the same transaction: the claims listing is eventually consistent, so a claim committed just
+   * before may not be listed, and the reconciler releases it.
    */
   deletePool(pool: string, nowMs: number): Promise<'deleted' | 'notEmpty' | 'absent'>;
   /**

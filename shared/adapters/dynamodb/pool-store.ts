@@ -6,15 +6,14 @@ import { itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem } fr
 import { itemExists, itemIsAbsent } from './conditions.ts';
 import { isListPosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
-import { Entity, keys, RANGE_GENERATION_COPIES, SCHEMA_VERSION } from './keys.ts';
+import { Entity, keys, RANGE_GENERATION_COPIES } from './keys.ts';
 import { queryAll, type Table, type WriteOp } from './table.ts';
 import { dropRangeGeneration, stampRangeGeneration, transactRangeChange } from './writes/range-generation.ts';
 import { removeRange } from './writes/range-removal.ts';
+import { tombstoneItem } from './tombstones.ts';
 
 /** Most operations of one TransactWriteItems. */
 const MAX_TRANSACTION_OPS = 100;
-/** How long a pool-gone tombstone is kept (DynamoDB TTL): far longer than the reconciler looks (POOL_RECHECK_MS). */
-const POOL_GONE_RETENTION_MS = 24 * 3_600_000;
 
 /**
  * Pools and ranges on the table: a pool and its ranges share one partition, so a view is one consistent query. Every
@@ -63,8 +62,7 @@ export class TablePoolStore implements PoolStore {
     // The generation's copies go in the pool item's transaction: a claim checked after it no longer finds the view's.
     // The claims listing (an index) can lag a claim committed just before: the tombstone, in the pool item's
     // transaction, has the reconciler look for such claims again (releaseDeletedPoolClaims).
-    const at = new Date(nowMs).toISOString();
-    const tombstone = { ...keys.poolGone(pool, at), entity: Entity.PoolGone, schema: SCHEMA_VERSION, pool, at, ttl: Math.ceil((nowMs + POOL_GONE_RETENTION_MS) / 1000) };
+    const tombstone = tombstoneItem(Entity.PoolGone, nowMs, (at) => keys.poolGone(pool, at), { pool });
     const ops: WriteOp[] = [{ kind: 'delete', key: keys.pool(pool), condition: itemExists() }, { kind: 'put', item: tombstone }, ...dropRangeGeneration(pool)];
     for (const r of view.ranges) {
       ops.push({ kind: 'delete', key: keys.range(pool, r.name), condition: itemExists() });

@@ -22,12 +22,10 @@ import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
 import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
 import type { TablePoolStore } from './pool-store.ts';
-import { queryAll, type Table, type WriteOp } from './table.ts';
+import type { Table, WriteOp } from './table.ts';
+import { tombstoneItem, tombstonesSince } from './tombstones.ts';
 import { releaseWithRetries } from './writes/release.ts';
 import { leaseRestore } from './writes/restore.ts';
-
-/** How long an owner-gone tombstone is kept (DynamoDB TTL); the reconciler reads only its first minutes. */
-const OWNER_GONE_RETENTION_MS = 24 * 3600 * 1000;
 
 /** Width of the expiry part of GSI3SK (keys.expirySort). */
 const EXPIRY_WIDTH = 15;
@@ -279,22 +277,18 @@ export class TableReconcileStore implements ReconcileStore {
     // One item per report, keyed by time: a later run reads only the last minutes of them. The uid's hash keeps two
     // owners reported in the same millisecond apart, and the same owner reported twice in it one item.
     const uidHash = createHash('sha256').update(ownerUid).digest('hex').slice(0, 16);
-    const at = new Date(nowMs).toISOString();
-    const ttl = Math.ceil((nowMs + OWNER_GONE_RETENTION_MS) / 1000);
-    await this.table.write({ kind: 'put', item: { ...keys.ownerGone(pool, at, uidHash), entity: Entity.OwnerGone, schema: SCHEMA_VERSION, pool, uid: ownerUid, at, ttl } });
+    await this.table.write({ kind: 'put', item: tombstoneItem(Entity.OwnerGone, nowMs, (at) => keys.ownerGone(pool, at, uidHash), { pool, uid: ownerUid }) });
   }
 
-  async ownersGoneSince(pool: string, sinceMs: number): Promise<string[]> {
-    // `<ISO time>#<hash>` sorts after the bare ISO time of the same millisecond: this is "at or after sinceMs", and it
-    // leaves out older tombstones whose TTL deletion is still pending.
-    const items = await queryAll(this.table, { partition: keys.ownersGone(pool), sort: { after: new Date(sinceMs).toISOString() }, consistent: true });
-    return [...new Set(items.filter((i) => i.entity === Entity.OwnerGone).map((i) => i.uid as string))];
+  ownersGoneSince(pool: string, sinceMs: number): Promise<string[]> {
+    return tombstonesSince(this.table, keys.ownersGone(pool), Entity.OwnerGone, 'uid', sinceMs);
   }
 
-  async poolsDeletedSince(sinceMs: number): Promise<string[]> {
-    const items = await queryAll(this.table, { partition: keys.poolsGone(), sort: { after: new Date(sinceMs).toISOString() }, consistent: true });
-    return [...new Set(items.filter((i) => i.entity === Entity.PoolGone).map((i) => i.pool as string))];
+
+  poolsDeletedSince(sinceMs: number): Promise<string[]> {
+    return tombstonesSince(this.table, keys.poolsGone(), Entity.PoolGone, 'pool', sinceMs);
   }
+
 
   // ---- helpers ----
 
