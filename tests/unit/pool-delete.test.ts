@@ -9,14 +9,20 @@ const MIN = 60_000;
 /** The claims listing (GSI1 `CLAIMS#...`) held at a moment, as an eventually consistent index lags a fresh claim. */
 const laggingClaimsListing = () => laggingIndexEngine('memory, claims listing held', (q) => q.index === 'GSI1' && q.partition.startsWith('CLAIMS#'));
 
+/** Pool 'p' (10.0.0.0/24) and a claim `name` committed (201) while the claims listing is held, so it does not show it. */
+async function claimTheListingMisses(name: string) {
+  const lag = laggingClaimsListing();
+  const h = await reconcilerHarness({ engine: lag.engine });
+  await h.pool('p', ['10.0.0.0/24']);
+  lag.hold();
+  const claim = await h.claim('p', { name, owner: owner('A') });
+  return { lag, h, claim };
+}
+
 describe('Pool deletion (DELETE /v1/pools/{pool}) with a claims listing that lags', () => {
   it('releases, on a later run, a claim committed just before the delete that the listing did not show', async () => {
     // Prepare: a claim commits (201) while the claims listing lags behind it; the delete's emptiness check misses it.
-    const lag = laggingClaimsListing();
-    const h = await reconcilerHarness({ engine: lag.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    lag.hold();
-    const late = await h.claim('p', { name: 'late', owner: owner('A') });
+    const { lag, h, claim: late } = await claimTheListingMisses('late');
     h.clock.advance(20);
     const deleted = await h.api.call('DELETE', '/v1/pools/p');
     expect(deleted.status).toBe(204);
@@ -40,11 +46,7 @@ describe('Pool deletion (DELETE /v1/pools/{pool}) with a claims listing that lag
 
   it('leaves the claims of a pool created again under the same name alone, and stops looking POOL_RECHECK_MS after the delete', async () => {
     // Prepare: the old pool's claim is left behind in 10.0.0.0/24; the pool comes back with 10.1.0.0/24 and a claim.
-    const lag = laggingClaimsListing();
-    const h = await reconcilerHarness({ engine: lag.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    lag.hold();
-    const old = await h.claim('p', { name: 'old', owner: owner('A') });
+    const { lag, h, claim: old } = await claimTheListingMisses('old');
     expect((await h.api.call('DELETE', '/v1/pools/p')).status).toBe(204);
     const deletedAt = h.clock.t;
     lag.catchUp();
