@@ -240,3 +240,84 @@ describe('Allocation against a summary shown wrong', () => {
     expect(commits).toBeLessThanOrEqual(25);
   });
 });
+
+describe('Allocation near full from an old summary copy', () => {
+  /** A /24 with `mirrored` addresses leased and in the summary, and a container whose copy of the summary shows them. */
+  async function nearFull(mirrored: number) {
+    const table = new MemoryTable();
+    const setup = buildContainer(config, { table, clock, random: new SeededRandom(31) });
+    await createPool(setup.deps, { name: 'p' });
+    await createRange(setup.deps, { pool: 'p', cidr: '10.0.0.0/24' });
+    const mirror = new SummaryMirror({ store: new TableOccupancyStore(table), clock });
+    const lease = async (from: number, to: number) => {
+      const records: LeaseChange[] = [];
+      for (let i = from; i <= to; i += 1) {
+        await setLease(table, `10.0.0.${i}`, true);
+        records.push({ id: String(i), pool: 'p', address: `10.0.0.${i}`, state: LeaseState.Held });
+      }
+      await mirror.apply(records);
+    };
+    await lease(1, mirrored);
+    let commits = 0;
+    let summaryReads = 0;
+    let leaseReads = 0;
+    const caller = buildContainer(config, {
+      table,
+      clock,
+      random: new SeededRandom(32),
+      wrapStores: (s) => ({
+        ...s,
+        // Object.create keeps the store's other methods (they live on its prototype, which a spread drops).
+        occupancy: Object.assign(Object.create(s.occupancy) as typeof s.occupancy, {
+          readChunks: (...a: Parameters<typeof s.occupancy.readChunks>) => ((summaryReads += 1), s.occupancy.readChunks(...a)),
+          leaseStates: (...a: Parameters<typeof s.occupancy.leaseStates>) => ((leaseReads += 1), s.occupancy.leaseStates(...a)),
+        }),
+        claims: { ...s.claims, commitClaim: (...a) => ((commits += 1), s.claims.commitClaim(...a)), releaseClaim: s.claims.releaseClaim.bind(s.claims), getClaim: s.claims.getClaim.bind(s.claims), findGeneratedClaim: s.claims.findGeneratedClaim.bind(s.claims), listClaims: s.claims.listClaims.bind(s.claims), renewClaim: s.claims.renewClaim.bind(s.claims) },
+      }),
+    });
+    // The caller's first claim reads the summary: its copy.
+    await createClaim(caller.deps, { pool: 'p', name: 'first', owner: owner('first') });
+    return { caller, lease, counts: () => ({ commits, summaryReads, leaseReads }) };
+  }
+
+  it('reads a copy a second old that shows few free addresses again before picking: no transaction on an address taken since', async () => {
+    // Prepare: the copy shows about 100 free; then all but 2 of them are leased and mirrored
+    const { caller, lease, counts } = await nearFull(153);
+    await lease(154, 252);
+    clock.advance(1_100);
+    const before = counts();
+    // Act
+    const claim = await createClaim(caller.deps, { pool: 'p', name: 'last', owner: owner('last') });
+    // Assess: one more summary read, then one commit on a free address
+    expect(Number(claim.claim.addresses[0]!.address.split('.')[3])).toBeGreaterThan(252);
+    expect(counts().summaryReads - before.summaryReads).toBe(1);
+    expect(counts().commits - before.commits).toBe(1);
+  });
+
+  it('keeps a copy a second old that shows many free addresses: no read before the commit', async () => {
+    // Prepare: the copy shows about 200 free (more than NEAR_FULL_LIMIT)
+    const { caller, counts } = await nearFull(50);
+    clock.advance(1_100);
+    const before = counts();
+    // Act
+    await createClaim(caller.deps, { pool: 'p', name: 'next', owner: owner('next') });
+    // Assess
+    expect(counts().summaryReads - before.summaryReads).toBe(0);
+    expect(counts().commits - before.commits).toBe(1);
+  });
+
+  it('reads a young copy again after its first collision near full, instead of reading a sample of what it shows free', async () => {
+    // Prepare: as above, but the copy is half a second old (within the full trust)
+    const { caller, lease, counts } = await nearFull(153);
+    await lease(154, 252);
+    clock.advance(500);
+    const before = counts();
+    // Act
+    const claim = await createClaim(caller.deps, { pool: 'p', name: 'last', owner: owner('last') });
+    // Assess: a commit that collides, the summary again, one batch read of the few it shows, a commit
+    expect(Number(claim.claim.addresses[0]!.address.split('.')[3])).toBeGreaterThan(252);
+    expect(counts().commits - before.commits).toBe(2);
+    expect(counts().summaryReads - before.summaryReads).toBe(1);
+    expect(counts().leaseReads - before.leaseReads).toBe(1);
+  });
+});

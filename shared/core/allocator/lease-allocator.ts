@@ -46,8 +46,22 @@ export interface LeaseAllocatorDeps {
  */
 export const VERIFY_LIMIT = 32;
 
-/** Candidates read at once after a collision, when more than VERIFY_LIMIT show free (see pickSampled). */
-export const SAMPLE_SIZE = 8;
+/**
+ * Candidates read at once after a collision, when more than VERIFY_LIMIT show free (see pickSampled). All of them are
+ * taken with probability p^k when a share p of what the copy shows free was taken since it was read: at 90 % full the
+ * bench's callers collide on about one first pick in eight, so 4 leaves a sample of nothing free well under one time
+ * in a hundred (and that only costs another read); 8, the first figure, paid 4 more read units per collision.
+ */
+export const SAMPLE_SIZE = 4;
+
+/**
+ * Near full: when a summary copy shows more than VERIFY_LIMIT but at most this many free addresses in a family, and it
+ * is older than the full trust (a second) or this call has collided on it, it is read again before picking. The last
+ * seconds of a fill take more addresses than that (the bench's 32 callers take about 100 a second, the stream lags
+ * about 2 s), so a pick from such a copy is likely one taken since: a failed transaction and a sample read, where
+ * the summary costs one eventually consistent read (a /16's chunks are one read unit).
+ */
+export const NEAR_FULL_LIMIT = 4 * VERIFY_LIMIT;
 
 /**
  * Collisions in one call after which it stops trusting the occupancy summary and reads the lease listing: the
@@ -207,6 +221,10 @@ export class LeaseAllocator implements Allocator {
       const hint = await this.deps.hints.get(pool, family, intervals, nowMs, fresh, source);
       if (fresh) refreshedAt.set(family, seen);
       const inFlight = this.deps.hints.inFlight(pool, family);
+      if (!fresh && hint.source === HintSource.Summary && this.behindNearFull(ranges, excluded, hint, inFlight, nowMs, seen > (refreshedAt.get(family) ?? 0))) {
+        fresh = true;
+        continue;
+      }
       const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, seen > 0) : this.pickWithHint(ranges, excluded, hint, inFlight);
       const pick = checked === 'full' ? undefined : checked;
       if (pick) {
@@ -220,6 +238,20 @@ export class LeaseAllocator implements Allocator {
       fresh = true;
     }
     throw new RangeFullError(pool, family);
+  }
+
+  /**
+   * Whether a summary copy is likely behind near full (NEAR_FULL_LIMIT): it shows more free addresses than a verified
+   * read takes, but few, and it is older than the full trust or this call has collided since reading it.
+   */
+  private behindNearFull(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, nowMs: number, collided: boolean): boolean {
+    if (!collided && nowMs - hint.fetchedAt < this.fullTrustMs) return false;
+    const shown = new Set<bigint>();
+    for (const range of ranges) {
+      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, NEAR_FULL_LIMIT + 1 - shown.size, inFlight)) shown.add(value);
+      if (shown.size > NEAR_FULL_LIMIT) return false;
+    }
+    return shown.size > VERIFY_LIMIT;
   }
 
   /**
