@@ -11,22 +11,31 @@ export const DEFAULT_VIEW_MAX_AGE_MS = 1_000;
  * the copy's, reads the view again when they differ, and releases a claim whose range is no longer Ready (see
  * createClaim), so a stale copy costs a release and a second allocation, never an address handed out from a
  * Terminating or deleted range. A check that finds the generation unchanged renews the copy (`remember`): every
- * change of a view changes its generation.
+ * change of a view changes its generation. For the same reason a copy past its age is first checked against the
+ * generation (one read of one copy, in one of several partitions) and kept when unchanged; only a changed generation
+ * reads the pool's partition again, so an idle container's next request does not add to that one partition's reads.
  */
 export class PoolViewCache {
   private readonly entries = new Map<string, { view: PoolView; at: number }>();
 
-  constructor(private readonly store: Pick<PoolStore, 'getPoolView'>, readonly maxAgeMs = DEFAULT_VIEW_MAX_AGE_MS) {}
+  constructor(private readonly store: Pick<PoolStore, 'getPoolView'> & Partial<Pick<PoolStore, 'rangeGeneration'>>, readonly maxAgeMs = DEFAULT_VIEW_MAX_AGE_MS) {}
 
   /** The pool's view, read through when stale or when `fresh` is asked for. @throws NotFoundError */
   async get(pool: string, nowMs: number, fresh = false): Promise<PoolView> {
     return (await this.read(pool, nowMs, fresh)).view;
   }
 
-  /** Like `get`, saying whether the view was read from the store by this call (`readNow`) or came from the cache. */
+  /**
+   * Like `get`, saying whether the view is current as of this call (`readNow`: read from the store, or a copy whose
+   * generation this call found unchanged) or came from the cache as it was.
+   */
   async read(pool: string, nowMs: number, fresh = false): Promise<{ view: PoolView; readNow: boolean }> {
     const entry = this.entries.get(pool);
     if (!fresh && entry && nowMs - entry.at < this.maxAgeMs) return { view: entry.view, readNow: false };
+    if (!fresh && entry?.view.generation !== undefined && this.store.rangeGeneration && (await this.store.rangeGeneration(pool)) === entry.view.generation) {
+      this.entries.set(pool, { view: entry.view, at: nowMs });
+      return { view: entry.view, readNow: true };
+    }
     const view = await this.store.getPoolView(pool);
     if (!view) {
       this.entries.delete(pool);
