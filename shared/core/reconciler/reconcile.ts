@@ -88,7 +88,10 @@ export interface ReconcileReport {
   readonly bitmapsChecked: number;
   /** Pools whose occupancy summary was built (row 14), and summary bits corrected (row 15). */
   readonly summary: { readonly built: number; readonly repaired: number };
-  /** Units of work that failed (the store refused or threw); they are retried by later runs. */
+  /**
+   * Units of work that failed (the store refused or threw), a repair's transient failure only after its retries within
+   * this run (Run.repair); later runs try them again.
+   */
   readonly errors: readonly string[];
 }
 
