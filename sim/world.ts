@@ -534,7 +534,8 @@ export class World {
     this.log(`${container.caller.id} reconcile run`);
     try {
       // The function's timeout: 60 s (serverless.yml), so a run stops starting work 5 s before it.
-      await runReconciler(container.deps, this.config.reconciler, 60_000, { log: () => undefined });
+      // A retried repair waits in virtual time, as the legacy allocator's backoff does.
+      await runReconciler(container.deps, this.config.reconciler, 60_000, { log: () => undefined, pause: (ms) => this.scheduler.sleep(ms) });
     } catch (error) {
       this.log(`${container.caller.id} reconcile run failed: ${(error as Error).message}`);
     }

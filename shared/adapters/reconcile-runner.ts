@@ -1,6 +1,7 @@
 import type { ReconcilerConfig } from '../config.ts';
 import type { ReconcileSettings } from '../core/reconciler/plan.ts';
 import { reconcile, type ReconcileDeps, type ReconcileReport } from '../core/reconciler/reconcile.ts';
+import type { Pause } from '../core/reconciler/run.ts';
 import type { Deps } from '../core/use-cases/deps.ts';
 import type { IpamMetrics } from './metrics.ts';
 
@@ -37,7 +38,11 @@ export interface RunSummary {
 export interface RunOptions {
   readonly metrics?: IpamMetrics;
   readonly log?: StructuredLog;
+  /** How a retried repair waits (default: a timer; the simulator waits in virtual time). */
+  readonly pause?: Pause;
 }
+
+const timer: Pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * One scheduled run: stops `deadlineMarginMs` before the Lambda's own deadline, publishes utilization and repair
@@ -46,7 +51,7 @@ export interface RunOptions {
 export async function runReconciler(deps: Deps, config: ReconcilerConfig, remainingMs: number, options: RunOptions = {}): Promise<RunSummary> {
   const log = options.log ?? jsonLog;
   const started = deps.clock.nowMs();
-  const reconcileDeps: ReconcileDeps = { ...deps, settings: settingsOf(config) };
+  const reconcileDeps: ReconcileDeps = { ...deps, settings: settingsOf(config), pause: options.pause ?? timer };
   const report = await reconcile(reconcileDeps, { deadlineMs: started + remainingMs - config.deadlineMarginMs });
   options.metrics?.publishRun(report);
   for (const u of report.utilization) {

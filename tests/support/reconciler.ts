@@ -2,6 +2,7 @@ import type { Claim, Lease } from '../../shared/core/model.ts';
 import type { ReconcileSettings } from '../../shared/core/reconciler/plan.ts';
 import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
 import { EXPIRY_CHECKPOINT, reconcile, type ReconcileDeps, type ReconcileReport } from '../../shared/core/reconciler/reconcile.ts';
+import type { Pause } from '../../shared/core/reconciler/run.ts';
 import { claimToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
@@ -46,8 +47,11 @@ export interface ReconcilerHarness {
   readonly clock: ManualClock;
   /** The table engine under the API (DynamoDB Local or memory): writes here bypass the service, as a fault would. */
   readonly table: Table;
-  /** One reconciler pass with the test settings (overridable), a 60 s deadline unless given, and an optional store wrapper. */
-  run(options?: { settings?: Partial<ReconcileSettings>; deadlineMs?: number; wrap?: (store: ReconcileStore) => ReconcileStore }): Promise<ReconcileReport>;
+  /**
+   * One reconciler pass with the test settings (overridable), a 60 s deadline unless given, an optional store wrapper,
+   * and how a retried repair waits (default: at once; a test may move the clock).
+   */
+  run(options?: { settings?: Partial<ReconcileSettings>; deadlineMs?: number; wrap?: (store: ReconcileStore) => ReconcileStore; pause?: Pause }): Promise<ReconcileReport>;
   put(item: Record<string, unknown>): Promise<void>;
   get(key: Key): Promise<Record<string, unknown> | undefined>;
   remove(key: Key): Promise<void>;
@@ -91,6 +95,7 @@ export async function reconcilerHarness(options: HarnessOptions = {}): Promise<R
         ...api.container.deps,
         ...(options.wrap ? { reconcile: options.wrap(api.container.deps.reconcile) } : {}),
         settings: { ...testSettings, ...options.settings },
+        ...(options.pause ? { pause: options.pause } : {}),
       };
       return reconcile(deps, { deadlineMs: options.deadlineMs ?? clock.t + 60_000 });
     },

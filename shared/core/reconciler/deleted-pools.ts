@@ -36,7 +36,7 @@ export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
     return true;
   });
   await run.each(Phase.Owners, pools, (pool) =>
-    run.attempt(`release claims of deleted pool ${pool}`, async () => {
+    run.repair(`release claims of deleted pool ${pool}`, async () => {
       const view = await run.deps.pools.getPoolView(pool);
       let cursor: string | undefined;
       do {

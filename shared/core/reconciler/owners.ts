@@ -39,8 +39,8 @@ export async function releaseOwner(deps: Deps, pool: string, ownerUid: string): 
 
 /**
  * Row 2 again, each run: the owners reported gone in the last OWNER_RECHECK_MS have their claims released once more
- * (one owner index query each when the first release found them all). Failures are the run's errors; later runs,
- * within the window, try again.
+ * (one owner index query each when the first release found them all). A transient failure is retried within the run
+ * (Run.repair); other failures are the run's errors, and later runs, within the window, try again.
  */
 export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<void> {
   const since = run.now() - OWNER_RECHECK_MS;
@@ -53,20 +53,27 @@ export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<
       return true;
     });
     await run.each(Phase.Owners, uids, (uid) =>
-      run.attempt(`release gone owner ${pool}/${uid}`, async () => {
-        const { released } = await releaseOwnerClaims(run.deps, pool, uid);
-        run.repairs[EventReason.OwnerReleased] += released.length;
+      run.repair(`release gone owner ${pool}/${uid}`, async () => {
+        // Counted as they commit: a release that fails after some of the owner's claims went keeps their count.
+        const released: string[] = [];
+        try {
+          await releaseOwnerClaims(run.deps, pool, uid, released);
+        } finally {
+          run.repairs[EventReason.OwnerReleased] += released.length;
+        }
         return true;
       }),
     );
   }
 }
 
-/** Releases every claim the owner index lists for the owner uid (row 2's work, without the tombstone). */
-async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string): Promise<{ released: string[] }> {
+/**
+ * Releases every claim the owner index lists for the owner uid (row 2's work, without the tombstone), appending the
+ * names of those it released to `released` as each commits.
+ */
+async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, released: string[] = []): Promise<{ released: string[] }> {
   // The pool's reuse delay (its view is cached): a released owner's addresses stay held for its kind and name.
   const { pool: poolItem } = await deps.views.get(pool, deps.clock.nowMs());
-  const released: string[] = [];
   const seen = new Set<string>();
   for (let pass = 0; pass < PASSES; pass += 1) {
     let found = 0;

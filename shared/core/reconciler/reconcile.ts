@@ -88,7 +88,10 @@ export interface ReconcileReport {
   readonly bitmapsChecked: number;
   /** Pools whose occupancy summary was built (row 14), and summary bits corrected (row 15). */
   readonly summary: { readonly built: number; readonly repaired: number };
-  /** Units of work that failed (the store refused or threw); they are retried by later runs. */
+  /**
+   * Units of work that failed (the store refused or threw), a repair's transient failure only after its retries within
+   * this run (Run.repair); later runs try them again.
+   */
   readonly errors: readonly string[];
 }
 
@@ -192,7 +195,7 @@ async function handleExpired(run: Run, refs: readonly ExpiredRef[], cutoff: numb
 /** Row 1. A claim that is no longer expired (renewed meanwhile) or already gone needs nothing. */
 async function releaseIfExpired(run: Run, claim: Claim, cutoff: number, pool: Pool | undefined): Promise<boolean> {
   if (!isReleasable(claim, cutoff)) return true;
-  return run.attempt(`release expired claim ${claim.pool}/${claim.name}`, async () => {
+  return run.repair(`release expired claim ${claim.pool}/${claim.name}`, async () => {
     const hold = pool && holdOf(pool, claim, run.now());
     const event = events.claimExpired(claim, run.iso(), hold);
     run.done(event, (await run.deps.reconcile.releaseExpiredClaim(claim, cutoff, event, hold)) === 'released');
@@ -219,9 +222,9 @@ async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[], vie
     if (verdict.kind === 'releasing') return true;
     if (verdict.kind === 'reusable') {
       // Row 16: clean-up only; the address has been free since the delay ended, whether or not this runs.
-      return run.attempt(`drop released lease ${lease.pool}/${lease.address}`, async () => (await run.deps.reconcile.dropReleased(lease, nowMs), true));
+      return run.repair(`drop released lease ${lease.pool}/${lease.address}`, async () => (await run.deps.reconcile.dropReleased(lease, nowMs), true));
     }
-    return run.attempt(`release orphaned lease ${lease.pool}/${lease.address}`, async () => {
+    return run.repair(`release orphaned lease ${lease.pool}/${lease.address}`, async () => {
       const pool = pools.get(lease.pool);
       // An orphan is released like its claim would have been: held for its owner when the pool has a reuse delay.
       const hold = pool && holdOf(pool, {}, nowMs);
@@ -239,7 +242,7 @@ async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[], vie
  */
 async function reportIfOutside(run: Run, lease: Lease, view: PoolView | undefined, nowMs: number): Promise<boolean> {
   if (judgeLeaseRange(lease, view, nowMs, run.deps.settings.orphanLeaseGraceMs) !== 'outside') return true;
-  return run.attempt(`report lease outside ranges ${lease.pool}/${lease.address}`, async () => {
+  return run.repair(`report lease outside ranges ${lease.pool}/${lease.address}`, async () => {
     // The run's views and the sweep's copy of the lease may be stale (a range added, the lease released since):
     // report only what consistent reads still show.
     const [current] = await run.deps.reconcile.getLeases([{ pool: lease.pool, address: lease.address }]);
@@ -259,7 +262,7 @@ async function finalizeRanges(run: Run, views: PoolViewList): Promise<void> {
     for (const range of view.ranges) {
       if (run.out(Phase.Ranges)) return;
       if (!terminationGraceOver(range, run.now(), settings.terminatingRangeGraceMs)) continue;
-      await run.attempt(`finalize range ${range.pool}/${range.name}`, async () => {
+      await run.repair(`finalize range ${range.pool}/${range.name}`, async () => {
         if (await hasDependentLease(run, range, rangesOf(view, range.family).filter((r) => r.range.name !== range.name))) return true;
         const event = events.rangeFinalized(range, run.iso());
         run.done(event, (await run.deps.reconcile.finalizeRange(range, event)) === 'finalized');
@@ -349,7 +352,7 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
     if (verdict.kind !== 'checked') return true;
     for (const address of verdict.addresses) {
       if (address.kind === 'missing') {
-        await run.attempt(`restore lease ${claim.pool}/${address.address.address}`, async () => {
+        await run.repair(`restore lease ${claim.pool}/${address.address.address}`, async () => {
           const event = events.leaseNotAllocated(claim, address.address.address, run.iso(nowMs));
           // Row 6: the lease the claim should have, created now.
           const pool = pools.get(claim.pool);
@@ -358,7 +361,7 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
           return true;
         });
       } else if (address.kind === 'duplicate') {
-        await run.attempt(`report duplicate ${claim.pool}/${address.address.address}`, async () => {
+        await run.repair(`report duplicate ${claim.pool}/${address.address.address}`, async () => {
           // The sweep's copy of the claim may be stale: report only what a consistent read still shows.
           const [current] = await store.getClaims([{ pool: claim.pool, name: claim.name }]);
           if (!current || current.uid !== claim.uid) return true;

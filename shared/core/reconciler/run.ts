@@ -1,11 +1,18 @@
+import { NotReadyError } from '../errors.ts';
 import type { IpFamily } from '../ip/address.ts';
 import type { RangeState } from '../model.ts';
 import type { Deps } from '../use-cases/deps.ts';
 import type { ReconcileSettings } from './plan.ts';
 import { EventReason, type IpamEvent } from './ports.ts';
 
-/** What a run needs: the container's dependencies and the reconciler's settings. */
-export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings };
+/** Waits `ms` (a timer in Lambda, virtual time in the simulator). */
+export type Pause = (ms: number) => Promise<void>;
+
+/**
+ * What a run needs: the container's dependencies, the reconciler's settings, and how to wait before retrying a repair
+ * (without `pause`, a retry goes at once: the tests' manual clocks).
+ */
+export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings; readonly pause?: Pause };
 
 export const Phase = { Expiry: 'expiry', Owners: 'owners', Ranges: 'ranges', Summary: 'summary', Drift: 'drift', Utilization: 'utilization', Sweep: 'sweep' } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
@@ -37,6 +44,18 @@ export interface SweepCheckpoint {
 
 /** Parallel writes per page: enough to overlap round trips, few enough to stay polite to the table. */
 const PARALLELISM = 8;
+
+/**
+ * Retries of a repair whose write failed transiently (NotReadyError: throttled, timed out, or a transaction that kept
+ * meeting others), within the run and while its deadline allows. Without them one failed write leaves an expired
+ * claim (or a gone owner's) held a whole period longer: past "released within the period plus the grace", which the
+ * simulator checks (sim/invariants.ts checkReleasedInTime; full-length `faults` seed 10 broke it). Each repair
+ * is conditional (same uid, same version, still expired), so a retry after a write that did commit finds nothing to
+ * do: 'changed', no second event.
+ */
+const REPAIR_RETRIES = 2;
+/** The wait before the first retry, doubled before the next; each wait is jittered over its upper half. */
+const RETRY_BASE_MS = 200;
 
 /** One run's state: deadline, counters, errors. */
 export class Run {
@@ -80,9 +99,34 @@ export class Run {
     try {
       return await work();
     } catch (error) {
-      this.errors.push(`${what}: ${(error as Error)?.name ?? 'Error'}: ${(error as Error)?.message ?? String(error)}`);
+      this.fail(what, error);
       return false;
     }
+  }
+
+  /**
+   * Runs one repair (a conditional write with its event, or a few of them) as `attempt` does, but tries it again up to
+   * REPAIR_RETRIES times after a transient failure (NotReadyError), each after a short backoff that still ends before
+   * the deadline. `work` must be safe to run again after a write that committed unseen: every repair of the
+   * ReconcileStore is conditional, so it is.
+   */
+  async repair(what: string, work: () => Promise<boolean>): Promise<boolean> {
+    for (let retry = 0; ; retry += 1) {
+      try {
+        return await work();
+      } catch (error) {
+        const waitMs = error instanceof NotReadyError && retry < REPAIR_RETRIES ? RETRY_BASE_MS * 2 ** retry * (0.5 + this.deps.random.unit() / 2) : undefined;
+        if (waitMs === undefined || this.now() + waitMs >= this.deadlineMs) {
+          this.fail(what, error);
+          return false;
+        }
+        await this.deps.pause?.(waitMs);
+      }
+    }
+  }
+
+  private fail(what: string, error: unknown): void {
+    this.errors.push(`${what}: ${(error as Error)?.name ?? 'Error'}: ${(error as Error)?.message ?? String(error)}`);
   }
 
   /** Runs `work` over items, PARALLELISM at a time, stopping at the deadline; true when every item returned true. */
