@@ -18,7 +18,7 @@ export const DEFAULT_VIEW_MAX_AGE_MS = 1_000;
 export class PoolViewCache {
   private readonly entries = new Map<string, { view: PoolView; at: number }>();
 
-  constructor(private readonly store: Pick<PoolStore, 'getPoolView'> & Partial<Pick<PoolStore, 'rangeGeneration'>>, readonly maxAgeMs = DEFAULT_VIEW_MAX_AGE_MS) {}
+  constructor(private readonly store: Pick<PoolStore, 'getPoolView' | 'rangeGeneration'>, readonly maxAgeMs = DEFAULT_VIEW_MAX_AGE_MS) {}
 
   /** The pool's view, read through when stale or when `fresh` is asked for. @throws NotFoundError */
   async get(pool: string, nowMs: number, fresh = false): Promise<PoolView> {
@@ -32,7 +32,7 @@ export class PoolViewCache {
   async read(pool: string, nowMs: number, fresh = false): Promise<{ view: PoolView; readNow: boolean }> {
     const entry = this.entries.get(pool);
     if (!fresh && entry && nowMs - entry.at < this.maxAgeMs) return { view: entry.view, readNow: false };
-    if (!fresh && entry?.view.generation !== undefined && this.store.rangeGeneration && (await this.store.rangeGeneration(pool)) === entry.view.generation) {
+    if (!fresh && entry?.view.generation !== undefined && (await this.store.rangeGeneration(pool)) === entry.view.generation) {
       this.entries.set(pool, { view: entry.view, at: nowMs });
       return { view: entry.view, readNow: true };
     }

@@ -3,6 +3,13 @@ import { NotFoundError } from '../../shared/core/errors.ts';
 import { IpFamily } from '../../shared/core/ip/address.ts';
 import { RangeState, type PoolView } from '../../shared/core/model.ts';
 import { PoolViewCache } from '../../shared/core/pool-view-cache.ts';
+import { buildContainer } from '../../shared/adapters/composition.ts';
+import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
+import { loadConfig } from '../../shared/config.ts';
+import { createPool, deletePool } from '../../shared/core/use-cases/pools.ts';
+import { createRange, deleteRange } from '../../shared/core/use-cases/ranges.ts';
+import { ManualClock } from '../support/fakes.ts';
+import { SeededRandom } from './fakes.ts';
 
 /** A pool store whose view and generation the test sets, counting the reads of each. */
 function storeOf(initial: PoolView | undefined) {
@@ -98,5 +105,25 @@ describe('Class: PoolViewCache', () => {
     await cache.read('p', 1_500, true);
     // Assess
     expect(store.state).toMatchObject({ viewReads: 2, generationReads: 0 });
+  });
+
+  it('on the memory engine, reads the new ranges of a pool deleted and created again under the same name', async () => {
+    // Prepare: container a keeps a view of pool p; container b deletes p and creates it again with another range
+    const table = new MemoryTable();
+    const clock = new ManualClock();
+    const a = buildContainer(loadConfig({ TABLE_NAME: 'memory' }), { table, clock, random: new SeededRandom(1) });
+    const b = buildContainer(loadConfig({ TABLE_NAME: 'memory' }), { table, clock, random: new SeededRandom(2) });
+    await createPool(a.deps, { name: 'p' });
+    await createRange(a.deps, { pool: 'p', cidr: '10.0.0.0/24' });
+    expect((await a.deps.views.get('p', clock.nowMs())).ranges.map((r) => r.cidr)).toEqual(['10.0.0.0/24']);
+    await deleteRange(b.deps, 'p', (await b.deps.views.get('p', clock.nowMs(), true)).ranges[0]!.name);
+    await deletePool(b.deps, 'p');
+    await createPool(b.deps, { name: 'p' });
+    await createRange(b.deps, { pool: 'p', cidr: '10.1.0.0/24' });
+    clock.advance(1_100);
+    // Act
+    const { view } = await a.deps.views.read('p', clock.nowMs());
+    // Assess
+    expect(view.ranges.map((r) => r.cidr)).toEqual(['10.1.0.0/24']);
   });
 });

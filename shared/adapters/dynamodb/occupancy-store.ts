@@ -2,6 +2,8 @@ import { Bitmap } from '../../core/bitmap/bitmap.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import { CHUNK_SIZE, type OccupancyChunk } from '../../core/occupancy/chunk.ts';
 import type { LeaseState, OccupancyStore } from '../../core/occupancy/ports.ts';
+import type { Random } from '../../core/ports.ts';
+import { cryptoRandom } from '../system.ts';
 import type { Item } from './codec.ts';
 import { itemExists, itemIsAbsent, both, versionIs } from './conditions.ts';
 import { chunkSortKey, Entity, keys, SCHEMA_VERSION } from './keys.ts';
@@ -41,7 +43,10 @@ export function itemToChunk(item: Item): OccupancyChunk {
 
 /** The occupancy summary on the table: one item per chunk, a pool family's chunks in one partition. */
 export class TableOccupancyStore implements OccupancyStore {
-  constructor(private readonly table: Table) {}
+  constructor(
+    private readonly table: Table,
+    private readonly random: Pick<Random, 'uid'> = cryptoRandom,
+  ) {}
 
   async readChunks(pool: string, family: IpFamily, span: readonly [bigint, bigint]): Promise<OccupancyChunk[]> {
     const items = await queryAll(this.table, { partition: keys.occupancy(pool, family), sort: { between: [chunkSortKey(family, span[0]), chunkSortKey(family, span[1])] } });
@@ -67,11 +72,13 @@ export class TableOccupancyStore implements OccupancyStore {
   /**
    * Sets the pool's summarySince under a new range generation: a container keeps its pool view for as long as the
    * generation it was read with stays current (createClaim), so every change of the view changes the generation.
+   * A fresh id, as for range changes: two runs that set it in the same millisecond must not write equal values
+   * around a range change, or a view read between them would pass for current.
    */
   async markSummarized(pool: string, sinceIso: string): Promise<void> {
     await transactRangeChange(this.table, [
       { kind: 'update', key: keys.pool(pool), update: { setIfAbsent: { summarySince: sinceIso } }, condition: itemExists() },
-      ...stampRangeGeneration(pool, `summarized-${sinceIso}`),
+      ...stampRangeGeneration(pool, this.random.uid()),
     ]);
   }
 }

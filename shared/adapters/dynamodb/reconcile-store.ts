@@ -251,7 +251,7 @@ export class TableReconcileStore implements ReconcileStore {
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'restored';
     const verdict = decode(verdicts);
-    if (verdict === 'conflict') throw new NotReadyError('A concurrent write touched this lease; a later run retries.');
+    if (verdict === 'conflict') throw new NotReadyError('A concurrent write touched this lease; retried within the run, then by later runs.');
     return verdict;
   }
 
@@ -298,7 +298,7 @@ export class TableReconcileStore implements ReconcileStore {
     // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
     if (outcome === 'claimChanged') return 'changed';
     if (outcome === 'released') return 'released';
-    throw new NotReadyError(`Claim ${claim.name} kept changing while it was being released; a later run retries.`);
+    throw new NotReadyError(`Claim ${claim.name} kept changing while it was being released; retried within the run, then by later runs.`);
   }
 
   private sweepPartition(position: SweepPosition): { partition: string; kind: 'claims' | 'leases' } {

@@ -35,14 +35,15 @@ export interface StoreOptions {
 /** The stores of one table, on whichever engine the table is (DynamoDB, or memory in tests). */
 export function tableStores(table: Table, options: StoreOptions): Stores {
   const cursors = new CursorCodec(options.cursorSecret);
-  const pools = new TablePoolStore(table, options.shards, cursors, options.random ?? cryptoRandom);
+  const random = options.random ?? cryptoRandom;
+  const pools = new TablePoolStore(table, options.shards, cursors, random);
   const claims = new TableClaimStore(table, options.shards, cursors);
   return {
     pools,
     claims,
     leases: new TableLeaseIndex(table, options.shards, cursors),
     bitmaps: new TableBitmapStore(table, options.shards, claims),
-    occupancy: new TableOccupancyStore(table),
+    occupancy: new TableOccupancyStore(table, random),
     reconcile: new TableReconcileStore(table, options.shards, cursors, pools),
     health: { health: async () => ({ table: table.name, status: await table.describe() }) },
   };

@@ -73,6 +73,15 @@ export const SUMMARY_COLLISION_LIMIT = 6;
 /** A full view read this recently answers RangeFull as it is (Kubernetes' allocator trusts its informer likewise). */
 export const DEFAULT_FULL_TRUST_MS = 1_000;
 
+/** What one allocate call has seen so far, per family. */
+interface CallState {
+  /** The collision count at this call's last forced read of the hint. */
+  readonly refreshedAt: Map<IpFamily, number>;
+  readonly collisions: Map<IpFamily, number>;
+  /** When this call last collided. */
+  readonly collidedAt: ReadonlyMap<IpFamily, number>;
+}
+
 interface Choice {
   readonly value: bigint;
   readonly range: ParsedRange;
@@ -109,6 +118,8 @@ export class LeaseAllocator implements Allocator {
     const holdMs = reuseDelayMs(view.pool);
     const refreshedAt = new Map<IpFamily, number>();
     const collisions = new Map<IpFamily, number>();
+    // When this call last collided in each family: a hint read before that is known to be behind.
+    const collidedAt = new Map<IpFamily, number>();
     // Addresses this call read free near full (pickVerified), per family: a batch reads them once, not once a pick.
     const verified = new Map(slots.map((s) => [s.family, new Set<bigint>()]));
     // Dynamic candidates in flight, released once their transaction settles.
@@ -122,7 +133,7 @@ export class LeaseAllocator implements Allocator {
           if (pick && !pick.explicit) reservations.push(this.deps.hints.reserve(pool, slots[i]!.family, pick.value));
         });
         for (const [i, slot] of slots.entries()) {
-          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, refreshedAt, collisions, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
+          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, { refreshedAt, collisions, collidedAt }, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
         }
         claim = buildClaim(draft, requests, slots, picks as Choice[]);
         const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
@@ -151,6 +162,7 @@ export class LeaseAllocator implements Allocator {
             // A lost race shows this call's reads are behind: the next picks read again (as a single claim always did).
             verified.get(family)!.clear();
             collisions.set(family, (collisions.get(family) ?? 0) + 1);
+            collidedAt.set(family, nowMs);
             // Only the collided address is picked again; the rest of the batch stays as it was.
             picks[i] = undefined;
           }
@@ -194,7 +206,8 @@ export class LeaseAllocator implements Allocator {
    * hinted picks skip them as in flight (they are reserved), the blind pick draws again. `verified`: addresses this
    * call has read free (pickVerified), not read again.
    */
-  private async pickDynamic(view: PoolView, family: IpFamily, refreshedAt: Map<IpFamily, number>, collisions: Map<IpFamily, number>, reservations: (() => void)[], chosen: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice> {
+  private async pickDynamic(view: PoolView, family: IpFamily, call: CallState, reservations: (() => void)[], chosen: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice> {
+    const { refreshedAt, collisions, collidedAt } = call;
     const ranges = rangesOf(view, family).filter((r) => pickableSize(this.pickRange(r)) > 0n);
     if (ranges.length === 0) throw new RangeFullError(view.pool.name, family);
     const excluded = excludedIntervals(view, family);
@@ -221,7 +234,7 @@ export class LeaseAllocator implements Allocator {
       const hint = await this.deps.hints.get(pool, family, intervals, nowMs, fresh, source);
       if (fresh) refreshedAt.set(family, seen);
       const inFlight = this.deps.hints.inFlight(pool, family);
-      if (!fresh && hint.source === HintSource.Summary && this.behindNearFull(ranges, excluded, hint, inFlight, nowMs, seen > (refreshedAt.get(family) ?? 0))) {
+      if (!fresh && hint.source === HintSource.Summary && this.behindNearFull(ranges, excluded, hint, inFlight, nowMs, (collidedAt.get(family) ?? -Infinity) >= hint.fetchedAt)) {
         fresh = true;
         continue;
       }
@@ -242,7 +255,7 @@ export class LeaseAllocator implements Allocator {
 
   /**
    * Whether a summary copy is likely behind near full (NEAR_FULL_LIMIT): it shows more free addresses than a verified
-   * read takes, but few, and it is older than the full trust or this call has collided since reading it.
+   * read takes, but few, and it is older than the full trust or this call collided after it was read.
    */
   private behindNearFull(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, nowMs: number, collided: boolean): boolean {
     if (!collided && nowMs - hint.fetchedAt < this.fullTrustMs) return false;
