@@ -46,7 +46,12 @@ export interface ContainerOverrides {
   readonly wrapStores?: (stores: Stores) => Stores;
 }
 
-/** The DynamoDB table of a config: one attempt per request, so a throttle or timeout surfaces instead of being retried behind the allocator's back. */
+/**
+ * The DynamoDB table of a config: one attempt per request, so a throttle or timeout surfaces instead of being retried
+ * behind the allocator's back. The reconciler's function uses it too, on purpose: its core retries a transient failure
+ * itself (Run.retrying: repairs and phase reads), within the run's deadline and the same way in the simulator; SDK
+ * retries underneath would multiply each read's attempts without knowing the deadline.
+ */
 export function dynamoTable(config: Config, client?: DynamoDBClient): SdkTable {
   const sdk = client ?? createDynamoClient({ ...(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {}), region: config.region, maxAttempts: 1, requestTimeoutMs: config.requestTimeoutMs });
   return new SdkTable(sdk, config.tableName);

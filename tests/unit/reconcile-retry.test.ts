@@ -1,25 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
-import { MemoryTable, type Fault, type TableCall } from '../../shared/adapters/memory/memory-table.ts';
-import type { TestEngine } from '../support/engines.ts';
+import type { TableCall } from '../../shared/adapters/memory/memory-table.ts';
+import { plannedFaults } from '../support/planned-faults.ts';
 import { owner, reconcilerHarness } from '../support/reconciler.ts';
-import { FollowedTable } from '../support/stream-follower.ts';
 
 /** Past a 60 s TTL and the test grace (30 s). */
 const EXPIRED_PAST_GRACE = 60_000 + 30_000 + 1;
-
-/** The memory engine with faults the test plans: each planned fault hits the first call it matches, once. */
-function plannedFaults(): { engine: TestEngine; plan(fault: Fault, match: (call: TableCall) => boolean, times?: number): void } {
-  const planned: { fault: Fault; match: (call: TableCall) => boolean }[] = [];
-  const faults = (call: TableCall): Fault | undefined => {
-    const i = planned.findIndex((p) => p.match(call));
-    return i < 0 ? undefined : planned.splice(i, 1)[0]!.fault;
-  };
-  return {
-    engine: { name: 'memory, planned faults', fresh: async () => ({ table: new FollowedTable(new MemoryTable({ name: 'faulty', faults })), env: { TABLE_NAME: 'faulty' } }) },
-    plan: (fault, match, times = 1) => planned.push(...Array.from({ length: times }, () => ({ fault, match }))),
-  };
-}
 
 /** The release transaction of a claim: it deletes the claim item. */
 const releasing = (pool: string, name: string) => {

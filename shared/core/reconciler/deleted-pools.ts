@@ -30,12 +30,10 @@ function servedBy(view: PoolView | undefined, claim: Claim): boolean {
  * has too is the new pool's (it holds that address there); that case is not told apart.
  */
 export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
-  let pools: string[] = [];
-  await run.attempt('list pools deleted', async () => {
-    pools = await run.deps.reconcile.poolsDeletedSince(run.now() - POOL_RECHECK_MS);
-    return true;
-  });
-  await run.each(Phase.Owners, pools, (pool) =>
+  // Retried within the run (Run.read); a listing that still fails leaves the deleted pools to later runs of the window.
+  const deleted = await run.read('list pools deleted', () => run.deps.reconcile.poolsDeletedSince(run.now() - POOL_RECHECK_MS));
+  if (!deleted.ok) return;
+  await run.each(Phase.Owners, deleted.value, (pool) =>
     run.repair(`release claims of deleted pool ${pool}`, async () => {
       const view = await run.deps.pools.getPoolView(pool);
       let cursor: string | undefined;

@@ -47,7 +47,10 @@ export async function repairBitmaps(run: Run, views: PoolViewList, usage: UsageB
     }
     return 0;
   }
-  const cycle = (await run.deps.reconcile.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT))?.value.cycles ?? 0;
+  // Which sweep cycle the scans compare with; without it (after the retries) the drift check waits for the next run.
+  const sweep = await run.read('read sweep checkpoint for drift', () => run.deps.reconcile.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT));
+  if (!sweep.ok) return 0;
+  const cycle = sweep.value?.value.cycles ?? 0;
   const budget = { left: run.deps.settings.countItems };
   let checked = 0;
   for (const range of legacy) {

@@ -39,20 +39,19 @@ export async function releaseOwner(deps: Deps, pool: string, ownerUid: string): 
 
 /**
  * Row 2 again, each run: the owners reported gone in the last OWNER_RECHECK_MS have their claims released once more
- * (one owner index query each when the first release found them all). A transient failure is retried within the run
- * (Run.repair); other failures are the run's errors, and later runs, within the window, try again.
+ * (one owner index query each when the first release found them all). A transient failure of a release or of a
+ * pool's tombstone listing is retried within the run (Run.repair, Run.read); other failures are the run's errors, and
+ * later runs, within the window, try again.
  */
 export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<void> {
   const since = run.now() - OWNER_RECHECK_MS;
   for (const view of views) {
     if (run.out(Phase.Owners)) return;
     const pool = view.pool.name;
-    let uids: string[] = [];
-    await run.attempt(`list owners gone ${pool}`, async () => {
-      uids = await run.deps.reconcile.ownersGoneSince(pool, since);
-      return true;
-    });
-    await run.each(Phase.Owners, uids, (uid) =>
+    // A listing that still fails after its retries skips this pool's owners this run (the window allows later runs).
+    const gone = await run.read(`list owners gone ${pool}`, () => run.deps.reconcile.ownersGoneSince(pool, since));
+    if (!gone.ok) continue;
+    await run.each(Phase.Owners, gone.value, (uid) =>
       run.repair(`release gone owner ${pool}/${uid}`, async () => {
         // Counted as they commit: a release that fails after some of the owner's claims went keeps their count.
         const released: string[] = [];

@@ -59,7 +59,7 @@ import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
 import { repairBitmaps } from './drift.ts';
 import { releaseDeletedPoolClaims } from './deleted-pools.ts';
 import { recheckGoneOwners } from './owners.ts';
-import { EXPIRY_CHECKPOINT, Phase, Run, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
+import { EXPIRY_CHECKPOINT, Phase, RETRIES, Run, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
 import { measureUsage } from './usage.ts';
 import { buildMissingSummaries } from './summary.ts';
 
@@ -80,8 +80,8 @@ export interface ReconcileReport {
   readonly repairs: Readonly<Record<EventReason, number>>;
   /** Every range of every pool with a complete count, idle ones included (empty when the deadline came first). */
   readonly utilization: readonly RangeUsage[];
-  /** The expiry buckets read and where the checkpoint stands now. */
-  readonly expiry: { readonly hoursRead: number; readonly checkpointHour: number };
+  /** The expiry buckets read and where the checkpoint stands now (absent when it could not be read). */
+  readonly expiry: { readonly hoursRead: number; readonly checkpointHour?: number };
   /** Items the sweep checked in this run, and whether it finished a whole cycle. */
   readonly sweep: { readonly checked: number; readonly cycleCompleted: boolean };
   /** Legacy ranges whose bitmap window was scanned (in part or whole) or rebuilt in this run (drift check). */
@@ -89,8 +89,8 @@ export interface ReconcileReport {
   /** Pools whose occupancy summary was built (row 14), and summary bits corrected (row 15). */
   readonly summary: { readonly built: number; readonly repaired: number };
   /**
-   * Units of work that failed (the store refused or threw), a repair's transient failure only after its retries within
-   * this run (Run.repair); later runs try them again.
+   * Units of work that failed (the store refused or threw), and reads that ended a phase or skipped an item; a
+   * transient failure only after its retries within this run (Run.retrying); later runs try them again.
    */
   readonly errors: readonly string[];
 }
@@ -104,21 +104,28 @@ const SWEEP_PAGE = 100;
 
 /**
  * One reconciler pass: expired claims and leases, owners reported gone lately, Terminating ranges, utilization counts,
- * bitmap drift, then the slow sweep with whatever time is left. Never throws for one bad item (see `errors`); throws
- * only when the store cannot even be listed.
+ * bitmap drift, then the slow sweep with whatever time is left. Never throws (see `errors`): a unit of work that
+ * fails is recorded and the run goes on; a read a phase needs (a checkpoint, the pool listing, a page) is retried
+ * within the run (Run.read, RETRIES.read) and, when it still fails, ends that phase only (or skips its item): the
+ * later phases still run. Without the pool listing, the phases that walk pools (owners' recheck, ranges, summaries,
+ * utilization, drift, the sweep's row 13) do nothing this run; expiry, deleted pools and the sweep's rows still run.
  */
 export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions): Promise<ReconcileReport> {
   const run = new Run(deps, options.deadlineMs);
-  const expiry = await releaseExpired(run);
-  const views = run.out(Phase.Owners) ? [] : await deps.reconcile.listPoolViews();
-  if (!run.out(Phase.Owners)) await recheckGoneOwners(run, views);
-  if (!run.out(Phase.Owners)) await releaseDeletedPoolClaims(run);
-  if (!run.out(Phase.Ranges)) await finalizeRanges(run, views);
-  if (!run.out(Phase.Summary)) run.summary.built += await buildMissingSummaries(run, views);
-  const measured = run.out(Phase.Utilization) ? { usage: [], records: new Map() } : await measureUsage(run, views);
-  const bitmapsChecked = run.out(Phase.Drift) ? 0 : await repairBitmaps(run, views, measured.records);
+  const expiry = await run.phase(Phase.Expiry, () => releaseExpired(run), { hoursRead: 0 });
+  const listed = run.out(Phase.Owners) ? undefined : await run.read('list pools', () => deps.reconcile.listPoolViews());
+  const views = listed?.ok ? listed.value : [];
+  if (!run.out(Phase.Owners)) await run.phase(Phase.Owners, () => recheckGoneOwners(run, views), undefined);
+  if (!run.out(Phase.Owners)) await run.phase(Phase.Owners, () => releaseDeletedPoolClaims(run), undefined);
+  if (!run.out(Phase.Ranges)) await run.phase(Phase.Ranges, () => finalizeRanges(run, views), undefined);
+  if (!run.out(Phase.Summary)) run.summary.built += await run.phase(Phase.Summary, () => buildMissingSummaries(run, views), 0);
+  const noUsage = { usage: [], records: new Map() };
+  const measured = run.out(Phase.Utilization) ? noUsage : await run.phase(Phase.Utilization, () => measureUsage(run, views), noUsage);
+  const bitmapsChecked = run.out(Phase.Drift) ? 0 : await run.phase(Phase.Drift, () => repairBitmaps(run, views, measured.records), 0);
   const utilization = measured.usage;
-  const sweep = run.out(Phase.Sweep) ? { checked: 0, cycleCompleted: false } : await sweepSlice(run, views);
+  const noSweep = { checked: 0, cycleCompleted: false };
+  // Row 13 needs the pools' ranges: without the listing, the sweep leaves held leases alone this run.
+  const sweep = run.out(Phase.Sweep) ? noSweep : await run.phase(Phase.Sweep, () => sweepSlice(run, listed?.ok ? views : undefined), noSweep);
   return {
     complete: run.stoppedIn === undefined,
     ...(run.stoppedIn !== undefined ? { stoppedIn: run.stoppedIn } : {}),
@@ -134,10 +141,13 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
 
 // ---- rows 1, 3-5: the expiry index ----
 
-async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpointHour: number }> {
+async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpointHour?: number }> {
   const { reconcile: store, settings } = run.deps;
   const cutoff = run.now() - settings.expiredClaimGraceMs;
-  const checkpoint = await store.getCheckpoint<{ hour: number }>(EXPIRY_CHECKPOINT);
+  const read = await run.read('read expiry checkpoint', () => store.getCheckpoint<{ hour: number }>(EXPIRY_CHECKPOINT));
+  // Without it the phase cannot tell which buckets are open (the sweep is the backstop); the next run reads it again.
+  if (!read.ok) return { hoursRead: 0 };
+  const checkpoint = read.value;
   const hours = expiryHours(checkpoint?.value.hour, cutoff);
   const undrained = new Set<number>();
   let hoursRead = 0;
@@ -160,12 +170,12 @@ async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpoint
           }
           let next: string | undefined;
           const drained = await run.attempt(`expiry bucket ${hour}/${shard}`, async () => {
-            const page = await store.expiredRefs(hour, shard, cutoff, EXPIRY_PAGE, after);
+            const page = await run.retrying(() => store.expiredRefs(hour, shard, cutoff, EXPIRY_PAGE, after), RETRIES.read);
             next = page.next;
             return handleExpired(run, page.refs, cutoff);
           });
           if (!drained) undrained.add(hour);
-          // A page that failed to read leaves the bucket to the next run (its hour stays open).
+          // A page that failed to read (after its retries) or to handle leaves the bucket to the next run (its hour stays open).
           after = next;
         } while (after !== undefined);
       }),
@@ -174,7 +184,7 @@ async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpoint
   const next = nextExpiryCheckpoint(undrained.size ? Math.min(...undrained) : undefined, cutoff);
   const current = checkpoint?.value.hour;
   // Two runs may both try; the one that loses the version check leaves the other's (equal or later) hour alone.
-  if (current === undefined || next > current) await store.saveCheckpoint(EXPIRY_CHECKPOINT, { hour: next }, checkpoint?.version);
+  if (current === undefined || next > current) await run.repair('save expiry checkpoint', async () => (await store.saveCheckpoint(EXPIRY_CHECKPOINT, { hour: next }, checkpoint?.version), true));
   return { hoursRead, checkpointHour: Math.max(next, current ?? next) };
 }
 
@@ -184,10 +194,10 @@ async function handleExpired(run: Run, refs: readonly ExpiredRef[], cutoff: numb
   const claimRefs = refs.filter((r): r is Extract<ExpiredRef, { kind: 'claim' }> => r.kind === 'claim');
   const leaseRefs = refs.filter((r): r is Extract<ExpiredRef, { kind: 'lease' }> => r.kind === 'lease');
   // Claims first: releasing a claim takes its leases with it, so they need no separate look.
-  const claims = claimRefs.length ? await store.getClaims(claimRefs) : [];
+  const claims = claimRefs.length ? await run.retrying(() => store.getClaims(claimRefs), RETRIES.read) : [];
   const pools = await poolsOf(run, claims.map((c) => c.pool));
   const claimsDone = await run.each(Phase.Expiry, claims, (claim) => releaseIfExpired(run, claim, cutoff, pools.get(claim.pool)));
-  const leases = leaseRefs.length ? await store.getLeases(leaseRefs) : [];
+  const leases = leaseRefs.length ? await run.retrying(() => store.getLeases(leaseRefs), RETRIES.read) : [];
   const leasesDone = await checkLeases(run, Phase.Expiry, leases);
   return claimsDone && leasesDone;
 }
@@ -211,7 +221,8 @@ async function releaseIfExpired(run: Run, claim: Claim, cutoff: number, pool: Po
  */
 async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[], views?: ReadonlyMap<string, PoolView>): Promise<boolean> {
   if (leases.length === 0) return true;
-  const claims = await run.deps.reconcile.getClaims(uniqueBy(leases.map((l) => ({ pool: l.pool, name: l.claim })), (r) => `${r.pool}/${r.name}`));
+  const refs = uniqueBy(leases.map((l) => ({ pool: l.pool, name: l.claim })), (r) => `${r.pool}/${r.name}`);
+  const claims = await run.retrying(() => run.deps.reconcile.getClaims(refs), RETRIES.read);
   const byName = new Map(claims.map((c) => [`${c.pool}/${c.name}`, c]));
   const pools = await poolsOf(run, leases.map((l) => l.pool));
   return run.each(phase, leases, async (lease) => {
@@ -288,21 +299,30 @@ async function hasDependentLease(run: Run, range: Range, otherReady: readonly Pa
 
 // ---- rows 1, 3-7, 13: the slow sweep ----
 
-async function sweepSlice(run: Run, views: PoolViewList): Promise<{ checked: number; cycleCompleted: boolean }> {
+async function sweepSlice(run: Run, views: PoolViewList | undefined): Promise<{ checked: number; cycleCompleted: boolean }> {
   const { reconcile: store, settings } = run.deps;
-  const byPool = new Map(views.map((v) => [v.pool.name, v]));
-  const checkpoint = await store.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT);
+  const byPool = views && new Map(views.map((v) => [v.pool.name, v]));
+  const read = await run.read('read sweep checkpoint', () => store.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT));
+  if (!read.ok) return { checked: 0, cycleCompleted: false };
+  const checkpoint = read.value;
   let cursor = checkpoint?.value.cursor;
   let cycles = checkpoint?.value.cycles ?? 0;
   let checked = 0;
   let cycleCompleted = false;
   while (checked < settings.sweepItems && !run.out(Phase.Sweep)) {
-    const page = await store.sweep(cursor, Math.min(SWEEP_PAGE, settings.sweepItems - checked));
+    const from = cursor;
+    const got = await run.read('read sweep page', () => store.sweep(from, Math.min(SWEEP_PAGE, settings.sweepItems - checked)));
+    if (!got.ok) break; // The next run reads it again from the cursor saved below.
+    const page = got.value;
     checked += page.claims.length + page.leases.length;
     // A page is done even when some of its items wait (rows 5, 12): the next cycle sees them again.
-    await checkClaims(run, page.claims);
-    await checkLeases(run, Phase.Sweep, page.leases, byPool);
-    if (run.stoppedIn !== undefined) break; // The page was not finished: keep the cursor where it was.
+    const handled = await run.attempt('check sweep page', async () => {
+      await checkClaims(run, page.claims);
+      await checkLeases(run, Phase.Sweep, page.leases, byPool);
+      return true;
+    });
+    // The page was not finished (the deadline, or a read of its items failed): keep the cursor where it was.
+    if (!handled || run.stoppedIn !== undefined) break;
     cursor = page.next;
     if (cursor === undefined) {
       cycles += 1;
@@ -310,20 +330,21 @@ async function sweepSlice(run: Run, views: PoolViewList): Promise<{ checked: num
       break;
     }
   }
-  await store.saveCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT, { ...(cursor !== undefined ? { cursor } : {}), cycles }, checkpoint?.version);
+  await run.repair('save sweep checkpoint', async () => (await store.saveCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT, { ...(cursor !== undefined ? { cursor } : {}), cycles }, checkpoint?.version), true));
   return { checked, cycleCompleted };
 }
 
 /**
  * The pools' settings (their reuse delay) from the view cache, read before a page's units of work start; undefined
- * for a pool that is gone. Any other failure (a throttled read) fails the page: a release must not lose its hold.
+ * for a pool that is gone. A throttled read is retried (RETRIES.read); any other failure, or the last, fails the page:
+ * a release must not lose its hold.
  */
 async function poolsOf(run: Run, names: readonly string[]): Promise<Map<string, Pool | undefined>> {
   const unique = [...new Set(names)];
   const pools = await Promise.all(
     unique.map(async (pool) => {
       try {
-        return (await run.deps.views.get(pool, run.now())).pool;
+        return (await run.retrying(() => run.deps.views.get(pool, run.now()), RETRIES.read)).pool;
       } catch (error) {
         if (error instanceof NotFoundError) return undefined;
         throw error;
@@ -338,7 +359,8 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
   if (claims.length === 0) return;
   const { reconcile: store, settings } = run.deps;
   const cutoff = run.now() - settings.expiredClaimGraceMs;
-  const leases = await store.getLeases(uniqueBy(claims.flatMap((c) => c.addresses.map((a) => ({ pool: c.pool, address: a.address }))), (r) => `${r.pool}/${r.address}`));
+  const refs = uniqueBy(claims.flatMap((c) => c.addresses.map((a) => ({ pool: c.pool, address: a.address }))), (r) => `${r.pool}/${r.address}`);
+  const leases = await run.retrying(() => store.getLeases(refs), RETRIES.read);
   const byAddress = new Map(leases.map((l) => [`${l.pool}/${l.address}`, l]));
   const pools = await poolsOf(run, claims.map((c) => c.pool));
   await run.each(Phase.Sweep, claims, async (claim) => {

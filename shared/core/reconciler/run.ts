@@ -10,7 +10,7 @@ export type Pause = (ms: number) => Promise<void>;
 
 /**
  * What a run needs: the container's dependencies, the reconciler's settings, and how to wait before retrying a repair
- * (without `pause`, a retry goes at once: the tests' manual clocks).
+ * or a read (without `pause`, a retry goes at once: the tests' manual clocks).
  */
 export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings; readonly pause?: Pause };
 
@@ -46,16 +46,30 @@ export interface SweepCheckpoint {
 const PARALLELISM = 8;
 
 /**
- * Retries of a repair whose write failed transiently (NotReadyError: throttled, timed out, or a transaction that kept
- * meeting others), within the run and while its deadline allows. Without them one failed write leaves an expired
- * claim (or a gone owner's) held a whole period longer: past "released within the period plus the grace", which the
- * simulator checks (sim/invariants.ts checkReleasedInTime; full-length `faults` seed 10 broke it). Each repair
- * is conditional (same uid, same version, still expired), so a retry after a write that did commit finds nothing to
- * do: 'changed', no second event.
+ * Retries of a store call that failed transiently (NotReadyError: throttled, timed out, or a transaction that kept
+ * meeting others), within the run and while its deadline allows (Run.retrying). Repairs and the phases' reads both go
+ * through it. Without them one failed write leaves an expired claim (or a gone owner's) held a whole period longer:
+ * past "released within the period plus the grace", which the simulator checks (sim/invariants.ts
+ * checkReleasedInTime; full-length `faults` seed 10 broke it); and one throttled read of a phase (the expiry
+ * checkpoint, the pool listing) ended the whole run (seed 25 at 94d2fc1, runs failing in throttling storms). Each
+ * repair is conditional (same uid, same version, still expired), so a retry after a write that did commit finds
+ * nothing to do: 'changed', no second event; reads and conditional checkpoint saves are as safe to repeat.
  */
-const REPAIR_RETRIES = 2;
+export const RETRIES = {
+  /** A repair (its reads and its conditional write): waits of up to 0.2 and 0.4 s. */
+  repair: 2,
+  /**
+   * A read a phase (or an expiry bucket, or a sweep page) cannot go on without: waits of up to 0.2, 0.4, 0.8, 1.6 and
+   * 3.2 s, 3-6 s in all, so a burst of throttling of a few seconds (the simulator's storms last 1-5 s) costs the
+   * phase a few seconds of its run instead of a whole period. A read is always safe to repeat.
+   */
+  read: 5,
+} as const;
 /** The wait before the first retry, doubled before the next; each wait is jittered over its upper half. */
 const RETRY_BASE_MS = 200;
+
+/** What `Run.read` got: the value, or nothing (the failure is among the run's errors). */
+export type Read<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
 
 /** One run's state: deadline, counters, errors. */
 export class Run {
@@ -105,23 +119,55 @@ export class Run {
   }
 
   /**
-   * Runs one repair (a conditional write with its event, or a few of them) as `attempt` does, but tries it again up to
-   * REPAIR_RETRIES times after a transient failure (NotReadyError), each after a short backoff that still ends before
-   * the deadline. `work` must be safe to run again after a write that committed unseen: every repair of the
-   * ReconcileStore is conditional, so it is.
+   * Runs `work`, and again up to `retries` times after a transient failure (NotReadyError), each after a backoff
+   * (100-200 ms, then 200-400 ms, doubling, jittered with the Random port) that still ends before the deadline; any
+   * other error, or the last one, is thrown. `work` must be safe to run again after a call that took effect unseen (a read, or a
+   * conditional write).
    */
-  async repair(what: string, work: () => Promise<boolean>): Promise<boolean> {
+  async retrying<T>(work: () => Promise<T>, retries: number = RETRIES.repair): Promise<T> {
     for (let retry = 0; ; retry += 1) {
       try {
         return await work();
       } catch (error) {
-        const waitMs = error instanceof NotReadyError && retry < REPAIR_RETRIES ? RETRY_BASE_MS * 2 ** retry * (0.5 + this.deps.random.unit() / 2) : undefined;
-        if (waitMs === undefined || this.now() + waitMs >= this.deadlineMs) {
-          this.fail(what, error);
-          return false;
-        }
+        const waitMs = error instanceof NotReadyError && retry < retries ? RETRY_BASE_MS * 2 ** retry * (0.5 + this.deps.random.unit() / 2) : undefined;
+        if (waitMs === undefined || this.now() + waitMs >= this.deadlineMs) throw error;
         await this.deps.pause?.(waitMs);
       }
+    }
+  }
+
+  /**
+   * Runs one repair (a conditional write with its event, or a few of them) as `attempt` does, but `retrying`: every
+   * repair of the ReconcileStore is conditional, so running it again after a write that committed unseen is safe.
+   */
+  async repair(what: string, work: () => Promise<boolean>): Promise<boolean> {
+    return this.attempt(what, () => this.retrying(work));
+  }
+
+  /**
+   * A phase's read (a listing, a checkpoint, a page) made `retrying` (RETRIES.read); when it still fails, the failure is recorded
+   * and `{ ok: false }` returned, so the caller ends its phase (or skips its item) and the run goes on.
+   */
+  async read<T>(what: string, work: () => Promise<T>): Promise<Read<T>> {
+    try {
+      return { ok: true, value: await this.retrying(work, RETRIES.read) };
+    } catch (error) {
+      this.fail(what, error);
+      return { ok: false };
+    }
+  }
+
+  /**
+   * Runs one phase; whatever it throws is recorded and the run goes on to the next phase (the backstop for a failure
+   * no unit of work or `read` caught: one phase that cannot proceed does not take the later ones, or the report, with
+   * it). Returns `fallback` then.
+   */
+  async phase<T>(phase: Phase, work: () => Promise<T>, fallback: T): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      this.fail(`${phase} phase`, error);
+      return fallback;
     }
   }
 

@@ -51,9 +51,11 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
   const records = new Map<string, Checkpoint<UsageRecord> | undefined>();
   for (const view of views) {
     if (run.out(Phase.Utilization)) break;
-    const stored = await store.getUsage(view.pool.name);
+    // A pool whose records cannot be read (after the retries) is neither counted nor reported from its records this run.
+    const stored = await run.read(`read usage of pool ${view.pool.name}`, () => store.getUsage(view.pool.name));
+    if (!stored.ok) continue;
     for (const range of view.ranges) {
-      const record = stored.get(range.name);
+      const record = stored.value.get(range.name);
       // A record of an earlier range of that name counts for nothing.
       records.set(`${range.pool}/${range.name}`, record && record.value.cidr === range.cidr ? record : record ? { value: { cidr: range.cidr }, version: record.version } : undefined);
     }
@@ -110,10 +112,13 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
   return { usage, records: out };
 }
 
-/** A range's held addresses by its pool's summary; undefined where some lease there has a TTL (the count says). */
+/**
+ * A range's held addresses by its pool's summary; undefined where some lease there has a TTL (the count says), or
+ * where the summary cannot be read (after the retries: the last count is reported instead).
+ */
 async function summaryUsed(run: Run, range: Range): Promise<bigint | undefined> {
   const host = hostInterval(parseCidr(range.cidr));
   if (!host) return 0n;
-  const summary = await readSummary(run.deps.occupancy, range.pool, range.family, [host]);
-  return summary.expiring ? undefined : summary.used;
+  const summary = await run.read(`read summary of range ${range.pool}/${range.name}`, () => readSummary(run.deps.occupancy, range.pool, range.family, [host]));
+  return !summary.ok || summary.value.expiring ? undefined : summary.value.used;
 }
