@@ -32,10 +32,7 @@ export class PoolViewCache {
   async read(pool: string, nowMs: number, fresh = false): Promise<{ view: PoolView; readNow: boolean }> {
     const entry = this.entries.get(pool);
     if (!fresh && entry && nowMs - entry.at < this.maxAgeMs) return { view: entry.view, readNow: false };
-    if (!fresh && entry?.view.generation !== undefined && (await this.store.rangeGeneration(pool)) === entry.view.generation) {
-      this.entries.set(pool, { view: entry.view, at: nowMs });
-      return { view: entry.view, readNow: true };
-    }
+    if (!fresh && entry && (await this.confirm(pool, entry.view, nowMs))) return { view: entry.view, readNow: true };
     const view = await this.store.getPoolView(pool);
     if (!view) {
       this.entries.delete(pool);
@@ -43,6 +40,17 @@ export class PoolViewCache {
     }
     this.entries.set(pool, { view, at: nowMs });
     return { view, readNow: true };
+  }
+
+  /**
+   * Whether no range change committed since `view` was read: its generation is still the pool's (one consistent read
+   * of one copy). Then the view is as current as this check, and kept as such (every change of a view changes or
+   * removes its generation). False for a view read when the pool had no generation.
+   */
+  async confirm(pool: string, view: PoolView, nowMs: number): Promise<boolean> {
+    if (view.generation === undefined || (await this.store.rangeGeneration(pool)) !== view.generation) return false;
+    this.remember(pool, view, nowMs);
+    return true;
   }
 
   /** Keeps a view this container has just read from the store some other way (createClaim's read after a changed generation). */

@@ -202,13 +202,8 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
   let fresh = false;
   // The view the post-commit check read, when a claim had to be released: the next round allocates on it.
   let checked: PoolView | undefined;
-  // No range change committed since the view was read (its generation is still the pool's): the container keeps it,
-  // as current as this check (every change of a view changes its generation).
-  const confirmCurrent = async (view: PoolView): Promise<boolean> => {
-    if (view.generation === undefined || (await deps.pools.rangeGeneration(cmd.pool)) !== view.generation) return false;
-    deps.views.remember(cmd.pool, view, deps.clock.nowMs());
-    return true;
-  };
+  // No range change committed since the view was read: the container keeps it, as current as this check.
+  const confirmCurrent = (view: PoolView): Promise<boolean> => deps.views.confirm(cmd.pool, view, deps.clock.nowMs());
   let retired = 0;
   for (;;) {
     const { view, readNow } = checked ? { view: checked, readNow: true } : await deps.views.read(cmd.pool, deps.clock.nowMs(), fresh);
