@@ -9,6 +9,7 @@ import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { queryAll, type Table } from '../../shared/adapters/dynamodb/table.ts';
 import { testApi, type TestApi } from './api.ts';
 import { dynamoLocalEngine, type TestEngine } from './engines.ts';
+import { plannedFaults } from './planned-faults.ts';
 
 /** A clock the test moves by hand; every container of the test shares it. */
 export class ManualClock {
@@ -156,5 +157,34 @@ export function leaseOf(pool: string, address: string, range: string, claim: str
     owner: owner(`o-${claim}`),
     createdAt: new Date(at).toISOString(),
     ...(expiresAt !== undefined ? { expiresAt } : {}),
+  };
+}
+
+/** Past a 60 s TTL and the harness's grace (testSettings: 30 s). */
+export const EXPIRED_PAST_GRACE = 60_000 + testSettings.expiredClaimGraceMs + 1;
+
+/**
+ * A harness on the memory engine with faults the test plans, pool p (10.0.0.0/24) and claim `web` (owner a, a 60 s
+ * TTL), with the clock moved past web's expiry and the grace; `before` runs just before the clock moves.
+ */
+export async function expiredWebUnderFaults(before?: (h: ReconcilerHarness) => Promise<unknown>): Promise<{ faults: ReturnType<typeof plannedFaults>; h: ReconcilerHarness; web: Awaited<ReturnType<ReconcilerHarness['claim']>> }> {
+  const faults = plannedFaults();
+  const h = await reconcilerHarness({ engine: faults.engine });
+  await h.pool('p', ['10.0.0.0/24']);
+  const web = await h.claim('p', { name: 'web', owner: owner('a'), ttlSeconds: 60 });
+  await before?.(h);
+  h.clock.advance(EXPIRED_PAST_GRACE);
+  return { faults, h, web };
+}
+
+/** A retry's wait that records each wait and moves the test's clock by it, as time would pass. */
+export function recordingPause(clock: ManualClock): { waits: number[]; pause: Pause } {
+  const waits: number[] = [];
+  return {
+    waits,
+    pause: async (ms) => {
+      waits.push(ms);
+      clock.advance(Math.ceil(ms));
+    },
   };
 }

@@ -2,11 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import type { TableCall } from '../../shared/adapters/memory/memory-table.ts';
 import { EXPIRY_CHECKPOINT } from '../../shared/core/reconciler/reconcile.ts';
-import { plannedFaults } from '../support/planned-faults.ts';
-import { owner, reconcilerHarness } from '../support/reconciler.ts';
+import { expiredWebUnderFaults, owner, recordingPause } from '../support/reconciler.ts';
 
-/** Past a 60 s TTL and the test grace (30 s). */
-const EXPIRED_PAST_GRACE = 60_000 + 30_000 + 1;
 /** A read's first try and its five retries (RETRIES.read). */
 const EVERY_TRY = 6;
 
@@ -32,11 +29,7 @@ function firstReadOfEachBucket(): (call: TableCall) => boolean {
 describe('Reconciler: a phase\'s read that fails transiently is retried, and one that keeps failing ends only its phase', () => {
   it('releases an expired claim in the same run when the first read of every expiry bucket was throttled (row 1)', async () => {
     // Prepare
-    const faults = plannedFaults();
-    const h = await reconcilerHarness({ engine: faults.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    await h.claim('p', { name: 'web', owner: owner('a'), ttlSeconds: 60 });
-    h.clock.advance(EXPIRED_PAST_GRACE);
+    const { faults, h } = await expiredWebUnderFaults();
     // One matcher for every planned throttle: each bucket's first query takes one.
     const firstRead = firstReadOfEachBucket();
     faults.plan({ kind: 'throttle' }, firstRead, 1000);
@@ -50,17 +43,9 @@ describe('Reconciler: a phase\'s read that fails transiently is retried, and one
 
   it('releases an expired claim in the same run when the expiry checkpoint read was throttled five times, waiting longer each time', async () => {
     // Prepare
-    const faults = plannedFaults();
-    const h = await reconcilerHarness({ engine: faults.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    await h.claim('p', { name: 'web', owner: owner('a'), ttlSeconds: 60 });
-    h.clock.advance(EXPIRED_PAST_GRACE);
+    const { faults, h } = await expiredWebUnderFaults();
     faults.plan({ kind: 'throttle' }, expiryCheckpointRead, EVERY_TRY - 1);
-    const waits: number[] = [];
-    const pause = async (ms: number) => {
-      waits.push(ms);
-      h.clock.advance(Math.ceil(ms));
-    };
+    const { waits, pause } = recordingPause(h.clock);
     // Act
     const report = await h.run({ settings: { sweepItems: 0 }, pause });
     // Assess: waits of 100-200, 200-400, 400-800, 800-1600 and 1600-3200 ms.
@@ -76,11 +61,7 @@ describe('Reconciler: a phase\'s read that fails transiently is retried, and one
 
   it('ends the expiry phase when its checkpoint cannot be read, and the sweep still releases the claim in that run', async () => {
     // Prepare
-    const faults = plannedFaults();
-    const h = await reconcilerHarness({ engine: faults.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    await h.claim('p', { name: 'web', owner: owner('a'), ttlSeconds: 60 });
-    h.clock.advance(EXPIRED_PAST_GRACE);
+    const { faults, h } = await expiredWebUnderFaults();
     faults.plan({ kind: 'throttle' }, expiryCheckpointRead, EVERY_TRY);
     // Act
     const report = await h.run();
@@ -94,12 +75,7 @@ describe('Reconciler: a phase\'s read that fails transiently is retried, and one
 
   it('finishes the other phases and reports the error, without throwing, when the pool listing keeps failing', async () => {
     // Prepare
-    const faults = plannedFaults();
-    const h = await reconcilerHarness({ engine: faults.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    await h.claim('p', { name: 'web', owner: owner('a'), ttlSeconds: 60 });
-    await h.claim('p', { name: 'db', owner: owner('b') });
-    h.clock.advance(EXPIRED_PAST_GRACE);
+    const { faults, h } = await expiredWebUnderFaults((h) => h.claim('p', { name: 'db', owner: owner('b') }));
     faults.plan({ kind: 'throttle' }, poolsListing, EVERY_TRY);
     // Act
     const report = await h.run();

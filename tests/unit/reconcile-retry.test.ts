@@ -2,10 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import type { TableCall } from '../../shared/adapters/memory/memory-table.ts';
 import { plannedFaults } from '../support/planned-faults.ts';
-import { owner, reconcilerHarness } from '../support/reconciler.ts';
-
-/** Past a 60 s TTL and the test grace (30 s). */
-const EXPIRED_PAST_GRACE = 60_000 + 30_000 + 1;
+import { expiredWebUnderFaults, owner, reconcilerHarness, recordingPause } from '../support/reconciler.ts';
 
 /** The release transaction of a claim: it deletes the claim item. */
 const releasing = (pool: string, name: string) => {
@@ -16,11 +13,7 @@ const releasing = (pool: string, name: string) => {
 describe('Reconciler: a repair whose write failed transiently is retried within the run (Run.repair)', () => {
   it('releases an expired claim in the same run when its release write timed out without committing (row 1)', async () => {
     // Prepare
-    const faults = plannedFaults();
-    const h = await reconcilerHarness({ engine: faults.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    const web = await h.claim('p', { name: 'web', owner: owner('a'), ttlSeconds: 60 });
-    h.clock.advance(EXPIRED_PAST_GRACE);
+    const { faults, h, web } = await expiredWebUnderFaults();
     faults.plan({ kind: 'timeout', committed: false }, releasing('p', 'web'));
     // Act
     const report = await h.run({ settings: { sweepItems: 0 } });
@@ -34,11 +27,7 @@ describe('Reconciler: a repair whose write failed transiently is retried within 
 
   it('counts a retry that finds the claim released by its own timed-out write (which committed) as done: no error, no second event', async () => {
     // Prepare
-    const faults = plannedFaults();
-    const h = await reconcilerHarness({ engine: faults.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    await h.claim('p', { name: 'web', owner: owner('a'), ttlSeconds: 60 });
-    h.clock.advance(EXPIRED_PAST_GRACE);
+    const { faults, h } = await expiredWebUnderFaults();
     faults.plan({ kind: 'timeout', committed: true }, releasing('p', 'web'));
     // Act
     const report = await h.run({ settings: { sweepItems: 0 } });
@@ -70,17 +59,9 @@ describe('Reconciler: a repair whose write failed transiently is retried within 
 
   it('gives up after two retries, each after a longer wait, and leaves the claim to the next run', async () => {
     // Prepare: three throttles in a row.
-    const faults = plannedFaults();
-    const h = await reconcilerHarness({ engine: faults.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    await h.claim('p', { name: 'web', owner: owner('a'), ttlSeconds: 60 });
-    h.clock.advance(EXPIRED_PAST_GRACE);
+    const { faults, h } = await expiredWebUnderFaults();
     faults.plan({ kind: 'throttle' }, releasing('p', 'web'), 3);
-    const waits: number[] = [];
-    const pause = async (ms: number) => {
-      waits.push(ms);
-      h.clock.advance(Math.ceil(ms));
-    };
+    const { waits, pause } = recordingPause(h.clock);
     // Act
     const first = await h.run({ settings: { sweepItems: 0 }, pause });
     // Assess
@@ -98,11 +79,7 @@ describe('Reconciler: a repair whose write failed transiently is retried within 
 
   it('does not retry when the backoff would end past the run\'s deadline', async () => {
     // Prepare
-    const faults = plannedFaults();
-    const h = await reconcilerHarness({ engine: faults.engine });
-    await h.pool('p', ['10.0.0.0/24']);
-    await h.claim('p', { name: 'web', owner: owner('a'), ttlSeconds: 60 });
-    h.clock.advance(EXPIRED_PAST_GRACE);
+    const { faults, h } = await expiredWebUnderFaults();
     faults.plan({ kind: 'throttle' }, releasing('p', 'web'));
     const waits: number[] = [];
     // Act: 50 ms left, less than the shortest wait (100 ms).
