@@ -53,6 +53,15 @@ async function leasesOf(table: MemoryTable): Promise<string[]> {
     .sort();
 }
 
+/**
+ * `store` with each call of `method` counted by `count` first. Object.create keeps the store's other methods (they live
+ * on its prototype, which a spread drops).
+ */
+function counted<S extends object>(store: S, method: keyof S, count: () => void): S {
+  const call = store[method] as (...args: unknown[]) => unknown;
+  return Object.assign(Object.create(store) as S, { [method]: (...args: unknown[]) => (count(), call.apply(store, args)) });
+}
+
 describe('Class: SummaryMirror', () => {
   it('converges to the lease items whatever the batches: redelivered, duplicated and reordered, over 30 seeds', async () => {
     for (let seed = 1; seed <= 30; seed += 1) {
@@ -156,14 +165,14 @@ describe('Allocation with the summary', () => {
     // Prepare
     const { table, container } = await unfollowed('10.9.0.0/28', false);
     const reads: string[] = [];
-    const counted = buildContainer(config, {
+    const metered = buildContainer(config, {
       table,
       clock,
       random: new SeededRandom(3),
-      wrapStores: (s) => ({ ...s, occupancy: { ...s.occupancy, readChunks: (...a) => (reads.push('chunks'), s.occupancy.readChunks(...a)) }, leases: { ...s.leases, takenAddresses: (...a) => (reads.push('listing'), s.leases.takenAddresses(...a)), getLease: s.leases.getLease.bind(s.leases), listLeases: s.leases.listLeases.bind(s.leases), countLeases: s.leases.countLeases.bind(s.leases) } }),
+      wrapStores: (s) => ({ ...s, occupancy: counted(s.occupancy, 'readChunks', () => reads.push('chunks')), leases: counted(s.leases, 'takenAddresses', () => reads.push('listing')) }),
     });
     // Act
-    await createClaim(counted.deps, { pool: 'p', name: 'a', owner: owner('a') });
+    await createClaim(metered.deps, { pool: 'p', name: 'a', owner: owner('a') });
     const details = await getPool(container.deps, 'p');
     // Assess
     expect(reads).toEqual(['listing']);
@@ -244,7 +253,7 @@ describe('Allocation against a summary shown wrong', () => {
       table,
       clock,
       random: new SeededRandom(22),
-      wrapStores: (s) => ({ ...s, claims: { ...s.claims, commitClaim: (...a) => ((commits += 1), s.claims.commitClaim(...a)), releaseClaim: s.claims.releaseClaim.bind(s.claims), getClaim: s.claims.getClaim.bind(s.claims), findGeneratedClaim: s.claims.findGeneratedClaim.bind(s.claims), listClaims: s.claims.listClaims.bind(s.claims), renewClaim: s.claims.renewClaim.bind(s.claims) } }),
+      wrapStores: (s) => ({ ...s, claims: counted(s.claims, 'commitClaim', () => (commits += 1)) }),
     });
     // Act: ten claims from one container
     const got: string[] = [];
@@ -273,80 +282,74 @@ describe('Allocation near full from an old summary copy', () => {
       await mirror.apply(records);
     };
     await lease(1, mirrored);
-    let commits = 0;
-    let summaryReads = 0;
-    let leaseReads = 0;
+    const counts = { commits: 0, summaryReads: 0, leaseReads: 0 };
     const caller = buildContainer(config, {
       table,
       clock,
       random: new SeededRandom(32),
       wrapStores: (s) => ({
         ...s,
-        // Object.create keeps the store's other methods (they live on its prototype, which a spread drops).
-        occupancy: Object.assign(Object.create(s.occupancy) as typeof s.occupancy, {
-          readChunks: (...a: Parameters<typeof s.occupancy.readChunks>) => ((summaryReads += 1), s.occupancy.readChunks(...a)),
-          leaseStates: (...a: Parameters<typeof s.occupancy.leaseStates>) => ((leaseReads += 1), s.occupancy.leaseStates(...a)),
-        }),
-        claims: { ...s.claims, commitClaim: (...a) => ((commits += 1), s.claims.commitClaim(...a)), releaseClaim: s.claims.releaseClaim.bind(s.claims), getClaim: s.claims.getClaim.bind(s.claims), findGeneratedClaim: s.claims.findGeneratedClaim.bind(s.claims), listClaims: s.claims.listClaims.bind(s.claims), renewClaim: s.claims.renewClaim.bind(s.claims) },
+        occupancy: counted(counted(s.occupancy, 'readChunks', () => (counts.summaryReads += 1)), 'leaseStates', () => (counts.leaseReads += 1)),
+        claims: counted(s.claims, 'commitClaim', () => (counts.commits += 1)),
       }),
     });
     // The caller's first claim reads the summary: its copy.
     await createClaim(caller.deps, { pool: 'p', name: 'first', owner: owner('first') });
-    return { caller, lease, counts: () => ({ commits, summaryReads, leaseReads }) };
+    /** What the calls made after it cost: commits, summary reads and lease reads counted from now. */
+    const counting = () => {
+      const at = { ...counts };
+      return () => ({ commits: counts.commits - at.commits, summaryReads: counts.summaryReads - at.summaryReads, leaseReads: counts.leaseReads - at.leaseReads });
+    };
+    return { caller, lease, counting };
   }
 
   it('reads a copy a second old that shows few free addresses again before picking: no transaction on an address taken since', async () => {
     // Prepare: the copy shows about 100 free; then all but 2 of them are leased and mirrored
-    const { caller, lease, counts } = await nearFull(153);
+    const { caller, lease, counting } = await nearFull(153);
     await lease(154, 252);
     clock.advance(1_100);
-    const before = counts();
+    const spent = counting();
     // Act
     const claim = await createClaim(caller.deps, { pool: 'p', name: 'last', owner: owner('last') });
     // Assess: one more summary read, then one commit on a free address (253 or 254, whichever `first` did not take)
     expect(['10.0.0.253', '10.0.0.254']).toContain(claim.claim.addresses[0]!.address);
-    expect(counts().summaryReads - before.summaryReads).toBe(1);
-    expect(counts().commits - before.commits).toBe(1);
+    expect(spent()).toMatchObject({ summaryReads: 1, commits: 1 });
   });
 
   it('keeps a copy a second old that shows many free addresses: no read before the commit', async () => {
     // Prepare: the copy shows about 200 free (more than NEAR_FULL_LIMIT)
-    const { caller, counts } = await nearFull(50);
+    const { caller, counting } = await nearFull(50);
     clock.advance(1_100);
-    const before = counts();
+    const spent = counting();
     // Act
     await createClaim(caller.deps, { pool: 'p', name: 'next', owner: owner('next') });
     // Assess
-    expect(counts().summaryReads - before.summaryReads).toBe(0);
-    expect(counts().commits - before.commits).toBe(1);
+    expect(spent()).toMatchObject({ summaryReads: 0, commits: 1 });
   });
 
   it('reads a young copy again after its first collision near full, instead of reading a sample of what it shows free', async () => {
     // Prepare: as above, but the copy is half a second old (within the full trust)
-    const { caller, lease, counts } = await nearFull(153);
+    const { caller, lease, counting } = await nearFull(153);
     await lease(154, 252);
     clock.advance(500);
-    const before = counts();
+    const spent = counting();
     // Act
     const claim = await createClaim(caller.deps, { pool: 'p', name: 'last', owner: owner('last') });
     // Assess: a commit that collides, the summary again, one batch read of the few it shows, a commit
     expect(['10.0.0.253', '10.0.0.254']).toContain(claim.claim.addresses[0]!.address);
-    expect(counts().commits - before.commits).toBe(2);
-    expect(counts().summaryReads - before.summaryReads).toBe(1);
-    expect(counts().leaseReads - before.leaseReads).toBe(1);
+    expect(spent()).toMatchObject({ commits: 2, summaryReads: 1, leaseReads: 1 });
   });
 
   it('answers RangeFull from an old copy that shows a few dozen free once the summary read again shows none: no transaction', async () => {
     // Prepare: the copy shows about 100 free; then every address is leased and mirrored
-    const { caller, lease, counts } = await nearFull(153);
+    const { caller, lease, counting } = await nearFull(153);
     await lease(154, 254);
     clock.advance(1_100);
-    const before = counts();
+    const spent = counting();
     // Act
     const refused = await createClaim(caller.deps, { pool: 'p', name: 'none', owner: owner('none') }).catch((e: unknown) => e);
     // Assess
     expect(refused).toBeInstanceOf(RangeFullError);
-    expect(counts().commits - before.commits).toBe(0);
-    expect(counts().summaryReads - before.summaryReads).toBe(1);
+    expect(spent()).toMatchObject({ commits: 0, summaryReads: 1 });
   });
 });
