@@ -109,13 +109,8 @@ export class Run {
   }
 
   /** Runs one unit of work; a failure is recorded and reported as false, so one bad item does not stop the run. */
-  async attempt(what: string, work: () => Promise<boolean>): Promise<boolean> {
-    try {
-      return await work();
-    } catch (error) {
-      this.fail(what, error);
-      return false;
-    }
+  attempt(what: string, work: () => Promise<boolean>): Promise<boolean> {
+    return this.recorded(what, work, false);
   }
 
   /**
@@ -148,13 +143,8 @@ export class Run {
    * A phase's read (a listing, a checkpoint, a page) made `retrying` (RETRIES.read); when it still fails, the failure is recorded
    * and `{ ok: false }` returned, so the caller ends its phase (or skips its item) and the run goes on.
    */
-  async read<T>(what: string, work: () => Promise<T>): Promise<Read<T>> {
-    try {
-      return { ok: true, value: await this.retrying(work, RETRIES.read) };
-    } catch (error) {
-      this.fail(what, error);
-      return { ok: false };
-    }
+  read<T>(what: string, work: () => Promise<T>): Promise<Read<T>> {
+    return this.recorded<Read<T>>(what, async () => ({ ok: true, value: await this.retrying(work, RETRIES.read) }), { ok: false });
   }
 
   /**
@@ -162,17 +152,18 @@ export class Run {
    * no unit of work or `read` caught: one phase that cannot proceed does not take the later ones, or the report, with
    * it). Returns `fallback` then.
    */
-  async phase<T>(phase: Phase, work: () => Promise<T>, fallback: T): Promise<T> {
+  phase<T>(phase: Phase, work: () => Promise<T>, fallback: T): Promise<T> {
+    return this.recorded(`${phase} phase`, work, fallback);
+  }
+
+  /** `work`'s result; whatever it throws goes into the run's errors as `what`, and `fallback` is returned instead. */
+  private async recorded<T>(what: string, work: () => Promise<T>, fallback: T): Promise<T> {
     try {
       return await work();
     } catch (error) {
-      this.fail(`${phase} phase`, error);
+      this.errors.push(`${what}: ${(error as Error)?.name ?? 'Error'}: ${(error as Error)?.message ?? String(error)}`);
       return fallback;
     }
-  }
-
-  private fail(what: string, error: unknown): void {
-    this.errors.push(`${what}: ${(error as Error)?.name ?? 'Error'}: ${(error as Error)?.message ?? String(error)}`);
   }
 
   /** Runs `work` over items, PARALLELISM at a time, stopping at the deadline; true when every item returned true. */
