@@ -284,11 +284,9 @@ export class TableReconcileStore implements ReconcileStore {
     return tombstonesSince(this.table, keys.ownersGone(pool), Entity.OwnerGone, 'uid', sinceMs);
   }
 
-
   poolsDeletedSince(sinceMs: number): Promise<string[]> {
     return tombstonesSince(this.table, keys.poolsGone(), Entity.PoolGone, 'pool', sinceMs);
   }
-
 
   // ---- helpers ----
 
