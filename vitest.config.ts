@@ -1,6 +1,12 @@
 import { defineConfig } from 'vitest/config';
+import { runnableTiers } from './scripts/system-tiers.ts';
 
-// Three tiers, visible in file names: *.test.ts (no network), *.int.test.ts (DynamoDB Local), *.e2e.test.ts (local stack over HTTP).
+// Tiers, visible in file names: *.test.ts (no network), *.int.test.ts (DynamoDB Local), *.e2e.test.ts (local stack
+// over HTTP), *.net.test.ts (real network namespaces and the reference CNI plugins, root) and *.browser.test.ts
+// (Debian's chromium). The last two run only where the machine can; scripts/system-tiers.ts says in one line why
+// not, and fails the run under CI.
+const systemTiers = runnableTiers(['net', 'browser']);
+
 export default defineConfig({
   test: {
     projects: [
@@ -24,7 +30,15 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      ...systemTiers.map((tier) => ({
+        test: {
+          name: tier,
+          include: [`tests/${tier}/**/*.${tier}.test.ts`],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      })),
     ],
   },
 });
-
