@@ -54,6 +54,8 @@ export interface LocalStack {
   readonly endpoint: string;
   readonly tableName: string;
   readonly stage: string;
+  /** serverless-esbuild's work folder of this stack alone (absolute): the bundles serverless-offline serves. */
+  readonly buildFolder: string;
   /** serverless-offline's Lambda API (for `@aws-sdk/client-lambda` or `invoke()`). */
   readonly lambdaEndpoint: string;
   readonly streamArn: string | undefined;
@@ -102,8 +104,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const onExit = () => cleanups.forEach((c) => c());
   process.once('exit', onExit);
 
-  // serverless-esbuild's work folder for this run only: a concurrent `npm run package` (which deletes its own
-  // folder when done) or a second stack never touches the bundles this one serves.
+  // serverless-esbuild's work folder for this run only, beside (not inside) the .esbuild/package that
+  // `npm run package` deletes when done: neither packaging nor a second stack touches the bundles this one serves.
   const workFolder = join('.esbuild', `offline-${stage}-${port}`);
   cleanups.push(() => rmSync(join(repoRoot, workFolder), { recursive: true, force: true }));
 
@@ -209,6 +211,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       endpoint: db.endpoint,
       tableName,
       stage,
+      buildFolder: join(repoRoot, workFolder),
       lambdaEndpoint: `http://127.0.0.1:${lambdaPort}`,
       streamArn: poller?.streamArn,
       pids: { dynamodb: db.pid, offline: offlinePid },
