@@ -37,7 +37,9 @@ export interface LocalStackOptions {
   dataDir?: string;
   /** Serverless stage; the table is `<service>-<stage>`. Default `local`. */
   stage?: string;
-  /** Extra environment for serverless-offline, read by serverless.yml (e.g. RECONCILE_* or LEASE_INDEX_SHARDS). */
+  /** Stage parameters of serverless.yml to override, as `--param name=value` (e.g. reconcileExpiredGraceSeconds). */
+  params?: Record<string, string>;
+  /** Extra environment for serverless-offline (serverless.yml reads a few `${env:...}`, e.g. CURSOR_SECRET). */
   env?: Record<string, string>;
   /** Run the stream poller that delivers the table's stream to the mirror function. Default true. */
   streamPoller?: boolean;
@@ -153,7 +155,20 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     const child = spawn(
       process.execPath,
-      [oslsBin(), 'offline', 'start', '--stage', stage, '--host', '127.0.0.1', '--httpPort', String(port), '--lambdaPort', String(lambdaPort)],
+      [
+        oslsBin(),
+        'offline',
+        'start',
+        '--stage',
+        stage,
+        ...Object.entries(options.params ?? {}).flatMap(([name, value]) => ['--param', `${name}=${value}`]),
+        '--host',
+        '127.0.0.1',
+        '--httpPort',
+        String(port),
+        '--lambdaPort',
+        String(lambdaPort),
+      ],
       {
         cwd: repoRoot,
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
