@@ -3,7 +3,7 @@ import type { Claim, Hold, Lease } from '../../core/model.ts';
 import type { ClaimFilter, ClaimStore, CommitOutcome, Page, ReleaseOutcome } from '../../core/ports.ts';
 import { itemToClaim } from './codec.ts';
 import { both, claimUidIs, hasLabels, versionIs } from './conditions.ts';
-import { isListPosition, type CursorCodec } from './cursor.ts';
+import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { filteredPage } from './index-reads.ts';
 import { keys } from './keys.ts';
 import type { Table } from './table.ts';
@@ -59,12 +59,14 @@ export class TableClaimStore implements ClaimStore {
   }
 
   async listClaims(pool: string, limit: number, cursor?: string, filter: ClaimFilter = {}): Promise<Page<Claim>> {
-    const after = cursor ? this.cursors.decode(cursor, isListPosition).k : undefined;
+    // The filters are part of the listing: a cursor of another filter (or none) is refused.
+    const scope = ['claims', pool, filter.ownerUid ?? '', (filter.labels ?? []).map(([key, value]) => `${key}=${value}`).join(',')];
+    const after = cursor ? this.cursors.decode(scope, cursor, isSingleScopePosition).k : undefined;
     const partitions = filter.ownerUid !== undefined
       ? [{ index: 'GSI2' as const, partition: keys.owner(pool, filter.ownerUid) }]
       : Array.from({ length: this.shards }, (_, shard) => ({ index: 'GSI1' as const, partition: keys.claimsListing(pool, shard) }));
     const page = await filteredPage(this.table, partitions, after, filter.labels?.length ? hasLabels(filter.labels) : undefined, limit);
-    return { items: page.items.map(itemToClaim), ...(page.next !== undefined ? { nextCursor: this.cursors.encode({ s: 0, k: page.next }) } : {}) };
+    return { items: page.items.map(itemToClaim), ...(page.next !== undefined ? { nextCursor: this.cursors.encode(scope, { s: 0, k: page.next }) } : {}) };
   }
 
   async releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
