@@ -41,6 +41,8 @@ export interface IpamEvent {
   readonly object: string;
   /** One sentence for an operator. */
   readonly message: string;
+  /** The caller whose request made the repair (an owner reported gone through the API); absent: the reconciler's own. */
+  readonly principal?: string;
 }
 
 /** How long events are kept and listed. */
