@@ -1,10 +1,10 @@
 /**
- * npm run sim -- [--seed N] [--scenario NAME] [--quick] [--seeds K] [--strict]
+ * npm run sim -- [--seed N] [--scenario NAME] [--quick] [--seeds K]
  *
  * Runs the deterministic simulation (world.ts) and prints what happened; the same seed prints the same bytes.
  * Without --seed, seeds 1..K (default 5 in quick mode, 1 otherwise); without --scenario, each seed picks one.
- * `--seeds 1000` is the long hunt. Exit code 1 when an invariant broke (its seed and trace are printed). --strict is
- * accepted and does nothing: it used to stop on the owner-release gap, now fixed, and every invariant is strict.
+ * `--seeds 1000` is the long hunt. Exit code 1 when an invariant broke (its seed and trace are printed). Every
+ * invariant is strict (the former --strict flag, which stopped on the owner-release gap now fixed, is gone).
  */
 import { parseArgs } from 'node:util';
 import { formatOutcome } from './report.ts';
@@ -21,7 +21,7 @@ export async function simulate(seed: number, scenarioName: string | undefined, i
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { seed: { type: 'string' }, scenario: { type: 'string' }, quick: { type: 'boolean', default: false }, strict: { type: 'boolean', default: false }, seeds: { type: 'string' } },
+    options: { seed: { type: 'string' }, scenario: { type: 'string' }, quick: { type: 'boolean', default: false }, seeds: { type: 'string' } },
   });
   const count = values.seeds !== undefined ? Number(values.seeds) : values.quick ? 5 : 1;
   const seeds = values.seed !== undefined ? [Number(values.seed)] : Array.from({ length: count }, (_, i) => i + 1);

@@ -1,5 +1,5 @@
 import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
-import { LeaseState, type LeaseChange } from '../../core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../core/mirror/lease-change.ts';
 import { Entity, leaseOfKey } from './keys.ts';
 
 /** The principal of DynamoDB's own TTL deletions in a stream record's userIdentity. */
@@ -28,7 +28,7 @@ export function leaseChangeOf(record: DynamoDBRecord): LeaseChange | undefined {
   const gone = record.eventName === 'REMOVE';
   if (!gone && record.eventName !== 'INSERT' && record.eventName !== 'MODIFY') return undefined;
   const image = gone ? record.dynamodb?.OldImage : record.dynamodb?.NewImage;
-  const state = gone ? LeaseState.Gone : LeaseState.Held;
+  const state = gone ? LeaseItemPresence.Gone : LeaseItemPresence.Held;
   if (image) {
     if (text(image, 'entity') !== Entity.Lease) return undefined;
     const pool = text(image, 'pool');
