@@ -1,5 +1,5 @@
 import { countToJson } from '../../core/ip/cidr.ts';
-import { isReleased, LeaseState, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
+import { historyDaysOf, isReleased, LeaseState, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
 
 /** An owner with its fields in one order, whatever order storage returned them in. */
 const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
@@ -12,7 +12,7 @@ export function utilizationDto(u: Utilization): { size: number | string; used: n
 }
 
 export function poolDto(pool: Pool): Record<string, unknown> {
-  return { name: pool.name, exclude: pool.exclude, reuseDelaySeconds: pool.reuseDelaySeconds ?? 0, createdAt: pool.createdAt };
+  return { name: pool.name, exclude: pool.exclude, reuseDelaySeconds: pool.reuseDelaySeconds ?? 0, historyDays: historyDaysOf(pool), createdAt: pool.createdAt };
 }
 
 export function rangeDto(range: Range, u: Utilization): Record<string, unknown> {

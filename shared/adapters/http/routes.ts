@@ -44,7 +44,7 @@ const claimHeaders = (version: number) => ({ etag: etagOf(version) });
 
 /** The JSON body of each route that reads one, field by field (parseBody checks it; the fuzz test derives its bodies from it). */
 export const bodyFields = {
-  'POST /v1/pools': { name: { type: 'string', required: true }, exclude: { type: 'string[]' }, reuseDelaySeconds: { type: 'integer' } },
+  'POST /v1/pools': { name: { type: 'string', required: true }, exclude: { type: 'string[]' }, reuseDelaySeconds: { type: 'integer' }, historyDays: { type: 'integer' } },
   'POST /v1/pools/{pool}/ranges': { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } },
   'POST /v1/pools/{pool}/claims': {
     name: { type: 'string' },
@@ -76,6 +76,7 @@ export const routes = {
       name: body.name as string,
       ...(body.exclude ? { exclude: body.exclude as string[] } : {}),
       ...(body.reuseDelaySeconds !== undefined ? { reuseDelaySeconds: body.reuseDelaySeconds as number } : {}),
+      ...(body.historyDays !== undefined ? { historyDays: body.historyDays as number } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },

@@ -41,6 +41,11 @@ export interface IpamEvent {
   readonly object: string;
   /** One sentence for an operator. */
   readonly message: string;
+  /**
+   * The claim incarnation a release repair let go of: stored on the event item (not listed), so the address history
+   * tells which lease deletion the repair was (shared/core/history).
+   */
+  readonly claimUid?: string;
 }
 
 /** How long events are kept and listed. */

@@ -2,7 +2,7 @@ import { IpFamily, parseAddress } from '../ip/address.ts';
 import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError } from '../errors.ts';
 import { checkDnsLabel } from '../names.ts';
-import { MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
+import { MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
 import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
 import { intervalsSize, type Interval } from '../allocator/intervals.ts';
@@ -14,6 +14,8 @@ export interface CreatePoolCommand {
   readonly exclude?: readonly string[];
   /** Seconds a released address stays held for its previous owner (0 to MAX_REUSE_DELAY_SECONDS, default 0). */
   readonly reuseDelaySeconds?: number;
+  /** Days the address history keeps an ended holding (0 to MAX_HISTORY_DAYS, default DEFAULT_HISTORY_DAYS; 0 keeps none). */
+  readonly historyDays?: number;
 }
 
 /** Normalizes an exclusion (a CIDR or a single address) to a canonical CIDR. @throws InvalidArgumentError */
@@ -33,9 +35,13 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   if (!Number.isInteger(delay) || delay < 0 || delay > MAX_REUSE_DELAY_SECONDS) {
     throw new InvalidArgumentError(`reuseDelaySeconds must be a whole number of seconds from 0 to ${MAX_REUSE_DELAY_SECONDS}.`, 'reuseDelaySeconds');
   }
+  const historyDays = cmd.historyDays;
+  if (historyDays !== undefined && (!Number.isInteger(historyDays) || historyDays < 0 || historyDays > MAX_HISTORY_DAYS)) {
+    throw new InvalidArgumentError(`historyDays must be a whole number of days from 0 to ${MAX_HISTORY_DAYS}.`, 'historyDays');
+  }
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
-  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}) };
+  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}) };
   if ((await deps.pools.createPool(pool)) === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
   return pool;
 }
