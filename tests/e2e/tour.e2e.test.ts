@@ -18,7 +18,7 @@ describe('Local stack: allocation, stream mirror and reconciler end to end', () 
   };
 
   beforeAll(async () => {
-    stack = await startTestStack({ env: { RECONCILE_EXPIRED_GRACE_SECONDS: '0' } });
+    stack = await startTestStack({ params: { reconcileExpiredGraceSeconds: '0' } });
   });
 
   afterAll(async () => {

@@ -25,6 +25,7 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
  *   holding     HIST#<pool>#<address>               <from>#<claim uid | hold>                     HOWNER#<pool>#<owner uid> / <from>#<address>
  *   hist. mark  HISTMARKS                           <pool>
+ *   settings    TABLE                               SETTINGS
  *
  * A pool's range generation is kept in RANGE_GENERATION_COPIES equal copies, each its own partition, written together
  * in every transaction that changes the pool's ranges; an allocation's post-commit check reads one copy, so no
@@ -37,7 +38,9 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  * attribute `ttl`); the reconciler reads the last minutes of a pool's tombstones by time (owners.ts). A holding is an
  * ended holding of an address, written by the stream function and kept the pool's historyDays (TTL attribute `ttl`);
  * its sort key is the lease's own version (creation time and claim uid), so a redelivered change rewrites it. A
- * history mark says how far a pool's history is complete (shared/core/history).
+ * history mark says how far a pool's history is complete (shared/core/history). The settings item
+ * holds what must not change for the table's life (LEASE_INDEX_SHARDS), written by the first function to use the table
+ * (table-settings.ts).
  */
 export const Entity = {
   Pool: 'pool',
@@ -65,6 +68,8 @@ export const Entity = {
   Holding: 'holding',
   /** How far a pool's address history is complete. */
   HistoryMark: 'historyMark',
+  /** The table's fixed settings, recorded on first use (table-settings.ts). */
+  TableSettings: 'tableSettings',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -126,6 +131,7 @@ export const keys = {
   historyMark: (pool: string): Key => ({ PK: 'HISTMARKS', SK: pool }),
   poolsGone: (): string => 'POOLSGONE',
   poolGone: (pool: string, isoTime: string): Key => ({ PK: 'POOLSGONE', SK: `${isoTime}#${pool}` }),
+  tableSettings: (): Key => ({ PK: 'TABLE', SK: 'SETTINGS' }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,
