@@ -7,6 +7,8 @@ import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '.
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import { toLambdaRecord } from '../../scripts/stream-poller.ts';
+import type { Clock } from '../../shared/core/ports.ts';
+import { systemClock } from '../../shared/adapters/system.ts';
 import { freshTable } from './dynamo.ts';
 import { FollowedTable } from './stream-follower.ts';
 import { StreamReader, type MirrorHandler } from './stream.ts';
@@ -54,7 +56,8 @@ export class StreamedMemoryTable implements Table, LeaseStream {
   private readCount = 0;
   private sequence = 0;
 
-  constructor(readonly inner: MemoryTable) {
+  /** `clock`: the time stamped on records (a test's manual clock keeps them in the app's time). */
+  constructor(readonly inner: MemoryTable, private readonly clock: Clock = systemClock) {
     this.name = inner.name;
   }
 
@@ -111,7 +114,7 @@ export class StreamedMemoryTable implements Table, LeaseStream {
   }
 
   private async record(before: readonly { key: Key; old: Item | undefined }[]): Promise<void> {
-    const at = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const at = new Date(Math.floor(this.clock.nowMs() / 1000) * 1000);
     for (const { key, old } of before) {
       const now = await this.inner.get(key);
       if (!old && !now) continue;
@@ -142,13 +145,13 @@ export interface StreamEngine {
   stream(): LeaseStream;
 }
 
-export function memoryStreamEngine(): StreamEngine {
+export function memoryStreamEngine(clock?: Clock): StreamEngine {
   let last: StreamedMemoryTable | undefined;
   return {
     engine: {
       name: 'memory',
       fresh: async (prefix = 'memory') => {
-        last = new StreamedMemoryTable(new MemoryTable({ name: prefix }));
+        last = new StreamedMemoryTable(new MemoryTable({ name: prefix }), clock);
         return { table: new FollowedTable(last), env: { TABLE_NAME: prefix } };
       },
     },
