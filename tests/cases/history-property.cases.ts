@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { testApi, type TestApi } from '../support/api.ts';
+import { testApi } from '../support/api.ts';
 import { ManualClock } from '../support/fakes.ts';
 import { deliverRecords, type StreamEngine } from '../support/lease-stream.ts';
 import { mirrorOf } from '../support/legacy.ts';
