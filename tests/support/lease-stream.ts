@@ -152,7 +152,7 @@ export function memoryStreamEngine(clock?: Clock): StreamEngine {
       name: 'memory',
       fresh: async (prefix = 'memory') => {
         last = new StreamedMemoryTable(new MemoryTable({ name: prefix }), clock);
-        return { table: new FollowedTable(last), env: { TABLE_NAME: prefix } };
+        return { table: new FollowedTable(last), env: { TABLE_NAME: prefix, LOCAL_STACK: 'true' } };
       },
     },
     stream: () => last!,
@@ -167,7 +167,7 @@ export function dynamoStreamEngine(): StreamEngine {
       fresh: async (prefix) => {
         const made = await freshTable(prefix, { stream: true });
         last = new StreamReader(made.endpoint, made.tableName);
-        return { table: new FollowedTable(new SdkTable(made.client, made.tableName)), env: { TABLE_NAME: made.tableName, DYNAMODB_ENDPOINT: made.endpoint } };
+        return { table: new FollowedTable(new SdkTable(made.client, made.tableName)), env: { TABLE_NAME: made.tableName, DYNAMODB_ENDPOINT: made.endpoint, LOCAL_STACK: 'true' } };
       },
     },
     stream: () => last!,

@@ -1,6 +1,6 @@
 import type { IpFamily } from '../../core/ip/address.ts';
 import { holdingId, type EndReason, type Holding, type HoldingKind } from '../../core/history/holding.ts';
-import type { HistoryCursors, HistoryMark, HistoryPosition, HistoryStore, HoldingPage, RepairEventRef } from '../../core/history/ports.ts';
+import type { HistoryCursors, HistoryMark, HistoryPosition, HistoryScope, HistoryStore, HoldingPage, RepairEventRef } from '../../core/history/ports.ts';
 import type { CursorCodec } from './cursor.ts';
 import { historyDaysOf } from '../../core/model.ts';
 import type { EventReason } from '../../core/reconciler/ports.ts';
@@ -59,12 +59,12 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export class TableHistoryStore implements HistoryStore, HistoryCursors {
   constructor(private readonly table: Table, private readonly cursors: CursorCodec) {}
 
-  encode(position: HistoryPosition): string {
-    return this.cursors.encode(position);
+  encode(scope: HistoryScope, position: HistoryPosition): string {
+    return this.cursors.encode(scope, position);
   }
 
-  decode(cursor: string): HistoryPosition {
-    return this.cursors.decode(cursor, isHistoryPosition);
+  decode(scope: HistoryScope, cursor: string): HistoryPosition {
+    return this.cursors.decode(scope, cursor, isHistoryPosition);
   }
 
   async putHolding(holding: Holding, expiresAtSeconds: number): Promise<void> {
@@ -127,5 +127,5 @@ function markOf(item: Item): HistoryMark {
 
 function isHistoryPosition(value: unknown): value is HistoryPosition {
   const v = value as { k?: unknown; n?: unknown } | null;
-  return typeof v === 'object' && v !== null && typeof v.k === 'string' && (v.n === undefined || typeof v.n === 'string');
+  return typeof v === 'object' && v !== null && typeof v.k === 'string' && v.k.length <= 1024 && (v.n === undefined || (typeof v.n === 'string' && v.n.length <= 64));
 }

@@ -57,9 +57,12 @@ export interface HistoryPosition {
   readonly n?: string;
 }
 
-/** Opaque, tamper-evident cursors of history listings. */
+/** What a history cursor is valid for: the listing and its subject, e.g. `['addressHistory', 'p', '10.0.0.7']`. */
+export type HistoryScope = readonly string[];
+
+/** Opaque, tamper-evident cursors of history listings, each valid for its own listing only. */
 export interface HistoryCursors {
-  encode(position: HistoryPosition): string;
-  /** @throws InvalidArgumentError for a cursor not made here */
-  decode(cursor: string): HistoryPosition;
+  encode(scope: HistoryScope, position: HistoryPosition): string;
+  /** @throws InvalidArgumentError for a cursor not made here, or made for another listing */
+  decode(scope: HistoryScope, cursor: string): HistoryPosition;
 }

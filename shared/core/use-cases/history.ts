@@ -52,7 +52,8 @@ export async function addressHistory(deps: HistoryDeps, pool: string, text: stri
   await deps.views.get(pool, deps.clock.nowMs());
   const address = formatAddress(parseAddress(text));
   const size = pageLimit(limit);
-  const position = cursor === undefined ? undefined : deps.history.decode(cursor);
+  const scope = ['addressHistory', pool, address];
+  const position = cursor === undefined ? undefined : deps.history.decode(scope, cursor);
   const [mark, lease] = await Promise.all([deps.history.mark(pool), position ? undefined : deps.leases.getLease(pool, address)]);
   const current = lease ? holdingAt(lease, deps.clock.nowMs()) : undefined;
   const before = position?.k ?? (window.toMs !== undefined ? afterStart(window.toMs - 1) : undefined);
@@ -90,7 +91,7 @@ export async function addressHistory(deps: HistoryDeps, pool: string, text: stri
   const hasMore = !ended && (inWindow.length > size || more);
   return {
     items: pageItems,
-    ...(hasMore && last ? { nextCursor: deps.history.encode({ k: `${holdingId(last)}`, n: last.from }) } : {}),
+    ...(hasMore && last ? { nextCursor: deps.history.encode(scope, { k: holdingId(last), n: last.from }) } : {}),
     ...completeUntil(mark),
   };
 }
@@ -118,7 +119,8 @@ export async function addressAt(deps: HistoryDeps, pool: string, text: string, a
 export async function ownerHistory(deps: HistoryDeps, pool: string, ownerUid: string, limit?: number, cursor?: string): Promise<HistoryPage> {
   await deps.views.get(pool, deps.clock.nowMs());
   const size = pageLimit(limit);
-  const position = cursor === undefined ? undefined : deps.history.decode(cursor);
+  const scope = ['ownerHistory', pool, ownerUid];
+  const position = cursor === undefined ? undefined : deps.history.decode(scope, cursor);
   const nowMs = deps.clock.nowMs();
   const open: Holding[] = [];
   if (!position) {
@@ -136,7 +138,7 @@ export async function ownerHistory(deps: HistoryDeps, pool: string, ownerUid: st
   const items = all.slice(0, size);
   const lastEnded = [...items].reverse().find((h) => h.to !== undefined && page.items.includes(h));
   const hasMore = all.length > size || page.next !== undefined;
-  return { items, ...(hasMore && lastEnded ? { nextCursor: deps.history.encode({ k: `${lastEnded.from}#${lastEnded.address}` }) } : {}), ...completeUntil(mark) };
+  return { items, ...(hasMore && lastEnded ? { nextCursor: deps.history.encode(scope, { k: `${lastEnded.from}#${lastEnded.address}` }) } : {}), ...completeUntil(mark) };
 }
 
 /** The holdings of every address of a small block in a window, newest first (at most `limit`). @throws InvalidArgumentError */
