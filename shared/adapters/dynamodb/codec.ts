@@ -1,6 +1,7 @@
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { EndReason } from '../../core/history/holding.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
+import type { Labels } from '../../core/labels.ts';
 import { LeaseState, type Claim, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
@@ -188,12 +189,14 @@ export function eventToItem(event: IpamEvent, id: string): Item {
     object: event.object,
     message: event.message,
     ...(event.claimUid !== undefined ? { claimUid: event.claimUid } : {}),
+    ...(event.labels ? { labels: event.labels } : {}),
     ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),
   };
 }
 
 export function itemToEvent(item: Item): IpamEvent {
-  return { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string };
+  const event: IpamEvent = { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string };
+  return item.labels === undefined ? event : { ...event, labels: item.labels as Labels };
 }
 
 export { ttlOf };
