@@ -124,7 +124,7 @@ export async function ownerHistory(deps: HistoryDeps, pool: string, ownerUid: st
   const nowMs = deps.clock.nowMs();
   const open: Holding[] = [];
   if (!position) {
-    const claims = await deps.claims.listClaims(pool, 1000, undefined, ownerUid);
+    const claims = await deps.claims.listClaims(pool, 1000, undefined, { ownerUid });
     for (const claim of claims.items) {
       for (const a of claim.addresses) {
         const lease = await deps.leases.getLease(pool, a.address);
