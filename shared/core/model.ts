@@ -1,3 +1,4 @@
+import type { PoolAccess, Principal } from './access.ts';
 import type { IpFamily } from './ip/address.ts';
 import type { EndReason } from './history/holding.ts';
 import type { Labels } from './labels.ts';
@@ -34,6 +35,8 @@ export interface Pool {
    * DEFAULT_HISTORY_DAYS. Fixed at creation, like the rest of the pool.
    */
   readonly historyDays?: number;
+  /** Who may do what inside the pool (shared/core/access.ts); absent: every caller IAM lets in. Fixed at creation. */
+  readonly access?: PoolAccess;
 }
 
 /** How long the address history keeps a holding when the pool does not say. */
@@ -112,6 +115,8 @@ export interface Claim {
   /** Epoch milliseconds; absent when the claim has no TTL. */
   readonly expiresAt?: number;
   readonly version: number;
+  /** The principal whose request created the claim; absent for claims made before it was recorded, or unsigned. */
+  readonly createdBy?: Principal;
 }
 
 /**
@@ -143,6 +148,8 @@ export interface Lease {
   readonly releasedAt?: string;
   /** Why a Released lease's claim let go of it (the address history reads it off the change); absent: a client's release. */
   readonly endReason?: EndReason;
+  /** Who released a Released lease: the caller of the release, absent when the reconciler released it on its own. */
+  readonly releasedBy?: Principal;
 }
 
 /** Size, used, releasing (held for a previous owner) and free addresses; `used + releasing + free = size`. Exact, so BigInt. */
@@ -181,6 +188,8 @@ export function reusableAtAfter(pool: Pool, claim: Pick<Claim, 'expiresAt'>, now
 export interface Hold {
   readonly reusableAt: number;
   readonly releasedAt: string;
+  /** The caller of the release, recorded on the Released leases. */
+  readonly releasedBy?: Principal;
 }
 
 /** The hold of a release at `nowMs` in `pool`, or undefined when the addresses are free at once. */
@@ -215,5 +224,5 @@ export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: str
 
 /** The Released lease that holds `lease`'s address for its owner after a release with `hold`. */
 export function releasedLease(lease: Lease, hold: Hold, endReason?: EndReason): Lease {
-  return { ...lease, claimUid: '', expiresAt: hold.reusableAt, state: LeaseState.Released, releasedAt: hold.releasedAt, ...(endReason ? { endReason } : {}) };
+  return { ...lease, claimUid: '', expiresAt: hold.reusableAt, state: LeaseState.Released, releasedAt: hold.releasedAt, ...(hold.releasedBy ? { releasedBy: hold.releasedBy } : {}), ...(endReason ? { endReason } : {}) };
 }

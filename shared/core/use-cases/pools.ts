@@ -1,6 +1,7 @@
 import { IpFamily, parseAddress } from '../ip/address.ts';
 import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError } from '../errors.ts';
+import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
 import { MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
@@ -16,6 +17,8 @@ export interface CreatePoolCommand {
   readonly reuseDelaySeconds?: number;
   /** Days the address history keeps an ended holding (0 to MAX_HISTORY_DAYS, default DEFAULT_HISTORY_DAYS; 0 keeps none). */
   readonly historyDays?: number;
+  /** Who may do what inside the pool (access.ts); absent: every caller IAM lets in administers it. */
+  readonly access?: { readonly administrators?: unknown; readonly allocators?: unknown };
 }
 
 /** Normalizes an exclusion (a CIDR or a single address) to a canonical CIDR. @throws InvalidArgumentError */
@@ -39,16 +42,21 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   if (historyDays !== undefined && (!Number.isInteger(historyDays) || historyDays < 0 || historyDays > MAX_HISTORY_DAYS)) {
     throw new InvalidArgumentError(`historyDays must be a whole number of days from 0 to ${MAX_HISTORY_DAYS}.`, 'historyDays');
   }
+  const access = cmd.access === undefined ? undefined : checkAccess(cmd.access);
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
-  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}) };
+  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}) };
   if ((await deps.pools.createPool(pool)) === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
   return pool;
 }
 
-/** Lists pools in name order. */
-export async function listPools(deps: Deps, limit?: number, cursor?: string): Promise<Page<Pool>> {
-  return deps.pools.listPools(pageLimit(limit), cursor);
+/**
+ * Lists pools in name order: those the caller may see (a pool with `access` only to its administrators and
+ * allocators; a page may then hold fewer than `limit` pools, and still have a next one).
+ */
+export async function listPools(deps: Deps, limit?: number, cursor?: string, caller?: Principal): Promise<Page<Pool>> {
+  const page = await deps.pools.listPools(pageLimit(limit), cursor);
+  return { ...page, items: page.items.filter((pool) => roleIn(pool.access, caller) !== Role.None) };
 }
 
 export interface RangeWithUsage {
