@@ -173,7 +173,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     const outgoing: OutgoingHttpHeaders = { ...headers, host: target.host };
     if (body.length > 0) outgoing['content-length'] = body.length;
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    await new Promise<void>((resolveDone, reject) => {
+    const attempt = (retry: boolean): Promise<void> => new Promise<void>((resolveDone, reject) => {
       const upstreamRequest = send(target, { method, headers: outgoing, agent, timeout: 60_000 }, (answer) => {
         const back: OutgoingHttpHeaders = {};
         for (const [name, value] of Object.entries(answer.headers)) {
@@ -186,9 +186,15 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
         answer.once('error', reject);
       });
       upstreamRequest.once('timeout', () => upstreamRequest.destroy(new Error('timed out')));
-      upstreamRequest.once('error', reject);
+      upstreamRequest.once('error', (error: Error & { code?: string }) => {
+        // A kept-alive connection the upstream closed while idle fails before the request was read: send it again
+        // once on a new connection (the case node:http's reusedSocket is documented for).
+        if (retry && upstreamRequest.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) attempt(false).then(resolveDone, reject);
+        else reject(error);
+      });
       upstreamRequest.end(body.length > 0 ? body : undefined);
     });
+    await attempt(true);
   }
 
   await new Promise<void>((resolveListen, reject) => {
