@@ -394,6 +394,8 @@ async function main(argv: string[]): Promise<void> {
       `  Schedule        reconciler ${schedule === undefined ? 'NOT scheduled by serverless-offline' : `cron [${schedule}] fired by serverless-offline`}`,
       `  State file      ${stateFile}   (read by npm run invoke)`,
       '',
+      '  In another shell (the README\'s tours and ipam read these):',
+      `    export PORT=${new URL(stack.apiUrl).port} IPAM_ENDPOINT=${stack.apiUrl}`,
       `  e.g. curl ${stack.apiUrl}/v1/health ; npm run invoke -- reconciler events/schedule.json`,
       '  Ctrl-C stops everything.',
       '',

@@ -227,6 +227,19 @@ describe('Command line: verbs, nouns and global options', () => {
     expect(page.requests.slice(-2).map((r) => r.url.href)).toEqual(['http://127.0.0.1:4000/v1/pools/envpool/ranges', 'http://127.0.0.1:5000/base/v1/pools/flagpool/ranges']);
   });
 
+  it('accepts an endpoint that ends with the API\'s /v1 (the README\'s $API), and follows $PORT like npm start', async () => {
+    await runCli(['--endpoint', 'http://127.0.0.1:4000/v1', 'get', 'pools'], { fetch: page.fetch });
+    await runCli(['get', 'pools'], { fetch: page.fetch, env: { IPAM_ENDPOINT: 'http://127.0.0.1:4001/v1/' } });
+    await runCli(['get', 'pools'], { fetch: page.fetch, env: { PORT: '4002' } });
+    await runCli(['get', 'pools'], { fetch: page.fetch, env: { PORT: '4002', IPAM_ENDPOINT: 'http://127.0.0.1:4003' } });
+    expect(page.requests.slice(-4).map((r) => r.url.origin + r.url.pathname)).toEqual([
+      'http://127.0.0.1:4000/v1/pools',
+      'http://127.0.0.1:4001/v1/pools',
+      'http://127.0.0.1:4002/v1/pools',
+      'http://127.0.0.1:4003/v1/pools',
+    ]);
+  });
+
   it.each([
     [['get', 'ranges'], "required option '-p, --pool <pool>' not specified (or set IPAM_POOL)"],
     [['get', 'pools', '-o', 'xml'], "argument 'xml' is invalid. Allowed choices are wide, json, yaml, name"],
