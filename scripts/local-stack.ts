@@ -174,7 +174,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: endpoint, ESBUILD_WORK_FOLDER: workFolder },
+        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true', ESBUILD_WORK_FOLDER: workFolder },
       },
     );
     offline = child;
