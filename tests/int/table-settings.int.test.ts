@@ -29,6 +29,7 @@ describe('Table settings: LEASE_INDEX_SHARDS recorded on first use', () => {
     vi.stubEnv('TABLE_NAME', tableName);
     vi.stubEnv('DYNAMODB_ENDPOINT', endpoint);
     vi.stubEnv('AWS_REGION', 'us-east-1');
+    vi.stubEnv('CURSOR_SECRET', 'table-settings-test-cursor-secret');
     errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
   });
 
