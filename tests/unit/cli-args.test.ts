@@ -266,6 +266,12 @@ describe('Command line: verbs, nouns and global options', () => {
     expect(map.out).toContain('Usage: ipam map [options] <pool> <range>');
     expect(map.out).toContain('--svg <file>');
   });
+
+  it('shows the watch defaults as the durations one types (2s, 1h), not milliseconds', async () => {
+    const help = await runCli(['get', 'events', '--help']);
+    expect(help.out).toMatch(/--interval <duration> +time between two polls of --watch \(default: 2s\)/);
+    expect(help.out).toMatch(/--watch-for <duration> +how long --watch runs at most \(default: 1h\)/);
+  });
 });
 
 describe('Command line: errors a person can act on', () => {
