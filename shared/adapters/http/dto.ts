@@ -47,6 +47,7 @@ export function claimDto(claim: Claim): Record<string, unknown> {
     addresses: claim.addresses.map((a) => ({ address: a.address, family: a.family, range: a.range })),
     ...(claim.spec.generateName !== undefined ? { generateName: claim.spec.generateName } : {}),
     ...(claim.spec.ttlSeconds !== undefined ? { ttlSeconds: claim.spec.ttlSeconds } : {}),
+    labels: claim.spec.labels ?? {},
     ...(claim.expiresAt !== undefined ? { expiresAt: new Date(claim.expiresAt).toISOString() } : {}),
     createdAt: claim.createdAt,
     version: claim.version,
