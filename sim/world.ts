@@ -263,6 +263,7 @@ export class World {
     this.ledger = new ClientLedger(scenario.skewMs);
     this.config = loadConfig({
       TABLE_NAME: 'sim',
+      LOCAL_STACK: 'true',
       LEASE_INDEX_SHARDS: '8',
       FEATURE_GATES: scenario.allocator === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '',
       ...(scenario.reconcilerGraceSeconds !== undefined ? { RECONCILE_EXPIRED_GRACE_SECONDS: String(scenario.reconcilerGraceSeconds) } : {}),
