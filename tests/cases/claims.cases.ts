@@ -205,7 +205,7 @@ export function claimsCases(engine: TestEngine): void {
       expect(counts.get('rangeGeneration')).toBe(1);
     });
 
-    it('answers a warm container whose summary copy lags with one batch read of the addresses it shows free, then its retry from what that read saw', async () => {
+    it('answers a warm container whose summary copy lags after reading the addresses it shows free, then the whole range, in bulk; and its retry after one bulk read', async () => {
       // Prepare: a /29 (6 hosts); a warm container takes 4 and keeps its summary copy (its clock does not move),
       // then another container takes the last 2, which that copy still shows free (as the stream's lag would)
       const api = await testApi();
@@ -220,12 +220,13 @@ export function claimsCases(engine: TestEngine): void {
       const first = new Map(counts);
       counts.clear();
       const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'w4', owner: owner('w4') });
-      // Assess: the two addresses its copy shows free are read in one batch and found taken; the view is confirmed
-      // by the generation; nothing is listed, no transaction is tried, and the retry reads only the generation
+      // Assess: the two addresses its copy shows free are read in one batch and found taken; RangeFull rests on a
+      // consistent read of the range's six leases (issue 20: the summary never decides "used up"); the view is
+      // confirmed by the generation; nothing is listed, no transaction is tried. The retry reads the range again.
       expect(full.body.code).toBe('RangeFull');
-      expect(Object.fromEntries(first)).toEqual({ leaseStates: 1, rangeGeneration: 1 });
+      expect(Object.fromEntries(first)).toEqual({ leaseStates: 2, rangeGeneration: 1 });
       expect(again.body.code).toBe('RangeFull');
-      expect(Object.fromEntries(counts)).toEqual({ rangeGeneration: 1 });
+      expect(Object.fromEntries(counts)).toEqual({ leaseStates: 1, rangeGeneration: 1 });
     });
 
     it('finds a range another container added when its cached view said RangeFull', async () => {
@@ -719,8 +720,9 @@ export function claimsCases(engine: TestEngine): void {
       expect(await leaseItems(api)).toEqual([]);
     });
 
-    it('reads the few free addresses of a nearly full range once per batch, not once per address', async () => {
-      // Prepare: a /27 (30 hosts) with 24 taken leaves 6, few enough that the summary's free addresses are read first
+    it('reads the few free addresses of a nearly full range, and its used-up upper band, once per batch, not once per address', async () => {
+      // Prepare: a /27 (30 hosts) with 24 taken leaves 6 (all in the lower band .1-.16), few enough that the summary's
+      // free addresses are read first
       const api = await testApi();
       await poolWith(api, 'p', ['10.18.0.0/27']);
       expect((await api.call('POST', '/v1/pools/p/claims', { name: 'most', owner: owner('m'), count: 24 })).status).toBe(201);
@@ -729,8 +731,9 @@ export function claimsCases(engine: TestEngine): void {
       // Act
       const made = await cold.call('POST', '/v1/pools/p/claims', { name: 'four', owner: owner('f'), count: 4 });
       // Assess
+      // Assess: one read of the six shown free, one of the upper band (.17-.30) before the batch takes the lower band
       expect(made.status).toBe(201);
-      expect(counts.get('leaseStates')).toBe(1);
+      expect(counts.get('leaseStates')).toBe(2);
       expect(counts.get('commitClaim')).toBe(1);
     });
 
