@@ -160,7 +160,7 @@ function heldText(owner: { kind: string; name: string }, hold: Hold | undefined)
   return hold ? ` The addresses are held for ${owner.kind}/${owner.name} until ${new Date(hold.reusableAt).toISOString()} (the pool's reuse delay); that owner gets them back when it claims again.` : '';
 }
 
-/** The event of each repair, with a sentence an operator can act on. */
+/** The event of each repair, with a sentence an operator can act on; an event built from a claim carries its labels. */
 export const events = {
   claimExpired: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
     pool: claim.pool,
@@ -168,6 +168,7 @@ export const events = {
     reason: EventReason.ClaimExpired,
     object: `claim/${claim.name}`,
     message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
+    labels: claim.spec.labels ?? {},
   }),
   poolDeleted: (claim: Claim, time: string): IpamEvent => ({
     pool: claim.pool,
@@ -175,6 +176,7 @@ export const events = {
     reason: EventReason.PoolDeleted,
     object: `claim/${claim.name}`,
     message: `Pool ${claim.pool} was deleted while claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was being committed; the claim was released with ${addressList(claim)}.`,
+    labels: claim.spec.labels ?? {},
   }),
   ownerReleased: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
     pool: claim.pool,
@@ -182,6 +184,7 @@ export const events = {
     reason: EventReason.OwnerReleased,
     object: `claim/${claim.name}`,
     message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
+    labels: claim.spec.labels ?? {},
   }),
   leaseOrphaned: (lease: Lease, why: keyof typeof whyText, time: string, hold?: Hold): IpamEvent => ({
     pool: lease.pool,
@@ -196,6 +199,7 @@ export const events = {
     reason: EventReason.LeaseNotAllocated,
     object: `lease/${address}`,
     message: `Claim ${claim.name} lists ${address} but had no lease for it; the lease was written back.`,
+    labels: claim.spec.labels ?? {},
   }),
   duplicateAllocation: (claim: Claim, holder: Lease, time: string): IpamEvent => ({
     pool: claim.pool,
@@ -203,6 +207,7 @@ export const events = {
     reason: EventReason.DuplicateAllocation,
     object: `lease/${holder.address}`,
     message: `Claim ${claim.name} lists ${holder.address}, which claim ${holder.claim} (uid ${holder.claimUid}) holds; nothing was changed.`,
+    labels: claim.spec.labels ?? {},
   }),
   leaseOutsideRange: (lease: Lease, time: string): IpamEvent => ({
     pool: lease.pool,
