@@ -135,6 +135,7 @@ export function describeClaim(pool: string, claim: Claim, nowMs: number): string
     ['IP family policy', claim.ipFamilyPolicy],
     ...(claim.count !== undefined && claim.count > 1 ? [['Count', `${claim.count} addresses per family`] as const] : []),
     ['Addresses', claim.addresses.length ? renderTable(['ADDRESS', 'FAMILY', 'RANGE'], claim.addresses.map((a) => [a.address, a.family, a.range])) : '<none>'],
+    // One label a line: no key or value may hold ','.
     ['Labels', formatLabels(claim.labels).replaceAll(',', '\n') || '<none>'],
     ['TTL', claim.ttlSeconds === undefined ? '<none>' : `${claim.ttlSeconds}s`],
     ['Expires', claim.expiresAt === undefined ? 'never' : `${claim.expiresAt} (${expiry(claim.expiresAt, nowMs)})`],
