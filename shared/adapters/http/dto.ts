@@ -1,5 +1,9 @@
+import type { Principal } from '../../core/access.ts';
 import { countToJson } from '../../core/ip/cidr.ts';
 import { isReleased, LeaseState, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
+
+/** A principal as JSON: its ARN, and an assumed role's session apart. */
+export const principalDto = (p: Principal) => ({ arn: p.arn, ...(p.session !== undefined ? { session: p.session } : {}) });
 
 /** An owner with its fields in one order, whatever order storage returned them in. */
 const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
@@ -12,7 +16,13 @@ export function utilizationDto(u: Utilization): { size: number | string; used: n
 }
 
 export function poolDto(pool: Pool): Record<string, unknown> {
-  return { name: pool.name, exclude: pool.exclude, reuseDelaySeconds: pool.reuseDelaySeconds ?? 0, createdAt: pool.createdAt };
+  return {
+    name: pool.name,
+    exclude: pool.exclude,
+    reuseDelaySeconds: pool.reuseDelaySeconds ?? 0,
+    ...(pool.access ? { access: { administrators: pool.access.administrators, allocators: pool.access.allocators } } : {}),
+    createdAt: pool.createdAt,
+  };
 }
 
 export function rangeDto(range: Range, u: Utilization): Record<string, unknown> {
@@ -49,6 +59,7 @@ export function claimDto(claim: Claim): Record<string, unknown> {
     labels: claim.spec.labels ?? {},
     ...(claim.expiresAt !== undefined ? { expiresAt: new Date(claim.expiresAt).toISOString() } : {}),
     createdAt: claim.createdAt,
+    ...(claim.createdBy ? { createdBy: principalDto(claim.createdBy) } : {}),
     version: claim.version,
   };
 }
@@ -64,6 +75,7 @@ export function leaseDto(lease: Lease): Record<string, unknown> {
       previousOwner: ownerDto(lease.owner),
       previousClaim: lease.claim,
       ...(lease.releasedAt ? { releasedAt: lease.releasedAt } : {}),
+      ...(lease.releasedBy ? { releasedBy: principalDto(lease.releasedBy) } : {}),
       reusableAt: new Date(lease.expiresAt ?? 0).toISOString(),
     };
   }
