@@ -118,7 +118,7 @@ async function main(): Promise<void> {
     );
     // What the stream function would have done with those writes: the occupancy summary, by its own code.
     const changes = offsets.map((o, i) => ({ id: String(i), pool: 'bench-map', address: formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(o)) }), state: LeaseState.Held }));
-    const mirror = buildContainer(loadConfig({ TABLE_NAME: stack.tableName, DYNAMODB_ENDPOINT: stack.endpoint, LEASE_INDEX_SHARDS: String(shards) }), { client }).mirror.summary;
+    const mirror = buildContainer(loadConfig({ TABLE_NAME: stack.tableName, DYNAMODB_ENDPOINT: stack.endpoint, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: String(shards) }), { client }).mirror.summary;
     const summarized = await mirror.apply(changes);
     if (summarized.failed.length) throw new Error(`the summary of the fill failed for ${summarized.failed.length} leases`);
     const fillSeconds = (performance.now() - fillStarted) / 1000;
@@ -147,7 +147,7 @@ async function main(): Promise<void> {
       },
       describe: () => inner.describe(),
     };
-    const reader = buildContainer(loadConfig({ TABLE_NAME: stack.tableName, DYNAMODB_ENDPOINT: stack.endpoint, LEASE_INDEX_SHARDS: String(shards) }), { table: counting });
+    const reader = buildContainer(loadConfig({ TABLE_NAME: stack.tableName, DYNAMODB_ENDPOINT: stack.endpoint, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: String(shards) }), { table: counting });
     const details = await getPool(reader.deps, 'bench-map');
     const poolRead = { ...counted };
     counted.items = 0;

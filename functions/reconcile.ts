@@ -1,12 +1,15 @@
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import { buildContainerAtColdStart } from '../shared/adapters/cold-start.ts';
+import { buildContainerAtColdStart, tableSettingsGuard } from '../shared/adapters/cold-start.ts';
 import { IpamMetrics } from '../shared/adapters/metrics.ts';
 import { runReconciler, type RunSummary } from '../shared/adapters/reconcile-runner.ts';
 
 // Built when the module loads (Lambda's init phase): a bad setting fails the cold start with one log line naming it.
 const container = buildContainerAtColdStart();
 const metrics = IpamMetrics.create(container.config.metrics);
+const ready = tableSettingsGuard(container);
 
 /** Scheduled reconciler entry: one bounded pass that stops before the function's timeout (docs/reconciler.md). */
-export const handler = async (_event: ScheduledEvent, context: Context): Promise<RunSummary> =>
-  runReconciler(container.deps, container.config.reconciler, context.getRemainingTimeInMillis(), { metrics });
+export const handler = async (_event: ScheduledEvent, context: Context): Promise<RunSummary> => {
+  await ready();
+  return runReconciler(container.deps, container.config.reconciler, context.getRemainingTimeInMillis(), { metrics });
+};

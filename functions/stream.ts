@@ -1,8 +1,11 @@
-import { buildContainerAtColdStart } from '../shared/adapters/cold-start.ts';
+import { buildContainerAtColdStart, servingAfter, tableSettingsGuard } from '../shared/adapters/cold-start.ts';
 import { createMirrorHandler } from '../shared/adapters/stream/mirror-handler.ts';
 
 // Built when the module loads (Lambda's init phase): a bad setting fails the cold start with one log line naming it.
 const container = buildContainerAtColdStart();
 
-/** Stream entry: mirrors lease changes into the legacy bitmaps, reporting partial batch failures per bitmap. */
-export const handler = createMirrorHandler(() => container.mirror);
+/**
+ * Stream entry: mirrors lease changes into the legacy bitmaps, reporting partial batch failures per bitmap. Refused
+ * until the table's fixed settings are this function's: the batch fails whole and the mapping retries it.
+ */
+export const handler = servingAfter(tableSettingsGuard(container), createMirrorHandler(() => container.mirror));

@@ -29,6 +29,7 @@ export const handlerModules: Record<FunctionKey, string> = {
 function environmentDefaults(): Record<string, string> {
   return {
     STAGE: 'local',
+    LOCAL_STACK: 'true',
     FEATURE_GATES: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false',
     AWS_REGION: 'us-east-1',
     POWERTOOLS_SERVICE_NAME: serviceName(),

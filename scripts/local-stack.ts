@@ -37,7 +37,9 @@ export interface LocalStackOptions {
   dataDir?: string;
   /** Serverless stage; the table is `<service>-<stage>`. Default `local`. */
   stage?: string;
-  /** Extra environment for serverless-offline, read by serverless.yml (e.g. RECONCILE_* or LEASE_INDEX_SHARDS). */
+  /** Stage parameters of serverless.yml to override, as `--param name=value` (e.g. reconcileExpiredGraceSeconds). */
+  params?: Record<string, string>;
+  /** Extra environment for serverless-offline (serverless.yml reads a few `${env:...}`, e.g. CURSOR_SECRET). */
   env?: Record<string, string>;
   /** Run the stream poller that delivers the table's stream to the mirror function. Default true. */
   streamPoller?: boolean;
@@ -54,6 +56,8 @@ export interface LocalStack {
   readonly endpoint: string;
   readonly tableName: string;
   readonly stage: string;
+  /** serverless-esbuild's work folder of this stack alone (absolute): the bundles serverless-offline serves. */
+  readonly buildFolder: string;
   /** serverless-offline's Lambda API (for `@aws-sdk/client-lambda` or `invoke()`). */
   readonly lambdaEndpoint: string;
   readonly streamArn: string | undefined;
@@ -102,8 +106,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const onExit = () => cleanups.forEach((c) => c());
   process.once('exit', onExit);
 
-  // serverless-esbuild's work folder for this run only: a concurrent `npm run package` (which deletes its own
-  // folder when done) or a second stack never touches the bundles this one serves.
+  // serverless-esbuild's work folder for this run only, beside (not inside) the .esbuild/package that
+  // `npm run package` deletes when done: neither packaging nor a second stack touches the bundles this one serves.
   const workFolder = join('.esbuild', `offline-${stage}-${port}`);
   cleanups.push(() => rmSync(join(repoRoot, workFolder), { recursive: true, force: true }));
 
@@ -151,13 +155,26 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     const child = spawn(
       process.execPath,
-      [oslsBin(), 'offline', 'start', '--stage', stage, '--host', '127.0.0.1', '--httpPort', String(port), '--lambdaPort', String(lambdaPort)],
+      [
+        oslsBin(),
+        'offline',
+        'start',
+        '--stage',
+        stage,
+        ...Object.entries(options.params ?? {}).flatMap(([name, value]) => ['--param', `${name}=${value}`]),
+        '--host',
+        '127.0.0.1',
+        '--httpPort',
+        String(port),
+        '--lambdaPort',
+        String(lambdaPort),
+      ],
       {
         cwd: repoRoot,
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: endpoint, ESBUILD_WORK_FOLDER: workFolder },
+        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true', ESBUILD_WORK_FOLDER: workFolder },
       },
     );
     offline = child;
@@ -209,6 +226,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       endpoint: db.endpoint,
       tableName,
       stage,
+      buildFolder: join(repoRoot, workFolder),
       lambdaEndpoint: `http://127.0.0.1:${lambdaPort}`,
       streamArn: poller?.streamArn,
       pids: { dynamodb: db.pid, offline: offlinePid },

@@ -35,6 +35,7 @@ async function main(): Promise<void> {
   const stage = process.env.STAGE ?? state?.stage ?? 'local';
   const defaults: Record<string, string> = {
     STAGE: stage,
+    LOCAL_STACK: 'true',
     TABLE_NAME: state?.tableName ?? `${serviceName()}-${stage}`,
     DYNAMODB_ENDPOINT: state?.endpoint ?? 'http://127.0.0.1:8000',
     FEATURE_GATES: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false',

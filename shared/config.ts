@@ -15,8 +15,18 @@ export interface Config {
   readonly leaseIndexShards: number;
   /** Milliseconds before a DynamoDB request is abandoned (surfaces as NotReady, 503). */
   readonly requestTimeoutMs: number;
-  /** Key that signs pagination cursors (tamper evidence); set CURSOR_SECRET per deployment. */
+  /**
+   * Key that signs pagination cursors (tamper evidence). Outside the local stack CURSOR_SECRET must be set (at least
+   * {@link MIN_CURSOR_SECRET_LENGTH} characters; serverless.yml resolves it from Secrets Manager or SSM at deploy
+   * time), or the cold start fails: a default derived from public facts could be guessed, and cursors forged with it.
+   */
   readonly cursorSecret: string;
+  /**
+   * True only on the local stack (`npm start`, the test harness): LOCAL_STACK=true. There is no IAM in front of it,
+   * so the caller's principal may come from the `x-ipam-principal` header and cursors may use a per-table default
+   * key. A deployed stage must never set it (the packaged template's test checks it is empty).
+   */
+  readonly localStack: boolean;
   readonly metrics: MetricsConfig;
 }
 
@@ -62,6 +72,24 @@ export function parseFeatureGates(text: string | undefined): FeatureGates {
   return gates;
 }
 
+/** The shortest CURSOR_SECRET accepted outside the local stack (`openssl rand -hex 32` gives 64). */
+export const MIN_CURSOR_SECRET_LENGTH = 16;
+
+function booleanSetting(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new Error(`${name} must be true or false, not ${JSON.stringify(raw)}`);
+}
+
+function cursorSecretSetting(env: NodeJS.ProcessEnv, tableName: string, localStack: boolean): string {
+  const secret = env.CURSOR_SECRET ?? '';
+  if (secret === '' && localStack) return `ipam-cursor:${tableName}`;
+  if (secret === '') throw new Error('CURSOR_SECRET is not set: outside the local stack, pagination cursors need a secret key (serverless.yml resolves it from Secrets Manager; docs/deploy.md).');
+  if (secret.length < MIN_CURSOR_SECRET_LENGTH && !localStack) throw new Error(`CURSOR_SECRET must be at least ${MIN_CURSOR_SECRET_LENGTH} characters outside the local stack.`);
+  return secret;
+}
+
 function numberSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -89,7 +117,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     featureGates: parseFeatureGates(env.FEATURE_GATES),
     leaseIndexShards: countSetting(env, 'LEASE_INDEX_SHARDS', 8, 1),
     requestTimeoutMs: numberSetting(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', 3000, 1),
-    cursorSecret: env.CURSOR_SECRET || `ipam-cursor:${tableName}`,
+    cursorSecret: cursorSecretSetting(env, tableName, booleanSetting(env, 'LOCAL_STACK')),
+    localStack: booleanSetting(env, 'LOCAL_STACK'),
     metrics: { namespace: env.POWERTOOLS_METRICS_NAMESPACE || 'ipam', serviceName: env.POWERTOOLS_SERVICE_NAME || 'ipam' },
     reconciler: {
       expiredClaimGraceSeconds: numberSetting(env, 'RECONCILE_EXPIRED_GRACE_SECONDS', 30),

@@ -107,7 +107,7 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
   const engine = new SimEngine({ scheduler, rng: rng.fork('storage'), requestTimeoutMs: 3000 });
   const clock = { nowMs: () => EPOCH_MS + scheduler.now };
   const shards = c.shards ?? SHARDS;
-  const config = loadConfig({ TABLE_NAME: 'sim', LEASE_INDEX_SHARDS: String(shards), FEATURE_GATES: c.strategy === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '' });
+  const config = loadConfig({ TABLE_NAME: 'sim', LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: String(shards), FEATURE_GATES: c.strategy === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '' });
   const cidr = parseCidr(c.cidr);
   const size = capacity(cidr);
   const prefill = Math.floor(c.occupancy * Number(size));

@@ -209,6 +209,7 @@ export class World {
     this.workRng = this.rng.fork('work');
     this.config = loadConfig({
       TABLE_NAME: 'sim',
+      LOCAL_STACK: 'true',
       LEASE_INDEX_SHARDS: '8',
       FEATURE_GATES: scenario.allocator === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '',
     });

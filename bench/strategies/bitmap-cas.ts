@@ -26,7 +26,7 @@ export const bitmapCasStrategy: Strategy = {
   description: "legacy allocator as shipped: read the range's bitmap item, pick a zero bit, one transaction (claim + lease + bitmap if version unchanged), retry on a lost race",
   unavailable: async () => (existsSync(ALLOCATOR) ? undefined : 'not available yet: shared/core/allocator/bitmap-allocator.ts has not landed'),
   async open(ctx: StrategyContext): Promise<StrategyRun> {
-    const config = loadConfig({ TABLE_NAME: ctx.tableName, LEASE_INDEX_SHARDS: '8', FEATURE_GATES: 'MultiCIDRServiceAllocator=false' });
+    const config = loadConfig({ TABLE_NAME: ctx.tableName, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: '8', FEATURE_GATES: 'MultiCIDRServiceAllocator=false' });
     const setup = buildContainer(config, { client: ctx.setupClient });
     await createPool(setup.deps, { name: ctx.pool });
     const { range } = await createRange(setup.deps, { pool: ctx.pool, cidr: ctx.cidr, legacy: true });

@@ -15,7 +15,7 @@ import type { Caller, Strategy, StrategyContext, StrategyRun } from './strategy.
 
 /** The configuration the handlers would read, for a benchmark table. */
 export function benchConfig(tableName: string): Config {
-  return loadConfig({ TABLE_NAME: tableName, LEASE_INDEX_SHARDS: '8' });
+  return loadConfig({ TABLE_NAME: tableName, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: '8' });
 }
 
 

@@ -95,9 +95,13 @@ export class HttpClient {
   }
 }
 
-/** Encodes path segments (pool, range, claim names, addresses) for the URL: `fd00::-112` -> `fd00%3A%3A-112`. */
+/**
+ * Encodes path segments for the URL. ':' stays as it is (a plain path character): names (pool, claim, range,
+ * address) go on the wire verbatim, since the API refuses a '%' in them (`fd00::-112` stays `fd00::-112`); an owner
+ * uid may still need encoding, and gets it.
+ */
 export function encodePath(...segments: readonly string[]): string {
-  return segments.map(encodeURIComponent).join('/');
+  return segments.map((segment) => encodeURIComponent(segment).replaceAll('%3A', ':')).join('/');
 }
 
 function parseJson(text: string): unknown {

@@ -53,7 +53,7 @@ export function sigV4Signer(options: SigV4Options): RequestSigner {
         hostname: request.url.hostname,
         ...(request.url.port ? { port: Number(request.url.port) } : {}),
         // The path as it goes on the wire (percent-encoded); the signer encodes it once more, as SigV4 wants for
-        // every service but S3 (an IPv6 range name's ':' is %3A on the wire and %253A in the canonical request).
+        // every service but S3 (an owner uid's '/' is %2F on the wire and %252F in the canonical request).
         path: request.url.pathname,
         query,
         // Host is signed, as every SigV4 request must; fetch sends the same value.

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config.ts';
 import { buildContainer, type Container } from './composition.ts';
+import { assertTableSettings, TableSettingsMismatchError } from './dynamodb/table-settings.ts';
 
 /** Writes one log line (a JSON object) for a cold start that was refused. */
 export type ColdStartLogger = (entry: Record<string, unknown>) => void;
@@ -23,4 +24,42 @@ export function buildContainerAtColdStart(log: ColdStartLogger = defaultLogger):
     log({ level: 'error', message: 'cold start failed', error: failure.name, detail: failure.message });
     throw failure;
   }
+}
+
+/**
+ * The check a function's environment makes against its table before it serves anything: the table's fixed settings
+ * (LEASE_INDEX_SHARDS) must be this function's (dynamodb/table-settings.ts). It runs on the environment's first
+ * invocation rather than in the init phase, so that loading a bundle needs no reachable table; what a client sees is
+ * the same as a failed init: no invocation is served.
+ *
+ * - Equal (or recorded now): remembered, never checked again in this environment.
+ * - Different: one log line, `{"level":"error","message":"cold start failed","error":"TableSettingsMismatchError",...}`,
+ *   and this invocation and every later one of the environment fail with that error (500 on the HTTP API).
+ * - The check itself failed (throttling, timeout): this invocation fails, and the next one checks again.
+ */
+export function tableSettingsGuard(container: Container, log: ColdStartLogger = defaultLogger): () => Promise<void> {
+  let checked: Promise<void> | undefined;
+  return () => {
+    checked ??= assertTableSettings(
+      container.table,
+      { leaseIndexShards: container.config.leaseIndexShards },
+      new Date(container.deps.clock.nowMs()).toISOString(),
+    ).catch((error: unknown) => {
+      if (error instanceof TableSettingsMismatchError) {
+        log({ level: 'error', message: 'cold start failed', error: error.name, detail: error.message });
+      } else {
+        checked = undefined;
+      }
+      throw error;
+    });
+    return checked;
+  };
+}
+
+/** A handler that first awaits `ready` (tableSettingsGuard): while it rejects, the handler serves nothing. */
+export function servingAfter<A extends unknown[], R>(ready: () => Promise<void>, handler: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args: A) => {
+    await ready();
+    return handler(...args);
+  };
 }

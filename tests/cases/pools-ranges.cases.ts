@@ -292,6 +292,43 @@ export function poolsAndRangesCases(engine: TestEngine): void {
         expect(res.body.code).toBe('InvalidArgument');
       }
     });
+
+    it('refuses, with 400 and never a 500, a genuine cursor reused on another route, range, owner filter or pool', async () => {
+      // Prepare: two ranges with two addresses each, three claims, two owners, two pools
+      const api = await testApi();
+      for (const pool of ['p', 'q']) {
+        await api.call('POST', '/v1/pools', { name: pool });
+        await api.call('POST', `/v1/pools/${pool}/ranges`, { cidr: '10.0.0.0/24', name: 'v4' });
+        await api.call('POST', `/v1/pools/${pool}/ranges`, { cidr: 'fd00::/120', name: 'v6' });
+        for (const [i, address] of ['10.0.0.1', '10.0.0.2', 'fd00::1'].entries()) {
+          expect((await api.call('POST', `/v1/pools/${pool}/claims`, { name: `c${i}`, owner: owner(i ? 'one' : 'zero'), addresses: [address] })).status).toBe(201);
+        }
+      }
+      const next = async (path: string) => {
+        const page = await api.call('GET', path);
+        expect(page.status).toBe(200);
+        return encodeURIComponent(page.body.nextCursor as string);
+      };
+      const claims = await next('/v1/pools/p/claims?limit=1');
+      const v4 = await next('/v1/pools/p/addresses?range=v4&limit=1');
+      const all = await next('/v1/pools/p/addresses?limit=1');
+      const pools = await next('/v1/pools?limit=1');
+      // Act
+      const answers = await Promise.all([
+        `/v1/pools/p/events?cursor=${claims}`,
+        `/v1/pools/p/addresses?cursor=${claims}`,
+        `/v1/pools/p/addresses?range=v6&cursor=${v4}`,
+        `/v1/pools/p/addresses?cursor=${v4}`,
+        `/v1/pools/p/addresses?range=v6&cursor=${all}`,
+        `/v1/pools/p/claims?owner=one&cursor=${claims}`,
+        `/v1/pools/q/claims?cursor=${claims}`,
+        `/v1/pools/p/claims?cursor=${pools}`,
+        `/v1/pools?cursor=${claims}`,
+      ].map(async (path) => ({ path, status: (await api.call('GET', path)).status })));
+      // Assess
+      for (const answer of answers) expect(answer).toEqual({ path: answer.path, status: 400 });
+      expect((await api.call('GET', `/v1/pools/p/addresses?range=v4&cursor=${v4}`)).status).toBe(200);
+    });
   });
 
   describe(`Bad input: a clear 4xx and nothing written (${engine.name})`, () => {

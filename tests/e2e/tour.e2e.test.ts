@@ -18,7 +18,7 @@ describe('Local stack: allocation, stream mirror and reconciler end to end', () 
   };
 
   beforeAll(async () => {
-    stack = await startTestStack({ env: { RECONCILE_EXPIRED_GRACE_SECONDS: '0' } });
+    stack = await startTestStack({ params: { reconcileExpiredGraceSeconds: '0' } });
   });
 
   afterAll(async () => {
@@ -47,7 +47,7 @@ describe('Local stack: allocation, stream mirror and reconciler end to end', () 
     for (const range of ['10.96.0.0-24', 'fd00:10:96::-112']) {
       await vi.waitFor(
         async () => {
-          const bitmap = await call('GET', `/v1/pools/tour/ranges/${encodeURIComponent(range)}/allocation`);
+          const bitmap = await call('GET', `/v1/pools/tour/ranges/${range}/allocation`);
           expect(bitmap.status).toBe(200);
           expect(bitmap.body.data).toBe('AgA=');
           expect(bitmap.body.version).toBeGreaterThan(0);
@@ -69,7 +69,7 @@ describe('Local stack: allocation, stream mirror and reconciler end to end', () 
       { timeout: 30_000, interval: 250 },
     );
     for (const range of ['10.96.0.0-24', 'fd00:10:96::-112']) {
-      await vi.waitFor(async () => expect((await call('GET', `/v1/pools/tour/ranges/${encodeURIComponent(range)}/allocation`)).body.data).toBe(''), {
+      await vi.waitFor(async () => expect((await call('GET', `/v1/pools/tour/ranges/${range}/allocation`)).body.data).toBe(''), {
         timeout: 30_000,
         interval: 250,
       });

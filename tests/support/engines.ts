@@ -18,7 +18,7 @@ export interface TestEngine {
 
 export const memoryEngine: TestEngine = {
   name: 'memory',
-  fresh: async (prefix = 'memory') => ({ table: new FollowedTable(new MemoryTable({ name: prefix })), env: { TABLE_NAME: prefix } }),
+  fresh: async (prefix = 'memory') => ({ table: new FollowedTable(new MemoryTable({ name: prefix })), env: { TABLE_NAME: prefix, LOCAL_STACK: 'true' } }),
 };
 
 function dynamoLocal(name: string, stream: boolean): TestEngine {
@@ -26,7 +26,7 @@ function dynamoLocal(name: string, stream: boolean): TestEngine {
     name,
     async fresh(prefix) {
       const { client, tableName, endpoint } = await freshTable(prefix, { stream });
-      return { table: new FollowedTable(new SdkTable(client, tableName)), env: { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint } };
+      return { table: new FollowedTable(new SdkTable(client, tableName)), env: { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true' } };
     },
   };
 }
@@ -47,7 +47,7 @@ export function laggingIndexEngine(name: string, lags: (query: Query) => boolean
     name,
     fresh: async () => {
       memory = new MemoryTable({ name: 'lagging', indexLag: (q) => (heldAt !== undefined && lags(q) ? memory!.writes() - heldAt : 0) });
-      return { table: new FollowedTable(memory), env: { TABLE_NAME: 'lagging' } };
+      return { table: new FollowedTable(memory), env: { TABLE_NAME: 'lagging', LOCAL_STACK: 'true' } };
     },
   };
   return { engine, hold: () => (heldAt = memory!.writes()), catchUp: () => (heldAt = undefined) };

@@ -10,7 +10,7 @@ export function plannedFaults(): { engine: TestEngine; plan(fault: Fault, match:
     return i < 0 ? undefined : planned.splice(i, 1)[0]!.fault;
   };
   return {
-    engine: { name: 'memory, planned faults', fresh: async () => ({ table: new FollowedTable(new MemoryTable({ name: 'faulty', faults })), env: { TABLE_NAME: 'faulty' } }) },
+    engine: { name: 'memory, planned faults', fresh: async () => ({ table: new FollowedTable(new MemoryTable({ name: 'faulty', faults })), env: { TABLE_NAME: 'faulty', LOCAL_STACK: 'true' } }) },
     plan: (fault, match, times = 1) => planned.push(...Array.from({ length: times }, () => ({ fault, match }))),
   };
 }

@@ -204,7 +204,7 @@ describe('Command line: verbs, nouns and global options', () => {
     [['get', 'events', '-p', 'services', '--limit', '20', '--cursor', 'abc'], 'GET', '/v1/pools/services/events?limit=20&cursor=abc'],
     [['release', 'services', 'dns', '--if-version', '3'], 'DELETE', '/v1/pools/services/claims/dns'],
     [['release-owner', 'services', 'c-19'], 'DELETE', '/v1/pools/services/owners/c-19'],
-    [['delete', 'range', 'services', 'fd00:10:96::-112'], 'DELETE', '/v1/pools/services/ranges/fd00%3A10%3A96%3A%3A-112'],
+    [['delete', 'range', 'services', 'fd00:10:96::-112'], 'DELETE', '/v1/pools/services/ranges/fd00:10:96::-112'],
     [['renew', 'services', 'vpn-x', '--ttl', '10m'], 'POST', '/v1/pools/services/claims/vpn-x/renew'],
   ])('%j calls %s %s', async (argv, method, pathAndQuery) => {
     const server = fakeFetch((request) => ({ status: request.method === 'DELETE' ? 204 : 200, body: request.method === 'DELETE' ? undefined : request.method === 'POST' ? claim : { items: [] } }));

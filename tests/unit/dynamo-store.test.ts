@@ -489,7 +489,7 @@ describe('Function: translateError', () => {
 describe('Function: buildContainer', () => {
   it('builds a DynamoDB client that tries each request once, so a throttle surfaces to the allocator', async () => {
     // Prepare
-    const config = loadConfig({ TABLE_NAME: TABLE });
+    const config = loadConfig({ TABLE_NAME: TABLE, LOCAL_STACK: 'true' });
 
     // Act
     const container = buildContainer(config);

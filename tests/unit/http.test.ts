@@ -3,7 +3,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildContainer } from '../../shared/adapters/composition.ts';
-import { CursorCodec } from '../../shared/adapters/dynamodb/cursor.ts';
+import { CursorCodec, isListPosition, isSingleScopePosition } from '../../shared/adapters/dynamodb/cursor.ts';
 import { createHttpHandler } from '../../shared/adapters/http/api.ts';
 import { problemOf, problemResponse, statusOf } from '../../shared/adapters/http/problem.ts';
 import { etagOf, parseIfMatch, versionsMatching } from '../../shared/adapters/http/etag.ts';
@@ -266,16 +266,15 @@ describe('Function: pageParams', () => {
 });
 
 describe('Class: CursorCodec', () => {
-  const isPosition = (value: unknown): value is { s: number; k: string } =>
-    typeof value === 'object' && value !== null && typeof (value as { s?: unknown }).s === 'number' && typeof (value as { k?: unknown }).k === 'string';
   const codec = new CursorCodec('unit-secret');
+  const scope = ['claims', 'pool-a', ''] as const;
 
   it('reads back what it wrote', () => {
     // Prepare
     const position = { s: 2, k: '0a00000a' };
 
     // Act
-    const decoded = codec.decode(codec.encode(position), isPosition);
+    const decoded = codec.decode(scope, codec.encode(scope, position), isListPosition);
 
     // Assess
     expect(decoded).toEqual(position);
@@ -283,15 +282,17 @@ describe('Class: CursorCodec', () => {
 
   it('writes opaque cursors that survive a query string unchanged', () => {
     // Act
-    const cursor = codec.encode({ s: 0, k: 'pool-a/ü+?&=' });
+    const cursor = codec.encode(scope, { s: 0, k: 'pool-a/ü+?&=' });
 
     // Assess
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
   });
 
-  const valid = codec.encode({ s: 1, k: 'claim-7' });
+  const valid = codec.encode(scope, { s: 1, k: 'claim-7' });
   const [body, signature] = valid.split('.') as [string, string];
   const flip = (text: string, at: number) => `${text.slice(0, at)}${text[at] === 'A' ? 'B' : 'A'}${text.slice(at + 1)}`;
+  // What issue 25 found: the old default key was `ipam-cursor:<table name>`, and health answered the table name.
+  const guessed = new CursorCodec('ipam-cursor:ipam-dev');
 
   it.each([
     ['an altered body', `${flip(body, 3)}.${signature}`],
@@ -303,22 +304,40 @@ describe('Class: CursorCodec', () => {
     ['a random string', 'eyJzIjowLCJrIjoiYSJ9'],
     ['a random dotted string', 'hello.world'],
     ['an empty string', ''],
-    ['a cursor signed with another secret', new CursorCodec('other-secret').encode({ s: 1, k: 'claim-7' })],
+    ['a cursor signed with another secret', new CursorCodec('other-secret').encode(scope, { s: 1, k: 'claim-7' })],
+    ['a cursor forged with the old guessable default key', guessed.encode(scope, { s: 0, k: 'claim-7' })],
+    ['a genuine cursor of another route', codec.encode(['events', 'pool-a'], { s: 1, k: 'claim-7' })],
+    ['a genuine cursor of another pool', codec.encode(['claims', 'pool-b', ''], { s: 1, k: 'claim-7' })],
+    ['a genuine cursor of another filter', codec.encode(['claims', 'pool-a', 'owner-1'], { s: 1, k: 'claim-7' })],
   ])('throws InvalidArgumentError for %s', (_why, cursor) => {
     // Act
-    const decode = () => codec.decode(cursor, isPosition);
+    const decode = () => codec.decode(scope, cursor, isListPosition);
 
     // Assess
     expect(decode).toThrow(InvalidArgumentError);
     expect(decode).toThrow('cursor is not valid: pass back the nextCursor of a previous page unchanged.');
   });
 
-  it('throws InvalidArgumentError for a genuine cursor of another shape', () => {
+  it.each([
+    ['another shape', { offset: 5 }],
+    ['a negative position', { s: -1, k: 'a' }],
+    ['a fractional position', { s: 0.5, k: 'a' }],
+    ['a position past the safe integers', { s: 2 ** 60, k: 'a' }],
+    ['a key longer than any sort key', { s: 0, k: 'k'.repeat(1025) }],
+  ])('throws InvalidArgumentError for a genuine cursor of %s', (_why, position) => {
     // Prepare
-    const cursor = codec.encode({ offset: 5 });
+    const cursor = codec.encode(scope, position);
 
     // Act
-    const decode = () => codec.decode(cursor, isPosition);
+    const decode = () => codec.decode(scope, cursor, isListPosition);
+
+    // Assess
+    expect(decode).toThrow(InvalidArgumentError);
+  });
+
+  it('throws InvalidArgumentError for a second scope in a listing of one', () => {
+    // Act
+    const decode = () => codec.decode(scope, codec.encode(scope, { s: 1, k: 'a' }), isSingleScopePosition);
 
     // Assess
     expect(decode).toThrow(InvalidArgumentError);
@@ -355,12 +374,13 @@ describe('Function: parseFeatureGates', () => {
 });
 
 describe('Function: loadConfig', () => {
-  it('reads defaults from an environment with only TABLE_NAME', () => {
+  it('reads defaults from an environment with only TABLE_NAME on the local stack', () => {
     // Act
-    const config = loadConfig({ TABLE_NAME: 'ipam' });
+    const config = loadConfig({ TABLE_NAME: 'ipam', LOCAL_STACK: 'true' });
 
     // Assess
     expect(config).toMatchObject({
+      localStack: true,
       tableName: 'ipam',
       dynamodbEndpoint: undefined,
       region: 'us-east-1',
@@ -373,24 +393,26 @@ describe('Function: loadConfig', () => {
 
   it('reads the settings it is given', () => {
     // Act
-    const config = loadConfig({ TABLE_NAME: 'ipam', DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000', AWS_REGION: 'eu-west-1', LEASE_INDEX_SHARDS: '16', CURSOR_SECRET: 's3cret', FEATURE_GATES: 'DisableAllocatorDualWrite=true', POWERTOOLS_METRICS_NAMESPACE: 'ns', POWERTOOLS_SERVICE_NAME: 'svc' });
+    const config = loadConfig({ TABLE_NAME: 'ipam', DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000', AWS_REGION: 'eu-west-1', LEASE_INDEX_SHARDS: '16', CURSOR_SECRET: 's3cret-0123456789abcdef', FEATURE_GATES: 'DisableAllocatorDualWrite=true', POWERTOOLS_METRICS_NAMESPACE: 'ns', POWERTOOLS_SERVICE_NAME: 'svc' });
 
     // Assess
-    expect(config).toMatchObject({ dynamodbEndpoint: 'http://127.0.0.1:8000', region: 'eu-west-1', leaseIndexShards: 16, cursorSecret: 's3cret', featureGates: { DisableAllocatorDualWrite: true }, metrics: { namespace: 'ns', serviceName: 'svc' } });
+    expect(config).toMatchObject({ dynamodbEndpoint: 'http://127.0.0.1:8000', region: 'eu-west-1', leaseIndexShards: 16, cursorSecret: 's3cret-0123456789abcdef', localStack: false, featureGates: { DisableAllocatorDualWrite: true }, metrics: { namespace: 'ns', serviceName: 'svc' } });
   });
 
   it.each<[string, Record<string, string>, string]>([
     ['TABLE_NAME is missing', {}, 'TABLE_NAME is not set'],
     ['TABLE_NAME is empty', { TABLE_NAME: '' }, 'TABLE_NAME is not set'],
-    ['LEASE_INDEX_SHARDS is zero', { TABLE_NAME: 'ipam', LEASE_INDEX_SHARDS: '0' }, 'LEASE_INDEX_SHARDS must be a number >= 1, not "0"'],
-    ['LEASE_INDEX_SHARDS is not a number', { TABLE_NAME: 'ipam', LEASE_INDEX_SHARDS: 'eight' }, 'LEASE_INDEX_SHARDS must be a number >= 1'],
-    ['RECONCILE_LEAK_STRIKES is zero', { TABLE_NAME: 'ipam', RECONCILE_LEAK_STRIKES: '0' }, 'RECONCILE_LEAK_STRIKES must be a number >= 1'],
-    ['LEASE_INDEX_SHARDS is a fraction', { TABLE_NAME: 'ipam', LEASE_INDEX_SHARDS: '2.5' }, 'LEASE_INDEX_SHARDS must be a whole number, not "2.5"'],
-    ['RECONCILE_LEAK_STRIKES is a fraction', { TABLE_NAME: 'ipam', RECONCILE_LEAK_STRIKES: '1.5' }, 'RECONCILE_LEAK_STRIKES must be a whole number'],
-    ['FEATURE_GATES has two values for a gate', { TABLE_NAME: 'ipam', FEATURE_GATES: 'MultiCIDRServiceAllocator=true=false' }, 'FEATURE_GATES: MultiCIDRServiceAllocator must be true or false'],
-    ['a grace period is negative', { TABLE_NAME: 'ipam', RECONCILE_EXPIRED_GRACE_SECONDS: '-5' }, 'RECONCILE_EXPIRED_GRACE_SECONDS must be a number >= 0'],
-    ['a grace period is infinite', { TABLE_NAME: 'ipam', RECONCILE_ORPHAN_GRACE_SECONDS: 'Infinity' }, 'RECONCILE_ORPHAN_GRACE_SECONDS must be a number >= 0'],
-    ['FEATURE_GATES names an unknown gate', { TABLE_NAME: 'ipam', FEATURE_GATES: 'Foo=true' }, 'FEATURE_GATES: unknown gate "Foo"'],
+    ['CURSOR_SECRET is missing outside the local stack', { TABLE_NAME: 'ipam' }, 'CURSOR_SECRET is not set'],
+    ['CURSOR_SECRET is short outside the local stack', { TABLE_NAME: 'ipam', CURSOR_SECRET: 'short' }, 'CURSOR_SECRET must be at least 16 characters'],
+    ['LEASE_INDEX_SHARDS is zero', { TABLE_NAME: 'ipam', LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: '0' }, 'LEASE_INDEX_SHARDS must be a number >= 1, not "0"'],
+    ['LEASE_INDEX_SHARDS is not a number', { TABLE_NAME: 'ipam', LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: 'eight' }, 'LEASE_INDEX_SHARDS must be a number >= 1'],
+    ['RECONCILE_LEAK_STRIKES is zero', { TABLE_NAME: 'ipam', LOCAL_STACK: 'true', RECONCILE_LEAK_STRIKES: '0' }, 'RECONCILE_LEAK_STRIKES must be a number >= 1'],
+    ['LEASE_INDEX_SHARDS is a fraction', { TABLE_NAME: 'ipam', LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: '2.5' }, 'LEASE_INDEX_SHARDS must be a whole number, not "2.5"'],
+    ['RECONCILE_LEAK_STRIKES is a fraction', { TABLE_NAME: 'ipam', LOCAL_STACK: 'true', RECONCILE_LEAK_STRIKES: '1.5' }, 'RECONCILE_LEAK_STRIKES must be a whole number'],
+    ['FEATURE_GATES has two values for a gate', { TABLE_NAME: 'ipam', LOCAL_STACK: 'true', FEATURE_GATES: 'MultiCIDRServiceAllocator=true=false' }, 'FEATURE_GATES: MultiCIDRServiceAllocator must be true or false'],
+    ['a grace period is negative', { TABLE_NAME: 'ipam', LOCAL_STACK: 'true', RECONCILE_EXPIRED_GRACE_SECONDS: '-5' }, 'RECONCILE_EXPIRED_GRACE_SECONDS must be a number >= 0'],
+    ['a grace period is infinite', { TABLE_NAME: 'ipam', LOCAL_STACK: 'true', RECONCILE_ORPHAN_GRACE_SECONDS: 'Infinity' }, 'RECONCILE_ORPHAN_GRACE_SECONDS must be a number >= 0'],
+    ['FEATURE_GATES names an unknown gate', { TABLE_NAME: 'ipam', LOCAL_STACK: 'true', FEATURE_GATES: 'Foo=true' }, 'FEATURE_GATES: unknown gate "Foo"'],
   ])('throws when %s (tests/unit/cold-start.test.ts: a handler module then fails to load)', (_why, env, sentence) => {
     // Act
     const load = () => loadConfig(env);
@@ -404,7 +426,7 @@ describe('Function: createHttpHandler', () => {
   // The real pipeline (router, use case, DynamoStore, problem middleware) over a mocked DynamoDB client.
   const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' } });
   const ddb = mockClient(client);
-  const container = buildContainer(loadConfig({ TABLE_NAME: 'ipam-unit' }), { client });
+  const container = buildContainer(loadConfig({ TABLE_NAME: 'ipam-unit', LOCAL_STACK: 'true' }), { client });
   const logged: Record<string, unknown>[] = [];
   const handler = createHttpHandler(() => container.deps, { version: 'unit', health: async () => ({ table: 'ipam-unit', status: 'ACTIVE' }) }, (entry) => logged.push(entry));
   const context = { getRemainingTimeInMillis: () => 30_000 } as Context;
@@ -452,6 +474,24 @@ describe('Function: createHttpHandler', () => {
     // Assess
     expect(response.statusCode).toBe(400);
     expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'cursor is not valid: pass back the nextCursor of a previous page unchanged.' });
+    expect(ddb.calls()).toHaveLength(0);
+  });
+
+  it.each([
+    ['a pool matched by path', { ...httpEvent('GET', '/v1/pools/%63%31') }],
+    ['a claim whose parameter API Gateway already decoded', {
+      ...httpEvent('GET', '/v1/pools/p/claims/%63%31'),
+      routeKey: 'GET /v1/pools/{pool}/claims/{claim}',
+      pathParameters: { pool: 'p', claim: 'c1' },
+    }],
+    ['an address with its colons encoded', { ...httpEvent('GET', '/v1/pools/p/addresses/fd00%3A%3A1') }],
+  ])('answers a percent-encoded name (%s) with 400 before reading the table', async (_why, event) => {
+    // Act
+    const response = await call(event);
+
+    // Assess
+    expect(response.statusCode).toBe(400);
+    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: expect.stringContaining("contains '%'") });
     expect(ddb.calls()).toHaveLength(0);
   });
 
@@ -573,7 +613,7 @@ describe('Function: pathParam', () => {
     ['range', '::-64', '::-64'],
     ['range', 'Blue_1.a', 'Blue_1.a'],
     ['uid', '3f1c%2Fx', '3f1c/x'],
-    ['address', 'fd00%3A%3A1', 'fd00::1'],
+    ['address', 'fd00::1', 'fd00::1'],
   ])('reads the %s %j as %j', (name, raw, expected) => {
     // Act
     const value = pathParam(withPath({ [name]: raw }), name);
@@ -592,7 +632,11 @@ describe('Function: pathParam', () => {
     ['uid', '%ED%A0%80', 'The uid in the path is not valid URL encoding.'],
     ['uid', '\ud800', 'uid must be 1-253 characters of well-formed Unicode.'],
     ['address', '10.0.0.256', 'address "10.0.0.256" is not a valid IPv4 address'],
-    ['pool', '%zz', 'The pool in the path is not valid URL encoding.'],
+    ['uid', '%zz', 'The uid in the path is not valid URL encoding.'],
+    ['pool', '%63%31', "The pool in the path contains '%': names are sent as they are, never percent-encoded."],
+    ['claim', '%63%31', "The claim in the path contains '%'"],
+    ['range', 'fd00%3A%3A-64', "The range in the path contains '%'"],
+    ['address', 'fd00%3A%3A1', "The address in the path contains '%'"],
     ['pool', '', 'The path needs a pool.'],
   ])('throws InvalidArgumentError for the %s %j', (name, raw, sentence) => {
     // Act

@@ -18,7 +18,7 @@ import { reconcile } from '../../shared/core/reconciler/reconcile.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import { SeededRandom } from './fakes.ts';
 
-const config = loadConfig({ TABLE_NAME: 'memory', LEASE_INDEX_SHARDS: '4' });
+const config = loadConfig({ TABLE_NAME: 'memory', LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: '4' });
 const clock = new ManualClock();
 
 /** Writes or deletes a lease item straight into the table (what a claim commit or release does to it). */

@@ -111,8 +111,8 @@ describe('Class: PoolViewCache', () => {
     // Prepare: container a keeps a view of pool p; container b deletes p and creates it again with another range
     const table = new MemoryTable();
     const clock = new ManualClock();
-    const a = buildContainer(loadConfig({ TABLE_NAME: 'memory' }), { table, clock, random: new SeededRandom(1) });
-    const b = buildContainer(loadConfig({ TABLE_NAME: 'memory' }), { table, clock, random: new SeededRandom(2) });
+    const a = buildContainer(loadConfig({ TABLE_NAME: 'memory', LOCAL_STACK: 'true' }), { table, clock, random: new SeededRandom(1) });
+    const b = buildContainer(loadConfig({ TABLE_NAME: 'memory', LOCAL_STACK: 'true' }), { table, clock, random: new SeededRandom(2) });
     await createPool(a.deps, { name: 'p' });
     await createRange(a.deps, { pool: 'p', cidr: '10.0.0.0/24' });
     expect((await a.deps.views.get('p', clock.nowMs())).ranges.map((r) => r.cidr)).toEqual(['10.0.0.0/24']);

@@ -61,7 +61,7 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{
 function credentialFreeEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('AWS_') && name !== 'DYNAMODB_ENDPOINT' && name !== 'TABLE_NAME') env[name] = value;
+    if (!name.startsWith('AWS_') && name !== 'DYNAMODB_ENDPOINT' && name !== 'TABLE_NAME' && name !== 'LOCAL_STACK' && name !== 'CURSOR_SECRET') env[name] = value;
   }
   return { ...env, AWS_CONFIG_FILE: '/nonexistent/aws-config', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials', ...extra };
 }
@@ -72,7 +72,8 @@ beforeAll(async () => {
   const { code, output } = await run(
     process.execPath,
     [osls, 'package', '--stage', stage, '--package', outDir],
-    credentialFreeEnv({ ESBUILD_WORK_FOLDER: join('.esbuild', `package-test-${process.pid}`) }),
+    // A shell that still exports settings which used to be read from it: stage params in serverless.yml win now.
+    credentialFreeEnv({ ESBUILD_WORK_FOLDER: join('.esbuild', `package-test-${process.pid}`), LEASE_INDEX_SHARDS: '16', RECONCILE_LEAK_STRIKES: '9' }),
   );
   if (code !== 0) throw new Error(`serverless package failed (${code}):\n${output}`);
   const template = JSON.parse(readFileSync(join(outDir, 'cloudformation-template-update-stack.json'), 'utf8')) as {
@@ -228,18 +229,29 @@ describe('Template: serverless package (no credentials, no network)', () => {
           STAGE: stage,
           FEATURE_GATES: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false',
           DYNAMODB_ENDPOINT: '',
+          LOCAL_STACK: '',
         });
       }
     });
 
-    it('have an environment that shared/config.ts accepts, with the code\'s own defaults', () => {
+    it('get the cursor secret as a dynamic reference resolved at deploy time, never as plain text', () => {
+      for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
+        // Act
+        const { Environment } = functionResource(key).Properties as { Environment: { Variables: Record<string, string> } };
+        // Assess
+        expect({ key, secret: Environment.Variables.CURSOR_SECRET }).toEqual({ key, secret: '{{resolve:secretsmanager:ipam/dev/cursor-secret}}' });
+      }
+    });
+
+    it('have an environment that shared/config.ts accepts, with the code\'s own defaults (not the packaging shell\'s)', () => {
       for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
         // Act
         const { Environment } = functionResource(key).Properties as { Environment: { Variables: Record<string, string> } };
         const config = loadConfig(Environment.Variables);
-        const defaults = loadConfig({ TABLE_NAME: `ipam-${stage}` });
+        const defaults = loadConfig({ TABLE_NAME: `ipam-${stage}`, CURSOR_SECRET: Environment.Variables.CURSOR_SECRET });
         // Assess
         expect(config).toEqual({ ...defaults, region: config.region });
+        expect(config.localStack).toBe(false);
       }
     });
 
@@ -267,7 +279,7 @@ describe('Template: serverless package (no credentials, no network)', () => {
           const { code, output } = await run(
             process.execPath,
             ['--input-type=module', '-e', probe],
-            credentialFreeEnv({ TABLE_NAME: `ipam-${stage}`, STAGE: stage, AWS_REGION: 'us-east-1', NODE_NO_WARNINGS: '1' }),
+            credentialFreeEnv({ TABLE_NAME: `ipam-${stage}`, STAGE: stage, CURSOR_SECRET: 'probe-cursor-secret-0123456789', AWS_REGION: 'us-east-1', NODE_NO_WARNINGS: '1' }),
           );
           // Assess
           expect({ key, code, output: output.trim() }).toEqual({ key, code: 0, output: 'function' });

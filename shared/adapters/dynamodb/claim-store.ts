@@ -3,7 +3,7 @@ import type { Claim, Hold, Lease } from '../../core/model.ts';
 import type { ClaimStore, CommitOutcome, Page, ReleaseOutcome } from '../../core/ports.ts';
 import { itemToClaim } from './codec.ts';
 import { both, claimUidIs, versionIs } from './conditions.ts';
-import { isListPosition, type CursorCodec } from './cursor.ts';
+import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
 import { keys } from './keys.ts';
 import type { Table } from './table.ts';
@@ -59,12 +59,14 @@ export class TableClaimStore implements ClaimStore {
   }
 
   async listClaims(pool: string, limit: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>> {
-    const after = cursor ? this.cursors.decode(cursor, isListPosition).k : undefined;
+    // The owner filter is part of the listing: a cursor of the unfiltered listing is refused by a filtered one.
+    const scope = ['claims', pool, ownerUid ?? ''];
+    const after = cursor ? this.cursors.decode(scope, cursor, isSingleScopePosition).k : undefined;
     const page = ownerUid !== undefined
       ? await indexPage(this.table, { index: 'GSI2', partition: keys.owner(pool, ownerUid) }, after, undefined, limit)
       : await mergeShards(this.table, this.shards, (shard) => keys.claimsListing(pool, shard), after, undefined, limit);
     const items = page.items.map(itemToClaim);
-    return page.more && items.length ? { items, nextCursor: this.cursors.encode({ s: 0, k: items[items.length - 1]!.name }) } : { items };
+    return page.more && items.length ? { items, nextCursor: this.cursors.encode(scope, { s: 0, k: items[items.length - 1]!.name }) } : { items };
   }
 
   async releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {

@@ -23,6 +23,7 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   report      REPORT#<pool>#<what>                REPORT
  *   usage       USAGE#<pool>                        RANGE#<range>
  *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
+ *   settings    TABLE                               SETTINGS
  *
  * A pool's range generation is kept in RANGE_GENERATION_COPIES equal copies, each its own partition, written together
  * in every transaction that changes the pool's ranges; an allocation's post-commit check reads one copy, so no
@@ -32,7 +33,9 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  * LEASE#...) tells which. Events live 24 h (TTL attribute `ttl`); checkpoints, strikes, reports (one marker per
  * reported finding, so it is reported once a day) and usage (each range's last lease count, and the count in progress)
  * are the reconciler's. An owner-gone tombstone is written by DELETE /v1/pools/{pool}/owners/{uid} and kept a day (TTL
- * attribute `ttl`); the reconciler reads the last minutes of a pool's tombstones by time (owners.ts).
+ * attribute `ttl`); the reconciler reads the last minutes of a pool's tombstones by time (owners.ts). The settings item
+ * holds what must not change for the table's life (LEASE_INDEX_SHARDS), written by the first function to use the table
+ * (table-settings.ts).
  */
 export const Entity = {
   Pool: 'pool',
@@ -56,6 +59,8 @@ export const Entity = {
   OwnerGone: 'ownerGone',
   /** A pool deleted: the reconciler releases claims its (eventually consistent) claims listing did not show then. */
   PoolGone: 'poolGone',
+  /** The table's fixed settings, recorded on first use (table-settings.ts). */
+  TableSettings: 'tableSettings',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -112,6 +117,7 @@ export const keys = {
   ownerGone: (pool: string, isoTime: string, uidHash: string): Key => ({ PK: `GONE#${pool}`, SK: `${isoTime}#${uidHash}` }),
   poolsGone: (): string => 'POOLSGONE',
   poolGone: (pool: string, isoTime: string): Key => ({ PK: 'POOLSGONE', SK: `${isoTime}#${pool}` }),
+  tableSettings: (): Key => ({ PK: 'TABLE', SK: 'SETTINGS' }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,

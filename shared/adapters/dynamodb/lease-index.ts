@@ -18,16 +18,25 @@ export class TableLeaseIndex implements LeaseIndex {
   }
 
   async listLeases(pool: string, scopes: readonly LeaseScope[], nowMs: number, limit: number, cursor?: string): Promise<Page<Lease>> {
-    let position: ListPosition | undefined = cursor ? this.cursors.decode(cursor, isListPosition) : undefined;
+    // The scopes are the listing's filter (one range's CIDR, or both families): a cursor of another range is refused.
+    const listing = ['addresses', pool, ...scopes.map((s) => `${s.family}:${s.from.toString(16)}-${s.to.toString(16)}`)];
+    // A position this listing issued: a scope it has, and a key inside that scope's bounds (or '' for its start).
+    const issued = (value: unknown): value is ListPosition => {
+      if (!isListPosition(value) || value.s >= scopes.length) return false;
+      const scope = scopes[value.s]!;
+      const [low, high] = addressBounds(scope.family, scope.from, scope.to);
+      return value.k === '' || (value.k >= low && value.k <= high);
+    };
+    let position: ListPosition | undefined = cursor ? this.cursors.decode(listing, cursor, issued) : undefined;
     const out: Lease[] = [];
     for (let s = position?.s ?? 0; s < scopes.length; s += 1) {
       const scope = scopes[s]!;
       const after = position && position.s === s && position.k !== '' ? position.k : undefined;
       const page = await mergeShards(this.table, this.shards, (shard) => keys.leasesListing(pool, scope.family, shard), after, addressBounds(scope.family, scope.from, scope.to), limit - out.length, nowMs);
       out.push(...page.items.map(itemToLease));
-      if (page.more) return { items: out, nextCursor: this.cursors.encode({ s, k: page.items[page.items.length - 1]!.GSI1SK as string }) };
+      if (page.more) return { items: out, nextCursor: this.cursors.encode(listing, { s, k: page.items[page.items.length - 1]!.GSI1SK as string }) };
       position = undefined;
-      if (out.length >= limit && s < scopes.length - 1) return { items: out, nextCursor: this.cursors.encode({ s: s + 1, k: '' }) };
+      if (out.length >= limit && s < scopes.length - 1) return { items: out, nextCursor: this.cursors.encode(listing, { s: s + 1, k: '' }) };
     }
     return { items: out };
   }

@@ -4,7 +4,7 @@ import type { Page, PoolStore, Random } from '../../core/ports.ts';
 import { IpFamily } from '../../core/ip/address.ts';
 import { itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem } from './codec.ts';
 import { itemExists, itemIsAbsent } from './conditions.ts';
-import { isListPosition, type CursorCodec } from './cursor.ts';
+import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
 import { Entity, keys, RANGE_GENERATION_COPIES } from './keys.ts';
 import { queryAll, type Table, type WriteOp } from './table.ts';
@@ -48,10 +48,10 @@ export class TablePoolStore implements PoolStore {
   }
 
   async listPools(limit: number, cursor?: string): Promise<Page<Pool>> {
-    const after = cursor ? this.cursors.decode(cursor, isListPosition).k : undefined;
+    const after = cursor ? this.cursors.decode(['pools'], cursor, isSingleScopePosition).k : undefined;
     const page = await indexPage(this.table, { index: 'GSI1', partition: keys.poolsListing() }, after, undefined, limit);
     const items = page.items.map(itemToPool);
-    return page.more && items.length ? { items, nextCursor: this.cursors.encode({ s: 0, k: items[items.length - 1]!.name }) } : { items };
+    return page.more && items.length ? { items, nextCursor: this.cursors.encode(['pools'], { s: 0, k: items[items.length - 1]!.name }) } : { items };
   }
 
   async deletePool(pool: string, nowMs: number): Promise<'deleted' | 'notEmpty' | 'absent'> {

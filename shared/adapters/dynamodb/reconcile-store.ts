@@ -106,7 +106,10 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   async listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>> {
-    const before = cursor === undefined ? undefined : this.cursors.decode(cursor, (v): v is { k: string } => typeof (v as { k?: unknown })?.k === 'string').k;
+    const listing = ['events', pool];
+    const before = cursor === undefined ? undefined : this.cursors.decode(listing, cursor, (v): v is { k: string } => typeof (v as { k?: unknown })?.k === 'string').k;
+    // A cursor older than the retention window points before its start: nothing of that listing is left to read.
+    if (before !== undefined && before <= sinceIso) return { items: [] };
     const items: Item[] = [];
     let start: Item | undefined;
     do {
@@ -117,7 +120,7 @@ export class TableReconcileStore implements ReconcileStore {
     } while (start && items.length <= limit);
     const page = items.slice(0, limit);
     const more = items.length > limit || start !== undefined;
-    return { items: page.map(itemToEvent), ...(more && page.length ? { nextCursor: this.cursors.encode({ k: page[page.length - 1]!.SK as string }) } : {}) };
+    return { items: page.map(itemToEvent), ...(more && page.length ? { nextCursor: this.cursors.encode(listing, { k: page[page.length - 1]!.SK as string }) } : {}) };
   }
 
   async getCheckpoint<T>(name: string): Promise<Checkpoint<T> | undefined> {

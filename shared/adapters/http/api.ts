@@ -3,7 +3,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
-import { readEvent } from './request.ts';
+import { isVerbatimParam, percentInPath, readEvent } from './request.ts';
 import { compileRoutes, matchRoute, routes as coreRoutes, type ApiMetrics, type Route, type RouteContext } from './routes.ts';
 import { routeKeys, type RouteKey } from './route-keys.ts';
 import { legacyRoutes } from './legacy-routes.ts';
@@ -33,6 +33,21 @@ function problemMiddleware(log: ErrorLogger): middy.MiddlewareObj<APIGatewayProx
   };
 }
 
+/**
+ * Refuses a name percent-encoded in the raw path, whatever the path parameters say: API Gateway may hand them over
+ * decoded, and it is the raw path that IAM authorized (request.ts says why names are never decoded).
+ * @throws InvalidArgumentError
+ */
+function refusePercentEncodedNames(compiled: ReturnType<typeof compileRoutes>, key: RouteKey, rawPath: string): void {
+  if (!rawPath.includes('%')) return;
+  const route = compiled.find((c) => c.key === key);
+  const segments = route?.pattern.exec(rawPath);
+  if (!route || !segments) return;
+  route.params.forEach((name, i) => {
+    if (isVerbatimParam(name) && segments[i + 1]!.includes('%')) throw percentInPath(name);
+  });
+}
+
 /** Builds the HTTP API handler: route, call one use case, map the result; errors become problem documents. */
 export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], log: ErrorLogger = defaultLogger, metrics?: ApiMetrics & { flush(): void }) {
   const compiled = compileRoutes(routeKeys);
@@ -51,6 +66,7 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
         const path = event.rawPath.length > 200 ? `${event.rawPath.slice(0, 200)}...` : event.rawPath;
         throw new NotFoundError('route', path, `No route ${event.requestContext.http.method || '(no method)'} ${path || '(no path)'}.`);
       }
+      refusePercentEncodedNames(compiled, match.key, event.rawPath);
       const route = routes[match.key];
       return route({ event: { ...event, pathParameters: match.pathParameters }, deps: deps(), info, ...(metrics ? { metrics } : {}) });
     });

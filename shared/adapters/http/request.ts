@@ -110,10 +110,33 @@ const pathRules = {
 /** The path parameters the routes use. */
 export type PathParam = keyof typeof pathRules;
 
-/** A path parameter, URL-decoded and checked against its rule. @throws InvalidArgumentError */
+/**
+ * The path parameters that are names (pool, claim, range, address): a valid one never needs percent-encoding (a
+ * range name's or an address's ':' is a plain path character), so a '%' in one is refused, never decoded. Decoding
+ * would let `/v1/pools/%74eam-a` reach pool `team-a` while an IAM statement that names `.../pools/team-a/*` (or
+ * denies it) does not match the path API Gateway authorized. An owner uid is free Unicode (names.ts) and may need
+ * encoding; it names no IAM resource, so it alone is still decoded.
+ */
+const verbatimParams: ReadonlySet<PathParam> = new Set<PathParam>(['pool', 'claim', 'range', 'address']);
+
+/** Whether a path parameter must arrive exactly as it is named (no '%'). */
+export function isVerbatimParam(name: string): boolean {
+  return verbatimParams.has(name as PathParam);
+}
+
+/** The refusal of a percent-encoded name in the path. */
+export function percentInPath(name: string): InvalidArgumentError {
+  return new InvalidArgumentError(`The ${name} in the path contains '%': names are sent as they are, never percent-encoded.`, name);
+}
+
+/** A path parameter, checked against its rule (only an owner uid is URL-decoded first). @throws InvalidArgumentError */
 export function pathParam(event: APIGatewayProxyEventV2, name: PathParam): string {
   const raw = event.pathParameters?.[name];
   if (raw === undefined || raw === '') throw new InvalidArgumentError(`The path needs a ${name}.`, name);
+  if (verbatimParams.has(name)) {
+    if (raw.includes('%')) throw percentInPath(name);
+    return pathRules[name](raw);
+  }
   let value: string;
   try {
     value = decodeURIComponent(raw);
