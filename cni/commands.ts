@@ -49,6 +49,30 @@ export interface CommandContext {
   readonly cache: PoolCheckCache;
 }
 
+/** Attempts of a request that failed for a reason a retry may fix (code 11), and the first pause between them. */
+export const RETRY_ATTEMPTS = 4;
+const RETRY_BASE_MS = 250;
+
+/**
+ * Runs an idempotent request again after a transient failure (unreachable, throttled, 5xx, a Lambda timeout), up to
+ * RETRY_ATTEMPTS times with jittered exponential pauses (250, 500, 1000 ms on average): a runtime's own retry of a
+ * failed ADD costs a DEL, a new sandbox and seconds of back-off. Every request retried here is safe to repeat: a
+ * claim is created under its attachment's name (the same request answers the same claim), a release of a released
+ * claim is a 204, reads change nothing.
+ */
+export async function retrying<T>(ctx: CommandContext, what: string, request: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request();
+    } catch (error) {
+      if (attempt >= RETRY_ATTEMPTS || toCniError(error, what).code !== CniCode.TryAgainLater) throw error;
+      const pause = RETRY_BASE_MS * 2 ** (attempt - 1) * (0.5 + Math.random());
+      ctx.log('warn', `${what}: attempt ${attempt} failed (${error instanceof Error ? error.message : String(error)}); again in ${Math.round(pause)} ms`);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
 function isNotFound(error: unknown): boolean {
   return error instanceof ProblemError && error.status === 404;
 }
@@ -170,7 +194,7 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
   const { ipam } = config;
   const key = poolCheckKey(ipam);
   const check = async () => {
-    const fresh = await ensurePool(ctx.http, ipam);
+    const fresh = await retrying(ctx, 'ADD pool check', () => ensurePool(ctx.http, ipam));
     ctx.cache.write(key, fresh);
     ctx.log('debug', `pool ${ipam.pool} checked`);
     return fresh;
@@ -179,7 +203,10 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
     const cached = ctx.cache.read(key);
     let prefixes = cached ?? (await ctx.cache.exclusive(key, check, () => ctx.cache.read(key)));
     const body = claimRequest(config, attachment, owner, ctx.node);
-    const post = () => ctx.http.request('POST', `/v1/pools/${encodePath(ipam.pool)}/claims`, { body });
+    const post = () => retrying(ctx, 'ADD claim', async () => {
+      const res = await ctx.http.request('POST', `/v1/pools/${encodePath(ipam.pool)}/claims`, { body });
+      return { status: res.status, claim: asClaim(res.status, res.body) };
+    });
     let response;
     try {
       response = await post();
@@ -189,7 +216,7 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
       prefixes = await check();
       response = await post();
     }
-    const claim = asClaim(response.status, response.body);
+    const { claim } = response;
     ctx.log('info', `ADD ${attachment.containerID}/${attachment.ifname}: claim ${claim.name} ${response.status === 201 ? 'created' : 'found'} with ${claim.addresses.map((a) => a.address).join(', ')}`);
     // A range the node has not seen (added to the pool on the service): read the pool again once.
     if (claim.addresses.some((a) => !prefixes.has(a.range))) prefixes = await check();
@@ -207,7 +234,7 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
 export async function del(ctx: CommandContext, config: NetworkConfig, attachment: Attachment): Promise<void> {
   const name = claimName(config.name, attachment);
   try {
-    await ctx.http.request('DELETE', `/v1/pools/${encodePath(config.ipam.pool)}/claims/${encodePath(name)}`);
+    await retrying(ctx, 'DEL claim', () => ctx.http.request('DELETE', `/v1/pools/${encodePath(config.ipam.pool)}/claims/${encodePath(name)}`));
     ctx.log('info', `DEL ${attachment.containerID}/${attachment.ifname}: claim ${name} released`);
   } catch (error) {
     if (isNotFound(error)) {
@@ -238,7 +265,8 @@ export async function check(ctx: CommandContext, config: NetworkConfig, attachme
   const name = claimName(config.name, attachment);
   let claim: Claim;
   try {
-    claim = (await ctx.http.request('GET', `/v1/pools/${encodePath(config.ipam.pool)}/claims/${encodePath(name)}`)).body as Claim;
+    const res = await retrying(ctx, 'CHECK claim', () => ctx.http.request('GET', `/v1/pools/${encodePath(config.ipam.pool)}/claims/${encodePath(name)}`));
+    claim = asClaim(res.status, res.body);
   } catch (error) {
     if (isNotFound(error)) throw new CniError(CniCode.CheckFailed, 'the attachment holds no claim', `claim ${name} of pool ${config.ipam.pool} (attachment ${attachment.containerID}/${attachment.ifname}) does not exist`);
     throw toCniError(error, 'CHECK');

@@ -47,7 +47,8 @@ describe('ipam-cni under the reference bridge plugin', () => {
 
   beforeAll(async () => {
     await lab.build();
-    stack = await startTestStack();
+    // In process: 64 parallel requests would otherwise start 64 cold workers at once (scripts/local-stack.ts).
+    stack = await startTestStack({ inProcess: true });
   });
 
   afterAll(async () => {
@@ -121,8 +122,8 @@ describe('ipam-cni under the reference bridge plugin', () => {
   it('gives 64 parallel ADDs on one bridge 64 distinct addresses', async () => {
     // Prepare
     const network = lab.network('par');
-    // Generous timeouts: 64 plugins and bridges start at once on a 2-core machine (and serverless-offline starts a
-    // worker per concurrent request), and the test is about distinct addresses, not speed (the benchmark's).
+    // Generous timeouts: 64 plugins and bridges start at once on a 2-core machine, and the test is about distinct
+    // addresses, not speed (that is the benchmark's).
     const config = bridgeConfig(network, lab.bridgeName(), { range: '10.80.0.0/24', timeoutMs: 180_000 });
     const namespaces = await Promise.all(Array.from({ length: 64 }, () => lab.netns()));
     // Act
