@@ -91,8 +91,9 @@ export class IpamApi {
     return { created: res.status === 201, claim: res.body as Claim };
   }
 
-  listClaims(pool: string, options?: ListOptions & { owner?: string }): Promise<Page<Claim>> {
-    return readList(this.page<Claim>(`/v1/pools/${encodePath(pool)}/claims`, { owner: options?.owner }), options);
+  /** `labelSelector`: `k=v,k2=v2`, only claims whose labels hold every pair (pages may be short: all are followed). */
+  listClaims(pool: string, options?: ListOptions & { owner?: string; labelSelector?: string }): Promise<Page<Claim>> {
+    return readList(this.page<Claim>(`/v1/pools/${encodePath(pool)}/claims`, { owner: options?.owner, labelSelector: options?.labelSelector }), options);
   }
 
   getClaim(pool: string, claim: string): Promise<Claim> {

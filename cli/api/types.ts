@@ -61,10 +61,15 @@ export interface Claim {
   readonly addresses: readonly ClaimAddress[];
   readonly generateName?: string;
   readonly ttlSeconds?: number;
+  /** Key/value labels; servers older than labels send none. */
+  readonly labels?: Labels;
   readonly expiresAt?: string;
   readonly createdAt: string;
   readonly version: number;
 }
+
+/** A claim's labels: key to value (openapi.yaml's Labels). */
+export type Labels = Readonly<Record<string, string>>;
 
 /** An address held by a claim. Servers older than the reuse delay send no `state`. */
 export interface AllocatedLease {
@@ -102,6 +107,8 @@ export interface RepairEvent {
   readonly reason: string;
   readonly object: string;
   readonly message: string;
+  /** The labels of the claim the event is about. */
+  readonly labels?: Labels;
 }
 
 export interface Page<T> {
@@ -128,6 +135,8 @@ export interface ClaimSpec {
   readonly ttlSeconds?: number;
   /** Addresses per family (1-32), all or none; not with `addresses`. */
   readonly count?: number;
+  /** At most 32; part of the spec (another set under an existing name is 409). */
+  readonly labels?: Labels;
 }
 
 /** An RFC 9457 problem document with the service's machine-readable `code`. */

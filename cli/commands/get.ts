@@ -4,7 +4,7 @@ import type { Claim, Lease, Page, Pool, Range, RepairEvent } from '../api/types.
 import { apiFor, poolOf } from '../context.ts';
 import { claimView, eventView, leaseView, poolView, rangeView, renderResources, type ResourceView } from '../format/resources.ts';
 import type { CliIo } from '../io.ts';
-import { durationArg, formatOf, intArg, outputOption, poolOption } from '../options.ts';
+import { collect, durationArg, formatOf, intArg, outputOption, poolOption } from '../options.ts';
 import { watch } from '../watch.ts';
 
 interface GetOptions {
@@ -16,6 +16,7 @@ interface GetOptions {
   readonly interval: number;
   readonly watchFor: number;
   readonly owner?: string;
+  readonly selector?: string[];
   readonly range?: string;
 }
 
@@ -65,9 +66,15 @@ const nouns = [
     argument: '[name]',
     needsPool: true,
     view: claimView,
-    read: async (api, o, name) => (name ? { item: await api.getClaim(o.pool!, name) } : { page: await api.listClaims(o.pool!, { ...o, ...(o.owner ? { owner: o.owner } : {}) }) }),
-    extra: () => [new Option('--owner <uid>', 'only claims of this owner uid')],
-    example: 'ipam get claims -p services\n  ipam get claims -p services --owner c-19 -o name',
+    read: async (api, o, name) =>
+      name
+        ? { item: await api.getClaim(o.pool!, name) }
+        : { page: await api.listClaims(o.pool!, { ...o, ...(o.owner ? { owner: o.owner } : {}), ...(o.selector?.length ? { labelSelector: o.selector.join(',') } : {}) }) },
+    extra: () => [
+      new Option('--owner <uid>', 'only claims of this owner uid'),
+      new Option('-l, --selector <key=value,...>', 'only claims with every one of these labels (equality only; repeatable)').argParser(collect),
+    ],
+    example: 'ipam get claims -p services\n  ipam get claims -p services --owner c-19 -o name\n  ipam get claims -p pods -l cni.ipam/node=node-1,cni.ipam/network=pods -o wide',
   } satisfies Noun<Claim>,
   {
     name: 'addresses',

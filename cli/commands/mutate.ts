@@ -1,5 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { Claim, ClaimSpec, Family, Owner } from '../api/types.ts';
+import { parseLabelSelector, type LabelSelector } from '../../shared/core/labels.ts';
+import type { Claim, ClaimSpec, Family, Labels, Owner } from '../api/types.ts';
 import { apiFor, usageError } from '../context.ts';
 import { OutputFormat, claimView, poolView, rangeView, renderResources, type ResourceView } from '../format/resources.ts';
 import { expiry, formatSeconds } from '../format/time.ts';
@@ -35,6 +36,7 @@ export interface ClaimOptions {
   readonly address?: string[];
   readonly ttl?: number;
   readonly count?: number;
+  readonly label?: Labels;
   readonly output?: string;
 }
 
@@ -53,7 +55,28 @@ export function claimSpecOf(options: ClaimOptions): ClaimSpec {
     ...(options.address?.length ? { addresses: options.address } : {}),
     ...(options.ttl !== undefined ? { ttlSeconds: Math.ceil(options.ttl / 1000) } : {}),
     ...(options.count !== undefined ? { count: options.count } : {}),
+    ...(options.label !== undefined ? { labels: options.label } : {}),
   };
+}
+
+/**
+ * commander argParser of a repeatable `-l k=v` (or `k=v,k2=v2`): checked with the service's own rules (labels.ts), so a
+ * typo is a usage error before any request; one key given twice with two values is refused.
+ */
+export function labelArg(text: string, previous: Labels | undefined): Labels {
+  const labels: Record<string, string> = { ...previous };
+  let pairs: LabelSelector;
+  try {
+    pairs = parseLabelSelector(text, '--label');
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+  if (pairs.length === 0) throw new InvalidArgumentError('Expected KEY=VALUE, as in app=web.');
+  for (const [key, value] of pairs) {
+    if (Object.hasOwn(labels, key) && labels[key] !== value) throw new InvalidArgumentError(`Label ${JSON.stringify(key)} is given twice, with ${JSON.stringify(labels[key])} and ${JSON.stringify(value)}.`);
+    labels[key] = value;
+  }
+  return labels;
 }
 
 /**
@@ -130,6 +153,7 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .option('--address <address>', 'a specific address (repeat or comma-separate for one per family)', collect)
     .option('--ttl <duration>', 'lease time (5m, 1h30m, or seconds); renew before it ends', durationArg)
     .option('--count <n>', `addresses per family (1-${MAX_COUNT}), all in one transaction or none; not with --address`, intArg(1, MAX_COUNT))
+    .option('-l, --label <key=value>', 'a label of the claim (repeat, or comma-separate; at most 32); part of its spec', labelArg)
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Claim addresses from a pool for an owner')
     .addHelpText(
@@ -141,6 +165,7 @@ export function addMutationCommands(program: Command, io: CliIo): void {
         '  ipam claim services --name dns --owner Service/dns/77aa --address 10.96.0.10',
         '  ipam claim services --generate-name vpn --owner Client/laptop/c-19 --ttl 5m',
         '  ipam claim services --name workers --owner Deployment/workers/9b2e --count 8',
+        '  ipam claim pods --name cni-3f2a --owner Pod/web-0/8e1d -l cni.ipam/node=node-1 -l cni.ipam/ifname=eth0',
       ].join('\n'),
     )
     .action(async (pool: string, options: ClaimOptions, cmd: Command) => {

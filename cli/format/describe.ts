@@ -1,6 +1,7 @@
 import { formatAddress } from '../../shared/core/ip/address.ts';
 import { capacity, hostAt, lowerBandSize, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { legacyWindow } from '../../shared/core/bitmap/bitmap.ts';
+import { formatLabels } from '../../shared/core/labels.ts';
 import { isReleased, type Claim, type Lease, type Pool, type PoolDetails, type Range, type RepairEvent, type Utilization } from '../api/types.ts';
 import { bar, percent, toBigInt } from './resources.ts';
 import { renderTable } from './table.ts';
@@ -134,6 +135,8 @@ export function describeClaim(pool: string, claim: Claim, nowMs: number): string
     ['IP family policy', claim.ipFamilyPolicy],
     ...(claim.count !== undefined && claim.count > 1 ? [['Count', `${claim.count} addresses per family`] as const] : []),
     ['Addresses', claim.addresses.length ? renderTable(['ADDRESS', 'FAMILY', 'RANGE'], claim.addresses.map((a) => [a.address, a.family, a.range])) : '<none>'],
+    // One label a line: no key or value may hold ','.
+    ['Labels', formatLabels(claim.labels).replaceAll(',', '\n') || '<none>'],
     ['TTL', claim.ttlSeconds === undefined ? '<none>' : `${claim.ttlSeconds}s`],
     ['Expires', claim.expiresAt === undefined ? 'never' : `${claim.expiresAt} (${expiry(claim.expiresAt, nowMs)})`],
     ['Created', when(claim.createdAt, nowMs)],

@@ -1,5 +1,6 @@
 import { stringify } from 'yaml';
 import { isReleased, type Claim, type Count, type Lease, type Page, type Pool, type Range, type RepairEvent } from '../api/types.ts';
+import { formatLabels } from '../../shared/core/labels.ts';
 import { renderTable } from './table.ts';
 import { age, expiresColumn, formatSeconds } from './time.ts';
 
@@ -67,6 +68,7 @@ export const claimView: ResourceView<Claim> = {
     { header: 'OWNER', value: (c) => owner(c.owner) },
     { header: 'OWNER-UID', value: (c) => c.owner.uid, only: 'wide' },
     { header: 'VERSION', value: (c) => String(c.version), only: 'wide' },
+    { header: 'LABELS', value: (c) => formatLabels(c.labels) || '<none>', only: 'wide' },
     { header: 'EXPIRES', value: (c, now) => expiresColumn(c.expiresAt, now) },
     { header: 'AGE', value: (c, now) => age(c.createdAt, now) },
   ],
@@ -101,6 +103,7 @@ export const eventView: ResourceView<RepairEvent> = {
     { header: 'REASON', value: (e) => e.reason },
     { header: 'OBJECT', value: (e) => e.object },
     { header: 'MESSAGE', value: (e) => e.message },
+    { header: 'LABELS', value: (e) => formatLabels(e.labels) || '<none>', only: 'wide' },
   ],
 };
 

@@ -1,4 +1,5 @@
 import type { IpFamily } from './ip/address.ts';
+import type { Labels } from './labels.ts';
 
 /** Range lifecycle, as Kubernetes' ServiceCIDR: Ready serves allocations; Terminating serves none and waits for its leases to go. */
 export const RangeState = { Ready: 'Ready', Terminating: 'Terminating' } as const;
@@ -78,6 +79,8 @@ export interface ClaimSpec {
   readonly generateName?: string;
   /** Addresses per family (a batch claim); absent means 1, so claims made before batches compare equal. */
   readonly count?: number;
+  /** Key/value labels (labels.ts); absent means none, so claims made before labels compare equal. */
+  readonly labels?: Labels;
 }
 
 /** The owner-facing unit: the addresses of one owner's request, written in one transaction with their leases. */

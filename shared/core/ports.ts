@@ -1,4 +1,5 @@
 import type { IpFamily } from './ip/address.ts';
+import type { LabelSelector } from './labels.ts';
 import type { Claim, Hold, Lease, Owner, Pool, PoolView, Range } from './model.ts';
 
 /** Time, passed in so the core never reads the system clock. */
@@ -82,7 +83,11 @@ export interface ClaimStore {
   getClaim(pool: string, name: string): Promise<Claim | undefined>;
   /** Finds the claim an owner made from a generateName (the DRA recovery after a lost response). */
   findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined>;
-  listClaims(pool: string, limit: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>>;
+  /**
+   * A page of the pool's claims in name order, reading about `limit` claims at most: with a filter the page may be
+   * short or empty and still carry a cursor (paging on reaches every claim).
+   */
+  listClaims(pool: string, limit: number, cursor?: string, filter?: ClaimFilter): Promise<Page<Claim>>;
   /**
    * Deletes the claim and each lease still held by it, in one transaction; `expectedVersion` makes it conditional.
    * With `hold` (a pool's reuse delay), each lease becomes a Released lease held for the claim's owner instead.
@@ -93,6 +98,12 @@ export interface ClaimStore {
    * permanent when it is undefined (no expiry, out of the expiry index); 'lost' when a lease was taken by someone else.
    */
   renewClaim(claim: Claim, expiresAt: number | undefined, holdMs?: number): Promise<'renewed' | 'lost' | 'absent'>;
+}
+
+/** Which claims a listing keeps: those of one owner uid, and those whose labels hold every pair of the selector. */
+export interface ClaimFilter {
+  readonly ownerUid?: string;
+  readonly labels?: LabelSelector;
 }
 
 export type ReleaseOutcome = 'released' | 'versionMismatch' | 'absent';

@@ -205,7 +205,7 @@ export function claimsCases(engine: TestEngine): void {
       expect(counts.get('rangeGeneration')).toBe(1);
     });
 
-    it('answers a warm container whose summary copy lags with one batch read of the addresses it shows free, then its retry from what that read saw', async () => {
+    it('answers a warm container whose summary copy lags after reading the addresses it shows free, then the whole range, in bulk; and its retry after one bulk read', async () => {
       // Prepare: a /29 (6 hosts); a warm container takes 4 and keeps its summary copy (its clock does not move),
       // then another container takes the last 2, which that copy still shows free (as the stream's lag would)
       const api = await testApi();
@@ -220,12 +220,13 @@ export function claimsCases(engine: TestEngine): void {
       const first = new Map(counts);
       counts.clear();
       const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'w4', owner: owner('w4') });
-      // Assess: the two addresses its copy shows free are read in one batch and found taken; the view is confirmed
-      // by the generation; nothing is listed, no transaction is tried, and the retry reads only the generation
+      // Assess: the two addresses its copy shows free are read in one batch and found taken; RangeFull rests on a
+      // consistent read of the range's six leases (issue 20: the summary never decides "used up"); the view is
+      // confirmed by the generation; nothing is listed, no transaction is tried. The retry reads the range again.
       expect(full.body.code).toBe('RangeFull');
-      expect(Object.fromEntries(first)).toEqual({ leaseStates: 1, rangeGeneration: 1 });
+      expect(Object.fromEntries(first)).toEqual({ leaseStates: 2, rangeGeneration: 1 });
       expect(again.body.code).toBe('RangeFull');
-      expect(Object.fromEntries(counts)).toEqual({ rangeGeneration: 1 });
+      expect(Object.fromEntries(counts)).toEqual({ leaseStates: 1, rangeGeneration: 1 });
     });
 
     it('finds a range another container added when its cached view said RangeFull', async () => {
@@ -536,6 +537,167 @@ export function claimsCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Claims: labels (${engine.name}; issue 21)`, () => {
+    const cni = { 'cni.ipam/network': 'pods', 'cni.ipam/node': 'node-1', 'cni.ipam/container-id': 'f'.repeat(64), 'cni.ipam/ifname': 'eth0' };
+
+    /** Every claim name a selector lists, page by page (`limit` each); the pages' sizes too. */
+    async function listAll(api: TestApi, query: string, limit: number): Promise<{ names: string[]; pages: number[] }> {
+      const names: string[] = [];
+      const pages: number[] = [];
+      let cursor: string | undefined;
+      do {
+        const res = await api.call('GET', `/v1/pools/p/claims?${query}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        expect(res.status).toBe(200);
+        const items = res.body.items ?? [];
+        names.push(...items.map((c) => c.name as string));
+        pages.push(items.length);
+        cursor = res.body.nextCursor as string | undefined;
+      } while (cursor !== undefined && pages.length < 1000);
+      return { names, pages };
+    }
+
+    it('returns the labels with every representation, answers a repeat 200 and other labels 409, and keeps them off the leases', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.30.0.0/24']);
+      const spec = { name: 'web', owner: owner('w'), labels: cni };
+      // Act
+      const made = await api.call('POST', '/v1/pools/p/claims', spec);
+      // The same labels in another order are the same request.
+      const again = await api.sibling().call('POST', '/v1/pools/p/claims', { ...spec, labels: Object.fromEntries(Object.entries(cni).reverse()) });
+      const otherValue = await api.call('POST', '/v1/pools/p/claims', { ...spec, labels: { ...cni, 'cni.ipam/ifname': 'eth1' } });
+      const fewer = await api.call('POST', '/v1/pools/p/claims', { ...spec, labels: { 'cni.ipam/network': 'pods' } });
+      const none = await api.call('POST', '/v1/pools/p/claims', { name: 'web', owner: owner('w') });
+      const got = await api.call('GET', '/v1/pools/p/claims/web');
+      const listed = await api.call('GET', '/v1/pools/p/claims');
+      // Assess
+      expect(made.status).toBe(201);
+      expect(made.body.labels).toEqual(cni);
+      expect(again.status).toBe(200);
+      expect(again.body.labels).toEqual(cni);
+      expect(addressesOf(again.body)).toEqual(addressesOf(made.body));
+      for (const conflict of [otherValue, fewer, none]) {
+        expect(conflict.status).toBe(409);
+        expect(conflict.body.code).toBe('Conflict');
+      }
+      expect(got.body.labels).toEqual(cni);
+      expect(listed.body.items!.map((c) => c.labels)).toEqual([cni]);
+      const leases = await leaseItems(api);
+      expect(leases).toHaveLength(1);
+      expect(JSON.stringify(leases[0])).not.toContain('cni.ipam');
+    });
+
+    it('answers {} for a claim without labels, and takes labels {} as the same request as no labels', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.31.0.0/24']);
+      // Act
+      const made = await api.call('POST', '/v1/pools/p/claims', { name: 'plain', owner: owner('a') });
+      const again = await api.call('POST', '/v1/pools/p/claims', { name: 'plain', owner: owner('a'), labels: {} });
+      const labelled = await api.call('POST', '/v1/pools/p/claims', { name: 'plain', owner: owner('a'), labels: { app: 'web' } });
+      // Assess
+      expect(made.status).toBe(201);
+      expect(made.body.labels).toEqual({});
+      expect(again.status).toBe(200);
+      expect((await api.call('GET', '/v1/pools/p/claims/plain')).body.labels).toEqual({});
+      expect(labelled.status).toBe(409);
+    });
+
+    it('refuses bad labels with 400 InvalidArgument naming the label and the rule, and writes nothing', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.32.0.0/24']);
+      const before = await tableSnapshot(api.container.table);
+      const tooMany = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']));
+      // Act
+      const answers = await Promise.all([
+        api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), labels: tooMany }),
+        api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), labels: { 'Bad/key': 'v' } }),
+        api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), labels: { id: 'f'.repeat(129) } }),
+        api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), labels: { app: 7 } }),
+        api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), labels: ['app=web'] }),
+      ]);
+      // Assess
+      expect(answers.map((a) => [a.status, a.body.code])).toEqual(Array(5).fill([400, 'InvalidArgument']));
+      expect(answers[0]!.body.detail).toBe('labels holds 33 labels; a claim may have at most 32.');
+      expect(answers[1]!.body.detail).toMatch(/^Label "Bad\/key" is not valid: its prefix must be a DNS subdomain/);
+      expect(answers[2]!.body.detail).toMatch(/^Label "id" is not valid: its value must be empty or 1-128/);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+      // 32 labels at every limit are accepted.
+      const longest = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`${'p'.repeat(250)}${String(i).padStart(2, '0')}/${'n'.repeat(63)}`, 'v'.repeat(128)]));
+      const full = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), labels: longest });
+      expect(full.status).toBe(201);
+      expect(full.body.labels).toEqual(longest);
+    });
+
+    it('lists only the claims a selector matches, across pages, even when a page matches none', async () => {
+      // Prepare: 60 claims; every third is on node-1, every fifth is on the other network too.
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.33.0.0/24']);
+      const names = Array.from({ length: 60 }, (_, i) => `c${String(i).padStart(2, '0')}`);
+      const labelsOf = (i: number) => ({ 'cni.ipam/node': i % 3 === 0 ? 'node-1' : 'node-2', 'cni.ipam/network': i % 5 === 0 ? 'storage' : 'pods', ...(i >= 56 ? { last: '' } : {}) });
+      for (let i = 0; i < names.length; i += 10) {
+        const batch = names.slice(i, i + 10).map((name, j) => api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), labels: labelsOf(i + j) }));
+        expect((await Promise.all(batch)).map((r) => r.status)).toEqual(Array(batch.length).fill(201));
+      }
+      const expected = (pick: (i: number) => boolean) => names.filter((_, i) => pick(i));
+      // Act
+      const node1 = await listAll(api, 'labelSelector=cni.ipam/node=node-1', 4);
+      const both = await listAll(api, `labelSelector=${encodeURIComponent('cni.ipam/node=node-1,cni.ipam/network==storage')}`, 3);
+      const last = await listAll(api, 'labelSelector=last=', 5);
+      const nothing = await listAll(api, 'labelSelector=cni.ipam/node=node-3', 7);
+      const everything = await listAll(api, 'labelSelector=', 25);
+      // Assess: every match once, in name order, on pages no longer than the limit.
+      expect(node1.names).toEqual(expected((i) => i % 3 === 0));
+      expect(Math.max(...node1.pages)).toBeLessThanOrEqual(4);
+      expect(both.names).toEqual(expected((i) => i % 15 === 0));
+      expect(last.names).toEqual(['c56', 'c57', 'c58', 'c59']);
+      // The matches are all at the end: the first pages filtered out everything and still carried a cursor.
+      expect(last.pages[0]).toBe(0);
+      expect(last.pages.length).toBeGreaterThan(1);
+      expect(nothing.names).toEqual([]);
+      expect(everything.names).toEqual(names);
+    });
+
+    it('combines a selector with the owner filter', async () => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.34.0.0/24']);
+      for (const [name, uid, app] of [['a', 'u1', 'web'], ['b', 'u1', 'db'], ['c', 'u2', 'web'], ['d', 'u1', 'web']] as const) {
+        expect((await api.call('POST', '/v1/pools/p/claims', { name, owner: owner(uid), labels: { app } })).status).toBe(201);
+      }
+      // Act
+      const listed = await listAll(api, 'owner=u1&labelSelector=app=web', 1);
+      // Assess
+      expect(listed.names).toEqual(['a', 'd']);
+    });
+
+    it.each([['app!=web'], ['app'], ['app in (web)'], ['-app=web'], ['app=web,']])('refuses the selector %j with 400 InvalidArgument', async (selector) => {
+      // Prepare
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.35.0.0/24']);
+      // Act
+      const res = await api.call('GET', `/v1/pools/p/claims?labelSelector=${encodeURIComponent(selector)}`);
+      // Assess
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe('InvalidArgument');
+    });
+
+    it("puts a claim's labels on the reconciler's event about it", async () => {
+      // Prepare: a labelled claim expires
+      const h = await reconcilerHarness({ engine });
+      await h.pool('p', ['10.36.0.0/24']);
+      const made = await h.claim('p', { name: 'web', owner: owner('w'), ttlSeconds: 60, labels: cni });
+      h.clock.advance(3_600_000);
+      // Act
+      await h.run();
+      // Assess
+      const events = (await h.api.call('GET', '/v1/pools/p/events')).body.items!;
+      const expired = events.filter((e) => e.object === `claim/${made.name}`);
+      expect(expired.map((e) => [e.reason, e.labels])).toEqual([['ClaimExpired', cni]]);
+    });
+  });
+
   describe(`Claims: batches (${engine.name}; issue 13)`, () => {
     it('refuses a batch of 32 in a /27 with 30 free as a whole, writing nothing, and then gives a batch of 30', async () => {
       // Prepare: a /27 holds 30 hosts, all free
@@ -719,8 +881,9 @@ export function claimsCases(engine: TestEngine): void {
       expect(await leaseItems(api)).toEqual([]);
     });
 
-    it('reads the few free addresses of a nearly full range once per batch, not once per address', async () => {
-      // Prepare: a /27 (30 hosts) with 24 taken leaves 6, few enough that the summary's free addresses are read first
+    it('reads the few free addresses of a nearly full range, and its used-up upper band, once per batch, not once per address', async () => {
+      // Prepare: a /27 (30 hosts) with 24 taken leaves 6 (all in the lower band .1-.16), few enough that the summary's
+      // free addresses are read first
       const api = await testApi();
       await poolWith(api, 'p', ['10.18.0.0/27']);
       expect((await api.call('POST', '/v1/pools/p/claims', { name: 'most', owner: owner('m'), count: 24 })).status).toBe(201);
@@ -729,8 +892,9 @@ export function claimsCases(engine: TestEngine): void {
       // Act
       const made = await cold.call('POST', '/v1/pools/p/claims', { name: 'four', owner: owner('f'), count: 4 });
       // Assess
+      // Assess: one read of the six shown free, one of the upper band (.17-.30) before the batch takes the lower band
       expect(made.status).toBe(201);
-      expect(counts.get('leaseStates')).toBe(1);
+      expect(counts.get('leaseStates')).toBe(2);
       expect(counts.get('commitClaim')).toBe(1);
     });
 

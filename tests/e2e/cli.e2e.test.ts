@@ -75,7 +75,7 @@ describe('ipam against the local stack', () => {
     expect((await run('create', 'range', 'services', 'fd00:10:96::/112')).stdout).toBe('range/fd00:10:96::-112 created\n');
 
     // Act 1: three claims, one dual-stack, one at a chosen address, one leased under a generated name.
-    const web = await run('claim', 'services', '--name', 'web', '--owner', 'Service/web/3f1c', '--dual-stack', 'require');
+    const web = await run('claim', 'services', '--name', 'web', '--owner', 'Service/web/3f1c', '--dual-stack', 'require', '-l', 'app=web', '-l', 'tier=front');
     const dns = await run('claim', 'services', '--name', 'dns', '--owner', 'Service/dns/77aa', '--address', '10.96.0.10', '-o', 'json');
     const vpn = await run('claim', 'services', '--generate-name', 'vpn', '--owner', 'Client/laptop/c-19', '--ttl', '5m', '-o', 'name');
 
@@ -88,14 +88,15 @@ describe('ipam against the local stack', () => {
 
     // Act 2: the same list in every output format, at once.
     const get = (...output: string[]) => run('get', 'claims', '-p', 'services', ...output);
-    const [table, wide, json, yaml, names] = await Promise.all([get(), get('-o', 'wide'), get('-o', 'json'), get('-o', 'yaml'), get('-o', 'name')]);
+    const [table, wide, json, yaml, names, selected] = await Promise.all([get(), get('-o', 'wide'), get('-o', 'json'), get('-o', 'yaml'), get('-o', 'name'), get('-l', 'tier=front,app=web', '-o', 'name')]);
 
     // Assess 2
-    for (const result of [table, wide, json, yaml, names]) expect(result).toMatchObject({ code: 0, stderr: '' });
+    for (const result of [table, wide, json, yaml, names, selected]) expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(table.stdout.split('\n')[0]).toMatch(/^NAME +ADDRESSES +OWNER +EXPIRES +AGE$/);
     expect(table.stdout).toMatch(new RegExp(`\\n${vpnName} +10\\.96\\.0\\.\\d+ +Client/laptop +in [45]m\\d*s? +\\d+s\\n`));
-    expect(wide.stdout.split('\n')[0]).toMatch(/^NAME +ADDRESSES +RANGES +POLICY +OWNER +OWNER-UID +VERSION +EXPIRES +AGE$/);
-    expect(wide.stdout).toMatch(/\nweb +10\.96\.0\.\d+,fd00:10:96::[0-9a-f]+ +10\.96\.0\.0-24,fd00:10:96::-112 +RequireDualStack +Service\/web +3f1c +1 +- +\d+s\n/);
+    expect(wide.stdout.split('\n')[0]).toMatch(/^NAME +ADDRESSES +RANGES +POLICY +OWNER +OWNER-UID +VERSION +LABELS +EXPIRES +AGE$/);
+    expect(wide.stdout).toMatch(/\nweb +10\.96\.0\.\d+,fd00:10:96::[0-9a-f]+ +10\.96\.0\.0-24,fd00:10:96::-112 +RequireDualStack +Service\/web +3f1c +1 +app=web,tier=front +- +\d+s\n/);
+    expect(selected.stdout).toBe('claim/web\n');
     expect((JSON.parse(json.stdout) as { items: { name: string }[] }).items.map((c) => c.name)).toEqual(['dns', vpnName, 'web']);
     expect(parse(yaml.stdout)).toEqual(JSON.parse(json.stdout));
     expect(names.stdout).toBe(`claim/dns\nclaim/${vpnName}\nclaim/web\n`);

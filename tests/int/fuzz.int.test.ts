@@ -6,6 +6,7 @@ import { routes } from '../../shared/adapters/http/api.ts';
 import { statusOf } from '../../shared/adapters/http/problem.ts';
 import type { FieldSpec } from '../../shared/adapters/http/request.ts';
 import { bodyFields } from '../../shared/adapters/http/routes.ts';
+import { checkLabels } from '../../shared/core/labels.ts';
 import { testApi, type TestApi } from '../support/api.ts';
 
 /*
@@ -101,6 +102,16 @@ function wrongType(spec: FieldSpec): fc.Arbitrary<unknown> {
   });
 }
 
+/** Whether labels.ts accepts a labels object. */
+function labelsAccepted(labels: Record<string, unknown>): boolean {
+  try {
+    checkLabels(labels);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Values of the right JSON type that the field's own rule refuses: certainly invalid. */
 const badValues: Record<string, fc.Arbitrary<unknown>> = {
   // Invalid as a pool, claim and range name alike ('Web' and 'a_b' are valid range names, so not here).
@@ -118,6 +129,11 @@ const badValues: Record<string, fc.Arbitrary<unknown>> = {
     fc.record({ kind: fc.constant('Pod'), name: fc.constant('n'), uid: fc.oneof(fc.constant(''), huge(254, 3000), fc.constantFrom(...loneSurrogates)) }),
     fc.constant({ kind: '', name: 'n', uid: 'u' }),
   ),
+  labels: fc.oneof(
+    fc.constantFrom({ '-a': 'v' }, { 'a/b/c': 'v' }, { '/a': 'v' }, { a: 'v-' }, { a: 7 }, { a: null }, { a: ['v'] }, { a: 'f'.repeat(129) }, { ['n'.repeat(64)]: 'v' }),
+    fc.constant(Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']))),
+    fc.dictionary(weirdString.filter((key) => !labelsAccepted({ [key]: 'v' })), fc.constant('v'), { minKeys: 1, maxKeys: 3 }),
+  ),
 };
 /** Values that may or may not be valid. */
 const anyValue: Record<string, fc.Arbitrary<unknown>> = {
@@ -131,6 +147,10 @@ const anyValue: Record<string, fc.Arbitrary<unknown>> = {
   ttlSeconds: fc.oneof(fc.integer({ min: -10, max: 100 }), fc.double({ noNaN: true, noDefaultInfinity: true })),
   count: fc.oneof(fc.integer({ min: -2, max: 40 }), fc.double({ noNaN: true, noDefaultInfinity: true })),
   legacy: fc.boolean(),
+  labels: fc.oneof(
+    fc.dictionary(fc.constantFrom('app', 'cni.ipam/node', 'x/y', 'Tier_1'), fc.constantFrom('', 'web', 'f'.repeat(128)), { maxKeys: 4 }),
+    fc.dictionary(weirdString, weirdString, { maxKeys: 3 }),
+  ),
   owner: fc.oneof(fc.record({ kind: fc.constant('Pod'), name: fc.constant('p'), uid: fc.constantFrom('owner-1', 'owner-2') }), fc.record({ kind: weirdString, name: weirdString, uid: weirdString })),
 };
 
@@ -192,7 +212,7 @@ const rawBody = fc.oneof(
 );
 
 const queryValue = fc.oneof(fc.constantFrom('0', '1', '1000', '1001', '-1', '1.5', '1e2', ' 5', '', 'abc', 'eyJzIjowLCJrIjoiYSJ9.forged', 'a.b'), weirdString);
-const queryParams = fc.dictionary(fc.constantFrom('limit', 'cursor', 'owner', 'range', '__proto__', 'constructor', 'x'), queryValue, { maxKeys: 4 });
+const queryParams = fc.dictionary(fc.constantFrom('limit', 'cursor', 'owner', 'range', 'labelSelector', '__proto__', 'constructor', 'x'), fc.oneof(queryValue, fc.constantFrom('app=web', 'app!=web', 'a=b,c=d', 'a=,b==c', 'a in (b)')), { maxKeys: 4 });
 const ifMatchValue = fc.oneof(
   fc.constantFrom('"1"', '*', 'W/"1"', '"0x1"', '"1.0"', '"01"', '"+1"', '"0o1"', '1', '"1', '"1" "2"', '', ' , ', '"1", *', '"€"', 'W/ "1"', '"2", "1"'),
   weirdString,

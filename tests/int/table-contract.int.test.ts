@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
-import { attributeIs, heldByClaim, isFreeAt, itemExists, itemIsAbsent, versionIs, type Condition } from '../../shared/adapters/dynamodb/conditions.ts';
+import { attributeIs, hasLabels, heldByClaim, isFreeAt, itemExists, itemIsAbsent, versionIs, type Condition } from '../../shared/adapters/dynamodb/conditions.ts';
 import { queryAll, type Query, type Table, type WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { freshTable } from '../support/dynamo.ts';
@@ -301,6 +301,25 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       const page = await table.query({ partition: pk, limit: 5, filter, consistent: true });
       expect({ sks: sks(page.items), count: page.count, scanned: page.scanned, lastKey: page.lastKey }).toEqual({ sks: ['d', 'e'], count: 2, scanned: 5, lastKey: { PK: pk, SK: 'e' } });
       expect(await table.query({ partition: pk, filter, countOnly: true, consistent: true })).toEqual({ items: [], count: 7, scanned: 10 });
+    });
+
+    it('filters on a document path into nested maps, whose steps may hold "/" and "."; a missing step or a non-map never matches', async () => {
+      // Prepare: a: the pair; b: another value; c: an empty value; d: no labels map; e: spec not a map; f: no spec.
+      const specs: Record<string, unknown>[] = [
+        { spec: { labels: { 'cni.ipam/node': 'n1', app: '' } } },
+        { spec: { labels: { 'cni.ipam/node': 'n2', app: '' } } },
+        { spec: { labels: { 'cni.ipam/node': 'n1', app: 'x' } } },
+        { spec: {} },
+        { spec: 'n1' },
+        {},
+      ];
+      const pk = await tenItems('path-filter', (i) => specs[i] ?? {});
+      // Act
+      const node = await table.query({ partition: pk, filter: hasLabels([['cni.ipam/node', 'n1']]), consistent: true });
+      const both = await table.query({ partition: pk, filter: hasLabels([['cni.ipam/node', 'n1'], ['app', '']]), consistent: true });
+      // Assess
+      expect(sks(node.items)).toEqual(['a', 'c']);
+      expect(sks(both.items)).toEqual(['a']);
     });
 
     it('projects the attributes asked for (absent ones left out)', async () => {

@@ -29,6 +29,8 @@ describe('Table settings: LEASE_INDEX_SHARDS recorded on first use', () => {
     vi.stubEnv('TABLE_NAME', tableName);
     vi.stubEnv('DYNAMODB_ENDPOINT', endpoint);
     vi.stubEnv('AWS_REGION', 'us-east-1');
+    // A deployed function's environment: no LOCAL_STACK, so the cursor key must be given (shared/config.ts).
+    vi.stubEnv('CURSOR_SECRET', 'table-settings-test-cursor-secret-0123456789');
     errors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
   });
 

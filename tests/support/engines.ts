@@ -52,3 +52,17 @@ export function laggingIndexEngine(name: string, lags: (query: Query) => boolean
   };
   return { engine, hold: () => (heldAt = memory!.writes()), catchUp: () => (heldAt = undefined) };
 }
+
+/**
+ * `engine` with its summary upkeep `lag` lease changes behind the leases (FollowedTable's lag): the stream's delay,
+ * under which the summary shows free addresses that were taken a moment ago.
+ */
+export function withSummaryLag(engine: TestEngine, lag: number): TestEngine {
+  return {
+    name: `${engine.name}, summary ${lag} changes behind`,
+    async fresh(prefix) {
+      const { table, env } = await engine.fresh(prefix);
+      return { table: new FollowedTable(table instanceof FollowedTable ? table.inner : table, lag), env };
+    },
+  };
+}

@@ -30,7 +30,12 @@ export class FollowedTable implements Table {
   private pending: LeaseChange[] = [];
   private running: Promise<void> | undefined;
 
-  constructor(readonly inner: Table) {
+  /**
+   * `lag`: lease changes the summary stays behind by (0: none). With a lag, a write returns at once and the upkeep
+   * applies only the changes older than the last `lag`, as a stream that delivers late: the summary then shows
+   * addresses free that are taken, which is what the allocator's near-full and "used up" decisions must survive.
+   */
+  constructor(readonly inner: Table, private readonly lag = 0) {
     this.name = inner.name;
     this.mirror = new SummaryMirror({ store: new TableOccupancyStore(inner), clock: systemClock });
   }
@@ -68,6 +73,7 @@ export class FollowedTable implements Table {
     const changes: LeaseChange[] = leaseKeysOf(ops).map(({ pool, address }) => ({ id: String((this.sequence += 1)), pool, address, state: LeaseState.Held }));
     if (changes.length === 0) return;
     this.pending.push(...changes);
+    if (this.lag > 0) return this.catchUpTo(this.lag);
     const mine = new Set(changes.map((c) => c.id));
     for (let round = 0; this.pending.some((c) => mine.has(c.id)); round += 1) {
       if (round > 50) throw new Error('The test stream could not settle its lease changes in 50 batches.');
@@ -83,6 +89,23 @@ export class FollowedTable implements Table {
             this.running = undefined;
           });
       }
+      await this.running;
+    }
+  }
+
+  /** Applies the pending changes older than the last `keep` (one batch at a time, as the stream function runs). */
+  private async catchUpTo(keep: number): Promise<void> {
+    while (!this.running && this.pending.length > keep) {
+      const batch = this.pending.splice(0, this.pending.length - keep);
+      this.running = this.mirror
+        .apply(batch)
+        .then((result) => {
+          const failed = new Set(result.failed);
+          this.pending.unshift(...batch.filter((c) => failed.has(c.id)));
+        })
+        .finally(() => {
+          this.running = undefined;
+        });
       await this.running;
     }
   }

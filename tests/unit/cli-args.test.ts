@@ -125,6 +125,59 @@ describe('Command line: ipam claim --count', () => {
   });
 });
 
+describe('Command line: labels (ipam claim -l, ipam get claims -l)', () => {
+  it('sends the labels of repeated and comma-separated -l/--label flags in the claim spec', async () => {
+    // Prepare
+    const server = claimServer();
+
+    // Act
+    const result = await runCli(['claim', 'pods', '--name', 'web', '--owner', 'Pod/web-0/8e1d', '-l', 'cni.ipam/node=node-1', '--label', 'cni.ipam/ifname=eth0,canary=', '-l', 'cni.ipam/node=node-1'], { fetch: server.fetch });
+
+    // Assess
+    expect(result).toMatchObject({ code: ExitCode.Ok, err: '' });
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({
+      name: 'web',
+      owner: { kind: 'Pod', name: 'web-0', uid: '8e1d' },
+      labels: { 'cni.ipam/node': 'node-1', 'cni.ipam/ifname': 'eth0', canary: '' },
+    });
+  });
+
+  it('sends no labels without -l', async () => {
+    const server = claimServer();
+    await runCli(['claim', 'services', '--name', 'web', '--owner', 'Service/web/3f1c'], { fetch: server.fetch });
+    expect(JSON.parse(server.requests[0]!.body!)).not.toHaveProperty('labels');
+  });
+
+  it.each([
+    ['a bare key', ['-l', 'app'], '"app" is not one'],
+    ['an inequality', ['-l', 'app!=web'], 'equality only'],
+    ['a key the service refuses', ['-l', '-app=web'], 'Label "-app" is not valid: its name must be'],
+    ['one key with two values', ['-l', 'app=web', '-l', 'app=db'], 'Label "app" is given twice, with "web" and "db".'],
+    ['an empty -l', ['-l', ''], 'Expected KEY=VALUE'],
+  ])('refuses %s with exit code 2 and sends nothing', async (_case, flags, message) => {
+    const server = claimServer();
+    const result = await runCli(['claim', 'services', '--name', 'web', '--owner', 'S/w/1', ...flags], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain(message);
+    expect(server.requests).toEqual([]);
+  });
+
+  it('lists claims with a labelSelector from -l/--selector, repeated flags joined, following every page', async () => {
+    // Prepare: the first page is empty (the server filtered it out) and carries a cursor.
+    const server = fakeFetch((request) => ({ status: 200, body: request.url.searchParams.get('cursor') ? { items: [{ ...claim, labels: { app: 'web', tier: 'db' } }] } : { items: [], nextCursor: 'c2' } }));
+
+    // Act
+    const result = await runCli(['get', 'claims', '-p', 'pods', '-l', 'app=web', '--selector', 'tier=db', '-o', 'name'], { fetch: server.fetch });
+
+    // Assess
+    expect(result).toMatchObject({ code: ExitCode.Ok, out: 'claim/web\n' });
+    expect(server.requests.map((r) => r.url.pathname + r.url.search)).toEqual([
+      '/v1/pools/pods/claims?labelSelector=app%3Dweb%2Ctier%3Ddb&limit=1000',
+      '/v1/pools/pods/claims?labelSelector=app%3Dweb%2Ctier%3Ddb&limit=1000&cursor=c2',
+    ]);
+  });
+});
+
 describe('Command line: ipam create pool --reuse-delay', () => {
   const poolServer = () => fakeFetch((request) => ({ status: 201, body: { reuseDelaySeconds: 0, exclude: [], createdAt: '2026-04-02T09:59:00Z', ...JSON.parse(request.body!) } }));
 

@@ -153,9 +153,16 @@ describe('Output formats of get', () => {
       'NAME        ADDRESSES     OWNER           EXPIRES   AGE\nvpn-x7k2q   10.96.0.201   Client/laptop   in 4m     60s\n',
     );
     expect(renderResources(claimView, { page: { items: [claim] } }, OutputFormat.Wide, NOW).out).toBe(
-      'NAME        ADDRESSES     RANGES         POLICY        OWNER           OWNER-UID   VERSION   EXPIRES   AGE\n' +
-        'vpn-x7k2q   10.96.0.201   10.96.0.0-24   SingleStack   Client/laptop   c-19        2         in 4m     60s\n',
+      'NAME        ADDRESSES     RANGES         POLICY        OWNER           OWNER-UID   VERSION   LABELS   EXPIRES   AGE\n' +
+        'vpn-x7k2q   10.96.0.201   10.96.0.0-24   SingleStack   Client/laptop   c-19        2         <none>   in 4m     60s\n',
     );
+  });
+
+  it("shows a claim's labels with -o wide as the selector that matches them", () => {
+    const labelled = { ...claim, labels: { 'cni.ipam/node': 'node-1', app: 'vpn' } };
+    const wide = renderResources(claimView, { item: labelled }, OutputFormat.Wide, NOW).out;
+    expect(wide.split('\n')[1]).toContain('   2         app=vpn,cni.ipam/node=node-1   in 4m ');
+    expect(renderResources(claimView, { item: labelled }, OutputFormat.Table, NOW).out).not.toContain('app=vpn');
   });
 
   it("shows a batch claim's first two addresses and how many more, all of them and each range once with -o wide", () => {
@@ -317,6 +324,9 @@ describe('describe', () => {
     expect(text).toContain('Expires:          2026-04-02T10:04:00.000Z (expires in 4m)\n');
     expect(text).toContain('Addresses:\n  ADDRESS       FAMILY   RANGE\n  10.96.0.201   IPv4     10.96.0.0-24\n');
     expect(text).not.toContain('Count:');
+    expect(text).toContain('Labels:           <none>\n');
+    expect(describeClaim('services', { ...claim, labels: { app: 'vpn' } }, NOW)).toContain('Labels:           app=vpn\n');
+    expect(describeClaim('services', { ...claim, labels: { tier: 'edge', app: 'vpn' } }, NOW)).toContain('Labels:\n  app=vpn\n  tier=edge\n');
     expect(describeClaim('services', batch, NOW)).toContain('IP family policy: RequireDualStack\nCount:            3 addresses per family\n');
   });
 

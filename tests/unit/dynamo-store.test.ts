@@ -15,7 +15,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildContainer } from '../../shared/adapters/composition.ts';
 import { claimToItem, generatedToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
-import { either, hasExpired, heldByClaim, holds, itemIsAbsent, render } from '../../shared/adapters/dynamodb/conditions.ts';
+import { either, hasExpired, hasLabels, heldByClaim, holds, itemIsAbsent, render } from '../../shared/adapters/dynamodb/conditions.ts';
 import { SdkTable, translateError } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import { tableStores } from '../../shared/adapters/dynamodb/stores.ts';
 import { loadConfig } from '../../shared/config.ts';
@@ -97,6 +97,29 @@ describe('Conditions', () => {
 
     // Assess
     expect(rendered).toEqual({ expression: '#cn0 = :cv0', names: { '#cn0': 'claimUid' }, values: { ':cv0': 'uid-1' } });
+  });
+
+  it('renders "has these labels" as one placeholder per step of each document path, a step shared once', () => {
+    // Act
+    const rendered = render(hasLabels([['cni.ipam/node', 'n1'], ['app', '']]), 'f');
+
+    // Assess: '/' and '.' stay inside a placeholder, so they never read as DynamoDB path syntax.
+    expect(rendered).toEqual({
+      expression: '(#fn0.#fn1.#fn2 = :fv0) AND (#fn0.#fn1.#fn3 = :fv1)',
+      names: { '#fn0': 'spec', '#fn1': 'labels', '#fn2': 'cni.ipam/node', '#fn3': 'app' },
+      values: { ':fv0': 'n1', ':fv1': '' },
+    });
+  });
+
+  it.each([
+    ['labels holding the pair', { spec: { labels: { 'cni.ipam/node': 'n1' } } }, true],
+    ['another value', { spec: { labels: { 'cni.ipam/node': 'n2' } } }, false],
+    ['no labels map', { spec: {} }, false],
+    ['no spec', { PK: 'x' }, false],
+    ['a spec that is not a map', { spec: 'x' }, false],
+    ['a label stored at the top level instead', { 'cni.ipam/node': 'n1', spec: {} }, false],
+  ])('evaluates "has these labels" on %s as DynamoDB does', (_what, item, expected) => {
+    expect(holds(hasLabels([['cni.ipam/node', 'n1']]), item)).toBe(expected);
   });
 
   it.each([

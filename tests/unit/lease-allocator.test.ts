@@ -8,6 +8,7 @@ import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../../shar
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { IpFamilyPolicy, isExpired, RangeState, type Claim, type Lease, type PoolView, type Range } from '../../shared/core/model.ts';
 import type { ClaimStore, Clock, CommitOutcome, LeaseIndex, Random } from '../../shared/core/ports.ts';
+import type { LeaseState } from '../../shared/core/occupancy/ports.ts';
 import { ScriptedRandom, SeededRandom } from './fakes.ts';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -54,6 +55,21 @@ class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseCla
     this.claims.set(claim.name, claim);
     for (const lease of leases) this.leases.set(lease.address, lease);
     return { kind: 'committed' };
+  }
+
+  /** Consistent bulk reads of lease items (the occupancy store's leaseStates): calls, and addresses read. */
+  bulkReads = 0;
+  bulkAddresses = 0;
+
+  async leaseStates(_pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseState>> {
+    this.bulkReads += 1;
+    this.bulkAddresses += addresses.length;
+    const out = new Map<string, LeaseState>();
+    for (const address of addresses) {
+      const lease = this.leases.get(address);
+      if (lease) out.set(address, lease.expiresAt === undefined ? { expiring: false } : { expiring: true, expiresAt: lease.expiresAt });
+    }
+    return out;
   }
 
   async takenAddresses(_pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number): Promise<bigint[]> {
@@ -105,7 +121,7 @@ const hosts = (prefix: string, from: number, to: number): string[] => Array.from
 function allocatorOver(store: InMemoryLeaseStore, random: Random = new SeededRandom(1), nowMs = NOW) {
   const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
   // The scripted rolls drive the scan; random probes are covered in candidates.test.ts.
-  const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(nowMs), random, probes: 0 });
+  const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(nowMs), random, probes: 0, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
   return { allocator, hints };
 }
 
@@ -255,7 +271,7 @@ describe('Class: LeaseAllocator', () => {
       expect(result.kind === 'allocated' && result.claim.addresses[0]!.address).toBe('10.0.0.100');
     });
 
-    it('answers RangeFull from a full view read within the trust window without reading it again', async () => {
+    it('answers RangeFull from a full view read within the trust window only after reading every lease of the range in bulk', async () => {
       // Prepare: the hint was read 999 ms ago and showed the range full
       const store = new InMemoryLeaseStore();
       const view = viewOf(['10.0.0.0/24']);
@@ -267,27 +283,48 @@ describe('Class: LeaseAllocator', () => {
       // Act
       const allocation = allocator.allocate(view, draftOf(), [dynamic()]);
 
-      // Assess
+      // Assess: the hint is not read again; its "full" is confirmed by the leases, all 254 read in waves
       await expect(allocation).rejects.toThrow(RangeFullError);
       expect(store.reads - readsBefore).toBe(0);
+      expect(store.bulkAddresses).toBe(254);
       expect(store.commits).toBe(0);
     });
 
-    it('does not see, within the trust window, an address another container freed (the price of trusting the view)', async () => {
-      // Prepare: full when read; another container has freed .7 since
+    it('finds, within the trust window, an address another container freed: the view may not decide the range is full (issue 20)', async () => {
+      // Prepare: full when read; another container has freed .200 since
       const store = new InMemoryLeaseStore();
       const view = viewOf(['10.0.0.0/24']);
       store.hold(hosts('10.0.0.', 1, 254));
       const { allocator, hints } = allocatorOver(store, new SeededRandom(1), NOW + 500);
       await warmHint(hints, view);
-      store.leases.delete('10.0.0.7');
+      store.leases.delete('10.0.0.200');
 
       // Act
-      const allocation = allocator.allocate(view, draftOf(), [dynamic()]);
+      const result = await allocator.allocate(view, draftOf(), [dynamic()]);
 
       // Assess
-      await expect(allocation).rejects.toThrow(RangeFullError);
-      expect(store.commits).toBe(0);
+      expect(result.kind === 'allocated' && result.claim.addresses[0]!.address).toBe('10.0.0.200');
+      expect(store.commits).toBe(1);
+    });
+
+    it('takes a lower-band address only after reading the whole upper band taken, and an upper one the hint missed first (issue 20)', async () => {
+      // Prepare: the hint shows the upper band (.17-.254) full; .100 was freed since, the lower band is free
+      const store = new InMemoryLeaseStore();
+      const view = viewOf(['10.0.0.0/24']);
+      store.hold(hosts('10.0.0.', 17, 254));
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(1), NOW + 500);
+      await warmHint(hints, view);
+      store.leases.delete('10.0.0.100');
+
+      // Act
+      const first = await allocator.allocate(view, draftOf('a'), [dynamic()]);
+      const second = await allocator.allocate(view, draftOf('b'), [dynamic()]);
+
+      // Assess: .100 first; then the upper band is read whole (238 addresses) before a lower-band address is given
+      expect(first.kind === 'allocated' && first.claim.addresses[0]!.address).toBe('10.0.0.100');
+      const bulkBefore = store.bulkAddresses;
+      expect(second.kind === 'allocated' && Number(second.claim.addresses[0]!.address.split('.')[3])).toBeLessThan(17);
+      expect(bulkBefore).toBeGreaterThan(0);
     });
 
     it('reads a full view again once it is older than the trust window, and takes the address freed since', async () => {
@@ -314,7 +351,7 @@ describe('Class: LeaseAllocator', () => {
       const view = viewOf(['10.0.0.0/24']);
       store.hold(hosts('10.0.0.', 1, 254));
       const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
-      const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random: new SeededRandom(1), fullTrustMs: 0 });
+      const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random: new SeededRandom(1), fullTrustMs: 0, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
       await warmHint(hints, view);
       const readsBefore = store.reads;
 
@@ -468,7 +505,7 @@ describe('Class: LeaseAllocator', () => {
         releaseClaim: async (): Promise<'absent'> => 'absent',
       };
       const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
-      const allocator = new LeaseAllocator({ claims: contended, hints, clock: clockAt(NOW), random: new SeededRandom(15), maxCommits: 5 });
+      const allocator = new LeaseAllocator({ claims: contended, hints, clock: clockAt(NOW), random: new SeededRandom(15), maxCommits: 5, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
 
       // Act
       const allocation = allocator.allocate(viewOf(['10.0.0.0/24']), draftOf(), [dynamic()]);

@@ -5,6 +5,7 @@ import { routes } from '../../shared/adapters/http/api.ts';
 import type { FieldSpec } from '../../shared/adapters/http/request.ts';
 import { bodyFields } from '../../shared/adapters/http/routes.ts';
 import { routeKeys } from '../../shared/adapters/http/route-keys.ts';
+import { checkLabels } from '../../shared/core/labels.ts';
 import { checkDnsLabel, checkOwnerField, checkRangeName, checkRangeRef } from '../../shared/core/names.ts';
 
 const spec = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as { paths: Record<string, Record<string, unknown>> };
@@ -92,5 +93,12 @@ describe('Contract: the name rules in openapi.yaml', () => {
     ['OwnerField', (v: string) => checkOwnerField(v, 'uid')],
   ] as const)('schema %s admits exactly what names.ts accepts', (name, check) => {
     for (const value of samples) expect(admits(schemas[name]!, value), `${name} ${JSON.stringify(value)}`).toBe(accepts(check, value));
+  });
+
+  it('schemas LabelKey and LabelValue admit exactly what labels.ts accepts', () => {
+    const keys = ['app', 'App.v_1', 'cni.ipam/network', 'a/b', `${'p'.repeat(253)}/n`, `${'p'.repeat(254)}/n`, `p/${'n'.repeat(63)}`, `p/${'n'.repeat(64)}`, 'n'.repeat(63), 'n'.repeat(64), 'A/n', '/n', 'p/', 'a/b/c', '-a', 'a-', '_a', 'a.b-/n', 'a..b/n', 'a b', 'ü', ''];
+    const values = ['', 'v', 'V-1_2.3', 'f'.repeat(128), 'f'.repeat(129), '-v', 'v.', 'a b', 'a/b', 'ü'];
+    for (const key of keys) expect(admits(schemas.LabelKey!, key), `LabelKey ${JSON.stringify(key)}`).toBe(accepts((k) => checkLabels({ [k]: 'v' }), key));
+    for (const value of values) expect(admits(schemas.LabelValue!, value), `LabelValue ${JSON.stringify(value)}`).toBe(accepts((v) => checkLabels({ k: v }), value));
   });
 });

@@ -5,6 +5,7 @@ import { needsScan, planDrift } from '../../shared/core/reconciler/drift.ts';
 import { countOrder, usageIntervals } from '../../shared/core/reconciler/usage.ts';
 import {
   CLOCK_SKEW_MS,
+  events,
   expiryHours,
   FIRST_RUN_LOOKBACK_HOURS,
   HOUR_MS,
@@ -245,5 +246,30 @@ describe('Function: usageIntervals and countOrder (utilization)', () => {
     ];
     // (Sorted by index: Array.prototype.sort never hands `undefined` elements to a comparator.)
     expect([0, 1, 2, 3].sort((a, b) => countOrder(records[a], records[b]))).toEqual([2, 1, 3, 0]);
+  });
+});
+
+describe('Object: events', () => {
+  const labels = { 'cni.ipam/node': 'node-1', app: 'web' };
+  const labelled = claim({ spec: { ...claim().spec, labels } });
+  const time = iso(NOW);
+
+  it("puts the claim's labels on every event built from a claim", () => {
+    // Act
+    const built = [
+      events.claimExpired(labelled, time),
+      events.poolDeleted(labelled, time),
+      events.ownerReleased(labelled, time),
+      events.leaseNotAllocated(labelled, '10.0.0.5', time),
+      events.duplicateAllocation(labelled, lease(), time),
+    ];
+
+    // Assess
+    expect(built.map((e) => [e.pool, e.time, e.labels])).toEqual(Array(5).fill(['p', time, labels]));
+  });
+
+  it('gives {} for a claim without labels, and no labels to an event about a lease alone', () => {
+    expect(events.claimExpired(claim(), time).labels).toEqual({});
+    expect(events.leaseOrphaned(lease(), 'claimAbsent', time)).not.toHaveProperty('labels');
   });
 });

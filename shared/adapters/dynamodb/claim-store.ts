@@ -1,10 +1,10 @@
 import { NotReadyError } from '../../core/errors.ts';
 import type { Claim, Hold, Lease } from '../../core/model.ts';
-import type { ClaimStore, CommitOutcome, Page, ReleaseOutcome } from '../../core/ports.ts';
+import type { ClaimFilter, ClaimStore, CommitOutcome, Page, ReleaseOutcome } from '../../core/ports.ts';
 import { itemToClaim } from './codec.ts';
-import { both, claimUidIs, versionIs } from './conditions.ts';
+import { both, claimUidIs, hasLabels, versionIs } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
-import { indexPage, mergeShards } from './index-reads.ts';
+import { filteredPage } from './index-reads.ts';
 import { keys } from './keys.ts';
 import type { Table } from './table.ts';
 import { claimCommit, type CommitVerdict } from './writes/commit.ts';
@@ -58,15 +58,15 @@ export class TableClaimStore implements ClaimStore {
     return item?.claim as string | undefined;
   }
 
-  async listClaims(pool: string, limit: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>> {
-    // The owner filter is part of the listing: a cursor of the unfiltered listing is refused by a filtered one.
-    const scope = ['claims', pool, ownerUid ?? ''];
+  async listClaims(pool: string, limit: number, cursor?: string, filter: ClaimFilter = {}): Promise<Page<Claim>> {
+    // The filters are part of the listing: a cursor of another filter (or none) is refused.
+    const scope = ['claims', pool, filter.ownerUid ?? '', (filter.labels ?? []).map(([key, value]) => `${key}=${value}`).join(',')];
     const after = cursor ? this.cursors.decode(scope, cursor, isSingleScopePosition).k : undefined;
-    const page = ownerUid !== undefined
-      ? await indexPage(this.table, { index: 'GSI2', partition: keys.owner(pool, ownerUid) }, after, undefined, limit)
-      : await mergeShards(this.table, this.shards, (shard) => keys.claimsListing(pool, shard), after, undefined, limit);
-    const items = page.items.map(itemToClaim);
-    return page.more && items.length ? { items, nextCursor: this.cursors.encode(scope, { s: 0, k: items[items.length - 1]!.name }) } : { items };
+    const partitions = filter.ownerUid !== undefined
+      ? [{ index: 'GSI2' as const, partition: keys.owner(pool, filter.ownerUid) }]
+      : Array.from({ length: this.shards }, (_, shard) => ({ index: 'GSI1' as const, partition: keys.claimsListing(pool, shard) }));
+    const page = await filteredPage(this.table, partitions, after, filter.labels?.length ? hasLabels(filter.labels) : undefined, limit);
+    return { items: page.items.map(itemToClaim), ...(page.next !== undefined ? { nextCursor: this.cursors.encode(scope, { s: 0, k: page.next }) } : {}) };
   }
 
   async releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {

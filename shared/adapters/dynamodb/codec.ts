@@ -1,5 +1,6 @@
 import type { IpFamily } from '../../core/ip/address.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
+import type { Labels } from '../../core/labels.ts';
 import { LeaseState, type Claim, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
@@ -185,12 +186,14 @@ export function eventToItem(event: IpamEvent, id: string): Item {
     reason: event.reason,
     object: event.object,
     message: event.message,
+    ...(event.labels ? { labels: event.labels } : {}),
     ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),
   };
 }
 
 export function itemToEvent(item: Item): IpamEvent {
-  return { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string };
+  const event: IpamEvent = { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string };
+  return item.labels === undefined ? event : { ...event, labels: item.labels as Labels };
 }
 
 export { ttlOf };

@@ -5,16 +5,20 @@
  * (memory/memory-table.ts): the two engines can never read a clause differently.
  */
 import type { BitmapExpectation } from '../../core/bitmap/ports.ts';
+import type { LabelSelector } from '../../core/labels.ts';
 
 export type Comparison = '=' | '<>' | '<' | '<=' | '>' | '>=';
 
 /** A scalar a condition compares with (DynamoDB S, N or BOOL). */
 export type Scalar = string | number | boolean;
 
+/** A top-level attribute, or a document path into nested maps (`['spec', 'labels', key]`: spec.labels[key]). */
+export type Attribute = string | readonly string[];
+
 export type Condition =
-  | { readonly op: 'exists'; readonly attribute: string }
-  | { readonly op: 'notExists'; readonly attribute: string }
-  | { readonly op: 'compare'; readonly attribute: string; readonly comparison: Comparison; readonly value: Scalar }
+  | { readonly op: 'exists'; readonly attribute: Attribute }
+  | { readonly op: 'notExists'; readonly attribute: Attribute }
+  | { readonly op: 'compare'; readonly attribute: Attribute; readonly comparison: Comparison; readonly value: Scalar }
   | { readonly op: 'and' | 'or'; readonly clauses: readonly Condition[] };
 
 /** The item does not exist. */
@@ -55,8 +59,8 @@ export function createdNoLaterThan(iso: string): Condition {
   return { op: 'compare', attribute: 'createdAt', comparison: '<=', value: iso };
 }
 
-/** An attribute equals a value. */
-export function attributeIs(attribute: string, value: Scalar): Condition {
+/** An attribute (or a value inside a map) equals a value. */
+export function attributeIs(attribute: Attribute, value: Scalar): Condition {
   return { op: 'compare', attribute, comparison: '=', value };
 }
 
@@ -85,6 +89,11 @@ export function isReleasedLease(): Condition {
   return attributeIs('state', 'Released');
 }
 
+/** The claim's labels (stored in its spec) hold every pair of the selector. */
+export function hasLabels(selector: LabelSelector): Condition {
+  return both(...selector.map(([key, value]) => attributeIs(['spec', 'labels', key], value)));
+}
+
 /** The claim is this incarnation. */
 export function claimUidIs(uid: string): Condition {
   return attributeIs('uid', uid);
@@ -110,19 +119,30 @@ export function either(...clauses: Condition[]): Condition {
   return { op: 'or', clauses };
 }
 
+/** The value at an attribute or document path of an item; undefined when any step is missing or not a map. */
+function valueAt(item: Readonly<Record<string, unknown>> | undefined, attribute: Attribute): unknown {
+  if (typeof attribute === 'string') return item?.[attribute];
+  let value: unknown = item;
+  for (const step of attribute) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Uint8Array || !Object.hasOwn(value, step)) return undefined;
+    value = (value as Record<string, unknown>)[step];
+  }
+  return value;
+}
+
 /** Whether an item (undefined: absent) satisfies a condition, by DynamoDB's rules: a comparison with a missing attribute or a value of another type is false. */
 export function holds(condition: Condition, item: Readonly<Record<string, unknown>> | undefined): boolean {
   switch (condition.op) {
     case 'exists':
-      return item !== undefined && item[condition.attribute] !== undefined;
+      return valueAt(item, condition.attribute) !== undefined;
     case 'notExists':
-      return item === undefined || item[condition.attribute] === undefined;
+      return valueAt(item, condition.attribute) === undefined;
     case 'and':
       return condition.clauses.every((c) => holds(c, item));
     case 'or':
       return condition.clauses.some((c) => holds(c, item));
     case 'compare': {
-      const actual = item?.[condition.attribute];
+      const actual = valueAt(item, condition.attribute);
       if (typeof actual !== typeof condition.value) return false;
       const order = compareScalars(actual as Scalar, condition.value);
       switch (condition.comparison) {
@@ -167,6 +187,8 @@ export function render(condition: Condition, prefix = ''): RenderedCondition {
     names[placeholder] = attribute;
     return placeholder;
   };
+  // A document path is one placeholder per step, joined by '.', so a step may hold any character ('/', '.').
+  const pathOf = (attribute: Attribute): string => (typeof attribute === 'string' ? nameOf(attribute) : attribute.map(nameOf).join('.'));
   const valueOf = (value: Scalar): string => {
     const placeholder = `:${prefix}v${Object.keys(values).length}`;
     values[placeholder] = value;
@@ -175,11 +197,11 @@ export function render(condition: Condition, prefix = ''): RenderedCondition {
   const walk = (c: Condition): string => {
     switch (c.op) {
       case 'exists':
-        return `attribute_exists(${nameOf(c.attribute)})`;
+        return `attribute_exists(${pathOf(c.attribute)})`;
       case 'notExists':
-        return `attribute_not_exists(${nameOf(c.attribute)})`;
+        return `attribute_not_exists(${pathOf(c.attribute)})`;
       case 'compare':
-        return `${nameOf(c.attribute)} ${c.comparison} ${valueOf(c.value)}`;
+        return `${pathOf(c.attribute)} ${c.comparison} ${valueOf(c.value)}`;
       case 'and':
       case 'or':
         return c.clauses.map((clause) => `(${walk(clause)})`).join(c.op === 'and' ? ' AND ' : ' OR ');

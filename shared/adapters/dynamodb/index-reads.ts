@@ -1,6 +1,6 @@
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { Item } from './codec.ts';
-import { both, hasNotExpired, isReleasedLease } from './conditions.ts';
+import { both, hasNotExpired, isReleasedLease, type Condition } from './conditions.ts';
 import { keys, leaseSortKey } from './keys.ts';
 import { KEY_ATTRIBUTES, type Query, type Table } from './table.ts';
 
@@ -36,6 +36,46 @@ export async function mergeShards(table: Table, shards: number, partitionOf: (sh
   const pages = await Promise.all(Array.from({ length: shards }, (_, shard) => indexPage(table, { index: 'GSI1', partition: partitionOf(shard), ...filter }, after, bounds, limit)));
   const all = pages.flatMap((p) => p.items).sort((a, b) => ((a.GSI1SK as string) < (b.GSI1SK as string) ? -1 : 1));
   return { items: all.slice(0, limit), more: all.length > limit || pages.some((p) => p.more) };
+}
+
+/**
+ * One page of a listing over several index partitions (the shards, or one owner partition), merged in sort-key order,
+ * with an optional filter. Each partition reads at most `limit + 1` items, filtered ones included, so a page costs
+ * what an unfiltered one does however few items pass; the page then ends at the frontier, the smallest sort key up to
+ * which every partition not read to its end has been read, and `next` is the last key returned, or the frontier when
+ * fewer than `limit + 1` items passed before it. So a page the filter emptied still carries a cursor, and paging on
+ * reaches every item:
+ *
+ *   shard 0  a . . d . . g | . .        (read up to g, '.' filtered out)      frontier = min(g, e) = e
+ *   shard 1  . b . e |                  (read up to e)                        page: a, b (d and g read again later)
+ *   shard 2  . .                        (read to its end)                     next: e
+ */
+export async function filteredPage(table: Table, bases: readonly Omit<Query, 'sort' | 'limit' | 'start' | 'filter'>[], after: string | undefined, filter: Condition | undefined, limit: number): Promise<{ items: Item[]; next?: string }> {
+  const reads = await Promise.all(
+    bases.map(async (base) => {
+      const [, skName] = KEY_ATTRIBUTES[base.index ?? 'table'];
+      const items: Item[] = [];
+      let scanned = 0;
+      let start: Item | undefined;
+      do {
+        const page = await table.query({ ...base, ...(after !== undefined ? { sort: { after } } : {}), ...(filter ? { filter } : {}), limit: limit + 1 - scanned, ...(start ? { start } : {}) });
+        items.push(...page.items);
+        scanned += page.scanned;
+        start = page.lastKey;
+      } while (start && scanned <= limit);
+      return { items, skName, frontier: start ? (start[skName] as string) : undefined };
+    }),
+  );
+  const skName = reads[0]?.skName ?? 'SK';
+  const frontiers = reads.flatMap((r) => (r.frontier === undefined ? [] : [r.frontier]));
+  const frontier = frontiers.length ? frontiers.reduce((a, b) => (b < a ? b : a)) : undefined;
+  const sk = (item: Item) => item[skName] as string;
+  const known = reads
+    .flatMap((r) => r.items)
+    .filter((item) => frontier === undefined || sk(item) <= frontier)
+    .sort((a, b) => (sk(a) < sk(b) ? -1 : sk(a) > sk(b) ? 1 : 0));
+  if (known.length > limit) return { items: known.slice(0, limit), next: sk(known[limit - 1]!) };
+  return { items: known, ...(frontier !== undefined ? { next: frontier } : {}) };
 }
 
 /** The lease-listing queries of a family's intervals: one per interval and shard. */

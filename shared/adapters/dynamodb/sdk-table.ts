@@ -138,18 +138,22 @@ export class SdkTable implements Table {
       const expr = new Expression();
       return { ProjectionExpression: attributes.map((a) => expr.name(a)).join(', '), ExpressionAttributeNames: expr.names };
     })() : {};
+    // DynamoDB takes 100 keys a request: the requests go out together (a "used up" check reads up to 16 at once).
+    const chunks = Array.from({ length: Math.ceil(unique.length / 100) }, (_, c) => unique.slice(100 * c, 100 * c + 100));
     const items: Item[] = [];
-    for (let i = 0; i < unique.length; i += 100) {
-      let pending: Record<string, AttributeValue>[] = unique.slice(i, i + 100).map((k) => marshall(k));
-      for (let attempt = 0; pending.length > 0; attempt += 1) {
-        if (attempt >= 8) throw new NotReadyError('The address store left keys unprocessed; retry shortly.');
-        const out = await this.send(() => this.client.send(new BatchGetItemCommand({ RequestItems: { [this.name]: { Keys: pending, ConsistentRead: true, ...projection } } })));
-        for (const raw of out.Responses?.[this.name] ?? []) items.push(unmarshall(raw));
-        pending = out.UnprocessedKeys?.[this.name]?.Keys ?? [];
-        // Unprocessed keys are DynamoDB's way of throttling a batch: back off before asking again.
-        if (pending.length) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
-      }
-    }
+    await Promise.all(
+      chunks.map(async (chunk) => {
+        let pending: Record<string, AttributeValue>[] = chunk.map((k) => marshall(k));
+        for (let attempt = 0; pending.length > 0; attempt += 1) {
+          if (attempt >= 8) throw new NotReadyError('The address store left keys unprocessed; retry shortly.');
+          const out = await this.send(() => this.client.send(new BatchGetItemCommand({ RequestItems: { [this.name]: { Keys: pending, ConsistentRead: true, ...projection } } })));
+          for (const raw of out.Responses?.[this.name] ?? []) items.push(unmarshall(raw));
+          pending = out.UnprocessedKeys?.[this.name]?.Keys ?? [];
+          // Unprocessed keys are DynamoDB's way of throttling a batch: back off before asking again.
+          if (pending.length) await new Promise((r) => setTimeout(r, 20 * 2 ** attempt));
+        }
+      }),
+    );
     return items;
   }
 

@@ -46,6 +46,7 @@ export function claimDto(claim: Claim): Record<string, unknown> {
     addresses: claim.addresses,
     ...(claim.spec.generateName !== undefined ? { generateName: claim.spec.generateName } : {}),
     ...(claim.spec.ttlSeconds !== undefined ? { ttlSeconds: claim.spec.ttlSeconds } : {}),
+    labels: claim.spec.labels ?? {},
     ...(claim.expiresAt !== undefined ? { expiresAt: new Date(claim.expiresAt).toISOString() } : {}),
     createdAt: claim.createdAt,
     version: claim.version,

@@ -14,7 +14,7 @@ export const reconcileRoutes = {
     const { limit, cursor } = pageParams(event);
     const page = await listEvents(deps, pathParam(event, 'pool'), limit, cursor);
     return json(200, {
-      items: page.items.map((e) => ({ time: e.time, reason: e.reason, object: e.object, message: e.message })),
+      items: page.items.map((e) => ({ time: e.time, reason: e.reason, object: e.object, message: e.message, ...(e.labels ? { labels: e.labels } : {}) })),
       ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
     });
   },

@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { InvalidArgumentError, quote } from '../../core/errors.ts';
 import { parseAddress } from '../../core/ip/address.ts';
+import { parseLabelSelector, type LabelSelector } from '../../core/labels.ts';
 import { checkDnsLabel, checkOwnerField, checkRangeRef } from '../../core/names.ts';
 import type { VersionMatch } from '../../core/use-cases/claims.ts';
 import { versionsMatching } from './etag.ts';
@@ -156,6 +157,12 @@ export function queryParam(event: APIGatewayProxyEventV2, name: string): string 
 export function ownerQuery(event: APIGatewayProxyEventV2): string | undefined {
   const owner = queryParam(event, 'owner');
   return owner === undefined ? undefined : checkOwnerField(owner, 'owner');
+}
+
+/** The `labelSelector` query parameter: `k=v,k2=v2` (labels.ts). @throws InvalidArgumentError */
+export function labelSelectorQuery(event: APIGatewayProxyEventV2): LabelSelector | undefined {
+  const selector = queryParam(event, 'labelSelector');
+  return selector === undefined ? undefined : parseLabelSelector(selector);
 }
 
 /** The `range` query parameter: the name of a range (names.ts). @throws InvalidArgumentError */

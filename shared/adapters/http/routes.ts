@@ -10,7 +10,7 @@ import * as addresses from '../../core/use-cases/addresses.ts';
 import { getRangeOccupancy } from '../../core/use-cases/occupancy.ts';
 import { claimDto, leaseDto, occupancyDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
 import { etagOf } from './etag.ts';
-import { ifMatch, ownerQuery, pageParams, parseBody, pathParam, rangeQuery, type FieldSpec } from './request.ts';
+import { ifMatch, labelSelectorQuery, ownerQuery, pageParams, parseBody, pathParam, rangeQuery, type FieldSpec } from './request.ts';
 import type { RouteKey } from './route-keys.ts';
 
 export type Response = APIGatewayProxyStructuredResultV2;
@@ -55,6 +55,8 @@ export const bodyFields = {
     addresses: { type: 'string[]' },
     ttlSeconds: { type: 'integer' },
     count: { type: 'integer' },
+    // Keys are the client's own: labels.ts checks them and their values.
+    labels: { type: 'object' },
   },
   // ttlSeconds null confirms a hold: the claim becomes permanent.
   'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer', nullable: true } },
@@ -131,6 +133,7 @@ export const routes = {
       ...(body.addresses !== undefined ? { addresses: body.addresses as string[] } : {}),
       ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds as number } : {}),
       ...(body.count !== undefined ? { count: body.count as number } : {}),
+      ...(body.labels !== undefined ? { labels: body.labels as Record<string, string> } : {}),
     }).catch((error: unknown) => {
       if (error instanceof IpamError) metrics?.failed(scope, error.code);
       throw error;
@@ -141,8 +144,9 @@ export const routes = {
   },
   'GET /v1/pools/{pool}/claims': async ({ event, deps }) => {
     const { limit, cursor } = pageParams(event);
-    const owner = ownerQuery(event);
-    const page = await claims.listClaims(deps, pathParam(event, 'pool'), limit, cursor, owner);
+    const ownerUid = ownerQuery(event);
+    const labels = labelSelectorQuery(event);
+    const page = await claims.listClaims(deps, pathParam(event, 'pool'), limit, cursor, { ...(ownerUid !== undefined ? { ownerUid } : {}), ...(labels ? { labels } : {}) });
     return json(200, { items: page.items.map(claimDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },
   'GET /v1/pools/{pool}/claims/{claim}': async ({ event, deps }) => {

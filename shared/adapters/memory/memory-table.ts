@@ -202,7 +202,8 @@ function attributesOf(condition: Condition): string[] {
     case 'or':
       return condition.clauses.flatMap(attributesOf);
     default:
-      return [condition.attribute];
+      // A document path is projected (or not) as its top-level attribute.
+      return [typeof condition.attribute === 'string' ? condition.attribute : condition.attribute[0]!];
   }
 }
 

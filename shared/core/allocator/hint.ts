@@ -33,11 +33,6 @@ export interface Hint {
   readonly expiring: boolean;
   /** Taken by the source or by this container's own recent commits, collisions and consistent reads, and not freed by it since. */
   has(value: bigint): boolean;
-  /**
-   * Taken by what this container itself saw at or after `sinceMs` (its commits, collisions and consistent reads of
-   * lease items; the releases it marked free say free), or else by the source: recent observations, not older marks.
-   */
-  hasSince(value: bigint, sinceMs: number): boolean;
   /** Taken by the source in [from, to] (weighs the choice between ranges). */
   count(from: bigint, to: bigint): bigint;
 }
@@ -163,10 +158,6 @@ export class HintCache {
       has: (value) => {
         const s = seen?.get(value);
         return s !== undefined && s.atMs >= since ? s.taken : entry.has(value);
-      },
-      hasSince: (value, sinceMs) => {
-        const s = seen?.get(value);
-        return s !== undefined && s.atMs >= Math.max(since, sinceMs) ? s.taken : entry.has(value);
       },
       count: entry.count,
     };

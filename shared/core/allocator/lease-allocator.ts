@@ -6,9 +6,9 @@ import type { OccupancyStore } from '../occupancy/ports.ts';
 import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
 import { HintSource, type Hint, type HintCache } from './hint.ts';
-import type { Interval } from './intervals.ts';
+import { intervalHolding, type Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
-import { hostAt } from '../ip/cidr.ts';
+import { hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
 
 export const PickStrategy = {
   /** Upper band first, random start, steered by the container's hint of what is taken. */
@@ -28,12 +28,15 @@ export interface LeaseAllocatorDeps {
   readonly maxCommits?: number;
   /** Offsets a range's dynamic picks must stay under (a legacy range's mirrored window while dual-write is on). */
   readonly windowOf?: (range: ParsedRange) => bigint | undefined;
-  /** How old a complete read of the taken addresses may be and still answer RangeFull without reading again. */
+  /** How old a summary copy may be and still steer picks near full without being read again (behindNearFull). */
   readonly fullTrustMs?: number;
   /** Random probes per band before the scan (default RANDOM_PROBES; 0 leaves only the scan, as tests script it). */
   readonly probes?: number;
-  /** Consistent reads of lease items: near full, the few addresses a summary shows free are checked before a commit. */
-  readonly leaseStates?: Pick<OccupancyStore, 'leaseStates'>['leaseStates'];
+  /**
+   * Consistent reads of lease items (one BatchGetItem per 100 addresses): near full, the few addresses a summary shows
+   * free are checked before a commit, and every "used up" decision is confirmed by reading the leases in bulk.
+   */
+  readonly leaseStates: Pick<OccupancyStore, 'leaseStates'>['leaseStates'];
   /** The addresses a pool with a reuse delay still holds for an owner identity: its dynamic claims get them back. */
   readonly heldFor?: LeaseIndex['heldFor'];
 }
@@ -70,8 +73,22 @@ export const NEAR_FULL_LIMIT = 4 * VERIFY_LIMIT;
  */
 export const SUMMARY_COLLISION_LIMIT = 6;
 
-/** A full view read this recently answers RangeFull as it is (Kubernetes' allocator trusts its informer likewise). */
+/** A summary copy younger than this is not read again near full before picking unless this call collided on it. */
 export const DEFAULT_FULL_TRUST_MS = 1_000;
+
+/**
+ * The first wave of a bulk confirmation (confirmFree) reads this many lease keys (two BatchGetItem requests at once);
+ * each next wave twice as many, up to CONFIRM_WAVE_MAX (16 requests at once). A band with a free address left is then
+ * usually answered by the first wave; a band really used up is read whole in a few round trips.
+ */
+export const CONFIRM_WAVE = 200;
+export const CONFIRM_WAVE_MAX = 1_600;
+
+/**
+ * The most addresses one "used up" decision reads (a /16's hosts). A view showing more than this used up cannot be
+ * confirmed within a request: the answer is NotReady (retry), never a RangeFull resting on the summary alone.
+ */
+export const CONFIRM_LIMIT = 65_536;
 
 /** What one allocate call has seen so far, per family. */
 interface CallState {
@@ -80,6 +97,8 @@ interface CallState {
   readonly collisions: Map<IpFamily, number>;
   /** When this call last collided. */
   readonly collidedAt: ReadonlyMap<IpFamily, number>;
+  /** Ranges whose upper band this call read whole and found used up: the other picks of a batch do not read it again. */
+  readonly upperUsedUp: Set<string>;
 }
 
 interface Choice {
@@ -120,6 +139,7 @@ export class LeaseAllocator implements Allocator {
     const collisions = new Map<IpFamily, number>();
     // When this call last collided in each family: a hint read before that is known to be behind.
     const collidedAt = new Map<IpFamily, number>();
+    const upperUsedUp = new Set<string>();
     // Addresses this call read free near full (pickVerified), per family: a batch reads them once, not once a pick.
     const verified = new Map(slots.map((s) => [s.family, new Set<bigint>()]));
     // Dynamic candidates in flight, released once their transaction settles.
@@ -133,7 +153,7 @@ export class LeaseAllocator implements Allocator {
           if (pick && !pick.explicit) reservations.push(this.deps.hints.reserve(pool, slots[i]!.family, pick.value));
         });
         for (const [i, slot] of slots.entries()) {
-          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, { refreshedAt, collisions, collidedAt }, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
+          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, { refreshedAt, collisions, collidedAt, upperUsedUp }, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
         }
         claim = buildClaim(draft, requests, slots, picks as Choice[]);
         const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
@@ -207,7 +227,7 @@ export class LeaseAllocator implements Allocator {
    * call has read free (pickVerified), not read again.
    */
   private async pickDynamic(view: PoolView, family: IpFamily, call: CallState, reservations: (() => void)[], chosen: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice> {
-    const { refreshedAt, collisions, collidedAt } = call;
+    const { refreshedAt, collisions, collidedAt, upperUsedUp } = call;
     const ranges = rangesOf(view, family).filter((r) => pickableSize(this.pickRange(r)) > 0n);
     if (ranges.length === 0) throw new RangeFullError(view.pool.name, family);
     const excluded = excludedIntervals(view, family);
@@ -227,7 +247,7 @@ export class LeaseAllocator implements Allocator {
     const seen = collisions.get(family) ?? 0;
     const force = seen - (refreshedAt.get(family) ?? 0) >= 2;
     // The summary while it keeps up; the listing where the pool has none yet or it is far behind.
-    let source: HintSource = view.pool.summarySince !== undefined && this.deps.hints.summaries && seen < SUMMARY_COLLISION_LIMIT ? HintSource.Summary : HintSource.Listing;
+    const source: HintSource = view.pool.summarySince !== undefined && this.deps.hints.summaries && seen < SUMMARY_COLLISION_LIMIT ? HintSource.Summary : HintSource.Listing;
     let fresh = force;
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const nowMs = this.deps.clock.nowMs();
@@ -239,18 +259,93 @@ export class LeaseAllocator implements Allocator {
         continue;
       }
       const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, seen > 0) : this.pickWithHint(ranges, excluded, hint, inFlight);
-      const pick = checked === 'full' ? undefined : checked;
-      if (pick) {
+      const hinted = checked === 'full' ? undefined : checked;
+      if (hinted) {
+        // A pick in a lower band says the hint shows that range's upper band used up: only a read of its leases may
+        // decide that (KEP-3070 keeps the lower band for static addresses).
+        let pick = hinted;
+        if (this.inLowerBand(hinted) && !upperUsedUp.has(hinted.range.range.name)) {
+          const upper = await this.confirmFree(pool, family, [this.band(hinted.range, excluded, 'upper')], verified, chosen);
+          if (upper) pick = upper;
+          else upperUsedUp.add(hinted.range.range.name);
+        }
         // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
         reservations.push(this.deps.hints.reserve(pool, family, pick.value));
         return pick;
       }
-      if (this.fullIsFinal(hint, fresh, nowMs, ranges, excluded, checked === 'full')) break;
-      // Not final: read the same source again first, then the listing (exact and expiry-aware).
-      if (fresh || nowMs - hint.fetchedAt < this.fullTrustMs) source = HintSource.Listing;
+      // The hint shows nothing free. A copy this call did not read, older than the full trust, is read again first
+      // (one request, and it may show a release); otherwise the leases decide, below.
+      if (fresh || checked === 'full' || nowMs - hint.fetchedAt < this.fullTrustMs) break;
       fresh = true;
     }
-    throw new RangeFullError(pool, family);
+    // "Used up" is never the summary's word (issue 20): every address of the family's ranges is read consistently,
+    // upper bands first, and RangeFull is the answer only when none is free at the moment it was read.
+    const bands = [...ranges.map((r) => this.band(r, excluded, 'upper')), ...ranges.map((r) => this.band(r, excluded, 'lower'))];
+    const pick = await this.confirmFree(pool, family, bands, verified, chosen);
+    if (!pick) throw new RangeFullError(pool, family);
+    reservations.push(this.deps.hints.reserve(pool, family, pick.value));
+    return pick;
+  }
+
+  /**
+   * Whether a pick lies in its range's lower band (offsets [0, L), KEP-3070), which dynamic picks take only once the
+   * upper band is used up. A range too small for bands (or a window inside the lower band) has none.
+   */
+  private inLowerBand(pick: Choice): boolean {
+    const { lower } = this.bandBounds(pick.range);
+    const offset = hostOffset(pick.range.cidr, pick.value);
+    return offset !== undefined && offset < lower;
+  }
+
+  private bandBounds(range: ParsedRange): { lower: bigint; size: bigint } {
+    const size = pickableSize(this.pickRange(range));
+    const lower = lowerBandSize(range.cidr);
+    return { lower: lower < size ? lower : 0n, size };
+  }
+
+  /** One band of a range as confirmFree reads it: its offsets, minus the pool's exclusions. */
+  private band(range: ParsedRange, excluded: readonly Interval[], which: 'upper' | 'lower'): Band {
+    const { lower, size } = this.bandBounds(range);
+    return which === 'upper' ? { range, from: lower, to: size, excluded } : { range, from: 0n, to: lower, excluded };
+  }
+
+  /**
+   * Reads the leases of `bands` (in this order, each from a random offset with wrap-around, in waves of CONFIRM_WAVE
+   * doubling to CONFIRM_WAVE_MAX lease keys, each wave one consistent bulk read) until a wave finds an address free:
+   * no lease item, or one past its expiry. It picks among the free ones of that wave, never one of `chosen` (this
+   * claim's other picks), one not in flight in this container if it can (another request's pick may still collide);
+   * undefined when every address was read taken or chosen. Each address is read during this call, so an
+   * address free for the whole call is found. What it reads taken joins the hint (as a collision would), what it
+   * reads free joins `verified`.
+   * @throws NotReadyError when the bands hold more than CONFIRM_LIMIT addresses and none of those read was free
+   */
+  private async confirmFree(pool: string, family: IpFamily, bands: readonly Band[], verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
+    let wave = CONFIRM_WAVE;
+    let read = 0;
+    for (const band of bands) {
+      const values = bandValues(band, band.from + (band.to > band.from ? this.deps.random.below(band.to - band.from) : 0n));
+      for (;;) {
+        const batch: bigint[] = [];
+        while (batch.length < wave) {
+          const next = values.next();
+          if (next.done) break;
+          batch.push(next.value);
+        }
+        if (batch.length === 0) break;
+        if ((read += batch.length) > CONFIRM_LIMIT) throw new NotReadyError('The pool\'s view shows its ranges used up, and they are too large to confirm that in one request; retry shortly.');
+        const unheld = await this.readFree(pool, family, batch.map((value) => ({ value, range: band.range, explicit: false })), new Set());
+        for (const f of unheld) verified.add(f.value);
+        const free = unheld.filter((f) => !chosen.has(f.value));
+        if (free.length > 0) {
+          const inFlight = this.deps.hints.inFlight(pool, family);
+          const idle = free.filter((f) => !inFlight.has(f.value));
+          const among = idle.length > 0 ? idle : free;
+          return among[Number(this.deps.random.below(BigInt(among.length)))];
+        }
+        wave = Math.min(2 * wave, CONFIRM_WAVE_MAX);
+      }
+    }
+    return undefined;
   }
 
   /**
@@ -275,7 +370,6 @@ export class LeaseAllocator implements Allocator {
    * free now are added to it.
    */
   private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, collided = false): Promise<Choice | 'full' | undefined> {
-    if (!this.deps.leaseStates) return this.pickWithHint(ranges, excluded, hint, inFlight);
     const few: { value: bigint; range: ParsedRange }[] = [];
     const seen = new Set<bigint>();
     for (const range of ranges) {
@@ -290,10 +384,12 @@ export class LeaseAllocator implements Allocator {
     const free = await this.readFree(pool, family, few, verified);
     if (free.length === 0) return 'full';
     // The same pick may have become in flight in this container while the read was out.
-    const live = free.filter((f) => !this.deps.hints.inFlight(pool, family).has(f.value));
+    const live = free.filter((f) => !this.deps.hints.inFlight(pool, family).has(f.value)).map((f) => ({ ...f, explicit: false }));
     if (live.length === 0) return undefined;
-    const chosen = live[Number(this.deps.random.below(BigInt(live.length)))]!;
-    return { value: chosen.value, range: chosen.range, explicit: false };
+    // The upper bands first (KEP-3070): a lower-band address only when every one read free is in a lower band.
+    const upper = live.filter((f) => !this.inLowerBand(f));
+    const among = upper.length > 0 ? upper : live;
+    return among[Number(this.deps.random.below(BigInt(among.length)))]!;
   }
 
   /**
@@ -317,11 +413,11 @@ export class LeaseAllocator implements Allocator {
   /**
    * The candidates really free: read free earlier in this call (`verified`), or read now (one consistent batch) with
    * no lease item or an expired one. The ones read free join `verified`; the taken ones are remembered like
-   * collisions. Without a lease reader every candidate passes (the conditional write still judges).
+   * collisions.
    */
   private async readFree<T extends { readonly value: bigint }>(pool: string, family: IpFamily, candidates: readonly T[], verified: Set<bigint>): Promise<T[]> {
     const unread = candidates.filter((c) => !verified.has(c.value)).map((c) => formatAddress({ family, value: c.value }));
-    const states = unread.length && this.deps.leaseStates ? await this.deps.leaseStates(pool, unread) : new Map<string, { readonly expiresAt?: number }>();
+    const states = unread.length ? await this.deps.leaseStates(pool, unread) : new Map<string, { readonly expiresAt?: number }>();
     const nowMs = this.deps.clock.nowMs();
     return candidates.filter((c) => {
       if (verified.has(c.value)) return true;
@@ -331,26 +427,6 @@ export class LeaseAllocator implements Allocator {
       else verified.add(c.value);
       return !taken;
     });
-  }
-
-  /**
-   * Whether a hint that shows no free address may answer RangeFull. A listing may when read during this call or
-   * within fullTrustMs (a full range under a retry storm then costs no listing reads). A summary may under the same
-   * terms only when none of its leases has a TTL (an expired one is free to take before the reconciler deletes it),
-   * and it shows the ranges full by itself or with what this container saw taken within fullTrustMs (its commits,
-   * collisions and consistent reads, as current as a listing that young; older marks may hide a release since), or
-   * every address it showed free was just read and found taken.
-   */
-  private fullIsFinal(hint: Hint, fresh: boolean, nowMs: number, ranges: readonly ParsedRange[], excluded: readonly Interval[], verifiedFull: boolean): boolean {
-    // Every address the summary showed free was just read and found taken, and none it shows has a TTL: final
-    // whatever the summary's age (the hint cache keeps a summary at most DEFAULT_SUMMARY_MAX_AGE_MS), so a release
-    // reaches RangeFull answers within that age plus the stream's lag.
-    if (verifiedFull && !hint.expiring) return true;
-    if (!fresh && nowMs - hint.fetchedAt >= this.fullTrustMs) return false;
-    if (hint.source === HintSource.Listing) return true;
-    if (hint.expiring) return false;
-    const recent = { has: (value: bigint) => hint.hasSince(value, nowMs - this.fullTrustMs) };
-    return ranges.every((r) => pickInRange(this.pickRange(r), { excluded, taken: recent, random: this.deps.random }) === undefined);
   }
 
   private pickWithHint(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Choice | undefined {
@@ -403,4 +479,30 @@ function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], slots
       .map((pick) => ({ address: formatAddress({ family: r.family, value: pick.value }), family: r.family, range: pick.range.range.name })),
   );
   return { ...draft, addresses };
+}
+
+/** Offsets [from, to) of a range, minus exclusions, as confirmFree reads them. */
+interface Band {
+  readonly range: ParsedRange;
+  readonly from: bigint;
+  readonly to: bigint;
+  readonly excluded: readonly Interval[];
+}
+
+/** The band's addresses from offset `start`, wrapping around to `from`, skipping excluded intervals in one step each. */
+function* bandValues(band: Band, start: bigint): Generator<bigint> {
+  const { range, from, to, excluded } = band;
+  for (const [lo, hi] of [[start, to], [from, start]] as const) {
+    let offset = lo;
+    while (offset < hi) {
+      const value = hostAt(range.cidr, offset);
+      const exclusion = intervalHolding(excluded, value);
+      if (exclusion) {
+        offset = exclusion[1] - range.cidr.base;
+        continue;
+      }
+      yield value;
+      offset += 1n;
+    }
+  }
 }

@@ -78,7 +78,7 @@ async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, re
     let found = 0;
     let cursor: string | undefined;
     do {
-      const page = await deps.claims.listClaims(pool, PAGE, cursor, ownerUid);
+      const page = await deps.claims.listClaims(pool, PAGE, cursor, { ownerUid });
       for (const listed of page.items) {
         // The index may still list a claim released a moment ago: each incarnation is tried once.
         if (listed.spec.owner.uid !== ownerUid || seen.has(listed.uid)) continue;

@@ -160,25 +160,27 @@ function heldText(owner: { kind: string; name: string }, hold: Hold | undefined)
   return hold ? ` The addresses are held for ${owner.kind}/${owner.name} until ${new Date(hold.reusableAt).toISOString()} (the pool's reuse delay); that owner gets them back when it claims again.` : '';
 }
 
-/** The event of each repair, with a sentence an operator can act on. */
+/** What every event about a claim carries: its pool, the time, and the claim's labels. */
+function aboutClaim(claim: Claim, time: string): Pick<IpamEvent, 'pool' | 'time' | 'labels'> {
+  return { pool: claim.pool, time, labels: claim.spec.labels ?? {} };
+}
+
+/** The event of each repair, with a sentence an operator can act on; an event built from a claim carries its labels. */
 export const events = {
   claimExpired: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
-    pool: claim.pool,
-    time,
+    ...aboutClaim(claim, time),
     reason: EventReason.ClaimExpired,
     object: `claim/${claim.name}`,
     message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
   poolDeleted: (claim: Claim, time: string): IpamEvent => ({
-    pool: claim.pool,
-    time,
+    ...aboutClaim(claim, time),
     reason: EventReason.PoolDeleted,
     object: `claim/${claim.name}`,
     message: `Pool ${claim.pool} was deleted while claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was being committed; the claim was released with ${addressList(claim)}.`,
   }),
   ownerReleased: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
-    pool: claim.pool,
-    time,
+    ...aboutClaim(claim, time),
     reason: EventReason.OwnerReleased,
     object: `claim/${claim.name}`,
     message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
@@ -191,15 +193,13 @@ export const events = {
     message: `Lease of ${lease.address} (claim ${lease.claim}, uid ${lease.claimUid}) was released: ${whyText[why]}.${heldText(lease.owner, hold)}`,
   }),
   leaseNotAllocated: (claim: Claim, address: string, time: string): IpamEvent => ({
-    pool: claim.pool,
-    time,
+    ...aboutClaim(claim, time),
     reason: EventReason.LeaseNotAllocated,
     object: `lease/${address}`,
     message: `Claim ${claim.name} lists ${address} but had no lease for it; the lease was written back.`,
   }),
   duplicateAllocation: (claim: Claim, holder: Lease, time: string): IpamEvent => ({
-    pool: claim.pool,
-    time,
+    ...aboutClaim(claim, time),
     reason: EventReason.DuplicateAllocation,
     object: `lease/${holder.address}`,
     message: `Claim ${claim.name} lists ${holder.address}, which claim ${holder.claim} (uid ${holder.claimUid}) holds; nothing was changed.`,

@@ -1,4 +1,5 @@
 import type { IpFamily } from '../ip/address.ts';
+import type { Labels } from '../labels.ts';
 import type { Claim, Hold, Lease, PoolView, Range } from '../model.ts';
 import type { Page } from '../ports.ts';
 import type { BitmapExpectation } from '../bitmap/ports.ts';
@@ -41,6 +42,8 @@ export interface IpamEvent {
   readonly object: string;
   /** One sentence for an operator. */
   readonly message: string;
+  /** The labels of the claim the event is about (`{}` when it has none); absent on events about no claim. */
+  readonly labels?: Labels;
 }
 
 /** How long events are kept and listed. */

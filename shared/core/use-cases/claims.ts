@@ -10,9 +10,10 @@ import {
   RangeFullError,
 } from '../errors.ts';
 import { checkDnsLabel, checkGenerateName, checkOwnerField, generatedName } from '../names.ts';
+import { checkLabels, formatLabels, type Labels } from '../labels.ts';
 import { isHostOf, parseCidr } from '../ip/cidr.ts';
 import { holdOf, IpFamilyPolicy, isExpired, RangeState, reuseDelayMs, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
-import type { Page } from '../ports.ts';
+import type { ClaimFilter, Page } from '../ports.ts';
 import type { FamilyRequest } from '../allocator/allocator.ts';
 import { rangesOf } from '../allocator/pool-geometry.ts';
 import { pageLimit, type Deps } from './deps.ts';
@@ -28,6 +29,8 @@ export interface CreateClaimCommand {
   readonly ttlSeconds?: number;
   /** Addresses per family, 1 to MAX_BATCH_COUNT (default 1). */
   readonly count?: number;
+  /** Key/value labels (labels.ts); part of the spec, so another set under an existing name is a conflict. */
+  readonly labels?: Labels;
 }
 
 /**
@@ -77,6 +80,7 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
   if (count > 1 && (cmd.addresses ?? []).length > 0) {
     throw new InvalidArgumentError('A claim with count greater than 1 takes its addresses dynamically; leave out addresses, or ask for one address per family.', 'count');
   }
+  const labels = cmd.labels === undefined ? {} : checkLabels(cmd.labels);
   const explicit = (cmd.addresses ?? []).map((a, i) => parseAddress(a, `addresses[${i}]`));
   if (new Set(explicit.map((a) => a.family)).size !== explicit.length) {
     throw new InvalidArgumentError('addresses may hold at most one address per family.', 'addresses');
@@ -98,6 +102,8 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
     ...(cmd.generateName !== undefined ? { generateName: cmd.generateName } : {}),
     // Kept only above 1: a request with count 1 and one without count are the same request.
     ...(count > 1 ? { count } : {}),
+    // Kept only when there are some: a request with `labels: {}` and one without are the same request.
+    ...(Object.keys(labels).length > 0 ? { labels } : {}),
   };
   return { spec, explicit };
 }
@@ -143,7 +149,7 @@ export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: reado
 
 function sameSpec(a: ClaimSpec, b: ClaimSpec): boolean {
   const canon = (s: ClaimSpec) =>
-    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null, s.count ?? 1]);
+    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null, s.count ?? 1, formatLabels(s.labels)]);
   return canon(a) === canon(b);
 }
 
@@ -264,10 +270,13 @@ export async function getClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, p
   return claim;
 }
 
-/** Lists held claims (expired ones are not reported), optionally of one owner uid. */
-export async function listClaims(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, limit?: number, cursor?: string, ownerUid?: string): Promise<Page<Claim>> {
+/**
+ * Lists held claims (expired ones are not reported), optionally only those of one owner uid and those whose labels
+ * hold every pair of a selector. Filtered pages may be short, even empty, and still carry a cursor: follow it to the end.
+ */
+export async function listClaims(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, limit?: number, cursor?: string, filter: ClaimFilter = {}): Promise<Page<Claim>> {
   await deps.views.get(pool, deps.clock.nowMs());
-  const page = await deps.claims.listClaims(pool, pageLimit(limit), cursor, ownerUid);
+  const page = await deps.claims.listClaims(pool, pageLimit(limit), cursor, filter);
   const nowMs = deps.clock.nowMs();
   return { ...page, items: page.items.filter((c) => !isExpired(c, nowMs)) };
 }

@@ -1,0 +1,5 @@
+import { usedUpCases } from '../cases/used-up.cases.ts';
+import { dynamoLocalEngine } from '../support/engines.ts';
+
+// On DynamoDB Local (the reference engine); tests/unit/used-up.test.ts runs the same cases in memory.
+usedUpCases(dynamoLocalEngine);
