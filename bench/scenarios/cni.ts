@@ -41,7 +41,7 @@ export const cniScenario: Scenario = {
     const failures: string[] = [];
     const notes: string[] = [];
     await lab.build();
-    const stack = await startTestStack({ inProcess: true });
+    const stack = await startTestStack({ inProcess: true, env: { DYNAMODB_REQUEST_TIMEOUT_MS: '30000' } });
     try {
       // VERSION start to exit, sequentially, beside a bare node.
       const env = lab.env('VERSION');
@@ -82,6 +82,7 @@ export const cniScenario: Scenario = {
       }
       notes.push('ratio: the row\'s wall time (or, for VERSION, p50) over host-local\'s in the same N (or over a bare `node -e 0`). host-local is the node-local floor: a file lock and no network; ipam-cni makes one HTTP request per ADD to the local stack (serverless-offline and DynamoDB Local on the same 2 cores) after the first ADDs of a node checked the pool.');
       notes.push('The local stack ran its handlers in serverless-offline\'s own process (`--useInProcess`): one loaded handler serves concurrent requests, as warm Lambda instances would; with a worker per concurrent request, 64 parallel requests on this loaded machine took minutes of cold starts and hit the function timeout.');
+      notes.push('DynamoDB requests of the local stack time out after 30 s instead of its 3 s, so a slow DynamoDB Local on the loaded machine shows as time, not as 503 NotReady.');
       notes.push('Each bridge ADD is one bridge process that runs the IPAM plugin as a child (a node process for ipam-cni, a Go binary for host-local); times are from spawning bridge to its exit, so they include bridge\'s own veth and namespace work, the same for both.');
     } finally {
       try {

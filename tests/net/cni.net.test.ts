@@ -47,8 +47,10 @@ describe('ipam-cni under the reference bridge plugin', () => {
 
   beforeAll(async () => {
     await lab.build();
-    // In process: 64 parallel requests would otherwise start 64 cold workers at once (scripts/local-stack.ts).
-    stack = await startTestStack({ inProcess: true });
+    // In process: 64 parallel requests would otherwise start 64 cold workers at once (scripts/local-stack.ts). A
+    // longer DynamoDB request timeout than the stack's 3 s: DynamoDB Local shares this 2-core machine with 64 bridges
+    // and plugins, and a 503 NotReady would test the machine's load, not the plugin.
+    stack = await startTestStack({ inProcess: true, env: { DYNAMODB_REQUEST_TIMEOUT_MS: '30000' } });
   });
 
   afterAll(async () => {
