@@ -8,5 +8,5 @@ const container = buildContainerAtColdStart();
 /** HTTP API entry: every route of /v1, once the table's fixed settings are this function's. */
 export const handler = servingAfter(
   tableSettingsGuard(container),
-  createHttpHandler(() => container.deps, { version: '0.1.0', health: () => container.deps.health.health() }, undefined, IpamMetrics.create(container.config.metrics)),
+  createHttpHandler(() => container.deps, { version: '0.1.0', health: () => container.deps.health.health(), localStack: container.config.localStack }, undefined, IpamMetrics.create(container.config.metrics)),
 );

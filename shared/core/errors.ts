@@ -13,6 +13,7 @@ export const ErrorCode = {
   NotInRange: 'NotInRange',
   MismatchedNetwork: 'MismatchedNetwork',
   PreconditionFailed: 'PreconditionFailed',
+  Forbidden: 'Forbidden',
   NotReady: 'NotReady',
   Internal: 'Internal',
 } as const;
@@ -37,6 +38,16 @@ export class IpamError extends Error {
 export class InvalidArgumentError extends IpamError {
   constructor(message: string, readonly field?: string) {
     super(ErrorCode.InvalidArgument, message);
+  }
+}
+
+/**
+ * Thrown when a pool's `access` does not let the caller do what it asked (shared/core/access.ts); `rule` names the
+ * rule that refused it, for a client to act on (`administrators-only`, `own-claims-only`, ...).
+ */
+export class ForbiddenError extends IpamError {
+  constructor(readonly rule: string, message: string) {
+    super(ErrorCode.Forbidden, message);
   }
 }
 

@@ -1,3 +1,4 @@
+import type { PoolAccess, Principal } from './access.ts';
 import type { IpFamily } from './ip/address.ts';
 import type { Labels } from './labels.ts';
 
@@ -28,6 +29,8 @@ export interface Pool {
    * take it; absent or 0: free at once. Fixed at creation, like the rest of the pool.
    */
   readonly reuseDelaySeconds?: number;
+  /** Who may do what inside the pool (shared/core/access.ts); absent: every caller IAM lets in. Fixed at creation. */
+  readonly access?: PoolAccess;
 }
 
 /** A CIDR of a pool. Immutable once created, except for its state. */
@@ -95,6 +98,8 @@ export interface Claim {
   /** Epoch milliseconds; absent when the claim has no TTL. */
   readonly expiresAt?: number;
   readonly version: number;
+  /** The principal whose request created the claim; absent for claims made before it was recorded, or unsigned. */
+  readonly createdBy?: Principal;
 }
 
 /**
@@ -124,6 +129,8 @@ export interface Lease {
   readonly state?: LeaseState;
   /** When a Released lease was released (its `claim` and `owner` are the previous ones; `claimUid` is empty). */
   readonly releasedAt?: string;
+  /** Who released a Released lease: the caller of the release, absent when the reconciler released it on its own. */
+  readonly releasedBy?: Principal;
 }
 
 /** Size, used, releasing (held for a previous owner) and free addresses; `used + releasing + free = size`. Exact, so BigInt. */
@@ -162,6 +169,8 @@ export function reusableAtAfter(pool: Pool, claim: Pick<Claim, 'expiresAt'>, now
 export interface Hold {
   readonly reusableAt: number;
   readonly releasedAt: string;
+  /** The caller of the release, recorded on the Released leases. */
+  readonly releasedBy?: Principal;
 }
 
 /** The hold of a release at `nowMs` in `pool`, or undefined when the addresses are free at once. */
@@ -196,5 +205,5 @@ export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: str
 
 /** The Released lease that holds `lease`'s address for its owner after a release with `hold`. */
 export function releasedLease(lease: Lease, hold: Hold): Lease {
-  return { ...lease, claimUid: '', expiresAt: hold.reusableAt, state: LeaseState.Released, releasedAt: hold.releasedAt };
+  return { ...lease, claimUid: '', expiresAt: hold.reusableAt, state: LeaseState.Released, releasedAt: hold.releasedAt, ...(hold.releasedBy ? { releasedBy: hold.releasedBy } : {}) };
 }

@@ -89,8 +89,8 @@ describe('HTTP: GET /v1/pools/{pool}/events', () => {
     // Assess
     expect(first.status).toBe(200);
     expect(first.body.items).toEqual([
-      { time: at(0), reason: 'LeaseOrphaned', object: 'lease/10.0.0.0', message: 'm0' },
-      { time: at(1), reason: 'LeaseOrphaned', object: 'lease/10.0.0.1', message: 'm1' },
+      { time: at(0), reason: 'LeaseOrphaned', object: 'lease/10.0.0.0', message: 'm0', by: 'reconciler' },
+      { time: at(1), reason: 'LeaseOrphaned', object: 'lease/10.0.0.1', message: 'm1', by: 'reconciler' },
     ]);
     expect(second.body.items!.map((e) => e.object)).toEqual(['lease/10.0.0.2', 'lease/10.0.0.3']);
     expect(third.body.items!.map((e) => e.object)).toEqual(['lease/10.0.0.4']);

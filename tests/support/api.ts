@@ -49,7 +49,7 @@ function makeApi(table: Table, base: Record<string, string>, overrides: Containe
   // A client given by the test (one that counts requests) speaks to the same table, and so does a table given by the test
   // (one that wraps this one); otherwise every container shares the engine.
   const container = buildContainer(config, overrides.client ? overrides : { ...overrides, table: overrides.table ?? table });
-  const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.deps.health.health() }, () => {}, metrics);
+  const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.deps.health.health(), localStack: config.localStack }, () => {}, metrics);
   return {
     container,
     tableName: table.name,

@@ -72,6 +72,7 @@ describe('Function: problemOf', () => {
       NotInRange: 422,
       MismatchedNetwork: 422,
       PreconditionFailed: 412,
+      Forbidden: 403,
       NotReady: 503,
       Internal: 500,
     });
@@ -501,7 +502,7 @@ describe('Function: createHttpHandler', () => {
 
     // Assess
     expect(response.statusCode).toBe(400);
-    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds.' });
+    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, access.' });
     expect(ddb.calls()).toHaveLength(0);
   });
 });

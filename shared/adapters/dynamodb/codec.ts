@@ -13,7 +13,7 @@ export type Item = Record<string, unknown>;
 const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
 
 export function poolToItem(pool: Pool): Item {
-  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}) };
+  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.access ? { access: pool.access } : {}) };
 }
 
 export function itemToPool(item: Item): Pool {
@@ -23,6 +23,7 @@ export function itemToPool(item: Item): Pool {
     createdAt: item.createdAt as string,
     ...(typeof item.summarySince === 'string' ? { summarySince: item.summarySince } : {}),
     ...(typeof item.reuseDelaySeconds === 'number' && item.reuseDelaySeconds > 0 ? { reuseDelaySeconds: item.reuseDelaySeconds } : {}),
+    ...(item.access !== undefined ? { access: item.access as Pool['access'] } : {}),
   };
 }
 
@@ -81,6 +82,7 @@ export function claimToItem(claim: Claim, shards: number): Item {
     addresses: claim.addresses,
     createdAt: claim.createdAt,
     version: claim.version,
+    ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
     ...(claim.expiresAt !== undefined ? { expiresAt: claim.expiresAt, ...expiryIndex(claim.pool, claim.name, claim.expiresAt) } : {}),
     ...ttlOf(claim.expiresAt),
   };
@@ -95,6 +97,7 @@ export function itemToClaim(item: Item): Claim {
     addresses: item.addresses as Claim['addresses'],
     createdAt: item.createdAt as string,
     version: item.version as number,
+    ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Claim['createdBy'] } : {}),
   };
   return item.expiresAt === undefined ? claim : { ...claim, expiresAt: item.expiresAt as number };
 }
@@ -135,7 +138,7 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     ...ttlOf(lease.expiresAt),
     // A Released lease is found by its previous owner identity, so that owner's next claim gets the address back.
     ...(lease.state === LeaseState.Released
-      ? { state: LeaseState.Released, releasedAt: lease.releasedAt, GSI2PK: keys.held(lease.pool, lease.owner.kind, lease.owner.name), GSI2SK: addressSortKey(address) }
+      ? { state: LeaseState.Released, releasedAt: lease.releasedAt, ...(lease.releasedBy ? { releasedBy: lease.releasedBy } : {}), GSI2PK: keys.held(lease.pool, lease.owner.kind, lease.owner.name), GSI2SK: addressSortKey(address) }
       : {}),
   };
 }
@@ -152,6 +155,7 @@ export function itemToLease(item: Item): Lease {
     createdAt: item.createdAt as string,
     ...(item.expiresAt !== undefined ? { expiresAt: item.expiresAt as number } : {}),
     ...(item.state === LeaseState.Released ? { state: LeaseState.Released, releasedAt: item.releasedAt as string } : {}),
+    ...(item.releasedBy !== undefined ? { releasedBy: item.releasedBy as Lease['releasedBy'] } : {}),
   };
   return lease;
 }
@@ -186,13 +190,14 @@ export function eventToItem(event: IpamEvent, id: string): Item {
     reason: event.reason,
     object: event.object,
     message: event.message,
+    ...(event.principal ? { principal: event.principal } : {}),
     ...(event.labels ? { labels: event.labels } : {}),
     ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),
   };
 }
 
 export function itemToEvent(item: Item): IpamEvent {
-  const event: IpamEvent = { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string };
+  const event: IpamEvent = { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string, ...(typeof item.principal === 'string' ? { principal: item.principal } : {}) };
   return item.labels === undefined ? event : { ...event, labels: item.labels as Labels };
 }
 

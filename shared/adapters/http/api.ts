@@ -1,9 +1,10 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { requireAdministrator, requireMember, type Principal } from '../../core/access.ts';
 import { NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
-import { isVerbatimParam, percentInPath, readEvent } from './request.ts';
+import { callerOf, isVerbatimParam, pathParam, percentInPath, readEvent } from './request.ts';
 import { compileRoutes, matchRoute, routes as coreRoutes, type ApiMetrics, type Route, type RouteContext } from './routes.ts';
 import { routeKeys, type RouteKey } from './route-keys.ts';
 import { legacyRoutes } from './legacy-routes.ts';
@@ -12,7 +13,7 @@ import { reconcileRoutes } from './reconcile-routes.ts';
 /** Every route of the API, by route key: exactly the keys of route-keys.ts (one missing or extra does not compile). */
 export const routes: { readonly [K in RouteKey]: Route } = { ...coreRoutes, ...legacyRoutes, ...reconcileRoutes };
 
-/** Logs a failure as one JSON line (5xx details live here, never in the response). */
+/** Logs one JSON line: a failure (5xx details live here, never in the response), or the audit line of a write. */
 export type ErrorLogger = (entry: Record<string, unknown>) => void;
 
 const defaultLogger: ErrorLogger = (entry) => console.error(JSON.stringify(entry));
@@ -48,6 +49,37 @@ function refusePercentEncodedNames(compiled: ReturnType<typeof compileRoutes>, k
   });
 }
 
+/** The routes only a pool's administrators may call, and what each does (for the 403's sentence). */
+const administered: Partial<Record<RouteKey, string>> = {
+  'DELETE /v1/pools/{pool}': 'delete the pool',
+  'POST /v1/pools/{pool}/ranges': 'add a range',
+  'DELETE /v1/pools/{pool}/ranges/{range}': 'delete a range',
+};
+
+/**
+ * The pool's `access`, checked once for every route under a pool (core/access.ts): its administrators for the routes
+ * above, its administrators and allocators for every other one (reads included). Whose claim may be released or
+ * renewed is the use case's check, which has the claim. A pool that does not exist is the route's 404 to give.
+ * @throws ForbiddenError
+ */
+async function authorize(key: RouteKey, event: APIGatewayProxyEventV2, deps: Deps, caller: Principal | undefined): Promise<void> {
+  if (!key.includes('{pool}')) return;
+  const name = pathParam(event, 'pool');
+  let pool;
+  try {
+    pool = (await deps.views.get(name, deps.clock.nowMs())).pool;
+  } catch (error) {
+    if (error instanceof NotFoundError) return;
+    throw error;
+  }
+  const what = administered[key];
+  if (what !== undefined) requireAdministrator(pool, caller, what);
+  else requireMember(pool, caller);
+}
+
+/** A path value for a log line, cut short (a huge path does not make a huge line). */
+const logged = (value: string | undefined) => (value === undefined ? undefined : value.length > 256 ? `${value.slice(0, 256)}...` : value);
+
 /** Builds the HTTP API handler: route, call one use case, map the result; errors become problem documents. */
 export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], log: ErrorLogger = defaultLogger, metrics?: ApiMetrics & { flush(): void }) {
   const compiled = compileRoutes(routeKeys);
@@ -68,6 +100,27 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
       }
       refusePercentEncodedNames(compiled, match.key, event.rawPath);
       const route = routes[match.key];
-      return route({ event: { ...event, pathParameters: match.pathParameters }, deps: deps(), info, ...(metrics ? { metrics } : {}) });
+      const routed = { ...event, pathParameters: match.pathParameters };
+      // Every write leaves one audit line: who (the principal), what (route, names), and how it ended.
+      const writes = event.requestContext.http.method !== 'GET';
+      const fields: Record<string, unknown> = {};
+      let caller: Principal | undefined;
+      const audit = (status: number, extra: Record<string, unknown> = {}) => {
+        if (!writes) return;
+        const names = Object.fromEntries(Object.entries(match.pathParameters).map(([k, v]) => [k, logged(v)]));
+        log({ level: 'info', message: 'write', requestId: event.requestContext.requestId, route: match.key, ...names, principal: caller?.arn ?? null, ...(caller?.session ? { session: caller.session } : {}), status, ...fields, ...extra });
+      };
+      try {
+        caller = callerOf(event, info.localStack === true);
+        const container = deps();
+        await authorize(match.key, routed, container, caller);
+        const response = await route({ event: routed, deps: container, info, ...(caller ? { caller } : {}), audit: (more) => Object.assign(fields, more), ...(metrics ? { metrics } : {}) });
+        audit(response.statusCode ?? 200);
+        return response;
+      } catch (error) {
+        const problem = problemOf(error);
+        audit(problem.status, { code: problem.code, ...(problem.rule ? { rule: problem.rule } : {}) });
+        throw error;
+      }
     });
 }

@@ -1,5 +1,9 @@
+import type { Principal } from '../../core/access.ts';
 import { countToJson } from '../../core/ip/cidr.ts';
 import { isReleased, LeaseState, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
+
+/** A principal as JSON: its ARN, and an assumed role's session apart. */
+export const principalDto = (p: Principal) => ({ arn: p.arn, ...(p.session !== undefined ? { session: p.session } : {}) });
 
 /** An owner with its fields in one order, whatever order storage returned them in. */
 const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
@@ -12,7 +16,13 @@ export function utilizationDto(u: Utilization): { size: number | string; used: n
 }
 
 export function poolDto(pool: Pool): Record<string, unknown> {
-  return { name: pool.name, exclude: pool.exclude, reuseDelaySeconds: pool.reuseDelaySeconds ?? 0, createdAt: pool.createdAt };
+  return {
+    name: pool.name,
+    exclude: pool.exclude,
+    reuseDelaySeconds: pool.reuseDelaySeconds ?? 0,
+    ...(pool.access ? { access: { administrators: pool.access.administrators, allocators: pool.access.allocators } } : {}),
+    createdAt: pool.createdAt,
+  };
 }
 
 export function rangeDto(range: Range, u: Utilization): Record<string, unknown> {
@@ -43,12 +53,14 @@ export function claimDto(claim: Claim): Record<string, unknown> {
     // The claim's families in order, once each (a batch holds several addresses of one family).
     ipFamilies: [...new Set(claim.addresses.map((a) => a.family))],
     ...(claim.spec.count !== undefined ? { count: claim.spec.count } : {}),
-    addresses: claim.addresses,
+    // Spelled field by field: a claim read back from the table (an idempotent repeat) has them in the codec's order.
+    addresses: claim.addresses.map((a) => ({ address: a.address, family: a.family, range: a.range })),
     ...(claim.spec.generateName !== undefined ? { generateName: claim.spec.generateName } : {}),
     ...(claim.spec.ttlSeconds !== undefined ? { ttlSeconds: claim.spec.ttlSeconds } : {}),
     labels: claim.spec.labels ?? {},
     ...(claim.expiresAt !== undefined ? { expiresAt: new Date(claim.expiresAt).toISOString() } : {}),
     createdAt: claim.createdAt,
+    ...(claim.createdBy ? { createdBy: principalDto(claim.createdBy) } : {}),
     version: claim.version,
   };
 }
@@ -64,6 +76,7 @@ export function leaseDto(lease: Lease): Record<string, unknown> {
       previousOwner: ownerDto(lease.owner),
       previousClaim: lease.claim,
       ...(lease.releasedAt ? { releasedAt: lease.releasedAt } : {}),
+      ...(lease.releasedBy ? { releasedBy: principalDto(lease.releasedBy) } : {}),
       reusableAt: new Date(lease.expiresAt ?? 0).toISOString(),
     };
   }

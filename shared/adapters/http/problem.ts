@@ -1,5 +1,5 @@
 import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { ErrorCode, IpamError } from '../../core/errors.ts';
+import { ErrorCode, ForbiddenError, IpamError } from '../../core/errors.ts';
 
 /** Every domain error code and its HTTP status: a new code does not compile until it is mapped here. */
 export const statusOf: Record<ErrorCode, number> = {
@@ -13,6 +13,7 @@ export const statusOf: Record<ErrorCode, number> = {
   NotInRange: 422,
   MismatchedNetwork: 422,
   PreconditionFailed: 412,
+  Forbidden: 403,
   NotReady: 503,
   Internal: 500,
 };
@@ -28,6 +29,7 @@ const titles: Record<ErrorCode, string> = {
   NotInRange: 'Address not in range',
   MismatchedNetwork: 'Mismatched network',
   PreconditionFailed: 'Precondition failed',
+  Forbidden: 'Forbidden',
   NotReady: 'Not ready',
   Internal: 'Internal error',
 };
@@ -39,6 +41,8 @@ export interface Problem {
   readonly status: number;
   readonly detail: string;
   readonly code: ErrorCode;
+  /** A 403's rule (ForbiddenError.rule): which rule of the pool's `access` refused the request. */
+  readonly rule?: string;
 }
 
 /**
@@ -49,7 +53,8 @@ export function problemOf(error: unknown): Problem {
   if (error instanceof IpamError && error.code !== ErrorCode.Internal) {
     const status = statusOf[error.code];
     const detail = status < 500 || error.code === ErrorCode.NotReady ? error.message : titles[error.code];
-    return { type: `https://ipam.dev/problems/${error.code}`, title: titles[error.code], status, detail, code: error.code };
+    const rule = error instanceof ForbiddenError ? { rule: error.rule } : {};
+    return { type: `https://ipam.dev/problems/${error.code}`, title: titles[error.code], status, detail, code: error.code, ...rule };
   }
   return { type: 'https://ipam.dev/problems/Internal', title: titles.Internal, status: 500, detail: 'The server failed to handle the request; it has been logged.', code: ErrorCode.Internal };
 }

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { principalFromArn, type Principal } from '../../core/access.ts';
 import { InvalidArgumentError, quote } from '../../core/errors.ts';
 import { parseAddress } from '../../core/ip/address.ts';
 import { parseLabelSelector, type LabelSelector } from '../../core/labels.ts';
@@ -176,6 +177,33 @@ export function header(event: APIGatewayProxyEventV2, name: string): string | un
   const wanted = name.toLowerCase();
   for (const [key, value] of Object.entries(event.headers ?? {})) if (key.toLowerCase() === wanted) return value;
   return undefined;
+}
+
+/** The header that names the caller on the local stack, which has no IAM in front of it (docs/local-stack.md). */
+export const PRINCIPAL_HEADER = 'x-ipam-principal';
+
+/**
+ * The caller: on a deployed stage, the principal API Gateway's IAM authorizer verified
+ * (`requestContext.authorizer.iam.userArn`), normalized (access.ts); on the local stack, the ARN of the
+ * `x-ipam-principal` header when there is one. A deployed stage refuses that header (400), so a client can never
+ * name itself instead of signing. Undefined when neither says (a local call without the header).
+ * @throws InvalidArgumentError for the header outside the local stack, or a header that is not a principal ARN
+ */
+export function callerOf(event: APIGatewayProxyEventV2, localStack: boolean): Principal | undefined {
+  const claimed = header(event, PRINCIPAL_HEADER);
+  if (claimed !== undefined) {
+    if (!localStack) throw new InvalidArgumentError(`The ${PRINCIPAL_HEADER} header is honoured only by the local stack; a deployed stage takes the caller from the request's IAM signature.`, PRINCIPAL_HEADER);
+    return principalFromArn(claimed, PRINCIPAL_HEADER);
+  }
+  const authorizer = (event.requestContext as { authorizer?: { iam?: { userArn?: unknown } } }).authorizer;
+  const arn = authorizer?.iam?.userArn;
+  if (typeof arn !== 'string' || arn === '') return undefined;
+  try {
+    return principalFromArn(arn, 'caller');
+  } catch {
+    // API Gateway verified it: an ARN of a shape we do not normalize is still the caller, kept as it came.
+    return { arn: arn.slice(0, 512) };
+  }
 }
 
 /** The versions the If-Match header accepts (etag.ts), or undefined without one. @throws InvalidArgumentError */

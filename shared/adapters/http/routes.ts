@@ -2,6 +2,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import { IpamError, type ErrorCode } from '../../core/errors.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { IpFamilyPolicy } from '../../core/model.ts';
+import type { Principal } from '../../core/access.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import * as pools from '../../core/use-cases/pools.ts';
 import * as ranges from '../../core/use-cases/ranges.ts';
@@ -27,8 +28,12 @@ export interface RouteContext {
   readonly event: APIGatewayProxyEventV2;
   readonly deps: Deps;
   readonly metrics?: ApiMetrics;
-  /** Extra facts for the health route. */
-  readonly info: { readonly version: string; readonly health: () => Promise<{ table: string; status: string }> };
+  /** Extra facts: the health route's, and whether this is the local stack (which takes the caller from a header). */
+  readonly info: { readonly version: string; readonly health: () => Promise<{ table: string; status: string }>; readonly localStack?: boolean };
+  /** The caller (request.ts callerOf); undefined when nothing names one (a local call without the header). */
+  readonly caller?: Principal;
+  /** Adds fields to the request's audit log line (api.ts writes one per write): what the write did. */
+  readonly audit?: (fields: Record<string, unknown>) => void;
 }
 
 export type Route = (ctx: RouteContext) => Promise<Response>;
@@ -44,7 +49,12 @@ const claimHeaders = (version: number) => ({ etag: etagOf(version) });
 
 /** The JSON body of each route that reads one, field by field (parseBody checks it; the fuzz test derives its bodies from it). */
 export const bodyFields = {
-  'POST /v1/pools': { name: { type: 'string', required: true }, exclude: { type: 'string[]' }, reuseDelaySeconds: { type: 'integer' } },
+  'POST /v1/pools': {
+    name: { type: 'string', required: true },
+    exclude: { type: 'string[]' },
+    reuseDelaySeconds: { type: 'integer' },
+    access: { type: 'object', fields: { administrators: { type: 'string[]' }, allocators: { type: 'string[]' } } },
+  },
   'POST /v1/pools/{pool}/ranges': { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } },
   'POST /v1/pools/{pool}/claims': {
     name: { type: 'string' },
@@ -79,12 +89,13 @@ export const routes = {
       name: body.name as string,
       ...(body.exclude ? { exclude: body.exclude as string[] } : {}),
       ...(body.reuseDelaySeconds !== undefined ? { reuseDelaySeconds: body.reuseDelaySeconds as number } : {}),
+      ...(body.access !== undefined ? { access: body.access as pools.CreatePoolCommand['access'] & object } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },
-  'GET /v1/pools': async ({ event, deps }) => {
+  'GET /v1/pools': async ({ event, deps, caller }) => {
     const { limit, cursor } = pageParams(event);
-    const page = await pools.listPools(deps, limit, cursor);
+    const page = await pools.listPools(deps, limit, cursor, caller);
     return json(200, { items: page.items.map(poolDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },
   'GET /v1/pools/{pool}': async ({ event, deps }) => json(200, poolDetailsDto(await pools.getPool(deps, pathParam(event, 'pool')))),
@@ -119,7 +130,7 @@ export const routes = {
     return outcome === 'gone' ? noContent() : json(202, { name: pathParam(event, 'range'), state: 'Terminating' });
   },
 
-  'POST /v1/pools/{pool}/claims': async ({ event, deps, metrics }) => {
+  'POST /v1/pools/{pool}/claims': async ({ event, deps, metrics, caller, audit }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims']);
     // Static when the client named its addresses; the scope splits the allocation counters.
     const scope = Array.isArray(body.addresses) && body.addresses.length > 0 ? 'static' : 'dynamic';
@@ -133,11 +144,13 @@ export const routes = {
       ...(body.addresses !== undefined ? { addresses: body.addresses as string[] } : {}),
       ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds as number } : {}),
       ...(body.count !== undefined ? { count: body.count as number } : {}),
+      ...(caller ? { createdBy: caller } : {}),
       ...(body.labels !== undefined ? { labels: body.labels as Record<string, string> } : {}),
     }).catch((error: unknown) => {
       if (error instanceof IpamError) metrics?.failed(scope, error.code);
       throw error;
     });
+    audit?.({ claim: result.claim.name, created: result.created, addresses: result.claim.addresses.map((a) => a.address) });
     if (result.created) metrics?.allocated(scope);
     if (result.collisions) metrics?.collided(scope, result.collisions);
     return json(result.created ? 201 : 200, claimDto(result.claim), claimHeaders(result.claim.version));
@@ -153,13 +166,14 @@ export const routes = {
     const claim = await claims.getClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'));
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
-  'DELETE /v1/pools/{pool}/claims/{claim}': async ({ event, deps }) => {
-    await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), ifMatch(event));
+  'DELETE /v1/pools/{pool}/claims/{claim}': async ({ event, deps, caller, audit }) => {
+    const released = await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), ifMatch(event), caller);
+    audit?.({ released: released ? released.addresses.map((a) => a.address) : [], ...(released?.createdBy ? { createdBy: released.createdBy.arn } : {}) });
     return noContent();
   },
-  'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps }) => {
+  'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps, caller }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/renew'], true);
-    const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | null | undefined);
+    const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | null | undefined, caller);
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
 

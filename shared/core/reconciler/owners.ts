@@ -1,3 +1,4 @@
+import { requireMember, Role, type Principal } from '../access.ts';
 import { parseAddress } from '../ip/address.ts';
 import { holdOf, type Claim, type Pool } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
@@ -27,14 +28,22 @@ export const OWNER_RECHECK_MS = 10 * 60_000;
  * The owner's tombstone is written first: the owner index is eventually consistent, so a claim committed just before
  * the report (or while it runs) may not be listed yet; the reconciler runs the release again for
  * OWNER_RECHECK_MS (recheckGoneOwners), which releases such a claim within its period.
+ *
+ * In a pool with `access` (access.ts), a caller who is an allocator but not an administrator releases only the
+ * claims it created, and writes no tombstone: the reconciler's later passes release every claim of the uid, whoever
+ * made it, which is an administrator's call. Such a caller may repeat the call to catch a claim the index showed late.
  * @returns the names of the claims released by this call, in release order.
- * @throws NotFoundError for an unknown pool; InvalidArgumentError for a uid that breaks the owner rules (names.ts)
+ * @throws NotFoundError for an unknown pool; InvalidArgumentError for a uid that breaks the owner rules (names.ts);
+ *   ForbiddenError for a caller the pool's `access` does not name
  */
-export async function releaseOwner(deps: Deps, pool: string, ownerUid: string): Promise<{ released: string[] }> {
+export async function releaseOwner(deps: Deps, pool: string, ownerUid: string, caller?: Principal): Promise<{ released: string[] }> {
   checkOwnerField(ownerUid, 'uid');
-  await deps.views.get(pool, deps.clock.nowMs());
+  const view = await deps.views.get(pool, deps.clock.nowMs());
+  if (requireMember(view.pool, caller) !== Role.Administrator) {
+    return releaseOwnerClaims(deps, pool, ownerUid, [], { caller, onlyCreatedBy: caller?.arn });
+  }
   await deps.reconcile.markOwnerGone(pool, ownerUid, deps.clock.nowMs());
-  return releaseOwnerClaims(deps, pool, ownerUid);
+  return releaseOwnerClaims(deps, pool, ownerUid, [], caller ? { caller } : {});
 }
 
 /**
@@ -70,7 +79,7 @@ export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<
  * Releases every claim the owner index lists for the owner uid (row 2's work, without the tombstone), appending the
  * names of those it released to `released` as each commits.
  */
-async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, released: string[] = []): Promise<{ released: string[] }> {
+async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, released: string[] = [], by: { caller?: Principal; onlyCreatedBy?: string } = {}): Promise<{ released: string[] }> {
   // The pool's reuse delay (its view is cached): a released owner's addresses stay held for its kind and name.
   const { pool: poolItem } = await deps.views.get(pool, deps.clock.nowMs());
   const seen = new Set<string>();
@@ -83,8 +92,10 @@ async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, re
         // The index may still list a claim released a moment ago: each incarnation is tried once.
         if (listed.spec.owner.uid !== ownerUid || seen.has(listed.uid)) continue;
         seen.add(listed.uid);
+        // An allocator's report releases only what it created (an unrecorded creator is an administrator's to release).
+        if ('onlyCreatedBy' in by && (by.onlyCreatedBy === undefined || listed.createdBy?.arn !== by.onlyCreatedBy)) continue;
         found += 1;
-        if (await releaseOne(deps, poolItem, listed)) released.push(listed.name);
+        if (await releaseOne(deps, poolItem, listed, by.caller)) released.push(listed.name);
       }
       cursor = page.nextCursor;
     } while (cursor !== undefined);
@@ -93,10 +104,12 @@ async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, re
   return { released };
 }
 
-async function releaseOne(deps: Deps, pool: Pool, claim: Claim): Promise<boolean> {
+async function releaseOne(deps: Deps, pool: Pool, claim: Claim, caller?: Principal): Promise<boolean> {
   // A reuse delay holds the addresses for the owner identity (kind and name): a recreated owner gets them back.
-  const hold = holdOf(pool, claim, deps.clock.nowMs());
-  const outcome = await deps.reconcile.releaseClaim(claim, events.ownerReleased(claim, nowIso(deps), hold), hold);
+  const held = holdOf(pool, claim, deps.clock.nowMs());
+  const hold = held && caller ? { ...held, releasedBy: caller } : held;
+  const event = events.ownerReleased(claim, nowIso(deps), hold);
+  const outcome = await deps.reconcile.releaseClaim(claim, caller ? { ...event, principal: caller.arn } : event, hold);
   if (outcome !== 'released') return false; // Released by someone else, or another incarnation: not this owner's claim any more.
   if (!hold) for (const a of claim.addresses) deps.hints.markFree(claim.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
   return true;

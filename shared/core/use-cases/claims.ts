@@ -17,6 +17,7 @@ import type { ClaimFilter, Page } from '../ports.ts';
 import type { FamilyRequest } from '../allocator/allocator.ts';
 import { rangesOf } from '../allocator/pool-geometry.ts';
 import { pageLimit, type Deps } from './deps.ts';
+import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 
 export interface CreateClaimCommand {
   readonly pool: string;
@@ -29,6 +30,8 @@ export interface CreateClaimCommand {
   readonly ttlSeconds?: number;
   /** Addresses per family, 1 to MAX_BATCH_COUNT (default 1). */
   readonly count?: number;
+  /** The caller, recorded as the claim's `createdBy` (not part of the spec: a retry by another principal is the same request). */
+  readonly createdBy?: Principal;
   /** Key/value labels (labels.ts); part of the spec, so another set under an existing name is a conflict. */
   readonly labels?: Labels;
 }
@@ -225,6 +228,7 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         createdAt: new Date(nowMs).toISOString(),
         ...(spec.ttlSeconds !== undefined ? { expiresAt: nowMs + spec.ttlSeconds * 1000 } : {}),
         version: 1,
+        ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),
       };
       const result = await deps.allocator.allocate(view, draft, requests);
       if (result.kind === 'allocated') {
@@ -298,25 +302,31 @@ function describeMatch(match: VersionMatch): string {
  * the claim's expiry when it had expired): Released leases replace the leases in the same transaction.
  * With `ifMatch`, the claim must exist at a matching version (RFC 9110 section 13.1.1: If-Match is false when there
  * is no current representation), and the release is conditioned on the exact version that matched.
- * @throws PreconditionFailedError when `ifMatch` is given and the claim is absent or at another version
+ * In a pool with `access`, only the claim's creator or an administrator may release it (access.ts); the caller is
+ * recorded on Released leases as `releasedBy`.
+ * @returns the claim released by this call (its addresses, for the audit log), or undefined when it was absent
+ * @throws PreconditionFailedError when `ifMatch` is given and the claim is absent or at another version;
+ *   ForbiddenError when the pool's `access` does not let the caller release it
  */
-export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>, pool: string, name: string, ifMatch?: VersionMatch): Promise<void> {
+export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>, pool: string, name: string, ifMatch?: VersionMatch, caller?: Principal): Promise<Claim | undefined> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const claim = await deps.claims.getClaim(pool, name);
     if (!claim) {
       if (ifMatch !== undefined) throw new PreconditionFailedError(describeMatch(ifMatch), 'absent');
-      return;
+      return undefined;
     }
+    requireCreatorOrAdministrator(view.pool, claim, caller, 'release');
     if (ifMatch !== undefined && ifMatch !== 'any' && !ifMatch.includes(claim.version)) {
       throw new PreconditionFailedError(describeMatch(ifMatch), `version ${claim.version}`);
     }
-    const hold = holdOf(view.pool, claim, deps.clock.nowMs());
+    const held = holdOf(view.pool, claim, deps.clock.nowMs());
+    const hold = held && caller ? { ...held, releasedBy: caller } : held;
     const outcome = await deps.allocator.release(claim, claim.version, hold);
     if (outcome === 'released' || outcome === 'absent') {
       // Held addresses are not free: the hint keeps them taken.
       if (!hold) for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
-      return;
+      return outcome === 'released' ? claim : undefined;
     }
     // The claim changed under us (a renew): read it again, and check the precondition against the new version.
   }
@@ -328,14 +338,16 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
  * null: the claim and its leases lose their expiry and are held until released, like a claim made without a TTL.
  * The claim's spec is kept as it was asked for, so a retry of the original request still finds it (idempotency).
  * Confirming a claim that has no expiry changes nothing and answers it as it is.
+ * In a pool with `access`, only the claim's creator or an administrator may renew it.
  * @throws NotFoundError when gone or its addresses were taken; ConflictError when renewing (not confirming) a claim
- *   without an expiry
+ *   without an expiry; ForbiddenError when the pool's `access` does not let the caller renew it
  */
-export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number | null): Promise<Claim> {
+export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number | null, caller?: Principal): Promise<Claim> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
   const ttl = ttlSeconds === null ? undefined : checkTtl(ttlSeconds);
   const claim = await deps.claims.getClaim(pool, name);
   if (!claim) throw new NotFoundError('claim', name);
+  requireCreatorOrAdministrator(view.pool, claim, caller, 'renew');
   let expiresAt: number | undefined;
   if (ttlSeconds === null) {
     if (claim.expiresAt === undefined) return claim;

@@ -1,6 +1,7 @@
 import { IpFamily, parseAddress } from '../ip/address.ts';
 import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError } from '../errors.ts';
+import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
 import { MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
@@ -14,6 +15,8 @@ export interface CreatePoolCommand {
   readonly exclude?: readonly string[];
   /** Seconds a released address stays held for its previous owner (0 to MAX_REUSE_DELAY_SECONDS, default 0). */
   readonly reuseDelaySeconds?: number;
+  /** Who may do what inside the pool (access.ts); absent: every caller IAM lets in administers it. */
+  readonly access?: { readonly administrators?: unknown; readonly allocators?: unknown };
 }
 
 /** Normalizes an exclusion (a CIDR or a single address) to a canonical CIDR. @throws InvalidArgumentError */
@@ -33,16 +36,21 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   if (!Number.isInteger(delay) || delay < 0 || delay > MAX_REUSE_DELAY_SECONDS) {
     throw new InvalidArgumentError(`reuseDelaySeconds must be a whole number of seconds from 0 to ${MAX_REUSE_DELAY_SECONDS}.`, 'reuseDelaySeconds');
   }
+  const access = cmd.access === undefined ? undefined : checkAccess(cmd.access);
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
-  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}) };
+  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(access ? { access } : {}) };
   if ((await deps.pools.createPool(pool)) === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
   return pool;
 }
 
-/** Lists pools in name order. */
-export async function listPools(deps: Deps, limit?: number, cursor?: string): Promise<Page<Pool>> {
-  return deps.pools.listPools(pageLimit(limit), cursor);
+/**
+ * Lists pools in name order: those the caller may see (a pool with `access` only to its administrators and
+ * allocators; a page may then hold fewer than `limit` pools, and still have a next one).
+ */
+export async function listPools(deps: Deps, limit?: number, cursor?: string, caller?: Principal): Promise<Page<Pool>> {
+  const page = await deps.pools.listPools(pageLimit(limit), cursor);
+  return { ...page, items: page.items.filter((pool) => roleIn(pool.access, caller) !== Role.None) };
 }
 
 export interface RangeWithUsage {
