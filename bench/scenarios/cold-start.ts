@@ -50,7 +50,8 @@ export const coldStartScenario: Scenario = {
           const script = `const t = performance.now(); await import(${JSON.stringify(pathToFileURL(outfile).href)}); console.log(performance.now() - t);`;
           const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
             encoding: 'utf8',
-            env: { PATH: process.env.PATH ?? '', TABLE_NAME: 'ipam-bench', AWS_REGION: 'us-east-1', AWS_NODEJS_CONNECTION_REUSE_ENABLED: '1' },
+            // A deployed function's environment (no LOCAL_STACK): the cursor key is required there (shared/config.ts).
+            env: { PATH: process.env.PATH ?? '', TABLE_NAME: 'ipam-bench', AWS_REGION: 'us-east-1', CURSOR_SECRET: 'bench-cold-start-cursor-secret', AWS_NODEJS_CONNECTION_REUSE_ENABLED: '1' },
           });
           const ms = Number(out.stdout.trim().split('\n').pop());
           if (out.status !== 0 || !Number.isFinite(ms)) failures.push(`${entry}: the bundle did not load: ${out.stderr.split('\n').slice(0, 3).join(' ')}`);

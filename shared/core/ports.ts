@@ -32,6 +32,12 @@ export interface LeaseScope {
   readonly to: bigint;
 }
 
+/** An expired claim a commit replaces, and how long its addresses stay held for its owner (see commitClaim). */
+export interface Replacing {
+  readonly claim: Claim;
+  readonly hold: Hold;
+}
+
 /** Why a claim transaction did not commit. */
 export type CommitOutcome =
   | { readonly kind: 'committed' }
@@ -77,9 +83,12 @@ export interface PoolStore {
 export interface ClaimStore {
   /**
    * Writes the claim and all its leases in one transaction: the claim only if absent, each lease only if absent or
-   * expired at `nowMs`.
+   * expired at `nowMs`. With `replacing` (an expired claim of the same name in a pool with a reuse delay, whose leases
+   * are still held: their expiry is the claim's plus the delay), the same transaction turns each of its leases the new
+   * claim does not take into a Released lease held for its owner until `replacing.hold`, and lets the new claim take
+   * the others; all only while they are still that claim's (else the transaction is cancelled: NotReady).
    */
-  commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number): Promise<CommitOutcome>;
+  commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number, replacing?: Replacing): Promise<CommitOutcome>;
   getClaim(pool: string, name: string): Promise<Claim | undefined>;
   /** Finds the claim an owner made from a generateName (the DRA recovery after a lost response). */
   findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined>;

@@ -151,6 +151,41 @@ export function lifecycleCases(engine: TestEngine): void {
       expect((await leaseItems(h)).map((l) => l.address)).toEqual([neighbour]);
     });
 
+    it('gives an expired claim\'s owner its address back under the same name before the reconciler runs, in one transaction with no lease left behind (issue 20)', async () => {
+      // Prepare: a /29 (6 hosts); a 60 s claim of web-0 takes one, and expires; the reconciler has not run
+      const h = await reconcilerHarness({ engine, start: T0 });
+      await delayedPool(h, ['10.45.0.0/29']);
+      const first = await h.claim('p', { name: 'web', owner: web('a'), ttlSeconds: 60 });
+      const [held] = first.addresses.map((a) => a.address);
+      h.clock.t = T0 + 61_000;
+      // Act: the same owner identity (a recreated pod: new uid) claims under the same name
+      const again = await h.api.call('POST', '/v1/pools/p/claims', { name: 'web', owner: web('b') });
+      // Assess: the same address, its lease now the new claim's; nothing of the old claim is left
+      expect(again.status).toBe(201);
+      expect(addressesOf(again.body)).toEqual([held]);
+      const leases = await leaseItems(h);
+      expect(leases.map((l) => [l.address, l.claim, l.claimUid])).toEqual([[held, 'web', again.body.uid]]);
+    });
+
+    it('holds an expired claim\'s addresses for its owner when another owner\'s claim replaces it under the same name (issue 20)', async () => {
+      // Prepare: as above, but the replacing claim belongs to someone else
+      const h = await reconcilerHarness({ engine, start: T0 });
+      await delayedPool(h, ['10.46.0.0/29']);
+      const first = await h.claim('p', { name: 'web', owner: web('a'), ttlSeconds: 60 });
+      const [held] = first.addresses.map((a) => a.address);
+      h.clock.t = T0 + 61_000;
+      // Act
+      const replaced = await h.api.call('POST', '/v1/pools/p/claims', { name: 'web', owner: other('x') });
+      const address = await h.api.call('GET', `/v1/pools/p/addresses/${held}`);
+      const sticky = await h.api.call('POST', '/v1/pools/p/claims', { name: 'web-again', owner: web('c') });
+      // Assess: the old lease became a Released one held for web-0 from the old claim's expiry (not an Allocated lease
+      // without its claim), and web-0's next claim gets it back
+      expect(replaced.status).toBe(201);
+      expect(addressesOf(replaced.body)).not.toContain(held);
+      expect(address.body).toMatchObject({ state: 'Released', previousOwner: web('a'), reusableAt: new Date(T0 + 60_000 + DELAY_S * 1000).toISOString() });
+      expect(addressesOf(sticky.body)).toEqual([held]);
+    });
+
     it('holds the addresses of a released owner for a recreated owner of the same kind and name', async () => {
       // Prepare
       const h = await reconcilerHarness({ engine, start: T0 });

@@ -4,6 +4,7 @@ import {
   GetItemCommand,
   InternalServerError,
   ProvisionedThroughputExceededException,
+  PutItemCommand,
   RequestLimitExceeded,
   ThrottlingException,
   TransactionCanceledException,
@@ -482,6 +483,17 @@ describe('Function: translateError', () => {
     // Assess
     expect(translated).toBeInstanceOf(NotReadyError);
     expect((translated as NotReadyError).cause).toBe(error);
+  });
+
+  it('turns TransactionConflictException on a single write into NotReadyError, so a single write a transaction held is retried (issue 20)', async () => {
+    // Prepare: DynamoDB refuses a PutItem on an item a transaction is writing
+    ddb.on(PutItemCommand).rejects(Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException' }));
+
+    // Act
+    const write = table.write({ kind: 'put', item: { PK: 'RECONCILER', SK: 'CHECKPOINT#expiry' } });
+
+    // Assess
+    await expect(write).rejects.toThrow(NotReadyError);
   });
 
   it('turns a socket ETIMEDOUT into NotReadyError', () => {

@@ -21,7 +21,7 @@ const clockAt = (nowMs: number): Clock => ({ nowMs: () => nowMs });
  * The store's commitClaim in memory, with the adapter's semantics: the claim is written only if absent or expired,
  * each lease only if absent or expired at `nowMs`, all or nothing. `commits` counts every call.
  */
-class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseClaim'>, Pick<LeaseIndex, 'takenAddresses'> {
+class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseClaim' | 'getClaim'>, Pick<LeaseIndex, 'takenAddresses'> {
   readonly leases = new Map<string, Lease>();
   readonly claims = new Map<string, Claim>();
   readonly commitCalls: { claim: Claim; leases: readonly Lease[]; nowMs: number }[] = [];
@@ -33,6 +33,10 @@ class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseCla
 
   get commits(): number {
     return this.commitCalls.length;
+  }
+
+  async getClaim(_pool: string, name: string): Promise<Claim | undefined> {
+    return this.claims.get(name);
   }
 
   async releaseClaim(claim: Claim): Promise<'released'> {
@@ -503,6 +507,7 @@ describe('Class: LeaseAllocator', () => {
           return { kind: 'addressesTaken', taken: claim.addresses.map((a) => ({ address: a.address })) };
         },
         releaseClaim: async (): Promise<'absent'> => 'absent',
+        getClaim: async (): Promise<undefined> => undefined,
       };
       const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
       const allocator = new LeaseAllocator({ claims: contended, hints, clock: clockAt(NOW), random: new SeededRandom(15), maxCommits: 5, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });

@@ -89,4 +89,31 @@ describe('Reconciler: a repair whose write failed transiently is retried within 
     expect(report.errors).toEqual([expect.stringMatching(/^release expired claim p\/web: NotReadyError/)]);
     expect(await h.get(keys.claim('p', 'web'))).toBeDefined();
   });
+
+  it('saves the expiry checkpoint in the same run when its single write met a transaction conflict (issue 20)', async () => {
+    // Prepare: the checkpoint's PutItem meets a transaction holding the item once
+    const { faults, h } = await expiredWebUnderFaults();
+    faults.plan({ kind: 'conflict' }, (call) => call.method === 'write' && call.keys.some((k) => k.PK === 'RECONCILER'));
+    const { waits, pause } = recordingPause(h.clock);
+    // Act
+    const report = await h.run({ settings: { sweepItems: 0 }, pause });
+    // Assess: retried after one wait, as a throttle is
+    expect(report.errors).toEqual([]);
+    expect(waits).toHaveLength(1);
+    expect(report.repairs.ClaimExpired).toBe(1);
+  });
+});
+
+describe('Reconciler: a read inside one item\'s work that failed transiently is retried within the run (issue 20)', () => {
+  it('counts a range in the same run when its count slice was throttled once', async () => {
+    // Prepare
+    const { faults, h } = await expiredWebUnderFaults();
+    faults.plan({ kind: 'throttle' }, (call) => call.method === 'query' && call.query?.countOnly === true);
+    const { waits, pause } = recordingPause(h.clock);
+    // Act
+    const report = await h.run({ settings: { sweepItems: 0 }, pause });
+    // Assess
+    expect(report.errors).toEqual([]);
+    expect(waits).toHaveLength(1);
+  });
 });

@@ -1,6 +1,6 @@
 import { NotReadyError } from '../../core/errors.ts';
 import type { Claim, Hold, Lease } from '../../core/model.ts';
-import type { ClaimFilter, ClaimStore, CommitOutcome, Page, ReleaseOutcome } from '../../core/ports.ts';
+import type { ClaimFilter, ClaimStore, CommitOutcome, Page, ReleaseOutcome, Replacing } from '../../core/ports.ts';
 import { itemToClaim } from './codec.ts';
 import { both, claimUidIs, hasLabels, versionIs } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
@@ -15,8 +15,8 @@ import { claimRenewal } from './writes/renew.ts';
 export class TableClaimStore implements ClaimStore {
   constructor(private readonly table: Table, private readonly shards: number, private readonly cursors: CursorCodec) {}
 
-  async commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number): Promise<CommitOutcome> {
-    const { ops, decode } = claimCommit(claim, leases, nowMs, this.shards);
+  async commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number, replacing?: Replacing): Promise<CommitOutcome> {
+    const { ops, decode } = claimCommit(claim, leases, nowMs, this.shards, replacing ? { replacing } : {});
     const verdicts = await this.table.transact(ops);
     return verdicts ? this.settle(claim, decode(verdicts)) : { kind: 'committed' };
   }

@@ -22,11 +22,14 @@ import { KEY_ATTRIBUTES, type Query, type QueryPage, type Table, type TxVerdict,
 const THROTTLES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded', 'LimitExceededException']);
 const TIMEOUTS = new Set(['TimeoutError', 'AbortError', 'RequestTimeout', 'RequestTimeoutException']);
 
-/** Turns throttling and timeouts into the domain's retryable NotReadyError; anything else stays an internal error. */
+/** Turns throttling, timeouts and a single write's transaction conflict into the domain's retryable NotReadyError; anything else stays an internal error. */
 export function translateError(error: unknown): unknown {
   const name = (error as { name?: string })?.name ?? '';
   if (THROTTLES.has(name)) return new NotReadyError('The address store is throttling requests; retry shortly.', { cause: error });
   if (TIMEOUTS.has(name) || (error as { code?: string })?.code === 'ETIMEDOUT') return new NotReadyError('The address store did not answer in time; retry shortly.', { cause: error });
+  // A single write on an item a transaction is writing (dropReleased, a checkpoint save): it did nothing, and may be
+  // tried again (a transaction's own conflicts come back as its cancellation reasons instead).
+  if (name === 'TransactionConflictException') return new NotReadyError('Another transaction was writing the same item; retry shortly.', { cause: error });
   return error;
 }
 

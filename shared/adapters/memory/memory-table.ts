@@ -61,7 +61,8 @@ export interface TableCall {
  * - `throttle`: nothing is applied; NotReadyError, as SdkTable turns DynamoDB's throttling into.
  * - `timeout`: the write is applied (`committed`) or not, then NotReadyError: the caller cannot tell which.
  * - `conflict`: a transaction is cancelled with TransactionConflict on `ops` (indexes; all when absent) and None on
- *   the others; a single write throws TransactionConflictException, as DynamoDB does when a transaction holds the item.
+ *   the others; a single write throws NotReadyError, what SdkTable makes of DynamoDB's TransactionConflictException
+ *   (a transaction held the item): nothing is applied.
  */
 export type Fault =
   | { readonly kind: 'throttle' }
@@ -288,7 +289,8 @@ export class MemoryTable implements Table {
     this.counts.write += 1;
     if (op.kind === 'check') throw new Error('A condition check is only valid inside a transaction.');
     const fault = this.faults({ method: 'write', keys: [keyOf(op)], ops: [op] });
-    if (fault?.kind === 'conflict') throw dynamoError('TransactionConflictException', 'Transaction is ongoing for the item');
+    // What SdkTable makes of DynamoDB's TransactionConflictException on a single write: nothing applied, retryable.
+    if (fault?.kind === 'conflict') throw new NotReadyError('Another transaction was writing the same item; retry shortly.', { cause: dynamoError('TransactionConflictException', 'Transaction is ongoing for the item') });
     return this.faulted(fault, () => this.applyWrite(op));
   }
 

@@ -1,7 +1,7 @@
 import { formatAddress, parseAddress, type IpFamily } from '../ip/address.ts';
 import { NotReadyError, RangeFullError } from '../errors.ts';
-import { leaseOfClaim, reuseDelayMs, type Claim, type ClaimAddress, type Hold, type Owner, type PoolView } from '../model.ts';
-import type { ClaimStore, Clock, LeaseIndex, Random, ReleaseOutcome } from '../ports.ts';
+import { holdOf, isExpired, leaseOfClaim, reuseDelayMs, type Claim, type ClaimAddress, type Hold, type Owner, type PoolView } from '../model.ts';
+import type { ClaimStore, Clock, LeaseIndex, Random, ReleaseOutcome, Replacing } from '../ports.ts';
 import type { OccupancyStore } from '../occupancy/ports.ts';
 import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
@@ -19,7 +19,7 @@ export const PickStrategy = {
 export type PickStrategy = (typeof PickStrategy)[keyof typeof PickStrategy];
 
 export interface LeaseAllocatorDeps {
-  readonly claims: Pick<ClaimStore, 'commitClaim' | 'releaseClaim'>;
+  readonly claims: Pick<ClaimStore, 'commitClaim' | 'releaseClaim' | 'getClaim'>;
   readonly hints: HintCache;
   readonly clock: Clock;
   readonly random: Random;
@@ -132,9 +132,11 @@ export class LeaseAllocator implements Allocator {
     // One slot per address the claim takes: a family's explicit address, or `count` dynamic picks of it.
     const slots = requests.flatMap((r) => (r.explicit ? [r] : Array.from({ length: r.count ?? 1 }, () => r)));
     const picks: (Choice | undefined)[] = slots.map((r) => (r.explicit ? { value: r.explicit.value, range: rangeForExplicit(view, r.explicit), explicit: true } : undefined));
-    await this.pickSticky(view, draft.spec.owner, slots, picks);
     const pool = view.pool.name;
     const holdMs = reuseDelayMs(view.pool);
+    const replacing = holdMs > 0 ? await this.replacedClaim(view, draft) : undefined;
+    if (replacing?.kind === 'exists') return replacing;
+    await this.pickSticky(view, draft.spec.owner, slots, picks, replacing?.replacing);
     const refreshedAt = new Map<IpFamily, number>();
     const collisions = new Map<IpFamily, number>();
     // When this call last collided in each family: a hint read before that is known to be behind.
@@ -157,7 +159,7 @@ export class LeaseAllocator implements Allocator {
         }
         claim = buildClaim(draft, requests, slots, picks as Choice[]);
         const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
-        outcome = await this.deps.claims.commitClaim(claim, leases, this.deps.clock.nowMs());
+        outcome = await this.deps.claims.commitClaim(claim, leases, this.deps.clock.nowMs(), replacing?.replacing);
       } finally {
         for (const settle of reservations.splice(0)) settle();
       }
@@ -199,9 +201,12 @@ export class LeaseAllocator implements Allocator {
    * address released a moment ago may be missed, and the claim then gets another one (the held one stays held until
    * its delay is over). The commit's condition lets this owner take its own held addresses (writes/commit.ts).
    */
-  private async pickSticky(view: PoolView, owner: Owner, slots: readonly FamilyRequest[], picks: (Choice | undefined)[]): Promise<void> {
+  private async pickSticky(view: PoolView, owner: Owner, slots: readonly FamilyRequest[], picks: (Choice | undefined)[], replacing?: Replacing): Promise<void> {
     if (!this.deps.heldFor || reuseDelayMs(view.pool) === 0 || picks.every((p) => p !== undefined)) return;
-    const held = await this.deps.heldFor(view.pool.name, owner, this.deps.clock.nowMs());
+    // The expired claim this one replaces, when its owner identity is this one's: its addresses first (the commit
+    // converts them in the same transaction), then those the owner index shows held.
+    const previous = replacing && replacing.claim.spec.owner.kind === owner.kind && replacing.claim.spec.owner.name === owner.name ? replacing.claim.addresses : [];
+    const held = [...previous, ...(await this.deps.heldFor(view.pool.name, owner, this.deps.clock.nowMs()))];
     const taken = new Set<string>();
     for (const [i, slot] of slots.entries()) {
       if (picks[i]) continue;
@@ -219,6 +224,21 @@ export class LeaseAllocator implements Allocator {
         break;
       }
     }
+  }
+
+  /**
+   * In a pool with a reuse delay, the claim of this name as it is now (one consistent read): held, it is the answer
+   * (the commit would be refused); expired but with leases still held (a lease of such a pool outlives its claim by
+   * the delay, until the reconciler releases it), it is replaced by this commit, which converts its leases (issue 20:
+   * else they stay Allocated without their claim, and its owner's next claim gets other addresses).
+   */
+  private async replacedClaim(view: PoolView, draft: ClaimDraft): Promise<{ kind: 'exists'; claim: Claim } | { kind: 'replacing'; replacing: Replacing } | undefined> {
+    const nowMs = this.deps.clock.nowMs();
+    const current = await this.deps.claims.getClaim(view.pool.name, draft.name);
+    if (!current) return undefined;
+    if (!isExpired(current, nowMs)) return { kind: 'exists', claim: current };
+    const hold = holdOf(view.pool, current, nowMs);
+    return hold ? { kind: 'replacing', replacing: { claim: current, hold } } : undefined;
   }
 
   /**

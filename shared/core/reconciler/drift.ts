@@ -6,7 +6,7 @@ import { bitmapOf, bitmapOfDocument, bitmapsMaintained, windowInterval } from '.
 import type { RangeAllocation } from '../bitmap/range-allocation.ts';
 import { EventReason, type DriftRecord, type IpamEvent, type PoolViewList, type UsageRecord } from './ports.ts';
 import type { UsageByRange } from './usage.ts';
-import { Phase, SWEEP_CHECKPOINT, type Run, type SweepCheckpoint } from './run.ts';
+import { Phase, RETRIES, SWEEP_CHECKPOINT, type Run, type SweepCheckpoint } from './run.ts';
 
 /**
  * Rows 8-10 of the reconciler's table: legacy bitmaps against the lease items of their window (a bit stands for a
@@ -122,9 +122,10 @@ async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRec
   const window = windowInterval(cidr);
   if (!window) return false;
   // 1. The bitmap first, then everything about the leases.
-  const doc = await bitmaps.getBitmap(range.pool, range.name);
+  // Reads are retried within the run when they fail transiently (RETRIES.read), as a phase's reads are.
+  const doc = await run.retrying(() => bitmaps.getBitmap(range.pool, range.name), RETRIES.read);
   const current = doc ? bitmapOfDocument(doc, { range, cidr }) : undefined;
-  const record = await store.getDriftRecord(range.pool, range.name);
+  const record = await run.retrying(() => store.getDriftRecord(range.pool, range.name), RETRIES.read);
   if (!needsScan(doc, current, record?.value, usage, cycle) || budget.left <= 0) return false;
   const mayStrike = record === undefined || record.value.observedAt < run.startedAt;
   const comparedAt = usage?.countedAt ?? record?.value.comparedAt ?? 0;

@@ -6,7 +6,7 @@ import { chunkBase, chunkIndexOf } from '../occupancy/chunk.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { SummaryMirror } from '../occupancy/summary-mirror.ts';
 import type { Pool, PoolView, Range } from '../model.ts';
-import { Phase, type Run } from './run.ts';
+import { Phase, RETRIES, type Run } from './run.ts';
 
 /**
  * The occupancy summary's repair (rows 14-15 of reconcile.ts). The stream function keeps the summary, but a batch
@@ -27,8 +27,9 @@ export const SUMMARY_CHECK_EVERY_MS = 15 * 60_000;
 export async function repairSummary(run: Run, pool: string, family: IpFamily, intervals: readonly Interval[]): Promise<number> {
   const { leases, occupancy, clock } = run.deps;
   if (intervals.length === 0) return 0;
-  const listed = new Set(await leases.takenAddresses(pool, family, intervals, 0));
-  const summary = await readSummary(occupancy, pool, family, intervals);
+  // Reads, retried within the run when they fail transiently (RETRIES.read): a failed read would cost the item a run.
+  const listed = new Set(await run.retrying(() => leases.takenAddresses(pool, family, intervals, 0), RETRIES.read));
+  const summary = await run.retrying(() => readSummary(occupancy, pool, family, intervals), RETRIES.read);
   const differ = new Map<bigint, string[]>();
   const add = (value: bigint) => {
     const index = chunkIndexOf(value);
@@ -46,7 +47,8 @@ export async function repairSummary(run: Run, pool: string, family: IpFamily, in
   let changed = 0;
   for (const [index, addresses] of differ) {
     // settleChunk reads each address's lease item itself: a listing behind the table changes nothing wrongly.
-    if ((await mirror.settleChunk(pool, family, index, addresses)) === 'written') changed += addresses.length;
+    // Its reads and its conditional put are safe to repeat: retried within the run when they fail transiently.
+    if ((await run.retrying(() => mirror.settleChunk(pool, family, index, addresses), RETRIES.read)) === 'written') changed += addresses.length;
   }
   return changed;
 }
@@ -73,7 +75,7 @@ export async function checkRangeSummary(run: Run, pool: Pool, range: Range, coun
   if (pool.summarySince === undefined) return 0;
   const host = hostInterval(parseCidr(range.cidr));
   if (!host) return 0;
-  const summary = await readSummary(run.deps.occupancy, pool.name, range.family, [host]);
+  const summary = await run.retrying(() => readSummary(run.deps.occupancy, pool.name, range.family, [host]), RETRIES.read);
   // The count leaves expired leases out; the summary keeps them until they are deleted: only comparable without TTLs.
   if (summary.expiring || summary.used === BigInt(counted)) return 0;
   return repairSummary(run, pool.name, range.family, [host]);

@@ -4,7 +4,7 @@ import type { Interval } from '../allocator/intervals.ts';
 import { hostInterval } from '../allocator/pool-geometry.ts';
 import { windowInterval } from '../bitmap/legacy.ts';
 import type { Checkpoint, PoolViewList, UsageRecord } from './ports.ts';
-import { Phase, type RangeUsage, type Run } from './run.ts';
+import { Phase, RETRIES, type RangeUsage, type Run } from './run.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { checkRangeSummary, SUMMARY_CHECK_EVERY_MS } from './summary.ts';
 
@@ -76,7 +76,8 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
       const record: UsageRecord = stored?.value ?? { cidr: range.cidr };
       const { intervals, window } = usageIntervals(range);
       const pass = record.pass ?? { cursor: undefined, used: 0, scanned: intervals.map(() => 0), startedAt: run.now() };
-      const slice = await store.countSlice(range.pool, range.family, intervals, run.now(), budget, pass.cursor);
+      // A read: retried within the run when it fails transiently, as a phase's reads are (an item's failure costs a run).
+      const slice = await run.retrying(() => store.countSlice(range.pool, range.family, intervals, run.now(), budget, pass.cursor), RETRIES.read);
       budget -= slice.cost;
       const used = pass.used + slice.unexpired;
       const scanned = pass.scanned.map((n, i) => n + (slice.scanned[i] ?? 0));

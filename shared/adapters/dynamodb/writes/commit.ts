@@ -1,8 +1,8 @@
 import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
-import { RangeState, type Claim, type Lease, type Range } from '../../../core/model.ts';
-import type { CommitOutcome } from '../../../core/ports.ts';
+import { leaseOfClaim, RangeState, releasedLease, type Claim, type Lease, type Range } from '../../../core/model.ts';
+import type { CommitOutcome, Replacing } from '../../../core/ports.ts';
 import { bitmapToItem, claimToItem, generatedToItem, itemToClaim, itemToLease, leaseToItem } from '../codec.ts';
-import { attributeIs, bitmapIs, isFreeAt, isTakeableBy } from '../conditions.ts';
+import { attributeIs, bitmapIs, either, heldByClaim, isFreeAt, isTakeableBy } from '../conditions.ts';
 import { keys } from '../keys.ts';
 import type { TxVerdict, WriteOp } from '../table.ts';
 import { lostRace } from './verdicts.ts';
@@ -13,6 +13,8 @@ export interface CommitExtras {
   readonly bitmaps?: readonly BitmapWrite[];
   /** Ranges the leases are taken from: each must still exist and be Ready when the transaction commits. */
   readonly ranges?: readonly Range[];
+  /** The expired claim of the same name this one replaces (a reuse delay): its leases are converted here (ClaimStore). */
+  readonly replacing?: Replacing;
 }
 
 /**
@@ -34,6 +36,8 @@ export type CommitVerdict =
  *   Put claim       absent OR expired            -> claimExists
  *   Put generated   absent OR expired            -> generatedNameExists      (only with generateName)
  *   Put lease       absent OR expired OR held for this owner identity -> addressesTaken (with the holder, ALL_OLD)
+ *                   [OR still the replaced claim's]
+ *   Put Released    still the replaced claim's   -> conflict (NotReady)     (extras.replacing: its other leases)
  *   Check range     exists AND state = Ready     -> rangesNotReady           (extras.ranges)
  *   Put bitmap      version = v | absent         -> bitmapsChanged           (extras.bitmaps)
  *
@@ -47,7 +51,16 @@ export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: numbe
   if (generated) ops.push({ kind: 'put', item: generatedToItem(claim), condition: free, returnOld: true });
   const firstLease = ops.length;
   const takeable = isTakeableBy(claim.spec.owner.kind, claim.spec.owner.name, nowMs);
-  for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: takeable, returnOld: true });
+  const replaced = extras.replacing?.claim;
+  // Its owner identity (kind and name) takes its addresses back at once; another owner's claim may not.
+  const sameOwner = replaced !== undefined && replaced.spec.owner.kind === claim.spec.owner.kind && replaced.spec.owner.name === claim.spec.owner.name;
+  const ofReplaced = new Set(sameOwner ? replaced.addresses.map((a) => a.address) : []);
+  for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: ofReplaced.has(lease.address) ? either(takeable, heldByClaim(replaced!.uid)) : takeable, returnOld: true });
+  // The replaced claim's other leases: held for its owner until the reuse delay ends, as its release would have.
+  const taking = new Set(leases.map((l) => l.address));
+  for (const address of replaced?.addresses ?? []) {
+    if (!taking.has(address.address)) ops.push({ kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(replaced!, address), extras.replacing!.hold), shards), condition: heldByClaim(replaced!.uid) });
+  }
   const firstRange = ops.length;
   const ranges = extras.ranges ?? [];
   for (const range of ranges) ops.push({ kind: 'check', key: keys.range(range.pool, range.name), condition: attributeIs('state', RangeState.Ready) });
