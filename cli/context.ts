@@ -31,9 +31,14 @@ export function poolOf(cmd: Command, io: CliIo): string {
   return pool;
 }
 
-/** `--endpoint`, else IPAM_ENDPOINT, else the local stack; only http and https URLs. */
+/**
+ * `--endpoint`, else IPAM_ENDPOINT, else the local stack (on $PORT when set, as `npm start` is); only http and https
+ * URLs. The API's own `/v1` at the end is taken off (`http://127.0.0.1:3000/v1`, the README's `$API`, means the same
+ * endpoint): every route already starts with it, and a deployed stage's URL never ends with it.
+ */
 export function endpointOf(cmd: Command, io: CliIo): URL {
-  const text = cmd.optsWithGlobals<GlobalOptions>().endpoint ?? io.env.IPAM_ENDPOINT ?? DEFAULT_ENDPOINT;
+  const local = io.env.PORT && /^\d+$/.test(io.env.PORT) ? `http://127.0.0.1:${io.env.PORT}` : DEFAULT_ENDPOINT;
+  const text = cmd.optsWithGlobals<GlobalOptions>().endpoint ?? (io.env.IPAM_ENDPOINT || local);
   let url: URL;
   try {
     url = new URL(text);
@@ -41,6 +46,7 @@ export function endpointOf(cmd: Command, io: CliIo): URL {
     usageError(cmd, `--endpoint ${JSON.stringify(text)} is not a URL (for example ${DEFAULT_ENDPOINT}).`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') usageError(cmd, `--endpoint must be an http or https URL, not ${url.protocol}`);
+  url.pathname = url.pathname.replace(/\/v1\/*$/, '/');
   return url;
 }
 

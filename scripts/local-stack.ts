@@ -23,6 +23,12 @@ import { startStreamPoller, type StreamPoller } from './stream-poller.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
+/**
+ * The AWS SDK warns on Node < 22 (its releases after early January 2027 will need 22) once per process, in 8 lines:
+ * the stack and serverless-offline each printed it at start. The banner says it once, in one line, instead.
+ */
+const SDK_NODE_WARNING_OFF = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } as const;
+
 /** The functions of serverless.yml, by their key there. */
 export type FunctionKey = 'api' | 'mirror' | 'reconciler';
 
@@ -174,7 +180,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true', ESBUILD_WORK_FOLDER: workFolder },
+        env: { ...process.env, ...SDK_NODE_WARNING_OFF, ...options.env, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true', ESBUILD_WORK_FOLDER: workFolder },
       },
     );
     offline = child;
@@ -185,6 +191,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       tail.push(line);
       if (tail.length > 200) tail.shift();
       if (line.includes('Successfully invoked scheduled function') && line.includes('[reconciler]')) scheduled += 1;
+      // offline's route table gives each route a second line, the Lambda invoke URL on the HTTP port, where nothing
+      // answers it (the Lambda API is on --lambda-port, which the banner prints): leave those out.
+      if (/\/2015-03-31\/functions\/[^/\s]+\/invocations/.test(line)) return;
       log(`[offline] ${line}`);
     };
     forEachLine(child.stdout, onLine);
@@ -353,6 +362,7 @@ async function main(argv: string[]): Promise<void> {
     console.error((error as Error).message);
     process.exit(1);
   }
+  Object.assign(process.env, SDK_NODE_WARNING_OFF);
   const int = (text: string | undefined) => (text === undefined || text === '' ? undefined : Number.parseInt(text, 10));
   const started = Date.now();
   const stack = await startLocalStack({
@@ -394,7 +404,12 @@ async function main(argv: string[]): Promise<void> {
       `  Schedule        reconciler ${schedule === undefined ? 'NOT scheduled by serverless-offline' : `cron [${schedule}] fired by serverless-offline`}`,
       `  State file      ${stateFile}   (read by npm run invoke)`,
       '',
+      '  In another shell (the README\'s tours and ipam read these):',
+      `    export PORT=${new URL(stack.apiUrl).port} IPAM_ENDPOINT=${stack.apiUrl}`,
       `  e.g. curl ${stack.apiUrl}/v1/health ; npm run invoke -- reconciler events/schedule.json`,
+      ...(Number(process.versions.node.split('.')[0]) < 22
+        ? [`  Node ${process.versions.node}: AWS SDK releases after early January 2027 need Node >= 22 (the Lambda runtime is nodejs22.x).`]
+        : []),
       '  Ctrl-C stops everything.',
       '',
     ].join('\n'),

@@ -53,7 +53,8 @@ export function claimDto(claim: Claim): Record<string, unknown> {
     // The claim's families in order, once each (a batch holds several addresses of one family).
     ipFamilies: [...new Set(claim.addresses.map((a) => a.family))],
     ...(claim.spec.count !== undefined ? { count: claim.spec.count } : {}),
-    addresses: claim.addresses,
+    // Spelled field by field: a claim read back from the table (an idempotent repeat) has them in the codec's order.
+    addresses: claim.addresses.map((a) => ({ address: a.address, family: a.family, range: a.range })),
     ...(claim.spec.generateName !== undefined ? { generateName: claim.spec.generateName } : {}),
     ...(claim.spec.ttlSeconds !== undefined ? { ttlSeconds: claim.spec.ttlSeconds } : {}),
     labels: claim.spec.labels ?? {},
