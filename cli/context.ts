@@ -31,9 +31,14 @@ export function poolOf(cmd: Command, io: CliIo): string {
   return pool;
 }
 
-/** `--endpoint`, else IPAM_ENDPOINT, else the local stack; only http and https URLs. */
+/**
+ * `--endpoint`, else IPAM_ENDPOINT, else the local stack (on $PORT when set, as `npm start` is); only http and https
+ * URLs. The API's own `/v1` at the end is taken off (`http://127.0.0.1:3000/v1`, the README's `$API`, means the same
+ * endpoint): every route already starts with it, and a deployed stage's URL never ends with it.
+ */
 export function endpointOf(cmd: Command, io: CliIo): URL {
-  const text = cmd.optsWithGlobals<GlobalOptions>().endpoint ?? io.env.IPAM_ENDPOINT ?? DEFAULT_ENDPOINT;
+  const local = io.env.PORT && /^\d+$/.test(io.env.PORT) ? `http://127.0.0.1:${io.env.PORT}` : DEFAULT_ENDPOINT;
+  const text = cmd.optsWithGlobals<GlobalOptions>().endpoint ?? (io.env.IPAM_ENDPOINT || local);
   let url: URL;
   try {
     url = new URL(text);
@@ -41,6 +46,7 @@ export function endpointOf(cmd: Command, io: CliIo): URL {
     usageError(cmd, `--endpoint ${JSON.stringify(text)} is not a URL (for example ${DEFAULT_ENDPOINT}).`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') usageError(cmd, `--endpoint must be an http or https URL, not ${url.protocol}`);
+  url.pathname = url.pathname.replace(/\/v1\/*$/, '/');
   return url;
 }
 
@@ -53,14 +59,20 @@ export async function apiFor(cmd: Command, io: CliIo): Promise<IpamApi> {
   const options = cmd.optsWithGlobals<GlobalOptions>();
   const endpoint = endpointOf(cmd, io);
   const trace = options.verbose ? (line: string) => io.stderr(`${line}\n`) : undefined;
-  let signer: RequestSigner | undefined;
-  if (endpoint.protocol === 'https:') {
-    // Loaded only here: the signer and the credential chain cost a few hundred milliseconds of start-up that calls
-    // to the local stack do not need.
-    const { credentialChain, resolveRegion, sigV4Signer } = await import('./api/sigv4.ts');
-    const region = resolveRegion(endpoint, options.region, io.env);
-    signer = sigV4Signer({ credentials: await credentialChain(options.profile), region });
-    trace?.(`* signing for execute-api in ${region}${options.profile ? ` with profile ${options.profile}` : ''}`);
-  }
+  const signer = endpoint.protocol === 'https:' ? await signerFor(cmd, io, endpoint, trace) : undefined;
   return new IpamApi(new HttpClient({ endpoint, fetch: io.fetch, ...(signer ? { signer } : {}), ...(trace ? { trace } : {}) }));
+}
+
+/**
+ * The SigV4 signer for `endpoint` (service execute-api): the region from --region, the hostname or the environment,
+ * credentials from the standard chain (--profile).
+ */
+export async function signerFor(cmd: Command, io: CliIo, endpoint: URL, trace?: (line: string) => void): Promise<RequestSigner> {
+  const options = cmd.optsWithGlobals<GlobalOptions>();
+  // Loaded only here: the signer and the credential chain cost a few hundred milliseconds of start-up that calls
+  // to the local stack do not need.
+  const { credentialChain, resolveRegion, sigV4Signer } = await import('./api/sigv4.ts');
+  const region = resolveRegion(endpoint, options.region, io.env);
+  trace?.(`* signing for execute-api in ${region}${options.profile ? ` with profile ${options.profile}` : ''}`);
+  return sigV4Signer({ credentials: await credentialChain(options.profile), region });
 }

@@ -1,7 +1,9 @@
 /**
  * The embedded local stack, run by `npm start`: DynamoDB Local (Java), the table from infra/table.json,
  * serverless-offline serving the HTTP API and the reconciler's schedule, and a stream poller that feeds the
- * table's stream to the mirror function with Lambda's partial-batch semantics.
+ * table's stream to the mirror function with Lambda's partial-batch semantics. The API's port is the web console's
+ * server (cli/console/server.ts): the page at /console/, every other request passed through to serverless-offline,
+ * which listens on a port of its own.
  *
  *   npm start [-- --port 3000] [--lambda-port N] [--dynamodb-port N] [--data .data/dynamodb] [--stage local]
  *
@@ -17,11 +19,18 @@ import { parseArgs } from 'node:util';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../shared/adapters/dynamodb/client.ts';
 import { createTable } from '../shared/adapters/dynamodb/table-setup.ts';
+import { startConsoleServer, type ConsoleServer } from '../cli/console/server.ts';
 import { assertJava, freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { offlineLambda } from './offline-lambda.ts';
 import { startStreamPoller, type StreamPoller } from './stream-poller.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The AWS SDK warns on Node < 22 (its releases after early January 2027 will need 22) once per process, in 8 lines:
+ * the stack and serverless-offline each printed it at start. The banner says it once, in one line, instead.
+ */
+const SDK_NODE_WARNING_OFF = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } as const;
 
 /** The functions of serverless.yml, by their key there. */
 export type FunctionKey = 'api' | 'mirror' | 'reconciler';
@@ -47,11 +56,20 @@ export interface LocalStackOptions {
   log?: (line: string) => void;
   /** Milliseconds to wait for serverless-offline to answer. Default 120 000. */
   readyTimeoutMs?: number;
+  /**
+   * Run handlers in serverless-offline's own process (`--useInProcess`) instead of a worker per concurrent request.
+   * A cold worker loads the whole bundle, so a burst of N parallel requests on a small machine pays N cold starts
+   * (past the function's timeout on a loaded 2-core box); in process, the loaded handler serves them all, as warm
+   * Lambda instances would. Default false.
+   */
+  inProcess?: boolean;
 }
 
 export interface LocalStack {
-  /** Base URL of the HTTP API, e.g. http://127.0.0.1:3000 (routes start with /v1). */
+  /** Base URL of the HTTP API, e.g. http://127.0.0.1:3000 (routes start with /v1); the web console is at /console/. */
   readonly apiUrl: string;
+  /** serverless-offline itself, behind apiUrl's console server. */
+  readonly offlineUrl: string;
   /** DynamoDB Local endpoint. */
   readonly endpoint: string;
   readonly tableName: string;
@@ -96,7 +114,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const service = serviceName();
   const tableName = `${service}-${stage}`;
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const [port, lambdaPort] = [options.port ?? (await freePort()), options.lambdaPort ?? (await freePort())];
+  const [port, lambdaPort, offlinePort] = [options.port ?? (await freePort()), options.lambdaPort ?? (await freePort()), await freePort()];
   // A busy port would not make offline fail fast: the readiness probe would get its answer from the other server.
   await assertPortFree(port, '--port');
   await assertPortFree(lambdaPort, '--lambda-port');
@@ -115,11 +133,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   let offline: ChildProcess | undefined;
   let offlineExit: Promise<void> | undefined;
   let poller: StreamPoller | undefined;
+  let front: ConsoleServer | undefined;
   let stopping: Promise<void> | undefined;
   const mirror = offlineLambda({ endpoint: `http://127.0.0.1:${lambdaPort}`, functionName: `${service}-${stage}-mirror` });
 
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      await front?.close();
       await poller?.stop().catch(() => undefined);
       mirror.destroy();
       if (offline && offlineExit) await stopProcessGroup(offline, offlineExit);
@@ -165,16 +185,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         '--host',
         '127.0.0.1',
         '--httpPort',
-        String(port),
+        String(offlinePort),
         '--lambdaPort',
         String(lambdaPort),
+        ...(options.inProcess ? ['--useInProcess'] : []),
       ],
       {
         cwd: repoRoot,
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...options.env, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true', ESBUILD_WORK_FOLDER: workFolder },
+        env: { ...process.env, ...SDK_NODE_WARNING_OFF, ...options.env, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true', ESBUILD_WORK_FOLDER: workFolder },
       },
     );
     offline = child;
@@ -185,16 +206,19 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       tail.push(line);
       if (tail.length > 200) tail.shift();
       if (line.includes('Successfully invoked scheduled function') && line.includes('[reconciler]')) scheduled += 1;
+      // offline's route table gives each route a second line, the Lambda invoke URL on the HTTP port, where nothing
+      // answers it (the Lambda API is on --lambda-port, which the banner prints): leave those out.
+      if (/\/2015-03-31\/functions\/[^/\s]+\/invocations/.test(line)) return;
       log(`[offline] ${line}`);
     };
     forEachLine(child.stdout, onLine);
     forEachLine(child.stderr, onLine);
 
-    const apiUrl = `http://127.0.0.1:${port}`;
+    const offlineUrl = `http://127.0.0.1:${offlinePort}`;
     // Settle both before going on, so a failure of one never leaves the other starting after stop().
     const [table, server] = await Promise.allSettled([
       database,
-      waitForHttp(`${apiUrl}/v1/health`, child, options.readyTimeoutMs ?? 120_000, () => tail.join('\n')),
+      waitForHttp(`${offlineUrl}/v1/health`, child, options.readyTimeoutMs ?? 120_000, () => tail.join('\n')),
     ]);
     if (table.status === 'rejected') throw table.reason;
     if (server.status === 'rejected') throw server.reason;
@@ -217,12 +241,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       });
     }
 
+    front = await startConsoleServer({ upstream: new URL(offlineUrl), port });
+    const apiUrl = front.origin;
     const functions = { api: `${service}-${stage}-api`, mirror: `${service}-${stage}-mirror`, reconciler: `${service}-${stage}-reconciler` };
     const invokers = new Map<FunctionKey, ReturnType<typeof offlineLambda>>();
     cleanups.push(() => invokers.forEach((i) => i.destroy()));
     const db = dynamo;
     return {
       apiUrl,
+      offlineUrl,
       endpoint: db.endpoint,
       tableName,
       stage,
@@ -353,6 +380,7 @@ async function main(argv: string[]): Promise<void> {
     console.error((error as Error).message);
     process.exit(1);
   }
+  Object.assign(process.env, SDK_NODE_WARNING_OFF);
   const int = (text: string | undefined) => (text === undefined || text === '' ? undefined : Number.parseInt(text, 10));
   const started = Date.now();
   const stack = await startLocalStack({
@@ -387,6 +415,7 @@ async function main(argv: string[]): Promise<void> {
       '',
       `Local stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
       `  HTTP API        ${stack.apiUrl}/v1/health   (no IAM auth locally)`,
+      `  Web console     ${stack.apiUrl}/console/`,
       `  Lambda API      ${stack.lambdaEndpoint}   (functions ${serviceName()}-${stack.stage}-{api,mirror,reconciler})`,
       `  DynamoDB Local  ${stack.endpoint}   (pid ${stack.pids.dynamodb}, ${values.data ? `data in ${resolve(values.data)}` : 'in memory'})`,
       `  Table           ${stack.tableName}`,
@@ -394,7 +423,12 @@ async function main(argv: string[]): Promise<void> {
       `  Schedule        reconciler ${schedule === undefined ? 'NOT scheduled by serverless-offline' : `cron [${schedule}] fired by serverless-offline`}`,
       `  State file      ${stateFile}   (read by npm run invoke)`,
       '',
+      '  In another shell (the README\'s tours and ipam read these):',
+      `    export PORT=${new URL(stack.apiUrl).port} IPAM_ENDPOINT=${stack.apiUrl}`,
       `  e.g. curl ${stack.apiUrl}/v1/health ; npm run invoke -- reconciler events/schedule.json`,
+      ...(Number(process.versions.node.split('.')[0]) < 22
+        ? [`  Node ${process.versions.node}: AWS SDK releases after early January 2027 need Node >= 22 (the Lambda runtime is nodejs22.x).`]
+        : []),
       '  Ctrl-C stops everything.',
       '',
     ].join('\n'),

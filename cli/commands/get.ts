@@ -116,8 +116,9 @@ function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
     .option('--limit <n>', 'one page of at most n items (1-1000); its next cursor is printed', intArg(1, 1000))
     .option('--cursor <cursor>', 'the page after this cursor (with --limit)')
     .option('-w, --watch', 'poll and redraw until Ctrl-C or --watch-for')
-    .option('--interval <duration>', 'time between two polls of --watch', durationArg, 2000)
-    .option('--watch-for <duration>', 'how long --watch runs at most', durationArg, 3_600_000);
+    // Defaults in milliseconds, shown as the durations one would type.
+    .addOption(new Option('--interval <duration>', 'time between two polls of --watch').argParser(durationArg).default(2000, '2s'))
+    .addOption(new Option('--watch-for <duration>', 'how long --watch runs at most').argParser(durationArg).default(3_600_000, '1h'));
   for (const option of noun.extra?.() ?? []) cmd.addOption(option);
   cmd.addHelpText('after', `\nExamples:\n  ${noun.example}`);
   cmd.action(async (...args: unknown[]) => {

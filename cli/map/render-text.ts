@@ -87,7 +87,7 @@ export function renderTextMap(model: MapModel, meta: TextMapMeta, options: { col
 
   const legend: string[] = [];
   const shades = SHADES.filter((s) => seen.has(s));
-  if (shades.length) legend.push(`${shades.join('')} held (${model.cellSize === 1n ? 'the address' : 'some ░ ▒ ▓ all of the cell'})`);
+  if (shades.length) legend.push(`${shades.join('')} held (${model.cellSize === 1n ? 'the address' : 'some ░ ▒ ▓ █ all of the cell'})`);
   const words: [string, string][] = [
     [FREE_GLYPH.upper, 'free'],
     [FREE_GLYPH.lower, 'free, lower band'],

@@ -93,8 +93,9 @@ export interface ClaimStore {
   /** Finds the claim an owner made from a generateName (the DRA recovery after a lost response). */
   findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined>;
   /**
-   * A page of the pool's claims in name order, reading about `limit` claims at most: with a filter the page may be
-   * short or empty and still carry a cursor (paging on reaches every claim).
+   * A page of the pool's claims in name order, at most `limit`; each index partition it reads yields at most
+   * `limit + 1` claims whatever the filter, so with a label selector the page may be short or empty and still carry a
+   * cursor (paging on reaches every claim).
    */
   listClaims(pool: string, limit: number, cursor?: string, filter?: ClaimFilter): Promise<Page<Claim>>;
   /**

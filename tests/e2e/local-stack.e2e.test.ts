@@ -95,6 +95,11 @@ describe('Local stack: the `npm start` command', () => {
       const health = await fetch(`${state.apiUrl}/v1/health`);
       expect(health.status).toBe(200);
       expect(output).toContain(`HTTP API        http://127.0.0.1:${port}/v1/health`);
+      // The line the README's tours and ipam need, no route lines for a Lambda API nothing serves on this port, and the
+      // AWS SDK's 8-line Node version warning replaced by one line of the banner.
+      expect(output).toContain(`export PORT=${port} IPAM_ENDPOINT=http://127.0.0.1:${port}\n`);
+      expect(output).not.toMatch(/2015-03-31\/functions\/\S+\/invocations/);
+      expect(output).not.toContain('NodeVersionSupportWarning');
       // Act
       child.kill('SIGTERM');
       const code = await exited;

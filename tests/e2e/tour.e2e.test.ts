@@ -1,7 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { callApi, startTestStack } from '../support/local-stack.ts';
+import { extractTours, parseAnswer, shapeDifferences, textShape, type Tour, type TourStep } from '../support/readme-tour.ts';
 
 const scheduleEvent: unknown = JSON.parse(readFileSync(new URL('../../events/schedule.json', import.meta.url), 'utf8'));
 type Body = Record<string, unknown> & { items?: Record<string, unknown>[]; addresses?: { address: string; family: string }[] };
@@ -76,5 +81,128 @@ describe('Local stack: allocation, stream mirror and reconciler end to end', () 
     }
     expect((await call('GET', '/v1/pools/tour/addresses')).body.items).toEqual([]);
     expect(stack.poller!.failures()).toEqual([]);
+  });
+});
+
+const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const tours = extractTours(readme);
+const ipamBin = fileURLToPath(new URL('../../cli/bin/ipam.js', import.meta.url));
+
+interface StepRun {
+  readonly step: TourStep;
+  readonly code: number;
+  readonly stdout: string;
+  /** HTTP statuses of the step's curl calls, in order. */
+  readonly statuses: number[];
+  readonly stderr: string;
+}
+
+/**
+ * Runs a tour's steps in one bash, as a user pasting them would (PORT names the stack's port, which the README's
+ * `${PORT:-3000}` reads; `ipam` is the checkout's CLI on the PATH), and splits what each step printed by markers
+ * written after it. curl also reports each status on stderr, so an answer's status can be checked without changing
+ * what the step prints.
+ */
+async function runTour(tour: Tour, port: number, dir: string): Promise<StepRun[]> {
+  const bin = join(dir, 'bin');
+  const shim = join(bin, 'ipam');
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(shim, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(ipamBin)} "$@"\n`);
+  chmodSync(shim, 0o755);
+  const script = [
+    `curl() { command curl -w '%{stderr}@@status %{http_code}@@\\n' "$@"; }`,
+    ...tour.steps.flatMap((step, i) => [step.command, `__rc=$?; printf '\\n@@step ${i} %d@@\\n' $__rc; printf '\\n@@step ${i} %d@@\\n' $__rc >&2`]),
+  ].join('\n');
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, PORT: String(port), NO_COLOR: '1' };
+  for (const name of Object.keys(env)) if (name.startsWith('IPAM_')) delete env[name];
+  const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolveRun, reject) => {
+    const child = spawn('bash', ['--noprofile', '--norc', '-c', script], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000);
+    child.on('error', reject);
+    child.on('close', () => {
+      clearTimeout(timer);
+      resolveRun({ stdout: out, stderr: err });
+    });
+  });
+  const split = (text: string) => {
+    const parts = new Map<number, { text: string; code: number }>();
+    let rest = text;
+    for (;;) {
+      const marker = /\n@@step (\d+) (\d+)@@\n/.exec(rest);
+      if (marker === null) break;
+      parts.set(Number(marker[1]), { text: rest.slice(0, marker.index), code: Number(marker[2]) });
+      rest = rest.slice(marker.index + marker[0].length);
+    }
+    return parts;
+  };
+  const [outs, errs] = [split(stdout), split(stderr)];
+  return tour.steps.map((step, i) => {
+    const err = errs.get(i)?.text ?? '';
+    return {
+      step,
+      code: outs.get(i)?.code ?? -1,
+      stdout: (outs.get(i)?.text ?? '').replace(/^\n+|\n+$/g, ''),
+      statuses: [...err.matchAll(/@@status (\d+)@@/g)].map((m) => Number(m[1])),
+      stderr: err.replace(/@@status \d+@@\n?/g, '').trim(),
+    };
+  });
+}
+
+describe('README: the tours run as written against a fresh local stack', () => {
+  it('has a curl tour and an ipam tour, each with answers or a transcript to compare', () => {
+    expect(tours.map((t) => t.name)).toEqual(expect.arrayContaining(['curl', 'ipam']));
+    expect(tours.find((t) => t.name === 'curl')!.steps.filter((s) => s.answer !== undefined).length).toBeGreaterThan(5);
+    expect(tours.find((t) => t.name === 'ipam')!.transcripts.length).toBeGreaterThan(0);
+  });
+
+  describe.each(tours.map((t) => [t.name, t] as const))('tour %s', (_name, tour) => {
+    let stack: LocalStack;
+    let dir: string;
+    let runs: StepRun[];
+
+    beforeAll(async () => {
+      stack = await startTestStack();
+      dir = mkdtempSync(join(tmpdir(), 'ipam-tour-'));
+      runs = await runTour(tour, Number(new URL(stack.apiUrl).port), dir);
+    }, 400_000);
+
+    afterAll(async () => {
+      await stack?.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    const where = (run: StepRun) => `README line ${run.step.line}: ${run.step.command}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`;
+
+    it('runs every step with exit code 0, and every HTTP call without a shown answer succeeds (2xx)', () => {
+      for (const run of runs) {
+        expect(run.code, where(run)).toBe(0);
+        if (run.step.answer === undefined) for (const status of run.statuses) expect(status, where(run)).toBeLessThan(300);
+      }
+    });
+
+    it('answers each shown `# -> STATUS JSON` with that status and a JSON document of that shape', () => {
+      for (const run of runs.filter((r) => r.step.answer !== undefined)) {
+        const shown = parseAnswer(run.step.answer!);
+        // The status of the step's last call, or of the call whose answer a variable kept (POD=$(curl ...); echo "$POD").
+        const status = runs.slice(0, runs.indexOf(run) + 1).flatMap((r) => r.statuses).at(-1);
+        expect(status, where(run)).toBe(shown.status);
+        if (shown.body === undefined) continue;
+        let actual: unknown;
+        expect(() => (actual = JSON.parse(run.stdout)), where(run)).not.toThrow();
+        expect(shapeDifferences(shown.body, actual), where(run)).toEqual([]);
+      }
+    });
+
+    it('prints what each transcript shows, in shape', () => {
+      for (const shown of tour.transcripts) {
+        const run = runs.find((r) => r.step.command.trim().startsWith(shown.command));
+        expect(run, `no step of the tour starts with \`${shown.command}\``).toBeDefined();
+        expect(run!.stdout.split('\n').map(textShape), where(run!)).toEqual(shown.output.map(textShape));
+      }
+    });
   });
 });

@@ -21,6 +21,20 @@ describe('HTTP API: pools, ranges and claims', () => {
     expect((await api.call('GET', '/v1/pools/demo')).body.utilization).toEqual({ IPv4: { size: 254, used: 1, releasing: 0, free: 253 } });
   });
 
+  it('answers an idempotent repeat of a claim with 200 and the same document, field for field in the same order', async () => {
+    // Prepare
+    const api = await testApi();
+    await api.call('POST', '/v1/pools', { name: 'demo' });
+    await api.call('POST', '/v1/pools/demo/ranges', { cidr: '10.96.0.0/24' });
+    const spec = { name: 'web', owner: owner('u1') };
+    const first = await api.call('POST', '/v1/pools/demo/claims', spec);
+    // Act
+    const repeat = await api.call('POST', '/v1/pools/demo/claims', spec);
+    // Assess: the same text, not only equal objects (the repeat is read back from the table).
+    expect([first.status, repeat.status]).toEqual([201, 200]);
+    expect(JSON.stringify(repeat.body)).toBe(JSON.stringify(first.body));
+  });
+
   it('health answers its status only: no table name, runtime or code version', async () => {
     const api = await testApi();
     const res = await api.call('GET', '/v1/health');

@@ -280,6 +280,19 @@ describe('Command line: verbs, nouns and global options', () => {
     expect(page.requests.slice(-2).map((r) => r.url.href)).toEqual(['http://127.0.0.1:4000/v1/pools/envpool/ranges', 'http://127.0.0.1:5000/base/v1/pools/flagpool/ranges']);
   });
 
+  it('accepts an endpoint that ends with the API\'s /v1 (the README\'s $API), and follows $PORT like npm start', async () => {
+    await runCli(['--endpoint', 'http://127.0.0.1:4000/v1', 'get', 'pools'], { fetch: page.fetch });
+    await runCli(['get', 'pools'], { fetch: page.fetch, env: { IPAM_ENDPOINT: 'http://127.0.0.1:4001/v1/' } });
+    await runCli(['get', 'pools'], { fetch: page.fetch, env: { PORT: '4002' } });
+    await runCli(['get', 'pools'], { fetch: page.fetch, env: { PORT: '4002', IPAM_ENDPOINT: 'http://127.0.0.1:4003' } });
+    expect(page.requests.slice(-4).map((r) => r.url.origin + r.url.pathname)).toEqual([
+      'http://127.0.0.1:4000/v1/pools',
+      'http://127.0.0.1:4001/v1/pools',
+      'http://127.0.0.1:4002/v1/pools',
+      'http://127.0.0.1:4003/v1/pools',
+    ]);
+  });
+
   it.each([
     [['get', 'ranges'], "required option '-p, --pool <pool>' not specified (or set IPAM_POOL)"],
     [['get', 'pools', '-o', 'xml'], "argument 'xml' is invalid. Allowed choices are wide, json, yaml, name"],
@@ -305,6 +318,12 @@ describe('Command line: verbs, nouns and global options', () => {
     expect(map.code).toBe(ExitCode.Ok);
     expect(map.out).toContain('Usage: ipam map [options] <pool> <range>');
     expect(map.out).toContain('--svg <file>');
+  });
+
+  it('shows the watch defaults as the durations one types (2s, 1h), not milliseconds', async () => {
+    const help = await runCli(['get', 'events', '--help']);
+    expect(help.out).toMatch(/--interval <duration> +time between two polls of --watch \(default: 2s\)/);
+    expect(help.out).toMatch(/--watch-for <duration> +how long --watch runs at most \(default: 1h\)/);
   });
 });
 

@@ -5,7 +5,7 @@ import type { Claim, Lease, PoolDetails, RepairEvent } from '../../cli/api/types
 import { readList } from '../../cli/api/ipam-api.ts';
 import { bashCompletion } from '../../cli/commands/completion.ts';
 import { describeAddress, describeClaim, describePool, describeRange } from '../../cli/format/describe.ts';
-import { bar, claimView, leaseView, OutputFormat, percent, poolView, rangeView, renderResources } from '../../cli/format/resources.ts';
+import { bar, claimView, eventView, leaseView, OutputFormat, percent, poolView, rangeView, renderResources } from '../../cli/format/resources.ts';
 import { renderTable } from '../../cli/format/table.ts';
 import { age, ago, expiresColumn, expiry, formatSeconds, humanDuration, parseDuration, relative } from '../../cli/format/time.ts';
 import { buildProgram } from '../../cli/program.ts';
@@ -156,6 +156,18 @@ describe('Output formats of get', () => {
       'NAME        ADDRESSES     RANGES         POLICY        OWNER           OWNER-UID   VERSION   LABELS   EXPIRES   AGE\n' +
         'vpn-x7k2q   10.96.0.201   10.96.0.0-24   SingleStack   Client/laptop   c-19        2         <none>   in 4m     60s\n',
     );
+  });
+
+  it("shows an event's labels (those of the claim it is about) with -o wide only", () => {
+    const events: RepairEvent[] = [
+      { time: '2026-04-02T09:59:00.000Z', reason: 'ClaimExpired', object: 'claim/web', message: 'Claim web expired.', labels: { app: 'web' } },
+      { time: '2026-04-02T09:59:30.000Z', reason: 'LeaseOrphaned', object: 'lease/10.96.0.9', message: 'Lease released.' },
+    ];
+    const wide = renderResources(eventView, { page: { items: events } }, OutputFormat.Wide, NOW).out.split('\n');
+    expect(wide[0]).toMatch(/ MESSAGE +LABELS$/);
+    expect(wide[1]).toMatch(/ Claim web expired\. +app=web$/);
+    expect(wide[2]).toMatch(/ Lease released\. +<none>$/);
+    expect(renderResources(eventView, { page: { items: events } }, OutputFormat.Table, NOW).out).not.toContain('LABELS');
   });
 
   it("shows a claim's labels with -o wide as the selector that matches them", () => {

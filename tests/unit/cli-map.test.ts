@@ -95,6 +95,10 @@ describe('Map layout: a /16, one cell per 64 addresses', () => {
     expect(model.counts).toEqual({ usable: 65534n, held: BigInt(held.length), excluded: 0n, free: 65534n - BigInt(held.length) });
   });
 
+  it('names every shade in the legend, the full cell █ included', () => {
+    expect(renderTextMap(model, meta, { colour: false })).toContain('legend: ▒█ held (some ░ ▒ ▓ █ all of the cell)');
+  });
+
   it('marks the lower band (256 addresses of a /16: the first 4 cells) when free', () => {
     const empty = layoutMap({ cidr, held: [], exclude: [], maxCells: 1024, maxColumns: 64 });
     expect(empty.rows[0]!.slice(0, 6).map(glyphOf).join('')).toBe('::::··');
