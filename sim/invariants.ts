@@ -26,6 +26,13 @@ export const Invariant = {
   RetrySameAddresses: 'retried-claim-returns-committed-addresses',
   No5xx: 'no-5xx-but-not-ready',
   DeletedPoolEmpty: 'no-claim-or-lease-of-a-deleted-pool',
+  // Over the client ledger (ledger.ts): what clients were told.
+  HeldClaimStaysHeld: 'answered-claim-held-until-released-or-expired',
+  NoAddressToldTwice: 'no-address-told-to-two-holders-at-once',
+  ReleasedAddressFree: 'released-or-expired-address-free-in-time',
+  NoClaimInDeletedRange: 'no-201-in-a-range-deleted-before-the-request',
+  ProjectionLagBounded: 'mirror-and-summary-lag-bounded-under-load',
+  RangeFullExact: 'range-full-only-when-the-family-is-full',
 } as const;
 export type Invariant = (typeof Invariant)[keyof typeof Invariant];
 
@@ -134,6 +141,20 @@ export function checkReleasedInTime(s: Snapshot, nowMs: number, allowanceMs: num
         out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} of owner ${gone.uid}, released ${Math.round(nowMs - gone.askedAtMs)} ms ago, is still in the table`, subjects: [c.name, gone.uid] });
       }
     }
+  }
+  return out;
+}
+
+/**
+ * No lease item outlives its expiry by more than `allowanceMs` (the expired-claim grace plus one reconciler period
+ * and a run: its claim goes with it, or, orphaned, it goes as its claim would have): an expired address is claimable
+ * again within that bound. Held (Released) leases of a reuse delay are left to their own delay.
+ */
+export function checkExpiredLeasesGone(s: Snapshot, nowMs: number, allowanceMs: number): Violation[] {
+  const out: Violation[] = [];
+  for (const l of s.leases) {
+    if (l.expiresAt === undefined || l.expiresAt + allowanceMs >= nowMs || l.state === 'Released') continue;
+    out.push({ invariant: Invariant.ReleasedAddressFree, detail: `lease ${l.address} of claim ${l.claim} expired ${Math.round(nowMs - l.expiresAt)} ms ago and is still in the table`, subjects: [l.address, l.claim] });
   }
   return out;
 }

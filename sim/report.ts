@@ -9,7 +9,7 @@ function percentile(sorted: readonly number[], p: number): number {
 const fixed = (n: number, digits = 1): string => n.toFixed(digits);
 
 /** `quick`: the run used the quick form of its scenario, so the replay command asks for it too. */
-export function formatOutcome(o: Outcome, options: { quick?: boolean } = {}): string {
+export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: string } = {}): string {
   const lines: string[] = [];
   const sorted = [...o.latencies].sort((a, b) => a - b);
   lines.push(`seed ${o.seed} scenario ${o.scenario}: ${fixed(o.virtualMs / 1000)} s virtual, ${o.steps} steps`);
@@ -20,10 +20,11 @@ export function formatOutcome(o: Outcome, options: { quick?: boolean } = {}): st
   }
   lines.push(`faults: ${Object.entries(o.faults).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`);
   lines.push(`reconciler runs ${o.reconcilerRuns}; stream records ${o.streamRecords} in ${o.mirrorBatches} batches; invariant checks ${o.checks}`);
+  lines.push(`client ledger: ${o.told} claim answers; projections' largest lag behind the leases ${o.maxProjectionLagMs} ms`);
   for (const note of o.notes) lines.push(`note: ${note}`);
   if (o.violation) {
     lines.push(`INVARIANT BROKEN: ${o.violation.invariant}: ${o.violation.detail}`);
-    lines.push(`replay: npm run sim -- --seed ${o.seed} --scenario ${o.scenario}${options.quick ? ' --quick' : ''}`);
+    lines.push(`replay: npm run sim -- --seed ${o.seed} ${options.plant ? `--plant ${options.plant}` : `--scenario ${o.scenario}`}${options.quick ? ' --quick' : ''}`);
     lines.push('trace (lines naming what broke):');
     for (const line of o.trace) lines.push(`  ${line}`);
   } else lines.push('all invariants held');

@@ -1,33 +1,52 @@
 /**
- * npm run sim -- [--seed N] [--scenario NAME] [--quick] [--seeds K] [--strict]
+ * npm run sim -- [--seed N] [--scenario NAME] [--quick] [--seeds K] [--plant NAME] [--strict]
  *
  * Runs the deterministic simulation (world.ts) and prints what happened; the same seed prints the same bytes.
  * Without --seed, seeds 1..K (default 5 in quick mode, 1 otherwise); without --scenario, each seed picks one.
- * `--seeds 1000` is the long hunt. Exit code 1 when an invariant broke (its seed and trace are printed). --strict is
- * accepted and does nothing: it used to stop on the owner-release gap, now fixed, and every invariant is strict.
+ * `--seeds 1000` is the long hunt. Exit code 1 when an invariant broke (its seed and trace are printed).
+ * `--plant NAME` injects one known bug (plants.ts) into the plant's own scenario (or --scenario's): the run must
+ * break, naming the invariant that caught it. --strict is accepted and does nothing: it used to stop on the
+ * owner-release gap, now fixed, and every invariant is strict.
  */
 import { parseArgs } from 'node:util';
+import { PLANT_NAMES, PLANT_SCENARIOS, PLANTS } from './plants.ts';
 import { formatOutcome } from './report.ts';
 import { quick, SCENARIO_NAMES, SCENARIOS, scenarioForSeed } from './scenarios.ts';
-import { World } from './world.ts';
+import { World, type Outcome } from './world.ts';
+
+/** Runs one seed of a scenario, with a planted bug when `plantName` is given. */
+export async function simulateOutcome(seed: number, scenarioName: string | undefined, isQuick: boolean, plantName?: string): Promise<Outcome> {
+  const plant = plantName === undefined ? undefined : PLANTS[plantName];
+  if (plantName !== undefined && !plant) throw new Error(`unknown plant ${JSON.stringify(plantName)}; known: ${PLANT_NAMES.join(', ')}`);
+  const named = scenarioName !== undefined ? (SCENARIOS[scenarioName] ?? PLANT_SCENARIOS[scenarioName]) : plant ? plant.scenario : scenarioForSeed(seed);
+  if (!named) throw new Error(`unknown scenario ${JSON.stringify(scenarioName)}; known: ${[...SCENARIO_NAMES, ...Object.keys(PLANT_SCENARIOS)].join(', ')}`);
+  const scenario = isQuick ? quick(named) : named;
+  return new World(seed, plant ? { ...scenario, plant: plant.hooks } : scenario).run();
+}
 
 /** Runs one seed and returns its printout and whether the invariants held. */
-export async function simulate(seed: number, scenarioName: string | undefined, isQuick: boolean): Promise<{ text: string; ok: boolean }> {
-  const named = scenarioName === undefined ? scenarioForSeed(seed) : SCENARIOS[scenarioName];
-  if (!named) throw new Error(`unknown scenario ${JSON.stringify(scenarioName)}; known: ${SCENARIO_NAMES.join(', ')}`);
-  const outcome = await new World(seed, isQuick ? quick(named) : named).run();
-  return { text: formatOutcome(outcome, { quick: isQuick }), ok: outcome.violation === undefined };
+export async function simulate(seed: number, scenarioName: string | undefined, isQuick: boolean, plantName?: string): Promise<{ text: string; ok: boolean }> {
+  const outcome = await simulateOutcome(seed, scenarioName, isQuick, plantName);
+  const plant = plantName === undefined ? '' : `planted bug ${plantName}: ${PLANTS[plantName]!.bug}\n`;
+  return { text: plant + formatOutcome(outcome, { quick: isQuick, ...(plantName !== undefined ? { plant: plantName } : {}) }), ok: outcome.violation === undefined };
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { seed: { type: 'string' }, scenario: { type: 'string' }, quick: { type: 'boolean', default: false }, strict: { type: 'boolean', default: false }, seeds: { type: 'string' } },
+    options: {
+      seed: { type: 'string' },
+      scenario: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      strict: { type: 'boolean', default: false },
+      seeds: { type: 'string' },
+      plant: { type: 'string' },
+    },
   });
   const count = values.seeds !== undefined ? Number(values.seeds) : values.quick ? 5 : 1;
   const seeds = values.seed !== undefined ? [Number(values.seed)] : Array.from({ length: count }, (_, i) => i + 1);
   let broken = 0;
   for (const seed of seeds) {
-    const { text, ok } = await simulate(seed, values.scenario, values.quick);
+    const { text, ok } = await simulate(seed, values.scenario, values.quick, values.plant);
     process.stdout.write(`${text}\n\n`);
     if (!ok) broken += 1;
   }

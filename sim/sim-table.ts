@@ -115,7 +115,9 @@ export interface SimTableOptions {
    * A deliberately broken store, for the checker's own tests: rewrites the operations of each write before
    * MemoryTable sees them (e.g. drops a condition); an empty list skips the write and answers success.
    */
-  readonly mutate?: (ops: readonly WriteOp[]) => WriteOp[];
+  readonly mutate?: (ops: readonly WriteOp[], caller: Caller) => WriteOp[];
+  /** A planted bug (plants.ts): what a caller is told of a transaction's outcome (undefined: committed). */
+  readonly misreport?: (verdicts: TxVerdict[] | undefined, caller: Caller) => TxVerdict[] | undefined;
   /** A deliberately broken store, for the checker's own tests: queries it picks are answered as if empty. */
   readonly hideQuery?: (query: Query) => boolean;
   /** Observes every committed item write (the invariant checker's commit log). */
@@ -144,7 +146,7 @@ export class SimEngine {
   readonly memory: MemoryTable;
   readonly stream: StreamChange[] = [];
   readonly spend = new Map<string, Spend>();
-  /** The current claims, leases, ranges and bitmaps (the checker's view, kept from the commit log, no copies). */
+  /** The current claims, leases, ranges, bitmaps and summary chunks (the checker's view, kept from the commit log, no copies). */
   readonly state = new Map<string, Item>();
   private readonly buckets = new Map<string, Bucket>();
   /** Refusals per partition (`read|table|POOL#p`, `write|GSI1|ADDR#...`): which key was hot. */
@@ -270,8 +272,12 @@ export class SimEngine {
     return this.options.hideQuery?.(query) ?? false;
   }
 
-  mutate(ops: readonly WriteOp[]): readonly WriteOp[] {
-    return this.options.mutate ? this.options.mutate(ops) : ops;
+  mutate(ops: readonly WriteOp[], caller: Caller): readonly WriteOp[] {
+    return this.options.mutate ? this.options.mutate(ops, caller) : ops;
+  }
+
+  misreport(verdicts: TxVerdict[] | undefined, caller: Caller): TxVerdict[] | undefined {
+    return this.options.misreport ? this.options.misreport(verdicts, caller) : verdicts;
   }
 
   /** A draw of how far behind an eventually consistent read is. */
@@ -285,7 +291,7 @@ export class SimEngine {
     for (const w of writes) {
       this.writeTimes.push(now);
       const entity = (w.after ?? w.before)?.entity;
-      if (entity === 'claim' || entity === 'lease' || entity === 'range' || entity === 'bitmap') {
+      if (entity === 'claim' || entity === 'lease' || entity === 'range' || entity === 'bitmap' || entity === 'chunk') {
         if (w.after) this.state.set(keyId(w.key), w.after);
         else this.state.delete(keyId(w.key));
       }
@@ -416,7 +422,7 @@ export class SimTable implements Table {
       await this.engine.pass(this.caller, total / 2);
       throw conflictError();
     }
-    const [mutated] = this.engine.mutate([op]);
+    const [mutated] = this.engine.mutate([op], this.caller);
     const applied = fault?.kind !== 'timeout' || fault.committed;
     let result: WriteResult = { ok: false };
     if (applied) {
@@ -475,16 +481,18 @@ export class SimTable implements Table {
     let verdicts: TxVerdict[] | undefined = ops.map(() => ({ code: 'None' }));
     if (applied) {
       const before = await this.engine.peek(keys);
-      const mutated = this.engine.mutate(ops);
+      const mutated = this.engine.mutate(ops, this.caller);
       verdicts = mutated.length ? await this.engine.inner(() => this.engine.memory.transact(mutated)) : undefined;
       if (verdicts === undefined) {
         const after = await this.engine.peek(keys);
-        const writes = ops.flatMap((op, i) => (op.kind === 'check' ? [] : [{ key: keys[i]!, before: before.get(keyId(keys[i]!)), after: after.get(keyId(keys[i]!)) }]));
+        // The writes that happened: a broken store (mutate) may have dropped some of the asked ones.
+        const written = new Set(mutated.filter((op) => op.kind !== 'check').map((op) => keyId(keyOfOp(op))));
+        const writes = ops.flatMap((op, i) => (op.kind === 'check' || !written.has(keyId(keys[i]!)) ? [] : [{ key: keys[i]!, before: before.get(keyId(keys[i]!)), after: after.get(keyId(keys[i]!)) }]));
         this.indexCharges(spend, writes);
         this.engine.committed(this.caller, writes);
       } else spend.failedConditions += 1;
     }
-    return this.finish(fault, (total * 3) / 4, verdicts);
+    return this.finish(fault, (total * 3) / 4, this.engine.misreport(verdicts, this.caller));
   }
 
   /** Index entries the committed writes changed (their partitions were charged when the write was admitted). */

@@ -12,6 +12,11 @@ function small(overrides: Partial<Scenario>): Scenario {
   return { ...quick(SCENARIOS.calm!), durationMs: 15_000, clients: 8, maxContainers: 6, reconcilePeriodMs: 10_000, ...overrides };
 }
 
+/** A small scenario whose broken store only the table-only invariants may report (the ledger sees most of them first). */
+function tableOnly(overrides: Partial<Scenario>): Scenario {
+  return small({ ...overrides, tableInvariantsOnly: true });
+}
+
 const entityOf = (op: WriteOp): unknown => (op.kind === 'put' ? op.item.entity : undefined);
 const isPutOf = (op: WriteOp, entity: string): op is Extract<WriteOp, { kind: 'put' }> => op.kind === 'put' && op.item.entity === entity;
 const withoutCondition = (op: WriteOp): WriteOp => (op.kind === 'check' ? op : { ...op, condition: undefined });
@@ -55,6 +60,8 @@ describe('Simulator', { timeout: 120_000 }, () => {
       streamRecords: 0,
       mirrorBatches: 0,
       checks: 1,
+      told: 0,
+      maxProjectionLagMs: 0,
       violation: { invariant: Invariant.NoDoubleHold, detail: '10.0.0.1 held by c1 and c2', subjects: ['10.0.0.1'] },
       trace: [],
       notes: [],
@@ -76,14 +83,14 @@ describe('Simulator', { timeout: 120_000 }, () => {
 
     it('catches an address held twice when lease puts lose their condition', async () => {
       const mutate = (ops: readonly WriteOp[]) => ops.map((op) => (isPutOf(op, 'lease') ? withoutCondition(op) : op));
-      const violation = await broken(1, small({ name: 'dup', cidrs: ['10.0.0.0/27'], ipv6: undefined, legacy: false, prefill: 0.5, clients: 12, holdMax: 4, mutate }));
+      const violation = await broken(1, tableOnly({ name: 'dup', cidrs: ['10.0.0.0/27'], ipv6: undefined, legacy: false, prefill: 0.5, clients: 12, holdMax: 4, mutate }));
 
       expect(violation?.invariant).toBe(Invariant.NoDoubleHold);
     });
 
     it('catches a live claim without its lease when commits drop the lease puts', async () => {
       const mutate = (ops: readonly WriteOp[]) => (ops.some((op) => isPutOf(op, 'claim')) ? ops.filter((op) => !isPutOf(op, 'lease')) : [...ops]);
-      const violation = await broken(2, small({ name: 'noLease', mutate }));
+      const violation = await broken(2, tableOnly({ name: 'noLease', mutate }));
 
       expect(violation?.invariant).toBe(Invariant.ClaimLeases);
     });
@@ -91,7 +98,7 @@ describe('Simulator', { timeout: 120_000 }, () => {
     it('catches a lease outside every range when marking a range Terminating deletes it instead', async () => {
       const mutate = (ops: readonly WriteOp[]) =>
         ops.map((op): WriteOp => (op.kind === 'update' && op.key.SK.startsWith('RANGE#') && op.update.set?.state === 'Terminating' ? { kind: 'delete', key: op.key } : op));
-      const violation = await broken(3, small({ name: 'rangeGone', durationMs: 60_000, faults: { ...NO_FAULTS, rangeChurnPerMinute: 6 }, mutate }));
+      const violation = await broken(3, tableOnly({ name: 'rangeGone', durationMs: 60_000, faults: { ...NO_FAULTS, rangeChurnPerMinute: 6 }, mutate }));
 
       expect(violation?.invariant).toBe(Invariant.LeaseInRange);
     });
@@ -99,7 +106,7 @@ describe('Simulator', { timeout: 120_000 }, () => {
     it('catches expired claims left in place when releases that write an event can never commit', async () => {
       const mutate = (ops: readonly WriteOp[]) =>
         ops.some((op) => isPutOf(op, 'event')) ? ops.map((op): WriteOp => (op.kind === 'delete' && op.key.PK.startsWith('CLAIM#') ? { ...op, condition: itemIsAbsent() } : op)) : [...ops];
-      const violation = await broken(4, small({ name: 'noExpiry', ttlShare: 1, ttlSeconds: 10, mutate }));
+      const violation = await broken(4, tableOnly({ name: 'noExpiry', ttlShare: 1, ttlSeconds: 10, mutate }));
 
       expect(violation?.invariant).toBe(Invariant.ReleasedInTime);
     });
@@ -114,7 +121,7 @@ describe('Simulator', { timeout: 120_000 }, () => {
             const { GSI1PK: _pk, GSI1SK: _sk, ...item } = op.item as Item;
             return { ...op, item };
           });
-      const violation = await broken(5, small({ name: 'unindexed', mutate }));
+      const violation = await broken(5, tableOnly({ name: 'unindexed', mutate }));
 
       expect(violation?.invariant).toBe(Invariant.Utilization);
     });
@@ -132,21 +139,21 @@ describe('Simulator', { timeout: 120_000 }, () => {
           written.set(key, used);
           return true;
         });
-      const violation = await broken(9, small({ name: 'noSummary', ttlShare: 1, ttlSeconds: 600, mutate }));
+      const violation = await broken(9, tableOnly({ name: 'noSummary', ttlShare: 1, ttlSeconds: 600, mutate }));
 
       expect(violation?.invariant).toBe(Invariant.Summary);
     });
 
     it('catches a legacy bitmap that differs from the leases when bitmap writes are lost', async () => {
       const mutate = (ops: readonly WriteOp[]) => ops.filter((op) => entityOf(op) !== 'bitmap');
-      const violation = await broken(6, small({ name: 'noBitmap', legacy: true, mutate }));
+      const violation = await broken(6, tableOnly({ name: 'noBitmap', legacy: true, mutate }));
 
       expect(violation?.invariant).toBe(Invariant.Bitmaps);
     });
 
     it('catches a retry answered with a second claim when claim puts lose their condition', async () => {
       const mutate = (ops: readonly WriteOp[]) => ops.map((op) => (isPutOf(op, 'claim') ? withoutCondition(op) : op));
-      const violation = await broken(7, small({ name: 'overwrite', durationMs: 30_000, faults: { ...NO_FAULTS, die: 0.05, timeout: 0.05 }, mutate }));
+      const violation = await broken(7, tableOnly({ name: 'overwrite', durationMs: 30_000, faults: { ...NO_FAULTS, die: 0.05, timeout: 0.05 }, mutate }));
 
       expect(violation?.invariant).toBe(Invariant.RetrySameAddresses);
     });
@@ -155,14 +162,14 @@ describe('Simulator', { timeout: 120_000 }, () => {
       // The claims listing of the second pool answers empty: the operator releases nothing and the delete's
       // emptiness check passes, so the pool goes with its claims and leases still in the table.
       const hideQuery = (query: Query) => query.partition.startsWith('CLAIMS#sim-b#');
-      const violation = await broken(10, small({ name: 'poolGone', durationMs: 30_000, faults: { ...NO_FAULTS, poolDeletesPerMinute: 4 }, hideQuery }));
+      const violation = await broken(10, tableOnly({ name: 'poolGone', durationMs: 30_000, faults: { ...NO_FAULTS, poolDeletesPerMinute: 4 }, hideQuery }));
 
       expect(violation?.invariant).toBe(Invariant.DeletedPoolEmpty);
     });
 
     it('catches a 500 when claim commits become malformed transactions', async () => {
       const mutate = (ops: readonly WriteOp[]) => (ops.length > 1 && isPutOf(ops[0]!, 'claim') ? [ops[0]!, ...ops] : [...ops]);
-      const violation = await broken(8, small({ name: 'malformed', mutate }));
+      const violation = await broken(8, tableOnly({ name: 'malformed', mutate }));
 
       expect(violation?.invariant).toBe(Invariant.No5xx);
     });

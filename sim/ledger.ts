@@ -1,0 +1,331 @@
+/**
+ * The client ledger: what each simulated client was told (every claim answered 201 or 200, every renewal answered
+ * 200, every release it sent and every 204), and the checks that hold the world to it. The table-only invariants
+ * (invariants.ts) compare the table with itself; these compare it with the answers, so a store that loses what it
+ * promised (an early expiry, a claim reported committed that never was, a renewed claim released by the reconciler)
+ * breaks one of them even when the table stays self-consistent.
+ *
+ * A claim is *held* from the answer that told its client so until the first of: the client sends a release for it,
+ * its owner's release begins (DELETE /owners/{uid}, which releases it on the client's behalf), its pool's deletion
+ * begins, or its expiry as answered (the last renewal's) minus the run's clock skew (a lease's "absent or expired"
+ * condition is judged by the writer's clock). The documented allowance is the expiry itself: a client that renews
+ * after it has missed its own schedule; a renewal answered 200 makes the claim held again until the new expiry.
+ *
+ * Times are epoch milliseconds of the run's virtual clock.
+ */
+import type { Item } from '../shared/adapters/dynamodb/codec.ts';
+import { itemToBitmap } from '../shared/adapters/dynamodb/codec.ts';
+import { Entity } from '../shared/adapters/dynamodb/keys.ts';
+import { Bitmap, addressOfBit, legacyWindow } from '../shared/core/bitmap/bitmap.ts';
+import { hostInterval } from '../shared/core/allocator/pool-geometry.ts';
+import { formatAddress, parseAddress } from '../shared/core/ip/address.ts';
+import { isHostOf, parseCidr, type Cidr } from '../shared/core/ip/cidr.ts';
+import { forEachHeld } from '../shared/core/occupancy/chunk.ts';
+import { itemToChunk } from '../shared/adapters/dynamodb/occupancy-store.ts';
+import { RangeState, type Claim } from '../shared/core/model.ts';
+import { Invariant, type Snapshot, type Violation } from './invariants.ts';
+
+interface Held {
+  readonly pool: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly owner: string;
+  readonly addresses: readonly string[];
+  expiresAt: number | undefined;
+  toldAtMs: number;
+  /** When the client stopped counting on it (release sent, owner or pool released). */
+  letGoAtMs: number | undefined;
+}
+
+const keyOf = (pool: string, name: string): string => `${pool}/${name}`;
+
+/** What the ledger needs of a claim answer. */
+export interface Told {
+  readonly claim: Claim;
+  /** The client received the answer. */
+  readonly atMs: number;
+  /** The attempt that was answered arrived at its container (for the range-deletion promise). */
+  readonly arrivedAtMs: number;
+  /** 201: the request created the claim. */
+  readonly created: boolean;
+}
+
+export class ClientLedger {
+  private readonly held = new Map<string, Held>();
+  /** The holder the ledger last told about an address (`pool/address`). */
+  private readonly holderOf = new Map<string, Held>();
+  /** Ranges whose DELETE was answered, with when. */
+  private readonly deletedRanges: { pool: string; cidr: Cidr; text: string; atMs: number }[] = [];
+  /** Answers recorded. */
+  answers = 0;
+
+  constructor(private readonly skewMs: number) {}
+
+  private holding(h: Held, atMs: number): boolean {
+    return h.letGoAtMs === undefined && (h.expiresAt === undefined || h.expiresAt - this.skewMs > atMs);
+  }
+
+  /** A claim answered 201 or 200 (create), or 200 (renew: `claim` carries the new expiry). */
+  told(t: Told): Violation[] {
+    this.answers += 1;
+    const c = t.claim;
+    const key = keyOf(c.pool, c.name);
+    const addresses = c.addresses.map((a) => a.address);
+    const out: Violation[] = [];
+    if (t.created) {
+      for (const d of this.deletedRanges) {
+        const inside = d.pool === c.pool ? addresses.find((a) => isHostOf(d.cidr, parseAddress(a))) : undefined;
+        if (inside && t.arrivedAtMs > d.atMs) {
+          out.push({ invariant: Invariant.NoClaimInDeletedRange, detail: `claim ${c.name} was answered 201 with ${inside} of range ${d.text}, whose DELETE was answered ${Math.round(t.arrivedAtMs - d.atMs)} ms before the request arrived`, subjects: [c.name, inside, d.text] });
+        }
+      }
+    }
+    const previous = this.held.get(key);
+    const entry: Held =
+      previous && previous.uid === c.uid
+        ? previous
+        : { pool: c.pool, name: c.name, uid: c.uid, owner: c.spec.owner.uid, addresses, expiresAt: undefined, toldAtMs: t.atMs, letGoAtMs: undefined };
+    entry.expiresAt = c.expiresAt;
+    entry.toldAtMs = t.atMs;
+    entry.letGoAtMs = undefined;
+    this.held.set(key, entry);
+    for (const a of addresses) {
+      const other = this.holderOf.get(`${c.pool}/${a}`);
+      if (other && other.uid !== c.uid && this.holding(other, t.atMs)) {
+        out.push({ invariant: Invariant.NoAddressToldTwice, detail: `${a} was told to claim ${c.name} (${c.uid}) while claim ${other.name} (${other.uid}) was told it holds it until ${other.expiresAt === undefined ? 'released' : `${Math.round(other.expiresAt - t.atMs)} ms from now`}`, subjects: [a, c.name, other.name] });
+      }
+      this.holderOf.set(`${c.pool}/${a}`, entry);
+    }
+    return out;
+  }
+
+  /** The client sent a release of the claim (or stopped counting on it): from now it may be gone. */
+  letGo(pool: string, name: string, atMs: number): void {
+    const h = this.held.get(keyOf(pool, name));
+    if (h && h.letGoAtMs === undefined) h.letGoAtMs = atMs;
+  }
+
+  /** An owner's release began: its claims may be gone from now. */
+  letGoOwner(pool: string, owner: string, atMs: number): void {
+    for (const h of this.held.values()) if (h.pool === pool && h.owner === owner && h.letGoAtMs === undefined) h.letGoAtMs = atMs;
+  }
+
+  /** A pool's deletion began: its claims may be gone from now. */
+  letGoPool(pool: string, atMs: number): void {
+    for (const h of this.held.values()) if (h.pool === pool && h.letGoAtMs === undefined) h.letGoAtMs = atMs;
+  }
+
+  /** A range's DELETE was answered: no claim answered 201 to a request arriving later may hold one of its addresses. */
+  rangeDeleted(pool: string, cidr: string, atMs: number): void {
+    this.deletedRanges.push({ pool, cidr: parseCidr(cidr), text: cidr, atMs });
+  }
+
+  /**
+   * A release answered 204: the claim's leases went with it in the release's transaction (the address is free at
+   * once), so no lease naming that incarnation is left.
+   */
+  released(pool: string, name: string, leaseOf: (pool: string, address: string) => Item | undefined): Violation[] {
+    const h = this.held.get(keyOf(pool, name));
+    if (!h) return [];
+    const left = h.addresses.filter((a) => {
+      const lease = leaseOf(pool, a);
+      return lease !== undefined && lease.claimUid === h.uid && lease.state !== 'Released';
+    });
+    return left.length
+      ? [{ invariant: Invariant.ReleasedAddressFree, detail: `claim ${name} (${h.uid}) was released (204) and its lease of ${left.join(', ')} is still in the table`, subjects: [name, ...left] }]
+      : [];
+  }
+
+  /** A renewal answered 404 (or with a lost claim): a claim still held by the ledger when the request was sent. */
+  renewRefused(pool: string, name: string, sentAtMs: number, detail: string): Violation[] {
+    const h = this.held.get(keyOf(pool, name));
+    if (!h || !this.holding(h, sentAtMs)) return [];
+    return [{ invariant: Invariant.HeldClaimStaysHeld, detail: `claim ${name} (${h.uid}), told held until ${h.expiresAt === undefined ? 'released' : `${Math.round(h.expiresAt - sentAtMs)} ms after the renewal was sent`}, was refused its renewal: ${detail}`, subjects: [name, ...h.addresses] }];
+  }
+
+  /**
+   * Every claim the ledger holds is in the table as that incarnation, with an expiry no earlier than its client was
+   * told. Entries nobody holds any more are dropped.
+   */
+  check(s: Snapshot, nowMs: number): Violation[] {
+    const claims = new Map(s.claims.map((c) => [keyOf(c.pool, c.name), c]));
+    const out: Violation[] = [];
+    for (const [key, h] of this.held) {
+      if (!this.holding(h, nowMs)) {
+        this.held.delete(key);
+        continue;
+      }
+      const c = claims.get(key);
+      if (!c || c.uid !== h.uid) {
+        out.push({ invariant: Invariant.HeldClaimStaysHeld, detail: `claim ${h.name} (${h.uid}) was told held ${Math.round(nowMs - h.toldAtMs)} ms ago${h.expiresAt === undefined ? '' : ` until ${Math.round(h.expiresAt - nowMs)} ms from now`} and ${c ? `the table holds ${c.uid} instead` : 'is not in the table'}`, subjects: [h.name, ...h.addresses] });
+      } else if (h.expiresAt !== undefined && c.expiresAt !== undefined && c.expiresAt < h.expiresAt) {
+        out.push({ invariant: Invariant.HeldClaimStaysHeld, detail: `claim ${h.name} (${h.uid}) was told it expires at +${Math.round(h.expiresAt - nowMs)} ms; the table says +${Math.round(c.expiresAt - nowMs)} ms`, subjects: [h.name, ...h.addresses] });
+      }
+    }
+    return out;
+  }
+}
+
+/**
+ * Free host addresses of each pool family (a host of a Ready range with no lease item at all: an expired or
+ * orphaned lease counts as taken until it is removed), kept from the commit log, and the moments each family had
+ * none. A RangeFull answer must overlap such a moment.
+ */
+export class FreeAddresses {
+  private readonly ranges = new Map<string, { pool: string; family: string; cidr: Cidr; lo: bigint; hi: bigint; ready: boolean }>();
+  private readonly leased = new Map<string, Set<bigint>>();
+  private readonly free = new Map<string, bigint>();
+  private readonly empty = new Map<string, { from: number; to?: number }[]>();
+
+  private adjust(pool: string, family: string, by: bigint, atMs: number): void {
+    const id = `${pool}|${family}`;
+    const before = this.free.get(id) ?? 0n;
+    const after = before + by;
+    this.free.set(id, after);
+    const spans = this.empty.get(id) ?? [{ from: -Infinity }];
+    this.empty.set(id, spans);
+    const open = spans.at(-1);
+    if (after === 0n && open?.to !== undefined) spans.push({ from: atMs });
+    else if (after > 0n && open && open.to === undefined) open.to = atMs;
+  }
+
+  private rangeFree(r: { pool: string; family: string; lo: bigint; hi: bigint }): bigint {
+    let taken = 0n;
+    for (const v of this.leased.get(`${r.pool}|${r.family}`) ?? []) if (v >= r.lo && v <= r.hi) taken += 1n;
+    return r.hi - r.lo + 1n - taken;
+  }
+
+  /** One committed item change (ranges and leases matter). */
+  commit(before: Item | undefined, after: Item | undefined, atMs: number): void {
+    const item = after ?? before;
+    if (!item) return;
+    if (item.entity === Entity.Range) {
+      const id = `${item.pool as string}/${item.name as string}`;
+      const old = this.ranges.get(id);
+      if (old?.ready) this.adjust(old.pool, old.family, -this.rangeFree(old), atMs);
+      if (!after) {
+        this.ranges.delete(id);
+        return;
+      }
+      const cidr = parseCidr(after.cidr as string);
+      const hosts = hostInterval(cidr);
+      if (!hosts) return;
+      const r = { pool: after.pool as string, family: cidr.family, cidr, lo: hosts[0], hi: hosts[1], ready: after.state === RangeState.Ready };
+      this.ranges.set(id, r);
+      if (r.ready) this.adjust(r.pool, r.family, this.rangeFree(r), atMs);
+      else this.adjust(r.pool, r.family, 0n, atMs);
+    } else if (item.entity === Entity.Lease && Boolean(before) !== Boolean(after)) {
+      const address = parseAddress(item.address as string);
+      const id = `${item.pool as string}|${address.family}`;
+      const set = this.leased.get(id) ?? new Set<bigint>();
+      this.leased.set(id, set);
+      if (after) set.add(address.value);
+      else set.delete(address.value);
+      const inReady = [...this.ranges.values()].some((r) => r.ready && r.pool === item.pool && r.family === address.family && address.value >= r.lo && address.value <= r.hi);
+      if (inReady) this.adjust(item.pool as string, address.family, after ? -1n : 1n, atMs);
+    }
+  }
+
+  /** The pool's family's free host addresses now (a few of them, for a violation's detail). */
+  freeNow(pool: string, family: string, limit = 5): { count: bigint; some: string[] } {
+    const count = this.free.get(`${pool}|${family}`) ?? 0n;
+    const some: string[] = [];
+    const leased = this.leased.get(`${pool}|${family}`) ?? new Set<bigint>();
+    for (const r of this.ranges.values()) {
+      if (!r.ready || r.pool !== pool || r.family !== family) continue;
+      for (let v = r.lo; v <= r.hi && some.length < limit; v += 1n) if (!leased.has(v)) some.push(formatAddress({ family: r.family as 'IPv4' | 'IPv6', value: v }));
+    }
+    return { count, some };
+  }
+
+  /** Whether the pool's family had no free address at some moment of [fromMs, toMs]. */
+  hadNone(pool: string, family: string, fromMs: number, toMs: number): boolean {
+    const spans = this.empty.get(`${pool}|${family}`) ?? [{ from: -Infinity }];
+    return spans.some((s) => s.from <= toMs && (s.to === undefined || s.to >= fromMs));
+  }
+}
+
+/** A RangeFull answer given over [fromMs, toMs] while its family had a free address all along. */
+export function checkRangeFull(free: FreeAddresses, pool: string, family: string, fromMs: number, toMs: number, what: string): Violation[] {
+  if (free.hadNone(pool, family, fromMs, toMs)) return [];
+  const now = free.freeNow(pool, family);
+  return [{ invariant: Invariant.RangeFullExact, detail: `${what} was answered RangeFull (${family}) while pool ${pool} had a free ${family} host address throughout the request (${Math.round(toMs - fromMs)} ms; ${now.count} free at its end: ${now.some.join(', ')})`, subjects: [what.split(' ')[1] ?? what, ...now.some] }];
+}
+
+/**
+ * The stream function's projections during load: each range's occupancy summary bits, and each Ready legacy
+ * range's bitmap, equal the lease items of its hosts except for addresses whose lease changed less than `boundMs`
+ * ago. Returns the violations and the age of the oldest difference seen (for the printout).
+ */
+export class ProjectionLag {
+  private readonly decoded = new WeakMap<Item, Set<string>>();
+  /** Oldest difference seen, ms. */
+  maxLagMs = 0;
+
+  constructor(private readonly boundMs: number) {}
+
+  private chunkAddresses(item: Item, family: string): Set<string> {
+    let set = this.decoded.get(item);
+    if (!set) {
+      const chunk = itemToChunk(item);
+      const found = new Set<string>();
+      forEachHeld(chunk, [[0n, (1n << 128n) - 1n]], (value) => found.add(formatAddress({ family: family as 'IPv4' | 'IPv6', value })));
+      set = found;
+      this.decoded.set(item, set);
+    }
+    return set;
+  }
+
+  check(s: Snapshot, chunks: readonly Item[], lastChange: ReadonlyMap<string, number>, nowMs: number, sinceMs: number): Violation[] {
+    const out: Violation[] = [];
+    const summaryOf = new Map<string, Set<string>>();
+    for (const chunk of chunks) {
+      const id = `${chunk.pool as string}|${chunk.family as string}`;
+      const set = summaryOf.get(id) ?? new Set<string>();
+      for (const a of this.chunkAddresses(chunk, chunk.family as string)) set.add(a);
+      summaryOf.set(id, set);
+    }
+    const leasedOf = new Map<string, string[]>();
+    for (const l of s.leases) {
+      const list = leasedOf.get(l.pool) ?? [];
+      list.push(l.address);
+      leasedOf.set(l.pool, list);
+    }
+    const judge = (what: string, range: string, pool: string, leased: ReadonlySet<string>, set: ReadonlySet<string>, within: (a: string) => boolean): void => {
+      for (const [a, missing] of [...[...leased].filter((x) => !set.has(x)).map((x) => [x, true] as const), ...[...set].filter((x) => within(x) && !leased.has(x)).map((x) => [x, false] as const)]) {
+        const age = Math.round(nowMs - Math.max(sinceMs, lastChange.get(`${pool}/${a}`) ?? sinceMs));
+        if (age > this.maxLagMs) this.maxLagMs = age;
+        if (age > this.boundMs && out.length === 0) {
+          out.push({ invariant: Invariant.ProjectionLagBounded, detail: `${what} of ${range} ${missing ? 'lacks the bit of lease' : 'has a bit without a lease at'} ${a}, whose lease last changed ${age} ms ago (bound ${this.boundMs} ms)`, subjects: [range, a] });
+        }
+      }
+    };
+    for (const range of s.ranges) {
+      const cidr = parseCidr(range.cidr);
+      const hosts = hostInterval(cidr);
+      if (!hosts) continue;
+      const inside = (a: string): boolean => {
+        const x = parseAddress(a);
+        return x.family === cidr.family && x.value >= hosts[0] && x.value <= hosts[1];
+      };
+      const leased = new Set((leasedOf.get(range.pool) ?? []).filter(inside));
+      const summary = new Set([...(summaryOf.get(`${range.pool}|${cidr.family}`) ?? [])].filter(inside));
+      judge('occupancy summary', range.name, range.pool, leased, summary, inside);
+      if (range.legacy && range.state === RangeState.Ready) {
+        const item = s.bitmaps.find((b) => b.pool === range.pool && b.name === range.name);
+        if (!item) continue;
+        const window = legacyWindow(cidr);
+        const set = new Set<string>();
+        Bitmap.decode(itemToBitmap(item).data, window).forEachSet((bit) => set.add(formatAddress({ family: cidr.family, value: addressOfBit(cidr, bit) })));
+        const first = addressOfBit(cidr, 0);
+        const last = addressOfBit(cidr, Number(window) - 1);
+        const inWindow = (a: string): boolean => {
+          const x = parseAddress(a);
+          return x.family === cidr.family && x.value >= first && x.value <= last;
+        };
+        judge('bitmap', range.name, range.pool, new Set((leasedOf.get(range.pool) ?? []).filter(inWindow)), set, inWindow);
+      }
+    }
+    return out;
+  }
+}

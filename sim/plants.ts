@@ -1,0 +1,124 @@
+/**
+ * Planted bugs: `npm run sim -- --plant NAME [--quick]` runs a scenario with one known bug injected from the
+ * simulator's side, through the ports (the table's writes and verdicts, a container's dependencies, the stream's
+ * delivery), without changing production code. Each must stop the run on the invariant named here; the unplanted run
+ * of the same scenario holds (tests/unit/sim-plants.test.ts pins both). They keep the checker honest: a check that
+ * cannot see a bug it was written for shows up here, not in production.
+ */
+import type { TxVerdict, WriteOp } from '../shared/adapters/dynamodb/table.ts';
+import type { PoolViewCache } from '../shared/core/pool-view-cache.ts';
+import type { ReconcileStore } from '../shared/core/reconciler/ports.ts';
+import type { Deps } from '../shared/core/use-cases/deps.ts';
+import { Invariant } from './invariants.ts';
+import type { Prng } from './prng.ts';
+import { SCENARIOS } from './scenarios.ts';
+import type { Caller } from './sim-table.ts';
+import { NO_FAULTS, type Scenario } from './world.ts';
+
+/** What a plant changes; each hook is optional. */
+export interface PlantHooks {
+  /** Rewrites a caller's write operations before the table sees them. */
+  readonly mutate?: (ops: readonly WriteOp[], caller: Caller) => WriteOp[];
+  /** What a caller is told of a transaction's outcome (undefined: committed; verdicts: cancelled). */
+  readonly misreport?: (verdicts: TxVerdict[] | undefined, caller: Caller) => TxVerdict[] | undefined;
+  /** The dependencies a container's code gets, by the container's role. */
+  readonly deps?: (deps: Deps, role: string) => Deps;
+  /** Whether the stream's delivery loses this record. */
+  readonly loses?: (rng: Prng) => boolean;
+}
+
+export interface Plant {
+  readonly name: string;
+  readonly bug: string;
+  /** The scenario it runs in: one where the bug has something to act on within a quick run. */
+  readonly scenario: Scenario;
+  /** The invariant that catches it. */
+  readonly caughtBy: Invariant;
+  readonly hooks: PlantHooks;
+}
+
+const isClaimKey = (op: WriteOp): boolean => op.kind !== 'put' && op.key.PK.startsWith('CLAIM#');
+const isLeaseKey = (op: WriteOp): boolean => (op.kind === 'put' ? op.item.entity === 'lease' : op.key.PK.startsWith('LEASE#'));
+const EARLY_MS = 25_000;
+
+/** A claim or lease write with its expiry moved 25 s earlier. */
+function early(op: WriteOp): WriteOp {
+  if (op.kind === 'put' && (op.item.entity === 'claim' || op.item.entity === 'lease') && typeof op.item.expiresAt === 'number') {
+    return { ...op, item: { ...op.item, expiresAt: op.item.expiresAt - EARLY_MS } };
+  }
+  const set = op.kind === 'update' ? op.update.set : undefined;
+  if (op.kind === 'update' && set && typeof set.expiresAt === 'number') return { ...op, update: { ...op.update, set: { ...set, expiresAt: set.expiresAt - EARLY_MS } } };
+  return op;
+}
+
+/** The view cache with createClaim's post-commit generation read skipped: every view is taken as current. */
+function skippingCheck(views: PoolViewCache): PoolViewCache {
+  const planted = Object.create(views) as PoolViewCache;
+  planted.read = (pool, nowMs, fresh) => views.read(pool, nowMs, fresh);
+  planted.confirm = (pool, view, nowMs) => {
+    views.remember(pool, view, nowMs);
+    return Promise.resolve(true);
+  };
+  return planted;
+}
+
+/** The reconciler's store releasing an expired claim on its uid alone: a renewal since the read no longer saves it. */
+function releasingRenewed(store: ReconcileStore): ReconcileStore {
+  const planted = Object.create(store) as ReconcileStore;
+  planted.releaseExpiredClaim = (claim, _cutoffMs, event, hold) => store.releaseClaim(claim, event, hold);
+  return planted;
+}
+
+const calm = SCENARIOS.calm!;
+
+export const PLANTS: Readonly<Record<string, Plant>> = {
+  'leak-lease': {
+    name: 'leak-lease',
+    bug: 'a release deletes the claim and leaves its lease items',
+    scenario: { ...calm, name: 'calm' },
+    caughtBy: Invariant.ReleasedAddressFree,
+    hooks: { mutate: (ops, caller) => (caller.role === 'api' && ops.some(isClaimKey) ? ops.filter((op) => !(op.kind === 'delete' && isLeaseKey(op))) : [...ops]) },
+  },
+  'early-expiry': {
+    name: 'early-expiry',
+    bug: 'claims and leases are written with an expiry 25 s earlier than the one answered',
+    scenario: { ...calm, name: 'calm' },
+    caughtBy: Invariant.HeldClaimStaysHeld,
+    hooks: { mutate: (ops, caller) => (caller.role === 'api' ? ops.map(early) : [...ops]) },
+  },
+  'conflict-as-success': {
+    name: 'conflict-as-success',
+    bug: 'a cancelled transaction (a condition failed or a conflict) is reported to the API as committed',
+    scenario: SCENARIOS.crowded!,
+    caughtBy: Invariant.RetrySameAddresses,
+    hooks: { misreport: (verdicts, caller) => (caller.role === 'api' ? undefined : verdicts) },
+  },
+  'skip-generation-check': {
+    name: 'skip-generation-check',
+    bug: "createClaim's post-commit range-generation read is skipped (every view taken as current)",
+    // Ranges added and deleted every 2 s on average beside one small range, so claims land in the deleted ones.
+    scenario: { ...calm, name: 'churn', cidrs: ['10.0.0.0/26'], ipv6: undefined, legacy: false, faults: { ...NO_FAULTS, rangeChurnPerMinute: 30 } },
+    caughtBy: Invariant.NoClaimInDeletedRange,
+    hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, views: skippingCheck(deps.views) } : deps) },
+  },
+  'drop-stream-record': {
+    name: 'drop-stream-record',
+    bug: 'the stream delivery loses one lease record in fifty',
+    scenario: { ...calm, name: 'calm' },
+    caughtBy: Invariant.ProjectionLagBounded,
+    hooks: { loses: (rng) => rng.chance(0.02) },
+  },
+  'release-renewed': {
+    name: 'release-renewed',
+    bug: 'the reconciler releases an expired claim on its uid alone, even when it was renewed since it was read',
+    // Clients that renew just after their claims expired, and a reconciler that releases at once, every second.
+    scenario: { ...calm, name: 'late-renewals', ttlShare: 1, ttlSeconds: 4, renewAfter: 1.05, reconcilePeriodMs: 1000, reconcilerGraceSeconds: 0 },
+    caughtBy: Invariant.HeldClaimStaysHeld,
+    hooks: { deps: (deps, role) => (role === 'reconciler' ? { ...deps, reconcile: releasingRenewed(deps.reconcile) } : deps) },
+  },
+};
+
+export const PLANT_NAMES = Object.keys(PLANTS);
+
+/** The plants' own scenarios by name (`--scenario churn` runs one without its plant). */
+export const PLANT_SCENARIOS: Readonly<Record<string, Scenario>> = Object.fromEntries(Object.values(PLANTS).map((p) => [p.scenario.name, p.scenario]));
