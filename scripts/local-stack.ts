@@ -56,6 +56,13 @@ export interface LocalStackOptions {
   log?: (line: string) => void;
   /** Milliseconds to wait for serverless-offline to answer. Default 120 000. */
   readyTimeoutMs?: number;
+  /**
+   * Run handlers in serverless-offline's own process (`--useInProcess`) instead of a worker per concurrent request.
+   * A cold worker loads the whole bundle, so a burst of N parallel requests on a small machine pays N cold starts
+   * (past the function's timeout on a loaded 2-core box); in process, the loaded handler serves them all, as warm
+   * Lambda instances would. Default false.
+   */
+  inProcess?: boolean;
 }
 
 export interface LocalStack {
@@ -181,6 +188,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         String(offlinePort),
         '--lambdaPort',
         String(lambdaPort),
+        ...(options.inProcess ? ['--useInProcess'] : []),
       ],
       {
         cwd: repoRoot,
