@@ -13,12 +13,6 @@ import { CniCode, CniError, toCniError } from './errors.ts';
 import { prevResultAddresses, type IpamResult, type ResultIp } from './versions.ts';
 
 /**
- * Whether the service takes claim labels (labels-contract.md). Until it does, a claim request carrying `labels` is
- * refused, so claims go out without them and GC, which selects on them, answers that it cannot run.
- */
-export const SERVICE_HAS_LABELS = false;
-
-/**
  * What a node remembers about pools it has checked: ensurePool's answer (the pool's range prefixes) under a key of
  * the endpoint, the pool and everything the config asks of it. With it an ADD is one request (the claim) instead of
  * three: reading a pool costs the service its utilization counts, and 100 pods attaching at once would pay that 100
@@ -170,7 +164,7 @@ export function claimRequest(config: NetworkConfig, attachment: Attachment, owne
     owner,
     ipFamilyPolicy: ipam.ipFamilyPolicy,
     ...(ipam.ipFamilies.length > 0 ? { ipFamilies: ipam.ipFamilies } : {}),
-    ...(SERVICE_HAS_LABELS ? { labels: labelsOf(config.name, node, attachment) } : {}),
+    labels: labelsOf(config.name, node, attachment),
   };
 }
 
@@ -319,7 +313,6 @@ export async function status(ctx: CommandContext, config: NetworkConfig): Promis
  * @throws CniError 11 when the listing or a release failed for a transient reason, else the first failure's code.
  */
 export async function gc(ctx: CommandContext, config: NetworkConfig): Promise<{ released: string[] }> {
-  if (!SERVICE_HAS_LABELS) throw new CniError(CniCode.NotAvailable, 'GC needs claim labels, which this service version does not support', '');
   const { ipam } = config;
   const keep = new Set((config.validAttachments ?? []).map((a) => claimName(config.name, a)));
   const labels = labelsOf(config.name, ctx.node, { containerID: '', ifname: '' });

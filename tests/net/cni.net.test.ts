@@ -264,4 +264,35 @@ describe('ipam-cni under the reference bridge plugin', () => {
     expect(conflicting.json).toMatchObject({ cniVersion: '1.0.0', code: 7, msg: 'invalid IPAM configuration' });
     expect(String(conflicting.json?.details)).toContain('every node must use the same config');
   });
+
+  it("releases on GC exactly this network's stale claims on this node, and nothing else", async () => {
+    // Prepare: three attachments of this network on this node, one on another node, one of another network in the
+    // same pool, and one claim made by someone else without labels.
+    const network = lab.network('gc');
+    const ipam = { pool: network, range: '10.87.0.0/24' };
+    const config = directConfig(network, ipam);
+    const attach = (id: string, net = config) => lab.plugin('ADD', net, { containerID: `${id}-${lab.id}`, netns: '/var/run/netns/unused' });
+    for (const id of ['keep', 'stale1', 'stale2']) ipsOf(await attach(id));
+    ipsOf(await attach('other-net', directConfig(`${network}-b`, ipam)));
+    const claims = (await callApi(stack, 'GET', `/v1/pools/${network}/claims`)).body as { items: { name: string; labels: Record<string, string> }[] };
+    const keep = claims.items.find((c) => c.labels['cni.ipam/container-id'] === `keep-${lab.id}`)!;
+    expect(keep.labels).toMatchObject({ 'cni.ipam/network': network, 'cni.ipam/ifname': 'eth0' });
+    const otherNode = await callApi(stack, 'POST', `/v1/pools/${network}/claims`, {
+      name: `other-node-${lab.id}`,
+      owner: { kind: 'CNIAttachment', name: 'x/eth0', uid: 'x/eth0' },
+      labels: { ...keep.labels, 'cni.ipam/node': 'some-other-node', 'cni.ipam/container-id': 'x' },
+    });
+    expect(otherNode.status).toBe(201);
+    expect((await callApi(stack, 'POST', `/v1/pools/${network}/claims`, { name: `unlabelled-${lab.id}`, owner: { kind: 'Service', name: 'dns', uid: 'd1' } })).status).toBe(201);
+    const before = claims.items.map((c) => c.name).concat(`other-node-${lab.id}`, `unlabelled-${lab.id}`).sort();
+    const staleNames = claims.items.filter((c) => ['stale1', 'stale2'].some((id) => c.labels['cni.ipam/container-id'] === `${id}-${lab.id}`)).map((c) => c.name);
+    expect(staleNames).toHaveLength(2);
+    // Act
+    const gcRun = await lab.plugin('GC', { ...config, cniVersion: '1.1.0', 'cni.dev/valid-attachments': [{ containerID: `keep-${lab.id}`, ifname: 'eth0' }] }, { unset: ['CNI_CONTAINERID', 'CNI_IFNAME', 'CNI_NETNS'] });
+    // Assess
+    expect(gcRun.code, gcRun.stdout).toBe(0);
+    expect(gcRun.stdout).toBe('');
+    const after = ((await callApi(stack, 'GET', `/v1/pools/${network}/claims`)).body as { items: { name: string }[] }).items.map((c) => c.name).sort();
+    expect(after).toEqual(before.filter((name) => !staleNames.includes(name)));
+  });
 });
