@@ -1,3 +1,10 @@
+/**
+ * The claim use cases (create, get, list, delete, renew) in one module: they share the spec's normalization and
+ * checks, the idempotency rule (sameOrConflict: a repeated request returns the claim, another spec is a conflict) and
+ * the pool-view steps around an allocation (servedByReadyRanges, the generation check). It was not split by use case
+ * during issue 20 because several changes to claims (labels, createdBy) were landing in it at the same time; a split
+ * would be a pure move of the exported functions, each with the helpers only it uses.
+ */
 import { formatAddress, IpFamily, parseAddress, type IpAddress } from '../ip/address.ts';
 import {
   ConflictError,
