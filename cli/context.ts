@@ -59,14 +59,20 @@ export async function apiFor(cmd: Command, io: CliIo): Promise<IpamApi> {
   const options = cmd.optsWithGlobals<GlobalOptions>();
   const endpoint = endpointOf(cmd, io);
   const trace = options.verbose ? (line: string) => io.stderr(`${line}\n`) : undefined;
-  let signer: RequestSigner | undefined;
-  if (endpoint.protocol === 'https:') {
-    // Loaded only here: the signer and the credential chain cost a few hundred milliseconds of start-up that calls
-    // to the local stack do not need.
-    const { credentialChain, resolveRegion, sigV4Signer } = await import('./api/sigv4.ts');
-    const region = resolveRegion(endpoint, options.region, io.env);
-    signer = sigV4Signer({ credentials: await credentialChain(options.profile), region });
-    trace?.(`* signing for execute-api in ${region}${options.profile ? ` with profile ${options.profile}` : ''}`);
-  }
+  const signer = endpoint.protocol === 'https:' ? await signerFor(cmd, io, endpoint, trace) : undefined;
   return new IpamApi(new HttpClient({ endpoint, fetch: io.fetch, ...(signer ? { signer } : {}), ...(trace ? { trace } : {}) }));
+}
+
+/**
+ * The SigV4 signer for `endpoint` (service execute-api): the region from --region, the hostname or the environment,
+ * credentials from the standard chain (--profile).
+ */
+export async function signerFor(cmd: Command, io: CliIo, endpoint: URL, trace?: (line: string) => void): Promise<RequestSigner> {
+  const options = cmd.optsWithGlobals<GlobalOptions>();
+  // Loaded only here: the signer and the credential chain cost a few hundred milliseconds of start-up that calls
+  // to the local stack do not need.
+  const { credentialChain, resolveRegion, sigV4Signer } = await import('./api/sigv4.ts');
+  const region = resolveRegion(endpoint, options.region, io.env);
+  trace?.(`* signing for execute-api in ${region}${options.profile ? ` with profile ${options.profile}` : ''}`);
+  return sigV4Signer({ credentials: await credentialChain(options.profile), region });
 }

@@ -14,6 +14,8 @@ export class ProblemError extends Error {
     readonly status: number,
     readonly code: string,
     readonly detail: string,
+    /** The problem's title (the status's phrase), shown by the web console next to the detail. */
+    readonly title?: string,
   ) {
     super(`${code}: ${detail}`);
     this.name = 'ProblemError';

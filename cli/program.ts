@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { addCompletionCommand } from './commands/completion.ts';
+import { addConsoleCommand } from './commands/console.ts';
 import { addDescribeCommand } from './commands/describe.ts';
 import { addGetCommand } from './commands/get.ts';
 import { addMapCommand } from './commands/map.ts';
@@ -18,6 +19,7 @@ Examples:
   ipam get claims -p services -o wide
   ipam describe pool services
   ipam map services 10.96.0.0-24
+  ipam console
   ipam --endpoint https://abc123.execute-api.eu-west-1.amazonaws.com --profile ops get pools
 
 The local stack (npm start) is the default endpoint; https endpoints are signed with SigV4 from the standard AWS
@@ -43,6 +45,7 @@ export function buildProgram(io: CliIo): Command {
   addDescribeCommand(program, io);
   addMutationCommands(program, io);
   addMapCommand(program, io);
+  addConsoleCommand(program, io);
   addCompletionCommand(program, io);
   return program;
 }

@@ -1,4 +1,5 @@
 import { buildContainerAtColdStart, servingAfter, tableSettingsGuard } from '../shared/adapters/cold-start.ts';
+import { IpamMetrics } from '../shared/adapters/metrics.ts';
 import { createMirrorHandler } from '../shared/adapters/stream/mirror-handler.ts';
 
 // Built when the module loads (Lambda's init phase): a bad setting fails the cold start with one log line naming it.
@@ -8,4 +9,4 @@ const container = buildContainerAtColdStart();
  * Stream entry: mirrors lease changes into the legacy bitmaps, reporting partial batch failures per bitmap. Refused
  * until the table's fixed settings are this function's: the batch fails whole and the mapping retries it.
  */
-export const handler = servingAfter(tableSettingsGuard(container), createMirrorHandler(() => container.mirror));
+export const handler = servingAfter(tableSettingsGuard(container), createMirrorHandler(() => container.mirror, undefined, IpamMetrics.create(container.config.metrics)));

@@ -1,7 +1,9 @@
 /**
  * The embedded local stack, run by `npm start`: DynamoDB Local (Java), the table from infra/table.json,
  * serverless-offline serving the HTTP API and the reconciler's schedule, and a stream poller that feeds the
- * table's stream to the mirror function with Lambda's partial-batch semantics.
+ * table's stream to the mirror function with Lambda's partial-batch semantics. The API's port is the web console's
+ * server (cli/console/server.ts): the page at /console/, every other request passed through to serverless-offline,
+ * which listens on a port of its own.
  *
  *   npm start [-- --port 3000] [--lambda-port N] [--dynamodb-port N] [--data .data/dynamodb] [--stage local]
  *
@@ -17,6 +19,7 @@ import { parseArgs } from 'node:util';
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../shared/adapters/dynamodb/client.ts';
 import { createTable } from '../shared/adapters/dynamodb/table-setup.ts';
+import { startConsoleServer, type ConsoleServer } from '../cli/console/server.ts';
 import { assertJava, freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { offlineLambda } from './offline-lambda.ts';
 import { startStreamPoller, type StreamPoller } from './stream-poller.ts';
@@ -53,11 +56,20 @@ export interface LocalStackOptions {
   log?: (line: string) => void;
   /** Milliseconds to wait for serverless-offline to answer. Default 120 000. */
   readyTimeoutMs?: number;
+  /**
+   * Run handlers in serverless-offline's own process (`--useInProcess`) instead of a worker per concurrent request.
+   * A cold worker loads the whole bundle, so a burst of N parallel requests on a small machine pays N cold starts
+   * (past the function's timeout on a loaded 2-core box); in process, the loaded handler serves them all, as warm
+   * Lambda instances would. Default false.
+   */
+  inProcess?: boolean;
 }
 
 export interface LocalStack {
-  /** Base URL of the HTTP API, e.g. http://127.0.0.1:3000 (routes start with /v1). */
+  /** Base URL of the HTTP API, e.g. http://127.0.0.1:3000 (routes start with /v1); the web console is at /console/. */
   readonly apiUrl: string;
+  /** serverless-offline itself, behind apiUrl's console server. */
+  readonly offlineUrl: string;
   /** DynamoDB Local endpoint. */
   readonly endpoint: string;
   readonly tableName: string;
@@ -102,7 +114,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const service = serviceName();
   const tableName = `${service}-${stage}`;
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const [port, lambdaPort] = [options.port ?? (await freePort()), options.lambdaPort ?? (await freePort())];
+  const [port, lambdaPort, offlinePort] = [options.port ?? (await freePort()), options.lambdaPort ?? (await freePort()), await freePort()];
   // A busy port would not make offline fail fast: the readiness probe would get its answer from the other server.
   await assertPortFree(port, '--port');
   await assertPortFree(lambdaPort, '--lambda-port');
@@ -121,11 +133,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   let offline: ChildProcess | undefined;
   let offlineExit: Promise<void> | undefined;
   let poller: StreamPoller | undefined;
+  let front: ConsoleServer | undefined;
   let stopping: Promise<void> | undefined;
   const mirror = offlineLambda({ endpoint: `http://127.0.0.1:${lambdaPort}`, functionName: `${service}-${stage}-mirror` });
 
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      await front?.close();
       await poller?.stop().catch(() => undefined);
       mirror.destroy();
       if (offline && offlineExit) await stopProcessGroup(offline, offlineExit);
@@ -171,9 +185,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         '--host',
         '127.0.0.1',
         '--httpPort',
-        String(port),
+        String(offlinePort),
         '--lambdaPort',
         String(lambdaPort),
+        ...(options.inProcess ? ['--useInProcess'] : []),
       ],
       {
         cwd: repoRoot,
@@ -199,11 +214,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     forEachLine(child.stdout, onLine);
     forEachLine(child.stderr, onLine);
 
-    const apiUrl = `http://127.0.0.1:${port}`;
+    const offlineUrl = `http://127.0.0.1:${offlinePort}`;
     // Settle both before going on, so a failure of one never leaves the other starting after stop().
     const [table, server] = await Promise.allSettled([
       database,
-      waitForHttp(`${apiUrl}/v1/health`, child, options.readyTimeoutMs ?? 120_000, () => tail.join('\n')),
+      waitForHttp(`${offlineUrl}/v1/health`, child, options.readyTimeoutMs ?? 120_000, () => tail.join('\n')),
     ]);
     if (table.status === 'rejected') throw table.reason;
     if (server.status === 'rejected') throw server.reason;
@@ -226,12 +241,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       });
     }
 
+    front = await startConsoleServer({ upstream: new URL(offlineUrl), port });
+    const apiUrl = front.origin;
     const functions = { api: `${service}-${stage}-api`, mirror: `${service}-${stage}-mirror`, reconciler: `${service}-${stage}-reconciler` };
     const invokers = new Map<FunctionKey, ReturnType<typeof offlineLambda>>();
     cleanups.push(() => invokers.forEach((i) => i.destroy()));
     const db = dynamo;
     return {
       apiUrl,
+      offlineUrl,
       endpoint: db.endpoint,
       tableName,
       stage,
@@ -397,6 +415,7 @@ async function main(argv: string[]): Promise<void> {
       '',
       `Local stack ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
       `  HTTP API        ${stack.apiUrl}/v1/health   (no IAM auth locally)`,
+      `  Web console     ${stack.apiUrl}/console/`,
       `  Lambda API      ${stack.lambdaEndpoint}   (functions ${serviceName()}-${stack.stage}-{api,mirror,reconciler})`,
       `  DynamoDB Local  ${stack.endpoint}   (pid ${stack.pids.dynamodb}, ${values.data ? `data in ${resolve(values.data)}` : 'in memory'})`,
       `  Table           ${stack.tableName}`,

@@ -74,7 +74,7 @@ export class HttpClient {
     const parsed = parseJson(text);
     if (response.ok) return { status: response.status, headers: response.headers, body: parsed };
     const problem = asProblem(parsed);
-    if (problem) throw new ProblemError(response.status, problem.code, problem.detail ?? problem.title ?? '');
+    if (problem) throw new ProblemError(response.status, problem.code, problem.detail ?? problem.title ?? '', problem.title);
     throw new HttpStatusError(response.status, messageOf(parsed, text));
   }
 
@@ -135,7 +135,7 @@ function messageOf(parsed: unknown, text: string): string {
 
 /** fetch's TypeError carries the socket error as its cause (ECONNREFUSED, ENOTFOUND, a timeout's AbortError). */
 function connectionError(endpoint: URL, error: unknown): ConnectionError {
-  const cause = error instanceof Error ? (error.cause as NodeJS.ErrnoException | undefined) : undefined;
+  const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
   const code = cause?.code ?? (error instanceof Error ? error.name : '');
   const refused = code === 'ECONNREFUSED';
   const reason =

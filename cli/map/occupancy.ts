@@ -31,9 +31,10 @@ export function heldOf(occupancy: RangeOccupancy): bigint[] {
   const held: bigint[] = [];
   for (const slice of occupancy.slices) {
     const first = addressValue(slice.first);
-    const bytes = Buffer.from(slice.bits, 'base64');
+    // atob rather than Buffer: the web console decodes the same slices in the browser.
+    const bytes = atob(slice.bits);
     for (let k = 0; k < bytes.length; k += 1) {
-      for (let byte = bytes[k]!; byte !== 0; byte &= byte - 1) held.push(first + BigInt(8 * k + 31 - Math.clz32(byte & -byte)));
+      for (let byte = bytes.charCodeAt(k); byte !== 0; byte &= byte - 1) held.push(first + BigInt(8 * k + 31 - Math.clz32(byte & -byte)));
     }
   }
   return held;

@@ -19,6 +19,12 @@ export const MetricName = {
   ReconcileErrors: 'ReconcileErrors',
   ReconcileIncomplete: 'ReconcileIncomplete',
   SweepChecked: 'SweepChecked',
+  /**
+   * From the stream function, per batch: stream records it handed back for retry (a bitmap or summary chunk write
+   * failed). The mapping retries them; past its retries it skips them (MirrorFailureQueue), so a steady count here is
+   * the warning before that.
+   */
+  MirrorRecordsFailed: 'MirrorRecordsFailed',
   /** From the API (dimension Scope; errors also Code). */
   Allocations: 'Allocations',
   AllocationErrors: 'AllocationErrors',
@@ -82,6 +88,13 @@ export class IpamMetrics {
     this.powertools.addMetric(MetricName.ReconcileErrors, MetricUnit.Count, report.errors.length);
     this.powertools.addMetric(MetricName.ReconcileIncomplete, MetricUnit.Count, report.complete ? 0 : 1);
     this.powertools.addMetric(MetricName.SweepChecked, MetricUnit.Count, report.sweep.checked);
+    this.powertools.publishStoredMetrics();
+  }
+
+  /** The stream function's count of records handed back for retry in one batch (zeros included, so alarms see data). */
+  publishMirror(failed: number): void {
+    this.flush();
+    this.powertools.addMetric(MetricName.MirrorRecordsFailed, MetricUnit.Count, failed);
     this.powertools.publishStoredMetrics();
   }
 

@@ -73,11 +73,16 @@ export function checkLabels(value: unknown, field = 'labels'): Labels {
 /**
  * Parses an equality selector, `k=v,k2=v2` (`==` also reads as equality, as in Kubernetes; spaces around the parts are
  * ignored; the empty selector selects everything). Inequality (`!=`), set forms (`in`, `notin`) and bare keys are
- * refused. @throws InvalidArgumentError
+ * refused, and so are more pairs than a claim may have labels: none could match, and a long selector makes a filter
+ * expression DynamoDB refuses (which would be a 500). @throws InvalidArgumentError
  */
 export function parseLabelSelector(text: string, field = 'labelSelector'): LabelSelector {
   if (text.trim() === '') return [];
-  return text.split(',').map((part) => {
+  const parts = text.split(',');
+  if (parts.length > LabelLimits.count) {
+    throw new InvalidArgumentError(`${field} holds ${parts.length} pairs; a claim has at most ${LabelLimits.count} labels, so a selector may hold at most ${LabelLimits.count}.`, field);
+  }
+  return parts.map((part) => {
     const match = /^\s*([^=!\s]+)\s*==?\s*([^=!\s]*)\s*$/.exec(part);
     if (!match) {
       throw new InvalidArgumentError(`${field} must be a comma-separated list of key=value pairs (equality only: '!=', set forms and bare keys are not supported); ${quote(part.trim())} is not one.`, field);

@@ -683,6 +683,20 @@ export function claimsCases(engine: TestEngine): void {
       expect(res.body.code).toBe('InvalidArgument');
     });
 
+    it('refuses a selector of more pairs than a claim may have labels with 400 InvalidArgument, never a 500', async () => {
+      // Prepare: a claim could match 32 pairs at most; 33 distinct ones, or 300 (an expression DynamoDB refuses), match nothing
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.37.0.0/24']);
+      const selector = (n: number) => Array.from({ length: n }, (_, i) => `k${i}=v`).join(',');
+      // Act
+      const most = await api.call('GET', `/v1/pools/p/claims?labelSelector=${selector(32)}`);
+      const answers = await Promise.all([33, 300].map((n) => api.call('GET', `/v1/pools/p/claims?labelSelector=${selector(n)}`)));
+      // Assess
+      expect(most.status).toBe(200);
+      expect(answers.map((a) => [a.status, a.body.code])).toEqual([[400, 'InvalidArgument'], [400, 'InvalidArgument']]);
+      expect(answers[0]!.body.detail).toMatch(/at most 32/);
+    });
+
     it("puts a claim's labels on the reconciler's event about it", async () => {
       // Prepare: a labelled claim expires
       const h = await reconcilerHarness({ engine });

@@ -211,7 +211,14 @@ const rawBody = fc.oneof(
   fc.integer({ min: 16 * 1024 + 1, max: 40_000 }).map((n) => ({ body: `{"name":"${'a'.repeat(n)}"}` as unknown, text: true })),
 );
 
-const queryValue = fc.oneof(fc.constantFrom('0', '1', '1000', '1001', '-1', '1.5', '1e2', ' 5', '', 'abc', 'eyJzIjowLCJrIjoiYSJ9.forged', 'a.b'), weirdString);
+/**
+ * Genuine cursors, signed by the service for one listing each (pools, claims, claims of an owner, addresses, a range's
+ * addresses), filled in by beforeAll: sent to every route, they are cursors of other routes, pools, filters or ranges
+ * (issue 25: a 400, never a 500).
+ */
+const genuineCursors: string[] = [];
+const genuineCursor = fc.nat(1000).map((i) => genuineCursors[i % Math.max(1, genuineCursors.length)] ?? 'none.yet');
+const queryValue = fc.oneof(fc.constantFrom('0', '1', '1000', '1001', '-1', '1.5', '1e2', ' 5', '', 'abc', 'eyJzIjowLCJrIjoiYSJ9.forged', 'a.b'), weirdString, genuineCursor);
 const queryParams = fc.dictionary(fc.constantFrom('limit', 'cursor', 'owner', 'range', 'labelSelector', '__proto__', 'constructor', 'x'), fc.oneof(queryValue, fc.constantFrom('app=web', 'app!=web', 'a=b,c=d', 'a=,b==c', 'a in (b)')), { maxKeys: 4 });
 const ifMatchValue = fc.oneof(
   fc.constantFrom('"1"', '*', 'W/"1"', '"0x1"', '"1.0"', '"01"', '"+1"', '"0o1"', '1', '"1', '"1" "2"', '', ' , ', '"1", *', '"€"', 'W/ "1"', '"2", "1"'),
@@ -236,7 +243,12 @@ interface FuzzCase {
   readonly route: string;
   readonly mutating: boolean;
   readonly event: unknown;
+  /** The status the case must get, when its generator makes it certain (a percent-encoded pool name: 400). */
+  readonly status?: number;
 }
+
+/** Every byte percent-encoded, as a client encoding a valid name would never need to (`c1` -> `%63%31`). */
+const percentEncoded = (value: string) => [...Buffer.from(value, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
 
 const encode = (value: string) => {
   try {
@@ -257,7 +269,7 @@ function eventFor(route: RouteShape): fc.Arbitrary<FuzzCase> {
   return fc
     .record({
       values: params,
-      style: fc.constantFrom('rawPath', 'routeKey', 'rawPathEncodedBadly'),
+      style: fc.constantFrom('rawPath', 'routeKey', 'rawPathEncodedBadly', 'percentEncoded', 'percentEncodedDecodedParams'),
       body: route.fields ? bodyObject(route.fields) : fc.constant(undefined),
       raw: fc.option(rawBody, { freq: 4 }),
       query: fc.option(queryParams, { freq: 2 }),
@@ -285,6 +297,7 @@ function eventFor(route: RouteShape): fc.Arbitrary<FuzzCase> {
       const rawPath =
         route.template.replace(/\{[^}]+\}/g, () => {
           const value = values[i++]!;
+          if (g.style === 'percentEncoded' || g.style === 'percentEncodedDecodedParams') return percentEncoded(value);
           return g.style === 'rawPathEncodedBadly' ? `${encode(value)}%zz` : encode(value);
         }) + (g.trailingSlash ? '/' : '');
       const pathParameters = Object.fromEntries(route.params.map((p, j) => [p, values[j]!]));
@@ -296,17 +309,20 @@ function eventFor(route: RouteShape): fc.Arbitrary<FuzzCase> {
       if (typeof body === 'string' && mode === 'encoded') body = Buffer.from(body, 'utf8').toString('base64');
       const event: Record<string, unknown> = {
         version: '2.0',
-        routeKey: g.style === 'routeKey' ? route.key : '$default',
+        // The decoded-parameters style is API Gateway decoding the path parameters it hands over, the raw path still encoded.
+        routeKey: g.style === 'routeKey' || g.style === 'percentEncodedDecodedParams' ? route.key : '$default',
         rawPath,
         rawQueryString: '',
         headers: hdrs,
         requestContext: { http: { method: route.method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'fuzz' }, routeKey: '$default', stage: '$default' },
         isBase64Encoded: base64,
-        ...(g.style === 'routeKey' ? { pathParameters } : {}),
+        ...(g.style === 'routeKey' || g.style === 'percentEncodedDecodedParams' ? { pathParameters } : {}),
         ...(g.query ? { queryStringParameters: g.query } : {}),
         ...(body !== undefined ? { body } : {}),
       };
-      return { route: route.key, mutating, event };
+      // A pool's name is never served decoded: percent-encoded, it is refused whatever else the request holds.
+      const encodedPool = (g.style === 'percentEncoded' || g.style === 'percentEncodedDecodedParams') && route.params[0] === 'pool' && values.every((v) => v !== ''); // an empty segment matches no route (404)
+      return { route: route.key, mutating, event, ...(encodedPool ? { status: 400 } : {}) };
     });
 }
 
@@ -336,6 +352,11 @@ describe('Fuzz: the HTTP handler over generated API Gateway events', () => {
       ['POST', '/v1/pools/fz/claims', { name: 'leased', owner: { kind: 'Pod', name: 'p', uid: 'owner-2' }, ipFamilyPolicy: 'PreferDualStack', ttlSeconds: 86_400 }],
     ];
     for (const [method, path, body] of setup) expect((await api.call(method, path, body)).status).toBe(201);
+    for (const listing of ['/v1/pools?limit=1', '/v1/pools/fz/claims?limit=1', '/v1/pools/fz/claims?limit=1&owner=owner-2', '/v1/pools/fz/addresses?limit=1', '/v1/pools/fz/addresses?limit=1&range=six']) {
+      const page = await api.call('GET', listing);
+      if (typeof page.body.nextCursor === 'string') genuineCursors.push(page.body.nextCursor);
+    }
+    expect(genuineCursors.length).toBeGreaterThanOrEqual(3);
     fixture = await tableSnapshot(api.container.table);
   });
 
@@ -349,7 +370,7 @@ describe('Fuzz: the HTTP handler over generated API Gateway events', () => {
     const arbitrary = fc.oneof({ weight: 20, arbitrary: fc.constantFrom(...routeShapes).chain(eventFor) }, { weight: 1, arbitrary: strangeEvent });
 
     await fc.assert(
-      fc.asyncProperty(arbitrary, async ({ route, mutating, event }) => {
+      fc.asyncProperty(arbitrary, async ({ route, mutating, event, status }) => {
         const t0 = performance.now();
         const response = await api.invoke(event);
         handlerMs += performance.now() - t0;
@@ -357,6 +378,7 @@ describe('Fuzz: the HTTP handler over generated API Gateway events', () => {
         statuses.set(response.statusCode ?? 0, (statuses.get(response.statusCode ?? 0) ?? 0) + 1);
 
         expect(response.statusCode, 'no 5xx').toBeLessThan(500);
+        if (status !== undefined) expect(response.statusCode, 'a percent-encoded pool name is refused').toBe(status);
         if (mutating) expect(response.statusCode, 'a poisoned request is refused').toBeGreaterThanOrEqual(400);
         if (response.statusCode! >= 400) {
           expect(response.headers?.['content-type']).toBe('application/problem+json');

@@ -224,7 +224,7 @@ describe('Function: leaseChangeOf', () => {
 });
 
 describe('Function: createMirrorHandler', () => {
-  it('answers the sequence numbers of the failed bitmap records as batchItemFailures, and logs the bitmap', async () => {
+  it('answers the sequence numbers of the failed bitmap records as batchItemFailures, logs the bitmap and counts them in a metric', async () => {
     // Prepare
     const table = new FakeTable();
     table.failing.add('v4');
@@ -232,11 +232,16 @@ describe('Function: createMirrorHandler', () => {
     const fine = record('INSERT', { ...leaseImage('fd00::1'), family: 'IPv6', range: 'v6' });
     const other = record('INSERT', { PK: 'CLAIM#p#c1', SK: 'CLAIM', entity: 'claim', pool: 'p' });
     const logged: Record<string, unknown>[] = [];
-    const handler = createMirrorHandler(() => table.mirror(), (entry) => logged.push(entry));
+    const published: number[] = [];
+    const handler = createMirrorHandler(() => table.mirror(), (entry) => logged.push(entry), { publishMirror: (failed) => published.push(failed) });
     // Act
     const answer = await handler({ Records: [failing, fine, other] });
+    const clean = await handler({ Records: [fine] });
     // Assess
     expect(answer).toEqual({ batchItemFailures: [{ itemIdentifier: failing.dynamodb!.SequenceNumber }] });
+    expect(clean).toEqual({ batchItemFailures: [] });
     expect(logged).toEqual([expect.objectContaining({ level: 'error', pool: 'p', range: 'v4', records: 1, error: 'NotReadyError' })]);
+    // The MirrorRecordsFailed metric of each batch, zeros included
+    expect(published).toEqual([1, 0]);
   });
 });

@@ -153,12 +153,12 @@ describe('Template: serverless package (no credentials, no network)', () => {
   });
 
   describe('Table', () => {
-    it('is infra/table.json verbatim plus the stage table name', () => {
+    it('is infra/table.json verbatim plus the stage table name and deletion protection', () => {
       // Act
       const tables = ofType('AWS::DynamoDB::Table');
       // Assess
       expect(tables).toHaveLength(1);
-      expect(tables[0]![1].Properties).toEqual({ ...tableJson, TableName: `ipam-${stage}` });
+      expect(tables[0]![1].Properties).toEqual({ ...tableJson, TableName: `ipam-${stage}`, DeletionProtectionEnabled: true });
     });
 
     it('has a NEW_AND_OLD_IMAGES stream, TTL on `ttl` and point-in-time recovery', () => {
@@ -214,6 +214,89 @@ describe('Template: serverless package (no credentials, no network)', () => {
       }
       expect(api).not.toContain('dynamodb:Scan');
       expect(api).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:Query']));
+    });
+  });
+
+  describe('Hardening (issue 25)', () => {
+    const alarm = (id: string) => resources[id]?.Properties as Record<string, unknown> & { Dimensions: { Name: string; Value: unknown }[] };
+
+    it('writes a JSON access log of the HTTP API with request id, route, status, principal and latency', () => {
+      // Act
+      const stages = ofType('AWS::ApiGatewayV2::Stage');
+      // Assess
+      expect(stages).toHaveLength(1);
+      const settings = stages[0]![1].Properties.AccessLogSettings as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
+      expect(resources[settings.DestinationArn['Fn::GetAtt'][0]]?.Type).toBe('AWS::Logs::LogGroup');
+      const format = JSON.parse(settings.Format) as Record<string, string>;
+      expect(format).toMatchObject({ requestId: '$context.requestId', route: '$context.routeKey', status: '$context.status', principal: '$context.identity.userArn', latencyMs: '$context.responseLatency' });
+    });
+
+    it('throttles the stage by default', () => {
+      // Act
+      const settings = ofType('AWS::ApiGatewayV2::Stage')[0]![1].Properties.DefaultRouteSettings as { ThrottlingRateLimit: number; ThrottlingBurstLimit: number };
+      // Assess
+      expect(settings.ThrottlingRateLimit).toBeGreaterThan(0);
+      expect(settings.ThrottlingBurstLimit).toBeGreaterThanOrEqual(settings.ThrottlingRateLimit);
+    });
+
+    it('runs at most one reconciler at a time (reserved concurrency 1)', () => {
+      // Act
+      const reserved = functionResource('reconciler').Properties.ReservedConcurrentExecutions;
+      // Assess
+      expect(reserved).toBe(1);
+    });
+
+    it('alarms, through one SNS topic, on the failure queue, the mirror\'s iterator age, errors and failed records, and the reconciler\'s errors', () => {
+      // Act
+      const alarms = ofType('AWS::CloudWatch::Alarm').map(([id, r]) => [id, r.Properties] as const);
+      const topics = ofType('AWS::SNS::Topic');
+      // Assess
+      expect(topics).toHaveLength(1);
+      const topic = topics[0]![0];
+      for (const [id, props] of alarms) {
+        expect({ id, actions: props.AlarmActions, ok: props.OKActions }).toEqual({ id, actions: [{ Ref: topic }], ok: [{ Ref: topic }] });
+      }
+      const watched = alarms.map(([, p]) => `${p.Namespace as string} ${p.MetricName as string} ${JSON.stringify((p.Dimensions as { Value: unknown }[])[0]!.Value)}`).sort();
+      expect(watched).toEqual([
+        'AWS/Lambda Errors {"Ref":"MirrorLambdaFunction"}',
+        'AWS/Lambda Errors {"Ref":"ReconcilerLambdaFunction"}',
+        'AWS/Lambda IteratorAge {"Ref":"MirrorLambdaFunction"}',
+        'AWS/SQS ApproximateNumberOfMessagesVisible {"Fn::GetAtt":["MirrorFailureQueue","QueueName"]}',
+        'ipam MirrorRecordsFailed "ipam"',
+        'ipam ReconcileErrors "ipam"',
+      ]);
+      expect(alarm('MirrorFailureQueueAlarm')).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+      expect(alarm('MirrorIteratorAgeAlarm').Threshold).toBe(300_000);
+    });
+
+    it('grants no role a DynamoDB action its function\'s bundle never calls', () => {
+      // The event source mapping reads the stream and sends to the failure queue with the mirror's role.
+      const usedByTheMapping = new Set(['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams', 'sqs:SendMessage']);
+      // What a transaction's items are authorized as (TransactWriteItems needs no action of its own).
+      const inTransactions = ['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'];
+      for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
+        // Prepare: the commands the bundle imports from the SDK (not bundled, so the import names them)
+        const code = readZip(readFileSync(join(outDir, `${key}.zip`))).get(functions[key])!.toString('utf8');
+        const imports = [...code.matchAll(/import\s*\{([^}]*)\}\s*from\s*"@aws-sdk\/client-dynamodb"/g)].flatMap((m) => m[1]!.split(','));
+        const commands = new Set(imports.map((i) => /(\w+)Command\b/.exec(i.trim())?.[1]).filter((c): c is string => c !== undefined));
+        const calls = new Set([...commands, ...(commands.has('TransactWriteItems') ? inTransactions : [])].map((c) => `dynamodb:${c}`));
+        // Act
+        const granted = actionsOf(roleStatements(roleOf(key))).filter((a) => !a.startsWith('logs:') && !usedByTheMapping.has(a));
+        // Assess
+        expect(commands.size).toBeGreaterThan(0);
+        expect({ key, unused: [...new Set(granted)].filter((a) => !calls.has(a)) }).toEqual({ key, unused: [] });
+      }
+    });
+
+    it('lets the mirror write only bitmaps, summary chunks and the table settings, and never update or delete', () => {
+      // Act
+      const statements = roleStatements(roleOf('mirror')) as (Statement & { Condition?: unknown })[];
+      const writes = statements.filter((s) => asArray(s.Action).some((a) => ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'].includes(a)));
+      // Assess
+      expect(writes).toHaveLength(1);
+      expect(writes[0]!.Action).toEqual(['dynamodb:PutItem']);
+      expect(writes[0]!.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['BITMAP#*', 'OCC#*', 'TABLE'] } });
+      expect(actionsOf(roleStatements(roleOf('reconciler')))).not.toEqual(expect.arrayContaining(['dynamodb:Scan']));
     });
   });
 

@@ -23,7 +23,7 @@ const defaultLogger: MirrorLogger = (entry) => console.error(JSON.stringify(entr
  * mapping then retries from the lowest failed sequence number; records of other bitmaps after it are replayed too,
  * which is harmless (a replay re-reads the lease items, see LegacyMirror and SummaryMirror).
  */
-export function createMirrorHandler(mirror: () => StreamMirror, log: MirrorLogger = defaultLogger) {
+export function createMirrorHandler(mirror: () => StreamMirror, log: MirrorLogger = defaultLogger, metrics?: { publishMirror(failed: number): void }) {
   return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const changes = event.Records.map(leaseChangeOf).filter((c): c is LeaseChange => c !== undefined);
     const result = await mirror().apply(changes);
@@ -37,6 +37,7 @@ export function createMirrorHandler(mirror: () => StreamMirror, log: MirrorLogge
       const error = range.error as Error | undefined;
       log({ level: 'error', message: 'bitmap mirror write failed', pool: range.pool, range: range.range, records: range.changes, error: error?.name, detail: error?.message });
     }
+    metrics?.publishMirror(result.failed.length);
     return { batchItemFailures: result.failed.map((itemIdentifier) => ({ itemIdentifier })) };
   };
 }

@@ -1,0 +1,348 @@
+/**
+ * ADD, DEL, CHECK, STATUS and GC against the IPAM service. Each takes the parsed config and the service client;
+ * every failure leaves as a CniError (errors.ts maps the client's errors to the spec's codes).
+ */
+import { createHash } from 'node:crypto';
+import { encodePath, type HttpClient } from '../cli/api/http-client.ts';
+import { ProblemError } from '../cli/errors.ts';
+import type { Claim, Owner, PoolDetails } from '../cli/api/types.ts';
+import { parseAddress } from '../shared/core/ip/address.ts';
+import { claimName, labelsOf, LabelKey } from './attachment.ts';
+import type { Attachment, Family, IpamConfig, NetworkConfig } from './config.ts';
+import { CniCode, CniError, toCniError } from './errors.ts';
+import { prevResultAddresses, type IpamResult, type ResultIp } from './versions.ts';
+
+/**
+ * What a node remembers about pools it has checked: ensurePool's answer (the pool's range prefixes) under a key of
+ * the endpoint, the pool and everything the config asks of it. With it an ADD is one request (the claim) instead of
+ * three: reading a pool costs the service its utilization counts, and 100 pods attaching at once would pay that 100
+ * times. A config that differs in anything the pool is made of has another key, so a node with a conflicting
+ * config still checks and gets its code-7 error. A claim answered 404 (the pool was deleted) checks again.
+ */
+export interface PoolCheckCache {
+  read(key: string): Map<string, number> | undefined;
+  write(key: string, prefixes: ReadonlyMap<string, number>): void;
+  /**
+   * Runs `check` in one process of the node at a time for a key, so the first pods of a node do not all read and
+   * create the pool at once; a process that waited reads the cache its predecessor wrote instead of checking again.
+   */
+  exclusive<T>(key: string, check: () => Promise<T>, cachedMeanwhile: () => T | undefined): Promise<T>;
+}
+
+/** The cache key of a config's pool: a hash of what ensurePool compares. */
+export function poolCheckKey(ipam: IpamConfig): string {
+  const spec = JSON.stringify([ipam.endpoint.href, ipam.pool, ipam.ranges.map((r) => r.cidr), ipam.exclude, ipam.reuseDelaySeconds]);
+  return createHash('sha256').update(spec).digest('hex').slice(0, 32);
+}
+
+/** Where a command runs: the node's name (a claim label), a line logger and the pool check cache. */
+export interface CommandContext {
+  readonly http: HttpClient;
+  readonly node: string;
+  readonly log: (level: 'error' | 'warn' | 'info' | 'debug', message: string) => void;
+  readonly cache: PoolCheckCache;
+}
+
+/** Attempts of a request that failed for a reason a retry may fix (code 11), and the first pause between them. */
+export const RETRY_ATTEMPTS = 4;
+const RETRY_BASE_MS = 250;
+
+/**
+ * Runs an idempotent request again after a transient failure (unreachable, throttled, 5xx, a Lambda timeout), up to
+ * RETRY_ATTEMPTS times with jittered exponential pauses (250, 500, 1000 ms on average): a runtime's own retry of a
+ * failed ADD costs a DEL, a new sandbox and seconds of back-off. Every request retried here is safe to repeat: a
+ * claim is created under its attachment's name (the same request answers the same claim), a release of a released
+ * claim is a 204, reads change nothing.
+ */
+export async function retrying<T>(ctx: CommandContext, what: string, request: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request();
+    } catch (error) {
+      if (attempt >= RETRY_ATTEMPTS || toCniError(error, what).code !== CniCode.TryAgainLater) throw error;
+      const pause = RETRY_BASE_MS * 2 ** (attempt - 1) * (0.5 + Math.random());
+      ctx.log('warn', `${what}: attempt ${attempt} failed (${error instanceof Error ? error.message : String(error)}); again in ${Math.round(pause)} ms`);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
+function isNotFound(error: unknown): boolean {
+  return error instanceof ProblemError && error.status === 404;
+}
+
+function invalid(details: string): CniError {
+  return new CniError(CniCode.InvalidConfig, 'invalid IPAM configuration', details);
+}
+
+async function getPool(http: HttpClient, pool: string): Promise<PoolDetails | undefined> {
+  try {
+    return (await http.request('GET', `/v1/pools/${encodePath(pool)}`)).body as PoolDetails;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+/** Ready ranges of the pool by name, as prefix lengths: what an address's `/prefix` in the result comes from. */
+function prefixesOf(pool: PoolDetails): Map<string, number> {
+  return new Map(pool.ranges.filter((r) => r.state === 'Ready').map((r) => [r.name, Number(r.cidr.slice(r.cidr.indexOf('/') + 1))]));
+}
+
+/**
+ * Makes sure the pool and the config's ranges exist, idempotently, and answers the pool's range prefixes.
+ *
+ *   pool state                                            what happens
+ *   absent, config names ranges                           created with the config's exclusions and reuse delay
+ *   absent, config names no ranges                        code 7: the pool is configured on the service, create it there
+ *   present, other exclusions or reuse delay              code 7 naming both
+ *   present, a Ready range the config does not name       code 7 (another node's config, or the pool grew on the service)
+ *   present, a config range missing                       created (another node may be creating it: a 409 is re-read)
+ */
+export async function ensurePool(http: HttpClient, ipam: IpamConfig): Promise<Map<string, number>> {
+  let pool = await getPool(http, ipam.pool);
+  if (ipam.ranges.length === 0) {
+    if (!pool) throw invalid(`pool ${JSON.stringify(ipam.pool)} does not exist: create it on the service, or give ipam.range or ipam.ipRanges`);
+    return prefixesOf(pool);
+  }
+  if (!pool) {
+    try {
+      await http.request('POST', '/v1/pools', { body: { name: ipam.pool, exclude: ipam.exclude, ...(ipam.reuseDelaySeconds > 0 ? { reuseDelaySeconds: ipam.reuseDelaySeconds } : {}) } });
+    } catch (error) {
+      // Another node created it first: read what it made and compare below.
+      if (!(error instanceof ProblemError && error.status === 409)) throw error;
+    }
+    pool = await getPool(http, ipam.pool);
+    if (!pool) throw new CniError(CniCode.TryAgainLater, 'the pool vanished while it was being created', `pool ${ipam.pool}`);
+  }
+  const theirs = [...pool.exclude].sort();
+  if (JSON.stringify(theirs) !== JSON.stringify(ipam.exclude)) {
+    throw invalid(`pool ${JSON.stringify(ipam.pool)} exists with exclude ${JSON.stringify(theirs)}, this config asks for ${JSON.stringify(ipam.exclude)} (from exclude, range_start, range_end and gateway): every node must use the same config`);
+  }
+  if ((pool.reuseDelaySeconds ?? 0) !== ipam.reuseDelaySeconds) {
+    throw invalid(`pool ${JSON.stringify(ipam.pool)} exists with reuseDelaySeconds ${pool.reuseDelaySeconds ?? 0}, this config asks for ${ipam.reuseDelaySeconds}`);
+  }
+  const wanted = new Set(ipam.ranges.map((r) => r.cidr));
+  const extra = pool.ranges.filter((r) => r.state === 'Ready' && !wanted.has(r.cidr));
+  if (extra.length > 0) {
+    throw invalid(`pool ${JSON.stringify(ipam.pool)} has ranges ${extra.map((r) => r.cidr).join(', ')} that this config does not name (it names ${[...wanted].join(', ')}): every node must use the same config`);
+  }
+  const missing = ipam.ranges.filter((r) => !pool.ranges.some((have) => have.cidr === r.cidr));
+  if (missing.length === 0) return prefixesOf(pool);
+  for (const range of missing) {
+    try {
+      await http.request('POST', `/v1/pools/${encodePath(ipam.pool)}/ranges`, { body: { cidr: range.cidr } });
+    } catch (error) {
+      if (!(error instanceof ProblemError && error.status === 409)) throw error;
+    }
+  }
+  const after = await getPool(http, ipam.pool);
+  if (!after) throw new CniError(CniCode.TryAgainLater, 'the pool vanished while its ranges were being created', `pool ${ipam.pool}`);
+  for (const range of missing) {
+    const made = after.ranges.find((r) => r.cidr === range.cidr);
+    if (!made) throw invalid(`range ${range.cidr} could not be created in pool ${JSON.stringify(ipam.pool)}`);
+    if (made.state !== 'Ready') throw invalid(`range ${range.cidr} of pool ${JSON.stringify(ipam.pool)} is being deleted (${made.state})`);
+  }
+  return prefixesOf(after);
+}
+
+/** A claim document, checked for the fields the result is made of; anything else is the service misbehaving. */
+function asClaim(status: number, body: unknown): Claim {
+  const claim = body as Partial<Claim> | undefined;
+  if (typeof claim !== 'object' || claim === null || typeof claim.name !== 'string' || !Array.isArray(claim.addresses)) {
+    const text = typeof body === 'string' ? body : JSON.stringify(body);
+    throw new CniError(CniCode.TryAgainLater, 'the IPAM service answered a claim request with something that is not a claim', `HTTP ${status}: ${String(text).slice(0, 300)}`);
+  }
+  return claim as Claim;
+}
+
+/** The claim request of an attachment (POST /v1/pools/{pool}/claims). */
+export function claimRequest(config: NetworkConfig, attachment: Attachment, owner: Owner, node: string): Record<string, unknown> {
+  const { ipam } = config;
+  return {
+    name: claimName(config.name, attachment),
+    owner,
+    ipFamilyPolicy: ipam.ipFamilyPolicy,
+    ...(ipam.ipFamilies.length > 0 ? { ipFamilies: ipam.ipFamilies } : {}),
+    labels: labelsOf(config.name, node, attachment),
+  };
+}
+
+/** The result of a claim: each address with its range's prefix and its family's gateway; routes and dns as given. */
+export function resultOf(claim: Claim, prefixes: ReadonlyMap<string, number>, ipam: IpamConfig): IpamResult {
+  const ips: ResultIp[] = claim.addresses.map((a) => {
+    const prefix = prefixes.get(a.range);
+    if (prefix === undefined) throw new CniError(CniCode.TryAgainLater, 'the claim holds an address of a range the pool does not list', `${a.address} (range ${a.range})`);
+    const gateway = ipam.gateways[a.family as Family];
+    return { address: `${a.address}/${prefix}`, version: a.family === 'IPv4' ? '4' : '6', ...(gateway !== undefined ? { gateway } : {}) };
+  });
+  return { ips, routes: ipam.routes, ...(ipam.dns !== undefined ? { dns: ipam.dns } : {}) };
+}
+
+/**
+ * ADD: ensures the pool, then takes (or, for a retried ADD, finds again) the attachment's claim.
+ * @throws CniError 7 (config conflicts with the pool), 11 (service unreachable, throttled, 5xx), 100 (pool exhausted),
+ *   101 (refused otherwise)
+ */
+export async function add(ctx: CommandContext, config: NetworkConfig, attachment: Attachment, owner: Owner): Promise<IpamResult> {
+  const { ipam } = config;
+  const key = poolCheckKey(ipam);
+  const check = async () => {
+    const fresh = await retrying(ctx, 'ADD pool check', () => ensurePool(ctx.http, ipam));
+    ctx.cache.write(key, fresh);
+    ctx.log('debug', `pool ${ipam.pool} checked`);
+    return fresh;
+  };
+  try {
+    const cached = ctx.cache.read(key);
+    let prefixes = cached ?? (await ctx.cache.exclusive(key, check, () => ctx.cache.read(key)));
+    const body = claimRequest(config, attachment, owner, ctx.node);
+    const post = () => retrying(ctx, 'ADD claim', async () => {
+      const res = await ctx.http.request('POST', `/v1/pools/${encodePath(ipam.pool)}/claims`, { body });
+      return { status: res.status, claim: asClaim(res.status, res.body) };
+    });
+    let response;
+    try {
+      response = await post();
+    } catch (error) {
+      // The pool this node checked earlier is gone: check (and so re-create) it, then claim once more.
+      if (!(cached && isNotFound(error))) throw error;
+      prefixes = await check();
+      response = await post();
+    }
+    const { claim } = response;
+    ctx.log('info', `ADD ${attachment.containerID}/${attachment.ifname}: claim ${claim.name} ${response.status === 201 ? 'created' : 'found'} with ${claim.addresses.map((a) => a.address).join(', ')}`);
+    // A range the node has not seen (added to the pool on the service): read the pool again once.
+    if (claim.addresses.some((a) => !prefixes.has(a.range))) prefixes = await check();
+    return resultOf(claim, prefixes, ipam);
+  } catch (error) {
+    throw toCniError(error, 'ADD');
+  }
+}
+
+/**
+ * DEL: releases the attachment's claim. Idempotent: an absent claim or pool is success, as the spec wants a second
+ * DEL, a DEL after the netns is gone and a DEL of an attachment never added to succeed.
+ * @throws CniError 11 when the service cannot be reached, so the runtime retries and no address leaks silently.
+ */
+export async function del(ctx: CommandContext, config: NetworkConfig, attachment: Attachment): Promise<void> {
+  const name = claimName(config.name, attachment);
+  try {
+    await retrying(ctx, 'DEL claim', () => ctx.http.request('DELETE', `/v1/pools/${encodePath(config.ipam.pool)}/claims/${encodePath(name)}`));
+    ctx.log('info', `DEL ${attachment.containerID}/${attachment.ifname}: claim ${name} released`);
+  } catch (error) {
+    if (isNotFound(error)) {
+      ctx.log('info', `DEL ${attachment.containerID}/${attachment.ifname}: pool ${config.ipam.pool} is gone; nothing to release`);
+      return;
+    }
+    throw toCniError(error, 'DEL');
+  }
+}
+
+/** An address with or without /prefix, canonical. */
+function canonical(text: string): string {
+  const bare = text.includes('/') ? text.slice(0, text.indexOf('/')) : text;
+  try {
+    const a = parseAddress(bare);
+    return `${a.family}:${a.value}`;
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * CHECK: the attachment's claim exists and holds exactly the addresses prevResult lists.
+ * @throws CniError 102 when it does not, 11 when the service cannot tell.
+ */
+export async function check(ctx: CommandContext, config: NetworkConfig, attachment: Attachment): Promise<void> {
+  const expected = prevResultAddresses(config.prevResult ?? {});
+  const name = claimName(config.name, attachment);
+  let claim: Claim;
+  try {
+    const res = await retrying(ctx, 'CHECK claim', () => ctx.http.request('GET', `/v1/pools/${encodePath(config.ipam.pool)}/claims/${encodePath(name)}`));
+    claim = asClaim(res.status, res.body);
+  } catch (error) {
+    if (isNotFound(error)) throw new CniError(CniCode.CheckFailed, 'the attachment holds no claim', `claim ${name} of pool ${config.ipam.pool} (attachment ${attachment.containerID}/${attachment.ifname}) does not exist`);
+    throw toCniError(error, 'CHECK');
+  }
+  const held = claim.addresses.map((a) => canonical(a.address)).sort();
+  const listed = expected.map(canonical).sort();
+  if (JSON.stringify(held) !== JSON.stringify(listed)) {
+    throw new CniError(CniCode.CheckFailed, 'the claim holds other addresses than prevResult lists', `claim ${name} holds ${claim.addresses.map((a) => a.address).join(', ') || 'nothing'}; prevResult lists ${expected.join(', ') || 'nothing'}`);
+  }
+}
+
+function countOf(value: number | string | undefined): bigint {
+  return value === undefined ? 0n : BigInt(value);
+}
+
+/**
+ * STATUS: ready when the service answers and every family an ADD needs has a free address.
+ * @throws CniError 50 otherwise.
+ */
+export async function status(ctx: CommandContext, config: NetworkConfig): Promise<void> {
+  const { ipam } = config;
+  let pool: PoolDetails | undefined;
+  try {
+    pool = await getPool(ctx.http, ipam.pool);
+  } catch (error) {
+    const cause = toCniError(error, 'STATUS');
+    throw new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', `${cause.msg}${cause.details ? `: ${cause.details}` : ''}`);
+  }
+  if (!pool) {
+    // ADD creates a pool from the config's ranges; without ranges it cannot.
+    if (ipam.ranges.length > 0) return;
+    throw new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', `pool ${ipam.pool} does not exist`);
+  }
+  const served = (['IPv4', 'IPv6'] as const).filter((f) => pool.utilization[f] !== undefined);
+  const needed: readonly Family[] =
+    ipam.ipFamilies.length === 0 ? served.slice(0, 1)
+    : ipam.ipFamilyPolicy === 'RequireDualStack' ? ipam.ipFamilies
+    : ipam.ipFamilies.slice(0, 1);
+  // The config's ranges not created yet are created by the next ADD: a family with none yet is not exhausted.
+  const pending = new Set(ipam.ranges.filter((r) => !pool.ranges.some((have) => have.cidr === r.cidr)).map((r) => r.family));
+  const full = needed.filter((f) => !pending.has(f) && countOf(pool.utilization[f]?.free) === 0n);
+  if (needed.length === 0 && ipam.ranges.length === 0) throw new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', `pool ${ipam.pool} has no ranges`);
+  if (full.length > 0) throw new CniError(CniCode.NotAvailable, 'the pool has no free address', `pool ${ipam.pool}: no free ${full.join(' or ')} address`);
+}
+
+/**
+ * GC (1.1.0): releases this network's claims on this node whose attachment is not in `cni.dev/valid-attachments`,
+ * and nothing else: claims are selected by the network and node labels, then kept when their name is a valid
+ * attachment's claim name. Goes on past a failed release and reports the failures at the end.
+ * @throws CniError 11 when the listing or a release failed for a transient reason, else the first failure's code.
+ */
+export async function gc(ctx: CommandContext, config: NetworkConfig): Promise<{ released: string[] }> {
+  const { ipam } = config;
+  const keep = new Set((config.validAttachments ?? []).map((a) => claimName(config.name, a)));
+  const labels = labelsOf(config.name, ctx.node, { containerID: '', ifname: '' });
+  const selector = `${LabelKey.network}=${labels[LabelKey.network]},${LabelKey.node}=${labels[LabelKey.node]}`;
+  const stale: string[] = [];
+  try {
+    let cursor: string | undefined;
+    do {
+      const page = (await ctx.http.request('GET', `/v1/pools/${encodePath(ipam.pool)}/claims`, { query: { labelSelector: selector, limit: 1000, cursor } })).body as { items: Claim[]; nextCursor?: string };
+      for (const claim of page.items) if (!keep.has(claim.name)) stale.push(claim.name);
+      cursor = page.nextCursor;
+    } while (cursor);
+  } catch (error) {
+    if (isNotFound(error)) return { released: [] };
+    throw toCniError(error, 'GC');
+  }
+  const released: string[] = [];
+  const failures: CniError[] = [];
+  for (const name of stale) {
+    try {
+      await ctx.http.request('DELETE', `/v1/pools/${encodePath(ipam.pool)}/claims/${encodePath(name)}`);
+      released.push(name);
+      ctx.log('info', `GC: released stale claim ${name}`);
+    } catch (error) {
+      failures.push(toCniError(error, `GC release of ${name}`));
+    }
+  }
+  if (failures.length > 0) {
+    const transient = failures.some((f) => f.code === CniCode.TryAgainLater);
+    throw new CniError(transient ? CniCode.TryAgainLater : (failures[0]?.code ?? CniCode.Refused), `GC released ${released.length} of ${stale.length} stale claims`, failures.map((f) => f.message).join('; '));
+  }
+  return { released };
+}

@@ -1,0 +1,213 @@
+/**
+ * `ipam-cni`: the CNI IPAM plugin's entry point (SPEC.md, "Execution Protocol"). The runtime (or a main plugin such
+ * as bridge) runs it with CNI_COMMAND and the other CNI_* variables in the environment and the network
+ * configuration on stdin; it answers a result (ADD, VERSION) or nothing (DEL, CHECK, STATUS, GC) on stdout and exits
+ * 0, or prints the spec's error JSON on stdout and exits 1.
+ *
+ * The environment is checked as libcni's skel checks it: CNI_COMMAND always; CNI_CONTAINERID and CNI_IFNAME for ADD,
+ * DEL and CHECK; CNI_NETNS for ADD and CHECK; CNI_PATH for every command but VERSION (code 4 naming what is missing).
+ */
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { hostname } from 'node:os';
+import { HttpClient } from '../cli/api/http-client.ts';
+import { checkAttachment, ownerOf, parseCniArgs } from './attachment.ts';
+import { add, check, del, gc, status, type CommandContext, type PoolCheckCache } from './commands.ts';
+import { LogLevel, parseNetworkConfig, type IpamConfig, type NetworkConfig } from './config.ts';
+import { CniCode, CniError, errorResult, toCniError } from './errors.ts';
+import { commandAllowed, encodeResult, LATEST_VERSION, SUPPORTED_VERSIONS } from './versions.ts';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export interface Outcome {
+  readonly exitCode: 0 | 1;
+  /** What goes to stdout: a result, an error document, or nothing. */
+  readonly stdout: string;
+}
+
+const COMMANDS = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION'] as const;
+type Command = (typeof COMMANDS)[number];
+
+/** Which variables each command needs (skel's table). */
+const REQUIRED: Record<Command, readonly string[]> = {
+  ADD: ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_PATH'],
+  CHECK: ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_PATH'],
+  DEL: ['CNI_CONTAINERID', 'CNI_IFNAME', 'CNI_PATH'],
+  STATUS: ['CNI_PATH'],
+  GC: ['CNI_PATH'],
+  VERSION: [],
+};
+
+/** The cniVersion of an input that may not parse: for the error document's own cniVersion. */
+function versionOf(stdin: string): string {
+  try {
+    const v = (JSON.parse(stdin) as { cniVersion?: unknown }).cniVersion;
+    return typeof v === 'string' && (SUPPORTED_VERSIONS as readonly string[]).includes(v) ? v : LATEST_VERSION;
+  } catch {
+    return LATEST_VERSION;
+  }
+}
+
+/** Lines for ipam.logFile, written once at exit (one append per call keeps concurrent plugins' lines whole). */
+class Log {
+  private readonly lines: string[] = [];
+  private file: string | undefined;
+  private level: number = LogLevel.info;
+
+  constructor(private readonly command: string, private readonly who: string) {}
+
+  configure(ipam: IpamConfig): void {
+    this.file = ipam.logFile;
+    this.level = LogLevel[ipam.logLevel];
+  }
+
+  write = (level: keyof typeof LogLevel, message: string): void => {
+    this.lines.push(`${new Date().toISOString()} ${level} ${process.pid} ${this.command} ${this.who} ${message}`);
+    if (LogLevel[level] > this.level) this.lines.pop();
+  };
+
+  flush(): void {
+    if (!this.file || this.lines.length === 0) return;
+    try {
+      appendFileSync(this.file, `${this.lines.join('\n')}\n`);
+    } catch (error) {
+      process.stderr.write(`ipam-cni: cannot write ${this.file}: ${(error as Error).message}\n`);
+    }
+  }
+}
+
+/**
+ * The pool check cache as files in ipam.stateDir, one per key, written whole (a temporary file renamed) so a reader
+ * never sees half of one. A folder that cannot be read or written only costs the check: it is logged, not fatal.
+ */
+function fileCache(dir: string, log: Log, timeoutMs: number): PoolCheckCache {
+  return {
+    // A lock file made with O_EXCL; one older than the timeout belongs to a process that died, and is taken over.
+    async exclusive(key, check, cachedMeanwhile) {
+      const lock = join(dir, `pool-${key}.lock`);
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        let fd: number | undefined;
+        try {
+          mkdirSync(dir, { recursive: true, mode: 0o700 });
+          fd = openSync(lock, 'wx');
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return check();
+        }
+        if (fd !== undefined) {
+          try {
+            return cachedMeanwhile() ?? (await check());
+          } finally {
+            closeSync(fd);
+            try {
+              unlinkSync(lock);
+            } catch {
+              // Taken over as stale by another process: nothing left to remove.
+            }
+          }
+        }
+        const seen = cachedMeanwhile();
+        if (seen !== undefined) return seen;
+        if (Date.now() > deadline) return check();
+        try {
+          if (Date.now() - statSync(lock).mtimeMs > timeoutMs) unlinkSync(lock);
+        } catch {
+          // Gone already: the next round takes it.
+        }
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    },
+    read(key) {
+      try {
+        const doc = JSON.parse(readFileSync(join(dir, `pool-${key}.json`), 'utf8')) as { prefixes?: Record<string, number> };
+        return doc.prefixes ? new Map(Object.entries(doc.prefixes)) : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    write(key, prefixes) {
+      try {
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        const path = join(dir, `pool-${key}.json`);
+        const temporary = `${path}.${process.pid}`;
+        writeFileSync(temporary, JSON.stringify({ prefixes: Object.fromEntries(prefixes) }));
+        renameSync(temporary, path);
+      } catch (error) {
+        log.write('warn', `cannot remember the pool check in ${dir}: ${(error as Error).message}`);
+      }
+    },
+  };
+}
+
+async function serviceClient(ipam: IpamConfig): Promise<HttpClient> {
+  if (ipam.region === undefined) return new HttpClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs });
+  // Loaded only for https endpoints: a plain http call to the local stack never pays for the credential chain.
+  const { credentialChain, sigV4Signer } = await import('../cli/api/sigv4.ts');
+  const signer = sigV4Signer({ credentials: await credentialChain(undefined), region: ipam.region });
+  return new HttpClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs, signer });
+}
+
+/** Runs one CNI call. Never throws: every failure becomes the spec's error document. */
+export async function run(env: Env, stdin: string, node: string = hostname()): Promise<Outcome> {
+  const command = env.CNI_COMMAND ?? '';
+  const log = new Log(command || '-', `${env.CNI_CONTAINERID ?? '-'}/${env.CNI_IFNAME ?? '-'}`);
+  const version = versionOf(stdin);
+  try {
+    if (!(COMMANDS as readonly string[]).includes(command)) {
+      throw new CniError(CniCode.InvalidEnvironment, command ? `unknown CNI_COMMAND: ${command}` : 'required env variables [CNI_COMMAND] missing', '');
+    }
+    const cmd = command as Command;
+    const missing = REQUIRED[cmd].filter((name) => env[name] === undefined || (name !== 'CNI_CONTAINERID' && env[name] === ''));
+    if (missing.length > 0) throw new CniError(CniCode.InvalidEnvironment, `required env variables [${missing.join(',')}] missing`, '');
+
+    if (cmd === 'VERSION') {
+      return { exitCode: 0, stdout: JSON.stringify({ cniVersion: version, supportedVersions: SUPPORTED_VERSIONS }) };
+    }
+    const config: NetworkConfig = parseNetworkConfig(stdin, env);
+    log.configure(config.ipam);
+    if ((cmd === 'CHECK' || cmd === 'STATUS' || cmd === 'GC') && !commandAllowed(cmd, config.cniVersion)) {
+      throw new CniError(CniCode.IncompatibleVersion, `config version does not allow ${cmd}`, `cniVersion ${config.cniVersion}`);
+    }
+    const ctx: CommandContext = { http: await serviceClient(config.ipam), node, log: log.write, cache: fileCache(config.ipam.stateDir, log, config.ipam.timeoutMs) };
+    switch (cmd) {
+      case 'ADD': {
+        const attachment = checkAttachment(env.CNI_CONTAINERID, env.CNI_IFNAME);
+        const owner = ownerOf(parseCniArgs(env.CNI_ARGS), attachment);
+        const result = await add(ctx, config, attachment, owner);
+        return { exitCode: 0, stdout: JSON.stringify(encodeResult(result, config.cniVersion)) };
+      }
+      case 'DEL':
+        await del(ctx, config, checkAttachment(env.CNI_CONTAINERID, env.CNI_IFNAME));
+        return { exitCode: 0, stdout: '' };
+      case 'CHECK':
+        await check(ctx, config, checkAttachment(env.CNI_CONTAINERID, env.CNI_IFNAME));
+        return { exitCode: 0, stdout: '' };
+      case 'STATUS':
+        await status(ctx, config);
+        return { exitCode: 0, stdout: '' };
+      case 'GC':
+        await gc(ctx, config);
+        return { exitCode: 0, stdout: '' };
+    }
+  } catch (error) {
+    const failure = toCniError(error, command || 'CNI');
+    log.write('error', failure.message);
+    return { exitCode: 1, stdout: JSON.stringify(errorResult(failure, version)) };
+  } finally {
+    log.flush();
+  }
+}
+
+/** The executable: stdin and the environment in, stdout and the exit code out. */
+export async function main(): Promise<void> {
+  let stdin = '';
+  try {
+    // VERSION may come with no stdin at all; a closed or empty stdin reads as ''.
+    stdin = readFileSync(0, 'utf8');
+  } catch {
+    stdin = '';
+  }
+  const outcome = await run(process.env, stdin);
+  if (outcome.stdout) process.stdout.write(`${outcome.stdout}\n`);
+  process.exitCode = outcome.exitCode;
+}

@@ -1,0 +1,99 @@
+import { api } from '../api.ts';
+import { consolePath, facts, field, h, link } from '../dom.ts';
+import { duration, expiry, time } from '../format.ts';
+import { flashNext, navigate } from '../nav.ts';
+import type { View } from '../main.ts';
+import { actionForm, input, optionalInt } from './forms.ts';
+import { problemBox } from '../api.ts';
+
+/** /console/pools/{pool}/claims/{claim}: the claim; renew it, release it (at the version shown: If-Match). */
+export const claimView: View = async ([poolName, claimName]) => {
+  const pool = poolName!;
+  const claim = await api.getClaim(pool, claimName!);
+  const addresses = h(
+    'ul',
+    { class: 'plain' },
+    claim.addresses.map((a) =>
+      h(
+        'li',
+        {},
+        link(`/console/lookup?pool=${encodeURIComponent(pool)}&address=${encodeURIComponent(a.address)}`, h('code', {}, a.address)),
+        ` ${a.family}, range `,
+        link(consolePath('pools', pool, 'ranges', a.range), a.range),
+      ),
+    ),
+  );
+
+  const renew = actionForm(
+    h(
+      'form',
+      { class: 'card', 'aria-labelledby': 'renew' },
+      h('h2', { id: 'renew' }, 'Renew'),
+      field('New TTL (seconds)', input('ttlSeconds', { inputmode: 'numeric' }), "empty: the claim's own TTL again"),
+      h('div', { class: 'check' }, h('input', { type: 'checkbox', name: 'forever', id: 'renew-forever' }), h('label', { for: 'renew-forever' }, 'No expiry any more (a confirmed hold)')),
+      h('button', { type: 'submit' }, 'Renew'),
+    ),
+    async (data) => {
+      const renewed = await api.renewClaim(pool, claim.name, data.get('forever') ? null : optionalInt(data, 'ttlSeconds'));
+      flashNext(`Claim ${renewed.name} renewed: ${renewed.expiresAt ? `expires ${new Date(renewed.expiresAt).toLocaleString()}` : 'no expiry'}.`);
+      await navigate(location.pathname, true);
+    },
+  );
+
+  // Release asks first, and releases only the version on screen: if the claim changed meanwhile, the API answers
+  // 412 and the problem is shown instead of releasing something the user has not seen.
+  const problem = h('div', { class: 'form-problem' });
+  const confirmButton = h('button', { type: 'submit', class: 'danger', value: 'release' }, 'Release');
+  const dialog = h(
+    'dialog',
+    { 'aria-labelledby': 'release-title' },
+    h(
+      'form',
+      { method: 'dialog' },
+      h('h2', { id: 'release-title' }, `Release ${claim.name}?`),
+      h('p', {}, `Its ${claim.addresses.length === 1 ? 'address' : 'addresses'} ${claim.addresses.map((a) => a.address).join(', ')} go back to the pool${claim.version ? ` (version ${claim.version})` : ''}.`),
+      h('div', { class: 'buttons' }, h('button', { type: 'submit', value: 'cancel', class: 'ghost' }, 'Cancel'), confirmButton),
+    ),
+  );
+  dialog.addEventListener('close', () => {
+    if (dialog.returnValue !== 'release') return;
+    problem.replaceChildren();
+    api
+      .releaseClaim(pool, claim.name, claim.version)
+      .then(async () => {
+        flashNext(`Claim ${claim.name} released.`);
+        await navigate(consolePath('pools', pool, 'claims'));
+      })
+      .catch((error: unknown) => problem.replaceChildren(problemBox(error)));
+  });
+  const release = h(
+    'div',
+    { class: 'card' },
+    h('h2', {}, 'Release'),
+    h('p', {}, 'Gives the addresses back', claim.version ? `, only if the claim is still at version ${claim.version}` : '', '.'),
+    h('button', { type: 'button', class: 'danger', onclick: () => dialog.showModal() }, 'Release…'),
+    problem,
+    dialog,
+  );
+
+  const content = h(
+    'div',
+    {},
+    h('p', { class: 'crumbs' }, link(consolePath('pools', pool), `Pool ${pool}`), ' › ', link(consolePath('pools', pool, 'claims'), 'Claims')),
+    h('h1', { tabindex: '-1' }, 'Claim ', h('span', { class: 'name' }, claim.name)),
+    facts([
+      ['Addresses', addresses],
+      ['Owner', `${claim.owner.kind}/${claim.owner.name} (uid ${claim.owner.uid})`],
+      ['Family policy', `${claim.ipFamilyPolicy} (${claim.ipFamilies.join(', ')})`],
+      ['TTL', duration(claim.ttlSeconds)],
+      ['Expires', expiry(claim)],
+      ['Created', time(claim.createdAt)],
+      ['Version', String(claim.version)],
+      ['Uid', h('code', {}, claim.uid)],
+      ['Name prefix', claim.generateName ?? ''],
+    ]),
+    h('div', { class: 'forms' }, renew, release),
+  );
+  return { title: `Claim ${claim.name}`, content };
+};
+

@@ -1,0 +1,92 @@
+import { api } from '../api.ts';
+import type { Claim } from '../../cli/api/types.ts';
+import { consolePath, field, h, link } from '../dom.ts';
+import { duration, expiry } from '../format.ts';
+import { navigate } from '../nav.ts';
+import type { View } from '../main.ts';
+import { input, text } from './forms.ts';
+
+const PAGE = 50;
+/** Pages read for one screen when filtering by name (the API filters by owner only): at most this many. */
+const NAME_SCAN_PAGES = 20;
+
+/**
+ * /console/pools/{pool}/claims?owner=&name=&limit=&cursor=: the claims, a page at a time through the API's cursors. The
+ * owner filter is the API's (`owner`, an index); the name filter is applied here, reading on until a page is full.
+ */
+export const claimsView: View = async ([name], query) => {
+  const pool = name!;
+  const owner = query.get('owner') ?? '';
+  const nameFilter = query.get('name') ?? '';
+  const limit = Math.min(1000, Math.max(1, Number(query.get('limit')) || PAGE));
+  let cursor = query.get('cursor') ?? undefined;
+  const items: Claim[] = [];
+  let pages = 0;
+  do {
+    const page = await api.listClaims(pool, { limit: nameFilter ? 1000 : limit, ...(cursor ? { cursor } : {}), ...(owner ? { owner } : {}) });
+    items.push(...(nameFilter ? page.items.filter((c) => c.name.includes(nameFilter)) : page.items));
+    cursor = page.nextCursor;
+    pages += 1;
+  } while (nameFilter && cursor && items.length < limit && pages < NAME_SCAN_PAGES);
+
+  const here = consolePath('pools', pool, 'claims');
+  const filters = new URLSearchParams({ ...(owner ? { owner } : {}), ...(nameFilter ? { name: nameFilter } : {}), ...(query.get('limit') ? { limit: String(limit) } : {}) });
+  const filterForm = h(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': 'Filter claims' },
+    field('Owner uid', input('owner', { value: owner })),
+    field('Name contains', input('name', { value: nameFilter })),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  filterForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const data = new FormData(filterForm);
+    const next = new URLSearchParams();
+    for (const key of ['owner', 'name']) if (text(data, key)) next.set(key, text(data, key));
+    if (query.get('limit')) next.set('limit', String(limit));
+    void navigate(`${here}${next.size ? `?${next}` : ''}`);
+  });
+  const nextParams = new URLSearchParams(filters);
+  if (cursor) nextParams.set('cursor', cursor);
+  const content = h(
+    'div',
+    {},
+    h('p', { class: 'crumbs' }, link(consolePath('pools', pool), `Pool ${pool}`)),
+    h('h1', { tabindex: '-1' }, 'Claims in ', h('span', { class: 'name' }, pool)),
+    filterForm,
+    items.length === 0 ? h('p', { class: 'empty' }, owner || nameFilter ? 'No claim matches.' : 'No claims in this pool.') : claimsTable(pool, items),
+    h(
+      'p',
+      { class: 'pager' },
+      query.get('cursor') ? link(`${here}${filters.size ? `?${filters}` : ''}`, 'First page') : null,
+      cursor ? link(`${here}?${nextParams}`, 'Next page') : null,
+    ),
+  );
+  return { title: `Claims in ${pool}`, content };
+};
+
+/** Claims as a table: name, owner, addresses, TTL and expiry, version. */
+export function claimsTable(pool: string, claims: readonly Claim[]): HTMLTableElement {
+  return h(
+    'table',
+    { class: 'list claims' },
+    h('caption', { class: 'sr-only' }, `Claims in ${pool}`),
+    h('thead', {}, h('tr', {}, ...['Claim', 'Owner', 'Addresses', 'TTL', 'Expires', 'Version'].map((c) => h('th', { scope: 'col' }, c)))),
+    h(
+      'tbody',
+      {},
+      claims.map((claim) =>
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'row' }, link(consolePath('pools', pool, 'claims', claim.name), claim.name)),
+          h('td', {}, `${claim.owner.kind}/${claim.owner.name}`, h('br'), h('small', { class: 'muted' }, claim.owner.uid)),
+          h('td', {}, claim.addresses.map((a) => h('code', { class: 'addr' }, a.address))),
+          h('td', {}, duration(claim.ttlSeconds)),
+          h('td', {}, expiry(claim)),
+          h('td', { class: 'num' }, claim.version),
+        ),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,152 @@
+import { api } from '../api.ts';
+import type { ClaimSpec, Family } from '../../cli/api/types.ts';
+import { consolePath, facts, field, h, link } from '../dom.ts';
+import { duration, time, utilizationBar } from '../format.ts';
+import { flashNext, navigate } from '../nav.ts';
+import type { View } from '../main.ts';
+import { claimsTable } from './claims.ts';
+import { actionForm, input, list, optionalInt, text } from './forms.ts';
+
+/** /console/pools/{pool}: settings, utilization, ranges, recent events and claims; add a range, make a claim. */
+export const poolView: View = async ([name]) => {
+  const poolName = name!;
+  const [pool, events, claims] = await Promise.all([
+    api.getPool(poolName),
+    api.listEvents(poolName, { limit: 20 }),
+    api.listClaims(poolName, { limit: 20 }),
+  ]);
+  const ranges = pool.ranges.map((range) =>
+    h(
+      'tr',
+      {},
+      h('th', { scope: 'row' }, link(consolePath('pools', poolName, 'ranges', range.name), range.name)),
+      h('td', {}, h('code', {}, range.cidr)),
+      h('td', {}, range.family),
+      h('td', {}, h('span', { class: `state state-${range.state.toLowerCase()}` }, range.state)),
+      h('td', {}, range.legacy ? 'legacy' : ''),
+      h('td', {}, utilizationBar(range.name, range)),
+    ),
+  );
+  const rangeTable =
+    ranges.length === 0
+      ? h('p', { class: 'empty' }, 'No ranges yet: add one below.')
+      : h(
+          'table',
+          { class: 'list' },
+          h('caption', { class: 'sr-only' }, `Ranges of ${poolName}`),
+          h('thead', {}, h('tr', {}, ...['Range', 'CIDR', 'Family', 'State', 'Legacy', 'Utilization'].map((c) => h('th', { scope: 'col' }, c)))),
+          h('tbody', {}, ranges),
+        );
+  const eventList =
+    events.items.length === 0
+      ? h('p', { class: 'empty' }, 'No repair events in the last 24 hours.')
+      : h('ul', { class: 'events' }, events.items.map((e) => h('li', {}, time(e.time), ' ', h('strong', {}, e.reason), ' ', h('code', {}, e.object), ' ', e.message)));
+
+  const content = h(
+    'div',
+    {},
+    h('h1', { tabindex: '-1' }, 'Pool ', h('span', { class: 'name' }, poolName)),
+    facts([
+      ['Exclusions', pool.exclude.length ? pool.exclude.map((c) => h('code', {}, c, ' ')) : 'none'],
+      ['Reuse delay', duration(pool.reuseDelaySeconds)],
+      ['Created', time(pool.createdAt)],
+    ]),
+    h(
+      'div',
+      { class: 'families' },
+      (['IPv4', 'IPv6'] as const).map((family) => (pool.utilization[family] ? h('div', {}, h('h2', { class: 'h3' }, family), utilizationBar(`${poolName} ${family}`, pool.utilization[family])) : null)),
+    ),
+    h('h2', {}, 'Ranges'),
+    rangeTable,
+    h(
+      'p',
+      { class: 'links' },
+      link(`${consolePath('pools', poolName, 'claims')}`, 'All claims'),
+      ' · ',
+      link(`/console/lookup?pool=${encodeURIComponent(poolName)}`, 'Look up an address'),
+    ),
+    h('h2', {}, 'Recent claims'),
+    claims.items.length === 0 ? h('p', { class: 'empty' }, 'No claims yet.') : claimsTable(poolName, claims.items),
+    h('h2', {}, 'Recent events'),
+    eventList,
+    h('div', { class: 'forms' }, rangeForm(poolName), claimForm(poolName)),
+  );
+  return { title: `Pool ${poolName}`, content };
+};
+
+function rangeForm(pool: string): HTMLFormElement {
+  return actionForm(
+    h(
+      'form',
+      { class: 'card', 'aria-labelledby': 'add-range' },
+      h('h2', { id: 'add-range' }, 'Add a range'),
+      field('CIDR', input('cidr', { required: true, placeholder: '10.96.0.0/24' })),
+      field('Name', input('name', { placeholder: 'from the CIDR' }), 'optional; 10.96.0.0-24 for 10.96.0.0/24'),
+      h('div', { class: 'check' }, h('input', { type: 'checkbox', name: 'legacy', id: 'range-legacy' }), h('label', { for: 'range-legacy' }, 'Legacy (bitmap-mirrored) range')),
+      h('button', { type: 'submit' }, 'Add range'),
+    ),
+    async (data) => {
+      const name = text(data, 'name');
+      const { created, range } = await api.createRange(pool, { cidr: text(data, 'cidr'), ...(name ? { name } : {}), ...(data.get('legacy') ? { legacy: true } : {}) });
+      flashNext(created ? `Range ${range.name} (${range.cidr}) added.` : `Range ${range.name} already existed.`);
+      await navigate(consolePath('pools', pool, 'ranges', range.name));
+    },
+  );
+}
+
+function claimForm(pool: string): HTMLFormElement {
+  const policy = h(
+    'select',
+    { name: 'ipFamilyPolicy' },
+    h('option', { value: 'SingleStack' }, 'Single stack'),
+    h('option', { value: 'PreferDualStack' }, 'Prefer dual stack'),
+    h('option', { value: 'RequireDualStack' }, 'Require dual stack'),
+  );
+  const families = h(
+    'fieldset',
+    { class: 'inline' },
+    h('legend', {}, 'Families'),
+    (['IPv4', 'IPv6'] as const).map((family) =>
+      h('span', { class: 'check' }, h('input', { type: 'checkbox', name: 'ipFamilies', value: family, id: `claim-${family}`, checked: family === 'IPv4' }), h('label', { for: `claim-${family}` }, family)),
+    ),
+  );
+  return actionForm(
+    h(
+      'form',
+      { class: 'card', 'aria-labelledby': 'make-claim' },
+      h('h2', { id: 'make-claim' }, 'Claim addresses'),
+      field('Claim name', input('name', { placeholder: 'web (or leave empty and give a prefix)' })),
+      field('Name prefix', input('generateName', { placeholder: 'web-' }), 'used when the name is empty: the server adds a suffix'),
+      field('Owner', input('owner', { required: true, placeholder: 'Service/web/3f1c' }), 'kind/name/uid'),
+      field('Family policy', policy),
+      families,
+      field('Specific addresses', input('addresses', { placeholder: '10.96.0.10' }), 'optional; one per family, separated by commas'),
+      field('TTL (seconds)', input('ttlSeconds', { inputmode: 'numeric' }), 'optional; without one the claim never expires'),
+      h('button', { type: 'submit' }, 'Claim'),
+    ),
+    async (data) => {
+      const claim = await api.createClaim(pool, claimSpec(data)).then((r) => r.claim);
+      flashNext(`Claim ${claim.name} holds ${claim.addresses.map((a) => a.address).join(', ')}.`);
+      await navigate(consolePath('pools', pool, 'claims', claim.name));
+    },
+  );
+}
+
+/** The form as the API's claim body; anything left empty is left out, so the API's defaults apply. */
+export function claimSpec(data: FormData): ClaimSpec {
+  const [kind = '', ownerName = '', ...uid] = text(data, 'owner').split('/');
+  const name = text(data, 'name');
+  const generateName = text(data, 'generateName');
+  const addresses = list(data, 'addresses');
+  const ttlSeconds = optionalInt(data, 'ttlSeconds');
+  const ipFamilies = data.getAll('ipFamilies').filter((f): f is Family => f === 'IPv4' || f === 'IPv6');
+  return {
+    ...(name ? { name } : {}),
+    ...(!name && generateName ? { generateName } : {}),
+    owner: { kind, name: ownerName, uid: uid.join('/') },
+    ipFamilyPolicy: text(data, 'ipFamilyPolicy') as ClaimSpec['ipFamilyPolicy'],
+    ...(ipFamilies.length ? { ipFamilies } : {}),
+    ...(addresses.length ? { addresses } : {}),
+    ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
+  };
+}

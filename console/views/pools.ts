@@ -1,0 +1,64 @@
+import { api } from '../api.ts';
+import type { PoolDetails } from '../../cli/api/types.ts';
+import { consolePath, field, h, link } from '../dom.ts';
+import { duration, utilizationBar } from '../format.ts';
+import { flashNext, navigate } from '../nav.ts';
+import type { View } from '../main.ts';
+import { actionForm, input, list, optionalInt, text } from './forms.ts';
+
+const PAGE = 50;
+
+/** /console/: every pool with its utilization per family, its ranges and its reuse delay; and "create a pool". */
+export const poolsView: View = async (_params, query) => {
+  const cursor = query.get('cursor') ?? undefined;
+  const page = await api.listPools({ limit: PAGE, ...(cursor ? { cursor } : {}) });
+  // The listing has names and settings; the figures come from each pool's own read (a few items each).
+  const details = await Promise.all(page.items.map((pool) => api.getPool(pool.name)));
+  const rows = details.map((pool: PoolDetails) =>
+    h(
+      'tr',
+      {},
+      h('th', { scope: 'row' }, link(consolePath('pools', pool.name), pool.name)),
+      h('td', {}, utilizationBar(`${pool.name} IPv4`, pool.utilization.IPv4)),
+      h('td', {}, utilizationBar(`${pool.name} IPv6`, pool.utilization.IPv6)),
+      h('td', { class: 'num' }, pool.ranges.length),
+      h('td', {}, duration(pool.reuseDelaySeconds)),
+    ),
+  );
+  const table =
+    rows.length === 0
+      ? h('p', { class: 'empty' }, 'No pools yet: create one below.')
+      : h(
+          'table',
+          { class: 'list' },
+          h('caption', { class: 'sr-only' }, 'Pools'),
+          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Pool'), h('th', { scope: 'col' }, 'IPv4'), h('th', { scope: 'col' }, 'IPv6'), h('th', { scope: 'col' }, 'Ranges'), h('th', { scope: 'col' }, 'Reuse delay'))),
+          h('tbody', {}, rows),
+        );
+  const pager = h(
+    'p',
+    { class: 'pager' },
+    cursor ? link('/console/', 'First page') : null,
+    page.nextCursor ? link(`/console/?cursor=${encodeURIComponent(page.nextCursor)}`, 'Next page') : null,
+  );
+
+  const form = actionForm(
+    h(
+      'form',
+      { class: 'card', 'aria-labelledby': 'create-pool' },
+      h('h2', { id: 'create-pool' }, 'Create a pool'),
+      field('Name', input('name', { required: true, placeholder: 'services' })),
+      field('Exclusions', input('exclude', { placeholder: '10.96.0.0/29, fd00::/126' }), 'CIDRs or addresses never handed out, separated by commas or spaces'),
+      field('Reuse delay (seconds)', input('reuseDelaySeconds', { inputmode: 'numeric', placeholder: '0' }), 'how long a released address stays held for its previous owner'),
+      h('button', { type: 'submit' }, 'Create pool'),
+    ),
+    async (data) => {
+      const name = text(data, 'name');
+      const reuseDelaySeconds = optionalInt(data, 'reuseDelaySeconds');
+      const { created, pool } = await api.createPool({ name, exclude: list(data, 'exclude'), ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}) });
+      flashNext(created ? `Pool ${pool.name} created.` : `Pool ${pool.name} already existed with these settings.`);
+      await navigate(consolePath('pools', pool.name));
+    },
+  );
+  return { title: 'Pools', content: h('div', {}, h('h1', { tabindex: '-1' }, 'Pools'), table, pager, form) };
+};
