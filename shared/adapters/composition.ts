@@ -5,6 +5,7 @@ import { BitmapAllocator } from '../core/allocator/bitmap-allocator.ts';
 import { dynamicWindowOf } from '../core/bitmap/legacy.ts';
 import { LegacyMirror } from '../core/mirror/legacy-mirror.ts';
 import { LeaseProjections } from '../core/mirror/projections.ts';
+import { HistoryRecorder } from '../core/history/recorder.ts';
 import { readSummary } from '../core/occupancy/reader.ts';
 import { SummaryMirror } from '../core/occupancy/summary-mirror.ts';
 import type { Allocator } from '../core/allocator/allocator.ts';
@@ -75,7 +76,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const allocator: Allocator = gates.MultiCIDRServiceAllocator
     ? new LeaseAllocator({ claims, hints, clock, random, windowOf: dynamicWindowOf(gates), leaseStates: (pool, addresses) => occupancy.leaseStates(pool, addresses), heldFor: (pool, owner, nowMs) => leases.heldFor(pool, owner, nowMs), ...(overrides.strategy ? { strategy: overrides.strategy } : {}) })
     : new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) });
-  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile };
-  const mirror = new LeaseProjections(new SummaryMirror({ store: occupancy, clock }), new LegacyMirror({ pools, leases, bitmaps, gates }));
+  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile, history: stores.history };
+  const mirror = new LeaseProjections(new SummaryMirror({ store: occupancy, clock }), new LegacyMirror({ pools, leases, bitmaps, gates }), new HistoryRecorder({ store: stores.history, clock }));
   return { config, table, stores, deps, mirror };
 }

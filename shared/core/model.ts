@@ -1,5 +1,6 @@
 import type { PoolAccess, Principal } from './access.ts';
 import type { IpFamily } from './ip/address.ts';
+import type { EndReason } from './history/holding.ts';
 import type { Labels } from './labels.ts';
 
 /** Range lifecycle, as Kubernetes' ServiceCIDR: Ready serves allocations; Terminating serves none and waits for its leases to go. */
@@ -29,8 +30,24 @@ export interface Pool {
    * take it; absent or 0: free at once. Fixed at creation, like the rest of the pool.
    */
   readonly reuseDelaySeconds?: number;
+  /**
+   * Days the address history keeps a holding after it ended (DynamoDB's TTL removes it then); 0 keeps none. Absent:
+   * DEFAULT_HISTORY_DAYS. Fixed at creation, like the rest of the pool.
+   */
+  readonly historyDays?: number;
   /** Who may do what inside the pool (shared/core/access.ts); absent: every caller IAM lets in. Fixed at creation. */
   readonly access?: PoolAccess;
+}
+
+/** How long the address history keeps a holding when the pool does not say. */
+export const DEFAULT_HISTORY_DAYS = 90;
+
+/** Longest history a pool may keep: ten years. */
+export const MAX_HISTORY_DAYS = 3650;
+
+/** A pool's history retention in days. */
+export function historyDaysOf(pool: Pick<Pool, 'historyDays'>): number {
+  return pool.historyDays ?? DEFAULT_HISTORY_DAYS;
 }
 
 /** A CIDR of a pool. Immutable once created, except for its state. */
@@ -129,6 +146,8 @@ export interface Lease {
   readonly state?: LeaseState;
   /** When a Released lease was released (its `claim` and `owner` are the previous ones; `claimUid` is empty). */
   readonly releasedAt?: string;
+  /** Why a Released lease's claim let go of it (the address history reads it off the change); absent: a client's release. */
+  readonly endReason?: EndReason;
   /** Who released a Released lease: the caller of the release, absent when the reconciler released it on its own. */
   readonly releasedBy?: Principal;
 }
@@ -204,6 +223,6 @@ export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: str
 }
 
 /** The Released lease that holds `lease`'s address for its owner after a release with `hold`. */
-export function releasedLease(lease: Lease, hold: Hold): Lease {
-  return { ...lease, claimUid: '', expiresAt: hold.reusableAt, state: LeaseState.Released, releasedAt: hold.releasedAt, ...(hold.releasedBy ? { releasedBy: hold.releasedBy } : {}) };
+export function releasedLease(lease: Lease, hold: Hold, endReason?: EndReason): Lease {
+  return { ...lease, claimUid: '', expiresAt: hold.reusableAt, state: LeaseState.Released, releasedAt: hold.releasedAt, ...(hold.releasedBy ? { releasedBy: hold.releasedBy } : {}), ...(endReason ? { endReason } : {}) };
 }

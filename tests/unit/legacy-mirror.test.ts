@@ -195,7 +195,14 @@ const leaseImage = (address: string, claim = 'c1') => ({ PK: `LEASE#p#${address}
 describe('Function: leaseChangeOf', () => {
   it('reads a lease INSERT as held', () => {
     const r = record('INSERT', leaseImage('10.0.0.1'));
-    expect(leaseChangeOf(r)).toEqual({ id: r.dynamodb!.SequenceNumber, pool: 'p', address: '10.0.0.1', state: 'held' });
+    expect(leaseChangeOf(r)).toEqual({
+      id: r.dynamodb!.SequenceNumber,
+      pool: 'p',
+      address: '10.0.0.1',
+      state: 'held',
+      // The history's view of it: a lease after, none before
+      transition: { after: expect.objectContaining({ pool: 'p', address: '10.0.0.1' }), atMs: expect.any(Number), byTtl: false },
+    });
   });
 
   it('reads a MODIFY where another claim took over an expired lease as held (the bit stays set)', () => {

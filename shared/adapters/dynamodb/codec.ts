@@ -1,4 +1,5 @@
 import type { IpFamily } from '../../core/ip/address.ts';
+import type { EndReason } from '../../core/history/holding.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
 import type { Labels } from '../../core/labels.ts';
 import { LeaseState, type Claim, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
@@ -13,7 +14,7 @@ export type Item = Record<string, unknown>;
 const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
 
 export function poolToItem(pool: Pool): Item {
-  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.access ? { access: pool.access } : {}) };
+  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}) };
 }
 
 export function itemToPool(item: Item): Pool {
@@ -23,6 +24,7 @@ export function itemToPool(item: Item): Pool {
     createdAt: item.createdAt as string,
     ...(typeof item.summarySince === 'string' ? { summarySince: item.summarySince } : {}),
     ...(typeof item.reuseDelaySeconds === 'number' && item.reuseDelaySeconds > 0 ? { reuseDelaySeconds: item.reuseDelaySeconds } : {}),
+    ...(typeof item.historyDays === 'number' ? { historyDays: item.historyDays } : {}),
     ...(item.access !== undefined ? { access: item.access as Pool['access'] } : {}),
   };
 }
@@ -138,7 +140,7 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     ...ttlOf(lease.expiresAt),
     // A Released lease is found by its previous owner identity, so that owner's next claim gets the address back.
     ...(lease.state === LeaseState.Released
-      ? { state: LeaseState.Released, releasedAt: lease.releasedAt, ...(lease.releasedBy ? { releasedBy: lease.releasedBy } : {}), GSI2PK: keys.held(lease.pool, lease.owner.kind, lease.owner.name), GSI2SK: addressSortKey(address) }
+      ? { state: LeaseState.Released, releasedAt: lease.releasedAt, ...(lease.releasedBy ? { releasedBy: lease.releasedBy } : {}), ...(lease.endReason ? { endReason: lease.endReason } : {}), GSI2PK: keys.held(lease.pool, lease.owner.kind, lease.owner.name), GSI2SK: addressSortKey(address) }
       : {}),
   };
 }
@@ -154,7 +156,7 @@ export function itemToLease(item: Item): Lease {
     owner: { uid: item.ownerUid as string, kind: (item.ownerKind as string) ?? '', name: (item.ownerName as string) ?? '' },
     createdAt: item.createdAt as string,
     ...(item.expiresAt !== undefined ? { expiresAt: item.expiresAt as number } : {}),
-    ...(item.state === LeaseState.Released ? { state: LeaseState.Released, releasedAt: item.releasedAt as string } : {}),
+    ...(item.state === LeaseState.Released ? { state: LeaseState.Released, releasedAt: item.releasedAt as string, ...(typeof item.endReason === 'string' ? { endReason: item.endReason as EndReason } : {}) } : {}),
     ...(item.releasedBy !== undefined ? { releasedBy: item.releasedBy as Lease['releasedBy'] } : {}),
   };
   return lease;
@@ -190,6 +192,7 @@ export function eventToItem(event: IpamEvent, id: string): Item {
     reason: event.reason,
     object: event.object,
     message: event.message,
+    ...(event.claimUid !== undefined ? { claimUid: event.claimUid } : {}),
     ...(event.principal ? { principal: event.principal } : {}),
     ...(event.labels ? { labels: event.labels } : {}),
     ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),

@@ -59,6 +59,16 @@ export function createdNoLaterThan(iso: string): Condition {
   return { op: 'compare', attribute: 'createdAt', comparison: '<=', value: iso };
 }
 
+/** A number attribute is absent or below a value (a mark that only moves forward). */
+export function isAbsentOrBelow(attribute: string, value: number): Condition {
+  return either({ op: 'notExists', attribute }, { op: 'compare', attribute, comparison: '<', value });
+}
+
+/** An attribute is greater than a value (ISO times of one format compare as times). */
+export function isAfter(attribute: string, value: Scalar): Condition {
+  return { op: 'compare', attribute, comparison: '>', value };
+}
+
 /** An attribute (or a value inside a map) equals a value. */
 export function attributeIs(attribute: Attribute, value: Scalar): Condition {
   return { op: 'compare', attribute, comparison: '=', value };

@@ -23,6 +23,8 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   report      REPORT#<pool>#<what>                REPORT
  *   usage       USAGE#<pool>                        RANGE#<range>
  *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
+ *   holding     HIST#<pool>#<address>               <from>#<claim uid | hold>                     HOWNER#<pool>#<owner uid> / <from>#<address>
+ *   hist. mark  HISTMARKS                           <pool>
  *   settings    TABLE                               SETTINGS
  *
  * A pool's range generation is kept in RANGE_GENERATION_COPIES equal copies, each its own partition, written together
@@ -33,7 +35,10 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  * LEASE#...) tells which. Events live 24 h (TTL attribute `ttl`); checkpoints, strikes, reports (one marker per
  * reported finding, so it is reported once a day) and usage (each range's last lease count, and the count in progress)
  * are the reconciler's. An owner-gone tombstone is written by DELETE /v1/pools/{pool}/owners/{uid} and kept a day (TTL
- * attribute `ttl`); the reconciler reads the last minutes of a pool's tombstones by time (owners.ts). The settings item
+ * attribute `ttl`); the reconciler reads the last minutes of a pool's tombstones by time (owners.ts). A holding is an
+ * ended holding of an address, written by the stream function and kept the pool's historyDays (TTL attribute `ttl`);
+ * its sort key is the lease's own version (creation time and claim uid), so a redelivered change rewrites it. A
+ * history mark says how far a pool's history is complete (shared/core/history). The settings item
  * holds what must not change for the table's life (LEASE_INDEX_SHARDS), written by the first function to use the table
  * (table-settings.ts).
  */
@@ -59,6 +64,10 @@ export const Entity = {
   OwnerGone: 'ownerGone',
   /** A pool deleted: the reconciler releases claims its (eventually consistent) claims listing did not show then. */
   PoolGone: 'poolGone',
+  /** An ended holding of an address (the address history). */
+  Holding: 'holding',
+  /** How far a pool's address history is complete. */
+  HistoryMark: 'historyMark',
   /** The table's fixed settings, recorded on first use (table-settings.ts). */
   TableSettings: 'tableSettings',
 } as const;
@@ -115,6 +124,11 @@ export const keys = {
   /** A pool's owner-gone tombstones, in time order; the uid is an attribute (a 253-character uid would not fit a sort key). */
   ownersGone: (pool: string): string => `GONE#${pool}`,
   ownerGone: (pool: string, isoTime: string, uidHash: string): Key => ({ PK: `GONE#${pool}`, SK: `${isoTime}#${uidHash}` }),
+  history: (pool: string, address: string): string => `HIST#${pool}#${address}`,
+  holding: (pool: string, address: string, id: string): Key => ({ PK: `HIST#${pool}#${address}`, SK: id }),
+  historyOwner: (pool: string, ownerUid: string): string => `HOWNER#${pool}#${ownerUid}`,
+  historyMarks: (): string => 'HISTMARKS',
+  historyMark: (pool: string): Key => ({ PK: 'HISTMARKS', SK: pool }),
   poolsGone: (): string => 'POOLSGONE',
   poolGone: (pool: string, isoTime: string): Key => ({ PK: 'POOLSGONE', SK: `${isoTime}#${pool}` }),
   tableSettings: (): Key => ({ PK: 'TABLE', SK: 'SETTINGS' }),

@@ -25,6 +25,8 @@ import type { TablePoolStore } from './pool-store.ts';
 import type { Table, WriteOp } from './table.ts';
 import { tombstoneItem, tombstonesSince } from './tombstones.ts';
 import { releaseWithRetries } from './writes/release.ts';
+import { endReasonOfRepair } from '../../core/history/recorder.ts';
+import type { EndReason } from '../../core/history/holding.ts';
 import { leaseRestore } from './writes/restore.ts';
 
 /** Width of the expiry part of GSI3SK (keys.expirySort). */
@@ -237,7 +239,7 @@ export class TableReconcileStore implements ReconcileStore {
   async releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
     const condition = both(heldByClaim(lease.claimUid), createdNoLaterThan(createdBeforeIso));
     const release: WriteOp = hold
-      ? { kind: 'put', item: leaseToItem(releasedLease(lease, hold), this.shards), condition }
+      ? { kind: 'put', item: leaseToItem(releasedLease(lease, hold, endReasonOfRepair(event.reason)), this.shards), condition }
       : { kind: 'delete', key: keys.lease(lease.pool, lease.address), condition };
     const verdicts = await this.table.transact([release, eventPut(event)]);
     return verdicts ? 'changed' : 'released';
@@ -295,7 +297,7 @@ export class TableReconcileStore implements ReconcileStore {
 
   /** Deletes the claim (under `claimCondition`), its marker and the leases it still holds, with the event. */
   private async release(claim: Claim, claimCondition: Condition, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
-    const outcome = await releaseWithRetries(this.table, claim, claimCondition, () => ({ event: { event, id: newEventId() }, ...(hold ? { hold: { hold, shards: this.shards } } : {}) }));
+    const outcome = await releaseWithRetries(this.table, claim, claimCondition, () => ({ event: { event, id: newEventId() }, ...(hold ? { hold: { hold, shards: this.shards }, ...endReasonOf(event) } : {}) }));
     // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
     if (outcome === 'claimChanged') return 'changed';
     if (outcome === 'released') return 'released';
@@ -315,6 +317,12 @@ export class TableReconcileStore implements ReconcileStore {
     const next = page.items[0]?.GSI1SK as string | undefined;
     return next === undefined ? undefined : { p: next, i: 0 };
   }
+}
+
+/** The end reason a repair writes on the Released leases it leaves (the address history reads it). */
+function endReasonOf(event: IpamEvent): { endReason?: EndReason } {
+  const reason = endReasonOfRepair(event.reason);
+  return reason ? { endReason: reason } : {};
 }
 
 /** An event's put: a fresh id, so a repair's event is written exactly once with it. */

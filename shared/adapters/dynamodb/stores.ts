@@ -10,6 +10,8 @@ import { TableLeaseIndex } from './lease-index.ts';
 import { TableOccupancyStore } from './occupancy-store.ts';
 import { TablePoolStore } from './pool-store.ts';
 import { TableReconcileStore } from './reconcile-store.ts';
+import { TableHistoryStore } from './history-store.ts';
+import type { HistoryCursors, HistoryStore } from '../../core/history/ports.ts';
 import type { Table } from './table.ts';
 
 /** Every port the service persists through, by role. */
@@ -21,6 +23,7 @@ export interface Stores {
   readonly occupancy: OccupancyStore;
   readonly reconcile: ReconcileStore;
   readonly health: HealthProbe;
+  readonly history: HistoryStore & HistoryCursors;
 }
 
 export interface StoreOptions {
@@ -45,6 +48,7 @@ export function tableStores(table: Table, options: StoreOptions): Stores {
     bitmaps: new TableBitmapStore(table, options.shards, claims),
     occupancy: new TableOccupancyStore(table, random),
     reconcile: new TableReconcileStore(table, options.shards, cursors, pools),
+    history: new TableHistoryStore(table, cursors),
     health: { health: async () => ({ table: table.name, status: await table.describe() }) },
   };
 }

@@ -1,5 +1,10 @@
+import type { AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
+import type { LeaseTransition } from '../../core/history/holding.ts';
 import { LeaseState, type LeaseChange } from '../../core/mirror/lease-change.ts';
+import type { Lease } from '../../core/model.ts';
+import { itemToLease } from './codec.ts';
 import { Entity, leaseOfKey } from './keys.ts';
 
 /** The principal of DynamoDB's own TTL deletions in a stream record's userIdentity. */
@@ -33,8 +38,26 @@ export function leaseChangeOf(record: DynamoDBRecord): LeaseChange | undefined {
     if (text(image, 'entity') !== Entity.Lease) return undefined;
     const pool = text(image, 'pool');
     const address = text(image, 'address');
-    return pool && address ? { id, pool, address, state } : undefined;
+    return pool && address ? { id, pool, address, state, transition: transitionOf(record) } : undefined;
   }
   const lease = leaseOfKey(text(record.dynamodb?.Keys, 'PK'));
   return lease ? { id, ...lease, state } : undefined;
+}
+
+/** A lease image as a Lease (undefined when absent or not a lease). */
+function leaseOfImage(image: Record<string, AttributeValue> | undefined): Lease | undefined {
+  if (!image || text(image, 'entity') !== Entity.Lease) return undefined;
+  // Lease images hold no binary attributes, the one place Lambda's record shape (base64 text) and the SDK's differ.
+  return itemToLease(unmarshall(image as Record<string, SdkAttributeValue>));
+}
+
+/** The lease before and after a record, with DynamoDB's time of the change and whether its TTL made it. */
+export function transitionOf(record: DynamoDBRecord): LeaseTransition {
+  const seconds = record.dynamodb?.ApproximateCreationDateTime;
+  return {
+    ...(record.eventName !== 'INSERT' ? { before: leaseOfImage(record.dynamodb?.OldImage) } : {}),
+    ...(record.eventName !== 'REMOVE' ? { after: leaseOfImage(record.dynamodb?.NewImage) } : {}),
+    atMs: typeof seconds === 'number' ? seconds * 1000 : 0,
+    byTtl: isTtlDeletion(record),
+  };
 }

@@ -1,6 +1,6 @@
 import type { Principal } from '../../core/access.ts';
 import { countToJson } from '../../core/ip/cidr.ts';
-import { isReleased, LeaseState, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
+import { historyDaysOf, isReleased, LeaseState, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
 
 /** A principal as JSON: its ARN, and an assumed role's session apart. */
 export const principalDto = (p: Principal) => ({ arn: p.arn, ...(p.session !== undefined ? { session: p.session } : {}) });
@@ -20,6 +20,7 @@ export function poolDto(pool: Pool): Record<string, unknown> {
     name: pool.name,
     exclude: pool.exclude,
     reuseDelaySeconds: pool.reuseDelaySeconds ?? 0,
+    historyDays: historyDaysOf(pool),
     ...(pool.access ? { access: { administrators: pool.access.administrators, allocators: pool.access.allocators } } : {}),
     createdAt: pool.createdAt,
   };

@@ -25,6 +25,9 @@ export const routeKeys = [
   'GET /v1/pools/{pool}/addresses/{address}',
   'DELETE /v1/pools/{pool}/owners/{uid}',
   'GET /v1/pools/{pool}/events',
+  'GET /v1/pools/{pool}/addresses/{address}/history',
+  'GET /v1/pools/{pool}/owners/{uid}/history',
+  'GET /v1/pools/{pool}/history',
 ] as const;
 
 /** `METHOD /path`, as API Gateway (payload 2.0) sends it in `routeKey`. */

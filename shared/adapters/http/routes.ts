@@ -53,6 +53,7 @@ export const bodyFields = {
     name: { type: 'string', required: true },
     exclude: { type: 'string[]' },
     reuseDelaySeconds: { type: 'integer' },
+    historyDays: { type: 'integer' },
     access: { type: 'object', fields: { administrators: { type: 'string[]' }, allocators: { type: 'string[]' } } },
   },
   'POST /v1/pools/{pool}/ranges': { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } },
@@ -89,6 +90,7 @@ export const routes = {
       name: body.name as string,
       ...(body.exclude ? { exclude: body.exclude as string[] } : {}),
       ...(body.reuseDelaySeconds !== undefined ? { reuseDelaySeconds: body.reuseDelaySeconds as number } : {}),
+      ...(body.historyDays !== undefined ? { historyDays: body.historyDays as number } : {}),
       ...(body.access !== undefined ? { access: body.access as pools.CreatePoolCommand['access'] & object } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });

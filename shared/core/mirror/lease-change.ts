@@ -1,3 +1,5 @@
+import type { LeaseTransition } from '../history/holding.ts';
+
 /** What a stream record says about one lease item, once the adapter has read it. */
 export const LeaseState = {
   /** The lease item exists after the change: inserted, renewed, or taken over by another claim. */
@@ -14,4 +16,6 @@ export interface LeaseChange {
   /** The lease's address, as written in the item (canonical text). */
   readonly address: string;
   readonly state: LeaseState;
+  /** The lease before and after, read off the record's images (the address history's input); absent without images. */
+  readonly transition?: LeaseTransition;
 }

@@ -171,18 +171,21 @@ export const events = {
     ...aboutClaim(claim, time),
     reason: EventReason.ClaimExpired,
     object: `claim/${claim.name}`,
+    claimUid: claim.uid,
     message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
   poolDeleted: (claim: Claim, time: string): IpamEvent => ({
     ...aboutClaim(claim, time),
     reason: EventReason.PoolDeleted,
     object: `claim/${claim.name}`,
+    claimUid: claim.uid,
     message: `Pool ${claim.pool} was deleted while claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was being committed; the claim was released with ${addressList(claim)}.`,
   }),
   ownerReleased: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
     ...aboutClaim(claim, time),
     reason: EventReason.OwnerReleased,
     object: `claim/${claim.name}`,
+    claimUid: claim.uid,
     message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
   leaseOrphaned: (lease: Lease, why: keyof typeof whyText, time: string, hold?: Hold): IpamEvent => ({
@@ -190,6 +193,7 @@ export const events = {
     time,
     reason: EventReason.LeaseOrphaned,
     object: `lease/${lease.address}`,
+    claimUid: lease.claimUid,
     message: `Lease of ${lease.address} (claim ${lease.claim}, uid ${lease.claimUid}) was released: ${whyText[why]}.${heldText(lease.owner, hold)}`,
   }),
   leaseNotAllocated: (claim: Claim, address: string, time: string): IpamEvent => ({

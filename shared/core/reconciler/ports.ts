@@ -42,6 +42,11 @@ export interface IpamEvent {
   readonly object: string;
   /** One sentence for an operator. */
   readonly message: string;
+  /**
+   * The claim incarnation a release repair let go of: stored on the event item (not listed), so the address history
+   * tells which lease deletion the repair was (shared/core/history).
+   */
+  readonly claimUid?: string;
   /** The caller whose request made the repair (an owner reported gone through the API); absent: the reconciler's own. */
   readonly principal?: string;
   /** The labels of the claim the event is about (`{}` when it has none); absent on events about no claim. */

@@ -5,6 +5,7 @@ import type { HintCache } from '../allocator/hint.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
 import type { ClaimStore, Clock, HealthProbe, LeaseIndex, PoolStore, Random } from '../ports.ts';
 import type { ReconcileStore } from '../reconciler/ports.ts';
+import type { HistoryCursors, HistoryStore } from '../history/ports.ts';
 
 /** The gates that change allocation behaviour (Kubernetes' names). */
 export interface AllocationGates {
@@ -33,6 +34,8 @@ export interface Deps {
   readonly occupancy: OccupancyStore;
   /** The reconciler's store: expiry index, repairs with their events, checkpoints; owner release and events too. */
   readonly reconcile: ReconcileStore;
+  /** The address history: ended holdings written by the stream function, and its cursors. */
+  readonly history: HistoryStore & HistoryCursors;
 }
 
 /** ISO time of the clock's now. */

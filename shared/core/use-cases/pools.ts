@@ -3,7 +3,7 @@ import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError } from '../errors.ts';
 import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
-import { MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
+import { MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
 import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
 import { intervalsSize, type Interval } from '../allocator/intervals.ts';
@@ -15,6 +15,8 @@ export interface CreatePoolCommand {
   readonly exclude?: readonly string[];
   /** Seconds a released address stays held for its previous owner (0 to MAX_REUSE_DELAY_SECONDS, default 0). */
   readonly reuseDelaySeconds?: number;
+  /** Days the address history keeps an ended holding (0 to MAX_HISTORY_DAYS, default DEFAULT_HISTORY_DAYS; 0 keeps none). */
+  readonly historyDays?: number;
   /** Who may do what inside the pool (access.ts); absent: every caller IAM lets in administers it. */
   readonly access?: { readonly administrators?: unknown; readonly allocators?: unknown };
 }
@@ -36,10 +38,14 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   if (!Number.isInteger(delay) || delay < 0 || delay > MAX_REUSE_DELAY_SECONDS) {
     throw new InvalidArgumentError(`reuseDelaySeconds must be a whole number of seconds from 0 to ${MAX_REUSE_DELAY_SECONDS}.`, 'reuseDelaySeconds');
   }
+  const historyDays = cmd.historyDays;
+  if (historyDays !== undefined && (!Number.isInteger(historyDays) || historyDays < 0 || historyDays > MAX_HISTORY_DAYS)) {
+    throw new InvalidArgumentError(`historyDays must be a whole number of days from 0 to ${MAX_HISTORY_DAYS}.`, 'historyDays');
+  }
   const access = cmd.access === undefined ? undefined : checkAccess(cmd.access);
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
-  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(access ? { access } : {}) };
+  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}) };
   if ((await deps.pools.createPool(pool)) === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
   return pool;
 }

@@ -1,6 +1,7 @@
 import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
 import { leaseOfClaim, releasedLease, type Claim, type Hold } from '../../../core/model.ts';
 import type { IpamEvent } from '../../../core/reconciler/ports.ts';
+import type { EndReason } from '../../../core/history/holding.ts';
 import { bitmapToItem, eventToItem, leaseToItem, type Item } from '../codec.ts';
 import { bitmapIs, heldByClaim, itemIsAbsent, type Condition } from '../conditions.ts';
 import { Entity, keys, type Key } from '../keys.ts';
@@ -46,6 +47,8 @@ export interface ReleaseExtras {
    * claim's owner until `hold.reusableAt`, instead of being deleted. `shards` places it in the listing index.
    */
   readonly hold?: { readonly hold: Hold; readonly shards: number };
+  /** Why the claim let go, written on each Released lease for the address history (absent: a client's release). */
+  readonly endReason?: EndReason;
 }
 
 /**
@@ -74,7 +77,7 @@ export function claimRelease(claim: Claim, claimCondition: Condition, holdings: 
   if (holdings.marker && markerKey) ops.push({ kind: 'delete', key: markerKey, condition: mine });
   for (const address of holdings.addresses) {
     const held = extras.hold && claim.addresses.find((a) => a.address === address);
-    ops.push(held ? { kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(claim, held), extras.hold!.hold), extras.hold!.shards), condition: mine } : { kind: 'delete', key: keys.lease(claim.pool, address), condition: mine });
+    ops.push(held ? { kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(claim, held), extras.hold!.hold, extras.endReason), extras.hold!.shards), condition: mine } : { kind: 'delete', key: keys.lease(claim.pool, address), condition: mine });
   }
   for (const bitmap of extras.bitmaps ?? []) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
   if (extras.event) ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });

@@ -1,0 +1,161 @@
+import { InvalidArgumentError } from '../errors.ts';
+import { effectiveEnds, heldAt, holdingAt, holdingId, type Holding } from '../history/holding.ts';
+import type { HistoryMark } from '../history/ports.ts';
+import { formatAddress, parseAddress } from '../ip/address.ts';
+import { blockSize, formatCidr, parseCidr } from '../ip/cidr.ts';
+import { pageLimit, type Deps } from './deps.ts';
+
+/** A history answer says how far the history is complete: it lags the leases by the stream's delay. */
+export interface HistoryAnswer {
+  /** ISO time up to which every lease change of the pool is recorded (the stream position); absent before the first. */
+  readonly completeUntil?: string;
+}
+
+export interface HistoryPage extends HistoryAnswer {
+  readonly items: readonly Holding[];
+  readonly nextCursor?: string;
+}
+
+export interface AtAnswer extends HistoryAnswer {
+  /** Who held the address at the instant asked about; absent: nobody. */
+  readonly holding?: Holding;
+}
+
+/** A time window of a history read (epoch ms, both optional). */
+export interface Window {
+  readonly fromMs?: number;
+  readonly toMs?: number;
+}
+
+/** Largest block the CIDR form reads (one query per address, like AWS's small-block history). */
+export const MAX_CIDR_HISTORY_ADDRESSES = 256;
+
+type HistoryDeps = Pick<Deps, 'history' | 'leases' | 'claims' | 'views' | 'clock'>;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+/** The first sort key after every holding that began at `ms` ('$' sorts right after the '#' of `<from>#<id>`). */
+const afterStart = (ms: number) => `${iso(ms)}$`;
+
+function completeUntil(mark: HistoryMark | undefined): HistoryAnswer {
+  return mark ? { completeUntil: iso(mark.through) } : {};
+}
+
+const overlaps = (h: Holding, window: Window) =>
+  (window.toMs === undefined || Date.parse(h.from) < window.toMs) && (window.fromMs === undefined || h.to === undefined || Date.parse(h.to) > window.fromMs);
+
+/**
+ * One address's holdings, newest first, paged: the lease item (the holding that lasts, or one expired and not yet
+ * deleted) joined to the ended holdings the stream function wrote. Each end is cut at the next holding's start (a
+ * deletion's end is known to the second only), also across pages (the cursor carries the start). @throws NotFoundError
+ */
+export async function addressHistory(deps: HistoryDeps, pool: string, text: string, window: Window, limit?: number, cursor?: string): Promise<HistoryPage> {
+  await deps.views.get(pool, deps.clock.nowMs());
+  const address = formatAddress(parseAddress(text));
+  const size = pageLimit(limit);
+  const scope = ['addressHistory', pool, address];
+  const position = cursor === undefined ? undefined : deps.history.decode(scope, cursor);
+  const [mark, lease] = await Promise.all([deps.history.mark(pool), position ? undefined : deps.leases.getLease(pool, address)]);
+  const current = lease ? holdingAt(lease, deps.clock.nowMs()) : undefined;
+  const before = position?.k ?? (window.toMs !== undefined ? afterStart(window.toMs - 1) : undefined);
+  const items: Holding[] = [];
+  let newer = position?.n;
+  if (current && overlaps(current, window)) items.push(current);
+  else if (current) newer = current.from;
+  let next = before;
+  let more = true;
+  while (items.length <= size && more) {
+    const page = await deps.history.addressHoldings(pool, address, size + 1 - items.length, next);
+    for (const h of page.items) {
+      if (current && holdingId(h) === holdingId(current)) continue;
+      items.push(h);
+    }
+    more = page.next !== undefined;
+    next = page.next;
+  }
+  const cut = effectiveEnds(items, newer);
+  const inWindow: Holding[] = [];
+  let ended = false;
+  for (const h of cut) {
+    if (!overlaps(h, window)) {
+      // Holdings never overlap: once one ends before the window, every older one does too.
+      if (window.fromMs !== undefined && h.to !== undefined && Date.parse(h.to) <= window.fromMs) {
+        ended = true;
+        break;
+      }
+      continue;
+    }
+    inWindow.push(h);
+  }
+  const pageItems = inWindow.slice(0, size);
+  const last = pageItems[pageItems.length - 1];
+  const hasMore = !ended && (inWindow.length > size || more);
+  return {
+    items: pageItems,
+    ...(hasMore && last ? { nextCursor: deps.history.encode(scope, { k: holdingId(last), n: last.from }) } : {}),
+    ...completeUntil(mark),
+  };
+}
+
+/** Who held an address at an instant (or nobody). @throws NotFoundError */
+export async function addressAt(deps: HistoryDeps, pool: string, text: string, atMs: number): Promise<AtAnswer> {
+  await deps.views.get(pool, deps.clock.nowMs());
+  const address = formatAddress(parseAddress(text));
+  const [mark, lease, older] = await Promise.all([deps.history.mark(pool), deps.leases.getLease(pool, address), deps.history.addressHoldings(pool, address, 2, afterStart(atMs))]);
+  const current = lease ? holdingAt(lease, deps.clock.nowMs()) : undefined;
+  // The newest holding that began at or before the instant, and the one after it (which cuts its end).
+  const candidates = [...(current ? [current] : []), ...older.items.filter((h) => !current || holdingId(h) !== holdingId(current))];
+  const startedBy = candidates.filter((h) => Date.parse(h.from) <= atMs);
+  const holder = startedBy[0];
+  if (!holder) return completeUntil(mark);
+  const successor = current && Date.parse(current.from) > atMs ? current : await deps.history.addressHoldingAfter(pool, address, holdingId(holder));
+  const [cut] = effectiveEnds([holder], successor?.from);
+  return { ...(cut && heldAt(cut, atMs) ? { holding: cut } : {}), ...completeUntil(mark) };
+}
+
+/**
+ * What an owner held, newest first: its claims' current leases (first page), then its ended holdings from the owner
+ * index (eventually consistent). Ends here are not cut by other holdings (each address's own listing does that).
+ */
+export async function ownerHistory(deps: HistoryDeps, pool: string, ownerUid: string, limit?: number, cursor?: string): Promise<HistoryPage> {
+  await deps.views.get(pool, deps.clock.nowMs());
+  const size = pageLimit(limit);
+  const scope = ['ownerHistory', pool, ownerUid];
+  const position = cursor === undefined ? undefined : deps.history.decode(scope, cursor);
+  const nowMs = deps.clock.nowMs();
+  const open: Holding[] = [];
+  if (!position) {
+    const claims = await deps.claims.listClaims(pool, 1000, undefined, { ownerUid });
+    for (const claim of claims.items) {
+      for (const a of claim.addresses) {
+        const lease = await deps.leases.getLease(pool, a.address);
+        if (lease && lease.claimUid === claim.uid) open.push(holdingAt(lease, nowMs));
+      }
+    }
+  }
+  const [mark, page] = await Promise.all([deps.history.mark(pool), deps.history.ownerHoldings(pool, ownerUid, size + 1, position?.k)]);
+  const seen = new Set(open.map((h) => `${h.address}/${holdingId(h)}`));
+  const all = [...open, ...page.items.filter((h) => !seen.has(`${h.address}/${holdingId(h)}`))].sort((a, b) => (a.from < b.from ? 1 : a.from > b.from ? -1 : 0));
+  const items = all.slice(0, size);
+  const lastEnded = [...items].reverse().find((h) => h.to !== undefined && page.items.includes(h));
+  const hasMore = all.length > size || page.next !== undefined;
+  return { items, ...(hasMore && lastEnded ? { nextCursor: deps.history.encode(scope, { k: `${lastEnded.from}#${lastEnded.address}` }) } : {}), ...completeUntil(mark) };
+}
+
+/** The holdings of every address of a small block in a window, newest first (at most `limit`). @throws InvalidArgumentError */
+export async function cidrHistory(deps: HistoryDeps, pool: string, cidrText: string, window: Window, limit?: number): Promise<HistoryPage> {
+  const cidr = parseCidr(cidrText, 'cidr');
+  const size = blockSize(cidr);
+  if (size > BigInt(MAX_CIDR_HISTORY_ADDRESSES)) {
+    throw new InvalidArgumentError(`cidr ${formatCidr(cidr)} holds ${size} addresses; the history of a block reads at most ${MAX_CIDR_HISTORY_ADDRESSES} (an IPv4 /24, an IPv6 /120).`, 'cidr');
+  }
+  const max = pageLimit(limit);
+  const addresses = Array.from({ length: Number(size) }, (_, i) => formatAddress({ family: cidr.family, value: cidr.base + BigInt(i) }));
+  const pages: HistoryPage[] = [];
+  // A few addresses at a time: a /24 is 256 reads of one partition each.
+  for (let i = 0; i < addresses.length; i += 16) {
+    pages.push(...(await Promise.all(addresses.slice(i, i + 16).map((a) => addressHistory(deps, pool, a, window, max)))));
+  }
+  const items = pages.flatMap((p) => p.items).sort((a, b) => (a.from < b.from ? 1 : a.from > b.from ? -1 : 0));
+  const mark = pages[0]?.completeUntil;
+  return { items: items.slice(0, max), ...(mark ? { completeUntil: mark } : {}) };
+}

@@ -1,0 +1,218 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { testApi, type TestApi } from '../support/api.ts';
+import { mirrorOf } from '../support/legacy.ts';
+import type { LeaseStream, StreamEngine } from '../support/lease-stream.ts';
+import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
+import type { Table, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
+
+/**
+ * Issue 22's address history through the real HTTP handler and the real stream function, fed the table's own
+ * stream records (DynamoDB Local's stream, or the memory engine's): holdings with their boundaries, `at`, and the
+ * stream's at-least-once delivery (redelivered and half-failed batches).
+ */
+export function historyCases(streams: StreamEngine): void {
+  const owner = (name: string) => ({ kind: 'Pod', name, uid: `uid-${name}` });
+  const opened: LeaseStream[] = [];
+  afterEach(() => {
+    for (const s of opened.splice(0)) s.close();
+  });
+
+  async function stack(poolBody: Record<string, unknown> = {}): Promise<{ api: TestApi; stream: LeaseStream; drain: () => Promise<DynamoDBRecord[]> }> {
+    const api = await testApi({}, {}, undefined, streams.engine);
+    const stream = streams.stream();
+    opened.push(stream);
+    expect((await api.call('POST', '/v1/pools', { name: 'p', ...poolBody })).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.7.0.0/28' })).status).toBe(201);
+    const drain = async () => {
+      const { records, failed } = await stream.drain(mirrorOf(api.container));
+      expect(failed).toEqual([]);
+      return records;
+    };
+    return { api, stream, drain };
+  }
+
+  async function claim(api: TestApi, name: string, body: Record<string, unknown> = {}): Promise<{ address: string; createdAt: string; uid: string }> {
+    const res = await api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), ...body });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return { address: (res.body.addresses as { address: string }[])[0]!.address, createdAt: res.body.createdAt as string, uid: res.body.uid as string };
+  }
+
+  const history = async (api: TestApi, address: string, query = '') => {
+    const res = await api.call('GET', `/v1/pools/p/addresses/${address}/history${query}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body;
+  };
+  const at = async (api: TestApi, address: string, ms: number) => (await history(api, address, `?at=${new Date(ms).toISOString()}`)).holding as Record<string, unknown> | null;
+  const holdingItems = async (api: TestApi, address: string) => (await api.container.table.query({ partition: `HIST#p#${address}`, consistent: true })).items;
+
+  describe(`Address history (${streams.engine.name})`, () => {
+    it('a claim, a release and a re-claim by someone else make two holdings with exact boundaries; at answers inside, between and outside them', async () => {
+      // Prepare
+      const { api, drain } = await stack();
+      const a = await claim(api, 'a');
+      const releaseStarted = Date.now();
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      await drain();
+      const drained = Date.now();
+      const [ended] = (await history(api, a.address)).items as Record<string, unknown>[];
+      const endMs = Date.parse(ended!.to as string);
+      // Act
+      const b = await claim(api, 'b', { addresses: [a.address] });
+      await drain();
+      const body = await history(api, a.address);
+      // Assess: newest first, the open one with no end
+      expect(body.items).toEqual([
+        { address: a.address, family: 'IPv4', range: expect.any(String), kind: 'claim', claim: 'b', claimUid: b.uid, owner: owner('b'), from: b.createdAt },
+        { address: a.address, family: 'IPv4', range: expect.any(String), kind: 'claim', claim: 'a', claimUid: a.uid, owner: owner('a'), from: a.createdAt, to: ended!.to, toExact: false, endReason: 'released' },
+      ]);
+      // A client's release is a deletion, which carries no time: its end is the bound the stream function saw
+      expect(endMs).toBeGreaterThanOrEqual(releaseStarted);
+      expect(endMs).toBeLessThanOrEqual(drained);
+      expect(endMs).toBeLessThan(Date.parse(b.createdAt));
+      expect(body.completeUntil).toEqual(expect.any(String));
+      // at: before, at the start, inside, at the end (exclusive: nobody between), at and after the next start
+      const from = Date.parse(a.createdAt);
+      expect(await at(api, a.address, from - 1)).toBeNull();
+      expect((await at(api, a.address, from))?.claim).toBe('a');
+      expect((await at(api, a.address, endMs - 1))?.claim).toBe('a');
+      expect(await at(api, a.address, endMs)).toBeNull();
+      expect(await at(api, a.address, Date.parse(b.createdAt) - 1)).toBeNull();
+      expect((await at(api, a.address, Date.parse(b.createdAt)))?.claim).toBe('b');
+      expect((await at(api, a.address, Date.now() + 60_000))?.claim).toBe('b');
+      // the window and paging
+      expect((await history(api, a.address, `?to=${a.createdAt}`)).items).toEqual([]);
+      const first = await history(api, a.address, '?limit=1');
+      expect((first.items as Record<string, unknown>[]).map((h) => h.claim)).toEqual(['b']);
+      const second = await history(api, a.address, `?limit=1&cursor=${encodeURIComponent(first.nextCursor as string)}`);
+      expect((second.items as Record<string, unknown>[]).map((h) => h.claim)).toEqual(['a']);
+      expect(second.nextCursor).toBeUndefined();
+      // the owner's history and the block's
+      const byOwner = await api.call('GET', '/v1/pools/p/owners/uid-a/history');
+      expect((byOwner.body.items as Record<string, unknown>[]).map((h) => [h.claim, h.endReason])).toEqual([['a', 'released']]);
+      const block = await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28');
+      expect((block.body.items as Record<string, unknown>[]).map((h) => h.claim)).toEqual(['b', 'a']);
+    });
+
+    it('a redelivered stream batch changes nothing', async () => {
+      // Prepare
+      const { api, drain } = await stack();
+      const a = await claim(api, 'a');
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      const records = await drain();
+      const before = await holdingItems(api, a.address);
+      // Act: the same records again, whole and one by one
+      expect((await mirrorOf(api.container)({ Records: records })).batchItemFailures).toEqual([]);
+      for (const r of records) await mirrorOf(api.container)({ Records: [r] });
+      // Assess
+      expect(before).toHaveLength(1);
+      expect(await holdingItems(api, a.address)).toEqual(before);
+      expect(((await history(api, a.address)).items as unknown[]).length).toBe(1);
+    });
+
+    it('a batch that fails half way and is retried leaves no duplicate', async () => {
+      // Prepare: three holdings end in one batch; the first holding write of the batch fails once
+      const { api, stream } = await stack();
+      const made = [await claim(api, 'a'), await claim(api, 'b'), await claim(api, 'c')];
+      for (const name of ['a', 'b', 'c']) expect((await api.call('DELETE', `/v1/pools/p/claims/${name}`)).status).toBe(204);
+      let failures = 1;
+      const faulty = failingHoldingWrites(api.container.table, () => failures-- > 0);
+      const streamApi = api.sibling({ table: faulty });
+      // Act
+      const { failed } = await stream.drain(mirrorOf(streamApi.container));
+      // Assess
+      expect(failed).toEqual([]);
+      for (const m of made) {
+        const items = await holdingItems(api, m.address);
+        expect(items.map((i) => i.claim)).toEqual([items[0]!.claim]);
+        expect(((await history(api, m.address)).items as unknown[]).length).toBe(1);
+      }
+    });
+
+    it('records an expired address taken by another claim as ended at its expiry, exactly', async () => {
+      // Prepare: a claim with a TTL; a container whose clock is an hour ahead takes the address once it expired
+      const { api, drain } = await stack();
+      const a = await claim(api, 'a', { ttlSeconds: 60 });
+      const later = api.sibling({ clock: { nowMs: () => Date.now() + 3_600_000 } });
+      // Act
+      const b = await claim(later, 'b', { addresses: [a.address] });
+      await drain();
+      // Assess
+      const body = await history(later, a.address);
+      const [open, ended] = body.items as Record<string, unknown>[];
+      expect(open).toMatchObject({ claim: 'b', from: b.createdAt });
+      expect(ended).toMatchObject({ claim: 'a', from: a.createdAt, to: new Date(Date.parse(a.createdAt) + 60_000).toISOString(), toExact: true, endReason: 'expired' });
+      expect((await at(later, a.address, Date.parse(a.createdAt) + 59_999))?.claim).toBe('a');
+      expect(await at(later, a.address, Date.parse(a.createdAt) + 60_000)).toBeNull();
+    });
+
+    it('says why a holding ended when the owner was reported gone, and keeps a hold of a reuse delay as its own holding', async () => {
+      // Prepare
+      const { api, drain } = await stack({ reuseDelaySeconds: 600 });
+      const a = await claim(api, 'a');
+      const c = await claim(api, 'c');
+      // Act: a's owner is gone (released with a hold); c is released by its client (a hold too)
+      expect((await api.call('DELETE', '/v1/pools/p/owners/uid-a')).status).toBe(200);
+      expect((await api.call('DELETE', '/v1/pools/p/claims/c')).status).toBe(204);
+      await drain();
+      // Assess
+      const [holdA, endedA] = (await history(api, a.address)).items as Record<string, unknown>[];
+      expect(endedA).toMatchObject({ kind: 'claim', claim: 'a', endReason: 'ownerGone', toExact: true });
+      expect(holdA).toMatchObject({ kind: 'hold', claim: 'a', owner: owner('a'), from: endedA!.to });
+      expect(holdA!.to).toBeUndefined();
+      const [, endedC] = (await history(api, c.address)).items as Record<string, unknown>[];
+      expect(endedC).toMatchObject({ claim: 'c', endReason: 'released', toExact: true });
+    });
+
+    it('sets the retention on every holding item, and keeps none with historyDays 0', async () => {
+      // Prepare
+      const kept = await stack({ historyDays: 7 });
+      const none = await stack({ historyDays: 0 });
+      const addresses: string[] = [];
+      for (const s of [kept, none]) {
+        addresses.push((await claim(s.api, 'a')).address);
+        expect((await s.api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+        // Act
+        await s.drain();
+      }
+      // Assess
+      const [item] = await holdingItems(kept.api, addresses[0]!);
+      expect(item!.ttl).toBe(Math.ceil((Date.parse(item!.to as string) + 7 * 86_400_000) / 1000));
+      expect((await kept.api.call('GET', '/v1/pools/p')).body.historyDays).toBe(7);
+      expect(await holdingItems(none.api, addresses[1]!)).toEqual([]);
+    });
+
+    it('refuses bad history queries with a 400 and a code', async () => {
+      const { api } = await stack();
+      for (const path of [
+        '/v1/pools/p/addresses/10.7.0.1/history?at=yesterday',
+        '/v1/pools/p/addresses/10.7.0.1/history?at=2026-11-25T14:02:00Z&from=2026-11-25T14:00:00Z',
+        '/v1/pools/p/addresses/10.7.0.1/history?from=2026-11-25T14:02:00Z&to=2026-11-25T14:00:00Z',
+        '/v1/pools/p/addresses/10.7.0.1/history?cursor=nope',
+        '/v1/pools/p/history',
+        '/v1/pools/p/history?cidr=10.0.0.0/16',
+      ]) {
+        const res = await api.call('GET', path);
+        expect(res.status, path).toBe(400);
+        expect(res.body.code, path).toBe('InvalidArgument');
+      }
+      expect((await api.call('GET', '/v1/pools/nope/addresses/10.7.0.1/history')).status).toBe(404);
+    });
+  });
+}
+
+/** A table whose puts of holding items fail while `fail()` says so (the history write of a batch failing half way). */
+function failingHoldingWrites(inner: Table, fail: () => boolean): Table {
+  return new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === 'write') {
+        return async (op: WriteOp): Promise<WriteResult> => {
+          if (op.kind === 'put' && (op.item as Item).entity === 'holding' && fail()) throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
+          return target.write(op);
+        };
+      }
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
