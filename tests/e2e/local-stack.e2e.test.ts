@@ -79,8 +79,9 @@ describe('Local stack: the `npm start` command', () => {
     const port = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'ipam-stack-'));
     const stateFile = join(dir, 'state.json');
-    const tsx = join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
-    const child = spawn(process.execPath, [tsx, 'scripts/local-stack.ts', '--port', String(port), '--state-file', stateFile], {
+    // tsx's loader in the stack's own process, not tsx's CLI: the CLI relays a signal to its child and SIGKILLs it
+    // (exit 143, Java orphaned) when the child does not acknowledge within 30 ms, which a loaded machine misses.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/local-stack.ts', '--port', String(port), '--state-file', stateFile], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -120,8 +121,8 @@ describe('Local stack: the `npm start` command', () => {
     // Prepare
     const dynamoPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'ipam-stack-'));
-    const tsx = join(repoRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
-    const child = spawn(process.execPath, [tsx, 'scripts/local-stack.ts', '--port', String(await freePort()), '--dynamodb-port', String(dynamoPort), '--state-file', join(dir, 'state.json')], {
+    // As above: tsx's loader, so the signal reaches the stack itself.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/local-stack.ts', '--port', String(await freePort()), '--dynamodb-port', String(dynamoPort), '--state-file', join(dir, 'state.json')], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
