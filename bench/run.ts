@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
 import { Engine } from './lib/harness.ts';
 import { loadAverage, machineInfo } from './lib/machine.ts';
-import { evaluateGoals, httpFillGoal, renderReport, type HttpFill, type ReportInput } from './lib/report.ts';
+import { consoleMapGoal, evaluateGoals, httpFillGoal, renderReport, type ConsoleMapBench, type HttpFill, type ReportInput } from './lib/report.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from './lib/results.ts';
 import { cniScenario } from './scenarios/cni.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
@@ -84,7 +84,7 @@ async function main(): Promise<number> {
     clearInterval(sampler);
   }
   load.end = loadAverage();
-  const goals = [...evaluateGoals(results), httpFillGoal(await readHttpFill(resultsDir))];
+  const goals = [...evaluateGoals(results), httpFillGoal(await readHttpFill(resultsDir)), consoleMapGoal(await readConsoleMap(resultsDir))];
   const seconds = (performance.now() - started) / 1000;
   const reportInput: ReportInput = {
       results,
@@ -119,7 +119,7 @@ async function renderOnly(resultsDir: string, reportPath: string, resultsLink: s
         : { name: scenario.name, title: scenario.title, status: 'unavailable', unavailable: 'not measured in this report: no full-run result file (its last full run was stopped before the scenario ended, for the session time limit)', failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] },
     );
   }
-  const goals = [...evaluateGoals(results), httpFillGoal(await readHttpFill(resultsDir))];
+  const goals = [...evaluateGoals(results), httpFillGoal(await readHttpFill(resultsDir)), consoleMapGoal(await readConsoleMap(resultsDir))];
   await writeFile(reportPath, renderReport({ ...run, results, resultsLink }, goals));
   await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
   console.log(`report ${reportPath} re-rendered from ${resultsDir}`);
@@ -135,6 +135,15 @@ process.exitCode = await main().catch((error: unknown) => {
 async function readHttpFill(resultsDir: string): Promise<HttpFill | undefined> {
   try {
     return JSON.parse(await readFile(join(resultsDir, 'http-fill.json'), 'utf8')) as HttpFill;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The last `npm run bench:console` result beside this run's files, if any. */
+async function readConsoleMap(resultsDir: string): Promise<ConsoleMapBench | undefined> {
+  try {
+    return JSON.parse(await readFile(join(resultsDir, 'console-map.json'), 'utf8')) as ConsoleMapBench;
   } catch {
     return undefined;
   }

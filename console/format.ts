@@ -53,6 +53,12 @@ export function relative(iso: string | undefined, now = Date.now()): string {
   return seconds >= 0 ? `in ${duration(seconds) === 'none' ? '0 s' : duration(seconds)}` : `${duration(-seconds)} ago`;
 }
 
+/** A claim's labels as `key=value` chips; nothing when it has none. */
+export function labelChips(labels: Readonly<Record<string, string>> | undefined): HTMLElement | string {
+  const entries = Object.entries(labels ?? {});
+  return entries.length === 0 ? '' : h('span', { class: 'labels' }, entries.map(([key, value]) => h('code', { class: 'label' }, `${key}=${value}`)));
+}
+
 /** "in 5 min (12:30:00)" for a claim with a TTL, "never" without. */
 export function expiry(claim: Claim): HTMLElement | string {
   return claim.expiresAt ? h('span', {}, relative(claim.expiresAt), ' (', time(claim.expiresAt), ')') : 'never';

@@ -315,6 +315,39 @@ export function httpFillGoal(fill: HttpFill | undefined): GoalRow {
   };
 }
 
+/** What `npm run bench:console` (bench/console-map.ts) wrote: the web console's map of a full /16 in chromium. */
+export interface ConsoleMapBench {
+  readonly cidr: string;
+  readonly held: number;
+  readonly cells: number;
+  readonly runs: number;
+  readonly renderMs: readonly number[];
+  readonly renderMsMedian: number;
+  readonly renderMsMax: number;
+  readonly navigationToDataMs: readonly number[];
+  readonly jsBytes: number;
+  readonly jsGzipBytes: number;
+  readonly cssBytes: number;
+  readonly browser: string;
+  readonly machine: string;
+  readonly at: string;
+}
+
+/** Issue 23's goal, from the last `npm run bench:console` (its own run: it needs chromium). */
+export function consoleMapGoal(bench: ConsoleMapBench | undefined): GoalRow {
+  const goal = "web console: the map of a full /16 (65,534 leases) renders <= 1 s after the data arrives, and the page's JavaScript is <= 150 KB minified (browser performance API)";
+  if (!bench) return { scenario: 'console-map', goal, measured: 'n/a', met: undefined, note: 'not run: `npm run bench:console` writes bench/results/console-map.json' };
+  const render = bench.renderMsMax <= 1000;
+  const size = bench.jsBytes <= 150_000;
+  return {
+    scenario: 'console-map',
+    goal,
+    measured: `${bench.cidr}, ${bench.held} held, ${bench.cells} cells: render ${bench.renderMsMedian} ms median, ${bench.renderMsMax} ms max of ${bench.runs} (${bench.renderMs.join(', ')}); app.js ${(bench.jsBytes / 1000).toFixed(1)} KB minified (${(bench.jsGzipBytes / 1000).toFixed(1)} KB gzip), app.css ${(bench.cssBytes / 1000).toFixed(1)} KB; ${bench.browser}; ${bench.machine}; ${bench.at}`,
+    met: render && size,
+    note: `${render ? '' : 'The slowest render took more than 1 s. '}${size ? '' : 'app.js is over 150 KB: see which module grew (esbuild --analyze). '}From the data's arrival (a stand-in API answering in the occupancy route's shape, bench/console-map.ts) to the frame after the map is in the page; the load average shows how much other work shared the 2 cores.`,
+  };
+}
+
 const mark = (met: boolean | undefined): string => (met === undefined ? 'n/a' : met ? 'met' : 'not yet');
 
 function table(rows: readonly Row[], columns: readonly string[]): string {

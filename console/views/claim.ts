@@ -1,6 +1,6 @@
 import { api } from '../api.ts';
 import { consolePath, facts, field, h, link } from '../dom.ts';
-import { duration, expiry, time } from '../format.ts';
+import { duration, expiry, labelChips, time } from '../format.ts';
 import { flashNext, navigate } from '../nav.ts';
 import type { View } from '../main.ts';
 import { actionForm, input, optionalInt } from './forms.ts';
@@ -85,6 +85,7 @@ export const claimView: View = async ([poolName, claimName]) => {
       ['Addresses', addresses],
       ['Owner', `${claim.owner.kind}/${claim.owner.name} (uid ${claim.owner.uid})`],
       ['Family policy', `${claim.ipFamilyPolicy} (${claim.ipFamilies.join(', ')})`],
+      ['Labels', labelChips(claim.labels) || 'none'],
       ['TTL', duration(claim.ttlSeconds)],
       ['Expires', expiry(claim)],
       ['Created', time(claim.createdAt)],

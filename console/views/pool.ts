@@ -121,6 +121,7 @@ function claimForm(pool: string): HTMLFormElement {
       field('Family policy', policy),
       families,
       field('Specific addresses', input('addresses', { placeholder: '10.96.0.10' }), 'optional; one per family, separated by commas'),
+      field('Labels', input('labels', { placeholder: 'tier=web, zone=a' }), 'optional; key=value pairs separated by commas'),
       field('TTL (seconds)', input('ttlSeconds', { inputmode: 'numeric' }), 'optional; without one the claim never expires'),
       h('button', { type: 'submit' }, 'Claim'),
     ),
@@ -139,6 +140,8 @@ export function claimSpec(data: FormData): ClaimSpec {
   const generateName = text(data, 'generateName');
   const addresses = list(data, 'addresses');
   const ttlSeconds = optionalInt(data, 'ttlSeconds');
+  // `k=v` pairs; a pair without '=' goes as a key with an empty value, and the API says what it thinks of it.
+  const labels = Object.fromEntries(list(data, 'labels').map((pair) => [pair.slice(0, pair.includes('=') ? pair.indexOf('=') : pair.length), pair.includes('=') ? pair.slice(pair.indexOf('=') + 1) : '']));
   const ipFamilies = data.getAll('ipFamilies').filter((f): f is Family => f === 'IPv4' || f === 'IPv6');
   return {
     ...(name ? { name } : {}),
@@ -148,5 +151,6 @@ export function claimSpec(data: FormData): ClaimSpec {
     ...(ipFamilies.length ? { ipFamilies } : {}),
     ...(addresses.length ? { addresses } : {}),
     ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
+    ...(Object.keys(labels).length ? { labels } : {}),
   };
 }

@@ -109,6 +109,7 @@ describe('the web console', () => {
     await page.getByLabel('Owner').fill('Service/web/3f1c');
     await page.getByLabel('Specific addresses').fill('10.96.0.10');
     await page.getByLabel('TTL (seconds)').fill('3600');
+    await page.getByLabel('Labels').fill('tier=frontend, app.kubernetes.io/name=web');
     await page.getByRole('button', { name: 'Claim', exact: true }).click();
     await heading('Claim web');
     expect(await page.locator('dl.facts').textContent()).toContain('10.96.0.10');
@@ -119,6 +120,7 @@ describe('the web console', () => {
     const row = page.locator('table.claims tbody tr');
     expect(await row.count()).toBe(1);
     expect(await row.textContent()).toContain('Service/web');
+    expect(await row.textContent()).toContain('tier=frontend');
     await expectAccessible();
 
     await page.goto(`${stack.apiUrl}/console/pools/services/ranges/10.96.0.0-24`);
@@ -170,6 +172,14 @@ describe('the web console', () => {
     await page.goBack();
     await claimRows(3);
     expect(page.url()).not.toContain('name=');
+
+    // By label: the API's labelSelector; only web carries tier=frontend.
+    await page.goto(`${stack.apiUrl}/console/pools/services/claims`);
+    await page.getByLabel('Labels').fill('tier=frontend');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/label=tier/);
+    await claimRows(1);
+    expect(await page.locator('table.claims tbody').textContent()).toContain('web');
 
     // Two a page: the API's cursor leads to the third claim, and no further.
     await page.goto(`${stack.apiUrl}/console/pools/services/claims?owner=b-1&limit=2`);

@@ -81,13 +81,15 @@ export function accessCases(engine: TestEngine): void {
       await call('GET', '/v1/pools/p/claims/web');
       await call('DELETE', '/v1/pools/p/claims/web');
       await call('DELETE', '/v1/pools/p/claims/Web');
+      await call('DELETE', '/v1/pools/p/claims/%77eb');
 
-      // Assess: the GET leaves none; a refused write leaves one with its status and code
+      // Assess: the GET leaves none; a refused write leaves one with its status and code (a percent-encoded name too)
       const principal = { principal: teamA, session: 'build-7' };
       expect(lines).toEqual([
         expect.objectContaining({ level: 'info', message: 'write', route: 'POST /v1/pools/{pool}/claims', pool: 'p', ...principal, status: 201, claim: 'web', created: true, addresses: ['10.0.3.7'] }),
         expect.objectContaining({ level: 'info', message: 'write', route: 'DELETE /v1/pools/{pool}/claims/{claim}', pool: 'p', claim: 'web', ...principal, status: 204, released: ['10.0.3.7'], createdBy: teamA }),
         expect.objectContaining({ level: 'info', message: 'write', route: 'DELETE /v1/pools/{pool}/claims/{claim}', claim: 'Web', ...principal, status: 400, code: 'InvalidArgument' }),
+        expect.objectContaining({ level: 'info', message: 'write', route: 'DELETE /v1/pools/{pool}/claims/{claim}', claim: '%77eb', ...principal, status: 400, code: 'InvalidArgument' }),
       ]);
     });
   });

@@ -99,7 +99,6 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
         const path = event.rawPath.length > 200 ? `${event.rawPath.slice(0, 200)}...` : event.rawPath;
         throw new NotFoundError('route', path, `No route ${event.requestContext.http.method || '(no method)'} ${path || '(no path)'}.`);
       }
-      refusePercentEncodedNames(compiled, match.key, event.rawPath);
       const route = routes[match.key];
       const routed = { ...event, pathParameters: match.pathParameters };
       // Every write leaves one audit line: who (the principal), what (route, names), and how it ended.
@@ -113,6 +112,8 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
       };
       try {
         caller = callerOf(event, info.localStack === true);
+        // Inside the try: a write refused for a percent-encoded name leaves its audit line too.
+        refusePercentEncodedNames(compiled, match.key, event.rawPath);
         const container = deps();
         await authorize(match.key, routed, container, caller);
         const response = await route({ event: routed, deps: container, info, ...(caller ? { caller } : {}), audit: (more) => Object.assign(fields, more), ...(metrics ? { metrics } : {}) });
