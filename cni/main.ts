@@ -142,7 +142,7 @@ function fileCache(dir: string, log: Log, timeoutMs: number): PoolCheckCache {
 async function serviceClient(ipam: IpamConfig): Promise<HttpClient> {
   if (ipam.region === undefined) return new HttpClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs });
   // Loaded only for https endpoints: a plain http call to the local stack never pays for the credential chain.
-  const { credentialChain, sigV4Signer } = await import('../cli/api/sigv4.ts');
+  const { credentialChain, sigV4Signer } = await import('./signer.ts');
   const signer = sigV4Signer({ credentials: await credentialChain(undefined), region: ipam.region });
   return new HttpClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs, signer });
 }

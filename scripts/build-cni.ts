@@ -2,12 +2,13 @@
  * `npm run build:cni`: bundles the CNI plugin (cni/) to one file, dist/cni/ipam-cni, with a node shebang, the name a
  * network config's `"type": "ipam-cni"` runs. CommonJS, because a node binary directory such as /opt/cni/bin has no
  * package.json and Node reads an extensionless file there as CommonJS; dist/cni/package.json says the same for the
- * copy inside this repository (whose own package.json says "module").
+ * copy inside this repository (whose own package.json says "module"). The SigV4 signer and credential chain are
+ * embedded as text and compiled only when an https endpoint needs them (cni/signer.ts).
  */
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const CNI_OUT_DIR = join(ROOT, 'dist/cni');
@@ -17,8 +18,38 @@ export const CNI_PLUGIN_PATH = join(CNI_OUT_DIR, 'ipam-cni');
 export async function buildCni(outDir: string = CNI_OUT_DIR): Promise<{ path: string; bytes: number }> {
   const path = join(outDir, 'ipam-cni');
   await mkdir(outDir, { recursive: true });
+  // The signer (cni/signer.ts: SigV4 and the AWS credential chain, most of the bytes) as its own bundle, embedded
+  // below as a string: V8 only scans a string literal, so an http call never pays for compiling it.
+  const signer = await build({
+    entryPoints: [join(ROOT, 'cni/signer.ts')],
+    bundle: true,
+    write: false,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  const signerSource = signer.outputFiles[0]!.text;
+  const embedSigner: Plugin = {
+    name: 'embed-signer',
+    setup(b) {
+      b.onResolve({ filter: /[\\/]signer\.ts$|^\.\/signer\.ts$/ }, (args) => (args.importer.endsWith(join('cni', 'main.ts')) ? { path: 'signer', namespace: 'embedded-signer' } : undefined));
+      b.onLoad({ filter: /.*/, namespace: 'embedded-signer' }, () => ({
+        loader: 'js',
+        contents: [
+          "const { runInThisContext } = require('node:vm');",
+          'const m = { exports: {} };',
+          `runInThisContext('(function (module, exports, require) {' + ${JSON.stringify(signerSource)} + '\\n})', { filename: 'ipam-cni-signer.js' })(m, m.exports, require);`,
+          'module.exports = m.exports;',
+        ].join('\n'),
+      }));
+    },
+  };
   const result = await build({
     entryPoints: [join(ROOT, 'cni/ipam-cni.ts')],
+    plugins: [embedSigner],
     outfile: path,
     bundle: true,
     platform: 'node',

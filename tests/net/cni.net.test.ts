@@ -295,4 +295,16 @@ describe('ipam-cni under the reference bridge plugin', () => {
     const after = ((await callApi(stack, 'GET', `/v1/pools/${network}/claims`)).body as { items: { name: string }[] }).items.map((c) => c.name).sort();
     expect(after).toEqual(before.filter((name) => !staleNames.includes(name)));
   });
+
+  it('signs requests to an https endpoint with the embedded SigV4 signer (credentials from the environment)', async () => {
+    // Prepare: nothing listens there, so the signed request fails to connect, after signing.
+    const config = directConfig(lab.network('tls'), { range: '10.88.0.0/24', endpoint: `https://127.0.0.1:${await closedPort()}`, region: 'eu-west-1', timeoutMs: 2000 });
+    const call = { containerID: `tls-${lab.id}`, netns: '/var/run/netns/unused' };
+    // Act
+    const signed = await lab.plugin('ADD', config, { ...call, extraEnv: { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' } });
+    // Assess
+    expect(signed.code).not.toBe(0);
+    expect(signed.json).toMatchObject({ cniVersion: '1.0.0', code: 11, msg: 'ADD: the IPAM service is unreachable' });
+    expect(String(signed.json?.details)).toContain('connection refused');
+  });
 });

@@ -30,6 +30,8 @@ export interface CallOptions {
   readonly unset?: readonly string[];
   /** Kill the process after this long (default 60 s). */
   readonly timeoutMs?: number;
+  /** More environment (AWS credentials for a signed call). */
+  readonly extraEnv?: Readonly<Record<string, string>>;
 }
 
 /** Runs an executable with a stdin and an environment; resolves with its exit code and output, never rejects. */
@@ -95,6 +97,7 @@ export class CniLab {
       CNI_IFNAME: options.ifname ?? 'eth0',
       CNI_PATH: `${this.dir}:${CNI_BIN_DIR}`,
       ...(options.args !== undefined ? { CNI_ARGS: options.args } : {}),
+      ...options.extraEnv,
     };
     for (const name of options.unset ?? []) delete env[name];
     return env;
