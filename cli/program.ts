@@ -36,6 +36,7 @@ export function buildProgram(io: CliIo): Command {
     .option('--endpoint <url>', `API base URL (default: $IPAM_ENDPOINT, else ${DEFAULT_ENDPOINT}, the local stack)`)
     .option('--profile <name>', 'AWS profile for signing requests to an https endpoint')
     .option('--region <region>', "AWS region to sign for (default: the execute-api hostname's, else AWS_REGION)")
+    .option('--as <arn>', 'local stack only: act as this IAM principal (x-ipam-principal header; default: $IPAM_PRINCIPAL)')
     .option('-v, --verbose', 'print each request and response on stderr')
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .exitOverride()
