@@ -308,7 +308,10 @@ export class SimEngine {
     }
   }
 
-  /** DynamoDB's TTL deletion of items whose `ttl` passed before `nowSeconds` (run by the world, days late). */
+  /**
+   * DynamoDB's TTL deletion of items whose `ttl` passed before `nowSeconds`. Nothing in the simulator calls it yet:
+   * the reconciler deletes what it must first, and DynamoDB's own deletion (days late) is not simulated.
+   */
   async expireTtl(nowSeconds: number): Promise<number> {
     const harness: Caller = { id: 'dynamodb-ttl', role: 'ttl', alive: true };
     const before = this.memory.items().filter((item) => typeof item.ttl === 'number' && item.ttl <= nowSeconds);
