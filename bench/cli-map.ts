@@ -30,7 +30,7 @@ import { getPool } from '../shared/core/use-cases/pools.ts';
 import { hostInterval } from '../shared/core/allocator/pool-geometry.ts';
 import { buildContainer } from '../shared/adapters/composition.ts';
 import { loadConfig } from '../shared/config.ts';
-import { LeaseState } from '../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence } from '../shared/core/mirror/lease-change.ts';
 
 const run = promisify(execFile);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
       }),
     );
     // What the stream function would have done with those writes: the occupancy summary, by its own code.
-    const changes = offsets.map((o, i) => ({ id: String(i), pool: 'bench-map', address: formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(o)) }), state: LeaseState.Held }));
+    const changes = offsets.map((o, i) => ({ id: String(i), pool: 'bench-map', address: formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(o)) }), state: LeaseItemPresence.Held }));
     const mirror = buildContainer(loadConfig({ TABLE_NAME: stack.tableName, DYNAMODB_ENDPOINT: stack.endpoint, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: String(shards) }), { client }).mirror.summary;
     const summarized = await mirror.apply(changes);
     if (summarized.failed.length) throw new Error(`the summary of the fill failed for ${summarized.failed.length} leases`);

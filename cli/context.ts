@@ -14,6 +14,8 @@ export interface GlobalOptions {
   readonly profile?: string;
   readonly region?: string;
   readonly verbose?: boolean;
+  /** The principal to act as on the local stack (the x-ipam-principal header). */
+  readonly as?: string;
 }
 
 /** Fails the command line: `error: <message>`, the command's help, exit 2. */
@@ -59,8 +61,12 @@ export async function apiFor(cmd: Command, io: CliIo): Promise<IpamApi> {
   const options = cmd.optsWithGlobals<GlobalOptions>();
   const endpoint = endpointOf(cmd, io);
   const trace = options.verbose ? (line: string) => io.stderr(`${line}\n`) : undefined;
+  // The local stack has no IAM: it takes the caller from a header, which a deployed stage refuses (docs/local-stack.md).
+  const principal = options.as ?? (io.env.IPAM_PRINCIPAL || undefined);
+  if (principal !== undefined && endpoint.protocol === 'https:') usageError(cmd, '--as (or IPAM_PRINCIPAL) names a principal on the local stack only; a deployed stage takes the caller from your AWS credentials (--profile)');
   const signer = endpoint.protocol === 'https:' ? await signerFor(cmd, io, endpoint, trace) : undefined;
-  return new IpamApi(new HttpClient({ endpoint, fetch: io.fetch, ...(signer ? { signer } : {}), ...(trace ? { trace } : {}) }));
+  const headers = principal !== undefined ? { 'x-ipam-principal': principal } : undefined;
+  return new IpamApi(new HttpClient({ endpoint, fetch: io.fetch, ...(signer ? { signer } : {}), ...(trace ? { trace } : {}), ...(headers ? { headers } : {}) }));
 }
 
 /**

@@ -1,12 +1,12 @@
 /**
- * npm run sim -- [--seed N] [--scenario NAME] [--quick] [--seeds K] [--plant NAME] [--strict]
+ * npm run sim -- [--seed N] [--scenario NAME] [--quick] [--seeds K] [--plant NAME]
  *
  * Runs the deterministic simulation (world.ts) and prints what happened; the same seed prints the same bytes.
  * Without --seed, seeds 1..K (default 5 in quick mode, 1 otherwise); without --scenario, each seed picks one.
  * `--seeds 1000` is the long hunt. Exit code 1 when an invariant broke (its seed and trace are printed).
  * `--plant NAME` injects one known bug (plants.ts) into the plant's own scenario (or --scenario's): the run must
- * break, naming the invariant that caught it. --strict is accepted and does nothing: it used to stop on the
- * owner-release gap, now fixed, and every invariant is strict.
+ * break, naming the invariant that caught it. Every invariant is strict (the former --strict flag, which stopped
+ * on the owner-release gap now fixed, is gone).
  */
 import { parseArgs } from 'node:util';
 import { PLANT_NAMES, PLANT_SCENARIOS, PLANTS } from './plants.ts';
@@ -37,7 +37,7 @@ async function main(): Promise<void> {
       seed: { type: 'string' },
       scenario: { type: 'string' },
       quick: { type: 'boolean', default: false },
-      strict: { type: 'boolean', default: false },
+     
       seeds: { type: 'string' },
       plant: { type: 'string' },
     },

@@ -1,6 +1,6 @@
 import type { TransactWriteItemsCommandInput, AttributeValue } from '@aws-sdk/client-dynamodb';
 import { leaseOfKey } from '../../shared/adapters/dynamodb/keys.ts';
-import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
 import { usageBetween, type Usage } from './meter.ts';
 
 /** Where a bench client reports the lease keys of each write that succeeded. */
@@ -57,7 +57,7 @@ export class StreamFeed {
     for (const { pool, address } of leases) {
       const id = String((this.sequence += 1));
       this.seenAt.set(id, now);
-      this.pending.push({ id, pool, address, state: LeaseState.Held });
+      this.pending.push({ id, pool, address, state: LeaseItemPresence.Held });
     }
   }
 

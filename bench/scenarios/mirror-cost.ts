@@ -1,6 +1,5 @@
 import { leaseChangeOf } from '../../shared/adapters/dynamodb/stream-records.ts';
 import type { LeaseChange } from '../../shared/core/mirror/lease-change.ts';
-import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { marshall } from '@aws-sdk/util-dynamodb';
@@ -22,8 +21,6 @@ import { lineChart } from '../lib/svg.ts';
 import { benchConfig } from '../strategies/lease.ts';
 import { prefillLeases } from '../strategies/lease-items.ts';
 
-const MIRROR = new URL('../../shared/adapters/stream/mirror-handler.ts', import.meta.url);
-
 /**
  * The stream mirror's cost per allocation for stream batch sizes 1, 10, 100, 1,000: N leases of a legacy range are
  * written (as lease-mode allocations write them), their INSERT records are fed to the stream function's handler in
@@ -35,9 +32,6 @@ export const mirrorCostScenario: Scenario = {
   title: 'Mirror cost',
   async run(ctx: RunContext): Promise<ScenarioResult> {
     const t0 = performance.now();
-    if (!existsSync(MIRROR)) {
-      return { name: 'mirror-cost', title: 'Mirror cost', status: 'unavailable', unavailable: 'not available yet: the stream mirror (shared/adapters/stream/mirror-handler.ts) has not landed', failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] };
-    }
     const cidr = ctx.quick ? '10.0.0.0/22' : '10.0.0.0/16';
     // 1,000 leases would make the 1,000 batch a real one; 500 keep the run in its budget (that batch is then 500).
     const leases = ctx.quick ? 40 : 500;

@@ -1,13 +1,11 @@
-import { existsSync } from 'node:fs';
+import { runReconciler } from '../../shared/adapters/reconcile-runner.ts';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildContainer } from '../../shared/adapters/composition.ts';
 import { claimToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
-import type { ReconcilerConfig } from '../../shared/config.ts';
 import { formatAddress } from '../../shared/core/ip/address.ts';
 import { hostAt, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { IpFamilyPolicy, type Claim, type Lease } from '../../shared/core/model.ts';
-import type { Deps } from '../../shared/core/use-cases/deps.ts';
 import { createPool } from '../../shared/core/use-cases/pools.ts';
 import { createRange } from '../../shared/core/use-cases/ranges.ts';
 import { Meter } from '../lib/bench-client.ts';
@@ -17,12 +15,6 @@ import { batchWrite, putRequest } from '../lib/storage.ts';
 import { lineChart } from '../lib/svg.ts';
 import { benchConfig } from '../strategies/lease.ts';
 
-const RUNNER = new URL('../../shared/adapters/reconcile-runner.ts', import.meta.url);
-
-/** The part of the reconciler's entry point the benchmark calls (loaded only once it has landed). */
-interface ReconcileRunner {
-  runReconciler(deps: Deps, config: ReconcilerConfig, remainingMs: number, options?: { log?: (entry: Record<string, unknown>) => void }): Promise<{ complete: boolean; repairs: Readonly<Record<string, number>> }>;
-}
 
 /**
  * The scheduled reconciler's cost as the table grows: 1k/10k/100k held claims (each with its lease) plus a fixed
@@ -35,10 +27,6 @@ export const reconcilerCostScenario: Scenario = {
   title: 'Reconciler cost',
   async run(ctx: RunContext): Promise<ScenarioResult> {
     const t0 = performance.now();
-    if (!existsSync(RUNNER)) {
-      return { name: 'reconciler-cost', title: 'Reconciler cost', status: 'unavailable', unavailable: 'not available yet: the reconciler (shared/adapters/reconcile-runner.ts) has not landed', failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] };
-    }
-    const runner = (await import(RUNNER.href)) as ReconcileRunner;
     const sizes = ctx.quick ? [30, 300] : [1000, 10_000, 100_000];
     const expired = ctx.quick ? 5 : 50;
     const runsPerCell = ctx.quick ? 2 : 4;
@@ -113,7 +101,7 @@ export const reconcilerCostScenario: Scenario = {
               const gone = items(expired, Date.now() - 300_000, `exp${size}-${countItems}-${r}`);
               await batchWrite(bench.setupClient, bench.tableName, gone.flatMap((x) => x.requests), 16);
               const r0 = performance.now();
-              const summary = await runner.runReconciler(deps, { ...config.reconciler, countItems }, 600_000, { log: () => undefined });
+              const summary = await runReconciler(deps, { ...config.reconciler, countItems }, 600_000, { log: () => undefined });
               seconds += (performance.now() - r0) / 1000;
               complete &&= summary.complete;
               for (const [k, v] of Object.entries(summary.repairs)) repairs[k] = (repairs[k] ?? 0) + v;

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { buildContainer } from '../../shared/adapters/composition.ts';
 import { bitmapToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { loadConfig } from '../../shared/config.ts';
@@ -14,8 +13,6 @@ import { batchWrite, putRequest, scanEntities } from '../lib/storage.ts';
 import { benchOwner, deleteLeases, inspectLeases, prefillLeases } from './lease-items.ts';
 import type { Caller, Strategy, StrategyContext, StrategyRun } from './strategy.ts';
 
-const ALLOCATOR = new URL('../../shared/core/allocator/bitmap-allocator.ts', import.meta.url);
-
 /**
  * The legacy allocator as shipped (MultiCIDRServiceAllocator=false): read the range's one bitmap item, pick a zero
  * bit, one transaction writes claim + lease + bitmap on `version`, a lost race reads again (Kubernetes' bitmap.go
@@ -24,7 +21,7 @@ const ALLOCATOR = new URL('../../shared/core/allocator/bitmap-allocator.ts', imp
 export const bitmapCasStrategy: Strategy = {
   name: 'bitmap-cas',
   description: "legacy allocator as shipped: read the range's bitmap item, pick a zero bit, one transaction (claim + lease + bitmap if version unchanged), retry on a lost race",
-  unavailable: async () => (existsSync(ALLOCATOR) ? undefined : 'not available yet: shared/core/allocator/bitmap-allocator.ts has not landed'),
+  unavailable: async () => undefined,
   async open(ctx: StrategyContext): Promise<StrategyRun> {
     const config = loadConfig({ TABLE_NAME: ctx.tableName, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: '8', FEATURE_GATES: 'MultiCIDRServiceAllocator=false' });
     const setup = buildContainer(config, { client: ctx.setupClient });

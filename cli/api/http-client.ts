@@ -10,6 +10,8 @@ export interface HttpClientOptions {
   readonly trace?: (line: string) => void;
   readonly fetch?: typeof fetch;
   readonly timeoutMs?: number;
+  /** Headers sent with every request (the local stack's x-ipam-principal). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface RequestOptions {
@@ -51,6 +53,7 @@ export class HttpClient {
     let headers: Record<string, string> = {
       accept: 'application/json',
       ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...this.options.headers,
       ...options.headers,
     };
     if (this.options.signer) headers = await this.options.signer({ method, url, headers, ...(body !== undefined ? { body } : {}) });

@@ -38,7 +38,7 @@ const count = (value: bigint | number): number => Number(value);
  * The service's CloudWatch metrics, as embedded metric format (EMF) lines on stdout, through Powertools. One
  * instance per container; each `publish*`/`flush` call writes and clears what was added.
  *
- * From the API (the lead wires it into the allocation route):
+ * From the API (the claim route calls these, shared/adapters/http/routes.ts):
  *
  *   const metrics = IpamMetrics.create(config.metrics);
  *   metrics.allocated('dynamic');                  // after a claim got its addresses

@@ -13,7 +13,7 @@ export interface Random {
   below(bound: bigint): bigint;
   /** A uniform float in [0, 1). */
   unit(): number;
-  /** `length` characters from [a-z0-9]. */
+  /** `length` characters of [a-z0-9] (the system adapter draws from Kubernetes' generateName alphabet, a subset). */
   suffix(length: number): string;
   /** A fresh unique id. */
   uid(): string;

@@ -782,7 +782,9 @@ export function claimsCases(engine: TestEngine): void {
       // Assess: every answer is a whole batch or RangeFull (never a 5xx), and the table holds exactly the whole batches
       const won = results.filter((r) => r.status === 201);
       const refused = results.filter((r) => r.status !== 201);
-      expect(refused.length).toBeGreaterThanOrEqual(1);
+      // RangeFull only when fewer than 8 are free (issue 20: read, not assumed): at least 119 taken, so 15 batches won.
+      expect(won).toHaveLength(15);
+      expect(refused).toHaveLength(1);
       expect(refused.map((r) => r.body.code)).toEqual(refused.map(() => 'RangeFull'));
       expect(won.every((r) => addressesOf(r.body).length === 8)).toBe(true);
       const leases = await leaseItems(api);

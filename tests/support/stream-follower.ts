@@ -3,7 +3,7 @@ import { leaseOfKey, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
-import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
 import { SummaryMirror } from '../../shared/core/occupancy/summary-mirror.ts';
 
 /** The lease addresses a write touches, read off its keys (LEASE#<pool>#<address>). */
@@ -70,7 +70,7 @@ export class FollowedTable implements Table {
 
   /** Returns once the summary reflects these writes (a batch with other writers' changes may carry them). */
   private async follow(ops: readonly WriteOp[]): Promise<void> {
-    const changes: LeaseChange[] = leaseKeysOf(ops).map(({ pool, address }) => ({ id: String((this.sequence += 1)), pool, address, state: LeaseState.Held }));
+    const changes: LeaseChange[] = leaseKeysOf(ops).map(({ pool, address }) => ({ id: String((this.sequence += 1)), pool, address, state: LeaseItemPresence.Held }));
     if (changes.length === 0) return;
     this.pending.push(...changes);
     if (this.lag > 0) return this.catchUpTo(this.lag);

@@ -274,6 +274,17 @@ describe('Command line: verbs, nouns and global options', () => {
     expect(JSON.parse(server.requests[1]!.body!)).toEqual({ ttlSeconds: 600 });
   });
 
+  it('acts as a principal on the local stack with --as or IPAM_PRINCIPAL (x-ipam-principal), and refuses it for a deployed stage', async () => {
+    const arn = 'arn:aws:iam::123456789012:role/team-a-ci';
+    await runCli(['--as', arn, 'get', 'pools'], { fetch: page.fetch });
+    await runCli(['get', 'pools'], { fetch: page.fetch, env: { IPAM_PRINCIPAL: arn } });
+    await runCli(['get', 'pools'], { fetch: page.fetch });
+    expect(page.requests.slice(-3).map((r) => r.headers['x-ipam-principal'])).toEqual([arn, arn, undefined]);
+    const deployed = await runCli(['--endpoint', 'https://abc123.execute-api.eu-west-1.amazonaws.com', '--as', arn, 'get', 'pools'], { fetch: page.fetch });
+    expect(deployed.code).toBe(2);
+    expect(deployed.err).toContain('--as (or IPAM_PRINCIPAL) names a principal on the local stack only');
+  });
+
   it('takes the pool from IPAM_POOL and the endpoint from IPAM_ENDPOINT, flags winning over both', async () => {
     await runCli(['get', 'ranges'], { fetch: page.fetch, env: { IPAM_POOL: 'envpool', IPAM_ENDPOINT: 'http://127.0.0.1:4000' } });
     await runCli(['--endpoint', 'http://127.0.0.1:5000/base/', 'get', 'ranges', '-p', 'flagpool'], { fetch: page.fetch, env: { IPAM_POOL: 'envpool', IPAM_ENDPOINT: 'http://127.0.0.1:4000' } });

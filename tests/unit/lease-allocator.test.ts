@@ -8,7 +8,7 @@ import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../../shar
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { IpFamilyPolicy, isExpired, RangeState, type Claim, type Lease, type PoolView, type Range } from '../../shared/core/model.ts';
 import type { ClaimStore, Clock, CommitOutcome, LeaseIndex, Random } from '../../shared/core/ports.ts';
-import type { LeaseState } from '../../shared/core/occupancy/ports.ts';
+import type { LeaseExpiry } from '../../shared/core/occupancy/ports.ts';
 import { ScriptedRandom, SeededRandom } from './fakes.ts';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -65,10 +65,10 @@ class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseCla
   bulkReads = 0;
   bulkAddresses = 0;
 
-  async leaseStates(_pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseState>> {
+  async leaseStates(_pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseExpiry>> {
     this.bulkReads += 1;
     this.bulkAddresses += addresses.length;
-    const out = new Map<string, LeaseState>();
+    const out = new Map<string, LeaseExpiry>();
     for (const address of addresses) {
       const lease = this.leases.get(address);
       if (lease) out.set(address, lease.expiresAt === undefined ? { expiring: false } : { expiring: true, expiresAt: lease.expiresAt });

@@ -9,7 +9,7 @@ import { NotReadyError } from '../../shared/core/errors.ts';
 import { formatAddress, parseAddress, type IpFamily } from '../../shared/core/ip/address.ts';
 import { parseCidr } from '../../shared/core/ip/cidr.ts';
 import { LegacyMirror } from '../../shared/core/mirror/legacy-mirror.ts';
-import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
 import type { PoolView, Range } from '../../shared/core/model.ts';
 
 const range = (name: string, cidr: string): Range => ({ pool: 'p', name, cidr, family: cidr.includes(':') ? 'IPv6' : 'IPv4', state: 'Ready', legacy: true, createdAt: '' });
@@ -66,7 +66,7 @@ class FakeTable {
 }
 
 let seq = 0;
-const change = (address: string, state: LeaseState): LeaseChange => ({ id: String((seq += 1)), pool: 'p', address, state });
+const change = (address: string, state: LeaseItemPresence): LeaseChange => ({ id: String((seq += 1)), pool: 'p', address, state });
 
 describe('Class: LegacyMirror', () => {
   describe('Method: apply', () => {
@@ -74,7 +74,7 @@ describe('Class: LegacyMirror', () => {
       // Prepare
       const table = new FakeTable();
       // Act
-      const result = await table.mirror({ MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: true }).apply([change('10.0.0.1', LeaseState.Held)]);
+      const result = await table.mirror({ MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: true }).apply([change('10.0.0.1', LeaseItemPresence.Held)]);
       // Assess
       expect(result).toEqual({ failed: [], ranges: [], active: false });
       expect(table.calls).toEqual([]);
@@ -85,7 +85,7 @@ describe('Class: LegacyMirror', () => {
       const table = new FakeTable();
       table.leases.set('10.0.0.1', 'u1');
       // Act
-      const result = await table.mirror({ MultiCIDRServiceAllocator: false, DisableAllocatorDualWrite: true }).apply([change('10.0.0.1', LeaseState.Held)]);
+      const result = await table.mirror({ MultiCIDRServiceAllocator: false, DisableAllocatorDualWrite: true }).apply([change('10.0.0.1', LeaseItemPresence.Held)]);
       // Assess
       expect(result.active).toBe(true);
       expect(table.held('v4')).toEqual(['10.0.0.1']);
@@ -96,7 +96,7 @@ describe('Class: LegacyMirror', () => {
       const table = new FakeTable();
       for (const [a, u] of [['10.0.0.1', 'u1'], ['fd00::1', 'u1'], ['fd00::7', 'u2']] as const) table.leases.set(a, u);
       // Act
-      const result = await table.mirror().apply([change('fd00::7', LeaseState.Held)]);
+      const result = await table.mirror().apply([change('fd00::7', LeaseItemPresence.Held)]);
       // Assess
       expect(result.ranges).toEqual([{ pool: 'p', range: 'v6', outcome: 'created', changes: 1 }]);
       expect(table.docs.get('v6')).toMatchObject({ range: 'fd00::/112', version: 1 });
@@ -108,7 +108,7 @@ describe('Class: LegacyMirror', () => {
       // Prepare
       const table = new FakeTable();
       table.docs.set('v4', { range: '10.0.0.0/24', data: new Uint8Array(0), version: 4 });
-      const changes = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'].map((a) => (table.leases.set(a, 'u'), change(a, LeaseState.Held)));
+      const changes = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'].map((a) => (table.leases.set(a, 'u'), change(a, LeaseItemPresence.Held)));
       // Act
       await table.mirror().apply(changes);
       // Assess
@@ -125,7 +125,7 @@ describe('Class: LegacyMirror', () => {
       bitmap.set(bitOf(parseCidr('10.0.0.0/24'), parseAddress('10.0.0.9').value)!);
       table.docs.set('v4', { range: '10.0.0.0/24', data: bitmap.encode(), version: 2 });
       // Act
-      const result = await table.mirror().apply([change('10.0.0.9', LeaseState.Held), change('10.0.0.8', LeaseState.Gone)]);
+      const result = await table.mirror().apply([change('10.0.0.9', LeaseItemPresence.Held), change('10.0.0.8', LeaseItemPresence.Gone)]);
       // Assess
       expect(result.ranges[0]!.outcome).toBe('unchanged');
       expect(table.calls.filter((c) => c.startsWith('put'))).toEqual([]);
@@ -135,9 +135,9 @@ describe('Class: LegacyMirror', () => {
       // Prepare
       const table = new FakeTable();
       table.failing.add('v6');
-      const v4 = change('10.0.0.1', LeaseState.Held);
-      const v6a = change('fd00::1', LeaseState.Held);
-      const v6b = change('fd00::2', LeaseState.Gone);
+      const v4 = change('10.0.0.1', LeaseItemPresence.Held);
+      const v6a = change('fd00::1', LeaseItemPresence.Held);
+      const v6b = change('fd00::2', LeaseItemPresence.Gone);
       table.leases.set('10.0.0.1', 'u').set('fd00::1', 'u');
       // Act
       const result = await table.mirror().apply([v6a, v4, v6b]);
@@ -159,7 +159,7 @@ describe('Class: LegacyMirror', () => {
         table.docs.set('v4', { range: '10.0.0.0/24', data: bitmap.encode(), version: 2 });
       });
       // Act
-      const result = await table.mirror().apply([change('10.0.0.1', LeaseState.Held)]);
+      const result = await table.mirror().apply([change('10.0.0.1', LeaseItemPresence.Held)]);
       // Assess
       expect(result.failed).toEqual([]);
       expect(table.held('v4')).toEqual(['10.0.0.1', '10.0.0.20']);
@@ -173,7 +173,7 @@ describe('Class: LegacyMirror', () => {
       table.docs.set('v6', { range: '10.0.0.0/24', data: Uint8Array.of(1), version: 3 });
       table.leases.set('fd00::3', 'u');
       // Act
-      await table.mirror().apply([change('fd00::3', LeaseState.Held)]);
+      await table.mirror().apply([change('fd00::3', LeaseItemPresence.Held)]);
       // Assess
       expect(table.docs.get('v6')).toMatchObject({ range: 'fd00::/112', version: 4 });
       expect(table.held('v6')).toEqual(['fd00::3']);

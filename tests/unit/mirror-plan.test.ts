@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Bitmap } from '../../shared/core/bitmap/bitmap.ts';
-import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
 import { applyBits, planMirror, settle } from '../../shared/core/mirror/plan.ts';
 import type { PoolView, Range } from '../../shared/core/model.ts';
 
@@ -22,8 +22,8 @@ const view: PoolView = {
 const viewOf = (pool: string) => (pool === 'p' ? view : undefined);
 
 let seq = 0;
-const held = (address: string, pool = 'p'): LeaseChange => ({ id: String((seq += 1)), pool, address, state: LeaseState.Held });
-const gone = (address: string, pool = 'p'): LeaseChange => ({ id: String((seq += 1)), pool, address, state: LeaseState.Gone });
+const held = (address: string, pool = 'p'): LeaseChange => ({ id: String((seq += 1)), pool, address, state: LeaseItemPresence.Held });
+const gone = (address: string, pool = 'p'): LeaseChange => ({ id: String((seq += 1)), pool, address, state: LeaseItemPresence.Gone });
 
 /** The plan's bits as {bit: held} for compact assertions. */
 const bitsOf = (bits: ReadonlyMap<number, { held: boolean }>) => Object.fromEntries([...bits].map(([bit, { held: h }]) => [bit, h]));

@@ -6,7 +6,7 @@ import { TableOccupancyStore } from '../../shared/adapters/dynamodb/occupancy-st
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { formatAddress, IpFamily } from '../../shared/core/ip/address.ts';
-import { LeaseState, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
 import { chunkIndexOf, CHUNK_SIZE } from '../../shared/core/occupancy/chunk.ts';
 import { readSummary } from '../../shared/core/occupancy/reader.ts';
 import { SummaryMirror } from '../../shared/core/occupancy/summary-mirror.ts';
@@ -73,7 +73,7 @@ describe('Class: SummaryMirror', () => {
         const address = formatAddress({ family: IpFamily.IPv4, value: 0x0a000000n + random.below(3n * CHUNK_SIZE) / 97n });
         const held = random.unit() < 0.6;
         await setLease(table, address, held, random.unit() < 0.3);
-        records.push({ id: String(i), pool: 'p', address, state: held ? LeaseState.Held : LeaseState.Gone });
+        records.push({ id: String(i), pool: 'p', address, state: held ? LeaseItemPresence.Held : LeaseItemPresence.Gone });
       }
       const mirror = new SummaryMirror({ store: new TableOccupancyStore(table), clock });
       // Act: batches cut at random, some delivered twice, some older ones again after newer ones, shuffled inside
@@ -103,12 +103,12 @@ describe('Class: SummaryMirror', () => {
     await setLease(table, '10.0.0.6', true, false);
     // Act
     await mirror.apply([
-      { id: '1', pool: 'p', address: '10.0.0.5', state: LeaseState.Held },
-      { id: '2', pool: 'p', address: '10.0.0.6', state: LeaseState.Held },
+      { id: '1', pool: 'p', address: '10.0.0.5', state: LeaseItemPresence.Held },
+      { id: '2', pool: 'p', address: '10.0.0.6', state: LeaseItemPresence.Held },
     ]);
     const before = await readSummary(new TableOccupancyStore(table), 'p', IpFamily.IPv4, [[0x0a000000n, 0x0a0000ffn]]);
     await setLease(table, '10.0.0.5', false);
-    await mirror.apply([{ id: '3', pool: 'p', address: '10.0.0.5', state: LeaseState.Gone }]);
+    await mirror.apply([{ id: '3', pool: 'p', address: '10.0.0.5', state: LeaseItemPresence.Gone }]);
     const after = await readSummary(new TableOccupancyStore(table), 'p', IpFamily.IPv4, [[0x0a000000n, 0x0a0000ffn]]);
     // Assess
     expect([before.used, before.expiring]).toEqual([2n, true]);
@@ -120,13 +120,13 @@ describe('Class: SummaryMirror', () => {
     const table = new MemoryTable();
     for (let i = 1; i <= 50; i += 1) await setLease(table, `10.0.0.${i}`, true);
     const mirror = new SummaryMirror({ store: new TableOccupancyStore(table), clock });
-    const changes = Array.from({ length: 50 }, (_, i) => ({ id: String(i), pool: 'p', address: `10.0.0.${i + 1}`, state: LeaseState.Held }));
+    const changes = Array.from({ length: 50 }, (_, i) => ({ id: String(i), pool: 'p', address: `10.0.0.${i + 1}`, state: LeaseItemPresence.Held }));
     // Act
     const before = table.calls().write;
     const result = await mirror.apply(changes);
     const writes = table.calls().write - before;
     const always = new SummaryMirror({ store: { ...new TableOccupancyStore(table), getChunk: async () => undefined, leaseStates: async () => new Map([['10.0.0.1', { expiring: false }]]), putChunk: async () => 'changed' as const }, clock, maxAttempts: 3 });
-    const lost = await always.apply([{ id: 'x', pool: 'p', address: '10.0.0.1', state: LeaseState.Held }]);
+    const lost = await always.apply([{ id: 'x', pool: 'p', address: '10.0.0.1', state: LeaseItemPresence.Held }]);
     // Assess
     expect(result.chunks).toEqual([expect.objectContaining({ outcome: 'written', changes: 50, index: chunkIndexOf(0x0a000001n) })]);
     expect(writes).toBe(1);
@@ -228,7 +228,7 @@ describe('Reconciler: the summary (rows 14-15)', () => {
     // Prepare: a summarized pool whose summary missed four leases and holds one that is gone
     const { table, container } = await leasedBehindTheStream(true);
     await setLease(table, '10.0.9.9', true);
-    await new SummaryMirror({ store: new TableOccupancyStore(table), clock }).apply([{ id: '1', pool: 'p', address: '10.0.9.9', state: LeaseState.Held }]);
+    await new SummaryMirror({ store: new TableOccupancyStore(table), clock }).apply([{ id: '1', pool: 'p', address: '10.0.9.9', state: LeaseItemPresence.Held }]);
     await setLease(table, '10.0.9.9', false);
     // Act
     const first = await reconcile({ ...container.deps, settings }, { deadlineMs: clock.nowMs() + 60_000 });
@@ -277,7 +277,7 @@ describe('Allocation near full from an old summary copy', () => {
       const records: LeaseChange[] = [];
       for (let i = from; i <= to; i += 1) {
         await setLease(table, `10.0.0.${i}`, true);
-        records.push({ id: String(i), pool: 'p', address: `10.0.0.${i}`, state: LeaseState.Held });
+        records.push({ id: String(i), pool: 'p', address: `10.0.0.${i}`, state: LeaseItemPresence.Held });
       }
       await mirror.apply(records);
     };

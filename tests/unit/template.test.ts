@@ -128,12 +128,12 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(JSON.stringify(mapping.FunctionName)).toContain('MirrorLambdaFunction');
       expect(mapping.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
       expect(mapping.BisectBatchOnFunctionError).toBe(true);
-      expect(mapping.MaximumRetryAttempts).toBeGreaterThanOrEqual(0);
-      expect(mapping.MaximumRetryAttempts).toBeLessThanOrEqual(10);
+      // serverless.yml's settings, exactly: 10 retries, each batch at most 100 records gathered for at most 1 s.
+      expect(mapping.MaximumRetryAttempts).toBe(10);
       expect(mapping.MaximumRecordAgeInSeconds).toBeGreaterThanOrEqual(60);
       expect(mapping.MaximumRecordAgeInSeconds).toBeLessThanOrEqual(86_400);
-      expect(mapping.BatchSize).toBeGreaterThan(0);
-      expect(mapping.MaximumBatchingWindowInSeconds).toBeGreaterThanOrEqual(0);
+      expect(mapping.BatchSize).toBe(100);
+      expect(mapping.MaximumBatchingWindowInSeconds).toBe(1);
       const destination = (mapping.DestinationConfig as { OnFailure: { Destination: { 'Fn::GetAtt': [string, string] } } }).OnFailure.Destination;
       expect(destination['Fn::GetAtt'][1]).toBe('Arn');
       expect(resources[destination['Fn::GetAtt'][0]]?.Type).toBe('AWS::SQS::Queue');

@@ -30,7 +30,7 @@ export class TableBitmapStore implements BitmapStore {
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return { kind: 'committed' };
     const verdict = decode(verdicts);
-    return verdict.kind === 'bitmapsChanged' ? verdict : this.claims.settle(claim, verdict);
+    return verdict.kind === 'bitmapsChanged' ? verdict : this.claims.outcomeOf(claim, verdict);
   }
 
   async releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number): Promise<BitmapReleaseOutcome> {

@@ -18,11 +18,11 @@ export class TableClaimStore implements ClaimStore {
   async commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number, replacing?: Replacing): Promise<CommitOutcome> {
     const { ops, decode } = claimCommit(claim, leases, nowMs, this.shards, replacing ? { replacing } : {});
     const verdicts = await this.table.transact(ops);
-    return verdicts ? this.settle(claim, decode(verdicts)) : { kind: 'committed' };
+    return verdicts ? this.outcomeOf(claim, decode(verdicts)) : { kind: 'committed' };
   }
 
   /** Completes a commit verdict with the reads DynamoDB did not answer, as the port's outcome. */
-  async settle(claim: Claim, verdict: CommitVerdict): Promise<CommitOutcome> {
+  async outcomeOf(claim: Claim, verdict: CommitVerdict): Promise<CommitOutcome> {
     switch (verdict.kind) {
       case 'claimExistsUnread': {
         const existing = await this.getClaim(claim.pool, claim.name);
@@ -40,7 +40,6 @@ export class TableClaimStore implements ClaimStore {
       case 'addressesTaken':
         return verdict;
       case 'bitmapsChanged':
-      case 'rangesNotReady':
       case 'conflict':
         break;
     }

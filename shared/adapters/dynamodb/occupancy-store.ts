@@ -1,7 +1,7 @@
 import { Bitmap } from '../../core/bitmap/bitmap.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import { CHUNK_SIZE, type OccupancyChunk } from '../../core/occupancy/chunk.ts';
-import type { LeaseState, OccupancyStore } from '../../core/occupancy/ports.ts';
+import type { LeaseExpiry, OccupancyStore } from '../../core/occupancy/ports.ts';
 import type { Random } from '../../core/ports.ts';
 import { cryptoRandom } from '../system.ts';
 import type { Item } from './codec.ts';
@@ -63,7 +63,7 @@ export class TableOccupancyStore implements OccupancyStore {
     return (await this.table.write({ kind: 'put', item: chunkToItem(chunk), condition })).ok ? 'written' : 'changed';
   }
 
-  async leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseState>> {
+  async leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseExpiry>> {
     if (addresses.length === 0) return new Map();
     const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt']);
     return new Map(items.filter((i) => i.entity === Entity.Lease).map((i) => [i.address as string, typeof i.expiresAt === 'number' ? { expiring: true, expiresAt: i.expiresAt } : { expiring: false }]));

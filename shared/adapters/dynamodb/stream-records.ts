@@ -2,7 +2,7 @@ import type { AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamo
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
 import type { LeaseTransition } from '../../core/history/holding.ts';
-import { LeaseState, type LeaseChange } from '../../core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../core/mirror/lease-change.ts';
 import type { Lease } from '../../core/model.ts';
 import { itemToLease } from './codec.ts';
 import { Entity, leaseOfKey } from './keys.ts';
@@ -33,7 +33,7 @@ export function leaseChangeOf(record: DynamoDBRecord): LeaseChange | undefined {
   const gone = record.eventName === 'REMOVE';
   if (!gone && record.eventName !== 'INSERT' && record.eventName !== 'MODIFY') return undefined;
   const image = gone ? record.dynamodb?.OldImage : record.dynamodb?.NewImage;
-  const state = gone ? LeaseState.Gone : LeaseState.Held;
+  const state = gone ? LeaseItemPresence.Gone : LeaseItemPresence.Held;
   if (image) {
     if (text(image, 'entity') !== Entity.Lease) return undefined;
     const pool = text(image, 'pool');

@@ -65,7 +65,7 @@ export class BitmapAllocator implements Allocator {
   /**
    * @throws MismatchedNetworkError when a family has no Ready legacy range; NotInRangeError for an explicit address
    *   outside its family's legacy bitmap window; AlreadyAllocatedError when its bit is set; RangeFullError when a
-   *   bitmap has no zero bit left; NotReadyError when the races do not settle.
+   *   bitmap has no zero bit left; NotReadyError when it keeps losing races.
    */
   release(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
     return releaseClearingBits(this.deps, claim, expectedVersion, hold);

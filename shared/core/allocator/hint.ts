@@ -118,7 +118,7 @@ export class HintCache {
     return this.pending.get(`${pool}\u0000${family}`) ?? new Set();
   }
 
-  /** Marks a candidate as in flight until `settle` is called. */
+  /** Marks a candidate as in flight until the function it returns is called (once its transaction has an answer). */
   reserve(pool: string, family: IpFamily, value: bigint): () => void {
     const key = `${pool}\u0000${family}`;
     const set = this.pending.get(key) ?? new Set<bigint>();

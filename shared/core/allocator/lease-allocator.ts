@@ -144,7 +144,7 @@ export class LeaseAllocator implements Allocator {
     const upperUsedUp = new Set<string>();
     // Addresses this call read free near full (pickVerified), per family: a batch reads them once, not once a pick.
     const verified = new Map(slots.map((s) => [s.family, new Set<bigint>()]));
-    // Dynamic candidates in flight, released once their transaction settles.
+    // Dynamic candidates in flight, unreserved once their transaction has an answer.
     const reservations: (() => void)[] = [];
     for (let commit = 0; commit < this.maxCommits; commit += 1) {
       let claim: Claim;
@@ -161,7 +161,7 @@ export class LeaseAllocator implements Allocator {
         const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
         outcome = await this.deps.claims.commitClaim(claim, leases, this.deps.clock.nowMs(), replacing?.replacing);
       } finally {
-        for (const settle of reservations.splice(0)) settle();
+        for (const unreserve of reservations.splice(0)) unreserve();
       }
       const nowMs = this.deps.clock.nowMs();
       switch (outcome.kind) {

@@ -1,13 +1,13 @@
 import type { LeaseTransition } from '../history/holding.ts';
 
 /** What a stream record says about one lease item, once the adapter has read it. */
-export const LeaseState = {
+export const LeaseItemPresence = {
   /** The lease item exists after the change: inserted, renewed, or taken over by another claim. */
   Held: 'held',
   /** The lease item is gone: released, deleted by the reconciler, or deleted by DynamoDB's TTL. */
   Gone: 'gone',
 } as const;
-export type LeaseState = (typeof LeaseState)[keyof typeof LeaseState];
+export type LeaseItemPresence = (typeof LeaseItemPresence)[keyof typeof LeaseItemPresence];
 
 /** One lease change of a stream batch; `id` is the record's sequence number, reported back when its range fails. */
 export interface LeaseChange {
@@ -15,7 +15,7 @@ export interface LeaseChange {
   readonly pool: string;
   /** The lease's address, as written in the item (canonical text). */
   readonly address: string;
-  readonly state: LeaseState;
+  readonly state: LeaseItemPresence;
   /** The lease before and after, read off the record's images (the address history's input); absent without images. */
   readonly transition?: LeaseTransition;
 }

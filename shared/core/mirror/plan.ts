@@ -3,7 +3,7 @@ import type { Bitmap } from '../bitmap/bitmap.ts';
 import { legacyBitOf } from '../bitmap/legacy.ts';
 import type { ParsedRange } from '../allocator/pool-geometry.ts';
 import type { PoolView } from '../model.ts';
-import { LeaseState, type LeaseChange } from './lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from './lease-change.ts';
 
 /** The wanted state of one bit: its address, and whether its lease is held. */
 export interface BitChange {
@@ -48,7 +48,7 @@ export function planMirror(changes: readonly LeaseChange[], viewOf: (pool: strin
       plan = { pool: change.pool, range: found.range, bits: new Map(), ids: [] };
       plans.set(key, plan);
     }
-    plan.bits.set(found.bit, { address: change.address, held: change.state === LeaseState.Held });
+    plan.bits.set(found.bit, { address: change.address, held: change.state === LeaseItemPresence.Held });
     plan.ids.push(change.id);
   }
   return [...plans.values()];

@@ -2,7 +2,7 @@ import type { IpFamily } from '../ip/address.ts';
 import type { OccupancyChunk } from './chunk.ts';
 
 /** What a lease item says about its address right now (a strongly consistent read). */
-export interface LeaseState {
+export interface LeaseExpiry {
   /** The lease has a TTL: once past it the address is free to take, before the reconciler deletes the item. */
   readonly expiring: boolean;
   /** Epoch ms it expires at, for a lease with a TTL. */
@@ -22,7 +22,7 @@ export interface OccupancyStore {
    */
   putChunk(chunk: OccupancyChunk, expected: number | 'absent'): Promise<'written' | 'changed'>;
   /** Which of these addresses of a pool have a lease item now, read consistently (expired ones included). */
-  leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseState>>;
+  leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseExpiry>>;
   /** Records on the pool that its summary is complete from `sinceIso` on (after a build from the listing). */
   markSummarized(pool: string, sinceIso: string): Promise<void>;
 }

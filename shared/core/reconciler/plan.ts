@@ -56,8 +56,8 @@ export function expiryHours(checkpointHour: number | undefined, cutoffMs: number
  * stopped there), and never past the last bucket that no new claim can still enter.
  */
 export function nextExpiryCheckpoint(firstUndrained: number | undefined, cutoffMs: number): number {
-  const settled = hourOf(cutoffMs - CLOCK_SKEW_MS);
-  return Math.min(firstUndrained ?? settled, settled);
+  const closed = hourOf(cutoffMs - CLOCK_SKEW_MS);
+  return Math.min(firstUndrained ?? closed, closed);
 }
 
 /** Row 1: a claim is released once its expiry is at or before the cutoff (now minus the grace). */

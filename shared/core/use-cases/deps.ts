@@ -14,8 +14,8 @@ export interface AllocationGates {
 }
 
 /**
- * Everything the use cases may use, built once per container by the composition root. Each use case takes a
- * `Pick` of the parts it uses, so a test provides only those.
+ * Everything the use cases may use, built once per container by the composition root. Most use cases take a
+ * `Pick` of the parts they use, so a test provides only those; a few take the whole of it.
  */
 export interface Deps {
   readonly pools: PoolStore;

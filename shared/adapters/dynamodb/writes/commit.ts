@@ -1,9 +1,8 @@
 import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
-import { leaseOfClaim, RangeState, releasedLease, type Claim, type Lease, type Range } from '../../../core/model.ts';
+import { leaseOfClaim, releasedLease, type Claim, type Lease } from '../../../core/model.ts';
 import type { CommitOutcome, Replacing } from '../../../core/ports.ts';
 import { bitmapToItem, claimToItem, generatedToItem, itemToClaim, itemToLease, leaseToItem } from '../codec.ts';
-import { attributeIs, bitmapIs, either, heldByClaim, isFreeAt, isTakeableBy } from '../conditions.ts';
-import { keys } from '../keys.ts';
+import { bitmapIs, either, heldByClaim, isFreeAt, isTakeableBy } from '../conditions.ts';
 import type { TxVerdict, WriteOp } from '../table.ts';
 import { lostRace } from './verdicts.ts';
 
@@ -11,8 +10,6 @@ import { lostRace } from './verdicts.ts';
 export interface CommitExtras {
   /** Legacy bitmaps written in the same transaction (the bitmap allocator). */
   readonly bitmaps?: readonly BitmapWrite[];
-  /** Ranges the leases are taken from: each must still exist and be Ready when the transaction commits. */
-  readonly ranges?: readonly Range[];
   /** The expired claim of the same name this one replaces (a reuse delay): its leases are converted here (ClaimStore). */
   readonly replacing?: Replacing;
 }
@@ -26,7 +23,6 @@ export type CommitVerdict =
   | { readonly kind: 'claimExistsUnread' }
   | { readonly kind: 'generatedNameExistsUnread' }
   | { readonly kind: 'bitmapsChanged'; readonly ranges: readonly string[] }
-  | { readonly kind: 'rangesNotReady'; readonly ranges: readonly string[] }
   /** Another transaction on the claim or its marker was in flight: the request may be retried. */
   | { readonly kind: 'conflict' };
 
@@ -38,7 +34,6 @@ export type CommitVerdict =
  *   Put lease       absent OR expired OR held for this owner identity -> addressesTaken (with the holder, ALL_OLD)
  *                   [OR still the replaced claim's]
  *   Put Released    still the replaced claim's   -> conflict (NotReady)     (extras.replacing: its other leases)
- *   Check range     exists AND state = Ready     -> rangesNotReady           (extras.ranges)
  *   Put bitmap      version = v | absent         -> bitmapsChanged           (extras.bitmaps)
  *
  * "Expired" uses `nowMs`: an expired lease is free before anything deletes it. "Held for this owner identity": a
@@ -61,9 +56,6 @@ export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: numbe
   for (const address of replaced?.addresses ?? []) {
     if (!taking.has(address.address)) ops.push({ kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(replaced!, address), extras.replacing!.hold), shards), condition: heldByClaim(replaced!.uid) });
   }
-  const firstRange = ops.length;
-  const ranges = extras.ranges ?? [];
-  for (const range of ranges) ops.push({ kind: 'check', key: keys.range(range.pool, range.name), condition: attributeIs('state', RangeState.Ready) });
   const firstBitmap = ops.length;
   const bitmaps = extras.bitmaps ?? [];
   for (const bitmap of bitmaps) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
@@ -78,8 +70,6 @@ export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: numbe
       .filter(({ verdict }) => lostRace(verdict))
       .map(({ lease, verdict }) => (verdict?.code === 'ConditionalCheckFailed' && verdict.old ? { address: lease.address, holder: itemToLease(verdict.old) } : { address: lease.address }));
     if (taken.length) return { kind: 'addressesTaken', taken };
-    const notReady = ranges.filter((_, i) => verdicts[firstRange + i]?.code === 'ConditionalCheckFailed').map((r) => r.name);
-    if (notReady.length) return { kind: 'rangesNotReady', ranges: notReady };
     const changed = bitmaps.filter((_, i) => lostRace(verdicts[firstBitmap + i])).map((b) => b.rangeName);
     if (changed.length) return { kind: 'bitmapsChanged', ranges: changed };
     return { kind: 'conflict' };
