@@ -3,6 +3,7 @@ import { addCompletionCommand } from './commands/completion.ts';
 import { addConsoleCommand } from './commands/console.ts';
 import { addDescribeCommand } from './commands/describe.ts';
 import { addGetCommand } from './commands/get.ts';
+import { addHistoryCommand } from './commands/history.ts';
 import { addMapCommand } from './commands/map.ts';
 import { addMutationCommands } from './commands/mutate.ts';
 import { DEFAULT_ENDPOINT } from './context.ts';
@@ -20,6 +21,7 @@ Examples:
   ipam describe pool services
   ipam map services 10.96.0.0-24
   ipam console
+  ipam history 10.96.0.10 -p services --since 24h
   ipam --endpoint https://abc123.execute-api.eu-west-1.amazonaws.com --profile ops get pools
 
 The local stack (npm start) is the default endpoint; https endpoints are signed with SigV4 from the standard AWS
@@ -47,6 +49,7 @@ export function buildProgram(io: CliIo): Command {
   addMutationCommands(program, io);
   addMapCommand(program, io);
   addConsoleCommand(program, io);
+  addHistoryCommand(program, io);
   addCompletionCommand(program, io);
   return program;
 }

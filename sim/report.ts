@@ -21,6 +21,14 @@ export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: st
   lines.push(`faults: ${Object.entries(o.faults).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join(' ') || 'none'}`);
   lines.push(`reconciler runs ${o.reconcilerRuns}; stream records ${o.streamRecords} in ${o.mirrorBatches} batches; invariant checks ${o.checks}`);
   lines.push(`client ledger: ${o.told} claim answers; projections' largest lag behind the leases ${o.maxProjectionLagMs} ms`);
+  if (o.openLoop) {
+    const l = o.openLoop;
+    const from = [...l.latencies].sort((a, b) => a - b);
+    lines.push(`open loop: ${l.arrived} arrived, ${l.allocated} allocated (${fixed((l.allocated * 1000) / l.windowMs)}/s), ${l.refused} refused, ${l.rangeFull} RangeFull, ${l.other} other; from arrival p50 ${fixed(percentile(from, 50))} ms, p99 ${fixed(percentile(from, 99))} ms`);
+  }
+  const refused = Object.entries(o.refused).sort(([a], [b]) => (a < b ? -1 : 1));
+  if (refused.length) lines.push(`refused before a container: ${refused.map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (o.throttledBy.length) lines.push(`throttled by: ${o.throttledBy.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   for (const note of o.notes) lines.push(`note: ${note}`);
   if (o.violation) {
     lines.push(`INVARIANT BROKEN: ${o.violation.invariant}: ${o.violation.detail}`);

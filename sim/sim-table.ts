@@ -3,11 +3,10 @@
  * queries by DynamoDB's rules; this engine around it adds what MemoryTable leaves out on purpose:
  *
  * - time: every call takes virtual time, drawn per call (LATENCY below, with its source);
- * - capacity: per partition 1,000 write and 3,000 read units per second with one second of burst, for the table's
- *   partitions and the indexes' partitions alike; a call that would overdraw any partition it touches (a write: its
- *   items' partitions and the index partitions whose entries it changes, DynamoDB's GSI back-pressure) is throttled
- *   whole (ProvisionedThroughputExceeded, which SdkTable turns into NotReadyError). Units by DynamoDB's rules
- *   (capacity.ts);
+ * - capacity: the buckets of quotas.ts (partitions, the on-demand ramp, the table-level quota, per table and per
+ *   GSI); a call that would overdraw any bucket it draws on (a write: its items' partitions and the index partitions
+ *   whose entries it changes, DynamoDB's GSI back-pressure) is throttled whole (ProvisionedThroughputExceeded, which
+ *   SdkTable turns into NotReadyError). Units by DynamoDB's rules (capacity.ts);
  * - transactions in flight: a transaction holds its items from arrival to commit; another transaction touching one
  *   of them meanwhile is cancelled with TransactionConflict on that item, and a single write to one of them fails
  *   with TransactionConflictException (DynamoDB's documented behaviour; DynamoDB Local serializes instead);
@@ -20,9 +19,8 @@
  * Each caller (a container) gets its own facade (`tableFor`), so a dead container's later calls never return, and
  * what each caller spent is counted apart.
  *
- * One partition per partition-key value is a simplification in both directions: DynamoDB packs many small keys into
- * one partition (which this model treats as independent: optimistic for keys that would share a partition) and
- * splits a hot partition by sort key (which cannot help a single hot item, the case that matters here).
+ * Without `quotas`, one partition per partition-key value and no table-level limit (quotas.ts PER_KEY, the closed-loop
+ * projection's model); the simulator's scenarios pass AWS's defaults.
  */
 import { NotReadyError } from '../shared/core/errors.ts';
 import type { Item } from '../shared/adapters/dynamodb/codec.ts';
@@ -31,6 +29,7 @@ import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '.
 import { MemoryTable, type Fault, type TableCall } from '../shared/adapters/memory/memory-table.ts';
 import { indexEntries, itemBytes, queryReadUnits, readUnitsOf, writeUnitsOf } from './capacity.ts';
 import type { Prng } from './prng.ts';
+import { PER_KEY, Throughput, type Quotas } from './quotas.ts';
 import type { Scheduler } from './scheduler.ts';
 
 /**
@@ -50,8 +49,6 @@ export const LATENCY = {
   describe: { median: 2, p99: 8 },
 } as const;
 
-/** DynamoDB's per-partition ceilings (Developer Guide, "Partitions and data distribution"), and the burst modelled. */
-export const PARTITION_LIMITS = { writeUnitsPerSecond: 1000, readUnitsPerSecond: 3000, burstSeconds: 1 } as const;
 
 /**
  * How far behind an eventually consistent read is, lognormal (ms). DynamoDB: "changes to the table data are
@@ -111,6 +108,8 @@ export interface SimTableOptions {
   readonly latencyScale?: number;
   /** Capacity limits off (a model check of counts). */
   readonly unlimited?: boolean;
+  /** DynamoDB's quotas and ramps (quotas.ts); PER_KEY when absent: one partition per key, no table-level limit. */
+  readonly quotas?: Quotas;
   /**
    * A deliberately broken store, for the checker's own tests: rewrites the operations of each write before
    * MemoryTable sees them (e.g. drops a condition); an empty list skips the write and answers success.
@@ -122,11 +121,6 @@ export interface SimTableOptions {
   readonly hideQuery?: (query: Query) => boolean;
   /** Observes every committed item write (the invariant checker's commit log). */
   readonly onCommit?: (change: { readonly caller: Caller; readonly atMs: number; readonly key: Key; readonly before: Item | undefined; readonly after: Item | undefined }) => void;
-}
-
-interface Bucket {
-  tokens: number;
-  atMs: number;
 }
 
 const THROTTLED = 'The address store is throttling requests; retry shortly.';
@@ -148,8 +142,9 @@ export class SimEngine {
   readonly spend = new Map<string, Spend>();
   /** The current claims, leases, ranges, bitmaps and summary chunks (the checker's view, kept from the commit log, no copies). */
   readonly state = new Map<string, Item>();
-  private readonly buckets = new Map<string, Bucket>();
-  /** Refusals per partition (`read|table|POOL#p`, `write|GSI1|ADDR#...`): which key was hot. */
+  /** DynamoDB's throughput rules as the account meets them (quotas.ts). */
+  readonly throughput: Throughput;
+  /** Refusals per bucket (`partition|write|GSI1|ADDR#...` per key, `partition|table|<start>`, `ramp|table`, `quota|write|GSI1`): what was short. */
   readonly throttledBy = new Map<string, number>();
   /** Items held by transactions in flight. */
   private readonly locks = new Set<string>();
@@ -169,6 +164,7 @@ export class SimEngine {
       indexLag: () => this.pendingLag,
       faults: (_call: TableCall) => this.pendingFault,
     });
+    this.throughput = new Throughput(options.quotas ?? PER_KEY);
     this.latencyRng = options.rng.fork('latency');
     this.lagRng = options.rng.fork('lag');
   }
@@ -210,29 +206,22 @@ export class SimEngine {
     return this.options.requestTimeoutMs;
   }
 
-  /** Takes `units` from each partition, all or none; false when one of them is short (throttled). */
+  /**
+   * Takes `units` from every bucket the charges draw on (quotas.ts: partitions, the ramp, the table-level quota), all
+   * or none; false when one of them is short (throttled), counted under that bucket in `throttledBy`.
+   */
   take(charges: readonly { readonly partition: string; readonly units: number; readonly kind: 'read' | 'write' }[]): boolean {
     if (this.options.unlimited) return true;
-    const now = this.now;
-    const merged = new Map<string, { units: number; kind: 'read' | 'write' }>();
-    for (const c of charges) {
-      const id = `${c.kind}|${c.partition}`;
-      merged.set(id, { units: (merged.get(id)?.units ?? 0) + c.units, kind: c.kind });
-    }
-    const refreshed: [string, Bucket][] = [];
-    for (const [id, { units, kind }] of merged) {
-      const rate = (kind === 'write' ? PARTITION_LIMITS.writeUnitsPerSecond : PARTITION_LIMITS.readUnitsPerSecond) / 1000;
-      const cap = rate * 1000 * PARTITION_LIMITS.burstSeconds;
-      const bucket = this.buckets.get(id) ?? { tokens: cap, atMs: now };
-      const tokens = Math.min(cap, bucket.tokens + (now - bucket.atMs) * rate);
-      if (tokens < units) {
-        this.throttledBy.set(id, (this.throttledBy.get(id) ?? 0) + 1);
-        return false;
-      }
-      refreshed.push([id, { tokens: tokens - units, atMs: now }]);
-    }
-    for (const [id, bucket] of refreshed) this.buckets.set(id, bucket);
-    return true;
+    const short = this.throughput.take(
+      charges.map((c) => {
+        const bar = c.partition.indexOf('|');
+        return { scope: c.partition.slice(0, bar), key: c.partition.slice(bar + 1), kind: c.kind, units: c.units };
+      }),
+      this.now,
+    );
+    if (short === undefined) return true;
+    this.throttledBy.set(short, (this.throttledBy.get(short) ?? 0) + 1);
+    return false;
   }
 
   isLocked(keys: readonly Key[]): boolean[] {

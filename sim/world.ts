@@ -38,10 +38,11 @@ import { createRange, deleteRange } from '../shared/core/use-cases/ranges.ts';
 import { Invariant, checkBitmaps, checkExpiredLeasesGone, checkSummaries, checkClaimLeases, checkDeletedPools, checkLeaseInRange, checkNoDoubleHold, checkReleasedInTime, checkRetryAnswer, checkStatus, checkUtilization, snapshotOf, type DeletedPool, type Violation } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { Scheduler } from './scheduler.ts';
-import { SimEngine, type CallFault, type Caller, type Spend } from './sim-table.ts';
+import { SimEngine, type CallFault, type Caller, type Spend, type StreamChange } from './sim-table.ts';
 import type { Query, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 import { ClientLedger, FreeAddresses, ProjectionLag, checkRangeFull } from './ledger.ts';
 import type { PlantHooks } from './plants.ts';
+import { AWS_DEFAULTS, type Quotas } from './quotas.ts';
 
 /** Epoch of virtual time zero. */
 const EPOCH_MS = Date.UTC(2026, 0, 1);
@@ -146,6 +147,21 @@ export interface Scenario {
   readonly tableInvariantsOnly?: boolean;
   /** A planted bug (plants.ts, `--plant NAME`). */
   readonly plant?: PlantHooks;
+  /** DynamoDB's quotas and ramps (quotas.ts); AWS's defaults for a new on-demand table when absent. */
+  readonly quotas?: Quotas;
+  /** API Gateway's account throttle: requests per second and burst (AWS's defaults 10,000 and 5,000 when absent). */
+  readonly apiGateway?: { readonly rps: number; readonly burst: number };
+  /** Lambda's scaling rate: new execution environments per 10 s (AWS's 1,000 when absent). */
+  readonly lambdaScalePer10s?: number;
+  /**
+   * Open loop: instead of closed-loop clients, requests arrive as a Poisson process at `perSecond` allocations a
+   * second, each released after an exponential hold of mean `holdMs` (its latency counted from its arrival).
+   */
+  readonly arrivals?: { readonly perSecond: number; readonly holdMs: number };
+  /** LEASE_INDEX_SHARDS (8 when absent). */
+  readonly indexShards?: number;
+  /** Stream shards: records by partition-key hash, each shard with one batch in flight (parallelizationFactor 1). */
+  readonly streamShards?: number;
   /** When a client renews a claim with a TTL, as a fraction of the TTL after its last answer (1/3 when absent). */
   readonly renewAfter?: number;
   /** The reconciler's expired-claim grace (RECONCILE_EXPIRED_GRACE_SECONDS; the deployed 30 when absent). */
@@ -171,11 +187,31 @@ export interface Outcome {
   readonly checks: number;
   /** Answers recorded in the client ledger. */
   readonly told: number;
+  /** The open loop's requests (scenario.arrivals): how each ended, and the allocations' latencies from arrival. */
+  readonly openLoop?: OpenLoop;
+  /** Requests refused before a container ran them, by what refused them. */
+  readonly refused: Readonly<Record<string, number>>;
+  /** Throttled calls by the bucket that was short (quotas.ts), most first. */
+  readonly throttledBy: readonly (readonly [string, number])[];
   /** The oldest difference seen between the stream function's projections and the leases (ms). */
   readonly maxProjectionLagMs: number;
   readonly violation?: Violation;
   readonly trace: readonly string[];
   readonly notes: readonly string[];
+}
+
+/** What the open loop's arrivals came to. */
+export interface OpenLoop {
+  arrived: number;
+  allocated: number;
+  /** Answered 429 or 503 on every attempt, or never answered: refused, not dropped. */
+  refused: number;
+  rangeFull: number;
+  other: number;
+  /** Allocations answered 201: from arrival to the answer, retries included (ms). */
+  readonly latencies: number[];
+  /** The window the rate is measured over (ms). */
+  windowMs: number;
 }
 
 /** The invariant's failure, carried out of the run through the scheduler. */
@@ -253,6 +289,13 @@ export class World {
   /** The second pool is being deleted (from the first round until it is created again). */
   private poolBDeleting = false;
   private readonly plantRng: Prng;
+  private readonly refused: Record<string, number> = {};
+  /** API Gateway's and Lambda's scaling token buckets. */
+  private gateway = { tokens: 0, atMs: 0 };
+  private scaling = { tokens: 0, atMs: 0 };
+  private openLoop: OpenLoop | undefined;
+  private readonly shardLogs: StreamChange[][] = [];
+  private dispatched = 0;
   /** RangeFull answers given while the family had a free address (RANGE_FULL_EXACT_ENFORCED). */
   private readonly inexactFull: string[] = [];
 
@@ -265,7 +308,7 @@ export class World {
     this.config = loadConfig({
       TABLE_NAME: 'sim',
       LOCAL_STACK: 'true',
-      LEASE_INDEX_SHARDS: '8',
+      LEASE_INDEX_SHARDS: String(scenario.indexShards ?? 8),
       FEATURE_GATES: scenario.allocator === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '',
       ...(scenario.reconcilerGraceSeconds !== undefined ? { RECONCILE_EXPIRED_GRACE_SECONDS: String(scenario.reconcilerGraceSeconds) } : {}),
     });
@@ -279,6 +322,7 @@ export class World {
       ...(scenario.unlimited ? { unlimited: true } : {}),
       ...(mutations.length ? { mutate: (ops: readonly WriteOp[], caller: Caller) => mutations.reduce<WriteOp[]>((acc, m) => m(acc, caller), [...ops]) } : {}),
       ...(misreport ? { misreport } : {}),
+      quotas: scenario.quotas ?? AWS_DEFAULTS,
       ...(scenario.hideQuery ? { hideQuery: scenario.hideQuery } : {}),
       onCommit: (change) => this.onCommit(change.caller, change.after, change.before),
     });
@@ -286,7 +330,7 @@ export class World {
 
   private log(line: string): void {
     this.trace.push(`${(this.scheduler.now / 1000).toFixed(3).padStart(9)}s ${line}`);
-    if (this.trace.length > this.traceLimit) this.trace.splice(0, this.trace.length - this.traceLimit);
+    if (this.trace.length > this.traceLimit * 1.5) this.trace.splice(0, this.trace.length - this.traceLimit);
   }
 
   private count(into: Record<string, number>, key: string): void {
@@ -394,12 +438,18 @@ export class World {
   private async invoke(what: string, work: (deps: Deps) => Promise<{ status: number; claim?: Claim }>, onAnswer?: (a: { status: number; claim?: Claim }) => void): Promise<Answer> {
     const there = this.workRng.lognormal(OUTSIDE.gateway.median, OUTSIDE.gateway.p99);
     await this.scheduler.sleep(there / 2);
+    const refuse = async (by: string): Promise<Answer> => {
+      this.count(this.refused, by);
+      await this.scheduler.sleep(there / 2);
+      return { status: 429, error: `TooManyRequestsException (${by})` };
+    };
+    if (!this.takeToken(this.gateway, this.scenario.apiGateway?.rps ?? 10_000, this.scenario.apiGateway?.burst ?? 5_000)) return refuse('api-gateway');
+    // The first idle container in creation order (a linear scan: the small scenarios' histories depend on the order).
     let target = this.api.find((c) => !c.busy && c.caller.alive);
     if (!target) {
-      if (this.api.filter((c) => c.caller.alive).length >= this.scenario.maxContainers) {
-        await this.scheduler.sleep(there / 2);
-        return { status: 429, error: 'TooManyRequestsException' };
-      }
+      if (this.api.filter((c) => c.caller.alive).length >= this.scenario.maxContainers) return refuse('lambda-concurrency');
+      const per10s = this.scenario.lambdaScalePer10s ?? 1000;
+      if (!this.takeToken(this.scaling, per10s / 10, per10s)) return refuse('lambda-scaling');
       target = this.newContainer('api');
       this.api.push(target);
       target.busy = true;
@@ -431,6 +481,17 @@ export class World {
       this.api.splice(this.api.indexOf(container), 1);
     } else this.latencies.push(this.scheduler.now - started);
     return answer;
+  }
+
+  /** A token of a bucket refilled at `rate` a second up to `cap` (full at first); false when it is empty. */
+  private takeToken(bucket: { tokens: number; atMs: number }, rate: number, cap: number): boolean {
+    const now = this.scheduler.now;
+    if (bucket.atMs === 0 && bucket.tokens === 0) bucket.tokens = cap;
+    bucket.tokens = Math.min(cap, bucket.tokens + ((now - bucket.atMs) * rate) / 1000);
+    bucket.atMs = now;
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
   }
 
   private violations(found: readonly Violation[]): void {
@@ -541,6 +602,49 @@ export class World {
     this.inexactFull.push(first.detail);
   }
 
+  /** The open loop: Poisson arrivals at the scenario's rate, each one allocation released after its hold. */
+  private async arrivals(endMs: number): Promise<void> {
+    const { perSecond, holdMs } = this.scenario.arrivals!;
+    const rng = this.rng.fork('arrivals');
+    const loop: OpenLoop = { arrived: 0, allocated: 0, refused: 0, rangeFull: 0, other: 0, latencies: [], windowMs: endMs - this.scheduler.now };
+    this.openLoop = loop;
+    const pending: Promise<void>[] = [];
+    while (!this.scheduler.stoppedBy) {
+      await this.scheduler.sleep(rng.exponential(1000 / perSecond));
+      if (this.scheduler.now >= endMs) break;
+      loop.arrived += 1;
+      pending.push(this.oneShot(loop.arrived, loop, Math.max(1, rng.exponential(holdMs))));
+    }
+    await Promise.all(pending);
+  }
+
+  /** One arrival: create a claim (retried as a client does), hold it, release it. */
+  private async oneShot(n: number, loop: OpenLoop, holdMs: number): Promise<void> {
+    const rng = this.workRng.fork(`arrival/${n}`);
+    const name = `a${n}`;
+    const arrived = this.scheduler.now;
+    const cmd = { pool: POOL, name, owner: { kind: 'Pod', name: `pod-a${n}`, uid: `owner-a${n}` } };
+    const answer = await this.retrying(rng, `create ${name}`, (deps) => createClaim(deps, cmd).then((r) => ({ status: r.created ? 201 : 200, claim: r.claim })), (a) => {
+      if (!a.claim) return;
+      const first = (this.committedClaims.get(a.claim.name) ?? []).find((h) => h.atMs >= arrived && !this.endedClaims.has(h.uid));
+      this.violations(checkRetryAnswer(a.claim, first));
+    });
+    if ((answer.status === 201 || answer.status === 200) && 'claim' in answer && answer.claim) {
+      loop.allocated += 1;
+      this.allocations += 1;
+      loop.latencies.push(this.scheduler.now - arrived);
+      this.tell(answer.claim, answer, answer.status === 201);
+      await this.scheduler.sleep(holdMs);
+      this.ledger.letGo(POOL, name, EPOCH_MS + this.scheduler.now);
+      const released = await this.retrying(rng, `release ${name}`, (deps) => deleteClaim(deps, POOL, name).then(() => ({ status: 204 })));
+      if (released.status === 204) this.violations(this.ledger.released(POOL, name, (p, a) => this.engine.state.get(`LEASE#${p}#${a}\u0000LEASE`)));
+      return;
+    }
+    if (answer.status === 429 || answer.status === 503 || answer.status === 'lost') loop.refused += 1;
+    else if (answer.status === 409 && 'error' in answer && answer.error?.includes('No free')) loop.rangeFull += 1;
+    else loop.other += 1;
+  }
+
   /**
    * Records a claim answer in the ledger. A claim its client cannot count on (its owner's release or its pool's
    * deletion began, or it lies in an earlier incarnation of the second pool) is let go at once.
@@ -571,17 +675,18 @@ export class World {
   }
 
   /** The stream's event source mapping: batches of up to 100 records, after a lag, retried from the first failure. */
-  private async streamPoller(): Promise<void> {
-    const rng = this.rng.fork('stream');
+  private async streamPoller(shard: number): Promise<void> {
+    const rng = this.rng.fork(shard === 0 ? 'stream' : `stream/${shard}`);
     let container = this.newContainer('mirror');
     let cursor = 0;
+    const log = this.shardLog(shard);
     const f = this.scenario.faults;
     for (;;) {
       if (this.scheduler.stoppedBy) return;
       // Lambda polls a shard about four times a second; records are readable after a propagation lag.
       await this.scheduler.sleep(250);
       const lag = rng.lognormal(100, 800);
-      const ready = this.engine.stream.slice(cursor, cursor + 100).filter((r) => r.atMs <= this.scheduler.now - lag);
+      const ready = log().slice(cursor, cursor + 100).filter((r) => r.atMs <= this.scheduler.now - lag);
       if (ready.length === 0) continue;
       const loses = this.scenario.plant?.loses;
       const delivered = loses
@@ -611,7 +716,7 @@ export class World {
       const failed = response.batchItemFailures.map((f) => Number(f.itemIdentifier));
       if (failed.length) {
         const first = Math.min(...failed);
-        cursor = this.engine.stream.findIndex((r) => r.seq === first);
+        cursor = log().findIndex((r) => r.seq === first);
         this.log(`mirror batch of ${ready.length}: ${failed.length} failed, retry from ${first}`);
         await this.scheduler.sleep(rng.int(100, 1000));
         continue;
@@ -623,6 +728,22 @@ export class World {
       }
       cursor += ready.length;
     }
+  }
+
+  /** A shard's records (by partition-key hash), in commit order; one shard: the whole stream. */
+  private shardLog(shard: number): () => readonly StreamChange[] {
+    const shards = this.scenario.streamShards ?? 1;
+    if (shards === 1) return () => this.engine.stream;
+    return () => {
+      while (this.dispatched < this.engine.stream.length) {
+        const r = this.engine.stream[this.dispatched]!;
+        let h = 0;
+        for (let i = 0; i < r.key.PK.length; i += 1) h = (Math.imul(h, 31) + r.key.PK.charCodeAt(i)) >>> 0;
+        (this.shardLogs[h % shards] ??= []).push(r);
+        this.dispatched += 1;
+      }
+      return (this.shardLogs[shard] ??= []);
+    };
   }
 
   /** The schedule: one run per period, in a warm container (a new one after a kill); some runs overlapped. */
@@ -864,8 +985,9 @@ export class World {
     const end = start + s.durationMs;
     this.loadStartMs = EPOCH_MS + start;
     this.log(`load starts: ${s.clients} clients, up to ${s.maxContainers} containers`);
-    for (let i = 0; i < s.clients; i += 1) void this.client(i, end);
-    void this.streamPoller();
+    if (s.arrivals) void this.arrivals(end);
+    else for (let i = 0; i < s.clients; i += 1) void this.client(i, end);
+    for (let shard = 0; shard < (s.streamShards ?? 1); shard += 1) void this.streamPoller(shard);
     void this.reconcilerSchedule(end + 3 * s.reconcilePeriodMs + 120_000);
     void this.operator(end);
     void this.ownerReaper(end);
@@ -898,6 +1020,9 @@ export class World {
       mirrorBatches: this.mirrorBatches,
       checks: this.checks,
       told: this.ledger.answers,
+      ...(this.openLoop ? { openLoop: this.openLoop } : {}),
+      refused: this.refused,
+      throttledBy: [...this.engine.throttledBy.entries()].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).slice(0, 5),
       maxProjectionLagMs: this.lag.maxLagMs,
       ...(violation ? { violation } : {}),
       trace: violation ? this.traceOf(violation) : [],

@@ -1,4 +1,5 @@
 import { encodePath, type HttpClient } from './http-client.ts';
+import type { Holding, HoldingAt, HoldingPage } from './history-types.ts';
 import type { Claim, ClaimSpec, Lease, Page, Pool, PoolDetails, PoolSpec, Range, RepairEvent, RangeOccupancy } from './types.ts';
 
 /** The largest page the API serves (openapi.yaml: limit 1-1000). */
@@ -128,5 +129,34 @@ export class IpamApi {
 
   listEvents(pool: string, options?: ListOptions): Promise<Page<RepairEvent>> {
     return readList(this.page<RepairEvent>(`/v1/pools/${encodePath(pool)}/events`), options);
+  }
+
+  /** An address's holdings, newest first, in a window (`from`/`to` RFC 3339); every page unless `limit` is given. */
+  async addressHistory(pool: string, address: string, options: ListOptions & { from?: string; to?: string } = {}): Promise<HoldingPage> {
+    let completeUntil: string | undefined;
+    const read: PageReader<Holding> = async (limit, cursor) => {
+      const page = await this.get<HoldingPage>(`/v1/pools/${encodePath(pool)}/addresses/${encodePath(address)}/history`, { from: options.from, to: options.to, limit, cursor });
+      completeUntil ??= page.completeUntil;
+      return page;
+    };
+    const page = await readList(read, options);
+    return { ...page, ...(completeUntil ? { completeUntil } : {}) };
+  }
+
+  /** Who held an address at an instant. */
+  addressAt(pool: string, address: string, at: string): Promise<HoldingAt> {
+    return this.get(`/v1/pools/${encodePath(pool)}/addresses/${encodePath(address)}/history`, { at });
+  }
+
+  /** What an owner uid held, newest first; every page unless `limit` is given. */
+  async ownerHistory(pool: string, uid: string, options: ListOptions = {}): Promise<HoldingPage> {
+    let completeUntil: string | undefined;
+    const read: PageReader<Holding> = async (limit, cursor) => {
+      const page = await this.get<HoldingPage>(`/v1/pools/${encodePath(pool)}/owners/${encodePath(uid)}/history`, { limit, cursor });
+      completeUntil ??= page.completeUntil;
+      return page;
+    };
+    const page = await readList(read, options);
+    return { ...page, ...(completeUntil ? { completeUntil } : {}) };
   }
 }

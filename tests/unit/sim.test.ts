@@ -62,6 +62,8 @@ describe('Simulator', { timeout: 120_000 }, () => {
       checks: 1,
       told: 0,
       maxProjectionLagMs: 0,
+      refused: {},
+      throttledBy: [],
       violation: { invariant: Invariant.NoDoubleHold, detail: '10.0.0.1 held by c1 and c2', subjects: ['10.0.0.1'] },
       trace: [],
       notes: [],

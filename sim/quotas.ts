@@ -1,0 +1,231 @@
+/**
+ * DynamoDB's throughput as an AWS account meets it: the table-level quota per table and per GSI, the on-demand ramp
+ * from a new table's starting rate (or its warm throughput), one combined read/write budget per partition, and a
+ * finite number of partitions that split for heat after a delay. Defaults are AWS's defaults; SIMULATION.md cites
+ * each figure. Hand-rolled token buckets: no library models DynamoDB's rules, and the run must stay deterministic
+ * (virtual time in, decisions out).
+ *
+ * Units: a write request unit is 1; a read request unit weighs `partitionWriteUnits / partitionReadUnits` (1/3) in
+ * a partition's combined budget ("3,000 read units or 1,000 write units a second, or a linear combination") and
+ * `startWriteUnits / startReadUnits` (1/3) in the ramp ("4,000 writes or 12,000 reads, or a linear combination").
+ */
+
+export interface Quotas {
+  /** Table-level on-demand throughput quota, per table and per GSI (request units per second). */
+  readonly tableReadUnits: number;
+  readonly tableWriteUnits: number;
+  /** What a table (and each GSI) sustains at first: a new on-demand table's rate, or its warm throughput. */
+  readonly startReadUnits: number;
+  readonly startWriteUnits: number;
+  /** On-demand scaling: up to `rampFactor` times the previous peak at once; more only `rampWindowMs` after it. */
+  readonly rampFactor: number;
+  readonly rampWindowMs: number;
+  /** Per partition: one combined budget of this many reads or writes a second, with `burstSeconds` of it saved. */
+  readonly partitionReadUnits: number;
+  readonly partitionWriteUnits: number;
+  readonly burstSeconds: number;
+  /**
+   * Partitions of the table and of each GSI at first ('per-key': one per partition-key value, the optimistic
+   * model the closed-loop projection used); a partition refused calls for `splitAfterMs` splits in two.
+   */
+  readonly partitions: number | 'per-key';
+  readonly splitAfterMs: number;
+}
+
+/** AWS's defaults for a new on-demand table (SIMULATION.md, "AWS figures"). */
+export const AWS_DEFAULTS: Quotas = {
+  tableReadUnits: 40_000,
+  tableWriteUnits: 40_000,
+  startReadUnits: 12_000,
+  startWriteUnits: 4_000,
+  rampFactor: 2,
+  rampWindowMs: 30 * 60_000,
+  partitionReadUnits: 3_000,
+  partitionWriteUnits: 1_000,
+  burstSeconds: 1,
+  // A new table starts with what its starting rate needs: 4,000 writes / 1,000 per partition.
+  partitions: 4,
+  // Not documented by AWS ("split-for-heat" acts after "a short period"): an assumption of the model.
+  splitAfterMs: 60_000,
+};
+
+/** A table warmed to `readUnits`/`writeUnits` (warm throughput, or a previous peak), with as many partitions as that needs. */
+export function warmed(base: Quotas, readUnits: number, writeUnits: number): Quotas {
+  const partitions = Math.max(1, Math.ceil(Math.max(writeUnits / base.partitionWriteUnits, readUnits / base.partitionReadUnits)));
+  return { ...base, startReadUnits: readUnits, startWriteUnits: writeUnits, partitions };
+}
+
+/** The closed-loop projection's model: one partition per key, no table-level quota or ramp. */
+export const PER_KEY: Quotas = { ...AWS_DEFAULTS, tableReadUnits: Infinity, tableWriteUnits: Infinity, startReadUnits: Infinity, startWriteUnits: Infinity, partitions: 'per-key', burstSeconds: 1 };
+
+interface Bucket {
+  tokens: number;
+  atMs: number;
+}
+
+/** 32-bit FNV-1a of a partition-key value: where it lies in the key space. */
+function hashOf(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i += 1) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+const SPACE = 2 ** 32;
+
+/** One table or GSI: its partitions (key-space intervals by their start), its buckets and its consumption history. */
+class Scope {
+  /** Sorted starts of the partitions' key-space intervals. */
+  readonly starts: number[];
+  readonly hot = new Map<number, { since: number; last: number }>();
+  /** Combined units consumed per whole second, and the running maximum up to each second. */
+  private readonly perSecond: number[] = [];
+  private readonly maxUpTo: number[] = [];
+  splits = 0;
+
+  constructor(partitions: number) {
+    this.starts = Array.from({ length: partitions }, (_, i) => Math.floor((i * SPACE) / partitions));
+  }
+
+  partitionOf(hash: number): number {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid]! <= hash) lo = mid;
+      else hi = mid - 1;
+    }
+    return this.starts[lo]!;
+  }
+
+  /** Splits a partition in two; the upper half's start, or undefined when it is a single point. */
+  split(start: number): number | undefined {
+    const i = this.starts.indexOf(start);
+    const end = i + 1 < this.starts.length ? this.starts[i + 1]! : SPACE;
+    if (end - start < 2) return undefined;
+    const mid = Math.floor((start + end) / 2);
+    this.starts.splice(i + 1, 0, mid);
+    this.splits += 1;
+    return mid;
+  }
+
+  record(nowMs: number, units: number): void {
+    const second = Math.floor(nowMs / 1000);
+    while (this.perSecond.length <= second) {
+      this.perSecond.push(0);
+      this.maxUpTo.push(0);
+    }
+    this.perSecond[second] = this.perSecond[second]! + units;
+    this.maxUpTo[second] = Math.max(this.maxUpTo[second - 1] ?? 0, this.perSecond[second]!);
+  }
+
+  /** The highest combined units of a whole second that ended before `atMs`. */
+  peakBefore(atMs: number): number {
+    const second = Math.floor(atMs / 1000) - 1;
+    if (second < 0) return 0;
+    return this.maxUpTo[Math.min(second, this.maxUpTo.length - 1)] ?? 0;
+  }
+}
+
+/** A charge: units of a read or write on a partition-key value of a scope ('table', 'GSI1', ...). */
+export interface Charge {
+  readonly scope: string;
+  readonly key: string;
+  readonly kind: 'read' | 'write';
+  readonly units: number;
+}
+
+export class Throughput {
+  private readonly scopes = new Map<string, Scope>();
+  private readonly buckets = new Map<string, Bucket>();
+
+  constructor(readonly quotas: Quotas) {}
+
+  private scope(name: string): Scope {
+    let s = this.scopes.get(name);
+    if (!s) {
+      s = new Scope(this.quotas.partitions === 'per-key' ? 1 : this.quotas.partitions);
+      this.scopes.set(name, s);
+    }
+    return s;
+  }
+
+  /** What the ramp lets a scope sustain now, in combined write units. */
+  rampCapacity(name: string, nowMs: number): number {
+    const q = this.quotas;
+    const peak = this.scope(name).peakBefore(nowMs - q.rampWindowMs);
+    return Math.max(q.startWriteUnits, q.rampFactor * peak);
+  }
+
+  /**
+   * Takes every charge's units from every bucket it draws on, all or none. Returns undefined when admitted, or the
+   * bucket that was short (`partition|table|<start>`, `partition|GSI1|ADDR#...` per key, `ramp|table`,
+   * `quota|write|table`).
+   */
+  take(charges: readonly Charge[], nowMs: number): string | undefined {
+    const q = this.quotas;
+    const draws = new Map<string, { units: number; rate: number; cap: number; scope?: string; start?: number }>();
+    const draw = (id: string, units: number, rate: number, extra: { scope?: string; start?: number } = {}) => {
+      const d = draws.get(id);
+      if (d) d.units += units;
+      else draws.set(id, { units, rate, cap: rate * q.burstSeconds, ...extra });
+    };
+    const combined = new Map<string, number>();
+    for (const c of charges) {
+      const scope = this.scope(c.scope);
+      const partitionUnits = c.kind === 'write' ? c.units : (c.units * q.partitionWriteUnits) / q.partitionReadUnits;
+      if (q.partitions === 'per-key') {
+        // The older model: separate read and write buckets per key.
+        draw(`partition|${c.kind}|${c.scope}|${c.key}`, c.units, c.kind === 'write' ? q.partitionWriteUnits : q.partitionReadUnits);
+      } else {
+        const start = scope.partitionOf(hashOf(c.key));
+        draw(`partition|${c.scope}|${start}`, partitionUnits, q.partitionWriteUnits, { scope: c.scope, start });
+      }
+      if (Number.isFinite(q.startWriteUnits)) {
+        const rampUnits = c.kind === 'write' ? c.units : (c.units * q.startWriteUnits) / q.startReadUnits;
+        combined.set(c.scope, (combined.get(c.scope) ?? 0) + rampUnits);
+      }
+      const quota = c.kind === 'write' ? q.tableWriteUnits : q.tableReadUnits;
+      if (Number.isFinite(quota)) draw(`quota|${c.kind}|${c.scope}`, c.units, quota);
+    }
+    for (const [scope, units] of combined) draw(`ramp|${scope}`, units, this.rampCapacity(scope, nowMs));
+    const refreshed: [string, Bucket][] = [];
+    for (const [id, d] of draws) {
+      const rate = d.rate / 1000;
+      const bucket = this.buckets.get(id) ?? { tokens: d.cap, atMs: nowMs };
+      const tokens = Math.min(d.cap, bucket.tokens + (nowMs - bucket.atMs) * rate);
+      if (tokens < d.units) {
+        if (d.scope !== undefined && d.start !== undefined) this.heat(d.scope, d.start, nowMs);
+        return id;
+      }
+      refreshed.push([id, { tokens: tokens - d.units, atMs: nowMs }]);
+    }
+    for (const [id, bucket] of refreshed) this.buckets.set(id, bucket);
+    for (const [scope, units] of combined) this.scope(scope).record(nowMs, units);
+    return undefined;
+  }
+
+  /** A partition refused a call: one refused for `splitAfterMs` (no quiet second between) splits for heat. */
+  private heat(scopeName: string, start: number, nowMs: number): void {
+    const scope = this.scope(scopeName);
+    const h = scope.hot.get(start);
+    if (!h || nowMs - h.last > 1000) {
+      scope.hot.set(start, { since: nowMs, last: nowMs });
+      return;
+    }
+    h.last = nowMs;
+    if (nowMs - h.since < this.quotas.splitAfterMs) return;
+    scope.hot.delete(start);
+    const upper = scope.split(start);
+    // Both halves start from the partition's bucket as it was.
+    const old = this.buckets.get(`partition|${scopeName}|${start}`);
+    if (old && upper !== undefined) this.buckets.set(`partition|${scopeName}|${upper}`, { ...old });
+  }
+
+  /** Partitions of each scope now, and how many splits made them. */
+  partitions(): Record<string, { partitions: number; splits: number }> {
+    return Object.fromEntries([...this.scopes].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, s]) => [name, { partitions: s.starts.length, splits: s.splits }]));
+  }
+}

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { AWS_DEFAULTS, PER_KEY, Throughput, warmed } from '../../sim/quotas.ts';
+
+const write = (key: string, units = 1, scope = 'table') => ({ scope, key, kind: 'write' as const, units });
+const read = (key: string, units = 1, scope = 'table') => ({ scope, key, kind: 'read' as const, units });
+
+/** Admitted units of `charge` over `ms` of calls 1 ms apart. */
+function admitted(t: Throughput, charge: (i: number) => Parameters<Throughput['take']>[0], ms: number, from = 0): number {
+  let ok = 0;
+  for (let i = 0; i < ms; i += 1) if (t.take(charge(i), from + i) === undefined) ok += 1;
+  return ok;
+}
+
+describe('Throughput', () => {
+  describe('Method: take', () => {
+    it('holds a new on-demand table to its starting 4,000 write units a second after its burst', () => {
+      // Prepare: 8 distinct keys a call, spread over the partitions, 10 units each (10,000 units/s asked)
+      const t = new Throughput({ ...AWS_DEFAULTS, partitions: 64 });
+
+      // Act: the first second spends the burst; the second is the sustained rate
+      admitted(t, (i) => [write(`k${i}`, 10)], 1000);
+      const second = admitted(t, (i) => [write(`k${i}`, 10)], 1000, 1000);
+
+      // Assess
+      expect(second * 10).toBeGreaterThanOrEqual(3900);
+      expect(second * 10).toBeLessThanOrEqual(4100);
+    });
+
+    it('counts a read as a third of a write in one partition budget', () => {
+      const t = new Throughput({ ...warmed(AWS_DEFAULTS, 40_000, 40_000), partitions: 1 });
+
+      // 3 reads of one unit each ask what 1 write unit asks of the partition: 1,000 writes or 3,000 reads a second
+      admitted(t, () => [read('p', 3)], 1000);
+      const reads = admitted(t, () => [read('p', 3)], 1000, 1000);
+
+      expect(reads).toBeGreaterThanOrEqual(990);
+      expect(reads).toBeLessThanOrEqual(1010);
+    });
+
+    it('caps a warmed table at its table-level write quota', () => {
+      const t = new Throughput({ ...warmed(AWS_DEFAULTS, 80_000, 80_000), partitions: 1000 });
+
+      // 60,000 units a second asked: the quota's second of burst lasts two seconds at that deficit
+      admitted(t, (i) => [write(`k${i}`, 60)], 2000);
+      const units = admitted(t, (i) => [write(`k${i}`, 60)], 1000, 2000) * 60;
+
+      expect(units).toBeLessThanOrEqual(40_100);
+      expect(units).toBeGreaterThanOrEqual(39_000);
+      expect(t.take([write('x', 60)], 3000)).toBe('quota|write|table');
+    });
+
+    it('splits a partition refused for a minute', () => {
+      const t = new Throughput({ ...warmed(AWS_DEFAULTS, 40_000, 40_000), partitions: 1 });
+
+      // Two keys in the one partition, 1,500 units a second between them: refused from ~2 s (the burst spent), split 60 s later
+      admitted(t, (i) => [write(i % 2 ? 'a' : 'b', 1.5)], 61_000);
+      expect(t.partitions().table).toEqual({ partitions: 1, splits: 0 });
+      admitted(t, (i) => [write(i % 2 ? 'a' : 'b', 1.5)], 3000, 61_000);
+
+      expect(t.partitions().table).toEqual({ partitions: 2, splits: 1 });
+    });
+
+    it('keeps the older per-key model: a bucket per key, reads and writes apart', () => {
+      const t = new Throughput(PER_KEY);
+
+      expect(admitted(t, () => [write('one', 1), read('one', 3)], 1000)).toBe(1000);
+      expect(t.take([write('one', 2000)], 1000)).toBe('partition|write|table|one');
+    });
+  });
+});
