@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { testApi } from '../support/api.ts';
 import { ManualClock } from '../support/fakes.ts';
-import { deliverRecords, type StreamEngine } from '../support/lease-stream.ts';
+import type { StreamEngine } from '../support/lease-stream.ts';
+import { deliverRecords } from '../support/stream.ts';
 import { mirrorOf } from '../support/legacy.ts';
 
 // One step of a client population on a /29 (6 addresses): claim (an explicit address or any, with or without a TTL),

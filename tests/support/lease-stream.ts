@@ -11,7 +11,7 @@ import type { Clock } from '../../shared/core/ports.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { freshTable } from './dynamo.ts';
 import { FollowedTable } from './stream-follower.ts';
-import { StreamReader, type MirrorHandler } from './stream.ts';
+import { StreamReader, deliverRecords, type MirrorHandler } from './stream.ts';
 import type { TestEngine } from './engines.ts';
 
 /** A table's stream as a test reads it: everything new since the last read, and delivery to a handler. */
@@ -21,29 +21,6 @@ export interface LeaseStream {
   close(): void;
 }
 
-/**
- * Feeds records to a stream handler in batches, as the event source mapping does: a batch that reports failures is
- * retried from its lowest failed record, up to `retries` times; final failures are returned.
- */
-export async function deliverRecords(records: readonly DynamoDBRecord[], handler: MirrorHandler, options: { batchSize?: number; retries?: number } = {}): Promise<string[]> {
-  const batchSize = options.batchSize ?? 100;
-  const failed: string[] = [];
-  for (let i = 0; i < records.length; i += batchSize) {
-    let batch = records.slice(i, i + batchSize);
-    for (let attempt = 0; ; attempt += 1) {
-      const answer = await handler({ Records: batch });
-      const ids = answer.batchItemFailures.map((f) => f.itemIdentifier);
-      if (ids.length === 0) break;
-      const first = batch.findIndex((r) => ids.includes(r.dynamodb!.SequenceNumber!));
-      batch = batch.slice(first);
-      if (attempt >= (options.retries ?? 3)) {
-        failed.push(...ids);
-        break;
-      }
-    }
-  }
-  return failed;
-}
 
 /**
  * MemoryTable with a stream: every committed write leaves a record shaped as DynamoDB Streams gives it

@@ -39,23 +39,7 @@ export class StreamReader {
    */
   async drain(handler: MirrorHandler, options: { batchSize?: number; retries?: number } = {}): Promise<{ records: DynamoDBRecord[]; failed: string[] }> {
     const records = await this.read();
-    const batchSize = options.batchSize ?? 100;
-    const failed: string[] = [];
-    for (let i = 0; i < records.length; i += batchSize) {
-      let batch = records.slice(i, i + batchSize);
-      for (let attempt = 0; ; attempt += 1) {
-        const answer = await handler({ Records: batch });
-        const ids = answer.batchItemFailures.map((f) => f.itemIdentifier);
-        if (ids.length === 0) break;
-        const first = batch.findIndex((r) => ids.includes(r.dynamodb!.SequenceNumber!));
-        batch = batch.slice(first);
-        if (attempt >= (options.retries ?? 3)) {
-          failed.push(...ids);
-          break;
-        }
-      }
-    }
-    return { records, failed };
+    return { records, failed: await deliverRecords(records, handler, options) };
   }
 
   private async round(): Promise<DynamoDBRecord[]> {
@@ -93,3 +77,27 @@ export class StreamReader {
 
 /** A Lambda stream event of these records. */
 export const streamEvent = (records: readonly DynamoDBRecord[]): DynamoDBStreamEvent => ({ Records: [...records] });
+
+/**
+ * Feeds records to a stream handler in batches, as the event source mapping does: a batch that reports failures is
+ * retried from its lowest failed record, up to `retries` times; final failures are returned.
+ */
+export async function deliverRecords(records: readonly DynamoDBRecord[], handler: MirrorHandler, options: { batchSize?: number; retries?: number } = {}): Promise<string[]> {
+  const batchSize = options.batchSize ?? 100;
+  const failed: string[] = [];
+  for (let i = 0; i < records.length; i += batchSize) {
+    let batch = records.slice(i, i + batchSize);
+    for (let attempt = 0; ; attempt += 1) {
+      const answer = await handler({ Records: batch });
+      const ids = answer.batchItemFailures.map((f) => f.itemIdentifier);
+      if (ids.length === 0) break;
+      const first = batch.findIndex((r) => ids.includes(r.dynamodb!.SequenceNumber!));
+      batch = batch.slice(first);
+      if (attempt >= (options.retries ?? 3)) {
+        failed.push(...ids);
+        break;
+      }
+    }
+  }
+  return failed;
+}
