@@ -78,16 +78,7 @@ export class FollowedTable implements Table {
     for (let round = 0; this.pending.some((c) => mine.has(c.id)); round += 1) {
       if (round > 50) throw new Error('The test stream could not settle its lease changes in 50 batches.');
       if (!this.running) {
-        const batch = this.pending.splice(0);
-        this.running = this.mirror
-          .apply(batch)
-          .then((result) => {
-            const failed = new Set(result.failed);
-            this.pending.unshift(...batch.filter((c) => failed.has(c.id)));
-          })
-          .finally(() => {
-            this.running = undefined;
-          });
+        this.running = this.applyBatch(this.pending.splice(0));
       }
       await this.running;
     }
@@ -96,17 +87,21 @@ export class FollowedTable implements Table {
   /** Applies the pending changes older than the last `keep` (one batch at a time, as the stream function runs). */
   private async catchUpTo(keep: number): Promise<void> {
     while (!this.running && this.pending.length > keep) {
-      const batch = this.pending.splice(0, this.pending.length - keep);
-      this.running = this.mirror
-        .apply(batch)
-        .then((result) => {
-          const failed = new Set(result.failed);
-          this.pending.unshift(...batch.filter((c) => failed.has(c.id)));
-        })
-        .finally(() => {
-          this.running = undefined;
-        });
+      this.running = this.applyBatch(this.pending.splice(0, this.pending.length - keep));
       await this.running;
     }
+  }
+
+  /** Applies one batch as the stream function would; its failed changes go back to the front of the queue. */
+  private applyBatch(batch: typeof this.pending): Promise<void> {
+    return this.mirror
+      .apply(batch)
+      .then((result) => {
+        const failed = new Set(result.failed);
+        this.pending.unshift(...batch.filter((c) => failed.has(c.id)));
+      })
+      .finally(() => {
+        this.running = undefined;
+      });
   }
 }
