@@ -3,6 +3,7 @@ import { loadConfig } from '../../shared/config.ts';
 import { buildContainer, type Container, type ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { createHttpHandler } from '../../shared/adapters/http/api.ts';
 import type { Table } from '../../shared/adapters/dynamodb/table.ts';
+import { assertConforms } from './contract.ts';
 import { dynamoLocalEngine, type TestEngine } from './engines.ts';
 
 export interface ApiResponse {
@@ -60,7 +61,10 @@ function makeApi(table: Table, base: Record<string, string>, overrides: Containe
     async call(method, path, body, headers) {
       const out = await handler(httpEvent(method, path, body, headers), {} as Context);
       const text = typeof out === 'object' && out.body ? out.body : '';
-      return { status: out.statusCode ?? 0, headers: (out.headers ?? {}) as Record<string, string>, body: text ? JSON.parse(text) : {} };
+      const response = { status: out.statusCode ?? 0, headers: (out.headers ?? {}) as Record<string, string>, body: text ? JSON.parse(text) : {} };
+      // Every answer a test reads is also checked against openapi.yaml (tests/support/contract.ts).
+      assertConforms(method, path, response.status, response.headers, text ? response.body : undefined);
+      return response;
     },
     sibling: (o = {}, e = {}) => makeApi(table, base, o, { ...env, ...e }),
   };
