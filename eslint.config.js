@@ -2,7 +2,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.serverless/**', '.esbuild/**', 'dist/**', 'bench/results/**', '.data/**'] },
+  { ignores: ['node_modules/**', 'cli/api/openapi.gen.ts', '.serverless/**', '.esbuild/**', 'dist/**', 'bench/results/**', '.data/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {

@@ -1,6 +1,5 @@
 import { encodePath, type HttpClient } from './http-client.ts';
-import type { Holding, HoldingAt, HoldingPage } from './history-types.ts';
-import type { Claim, ClaimSpec, Lease, Page, Pool, PoolDetails, PoolSpec, Range, RepairEvent, RangeOccupancy } from './types.ts';
+import type { Claim, ClaimSpec, Holding, HoldingAt, HoldingPage, Lease, OwnerRelease, Page, Pool, PoolDetails, PoolSpec, Range, RangeSpec, RepairEvent, RangeOccupancy } from './types.ts';
 
 /** The largest page the API serves (openapi.yaml: limit 1-1000). */
 export const MAX_PAGE = 1000;
@@ -76,7 +75,7 @@ export class IpamApi {
     return this.get(`/v1/pools/${encodePath(pool)}/ranges/${encodePath(range)}/occupancy`);
   }
 
-  async createRange(pool: string, spec: { cidr: string; name?: string; legacy?: boolean }): Promise<{ created: boolean; range: Range }> {
+  async createRange(pool: string, spec: RangeSpec): Promise<{ created: boolean; range: Range }> {
     const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/ranges`, { body: spec });
     return { created: res.status === 201, range: res.body as Range };
   }
@@ -113,9 +112,9 @@ export class IpamApi {
     await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}`, ifVersion === undefined ? {} : { headers: { 'if-match': `"${ifVersion}"` } });
   }
 
-  async releaseOwner(pool: string, uid: string): Promise<{ released: string[] }> {
+  async releaseOwner(pool: string, uid: string): Promise<Pick<OwnerRelease, 'released'>> {
     const res = await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}/owners/${encodePath(uid)}`);
-    const body = res.body as { released?: string[] } | undefined;
+    const body = res.body as Partial<OwnerRelease> | undefined;
     return { released: body?.released ?? [] };
   }
 

@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { Holding } from '../api/history-types.ts';
+import type { Holding } from '../api/types.ts';
 import { apiFor, poolOf, usageError } from '../context.ts';
 import { renderResources, type ResourceView } from '../format/resources.ts';
 import { age } from '../format/time.ts';

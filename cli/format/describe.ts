@@ -39,7 +39,7 @@ function when(iso: string | undefined, nowMs: number): string {
  * `93 used of 253, 2 releasing, 158 free`. The bar and the per cent are the used addresses.
  */
 export function utilizationLine(u: Utilization, pool?: Pool): string {
-  const releasing = hasReleasing(pool, [u]) ? ` ${u.releasing ?? 0} releasing,` : '';
+  const releasing = hasReleasing(pool, [u]) ? ` ${u.releasing} releasing,` : '';
   return `${bar(u.used, u.size)} ${percent(u.used, u.size).padStart(6)}   ${u.used} used of ${u.size},${releasing} ${u.free} free`;
 }
 
@@ -48,7 +48,7 @@ export function utilizationLine(u: Utilization, pool?: Pool): string {
  * without a delay never holds any, so its output stays as it was before the reuse delay.
  */
 function hasReleasing(pool: Pool | undefined, counts: readonly Utilization[]): boolean {
-  return (pool?.reuseDelaySeconds ?? 0) > 0 || counts.some((u) => toBigInt(u.releasing ?? 0) > 0n);
+  return (pool?.reuseDelaySeconds ?? 0) > 0 || counts.some((u) => toBigInt(u.releasing) > 0n);
 }
 
 /** `10m (600s): a released address stays held for its previous owner (kind and name)`, or `<none>`. */
@@ -75,7 +75,7 @@ export function describePool(pool: PoolDetails, events: readonly RepairEvent[], 
       ? '<none>'
       : renderTable(
           ['NAME', 'CIDR', 'FAMILY', 'STATE', 'LEGACY', 'USED', ...(releasing ? ['RELEASING'] : []), 'FREE'],
-          pool.ranges.map((r) => [r.name, r.cidr, r.family, r.state, String(r.legacy), String(r.used), ...(releasing ? [String(r.releasing ?? 0)] : []), String(r.free)]),
+          pool.ranges.map((r) => [r.name, r.cidr, r.family, r.state, String(r.legacy), String(r.used), ...(releasing ? [String(r.releasing)] : []), String(r.free)]),
         );
   return fields([
     ['Name', pool.name],

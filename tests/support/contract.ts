@@ -38,7 +38,7 @@ function closed(node: unknown, open = false): unknown {
     const name = node.$ref.slice(SCHEMAS.length);
     if (open) return closed(doc.components.schemas[name], true);
     const { $ref: _ref, ...siblings } = node;
-    return { ...closed(siblings), $ref: DEFS + name };
+    return { ...(closed(siblings) as Schema), $ref: DEFS + name };
   }
   const out: Schema = {};
   for (const [key, value] of Object.entries(node)) {

@@ -117,6 +117,7 @@ const claim: Claim = {
   addresses: [{ address: '10.96.0.201', family: 'IPv4', range: '10.96.0.0-24' }],
   generateName: 'vpn',
   ttlSeconds: 300,
+  labels: {},
   expiresAt: '2026-04-02T10:04:00.000Z',
   createdAt: '2026-04-02T09:59:00.000Z',
   version: 2,
@@ -160,8 +161,8 @@ describe('Output formats of get', () => {
 
   it("shows an event's labels (those of the claim it is about) with -o wide only", () => {
     const events: RepairEvent[] = [
-      { time: '2026-04-02T09:59:00.000Z', reason: 'ClaimExpired', object: 'claim/web', message: 'Claim web expired.', labels: { app: 'web' } },
-      { time: '2026-04-02T09:59:30.000Z', reason: 'LeaseOrphaned', object: 'lease/10.96.0.9', message: 'Lease released.' },
+      { time: '2026-04-02T09:59:00.000Z', reason: 'ClaimExpired', object: 'claim/web', message: 'Claim web expired.', labels: { app: 'web' }, by: 'reconciler' },
+      { time: '2026-04-02T09:59:30.000Z', reason: 'LeaseOrphaned', object: 'lease/10.96.0.9', message: 'Lease released.', by: 'reconciler' },
     ];
     const wide = renderResources(eventView, { page: { items: events } }, OutputFormat.Wide, NOW).out.split('\n');
     expect(wide[0]).toMatch(/ MESSAGE +LABELS$/);
@@ -258,14 +259,16 @@ describe('Lists follow every page', () => {
 const pool: PoolDetails = {
   name: 'services',
   exclude: ['10.96.0.0/29', '10.96.0.8/32'],
+  reuseDelaySeconds: 0,
+  historyDays: 90,
   createdAt: '2026-04-02T09:00:00.000Z',
   ranges: [
-    { name: '10.96.0.0-24', cidr: '10.96.0.0/24', family: 'IPv4', state: 'Ready', legacy: false, size: 254, used: 93, free: 152, createdAt: '2026-04-02T09:00:01.000Z' },
-    { name: 'fd00:10:96::-108', cidr: 'fd00:10:96::/108', family: 'IPv6', state: 'Terminating', legacy: true, size: 1048575, used: 1, free: 1048574 },
+    { name: '10.96.0.0-24', cidr: '10.96.0.0/24', family: 'IPv4', state: 'Ready', legacy: false, size: 254, used: 93, releasing: 0, free: 152, createdAt: '2026-04-02T09:00:01.000Z' },
+    { name: 'fd00:10:96::-108', cidr: 'fd00:10:96::/108', family: 'IPv6', state: 'Terminating', legacy: true, size: 1048575, used: 1, releasing: 0, free: 1048574 },
   ],
-  utilization: { IPv4: { size: 254, used: 93, free: 152 }, IPv6: { size: 1048575, used: 1, free: 1048574 } },
+  utilization: { IPv4: { size: 254, used: 93, releasing: 0, free: 152 }, IPv6: { size: 1048575, used: 1, releasing: 0, free: 1048574 } },
 };
-const events: RepairEvent[] = [{ time: '2026-04-02T09:58:00.000Z', reason: 'ClaimExpired', object: 'claim/vpn-a1b2c', message: 'released 10.96.0.77' }];
+const events: RepairEvent[] = [{ time: '2026-04-02T09:58:00.000Z', reason: 'ClaimExpired', object: 'claim/vpn-a1b2c', message: 'released 10.96.0.77', by: 'reconciler' }];
 
 describe('describe', () => {
   it('shows a pool with a bar per family, its ranges and their states, and recent events', () => {
