@@ -104,7 +104,7 @@ export interface SimTableOptions {
   readonly faults?: (call: { readonly method: string; readonly caller: Caller; readonly keys: readonly Key[] }) => CallFault | undefined;
   /** Milliseconds after which a caller gives up on a call (DYNAMODB_REQUEST_TIMEOUT_MS). */
   readonly requestTimeoutMs: number;
-  /** Multiplies every latency (a slow region, or 0 for a model check of counts only). */
+  /** Multiplies every latency and the index's lag (a slow region, the sensitivity table, or 0 for a model check of counts only). */
   readonly latencyScale?: number;
   /** Capacity limits off (a model check of counts). */
   readonly unlimited?: boolean;
@@ -271,7 +271,7 @@ export class SimEngine {
 
   /** A draw of how far behind an eventually consistent read is. */
   drawLag(): number {
-    return this.lagRng.lognormal(INDEX_LAG.median, INDEX_LAG.p99);
+    return this.lagRng.lognormal(INDEX_LAG.median, INDEX_LAG.p99) * (this.options.latencyScale ?? 1);
   }
 
   /** Records committed item writes: lag bookkeeping, stream records of leases, the checker's log. */
