@@ -1,6 +1,7 @@
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { EndReason } from '../../core/history/holding.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
+import type { Principal } from '../../core/access.ts';
 import type { Labels } from '../../core/labels.ts';
 import { LeaseState, type Claim, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
@@ -135,6 +136,8 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     ownerKind: lease.owner.kind,
     ownerName: lease.owner.name,
     createdAt: lease.createdAt,
+    ...(lease.labels ? { labels: lease.labels } : {}),
+    ...(lease.createdBy ? { createdBy: lease.createdBy } : {}),
     // Leases with a TTL are in the expiry index too, so the reconciler finds expired orphans without a scan.
     ...(lease.expiresAt !== undefined ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) } : {}),
     ...ttlOf(lease.expiresAt),
@@ -158,6 +161,8 @@ export function itemToLease(item: Item): Lease {
     ...(item.expiresAt !== undefined ? { expiresAt: item.expiresAt as number } : {}),
     ...(item.state === LeaseState.Released ? { state: LeaseState.Released, releasedAt: item.releasedAt as string, ...(typeof item.endReason === 'string' ? { endReason: item.endReason as EndReason } : {}) } : {}),
     ...(item.releasedBy !== undefined ? { releasedBy: item.releasedBy as Lease['releasedBy'] } : {}),
+    ...(item.labels !== undefined ? { labels: item.labels as Labels } : {}),
+    ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Principal } : {}),
   };
   return lease;
 }
