@@ -202,6 +202,32 @@ export function historyCases(streams: StreamEngine): void {
       expect(await at(delayed.api, held, Date.parse(endedA!.from as string))).toMatchObject({ labels: labels('a'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
     });
 
+    it('says rangeTerminated for a claim released because its range was retired under the commit', async () => {
+      // Prepare: a warm container that trusts its view for an hour (the first range only, Ready); a second range
+      // added and the first marked Terminating by another container
+      const { api, drain } = await stack();
+      const warm = api.sibling({ viewMaxAgeMs: 3_600_000 });
+      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'w', owner: owner('w') })).status).toBe(201);
+      expect((await warm.call('DELETE', '/v1/pools/p/claims/w')).status).toBe(204);
+      const going = ((await api.call('GET', '/v1/pools/p/ranges')).body.items as { name: string; cidr: string }[]).find((r) => r.cidr === '10.7.0.0/28')!.name;
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.8.0.0/28' })).status).toBe(201);
+      expect((await api.call('DELETE', `/v1/pools/p/ranges/${going}`)).status).toBe(202);
+      // Act: the warm container commits in the Terminating range, finds it retired, releases and allocates again
+      const x = await claim(warm, 'x');
+      await drain();
+      // Assess
+      expect(x.address.startsWith('10.8.0.')).toBe(true);
+      const block = (await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28')).body.items as Record<string, unknown>[];
+      const retired = block.filter((h) => h.claim === 'x');
+      // (each round of the claim draws a new incarnation: the released one is not the one answered)
+      expect(retired).toEqual([expect.objectContaining({ endReason: 'rangeTerminated', toExact: true })]);
+      expect(retired[0]!.claimUid).not.toBe(x.uid);
+      expect(Date.parse(retired[0]!.to as string)).toBeGreaterThanOrEqual(Date.parse(retired[0]!.from as string));
+      expect(block.filter((h) => h.claim === 'w')).toEqual([expect.objectContaining({ endReason: 'released' })]);
+      const events = (await api.call('GET', '/v1/pools/p/events')).body.items as Record<string, unknown>[];
+      expect(events).toContainEqual(expect.objectContaining({ reason: 'RangeRetired', object: 'claim/x' }));
+    });
+
     it('sets the retention on every holding item, and keeps none with historyDays 0', async () => {
       // Prepare
       const kept = await stack({ historyDays: 7 });

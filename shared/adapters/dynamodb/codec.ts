@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { EndReason } from '../../core/history/holding.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
@@ -184,6 +185,11 @@ export function bitmapToItem(write: Pick<BitmapWrite, 'pool' | 'rangeName' | 'al
 export function itemToBitmap(item: Item): RangeAllocation {
   const data = item.data instanceof Uint8Array ? item.data : new Uint8Array(0);
   return { range: item.range as string, data, version: item.version as number };
+}
+
+/** A fresh event id: an event put under it is written exactly once (its condition: absent). */
+export function newEventId(): string {
+  return randomUUID().replace(/-/g, '').slice(0, 16);
 }
 
 /** The event's item: kept 24 hours by DynamoDB's TTL (and filtered by time when listed, since TTL deletion is lazy). */

@@ -16,6 +16,8 @@ export function endReasonOfRepair(reason: EventReason): EndReason | undefined {
       return EndReason.Repaired;
     case EventReason.PoolDeleted:
       return EndReason.PoolDeleted;
+    case EventReason.RangeRetired:
+      return EndReason.RangeTerminated;
     default:
       return undefined;
   }
