@@ -8,6 +8,7 @@
  * Deterministic (seeded): the same case prints the same bytes.
  */
 import { parseArgs } from 'node:util';
+import { DEPLOYED_MAPPING } from '../aws-emulation/stream-delivery.ts';
 import { formatOutcome } from './report.ts';
 import { AWS_DEFAULTS, warmed } from './quotas.ts';
 import { SCENARIOS } from './scenarios.ts';
@@ -46,7 +47,7 @@ export const CASES: Readonly<Record<string, { readonly what: string; readonly ra
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { case: { type: 'string', multiple: true }, seconds: { type: 'string' }, rate: { type: 'string' }, seed: { type: 'string' }, shards: { type: 'string' }, 'latency-scale': { type: 'string' }, progress: { type: 'boolean' } },
+    options: { case: { type: 'string', multiple: true }, seconds: { type: 'string' }, rate: { type: 'string' }, seed: { type: 'string' }, shards: { type: 'string' }, 'latency-scale': { type: 'string' }, progress: { type: 'boolean' }, 'batch-size': { type: 'string' } },
   });
   for (const name of values.case ?? Object.keys(CASES)) {
     const c = CASES[name];
@@ -62,12 +63,13 @@ async function main(): Promise<void> {
       arrivals: { perSecond: rate, holdMs: 2000 },
       ...(shards !== undefined ? { indexShards: shards } : {}),
       ...(latencyScale !== undefined ? { latencyScale } : {}),
+      ...(values['batch-size'] !== undefined ? { streamMapping: { ...DEPLOYED_MAPPING, batchSize: Number(values['batch-size']) } } : {}),
     });
     // Progress on stderr (wall time varies; stdout stays the same bytes for the same arguments).
     const timer = values.progress ? setInterval(() => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s wall] ${world.progress()}\n`), 30_000) : undefined;
     const outcome = await world.run();
     clearInterval(timer);
-    const settings = `${shards ?? 8} index shards${latencyScale !== undefined ? `, latencies x${latencyScale}` : ''}`;
+    const settings = `${shards ?? 8} index shards${latencyScale !== undefined ? `, latencies x${latencyScale}` : ''}${values['batch-size'] !== undefined ? `, stream batches of ${values['batch-size']}` : ''}`;
     process.stdout.write(`case ${name} (${c.what}): ${rate}/s offered for ${seconds} s, ${settings}\n${formatOutcome(outcome)}\nwall ${((performance.now() - started) / 1000).toFixed(0)} s\n\n`);
   }
 }
