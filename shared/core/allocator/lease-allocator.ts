@@ -9,6 +9,7 @@ import { HintSource, type Hint, type HintCache } from './hint.ts';
 import { intervalHolding, type Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
 import { hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
+import type { IpamEvent } from '../reconciler/ports.ts';
 
 export const PickStrategy = {
   /** Upper band first, random start, steered by the container's hint of what is taken. */
@@ -124,8 +125,8 @@ export class LeaseAllocator implements Allocator {
     this.maxCommits = deps.maxCommits ?? (this.strategy === PickStrategy.Blind ? 4096 : 64);
   }
 
-  release(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
-    return this.deps.claims.releaseClaim(claim, expectedVersion, hold);
+  release(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome> {
+    return this.deps.claims.releaseClaim(claim, expectedVersion, hold, event);
   }
 
   async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
