@@ -164,6 +164,70 @@ export function historyCases(streams: StreamEngine): void {
       expect(endedC).toMatchObject({ claim: 'c', endReason: 'released', toExact: true });
     });
 
+    it('holdings carry the claim\'s labels and creator, and who released them where the change says so', async () => {
+      // Prepare: claims made by one principal, released by others; a pool with a reuse delay and one without
+      const alice = { 'x-ipam-principal': 'arn:aws:sts::123456789012:assumed-role/alice/laptop' };
+      const bob = { 'x-ipam-principal': 'arn:aws:iam::123456789012:user/bob' };
+      const delayed = await stack({ reuseDelaySeconds: 600 });
+      const plain = await stack();
+      const make = async (api: TestApi, name: string) => {
+        const res = await api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), labels: { team: 'blue', 'example.com/job': name } }, alice);
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        return (res.body.addresses as { address: string }[])[0]!.address;
+      };
+      const [held, gone, deleted] = [await make(delayed.api, 'a'), await make(plain.api, 'b'), await make(plain.api, 'c')];
+      const created = { arn: 'arn:aws:iam::123456789012:role/alice', session: 'laptop' };
+      const labels = (name: string) => ({ team: 'blue', 'example.com/job': name });
+      // the open holding (the lease itself) already carries them
+      expect((await history(plain.api, gone)).items).toEqual([expect.objectContaining({ claim: 'b', labels: labels('b'), createdBy: created })]);
+      // Act: bob releases a (into a hold), reports b's owner gone, releases c (a deletion)
+      expect((await delayed.api.call('DELETE', '/v1/pools/p/claims/a', undefined, bob)).status).toBe(204);
+      expect((await plain.api.call('DELETE', '/v1/pools/p/owners/uid-b', undefined, bob)).status).toBe(200);
+      expect((await plain.api.call('DELETE', '/v1/pools/p/claims/c', undefined, bob)).status).toBe(204);
+      await delayed.drain();
+      await plain.drain();
+      // Assess
+      const [hold, endedA] = (await history(delayed.api, held)).items as Record<string, unknown>[];
+      expect(endedA).toMatchObject({ claim: 'a', endReason: 'released', labels: labels('a'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+      expect(hold).toMatchObject({ kind: 'hold', labels: labels('a'), createdBy: created });
+      expect(hold!.releasedBy).toBeUndefined();
+      const [endedB] = (await history(plain.api, gone)).items as Record<string, unknown>[];
+      expect(endedB).toMatchObject({ claim: 'b', endReason: 'ownerGone', labels: labels('b'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+      // a client's release in a pool without a reuse delay deletes the lease: the deletion names no principal
+      const [endedC] = (await history(plain.api, deleted)).items as Record<string, unknown>[];
+      expect(endedC).toMatchObject({ claim: 'c', endReason: 'released', labels: labels('c'), createdBy: created });
+      expect(endedC!.releasedBy).toBeUndefined();
+      // the owner's listing and the `at` answer say the same
+      expect((await plain.api.call('GET', '/v1/pools/p/owners/uid-b/history')).body.items).toEqual([expect.objectContaining({ createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } })]);
+      expect(await at(delayed.api, held, Date.parse(endedA!.from as string))).toMatchObject({ labels: labels('a'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+    });
+
+    it('says rangeTerminated for a claim released because its range was retired under the commit', async () => {
+      // Prepare: a warm container that trusts its view for an hour (the first range only, Ready); a second range
+      // added and the first marked Terminating by another container
+      const { api, drain } = await stack();
+      const warm = api.sibling({ viewMaxAgeMs: 3_600_000 });
+      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'w', owner: owner('w') })).status).toBe(201);
+      expect((await warm.call('DELETE', '/v1/pools/p/claims/w')).status).toBe(204);
+      const going = ((await api.call('GET', '/v1/pools/p/ranges')).body.items as { name: string; cidr: string }[]).find((r) => r.cidr === '10.7.0.0/28')!.name;
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.8.0.0/28' })).status).toBe(201);
+      expect((await api.call('DELETE', `/v1/pools/p/ranges/${going}`)).status).toBe(202);
+      // Act: the warm container commits in the Terminating range, finds it retired, releases and allocates again
+      const x = await claim(warm, 'x');
+      await drain();
+      // Assess
+      expect(x.address.startsWith('10.8.0.')).toBe(true);
+      const block = (await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28')).body.items as Record<string, unknown>[];
+      const retired = block.filter((h) => h.claim === 'x');
+      // (each round of the claim draws a new incarnation: the released one is not the one answered)
+      expect(retired).toEqual([expect.objectContaining({ endReason: 'rangeTerminated', toExact: true })]);
+      expect(retired[0]!.claimUid).not.toBe(x.uid);
+      expect(Date.parse(retired[0]!.to as string)).toBeGreaterThanOrEqual(Date.parse(retired[0]!.from as string));
+      expect(block.filter((h) => h.claim === 'w')).toEqual([expect.objectContaining({ endReason: 'released' })]);
+      const events = (await api.call('GET', '/v1/pools/p/events')).body.items as Record<string, unknown>[];
+      expect(events).toContainEqual(expect.objectContaining({ reason: 'RangeRetired', object: 'claim/x' }));
+    });
+
     it('sets the retention on every holding item, and keeps none with historyDays 0', async () => {
       // Prepare
       const kept = await stack({ historyDays: 7 });

@@ -1,4 +1,6 @@
+import type { Principal } from '../../core/access.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
+import type { Labels } from '../../core/labels.ts';
 import { holdingId, type EndReason, type Holding, type HoldingKind } from '../../core/history/holding.ts';
 import type { HistoryCursors, HistoryMark, HistoryPosition, HistoryScope, HistoryStore, HoldingPage, RepairEventRef } from '../../core/history/ports.ts';
 import type { CursorCodec } from './cursor.ts';
@@ -32,6 +34,9 @@ export function holdingToItem(h: Holding, expiresAtSeconds: number): Item {
     ...(h.to !== undefined ? { to: h.to, toExact: h.toExact ?? true } : {}),
     ...(h.endReason !== undefined ? { endReason: h.endReason } : {}),
     ...(h.expiresAt !== undefined ? { expiresAt: h.expiresAt } : {}),
+    ...(h.labels ? { labels: h.labels } : {}),
+    ...(h.createdBy ? { createdBy: h.createdBy } : {}),
+    ...(h.releasedBy ? { releasedBy: h.releasedBy } : {}),
     ttl: expiresAtSeconds,
   };
 }
@@ -50,6 +55,9 @@ export function itemToHolding(item: Item): Holding {
     ...(typeof item.to === 'string' ? { to: item.to, toExact: item.toExact !== false } : {}),
     ...(typeof item.endReason === 'string' ? { endReason: item.endReason as EndReason } : {}),
     ...(typeof item.expiresAt === 'number' ? { expiresAt: item.expiresAt } : {}),
+    ...(item.labels !== undefined ? { labels: item.labels as Labels } : {}),
+    ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Principal } : {}),
+    ...(item.releasedBy !== undefined ? { releasedBy: item.releasedBy as Principal } : {}),
   };
 }
 
@@ -73,10 +81,10 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
   }
 
   async repairEvents(pool: string, fromMs: number, toMs: number): Promise<readonly RepairEventRef[]> {
-    const items = await queryAll(this.table, { partition: keys.events(pool), sort: { between: [iso(fromMs), `${iso(toMs)}\uffff`] }, consistent: true, attributes: ['claimUid', 'reason', 'time'] });
+    const items = await queryAll(this.table, { partition: keys.events(pool), sort: { between: [iso(fromMs), `${iso(toMs)}\uffff`] }, consistent: true, attributes: ['claimUid', 'reason', 'time', 'principal'] });
     return items
       .filter((i) => typeof i.claimUid === 'string' && typeof i.time === 'string')
-      .map((i) => ({ claimUid: i.claimUid as string, reason: i.reason as EventReason, atMs: Date.parse(i.time as string) }));
+      .map((i) => ({ claimUid: i.claimUid as string, reason: i.reason as EventReason, atMs: Date.parse(i.time as string), ...(typeof i.principal === 'string' ? { principal: i.principal } : {}) }));
   }
 
   async historyDays(pool: string): Promise<number | undefined> {

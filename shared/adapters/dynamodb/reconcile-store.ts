@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { IpFamily } from '../../core/ip/address.ts';
 import { NotReadyError } from '../../core/errors.ts';
 import { releasedLease, type Claim, type Hold, type Lease, type PoolView, type Range } from '../../core/model.ts';
@@ -16,7 +16,7 @@ import {
   type SweepPage,
   type UsageRecord,
 } from '../../core/reconciler/ports.ts';
-import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, leaseToItem, type Item } from './codec.ts';
+import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, leaseToItem, newEventId, type Item } from './codec.ts';
 import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, heldByClaim, isFreeAt, isReleasedLease, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
 import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
@@ -330,8 +330,4 @@ function endReasonOf(event: IpamEvent): { endReason?: EndReason } {
 /** An event's put: a fresh id, so a repair's event is written exactly once with it. */
 function eventPut(event: IpamEvent): WriteOp {
   return { kind: 'put', item: eventToItem(event, newEventId()), condition: itemIsAbsent() };
-}
-
-function newEventId(): string {
-  return randomUUID().replace(/-/g, '').slice(0, 16);
 }

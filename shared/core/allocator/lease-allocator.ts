@@ -9,6 +9,7 @@ import { HintSource, type Hint, type HintCache } from './hint.ts';
 import type { Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
 import { cidrCovers, hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
+import type { IpamEvent } from '../reconciler/ports.ts';
 import { BandReading, bandValues, countersOf, NO_SEALS, sealHolds, type Band } from './used-up.ts';
 
 export const PickStrategy = {
@@ -138,8 +139,8 @@ export class LeaseAllocator implements Allocator {
     this.maxCommits = deps.maxCommits ?? (this.strategy === PickStrategy.Blind ? 4096 : 64);
   }
 
-  release(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
-    return this.deps.claims.releaseClaim(claim, expectedVersion, hold);
+  release(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome> {
+    return this.deps.claims.releaseClaim(claim, expectedVersion, hold, event);
   }
 
   async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {

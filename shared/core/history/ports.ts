@@ -7,6 +7,8 @@ export interface RepairEventRef {
   readonly reason: EventReason;
   /** Epoch ms of the repair. */
   readonly atMs: number;
+  /** The ARN of the caller whose request made the repair (the event's principal); absent: the reconciler's own. */
+  readonly principal?: string;
 }
 
 /** How far a pool's history is complete: every lease change DynamoDB stamped up to `through` is recorded. */

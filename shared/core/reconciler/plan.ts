@@ -174,6 +174,13 @@ export const events = {
     claimUid: claim.uid,
     message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
+  rangeRetired: (claim: Claim, time: string): IpamEvent => ({
+    ...aboutClaim(claim, time),
+    reason: EventReason.RangeRetired,
+    object: `claim/${claim.name}`,
+    claimUid: claim.uid,
+    message: `A range of pool ${claim.pool} was marked Terminating or removed while claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was being committed; the claim was released with ${addressList(claim)} before it was answered, and allocated again.`,
+  }),
   poolDeleted: (claim: Claim, time: string): IpamEvent => ({
     ...aboutClaim(claim, time),
     reason: EventReason.PoolDeleted,

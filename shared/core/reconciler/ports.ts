@@ -29,6 +29,11 @@ export const EventReason = {
   RangeFinalized: 'RangeFinalized',
   /** A claim of a deleted pool (committed as the pool was deleted, not yet in its claims listing) was released. */
   PoolDeleted: 'PoolDeleted',
+  /**
+   * A claim committed while its range was being retired (marked Terminating or removed) was released before it was
+   * answered (use-cases/claims.ts createClaim), and allocated again elsewhere. Written in the release's transaction.
+   */
+  RangeRetired: 'RangeRetired',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

@@ -25,6 +25,7 @@ import type { FamilyRequest } from '../allocator/allocator.ts';
 import { rangesOf } from '../allocator/pool-geometry.ts';
 import { pageLimit, type Deps } from './deps.ts';
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
+import { events } from '../reconciler/plan.ts';
 
 export interface CreateClaimCommand {
   readonly pool: string;
@@ -251,7 +252,8 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         // A range was retired under the commit: give the addresses back before anything is answered, and say so to
         // the hint, whose marks from the commit would otherwise keep them taken (and could make the next round's
         // answer a RangeFull).
-        await deps.allocator.release(result.claim);
+        // Its event, in the release's transaction, tells the address history why the leases went (rangeTerminated).
+        await deps.allocator.release(result.claim, undefined, undefined, events.rangeRetired(result.claim, new Date(deps.clock.nowMs()).toISOString()));
         for (const a of result.claim.addresses) deps.hints.markFree(cmd.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
         if (!current) throw new NotFoundError('pool', cmd.pool);
         deps.views.remember(cmd.pool, current, deps.clock.nowMs());
