@@ -24,6 +24,12 @@ export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: st
   if (o.openLoop) {
     const l = o.openLoop;
     const from = [...l.latencies].sort((a, b) => a - b);
+    const steadyFrom = Math.floor(l.bySecond.length / 2);
+    const steady = l.bySecond.slice(steadyFrom);
+    const steadyLatencies = steady.flatMap((x) => x.latencies).sort((a, b) => a - b);
+    const sum = (f: (x: (typeof steady)[number]) => number): number => steady.reduce((acc, x) => acc + f(x), 0);
+    lines.push(`open loop per second (arrived/allocated/refused): ${l.bySecond.map((x) => `${x.arrived}/${x.allocated}/${x.refused}`).join(' ')}`);
+    lines.push(`open loop, arrivals of seconds ${steadyFrom}-${l.bySecond.length}: ${fixed(sum((x) => x.allocated) / Math.max(1, steady.length))} allocated/s of ${fixed(sum((x) => x.arrived) / Math.max(1, steady.length))} arrived/s, ${sum((x) => x.refused)} refused; from arrival p50 ${fixed(percentile(steadyLatencies, 50))} ms, p99 ${fixed(percentile(steadyLatencies, 99))} ms`);
     lines.push(`open loop: ${l.arrived} arrived, ${l.allocated} allocated (${fixed((l.allocated * 1000) / l.windowMs)}/s), ${l.refused} refused, ${l.rangeFull} RangeFull, ${l.other} other; from arrival p50 ${fixed(percentile(from, 50))} ms, p99 ${fixed(percentile(from, 99))} ms`);
   }
   const refused = Object.entries(o.refused).sort(([a], [b]) => (a < b ? -1 : 1));

@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import tableJson from '../../infra/table.json' with { type: 'json' };
+import { DEPLOYED_MAPPING } from '../../aws-emulation/stream-delivery.ts';
 import { routeKeys } from '../../shared/adapters/http/route-keys.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { readZip } from '../support/zip.ts';
@@ -127,13 +128,15 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(mapping.EventSourceArn).toEqual({ 'Fn::GetAtt': ['Table', 'StreamArn'] });
       expect(JSON.stringify(mapping.FunctionName)).toContain('MirrorLambdaFunction');
       expect(mapping.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
-      expect(mapping.BisectBatchOnFunctionError).toBe(true);
-      // serverless.yml's settings, exactly: 10 retries, each batch at most 100 records gathered for at most 1 s.
-      expect(mapping.MaximumRetryAttempts).toBe(10);
+      // serverless.yml's settings, exactly: 10 retries, each batch at most 100 records gathered for at most 1 s; the
+      // local stack's poller, the tests and the simulator deliver by these (aws-emulation/stream-delivery.ts).
+      expect(DEPLOYED_MAPPING).toEqual({ batchSize: 100, maxRetries: 10, bisectOnError: true, batchWindowMs: 1000 });
+      expect(mapping.BisectBatchOnFunctionError).toBe(DEPLOYED_MAPPING.bisectOnError);
+      expect(mapping.MaximumRetryAttempts).toBe(DEPLOYED_MAPPING.maxRetries);
       expect(mapping.MaximumRecordAgeInSeconds).toBeGreaterThanOrEqual(60);
       expect(mapping.MaximumRecordAgeInSeconds).toBeLessThanOrEqual(86_400);
-      expect(mapping.BatchSize).toBe(100);
-      expect(mapping.MaximumBatchingWindowInSeconds).toBe(1);
+      expect(mapping.BatchSize).toBe(DEPLOYED_MAPPING.batchSize);
+      expect(mapping.MaximumBatchingWindowInSeconds).toBe(DEPLOYED_MAPPING.batchWindowMs / 1000);
       const destination = (mapping.DestinationConfig as { OnFailure: { Destination: { 'Fn::GetAtt': [string, string] } } }).OnFailure.Destination;
       expect(destination['Fn::GetAtt'][1]).toBe('Arn');
       expect(resources[destination['Fn::GetAtt'][0]]?.Type).toBe('AWS::SQS::Queue');
