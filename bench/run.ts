@@ -18,6 +18,7 @@ import { round, type RunContext, type Scenario, type ScenarioResult } from './li
 import { cniScenario } from './scenarios/cni.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
 import { exhaustionScenario } from './scenarios/exhaustion.ts';
+import { historyScenario } from './scenarios/history.ts';
 import { mirrorCostScenario } from './scenarios/mirror-cost.ts';
 import { occupancyCostScenario } from './scenarios/occupancy-cost.ts';
 import { reconcilerCostScenario } from './scenarios/reconciler-cost.ts';
@@ -33,7 +34,7 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const STRATEGIES: readonly Strategy[] = [leaseStrategy(PickStrategy.Hinted), leaseStrategy(PickStrategy.Blind), bitmapCasStrategy, globalLockStrategy(500), globalLockStrategy(10)];
 
 /** Every scenario; the mirror and cold start run before the others read their figures in the goals table. */
-export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario, cniScenario];
+export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario, cniScenario, historyScenario];
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, strategies: { type: 'string' }, out: { type: 'string' }, 'report-only': { type: 'boolean', default: false } }, allowPositionals: false });

@@ -22,6 +22,7 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   strikes     STRIKES#<pool>#<range>              STRIKES
  *   report      REPORT#<pool>#<what>                REPORT
  *   usage       USAGE#<pool>                        RANGE#<range>
+ *   freed       FREED#<pool>#<range>#<shard>        FREED
  *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
  *   holding     HIST#<pool>#<address>               <from>#<claim uid | hold>                     HOWNER#<pool>#<owner uid> / <from>#<address>
  *   hist. mark  HISTMARKS                           <pool>
@@ -70,6 +71,8 @@ export const Entity = {
   HistoryMark: 'historyMark',
   /** The table's fixed settings, recorded on first use (table-settings.ts). */
   TableSettings: 'tableSettings',
+  /** One shard of a range's freed counter; shard 0 also carries the range's used-up seals (writes/freed.ts). */
+  Freed: 'freed',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -121,6 +124,8 @@ export const keys = {
   report: (pool: string, what: string): Key => ({ PK: `REPORT#${pool}#${what}`, SK: 'REPORT' }),
   usagePartition: (pool: string): string => `USAGE#${pool}`,
   usage: (pool: string, range: string): Key => ({ PK: `USAGE#${pool}`, SK: `RANGE#${range}` }),
+  /** Each shard its own partition: releases of one range spread over FREED_SHARDS items. */
+  freed: (pool: string, range: string, shard: number): Key => ({ PK: `FREED#${pool}#${range}#${shard}`, SK: 'FREED' }),
   /** A pool's owner-gone tombstones, in time order; the uid is an attribute (a 253-character uid would not fit a sort key). */
   ownersGone: (pool: string): string => `GONE#${pool}`,
   ownerGone: (pool: string, isoTime: string, uidHash: string): Key => ({ PK: `GONE#${pool}`, SK: `${isoTime}#${uidHash}` }),
