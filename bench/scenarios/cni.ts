@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import type { LocalStack } from '../../scripts/local-stack.ts';
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { CniLab, type PluginRun } from '../../tests/support/cni.ts';
 import { startTestStack } from '../../tests/support/local-stack.ts';
@@ -6,6 +8,92 @@ import { whyTierCannotRun } from '../../scripts/system-tiers.ts';
 
 /** The issue's goals: 100 parallel ADDs on one node in 10 s or less; the plugin process starts and exits in 150 ms. */
 export const CNI_GOALS = { addsSeconds: 10, addsN: 100, versionMs: 150 } as const;
+
+/**
+ * The figures before issue 21's speed-up (`npm run bench -- --only cni` at main 7a32cae, 2026-11-25 16:07 UTC, the
+ * machine idle: load average 1.5 at start), shown beside each run's own.
+ */
+export const CNI_BEFORE = {
+  commit: '7a32cae',
+  at: '2026-11-25 16:07 UTC',
+  load: 1.5,
+  text: '100 ADDs 16.46 s (p50 12.8 s, p99 16.3 s per ADD), host-local 1.09 s (15.1x); 16 ADDs 2.76 s (host-local 0.23 s); 1 ADD 1.05 s; VERSION p50 61 ms',
+} as const;
+
+/** CPU seconds used so far by a process (Linux /proc; USER_HZ is 100), its reaped children's when asked. */
+function cpuSeconds(pid: number | 'self', children = false): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    const [user, system] = children ? [fields[13], fields[14]] : [fields[11], fields[12]];
+    return (Number(user) + Number(system)) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of every process in a process group (serverless-offline and its esbuild service). */
+function groupCpuSeconds(pgid: number): number {
+  let sum = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[2]) === pgid) sum += cpuSeconds(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return sum;
+}
+
+/** CPU seconds of the parts sharing the machine: the bridge and plugin processes (reaped children), the stack, this process. */
+function cpuNow(stack: LocalStack): Record<'plugins' | 'dynamodb' | 'offline' | 'bench', number> {
+  return { plugins: cpuSeconds('self', true), dynamodb: cpuSeconds(stack.pids.dynamodb), offline: groupCpuSeconds(stack.pids.offline), bench: cpuSeconds('self') };
+}
+
+/** One plugin process's moments (ms after the bridges were spawned), from its debug log lines. */
+interface PluginTrace {
+  start?: number;
+  parsed?: number;
+  poolKnown?: number;
+  /** Set when it checked the pool or waited for another process's check. */
+  poolWaitMs?: number;
+  claimMs?: number;
+  done?: number;
+}
+
+/** Reads the plugin's debug timing lines (cni/main.ts) into one trace per process. */
+export function pluginTraces(log: string, spawnedAtEpochMs: number): PluginTrace[] {
+  const traces = new Map<string, PluginTrace>();
+  for (const line of log.split('\n')) {
+    const m = /^(\S+) debug (\d+) \S+ \S+ timing: (.*)$/.exec(line);
+    if (!m) continue;
+    const at = Date.parse(m[1]!) - spawnedAtEpochMs;
+    const message = m[3]!;
+    const trace = traces.get(m[2]!) ?? {};
+    traces.set(m[2]!, trace);
+    const since = /\(\+(\d+) ms\)$/.exec(message);
+    if (message.startsWith('config parsed') && since) {
+      trace.parsed = at;
+      trace.start = at - Number(since[1]);
+    } else if (message.includes('known to this node')) trace.poolKnown = at;
+    else if (message.includes('checked or waited for in')) {
+      trace.poolKnown = at;
+      trace.poolWaitMs = Number(/in (\d+) ms/.exec(message)?.[1]);
+    } else if (/^POST \S+\/claims \S+ in \d+ ms/.test(message)) trace.claimMs = Number(/in (\d+) ms/.exec(message)?.[1]);
+    else if (message.startsWith('done')) trace.done = at;
+  }
+  return [...traces.values()];
+}
+
+/** "p50 X, p90 Y" of the defined values, in seconds or milliseconds. */
+function spread(values: readonly (number | undefined)[], unit: 's' | 'ms'): string {
+  const defined = values.filter((v): v is number => v !== undefined && Number.isFinite(v));
+  if (defined.length === 0) return 'n/a';
+  const show = (v: number) => (unit === 's' ? `${round(v / 1000, 2)} s` : `${round(v, 0)} ms`);
+  return `p50 ${show(percentile(defined, 50))}, p90 ${show(percentile(defined, 90))}`;
+}
 
 /** Milliseconds from spawn to exit of `file args`, stdin given. */
 function timeProcess(file: string, args: readonly string[], env: NodeJS.ProcessEnv, stdin: string): Promise<number> {
@@ -39,7 +127,8 @@ export const cniScenario: Scenario = {
     const lab = new CniLab();
     const rows: Record<string, unknown>[] = [];
     const failures: string[] = [];
-    const notes: string[] = [];
+    const notes: string[] = [`Before issue 21's speed-up (main at ${CNI_BEFORE.commit}, ${CNI_BEFORE.at}, load average ${CNI_BEFORE.load} at start, the same command): ${CNI_BEFORE.text}.`];
+    let breakdown: Record<string, unknown> | undefined;
     await lab.build();
     const stack = await startTestStack({ inProcess: true, env: { DYNAMODB_REQUEST_TIMEOUT_MS: '30000' } });
     try {
@@ -60,14 +149,31 @@ export const cniScenario: Scenario = {
         for (const plugin of ['host-local', 'ipam-cni'] as const) {
           const namespaces = await Promise.all(Array.from({ length: n }, () => lab.netns()));
           const network = lab.network(`b${n}${plugin === 'host-local' ? 'h' : 'c'}`);
+          const logFile = `${lab.dir}/log-${network}`;
           const ipam =
             plugin === 'host-local'
               ? { type: 'host-local', subnet: '10.120.0.0/24', dataDir: `${lab.dir}/host-local-${network}` }
-              : { type: 'ipam-cni', endpoint: stack.apiUrl, range: '10.121.0.0/24', stateDir: `${lab.dir}/state-${network}`, timeoutMs: 60_000 };
+              : { type: 'ipam-cni', endpoint: stack.apiUrl, range: '10.121.0.0/24', stateDir: `${lab.dir}/state-${network}`, timeoutMs: 60_000, logFile, logLevel: 'debug' };
           const config = { cniVersion: '1.0.0', name: network, type: 'bridge', bridge: lab.bridgeName(), isGateway: false, ipam };
+          const cpuBefore = cpuNow(stack);
+          const spawnedAt = Date.now();
           const started = performance.now();
           const runs: PluginRun[] = await Promise.all(namespaces.map((ns) => lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path, timeoutMs: 300_000 })));
           const wall = (performance.now() - started) / 1000;
+          const cpuAfter = cpuNow(stack);
+          if (plugin === 'ipam-cni' && n === Math.max(...sizes)) {
+            const cpu = (part: keyof typeof cpuAfter) => round(cpuAfter[part] - cpuBefore[part], 1);
+            const traces = pluginTraces(readFileSync(logFile, 'utf8'), spawnedAt);
+            const waited = traces.filter((t) => t.poolWaitMs !== undefined);
+            breakdown = { n, wallSeconds: round(wall, 2), cpuSeconds: { plugins: cpu('plugins'), dynamodb: cpu('dynamodb'), offline: cpu('offline'), bench: cpu('bench') } };
+            notes.push(
+              `Where the ${n} ADDs' ${round(wall, 1)} s went (ipam-cni, this run; from each plugin's debug log, times after the bridges were spawned): ` +
+                `plugin processes started ${spread(traces.map((t) => t.start), 's')}; node start to config parsed ${spread(traces.map((t) => (t.parsed ?? NaN) - (t.start ?? NaN)), 'ms')}; ` +
+                `${waited.length} of ${traces.length} found no pool check on the node and checked it or waited for it (${spread(waited.map((t) => t.poolWaitMs), 'ms')}), the others read the node's cache; ` +
+                `the claim request took ${spread(traces.map((t) => t.claimMs), 'ms')}; plugins done ${spread(traces.map((t) => t.done), 's')}; each bridge took ${spread(runs.map((r) => r.ms), 's')} from its spawn to its exit. ` +
+                `CPU seconds in the window (2 cores x ${round(wall, 1)} s = ${round(2 * wall, 1)} available): bridge and plugin processes ${cpu('plugins')}, DynamoDB Local ${cpu('dynamodb')}, serverless-offline ${cpu('offline')}, the bench process (spawning, the console server's proxy, the stream poller) ${cpu('bench')}.`,
+            );
+          }
           walls[plugin] = wall;
           const failed = runs.filter((r) => r.code !== 0);
           const addresses = runs.filter((r) => r.code === 0).flatMap((r) => ((r.json?.ips ?? []) as { address: string }[]).map((ip) => ip.address));
@@ -80,7 +186,8 @@ export const cniScenario: Scenario = {
           for (const ns of namespaces) await lab.deleteNetns(ns.name);
         }
       }
-      notes.push('ratio: the row\'s wall time (or, for VERSION, p50) over host-local\'s in the same N (or over a bare `node -e 0`). host-local is the node-local floor: a file lock and no network; ipam-cni makes one HTTP request per ADD to the local stack (serverless-offline and DynamoDB Local on the same 2 cores) after the first ADDs of a node checked the pool.');
+      notes.push('The plugin runs with `logLevel: debug` and a log file here (one append per process at its exit): its timing lines are where the breakdown above comes from.');
+      notes.push('ratio: the row\'s wall time (or, for VERSION, p50) over host-local\'s in the same N (or over a bare `node -e 0`). host-local is the node-local floor: a file lock and no network; ipam-cni makes one HTTP request per ADD to the local stack (serverless-offline and DynamoDB Local on the same 2 cores) once the node\'s first ADD checked the pool (GET, POST pool, POST range for a new pool; the others wait for it).');
       notes.push('The local stack ran its handlers in serverless-offline\'s own process (`--useInProcess`): one loaded handler serves concurrent requests, as warm Lambda instances would; with a worker per concurrent request, 64 parallel requests on this loaded machine took minutes of cold starts and hit the function timeout.');
       notes.push('DynamoDB requests of the local stack time out after 30 s instead of its 3 s, so a slow DynamoDB Local on the loaded machine shows as time, not as 503 NotReady.');
       notes.push('Each bridge ADD is one bridge process that runs the IPAM plugin as a child (a node process for ipam-cni, a Go binary for host-local); times are from spawning bridge to its exit, so they include bridge\'s own veth and namespace work, the same for both.');
@@ -91,6 +198,6 @@ export const cniScenario: Scenario = {
         await stack.stop();
       }
     }
-    return { name: 'cni', title: this.title, status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { sizes, versionRuns, goals: CNI_GOALS }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [] };
+    return { name: 'cni', title: this.title, status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { sizes, versionRuns, goals: CNI_GOALS, before: CNI_BEFORE, ...(breakdown ? { breakdown } : {}) }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [] };
   },
 };
