@@ -19,12 +19,12 @@ export function historyCases(streams: StreamEngine): void {
     for (const s of opened.splice(0)) s.close();
   });
 
-  async function stack(poolBody: Record<string, unknown> = {}): Promise<{ api: TestApi; stream: LeaseStream; drain: () => Promise<DynamoDBRecord[]> }> {
+  async function stack(poolBody: Record<string, unknown> = {}, admin: Record<string, string> = {}): Promise<{ api: TestApi; stream: LeaseStream; drain: () => Promise<DynamoDBRecord[]> }> {
     const api = await testApi({}, {}, undefined, streams.engine);
     const stream = streams.stream();
     opened.push(stream);
-    expect((await api.call('POST', '/v1/pools', { name: 'p', ...poolBody })).status).toBe(201);
-    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.7.0.0/28' })).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools', { name: 'p', ...poolBody }, admin)).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.7.0.0/28' }, admin)).status).toBe(201);
     const drain = async () => {
       const { records, failed } = await stream.drain(mirrorOf(api.container));
       expect(failed).toEqual([]);
@@ -39,8 +39,8 @@ export function historyCases(streams: StreamEngine): void {
     return { address: (res.body.addresses as { address: string }[])[0]!.address, createdAt: res.body.createdAt as string, uid: res.body.uid as string };
   }
 
-  const history = async (api: TestApi, address: string, query = '') => {
-    const res = await api.call('GET', `/v1/pools/p/addresses/${address}/history${query}`);
+  const history = async (api: TestApi, address: string, query = '', headers: Record<string, string> = {}) => {
+    const res = await api.call('GET', `/v1/pools/p/addresses/${address}/history${query}`, undefined, headers);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body;
   };
@@ -201,6 +201,28 @@ export function historyCases(streams: StreamEngine): void {
       // the owner's listing and the `at` answer say the same
       expect((await plain.api.call('GET', '/v1/pools/p/owners/uid-b/history')).body.items).toEqual([expect.objectContaining({ createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } })]);
       expect(await at(delayed.api, held, Date.parse(endedA!.from as string))).toMatchObject({ labels: labels('a'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+    });
+
+    it('in a pool with access, a client\'s release (a deletion) names who released it, exactly, through its event', async () => {
+      // Prepare: alice may allocate, bob administers; no reuse delay, so the release deletes the lease
+      const alice = { 'x-ipam-principal': 'arn:aws:sts::123456789012:assumed-role/alice/laptop' };
+      const bob = { 'x-ipam-principal': 'arn:aws:iam::123456789012:user/bob' };
+      const { api, drain } = await stack({ access: { administrators: [bob['x-ipam-principal']], allocators: ['arn:aws:iam::123456789012:role/alice'] } }, bob);
+      const res = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a') }, alice);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const address = (res.body.addresses as { address: string }[])[0]!.address;
+      // Act
+      const started = Date.now();
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a', undefined, bob)).status).toBe(204);
+      const answered = Date.now();
+      await drain();
+      // Assess: the end is the release's own time, not the bound the stream function saw
+      const [ended] = (await history(api, address, '', bob)).items as Record<string, unknown>[];
+      expect(ended).toMatchObject({ claim: 'a', endReason: 'released', toExact: true, createdBy: { arn: 'arn:aws:iam::123456789012:role/alice', session: 'laptop' }, releasedBy: { arn: bob['x-ipam-principal'] } });
+      expect(Date.parse(ended!.to as string)).toBeGreaterThanOrEqual(started);
+      expect(Date.parse(ended!.to as string)).toBeLessThanOrEqual(answered);
+      const events = (await api.call('GET', '/v1/pools/p/events', undefined, bob)).body.items as Record<string, unknown>[];
+      expect(events).toEqual([expect.objectContaining({ reason: 'ClaimReleased', object: 'claim/a' })]);
     });
 
     it('says rangeTerminated for a claim released because its range was retired under the commit', async () => {

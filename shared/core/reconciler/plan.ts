@@ -1,3 +1,4 @@
+import type { Principal } from '../access.ts';
 import { parseAddress } from '../ip/address.ts';
 import { isHostOf, parseCidr } from '../ip/cidr.ts';
 import { isExpired, isReleased, RangeState, type Claim, type ClaimAddress, type Hold, type Lease, type PoolView, type Range } from '../model.ts';
@@ -194,6 +195,14 @@ export const events = {
     object: `claim/${claim.name}`,
     claimUid: claim.uid,
     message: `Pool ${claim.pool} was deleted while claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was being committed; the claim was released with ${addressList(claim)}.`,
+  }),
+  claimReleased: (claim: Claim, time: string, by: Principal): IpamEvent => ({
+    ...aboutClaim(claim, time),
+    reason: EventReason.ClaimReleased,
+    object: `claim/${claim.name}`,
+    claimUid: claim.uid,
+    principal: by.arn,
+    message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was released by ${by.arn}${by.session ? ` (session ${by.session})` : ''} with ${addressList(claim)}.`,
   }),
   ownerReleased: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
     ...aboutClaim(claim, time),

@@ -40,6 +40,12 @@ export const EventReason = {
    * at that address. Reported once; nothing changed (shared/core/reconciler/history.ts).
    */
   HistoryGap: 'HistoryGap',
+  /**
+   * A caller released a claim in a pool with `access` (a pool that says who may do what records who did), without a
+   * reuse delay: written by the API in the release's transaction, so the address history names who released each
+   * address, and when, exactly (a deletion names no principal by itself).
+   */
+  ClaimReleased: 'ClaimReleased',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 
