@@ -3,7 +3,7 @@ import { testApi, type ApiResponse, type TestApi } from '../support/api.ts';
 import { withSummaryLag, type TestEngine } from '../support/engines.ts';
 import { owner } from '../support/fakes.ts';
 import { countingStores } from '../support/counting.ts';
-import { owner as harnessOwner, reconcilerHarness, testSettings, type ReconcilerHarness } from '../support/reconciler.ts';
+import { leaseOf, owner as harnessOwner, reconcilerHarness, T0, testSettings, type ReconcilerHarness } from '../support/reconciler.ts';
 
 /**
  * Issue 20: the occupancy summary may choose candidates, never decide that a band or a range is used up. The summary
@@ -174,16 +174,39 @@ export function usedUpCases(engine: TestEngine): void {
       await sealedUpperBand(h);
       const { seals } = h.api.container.stores;
       const before = (await seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!;
-      expect(before.seals.upper?.freed).toEqual({ '10.60.0.0-27': before.freed });
+      expect(before.seals.upper_0?.freed).toEqual({ '10.60.0.0-27': before.freed });
       // Act: a release between the read of the counters and the seal
       expect((await h.api.call('DELETE', '/v1/pools/p/claims/u1')).status).toBe(204);
-      const stale = await seals.seal('p', '10.60.0.0-27', 'lower', { freed: { '10.60.0.0-27': before.freed }, shape: 's', holders: [] });
+      const stale = await seals.seal('p', '10.60.0.0-27', 'lower_0', { freed: { '10.60.0.0-27': before.freed }, shape: 's', holders: [] });
       const after = (await seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!;
-      const current = await seals.seal('p', '10.60.0.0-27', 'lower', { freed: { '10.60.0.0-27': after.freed }, shape: 's', holders: [] });
+      const current = await seals.seal('p', '10.60.0.0-27', 'lower_0', { freed: { '10.60.0.0-27': after.freed }, shape: 's', holders: [] });
       // Assess
       expect(after.freed.reduce((a, b) => a + b, 0)).toBe(before.freed.reduce((a, b) => a + b, 0) + 1);
       expect({ stale, current }).toEqual({ stale: false, current: true });
-      expect((await seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!.seals.lower?.freed).toEqual({ '10.60.0.0-27': after.freed });
+      expect((await seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!.seals.lower_0?.freed).toEqual({ '10.60.0.0-27': after.freed });
+    });
+
+    it('seals a large band in parts (8 seals at the counters read before each), and decides from them alone while they hold', async () => {
+      // Prepare: a /23 (hosts .0.1-.1.254; lower band the first 31, upper band the other 479, sealed in 8 parts) whose
+      // upper band is held by leases written directly
+      const h = await reconcilerHarness({ engine });
+      expect((await h.api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
+      expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.62.0.0/23' })).status).toBe(201);
+      const range = '10.62.0.0-23';
+      const upper = Array.from({ length: 479 }, (_, i) => `10.62.${Math.floor((32 + i) / 256)}.${(32 + i) % 256}`);
+      for (let i = 0; i < upper.length; i += 32) await Promise.all(upper.slice(i, i + 32).map((address, j) => h.putLease(leaseOf('p', address, range, `seed-${i + j}`, `seed-uid-${i + j}`, T0 - 60_000))));
+      const counts = new Map<string, number>();
+      const counted = h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0, wrapStores: countingStores(counts) });
+      // Act: a claim goes to the lower band (the upper band read and sealed part by part), then another
+      const first = await h.claim('p', { name: 'first', owner: harnessOwner('first') });
+      const sealed = (await h.api.container.stores.seals.readSeals('p', [range])).get(range)!;
+      const second = await counted.call('POST', '/v1/pools/p/claims', { name: 'second', owner: harnessOwner('second') });
+      // Assess
+      const lowerBand = (address: string): boolean => address.startsWith('10.62.0.') && octet(address) < 32;
+      expect([lowerBand(first.addresses[0]!.address), lowerBand(addressOf(second))]).toEqual([true, true]);
+      expect(Object.keys(sealed.seals).sort()).toEqual(Array.from({ length: 8 }, (_, k) => `upper_${k}`));
+      expect(Object.values(sealed.seals).map((seal) => seal.freed)).toEqual(Array.from({ length: 8 }, () => ({ [range]: sealed.freed })));
+      expect([counts.get('readSeals'), counts.get('seal') ?? 0]).toEqual([1, 0]);
     });
 
     it('takes an upper-band address freed by an owner release after the band was sealed', async () => {

@@ -11,9 +11,9 @@ usedUpCases(memoryEngine);
 describe('Function: sealHolds (issue 20)', () => {
   const range = { range: { pool: 'p', name: 'b', cidr: '10.0.0.0/27', family: 'IPv4', state: 'Ready', legacy: false, createdAt: '2035-01-01T00:00:00.000Z' }, cidr: parseCidr('10.0.0.0/27') } as const;
   // Band .17-.30 of range b, which range a (10.0.0.0/26) overlaps: a lease taken through a is freed on a's counter.
-  const band: Band = { name: 'upper', range, counters: ['b', 'a'], from: 16n, to: 30n, excluded: [] };
+  const band: Band = { name: 'upper', part: 'upper', range, counters: ['b', 'a'], from: 16n, to: 30n, excluded: [] };
   const read = (a: number[], b: number[], seal?: UsedUpSeal): Map<string, RangeSeals> =>
-    new Map([
+    new Map<string, RangeSeals>([
       ['a', { freed: a, seals: {} }],
       ['b', { freed: b, seals: seal ? { upper: seal } : {} }],
     ]);

@@ -23,6 +23,7 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   report      REPORT#<pool>#<what>                REPORT
  *   usage       USAGE#<pool>                        RANGE#<range>
  *   freed       FREED#<pool>#<range>#<shard>        FREED
+ *   seals       SEALS#<pool>#<range>                SEALS
  *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
  *   holding     HIST#<pool>#<address>               <from>#<claim uid | hold>                     HOWNER#<pool>#<owner uid> / <from>#<address>
  *   hist. mark  HISTMARKS                           <pool>
@@ -72,8 +73,10 @@ export const Entity = {
   HistoryMark: 'historyMark',
   /** The table's fixed settings, recorded on first use (table-settings.ts). */
   TableSettings: 'tableSettings',
-  /** One shard of a range's freed counter; shard 0 also carries the range's used-up seals (writes/freed.ts). */
+  /** One shard of a range's freed counter (writes/freed.ts). */
   Freed: 'freed',
+  /** The used-up seals of a range's bands (writes/freed.ts). */
+  Seals: 'seals',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -127,6 +130,7 @@ export const keys = {
   usage: (pool: string, range: string): Key => ({ PK: `USAGE#${pool}`, SK: `RANGE#${range}` }),
   /** Each shard its own partition: releases of one range spread over FREED_SHARDS items. */
   freed: (pool: string, range: string, shard: number): Key => ({ PK: `FREED#${pool}#${range}#${shard}`, SK: 'FREED' }),
+  seals: (pool: string, range: string): Key => ({ PK: `SEALS#${pool}#${range}`, SK: 'SEALS' }),
   /** A pool's owner-gone tombstones, in time order; the uid is an attribute (a 253-character uid would not fit a sort key). */
   ownersGone: (pool: string): string => `GONE#${pool}`,
   ownerGone: (pool: string, isoTime: string, uidHash: string): Key => ({ PK: `GONE#${pool}`, SK: `${isoTime}#${uidHash}` }),

@@ -1,7 +1,7 @@
 import { Bitmap } from '../../core/bitmap/bitmap.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import { CHUNK_SIZE, type OccupancyChunk } from '../../core/occupancy/chunk.ts';
-import { ownerIdentity, type BandName, type LeaseExpiry, type OccupancyStore, type RangeSeals, type UsedUpSeal, type UsedUpSeals } from '../../core/occupancy/ports.ts';
+import { ownerIdentity, type LeaseExpiry, type OccupancyStore, type RangeSeals, type UsedUpSeal, type UsedUpSeals } from '../../core/occupancy/ports.ts';
 import type { Random } from '../../core/ports.ts';
 import { cryptoRandom } from '../system.ts';
 import type { Item } from './codec.ts';
@@ -85,8 +85,8 @@ export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
     return ranges.length ? rangeSealsOf(pool, ranges, await this.table.batchGet(freedKeys(pool, ranges))) : new Map();
   }
 
-  async seal(pool: string, range: string, band: BandName, seal: UsedUpSeal): Promise<boolean> {
-    return (await this.table.transact(sealWrite(pool, range, band, seal))) === undefined;
+  async seal(pool: string, range: string, part: string, seal: UsedUpSeal): Promise<boolean> {
+    return (await this.table.transact(sealWrite(pool, range, part, seal))) === undefined;
   }
 
   /**

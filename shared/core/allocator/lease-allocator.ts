@@ -10,7 +10,7 @@ import type { Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
 import { cidrCovers, hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
 import type { IpamEvent } from '../reconciler/ports.ts';
-import { BandReading, bandValues, countersOf, NO_SEALS, sealHolds, type Band } from './used-up.ts';
+import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, rotated, sealHolds, type Band } from './used-up.ts';
 
 export const PickStrategy = {
   /** Upper band first, random start, steered by the container's hint of what is taken. */
@@ -98,10 +98,11 @@ export const CONFIRM_WAVE_MAX = 1_600;
 export const CONFIRM_LIMIT = 65_536;
 
 /**
- * Rounds of a "used up" decision (usedUp): read the seals, read the unsealed bands in bulk, seal them. A round whose
- * seal finds a counter moved (something in the range was freed meanwhile) reads again; past this many, NotReady.
+ * Rounds of a "used up" decision (usedUpOrFree): read the seals, read the unsealed parts in bulk, seal them, then read
+ * the seals again to see them all hold at once. A round that finds a seal broken (something freed meanwhile) reads
+ * that part again; past this many, NotReady.
  */
-export const SEAL_ROUNDS = 3;
+export const SEAL_ROUNDS = 4;
 
 /** What one allocate call has seen so far, per family. */
 interface CallState {
@@ -347,40 +348,48 @@ export class LeaseAllocator implements Allocator {
     const { lower, size } = this.bandBounds(range);
     const overlapping = rangesOf(view, range.cidr.family, false).filter((o) => o.range.name !== range.range.name && (cidrCovers(o.cidr, range.cidr) || cidrCovers(range.cidr, o.cidr)));
     const counters = [range.range.name, ...overlapping.map((o) => o.range.name)];
-    return name === BandName.Upper ? { name, range, counters, from: lower, to: size, excluded } : { name, range, counters, from: 0n, to: lower, excluded };
+    return name === BandName.Upper ? { name, part: name, range, counters, from: lower, to: size, excluded } : { name, part: name, range, counters, from: 0n, to: lower, excluded };
   }
 
   /**
    * A free address of `bands`, or undefined when every band is used up at one moment inside this call (issue 20):
-   * a read of the ranges' seals and freed counters (one consistent bulk read) in which every band's seal holds. A
-   * band without one is read in bulk (confirmFree) after the counters were read; read used up, it is sealed at those
-   * counters, which only commits if nothing in the range was freed meanwhile: so the band was used up when the seal
-   * committed, and stays so for every later reader until a counter moves or a lease it read expires. One band sealed
-   * now is the answer at once; several are read together again (the moment all hold).
-   * @throws NotReadyError when every round's seal found something freed meanwhile (SEAL_ROUNDS)
+   * a read of the ranges' seals and freed counters (one consistent bulk read) in which the seal of every part of every
+   * band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one is read
+   * in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters, which commits
+   * only if nothing that could lie in it was freed meanwhile. Parts are visited from a random one (upper bands first),
+   * and the seals are read again before each next part: callers deciding at once share the reading of a band instead
+   * of each reading all of it. One part sealed now is the answer at once; several are read together again, the
+   * moment they all hold.
+   * @throws NotReadyError when every round found something freed meanwhile (SEAL_ROUNDS)
    */
-  private async usedUpOrFree(pool: string, family: IpFamily, all: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
+  private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
     const seals = this.deps.seals ?? NO_SEALS;
     // A band without addresses (a range too small for a lower band) is used up without a read.
-    const bands = all.filter((b) => b.to > b.from);
-    if (bands.length === 0) return undefined;
-    const ranges = [...new Set(bands.flatMap((b) => b.counters))];
+    const parts = bands.filter((b) => b.to > b.from).flatMap((b) => rotated(partsOf(b), this.deps.random));
+    if (parts.length === 0) return undefined;
+    const ranges = [...new Set(parts.flatMap((p) => p.counters))];
+    const budget = { read: 0 };
     for (let round = 0; round < SEAL_ROUNDS; round += 1) {
-      const read = await seals.readSeals(pool, ranges);
-      const nowMs = this.deps.clock.nowMs();
-      const open = bands.filter((b) => !sealHolds(read, b, owner, nowMs));
+      let read = await seals.readSeals(pool, ranges);
+      const open = parts.filter((p) => !sealHolds(read, p, owner, this.deps.clock.nowMs()));
       if (open.length === 0) return undefined;
-      const readings = open.map(() => new BandReading());
-      const pick = await this.confirmFree(pool, family, open, readings, owner, verified, chosen);
-      if (pick) return pick;
-      // Read used up (a band where this claim's own pick was free is not): sealed at the counters read before it.
-      let sealed = 0;
-      for (const [i, band] of open.entries()) {
-        if (!readings[i]!.open && (await seals.seal(pool, band.range.range.name, band.name, readings[i]!.sealAt(countersOf(read, band), band)))) sealed += 1;
+      let ownPicksOnly = false;
+      let sealedNow = 0;
+      for (const [i, part] of open.entries()) {
+        // Another caller may have sealed it while this one read the parts before.
+        if (i > 0 && this.deps.seals) {
+          read = await seals.readSeals(pool, ranges);
+          if (sealHolds(read, part, owner, this.deps.clock.nowMs())) continue;
+        }
+        const reading = new BandReading();
+        const pick = await this.confirmFree(pool, family, part, reading, owner, verified, chosen, budget);
+        if (pick) return pick;
+        // Free only among this claim's own picks: not used up (a batch that cannot grow).
+        if (reading.open) ownPicksOnly = true;
+        else if (await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part))) sealedNow += 1;
       }
-      // Free addresses left only among this claim's own picks: a batch that cannot grow, not a band used up.
-      if (readings.some((r) => r.open)) return undefined;
-      if (sealed === bands.length && bands.length === 1) return undefined;
+      if (ownPicksOnly) return undefined;
+      if (parts.length === 1 && sealedNow === 1) return undefined;
       // A store without seals: the bulk read is the decision, as each address was read during this call.
       if (!this.deps.seals) return undefined;
     }
@@ -388,44 +397,39 @@ export class LeaseAllocator implements Allocator {
   }
 
   /**
-   * Reads the leases of `bands` (in this order, each from a random offset with wrap-around, in waves of CONFIRM_WAVE
-   * doubling to CONFIRM_WAVE_MAX lease keys, each wave one consistent bulk read) until a wave finds an address free:
-   * no lease item, or one past its expiry. It picks among the free ones of that wave, never one of `chosen` (this
-   * claim's other picks), one not in flight in this container if it can (another request's pick may still collide);
-   * undefined when every address was read taken or chosen. Each address is read during this call, so an
-   * address free for the whole call is found. What it reads taken joins the hint (as a collision would), what it
-   * reads free joins `verified`.
-   * @throws NotReadyError when the bands hold more than CONFIRM_LIMIT addresses and none of those read was free
+   * Reads the leases of a band (or a part of one) from a random offset with wrap-around, in waves of CONFIRM_WAVE
+   * doubling to CONFIRM_WAVE_MAX lease keys, each wave one consistent bulk read, until a wave finds an address free
+   * for this owner: no lease item, one past its expiry, or a Released one held for this owner. It picks among the free
+   * ones of that wave, never one of `chosen` (this claim's other picks), one not in flight in this container if it
+   * can; undefined when every address was read taken or chosen. Each address is read during this call, so an
+   * address free for the whole call is found. What it reads taken joins the hint (as a collision would) and
+   * `reading` (for a seal), what it reads free joins `verified`.
+   * @throws NotReadyError when the decision has read more than CONFIRM_LIMIT addresses (`budget`) and none was free
    */
-  private async confirmFree(pool: string, family: IpFamily, bands: readonly Band[], readings: readonly BandReading[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
+  private async confirmFree(pool: string, family: IpFamily, band: Band, reading: BandReading, owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>, budget: { read: number }): Promise<Choice | undefined> {
     let wave = CONFIRM_WAVE;
-    let read = 0;
-    for (const [b, band] of bands.entries()) {
-      const reading = readings[b]!;
-      const values = bandValues(band, band.from + (band.to > band.from ? this.deps.random.below(band.to - band.from) : 0n));
-      for (;;) {
-        const batch: bigint[] = [];
-        while (batch.length < wave) {
-          const next = values.next();
-          if (next.done) break;
-          batch.push(next.value);
-        }
-        if (batch.length === 0) break;
-        if ((read += batch.length) > CONFIRM_LIMIT) throw new NotReadyError('The pool\'s view shows its ranges used up, and they are too large to confirm that in one request; retry shortly.');
-        const unheld = await this.readFree(pool, family, batch.map((value) => ({ value, range: band.range, explicit: false })), new Set(), owner, (state) => reading.taken(state.expiresAt, state.heldFor));
-        if (unheld.length > 0) reading.open = true;
-        for (const f of unheld) verified.add(f.value);
-        const free = unheld.filter((f) => !chosen.has(f.value));
-        if (free.length > 0) {
-          const inFlight = this.deps.hints.inFlight(pool, family);
-          const idle = free.filter((f) => !inFlight.has(f.value));
-          const among = idle.length > 0 ? idle : free;
-          return among[Number(this.deps.random.below(BigInt(among.length)))];
-        }
-        wave = Math.min(2 * wave, CONFIRM_WAVE_MAX);
+    const values = bandValues(band, band.from + (band.to > band.from ? this.deps.random.below(band.to - band.from) : 0n));
+    for (;;) {
+      const batch: bigint[] = [];
+      while (batch.length < wave) {
+        const next = values.next();
+        if (next.done) break;
+        batch.push(next.value);
       }
+      if (batch.length === 0) return undefined;
+      if ((budget.read += batch.length) > CONFIRM_LIMIT) throw new NotReadyError('The pool\'s view shows its ranges used up, and they are too large to confirm that in one request; retry shortly.');
+      const unheld = await this.readFree(pool, family, batch.map((value) => ({ value, range: band.range, explicit: false })), new Set(), owner, (state) => reading.taken(state.expiresAt, state.heldFor));
+      if (unheld.length > 0) reading.open = true;
+      for (const f of unheld) verified.add(f.value);
+      const free = unheld.filter((f) => !chosen.has(f.value));
+      if (free.length > 0) {
+        const inFlight = this.deps.hints.inFlight(pool, family);
+        const idle = free.filter((f) => !inFlight.has(f.value));
+        const among = idle.length > 0 ? idle : free;
+        return among[Number(this.deps.random.below(BigInt(among.length)))];
+      }
+      wave = Math.min(2 * wave, CONFIRM_WAVE_MAX);
     }
-    return undefined;
   }
 
   /**

@@ -41,18 +41,21 @@ export interface UsedUpSeal {
   readonly holders: readonly string[] | 'many';
 }
 
-/** A range's freed counters and the seals on its bands, read consistently together. */
+/** A range's freed counters and the seals on its bands' parts (by part name: `upper_0`...), read consistently together. */
 export interface RangeSeals {
   readonly freed: readonly number[];
-  readonly seals: Partial<Readonly<Record<BandName, UsedUpSeal>>>;
+  readonly seals: Readonly<Record<string, UsedUpSeal>>;
 }
 
 /** The used-up seals of ranges (TableOccupancyStore is the adapter). */
 export interface UsedUpSeals {
-  /** The freed counters and seals of a pool's ranges: one consistent bulk read (FREED_SHARDS items a range). */
+  /** The freed counters and seals of a pool's ranges: one consistent bulk read (FREED_SHARDS + 1 items a range). */
   readSeals(pool: string, ranges: readonly string[]): Promise<ReadonlyMap<string, RangeSeals>>;
-  /** Writes a seal on a band of `range` only while every counter is still as in `seal.freed`; false when one has moved. */
-  seal(pool: string, range: string, band: BandName, seal: UsedUpSeal): Promise<boolean>;
+  /**
+   * Writes the seal of a part of a band of `range` only while every counter is still as in `seal.freed`; false when
+   * one has moved (or another write met it: DynamoDB's transaction conflict).
+   */
+  seal(pool: string, range: string, part: string, seal: UsedUpSeal): Promise<boolean>;
 }
 
 /** The occupancy summary's chunks on the table (TableOccupancyStore is the adapter). */

@@ -1,4 +1,4 @@
-import type { BandName, RangeSeals, UsedUpSeal } from '../../../core/occupancy/ports.ts';
+import type { RangeSeals, UsedUpSeal } from '../../../core/occupancy/ports.ts';
 import type { Item } from '../codec.ts';
 import { attributeIs, either, type Condition } from '../conditions.ts';
 import { Entity, keys, SCHEMA_VERSION, shardOf } from '../keys.ts';
@@ -27,44 +27,38 @@ function counterIs(n: number): Condition {
   return n === 0 ? either({ op: 'notExists', attribute: 'n' }, attributeIs('n', 0)) : attributeIs('n', n);
 }
 
-/** The attribute of shard 0 holding a band's seal (as JSON: one string, the same on both engines). */
-const sealAttribute = (band: BandName): string => `seal_${band}`;
+/** The attribute of the seals item holding a part's seal (as JSON: one string, the same on both engines). */
+const sealAttribute = (part: string): string => `seal_${part}`;
 
 /**
  * A used-up seal: one TransactWriteItems, committed only while every shard of every counter it names (its range's,
- * and those of ranges overlapping it) is still as read before the band's leases were read (so nothing that could lie
- * in the band was freed since):
+ * and those of ranges overlapping it) is still as read before the part's leases were read (so nothing that could lie
+ * in it was freed since). The seals live on an item of their own, so the counters a release bumps stay small:
  *
- *   Check freed (each shard of each counter but one)   n = seal.freed[range][shard]
- *   Update freed (shard 0 of the band's range)         n = seal.freed[range][0]       SET seal_<band>
+ *   Check freed (each shard of each counter)   n = seal.freed[range][shard]
+ *   Update seals (the band's range)            SET seal_<part>
  */
-export function sealWrite(pool: string, range: string, band: BandName, seal: UsedUpSeal): WriteOp[] {
-  const ops: WriteOp[] = [];
-  for (const [counter, shards] of Object.entries(seal.freed)) {
-    for (const [shard, n] of shards.entries()) {
-      if (counter === range && shard === 0) continue;
-      ops.push({ kind: 'check', key: keys.freed(pool, counter, shard), condition: counterIs(n) });
-    }
-  }
-  ops.push({ kind: 'update', key: keys.freed(pool, range, 0), update: { set: { entity: Entity.Freed, schema: SCHEMA_VERSION, [sealAttribute(band)]: JSON.stringify(seal) } }, condition: counterIs(seal.freed[range]?.[0] ?? 0) });
+export function sealWrite(pool: string, range: string, part: string, seal: UsedUpSeal): WriteOp[] {
+  const ops: WriteOp[] = Object.entries(seal.freed).flatMap(([counter, shards]) => shards.map((n, shard): WriteOp => ({ kind: 'check', key: keys.freed(pool, counter, shard), condition: counterIs(n) })));
+  ops.push({ kind: 'update', key: keys.seals(pool, range), update: { set: { entity: Entity.Seals, schema: SCHEMA_VERSION, [sealAttribute(part)]: JSON.stringify(seal) } } });
   return ops;
 }
 
-/** Every shard key of each range, for one bulk read. */
+/** Every shard key of each range and its seals item, for one bulk read (or the range's removal). */
 export function freedKeys(pool: string, ranges: readonly string[]): ReturnType<typeof keys.freed>[] {
-  return ranges.flatMap((range) => Array.from({ length: FREED_SHARDS }, (_, shard) => keys.freed(pool, range, shard)));
+  return ranges.flatMap((range) => [...Array.from({ length: FREED_SHARDS }, (_, shard) => keys.freed(pool, range, shard)), keys.seals(pool, range)]);
 }
 
-/** The counters and seals of each range from the shard items read (absent shards read 0). */
+/** The counters and seals of each range from the items read (absent shards read 0). */
 export function rangeSealsOf(pool: string, ranges: readonly string[], items: readonly Item[]): Map<string, RangeSeals> {
   const byKey = new Map(items.map((i) => [i.PK as string, i]));
   return new Map(
     ranges.map((range) => {
       const shards = Array.from({ length: FREED_SHARDS }, (_, shard) => byKey.get(keys.freed(pool, range, shard).PK));
-      const seals: Partial<Record<BandName, UsedUpSeal>> = {};
-      for (const band of ['upper', 'lower'] as const) {
-        const text = shards[0]?.[sealAttribute(band)];
-        if (typeof text === 'string') seals[band] = JSON.parse(text) as UsedUpSeal;
+      const sealsItem = byKey.get(keys.seals(pool, range).PK) ?? {};
+      const seals: Record<string, UsedUpSeal> = {};
+      for (const [name, value] of Object.entries(sealsItem)) {
+        if (name.startsWith('seal_') && typeof value === 'string') seals[name.slice('seal_'.length)] = JSON.parse(value) as UsedUpSeal;
       }
       return [range, { freed: shards.map((s) => (typeof s?.n === 'number' ? s.n : 0)), seals }];
     }),
