@@ -204,6 +204,7 @@ export function eventToItem(event: IpamEvent, id: string): Item {
     object: event.object,
     message: event.message,
     ...(event.claimUid !== undefined ? { claimUid: event.claimUid } : {}),
+    ...(event.addresses?.length ? { addresses: [...event.addresses] } : {}),
     ...(event.principal ? { principal: event.principal } : {}),
     ...(event.labels ? { labels: event.labels } : {}),
     ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),

@@ -24,6 +24,7 @@ import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
 import type { TablePoolStore } from './pool-store.ts';
 import type { Table, WriteOp } from './table.ts';
 import { tombstoneItem, tombstonesSince } from './tombstones.ts';
+import { freedBumps, freedKeys } from './writes/freed.ts';
 import { releaseWithRetries } from './writes/release.ts';
 import { endReasonOfRepair } from '../../core/history/recorder.ts';
 import type { EndReason } from '../../core/history/holding.ts';
@@ -241,7 +242,7 @@ export class TableReconcileStore implements ReconcileStore {
     const release: WriteOp = hold
       ? { kind: 'put', item: leaseToItem(releasedLease(lease, hold, endReasonOfRepair(event.reason)), this.shards), condition }
       : { kind: 'delete', key: keys.lease(lease.pool, lease.address), condition };
-    const verdicts = await this.table.transact([release, eventPut(event)]);
+    const verdicts = await this.table.transact([release, eventPut(event), ...freedBumps(lease.pool, [lease.range], lease.claimUid)]);
     return verdicts ? 'changed' : 'released';
   }
 
@@ -266,6 +267,7 @@ export class TableReconcileStore implements ReconcileStore {
       { kind: 'delete', key: keys.bitmap(range.pool, range.name) },
       { kind: 'delete', key: keys.strikes(range.pool, range.name) },
       { kind: 'delete', key: keys.usage(range.pool, range.name) },
+      ...freedKeys(range.pool, [range.name]).map((key): WriteOp => ({ kind: 'delete', key })),
       eventPut(event),
     ]);
     return outcome === 'removed' ? 'finalized' : 'changed';

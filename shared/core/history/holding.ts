@@ -59,9 +59,9 @@ export interface Holding {
   readonly createdBy?: Principal;
   /**
    * Who ended the holding, where a caller did and the change says so: a release into a reuse-delay hold (the Released
-   * lease carries it), or an owner reported gone through the API (its event does). Absent for a client's release in
-   * a pool without a reuse delay (a deletion carries no principal: the write's audit line has it) and for the
-   * reconciler's own repairs (their `endReason` says why).
+   * lease carries it), an owner reported gone through the API, or any release in a pool with `access` (their events
+   * do). Absent for a client's release in a pool with neither a reuse delay nor `access` (a deletion carries no
+   * principal: the write's audit line has it) and for the reconciler's own repairs (their `endReason` says why).
    */
   readonly releasedBy?: Principal;
 }

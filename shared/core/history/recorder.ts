@@ -18,6 +18,8 @@ export function endReasonOfRepair(reason: EventReason): EndReason | undefined {
       return EndReason.PoolDeleted;
     case EventReason.RangeRetired:
       return EndReason.RangeTerminated;
+    case EventReason.ClaimReleased:
+      return EndReason.Released;
     default:
       return undefined;
   }

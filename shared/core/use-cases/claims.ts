@@ -331,7 +331,10 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     }
     const held = holdOf(view.pool, claim, deps.clock.nowMs());
     const hold = held && caller ? { ...held, releasedBy: caller } : held;
-    const outcome = await deps.allocator.release(claim, claim.version, hold);
+    // A pool with `access` records who released: the Released leases carry it, or else an event in the same
+    // transaction does (one item more per release), which the address history reads (history/recorder.ts).
+    const record = !hold && caller && view.pool.access ? events.claimReleased(claim, new Date(deps.clock.nowMs()).toISOString(), caller) : undefined;
+    const outcome = await deps.allocator.release(claim, claim.version, hold, record);
     if (outcome === 'released' || outcome === 'absent') {
       // Held addresses are not free: the hint keeps them taken.
       if (!hold) for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
