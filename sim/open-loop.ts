@@ -70,7 +70,7 @@ async function main(): Promise<void> {
     const outcome = await world.run();
     clearInterval(timer);
     const settings = `${shards ?? 8} index shards${latencyScale !== undefined ? `, latencies x${latencyScale}` : ''}${values['batch-size'] !== undefined ? `, stream batches of ${values['batch-size']}` : ''}`;
-    process.stdout.write(`case ${name} (${c.what}): ${rate}/s offered for ${seconds} s, ${settings}\n${formatOutcome(outcome)}\nwall ${((performance.now() - started) / 1000).toFixed(0)} s\n\n`);
+    process.stdout.write(`case ${name} (${c.what}): ${rate}/s offered for ${seconds} s, ${settings}\n${formatOutcome(outcome, { replay: `npm run sim:open-loop -- ${process.argv.slice(2).join(' ')}` })}\nwall ${((performance.now() - started) / 1000).toFixed(0)} s\n\n`);
   }
 }
 
