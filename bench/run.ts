@@ -6,7 +6,7 @@
  * Full runs write to bench/results and BENCHMARKS.md (committed); quick runs to bench/results/quick (ignored), so
  * the test suite's quick run never overwrites the committed figures.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -18,6 +18,7 @@ import { round, type RunContext, type Scenario, type ScenarioResult } from './li
 import { cniScenario } from './scenarios/cni.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
 import { exhaustionScenario } from './scenarios/exhaustion.ts';
+import { historyScenario } from './scenarios/history.ts';
 import { mirrorCostScenario } from './scenarios/mirror-cost.ts';
 import { occupancyCostScenario } from './scenarios/occupancy-cost.ts';
 import { reconcilerCostScenario } from './scenarios/reconciler-cost.ts';
@@ -33,7 +34,7 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const STRATEGIES: readonly Strategy[] = [leaseStrategy(PickStrategy.Hinted), leaseStrategy(PickStrategy.Blind), bitmapCasStrategy, globalLockStrategy(500), globalLockStrategy(10)];
 
 /** Every scenario; the mirror and cold start run before the others read their figures in the goals table. */
-export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario, cniScenario];
+export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario, cniScenario, historyScenario];
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, strategies: { type: 'string' }, out: { type: 'string' }, 'report-only': { type: 'boolean', default: false } }, allowPositionals: false });
@@ -50,7 +51,12 @@ async function main(): Promise<number> {
   const started = performance.now();
   const startedAt = new Date().toISOString();
   const load = { start: loadAverage(), end: 0, max: loadAverage() };
-  const sampler = setInterval(() => (load.max = Math.max(load.max, loadAverage())), 5000);
+  let scenarioLoad = { ...load };
+  const sampler = setInterval(() => {
+    const now = loadAverage();
+    load.max = Math.max(load.max, now);
+    scenarioLoad.max = Math.max(scenarioLoad.max, now);
+  }, 5000);
   const log = (message: string) => console.log(`[bench ${round((performance.now() - started) / 1000, 0)}s] ${message}`);
   // --strategies narrows a run to some strategies (for trying a change); reports compare whatever ran.
   const picked = values.strategies ? new Set(values.strategies.split(',').map((s) => s.trim())) : undefined;
@@ -66,6 +72,7 @@ async function main(): Promise<number> {
     const ctx: RunContext = { engine, quick, strategies, resultsDir, log };
     for (const scenario of scenarios) {
       log(`scenario ${scenario.name}`);
+      scenarioLoad = { start: loadAverage(), end: 0, max: loadAverage() };
       let result: ScenarioResult;
       try {
         result = await scenario.run(ctx);
@@ -75,6 +82,8 @@ async function main(): Promise<number> {
         console.error(`scenario ${scenario.name} crashed: ${message}`);
         result = { name: scenario.name, title: scenario.title, status: 'failed', failures: [`crashed: ${message.split('\n')[0]}`], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] };
       }
+      scenarioLoad.end = loadAverage();
+      result = { ...result, load: { ...scenarioLoad, max: Math.max(scenarioLoad.max, scenarioLoad.end) } };
       results.push(result);
       await writeFile(join(resultsDir, `${result.name}.json`), `${JSON.stringify({ ...result, quick, startedAt }, null, 2)}\n`);
       for (const f of result.failures) console.error(`FAILED ${scenario.name}: ${f}`);
@@ -84,21 +93,24 @@ async function main(): Promise<number> {
     clearInterval(sampler);
   }
   load.end = loadAverage();
-  const goals = [...evaluateGoals(results), httpFillGoal(await readHttpFill(resultsDir)), consoleMapGoal(await readConsoleMap(resultsDir))];
+  // An --only run rebuilds the whole report: this run's scenarios beside the other scenarios' last result files.
+  const reported = only ? await resultsOnFile(resultsDir, results) : results;
+  const goals = [...evaluateGoals(reported), httpFillGoal(await readHttpFill(resultsDir)), consoleMapGoal(await readConsoleMap(resultsDir))];
   const seconds = (performance.now() - started) / 1000;
   const reportInput: ReportInput = {
-      results,
+      results: reported,
       machine: machineInfo(),
       quick,
       seconds,
       load,
       startedAt,
       resultsLink,
+      notes: await writtenNotes(),
       strategies: availability.map((a) => ({ name: a.strategy.name, description: a.strategy.description, ...(a.unavailable ? { unavailable: a.unavailable } : {}) })),
   };
   const report = renderReport(reportInput, goals);
   await writeFile(reportPath, report);
-  const { results: _results, ...runInfo } = reportInput;
+  const { results: _results, notes: _notes, ...runInfo } = reportInput;
   await writeFile(join(resultsDir, 'run.json'), `${JSON.stringify(runInfo, null, 2)}\n`);
   await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
   for (const g of goals) log(`goal [${g.met === undefined ? 'n/a' : g.met ? 'met' : 'not yet'}] ${g.scenario}: ${g.goal} -> ${g.measured}`);
@@ -110,8 +122,30 @@ async function main(): Promise<number> {
 /** Re-renders BENCHMARKS.md and goals.json from a finished run's files (after a change to the report's wording). */
 async function renderOnly(resultsDir: string, reportPath: string, resultsLink: string): Promise<number> {
   const run = JSON.parse(await readFile(join(resultsDir, 'run.json'), 'utf8')) as Omit<ReportInput, 'results' | 'resultsLink'>;
+  const results = await resultsOnFile(resultsDir, []);
+  const goals = [...evaluateGoals(results), httpFillGoal(await readHttpFill(resultsDir)), consoleMapGoal(await readConsoleMap(resultsDir))];
+  await writeFile(reportPath, renderReport({ ...run, results, resultsLink, notes: await writtenNotes() }, goals));
+  await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
+  console.log(`report ${reportPath} re-rendered from ${resultsDir}`);
+  return results.some((r) => r.failures.length > 0) ? 1 : 0;
+}
+
+/** bench/notes/*.md in name order: analyses written by hand that the report carries as they are. */
+async function writtenNotes(): Promise<string[]> {
+  const dir = join(ROOT, 'bench/notes');
+  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith('.md')).sort();
+  return Promise.all(names.map((n) => readFile(join(dir, n), 'utf8')));
+}
+
+/** Every scenario's result, in report order: `fresh` where given, else its last result file in `resultsDir`. */
+async function resultsOnFile(resultsDir: string, fresh: readonly ScenarioResult[]): Promise<ScenarioResult[]> {
   const results: ScenarioResult[] = [];
   for (const scenario of SCENARIOS) {
+    const ran = fresh.find((r) => r.name === scenario.name);
+    if (ran) {
+      results.push(ran);
+      continue;
+    }
     const text = await readFile(join(resultsDir, `${scenario.name}.json`), 'utf8').catch(() => undefined);
     results.push(
       text
@@ -119,11 +153,7 @@ async function renderOnly(resultsDir: string, reportPath: string, resultsLink: s
         : { name: scenario.name, title: scenario.title, status: 'unavailable', unavailable: 'not measured in this report: no full-run result file (its last full run was stopped before the scenario ended, for the session time limit)', failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] },
     );
   }
-  const goals = [...evaluateGoals(results), httpFillGoal(await readHttpFill(resultsDir)), consoleMapGoal(await readConsoleMap(resultsDir))];
-  await writeFile(reportPath, renderReport({ ...run, results, resultsLink }, goals));
-  await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
-  console.log(`report ${reportPath} re-rendered from ${resultsDir}`);
-  return results.some((r) => r.failures.length > 0) ? 1 : 0;
+  return results;
 }
 
 process.exitCode = await main().catch((error: unknown) => {

@@ -5,10 +5,10 @@
 import { createHash } from 'node:crypto';
 import { encodePath, type HttpClient } from '../cli/api/http-client.ts';
 import { ProblemError } from '../cli/errors.ts';
-import type { Claim, Owner, PoolDetails } from '../cli/api/types.ts';
+import type { Claim, Owner, PoolDetails, Range } from '../cli/api/types.ts';
 import { parseAddress } from '../shared/core/ip/address.ts';
 import { claimName, labelsOf, LabelKey } from './attachment.ts';
-import type { Attachment, Family, IpamConfig, NetworkConfig } from './config.ts';
+import type { Attachment, Family, IpamConfig, NetworkConfig, RangeConfig } from './config.ts';
 import { CniCode, CniError, toCniError } from './errors.ts';
 import { prevResultAddresses, type IpamResult, type ResultIp } from './versions.ts';
 
@@ -98,6 +98,9 @@ function prefixesOf(pool: PoolDetails): Map<string, number> {
  *   present, other exclusions or reuse delay              code 7 naming both
  *   present, a Ready range the config does not name       code 7 (another node's config, or the pool grew on the service)
  *   present, a config range missing                       created (another node may be creating it: a 409 is re-read)
+ *
+ * Requests: one GET for a pool that exists as configured; GET, POST pool and one POST per range for a new one (what
+ * a POST answers is what this config asked for, so nothing is read back unless another node raced it).
  */
 export async function ensurePool(http: HttpClient, ipam: IpamConfig): Promise<Map<string, number>> {
   let pool = await getPool(http, ipam.pool);
@@ -106,12 +109,9 @@ export async function ensurePool(http: HttpClient, ipam: IpamConfig): Promise<Ma
     return prefixesOf(pool);
   }
   if (!pool) {
-    try {
-      await http.request('POST', '/v1/pools', { body: { name: ipam.pool, exclude: ipam.exclude, ...(ipam.reuseDelaySeconds > 0 ? { reuseDelaySeconds: ipam.reuseDelaySeconds } : {}) } });
-    } catch (error) {
-      // Another node created it first: read what it made and compare below.
-      if (!(error instanceof ProblemError && error.status === 409)) throw error;
-    }
+    // Created as this config asks, with no range yet: nothing to read back or compare.
+    if (await createPool(http, ipam)) return createRanges(http, ipam, ipam.ranges, new Map());
+    // Another node created it first: read what it made and compare below.
     pool = await getPool(http, ipam.pool);
     if (!pool) throw new CniError(CniCode.TryAgainLater, 'the pool vanished while it was being created', `pool ${ipam.pool}`);
   }
@@ -127,15 +127,41 @@ export async function ensurePool(http: HttpClient, ipam: IpamConfig): Promise<Ma
   if (extra.length > 0) {
     throw invalid(`pool ${JSON.stringify(ipam.pool)} has ranges ${extra.map((r) => r.cidr).join(', ')} that this config does not name (it names ${[...wanted].join(', ')}): every node must use the same config`);
   }
-  const missing = ipam.ranges.filter((r) => !pool.ranges.some((have) => have.cidr === r.cidr));
-  if (missing.length === 0) return prefixesOf(pool);
+  const existing = pool.ranges;
+  const missing = ipam.ranges.filter((r) => !existing.some((have) => have.cidr === r.cidr));
+  return createRanges(http, ipam, missing, prefixesOf(pool));
+}
+
+/** Creates the config's pool: true when this call made it, false when it existed already (409). */
+async function createPool(http: HttpClient, ipam: IpamConfig): Promise<boolean> {
+  try {
+    await http.request('POST', '/v1/pools', { body: { name: ipam.pool, exclude: ipam.exclude, ...(ipam.reuseDelaySeconds > 0 ? { reuseDelaySeconds: ipam.reuseDelaySeconds } : {}) } });
+    return true;
+  } catch (error) {
+    if (error instanceof ProblemError && error.status === 409) return false;
+    throw error;
+  }
+}
+
+/**
+ * Creates the config's missing ranges and answers the pool's range prefixes: `known` (its Ready ranges already
+ * read) and the ones created. Each creation answers its range, so only a race (409: another node creating the same
+ * range, or a range of that name) costs a read of the pool again.
+ */
+async function createRanges(http: HttpClient, ipam: IpamConfig, missing: readonly RangeConfig[], known: ReadonlyMap<string, number>): Promise<Map<string, number>> {
+  const prefixes = new Map(known);
+  let raced = false;
   for (const range of missing) {
     try {
-      await http.request('POST', `/v1/pools/${encodePath(ipam.pool)}/ranges`, { body: { cidr: range.cidr } });
+      const made = (await http.request('POST', `/v1/pools/${encodePath(ipam.pool)}/ranges`, { body: { cidr: range.cidr } })).body as Range;
+      if (made.state !== 'Ready') throw invalid(`range ${range.cidr} of pool ${JSON.stringify(ipam.pool)} is being deleted (${made.state})`);
+      prefixes.set(made.name, range.prefix);
     } catch (error) {
       if (!(error instanceof ProblemError && error.status === 409)) throw error;
+      raced = true;
     }
   }
+  if (!raced) return prefixes;
   const after = await getPool(http, ipam.pool);
   if (!after) throw new CniError(CniCode.TryAgainLater, 'the pool vanished while its ranges were being created', `pool ${ipam.pool}`);
   for (const range of missing) {
@@ -195,7 +221,9 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
   };
   try {
     const cached = ctx.cache.read(key);
+    const waitStarted = performance.now();
     let prefixes = cached ?? (await ctx.cache.exclusive(key, check, () => ctx.cache.read(key)));
+    ctx.log('debug', cached ? `timing: pool ${ipam.pool} known to this node` : `timing: pool ${ipam.pool} checked or waited for in ${Math.round(performance.now() - waitStarted)} ms`);
     const body = claimRequest(config, attachment, owner, ctx.node);
     const post = () => retrying(ctx, 'ADD claim', async () => {
       const res = await ctx.http.request('POST', `/v1/pools/${encodePath(ipam.pool)}/claims`, { body });

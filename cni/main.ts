@@ -7,14 +7,16 @@
  * The environment is checked as libcni's skel checks it: CNI_COMMAND always; CNI_CONTAINERID and CNI_IFNAME for ADD,
  * DEL and CHECK; CNI_NETNS for ADD and CHECK; CNI_PATH for every command but VERSION (code 4 naming what is missing).
  */
-import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { HttpClient } from '../cli/api/http-client.ts';
+import { HttpClient, type HttpClientOptions, type HttpResponse, type RequestOptions } from '../cli/api/http-client.ts';
+import { ProblemError } from '../cli/errors.ts';
 import { checkAttachment, ownerOf, parseCniArgs } from './attachment.ts';
-import { add, check, del, gc, status, type CommandContext, type PoolCheckCache } from './commands.ts';
+import { add, check, del, gc, status, type CommandContext } from './commands.ts';
+import { fileCache } from './node-cache.ts';
 import { LogLevel, parseNetworkConfig, type IpamConfig, type NetworkConfig } from './config.ts';
 import { CniCode, CniError, errorResult, toCniError } from './errors.ts';
+import { nodeFetch } from './transport.ts';
 import { commandAllowed, encodeResult, LATEST_VERSION, SUPPORTED_VERSIONS } from './versions.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -76,75 +78,40 @@ class Log {
   }
 }
 
-/**
- * The pool check cache as files in ipam.stateDir, one per key, written whole (a temporary file renamed) so a reader
- * never sees half of one. A folder that cannot be read or written only costs the check: it is logged, not fatal.
- */
-function fileCache(dir: string, log: Log, timeoutMs: number): PoolCheckCache {
-  return {
-    // A lock file made with O_EXCL; one older than the timeout belongs to a process that died, and is taken over.
-    async exclusive(key, check, cachedMeanwhile) {
-      const lock = join(dir, `pool-${key}.lock`);
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        let fd: number | undefined;
-        try {
-          mkdirSync(dir, { recursive: true, mode: 0o700 });
-          fd = openSync(lock, 'wx');
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return check();
-        }
-        if (fd !== undefined) {
-          try {
-            return cachedMeanwhile() ?? (await check());
-          } finally {
-            closeSync(fd);
-            try {
-              unlinkSync(lock);
-            } catch {
-              // Taken over as stale by another process: nothing left to remove.
-            }
-          }
-        }
-        const seen = cachedMeanwhile();
-        if (seen !== undefined) return seen;
-        if (Date.now() > deadline) return check();
-        try {
-          if (Date.now() - statSync(lock).mtimeMs > timeoutMs) unlinkSync(lock);
-        } catch {
-          // Gone already: the next round takes it.
-        }
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    },
-    read(key) {
-      try {
-        const doc = JSON.parse(readFileSync(join(dir, `pool-${key}.json`), 'utf8')) as { prefixes?: Record<string, number> };
-        return doc.prefixes ? new Map(Object.entries(doc.prefixes)) : undefined;
-      } catch {
-        return undefined;
-      }
-    },
-    write(key, prefixes) {
-      try {
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
-        const path = join(dir, `pool-${key}.json`);
-        const temporary = `${path}.${process.pid}`;
-        writeFileSync(temporary, JSON.stringify({ prefixes: Object.fromEntries(prefixes) }));
-        renameSync(temporary, path);
-      } catch (error) {
-        log.write('warn', `cannot remember the pool check in ${dir}: ${(error as Error).message}`);
-      }
-    },
-  };
+/** Milliseconds since the process started (performance's origin), for the debug level's timing lines. */
+function since(): string {
+  return `+${Math.round(performance.now())} ms`;
 }
 
-async function serviceClient(ipam: IpamConfig): Promise<HttpClient> {
-  if (ipam.region === undefined) return new HttpClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs });
+/** The service client whose every request leaves a debug line: method, path, answer and time, since start. */
+class TimedClient extends HttpClient {
+  constructor(options: HttpClientOptions, private readonly log: Log['write']) {
+    super(options);
+  }
+
+  override async request(method: string, path: string, options?: RequestOptions): Promise<HttpResponse> {
+    const started = performance.now();
+    let answer = 'failed';
+    try {
+      const response = await super.request(method, path, options);
+      answer = String(response.status);
+      return response;
+    } catch (error) {
+      if (error instanceof ProblemError) answer = String(error.status);
+      throw error;
+    } finally {
+      this.log('debug', `timing: ${method} ${path} ${answer} in ${Math.round(performance.now() - started)} ms (${since()})`);
+    }
+  }
+}
+
+async function serviceClient(ipam: IpamConfig, log: Log['write']): Promise<HttpClient> {
+  if (ipam.region === undefined) return new TimedClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs, fetch: nodeFetch }, log);
   // Loaded only for https endpoints: a plain http call to the local stack never pays for the credential chain.
   const { credentialChain, sigV4Signer } = await import('./signer.ts');
   const signer = sigV4Signer({ credentials: await credentialChain(undefined), region: ipam.region });
-  return new HttpClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs, signer });
+  log('debug', `timing: signer loaded (${since()})`);
+  return new TimedClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs, signer, fetch: nodeFetch }, log);
 }
 
 /** Runs one CNI call. Never throws: every failure becomes the spec's error document. */
@@ -165,10 +132,11 @@ export async function run(env: Env, stdin: string, node: string = hostname()): P
     }
     const config: NetworkConfig = parseNetworkConfig(stdin, env);
     log.configure(config.ipam);
+    log.write('debug', `timing: config parsed (${since()})`);
     if ((cmd === 'CHECK' || cmd === 'STATUS' || cmd === 'GC') && !commandAllowed(cmd, config.cniVersion)) {
       throw new CniError(CniCode.IncompatibleVersion, `config version does not allow ${cmd}`, `cniVersion ${config.cniVersion}`);
     }
-    const ctx: CommandContext = { http: await serviceClient(config.ipam), node, log: log.write, cache: fileCache(config.ipam.stateDir, log, config.ipam.timeoutMs) };
+    const ctx: CommandContext = { http: await serviceClient(config.ipam, log.write), node, log: log.write, cache: fileCache(config.ipam.stateDir, (message) => log.write('warn', message), config.ipam.timeoutMs) };
     switch (cmd) {
       case 'ADD': {
         const attachment = checkAttachment(env.CNI_CONTAINERID, env.CNI_IFNAME);
@@ -194,6 +162,7 @@ export async function run(env: Env, stdin: string, node: string = hostname()): P
     log.write('error', failure.message);
     return { exitCode: 1, stdout: JSON.stringify(errorResult(failure, version)) };
   } finally {
+    log.write('debug', `timing: done (${since()})`);
     log.flush();
   }
 }

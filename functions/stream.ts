@@ -6,8 +6,9 @@ import { createMirrorHandler } from '../shared/adapters/stream/mirror-handler.ts
 const container = buildContainerAtColdStart();
 
 /**
- * Stream entry: keeps the occupancy summary (one chunk write per batch and chunk touched) and mirrors lease changes
- * into the legacy bitmaps, reporting partial batch failures per chunk and bitmap. Refused
+ * Stream entry: keeps the occupancy summary (one chunk write per batch and chunk touched), writes the address
+ * history (one item per ended holding) and mirrors lease changes into the legacy bitmaps, reporting partial batch
+ * failures per chunk, holding and bitmap. Refused
  * until the table's fixed settings are this function's: the batch fails whole and the mapping retries it.
  */
 export const handler = servingAfter(tableSettingsGuard(container), createMirrorHandler(() => container.mirror, undefined, IpamMetrics.create(container.config.metrics)));

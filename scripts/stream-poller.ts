@@ -4,29 +4,22 @@ import {
   DynamoDBStreamsClient,
   GetRecordsCommand,
   GetShardIteratorCommand,
-  type _Record as SdkRecord,
-  type AttributeValue as SdkAttributeValue,
   type Shard,
   type ShardIteratorType,
 } from '@aws-sdk/client-dynamodb-streams';
-import type { AttributeValue, Context, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { Context, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { createDynamoClient } from '../shared/adapters/dynamodb/client.ts';
 import { lambdaContext } from './lambda-context.ts';
+import { toLambdaRecord } from '../aws-emulation/lambda-records.ts';
+import { DEPLOYED_MAPPING, deliverBatch, type DeliveryRules } from '../aws-emulation/stream-delivery.ts';
 
 /**
  * A local stand-in for Lambda's DynamoDB event source mapping, for DynamoDB Local (which has streams but no
- * Lambda service). It reads every shard of a table's stream, hands batches to a stream handler as a real
- * `DynamoDBStreamEvent`, and follows the mapping's rules for `ReportBatchItemFailures`:
+ * Lambda service). It reads every shard of a table's stream and hands batches to a stream handler as a real
+ * `DynamoDBStreamEvent`; what happens to a batch (partial failures, retries from the lowest failed record,
+ * bisection, give-up to the failure destination) is aws-emulation/stream-delivery.ts, the rules the simulator and
+ * the tests run too, with the deployed mapping's settings as defaults.
  *
- *   batch [r1 r2 r3 r4 r5]   handler answers batchItemFailures = [r4, r3]
- *             ^^^^^ checkpointed (r1, r2 are done)
- *   retry [r3 r4 r5]         from the LOWEST failed sequence number, to the end of the batch
- *   ...                      at most `maxRetries` retries, then [r3 r4 r5] go to the failure destination
- *
- * - An unknown, empty or missing `itemIdentifier` fails the whole batch (as Lambda does).
- * - A handler that throws fails the whole batch; with `bisectOnError` the batch is split in two halves that are
- *   retried separately (each with its own retry budget), so one poison record ends up alone.
- * - `undefined`, `null` or `{ batchItemFailures: [] }` is success.
  * - Records of one shard are delivered in order, one batch at a time; a child shard is read only after its
  *   parent is drained. New shards are discovered by describing the stream again.
  */
@@ -38,9 +31,9 @@ export interface StreamPollerOptions {
   handler: StreamHandler;
   /** Milliseconds between polls of an idle stream (Lambda polls a shard about 4 times a second). Default 250. */
   pollIntervalMs?: number;
-  /** Records per GetRecords call and so per batch. Default 100 (the deployed mapping's batch size). */
+  /** Records per GetRecords call and so per batch. Default: the deployed mapping's (100). */
   batchSize?: number;
-  /** Retries of a failing batch before it goes to the failure destination. Default 3. */
+  /** Retries of a failing batch before it goes to the failure destination. Default: the deployed mapping's (10). */
   maxRetries?: number;
   /** Milliseconds before a failed batch is retried. Default 100. */
   retryDelayMs?: number;
@@ -111,11 +104,6 @@ interface ShardState {
   finished: boolean;
 }
 
-type Outcome =
-  | { readonly kind: 'ok' }
-  | { readonly kind: 'error'; readonly message: string }
-  | { readonly kind: 'partial'; readonly firstFailed: number; readonly message: string };
-
 const SHARD_REFRESH_MS = 2000;
 const STOP_GRACE_MS = 5000;
 
@@ -123,10 +111,13 @@ const STOP_GRACE_MS = 5000;
 export async function startStreamPoller(options: StreamPollerOptions): Promise<StreamPoller> {
   const region = options.region ?? 'us-east-1';
   const pollIntervalMs = options.pollIntervalMs ?? 250;
-  const batchSize = options.batchSize ?? 100;
-  const maxRetries = options.maxRetries ?? 3;
+  const rules: DeliveryRules = {
+    ...DEPLOYED_MAPPING,
+    ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+    ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
+    ...(options.bisectOnError !== undefined ? { bisectOnError: options.bisectOnError } : {}),
+  };
   const retryDelayMs = options.retryDelayMs ?? 100;
-  const bisectOnError = options.bisectOnError ?? true;
   const functionName = options.functionName ?? 'stream-handler';
   const onError = options.onError ?? ((error: unknown) => console.error(`[stream-poller] ${describeError(error)}`));
   const onFailure =
@@ -204,7 +195,7 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     }
     let answer;
     try {
-      answer = await streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: batchSize }), { abortSignal: abort.signal });
+      answer = await streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: rules.batchSize }), { abortSignal: abort.signal });
     } catch (error) {
       // Expired or trimmed iterators are re-acquired from the checkpoint; anything else is reported by the loop.
       state.iterator = undefined;
@@ -231,60 +222,36 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     return records.length;
   }
 
-  async function invoke(records: DynamoDBRecord[]): Promise<Outcome> {
-    counters.invocations += 1;
-    let answer: unknown;
-    try {
-      answer = await options.handler({ Records: records }, lambdaContext(functionName, { region }));
-    } catch (error) {
-      return { kind: 'error', message: describeError(error) };
-    }
-    return readBatchResponse(answer, records);
-  }
-
   async function deliver(state: ShardState, records: DynamoDBRecord[]): Promise<void> {
-    const queue: DynamoDBRecord[][] = [records];
-    while (queue.length > 0 && !stopped) {
-      let batch = queue.shift()!;
-      for (let attempt = 1; !stopped; attempt += 1) {
-        const outcome = await invoke(batch);
-        if (outcome.kind === 'ok') {
-          counters.recordsDelivered += batch.length;
-          break;
+    await deliverBatch(records, rules, {
+      invoke: (batch) => {
+        counters.invocations += 1;
+        return options.handler({ Records: batch }, lambdaContext(functionName, { region }));
+      },
+      pause: () => pause(retryDelayMs, abort.signal),
+      stopped: () => stopped,
+      onDelivered: (n) => (counters.recordsDelivered += n),
+      onGiveUp: ({ records: batch, attempts, outcome }) => {
+        const failure: FailedBatch = {
+          streamArn: streamArn!,
+          shardId: state.shard.ShardId ?? '',
+          startSequenceNumber: batch[0]?.dynamodb?.SequenceNumber ?? '',
+          endSequenceNumber: batch.at(-1)?.dynamodb?.SequenceNumber ?? '',
+          batchSize: batch.length,
+          attempts,
+          condition: outcome.kind === 'error' ? 'Error' : 'PartialFailure',
+          lastError: outcome.message,
+          records: batch,
+        };
+        failed.push(failure);
+        counters.recordsFailed += batch.length;
+        try {
+          onFailure(failure);
+        } catch (error) {
+          onError(error);
         }
-        if (outcome.kind === 'error' && bisectOnError && batch.length > 1) {
-          const half = Math.ceil(batch.length / 2);
-          queue.unshift(batch.slice(0, half), batch.slice(half));
-          break;
-        }
-        if (outcome.kind === 'partial') {
-          counters.recordsDelivered += outcome.firstFailed;
-          batch = batch.slice(outcome.firstFailed);
-        }
-        if (attempt > maxRetries) {
-          const failure: FailedBatch = {
-            streamArn: streamArn!,
-            shardId: state.shard.ShardId ?? '',
-            startSequenceNumber: batch[0]?.dynamodb?.SequenceNumber ?? '',
-            endSequenceNumber: batch.at(-1)?.dynamodb?.SequenceNumber ?? '',
-            batchSize: batch.length,
-            attempts: attempt,
-            condition: outcome.kind === 'error' ? 'Error' : 'PartialFailure',
-            lastError: outcome.message,
-            records: batch,
-          };
-          failed.push(failure);
-          counters.recordsFailed += batch.length;
-          try {
-            onFailure(failure);
-          } catch (error) {
-            onError(error);
-          }
-          break;
-        }
-        await pause(retryDelayMs, abort.signal);
-      }
-    }
+      },
+    });
   }
 
   async function loop(): Promise<void> {
@@ -327,61 +294,6 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       return stopping;
     },
   };
-}
-
-/** Reads a handler's answer the way the event source mapping does (ReportBatchItemFailures). */
-function readBatchResponse(answer: unknown, records: readonly DynamoDBRecord[]): Outcome {
-  if (answer === undefined || answer === null) return { kind: 'ok' };
-  const failures = (answer as { batchItemFailures?: unknown }).batchItemFailures;
-  if (failures === undefined || failures === null) return { kind: 'ok' };
-  if (!Array.isArray(failures)) return { kind: 'partial', firstFailed: 0, message: 'batchItemFailures is not an array: whole batch failed' };
-  if (failures.length === 0) return { kind: 'ok' };
-  let firstFailed = records.length;
-  for (const failure of failures as { itemIdentifier?: unknown }[]) {
-    const index = records.findIndex((r) => r.dynamodb?.SequenceNumber === failure?.itemIdentifier);
-    if (typeof failure?.itemIdentifier !== 'string' || failure.itemIdentifier === '' || index < 0) {
-      return { kind: 'partial', firstFailed: 0, message: `unknown itemIdentifier ${JSON.stringify(failure?.itemIdentifier)}: whole batch failed` };
-    }
-    firstFailed = Math.min(firstFailed, index);
-  }
-  return { kind: 'partial', firstFailed, message: `${failures.length} item(s) reported failed` };
-}
-
-/** Converts an SDK stream record into the shape Lambda delivers (lower-case userIdentity, epoch seconds, base64 binaries). */
-export function toLambdaRecord(record: SdkRecord, streamArn: string, region: string): DynamoDBRecord {
-  const data = record.dynamodb ?? {};
-  const out: DynamoDBRecord = {
-    eventID: record.eventID,
-    eventName: record.eventName,
-    eventVersion: record.eventVersion ?? '1.1',
-    eventSource: 'aws:dynamodb',
-    awsRegion: region,
-    dynamodb: {
-      ApproximateCreationDateTime:
-        data.ApproximateCreationDateTime === undefined ? undefined : Math.floor(data.ApproximateCreationDateTime.getTime() / 1000),
-      Keys: data.Keys && toLambdaImage(data.Keys),
-      NewImage: data.NewImage && toLambdaImage(data.NewImage),
-      OldImage: data.OldImage && toLambdaImage(data.OldImage),
-      SequenceNumber: data.SequenceNumber,
-      SizeBytes: data.SizeBytes,
-      StreamViewType: data.StreamViewType,
-    },
-    eventSourceARN: streamArn,
-  };
-  if (record.userIdentity) out.userIdentity = { type: record.userIdentity.Type, principalId: record.userIdentity.PrincipalId };
-  return out;
-}
-
-function toLambdaImage(image: Record<string, SdkAttributeValue>): Record<string, AttributeValue> {
-  return Object.fromEntries(Object.entries(image).map(([name, value]) => [name, toLambdaValue(value)]));
-}
-
-function toLambdaValue(value: SdkAttributeValue): AttributeValue {
-  if (value.B !== undefined) return { B: Buffer.from(value.B).toString('base64') };
-  if (value.BS !== undefined) return { BS: value.BS.map((b) => Buffer.from(b).toString('base64')) };
-  if (value.L !== undefined) return { L: value.L.map(toLambdaValue) };
-  if (value.M !== undefined) return { M: toLambdaImage(value.M) };
-  return value as AttributeValue;
 }
 
 function describeError(error: unknown): string {

@@ -1,6 +1,6 @@
 /**
- * Capacity units by DynamoDB's rules, on the plain items the stores write (MemoryTable's form), with the bench's
- * pricer's size rules (bench/lib/item-size.ts: attribute name bytes + value bytes; numbers by significant digits):
+ * Capacity units by DynamoDB's rules, on the plain items the stores write (MemoryTable's form), sized by the one
+ * pricer (aws-emulation/item-size.ts: attribute name bytes + value bytes; numbers by significant digits):
  *
  *   write (put, update)    1 unit per started KB of max(size before, size after)      transactions: x2
  *   delete, check          1 unit per started KB of the size before (at least 1)      transactions: x2
@@ -12,24 +12,10 @@
  */
 import type { Item } from '../shared/adapters/dynamodb/codec.ts';
 import { KEY_ATTRIBUTES, type IndexName, type QueryPage } from '../shared/adapters/dynamodb/table.ts';
-import { numberSize, readUnits, utf8Length, writeUnits } from '../bench/lib/item-size.ts';
-
-function valueBytes(value: unknown): number {
-  if (typeof value === 'string') return utf8Length(value);
-  if (typeof value === 'number' || typeof value === 'bigint') return numberSize(String(value));
-  if (typeof value === 'boolean' || value === null) return 1;
-  if (value instanceof Uint8Array) return value.byteLength;
-  if (Array.isArray(value)) return 3 + value.reduce((sum: number, v) => sum + 1 + valueBytes(v), 0);
-  if (typeof value === 'object') return 3 + Object.entries(value as Record<string, unknown>).reduce((sum, [k, v]) => (v === undefined ? sum : sum + 1 + utf8Length(k) + valueBytes(v)), 0);
-  return 0;
-}
+import { plainItemSize, readUnits, writeUnits } from '../aws-emulation/item-size.ts';
 
 /** An item's size by DynamoDB's rules. */
-export function itemBytes(item: Item): number {
-  let size = 0;
-  for (const [name, value] of Object.entries(item)) if (value !== undefined) size += utf8Length(name) + valueBytes(value);
-  return size;
-}
+export const itemBytes = (item: Item): number => plainItemSize(item);
 
 export function writeUnitsOf(before: Item | undefined, after: Item | undefined): number {
   return writeUnits(Math.max(before ? itemBytes(before) : 0, after ? itemBytes(after) : 0));

@@ -9,7 +9,7 @@ function percentile(sorted: readonly number[], p: number): number {
 const fixed = (n: number, digits = 1): string => n.toFixed(digits);
 
 /** `quick`: the run used the quick form of its scenario, so the replay command asks for it too. */
-export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: string } = {}): string {
+export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: string; replay?: string } = {}): string {
   const lines: string[] = [];
   const sorted = [...o.latencies].sort((a, b) => a - b);
   lines.push(`seed ${o.seed} scenario ${o.scenario}: ${fixed(o.virtualMs / 1000)} s virtual, ${o.steps} steps`);
@@ -24,6 +24,12 @@ export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: st
   if (o.openLoop) {
     const l = o.openLoop;
     const from = [...l.latencies].sort((a, b) => a - b);
+    const steadyFrom = Math.floor(l.bySecond.length / 2);
+    const steady = l.bySecond.slice(steadyFrom);
+    const steadyLatencies = steady.flatMap((x) => x.latencies).sort((a, b) => a - b);
+    const sum = (f: (x: (typeof steady)[number]) => number): number => steady.reduce((acc, x) => acc + f(x), 0);
+    lines.push(`open loop per second (arrived/allocated/refused): ${l.bySecond.map((x) => `${x.arrived}/${x.allocated}/${x.refused}`).join(' ')}`);
+    lines.push(`open loop, arrivals of seconds ${steadyFrom}-${l.bySecond.length}: ${fixed(sum((x) => x.allocated) / Math.max(1, steady.length))} allocated/s of ${fixed(sum((x) => x.arrived) / Math.max(1, steady.length))} arrived/s, ${sum((x) => x.refused)} refused; from arrival p50 ${fixed(percentile(steadyLatencies, 50))} ms, p99 ${fixed(percentile(steadyLatencies, 99))} ms`);
     lines.push(`open loop: ${l.arrived} arrived, ${l.allocated} allocated (${fixed((l.allocated * 1000) / l.windowMs)}/s), ${l.refused} refused, ${l.rangeFull} RangeFull, ${l.other} other; from arrival p50 ${fixed(percentile(from, 50))} ms, p99 ${fixed(percentile(from, 99))} ms`);
   }
   const refused = Object.entries(o.refused).sort(([a], [b]) => (a < b ? -1 : 1));
@@ -32,7 +38,7 @@ export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: st
   for (const note of o.notes) lines.push(`note: ${note}`);
   if (o.violation) {
     lines.push(`INVARIANT BROKEN: ${o.violation.invariant}: ${o.violation.detail}`);
-    lines.push(`replay: npm run sim -- --seed ${o.seed} ${options.plant ? `--plant ${options.plant}` : `--scenario ${o.scenario}`}${options.quick ? ' --quick' : ''}`);
+    lines.push(`replay: ${options.replay ?? `npm run sim -- --seed ${o.seed} ${options.plant ? `--plant ${options.plant}` : `--scenario ${o.scenario}`}${options.quick ? ' --quick' : ''}`}`);
     lines.push('trace (lines naming what broke):');
     for (const line of o.trace) lines.push(`  ${line}`);
   } else lines.push('all invariants held');

@@ -9,7 +9,8 @@
  *   SdkTable turns into NotReadyError). Units by DynamoDB's rules (capacity.ts);
  * - transactions in flight: a transaction holds its items from arrival to commit; another transaction touching one
  *   of them meanwhile is cancelled with TransactionConflict on that item, and a single write to one of them fails
- *   with TransactionConflictException (DynamoDB's documented behaviour; DynamoDB Local serializes instead);
+ *   with TransactionConflictException, which it answers as SdkTable does: NotReadyError (DynamoDB's documented
+ *   behaviour; DynamoDB Local serializes instead);
  * - eventually consistent reads (indexes, and table queries without ConsistentRead) behind the writes by a lag drawn
  *   per read, converted to MemoryTable's "writes not seen yet";
  * - the stream: every committed change of a lease item becomes a record (INSERT, MODIFY, REMOVE), in commit order;
@@ -28,9 +29,9 @@ import type { Key } from '../shared/adapters/dynamodb/keys.ts';
 import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../shared/adapters/dynamodb/table.ts';
 import { MemoryTable, type Fault, type TableCall } from '../shared/adapters/memory/memory-table.ts';
 import { indexEntries, itemBytes, queryReadUnits, readUnitsOf, writeUnitsOf } from './capacity.ts';
-import type { Prng } from './prng.ts';
+import { Prng } from './prng.ts';
 import { PER_KEY, Throughput, type Quotas } from './quotas.ts';
-import type { Scheduler } from './scheduler.ts';
+import { Scheduler } from './scheduler.ts';
 
 /**
  * Request latency as the caller sees it, lognormal per call (median, p99 in ms). Sources: DynamoDB's documentation
@@ -104,7 +105,7 @@ export interface SimTableOptions {
   readonly faults?: (call: { readonly method: string; readonly caller: Caller; readonly keys: readonly Key[] }) => CallFault | undefined;
   /** Milliseconds after which a caller gives up on a call (DYNAMODB_REQUEST_TIMEOUT_MS). */
   readonly requestTimeoutMs: number;
-  /** Multiplies every latency (a slow region, or 0 for a model check of counts only). */
+  /** Multiplies every latency and the index's lag (a slow region, the sensitivity table, or 0 for a model check of counts only). */
   readonly latencyScale?: number;
   /** Capacity limits off (a model check of counts). */
   readonly unlimited?: boolean;
@@ -124,6 +125,7 @@ export interface SimTableOptions {
 }
 
 const THROTTLED = 'The address store is throttling requests; retry shortly.';
+const CONFLICT = 'Another transaction was writing the same item; retry shortly.';
 const TIMED_OUT = 'The address store did not answer in time; retry shortly.';
 
 const keyId = (key: Key): string => `${key.PK}\u0000${key.SK}`;
@@ -271,7 +273,7 @@ export class SimEngine {
 
   /** A draw of how far behind an eventually consistent read is. */
   drawLag(): number {
-    return this.lagRng.lognormal(INDEX_LAG.median, INDEX_LAG.p99);
+    return this.lagRng.lognormal(INDEX_LAG.median, INDEX_LAG.p99) * (this.options.latencyScale ?? 1);
   }
 
   /** Records committed item writes: lag bookkeeping, stream records of leases, the checker's log. */
@@ -412,7 +414,8 @@ export class SimTable implements Table {
     if (this.engine.isLocked([key])[0]) {
       spend.conflicts += 1;
       await this.engine.pass(this.caller, total / 2);
-      throw conflictError();
+      // What SdkTable makes of DynamoDB's TransactionConflictException on a single write: retryable, nothing applied.
+      throw new NotReadyError(CONFLICT, { cause: conflictError() });
     }
     const [mutated] = this.engine.mutate([op], this.caller);
     const applied = fault?.kind !== 'timeout' || fault.committed;
@@ -430,6 +433,8 @@ export class SimTable implements Table {
   }
 
   async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
+    // An empty request is refused up front (ValidationException), before a broken store's mutate could skip it.
+    if (ops.length === 0) return this.engine.memory.transact(ops);
     const spend = this.spend('transact');
     const keys = ops.map(keyOfOp);
     const fault = this.engine.fault('transact', this.caller, keys);
@@ -511,4 +516,33 @@ export class SimTable implements Table {
     await this.engine.pass(this.caller, rest);
     return result;
   }
+}
+
+/**
+ * A SimTable outside a simulation, for the Table contract tests: one caller, no faults, no capacity limits; each call
+ * runs the engine's virtual time until it settles.
+ */
+export function standaloneSimTable(seed = 1): Table {
+  const scheduler = new Scheduler();
+  const engine = new SimEngine({ scheduler, rng: new Prng(seed), requestTimeoutMs: 3000, unlimited: true });
+  const table = engine.tableFor({ id: 'contract', role: 'contract', alive: true });
+  const drive = async <T>(call: () => Promise<T>): Promise<T> => {
+    let settled = false;
+    const running = call();
+    running.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    while (!settled) await scheduler.runUntil(scheduler.now + 1000);
+    return running;
+  };
+  return {
+    name: table.name,
+    get: (key) => drive(() => table.get(key)),
+    batchGet: (keys, attributes) => drive(() => table.batchGet(keys, attributes)),
+    write: (op) => drive(() => table.write(op)),
+    transact: (ops) => drive(() => table.transact(ops)),
+    query: (query) => drive(() => table.query(query)),
+    describe: () => drive(() => table.describe()),
+  };
 }

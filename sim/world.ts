@@ -13,7 +13,7 @@
  * Invariants (invariants.ts) are checked every `checkEveryMs` of virtual time, on every answer, and at quiescence
  * (clients stopped, the stream drained, the reconciler run past its grace, the index settled).
  */
-import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { DynamoDBRecord } from 'aws-lambda';
 import { buildContainer, type Container } from '../shared/adapters/composition.ts';
 import { itemToClaim, type Item } from '../shared/adapters/dynamodb/codec.ts';
 import { createMirrorHandler } from '../shared/adapters/stream/mirror-handler.ts';
@@ -42,6 +42,7 @@ import { SimEngine, type CallFault, type Caller, type Spend, type StreamChange }
 import type { Query, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 import { ClientLedger, FreeAddresses, ProjectionLag, checkRangeFull } from './ledger.ts';
 import type { PlantHooks } from './plants.ts';
+import { DEPLOYED_MAPPING, batchDue, deliverBatch, type DeliveryRules } from '../aws-emulation/stream-delivery.ts';
 import { AWS_DEFAULTS, type Quotas } from './quotas.ts';
 
 /** Epoch of virtual time zero. */
@@ -160,6 +161,13 @@ export interface Scenario {
   readonly arrivals?: { readonly perSecond: number; readonly holdMs: number };
   /** LEASE_INDEX_SHARDS (8 when absent). */
   readonly indexShards?: number;
+  /**
+   * Multiplies every latency input (storage calls, the index's and the stream's lag, the gateway legs, cold starts):
+   * the sensitivity table halves and doubles them. 1 when absent.
+   */
+  readonly latencyScale?: number;
+  /** The stream function's event source mapping (the deployed one when absent). */
+  readonly streamMapping?: DeliveryRules;
   /** Stream shards: records by partition-key hash, each shard with one batch in flight (parallelizationFactor 1). */
   readonly streamShards?: number;
   /** When a client renews a claim with a TTL, as a fraction of the TTL after its last answer (1/3 when absent). */
@@ -212,6 +220,8 @@ export interface OpenLoop {
   readonly latencies: number[];
   /** The window the rate is measured over (ms). */
   windowMs: number;
+  /** Per second of the window, by arrival: arrived, allocated, refused, and the allocations' latencies from arrival. */
+  readonly bySecond: { arrived: number; allocated: number; refused: number; readonly latencies: number[] }[];
 }
 
 /** The invariant's failure, carried out of the run through the scheduler. */
@@ -298,6 +308,7 @@ export class World {
   private dispatched = 0;
   /** RangeFull answers given while the family had a free address (RANGE_FULL_EXACT_ENFORCED). */
   private readonly inexactFull: string[] = [];
+  private readonly latencyScale: number;
 
   constructor(readonly seed: number, readonly scenario: Scenario) {
     this.rng = new Prng(seed);
@@ -305,6 +316,7 @@ export class World {
     this.workRng = this.rng.fork('work');
     this.plantRng = this.rng.fork('plant');
     this.ledger = new ClientLedger(scenario.skewMs);
+    this.latencyScale = scenario.latencyScale ?? 1;
     this.config = loadConfig({
       TABLE_NAME: 'sim',
       LOCAL_STACK: 'true',
@@ -320,6 +332,7 @@ export class World {
       requestTimeoutMs: this.config.requestTimeoutMs,
       faults: (call) => this.callFault(call.method, call.caller),
       ...(scenario.unlimited ? { unlimited: true } : {}),
+      ...(scenario.latencyScale !== undefined ? { latencyScale: scenario.latencyScale } : {}),
       ...(mutations.length ? { mutate: (ops: readonly WriteOp[], caller: Caller) => mutations.reduce<WriteOp[]>((acc, m) => m(acc, caller), [...ops]) } : {}),
       ...(misreport ? { misreport } : {}),
       quotas: scenario.quotas ?? AWS_DEFAULTS,
@@ -436,7 +449,7 @@ export class World {
 
   /** Runs one request on an idle warm container, or a cold one, as Lambda does; 429 past the concurrency limit. */
   private async invoke(what: string, work: (deps: Deps) => Promise<{ status: number; claim?: Claim }>, onAnswer?: (a: { status: number; claim?: Claim }) => void): Promise<Answer> {
-    const there = this.workRng.lognormal(OUTSIDE.gateway.median, OUTSIDE.gateway.p99);
+    const there = this.workRng.lognormal(OUTSIDE.gateway.median, OUTSIDE.gateway.p99) * this.latencyScale;
     await this.scheduler.sleep(there / 2);
     const refuse = async (by: string): Promise<Answer> => {
       this.count(this.refused, by);
@@ -453,7 +466,7 @@ export class World {
       target = this.newContainer('api');
       this.api.push(target);
       target.busy = true;
-      await this.scheduler.sleep(this.workRng.lognormal(OUTSIDE.coldStart.median, OUTSIDE.coldStart.p99));
+      await this.scheduler.sleep(this.workRng.lognormal(OUTSIDE.coldStart.median, OUTSIDE.coldStart.p99) * this.latencyScale);
     }
     const container = target;
     container.busy = true;
@@ -606,20 +619,23 @@ export class World {
   private async arrivals(endMs: number): Promise<void> {
     const { perSecond, holdMs } = this.scenario.arrivals!;
     const rng = this.rng.fork('arrivals');
-    const loop: OpenLoop = { arrived: 0, allocated: 0, refused: 0, rangeFull: 0, other: 0, latencies: [], windowMs: endMs - this.scheduler.now };
+    const loop: OpenLoop = { arrived: 0, allocated: 0, refused: 0, rangeFull: 0, other: 0, latencies: [], windowMs: endMs - this.scheduler.now, bySecond: [] };
+    const startMs = this.scheduler.now;
     this.openLoop = loop;
     const pending: Promise<void>[] = [];
     while (!this.scheduler.stoppedBy) {
       await this.scheduler.sleep(rng.exponential(1000 / perSecond));
       if (this.scheduler.now >= endMs) break;
       loop.arrived += 1;
-      pending.push(this.oneShot(loop.arrived, loop, Math.max(1, rng.exponential(holdMs))));
+      const second = (loop.bySecond[Math.floor((this.scheduler.now - startMs) / 1000)] ??= { arrived: 0, allocated: 0, refused: 0, latencies: [] });
+      second.arrived += 1;
+      pending.push(this.oneShot(loop.arrived, loop, Math.max(1, rng.exponential(holdMs)), second));
     }
     await Promise.all(pending);
   }
 
   /** One arrival: create a claim (retried as a client does), hold it, release it. */
-  private async oneShot(n: number, loop: OpenLoop, holdMs: number): Promise<void> {
+  private async oneShot(n: number, loop: OpenLoop, holdMs: number, second: OpenLoop['bySecond'][number]): Promise<void> {
     const rng = this.workRng.fork(`arrival/${n}`);
     const name = `a${n}`;
     const arrived = this.scheduler.now;
@@ -631,8 +647,10 @@ export class World {
     });
     if ((answer.status === 201 || answer.status === 200) && 'claim' in answer && answer.claim) {
       loop.allocated += 1;
+      second.allocated += 1;
       this.allocations += 1;
       loop.latencies.push(this.scheduler.now - arrived);
+      second.latencies.push(this.scheduler.now - arrived);
       this.tell(answer.claim, answer, answer.status === 201);
       await this.scheduler.sleep(holdMs);
       this.ledger.letGo(POOL, name, EPOCH_MS + this.scheduler.now);
@@ -640,7 +658,10 @@ export class World {
       if (released.status === 204) this.violations(this.ledger.released(POOL, name, (p, a) => this.engine.state.get(`LEASE#${p}#${a}\u0000LEASE`)));
       return;
     }
-    if (answer.status === 429 || answer.status === 503 || answer.status === 'lost') loop.refused += 1;
+    if (answer.status === 429 || answer.status === 503 || answer.status === 'lost') {
+      loop.refused += 1;
+      second.refused += 1;
+    }
     else if (answer.status === 409 && 'error' in answer && answer.error?.includes('No free')) loop.rangeFull += 1;
     else loop.other += 1;
   }
@@ -674,20 +695,28 @@ export class World {
     return answer;
   }
 
-  /** The stream's event source mapping: batches of up to 100 records, after a lag, retried from the first failure. */
+  /**
+   * The stream's event source mapping for one shard: records readable after a lag, invoked when a batch is full or
+   * its window has passed, delivered by the mapping's rules as deployed (aws-emulation/stream-delivery.ts: retry from
+   * the lowest failed record, bisection of a failed invocation, at most 10 retries, then the failure destination,
+   * which nothing replays: the records are lost to the projections).
+   */
   private async streamPoller(shard: number): Promise<void> {
     const rng = this.rng.fork(shard === 0 ? 'stream' : `stream/${shard}`);
     let container = this.newContainer('mirror');
     let cursor = 0;
     const log = this.shardLog(shard);
     const f = this.scenario.faults;
+    const rules = this.scenario.streamMapping ?? DEPLOYED_MAPPING;
+    let idle = true;
     for (;;) {
       if (this.scheduler.stoppedBy) return;
-      // Lambda polls a shard about four times a second; records are readable after a propagation lag.
-      await this.scheduler.sleep(250);
-      const lag = rng.lognormal(100, 800);
-      const ready = log().slice(cursor, cursor + 100).filter((r) => r.atMs <= this.scheduler.now - lag);
-      if (ready.length === 0) continue;
+      // Lambda polls an idle shard about four times a second, and again as soon as an invocation returns.
+      if (idle) await this.scheduler.sleep(250);
+      const lag = rng.lognormal(100, 800) * this.latencyScale;
+      const ready = log().slice(cursor, cursor + rules.batchSize).filter((r) => r.atMs <= this.scheduler.now - lag);
+      idle = !batchDue(ready.length, ready.length ? this.scheduler.now - lag - ready[0]!.atMs : 0, rules);
+      if (idle) continue;
       const loses = this.scenario.plant?.loses;
       const delivered = loses
         ? ready.filter((r) => {
@@ -700,27 +729,28 @@ export class World {
         cursor += ready.length;
         continue;
       }
-      const event: DynamoDBStreamEvent = {
-        Records: delivered.map((r): DynamoDBRecord => ({ eventName: r.eventName, dynamodb: { SequenceNumber: String(r.seq).padStart(21, '0'), Keys: { PK: { S: r.key.PK }, SK: { S: r.key.SK } } }, ...(r.ttl ? { userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' } } : {}) })),
-      };
-      this.mirrorBatches += 1;
-      if (!this.loadOver && rng.chance(f.streamFailure)) {
-        // The invocation fails whole (the container crashed): the same batch comes again.
-        this.count(this.faultCounts, 'stream-batch-failed');
-        this.log(`mirror FAULT batch of ${ready.length} failed whole`);
-        container = this.newContainer('mirror');
-        continue;
-      }
-      const handler = createMirrorHandler(() => container.container.mirror, () => undefined);
-      const response = await handler(event);
-      const failed = response.batchItemFailures.map((f) => Number(f.itemIdentifier));
-      if (failed.length) {
-        const first = Math.min(...failed);
-        cursor = log().findIndex((r) => r.seq === first);
-        this.log(`mirror batch of ${ready.length}: ${failed.length} failed, retry from ${first}`);
-        await this.scheduler.sleep(rng.int(100, 1000));
-        continue;
-      }
+      const records = delivered.map((r): DynamoDBRecord => ({ eventName: r.eventName, dynamodb: { SequenceNumber: String(r.seq).padStart(21, '0'), Keys: { PK: { S: r.key.PK }, SK: { S: r.key.SK } } }, ...(r.ttl ? { userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' } } : {}) }));
+      await deliverBatch(records, rules, {
+        invoke: async (batch) => {
+          this.mirrorBatches += 1;
+          if (!this.loadOver && rng.chance(f.streamFailure)) {
+            // The invocation fails whole (the container crashed): the mapping bisects the batch and retries.
+            this.count(this.faultCounts, 'stream-batch-failed');
+            this.log(`mirror FAULT batch of ${batch.length} failed whole`);
+            container = this.newContainer('mirror');
+            throw new Error('the function crashed');
+          }
+          const response = await createMirrorHandler(() => container.container.mirror, () => undefined)({ Records: batch });
+          if (response.batchItemFailures.length) this.log(`mirror batch of ${batch.length}: ${response.batchItemFailures.length} failed, retry from the lowest`);
+          return response;
+        },
+        pause: () => this.scheduler.sleep(rng.int(100, 1000)),
+        stopped: () => this.scheduler.stoppedBy !== undefined,
+        onGiveUp: (given) => {
+          this.count(this.faultCounts, 'stream-records-given-up');
+          this.log(`mirror gives up ${given.records.length} record(s) from ${given.records[0]!.dynamodb!.SequenceNumber!} after ${given.attempts} attempts (${given.outcome.message})`);
+        },
+      });
       if (!this.loadOver && rng.chance(f.redeliver)) {
         this.count(this.faultCounts, 'stream-batch-redelivered');
         this.log(`mirror FAULT batch of ${ready.length} will be delivered again`);
@@ -1028,6 +1058,18 @@ export class World {
       trace: violation ? this.traceOf(violation) : [],
       notes: this.inexactFull.length ? [...this.notes, `${this.inexactFull.length} RangeFull answer(s) while the family had a free address throughout the request (not enforced until issue 20); first: ${this.inexactFull[0]!}`] : this.notes,
     };
+  }
+
+  /** Where a long run is: virtual seconds since load start, arrivals and allocations so far (for progress lines). */
+  progress(): string {
+    const l = this.openLoop;
+    if (!l) return `${(this.scheduler.now / 1000).toFixed(1)} s virtual`;
+    // Seconds whose arrivals are all answered or refused (8 attempts with their backoff take well under 15 s here: no faults in the open loop): their rate and latencies.
+    const done = l.bySecond.slice(0, Math.max(0, l.bySecond.length - 15));
+    const latencies = done.flatMap((x) => x.latencies).sort((a, b) => a - b);
+    const at = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(1) : '-');
+    const settled = done.length ? `; arrival seconds 0-${done.length}: ${done.map((x) => x.allocated).join(' ')} allocated, ${done.reduce((n, x) => n + x.refused, 0)} refused, from arrival p50 ${at(0.5)} ms p99 ${at(0.99)} ms` : '';
+    return `${(this.scheduler.now / 1000).toFixed(1)} s virtual, ${l.arrived} arrived, ${l.allocated} allocated, ${l.refused} refused, largest projection lag ${this.lag.maxLagMs} ms${settled}`;
   }
 
   /** The trace lines that mention the violation's subjects (the last 40), or the last 40 lines. */

@@ -1,5 +1,5 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { itemSize, utf8Length, valueSize, type WireItem } from './item-size.ts';
+import { itemSize, utf8Length, valueSize, type WireItem } from '../../aws-emulation/item-size.ts';
 import type { TableSchema } from './schema.ts';
 
 /** What the ledger remembers of a stored item: its size, and for each index its key and entry size (if it is in it). */

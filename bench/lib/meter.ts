@@ -16,7 +16,7 @@ import type {
   UpdateItemCommandInput,
   UpdateItemCommandOutput,
 } from '@aws-sdk/client-dynamodb';
-import { itemSize, readUnits, valueSize, writeUnits, type WireItem } from './item-size.ts';
+import { itemSize, readUnits, valueSize, writeUnits, type WireItem } from '../../aws-emulation/item-size.ts';
 import type { LedgerEntry, SizeLedger } from './ledger.ts';
 import type { TableSchema } from './schema.ts';
 

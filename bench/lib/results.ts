@@ -19,6 +19,8 @@ export interface ScenarioResult {
   readonly charts: readonly { readonly file: string; readonly title: string }[];
   /** When the invocation that produced it started (set in the JSON files; a report may merge invocations). */
   readonly startedAt?: string;
+  /** The 1-minute load average while it ran (at start, at end, highest seen): timings are context for it. */
+  readonly load?: { readonly start: number; readonly end: number; readonly max: number };
 }
 
 /** What every scenario gets. */

@@ -15,7 +15,7 @@ import { createPool } from '../../shared/core/use-cases/pools.ts';
 import { createRange } from '../../shared/core/use-cases/ranges.ts';
 import { Meter } from '../lib/bench-client.ts';
 import { Mode, openBench, randomOffsets, strategyContext } from '../lib/harness.ts';
-import { itemSize, writeUnits } from '../lib/item-size.ts';
+import { itemSize, writeUnits } from '../../aws-emulation/item-size.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { lineChart } from '../lib/svg.ts';
 import { benchConfig } from '../strategies/lease.ts';

@@ -1,6 +1,24 @@
 import { ConnectionError, HttpStatusError, ProblemError } from '../errors.ts';
 import type { RequestSigner } from './sigv4.ts';
 
+/** The headers of an answer, as far as the client reads them (a fetch Response's Headers is one). */
+export interface ResponseHeaders {
+  forEach(callback: (value: string, key: string) => void): void;
+  get(name: string): string | null;
+}
+
+/** What the client reads of an answer: a fetch Response is one; cni/transport.ts makes one from node:http. */
+export interface FetchResponse {
+  readonly ok: boolean;
+  readonly status: number;
+  readonly statusText: string;
+  readonly headers: ResponseHeaders;
+  text(): Promise<string>;
+}
+
+/** The part of fetch the client uses; the global fetch is one. */
+export type FetchLike = (url: URL, init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal }) => Promise<FetchResponse>;
+
 export interface HttpClientOptions {
   /** Base URL: `http://127.0.0.1:3000`, or a deployed API's invoke URL (a path prefix such as a stage is kept). */
   readonly endpoint: URL;
@@ -8,7 +26,8 @@ export interface HttpClientOptions {
   readonly signer?: RequestSigner;
   /** Receives `--verbose` lines: the request and the response, headers and bodies. */
   readonly trace?: (line: string) => void;
-  readonly fetch?: typeof fetch;
+  /** Default: the global fetch. */
+  readonly fetch?: FetchLike;
   readonly timeoutMs?: number;
   /** Headers sent with every request (the local stack's x-ipam-principal). */
   readonly headers?: Readonly<Record<string, string>>;
@@ -22,7 +41,7 @@ export interface RequestOptions {
 
 export interface HttpResponse {
   readonly status: number;
-  readonly headers: Headers;
+  readonly headers: ResponseHeaders;
   /** Parsed JSON, or undefined for an empty body (204). */
   readonly body: unknown;
 }
@@ -35,7 +54,7 @@ const SECRET_HEADERS = new Set(['x-amz-security-token']);
  * an HttpStatusError, and a failure to connect a ConnectionError naming the endpoint.
  */
 export class HttpClient {
-  private readonly fetchFn: typeof fetch;
+  private readonly fetchFn: FetchLike;
 
   constructor(private readonly options: HttpClientOptions) {
     this.fetchFn = options.fetch ?? fetch;
@@ -59,7 +78,7 @@ export class HttpClient {
     if (this.options.signer) headers = await this.options.signer({ method, url, headers, ...(body !== undefined ? { body } : {}) });
     this.traceRequest(method, url, headers, body);
 
-    let response: Response;
+    let response: FetchResponse;
     const started = performance.now();
     try {
       response = await this.fetchFn(url, {
@@ -89,7 +108,7 @@ export class HttpClient {
     if (body !== undefined) trace(`> ${body}`);
   }
 
-  private traceResponse(response: Response, text: string, elapsedMs: number): void {
+  private traceResponse(response: FetchResponse, text: string, elapsedMs: number): void {
     const trace = this.options.trace;
     if (!trace) return;
     trace(`< ${response.status}${response.statusText ? ` ${response.statusText}` : ''} (${Math.round(elapsedMs)} ms)`);

@@ -1,6 +1,9 @@
 import { loadConfig } from '../config.ts';
 import { buildContainer, type Container } from './composition.ts';
 import { assertTableSettings, TableSettingsMismatchError } from './dynamodb/table-settings.ts';
+import { problemOf, problemResponse } from './http/problem.ts';
+import { NotReadyError } from '../core/errors.ts';
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 
 /** Writes one log line (a JSON object) for a cold start that was refused. */
 export type ColdStartLogger = (entry: Record<string, unknown>) => void;
@@ -35,7 +38,8 @@ export function buildContainerAtColdStart(log: ColdStartLogger = defaultLogger):
  * - Equal (or recorded now): remembered, never checked again in this environment.
  * - Different: one log line, `{"level":"error","message":"cold start failed","error":"TableSettingsMismatchError",...}`,
  *   and this invocation and every later one of the environment fail with that error (500 on the HTTP API).
- * - The check itself failed (throttling, timeout): this invocation fails, and the next one checks again.
+ * - The check itself failed (throttling, timeout): this invocation fails, and the next one checks again. On the HTTP
+ *   API (servingHttpAfter) that failure is a 503 `NotReady` like any other retryable one, not a 500.
  */
 export function tableSettingsGuard(container: Container, log: ColdStartLogger = defaultLogger): () => Promise<void> {
   let checked: Promise<void> | undefined;
@@ -60,6 +64,26 @@ export function tableSettingsGuard(container: Container, log: ColdStartLogger = 
 export function servingAfter<A extends unknown[], R>(ready: () => Promise<void>, handler: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
   return async (...args: A) => {
     await ready();
+    return handler(...args);
+  };
+}
+
+/**
+ * servingAfter for the HTTP API. A check that failed for a retryable reason (throttling, a timeout: `NotReadyError`)
+ * answers 503 with the problem document, as any other request that meets a busy table does, so clients retry; a
+ * settings mismatch, or anything else, still fails the invocation (500 from API Gateway, like a failed init).
+ */
+export function servingHttpAfter<A extends unknown[], R>(
+  ready: () => Promise<void>,
+  handler: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R | APIGatewayProxyStructuredResultV2> {
+  return async (...args: A) => {
+    try {
+      await ready();
+    } catch (error) {
+      if (error instanceof NotReadyError) return problemResponse(problemOf(error));
+      throw error;
+    }
     return handler(...args);
   };
 }

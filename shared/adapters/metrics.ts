@@ -20,6 +20,12 @@ export const MetricName = {
   ReconcileIncomplete: 'ReconcileIncomplete',
   SweepChecked: 'SweepChecked',
   /**
+   * Per pool (dimension Pool), every run: the address history's lag, the stream function's delay (ms) on the last
+   * batch that moved the pool's completeness mark (its processing time minus the records' time; DynamoDB stamps
+   * records to the second). A pool whose leases do not change keeps its last value.
+   */
+  HistoryLag: 'HistoryLag',
+  /**
    * From the stream function, per batch: stream records it handed back for retry (a bitmap or summary chunk write
    * failed). The mapping retries them; past its retries it skips them (MirrorFailureQueue), so a steady count here is
    * the warning before that.
@@ -89,6 +95,7 @@ export class IpamMetrics {
     this.powertools.addMetric(MetricName.ReconcileIncomplete, MetricUnit.Count, report.complete ? 0 : 1);
     this.powertools.addMetric(MetricName.SweepChecked, MetricUnit.Count, report.sweep.checked);
     this.powertools.publishStoredMetrics();
+    for (const [pool, lagMs] of Object.entries(report.history.lagMs)) this.single(MetricName.HistoryLag, lagMs, { Pool: pool }, MetricUnit.Milliseconds);
   }
 
   /** The stream function's count of records handed back for retry in one batch (zeros included, so alarms see data). */
@@ -99,10 +106,10 @@ export class IpamMetrics {
   }
 
   /** One metric under its own dimensions, written at once (dimensions differ per line in EMF). */
-  private single(name: string, value: number, dimensions: Record<string, string>): void {
+  private single(name: string, value: number, dimensions: Record<string, string>, unit: (typeof MetricUnit)[keyof typeof MetricUnit] = MetricUnit.Count): void {
     this.flush();
     this.powertools.addDimensions(dimensions);
-    this.powertools.addMetric(name, MetricUnit.Count, value);
+    this.powertools.addMetric(name, unit, value);
     this.powertools.publishStoredMetrics();
   }
 }

@@ -31,6 +31,8 @@ export interface RunSummary {
   readonly expiry: ReconcileReport['expiry'];
   readonly sweep: ReconcileReport['sweep'];
   readonly bitmapsChecked: number;
+  /** The address history's lag per pool (ms), as the HistoryLag metric. */
+  readonly historyLagMs: Readonly<Record<string, number>>;
   readonly ranges: number;
   readonly errors: number;
 }
@@ -66,6 +68,7 @@ export async function runReconciler(deps: Deps, config: ReconcilerConfig, remain
     expiry: report.expiry,
     sweep: report.sweep,
     bitmapsChecked: report.bitmapsChecked,
+    historyLagMs: report.history.lagMs,
     ranges: report.utilization.length,
     errors: report.errors.length,
   };

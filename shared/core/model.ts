@@ -150,6 +150,12 @@ export interface Lease {
   readonly endReason?: EndReason;
   /** Who released a Released lease: the caller of the release, absent when the reconciler released it on its own. */
   readonly releasedBy?: Principal;
+  /**
+   * The claim's labels and creator, copied onto the lease when it is written (same item, same transaction), because
+   * the address history is made from lease images alone: a deleted claim cannot be read back. Absent: none.
+   */
+  readonly labels?: Labels;
+  readonly createdBy?: Principal;
 }
 
 /** Size, used, releasing (held for a previous owner) and free addresses; `used + releasing + free = size`. Exact, so BigInt. */
@@ -218,6 +224,8 @@ export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: str
     claimUid: claim.uid,
     owner: claim.spec.owner,
     createdAt,
+    ...(claim.spec.labels && Object.keys(claim.spec.labels).length > 0 ? { labels: claim.spec.labels } : {}),
+    ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
   };
   return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt + holdMs };
 }

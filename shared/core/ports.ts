@@ -1,6 +1,7 @@
 import type { IpFamily } from './ip/address.ts';
 import type { LabelSelector } from './labels.ts';
 import type { Claim, Hold, Lease, Owner, Pool, PoolView, Range } from './model.ts';
+import type { IpamEvent } from './reconciler/ports.ts';
 
 /** Time, passed in so the core never reads the system clock. */
 export interface Clock {
@@ -101,8 +102,9 @@ export interface ClaimStore {
   /**
    * Deletes the claim and each lease still held by it, in one transaction; `expectedVersion` makes it conditional.
    * With `hold` (a pool's reuse delay), each lease becomes a Released lease held for the claim's owner instead.
+   * With `event`, the event is written in the same transaction.
    */
-  releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome>;
+  releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome>;
   /**
    * Extends the claim to `expiresAt` and its leases to `expiresAt + holdMs` (the pool's reuse delay), or makes them
    * permanent when it is undefined (no expiry, out of the expiry index); 'lost' when a lease was taken by someone else.

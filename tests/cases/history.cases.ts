@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { testApi, type TestApi } from '../support/api.ts';
 import { mirrorOf } from '../support/legacy.ts';
+import { reconcilerHarness } from '../support/reconciler.ts';
 import type { LeaseStream, StreamEngine } from '../support/lease-stream.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import type { Table, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
@@ -18,12 +19,12 @@ export function historyCases(streams: StreamEngine): void {
     for (const s of opened.splice(0)) s.close();
   });
 
-  async function stack(poolBody: Record<string, unknown> = {}): Promise<{ api: TestApi; stream: LeaseStream; drain: () => Promise<DynamoDBRecord[]> }> {
+  async function stack(poolBody: Record<string, unknown> = {}, admin: Record<string, string> = {}): Promise<{ api: TestApi; stream: LeaseStream; drain: () => Promise<DynamoDBRecord[]> }> {
     const api = await testApi({}, {}, undefined, streams.engine);
     const stream = streams.stream();
     opened.push(stream);
-    expect((await api.call('POST', '/v1/pools', { name: 'p', ...poolBody })).status).toBe(201);
-    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.7.0.0/28' })).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools', { name: 'p', ...poolBody }, admin)).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.7.0.0/28' }, admin)).status).toBe(201);
     const drain = async () => {
       const { records, failed } = await stream.drain(mirrorOf(api.container));
       expect(failed).toEqual([]);
@@ -38,8 +39,8 @@ export function historyCases(streams: StreamEngine): void {
     return { address: (res.body.addresses as { address: string }[])[0]!.address, createdAt: res.body.createdAt as string, uid: res.body.uid as string };
   }
 
-  const history = async (api: TestApi, address: string, query = '') => {
-    const res = await api.call('GET', `/v1/pools/p/addresses/${address}/history${query}`);
+  const history = async (api: TestApi, address: string, query = '', headers: Record<string, string> = {}) => {
+    const res = await api.call('GET', `/v1/pools/p/addresses/${address}/history${query}`, undefined, headers);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body;
   };
@@ -162,6 +163,125 @@ export function historyCases(streams: StreamEngine): void {
       expect(holdA!.to).toBeUndefined();
       const [, endedC] = (await history(api, c.address)).items as Record<string, unknown>[];
       expect(endedC).toMatchObject({ claim: 'c', endReason: 'released', toExact: true });
+    });
+
+    it('holdings carry the claim\'s labels and creator, and who released them where the change says so', async () => {
+      // Prepare: claims made by one principal, released by others; a pool with a reuse delay and one without
+      const alice = { 'x-ipam-principal': 'arn:aws:sts::123456789012:assumed-role/alice/laptop' };
+      const bob = { 'x-ipam-principal': 'arn:aws:iam::123456789012:user/bob' };
+      const delayed = await stack({ reuseDelaySeconds: 600 });
+      const plain = await stack();
+      const make = async (api: TestApi, name: string) => {
+        const res = await api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), labels: { team: 'blue', 'example.com/job': name } }, alice);
+        expect(res.status, JSON.stringify(res.body)).toBe(201);
+        return (res.body.addresses as { address: string }[])[0]!.address;
+      };
+      const [held, gone, deleted] = [await make(delayed.api, 'a'), await make(plain.api, 'b'), await make(plain.api, 'c')];
+      const created = { arn: 'arn:aws:iam::123456789012:role/alice', session: 'laptop' };
+      const labels = (name: string) => ({ team: 'blue', 'example.com/job': name });
+      // the open holding (the lease itself) already carries them
+      expect((await history(plain.api, gone)).items).toEqual([expect.objectContaining({ claim: 'b', labels: labels('b'), createdBy: created })]);
+      // Act: bob releases a (into a hold), reports b's owner gone, releases c (a deletion)
+      expect((await delayed.api.call('DELETE', '/v1/pools/p/claims/a', undefined, bob)).status).toBe(204);
+      expect((await plain.api.call('DELETE', '/v1/pools/p/owners/uid-b', undefined, bob)).status).toBe(200);
+      expect((await plain.api.call('DELETE', '/v1/pools/p/claims/c', undefined, bob)).status).toBe(204);
+      await delayed.drain();
+      await plain.drain();
+      // Assess
+      const [hold, endedA] = (await history(delayed.api, held)).items as Record<string, unknown>[];
+      expect(endedA).toMatchObject({ claim: 'a', endReason: 'released', labels: labels('a'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+      expect(hold).toMatchObject({ kind: 'hold', labels: labels('a'), createdBy: created });
+      expect(hold!.releasedBy).toBeUndefined();
+      const [endedB] = (await history(plain.api, gone)).items as Record<string, unknown>[];
+      expect(endedB).toMatchObject({ claim: 'b', endReason: 'ownerGone', labels: labels('b'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+      // a client's release in a pool without a reuse delay deletes the lease: the deletion names no principal
+      const [endedC] = (await history(plain.api, deleted)).items as Record<string, unknown>[];
+      expect(endedC).toMatchObject({ claim: 'c', endReason: 'released', labels: labels('c'), createdBy: created });
+      expect(endedC!.releasedBy).toBeUndefined();
+      // the owner's listing and the `at` answer say the same
+      expect((await plain.api.call('GET', '/v1/pools/p/owners/uid-b/history')).body.items).toEqual([expect.objectContaining({ createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } })]);
+      expect(await at(delayed.api, held, Date.parse(endedA!.from as string))).toMatchObject({ labels: labels('a'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+    });
+
+    it('in a pool with access, a client\'s release (a deletion) names who released it, exactly, through its event', async () => {
+      // Prepare: alice may allocate, bob administers; no reuse delay, so the release deletes the lease
+      const alice = { 'x-ipam-principal': 'arn:aws:sts::123456789012:assumed-role/alice/laptop' };
+      const bob = { 'x-ipam-principal': 'arn:aws:iam::123456789012:user/bob' };
+      const { api, drain } = await stack({ access: { administrators: [bob['x-ipam-principal']], allocators: ['arn:aws:iam::123456789012:role/alice'] } }, bob);
+      const res = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a') }, alice);
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const address = (res.body.addresses as { address: string }[])[0]!.address;
+      // Act
+      const started = Date.now();
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a', undefined, bob)).status).toBe(204);
+      const answered = Date.now();
+      await drain();
+      // Assess: the end is the release's own time, not the bound the stream function saw
+      const [ended] = (await history(api, address, '', bob)).items as Record<string, unknown>[];
+      expect(ended).toMatchObject({ claim: 'a', endReason: 'released', toExact: true, createdBy: { arn: 'arn:aws:iam::123456789012:role/alice', session: 'laptop' }, releasedBy: { arn: bob['x-ipam-principal'] } });
+      expect(Date.parse(ended!.to as string)).toBeGreaterThanOrEqual(started);
+      expect(Date.parse(ended!.to as string)).toBeLessThanOrEqual(answered);
+      const events = (await api.call('GET', '/v1/pools/p/events', undefined, bob)).body.items as Record<string, unknown>[];
+      expect(events).toEqual([expect.objectContaining({ reason: 'ClaimReleased', object: 'claim/a' })]);
+    });
+
+    it('says rangeTerminated for a claim released because its range was retired under the commit', async () => {
+      // Prepare: a warm container that trusts its view for an hour (the first range only, Ready); a second range
+      // added and the first marked Terminating by another container
+      const { api, drain } = await stack();
+      const warm = api.sibling({ viewMaxAgeMs: 3_600_000 });
+      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'w', owner: owner('w') })).status).toBe(201);
+      expect((await warm.call('DELETE', '/v1/pools/p/claims/w')).status).toBe(204);
+      const going = ((await api.call('GET', '/v1/pools/p/ranges')).body.items as { name: string; cidr: string }[]).find((r) => r.cidr === '10.7.0.0/28')!.name;
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.8.0.0/28' })).status).toBe(201);
+      expect((await api.call('DELETE', `/v1/pools/p/ranges/${going}`)).status).toBe(202);
+      // Act: the warm container commits in the Terminating range, finds it retired, releases and allocates again
+      const x = await claim(warm, 'x');
+      await drain();
+      // Assess
+      expect(x.address.startsWith('10.8.0.')).toBe(true);
+      const block = (await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28')).body.items as Record<string, unknown>[];
+      const retired = block.filter((h) => h.claim === 'x');
+      // (each round of the claim draws a new incarnation: the released one is not the one answered)
+      expect(retired).toEqual([expect.objectContaining({ endReason: 'rangeTerminated', toExact: true })]);
+      expect(retired[0]!.claimUid).not.toBe(x.uid);
+      expect(Date.parse(retired[0]!.to as string)).toBeGreaterThanOrEqual(Date.parse(retired[0]!.from as string));
+      expect(block.filter((h) => h.claim === 'w')).toEqual([expect.objectContaining({ endReason: 'released' })]);
+      const events = (await api.call('GET', '/v1/pools/p/events')).body.items as Record<string, unknown>[];
+      expect(events).toContainEqual(expect.objectContaining({ reason: 'RangeRetired', object: 'claim/x' }));
+    });
+
+    it('the reconciler reports the lag, and a holding the stream function skipped for good as a HistoryGap, once', async () => {
+      // Prepare: two claims expire and the reconciler releases them (ClaimExpired events, with their addresses); the
+      // stream function records both, then a's holding item is removed: what a change skipped past its retries leaves
+      const h = await reconcilerHarness({ engine: streams.engine });
+      const stream = streams.stream();
+      opened.push(stream);
+      await h.pool('p', ['10.9.0.0/29']);
+      await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.9.0.1'], ttlSeconds: 60 });
+      await h.claim('p', { name: 'b', owner: owner('b'), addresses: ['10.9.0.2'], ttlSeconds: 60 });
+      h.clock.advance(10 * 60_000);
+      expect((await h.run()).repairs.ClaimExpired).toBe(2);
+      expect((await stream.drain(mirrorOf(h.api.container))).failed).toEqual([]);
+      const skipped = (await h.api.container.table.query({ partition: 'HIST#p#10.9.0.1', consistent: true })).items;
+      expect(skipped).toHaveLength(1);
+      await h.remove({ PK: skipped[0]!.PK as string, SK: skipped[0]!.SK as string });
+      const gaps = async () => (await h.events('p')).filter((e) => e.reason === 'HistoryGap');
+      // Act + Assess: within the stream's maximum record age the change may still come: nothing reported
+      h.clock.advance(3_600_000);
+      const young = await h.run();
+      expect(young.history.lagMs.p).toEqual(expect.any(Number));
+      expect(young.repairs.HistoryGap).toBe(0);
+      expect(await gaps()).toEqual([]);
+      // past it (6 h and 10 minutes after the release), the missing holding is a gap: reported once, for a only
+      h.clock.advance(6 * 3_600_000);
+      const old = await h.run();
+      expect(old.repairs.HistoryGap).toBe(1);
+      expect(old.history.eventsChecked).toBe(2);
+      expect(await gaps()).toEqual([expect.objectContaining({ object: 'lease/10.9.0.1', message: expect.stringContaining('ClaimExpired') })]);
+      h.clock.advance(15 * 60_000);
+      expect((await h.run()).repairs.HistoryGap).toBe(0);
+      expect(await gaps()).toHaveLength(1);
     });
 
     it('sets the retention on every holding item, and keeps none with historyDays 0', async () => {

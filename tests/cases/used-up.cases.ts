@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { testApi, type ApiResponse, type TestApi } from '../support/api.ts';
 import { withSummaryLag, type TestEngine } from '../support/engines.ts';
 import { owner } from '../support/fakes.ts';
+import { countingStores } from '../support/counting.ts';
+import { leaseOf, owner as harnessOwner, reconcilerHarness, T0, testSettings, type ReconcilerHarness } from '../support/reconciler.ts';
 
 /**
  * Issue 20: the occupancy summary may choose candidates, never decide that a band or a range is used up. The summary
@@ -118,5 +120,158 @@ export function usedUpCases(engine: TestEngine): void {
       expect({ allocated: names.length, falseRangeFull: falseRangeFull.length }).toEqual({ allocated: size + released, falseRangeFull: 0 });
       expect((await api.sibling().call('POST', '/v1/pools/p/claims', { name: 'one-more', owner: owner('x') })).body.code).toBe('RangeFull');
     }, 120_000);
+  });
+
+  /** The last octet of an IPv4 address text. */
+  const octet = (address: string): number => Number(address.split('.')[3]);
+
+  /**
+   * A /27 (hosts .1-.30: lower band .1-.16, upper band .17-.30) whose upper band is full (claims u0-u13, `fill` adds
+   * to each body) and sealed: claim `sealer` went to the lower band, which read the upper band used up and sealed it.
+   * The summary stays one lease change behind (the engine's lag), so the next claim's summary still shows a freed
+   * upper-band address taken: only the seal check (or its bulk read) can find it.
+   */
+  async function sealedUpperBand(h: ReconcilerHarness, pool: Record<string, unknown> = {}, fill: (i: number) => Record<string, unknown> = () => ({})) {
+    expect((await h.api.call('POST', '/v1/pools', { name: 'p', ...pool })).status).toBe(201);
+    expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.60.0.0/27' })).status).toBe(201);
+    const filled: Awaited<ReturnType<ReconcilerHarness['claim']>>[] = [];
+    for (let i = 0; i < 14; i += 1) filled.push(await h.claim('p', { name: `u${i}`, owner: harnessOwner(`u${i}`), ...fill(i) }));
+    expect(filled.map((c) => octet(c.addresses[0]!.address)).sort((a, b) => a - b)).toEqual(Array.from({ length: 14 }, (_, i) => 17 + i));
+    const sealer = await h.claim('p', { name: 'sealer', owner: harnessOwner('sealer') });
+    expect(octet(sealer.addresses[0]!.address)).toBeLessThan(17);
+    return { address: (i: number) => filled[i]!.addresses[0]!.address };
+  }
+
+  /** A container whose owner index shows nothing held (as it lags a release by up to a second or so). */
+  const indexLagging = (h: ReconcilerHarness): TestApi => h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0, wrapStores: (s) => ({ ...s, leases: new Proxy(s.leases, { get: (t, p, r) => (p === 'heldFor' ? async () => [] : Reflect.get(t, p, r)) }) }) });
+
+  /** Another container: what it frees its own hint knows, the claiming container's does not. */
+  const elsewhere = (h: ReconcilerHarness): TestApi => h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0 });
+
+  const oneBehind = withSummaryLag(engine, 1);
+
+  describe(`Used-up seals: every way an address gets free breaks them (${oneBehind.name}; issue 20)`, () => {
+    it('takes a released upper-band address after the band was sealed, and reads only the seal, not the band, while nothing was freed', async () => {
+      // Prepare
+      const h = await reconcilerHarness({ engine: oneBehind });
+      const { address } = await sealedUpperBand(h);
+      const counts = new Map<string, number>();
+      const counted = h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0, wrapStores: countingStores(counts) });
+      // Act: one more claim while the band stays sealed, then a release of u3 and a claim after it
+      const lower = await counted.call('POST', '/v1/pools/p/claims', { name: 'cheap', owner: harnessOwner('cheap') });
+      const sealedCounts = Object.fromEntries([...counts].filter(([k]) => k === 'readSeals' || k === 'leaseStates' || k === 'seal'));
+      expect((await elsewhere(h).call('DELETE', '/v1/pools/p/claims/u3')).status).toBe(204);
+      const next = await h.claim('p', { name: 'next', owner: harnessOwner('next') });
+      // Assess: the sealed band cost one read of its counters (the lower band's few candidates one batch), no bulk read
+      expect(octet(addressOf(lower))).toBeLessThan(17);
+      expect(sealedCounts).toEqual({ leaseStates: 1, readSeals: 1 });
+      expect(next.addresses[0]!.address).toBe(address(3));
+    });
+
+    it('refuses a seal at counters a release moved since they were read, and takes one at the counters as they are', async () => {
+      // Prepare
+      const h = await reconcilerHarness({ engine: oneBehind });
+      await sealedUpperBand(h);
+      const { seals } = h.api.container.stores;
+      const before = (await seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!;
+      expect(before.seals.upper_0?.freed).toEqual({ '10.60.0.0-27': before.freed });
+      // Act: a release between the read of the counters and the seal
+      expect((await h.api.call('DELETE', '/v1/pools/p/claims/u1')).status).toBe(204);
+      const stale = await seals.seal('p', '10.60.0.0-27', 'lower_0', { freed: { '10.60.0.0-27': before.freed }, shape: 's', holders: [] });
+      const after = (await seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!;
+      const current = await seals.seal('p', '10.60.0.0-27', 'lower_0', { freed: { '10.60.0.0-27': after.freed }, shape: 's', holders: [] });
+      // Assess
+      expect(after.freed.reduce((a, b) => a + b, 0)).toBe(before.freed.reduce((a, b) => a + b, 0) + 1);
+      expect({ stale, current }).toEqual({ stale: false, current: true });
+      expect((await seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!.seals.lower_0?.freed).toEqual({ '10.60.0.0-27': after.freed });
+    });
+
+    it('seals a large band in parts (8 seals at the counters read before each), and decides from them alone while they hold', async () => {
+      // Prepare: a /23 (hosts .0.1-.1.254; lower band the first 31, upper band the other 479, sealed in 8 parts) whose
+      // upper band is held by leases written directly
+      const h = await reconcilerHarness({ engine });
+      expect((await h.api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
+      expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.62.0.0/23' })).status).toBe(201);
+      const range = '10.62.0.0-23';
+      const upper = Array.from({ length: 479 }, (_, i) => `10.62.${Math.floor((32 + i) / 256)}.${(32 + i) % 256}`);
+      for (let i = 0; i < upper.length; i += 32) await Promise.all(upper.slice(i, i + 32).map((address, j) => h.putLease(leaseOf('p', address, range, `seed-${i + j}`, `seed-uid-${i + j}`, T0 - 60_000))));
+      const counts = new Map<string, number>();
+      const counted = h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0, wrapStores: countingStores(counts) });
+      // Act: a claim goes to the lower band (the upper band read and sealed part by part), then another
+      const first = await h.claim('p', { name: 'first', owner: harnessOwner('first') });
+      const sealed = (await h.api.container.stores.seals.readSeals('p', [range])).get(range)!;
+      const second = await counted.call('POST', '/v1/pools/p/claims', { name: 'second', owner: harnessOwner('second') });
+      // Assess
+      const lowerBand = (address: string): boolean => address.startsWith('10.62.0.') && octet(address) < 32;
+      expect([lowerBand(first.addresses[0]!.address), lowerBand(addressOf(second))]).toEqual([true, true]);
+      expect(Object.keys(sealed.seals).sort()).toEqual(Array.from({ length: 8 }, (_, k) => `upper_${k}`));
+      expect(Object.values(sealed.seals).map((seal) => seal.freed)).toEqual(Array.from({ length: 8 }, () => ({ [range]: sealed.freed })));
+      expect([counts.get('readSeals'), counts.get('seal') ?? 0]).toEqual([1, 0]);
+    });
+
+    it('takes an upper-band address freed by an owner release after the band was sealed', async () => {
+      const h = await reconcilerHarness({ engine: oneBehind });
+      const { address } = await sealedUpperBand(h);
+      expect((await elsewhere(h).call('DELETE', '/v1/pools/p/owners/u5')).body.released).toEqual(['u5']);
+      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(address(5));
+    });
+
+    it('takes an upper-band address whose orphaned lease the reconciler released after the band was sealed', async () => {
+      // Prepare: u7's claim item vanishes (corruption), leaving its lease orphaned
+      const h = await reconcilerHarness({ engine: oneBehind });
+      const { address } = await sealedUpperBand(h);
+      await h.remove({ PK: 'CLAIM#p#u7', SK: 'CLAIM' });
+      h.clock.advance(testSettings.orphanLeaseGraceMs + 1);
+      // Act
+      await h.run();
+      // Assess
+      expect(await h.get({ PK: `LEASE#p#${address(7)}`, SK: 'LEASE' })).toBeUndefined();
+      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(address(7));
+    });
+
+    it('takes an upper-band address whose claim was renewed to an earlier expiry that has passed', async () => {
+      const h = await reconcilerHarness({ engine: oneBehind });
+      const { address } = await sealedUpperBand(h, {}, () => ({ ttlSeconds: 3600 }));
+      expect((await elsewhere(h).call('POST', '/v1/pools/p/claims/u2/renew', { ttlSeconds: 30 })).status).toBe(200);
+      h.clock.advance(31_000);
+      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(address(2));
+    });
+
+    it('takes an upper-band address whose lease passed its TTL after the band was sealed (no write at all frees it)', async () => {
+      const h = await reconcilerHarness({ engine: oneBehind });
+      const { address } = await sealedUpperBand(h, {}, (i) => (i === 9 ? { ttlSeconds: 60 } : {}));
+      h.clock.advance(61_000);
+      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(address(9));
+    });
+
+    it('gives an owner its own held upper-band address back though its owner index lags, while another owner goes to the lower band', async () => {
+      // Prepare: a pool with a reuse delay; u4 releases (its address stays held for pod-u4)
+      const h = await reconcilerHarness({ engine: oneBehind });
+      const { address } = await sealedUpperBand(h, { reuseDelaySeconds: 600 });
+      expect((await elsewhere(h).call('DELETE', '/v1/pools/p/claims/u4')).status).toBe(204);
+      // Act: another owner's claim (reads the band again, finds it used up for anyone but pod-u4, seals it so); then
+      // pod-u4's new incarnation, whose owner index shows nothing held yet
+      const other = await h.claim('p', { name: 'other', owner: harnessOwner('other') });
+      const back = await indexLagging(h).call('POST', '/v1/pools/p/claims', { name: 'back', owner: harnessOwner('u4-new', 'pod-u4') });
+      // Assess
+      expect(octet(other.addresses[0]!.address)).toBeLessThan(17);
+      expect(back.status).toBe(201);
+      expect(addressOf(back)).toBe(address(4));
+    });
+
+    it("gives an owner back the upper-band address a replacing claim of another owner left held for it", async () => {
+      // Prepare: a pool with a reuse delay; u6's claim has a TTL and expires (its lease stays held for the delay)
+      const h = await reconcilerHarness({ engine: oneBehind });
+      const { address } = await sealedUpperBand(h, { reuseDelaySeconds: 600 }, (i) => (i === 6 ? { ttlSeconds: 60 } : {}));
+      h.clock.advance(61_000);
+      // Act: another owner takes the name u6 (its commit turns u6's lease into one held for pod-u6); then pod-u6's
+      // new incarnation claims, its owner index showing nothing held yet
+      const replacing = await h.claim('p', { name: 'u6', owner: harnessOwner('z') });
+      const back = await indexLagging(h).call('POST', '/v1/pools/p/claims', { name: 'back', owner: harnessOwner('u6-new', 'pod-u6') });
+      // Assess
+      expect(octet(replacing.addresses[0]!.address)).toBeLessThan(17);
+      expect(back.status).toBe(201);
+      expect(addressOf(back)).toBe(address(6));
+    });
   });
 }

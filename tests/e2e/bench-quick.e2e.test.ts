@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const scenarios = ['cold-start', 'mirror-cost', 'throughput', 'occupancy-cost', 'exhaustion', 'reconciler-cost', 'cni'];
+const scenarios = ['cold-start', 'mirror-cost', 'throughput', 'occupancy-cost', 'exhaustion', 'reconciler-cost', 'cni', 'history'];
 
 /** Runs `npm run bench -- --quick --out <dir>` in a child process; resolves with its exit code and output. */
 function runQuickBench(out: string): Promise<{ code: number | null; output: string }> {

@@ -5,10 +5,12 @@ import { attributeIs, hasLabels, heldByClaim, isFreeAt, itemExists, itemIsAbsent
 import { queryAll, type Query, type Table, type WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { freshTable } from '../support/dynamo.ts';
+import { standaloneSimTable } from '../../sim/sim-table.ts';
 
 /**
- * The contract of the Table port: the same cases on DynamoDB Local (SdkTable, the reference) and on MemoryTable. A
- * case that passes on one engine and fails on the other is a difference in the memory model, to be fixed there.
+ * The contract of the Table port: the same cases on DynamoDB Local (SdkTable, the reference), on MemoryTable and on
+ * the simulator's SimTable. A case that passes on one engine and fails on another is a difference in that model, to
+ * be fixed there.
  */
 const engines = [
   {
@@ -21,6 +23,8 @@ const engines = [
     local: true,
   },
   { engine: 'MemoryTable', make: async (): Promise<Table> => new MemoryTable(), local: false },
+  // The simulator's engine (MemoryTable with latency, capacity and transactions in flight), in virtual time.
+  { engine: 'SimTable', make: async (): Promise<Table> => standaloneSimTable(), local: false },
 ] as const;
 
 /** The name of the error a call rejects with ('resolved' if it does not), so a case compares DynamoDB's names. */

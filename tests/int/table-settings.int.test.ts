@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, ScheduledEvent } from 'aws-lambda';
+import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
 import { lambdaContext } from '../../scripts/lambda-context.ts';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
@@ -83,6 +85,27 @@ describe('Table settings: LEASE_INDEX_SHARDS recorded on first use', () => {
     // Assess
     const outcomes = await Promise.allSettled([run, batch]);
     expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as Error).name : o.status))).toEqual(['TableSettingsMismatchError', 'TableSettingsMismatchError']);
+  });
+
+  it('answers 503 NotReady, not 500, while the check itself is throttled, and serves once it passes', async () => {
+    // Prepare: the first PutItem of the environment (the settings record) is throttled; nothing else is stubbed.
+    const ddb = mockClient(DynamoDBClient);
+    ddb.on(PutItemCommand).rejects(Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' }));
+    let throttled: APIGatewayProxyStructuredResultV2;
+    const api = await startHttp('8');
+    try {
+      // Act
+      throttled = await api(healthEvent);
+    } finally {
+      ddb.restore();
+    }
+    const next = await api(healthEvent);
+    // Assess: a retryable problem the client can act on, then the check runs again and the function serves.
+    expect(throttled.statusCode).toBe(503);
+    expect(throttled.headers?.['retry-after']).toBe('1');
+    expect(JSON.parse(String(throttled.body))).toMatchObject({ code: 'NotReady', status: 503 });
+    expect(next.statusCode).toBe(200);
+    expect(errors).not.toHaveBeenCalled();
   });
 
   it('lets exactly one of two first uses with different counts record its count', async () => {

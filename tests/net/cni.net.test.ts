@@ -5,6 +5,7 @@
  * exercised by calling the plugin directly, as bridge would delegate to it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { CniLab, type PluginRun } from '../support/cni.ts';
@@ -219,6 +220,22 @@ describe('ipam-cni under the reference bridge plugin', () => {
     expect(first.json).toEqual({ cniVersion: '0.3.1', ips: [{ version: '4', address: ip, gateway: '10.84.0.1' }], routes: [{ dst: '0.0.0.0/0' }], dns: { nameservers: ['10.84.0.53'] } });
     expect(ip).not.toBe('10.84.0.1/24');
     expect(retried.json).toEqual({ cniVersion: '1.1.0', ips: [{ address: ip, gateway: '10.84.0.1' }], routes: [{ dst: '0.0.0.0/0' }], dns: { nameservers: ['10.84.0.53'] } });
+  });
+
+  it('checks a new pool with three requests on a fresh node, and then makes one request per ADD: the claim', async () => {
+    // Prepare: a node state folder of its own (a fresh node) and the debug log, which lists every request.
+    const network = lab.network('reqs');
+    const logFile = `${lab.dir}/reqs.log`;
+    const config = directConfig(network, { range: '10.89.0.0/24', stateDir: `${lab.dir}/reqs-node`, logFile, logLevel: 'debug' });
+    const attach = (id: string) => lab.plugin('ADD', config, { containerID: `${id}-${lab.id}`, netns: '/var/run/netns/unused' });
+    const requests = () => [...readFileSync(logFile, 'utf8').matchAll(/timing: (\S+ \S+ \S+) in \d+ ms/g)].map((m) => m[1]);
+    // Act
+    ipsOf(await attach('first'));
+    const first = requests();
+    ipsOf(await attach('second'));
+    // Assess
+    expect(first).toEqual([`GET /v1/pools/${network} 404`, 'POST /v1/pools 201', `POST /v1/pools/${network}/ranges 201`, `POST /v1/pools/${network}/claims 201`]);
+    expect(requests().slice(first.length)).toEqual([`POST /v1/pools/${network}/claims 201`]);
   });
 
   it('gives a recreated StatefulSet pod its old address in a pool with a reuse delay, and a DEL of the old attachment never frees the new one (#621, #176)', async () => {

@@ -6,7 +6,7 @@ import type { Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
-import { toLambdaRecord } from '../../scripts/stream-poller.ts';
+import { toLambdaRecord } from '../../aws-emulation/lambda-records.ts';
 import type { Clock } from '../../shared/core/ports.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { freshTable } from './dynamo.ts';

@@ -2,7 +2,8 @@ import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { createDynamoClient } from '../../shared/adapters/dynamodb/client.ts';
-import { toLambdaRecord } from '../../scripts/stream-poller.ts';
+import { toLambdaRecord } from '../../aws-emulation/lambda-records.ts';
+import { DEPLOYED_MAPPING, deliverBatch, type DeliveryRules } from '../../aws-emulation/stream-delivery.ts';
 
 export type MirrorHandler = (event: DynamoDBStreamEvent) => Promise<DynamoDBBatchResponse>;
 
@@ -79,25 +80,26 @@ export class StreamReader {
 export const streamEvent = (records: readonly DynamoDBRecord[]): DynamoDBStreamEvent => ({ Records: [...records] });
 
 /**
- * Feeds records to a stream handler in batches, as the event source mapping does: a batch that reports failures is
- * retried from its lowest failed record, up to `retries` times; final failures are returned.
+ * Feeds records to a stream handler in batches, by the event source mapping's rules (aws-emulation/stream-delivery.ts):
+ * a batch that reports failures is retried from its lowest failed record, up to `retries` times; the ids the handler
+ * last reported for a batch given up on are returned. A handler that throws fails the test (no bisection here).
  */
 export async function deliverRecords(records: readonly DynamoDBRecord[], handler: MirrorHandler, options: { batchSize?: number; retries?: number } = {}): Promise<string[]> {
-  const batchSize = options.batchSize ?? 100;
+  const rules: DeliveryRules = { ...DEPLOYED_MAPPING, batchSize: options.batchSize ?? 100, maxRetries: options.retries ?? 3, bisectOnError: false };
   const failed: string[] = [];
-  for (let i = 0; i < records.length; i += batchSize) {
-    let batch = records.slice(i, i + batchSize);
-    for (let attempt = 0; ; attempt += 1) {
-      const answer = await handler({ Records: batch });
-      const ids = answer.batchItemFailures.map((f) => f.itemIdentifier);
-      if (ids.length === 0) break;
-      const first = batch.findIndex((r) => ids.includes(r.dynamodb!.SequenceNumber!));
-      batch = batch.slice(first);
-      if (attempt >= (options.retries ?? 3)) {
-        failed.push(...ids);
-        break;
-      }
-    }
+  let thrown: { error: unknown } | undefined;
+  for (let i = 0; i < records.length && !thrown; i += rules.batchSize) {
+    await deliverBatch(records.slice(i, i + rules.batchSize), rules, {
+      invoke: (batch) =>
+        handler({ Records: batch }).catch((error: unknown) => {
+          thrown = { error };
+          throw error;
+        }),
+      pause: async () => undefined,
+      stopped: () => thrown !== undefined,
+      onGiveUp: ({ outcome }) => failed.push(...(outcome.kind === 'partial' ? outcome.failedIds : [])),
+    });
   }
+  if (thrown) throw thrown.error;
   return failed;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { itemSize, numberSize, readUnits, writeUnits } from '../../bench/lib/item-size.ts';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { itemSize, numberSize, plainItemSize, readUnits, writeUnits } from '../../aws-emulation/item-size.ts';
 import { SizeLedger } from '../../bench/lib/ledger.ts';
 import { PartitionLimiter } from '../../bench/lib/limiter.ts';
 import { Pricer } from '../../bench/lib/meter.ts';
@@ -13,13 +14,22 @@ const pricer = () => {
 /** An item of about `bytes` bytes under key `pk`. */
 const itemOf = (pk: string, bytes: number) => ({ PK: { S: pk }, SK: { S: 'X' }, pad: { S: 'x'.repeat(Math.max(0, bytes - 8 - pk.length)) } });
 
-describe('Module: bench/lib/item-size', () => {
+describe('Module: aws-emulation/item-size', () => {
   describe('Function: itemSize', () => {
     it('adds attribute names and values by DynamoDB rules', () => {
       // Prepare: "PK"(2) + "ab"(2), "n"(1) + 12345 (3 digit pairs + 1), "m"(1) + map(3 + 1 + "k"(1) + true(1))
       const item = { PK: { S: 'ab' }, n: { N: '12345' }, m: { M: { k: { BOOL: true } } } };
       // Act / Assess
       expect(itemSize(item)).toBe(4 + 1 + 4 + 1 + 6);
+    });
+
+    it('sizes a plain item (the simulator\'s form) as its wire form (the bench\'s), absent attributes left out', () => {
+      // Prepare: strings (one not ASCII), numbers, a boolean, a null, bytes, a list and a nested map
+      const plain = { PK: 'LEASE#p#10.0.0.1', n: 1_700_000_000_123, b: true, z: null, bin: new Uint8Array(7), l: ['a', 2], m: { k: 'é', deep: { x: 1 } }, gone: undefined };
+      // Act / Assess
+      expect(plainItemSize(plain)).toBe(itemSize(marshall(plain, { removeUndefinedValues: true })));
+      // PK 2+16, n 1+8 (13 digits), b 1+1, z 1+1, bin 3+7, l 1+3+(1+1)+(1+2), m 1+3+(1+1+2)+(1+4+(3+1+1+2))
+      expect(plainItemSize(plain)).toBe(18 + 9 + 2 + 2 + 10 + 9 + 20);
     });
 
     it('trims leading and trailing zeros of numbers', () => {

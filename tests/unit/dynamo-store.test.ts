@@ -457,6 +457,16 @@ describe('Class: TableClaimStore on the SDK engine', () => {
               ExpressionAttributeValues: { ':cv0': { S: 'uid-1' } },
             },
           },
+          // The range of the freed address: its freed counter moves, so a used-up seal on it no longer holds (issue 20)
+          {
+            Update: {
+              TableName: TABLE,
+              Key: { PK: { S: 'FREED#pool-a#10.0.0.0-24#3' }, SK: { S: 'FREED' } },
+              UpdateExpression: 'SET #a0 = :x0, #a1 = :x1 ADD #a2 :x2',
+              ExpressionAttributeNames: { '#a0': 'entity', '#a1': 'schema', '#a2': 'n' },
+              ExpressionAttributeValues: { ':x0': { S: 'freed' }, ':x1': { N: '1' }, ':x2': { N: '1' } },
+            },
+          },
         ],
       });
     });

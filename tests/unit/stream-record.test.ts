@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue as StreamAttributeValue } from '@aws-sdk/client-dynamodb-streams';
-import { toLambdaRecord } from '../../scripts/stream-poller.ts';
+import { toLambdaRecord } from '../../aws-emulation/lambda-records.ts';
 
 const streamArn = 'arn:aws:dynamodb:ddblocal:000000000000:table/ipam-local/stream/2026-11-21T00:00:00.000';
 

@@ -1,13 +1,14 @@
 import type { Claim, Lease } from '../../core/model.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
 import type { BitmapCommitOutcome, BitmapReleaseOutcome, BitmapStore, BitmapWrite } from '../../core/bitmap/ports.ts';
-import { bitmapToItem, itemToBitmap } from './codec.ts';
+import { bitmapToItem, itemToBitmap, newEventId } from './codec.ts';
 import { bitmapIs, both, claimUidIs, versionIs } from './conditions.ts';
 import { Entity, keys } from './keys.ts';
 import type { TableClaimStore } from './claim-store.ts';
 import type { Table } from './table.ts';
 import { claimCommit } from './writes/commit.ts';
 import { claimRelease, markerHeld } from './writes/release.ts';
+import type { IpamEvent } from '../../core/reconciler/ports.ts';
 
 /**
  * The legacy bitmaps on the table. The claim and lease items it writes come from the same write shapes as the claim
@@ -33,10 +34,10 @@ export class TableBitmapStore implements BitmapStore {
     return verdict.kind === 'bitmapsChanged' ? verdict : this.claims.outcomeOf(claim, verdict);
   }
 
-  async releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number): Promise<BitmapReleaseOutcome> {
+  async releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number, event?: IpamEvent): Promise<BitmapReleaseOutcome> {
     const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
     const holdings = { addresses: held, marker: await markerHeld(this.table, claim) };
-    const { ops, decode } = claimRelease(claim, condition, holdings, { bitmaps });
+    const { ops, decode } = claimRelease(claim, condition, holdings, { bitmaps, ...(event ? { event: { event, id: newEventId() } } : {}) });
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'released';
     if (decode(verdicts) === 'claimChanged') {

@@ -1,7 +1,7 @@
 import { NotReadyError } from '../../core/errors.ts';
 import type { Claim, Hold, Lease } from '../../core/model.ts';
 import type { ClaimFilter, ClaimStore, CommitOutcome, Page, ReleaseOutcome, Replacing } from '../../core/ports.ts';
-import { itemToClaim } from './codec.ts';
+import { itemToClaim, newEventId } from './codec.ts';
 import { both, claimUidIs, hasLabels, versionIs } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { filteredPage } from './index-reads.ts';
@@ -10,6 +10,7 @@ import type { Table } from './table.ts';
 import { claimCommit, type CommitVerdict } from './writes/commit.ts';
 import { markerHeld, releaseWithRetries } from './writes/release.ts';
 import { claimRenewal } from './writes/renew.ts';
+import type { IpamEvent } from '../../core/reconciler/ports.ts';
 
 /** Claims on the table; each write is one of the write shapes in writes/. */
 export class TableClaimStore implements ClaimStore {
@@ -68,11 +69,11 @@ export class TableClaimStore implements ClaimStore {
     return { items: page.items.map(itemToClaim), ...(page.next !== undefined ? { nextCursor: this.cursors.encode(scope, { s: 0, k: page.next }) } : {}) };
   }
 
-  async releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
+  async releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
       const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
       // One round each: a lease that changed hands between the read and the write is read again by the next round.
-      const outcome = await releaseWithRetries(this.table, claim, condition, () => (hold ? { hold: { hold, shards: this.shards } } : {}), 1);
+      const outcome = await releaseWithRetries(this.table, claim, condition, () => ({ ...(hold ? { hold: { hold, shards: this.shards } } : {}), ...(event ? { event: { event, id: newEventId() } } : {}) }), 1);
       if (outcome === 'released') return 'released';
       if (outcome === 'gaveUp') continue;
       const current = await this.getClaim(claim.pool, claim.name);

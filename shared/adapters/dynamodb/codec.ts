@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { EndReason } from '../../core/history/holding.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
+import type { Principal } from '../../core/access.ts';
 import type { Labels } from '../../core/labels.ts';
 import { LeaseState, type Claim, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
@@ -135,6 +137,8 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     ownerKind: lease.owner.kind,
     ownerName: lease.owner.name,
     createdAt: lease.createdAt,
+    ...(lease.labels ? { labels: lease.labels } : {}),
+    ...(lease.createdBy ? { createdBy: lease.createdBy } : {}),
     // Leases with a TTL are in the expiry index too, so the reconciler finds expired orphans without a scan.
     ...(lease.expiresAt !== undefined ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) } : {}),
     ...ttlOf(lease.expiresAt),
@@ -158,6 +162,8 @@ export function itemToLease(item: Item): Lease {
     ...(item.expiresAt !== undefined ? { expiresAt: item.expiresAt as number } : {}),
     ...(item.state === LeaseState.Released ? { state: LeaseState.Released, releasedAt: item.releasedAt as string, ...(typeof item.endReason === 'string' ? { endReason: item.endReason as EndReason } : {}) } : {}),
     ...(item.releasedBy !== undefined ? { releasedBy: item.releasedBy as Lease['releasedBy'] } : {}),
+    ...(item.labels !== undefined ? { labels: item.labels as Labels } : {}),
+    ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Principal } : {}),
   };
   return lease;
 }
@@ -181,6 +187,11 @@ export function itemToBitmap(item: Item): RangeAllocation {
   return { range: item.range as string, data, version: item.version as number };
 }
 
+/** A fresh event id: an event put under it is written exactly once (its condition: absent). */
+export function newEventId(): string {
+  return randomUUID().replace(/-/g, '').slice(0, 16);
+}
+
 /** The event's item: kept 24 hours by DynamoDB's TTL (and filtered by time when listed, since TTL deletion is lazy). */
 export function eventToItem(event: IpamEvent, id: string): Item {
   return {
@@ -193,6 +204,7 @@ export function eventToItem(event: IpamEvent, id: string): Item {
     object: event.object,
     message: event.message,
     ...(event.claimUid !== undefined ? { claimUid: event.claimUid } : {}),
+    ...(event.addresses?.length ? { addresses: [...event.addresses] } : {}),
     ...(event.principal ? { principal: event.principal } : {}),
     ...(event.labels ? { labels: event.labels } : {}),
     ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),

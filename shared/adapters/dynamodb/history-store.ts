@@ -1,11 +1,13 @@
+import type { Principal } from '../../core/access.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
+import type { Labels } from '../../core/labels.ts';
 import { holdingId, type EndReason, type Holding, type HoldingKind } from '../../core/history/holding.ts';
 import type { HistoryCursors, HistoryMark, HistoryPosition, HistoryScope, HistoryStore, HoldingPage, RepairEventRef } from '../../core/history/ports.ts';
 import type { CursorCodec } from './cursor.ts';
 import { historyDaysOf } from '../../core/model.ts';
 import type { EventReason } from '../../core/reconciler/ports.ts';
 import { itemToPool, type Item } from './codec.ts';
-import { either, isAbsentOrBelow, isAfter, itemIsAbsent } from './conditions.ts';
+import { both, either, isAbsentOrBelow, isAfter, itemExists, itemIsAbsent } from './conditions.ts';
 import { Entity, keys, SCHEMA_VERSION } from './keys.ts';
 import { queryAll, type Table } from './table.ts';
 
@@ -32,6 +34,9 @@ export function holdingToItem(h: Holding, expiresAtSeconds: number): Item {
     ...(h.to !== undefined ? { to: h.to, toExact: h.toExact ?? true } : {}),
     ...(h.endReason !== undefined ? { endReason: h.endReason } : {}),
     ...(h.expiresAt !== undefined ? { expiresAt: h.expiresAt } : {}),
+    ...(h.labels ? { labels: h.labels } : {}),
+    ...(h.createdBy ? { createdBy: h.createdBy } : {}),
+    ...(h.releasedBy ? { releasedBy: h.releasedBy } : {}),
     ttl: expiresAtSeconds,
   };
 }
@@ -50,6 +55,9 @@ export function itemToHolding(item: Item): Holding {
     ...(typeof item.to === 'string' ? { to: item.to, toExact: item.toExact !== false } : {}),
     ...(typeof item.endReason === 'string' ? { endReason: item.endReason as EndReason } : {}),
     ...(typeof item.expiresAt === 'number' ? { expiresAt: item.expiresAt } : {}),
+    ...(item.labels !== undefined ? { labels: item.labels as Labels } : {}),
+    ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Principal } : {}),
+    ...(item.releasedBy !== undefined ? { releasedBy: item.releasedBy as Principal } : {}),
   };
 }
 
@@ -73,10 +81,10 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
   }
 
   async repairEvents(pool: string, fromMs: number, toMs: number): Promise<readonly RepairEventRef[]> {
-    const items = await queryAll(this.table, { partition: keys.events(pool), sort: { between: [iso(fromMs), `${iso(toMs)}\uffff`] }, consistent: true, attributes: ['claimUid', 'reason', 'time'] });
+    const items = await queryAll(this.table, { partition: keys.events(pool), sort: { between: [iso(fromMs), `${iso(toMs)}\uffff`] }, consistent: true, attributes: ['claimUid', 'reason', 'time', 'principal', 'addresses'] });
     return items
       .filter((i) => typeof i.claimUid === 'string' && typeof i.time === 'string')
-      .map((i) => ({ claimUid: i.claimUid as string, reason: i.reason as EventReason, atMs: Date.parse(i.time as string) }));
+      .map((i) => ({ claimUid: i.claimUid as string, reason: i.reason as EventReason, atMs: Date.parse(i.time as string), ...(typeof i.principal === 'string' ? { principal: i.principal } : {}), ...(Array.isArray(i.addresses) ? { addresses: i.addresses as string[] } : {}) }));
   }
 
   async historyDays(pool: string): Promise<number | undefined> {
@@ -91,6 +99,10 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
       update: { set: { entity: Entity.HistoryMark, schema: SCHEMA_VERSION, pool, through: mark.through, lagMs: mark.lagMs, writtenAt: mark.writtenAt } },
       condition: isAbsentOrBelow('through', mark.through),
     });
+  }
+
+  async advanceGapCheck(pool: string, throughMs: number): Promise<void> {
+    await this.table.write({ kind: 'update', key: keys.historyMark(pool), update: { set: { gapCheckedThrough: throughMs } }, condition: both(itemExists(), isAbsentOrBelow('gapCheckedThrough', throughMs)) });
   }
 
   async mark(pool: string): Promise<HistoryMark | undefined> {
@@ -122,7 +134,7 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
 }
 
 function markOf(item: Item): HistoryMark {
-  return { through: item.through as number, lagMs: (item.lagMs as number | undefined) ?? 0, writtenAt: (item.writtenAt as number | undefined) ?? 0 };
+  return { through: item.through as number, lagMs: (item.lagMs as number | undefined) ?? 0, writtenAt: (item.writtenAt as number | undefined) ?? 0, ...(typeof item.gapCheckedThrough === 'number' ? { gapCheckedThrough: item.gapCheckedThrough } : {}) };
 }
 
 function isHistoryPosition(value: unknown): value is HistoryPosition {

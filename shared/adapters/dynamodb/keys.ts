@@ -22,6 +22,8 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   strikes     STRIKES#<pool>#<range>              STRIKES
  *   report      REPORT#<pool>#<what>                REPORT
  *   usage       USAGE#<pool>                        RANGE#<range>
+ *   freed       FREED#<pool>#<range>#<shard>        FREED
+ *   seals       SEALS#<pool>#<range>                SEALS
  *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
  *   holding     HIST#<pool>#<address>               <from>#<claim uid | hold>                     HOWNER#<pool>#<owner uid> / <from>#<address>
  *   hist. mark  HISTMARKS                           <pool>
@@ -38,7 +40,8 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  * attribute `ttl`); the reconciler reads the last minutes of a pool's tombstones by time (owners.ts). A holding is an
  * ended holding of an address, written by the stream function and kept the pool's historyDays (TTL attribute `ttl`);
  * its sort key is the lease's own version (creation time and claim uid), so a redelivered change rewrites it. A
- * history mark says how far a pool's history is complete (shared/core/history). The settings item
+ * history mark says how far a pool's history is complete (shared/core/history), and how far the reconciler's gap check
+ * has read the pool's release events (`gapCheckedThrough`, shared/core/reconciler/history.ts). The settings item
  * holds what must not change for the table's life (LEASE_INDEX_SHARDS), written by the first function to use the table
  * (table-settings.ts).
  */
@@ -70,6 +73,10 @@ export const Entity = {
   HistoryMark: 'historyMark',
   /** The table's fixed settings, recorded on first use (table-settings.ts). */
   TableSettings: 'tableSettings',
+  /** One shard of a range's freed counter (writes/freed.ts). */
+  Freed: 'freed',
+  /** The used-up seals of a range's bands (writes/freed.ts). */
+  Seals: 'seals',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -121,6 +128,9 @@ export const keys = {
   report: (pool: string, what: string): Key => ({ PK: `REPORT#${pool}#${what}`, SK: 'REPORT' }),
   usagePartition: (pool: string): string => `USAGE#${pool}`,
   usage: (pool: string, range: string): Key => ({ PK: `USAGE#${pool}`, SK: `RANGE#${range}` }),
+  /** Each shard its own partition: releases of one range spread over FREED_SHARDS items. */
+  freed: (pool: string, range: string, shard: number): Key => ({ PK: `FREED#${pool}#${range}#${shard}`, SK: 'FREED' }),
+  seals: (pool: string, range: string): Key => ({ PK: `SEALS#${pool}#${range}`, SK: 'SEALS' }),
   /** A pool's owner-gone tombstones, in time order; the uid is an attribute (a 253-character uid would not fit a sort key). */
   ownersGone: (pool: string): string => `GONE#${pool}`,
   ownerGone: (pool: string, isoTime: string, uidHash: string): Key => ({ PK: `GONE#${pool}`, SK: `${isoTime}#${uidHash}` }),

@@ -1,13 +1,14 @@
 import { Bitmap } from '../../core/bitmap/bitmap.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import { CHUNK_SIZE, type OccupancyChunk } from '../../core/occupancy/chunk.ts';
-import type { LeaseExpiry, OccupancyStore } from '../../core/occupancy/ports.ts';
+import { ownerIdentity, type LeaseExpiry, type OccupancyStore, type RangeSeals, type UsedUpSeal, type UsedUpSeals } from '../../core/occupancy/ports.ts';
 import type { Random } from '../../core/ports.ts';
 import { cryptoRandom } from '../system.ts';
 import type { Item } from './codec.ts';
 import { itemExists, itemIsAbsent, both, versionIs } from './conditions.ts';
 import { chunkSortKey, Entity, keys, SCHEMA_VERSION } from './keys.ts';
 import { queryAll, type Table } from './table.ts';
+import { freedKeys, rangeSealsOf, sealWrite } from './writes/freed.ts';
 import { stampRangeGeneration, transactRangeChange } from './writes/range-generation.ts';
 
 /** A chunk's item; the bitmaps in Go's big.Int byte order as the legacy bitmaps (an empty `expiring` is left out). */
@@ -41,8 +42,11 @@ export function itemToChunk(item: Item): OccupancyChunk {
   };
 }
 
-/** The occupancy summary on the table: one item per chunk, a pool family's chunks in one partition. */
-export class TableOccupancyStore implements OccupancyStore {
+/**
+ * The occupancy summary on the table (one item per chunk, a pool family's chunks in one partition), and the used-up
+ * seals of ranges (writes/freed.ts).
+ */
+export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
   constructor(
     private readonly table: Table,
     private readonly random: Pick<Random, 'uid'> = cryptoRandom,
@@ -65,8 +69,24 @@ export class TableOccupancyStore implements OccupancyStore {
 
   async leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseExpiry>> {
     if (addresses.length === 0) return new Map();
-    const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt']);
-    return new Map(items.filter((i) => i.entity === Entity.Lease).map((i) => [i.address as string, typeof i.expiresAt === 'number' ? { expiring: true, expiresAt: i.expiresAt } : { expiring: false }]));
+    const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt', 'state', 'ownerKind', 'ownerName']);
+    return new Map(
+      items
+        .filter((i) => i.entity === Entity.Lease)
+        .map((i) => {
+          const expiry: LeaseExpiry = typeof i.expiresAt === 'number' ? { expiring: true, expiresAt: i.expiresAt } : { expiring: false };
+          const heldFor = i.state === 'Released' ? { heldFor: ownerIdentity({ kind: String(i.ownerKind ?? ''), name: String(i.ownerName ?? '') }) } : {};
+          return [i.address as string, { ...expiry, ...heldFor }];
+        }),
+    );
+  }
+
+  async readSeals(pool: string, ranges: readonly string[]): Promise<ReadonlyMap<string, RangeSeals>> {
+    return ranges.length ? rangeSealsOf(pool, ranges, await this.table.batchGet(freedKeys(pool, ranges))) : new Map();
+  }
+
+  async seal(pool: string, range: string, part: string, seal: UsedUpSeal): Promise<boolean> {
+    return (await this.table.transact(sealWrite(pool, range, part, seal))) === undefined;
   }
 
   /**

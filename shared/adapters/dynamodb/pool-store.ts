@@ -8,6 +8,7 @@ import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
 import { Entity, keys, RANGE_GENERATION_COPIES } from './keys.ts';
 import { queryAll, type Table, type WriteOp } from './table.ts';
+import { freedKeys } from './writes/freed.ts';
 import { dropRangeGeneration, stampRangeGeneration, transactRangeChange } from './writes/range-generation.ts';
 import { removeRange } from './writes/range-removal.ts';
 import { tombstoneItem } from './tombstones.ts';
@@ -80,6 +81,8 @@ export class TablePoolStore implements PoolStore {
       const chunks = await queryAll(this.table, { partition: keys.occupancy(pool, family), attributes: ['PK', 'SK'] });
       for (const chunk of chunks) await this.table.write({ kind: 'delete', key: { PK: chunk.PK as string, SK: chunk.SK as string } });
     }
+    // And its ranges' freed counters and used-up seals (a seal names its range's incarnation: a leftover says nothing).
+    for (const key of freedKeys(pool, view.ranges.map((r) => r.name))) await this.table.write({ kind: 'delete', key });
     return 'deleted';
   }
 

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { IpFamily } from '../../core/ip/address.ts';
 import { NotReadyError } from '../../core/errors.ts';
 import { releasedLease, type Claim, type Hold, type Lease, type PoolView, type Range } from '../../core/model.ts';
@@ -16,7 +16,7 @@ import {
   type SweepPage,
   type UsageRecord,
 } from '../../core/reconciler/ports.ts';
-import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, leaseToItem, type Item } from './codec.ts';
+import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, leaseToItem, newEventId, type Item } from './codec.ts';
 import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, heldByClaim, isFreeAt, isReleasedLease, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
 import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
@@ -24,6 +24,7 @@ import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
 import type { TablePoolStore } from './pool-store.ts';
 import type { Table, WriteOp } from './table.ts';
 import { tombstoneItem, tombstonesSince } from './tombstones.ts';
+import { freedBumps, freedKeys } from './writes/freed.ts';
 import { releaseWithRetries } from './writes/release.ts';
 import { endReasonOfRepair } from '../../core/history/recorder.ts';
 import type { EndReason } from '../../core/history/holding.ts';
@@ -241,7 +242,7 @@ export class TableReconcileStore implements ReconcileStore {
     const release: WriteOp = hold
       ? { kind: 'put', item: leaseToItem(releasedLease(lease, hold, endReasonOfRepair(event.reason)), this.shards), condition }
       : { kind: 'delete', key: keys.lease(lease.pool, lease.address), condition };
-    const verdicts = await this.table.transact([release, eventPut(event)]);
+    const verdicts = await this.table.transact([release, eventPut(event), ...freedBumps(lease.pool, [lease.range], lease.claimUid)]);
     return verdicts ? 'changed' : 'released';
   }
 
@@ -266,6 +267,7 @@ export class TableReconcileStore implements ReconcileStore {
       { kind: 'delete', key: keys.bitmap(range.pool, range.name) },
       { kind: 'delete', key: keys.strikes(range.pool, range.name) },
       { kind: 'delete', key: keys.usage(range.pool, range.name) },
+      ...freedKeys(range.pool, [range.name]).map((key): WriteOp => ({ kind: 'delete', key })),
       eventPut(event),
     ]);
     return outcome === 'removed' ? 'finalized' : 'changed';
@@ -328,8 +330,4 @@ function endReasonOf(event: IpamEvent): { endReason?: EndReason } {
 /** An event's put: a fresh id, so a repair's event is written exactly once with it. */
 function eventPut(event: IpamEvent): WriteOp {
   return { kind: 'put', item: eventToItem(event, newEventId()), condition: itemIsAbsent() };
-}
-
-function newEventId(): string {
-  return randomUUID().replace(/-/g, '').slice(0, 16);
 }

@@ -1,5 +1,5 @@
 import type { BitmapStore } from '../../core/bitmap/ports.ts';
-import type { OccupancyStore } from '../../core/occupancy/ports.ts';
+import type { OccupancyStore, UsedUpSeals } from '../../core/occupancy/ports.ts';
 import type { ClaimStore, HealthProbe, LeaseIndex, PoolStore, Random } from '../../core/ports.ts';
 import type { ReconcileStore } from '../../core/reconciler/ports.ts';
 import { cryptoRandom } from '../system.ts';
@@ -21,6 +21,8 @@ export interface Stores {
   readonly leases: LeaseIndex;
   readonly bitmaps: BitmapStore;
   readonly occupancy: OccupancyStore;
+  /** The used-up seals of ranges and their freed counters (the same store as the summary's). */
+  readonly seals: UsedUpSeals;
   readonly reconcile: ReconcileStore;
   readonly health: HealthProbe;
   readonly history: HistoryStore & HistoryCursors;
@@ -41,12 +43,14 @@ export function tableStores(table: Table, options: StoreOptions): Stores {
   const random = options.random ?? cryptoRandom;
   const pools = new TablePoolStore(table, options.shards, cursors, random);
   const claims = new TableClaimStore(table, options.shards, cursors);
+  const occupancy = new TableOccupancyStore(table, random);
   return {
     pools,
     claims,
     leases: new TableLeaseIndex(table, options.shards, cursors),
     bitmaps: new TableBitmapStore(table, options.shards, claims),
-    occupancy: new TableOccupancyStore(table, random),
+    occupancy,
+    seals: occupancy,
     reconcile: new TableReconcileStore(table, options.shards, cursors, pools),
     history: new TableHistoryStore(table, cursors),
     health: { health: async () => ({ table: table.name, status: await table.describe() }) },

@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '../../core/errors.ts';
 import type { Holding } from '../../core/history/holding.ts';
 import { addressAt, addressHistory, cidrHistory, ownerHistory, type HistoryPage } from '../../core/use-cases/history.ts';
+import { principalDto } from './dto.ts';
 import { pageParams, pathParam, queryParam } from './request.ts';
 import { json, type RouteMap } from './routes.ts';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
@@ -19,6 +20,9 @@ export function holdingDto(h: Holding): Record<string, unknown> {
     ...(h.to !== undefined ? { to: h.to, toExact: h.toExact ?? true } : {}),
     ...(h.endReason !== undefined ? { endReason: h.endReason } : {}),
     ...(h.expiresAt !== undefined ? { expiresAt: new Date(h.expiresAt).toISOString() } : {}),
+    ...(h.labels ? { labels: h.labels } : {}),
+    ...(h.createdBy ? { createdBy: principalDto(h.createdBy) } : {}),
+    ...(h.releasedBy ? { releasedBy: principalDto(h.releasedBy) } : {}),
   };
 }
 

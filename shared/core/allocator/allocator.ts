@@ -2,6 +2,7 @@ import type { IpAddress, IpFamily } from '../ip/address.ts';
 import { AddressReleasingError, AlreadyAllocatedError, type IpamError } from '../errors.ts';
 import { isReleased, type Claim, type Hold, type Lease, type PoolView } from '../model.ts';
 import type { ReleaseOutcome } from '../ports.ts';
+import type { IpamEvent } from '../reconciler/ports.ts';
 
 /**
  * The addresses a claim needs of one family: the exact address when the client named one, otherwise `count`
@@ -38,9 +39,10 @@ export interface Allocator {
    * Releases a claim and the leases it still holds, in one transaction (at `expectedVersion` when given). The legacy
    * strategy clears the claim's bits in the same transaction, as Kubernetes' legacy allocator releases an IP. With
    * `hold` (a pool's reuse delay) the leases stay as Released leases held for the claim's owner (and the legacy
-   * strategy keeps their bits set: see bitmap-release.ts).
+   * strategy keeps their bits set: see bitmap-release.ts). With `event`, the event is written in the same
+   * transaction (it tells the address history why the leases went).
    */
-  release(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome>;
+  release(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome>;
 }
 
 /** Why an explicit address could not be taken: another claim holds it, or it is held for its previous owner. */

@@ -10,6 +10,7 @@ import type { BitmapExpectation, BitmapStore, BitmapWrite } from '../bitmap/port
 import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import type { Interval } from './intervals.ts';
 import { excludedIntervals, rangeForExplicit, type ParsedRange } from './pool-geometry.ts';
+import type { IpamEvent } from '../reconciler/ports.ts';
 
 export interface BitmapAllocatorDeps {
   readonly claims: Pick<ClaimStore, 'getClaim' | 'releaseClaim'>;
@@ -67,8 +68,8 @@ export class BitmapAllocator implements Allocator {
    *   outside its family's legacy bitmap window; AlreadyAllocatedError when its bit is set; RangeFullError when a
    *   bitmap has no zero bit left; NotReadyError when it keeps losing races.
    */
-  release(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
-    return releaseClearingBits(this.deps, claim, expectedVersion, hold);
+  release(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome> {
+    return releaseClearingBits(this.deps, claim, expectedVersion, hold, event);
   }
 
   async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {

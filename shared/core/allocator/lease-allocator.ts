@@ -2,13 +2,15 @@ import { formatAddress, parseAddress, type IpFamily } from '../ip/address.ts';
 import { NotReadyError, RangeFullError } from '../errors.ts';
 import { holdOf, isExpired, leaseOfClaim, reuseDelayMs, type Claim, type ClaimAddress, type Hold, type Owner, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, Random, ReleaseOutcome, Replacing } from '../ports.ts';
-import type { OccupancyStore } from '../occupancy/ports.ts';
+import { BandName, ownerIdentity, type LeaseExpiry, type OccupancyStore, type UsedUpSeals } from '../occupancy/ports.ts';
 import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
 import { HintSource, type Hint, type HintCache } from './hint.ts';
-import { intervalHolding, type Interval } from './intervals.ts';
+import type { Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
-import { hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
+import { cidrCovers, hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
+import type { IpamEvent } from '../reconciler/ports.ts';
+import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, rotated, sealHolds, type Band } from './used-up.ts';
 
 export const PickStrategy = {
   /** Upper band first, random start, steered by the container's hint of what is taken. */
@@ -39,6 +41,11 @@ export interface LeaseAllocatorDeps {
   readonly leaseStates: Pick<OccupancyStore, 'leaseStates'>['leaseStates'];
   /** The addresses a pool with a reuse delay still holds for an owner identity: its dynamic claims get them back. */
   readonly heldFor?: LeaseIndex['heldFor'];
+  /**
+   * Seals on bands read used up, with the ranges' freed counters (used-up.ts): a band sealed since nothing was freed
+   * is not read again. Without them (NO_SEALS) every "used up" decision reads its bands in bulk.
+   */
+  readonly seals?: UsedUpSeals;
 }
 
 /**
@@ -90,6 +97,13 @@ export const CONFIRM_WAVE_MAX = 1_600;
  */
 export const CONFIRM_LIMIT = 65_536;
 
+/**
+ * Rounds of a "used up" decision (usedUpOrFree): read the seals, read the unsealed parts in bulk, seal them, then read
+ * the seals again to see them all hold at once. A round that finds a seal broken (something freed meanwhile) reads
+ * that part again; past this many, NotReady.
+ */
+export const SEAL_ROUNDS = 4;
+
 /** What one allocate call has seen so far, per family. */
 interface CallState {
   /** The collision count at this call's last forced read of the hint. */
@@ -99,6 +113,8 @@ interface CallState {
   readonly collidedAt: ReadonlyMap<IpFamily, number>;
   /** Ranges whose upper band this call read whole and found used up: the other picks of a batch do not read it again. */
   readonly upperUsedUp: Set<string>;
+  /** The claim's owner identity (ownerIdentity): a Released lease held for it is free for this call. */
+  readonly owner: string;
 }
 
 interface Choice {
@@ -124,8 +140,8 @@ export class LeaseAllocator implements Allocator {
     this.maxCommits = deps.maxCommits ?? (this.strategy === PickStrategy.Blind ? 4096 : 64);
   }
 
-  release(claim: Claim, expectedVersion?: number, hold?: Hold): Promise<ReleaseOutcome> {
-    return this.deps.claims.releaseClaim(claim, expectedVersion, hold);
+  release(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome> {
+    return this.deps.claims.releaseClaim(claim, expectedVersion, hold, event);
   }
 
   async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
@@ -142,6 +158,7 @@ export class LeaseAllocator implements Allocator {
     // When this call last collided in each family: a hint read before that is known to be behind.
     const collidedAt = new Map<IpFamily, number>();
     const upperUsedUp = new Set<string>();
+    const owner = ownerIdentity(draft.spec.owner);
     // Addresses this call read free near full (pickVerified), per family: a batch reads them once, not once a pick.
     const verified = new Map(slots.map((s) => [s.family, new Set<bigint>()]));
     // Dynamic candidates in flight, unreserved once their transaction has an answer.
@@ -155,7 +172,7 @@ export class LeaseAllocator implements Allocator {
           if (pick && !pick.explicit) reservations.push(this.deps.hints.reserve(pool, slots[i]!.family, pick.value));
         });
         for (const [i, slot] of slots.entries()) {
-          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, { refreshedAt, collisions, collidedAt, upperUsedUp }, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
+          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, { refreshedAt, collisions, collidedAt, upperUsedUp, owner }, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
         }
         claim = buildClaim(draft, requests, slots, picks as Choice[]);
         const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
@@ -247,7 +264,7 @@ export class LeaseAllocator implements Allocator {
    * call has read free (pickVerified), not read again.
    */
   private async pickDynamic(view: PoolView, family: IpFamily, call: CallState, reservations: (() => void)[], chosen: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice> {
-    const { refreshedAt, collisions, collidedAt, upperUsedUp } = call;
+    const { refreshedAt, collisions, collidedAt, upperUsedUp, owner } = call;
     const ranges = rangesOf(view, family).filter((r) => pickableSize(this.pickRange(r)) > 0n);
     if (ranges.length === 0) throw new RangeFullError(view.pool.name, family);
     const excluded = excludedIntervals(view, family);
@@ -278,14 +295,14 @@ export class LeaseAllocator implements Allocator {
         fresh = true;
         continue;
       }
-      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, seen > 0) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, owner, seen > 0) : this.pickWithHint(ranges, excluded, hint, inFlight);
       const hinted = checked === 'full' ? undefined : checked;
       if (hinted) {
         // A pick in a lower band says the hint shows that range's upper band used up: only a read of its leases may
         // decide that (KEP-3070 keeps the lower band for static addresses).
         let pick = hinted;
         if (this.inLowerBand(hinted) && !upperUsedUp.has(hinted.range.range.name)) {
-          const upper = await this.confirmFree(pool, family, [this.band(hinted.range, excluded, 'upper')], verified, chosen);
+          const upper = await this.usedUpOrFree(pool, family, [this.band(view, hinted.range, excluded, BandName.Upper)], owner, verified, chosen);
           if (upper) pick = upper;
           else upperUsedUp.add(hinted.range.range.name);
         }
@@ -300,8 +317,8 @@ export class LeaseAllocator implements Allocator {
     }
     // "Used up" is never the summary's word (issue 20): every address of the family's ranges is read consistently,
     // upper bands first, and RangeFull is the answer only when none is free at the moment it was read.
-    const bands = [...ranges.map((r) => this.band(r, excluded, 'upper')), ...ranges.map((r) => this.band(r, excluded, 'lower'))];
-    const pick = await this.confirmFree(pool, family, bands, verified, chosen);
+    const bands = [...ranges.map((r) => this.band(view, r, excluded, BandName.Upper)), ...ranges.map((r) => this.band(view, r, excluded, BandName.Lower))];
+    const pick = await this.usedUpOrFree(pool, family, bands, owner, verified, chosen);
     if (!pick) throw new RangeFullError(pool, family);
     reservations.push(this.deps.hints.reserve(pool, family, pick.value));
     return pick;
@@ -323,49 +340,96 @@ export class LeaseAllocator implements Allocator {
     return { lower: lower < size ? lower : 0n, size };
   }
 
-  /** One band of a range as confirmFree reads it: its offsets, minus the pool's exclusions. */
-  private band(range: ParsedRange, excluded: readonly Interval[], which: 'upper' | 'lower'): Band {
+  /**
+   * One band of a range as confirmFree reads it: its offsets, minus the pool's exclusions; its counters are its
+   * range's and those of every range of the pool (in any state) overlapping it, through which its addresses may be held.
+   */
+  private band(view: PoolView, range: ParsedRange, excluded: readonly Interval[], name: BandName): Band {
     const { lower, size } = this.bandBounds(range);
-    return which === 'upper' ? { range, from: lower, to: size, excluded } : { range, from: 0n, to: lower, excluded };
+    const overlapping = rangesOf(view, range.cidr.family, false).filter((o) => o.range.name !== range.range.name && (cidrCovers(o.cidr, range.cidr) || cidrCovers(range.cidr, o.cidr)));
+    const counters = [range.range.name, ...overlapping.map((o) => o.range.name)];
+    return name === BandName.Upper ? { name, part: name, range, counters, from: lower, to: size, excluded } : { name, part: name, range, counters, from: 0n, to: lower, excluded };
   }
 
   /**
-   * Reads the leases of `bands` (in this order, each from a random offset with wrap-around, in waves of CONFIRM_WAVE
-   * doubling to CONFIRM_WAVE_MAX lease keys, each wave one consistent bulk read) until a wave finds an address free:
-   * no lease item, or one past its expiry. It picks among the free ones of that wave, never one of `chosen` (this
-   * claim's other picks), one not in flight in this container if it can (another request's pick may still collide);
-   * undefined when every address was read taken or chosen. Each address is read during this call, so an
-   * address free for the whole call is found. What it reads taken joins the hint (as a collision would), what it
-   * reads free joins `verified`.
-   * @throws NotReadyError when the bands hold more than CONFIRM_LIMIT addresses and none of those read was free
+   * A free address of `bands`, or undefined when every band is used up at one moment inside this call (issue 20):
+   * a read of the ranges' seals and freed counters (one consistent bulk read) in which the seal of every part of every
+   * band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one is read
+   * in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters, which commits
+   * only if nothing that could lie in it was freed meanwhile. Parts are visited from a random one (upper bands first),
+   * and the seals are read again before each next part: callers deciding at once share the reading of a band instead
+   * of each reading all of it. One part sealed now is the answer at once; several are read together again, the
+   * moment they all hold.
+   * @throws NotReadyError when every round found something freed meanwhile (SEAL_ROUNDS)
    */
-  private async confirmFree(pool: string, family: IpFamily, bands: readonly Band[], verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
-    let wave = CONFIRM_WAVE;
-    let read = 0;
-    for (const band of bands) {
-      const values = bandValues(band, band.from + (band.to > band.from ? this.deps.random.below(band.to - band.from) : 0n));
-      for (;;) {
-        const batch: bigint[] = [];
-        while (batch.length < wave) {
-          const next = values.next();
-          if (next.done) break;
-          batch.push(next.value);
+  private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
+    const seals = this.deps.seals ?? NO_SEALS;
+    // A band without addresses (a range too small for a lower band) is used up without a read.
+    const parts = bands.filter((b) => b.to > b.from).flatMap((b) => rotated(partsOf(b), this.deps.random));
+    if (parts.length === 0) return undefined;
+    const ranges = [...new Set(parts.flatMap((p) => p.counters))];
+    const budget = { read: 0 };
+    for (let round = 0; round < SEAL_ROUNDS; round += 1) {
+      let read = await seals.readSeals(pool, ranges);
+      const open = parts.filter((p) => !sealHolds(read, p, owner, this.deps.clock.nowMs()));
+      if (open.length === 0) return undefined;
+      let ownPicksOnly = false;
+      let sealedNow = 0;
+      for (const [i, part] of open.entries()) {
+        // Another caller may have sealed it while this one read the parts before.
+        if (i > 0 && this.deps.seals) {
+          read = await seals.readSeals(pool, ranges);
+          if (sealHolds(read, part, owner, this.deps.clock.nowMs())) continue;
         }
-        if (batch.length === 0) break;
-        if ((read += batch.length) > CONFIRM_LIMIT) throw new NotReadyError('The pool\'s view shows its ranges used up, and they are too large to confirm that in one request; retry shortly.');
-        const unheld = await this.readFree(pool, family, batch.map((value) => ({ value, range: band.range, explicit: false })), new Set());
-        for (const f of unheld) verified.add(f.value);
-        const free = unheld.filter((f) => !chosen.has(f.value));
-        if (free.length > 0) {
-          const inFlight = this.deps.hints.inFlight(pool, family);
-          const idle = free.filter((f) => !inFlight.has(f.value));
-          const among = idle.length > 0 ? idle : free;
-          return among[Number(this.deps.random.below(BigInt(among.length)))];
-        }
-        wave = Math.min(2 * wave, CONFIRM_WAVE_MAX);
+        const reading = new BandReading();
+        const pick = await this.confirmFree(pool, family, part, reading, owner, verified, chosen, budget);
+        if (pick) return pick;
+        // Free only among this claim's own picks: not used up (a batch that cannot grow).
+        if (reading.open) ownPicksOnly = true;
+        else if (await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part))) sealedNow += 1;
       }
+      if (ownPicksOnly) return undefined;
+      if (parts.length === 1 && sealedNow === 1) return undefined;
+      // A store without seals: the bulk read is the decision, as each address was read during this call.
+      if (!this.deps.seals) return undefined;
     }
-    return undefined;
+    throw new NotReadyError('Addresses of the pool were freed while it was confirmed used up; retry shortly.');
+  }
+
+  /**
+   * Reads the leases of a band (or a part of one) from a random offset with wrap-around, in waves of CONFIRM_WAVE
+   * doubling to CONFIRM_WAVE_MAX lease keys, each wave one consistent bulk read, until a wave finds an address free
+   * for this owner: no lease item, one past its expiry, or a Released one held for this owner. It picks among the free
+   * ones of that wave, never one of `chosen` (this claim's other picks), one not in flight in this container if it
+   * can; undefined when every address was read taken or chosen. Each address is read during this call, so an
+   * address free for the whole call is found. What it reads taken joins the hint (as a collision would) and
+   * `reading` (for a seal), what it reads free joins `verified`.
+   * @throws NotReadyError when the decision has read more than CONFIRM_LIMIT addresses (`budget`) and none was free
+   */
+  private async confirmFree(pool: string, family: IpFamily, band: Band, reading: BandReading, owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>, budget: { read: number }): Promise<Choice | undefined> {
+    let wave = CONFIRM_WAVE;
+    const values = bandValues(band, band.from + (band.to > band.from ? this.deps.random.below(band.to - band.from) : 0n));
+    for (;;) {
+      const batch: bigint[] = [];
+      while (batch.length < wave) {
+        const next = values.next();
+        if (next.done) break;
+        batch.push(next.value);
+      }
+      if (batch.length === 0) return undefined;
+      if ((budget.read += batch.length) > CONFIRM_LIMIT) throw new NotReadyError('The pool\'s view shows its ranges used up, and they are too large to confirm that in one request; retry shortly.');
+      const unheld = await this.readFree(pool, family, batch.map((value) => ({ value, range: band.range, explicit: false })), new Set(), owner, (state) => reading.taken(state.expiresAt, state.heldFor));
+      if (unheld.length > 0) reading.open = true;
+      for (const f of unheld) verified.add(f.value);
+      const free = unheld.filter((f) => !chosen.has(f.value));
+      if (free.length > 0) {
+        const inFlight = this.deps.hints.inFlight(pool, family);
+        const idle = free.filter((f) => !inFlight.has(f.value));
+        const among = idle.length > 0 ? idle : free;
+        return among[Number(this.deps.random.below(BigInt(among.length)))];
+      }
+      wave = Math.min(2 * wave, CONFIRM_WAVE_MAX);
+    }
   }
 
   /**
@@ -389,7 +453,7 @@ export class LeaseAllocator implements Allocator {
    * `verified` were read free earlier in this call (the other picks of a batch) and are not read again; the ones read
    * free now are added to it.
    */
-  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, collided = false): Promise<Choice | 'full' | undefined> {
+  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, collided = false): Promise<Choice | 'full' | undefined> {
     const few: { value: bigint; range: ParsedRange }[] = [];
     const seen = new Set<bigint>();
     for (const range of ranges) {
@@ -398,10 +462,10 @@ export class LeaseAllocator implements Allocator {
         if (!seen.has(value)) few.push({ value, range });
         seen.add(value);
       }
-      if (few.length > VERIFY_LIMIT) return collided ? this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      if (few.length > VERIFY_LIMIT) return collided ? this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified, owner) : this.pickWithHint(ranges, excluded, hint, inFlight);
     }
     if (few.length === 0) return undefined;
-    const free = await this.readFree(pool, family, few, verified);
+    const free = await this.readFree(pool, family, few, verified, owner);
     if (free.length === 0) return 'full';
     // The same pick may have become in flight in this container while the read was out.
     const live = free.filter((f) => !this.deps.hints.inFlight(pool, family).has(f.value)).map((f) => ({ ...f, explicit: false }));
@@ -417,7 +481,7 @@ export class LeaseAllocator implements Allocator {
    * read SAMPLE_SIZE random candidates (one consistent batch) and pick among those really free, instead of paying a
    * failed transaction per stale address. Undefined when none of the sample is free (the caller reads again).
    */
-  private async pickSampled(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice | undefined> {
+  private async pickSampled(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string): Promise<Choice | undefined> {
     const skip = new Set(inFlight);
     const sample: Choice[] = [];
     while (sample.length < SAMPLE_SIZE) {
@@ -426,25 +490,29 @@ export class LeaseAllocator implements Allocator {
       sample.push(pick);
       skip.add(pick.value);
     }
-    const free = (await this.readFree(pool, family, sample, verified)).filter((c) => !this.deps.hints.inFlight(pool, family).has(c.value));
+    const free = (await this.readFree(pool, family, sample, verified, owner)).filter((c) => !this.deps.hints.inFlight(pool, family).has(c.value));
     return free.length ? free[Number(this.deps.random.below(BigInt(free.length)))] : undefined;
   }
 
   /**
-   * The candidates really free: read free earlier in this call (`verified`), or read now (one consistent batch) with
-   * no lease item or an expired one. The ones read free join `verified`; the taken ones are remembered like
-   * collisions.
+   * The candidates really free for this owner identity: read free earlier in this call (`verified`), or read now (one
+   * consistent batch) with no lease item, an expired one, or a Released one held for this owner (its commit may take
+   * it back). The ones read free join `verified`; the taken ones are remembered like collisions and told to `onTaken`.
    */
-  private async readFree<T extends { readonly value: bigint }>(pool: string, family: IpFamily, candidates: readonly T[], verified: Set<bigint>): Promise<T[]> {
+  private async readFree<T extends { readonly value: bigint }>(pool: string, family: IpFamily, candidates: readonly T[], verified: Set<bigint>, owner: string, onTaken?: (state: LeaseExpiry) => void): Promise<T[]> {
     const unread = candidates.filter((c) => !verified.has(c.value)).map((c) => formatAddress({ family, value: c.value }));
-    const states = unread.length ? await this.deps.leaseStates(pool, unread) : new Map<string, { readonly expiresAt?: number }>();
+    const states = unread.length ? await this.deps.leaseStates(pool, unread) : new Map<string, LeaseExpiry>();
     const nowMs = this.deps.clock.nowMs();
     return candidates.filter((c) => {
       if (verified.has(c.value)) return true;
       const state = states.get(formatAddress({ family, value: c.value }));
-      const taken = state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs);
-      if (taken) this.deps.hints.markTaken(pool, family, c.value, nowMs);
-      else verified.add(c.value);
+      const taken = state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs) && state.heldFor !== owner;
+      if (taken) {
+        this.deps.hints.markTaken(pool, family, c.value, nowMs);
+        onTaken?.(state);
+      } else {
+        verified.add(c.value);
+      }
       return !taken;
     });
   }
@@ -499,30 +567,4 @@ function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], slots
       .map((pick) => ({ address: formatAddress({ family: r.family, value: pick.value }), family: r.family, range: pick.range.range.name })),
   );
   return { ...draft, addresses };
-}
-
-/** Offsets [from, to) of a range, minus exclusions, as confirmFree reads them. */
-interface Band {
-  readonly range: ParsedRange;
-  readonly from: bigint;
-  readonly to: bigint;
-  readonly excluded: readonly Interval[];
-}
-
-/** The band's addresses from offset `start`, wrapping around to `from`, skipping excluded intervals in one step each. */
-function* bandValues(band: Band, start: bigint): Generator<bigint> {
-  const { range, from, to, excluded } = band;
-  for (const [lo, hi] of [[start, to], [from, start]] as const) {
-    let offset = lo;
-    while (offset < hi) {
-      const value = hostAt(range.cidr, offset);
-      const exclusion = intervalHolding(excluded, value);
-      if (exclusion) {
-        offset = exclusion[1] - range.cidr.base;
-        continue;
-      }
-      yield value;
-      offset += 1n;
-    }
-  }
 }

@@ -4,6 +4,7 @@ import type { ClaimStore, PoolStore, ReleaseOutcome } from '../ports.ts';
 import type { Bitmap } from './bitmap.ts';
 import { bitmapOfDocument, legacyBitOf } from './legacy.ts';
 import type { BitmapStore, BitmapWrite } from './ports.ts';
+import type { IpamEvent } from '../reconciler/ports.ts';
 
 export interface BitmapReleaseDeps {
   readonly pools: Pick<PoolStore, 'getPoolView'>;
@@ -24,7 +25,7 @@ export interface BitmapReleaseDeps {
  * them out either. The leases become Released leases; once the reconciler deletes them after the delay, its drift
  * check clears the bits (row 9, after its strikes), as Kubernetes' repair loop frees a leak.
  */
-export async function releaseClearingBits(deps: BitmapReleaseDeps, claim: Claim, expectedVersion?: number, hold?: Hold, maxAttempts = 8): Promise<ReleaseOutcome> {
+export async function releaseClearingBits(deps: BitmapReleaseDeps, claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent, maxAttempts = 8): Promise<ReleaseOutcome> {
   const view = hold ? undefined : await deps.pools.getPoolView(claim.pool);
   if (view) {
     for (let attempt = 0; attempt < maxAttempts; attempt += 1) {
@@ -32,11 +33,11 @@ export async function releaseClearingBits(deps: BitmapReleaseDeps, claim: Claim,
       const held = claim.addresses.map((a) => a.address).filter((address) => holders.get(address) === claim.uid);
       const writes = await clearing(deps, view, held);
       if (writes === undefined) break;
-      const outcome = await deps.bitmaps.releaseClaim(claim, held, writes, expectedVersion);
+      const outcome = await deps.bitmaps.releaseClaim(claim, held, writes, expectedVersion, event);
       if (outcome !== 'bitmapsChanged') return outcome;
     }
   }
-  return deps.claims.releaseClaim(claim, expectedVersion, hold);
+  return deps.claims.releaseClaim(claim, expectedVersion, hold, event);
 }
 
 /** The bitmap writes clearing these addresses' bits; undefined when a bitmap to clear is missing (the mirror's job). */

@@ -1,6 +1,7 @@
 import type { Claim, Lease } from '../model.ts';
 import type { CommitOutcome } from '../ports.ts';
 import type { RangeAllocation } from './range-allocation.ts';
+import type { IpamEvent } from '../reconciler/ports.ts';
 
 /**
  * What a conditional bitmap write expects to find: the version it read, or no bitmap item at all (a new environment,
@@ -47,7 +48,7 @@ export interface BitmapStore {
    * Releases a claim as ClaimStore.releaseClaim does (claim of this uid, at `expectedVersion` when given, and the leases
    * in `held` that it still holds) and writes the bitmaps in the same transaction.
    */
-  releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number): Promise<BitmapReleaseOutcome>;
+  releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number, event?: IpamEvent): Promise<BitmapReleaseOutcome>;
 
   /**
    * Which lease items exist now among these addresses of a pool, with the claim incarnation holding each one: a

@@ -1,4 +1,6 @@
+import type { Principal } from '../access.ts';
 import type { IpFamily } from '../ip/address.ts';
+import type { Labels } from '../labels.ts';
 import { isReleased, type Lease, type Owner } from '../model.ts';
 
 /** What held an address: a claim, or a reuse-delay hold kept for a previous owner identity after its claim let go. */
@@ -51,6 +53,17 @@ export interface Holding {
   readonly endReason?: EndReason;
   /** Epoch ms the lease would have stopped holding the address (its TTL), as last known; absent: no TTL. */
   readonly expiresAt?: number;
+  /** The claim's labels (copied onto its leases); absent: none. */
+  readonly labels?: Labels;
+  /** Who created the claim; absent when unrecorded (unsigned, or a lease written before leases carried it). */
+  readonly createdBy?: Principal;
+  /**
+   * Who ended the holding, where a caller did and the change says so: a release into a reuse-delay hold (the Released
+   * lease carries it), an owner reported gone through the API, or any release in a pool with `access` (their events
+   * do). Absent for a client's release in a pool with neither a reuse delay nor `access` (a deletion carries no
+   * principal: the write's audit line has it) and for the reconciler's own repairs (their `endReason` says why).
+   */
+  readonly releasedBy?: Principal;
 }
 
 /** A holding's identity, from the lease's own version (its creation time and claim incarnation): stable under redelivery. */
@@ -72,6 +85,8 @@ export function holdingOfLease(lease: Lease): Holding {
     owner: lease.owner,
     from: hold ? (lease.releasedAt ?? lease.createdAt) : lease.createdAt,
     ...(lease.expiresAt !== undefined ? { expiresAt: lease.expiresAt } : {}),
+    ...(lease.labels ? { labels: lease.labels } : {}),
+    ...(lease.createdBy ? { createdBy: lease.createdBy } : {}),
   };
 }
 
@@ -85,8 +100,8 @@ export function holdingAt(lease: Lease, nowMs: number): Holding {
   return ended(open, Math.max(lease.expiresAt, Date.parse(open.from)), true, open.kind === HoldingKind.Hold ? EndReason.HoldEnded : EndReason.Expired);
 }
 
-function ended(h: Holding, toMs: number, exact: boolean, reason: EndReason): Holding {
-  return { ...h, to: new Date(toMs).toISOString(), toExact: exact, endReason: reason };
+function ended(h: Holding, toMs: number, exact: boolean, reason: EndReason, by?: Principal): Holding {
+  return { ...h, to: new Date(toMs).toISOString(), toExact: exact, endReason: reason, ...(by ? { releasedBy: by } : {}) };
 }
 
 /** A reconciler repair that released a lease, as its event tells (written in the same transaction as the release). */
@@ -94,6 +109,8 @@ export interface RepairRecord {
   readonly reason: EndReason;
   /** Epoch ms of the repair. */
   readonly atMs: number;
+  /** The caller whose request made it (an owner reported gone through the API); absent: the reconciler's own. */
+  readonly by?: Principal;
 }
 
 /** What one lease change says: the lease before and after (either may be absent), and how DynamoDB saw it. */
@@ -134,7 +151,7 @@ export function endedHolding(change: LeaseTransition, seenMs: number, repair: Re
   const old = holdingOfLease(before);
   const startMs = Date.parse(old.from);
   const expiry = before.expiresAt ?? Number.POSITIVE_INFINITY;
-  const end = (toMs: number, exact: boolean, reason: EndReason) => ended(old, Math.max(startMs, toMs), exact, reason);
+  const end = (toMs: number, exact: boolean, reason: EndReason, by?: Principal) => ended(old, Math.max(startMs, toMs), exact, reason, by);
   if (after) {
     const next = holdingOfLease(after);
     if (holdingId(next) === holdingId(old)) return undefined;
@@ -142,14 +159,14 @@ export function endedHolding(change: LeaseTransition, seenMs: number, repair: Re
     if (old.kind === HoldingKind.Hold) return end(Math.min(expiry, nextStart), true, EndReason.HoldEnded);
     if (next.kind === HoldingKind.Hold) {
       const why = after.endReason ?? EndReason.Released;
-      return expiry <= nextStart ? end(expiry, true, EndReason.Expired) : end(nextStart, true, why);
+      return expiry <= nextStart ? end(expiry, true, EndReason.Expired) : end(nextStart, true, why, after.releasedBy);
     }
     return end(Math.min(expiry, nextStart), true, EndReason.Expired);
   }
   if (old.kind === HoldingKind.Hold) return expiry <= seenMs ? end(expiry, true, EndReason.HoldEnded) : end(seenMs, false, EndReason.HoldEnded);
   if (change.byTtl || expiry <= change.atMs) return end(expiry, true, EndReason.Expired);
   const record = repair(before);
-  if (record) return record.reason !== EndReason.Expired && expiry <= record.atMs ? end(expiry, true, EndReason.Expired) : end(Math.min(expiry, record.atMs), true, record.reason);
+  if (record) return record.reason !== EndReason.Expired && expiry <= record.atMs ? end(expiry, true, EndReason.Expired) : end(Math.min(expiry, record.atMs), true, record.reason, record.by);
   return end(Math.min(expiry, seenMs), false, EndReason.Released);
 }
 

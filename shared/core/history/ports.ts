@@ -7,6 +7,10 @@ export interface RepairEventRef {
   readonly reason: EventReason;
   /** Epoch ms of the repair. */
   readonly atMs: number;
+  /** The ARN of the caller whose request made the repair (the event's principal); absent: the reconciler's own. */
+  readonly principal?: string;
+  /** The addresses it let go of; absent on events written before events carried them. */
+  readonly addresses?: readonly string[];
 }
 
 /** How far a pool's history is complete: every lease change DynamoDB stamped up to `through` is recorded. */
@@ -17,6 +21,8 @@ export interface HistoryMark {
   readonly lagMs: number;
   /** Epoch ms the mark was written. */
   readonly writtenAt: number;
+  /** Epoch ms up to which the reconciler has checked the pool's release repairs against the history (its gap check). */
+  readonly gapCheckedThrough?: number;
 }
 
 /** A page of one address's (or one owner's) ended holdings, newest first. */
@@ -42,6 +48,8 @@ export interface HistoryStore {
   mark(pool: string): Promise<HistoryMark | undefined>;
   /** Every pool's mark (the reconciler's lag metric). */
   marks(): Promise<ReadonlyMap<string, HistoryMark>>;
+  /** Moves the pool's gap-check position forward (never back) on its existing mark. */
+  advanceGapCheck(pool: string, throughMs: number): Promise<void>;
   /** An address's ended holdings that began before `before` (a sort key; undefined: all), newest first. */
   addressHoldings(pool: string, address: string, limit: number, before?: string): Promise<HoldingPage>;
   /** The oldest ended holding of an address after the one of this sort key (the one that cut its end). */

@@ -16,6 +16,10 @@ export function endReasonOfRepair(reason: EventReason): EndReason | undefined {
       return EndReason.Repaired;
     case EventReason.PoolDeleted:
       return EndReason.PoolDeleted;
+    case EventReason.RangeRetired:
+      return EndReason.RangeTerminated;
+    case EventReason.ClaimReleased:
+      return EndReason.Released;
     default:
       return undefined;
   }
@@ -93,7 +97,7 @@ export class HistoryRecorder {
     const lookup = (before: { claimUid: string }): RepairRecord | undefined => {
       const found = repairs?.filter((r) => r.claimUid === before.claimUid && r.claimUid !== '').sort((a, b) => b.atMs - a.atMs)[0];
       const reason = found && endReasonOfRepair(found.reason);
-      return found && reason ? { reason, atMs: found.atMs } : undefined;
+      return found && reason ? { reason, atMs: found.atMs, ...(found.principal ? { by: { arn: found.principal } } : {}) } : undefined;
     };
     const ended: { change: LeaseChange; holding: Holding }[] = [];
     for (const change of changes) {

@@ -7,6 +7,55 @@ export interface LeaseExpiry {
   readonly expiring: boolean;
   /** Epoch ms it expires at, for a lease with a TTL. */
   readonly expiresAt?: number;
+  /** A Released lease: the previous owner identity it is held for (ownerIdentity), who may take it back at once. */
+  readonly heldFor?: string;
+}
+
+/** The owner identity a Released lease is held for (kind and name; a recreated workload has a new uid), as one string. */
+export function ownerIdentity(owner: { readonly kind: string; readonly name: string }): string {
+  return JSON.stringify([owner.kind, owner.name]);
+}
+
+/** The two bands of a range (KEP-3070): dynamic picks take the upper band first, the lower one only once it is used up. */
+export const BandName = { Upper: 'upper', Lower: 'lower' } as const;
+export type BandName = (typeof BandName)[keyof typeof BandName];
+
+/**
+ * A record that a band of a range was read used up (issue 20): every address of it held by an unexpired lease, read
+ * consistently while the range's freed counters stood at `freed`. Every write that frees an address of the range for
+ * anyone (a release, an owner release, a reconciler release, a renewal that may shorten an expiry, a replaced claim's
+ * leases held for its owner) bumps one of those counters in its own transaction, and the only other way an address
+ * gets free is time: so while the counters still read `freed` and it is before `until`, the band is still used up.
+ */
+export interface UsedUpSeal {
+  /**
+   * The freed counters (one per shard) when the band was read, of its range and of every range overlapping it (a
+   * lease taken through an overlapping range bumps that range's counter when it is freed).
+   */
+  readonly freed: Readonly<Record<string, readonly number[]>>;
+  /** The earliest expiry of the leases read (a TTL, or a reuse delay's end); absent when none expires. */
+  readonly until?: number;
+  /** What the band was (the range's incarnation, its offsets, the exclusions in it): a seal of another shape says nothing. */
+  readonly shape: string;
+  /** Owner identities with a Released lease in the band (free for them); 'many' past a few. */
+  readonly holders: readonly string[] | 'many';
+}
+
+/** A range's freed counters and the seals on its bands' parts (by part name: `upper_0`...), read consistently together. */
+export interface RangeSeals {
+  readonly freed: readonly number[];
+  readonly seals: Readonly<Record<string, UsedUpSeal>>;
+}
+
+/** The used-up seals of ranges (TableOccupancyStore is the adapter). */
+export interface UsedUpSeals {
+  /** The freed counters and seals of a pool's ranges: one consistent bulk read (FREED_SHARDS + 1 items a range). */
+  readSeals(pool: string, ranges: readonly string[]): Promise<ReadonlyMap<string, RangeSeals>>;
+  /**
+   * Writes the seal of a part of a band of `range` only while every counter is still as in `seal.freed`; false when
+   * one has moved (or another write met it: DynamoDB's transaction conflict).
+   */
+  seal(pool: string, range: string, part: string, seal: UsedUpSeal): Promise<boolean>;
 }
 
 /** The occupancy summary's chunks on the table (TableOccupancyStore is the adapter). */

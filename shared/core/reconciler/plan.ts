@@ -1,3 +1,4 @@
+import type { Principal } from '../access.ts';
 import { parseAddress } from '../ip/address.ts';
 import { isHostOf, parseCidr } from '../ip/cidr.ts';
 import { isExpired, isReleased, RangeState, type Claim, type ClaimAddress, type Hold, type Lease, type PoolView, type Range } from '../model.ts';
@@ -161,8 +162,8 @@ function heldText(owner: { kind: string; name: string }, hold: Hold | undefined)
 }
 
 /** What every event about a claim carries: its pool, the time, and the claim's labels. */
-function aboutClaim(claim: Claim, time: string): Pick<IpamEvent, 'pool' | 'time' | 'labels'> {
-  return { pool: claim.pool, time, labels: claim.spec.labels ?? {} };
+function aboutClaim(claim: Claim, time: string): Pick<IpamEvent, 'pool' | 'time' | 'labels' | 'addresses'> {
+  return { pool: claim.pool, time, labels: claim.spec.labels ?? {}, addresses: claim.addresses.map((a) => a.address) };
 }
 
 /** The event of each repair, with a sentence an operator can act on; an event built from a claim carries its labels. */
@@ -174,12 +175,34 @@ export const events = {
     claimUid: claim.uid,
     message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
+  historyGap: (pool: string, address: string, ended: { readonly claimUid: string; readonly reason: EventReason; readonly atMs: number }, time: string): IpamEvent => ({
+    pool,
+    time,
+    reason: EventReason.HistoryGap,
+    object: `lease/${address}`,
+    message: `The address history of ${address} has no holding of claim uid ${ended.claimUid}, which a ${ended.reason} repair released at ${new Date(ended.atMs).toISOString()}: the stream function skipped that lease change past its retries (see MirrorFailureQueue). Holdings of that time are incomplete; nothing was changed.`,
+  }),
+  rangeRetired: (claim: Claim, time: string): IpamEvent => ({
+    ...aboutClaim(claim, time),
+    reason: EventReason.RangeRetired,
+    object: `claim/${claim.name}`,
+    claimUid: claim.uid,
+    message: `A range of pool ${claim.pool} was marked Terminating or removed while claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was being committed; the claim was released with ${addressList(claim)} before it was answered, and allocated again.`,
+  }),
   poolDeleted: (claim: Claim, time: string): IpamEvent => ({
     ...aboutClaim(claim, time),
     reason: EventReason.PoolDeleted,
     object: `claim/${claim.name}`,
     claimUid: claim.uid,
     message: `Pool ${claim.pool} was deleted while claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was being committed; the claim was released with ${addressList(claim)}.`,
+  }),
+  claimReleased: (claim: Claim, time: string, by: Principal): IpamEvent => ({
+    ...aboutClaim(claim, time),
+    reason: EventReason.ClaimReleased,
+    object: `claim/${claim.name}`,
+    claimUid: claim.uid,
+    principal: by.arn,
+    message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) was released by ${by.arn}${by.session ? ` (session ${by.session})` : ''} with ${addressList(claim)}.`,
   }),
   ownerReleased: (claim: Claim, time: string, hold?: Hold): IpamEvent => ({
     ...aboutClaim(claim, time),
@@ -194,6 +217,7 @@ export const events = {
     reason: EventReason.LeaseOrphaned,
     object: `lease/${lease.address}`,
     claimUid: lease.claimUid,
+    addresses: [lease.address],
     message: `Lease of ${lease.address} (claim ${lease.claim}, uid ${lease.claimUid}) was released: ${whyText[why]}.${heldText(lease.owner, hold)}`,
   }),
   leaseNotAllocated: (claim: Claim, address: string, time: string): IpamEvent => ({

@@ -29,6 +29,23 @@ export const EventReason = {
   RangeFinalized: 'RangeFinalized',
   /** A claim of a deleted pool (committed as the pool was deleted, not yet in its claims listing) was released. */
   PoolDeleted: 'PoolDeleted',
+  /**
+   * A claim committed while its range was being retired (marked Terminating or removed) was released before it was
+   * answered (use-cases/claims.ts createClaim), and allocated again elsewhere. Written in the release's transaction.
+   */
+  RangeRetired: 'RangeRetired',
+  /**
+   * A lease change the stream function never recorded (skipped past its retries and its records' maximum age): a
+   * release repair's event is older than that age, yet the address history has no holding of that claim incarnation
+   * at that address. Reported once; nothing changed (shared/core/reconciler/history.ts).
+   */
+  HistoryGap: 'HistoryGap',
+  /**
+   * A caller released a claim in a pool with `access` (a pool that says who may do what records who did), without a
+   * reuse delay: written by the API in the release's transaction, so the address history names who released each
+   * address, and when, exactly (a deletion names no principal by itself).
+   */
+  ClaimReleased: 'ClaimReleased',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 
@@ -47,6 +64,11 @@ export interface IpamEvent {
    * tells which lease deletion the repair was (shared/core/history).
    */
   readonly claimUid?: string;
+  /**
+   * The addresses a release repair let go of (stored on the event item, not listed), so the reconciler can check
+   * later that the address history recorded each of them (shared/core/reconciler/history.ts).
+   */
+  readonly addresses?: readonly string[];
   /** The caller whose request made the repair (an owner reported gone through the API); absent: the reconciler's own. */
   readonly principal?: string;
   /** The labels of the claim the event is about (`{}` when it has none); absent on events about no claim. */

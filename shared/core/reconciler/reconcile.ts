@@ -59,6 +59,7 @@ import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
 import { repairBitmaps } from './drift.ts';
 import { releaseDeletedPoolClaims } from './deleted-pools.ts';
 import { recheckGoneOwners } from './owners.ts';
+import { checkHistory, type HistoryCheck } from './history.ts';
 import { EXPIRY_CHECKPOINT, Phase, RETRIES, Run, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
 import { measureUsage } from './usage.ts';
 import { buildMissingSummaries } from './summary.ts';
@@ -86,6 +87,8 @@ export interface ReconcileReport {
   readonly sweep: { readonly checked: number; readonly cycleCompleted: boolean };
   /** Legacy ranges whose bitmap window was scanned (in part or whole) or rebuilt in this run (drift check). */
   readonly bitmapsChecked: number;
+  /** The address history's lag per pool, and the release events its gap check read (history.ts). */
+  readonly history: HistoryCheck;
   /** Pools whose occupancy summary was built (row 14), and summary bits corrected (row 15). */
   readonly summary: { readonly built: number; readonly repaired: number };
   /**
@@ -123,6 +126,8 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   const measured = run.out(Phase.Utilization) ? noUsage : await run.phase(Phase.Utilization, () => measureUsage(run, views), noUsage);
   const bitmapsChecked = run.out(Phase.Drift) ? 0 : await run.phase(Phase.Drift, () => repairBitmaps(run, views, measured.records), 0);
   const utilization = measured.usage;
+  const noHistory = { lagMs: {}, eventsChecked: 0 };
+  const history = run.out(Phase.History) ? noHistory : await run.phase(Phase.History, () => checkHistory(run, views), noHistory);
   const noSweep = { checked: 0, cycleCompleted: false };
   // Row 13 needs the pools' ranges: without the listing, the sweep leaves held leases alone this run.
   const sweep = run.out(Phase.Sweep) ? noSweep : await run.phase(Phase.Sweep, () => sweepSlice(run, listed?.ok ? views : undefined), noSweep);
@@ -135,6 +140,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     sweep,
     bitmapsChecked,
     summary: run.summary,
+    history,
     errors: run.errors,
   };
 }

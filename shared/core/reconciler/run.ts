@@ -14,7 +14,7 @@ export type Pause = (ms: number) => Promise<void>;
  */
 export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings; readonly pause?: Pause };
 
-export const Phase = { Expiry: 'expiry', Owners: 'owners', Ranges: 'ranges', Summary: 'summary', Drift: 'drift', Utilization: 'utilization', Sweep: 'sweep' } as const;
+export const Phase = { Expiry: 'expiry', Owners: 'owners', Ranges: 'ranges', Summary: 'summary', Drift: 'drift', Utilization: 'utilization', History: 'history', Sweep: 'sweep' } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
 
 /** Size, used and free of one range, from its last complete count. */

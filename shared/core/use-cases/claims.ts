@@ -25,6 +25,7 @@ import type { FamilyRequest } from '../allocator/allocator.ts';
 import { rangesOf } from '../allocator/pool-geometry.ts';
 import { pageLimit, type Deps } from './deps.ts';
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
+import { events } from '../reconciler/plan.ts';
 
 export interface CreateClaimCommand {
   readonly pool: string;
@@ -251,7 +252,8 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         // A range was retired under the commit: give the addresses back before anything is answered, and say so to
         // the hint, whose marks from the commit would otherwise keep them taken (and could make the next round's
         // answer a RangeFull).
-        await deps.allocator.release(result.claim);
+        // Its event, in the release's transaction, tells the address history why the leases went (rangeTerminated).
+        await deps.allocator.release(result.claim, undefined, undefined, events.rangeRetired(result.claim, new Date(deps.clock.nowMs()).toISOString()));
         for (const a of result.claim.addresses) deps.hints.markFree(cmd.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
         if (!current) throw new NotFoundError('pool', cmd.pool);
         deps.views.remember(cmd.pool, current, deps.clock.nowMs());
@@ -329,7 +331,10 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     }
     const held = holdOf(view.pool, claim, deps.clock.nowMs());
     const hold = held && caller ? { ...held, releasedBy: caller } : held;
-    const outcome = await deps.allocator.release(claim, claim.version, hold);
+    // A pool with `access` records who released: the Released leases carry it, or else an event in the same
+    // transaction does (one item more per release), which the address history reads (history/recorder.ts).
+    const record = !hold && caller && view.pool.access ? events.claimReleased(claim, new Date(deps.clock.nowMs()).toISOString(), caller) : undefined;
+    const outcome = await deps.allocator.release(claim, claim.version, hold, record);
     if (outcome === 'released' || outcome === 'absent') {
       // Held addresses are not free: the hint keeps them taken.
       if (!hold) for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());

@@ -4,6 +4,7 @@ import type { CommitOutcome, Replacing } from '../../../core/ports.ts';
 import { bitmapToItem, claimToItem, generatedToItem, itemToClaim, itemToLease, leaseToItem } from '../codec.ts';
 import { bitmapIs, either, heldByClaim, isFreeAt, isTakeableBy } from '../conditions.ts';
 import type { TxVerdict, WriteOp } from '../table.ts';
+import { freedBumps } from './freed.ts';
 import { lostRace } from './verdicts.ts';
 
 /** What a claim commit writes besides the claim, its marker and its leases. */
@@ -35,6 +36,7 @@ export type CommitVerdict =
  *                   [OR still the replaced claim's]
  *   Put Released    still the replaced claim's   -> conflict (NotReady)     (extras.replacing: its other leases)
  *   Put bitmap      version = v | absent         -> bitmapsChanged           (extras.bitmaps)
+ *   Update freed    ADD n 1                                                  (each range of the Released ones)
  *
  * "Expired" uses `nowMs`: an expired lease is free before anything deletes it. "Held for this owner identity": a
  * Released lease of a pool with a reuse delay, whose previous owner kind and name are the claim's (a sticky address).
@@ -53,12 +55,15 @@ export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: numbe
   for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: ofReplaced.has(lease.address) ? either(takeable, heldByClaim(replaced!.uid)) : takeable, returnOld: true });
   // The replaced claim's other leases: held for its owner until the reuse delay ends, as its release would have.
   const taking = new Set(leases.map((l) => l.address));
-  for (const address of replaced?.addresses ?? []) {
-    if (!taking.has(address.address)) ops.push({ kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(replaced!, address), extras.replacing!.hold), shards), condition: heldByClaim(replaced!.uid) });
+  const heldBack = (replaced?.addresses ?? []).filter((a) => !taking.has(a.address));
+  for (const address of heldBack) {
+    ops.push({ kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(replaced!, address), extras.replacing!.hold), shards), condition: heldByClaim(replaced!.uid) });
   }
   const firstBitmap = ops.length;
   const bitmaps = extras.bitmaps ?? [];
   for (const bitmap of bitmaps) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
+  // Held for the replaced claim's owner: free for that owner from now on (a used-up seal must not outlive it).
+  if (replaced && heldBack.length) ops.push(...freedBumps(claim.pool, heldBack.map((a) => a.range), replaced.uid));
 
   const decode = (verdicts: readonly TxVerdict[]): CommitVerdict => {
     const claimVerdict = verdicts[0];

@@ -6,6 +6,7 @@ import { bitmapToItem, eventToItem, leaseToItem, type Item } from '../codec.ts';
 import { bitmapIs, heldByClaim, itemIsAbsent, type Condition } from '../conditions.ts';
 import { Entity, keys, type Key } from '../keys.ts';
 import type { Table, TxVerdict, WriteOp } from '../table.ts';
+import { freedBumps } from './freed.ts';
 import { lostRace } from './verdicts.ts';
 
 /** What a claim still holds: the addresses whose lease is still this incarnation's, and whether its generateName marker is. */
@@ -66,9 +67,10 @@ export type ReleaseVerdict = 'released' | 'claimChanged' | 'retry';
  *     or Put Released  claimUid = claim.uid                                                 -> retry   (extras.hold: a reuse delay)
  *   Put bitmap         version = v                                                          -> retry   (extras.bitmaps)
  *   Put event          absent                                                                          (extras.event)
+ *   Update freed       ADD n 1 (one shard per range of the held addresses: writes/freed.ts)
  *
  * Leases are deleted only while they are this incarnation's, so a stale release never frees an address that has
- * gone to someone else.
+ * gone to someone else. A Released lease held for the owner counts as freed too: free for that owner.
  */
 export function claimRelease(claim: Claim, claimCondition: Condition, holdings: Holdings, extras: ReleaseExtras = {}): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => ReleaseVerdict } {
   const mine = heldByClaim(claim.uid);
@@ -81,6 +83,8 @@ export function claimRelease(claim: Claim, claimCondition: Condition, holdings: 
   }
   for (const bitmap of extras.bitmaps ?? []) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
   if (extras.event) ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });
+  const held = new Set(holdings.addresses);
+  ops.push(...freedBumps(claim.pool, claim.addresses.filter((a) => held.has(a.address)).map((a) => a.range), claim.uid));
   const decode = (verdicts: readonly TxVerdict[]): ReleaseVerdict => (lostRace(verdicts[0]) ? 'claimChanged' : 'retry');
   return { ops, decode };
 }

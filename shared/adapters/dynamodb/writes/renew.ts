@@ -3,6 +3,7 @@ import { expiryIndex, ttlOf } from '../codec.ts';
 import { claimUidIs, heldByClaim } from '../conditions.ts';
 import { keys } from '../keys.ts';
 import type { TxVerdict, Update, WriteOp } from '../table.ts';
+import { freedBumps } from './freed.ts';
 
 /** `lost`: a lease expired and went to another claim; `absent`: the claim is gone or another incarnation. */
 export type RenewVerdict = 'absent' | 'lost' | 'conflict';
@@ -16,6 +17,7 @@ const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
  *   Update claim       uid = claim.uid         SET expiresAt, ttl, expiry index; ADD version 1   -> absent
  *   Update generated   claimUid = claim.uid    SET expiresAt, ttl                                 (when held)
  *   Update lease       claimUid = claim.uid    SET expiresAt + holdMs, ttl, expiry index          -> lost
+ *   Update freed       ADD n 1 (one shard per range; not when the claim is made permanent)
  *
  * Leases move to their new expiry bucket with the claim, so the expiry index never points at a stale hour. In a pool
  * with a reuse delay a lease outlives its claim's expiry by `holdMs`, so an expired claim's addresses stay held for
@@ -37,6 +39,8 @@ export function claimRenewal(claim: Claim, expiresAt: number | undefined, marker
   for (const a of claim.addresses) {
     ops.push({ kind: 'update', key: keys.lease(claim.pool, a.address), update: moved(a.address, true, holdMs), condition: mine });
   }
+  // A new expiry may be earlier than the one a used-up seal read (writes/freed.ts): the seal must not outlive it.
+  if (expiresAt !== undefined) ops.push(...freedBumps(claim.pool, claim.addresses.map((a) => a.range), claim.uid));
   const decode = (verdicts: readonly TxVerdict[]): RenewVerdict => {
     if (verdicts[0]?.code === 'ConditionalCheckFailed') return 'absent';
     if (verdicts.slice(firstLease).some((v) => v.code === 'ConditionalCheckFailed')) return 'lost';

@@ -12,6 +12,10 @@ import type { AttributeValue } from '@aws-sdk/client-dynamodb';
  *
  * Capacity units follow from sizes: a write unit per started 1 KB of an item, a read unit per started 4 KB
  * (half for eventually consistent reads), never less than one unit per item written or request read.
+ *
+ * One pricer for everything that stands in for DynamoDB's billing: the bench's meter sizes wire items (`itemSize`),
+ * the simulator's capacity model sizes the plain items MemoryTable holds (`plainItemSize`), by the same rules.
+ * Hand-rolled: no library prices DynamoDB items.
  */
 export type WireItem = Record<string, AttributeValue>;
 
@@ -66,4 +70,22 @@ export function writeUnits(bytes: number): number {
 export function readUnits(bytes: number, consistent: boolean): number {
   const units = Math.max(1, Math.ceil(bytes / 4096));
   return consistent ? units : units / 2;
+}
+
+/** Size of one plain value (MemoryTable's form of an attribute), by the same rules as `valueSize`. */
+export function plainValueSize(value: unknown): number {
+  if (typeof value === 'string') return utf8Length(value);
+  if (typeof value === 'number' || typeof value === 'bigint') return numberSize(String(value));
+  if (typeof value === 'boolean' || value === null) return 1;
+  if (value instanceof Uint8Array) return value.byteLength;
+  if (Array.isArray(value)) return 3 + value.reduce((sum: number, v) => sum + 1 + plainValueSize(v), 0);
+  if (typeof value === 'object') return 3 + Object.entries(value as Record<string, unknown>).reduce((sum, [k, v]) => (v === undefined ? sum : sum + 1 + utf8Length(k) + plainValueSize(v)), 0);
+  return 0;
+}
+
+/** Size of a plain item (attributes left undefined are absent), by DynamoDB's rules. */
+export function plainItemSize(item: Readonly<Record<string, unknown>>): number {
+  let size = 0;
+  for (const [name, value] of Object.entries(item)) if (value !== undefined) size += utf8Length(name) + plainValueSize(value);
+  return size;
 }

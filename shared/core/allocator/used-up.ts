@@ -1,0 +1,128 @@
+import { hostAt } from '../ip/cidr.ts';
+import { formatAddress } from '../ip/address.ts';
+import type { BandName, RangeSeals, UsedUpSeal, UsedUpSeals } from '../occupancy/ports.ts';
+import type { Random } from '../ports.ts';
+import { intervalHolding, type Interval } from './intervals.ts';
+import type { ParsedRange } from './pool-geometry.ts';
+
+/** Offsets [from, to) of a range, minus exclusions: a band, or a part of one (what one seal covers). */
+export interface Band {
+  readonly name: BandName;
+  /** Which seal covers it: the band's name, then `_<k>` for its k-th part (partsOf). */
+  readonly part: string;
+  readonly range: ParsedRange;
+  /** The ranges whose freed counters cover the band: its own, and every range of the pool overlapping it. */
+  readonly counters: readonly string[];
+  readonly from: bigint;
+  readonly to: bigint;
+  readonly excluded: readonly Interval[];
+}
+
+/**
+ * Owner identities a seal lists (those with a Released lease in the band). Past this many it lists 'many', and no
+ * caller can rely on it: the band is read again (only a pool with a reuse delay has Released leases).
+ */
+export const SEAL_HOLDERS_MAX = 32;
+
+/**
+ * Parts a band is sealed in (at most; a band under SEAL_PART_MIN addresses is one part). Callers deciding at once
+ * read different parts first and skip the parts others sealed meanwhile, so a band used up is read about once, not
+ * once per caller (32 callers reaching a /20's full upper band together read 3,838 keys each before). More parts mean
+ * less shared reading but a larger seals item (each seal about 150 bytes; 16 in a read unit's 4 KB).
+ */
+export const SEAL_PARTS = 8;
+export const SEAL_PART_MIN = 256n;
+
+/** The parts of a band: SEAL_PARTS slices of its offsets (one when it is small). */
+export function partsOf(band: Band): Band[] {
+  const width = band.to - band.from;
+  if (width < SEAL_PART_MIN) return [{ ...band, part: `${band.name}_0` }];
+  const n = BigInt(SEAL_PARTS);
+  return Array.from({ length: SEAL_PARTS }, (_, k) => ({ ...band, part: `${band.name}_${k}`, from: band.from + (width * BigInt(k)) / n, to: band.from + (width * BigInt(k + 1)) / n }));
+}
+
+/** The items from a random one on, wrapping around. */
+export function rotated<T>(items: readonly T[], random: Random): T[] {
+  const start = Number(random.below(BigInt(Math.max(1, items.length))));
+  return [...items.slice(start), ...items.slice(0, start)];
+}
+
+/** The band's addresses from offset `start`, wrapping around to `from`, skipping excluded intervals in one step each. */
+export function* bandValues(band: Band, start: bigint): Generator<bigint> {
+  const { range, from, to, excluded } = band;
+  for (const [lo, hi] of [[start, to], [from, start]] as const) {
+    let offset = lo;
+    while (offset < hi) {
+      const value = hostAt(range.cidr, offset);
+      const exclusion = intervalHolding(excluded, value);
+      if (exclusion) {
+        offset = exclusion[1] - range.cidr.base;
+        continue;
+      }
+      yield value;
+      offset += 1n;
+    }
+  }
+}
+
+/**
+ * What a band is, as a seal records it: the range's incarnation (a range re-created under its name is another one),
+ * its offsets, and the exclusions that cut it. A seal of another shape (an exclusion lifted, a window moved) says
+ * nothing about this band.
+ */
+export function shapeOf(band: Band): string {
+  const { range, from, to, excluded } = band;
+  if (to <= from) return `${range.range.createdAt}|${range.range.cidr}|empty`;
+  const first = hostAt(range.cidr, from);
+  const last = hostAt(range.cidr, to - 1n);
+  const cuts = excluded.filter(([lo, hi]) => lo <= last && hi >= first).map(([lo, hi]) => `${formatAddress({ family: range.cidr.family, value: lo })}-${formatAddress({ family: range.cidr.family, value: hi })}`);
+  return `${range.range.createdAt}|${range.range.cidr}|${from}-${to}|${cuts.join(',')}`;
+}
+
+/**
+ * Whether a seal read with its range's counters says the band is used up for this owner now: same shape, no counter
+ * moved since it was written (nothing in the range freed since), no lease it read expired yet, and none of its
+ * Released leases held for this owner (free for it).
+ */
+export function sealHolds(read: ReadonlyMap<string, RangeSeals>, band: Band, owner: string, nowMs: number): boolean {
+  const seal = read.get(band.range.range.name)?.seals[band.part];
+  if (!seal) return false;
+  const same = (a: readonly number[] | undefined, b: readonly number[] | undefined): boolean => a !== undefined && b !== undefined && a.length === b.length && a.every((n, i) => n === b[i]);
+  return (
+    seal.shape === shapeOf(band) &&
+    (seal.until === undefined || nowMs < seal.until) &&
+    Object.keys(seal.freed).length === band.counters.length &&
+    band.counters.every((counter) => same(seal.freed[counter], read.get(counter)?.freed)) &&
+    seal.holders !== 'many' &&
+    !seal.holders.includes(owner)
+  );
+}
+
+/** The counters a seal of this band records, as read. */
+export function countersOf(read: ReadonlyMap<string, RangeSeals>, band: Band): Record<string, readonly number[]> {
+  return Object.fromEntries(band.counters.map((counter) => [counter, read.get(counter)?.freed ?? []]));
+}
+
+/** What a bulk read of a band saw, for its seal: the earliest expiry and the holders among its leases. */
+export class BandReading {
+  until: number | undefined;
+  private readonly holders = new Set<string>();
+  /** A free address was seen (or one this claim picked): the band is not used up. */
+  open = false;
+
+  taken(expiresAt: number | undefined, heldFor: string | undefined): void {
+    if (expiresAt !== undefined && (this.until === undefined || expiresAt < this.until)) this.until = expiresAt;
+    if (heldFor !== undefined) this.holders.add(heldFor);
+  }
+
+  sealAt(freed: Readonly<Record<string, readonly number[]>>, band: Band): UsedUpSeal {
+    const holders = this.holders.size > SEAL_HOLDERS_MAX ? 'many' : [...this.holders];
+    return { freed, shape: shapeOf(band), holders, ...(this.until !== undefined ? { until: this.until } : {}) };
+  }
+}
+
+/** No seals (a store without them): every "used up" decision reads its bands in bulk. */
+export const NO_SEALS: UsedUpSeals = {
+  readSeals: async () => new Map(),
+  seal: async () => false,
+};
