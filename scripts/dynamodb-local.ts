@@ -19,6 +19,8 @@ export interface StartOptions {
   dataDir?: string;
   /** Milliseconds to wait for the engine to answer. */
   readyTimeoutMs?: number;
+  /** Options for the JVM, before `-jar` (e.g. JIT or GC settings); none by default. */
+  jvmOptions?: readonly string[];
 }
 
 /** The one line to print when Java is missing, with the install command. */
@@ -80,7 +82,7 @@ export async function startDynamoDbLocal(options: StartOptions = {}): Promise<Dy
   assertJava();
   const port = options.port ?? (await freePort());
   const folder = jarFolder();
-  const args = [`-Djava.library.path=${join(folder, 'DynamoDBLocal_lib')}`, '-jar', join(folder, 'DynamoDBLocal.jar'), '-port', String(port), '-disableTelemetry'];
+  const args = [...(options.jvmOptions ?? []), `-Djava.library.path=${join(folder, 'DynamoDBLocal_lib')}`, '-jar', join(folder, 'DynamoDBLocal.jar'), '-port', String(port), '-disableTelemetry'];
   if (options.dataDir) {
     const dir = resolve(options.dataDir);
     if (!existsSync(dir)) mkdirSync(dir, { recursive: true });

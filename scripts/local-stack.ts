@@ -63,6 +63,8 @@ export interface LocalStackOptions {
    * Lambda instances would. Default false.
    */
   inProcess?: boolean;
+  /** JVM options for DynamoDB Local (scripts/dynamodb-local.ts); none by default. */
+  dynamoJvmOptions?: readonly string[];
 }
 
 export interface LocalStack {
@@ -157,7 +159,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // DynamoDB Local (a JVM) and serverless-offline (osls, then esbuild) take seconds each: start both at once.
     // Handlers only reach the endpoint on a request, and the stack is ready when both are.
     const database = (async () => {
-      dynamo = await startDynamoDbLocal({ port: dynamoPort, dataDir: options.dataDir });
+      dynamo = await startDynamoDbLocal({ port: dynamoPort, dataDir: options.dataDir, ...(options.dynamoJvmOptions ? { jvmOptions: options.dynamoJvmOptions } : {}) });
       const dynamoPid = dynamo.pid;
       cleanups.push(() => killQuietly(dynamoPid));
       const client = createDynamoClient({ endpoint });

@@ -9,7 +9,7 @@ function percentile(sorted: readonly number[], p: number): number {
 const fixed = (n: number, digits = 1): string => n.toFixed(digits);
 
 /** `quick`: the run used the quick form of its scenario, so the replay command asks for it too. */
-export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: string } = {}): string {
+export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: string; replay?: string } = {}): string {
   const lines: string[] = [];
   const sorted = [...o.latencies].sort((a, b) => a - b);
   lines.push(`seed ${o.seed} scenario ${o.scenario}: ${fixed(o.virtualMs / 1000)} s virtual, ${o.steps} steps`);
@@ -38,7 +38,7 @@ export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: st
   for (const note of o.notes) lines.push(`note: ${note}`);
   if (o.violation) {
     lines.push(`INVARIANT BROKEN: ${o.violation.invariant}: ${o.violation.detail}`);
-    lines.push(`replay: npm run sim -- --seed ${o.seed} ${options.plant ? `--plant ${options.plant}` : `--scenario ${o.scenario}`}${options.quick ? ' --quick' : ''}`);
+    lines.push(`replay: ${options.replay ?? `npm run sim -- --seed ${o.seed} ${options.plant ? `--plant ${options.plant}` : `--scenario ${o.scenario}`}${options.quick ? ' --quick' : ''}`}`);
     lines.push('trace (lines naming what broke):');
     for (const line of o.trace) lines.push(`  ${line}`);
   } else lines.push('all invariants held');

@@ -78,6 +78,12 @@ describe('Simulator', { timeout: 120_000 }, () => {
       expect(quickText).toContain('replay: npm run sim -- --seed 16 --scenario faults --quick\n');
       expect(fullText).toContain('replay: npm run sim -- --seed 16 --scenario faults\n');
     });
+
+    it('names the command it is given when the run is not one of `npm run sim`\'s scenarios (the open loop)', () => {
+      const text = formatOutcome({ ...broken, scenario: 'open-loop' }, { replay: 'npm run sim:open-loop -- --case increased --seconds 60' });
+      expect(text).toContain('replay: npm run sim:open-loop -- --case increased --seconds 60\n');
+      expect(text).not.toContain('--scenario open-loop');
+    });
   });
 
   describe('Invariant checker on broken stores', () => {

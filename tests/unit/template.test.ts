@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import tableJson from '../../infra/table.json' with { type: 'json' };
 import { DEPLOYED_MAPPING } from '../../aws-emulation/stream-delivery.ts';
 import { routeKeys } from '../../shared/adapters/http/route-keys.ts';
+import { keys } from '../../shared/adapters/dynamodb/keys.ts';
+import { arnMatches } from '../../shared/core/access.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { readZip } from '../support/zip.ts';
 
@@ -291,14 +293,18 @@ describe('Template: serverless package (no credentials, no network)', () => {
       }
     });
 
-    it('lets the mirror write only bitmaps, summary chunks and the table settings, and never update or delete', () => {
+    it('lets the mirror put only bitmaps, summary chunks, history holdings and the table settings, update only history marks, and never delete', () => {
       // Act
-      const statements = roleStatements(roleOf('mirror')) as (Statement & { Condition?: unknown })[];
+      const statements = roleStatements(roleOf('mirror')) as (Statement & { Condition?: { 'ForAllValues:StringLike'?: { 'dynamodb:LeadingKeys'?: string[] } } })[];
       const writes = statements.filter((s) => asArray(s.Action).some((a) => ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'].includes(a)));
-      // Assess
-      expect(writes).toHaveLength(1);
-      expect(writes[0]!.Action).toEqual(['dynamodb:PutItem']);
-      expect(writes[0]!.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['BITMAP#*', 'OCC#*', 'TABLE'] } });
+      const allowed = (action: string, partitionKey: string) =>
+        writes.some((s) => asArray(s.Action).includes(action) && (s.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] ?? []).some((pattern) => arnMatches(pattern, partitionKey)));
+      // Assess: exactly the keys the stream function writes (from keys.ts, so a new write the role misses fails here)
+      expect(writes.map((s) => s.Action)).toEqual([['dynamodb:PutItem'], ['dynamodb:UpdateItem']]);
+      for (const key of [keys.bitmap('p', 'r'), keys.chunk('p', 'IPv4', 0n), keys.holding('p', '10.0.0.7', 'x'), keys.tableSettings()]) expect({ key, put: allowed('dynamodb:PutItem', key.PK) }).toEqual({ key, put: true });
+      expect(allowed('dynamodb:UpdateItem', keys.historyMark('p').PK)).toBe(true);
+      for (const key of [keys.lease('p', '10.0.0.7'), keys.claim('p', 'c'), keys.pool('p'), keys.historyMark('p')]) expect({ key, put: allowed('dynamodb:PutItem', key.PK) }).toEqual({ key, put: false });
+      expect(allowed('dynamodb:UpdateItem', keys.lease('p', '10.0.0.7').PK)).toBe(false);
       expect(actionsOf(roleStatements(roleOf('reconciler')))).not.toEqual(expect.arrayContaining(['dynamodb:Scan']));
     });
   });
