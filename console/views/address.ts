@@ -1,12 +1,15 @@
 import { api, isNotFound, problemBox } from '../api.ts';
-import type { Lease } from '../../cli/api/types.ts';
+import type { Holding, Lease } from '../../cli/api/types.ts';
 import { consolePath, facts, field, h, link } from '../dom.ts';
 import { time } from '../format.ts';
 import { navigate } from '../nav.ts';
 import type { View } from '../main.ts';
 import { input, text } from './forms.ts';
 
-/** /console/lookup?pool=&address=: who holds an address ("who holds 10.96.0.10"). */
+/** Holdings shown per page of the history, unless the URL's `limit` says otherwise (1-1000). */
+const HISTORY_PAGE = 10;
+
+/** /console/lookup?pool=&address=&limit=&cursor=: who holds an address ("who holds 10.96.0.10"), and who held it before. */
 export const addressView: View = async (_params, query) => {
   const pool = query.get('pool') ?? '';
   const address = query.get('address') ?? '';
@@ -37,9 +40,19 @@ export const addressView: View = async (_params, query) => {
       result = isNotFound(error) ? h('p', { class: 'result', role: 'status' }, `${address} is not held in pool ${pool}.`) : problemBox(error);
     }
   }
+  let history: Node | null = null;
+  if (pool && address) {
+    try {
+      const cursor = query.get('cursor');
+      const limit = Math.min(1000, Math.max(1, Number(query.get('limit')) || HISTORY_PAGE));
+      history = historyTable({ pool, address, ...(limit !== HISTORY_PAGE ? { limit: String(limit) } : {}) }, await api.addressHistory(pool, address, { limit, ...(cursor ? { cursor } : {}) }), cursor !== null);
+    } catch (error) {
+      history = isNotFound(error) ? null : problemBox(error);
+    }
+  }
   return {
     title: address ? `Who holds ${address}` : 'Address lookup',
-    content: h('div', {}, h('h1', { tabindex: '-1' }, 'Address lookup'), pools.items.length === 0 ? h('p', { class: 'empty' }, 'No pools yet.') : form, result),
+    content: h('div', {}, h('h1', { tabindex: '-1' }, 'Address lookup'), pools.items.length === 0 ? h('p', { class: 'empty' }, 'No pools yet.') : form, result, history),
   };
 };
 
@@ -70,5 +83,40 @@ function leaseFacts(pool: string, lease: Lease): HTMLElement {
       ['Since', time(lease.createdAt)],
       ['Expires', lease.expiresAt ? time(lease.expiresAt) : 'never'],
     ]),
+  );
+}
+
+/** A page of the address's holdings, newest first, with links to the next page and back to the first. */
+function historyTable(params: Record<string, string>, page: { items: readonly Holding[]; nextCursor?: string }, paged: boolean): HTMLElement {
+  const here = new URLSearchParams(params);
+  const next = page.nextCursor ? new URLSearchParams({ ...params, cursor: page.nextCursor }) : undefined;
+  return h(
+    'section',
+    { class: 'history', 'aria-label': 'History' },
+    h('h2', {}, 'History'),
+    page.items.length === 0
+      ? h('p', { class: 'empty' }, 'No holdings recorded.')
+      : h(
+          'table',
+          { class: 'list history' },
+          h('thead', {}, h('tr', {}, ['Owner', 'Claim', 'Kind', 'From', 'To', 'Ended'].map((c) => h('th', { scope: 'col' }, c)))),
+          h(
+            'tbody',
+            {},
+            page.items.map((item) =>
+              h(
+                'tr',
+                {},
+                h('td', {}, `${item.owner.kind}/${item.owner.name}`),
+                h('td', {}, item.claim),
+                h('td', {}, item.kind),
+                h('td', {}, time(item.from)),
+                h('td', {}, item.to ? time(item.to) : 'now'),
+                h('td', {}, item.endReason ?? ''),
+              ),
+            ),
+          ),
+        ),
+    h('p', { class: 'pager' }, paged ? link(`/console/lookup?${here}`, 'Newest') : null, ' ', next ? link(`/console/lookup?${next}`, 'Older') : null),
   );
 }
