@@ -85,8 +85,10 @@ export function contractViolations(method: string, path: string, status: number,
   const match = templates.filter((t) => t.pattern.test(rawPath)).sort((a, b) => b.literals - a.literals)[0];
   const operation = match ? (doc.paths[match.template]![method.toLowerCase()] as Operation | undefined) : undefined;
   const where = `${method} ${rawPath} -> ${status}`;
-  // A route the document does not have: the router's own 404/405, a problem document.
-  const documented = operation ? operation.responses[String(status)] : { $ref: '#/components/responses/Problem' };
+  // A route the document does not have (the router's own 404), and a 5xx on any route (a throttled or failed
+  // dependency: NotReady 503, Internal 500), are problem documents.
+  const problem: Operation['responses'][string] = { $ref: '#/components/responses/Problem' };
+  const documented = operation ? (operation.responses[String(status)] ?? (status >= 500 ? problem : undefined)) : problem;
   if (!documented) return [`${where}: status ${status} is not documented for ${method} ${match!.template}`];
   const response = documented.$ref ? doc.components.responses[documented.$ref.split('/').pop()!]! : documented;
   const mediaType = (Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1] ?? '').split(';')[0]!.trim();

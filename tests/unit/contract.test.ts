@@ -68,6 +68,8 @@ describe('Function: contractViolations', () => {
     expect(violations('GET', '/v1/pools/p/claims/c', 418, {})).toEqual(['GET /v1/pools/p/claims/c -> 418: status 418 is not documented for GET /v1/pools/{pool}/claims/{claim}']);
     expect(violations('DELETE', '/v1/pools/p/claims/c', 204, { released: true })).toEqual(['DELETE /v1/pools/p/claims/c -> 204: a body where openapi.yaml documents none']);
     expect(violations('DELETE', '/v1/pools/p/claims/c', 204, undefined)).toEqual([]);
+    const throttled = { type: 'about:blank', title: 'Not Ready', status: 503, detail: 'Try again.', code: 'NotReady' };
+    expect(contractViolations('DELETE', '/v1/pools/p/owners/u', 503, { 'content-type': 'application/problem+json' }, throttled)).toEqual([]);
   });
 
   it('checks a route the document lacks as a problem document', () => {
