@@ -1,11 +1,12 @@
 /**
- * ADD, DEL, CHECK, STATUS and GC against the IPAM service. Each takes the parsed config and the service client;
- * every failure leaves as a CniError (errors.ts maps the client's errors to the spec's codes).
+ * ADD, DEL, CHECK, STATUS and GC against the IPAM service. Each takes the parsed config and the service client
+ * (the CLI's and the console's IpamApi, typed from openapi.yaml); every failure leaves as a CniError (errors.ts maps
+ * the client's errors to the spec's codes).
  */
 import { createHash } from 'node:crypto';
-import { encodePath, type HttpClient } from '../cli/api/http-client.ts';
+import type { IpamApi } from '../cli/api/ipam-api.ts';
 import { ProblemError } from '../cli/errors.ts';
-import type { Claim, Owner, PoolDetails, Range } from '../cli/api/types.ts';
+import type { Claim, ClaimSpec, Owner, PoolDetails } from '../cli/api/types.ts';
 import { parseAddress } from '../shared/core/ip/address.ts';
 import { claimName, labelsOf, LabelKey } from './attachment.ts';
 import type { Attachment, Family, IpamConfig, NetworkConfig, RangeConfig } from './config.ts';
@@ -37,7 +38,7 @@ export function poolCheckKey(ipam: IpamConfig): string {
 
 /** Where a command runs: the node's name (a claim label), a line logger and the pool check cache. */
 export interface CommandContext {
-  readonly http: HttpClient;
+  readonly api: IpamApi;
   readonly node: string;
   readonly log: (level: 'error' | 'warn' | 'info' | 'debug', message: string) => void;
   readonly cache: PoolCheckCache;
@@ -75,9 +76,9 @@ function invalid(details: string): CniError {
   return new CniError(CniCode.InvalidConfig, 'invalid IPAM configuration', details);
 }
 
-async function getPool(http: HttpClient, pool: string): Promise<PoolDetails | undefined> {
+async function getPool(api: IpamApi, pool: string): Promise<PoolDetails | undefined> {
   try {
-    return (await http.request('GET', `/v1/pools/${encodePath(pool)}`)).body as PoolDetails;
+    return await api.getPool(pool);
   } catch (error) {
     if (isNotFound(error)) return undefined;
     throw error;
@@ -102,17 +103,17 @@ function prefixesOf(pool: PoolDetails): Map<string, number> {
  * Requests: one GET for a pool that exists as configured; GET, POST pool and one POST per range for a new one (what
  * a POST answers is what this config asked for, so nothing is read back unless another node raced it).
  */
-export async function ensurePool(http: HttpClient, ipam: IpamConfig): Promise<Map<string, number>> {
-  let pool = await getPool(http, ipam.pool);
+export async function ensurePool(api: IpamApi, ipam: IpamConfig): Promise<Map<string, number>> {
+  let pool = await getPool(api, ipam.pool);
   if (ipam.ranges.length === 0) {
     if (!pool) throw invalid(`pool ${JSON.stringify(ipam.pool)} does not exist: create it on the service, or give ipam.range or ipam.ipRanges`);
     return prefixesOf(pool);
   }
   if (!pool) {
     // Created as this config asks, with no range yet: nothing to read back or compare.
-    if (await createPool(http, ipam)) return createRanges(http, ipam, ipam.ranges, new Map());
+    if (await createPool(api, ipam)) return createRanges(api, ipam, ipam.ranges, new Map());
     // Another node created it first: read what it made and compare below.
-    pool = await getPool(http, ipam.pool);
+    pool = await getPool(api, ipam.pool);
     if (!pool) throw new CniError(CniCode.TryAgainLater, 'the pool vanished while it was being created', `pool ${ipam.pool}`);
   }
   const theirs = [...pool.exclude].sort();
@@ -129,14 +130,13 @@ export async function ensurePool(http: HttpClient, ipam: IpamConfig): Promise<Ma
   }
   const existing = pool.ranges;
   const missing = ipam.ranges.filter((r) => !existing.some((have) => have.cidr === r.cidr));
-  return createRanges(http, ipam, missing, prefixesOf(pool));
+  return createRanges(api, ipam, missing, prefixesOf(pool));
 }
 
 /** Creates the config's pool: true when this call made it, false when it existed already (409). */
-async function createPool(http: HttpClient, ipam: IpamConfig): Promise<boolean> {
+async function createPool(api: IpamApi, ipam: IpamConfig): Promise<boolean> {
   try {
-    await http.request('POST', '/v1/pools', { body: { name: ipam.pool, exclude: ipam.exclude, ...(ipam.reuseDelaySeconds > 0 ? { reuseDelaySeconds: ipam.reuseDelaySeconds } : {}) } });
-    return true;
+    return (await api.createPool({ name: ipam.pool, exclude: [...ipam.exclude], ...(ipam.reuseDelaySeconds > 0 ? { reuseDelaySeconds: ipam.reuseDelaySeconds } : {}) })).created;
   } catch (error) {
     if (error instanceof ProblemError && error.status === 409) return false;
     throw error;
@@ -148,12 +148,12 @@ async function createPool(http: HttpClient, ipam: IpamConfig): Promise<boolean> 
  * read) and the ones created. Each creation answers its range, so only a race (409: another node creating the same
  * range, or a range of that name) costs a read of the pool again.
  */
-async function createRanges(http: HttpClient, ipam: IpamConfig, missing: readonly RangeConfig[], known: ReadonlyMap<string, number>): Promise<Map<string, number>> {
+async function createRanges(api: IpamApi, ipam: IpamConfig, missing: readonly RangeConfig[], known: ReadonlyMap<string, number>): Promise<Map<string, number>> {
   const prefixes = new Map(known);
   let raced = false;
   for (const range of missing) {
     try {
-      const made = (await http.request('POST', `/v1/pools/${encodePath(ipam.pool)}/ranges`, { body: { cidr: range.cidr } })).body as Range;
+      const { range: made } = await api.createRange(ipam.pool, { cidr: range.cidr });
       if (made.state !== 'Ready') throw invalid(`range ${range.cidr} of pool ${JSON.stringify(ipam.pool)} is being deleted (${made.state})`);
       prefixes.set(made.name, range.prefix);
     } catch (error) {
@@ -162,7 +162,7 @@ async function createRanges(http: HttpClient, ipam: IpamConfig, missing: readonl
     }
   }
   if (!raced) return prefixes;
-  const after = await getPool(http, ipam.pool);
+  const after = await getPool(api, ipam.pool);
   if (!after) throw new CniError(CniCode.TryAgainLater, 'the pool vanished while its ranges were being created', `pool ${ipam.pool}`);
   for (const range of missing) {
     const made = after.ranges.find((r) => r.cidr === range.cidr);
@@ -183,7 +183,7 @@ function asClaim(status: number, body: unknown): Claim {
 }
 
 /** The claim request of an attachment (POST /v1/pools/{pool}/claims). */
-export function claimRequest(config: NetworkConfig, attachment: Attachment, owner: Owner, node: string): Record<string, unknown> {
+export function claimRequest(config: NetworkConfig, attachment: Attachment, owner: Owner, node: string): ClaimSpec {
   const { ipam } = config;
   return {
     name: claimName(config.name, attachment),
@@ -214,7 +214,7 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
   const { ipam } = config;
   const key = poolCheckKey(ipam);
   const check = async () => {
-    const fresh = await retrying(ctx, 'ADD pool check', () => ensurePool(ctx.http, ipam));
+    const fresh = await retrying(ctx, 'ADD pool check', () => ensurePool(ctx.api, ipam));
     ctx.cache.write(key, fresh);
     ctx.log('debug', `pool ${ipam.pool} checked`);
     return fresh;
@@ -226,8 +226,9 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
     ctx.log('debug', cached ? `timing: pool ${ipam.pool} known to this node` : `timing: pool ${ipam.pool} checked or waited for in ${Math.round(performance.now() - waitStarted)} ms`);
     const body = claimRequest(config, attachment, owner, ctx.node);
     const post = () => retrying(ctx, 'ADD claim', async () => {
-      const res = await ctx.http.request('POST', `/v1/pools/${encodePath(ipam.pool)}/claims`, { body });
-      return { status: res.status, claim: asClaim(res.status, res.body) };
+      const { created, claim } = await ctx.api.createClaim(ipam.pool, body);
+      const status = created ? 201 : 200;
+      return { status, claim: asClaim(status, claim) };
     });
     let response;
     try {
@@ -256,7 +257,7 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
 export async function del(ctx: CommandContext, config: NetworkConfig, attachment: Attachment): Promise<void> {
   const name = claimName(config.name, attachment);
   try {
-    await retrying(ctx, 'DEL claim', () => ctx.http.request('DELETE', `/v1/pools/${encodePath(config.ipam.pool)}/claims/${encodePath(name)}`));
+    await retrying(ctx, 'DEL claim', () => ctx.api.releaseClaim(config.ipam.pool, name));
     ctx.log('info', `DEL ${attachment.containerID}/${attachment.ifname}: claim ${name} released`);
   } catch (error) {
     if (isNotFound(error)) {
@@ -287,8 +288,7 @@ export async function check(ctx: CommandContext, config: NetworkConfig, attachme
   const name = claimName(config.name, attachment);
   let claim: Claim;
   try {
-    const res = await retrying(ctx, 'CHECK claim', () => ctx.http.request('GET', `/v1/pools/${encodePath(config.ipam.pool)}/claims/${encodePath(name)}`));
-    claim = asClaim(res.status, res.body);
+    claim = asClaim(200, await retrying(ctx, 'CHECK claim', () => ctx.api.getClaim(config.ipam.pool, name)));
   } catch (error) {
     if (isNotFound(error)) throw new CniError(CniCode.CheckFailed, 'the attachment holds no claim', `claim ${name} of pool ${config.ipam.pool} (attachment ${attachment.containerID}/${attachment.ifname}) does not exist`);
     throw toCniError(error, 'CHECK');
@@ -312,7 +312,7 @@ export async function status(ctx: CommandContext, config: NetworkConfig): Promis
   const { ipam } = config;
   let pool: PoolDetails | undefined;
   try {
-    pool = await getPool(ctx.http, ipam.pool);
+    pool = await getPool(ctx.api, ipam.pool);
   } catch (error) {
     const cause = toCniError(error, 'STATUS');
     throw new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', `${cause.msg}${cause.details ? `: ${cause.details}` : ''}`);
@@ -347,12 +347,9 @@ export async function gc(ctx: CommandContext, config: NetworkConfig): Promise<{ 
   const selector = `${LabelKey.network}=${labels[LabelKey.network]},${LabelKey.node}=${labels[LabelKey.node]}`;
   const stale: string[] = [];
   try {
-    let cursor: string | undefined;
-    do {
-      const page = (await ctx.http.request('GET', `/v1/pools/${encodePath(ipam.pool)}/claims`, { query: { labelSelector: selector, limit: 1000, cursor } })).body as { items: Claim[]; nextCursor?: string };
-      for (const claim of page.items) if (!keep.has(claim.name)) stale.push(claim.name);
-      cursor = page.nextCursor;
-    } while (cursor);
+    // Every page (the API's largest), following nextCursor: a page the selector emptied may still carry one.
+    const claims = await ctx.api.listClaims(ipam.pool, { labelSelector: selector });
+    for (const claim of claims.items) if (!keep.has(claim.name)) stale.push(claim.name);
   } catch (error) {
     if (isNotFound(error)) return { released: [] };
     throw toCniError(error, 'GC');
@@ -361,7 +358,7 @@ export async function gc(ctx: CommandContext, config: NetworkConfig): Promise<{ 
   const failures: CniError[] = [];
   for (const name of stale) {
     try {
-      await ctx.http.request('DELETE', `/v1/pools/${encodePath(ipam.pool)}/claims/${encodePath(name)}`);
+      await ctx.api.releaseClaim(ipam.pool, name);
       released.push(name);
       ctx.log('info', `GC: released stale claim ${name}`);
     } catch (error) {

@@ -13,6 +13,7 @@ import { HttpClient, type HttpClientOptions, type HttpResponse, type RequestOpti
 import { ProblemError } from '../cli/errors.ts';
 import { checkAttachment, ownerOf, parseCniArgs } from './attachment.ts';
 import { add, check, del, gc, status, type CommandContext } from './commands.ts';
+import { IpamApi } from '../cli/api/ipam-api.ts';
 import { fileCache } from './node-cache.ts';
 import { LogLevel, parseNetworkConfig, type IpamConfig, type NetworkConfig } from './config.ts';
 import { CniCode, CniError, errorResult, toCniError } from './errors.ts';
@@ -136,7 +137,7 @@ export async function run(env: Env, stdin: string, node: string = hostname()): P
     if ((cmd === 'CHECK' || cmd === 'STATUS' || cmd === 'GC') && !commandAllowed(cmd, config.cniVersion)) {
       throw new CniError(CniCode.IncompatibleVersion, `config version does not allow ${cmd}`, `cniVersion ${config.cniVersion}`);
     }
-    const ctx: CommandContext = { http: await serviceClient(config.ipam, log.write), node, log: log.write, cache: fileCache(config.ipam.stateDir, (message) => log.write('warn', message), config.ipam.timeoutMs) };
+    const ctx: CommandContext = { api: new IpamApi(await serviceClient(config.ipam, log.write)), node, log: log.write, cache: fileCache(config.ipam.stateDir, (message) => log.write('warn', message), config.ipam.timeoutMs) };
     switch (cmd) {
       case 'ADD': {
         const attachment = checkAttachment(env.CNI_CONTAINERID, env.CNI_IFNAME);

@@ -4,7 +4,7 @@
  * bridge 1.1.1 speaks CNI up to 1.0.0 and its CHECK is spuriously broken here, so CHECK, STATUS, GC and 1.1.0 are
  * exercised by calling the plugin directly, as bridge would delegate to it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { LocalStack } from '../../scripts/local-stack.ts';
@@ -171,12 +171,20 @@ describe('ipam-cni under the reference bridge plugin', () => {
     for (const ns of namespaces.slice(0, 2)) ipsOf(await lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path }));
     // Act
     const third = await lab.reference('bridge', 'ADD', config, { containerID: `${namespaces[2]!.name}-c`, netns: namespaces[2]!.path });
-    const statusRun = await lab.plugin('STATUS', { ...config, cniVersion: '1.1.0' });
+    // STATUS reads the pool's utilization, which follows the leases by the stream's lag (unlike ADD's RangeFull, which
+    // is read from the leases): it must come to say 50 within a deadline, polled.
+    const statusRun = await vi.waitFor(
+      async () => {
+        const run = await lab.plugin('STATUS', { ...config, cniVersion: '1.1.0' });
+        expect(run.code).not.toBe(0);
+        return run;
+      },
+      { timeout: 15_000, interval: 200 },
+    );
     // Assess
     expect(third.code).not.toBe(0);
     expect(third.json).toMatchObject({ code: 100, msg: 'ADD: the pool has no free address' });
     expect(String(third.json?.details)).toMatch(/^RangeFull: /);
-    expect(statusRun.code).not.toBe(0);
     expect(statusRun.json).toMatchObject({ cniVersion: '1.1.0', code: 50 });
   });
 
