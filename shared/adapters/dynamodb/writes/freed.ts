@@ -28,7 +28,8 @@ function counterIs(n: number): Condition {
 }
 
 /** The attribute of the seals item holding a part's seal (as JSON: one string, the same on both engines). */
-const sealAttribute = (part: string): string => `seal_${part}`;
+const SEAL_PREFIX = 'seal_';
+const sealAttribute = (part: string): string => `${SEAL_PREFIX}${part}`;
 
 /**
  * A used-up seal: one TransactWriteItems, committed only while every shard of every counter it names (its range's,
@@ -58,7 +59,7 @@ export function rangeSealsOf(pool: string, ranges: readonly string[], items: rea
       const sealsItem = byKey.get(keys.seals(pool, range).PK) ?? {};
       const seals: Record<string, UsedUpSeal> = {};
       for (const [name, value] of Object.entries(sealsItem)) {
-        if (name.startsWith('seal_') && typeof value === 'string') seals[name.slice('seal_'.length)] = JSON.parse(value) as UsedUpSeal;
+        if (name.startsWith(SEAL_PREFIX) && typeof value === 'string') seals[name.slice(SEAL_PREFIX.length)] = JSON.parse(value) as UsedUpSeal;
       }
       return [range, { freed: shards.map((s) => (typeof s?.n === 'number' ? s.n : 0)), seals }];
     }),
