@@ -66,6 +66,11 @@ export interface Holding {
   readonly releasedBy?: Principal;
 }
 
+/** The first holding sort key after every holding that began at `ms` ('$' sorts right after the '#' of `<from>#<id>`). */
+export function afterStart(ms: number): string {
+  return `${new Date(ms).toISOString()}$`;
+}
+
 /** A holding's identity, from the lease's own version (its creation time and claim incarnation): stable under redelivery. */
 export function holdingId(h: Pick<Holding, 'from' | 'claimUid' | 'kind'>): string {
   return `${h.from}#${h.kind === HoldingKind.Hold ? 'hold' : h.claimUid}`;

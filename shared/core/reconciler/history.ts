@@ -1,4 +1,5 @@
 import { endReasonOfRepair } from '../history/recorder.ts';
+import { afterStart } from '../history/holding.ts';
 import type { HistoryMark, RepairEventRef } from '../history/ports.ts';
 import { historyDaysOf, type PoolView } from '../model.ts';
 import { events } from './plan.ts';
@@ -40,7 +41,7 @@ export async function checkHistory(run: Run, views: readonly PoolView[]): Promis
   if (!read.ok) return { lagMs: {}, eventsChecked: 0 };
   const lagMs: Record<string, number> = {};
   for (const [pool, mark] of read.value) lagMs[pool] = mark.lagMs;
-  const keeping = new Map(views.filter((v) => historyDaysOf(v.pool) > 0).map((v) => [v.pool.name, v]));
+  const keeping = new Set(views.filter((v) => historyDaysOf(v.pool) > 0).map((v) => v.pool.name));
   let eventsChecked = 0;
   await run.each(Phase.History, [...read.value].filter(([pool]) => keeping.has(pool)), async ([pool, mark]) => {
     eventsChecked += await checkPool(run, pool, mark);
@@ -71,7 +72,7 @@ async function checkPool(run: Run, pool: string, mark: HistoryMark): Promise<num
 async function checkEvent(run: Run, pool: string, event: RepairEventRef): Promise<boolean> {
   let ok = true;
   for (const address of event.addresses ?? []) {
-    const page = await run.read(`history of ${pool}/${address}`, () => run.deps.history.addressHoldings(pool, address, 5, `${new Date(event.atMs).toISOString()}$`));
+    const page = await run.read(`history of ${pool}/${address}`, () => run.deps.history.addressHoldings(pool, address, 5, afterStart(event.atMs)));
     if (!page.ok) {
       ok = false;
       continue;

@@ -23,7 +23,7 @@ import { holdOf, IpFamilyPolicy, isExpired, RangeState, reuseDelayMs, type Claim
 import type { ClaimFilter, Page } from '../ports.ts';
 import type { FamilyRequest } from '../allocator/allocator.ts';
 import { rangesOf } from '../allocator/pool-geometry.ts';
-import { pageLimit, type Deps } from './deps.ts';
+import { nowIso, pageLimit, type Deps } from './deps.ts';
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 import { events } from '../reconciler/plan.ts';
 
@@ -253,7 +253,7 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         // the hint, whose marks from the commit would otherwise keep them taken (and could make the next round's
         // answer a RangeFull).
         // Its event, in the release's transaction, tells the address history why the leases went (rangeTerminated).
-        await deps.allocator.release(result.claim, undefined, undefined, events.rangeRetired(result.claim, new Date(deps.clock.nowMs()).toISOString()));
+        await deps.allocator.release(result.claim, undefined, undefined, events.rangeRetired(result.claim, nowIso(deps)));
         for (const a of result.claim.addresses) deps.hints.markFree(cmd.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
         if (!current) throw new NotFoundError('pool', cmd.pool);
         deps.views.remember(cmd.pool, current, deps.clock.nowMs());
@@ -333,7 +333,7 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     const hold = held && caller ? { ...held, releasedBy: caller } : held;
     // A pool with `access` records who released: the Released leases carry it, or else an event in the same
     // transaction does (one item more per release), which the address history reads (history/recorder.ts).
-    const record = !hold && caller && view.pool.access ? events.claimReleased(claim, new Date(deps.clock.nowMs()).toISOString(), caller) : undefined;
+    const record = !hold && caller && view.pool.access ? events.claimReleased(claim, nowIso(deps), caller) : undefined;
     const outcome = await deps.allocator.release(claim, claim.version, hold, record);
     if (outcome === 'released' || outcome === 'absent') {
       // Held addresses are not free: the hint keeps them taken.

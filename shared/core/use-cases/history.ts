@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors.ts';
-import { effectiveEnds, heldAt, holdingAt, holdingId, type Holding } from '../history/holding.ts';
+import { afterStart, effectiveEnds, heldAt, holdingAt, holdingId, type Holding } from '../history/holding.ts';
 import type { HistoryMark } from '../history/ports.ts';
 import { formatAddress, parseAddress } from '../ip/address.ts';
 import { blockSize, formatCidr, parseCidr } from '../ip/cidr.ts';
@@ -33,8 +33,6 @@ export const MAX_CIDR_HISTORY_ADDRESSES = 256;
 type HistoryDeps = Pick<Deps, 'history' | 'leases' | 'claims' | 'views' | 'clock'>;
 
 const iso = (ms: number) => new Date(ms).toISOString();
-/** The first sort key after every holding that began at `ms` ('$' sorts right after the '#' of `<from>#<id>`). */
-const afterStart = (ms: number) => `${iso(ms)}$`;
 
 function completeUntil(mark: HistoryMark | undefined): HistoryAnswer {
   return mark ? { completeUntil: iso(mark.through) } : {};

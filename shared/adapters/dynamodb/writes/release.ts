@@ -77,14 +77,16 @@ export function claimRelease(claim: Claim, claimCondition: Condition, holdings: 
   const ops: WriteOp[] = [{ kind: 'delete', key: keys.claim(claim.pool, claim.name), condition: claimCondition }];
   const markerKey = markerKeyOf(claim);
   if (holdings.marker && markerKey) ops.push({ kind: 'delete', key: markerKey, condition: mine });
+  const freedRanges: string[] = [];
   for (const address of holdings.addresses) {
-    const held = extras.hold && claim.addresses.find((a) => a.address === address);
+    const entry = claim.addresses.find((a) => a.address === address);
+    if (entry) freedRanges.push(entry.range);
+    const held = extras.hold && entry;
     ops.push(held ? { kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(claim, held), extras.hold!.hold, extras.endReason), extras.hold!.shards), condition: mine } : { kind: 'delete', key: keys.lease(claim.pool, address), condition: mine });
   }
   for (const bitmap of extras.bitmaps ?? []) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
   if (extras.event) ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });
-  const held = new Set(holdings.addresses);
-  ops.push(...freedBumps(claim.pool, claim.addresses.filter((a) => held.has(a.address)).map((a) => a.range), claim.uid));
+  ops.push(...freedBumps(claim.pool, freedRanges, claim.uid));
   const decode = (verdicts: readonly TxVerdict[]): ReleaseVerdict => (lostRace(verdicts[0]) ? 'claimChanged' : 'retry');
   return { ops, decode };
 }
