@@ -331,7 +331,7 @@ export class World {
       requestTimeoutMs: this.config.requestTimeoutMs,
       faults: (call) => this.callFault(call.method, call.caller),
       ...(scenario.unlimited ? { unlimited: true } : {}),
-      ...(scenario.latencyScale !== undefined ? { latencyScale: scenario.latencyScale } : {}),
+      latencyScale: this.latencyScale,
       ...(mutations.length ? { mutate: (ops: readonly WriteOp[], caller: Caller) => mutations.reduce<WriteOp[]>((acc, m) => m(acc, caller), [...ops]) } : {}),
       ...(misreport ? { misreport } : {}),
       quotas: scenario.quotas ?? AWS_DEFAULTS,
