@@ -61,6 +61,11 @@ export interface DeliveryHooks {
   readonly onGiveUp?: (given: GivenUp) => void;
 }
 
+/** An invocation's or a poll's error as one line: `name: message`. */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
 /** Reads a handler's answer the way the event source mapping does (ReportBatchItemFailures). */
 export function readBatchResponse(answer: unknown, records: readonly DynamoDBRecord[]): BatchOutcome {
   if (answer === undefined || answer === null) return { kind: 'ok' };
@@ -97,7 +102,7 @@ export async function deliverBatch(records: readonly DynamoDBRecord[], rules: De
       try {
         outcome = readBatchResponse(await hooks.invoke(batch), batch);
       } catch (error) {
-        outcome = { kind: 'error', message: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+        outcome = { kind: 'error', message: describeError(error) };
       }
       if (outcome.kind === 'ok') {
         hooks.onDelivered?.(batch.length);
