@@ -49,6 +49,24 @@ describe('Throughput', () => {
       expect(t.take([write('x', 60)], 3000)).toBe('quota|write|table');
     });
 
+    it('lets a warmed table use its warm read and its warm write throughput together, and a new table only a mix of its start', () => {
+      // Prepare: 30,000 read and 30,000 write units a second, spread over many keys and partitions
+      const both = (i: number) => [write(`w${i}`, 30), read(`r${i}`, 30)];
+      const warm = new Throughput({ ...warmed(AWS_DEFAULTS, 40_000, 40_000), partitions: 1000 });
+      const fresh = new Throughput({ ...AWS_DEFAULTS, startReadUnits: 120_000, startWriteUnits: 40_000, partitions: 1000 });
+
+      // Act: the second second, after the first spent the burst
+      admitted(warm, both, 1000);
+      admitted(fresh, both, 1000);
+      const warmCalls = admitted(warm, both, 1000, 1000);
+      const freshCalls = admitted(fresh, both, 1000, 1000);
+
+      // Assess: warm throughput is a read value and a write value; a new table's start is one budget (a read a third)
+      expect(warmCalls).toBe(1000);
+      expect(freshCalls * (30 + 30 / 3)).toBeLessThanOrEqual(40_100);
+      expect(freshCalls * (30 + 30 / 3)).toBeGreaterThanOrEqual(39_000);
+    });
+
     it('splits a partition refused for a minute', () => {
       const t = new Throughput({ ...warmed(AWS_DEFAULTS, 40_000, 40_000), partitions: 1 });
 
