@@ -1,13 +1,13 @@
 /**
  * DynamoDB's throughput as an AWS account meets it: the table-level quota per table and per GSI, the on-demand ramp
- * from a new table's starting rate (or its warm throughput), one combined read/write budget per partition, and a
+ * from a new table's starting rate (or its warm throughput), a read and a write budget per partition, and a
  * finite number of partitions that split for heat after a delay. Defaults are AWS's defaults; SIMULATION.md cites
  * each figure. Hand-rolled token buckets: no library models DynamoDB's rules, and the run must stay deterministic
  * (virtual time in, decisions out).
  *
- * Units: a write request unit is 1; a read request unit weighs `partitionWriteUnits / partitionReadUnits` (1/3) in
- * a partition's combined budget ("3,000 read units or 1,000 write units a second, or a linear combination") and
- * `startWriteUnits / startReadUnits` (1/3) in the ramp ("4,000 writes or 12,000 reads, or a linear combination").
+ * Units: a partition throttles reads and writes apart ("DynamoDB's partition-level throttling operates independently
+ * for reads and writes"): 3,000 read and 1,000 write units a second each. In a new table's ramp a read unit weighs
+ * `startWriteUnits / startReadUnits` (1/3) ("4,000 writes or 12,000 reads, or a linear combination").
  */
 
 export interface Quotas {
@@ -26,7 +26,7 @@ export interface Quotas {
   /** On-demand scaling: up to `rampFactor` times the previous peak at once; more only `rampWindowMs` after it. */
   readonly rampFactor: number;
   readonly rampWindowMs: number;
-  /** Per partition: one combined budget of this many reads or writes a second, with `burstSeconds` of it saved. */
+  /** Per partition: this many read and, apart, write units a second, with `burstSeconds` of each saved. */
   readonly partitionReadUnits: number;
   readonly partitionWriteUnits: number;
   readonly burstSeconds: number;
@@ -184,7 +184,7 @@ export class Throughput {
 
   /**
    * Takes every charge's units from every bucket it draws on, all or none. Returns undefined when admitted, or the
-   * bucket that was short (`partition|table|<start>`, `partition|GSI1|ADDR#...` per key, `ramp|table` or, warmed,
+   * bucket that was short (`partition|write|table|<start>`, `partition|read|GSI1|ADDR#...` per key, `ramp|table` or, warmed,
    * `ramp|write|table`, `quota|write|table`).
    */
   take(charges: readonly Charge[], nowMs: number): string | undefined {
@@ -199,13 +199,12 @@ export class Throughput {
     const ramp = new Map<string, { scope: string; track: 'combined' | 'read' | 'write'; units: number }>();
     for (const c of charges) {
       const scope = this.scope(c.scope);
-      const partitionUnits = c.kind === 'write' ? c.units : (c.units * q.partitionWriteUnits) / q.partitionReadUnits;
       if (q.partitions === 'per-key') {
         // The older model: separate read and write buckets per key.
         draw(`partition|${c.kind}|${c.scope}|${c.key}`, c.units, c.kind === 'write' ? q.partitionWriteUnits : q.partitionReadUnits);
       } else {
         const start = scope.partitionOf(hashOf(c.key));
-        draw(`partition|${c.scope}|${start}`, partitionUnits, q.partitionWriteUnits, { scope: c.scope, start });
+        draw(`partition|${c.kind}|${c.scope}|${start}`, c.units, c.kind === 'write' ? q.partitionWriteUnits : q.partitionReadUnits, { scope: c.scope, start });
       }
       if (Number.isFinite(q.startWriteUnits)) {
         const track = q.rampMix === 'apart' ? c.kind : 'combined';
@@ -248,8 +247,10 @@ export class Throughput {
     scope.hot.delete(start);
     const upper = scope.split(start);
     // Both halves start from the partition's bucket as it was.
-    const old = this.buckets.get(`partition|${scopeName}|${start}`);
-    if (old && upper !== undefined) this.buckets.set(`partition|${scopeName}|${upper}`, { ...old });
+    for (const kind of ['read', 'write']) {
+      const old = this.buckets.get(`partition|${kind}|${scopeName}|${start}`);
+      if (old && upper !== undefined) this.buckets.set(`partition|${kind}|${scopeName}|${upper}`, { ...old });
+    }
   }
 
   /** Partitions of each scope now, and how many splits made them. */
