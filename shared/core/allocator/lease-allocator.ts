@@ -352,14 +352,15 @@ export class LeaseAllocator implements Allocator {
   }
 
   /**
-   * A free address of `bands`, or undefined when every band is used up at one moment inside this call (issue 20):
-   * a read of the ranges' seals and freed counters (one consistent bulk read) in which the seal of every part of every
-   * band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one is read
-   * in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters, which commits
-   * only if nothing that could lie in it was freed meanwhile. Parts are visited from a random one (upper bands first),
-   * and the seals are read again before each next part: callers deciding at once share the reading of a band instead
-   * of each reading all of it. One part sealed now is the answer at once; several are read together again, the
-   * moment they all hold.
+   * A free address of `bands`, or undefined when every band is used up as this call read it (issue 20): each address
+   * read held at some moment inside this call, so an address free for the whole call is found (as by a scan). Read
+   * through a read of the ranges' seals and freed counters (one consistent bulk read) in which the seal of every part
+   * of every band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one
+   * is read in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters (a plain
+   * write: writes/freed.ts says why a seal at counters moved since misleads no reader). Parts are visited from a random
+   * one (upper bands first), and the seals are read again before each next part: callers deciding at once share the
+   * reading of a band instead of each reading all of it. One part read used up now is the answer at once; several are
+   * read together again, the moment they all hold.
    * @throws NotReadyError when every round found something freed meanwhile (SEAL_ROUNDS)
    */
   private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
@@ -374,7 +375,6 @@ export class LeaseAllocator implements Allocator {
       const open = parts.filter((p) => !sealHolds(read, p, owner, this.deps.clock.nowMs()));
       if (open.length === 0) return undefined;
       let ownPicksOnly = false;
-      let sealedNow = 0;
       for (const [i, part] of open.entries()) {
         // Another caller may have sealed it while this one read the parts before.
         if (i > 0 && this.deps.seals) {
@@ -386,10 +386,11 @@ export class LeaseAllocator implements Allocator {
         if (pick) return pick;
         // Free only among this claim's own picks: not used up (a batch that cannot grow).
         if (reading.open) ownPicksOnly = true;
-        else if (await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part))) sealedNow += 1;
+        else await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
       }
       if (ownPicksOnly) return undefined;
-      if (parts.length === 1 && sealedNow === 1) return undefined;
+      // The one part was read used up in this call: that read is the decision.
+      if (parts.length === 1) return undefined;
       // A store without seals: the bulk read is the decision, as each address was read during this call.
       if (!this.deps.seals) return undefined;
     }
