@@ -33,7 +33,7 @@ export interface DeliveryRules {
 }
 
 /** The stream function's mapping as serverless.yml deploys it (tests/unit/template.test.ts pins the two together). */
-export const DEPLOYED_MAPPING: DeliveryRules = { batchSize: 100, maxRetries: 10, bisectOnError: true, batchWindowMs: 1000 };
+export const DEPLOYED_MAPPING: DeliveryRules = { batchSize: 1000, maxRetries: 10, bisectOnError: true, batchWindowMs: 1000 };
 
 /** What one invocation came to, read as the mapping reads it. */
 export type BatchOutcome =
