@@ -734,4 +734,73 @@ describe('Class: LeaseAllocator', () => {
       expect(new Set(commits)).toEqual(new Set([1]));
     });
   });
+
+  describe('Method: allocate, near full from a summary copy that lags (issue 20, the HTTP fill\'s last tenth)', () => {
+    /**
+     * A container whose summary copy shows `shown` taken (the stream's view of a moment ago) while the store holds
+     * more: the copy was read just now, so nothing makes the allocator read it again before picking.
+     */
+    function summaryAllocatorOver(store: InMemoryLeaseStore, shownTaken: readonly string[], random: Random) {
+      const taken = new Set(shownTaken.map((a) => parseAddress(a).value));
+      const snapshot = {
+        has: (value: bigint) => taken.has(value),
+        count: (from: bigint, to: bigint) => BigInt([...taken].filter((v) => v >= from && v <= to).length),
+        expiring: false,
+      };
+      const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at), DEFAULT_HINT_MAX_AGE_MS, { read: async () => snapshot });
+      return new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
+    }
+    const summarized = (cidr: string): PoolView => {
+      const view = viewOf([cidr]);
+      return { ...view, pool: { ...view.pool, summarySince: new Date(NOW - 60_000).toISOString() } };
+    };
+
+    it('reads the few addresses its copy shows free in the upper band before committing, though the lower band shows 63 free', async () => {
+      // Prepare: a /22 (lower band .0.1-.0.63, all free); the copy shows 20 upper-band addresses free, 19 of them taken
+      // since by other containers; only 10.0.3.250 is still free
+      const store = new InMemoryLeaseStore();
+      const upper = [...hosts('10.0.0.', 64, 255), ...hosts('10.0.1.', 0, 255), ...hosts('10.0.2.', 0, 255), ...hosts('10.0.3.', 0, 254)];
+      const shownFree = hosts('10.0.3.', 235, 254);
+      store.hold(upper.filter((a) => a !== '10.0.3.250'));
+      const commits: number[] = [];
+      for (let seed = 0; seed < 20; seed += 1) {
+        store.commitCalls.length = 0;
+        const allocator = summaryAllocatorOver(store, upper.filter((a) => !shownFree.includes(a)), new SeededRandom(seed));
+
+        // Act
+        const result = await allocator.allocate(summarized('10.0.0.0/22'), draftOf(`c${seed}`), [dynamic()]);
+
+        // Assess: the one free upper-band address, in one commit, every time
+        expect(result.kind === 'allocated' && result.claim.addresses[0]!.address).toBe('10.0.3.250');
+        commits.push(store.commits);
+        await store.releaseClaim((result as { claim: Claim }).claim);
+      }
+      expect(new Set(commits)).toEqual(new Set([1]));
+    });
+
+    it('spreads callers that share a copy over every address it shows free, instead of the one after the longest run of taken ones', async () => {
+      // Prepare: a /22's upper band (959 addresses, .0.64-.3.254) where the copy shows 40 free: 39 in a row at .0.101-.0.139 and
+      // one, .3.200, after a run of 800 taken. A scan from a random start lands on .3.200 about 8 times in 10.
+      const store = new InMemoryLeaseStore();
+      const free = [...hosts('10.0.0.', 101, 139), '10.0.3.200'];
+      const all = [...hosts('10.0.0.', 1, 255), ...hosts('10.0.1.', 0, 255), ...hosts('10.0.2.', 0, 255), ...hosts('10.0.3.', 0, 254)];
+      const shownTaken = all.filter((a) => !free.includes(a) && Number(a.split('.')[2]) * 256 + Number(a.split('.')[3]) >= 64);
+      // Every commit fails, so each caller's first candidate is what it tried.
+      store.failWith = new Error('first candidate only');
+      const random = new SeededRandom(5);
+
+      // Act: 64 callers, each its own container with the same copy
+      for (let caller = 0; caller < 64; caller += 1) {
+        await summaryAllocatorOver(store, shownTaken, random).allocate(summarized('10.0.0.0/22'), draftOf(`c${caller}`), [dynamic()]).catch(() => undefined);
+      }
+
+      // Assess: 64 first candidates drawn uniformly from 40 (at most 6 on any one in this seed), not most on .3.200
+      const tried = store.commitCalls.map((c) => c.claim.addresses[0]!.address);
+      expect(tried).toHaveLength(64);
+      expect(tried.every((a) => free.includes(a))).toBe(true);
+      const most = Math.max(...[...new Set(tried)].map((a) => tried.filter((t) => t === a).length));
+      expect(most).toBeLessThanOrEqual(6);
+      expect(new Set(tried).size).toBeGreaterThanOrEqual(25);
+    });
+  });
 });

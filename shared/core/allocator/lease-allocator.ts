@@ -80,6 +80,16 @@ export const NEAR_FULL_LIMIT = 4 * VERIFY_LIMIT;
  */
 export const SUMMARY_COLLISION_LIMIT = 6;
 
+/**
+ * Near full, when a view shows at most this many free addresses in the bands picks draw from (but more than
+ * VERIFY_LIMIT), a pick is drawn uniformly among all of them rather than by random probes and a scan: near the end of
+ * a band most probes miss, and a scan from a random start lands on the first free address after a run of taken ones,
+ * so callers sharing a view would converge on the few addresses that follow the longest runs and collide there (the
+ * HTTP fill's last tenth, issue 20). Collecting them reads the band's positions once per pick (a /20's upper band:
+ * 3,838), only in this state.
+ */
+export const SPREAD_LIMIT = 512;
+
 /** A summary copy younger than this is not read again near full before picking unless this call collided on it. */
 export const DEFAULT_FULL_TRUST_MS = 1_000;
 
@@ -438,31 +448,54 @@ export class LeaseAllocator implements Allocator {
    */
   private behindNearFull(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, nowMs: number, collided: boolean): boolean {
     if (!collided && nowMs - hint.fetchedAt < this.fullTrustMs) return false;
-    const shown = new Set<bigint>();
+    const shown = this.shownFree(ranges, excluded, hint, inFlight, NEAR_FULL_LIMIT + 1).length;
+    return shown > VERIFY_LIMIT && shown <= NEAR_FULL_LIMIT;
+  }
+
+  /**
+   * Up to `limit` addresses the hint shows free in the bands dynamic picks of these ranges draw from now (collectFree:
+   * a range's upper band while it shows any free, then its lower band), each once (overlapping ranges show the same
+   * address twice), never one in flight in this container.
+   */
+  private shownFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, limit: number): Choice[] {
+    const shown: Choice[] = [];
+    const seen = new Set<bigint>();
     for (const range of ranges) {
-      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, NEAR_FULL_LIMIT + 1 - shown.size, inFlight)) shown.add(value);
-      if (shown.size > NEAR_FULL_LIMIT) return false;
+      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, limit - shown.length, inFlight)) {
+        if (!seen.has(value)) shown.push({ value, range, explicit: false });
+        seen.add(value);
+      }
+      if (shown.length >= limit) break;
     }
-    return shown.size > VERIFY_LIMIT;
+    return shown;
+  }
+
+  /**
+   * Every address the hint shows free in the bands picks draw from, when that is at most SPREAD_LIMIT (undefined
+   * otherwise): what a near-full pick is drawn from uniformly. The summary's counts rule out a range with room first,
+   * so a sparse range pays no scan.
+   */
+  private spreadFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Choice[] | undefined {
+    const estimate = ranges.reduce((sum, range) => sum + bandFreeByHint(this.pickRange(range), hint), 0n);
+    if (estimate > BigInt(2 * SPREAD_LIMIT)) return undefined;
+    const shown = this.shownFree(ranges, excluded, hint, inFlight, SPREAD_LIMIT + 1);
+    return shown.length > SPREAD_LIMIT ? undefined : shown;
   }
 
   /**
    * A pick from a summary: when it shows few free addresses, read them all first (VERIFY_LIMIT) and pick among those
-   * really free (no lease item, or an expired one); the ones taken are remembered like collisions. 'full' when it
+   * really free (no lease item, or an expired one); the ones taken are remembered like collisions. With a few hundred
+   * shown free (SPREAD_LIMIT), the pick (or after a collision, the sample read) is drawn uniformly among them. 'full' when it
    * read every address the summary shows free and none was; undefined when the view shows none at all. Addresses in
    * `verified` were read free earlier in this call (the other picks of a batch) and are not read again; the ones read
    * free now are added to it.
    */
   private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, collided = false): Promise<Choice | 'full' | undefined> {
-    const few: { value: bigint; range: ParsedRange }[] = [];
-    const seen = new Set<bigint>();
-    for (const range of ranges) {
-      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, VERIFY_LIMIT + 1 - few.length, inFlight)) {
-        // Overlapping ranges show the same address twice: read it once.
-        if (!seen.has(value)) few.push({ value, range });
-        seen.add(value);
-      }
-      if (few.length > VERIFY_LIMIT) return collided ? this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified, owner) : this.pickWithHint(ranges, excluded, hint, inFlight);
+    const few = this.shownFree(ranges, excluded, hint, inFlight, VERIFY_LIMIT + 1);
+    if (few.length > VERIFY_LIMIT) {
+      const spread = this.spreadFree(ranges, excluded, hint, inFlight);
+      if (collided) return this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified, owner, spread);
+      return spread ? this.randomOf(spread) : this.pickWithHint(ranges, excluded, hint, inFlight);
     }
     if (few.length === 0) return undefined;
     const free = await this.readFree(pool, family, few, verified, owner);
@@ -472,8 +505,7 @@ export class LeaseAllocator implements Allocator {
     if (live.length === 0) return undefined;
     // The upper bands first (KEP-3070): a lower-band address only when every one read free is in a lower band.
     const upper = live.filter((f) => !this.inLowerBand(f));
-    const among = upper.length > 0 ? upper : live;
-    return among[Number(this.deps.random.below(BigInt(among.length)))]!;
+    return this.randomOf(upper.length > 0 ? upper : live);
   }
 
   /**
@@ -481,17 +513,23 @@ export class LeaseAllocator implements Allocator {
    * read SAMPLE_SIZE random candidates (one consistent batch) and pick among those really free, instead of paying a
    * failed transaction per stale address. Undefined when none of the sample is free (the caller reads again).
    */
-  private async pickSampled(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string): Promise<Choice | undefined> {
+  private async pickSampled(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, spread?: readonly Choice[]): Promise<Choice | undefined> {
     const skip = new Set(inFlight);
     const sample: Choice[] = [];
+    // Drawn uniformly from `spread` when the view shows few free (spreadFree), else by probes and scans.
+    const rest = spread ? [...spread] : undefined;
     while (sample.length < SAMPLE_SIZE) {
-      const pick = this.pickWithHint(ranges, excluded, hint, skip);
+      const pick = rest ? rest.splice(Number(this.deps.random.below(BigInt(Math.max(1, rest.length)))), 1)[0] : this.pickWithHint(ranges, excluded, hint, skip);
       if (!pick) break;
       sample.push(pick);
       skip.add(pick.value);
     }
     const free = (await this.readFree(pool, family, sample, verified, owner)).filter((c) => !this.deps.hints.inFlight(pool, family).has(c.value));
-    return free.length ? free[Number(this.deps.random.below(BigInt(free.length)))] : undefined;
+    return free.length ? this.randomOf(free) : undefined;
+  }
+
+  private randomOf<T>(items: readonly T[]): T {
+    return items[Number(this.deps.random.below(BigInt(items.length)))]!;
   }
 
   /**
@@ -538,6 +576,23 @@ export class LeaseAllocator implements Allocator {
     const window = this.deps.windowOf?.(range);
     return window === undefined ? { name: range.range.name, cidr: range.cidr } : { name: range.range.name, cidr: range.cidr, window };
   }
+}
+
+/**
+ * Free addresses, by the hint's source, of the band a pick of the range draws from (its upper band while the source
+ * shows any free there, else its lower band); exclusions not subtracted: an estimate, to rule out a band with room.
+ */
+function bandFreeByHint(range: PickRange, hint: Hint): bigint {
+  const size = pickableSize(range);
+  if (size <= 0n) return 0n;
+  const lower = lowerBandSize(range.cidr) < size ? lowerBandSize(range.cidr) : 0n;
+  const freeIn = (from: bigint, to: bigint): bigint => {
+    if (to <= from) return 0n;
+    const used = hint.count(hostAt(range.cidr, from), hostAt(range.cidr, to - 1n));
+    return used < to - from ? to - from - used : 0n;
+  };
+  const upper = freeIn(lower, size);
+  return upper > 0n ? upper : freeIn(0n, lower);
 }
 
 /** Free addresses of a range according to the hint's source (exclusions not subtracted: it only weighs the choice). */
