@@ -2,7 +2,7 @@ import { formatAddress, parseAddress, type IpFamily } from '../ip/address.ts';
 import { NotReadyError, RangeFullError } from '../errors.ts';
 import { holdOf, isExpired, leaseOfClaim, reuseDelayMs, type Claim, type ClaimAddress, type Hold, type Owner, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, Random, ReleaseOutcome, Replacing } from '../ports.ts';
-import { BandName, ownerIdentity, type LeaseExpiry, type OccupancyStore, type UsedUpSeals } from '../occupancy/ports.ts';
+import { BandName, ownerIdentity, type LeaseExpiry, type OccupancyStore, type RangeSeals, type UsedUpSeals } from '../occupancy/ports.ts';
 import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
 import { HintSource, type Hint, type HintCache } from './hint.ts';
@@ -10,7 +10,7 @@ import type { Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
 import { cidrCovers, hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
 import type { IpamEvent } from '../reconciler/ports.ts';
-import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, rotated, sealHolds, type Band } from './used-up.ts';
+import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, sealHolds, type Band } from './used-up.ts';
 
 export const PickStrategy = {
   /** Upper band first, random start, steered by the container's hint of what is taken. */
@@ -366,42 +366,50 @@ export class LeaseAllocator implements Allocator {
    * a read of the ranges' seals and freed counters (one consistent bulk read) in which the seal of every part of every
    * band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one is read
    * in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters, which commits
-   * only if nothing that could lie in it was freed meanwhile. Parts are visited from a random one (upper bands first),
-   * and the seals are read again before each next part: callers deciding at once share the reading of a band instead
-   * of each reading all of it. One part sealed now is the answer at once; several are read together again, the
-   * moment they all hold.
+   * only if nothing that could lie in it was freed meanwhile. The part read next is a random one among those no seal
+   * covers in the last read (of the first band that has any: upper bands first), and the seals are read again after
+   * each part: callers deciding at once share the reading of a band instead of each reading all of it. One part
+   * sealed now is the answer at once; several are read together again, the moment they all hold.
    * @throws NotReadyError when every round found something freed meanwhile (SEAL_ROUNDS)
    */
   private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
     const seals = this.deps.seals ?? NO_SEALS;
     // A band without addresses (a range too small for a lower band) is used up without a read.
-    const parts = bands.filter((b) => b.to > b.from).flatMap((b) => rotated(partsOf(b), this.deps.random));
+    const bandParts = bands.filter((b) => b.to > b.from).map((b) => partsOf(b));
+    const parts = bandParts.flat();
     if (parts.length === 0) return undefined;
     const ranges = [...new Set(parts.flatMap((p) => p.counters))];
     const budget = { read: 0 };
+    const holds = (read: ReadonlyMap<string, RangeSeals>, part: Band) => sealHolds(read, part, owner, this.deps.clock.nowMs());
+    let read = await seals.readSeals(pool, ranges);
     for (let round = 0; round < SEAL_ROUNDS; round += 1) {
-      let read = await seals.readSeals(pool, ranges);
-      const open = parts.filter((p) => !sealHolds(read, p, owner, this.deps.clock.nowMs()));
-      if (open.length === 0) return undefined;
+      if (parts.every((part) => holds(read, part))) return undefined;
       let ownPicksOnly = false;
       let sealedNow = 0;
-      for (const [i, part] of open.entries()) {
-        // Another caller may have sealed it while this one read the parts before.
-        if (i > 0 && this.deps.seals) {
-          read = await seals.readSeals(pool, ranges);
-          if (sealHolds(read, part, owner, this.deps.clock.nowMs())) continue;
-        }
+      // Parts this round read used up: not read again in it, whatever the seals say.
+      const done = new Set<Band>();
+      for (;;) {
+        const open = bandParts.map((band) => band.filter((part) => !done.has(part) && !holds(read, part))).find((band) => band.length > 0);
+        if (!open) break;
+        const part = this.randomOf(open);
+        done.add(part);
         const reading = new BandReading();
         const pick = await this.confirmFree(pool, family, part, reading, owner, verified, chosen, budget);
         if (pick) return pick;
         // Free only among this claim's own picks: not used up (a batch that cannot grow).
         if (reading.open) ownPicksOnly = true;
         else if (await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part))) sealedNow += 1;
+        if (parts.length === 1 || !this.deps.seals) continue;
+        // What others sealed meanwhile is not read again; and the last read decides when every part holds in it.
+        read = await seals.readSeals(pool, ranges);
+        if (parts.every((p) => holds(read, p))) return undefined;
       }
       if (ownPicksOnly) return undefined;
       if (parts.length === 1 && sealedNow === 1) return undefined;
       // A store without seals: the bulk read is the decision, as each address was read during this call.
       if (!this.deps.seals) return undefined;
+      // Several parts: the round ended on a read of the seals (above).
+      if (parts.length === 1) read = await seals.readSeals(pool, ranges);
     }
     throw new NotReadyError('Addresses of the pool were freed while it was confirmed used up; retry shortly.');
   }
