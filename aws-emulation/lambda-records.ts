@@ -1,7 +1,6 @@
 import type { _Record as SdkRecord, AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamodb-streams';
 import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
 
-/** The stream record as Lambda hands it to a function, from what the DynamoDB Streams API returns. */
 /** Converts an SDK stream record into the shape Lambda delivers (lower-case userIdentity, epoch seconds, base64 binaries). */
 export function toLambdaRecord(record: SdkRecord, streamArn: string, region: string): DynamoDBRecord {
   const data = record.dynamodb ?? {};

@@ -33,7 +33,7 @@ export interface DeliveryRules {
 }
 
 /** The stream function's mapping as serverless.yml deploys it (tests/unit/template.test.ts pins the two together). */
-export const DEPLOYED_MAPPING: DeliveryRules = { batchSize: 100, maxRetries: 10, bisectOnError: true, batchWindowMs: 1000 };
+export const DEPLOYED_MAPPING: DeliveryRules = { batchSize: 1000, maxRetries: 10, bisectOnError: true, batchWindowMs: 1000 };
 
 /** What one invocation came to, read as the mapping reads it. */
 export type BatchOutcome =
@@ -59,6 +59,11 @@ export interface DeliveryHooks {
   readonly stopped?: () => boolean;
   readonly onDelivered?: (records: number) => void;
   readonly onGiveUp?: (given: GivenUp) => void;
+}
+
+/** An invocation's or a poll's error as one line: `name: message`. */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 /** Reads a handler's answer the way the event source mapping does (ReportBatchItemFailures). */
@@ -97,7 +102,7 @@ export async function deliverBatch(records: readonly DynamoDBRecord[], rules: De
       try {
         outcome = readBatchResponse(await hooks.invoke(batch), batch);
       } catch (error) {
-        outcome = { kind: 'error', message: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+        outcome = { kind: 'error', message: describeError(error) };
       }
       if (outcome.kind === 'ok') {
         hooks.onDelivered?.(batch.length);

@@ -22,6 +22,11 @@ export class ProblemError extends Error {
   }
 }
 
+/** The service answered 404 with a problem document: the thing asked for does not exist (a caller may expect that). */
+export function isNotFound(error: unknown): boolean {
+  return error instanceof ProblemError && error.status === 404;
+}
+
 /**
  * A non-2xx answer that is not a problem document: API Gateway's own refusals (`{"message":"Forbidden"}` for a
  * missing IAM permission, 429 throttling) or a proxy in between.

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IpamApi } from '../cli/api/ipam-api.ts';
-import { ProblemError } from '../cli/errors.ts';
+import { isNotFound, ProblemError } from '../cli/errors.ts';
 import type { Claim, ClaimSpec, Owner, PoolDetails } from '../cli/api/types.ts';
 import { parseAddress } from '../shared/core/ip/address.ts';
 import { claimName, labelsOf, LabelKey } from './attachment.ts';
@@ -66,10 +66,6 @@ export async function retrying<T>(ctx: CommandContext, what: string, request: ()
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
-}
-
-function isNotFound(error: unknown): boolean {
-  return error instanceof ProblemError && error.status === 404;
 }
 
 function invalid(details: string): CniError {
@@ -173,11 +169,11 @@ async function createRanges(api: IpamApi, ipam: IpamConfig, missing: readonly Ra
 }
 
 /** A claim document, checked for the fields the result is made of; anything else is the service misbehaving. */
-function asClaim(status: number, body: unknown): Claim {
+function asClaim(body: unknown): Claim {
   const claim = body as Partial<Claim> | undefined;
   if (typeof claim !== 'object' || claim === null || typeof claim.name !== 'string' || !Array.isArray(claim.addresses)) {
     const text = typeof body === 'string' ? body : JSON.stringify(body);
-    throw new CniError(CniCode.TryAgainLater, 'the IPAM service answered a claim request with something that is not a claim', `HTTP ${status}: ${String(text).slice(0, 300)}`);
+    throw new CniError(CniCode.TryAgainLater, 'the IPAM service answered a claim request with something that is not a claim', String(text).slice(0, 300));
   }
   return claim as Claim;
 }
@@ -221,14 +217,19 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
   };
   try {
     const cached = ctx.cache.read(key);
-    const waitStarted = performance.now();
-    let prefixes = cached ?? (await ctx.cache.exclusive(key, check, () => ctx.cache.read(key)));
-    ctx.log('debug', cached ? `timing: pool ${ipam.pool} known to this node` : `timing: pool ${ipam.pool} checked or waited for in ${Math.round(performance.now() - waitStarted)} ms`);
+    let prefixes: Map<string, number>;
+    if (cached) {
+      prefixes = cached;
+      ctx.log('debug', `timing: pool ${ipam.pool} known to this node`);
+    } else {
+      const waitStarted = performance.now();
+      prefixes = await ctx.cache.exclusive(key, check, () => ctx.cache.read(key));
+      ctx.log('debug', `timing: pool ${ipam.pool} checked or waited for in ${Math.round(performance.now() - waitStarted)} ms`);
+    }
     const body = claimRequest(config, attachment, owner, ctx.node);
     const post = () => retrying(ctx, 'ADD claim', async () => {
       const { created, claim } = await ctx.api.createClaim(ipam.pool, body);
-      const status = created ? 201 : 200;
-      return { status, claim: asClaim(status, claim) };
+      return { created, claim: asClaim(claim) };
     });
     let response;
     try {
@@ -240,7 +241,7 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
       response = await post();
     }
     const { claim } = response;
-    ctx.log('info', `ADD ${attachment.containerID}/${attachment.ifname}: claim ${claim.name} ${response.status === 201 ? 'created' : 'found'} with ${claim.addresses.map((a) => a.address).join(', ')}`);
+    ctx.log('info', `ADD ${attachment.containerID}/${attachment.ifname}: claim ${claim.name} ${response.created ? 'created' : 'found'} with ${claim.addresses.map((a) => a.address).join(', ')}`);
     // A range the node has not seen (added to the pool on the service): read the pool again once.
     if (claim.addresses.some((a) => !prefixes.has(a.range))) prefixes = await check();
     return resultOf(claim, prefixes, ipam);
@@ -288,7 +289,7 @@ export async function check(ctx: CommandContext, config: NetworkConfig, attachme
   const name = claimName(config.name, attachment);
   let claim: Claim;
   try {
-    claim = asClaim(200, await retrying(ctx, 'CHECK claim', () => ctx.api.getClaim(config.ipam.pool, name)));
+    claim = asClaim(await retrying(ctx, 'CHECK claim', () => ctx.api.getClaim(config.ipam.pool, name)));
   } catch (error) {
     if (isNotFound(error)) throw new CniError(CniCode.CheckFailed, 'the attachment holds no claim', `claim ${name} of pool ${config.ipam.pool} (attachment ${attachment.containerID}/${attachment.ifname}) does not exist`);
     throw toCniError(error, 'CHECK');

@@ -27,6 +27,3 @@ export function problemBox(error: unknown): HTMLElement {
   return h('div', { class: 'problem', role: 'alert' }, h('strong', { class: 'problem-title' }, 'Request failed'), h('p', { class: 'problem-detail' }, text));
 }
 
-export function isNotFound(error: unknown): boolean {
-  return error instanceof ProblemError && error.status === 404;
-}

@@ -11,7 +11,7 @@ import type { Context, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { createDynamoClient } from '../shared/adapters/dynamodb/client.ts';
 import { lambdaContext } from './lambda-context.ts';
 import { toLambdaRecord } from '../aws-emulation/lambda-records.ts';
-import { DEPLOYED_MAPPING, deliverBatch, type DeliveryRules } from '../aws-emulation/stream-delivery.ts';
+import { DEPLOYED_MAPPING, deliverBatch, describeError, type DeliveryRules } from '../aws-emulation/stream-delivery.ts';
 
 /**
  * A local stand-in for Lambda's DynamoDB event source mapping, for DynamoDB Local (which has streams but no
@@ -294,10 +294,6 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       return stopping;
     },
   };
-}
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 /** Waits `ms`, or less if the poller stops. */

@@ -11,8 +11,8 @@
 import { itemToClaim, itemToLease, itemToRange } from '../shared/adapters/dynamodb/codec.ts';
 import type { Item } from '../shared/adapters/dynamodb/codec.ts';
 import { Entity } from '../shared/adapters/dynamodb/keys.ts';
-import { parseAddress } from '../shared/core/ip/address.ts';
-import { isHostOf, parseCidr } from '../shared/core/ip/cidr.ts';
+import { parsedAddress, parsedCidr } from './parsed.ts';
+import { isHostOf } from '../shared/core/ip/cidr.ts';
 import { RangeState, type Claim, type Lease, type Range } from '../shared/core/model.ts';
 
 export const Invariant = {
@@ -105,7 +105,7 @@ export interface DeletedPool {
 }
 
 const ofDeleted = (deleted: readonly DeletedPool[], pool: string, address: string): DeletedPool | undefined =>
-  deleted.find((d) => d.pool === pool && isHostOf(parseCidr(d.cidr), parseAddress(address)));
+  deleted.find((d) => d.pool === pool && isHostOf(parsedCidr(d.cidr), parsedAddress(address)));
 
 /**
  * Every live lease lies, as a host address, in a Ready or Terminating range of its pool. Leases in a range of a
@@ -116,8 +116,8 @@ export function checkLeaseInRange(s: Snapshot, nowMs: number, skewMs: number, de
   for (const l of s.leases) {
     if (!live(l, nowMs, skewMs)) continue;
     if (ofDeleted(deleted, l.pool, l.address)) continue;
-    const address = parseAddress(l.address);
-    const inside = s.ranges.some((r) => r.pool === l.pool && (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(parseCidr(r.cidr), address));
+    const address = parsedAddress(l.address);
+    const inside = s.ranges.some((r) => r.pool === l.pool && (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(parsedCidr(r.cidr), address));
     if (!inside) out.push({ invariant: Invariant.LeaseInRange, detail: `lease ${l.address} of claim ${l.claim} lies in no Ready or Terminating range`, subjects: [l.address, l.claim] });
   }
   return out;
@@ -188,8 +188,8 @@ export function checkUtilization(s: Snapshot, nowMs: number, reported: readonly 
   for (const r of reported) {
     const range = s.ranges.find((x) => x.pool === r.pool && x.name === r.range);
     if (!range) continue;
-    const cidr = parseCidr(range.cidr);
-    const count = s.leases.filter((l) => l.pool === r.pool && (l.expiresAt === undefined || l.expiresAt > nowMs) && isHostOf(cidr, parseAddress(l.address))).length;
+    const cidr = parsedCidr(range.cidr);
+    const count = s.leases.filter((l) => l.pool === r.pool && (l.expiresAt === undefined || l.expiresAt > nowMs) && isHostOf(cidr, parsedAddress(l.address))).length;
     if (BigInt(count) !== r.used) out.push({ invariant: Invariant.Utilization, detail: `range ${r.range} reports ${r.used} used, the table holds ${count} live leases in it`, subjects: [r.range] });
   }
   return out;

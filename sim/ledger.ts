@@ -18,8 +18,9 @@ import { itemToBitmap } from '../shared/adapters/dynamodb/codec.ts';
 import { Entity } from '../shared/adapters/dynamodb/keys.ts';
 import { Bitmap, addressOfBit, legacyWindow } from '../shared/core/bitmap/bitmap.ts';
 import { hostInterval } from '../shared/core/allocator/pool-geometry.ts';
-import { formatAddress, parseAddress } from '../shared/core/ip/address.ts';
-import { isHostOf, parseCidr, type Cidr } from '../shared/core/ip/cidr.ts';
+import { formatAddress } from '../shared/core/ip/address.ts';
+import { parsedAddress, parsedCidr } from './parsed.ts';
+import { isHostOf, type Cidr } from '../shared/core/ip/cidr.ts';
 import { forEachHeld } from '../shared/core/occupancy/chunk.ts';
 import { itemToChunk } from '../shared/adapters/dynamodb/occupancy-store.ts';
 import { RangeState, type Claim } from '../shared/core/model.ts';
@@ -74,7 +75,7 @@ export class ClientLedger {
     const out: Violation[] = [];
     if (t.created) {
       for (const d of this.deletedRanges) {
-        const inside = d.pool === c.pool ? addresses.find((a) => isHostOf(d.cidr, parseAddress(a))) : undefined;
+        const inside = d.pool === c.pool ? addresses.find((a) => isHostOf(d.cidr, parsedAddress(a))) : undefined;
         if (inside && t.arrivedAtMs > d.atMs) {
           out.push({ invariant: Invariant.NoClaimInDeletedRange, detail: `claim ${c.name} was answered 201 with ${inside} of range ${d.text}, whose DELETE was answered ${Math.round(t.arrivedAtMs - d.atMs)} ms before the request arrived`, subjects: [c.name, inside, d.text] });
         }
@@ -117,7 +118,7 @@ export class ClientLedger {
 
   /** A range's DELETE was answered: no claim answered 201 to a request arriving later may hold one of its addresses. */
   rangeDeleted(pool: string, cidr: string, atMs: number): void {
-    this.deletedRanges.push({ pool, cidr: parseCidr(cidr), text: cidr, atMs });
+    this.deletedRanges.push({ pool, cidr: parsedCidr(cidr), text: cidr, atMs });
   }
 
   /**
@@ -209,7 +210,7 @@ export class FreeAddresses {
         this.ranges.delete(id);
         return;
       }
-      const cidr = parseCidr(after.cidr as string);
+      const cidr = parsedCidr(after.cidr as string);
       const hosts = hostInterval(cidr);
       if (!hosts) return;
       const r = { pool: after.pool as string, family: cidr.family, cidr, lo: hosts[0], hi: hosts[1], ready: after.state === RangeState.Ready };
@@ -217,7 +218,7 @@ export class FreeAddresses {
       if (r.ready) this.adjust(r.pool, r.family, this.rangeFree(r), atMs);
       else this.adjust(r.pool, r.family, 0n, atMs);
     } else if (item.entity === Entity.Lease && Boolean(before) !== Boolean(after)) {
-      const address = parseAddress(item.address as string);
+      const address = parsedAddress(item.address as string);
       const id = `${item.pool as string}|${address.family}`;
       const set = this.leased.get(id) ?? new Set<bigint>();
       this.leased.set(id, set);
@@ -303,11 +304,11 @@ export class ProjectionLag {
       }
     };
     for (const range of s.ranges) {
-      const cidr = parseCidr(range.cidr);
+      const cidr = parsedCidr(range.cidr);
       const hosts = hostInterval(cidr);
       if (!hosts) continue;
       const inside = (a: string): boolean => {
-        const x = parseAddress(a);
+        const x = parsedAddress(a);
         return x.family === cidr.family && x.value >= hosts[0] && x.value <= hosts[1];
       };
       const leased = new Set((leasedOf.get(range.pool) ?? []).filter(inside));
@@ -322,7 +323,7 @@ export class ProjectionLag {
         const first = addressOfBit(cidr, 0);
         const last = addressOfBit(cidr, Number(window) - 1);
         const inWindow = (a: string): boolean => {
-          const x = parseAddress(a);
+          const x = parsedAddress(a);
           return x.family === cidr.family && x.value >= first && x.value <= last;
         };
         judge('bitmap', range.name, range.pool, new Set((leasedOf.get(range.pool) ?? []).filter(inWindow)), set, inWindow);

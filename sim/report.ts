@@ -1,7 +1,8 @@
 /** The run's printout: fixed-width lines of integers and fixed decimals, so one seed prints the same bytes. */
 import type { Outcome } from './world.ts';
 
-function percentile(sorted: readonly number[], p: number): number {
+/** The p-th percentile (0-100) of sorted values; 0 when there are none. */
+export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
@@ -23,7 +24,7 @@ export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: st
   lines.push(`client ledger: ${o.told} claim answers; projections' largest lag behind the leases ${o.maxProjectionLagMs} ms`);
   if (o.openLoop) {
     const l = o.openLoop;
-    const from = [...l.latencies].sort((a, b) => a - b);
+    const from = l.bySecond.flatMap((x) => x.latencies).sort((a, b) => a - b);
     const steadyFrom = Math.floor(l.bySecond.length / 2);
     const steady = l.bySecond.slice(steadyFrom);
     const steadyLatencies = steady.flatMap((x) => x.latencies).sort((a, b) => a - b);

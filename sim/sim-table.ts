@@ -26,6 +26,7 @@
 import { NotReadyError } from '../shared/core/errors.ts';
 import type { Item } from '../shared/adapters/dynamodb/codec.ts';
 import type { Key } from '../shared/adapters/dynamodb/keys.ts';
+import { translateError } from '../shared/adapters/dynamodb/sdk-table.ts';
 import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../shared/adapters/dynamodb/table.ts';
 import { MemoryTable, type Fault, type TableCall } from '../shared/adapters/memory/memory-table.ts';
 import { indexEntries, itemBytes, queryReadUnits, readUnitsOf, writeUnitsOf } from './capacity.ts';
@@ -125,7 +126,6 @@ export interface SimTableOptions {
 }
 
 const THROTTLED = 'The address store is throttling requests; retry shortly.';
-const CONFLICT = 'Another transaction was writing the same item; retry shortly.';
 const TIMED_OUT = 'The address store did not answer in time; retry shortly.';
 
 const keyId = (key: Key): string => `${key.PK}\u0000${key.SK}`;
@@ -415,7 +415,7 @@ export class SimTable implements Table {
       spend.conflicts += 1;
       await this.engine.pass(this.caller, total / 2);
       // What SdkTable makes of DynamoDB's TransactionConflictException on a single write: retryable, nothing applied.
-      throw new NotReadyError(CONFLICT, { cause: conflictError() });
+      throw translateError(conflictError());
     }
     const [mutated] = this.engine.mutate([op], this.caller);
     const applied = fault?.kind !== 'timeout' || fault.committed;

@@ -37,6 +37,7 @@ import { createPool, deletePool, getPool } from '../shared/core/use-cases/pools.
 import { createRange, deleteRange } from '../shared/core/use-cases/ranges.ts';
 import { Invariant, checkBitmaps, checkExpiredLeasesGone, checkSummaries, checkClaimLeases, checkDeletedPools, checkLeaseInRange, checkNoDoubleHold, checkReleasedInTime, checkRetryAnswer, checkStatus, checkUtilization, snapshotOf, type DeletedPool, type Violation } from './invariants.ts';
 import { Prng } from './prng.ts';
+import { percentile } from './report.ts';
 import { Scheduler } from './scheduler.ts';
 import { SimEngine, type CallFault, type Caller, type Spend, type StreamChange } from './sim-table.ts';
 import type { Query, WriteOp } from '../shared/adapters/dynamodb/table.ts';
@@ -216,11 +217,9 @@ export interface OpenLoop {
   refused: number;
   rangeFull: number;
   other: number;
-  /** Allocations answered 201: from arrival to the answer, retries included (ms). */
-  readonly latencies: number[];
   /** The window the rate is measured over (ms). */
   windowMs: number;
-  /** Per second of the window, by arrival: arrived, allocated, refused, and the allocations' latencies from arrival. */
+  /** Per second of the window, by arrival: arrived, allocated, refused, and the allocations' latencies from arrival (ms, retries included). */
   readonly bySecond: { arrived: number; allocated: number; refused: number; readonly latencies: number[] }[];
 }
 
@@ -332,7 +331,7 @@ export class World {
       requestTimeoutMs: this.config.requestTimeoutMs,
       faults: (call) => this.callFault(call.method, call.caller),
       ...(scenario.unlimited ? { unlimited: true } : {}),
-      ...(scenario.latencyScale !== undefined ? { latencyScale: scenario.latencyScale } : {}),
+      latencyScale: this.latencyScale,
       ...(mutations.length ? { mutate: (ops: readonly WriteOp[], caller: Caller) => mutations.reduce<WriteOp[]>((acc, m) => m(acc, caller), [...ops]) } : {}),
       ...(misreport ? { misreport } : {}),
       quotas: scenario.quotas ?? AWS_DEFAULTS,
@@ -619,7 +618,7 @@ export class World {
   private async arrivals(endMs: number): Promise<void> {
     const { perSecond, holdMs } = this.scenario.arrivals!;
     const rng = this.rng.fork('arrivals');
-    const loop: OpenLoop = { arrived: 0, allocated: 0, refused: 0, rangeFull: 0, other: 0, latencies: [], windowMs: endMs - this.scheduler.now, bySecond: [] };
+    const loop: OpenLoop = { arrived: 0, allocated: 0, refused: 0, rangeFull: 0, other: 0, windowMs: endMs - this.scheduler.now, bySecond: [] };
     const startMs = this.scheduler.now;
     this.openLoop = loop;
     const pending: Promise<void>[] = [];
@@ -649,7 +648,6 @@ export class World {
       loop.allocated += 1;
       second.allocated += 1;
       this.allocations += 1;
-      loop.latencies.push(this.scheduler.now - arrived);
       second.latencies.push(this.scheduler.now - arrived);
       this.tell(answer.claim, answer, answer.status === 201);
       await this.scheduler.sleep(holdMs);
@@ -1067,8 +1065,8 @@ export class World {
     // Seconds whose arrivals are all answered or refused (8 attempts with their backoff take well under 15 s here: no faults in the open loop): their rate and latencies.
     const done = l.bySecond.slice(0, Math.max(0, l.bySecond.length - 15));
     const latencies = done.flatMap((x) => x.latencies).sort((a, b) => a - b);
-    const at = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(1) : '-');
-    const settled = done.length ? `; arrival seconds 0-${done.length}: ${done.map((x) => x.allocated).join(' ')} allocated, ${done.reduce((n, x) => n + x.refused, 0)} refused, from arrival p50 ${at(0.5)} ms p99 ${at(0.99)} ms` : '';
+    const at = (p: number) => (latencies.length ? percentile(latencies, p).toFixed(1) : '-');
+    const settled = done.length ? `; arrival seconds 0-${done.length}: ${done.map((x) => x.allocated).join(' ')} allocated, ${done.reduce((n, x) => n + x.refused, 0)} refused, from arrival p50 ${at(50)} ms p99 ${at(99)} ms` : '';
     return `${(this.scheduler.now / 1000).toFixed(1)} s virtual, ${l.arrived} arrived, ${l.allocated} allocated, ${l.refused} refused, largest projection lag ${this.lag.maxLagMs} ms${settled}`;
   }
 

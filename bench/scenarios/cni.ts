@@ -30,36 +30,37 @@ export const CNI_BEFORE = {
  */
 export const CNI_STACK_JVM_OPTIONS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC'] as const;
 
-/** CPU seconds used so far by a process (Linux /proc; USER_HZ is 100), its reaped children's when asked. */
-function cpuSeconds(pid: number | 'self', children = false): number {
+/** The fields of /proc/<pid>/stat after the command name (Linux), or undefined when the process is gone. */
+function statFields(pid: number | 'self'): string[] | undefined {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    const [user, system] = children ? [fields[13], fields[14]] : [fields[11], fields[12]];
-    return (Number(user) + Number(system)) / 100;
+    return text.slice(text.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return 0;
+    return undefined;
   }
 }
 
-/** The processes of a process group (serverless-offline and its esbuild service). */
-function groupPids(pgid: number): number[] {
-  const pids: number[] = [];
+/** CPU seconds used so far by a process (USER_HZ is 100), its reaped children's when asked. */
+function cpuSeconds(pid: number | 'self', children = false, fields = statFields(pid)): number {
+  if (!fields) return 0;
+  const [user, system] = children ? [fields[13], fields[14]] : [fields[11], fields[12]];
+  return (Number(user) + Number(system)) / 100;
+}
+
+/** The stat fields of each process of a process group (serverless-offline and its esbuild service), by pid. */
+function groupStats(pgid: number): Map<number, string[]> {
+  const stats = new Map<number, string[]>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[2]) === pgid) pids.push(Number(entry));
-    } catch {
-      // Gone meanwhile.
-    }
+    const fields = statFields(Number(entry));
+    if (fields && Number(fields[2]) === pgid) stats.set(Number(entry), fields);
   }
-  return pids;
+  return stats;
 }
 
-/** CPU seconds of every process in a process group. */
+/** CPU seconds of every process in a process group, each process's stat read once. */
 function groupCpuSeconds(pgid: number): number {
-  return groupPids(pgid).reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  return [...groupStats(pgid)].reduce((sum, [pid, fields]) => sum + cpuSeconds(pid, false, fields), 0);
 }
 
 /**
@@ -68,7 +69,7 @@ function groupCpuSeconds(pgid: number): number {
  */
 function setStackNice(stack: LocalStack, nice: number): boolean {
   try {
-    for (const pid of [stack.pids.dynamodb, ...groupPids(stack.pids.offline)]) {
+    for (const pid of [stack.pids.dynamodb, ...groupStats(stack.pids.offline).keys()]) {
       for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), nice);
     }
     return true;

@@ -1,4 +1,5 @@
-import { api, isNotFound, problemBox } from '../api.ts';
+import { isNotFound } from '../../cli/errors.ts';
+import { api, problemBox } from '../api.ts';
 import type { Holding, Lease } from '../../cli/api/types.ts';
 import { consolePath, facts, field, h, link } from '../dom.ts';
 import { time } from '../format.ts';

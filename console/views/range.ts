@@ -1,4 +1,5 @@
-import { api, isNotFound } from '../api.ts';
+import { isNotFound } from '../../cli/errors.ts';
+import { api } from '../api.ts';
 import type { Lease } from '../../cli/api/types.ts';
 import { legacyWindow } from '../../shared/core/bitmap/bitmap.ts';
 import { formatAddress } from '../../shared/core/ip/address.ts';

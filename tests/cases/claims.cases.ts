@@ -207,8 +207,8 @@ export function claimsCases(engine: TestEngine): void {
       // Assess: the two addresses its copy shows free are read in one batch and found taken; RangeFull rests on a
       // consistent read of the range's six leases (issue 20: the summary never decides "used up"); the view is
       // confirmed by the generation; nothing is listed, no transaction is tried. The bulk read seals the range used up
-      // (one transaction, committed only if nothing in it was freed since its counters were read): the retry reads
-      // only the range's counters and seal (nothing freed since), not its leases.
+      // (one write, at the counters read before its leases): the retry reads only the range's counters and seal
+      // (nothing freed since), not its leases.
       expect(full.body.code).toBe('RangeFull');
       expect(Object.fromEntries(first)).toEqual({ leaseStates: 2, readSeals: 1, seal: 1, rangeGeneration: 1 });
       expect(again.body.code).toBe('RangeFull');

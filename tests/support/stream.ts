@@ -85,7 +85,7 @@ export const streamEvent = (records: readonly DynamoDBRecord[]): DynamoDBStreamE
  * last reported for a batch given up on are returned. A handler that throws fails the test (no bisection here).
  */
 export async function deliverRecords(records: readonly DynamoDBRecord[], handler: MirrorHandler, options: { batchSize?: number; retries?: number } = {}): Promise<string[]> {
-  const rules: DeliveryRules = { ...DEPLOYED_MAPPING, batchSize: options.batchSize ?? 100, maxRetries: options.retries ?? 3, bisectOnError: false };
+  const rules: DeliveryRules = { ...DEPLOYED_MAPPING, batchSize: options.batchSize ?? DEPLOYED_MAPPING.batchSize, maxRetries: options.retries ?? 3, bisectOnError: false };
   const failed: string[] = [];
   let thrown: { error: unknown } | undefined;
   for (let i = 0; i < records.length && !thrown; i += rules.batchSize) {

@@ -811,7 +811,9 @@ describe('Class: LeaseAllocator', () => {
       const written = new Map<string, UsedUpSeal>();
       const seals: UsedUpSeals = {
         readSeals: async (_pool, ranges) => new Map(ranges.map((r) => [r, { freed: [0, 0, 0, 0], seals: Object.fromEntries(written) }])),
-        seal: async (_pool, _range, part, seal) => (written.set(part, seal), true),
+        seal: async (_pool, _range, part, seal) => {
+          written.set(part, seal);
+        },
       };
       const random = new SeededRandom(9);
       const view = viewOf(['10.0.0.0/20']);

@@ -55,8 +55,9 @@ describe('Module: aws-emulation/stream-delivery', () => {
   });
 
   it('invokes with a full batch at once, with fewer only after the batching window', () => {
-    expect(batchDue(100, 0, DEPLOYED_MAPPING)).toBe(true);
-    expect(batchDue(99, 999, DEPLOYED_MAPPING)).toBe(false);
+    const full = DEPLOYED_MAPPING.batchSize;
+    expect(batchDue(full, 0, DEPLOYED_MAPPING)).toBe(true);
+    expect(batchDue(full - 1, 999, DEPLOYED_MAPPING)).toBe(false);
     expect(batchDue(1, 1000, DEPLOYED_MAPPING)).toBe(true);
     expect(batchDue(0, 5000, DEPLOYED_MAPPING)).toBe(false);
   });

@@ -130,9 +130,11 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(mapping.EventSourceArn).toEqual({ 'Fn::GetAtt': ['Table', 'StreamArn'] });
       expect(JSON.stringify(mapping.FunctionName)).toContain('MirrorLambdaFunction');
       expect(mapping.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
-      // serverless.yml's settings, exactly: 10 retries, each batch at most 100 records gathered for at most 1 s; the
-      // local stack's poller, the tests and the simulator deliver by these (aws-emulation/stream-delivery.ts).
-      expect(DEPLOYED_MAPPING).toEqual({ batchSize: 100, maxRetries: 10, bisectOnError: true, batchWindowMs: 1000 });
+      // serverless.yml's settings, exactly: 10 retries, each batch at most 1,000 records gathered for at most 1 s, one
+      // batch per shard at a time; the local stack's poller, the tests and the simulator deliver by these
+      // (aws-emulation/stream-delivery.ts).
+      expect(DEPLOYED_MAPPING).toEqual({ batchSize: 1000, maxRetries: 10, bisectOnError: true, batchWindowMs: 1000 });
+      expect(mapping.ParallelizationFactor).toBe(1);
       expect(mapping.BisectBatchOnFunctionError).toBe(DEPLOYED_MAPPING.bisectOnError);
       expect(mapping.MaximumRetryAttempts).toBe(DEPLOYED_MAPPING.maxRetries);
       expect(mapping.MaximumRecordAgeInSeconds).toBeGreaterThanOrEqual(60);

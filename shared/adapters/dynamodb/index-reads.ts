@@ -31,16 +31,15 @@ export async function indexPage(table: Table, base: Omit<Query, 'sort' | 'limit'
 }
 
 /** Merges one page from every shard of a sharded listing key, in sort-key order. */
-export async function mergeShards(table: Table, shards: number, partitionOf: (shard: number) => string, after: string | undefined, bounds: readonly [string, string] | undefined, limit: number, nowMs?: number): Promise<{ items: Item[]; more: boolean }> {
-  const filter = nowMs === undefined ? {} : { filter: hasNotExpired(nowMs) };
-  const pages = await Promise.all(Array.from({ length: shards }, (_, shard) => indexPage(table, { index: 'GSI1', partition: partitionOf(shard), ...filter }, after, bounds, limit)));
+export async function mergeShards(table: Table, shards: number, partitionOf: (shard: number) => string, after: string | undefined, bounds: readonly [string, string] | undefined, limit: number): Promise<{ items: Item[]; more: boolean }> {
+  const pages = await Promise.all(Array.from({ length: shards }, (_, shard) => indexPage(table, { index: 'GSI1', partition: partitionOf(shard) }, after, bounds, limit)));
   const all = pages.flatMap((p) => p.items).sort((a, b) => ((a.GSI1SK as string) < (b.GSI1SK as string) ? -1 : 1));
   return { items: all.slice(0, limit), more: all.length > limit || pages.some((p) => p.more) };
 }
 
 /**
  * One page of a listing over several index partitions (the shards, or one owner partition), merged in sort-key order,
- * with an optional filter. Each partition reads at most `limit + 1` items, filtered ones included, so a page costs
+ * with an optional filter and sort-key bounds. Each partition reads at most `limit + 1` items, filtered ones included, so a page costs
  * what an unfiltered one does however few items pass; the page then ends at the frontier, the smallest sort key up to
  * which every partition not read to its end has been read, and `next` is the last key returned, or the frontier when
  * fewer than `limit + 1` items passed before it. So a page the filter emptied still carries a cursor, and paging on
@@ -50,7 +49,8 @@ export async function mergeShards(table: Table, shards: number, partitionOf: (sh
  *   shard 1  . b . e |                  (read up to e)                        page: a, b (d and g read again later)
  *   shard 2  . .                        (read to its end)                     next: e
  */
-export async function filteredPage(table: Table, bases: readonly Omit<Query, 'sort' | 'limit' | 'start' | 'filter'>[], after: string | undefined, filter: Condition | undefined, limit: number): Promise<{ items: Item[]; next?: string }> {
+export async function filteredPage(table: Table, bases: readonly Omit<Query, 'sort' | 'limit' | 'start' | 'filter'>[], after: string | undefined, filter: Condition | undefined, limit: number, bounds?: readonly [string, string]): Promise<{ items: Item[]; next?: string }> {
+  const sort = bounds ? { between: [after !== undefined && after >= bounds[0] ? after : bounds[0], bounds[1]] as const } : after !== undefined ? { after } : undefined;
   const reads = await Promise.all(
     bases.map(async (base) => {
       const [, skName] = KEY_ATTRIBUTES[base.index ?? 'table'];
@@ -58,8 +58,9 @@ export async function filteredPage(table: Table, bases: readonly Omit<Query, 'so
       let scanned = 0;
       let start: Item | undefined;
       do {
-        const page = await table.query({ ...base, ...(after !== undefined ? { sort: { after } } : {}), ...(filter ? { filter } : {}), limit: limit + 1 - scanned, ...(start ? { start } : {}) });
-        items.push(...page.items);
+        const page = await table.query({ ...base, ...(sort ? { sort } : {}), ...(filter ? { filter } : {}), limit: limit + 1 - scanned, ...(start ? { start } : {}) });
+        // BETWEEN is inclusive: skip the cursor's own item.
+        items.push(...(after === undefined ? page.items : page.items.filter((item) => (item[skName] as string) > after)));
         scanned += page.scanned;
         start = page.lastKey;
       } while (start && scanned <= limit);

@@ -3,7 +3,7 @@ import { isReleased, type Lease, type Owner } from '../../core/model.ts';
 import type { LeaseIndex, LeaseScope, Page } from '../../core/ports.ts';
 import { itemToLease } from './codec.ts';
 import { isListPosition, type CursorCodec, type ListPosition } from './cursor.ts';
-import { addressBounds, countLeases, mergeShards, takenAddresses, type Intervals } from './index-reads.ts';
+import { addressBounds, countLeases, filteredPage, takenAddresses, type Intervals } from './index-reads.ts';
 import { hasNotExpired } from './conditions.ts';
 import { keys } from './keys.ts';
 import { queryAll, type Table } from './table.ts';
@@ -32,9 +32,12 @@ export class TableLeaseIndex implements LeaseIndex {
     for (let s = position?.s ?? 0; s < scopes.length; s += 1) {
       const scope = scopes[s]!;
       const after = position && position.s === s && position.k !== '' ? position.k : undefined;
-      const page = await mergeShards(this.table, this.shards, (shard) => keys.leasesListing(pool, scope.family, shard), after, addressBounds(scope.family, scope.from, scope.to), limit - out.length, nowMs);
+      // Expired leases (not yet released by the reconciler) are filtered out after the read, so a page reads at most
+      // limit + 1 items a shard however many of them expired, and may come back short with a cursor.
+      const bases = Array.from({ length: this.shards }, (_, shard) => ({ index: 'GSI1' as const, partition: keys.leasesListing(pool, scope.family, shard) }));
+      const page = await filteredPage(this.table, bases, after, hasNotExpired(nowMs), limit - out.length, addressBounds(scope.family, scope.from, scope.to));
       out.push(...page.items.map(itemToLease));
-      if (page.more) return { items: out, nextCursor: this.cursors.encode(listing, { s, k: page.items[page.items.length - 1]!.GSI1SK as string }) };
+      if (page.next !== undefined) return { items: out, nextCursor: this.cursors.encode(listing, { s, k: page.next }) };
       position = undefined;
       if (out.length >= limit && s < scopes.length - 1) return { items: out, nextCursor: this.cursors.encode(listing, { s: s + 1, k: '' }) };
     }

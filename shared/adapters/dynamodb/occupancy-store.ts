@@ -85,8 +85,8 @@ export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
     return ranges.length ? rangeSealsOf(pool, ranges, await this.table.batchGet(freedKeys(pool, ranges))) : new Map();
   }
 
-  async seal(pool: string, range: string, part: string, seal: UsedUpSeal): Promise<boolean> {
-    return (await this.table.transact(sealWrite(pool, range, part, seal))) === undefined;
+  async seal(pool: string, range: string, part: string, seal: UsedUpSeal): Promise<void> {
+    await this.table.write(sealWrite(pool, range, part, seal));
   }
 
   /**

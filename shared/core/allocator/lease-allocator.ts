@@ -362,14 +362,15 @@ export class LeaseAllocator implements Allocator {
   }
 
   /**
-   * A free address of `bands`, or undefined when every band is used up at one moment inside this call (issue 20):
-   * a read of the ranges' seals and freed counters (one consistent bulk read) in which the seal of every part of every
-   * band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one is read
-   * in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters, which commits
-   * only if nothing that could lie in it was freed meanwhile. The part read next is a random one among those no seal
-   * covers in the last read (of the first band that has any: upper bands first), and the seals are read again after
-   * each part: callers deciding at once share the reading of a band instead of each reading all of it. One part
-   * sealed now is the answer at once; several are read together again, the moment they all hold.
+   * A free address of `bands`, or undefined when every band is used up as this call read it (issue 20): each address
+   * read held at some moment inside this call, so an address free for the whole call is found (as by a scan). Read
+   * through a read of the ranges' seals and freed counters (one consistent bulk read) in which the seal of every part
+   * of every band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one
+   * is read in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters (a plain
+   * write: writes/freed.ts says why a seal at counters moved since misleads no reader). The part read next is a random
+   * one among those the last read shows unsealed (of the first band that has any: upper bands first), and the seals
+   * are read again after each part: callers deciding at once share the reading of a band instead of each reading all
+   * of it. One part read used up now is the answer at once; several are decided by a read in which they all hold.
    * @throws NotReadyError when every round found something freed meanwhile (SEAL_ROUNDS)
    */
   private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
@@ -385,7 +386,6 @@ export class LeaseAllocator implements Allocator {
     for (let round = 0; round < SEAL_ROUNDS; round += 1) {
       if (parts.every((part) => holds(read, part))) return undefined;
       let ownPicksOnly = false;
-      let sealedNow = 0;
       // Parts this round read used up: not read again in it, whatever the seals say.
       const done = new Set<Band>();
       for (;;) {
@@ -398,18 +398,18 @@ export class LeaseAllocator implements Allocator {
         if (pick) return pick;
         // Free only among this claim's own picks: not used up (a batch that cannot grow).
         if (reading.open) ownPicksOnly = true;
-        else if (await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part))) sealedNow += 1;
+        else await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
         if (parts.length === 1 || !this.deps.seals) continue;
-        // What others sealed meanwhile is not read again; and the last read decides when every part holds in it.
+        // What others sealed meanwhile is not read again; and a read in which every part holds is the decision.
         read = await seals.readSeals(pool, ranges);
         if (parts.every((p) => holds(read, p))) return undefined;
       }
       if (ownPicksOnly) return undefined;
-      if (parts.length === 1 && sealedNow === 1) return undefined;
+      // The one part was read used up in this call: that read is the decision.
+      if (parts.length === 1) return undefined;
       // A store without seals: the bulk read is the decision, as each address was read during this call.
       if (!this.deps.seals) return undefined;
-      // Several parts: the round ended on a read of the seals (above).
-      if (parts.length === 1) read = await seals.readSeals(pool, ranges);
+      // Several parts: the round ended on a read of the seals (above), in which some part no longer holds.
     }
     throw new NotReadyError('Addresses of the pool were freed while it was confirmed used up; retry shortly.');
   }

@@ -121,5 +121,5 @@ export class BandReading {
 /** No seals (a store without them): every "used up" decision reads its bands in bulk. */
 export const NO_SEALS: UsedUpSeals = {
   readSeals: async () => new Map(),
-  seal: async () => false,
+  seal: async () => undefined,
 };

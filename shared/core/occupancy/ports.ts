@@ -52,10 +52,10 @@ export interface UsedUpSeals {
   /** The freed counters and seals of a pool's ranges: one consistent bulk read (FREED_SHARDS + 1 items a range). */
   readSeals(pool: string, ranges: readonly string[]): Promise<ReadonlyMap<string, RangeSeals>>;
   /**
-   * Writes the seal of a part of a band of `range` only while every counter is still as in `seal.freed`; false when
-   * one has moved (or another write met it: DynamoDB's transaction conflict).
+   * Writes the seal of a part of a band of `range`, unconditionally (writes/freed.ts says why that is enough): a seal
+   * at counters that have moved since is written too, and no reader trusts it.
    */
-  seal(pool: string, range: string, part: string, seal: UsedUpSeal): Promise<boolean>;
+  seal(pool: string, range: string, part: string, seal: UsedUpSeal): Promise<void>;
 }
 
 /** The occupancy summary's chunks on the table (TableOccupancyStore is the adapter). */
