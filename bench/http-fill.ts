@@ -11,24 +11,53 @@
  * would, and counted. It checks that every host address was handed out exactly once, and reports the rate of each
  * tenth of the fill: the last tenth (the range nearly full) against the median tenth. Writes
  * bench/results/http-fill.json, which the full benchmark report (BENCHMARKS.md) shows.
+ *
+ * `--tally` puts a counting proxy (bench/lib/dynamo-tally.ts) between the functions and DynamoDB Local and adds, per
+ * tenth of the fill (and for the RangeFull answers after it), what each allocation cost in requests, read units,
+ * collisions, seal reads and bulk lease reads: figures that do not move with the machine's load.
  */
 import { writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { capacity, parseCidr } from '../shared/core/ip/cidr.ts';
+import { capacity, lowerBandSize, parseCidr } from '../shared/core/ip/cidr.ts';
 import { startLocalStack } from '../scripts/local-stack.ts';
+import { startTallyProxy, type TallyProxy } from './lib/dynamo-tally.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({ options: { prefix: { type: 'string', default: '20' }, callers: { type: 'string', default: '32' }, out: { type: 'string' } } });
+const { values } = parseArgs({ options: { prefix: { type: 'string', default: '20' }, callers: { type: 'string', default: '32' }, out: { type: 'string' }, tally: { type: 'boolean', default: false } } });
 const cidrText = `10.80.0.0/${Number(values.prefix)}`;
 const callers = Number(values.callers);
 const size = Number(capacity(parseCidr(cidrText)));
 
+/** The phase a moment of the fill belongs to: before it, a tenth of it (by addresses handed out), or after it. */
+function phaseOf(filling: boolean, allocated: number): string {
+  if (!filling) return 'setup';
+  if (allocated >= size) return 'after';
+  const tenth = Math.min(9, Math.floor(allocated / Math.floor(size / 10)));
+  // The last tenth in two: the upper band's tail, then the lower band (KEP-3070), taken once the upper is used up.
+  if (tenth === 9) return allocated < size - Number(lowerBandSize(parseCidr(cidrText))) ? 't9-upper' : 't9-lower';
+  return `t${tenth}`;
+}
+
 async function main(): Promise<number> {
   console.log('starting a local stack (with the stream poller)...');
-  const stack = await startLocalStack({ log: () => undefined });
+  let filling = false;
+  const got: { address: string; at: number; start: number }[] = [];
+  /** 503 answers and RangeFull answers per phase. */
+  const answers = new Map<string, { notReady: number; rangeFull: number }>();
+  const count = (what: 'notReady' | 'rangeFull') => {
+    const phase = phaseOf(filling, got.length);
+    const entry = answers.get(phase) ?? { notReady: 0, rangeFull: 0 };
+    answers.set(phase, entry);
+    entry[what] += 1;
+  };
+  const proxy: TallyProxy | undefined = values.tally ? await startTallyProxy(() => phaseOf(filling, got.length)) : undefined;
+  const stack = await startLocalStack({
+    log: () => undefined,
+    ...(proxy ? { functionsEndpoint: { endpoint: proxy.endpoint, onDynamo: (endpoint: string) => (proxy.target = endpoint) } } : {}),
+  });
   try {
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${stack.apiUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
@@ -36,11 +65,11 @@ async function main(): Promise<number> {
     };
     if ((await call('POST', '/v1/pools', { name: 'http-fill' })).status !== 201) throw new Error('could not create the pool');
     if ((await call('POST', '/v1/pools/http-fill/ranges', { cidr: cidrText })).status !== 201) throw new Error('could not create the range');
-    const got: { address: string; at: number; start: number }[] = [];
     /** When each RangeFull answer arrived: one that came before a later request still got an address was false. */
     const refusedAt: number[] = [];
     const statuses = new Map<number, number>();
     const started = performance.now();
+    filling = true;
     await Promise.all(
       Array.from({ length: callers }, async (_, c) => {
         for (let n = 0; ; n += 1) {
@@ -52,11 +81,13 @@ async function main(): Promise<number> {
             continue;
           }
           if (res.status === 409 && res.body.code === 'RangeFull') {
+            count('rangeFull');
             refusedAt.push(performance.now() - started);
             return;
           }
           if (res.status === 503) {
             // A client's retry of a busy answer: the same name again after a pause.
+            count('notReady');
             n -= 1;
             await new Promise((r) => setTimeout(r, 50 + Math.random() * 100));
             continue;
@@ -92,6 +123,7 @@ async function main(): Promise<number> {
       tenthRates: rates,
       lastTenthVsMedian: Math.round((last / median) * 100) / 100,
       falseRangeFull,
+      ...(proxy ? { perPhase: perPhase(proxy, got.length, answers) } : {}),
       met: { everyAddressOnce: got.length === size && distinct === size, no503: !statuses.has(503), lastTenth: last >= median / 2, noFalseRangeFull: falseRangeFull === 0 },
       machine: `${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`,
       at: new Date().toISOString(),
@@ -103,7 +135,43 @@ async function main(): Promise<number> {
     return result.met.everyAddressOnce ? 0 : 1;
   } finally {
     await stack.stop();
+    await proxy?.close();
   }
+}
+
+/**
+ * Per phase, per allocation handed out in it: DynamoDB requests and read units of the functions (the stream
+ * function's apart), and the kinds of request (dynamo-tally.ts) with their refusals and keys.
+ */
+function perPhase(proxy: TallyProxy, allocated: number, answers: ReadonlyMap<string, { notReady: number; rangeFull: number }>) {
+  const tenth = Math.floor(size / 10);
+  const lower = Number(lowerBandSize(parseCidr(cidrText)));
+  const allocationsIn = (phase: string): number => {
+    if (phase === 'setup' || phase === 'after') return 0;
+    if (phase === 't9-upper') return Math.min(allocated, size - lower) - 9 * tenth;
+    if (phase === 't9-lower') return Math.min(allocated, size) - (size - lower);
+    const t = Number(phase.slice(1));
+    return Math.min(allocated, (t + 1) * tenth) - t * tenth;
+  };
+  const round = (n: number) => Math.round(n * 100) / 100;
+  return Object.fromEntries(
+    [...proxy.phases.entries()].map(([phase, tally]) => {
+      const n = allocationsIn(phase);
+      const mirror = tally.kinds.mirror?.requests ?? 0;
+      const per = (x: number) => (n > 0 ? round(x / n) : x);
+      return [
+        phase,
+        {
+          allocations: n,
+          ...answers.get(phase),
+          requestsPerAllocation: per(tally.requests - mirror),
+          readUnitsPerAllocation: per(tally.readUnits),
+          collisions: tally.kinds.commit?.refused ?? 0,
+          kinds: Object.fromEntries(Object.entries(tally.kinds).sort(([a], [b]) => a.localeCompare(b))),
+        },
+      ];
+    }),
+  );
 }
 
 process.exitCode = await main().catch((error: unknown) => {

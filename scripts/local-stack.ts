@@ -65,6 +65,12 @@ export interface LocalStackOptions {
   inProcess?: boolean;
   /** JVM options for DynamoDB Local (scripts/dynamodb-local.ts); none by default. */
   dynamoJvmOptions?: readonly string[];
+  /**
+   * The endpoint the functions send their DynamoDB requests to instead of DynamoDB Local's own (a counting proxy in
+   * front of it, bench/lib/dynamo-tally.ts); told DynamoDB Local's endpoint once it started. The stream poller and
+   * table setup keep the direct endpoint.
+   */
+  functionsEndpoint?: { readonly endpoint: string; readonly onDynamo: (endpoint: string) => void };
 }
 
 export interface LocalStack {
@@ -155,6 +161,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   try {
     const dynamoPort = options.dynamoPort ?? (await freePort());
     const endpoint = `http://127.0.0.1:${dynamoPort}`;
+    options.functionsEndpoint?.onDynamo(endpoint);
 
     // DynamoDB Local (a JVM) and serverless-offline (osls, then esbuild) take seconds each: start both at once.
     // Handlers only reach the endpoint on a request, and the stack is ready when both are.
@@ -197,7 +204,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...SDK_NODE_WARNING_OFF, ...options.env, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true', ESBUILD_WORK_FOLDER: workFolder },
+        env: { ...process.env, ...SDK_NODE_WARNING_OFF, ...options.env, DYNAMODB_ENDPOINT: options.functionsEndpoint?.endpoint ?? endpoint, LOCAL_STACK: 'true', ESBUILD_WORK_FOLDER: workFolder },
       },
     );
     offline = child;

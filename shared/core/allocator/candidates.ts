@@ -112,14 +112,25 @@ export function chooseWeighted<T>(items: readonly { item: T; weight: bigint }[],
 }
 
 /**
- * The first `limit` addresses of a range the view shows free (not excluded, not taken, not in `skip`), in address
- * order; fewer when the range has fewer. Stops early, so on a range with room it reads a few dozen positions.
+ * The first `limit` addresses the view shows free (not excluded, not taken, not in `skip`) in the band a dynamic pick
+ * of the range draws from now, in address order: its upper band, or its lower band once the view shows none free in
+ * the upper one (KEP-3070, as pickInRange). Counting the lower band's free addresses while the upper band still
+ * shows some would make a nearly used-up upper band look roomy: its few candidates, the ones a lagging view most
+ * often shows free wrongly, would then go unchecked (issue 20). Fewer when the band has fewer; stops early, so on a
+ * band with room it reads a few dozen positions.
  */
 export function collectFree(range: PickRange, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint> = new Set()): bigint[] {
-  const out: bigint[] = [];
   const size = pickableSize(range);
-  let offset = 0n;
-  while (offset < size && out.length < limit) {
+  const lower = lowerBandSize(range.cidr) < size ? lowerBandSize(range.cidr) : 0n;
+  const upper = collectIn(range, lower, size, ctx, limit, skip);
+  return upper.length > 0 ? upper : collectIn(range, 0n, lower, ctx, limit, skip);
+}
+
+/** The first `limit` addresses the view shows free among offsets [from, to), in address order. */
+function collectIn(range: PickRange, from: bigint, to: bigint, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint>): bigint[] {
+  const out: bigint[] = [];
+  let offset = from;
+  while (offset < to && out.length < limit) {
     const value = hostAt(range.cidr, offset);
     const excluded = intervalHolding(ctx.excluded, value);
     if (excluded) {

@@ -2,7 +2,7 @@ import { formatAddress, parseAddress, type IpFamily } from '../ip/address.ts';
 import { NotReadyError, RangeFullError } from '../errors.ts';
 import { holdOf, isExpired, leaseOfClaim, reuseDelayMs, type Claim, type ClaimAddress, type Hold, type Owner, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, Random, ReleaseOutcome, Replacing } from '../ports.ts';
-import { BandName, ownerIdentity, type LeaseExpiry, type OccupancyStore, type UsedUpSeals } from '../occupancy/ports.ts';
+import { BandName, ownerIdentity, type LeaseExpiry, type OccupancyStore, type RangeSeals, type UsedUpSeals } from '../occupancy/ports.ts';
 import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
 import { HintSource, type Hint, type HintCache } from './hint.ts';
@@ -10,7 +10,7 @@ import type { Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
 import { cidrCovers, hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
 import type { IpamEvent } from '../reconciler/ports.ts';
-import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, rotated, sealHolds, type Band } from './used-up.ts';
+import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, sealHolds, type Band } from './used-up.ts';
 
 export const PickStrategy = {
   /** Upper band first, random start, steered by the container's hint of what is taken. */
@@ -79,6 +79,16 @@ export const NEAR_FULL_LIMIT = 4 * VERIFY_LIMIT;
  * from it would collide again.
  */
 export const SUMMARY_COLLISION_LIMIT = 6;
+
+/**
+ * Near full, when a view shows at most this many free addresses in the bands picks draw from (but more than
+ * VERIFY_LIMIT), a pick is drawn uniformly among all of them rather than by random probes and a scan: near the end of
+ * a band most probes miss, and a scan from a random start lands on the first free address after a run of taken ones,
+ * so callers sharing a view would converge on the few addresses that follow the longest runs and collide there (the
+ * HTTP fill's last tenth, issue 20). Collecting them reads the band's positions once per pick (a /20's upper band:
+ * 3,838), only in this state.
+ */
+export const SPREAD_LIMIT = 512;
 
 /** A summary copy younger than this is not read again near full before picking unless this call collided on it. */
 export const DEFAULT_FULL_TRUST_MS = 1_000;
@@ -357,42 +367,49 @@ export class LeaseAllocator implements Allocator {
    * through a read of the ranges' seals and freed counters (one consistent bulk read) in which the seal of every part
    * of every band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one
    * is read in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters (a plain
-   * write: writes/freed.ts says why a seal at counters moved since misleads no reader). Parts are visited from a random
-   * one (upper bands first), and the seals are read again before each next part: callers deciding at once share the
-   * reading of a band instead of each reading all of it. One part read used up now is the answer at once; several are
-   * read together again, the moment they all hold.
+   * write: writes/freed.ts says why a seal at counters moved since misleads no reader). The part read next is a random
+   * one among those the last read shows unsealed (of the first band that has any: upper bands first), and the seals
+   * are read again after each part: callers deciding at once share the reading of a band instead of each reading all
+   * of it. One part read used up now is the answer at once; several are decided by a read in which they all hold.
    * @throws NotReadyError when every round found something freed meanwhile (SEAL_ROUNDS)
    */
   private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
     const seals = this.deps.seals ?? NO_SEALS;
     // A band without addresses (a range too small for a lower band) is used up without a read.
-    const parts = bands.filter((b) => b.to > b.from).flatMap((b) => rotated(partsOf(b), this.deps.random));
+    const bandParts = bands.filter((b) => b.to > b.from).map((b) => partsOf(b));
+    const parts = bandParts.flat();
     if (parts.length === 0) return undefined;
     const ranges = [...new Set(parts.flatMap((p) => p.counters))];
     const budget = { read: 0 };
+    const holds = (read: ReadonlyMap<string, RangeSeals>, part: Band) => sealHolds(read, part, owner, this.deps.clock.nowMs());
+    let read = await seals.readSeals(pool, ranges);
     for (let round = 0; round < SEAL_ROUNDS; round += 1) {
-      let read = await seals.readSeals(pool, ranges);
-      const open = parts.filter((p) => !sealHolds(read, p, owner, this.deps.clock.nowMs()));
-      if (open.length === 0) return undefined;
+      if (parts.every((part) => holds(read, part))) return undefined;
       let ownPicksOnly = false;
-      for (const [i, part] of open.entries()) {
-        // Another caller may have sealed it while this one read the parts before.
-        if (i > 0 && this.deps.seals) {
-          read = await seals.readSeals(pool, ranges);
-          if (sealHolds(read, part, owner, this.deps.clock.nowMs())) continue;
-        }
+      // Parts this round read used up: not read again in it, whatever the seals say.
+      const done = new Set<Band>();
+      for (;;) {
+        const open = bandParts.map((band) => band.filter((part) => !done.has(part) && !holds(read, part))).find((band) => band.length > 0);
+        if (!open) break;
+        const part = this.randomOf(open);
+        done.add(part);
         const reading = new BandReading();
         const pick = await this.confirmFree(pool, family, part, reading, owner, verified, chosen, budget);
         if (pick) return pick;
         // Free only among this claim's own picks: not used up (a batch that cannot grow).
         if (reading.open) ownPicksOnly = true;
         else await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
+        if (parts.length === 1 || !this.deps.seals) continue;
+        // What others sealed meanwhile is not read again; and a read in which every part holds is the decision.
+        read = await seals.readSeals(pool, ranges);
+        if (parts.every((p) => holds(read, p))) return undefined;
       }
       if (ownPicksOnly) return undefined;
       // The one part was read used up in this call: that read is the decision.
       if (parts.length === 1) return undefined;
       // A store without seals: the bulk read is the decision, as each address was read during this call.
       if (!this.deps.seals) return undefined;
+      // Several parts: the round ended on a read of the seals (above), in which some part no longer holds.
     }
     throw new NotReadyError('Addresses of the pool were freed while it was confirmed used up; retry shortly.');
   }
@@ -439,31 +456,54 @@ export class LeaseAllocator implements Allocator {
    */
   private behindNearFull(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, nowMs: number, collided: boolean): boolean {
     if (!collided && nowMs - hint.fetchedAt < this.fullTrustMs) return false;
-    const shown = new Set<bigint>();
+    const shown = this.shownFree(ranges, excluded, hint, inFlight, NEAR_FULL_LIMIT + 1).length;
+    return shown > VERIFY_LIMIT && shown <= NEAR_FULL_LIMIT;
+  }
+
+  /**
+   * Up to `limit` addresses the hint shows free in the bands dynamic picks of these ranges draw from now (collectFree:
+   * a range's upper band while it shows any free, then its lower band), each once (overlapping ranges show the same
+   * address twice), never one in flight in this container.
+   */
+  private shownFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, limit: number): Choice[] {
+    const shown: Choice[] = [];
+    const seen = new Set<bigint>();
     for (const range of ranges) {
-      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, NEAR_FULL_LIMIT + 1 - shown.size, inFlight)) shown.add(value);
-      if (shown.size > NEAR_FULL_LIMIT) return false;
+      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, limit - shown.length, inFlight)) {
+        if (!seen.has(value)) shown.push({ value, range, explicit: false });
+        seen.add(value);
+      }
+      if (shown.length >= limit) break;
     }
-    return shown.size > VERIFY_LIMIT;
+    return shown;
+  }
+
+  /**
+   * Every address the hint shows free in the bands picks draw from, when that is at most SPREAD_LIMIT (undefined
+   * otherwise): what a near-full pick is drawn from uniformly. The summary's counts rule out a range with room first,
+   * so a sparse range pays no scan.
+   */
+  private spreadFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Choice[] | undefined {
+    const estimate = ranges.reduce((sum, range) => sum + bandFreeByHint(this.pickRange(range), hint), 0n);
+    if (estimate > BigInt(2 * SPREAD_LIMIT)) return undefined;
+    const shown = this.shownFree(ranges, excluded, hint, inFlight, SPREAD_LIMIT + 1);
+    return shown.length > SPREAD_LIMIT ? undefined : shown;
   }
 
   /**
    * A pick from a summary: when it shows few free addresses, read them all first (VERIFY_LIMIT) and pick among those
-   * really free (no lease item, or an expired one); the ones taken are remembered like collisions. 'full' when it
+   * really free (no lease item, or an expired one); the ones taken are remembered like collisions. With a few hundred
+   * shown free (SPREAD_LIMIT), the pick (or after a collision, the sample read) is drawn uniformly among them. 'full' when it
    * read every address the summary shows free and none was; undefined when the view shows none at all. Addresses in
    * `verified` were read free earlier in this call (the other picks of a batch) and are not read again; the ones read
    * free now are added to it.
    */
   private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, collided = false): Promise<Choice | 'full' | undefined> {
-    const few: { value: bigint; range: ParsedRange }[] = [];
-    const seen = new Set<bigint>();
-    for (const range of ranges) {
-      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, VERIFY_LIMIT + 1 - few.length, inFlight)) {
-        // Overlapping ranges show the same address twice: read it once.
-        if (!seen.has(value)) few.push({ value, range });
-        seen.add(value);
-      }
-      if (few.length > VERIFY_LIMIT) return collided ? this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified, owner) : this.pickWithHint(ranges, excluded, hint, inFlight);
+    const few = this.shownFree(ranges, excluded, hint, inFlight, VERIFY_LIMIT + 1);
+    if (few.length > VERIFY_LIMIT) {
+      const spread = this.spreadFree(ranges, excluded, hint, inFlight);
+      if (collided) return this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified, owner, spread);
+      return spread ? this.randomOf(spread) : this.pickWithHint(ranges, excluded, hint, inFlight);
     }
     if (few.length === 0) return undefined;
     const free = await this.readFree(pool, family, few, verified, owner);
@@ -473,8 +513,7 @@ export class LeaseAllocator implements Allocator {
     if (live.length === 0) return undefined;
     // The upper bands first (KEP-3070): a lower-band address only when every one read free is in a lower band.
     const upper = live.filter((f) => !this.inLowerBand(f));
-    const among = upper.length > 0 ? upper : live;
-    return among[Number(this.deps.random.below(BigInt(among.length)))]!;
+    return this.randomOf(upper.length > 0 ? upper : live);
   }
 
   /**
@@ -482,17 +521,23 @@ export class LeaseAllocator implements Allocator {
    * read SAMPLE_SIZE random candidates (one consistent batch) and pick among those really free, instead of paying a
    * failed transaction per stale address. Undefined when none of the sample is free (the caller reads again).
    */
-  private async pickSampled(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string): Promise<Choice | undefined> {
+  private async pickSampled(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, spread?: readonly Choice[]): Promise<Choice | undefined> {
     const skip = new Set(inFlight);
     const sample: Choice[] = [];
+    // Drawn uniformly from `spread` when the view shows few free (spreadFree), else by probes and scans.
+    const rest = spread ? [...spread] : undefined;
     while (sample.length < SAMPLE_SIZE) {
-      const pick = this.pickWithHint(ranges, excluded, hint, skip);
+      const pick = rest ? rest.splice(Number(this.deps.random.below(BigInt(Math.max(1, rest.length)))), 1)[0] : this.pickWithHint(ranges, excluded, hint, skip);
       if (!pick) break;
       sample.push(pick);
       skip.add(pick.value);
     }
     const free = (await this.readFree(pool, family, sample, verified, owner)).filter((c) => !this.deps.hints.inFlight(pool, family).has(c.value));
-    return free.length ? free[Number(this.deps.random.below(BigInt(free.length)))] : undefined;
+    return free.length ? this.randomOf(free) : undefined;
+  }
+
+  private randomOf<T>(items: readonly T[]): T {
+    return items[Number(this.deps.random.below(BigInt(items.length)))]!;
   }
 
   /**
@@ -539,6 +584,23 @@ export class LeaseAllocator implements Allocator {
     const window = this.deps.windowOf?.(range);
     return window === undefined ? { name: range.range.name, cidr: range.cidr } : { name: range.range.name, cidr: range.cidr, window };
   }
+}
+
+/**
+ * Free addresses, by the hint's source, of the band a pick of the range draws from (its upper band while the source
+ * shows any free there, else its lower band); exclusions not subtracted: an estimate, to rule out a band with room.
+ */
+function bandFreeByHint(range: PickRange, hint: Hint): bigint {
+  const size = pickableSize(range);
+  if (size <= 0n) return 0n;
+  const lower = lowerBandSize(range.cidr) < size ? lowerBandSize(range.cidr) : 0n;
+  const freeIn = (from: bigint, to: bigint): bigint => {
+    if (to <= from) return 0n;
+    const used = hint.count(hostAt(range.cidr, from), hostAt(range.cidr, to - 1n));
+    return used < to - from ? to - from - used : 0n;
+  };
+  const upper = freeIn(lower, size);
+  return upper > 0n ? upper : freeIn(0n, lower);
 }
 
 /** Free addresses of a range according to the hint's source (exclusions not subtracted: it only weighs the choice). */

@@ -1,7 +1,6 @@
 import { hostAt } from '../ip/cidr.ts';
 import { formatAddress } from '../ip/address.ts';
 import type { BandName, RangeSeals, UsedUpSeal, UsedUpSeals } from '../occupancy/ports.ts';
-import type { Random } from '../ports.ts';
 import { intervalHolding, type Interval } from './intervals.ts';
 import type { ParsedRange } from './pool-geometry.ts';
 
@@ -25,26 +24,24 @@ export interface Band {
 export const SEAL_HOLDERS_MAX = 32;
 
 /**
- * Parts a band is sealed in (at most; a band under SEAL_PART_MIN addresses is one part). Callers deciding at once
- * read different parts first and skip the parts others sealed meanwhile, so a band used up is read about once, not
- * once per caller (32 callers reaching a /20's full upper band together read 3,838 keys each before). More parts mean
- * less shared reading but a larger seals item (each seal about 150 bytes; 16 in a read unit's 4 KB).
+ * Parts a band is sealed in: slices of at least SEAL_PART_MIN addresses, at most SEAL_PARTS of them (a band under
+ * twice SEAL_PART_MIN is one part). Callers deciding at once each read a part no seal covers yet, chosen at random
+ * among them, and skip what others sealed meanwhile, so a band used up is read about once, not once per caller. All of
+ * them read their first part before any seal is there, so that first round reads a part's addresses once per caller:
+ * with 8 parts, 32 callers reaching a /20's full upper band together read it about 8 times over (issue 20's HTTP
+ * fill); with parts of ~130 addresses, about twice. More parts mean a larger seals item (each seal about 150 bytes,
+ * 32 of them about 5 KB: 2 read units instead of 1) and more seal writes.
  */
-export const SEAL_PARTS = 8;
-export const SEAL_PART_MIN = 256n;
+export const SEAL_PARTS = 32;
+export const SEAL_PART_MIN = 128n;
 
-/** The parts of a band: SEAL_PARTS slices of its offsets (one when it is small). */
+/** The parts of a band (see SEAL_PARTS), in offset order. */
 export function partsOf(band: Band): Band[] {
   const width = band.to - band.from;
-  if (width < SEAL_PART_MIN) return [{ ...band, part: `${band.name}_0` }];
-  const n = BigInt(SEAL_PARTS);
-  return Array.from({ length: SEAL_PARTS }, (_, k) => ({ ...band, part: `${band.name}_${k}`, from: band.from + (width * BigInt(k)) / n, to: band.from + (width * BigInt(k + 1)) / n }));
-}
-
-/** The items from a random one on, wrapping around. */
-export function rotated<T>(items: readonly T[], random: Random): T[] {
-  const start = Number(random.below(BigInt(Math.max(1, items.length))));
-  return [...items.slice(start), ...items.slice(0, start)];
+  const fit = width / SEAL_PART_MIN;
+  const n = fit < BigInt(SEAL_PARTS) ? fit : BigInt(SEAL_PARTS);
+  if (n <= 1n) return [{ ...band, part: `${band.name}_0` }];
+  return Array.from({ length: Number(n) }, (_, k) => ({ ...band, part: `${band.name}_${k}`, from: band.from + (width * BigInt(k)) / n, to: band.from + (width * BigInt(k + 1)) / n }));
 }
 
 /** The band's addresses from offset `start`, wrapping around to `from`, skipping excluded intervals in one step each. */
