@@ -375,6 +375,34 @@ export function historyCases(streams: StreamEngine): void {
       expect((await h.get({ PK: 'HISTMARKS', SK: 'p' }))?.pendingSince).toBeUndefined();
     });
 
+    it('a noted change still unrecorded past the stream\'s record age is reported as a HistoryGap once, and the lag goes back to 0', async () => {
+      // Prepare: a client's release (no event) whose holding write fails, and the stream never delivers it again
+      const h = await reconcilerHarness({ engine: streams.unfollowed });
+      const stream = streams.stream();
+      opened.push(stream);
+      await h.pool('p', ['10.9.0.0/29']);
+      expect((await h.api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.9.0.3'] })).status).toBe(201);
+      expect((await h.api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      const t = Math.floor(h.clock.t / 1000) - 30;
+      const faulty = h.api.sibling({ table: failingHoldingWrites(h.api.container.table, () => true) });
+      expect((await mirrorOf(faulty.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures.length).toBeGreaterThan(0);
+      const gaps = async () => (await h.events('p')).filter((e) => e.reason === 'HistoryGap');
+      // Act + Assess: within the record age it is lag, not a gap
+      h.clock.advance(6 * 3_600_000);
+      const young = await h.run();
+      expect(young.history.lagMs.p).toBe(h.clock.t - t * 1000);
+      expect(await gaps()).toEqual([]);
+      // past it, a gap: reported once, the note cleared, the lag 0
+      h.clock.advance(15 * 60_000);
+      const old = await h.run();
+      expect(old.repairs.HistoryGap).toBe(1);
+      expect(old.history.lagMs.p).toBe(0);
+      expect(await gaps()).toEqual([expect.objectContaining({ object: 'lease/10.9.0.3', message: expect.stringContaining('failed to record it') })]);
+      h.clock.advance(15 * 60_000);
+      expect((await h.run()).repairs.HistoryGap).toBe(0);
+      expect(await gaps()).toHaveLength(1);
+    });
+
     it('sets the retention on every holding item, and keeps none with historyDays 0', async () => {
       // Prepare
       const kept = await stack({ historyDays: 7 });
