@@ -1,13 +1,13 @@
 /**
  * DynamoDB's throughput as an AWS account meets it: the table-level quota per table and per GSI, the on-demand ramp
- * from a new table's starting rate (or its warm throughput), one combined read/write budget per partition, and a
+ * from a new table's starting rate (or its warm throughput), a read and a write budget per partition, and a
  * finite number of partitions that split for heat after a delay. Defaults are AWS's defaults; SIMULATION.md cites
  * each figure. Hand-rolled token buckets: no library models DynamoDB's rules, and the run must stay deterministic
  * (virtual time in, decisions out).
  *
- * Units: a write request unit is 1; a read request unit weighs `partitionWriteUnits / partitionReadUnits` (1/3) in
- * a partition's combined budget ("3,000 read units or 1,000 write units a second, or a linear combination") and
- * `startWriteUnits / startReadUnits` (1/3) in the ramp ("4,000 writes or 12,000 reads, or a linear combination").
+ * Units: a partition throttles reads and writes apart ("DynamoDB's partition-level throttling operates independently
+ * for reads and writes"): 3,000 read and 1,000 write units a second each. In a new table's ramp a read unit weighs
+ * `startWriteUnits / startReadUnits` (1/3) ("4,000 writes or 12,000 reads, or a linear combination").
  */
 
 export interface Quotas {
@@ -17,10 +17,16 @@ export interface Quotas {
   /** What a table (and each GSI) sustains at first: a new on-demand table's rate, or its warm throughput. */
   readonly startReadUnits: number;
   readonly startWriteUnits: number;
+  /**
+   * How the starting rate mixes reads and writes: 'combined' for a new table ("4,000 write request units or 12,000
+   * read request units, or a linear combination of both"), 'apart' for warm throughput, which is a read value and a
+   * write value ("the number of read operations" / "write operations your base table can instantaneously support").
+   */
+  readonly rampMix: 'combined' | 'apart';
   /** On-demand scaling: up to `rampFactor` times the previous peak at once; more only `rampWindowMs` after it. */
   readonly rampFactor: number;
   readonly rampWindowMs: number;
-  /** Per partition: one combined budget of this many reads or writes a second, with `burstSeconds` of it saved. */
+  /** Per partition: this many read and, apart, write units a second, with `burstSeconds` of each saved. */
   readonly partitionReadUnits: number;
   readonly partitionWriteUnits: number;
   readonly burstSeconds: number;
@@ -38,6 +44,7 @@ export const AWS_DEFAULTS: Quotas = {
   tableWriteUnits: 40_000,
   startReadUnits: 12_000,
   startWriteUnits: 4_000,
+  rampMix: 'combined',
   rampFactor: 2,
   rampWindowMs: 30 * 60_000,
   partitionReadUnits: 3_000,
@@ -52,7 +59,7 @@ export const AWS_DEFAULTS: Quotas = {
 /** A table warmed to `readUnits`/`writeUnits` (warm throughput, or a previous peak), with as many partitions as that needs. */
 export function warmed(base: Quotas, readUnits: number, writeUnits: number): Quotas {
   const partitions = Math.max(1, Math.ceil(Math.max(writeUnits / base.partitionWriteUnits, readUnits / base.partitionReadUnits)));
-  return { ...base, startReadUnits: readUnits, startWriteUnits: writeUnits, partitions };
+  return { ...base, startReadUnits: readUnits, startWriteUnits: writeUnits, rampMix: 'apart', partitions };
 }
 
 /** The closed-loop projection's model: one partition per key, no table-level quota or ramp. */
@@ -91,9 +98,8 @@ class Scope {
   /** Sorted starts of the partitions' key-space intervals. */
   readonly starts: number[];
   readonly hot = new Map<number, { since: number; last: number }>();
-  /** Combined units consumed per whole second, and the running maximum up to each second. */
-  private readonly perSecond: number[] = [];
-  private readonly maxUpTo: number[] = [];
+  /** Units consumed per whole second, and the running maximum up to each second, per track ('combined', 'read', 'write'). */
+  private readonly tracks = new Map<string, { perSecond: number[]; maxUpTo: number[] }>();
   splits = 0;
 
   constructor(partitions: number) {
@@ -122,21 +128,27 @@ class Scope {
     return mid;
   }
 
-  record(nowMs: number, units: number): void {
-    const second = Math.floor(nowMs / 1000);
-    while (this.perSecond.length <= second) {
-      this.perSecond.push(0);
-      this.maxUpTo.push(0);
+  record(track: string, nowMs: number, units: number): void {
+    let t = this.tracks.get(track);
+    if (!t) {
+      t = { perSecond: [], maxUpTo: [] };
+      this.tracks.set(track, t);
     }
-    this.perSecond[second] = this.perSecond[second]! + units;
-    this.maxUpTo[second] = Math.max(this.maxUpTo[second - 1] ?? 0, this.perSecond[second]!);
+    const second = Math.floor(nowMs / 1000);
+    while (t.perSecond.length <= second) {
+      t.perSecond.push(0);
+      t.maxUpTo.push(0);
+    }
+    t.perSecond[second] = t.perSecond[second]! + units;
+    t.maxUpTo[second] = Math.max(t.maxUpTo[second - 1] ?? 0, t.perSecond[second]!);
   }
 
-  /** The highest combined units of a whole second that ended before `atMs`. */
-  peakBefore(atMs: number): number {
+  /** The highest units of a track in a whole second that ended before `atMs`. */
+  peakBefore(track: string, atMs: number): number {
+    const t = this.tracks.get(track);
     const second = Math.floor(atMs / 1000) - 1;
-    if (second < 0) return 0;
-    return this.maxUpTo[Math.min(second, this.maxUpTo.length - 1)] ?? 0;
+    if (!t || second < 0) return 0;
+    return t.maxUpTo[Math.min(second, t.maxUpTo.length - 1)] ?? 0;
   }
 }
 
@@ -163,17 +175,17 @@ export class Throughput {
     return s;
   }
 
-  /** What the ramp lets a scope sustain now, in combined write units. */
-  rampCapacity(name: string, nowMs: number): number {
+  /** What the ramp lets a scope sustain now on a track: combined write units, or read or write units apart. */
+  rampCapacity(name: string, track: 'combined' | 'read' | 'write', nowMs: number): number {
     const q = this.quotas;
-    const peak = this.scope(name).peakBefore(nowMs - q.rampWindowMs);
-    return Math.max(q.startWriteUnits, q.rampFactor * peak);
+    const peak = this.scope(name).peakBefore(track, nowMs - q.rampWindowMs);
+    return Math.max(track === 'read' ? q.startReadUnits : q.startWriteUnits, q.rampFactor * peak);
   }
 
   /**
    * Takes every charge's units from every bucket it draws on, all or none. Returns undefined when admitted, or the
-   * bucket that was short (`partition|table|<start>`, `partition|GSI1|ADDR#...` per key, `ramp|table`,
-   * `quota|write|table`).
+   * bucket that was short (`partition|write|table|<start>`, `partition|read|GSI1|ADDR#...` per key, `ramp|table` or, warmed,
+   * `ramp|write|table`, `quota|write|table`).
    */
   take(charges: readonly Charge[], nowMs: number): string | undefined {
     const q = this.quotas;
@@ -183,25 +195,29 @@ export class Throughput {
       if (d) d.units += units;
       else draws.set(id, { units, rate, cap: rate * q.burstSeconds, ...extra });
     };
-    const combined = new Map<string, number>();
+    // Ramp units per scope and track ('table|combined', or 'table|read' and 'table|write' when warmed).
+    const ramp = new Map<string, { scope: string; track: 'combined' | 'read' | 'write'; units: number }>();
     for (const c of charges) {
       const scope = this.scope(c.scope);
-      const partitionUnits = c.kind === 'write' ? c.units : (c.units * q.partitionWriteUnits) / q.partitionReadUnits;
       if (q.partitions === 'per-key') {
         // The older model: separate read and write buckets per key.
         draw(`partition|${c.kind}|${c.scope}|${c.key}`, c.units, c.kind === 'write' ? q.partitionWriteUnits : q.partitionReadUnits);
       } else {
         const start = scope.partitionOf(hashOf(c.key));
-        draw(`partition|${c.scope}|${start}`, partitionUnits, q.partitionWriteUnits, { scope: c.scope, start });
+        draw(`partition|${c.kind}|${c.scope}|${start}`, c.units, c.kind === 'write' ? q.partitionWriteUnits : q.partitionReadUnits, { scope: c.scope, start });
       }
       if (Number.isFinite(q.startWriteUnits)) {
-        const rampUnits = c.kind === 'write' ? c.units : (c.units * q.startWriteUnits) / q.startReadUnits;
-        combined.set(c.scope, (combined.get(c.scope) ?? 0) + rampUnits);
+        const track = q.rampMix === 'apart' ? c.kind : 'combined';
+        const rampUnits = track === 'combined' && c.kind === 'read' ? (c.units * q.startWriteUnits) / q.startReadUnits : c.units;
+        const id = `${c.scope}|${track}`;
+        const r = ramp.get(id);
+        if (r) r.units += rampUnits;
+        else ramp.set(id, { scope: c.scope, track, units: rampUnits });
       }
       const quota = c.kind === 'write' ? q.tableWriteUnits : q.tableReadUnits;
       if (Number.isFinite(quota)) draw(`quota|${c.kind}|${c.scope}`, c.units, quota);
     }
-    for (const [scope, units] of combined) draw(`ramp|${scope}`, units, this.rampCapacity(scope, nowMs));
+    for (const r of ramp.values()) draw(r.track === 'combined' ? `ramp|${r.scope}` : `ramp|${r.track}|${r.scope}`, r.units, this.rampCapacity(r.scope, r.track, nowMs));
     const refreshed: [string, Bucket][] = [];
     for (const [id, d] of draws) {
       const rate = d.rate / 1000;
@@ -214,7 +230,7 @@ export class Throughput {
       refreshed.push([id, { tokens: tokens - d.units, atMs: nowMs }]);
     }
     for (const [id, bucket] of refreshed) this.buckets.set(id, bucket);
-    for (const [scope, units] of combined) this.scope(scope).record(nowMs, units);
+    for (const r of ramp.values()) this.scope(r.scope).record(r.track, nowMs, r.units);
     return undefined;
   }
 
@@ -231,8 +247,10 @@ export class Throughput {
     scope.hot.delete(start);
     const upper = scope.split(start);
     // Both halves start from the partition's bucket as it was.
-    const old = this.buckets.get(`partition|${scopeName}|${start}`);
-    if (old && upper !== undefined) this.buckets.set(`partition|${scopeName}|${upper}`, { ...old });
+    for (const kind of ['read', 'write']) {
+      const old = this.buckets.get(`partition|${kind}|${scopeName}|${start}`);
+      if (old && upper !== undefined) this.buckets.set(`partition|${kind}|${scopeName}|${upper}`, { ...old });
+    }
   }
 
   /** Partitions of each scope now, and how many splits made them. */

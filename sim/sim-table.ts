@@ -146,7 +146,7 @@ export class SimEngine {
   readonly state = new Map<string, Item>();
   /** DynamoDB's throughput rules as the account meets them (quotas.ts). */
   readonly throughput: Throughput;
-  /** Refusals per bucket (`partition|write|GSI1|ADDR#...` per key, `partition|table|<start>`, `ramp|table`, `quota|write|GSI1`): what was short. */
+  /** Refusals per bucket (`partition|write|GSI1|<start>`, `partition|read|table|<start>`, `ramp|table`, `quota|write|GSI1`): what was short. */
   readonly throttledBy = new Map<string, number>();
   /** Items held by transactions in flight. */
   private readonly locks = new Set<string>();

@@ -1,7 +1,12 @@
-import { marshall } from '@aws-sdk/util-dynamodb';
 import { buildContainer } from '../../shared/adapters/composition.ts';
 import { leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { holdingToItem } from '../../shared/adapters/dynamodb/history-store.ts';
+import { chunkToItem } from '../../shared/adapters/dynamodb/occupancy-store.ts';
+import { LeaseProjections } from '../../shared/core/mirror/projections.ts';
+import type { OccupancyChunk } from '../../shared/core/occupancy/chunk.ts';
+import type { OccupancyStore } from '../../shared/core/occupancy/ports.ts';
+import { SummaryMirror } from '../../shared/core/occupancy/summary-mirror.ts';
+import { systemClock } from '../../shared/adapters/system.ts';
 import type { Principal } from '../../shared/core/access.ts';
 import { holdingOfLease, type Holding } from '../../shared/core/history/holding.ts';
 import type { Labels } from '../../shared/core/labels.ts';
@@ -12,7 +17,7 @@ import { createPool } from '../../shared/core/use-cases/pools.ts';
 import { createRange } from '../../shared/core/use-cases/ranges.ts';
 import { Meter } from '../lib/bench-client.ts';
 import { Mode, openBench } from '../lib/harness.ts';
-import { itemSize, writeUnits } from '../../aws-emulation/item-size.ts';
+import { plainItemSize, writeUnits } from '../../aws-emulation/item-size.ts';
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { benchConfig } from '../strategies/lease.ts';
 
@@ -29,15 +34,22 @@ const maxLabels: Labels = Object.fromEntries(
   Array.from({ length: 32 }, (_, i) => [`${'p'.repeat(240)}${String(i).padStart(13, '0')}/${'n'.repeat(63)}`, 'v'.repeat(128)]),
 );
 
-const sizeOf = (item: Record<string, unknown>) => itemSize(marshall(item, { removeUndefinedValues: true }));
+const sizeOf = (item: Record<string, unknown>) => plainItemSize(item);
+
+/** Write units a chunk's `historyThrough` adds to its write (0 unless its bytes cross a KB boundary). */
+function markUnits(chunk: OccupancyChunk): number {
+  if (chunk.historyThrough === undefined) return 0;
+  const { historyThrough: _mark, ...bare } = chunk;
+  return writeUnits(sizeOf(chunkToItem(chunk))) - writeUnits(sizeOf(chunkToItem(bare)));
+}
 
 /**
  * The address history's cost and lag (issue 22). Callers (Lambda containers) run allocate-and-release cycles through
  * the use cases, each claim with CNI-like labels and a principal; every lease change they made is fed, with its
- * before and after images as the stream carries them, to the stream function's two lease projections side by side,
+ * before and after images as the stream carries them, to the stream function's lease projections (LeaseProjections),
  * one batch of up to 100 per 250 ms poll: the occupancy summary (the mirror) and the history, each on its own
- * metered client. Reported: history write units per cycle (holding item, its owner index entry, completeness
- * marks), item sizes and storage per million holdings, the lease item's growth from carrying labels and createdBy,
+ * metered client. Reported: history write units per cycle (holding item, its owner index entry, the completeness
+ * mark: what its bytes add to the summary's chunk writes, and its own item's writes), item sizes and storage per million holdings, the lease item's growth from carrying labels and createdBy,
  * and both projections' lag (a change's report by its writer to the end of its projection's batch; the real stream's
  * own delay before a poll sees a record is not modelled). Afterwards every cycle's holding must be there exactly once.
  */
@@ -59,8 +71,24 @@ export const historyScenario: Scenario = {
       const historyMeter = new Meter();
       const summaryMeter = new Meter();
       const allocationMeter = new Meter();
-      const history = buildContainer(config, { client: bench.extraClient(historyMeter, 3) }).mirror.history!;
-      const summary = buildContainer(config, { client: bench.extraClient(summaryMeter, 3) }).mirror.summary;
+      const historyContainer = buildContainer(config, { client: bench.extraClient(historyMeter, 3) });
+      const recorder = historyContainer.mirror.history!;
+      // The summary's chunk writes carry the history's mark: counted apart, what its bytes add to each write.
+      const chunkMarks = { writes: 0, units: 0 };
+      const occupancy = buildContainer(config, { client: bench.extraClient(summaryMeter, 3) }).deps.occupancy;
+      const store: Pick<OccupancyStore, 'getChunk' | 'putChunk' | 'leaseStates'> = {
+        getChunk: (pool, family, index) => occupancy.getChunk(pool, family, index),
+        leaseStates: (pool, addresses) => occupancy.leaseStates(pool, addresses),
+        putChunk: async (chunk, expected) => {
+          const outcome = await occupancy.putChunk(chunk, expected);
+          if (outcome === 'written' && chunk.historyThrough !== undefined) {
+            chunkMarks.writes += 1;
+            chunkMarks.units += markUnits(chunk);
+          }
+          return outcome;
+        },
+      };
+      const summary = new SummaryMirror({ store, clock: systemClock });
 
       // The stand-in stream: changes in commit order as their writers saw them, with DynamoDB's second-rounded time.
       const queue: { change: LeaseChange; at: number }[] = [];
@@ -73,19 +101,29 @@ export const historyScenario: Scenario = {
       };
       const lag = { history: [] as number[], summary: [] as number[] };
       let batches = 0;
+      // The stream function's projections as deployed (the history first, its mark on the summary's chunk writes),
+      // each part timed as it finishes; no legacy ranges here. One instance for the run, as one warm container.
+      let timing: (target: number[]) => <R extends { failed: readonly string[] }>(result: R) => R = () => (r) => r;
+      const projections = new LeaseProjections(
+        { apply: (c, marks) => summary.apply(c, marks).then(timing(lag.summary)) },
+        { apply: async () => ({ failed: [], ranges: [], active: false }) },
+        { apply: (c) => recorder.apply(c).then(timing(lag.history)) },
+        historyContainer.deps.history,
+      );
       const deliver = async () => {
         const batch = queue.splice(0, BATCH);
         if (!batch.length) return;
         batches += 1;
         const changes = batch.map((b) => b.change);
-        const seen = (target: number[]) => (result: { failed: readonly string[] }) => {
+        timing = (target: number[]) => <R extends { failed: readonly string[] }>(result: R): R => {
           const failed = new Set(result.failed);
           const now = performance.now();
           for (const b of batch) if (!failed.has(b.change.id)) target.push(now - b.at);
-          return failed;
+          return result;
         };
-        const [a, b] = await Promise.all([summary.apply(changes).then(seen(lag.summary)), history.apply(changes).then(seen(lag.history))]);
-        const again = batch.filter((x) => a.has(x.change.id) || b.has(x.change.id));
+        const result = await projections.apply(changes);
+        const failedIds = new Set(result.failed);
+        const again = batch.filter((x) => failedIds.has(x.change.id));
         if (again.length) queue.unshift(...again);
       };
       let running = true;
@@ -169,12 +207,14 @@ export const historyScenario: Scenario = {
           seconds: round(windowMs / 1000, 0),
           cycles: cycles.length,
           batches,
-          historyWriteUnitsPerCycle: perCycle(usage.writeUnits + usage.indexWriteUnits),
+          historyWriteUnitsPerCycle: perCycle(usage.writeUnits + usage.indexWriteUnits + chunkMarks.units),
           historyTableWriteUnitsPerCycle: perCycle(usage.writeUnits),
           historyIndexWriteUnitsPerCycle: perCycle(usage.indexWriteUnits),
           historyReadUnitsPerCycle: perCycle(usage.readUnits),
           historyRequestsPerCycle: perCycle(usage.requests),
-          markWrites: usage.operations.UpdateItem ?? 0,
+          markItemWrites: usage.operations.UpdateItem ?? 0,
+          chunkWritesCarryingMark: chunkMarks.writes,
+          markWriteUnitsOnChunks: chunkMarks.units,
           mirrorWriteUnitsPerCycle: perCycle(mirror.writeUnits + mirror.indexWriteUnits),
           historyLagP50Ms: round(percentile(lag.history, 50), 0),
           historyLagP99Ms: round(percentile(lag.history, 99), 0),
@@ -198,8 +238,8 @@ export const historyScenario: Scenario = {
       const cycle = rows[0]!;
       ctx.log(`history: ${cycles.length} cycles, ${String(cycle.historyWriteUnitsPerCycle)} WCU/cycle, lag p50/p99 ${String(cycle.historyLagP50Ms)}/${String(cycle.historyLagP99Ms)} ms (mirror ${String(cycle.mirrorLagP50Ms)}/${String(cycle.mirrorLagP99Ms)} ms)`);
       const notes = [
-        `Pool ${POOL} with range ${cidr}, history kept 90 days (the default); ${callers} callers (one container each) ran allocate-and-release cycles for ${round(windowMs / 1000, 0)} s; the stream stand-in delivered batches of up to ${BATCH} per ${POLL_MS} ms poll to the occupancy summary and the history side by side.`,
-        'A cycle ends one holding: one conditional PutItem of its item (1 write unit while it is under 1 KB) plus its owner index entry (GSI2, 1 unit), and the pool\'s completeness mark, at most one UpdateItem per 10 s per container (markWrites). Its reads: a batch with a deletion queries the pool\'s repair events of the last 15 minutes (one Query per pool per batch), and the pool item once a minute.',
+        `Pool ${POOL} with range ${cidr}, history kept 90 days (the default); ${callers} callers (one container each) ran allocate-and-release cycles for ${round(windowMs / 1000, 0)} s; the stream stand-in delivered batches of up to ${BATCH} per ${POLL_MS} ms poll to the stream function's projections (LeaseProjections as deployed, one warm container: the history and the occupancy summary side by side, each chunk put once the history has recorded the batch, carrying its mark).`,
+        'A cycle ends one holding: one conditional PutItem of its item (1 write unit while it is under 1 KB) plus its owner index entry (GSI2, 1 unit). The pool\'s completeness mark rides on the summary chunk writes the same batch makes anyway (chunkWritesCarryingMark; markWriteUnitsOnChunks is what its bytes add to them, counted in the history\'s units: a unit only where they cross a KB boundary), and goes to the pool\'s mark item (an UpdateItem, markItemWrites) only in a batch that writes no chunk of the pool while the newest mark the container put or read on a chunk is more than 10 s of stream time older (MARK_ITEM_SLACK_MS). Its reads: a batch with a deletion queries the pool\'s repair events of the last 15 minutes (one Query per pool per batch), and the pool item once a minute.',
         'Lag is from the writer\'s report of a change to the end of the batch that recorded it in each projection, under this run\'s load (the callers, both projections and DynamoDB Local on 2 shared cores); in production add DynamoDB Streams\' own delay before a poll sees the record.',
         'Storage per million holdings: (item bytes + 100) x 2 (table and owner index) x 1e6. The lease item carries copies of the claim\'s labels and createdBy so the history can be made from lease images alone; leaseBytesAdded is that copy, and allocateWriteUnitsAddedPerAddress what it adds to an allocation (0 while the lease stays under 1 KB).',
       ];

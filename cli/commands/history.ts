@@ -84,5 +84,5 @@ export function addHistoryCommand(program: Command, io: CliIo): void {
 
 /** Says on stderr when the question reaches past what the history has recorded (it lags the leases). */
 function warnIncomplete(io: CliIo, completeUntil: string | undefined, asked: string): void {
-  if (completeUntil !== undefined && Date.parse(completeUntil) < Date.parse(asked)) io.stderr(`(history complete until ${completeUntil}; later lease changes may not be recorded yet)\n`);
+  if (completeUntil !== undefined && Date.parse(completeUntil) <= Date.parse(asked)) io.stderr(`(history complete before ${completeUntil}; lease changes from then on may not be recorded yet)\n`);
 }

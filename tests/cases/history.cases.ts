@@ -6,6 +6,7 @@ import { reconcilerHarness } from '../support/reconciler.ts';
 import type { LeaseStream, StreamEngine } from '../support/lease-stream.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import type { Table, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
+import { MARK_ITEM_SLACK_MS } from '../../shared/core/mirror/projections.ts';
 
 /**
  * Issue 22's address history through the real HTTP handler and the real stream function, fed the table's own
@@ -19,8 +20,8 @@ export function historyCases(streams: StreamEngine): void {
     for (const s of opened.splice(0)) s.close();
   });
 
-  async function stack(poolBody: Record<string, unknown> = {}, admin: Record<string, string> = {}): Promise<{ api: TestApi; stream: LeaseStream; drain: () => Promise<DynamoDBRecord[]> }> {
-    const api = await testApi({}, {}, undefined, streams.engine);
+  async function stack(poolBody: Record<string, unknown> = {}, admin: Record<string, string> = {}, engine = streams.engine): Promise<{ api: TestApi; stream: LeaseStream; drain: () => Promise<DynamoDBRecord[]> }> {
+    const api = await testApi({}, {}, undefined, engine);
     const stream = streams.stream();
     opened.push(stream);
     expect((await api.call('POST', '/v1/pools', { name: 'p', ...poolBody }, admin)).status).toBe(201);
@@ -127,6 +128,70 @@ export function historyCases(streams: StreamEngine): void {
         const items = await holdingItems(api, m.address);
         expect(items.map((i) => i.claim)).toEqual([items[0]!.claim]);
         expect(((await history(api, m.address)).items as unknown[]).length).toBe(1);
+      }
+    });
+
+    it('completeUntil is the newest record time of the last batch, also for an idle pool, and costs no write of its own', async () => {
+      // Prepare: the stream function alone keeps the summary; each batch's records stamped by hand (DynamoDB stamps to
+      // the second) so the batches are seconds apart
+      const { api, stream } = await stack({}, {}, streams.unfollowed);
+      const handler = mirrorOf(api.container);
+      const deliver = async (seconds: number) => expect((await handler({ Records: stamped(await stream.read(), seconds) })).batchItemFailures).toEqual([]);
+      const t = Math.floor(Date.now() / 1000) - 60;
+      const a = await claim(api, 'a');
+      await deliver(t);
+      expect((await history(api, a.address)).completeUntil).toBe(new Date(t * 1000).toISOString());
+      // Act: a's release, 5 s later, in the last batch the pool sees (then it is idle)
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      await deliver(t + 5);
+      // Assess: the mark covers the last change, read off the summary chunk the batch wrote anyway
+      expect((await history(api, a.address)).completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
+      expect((await api.call('GET', '/v1/pools/p/owners/uid-a/history')).body.completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
+      expect((await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28')).body.completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
+      expect(await markItem(api)).toBeUndefined();
+      // Act: a claim and its release in one batch change no summary bit: the mark goes to the pool's mark item, as the
+      // last mark put is more than MARK_ITEM_SLACK_MS older
+      const b = await claim(api, 'b');
+      expect((await api.call('DELETE', '/v1/pools/p/claims/b')).status).toBe(204);
+      await deliver(t + 20);
+      // Assess
+      expect((await history(api, b.address)).completeUntil).toBe(new Date((t + 20) * 1000).toISOString());
+      expect(await markItem(api)).toMatchObject({ through: (t + 20) * 1000 });
+      expect(((await history(api, b.address)).items as Record<string, unknown>[]).map((h) => h.claim)).toContain('b');
+      // Act: another such batch 5 s later is left to the next chunk write: completeUntil trails it by less than the slack
+      const c = await claim(api, 'c');
+      expect((await api.call('DELETE', '/v1/pools/p/claims/c')).status).toBe(204);
+      await deliver(t + 25);
+      // Assess: still true (it says less than it could), never ahead of what is recorded
+      expect((await history(api, c.address)).completeUntil).toBe(new Date((t + 20) * 1000).toISOString());
+      expect((t + 25) * 1000 - (t + 20) * 1000).toBeLessThanOrEqual(MARK_ITEM_SLACK_MS);
+    });
+
+    it('completeUntil never covers a change whose holding write failed, and moves once the retried batch records it', async () => {
+      // Prepare: a batch recorded at t; three holdings end in a batch at t + 15 whose first holding write fails once (its
+      // chunk is written then, so the retry changes no summary bit and puts the mark on the mark item: t + 15 is past the
+      // slack)
+      const { api, stream } = await stack({}, {}, streams.unfollowed);
+      const t = Math.floor(Date.now() / 1000) - 60;
+      const made = [await claim(api, 'a'), await claim(api, 'b'), await claim(api, 'c')];
+      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual([]);
+      for (const name of ['a', 'b', 'c']) expect((await api.call('DELETE', `/v1/pools/p/claims/${name}`)).status).toBe(204);
+      const records = stamped(await stream.read(), t + 15);
+      let failures = 1;
+      const faulty = api.sibling({ table: failingHoldingWrites(api.container.table, () => failures-- > 0) });
+      // Act
+      const failed = (await mirrorOf(faulty.container)({ Records: records })).batchItemFailures.map((f) => f.itemIdentifier);
+      // Assess: the pool's changes of that batch are not all recorded, so its mark stays at t
+      expect(failed.length).toBeGreaterThan(0);
+      for (const m of made) expect((await history(api, m.address)).completeUntil).toBe(new Date(t * 1000).toISOString());
+      // Act: the stream delivers again from the lowest failed record
+      const first = records.findIndex((r) => failed.includes(r.dynamodb!.SequenceNumber!));
+      expect((await mirrorOf(api.container)({ Records: records.slice(first) })).batchItemFailures).toEqual([]);
+      // Assess
+      for (const m of made) {
+        const body = await history(api, m.address);
+        expect(body.completeUntil).toBe(new Date((t + 15) * 1000).toISOString());
+        expect((body.items as Record<string, unknown>[]).map((h) => h.claimUid)).toEqual([m.uid]);
       }
     });
 
@@ -284,6 +349,60 @@ export function historyCases(streams: StreamEngine): void {
       expect(await gaps()).toHaveLength(1);
     });
 
+    it('HistoryLag counts a change the stream function failed to record from its time until it is recorded; an idle pool reads 0', async () => {
+      // Prepare: p's claim and release in one batch whose holding write fails; q is idle
+      const h = await reconcilerHarness({ engine: streams.unfollowed });
+      const stream = streams.stream();
+      opened.push(stream);
+      await h.pool('p', ['10.9.0.0/29']);
+      await h.pool('q', ['10.9.1.0/29']);
+      expect((await h.api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a') })).status).toBe(201);
+      expect((await h.api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      const t = Math.floor(h.clock.t / 1000) - 30;
+      const records = stamped(await stream.read(), t);
+      let failures = 1;
+      const faulty = h.api.sibling({ table: failingHoldingWrites(h.api.container.table, () => failures-- > 0) });
+      const failed = (await mirrorOf(faulty.container)({ Records: records })).batchItemFailures.map((f) => f.itemIdentifier);
+      expect(failed.length).toBeGreaterThan(0);
+      // Act + Assess: pending since t
+      expect((await h.run()).history.lagMs).toEqual({ p: h.clock.t - t * 1000, q: 0 });
+      h.clock.advance(60_000);
+      expect((await h.run()).history.lagMs).toEqual({ p: h.clock.t - t * 1000, q: 0 });
+      // the stream delivers again from the lowest failed record, in the same second: recorded, so 0, and the note goes
+      const first = records.findIndex((r) => failed.includes(r.dynamodb!.SequenceNumber!));
+      expect((await mirrorOf(h.api.container)({ Records: records.slice(first) })).batchItemFailures).toEqual([]);
+      expect((await h.run()).history.lagMs).toEqual({ p: 0, q: 0 });
+      expect((await h.get({ PK: 'HISTMARKS', SK: 'p' }))?.pendingSince).toBeUndefined();
+    });
+
+    it('a noted change still unrecorded past the stream\'s record age is reported as a HistoryGap once, and the lag goes back to 0', async () => {
+      // Prepare: a client's release (no event) whose holding write fails, and the stream never delivers it again
+      const h = await reconcilerHarness({ engine: streams.unfollowed });
+      const stream = streams.stream();
+      opened.push(stream);
+      await h.pool('p', ['10.9.0.0/29']);
+      expect((await h.api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.9.0.3'] })).status).toBe(201);
+      expect((await h.api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      const t = Math.floor(h.clock.t / 1000) - 30;
+      const faulty = h.api.sibling({ table: failingHoldingWrites(h.api.container.table, () => true) });
+      expect((await mirrorOf(faulty.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures.length).toBeGreaterThan(0);
+      const gaps = async () => (await h.events('p')).filter((e) => e.reason === 'HistoryGap');
+      // Act + Assess: within the record age it is lag, not a gap
+      h.clock.advance(6 * 3_600_000);
+      const young = await h.run();
+      expect(young.history.lagMs.p).toBe(h.clock.t - t * 1000);
+      expect(await gaps()).toEqual([]);
+      // past it, a gap: reported once, the note cleared, the lag 0
+      h.clock.advance(15 * 60_000);
+      const old = await h.run();
+      expect(old.repairs.HistoryGap).toBe(1);
+      expect(old.history.lagMs.p).toBe(0);
+      expect(await gaps()).toEqual([expect.objectContaining({ object: 'lease/10.9.0.3', message: expect.stringContaining('failed to record it') })]);
+      h.clock.advance(15 * 60_000);
+      expect((await h.run()).repairs.HistoryGap).toBe(0);
+      expect(await gaps()).toHaveLength(1);
+    });
+
     it('sets the retention on every holding item, and keeps none with historyDays 0', async () => {
       // Prepare
       const kept = await stack({ historyDays: 7 });
@@ -319,6 +438,16 @@ export function historyCases(streams: StreamEngine): void {
       expect((await api.call('GET', '/v1/pools/nope/addresses/10.7.0.1/history')).status).toBe(404);
     });
   });
+}
+
+/** Records as a batch stamped at one second (DynamoDB's ApproximateCreationDateTime). */
+function stamped(records: readonly DynamoDBRecord[], seconds: number): DynamoDBRecord[] {
+  return records.map((r) => ({ ...r, dynamodb: { ...r.dynamodb, ApproximateCreationDateTime: seconds } }));
+}
+
+/** The pool's history mark item, as stored (undefined while the marks ride on summary chunks only). */
+async function markItem(api: TestApi): Promise<Item | undefined> {
+  return api.container.table.get({ PK: 'HISTMARKS', SK: 'p' });
 }
 
 /** A table whose puts of holding items fail while `fail()` says so (the history write of a batch failing half way). */

@@ -112,12 +112,16 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       const h = await harness();
       await terminatingLegacy(h);
       expect(await slots(h)).toEqual(['LEGACY#IPv4=leg']);
+      // The release of c bumped one shard of the range's freed counter (writes/freed.ts).
+      const counters = async () => (await allItems(h.table)).filter((i) => i.entity === 'freed' || i.entity === 'seals').map((i) => i.n);
+      expect(await counters()).toEqual([1]);
       // Act
       const report = await h.run();
-      // Assess
+      // Assess: the range goes with its slot, and after it its counter (dropFreed)
       expect(report.repairs.RangeFinalized).toBe(1);
       expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
       expect(await slots(h)).toEqual([]);
+      expect(await counters()).toEqual([]);
       expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.6.0.0/24', name: 'leg2', legacy: true })).status).toBe(201);
       expect(await slots(h)).toEqual(['LEGACY#IPv4=leg2']);
     });

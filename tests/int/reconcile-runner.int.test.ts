@@ -58,22 +58,23 @@ describe('Function: runReconciler', () => {
     expect(logs.at(-1)).toMatchObject({ level: 'info', message: 'reconcile run', complete: true });
   });
 
-  it('publishes the address history\'s lag per pool (the completeness marks\' lagMs) as HistoryLag, in milliseconds', async () => {
-    // Prepare: two pools whose stream function moved their marks with lags of 1.2 s and 40 ms
+  it('publishes the address history\'s lag per pool as HistoryLag, in milliseconds: a pending change\'s age, 0 for an idle pool', async () => {
+    // Prepare: p's stream function failed to record a change stamped 1.234 s ago; q's history is idle (marked long ago)
     const h = await reconcilerHarness();
     await h.pool('p', ['10.0.0.0/29']);
     await h.pool('q', ['10.0.1.0/29']);
-    await h.api.container.deps.history.advanceMark('p', { through: h.clock.t - 2_000, lagMs: 1_234, writtenAt: h.clock.t });
-    await h.api.container.deps.history.advanceMark('q', { through: h.clock.t - 1_000, lagMs: 40, writtenAt: h.clock.t });
+    await h.api.container.deps.history.advanceMark('p', h.clock.t - 60_000);
+    await h.api.container.deps.history.notePending('p', h.clock.t - 1_234, '10.0.0.1', `${new Date(h.clock.t - 9_000).toISOString()}#uid-1`);
+    await h.api.container.deps.history.advanceMark('q', h.clock.t - 3_600_000);
     const logs: Record<string, unknown>[] = [];
     const metrics = IpamMetrics.create({ namespace: 'ipam-test', serviceName: 'ipam' });
     // Act
     const { result, lines } = await captureEmf(() => runReconciler(h.api.container.deps, h.api.container.config.reconciler, 60_000, { metrics, log: (e) => logs.push(e) }));
     // Assess
     const lag = lines.filter((l) => 'HistoryLag' in l);
-    expect(lag.map((l) => [l.Pool, l.HistoryLag])).toEqual([['p', 1_234], ['q', 40]]);
+    expect(lag.map((l) => [l.Pool, l.HistoryLag])).toEqual([['p', 1_234], ['q', 0]]);
     expect(lag[0]!._aws.CloudWatchMetrics[0]!).toMatchObject({ Dimensions: [['service', 'Pool']], Metrics: [{ Name: 'HistoryLag', Unit: 'Milliseconds' }] });
-    expect(result.historyLagMs).toEqual({ p: 1_234, q: 40 });
+    expect(result.historyLagMs).toEqual({ p: 1_234, q: 0 });
   });
 
   it('stops the margin before the Lambda deadline', async () => {

@@ -118,35 +118,34 @@ export class StreamedMemoryTable implements Table, LeaseStream {
 /** An engine whose tables have a stream the test reads: DynamoDB Local's own, or the memory one above. */
 export interface StreamEngine {
   readonly engine: TestEngine;
-  /** The stream of the table `engine.fresh()` made last. */
+  /** The same engine without the inline summary upkeep (FollowedTable): the stream function alone keeps the summary. */
+  readonly unfollowed: TestEngine;
+  /** The stream of the table `engine.fresh()` (or `unfollowed.fresh()`) made last. */
   stream(): LeaseStream;
 }
 
 export function memoryStreamEngine(clock?: Clock): StreamEngine {
   let last: StreamedMemoryTable | undefined;
-  return {
-    engine: {
-      name: 'memory',
-      fresh: async (prefix = 'memory') => {
-        last = new StreamedMemoryTable(new MemoryTable({ name: prefix }), clock);
-        return { table: new FollowedTable(last), env: { TABLE_NAME: prefix, LOCAL_STACK: 'true' } };
-      },
+  const engine = (followed: boolean): TestEngine => ({
+    name: 'memory',
+    fresh: async (prefix = 'memory') => {
+      last = new StreamedMemoryTable(new MemoryTable({ name: prefix }), clock);
+      return { table: followed ? new FollowedTable(last) : last, env: { TABLE_NAME: prefix, LOCAL_STACK: 'true' } };
     },
-    stream: () => last!,
-  };
+  });
+  return { engine: engine(true), unfollowed: engine(false), stream: () => last! };
 }
 
 export function dynamoStreamEngine(): StreamEngine {
   let last: StreamReader | undefined;
-  return {
-    engine: {
-      name: 'DynamoDB Local',
-      fresh: async (prefix) => {
-        const made = await freshTable(prefix, { stream: true });
-        last = new StreamReader(made.endpoint, made.tableName);
-        return { table: new FollowedTable(new SdkTable(made.client, made.tableName)), env: { TABLE_NAME: made.tableName, DYNAMODB_ENDPOINT: made.endpoint, LOCAL_STACK: 'true' } };
-      },
+  const engine = (followed: boolean): TestEngine => ({
+    name: 'DynamoDB Local',
+    fresh: async (prefix) => {
+      const made = await freshTable(prefix, { stream: true });
+      last = new StreamReader(made.endpoint, made.tableName);
+      const table = new SdkTable(made.client, made.tableName);
+      return { table: followed ? new FollowedTable(table) : table, env: { TABLE_NAME: made.tableName, DYNAMODB_ENDPOINT: made.endpoint, LOCAL_STACK: 'true' } };
     },
-    stream: () => last!,
-  };
+  });
+  return { engine: engine(true), unfollowed: engine(false), stream: () => last! };
 }

@@ -21,7 +21,19 @@ describe('Command line: ipam history', () => {
     expect(lines[1]).toMatch(/^10\.96\.0\.10\s+api\s+Pod\/api-0\s+2026-11-25T14:30:00\.000Z\s+-\s+held\s+30m$/);
     expect(lines[2]).toMatch(/^10\.96\.0\.10\s+web\s+Pod\/web-0\s+2026-11-25T13:00:00\.000Z\s+<=2026-11-25T14:00:00\.000Z\s+released\s+\S+$/);
     // The question reaches past what the history has recorded: said on stderr
-    expect(result.err).toBe('(history complete until 2026-11-25T14:59:58.000Z; later lease changes may not be recorded yet)\n');
+    expect(result.err).toBe('(history complete before 2026-11-25T14:59:58.000Z; lease changes from then on may not be recorded yet)\n');
+  });
+
+  it('warns when the instant asked about is the completeUntil itself: changes stamped at it may still come', async () => {
+    // Prepare
+    const held = fakeFetch(() => ({ status: 200, body: { at: '2026-11-25T14:59:58.000Z', holding: null, completeUntil: '2026-11-25T14:59:58.000Z' } }));
+    const before = fakeFetch(() => ({ status: 200, body: { at: '2026-11-25T14:59:57.999Z', holding: null, completeUntil: '2026-11-25T14:59:58.000Z' } }));
+    // Act
+    const at = await runCli(['history', '10.96.0.10', '-p', 'services', '--at', '2026-11-25T14:59:58.000Z'], { fetch: held.fetch, nowMs: NOW });
+    const earlier = await runCli(['history', '10.96.0.10', '-p', 'services', '--at', '2026-11-25T14:59:57.999Z'], { fetch: before.fetch, nowMs: NOW });
+    // Assess
+    expect(at.err).toContain('history complete before 2026-11-25T14:59:58.000Z');
+    expect(earlier.err).toBe('');
   });
 
   it('answers who held an address at an instant, or that nobody did', async () => {

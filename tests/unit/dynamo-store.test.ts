@@ -461,7 +461,7 @@ describe('Class: TableClaimStore on the SDK engine', () => {
           {
             Update: {
               TableName: TABLE,
-              Key: { PK: { S: 'FREED#pool-a#10.0.0.0-24#3' }, SK: { S: 'FREED' } },
+              Key: { PK: { S: 'FREED#pool-a#10.0.0.0-24#70' }, SK: { S: 'FREED' } },
               UpdateExpression: 'SET #a0 = :x0, #a1 = :x1 ADD #a2 :x2',
               ExpressionAttributeNames: { '#a0': 'entity', '#a1': 'schema', '#a2': 'n' },
               ExpressionAttributeValues: { ':x0': { S: 'freed' }, ':x1': { N: '1' }, ':x2': { N: '1' } },

@@ -26,15 +26,21 @@ describe('Throughput', () => {
       expect(second * 10).toBeLessThanOrEqual(4100);
     });
 
-    it('counts a read as a third of a write in one partition budget', () => {
+    it('gives a partition 3,000 read units and, apart, 1,000 write units a second', () => {
       const t = new Throughput({ ...warmed(AWS_DEFAULTS, 40_000, 40_000), partitions: 1 });
 
-      // 3 reads of one unit each ask what 1 write unit asks of the partition: 1,000 writes or 3,000 reads a second
-      admitted(t, () => [read('p', 3)], 1000);
-      const reads = admitted(t, () => [read('p', 3)], 1000, 1000);
+      // 3 read units and 1 write unit a millisecond on one key: each at its own budget, neither refused
+      admitted(t, () => [read('p', 3), write('q', 1)], 1000);
+      const both = admitted(t, () => [read('p', 3), write('q', 1)], 1000, 1000);
+      // Past a budget, that kind is refused: 6 read units a millisecond get about 3,000 units a second through (the
+      // first second spends the burst)
+      admitted(t, () => [read('p', 6)], 1000, 2000);
+      const reads = admitted(t, () => [read('p', 6)], 1000, 3000);
 
-      expect(reads).toBeGreaterThanOrEqual(990);
-      expect(reads).toBeLessThanOrEqual(1010);
+      expect(both).toBe(1000);
+      expect(reads * 6).toBeGreaterThanOrEqual(2900);
+      expect(reads * 6).toBeLessThanOrEqual(3100);
+      expect(t.take([read('p', 3000)], 4000)).toBe('partition|read|table|0');
     });
 
     it('caps a warmed table at its table-level write quota', () => {
@@ -47,6 +53,24 @@ describe('Throughput', () => {
       expect(units).toBeLessThanOrEqual(40_100);
       expect(units).toBeGreaterThanOrEqual(39_000);
       expect(t.take([write('x', 60)], 3000)).toBe('quota|write|table');
+    });
+
+    it('lets a warmed table use its warm read and its warm write throughput together, and a new table only a mix of its start', () => {
+      // Prepare: 30,000 read and 30,000 write units a second, spread over many keys and partitions
+      const both = (i: number) => [write(`w${i}`, 30), read(`r${i}`, 30)];
+      const warm = new Throughput({ ...warmed(AWS_DEFAULTS, 40_000, 40_000), partitions: 1000 });
+      const fresh = new Throughput({ ...AWS_DEFAULTS, startReadUnits: 120_000, startWriteUnits: 40_000, partitions: 1000 });
+
+      // Act: the second second, after the first spent the burst
+      admitted(warm, both, 1000);
+      admitted(fresh, both, 1000);
+      const warmCalls = admitted(warm, both, 1000, 1000);
+      const freshCalls = admitted(fresh, both, 1000, 1000);
+
+      // Assess: warm throughput is a read value and a write value; a new table's start is one budget (a read a third)
+      expect(warmCalls).toBe(1000);
+      expect(freshCalls * (30 + 30 / 3)).toBeLessThanOrEqual(40_100);
+      expect(freshCalls * (30 + 30 / 3)).toBeGreaterThanOrEqual(39_000);
     });
 
     it('splits a partition refused for a minute', () => {

@@ -64,6 +64,11 @@ export function isAbsentOrBelow(attribute: string, value: number): Condition {
   return either({ op: 'notExists', attribute }, { op: 'compare', attribute, comparison: '<', value });
 }
 
+/** A number attribute is absent or above a value (a note of the oldest of something, only moved back). */
+export function isAbsentOrAbove(attribute: string, value: number): Condition {
+  return either({ op: 'notExists', attribute }, { op: 'compare', attribute, comparison: '>', value });
+}
+
 /** An attribute is greater than a value (ISO times of one format compare as times). */
 export function isAfter(attribute: string, value: Scalar): Condition {
   return { op: 'compare', attribute, comparison: '>', value };

@@ -7,8 +7,10 @@ import type { CursorCodec } from './cursor.ts';
 import { historyDaysOf } from '../../core/model.ts';
 import type { EventReason } from '../../core/reconciler/ports.ts';
 import { itemToPool, type Item } from './codec.ts';
-import { both, either, isAbsentOrBelow, isAfter, itemExists, itemIsAbsent } from './conditions.ts';
-import { Entity, keys, SCHEMA_VERSION } from './keys.ts';
+import { attributeIs, either, isAbsentOrAbove, isAbsentOrBelow, isAfter, itemIsAbsent } from './conditions.ts';
+import { Entity, keys, SCHEMA_VERSION, type Key } from './keys.ts';
+import { parseAddress } from '../../core/ip/address.ts';
+import { chunkIndexOf } from '../../core/occupancy/chunk.ts';
 import { queryAll, type Table } from './table.ts';
 
 /** An ended holding's item: under its address (by time), and in the owner index (GSI2) under its owner uid. */
@@ -92,22 +94,41 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
     return item ? historyDaysOf(itemToPool(item)) : undefined;
   }
 
-  async advanceMark(pool: string, mark: HistoryMark): Promise<void> {
-    await this.table.write({
-      kind: 'update',
-      key: keys.historyMark(pool),
-      update: { set: { entity: Entity.HistoryMark, schema: SCHEMA_VERSION, pool, through: mark.through, lagMs: mark.lagMs, writtenAt: mark.writtenAt } },
-      condition: isAbsentOrBelow('through', mark.through),
-    });
+  async advanceMark(pool: string, throughMs: number): Promise<void> {
+    await this.table.write({ kind: 'update', key: keys.historyMark(pool), update: { set: { ...markItem(pool), through: throughMs } }, condition: isAbsentOrBelow('through', throughMs) });
+  }
+
+  async notePending(pool: string, sinceMs: number, address: string, holding: string): Promise<void> {
+    await this.table.write({ kind: 'update', key: keys.historyMark(pool), update: { set: { ...markItem(pool), pendingSince: sinceMs, pendingAddress: address, pendingHolding: holding } }, condition: isAbsentOrAbove('pendingSince', sinceMs) });
+  }
+
+  async clearPending(pool: string, sinceMs: number): Promise<void> {
+    await this.table.write({ kind: 'update', key: keys.historyMark(pool), update: { remove: ['pendingSince', 'pendingAddress', 'pendingHolding'] }, condition: attributeIs('pendingSince', sinceMs) });
+  }
+
+  async hasHolding(pool: string, address: string, holding: string): Promise<boolean> {
+    return (await this.table.get(keys.holding(pool, address, holding))) !== undefined;
   }
 
   async advanceGapCheck(pool: string, throughMs: number): Promise<void> {
-    await this.table.write({ kind: 'update', key: keys.historyMark(pool), update: { set: { gapCheckedThrough: throughMs } }, condition: both(itemExists(), isAbsentOrBelow('gapCheckedThrough', throughMs)) });
+    await this.table.write({ kind: 'update', key: keys.historyMark(pool), update: { set: { ...markItem(pool), gapCheckedThrough: throughMs } }, condition: isAbsentOrBelow('gapCheckedThrough', throughMs) });
   }
 
-  async mark(pool: string): Promise<HistoryMark | undefined> {
-    const item = await this.table.get(keys.historyMark(pool));
-    return item ? markOf(item) : undefined;
+  async mark(pool: string, near: readonly string[] = []): Promise<HistoryMark | undefined> {
+    const chunks = new Map<string, Key>();
+    for (const text of near) {
+      const address = parseAddress(text);
+      const key = keys.chunk(pool, address.family, chunkIndexOf(address.value));
+      chunks.set(key.SK, key);
+    }
+    // Any chunk's mark is true for the whole pool: a few bound the read (a chunk is up to 4 KB, a read unit each).
+    const items = await this.table.batchGet([keys.historyMark(pool), ...[...chunks.values()].slice(0, MARK_CHUNKS_READ)], ['entity', 'through', 'gapCheckedThrough', 'pendingSince', 'pendingAddress', 'pendingHolding', 'historyThrough']);
+    const item = items.find((i) => i.entity === Entity.HistoryMark);
+    const marked = items.filter((i) => i.entity === Entity.Chunk && typeof i.historyThrough === 'number').map((i) => i.historyThrough as number);
+    const mark = item ? markOf(item) : undefined;
+    const through = Math.max(mark?.through ?? -Infinity, ...marked);
+    if (!mark && marked.length === 0) return undefined;
+    return { ...mark, ...(Number.isFinite(through) ? { through } : {}) };
   }
 
   async marks(): Promise<ReadonlyMap<string, HistoryMark>> {
@@ -133,8 +154,15 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
   }
 }
 
+/** Most summary chunks a history read looks at for the pool's mark. */
+export const MARK_CHUNKS_READ = 16;
+
+const markItem = (pool: string) => ({ entity: Entity.HistoryMark, schema: SCHEMA_VERSION, pool });
+
 function markOf(item: Item): HistoryMark {
-  return { through: item.through as number, lagMs: (item.lagMs as number | undefined) ?? 0, writtenAt: (item.writtenAt as number | undefined) ?? 0, ...(typeof item.gapCheckedThrough === 'number' ? { gapCheckedThrough: item.gapCheckedThrough } : {}) };
+  const number = (name: string) => (typeof item[name] === 'number' ? { [name]: item[name] as number } : {});
+  const text = (name: string) => (typeof item[name] === 'string' ? { [name]: item[name] as string } : {});
+  return { ...number('through'), ...number('gapCheckedThrough'), ...number('pendingSince'), ...text('pendingAddress'), ...text('pendingHolding') };
 }
 
 function isHistoryPosition(value: unknown): value is HistoryPosition {

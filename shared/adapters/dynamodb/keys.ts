@@ -40,8 +40,9 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  * attribute `ttl`); the reconciler reads the last minutes of a pool's tombstones by time (owners.ts). A holding is an
  * ended holding of an address, written by the stream function and kept the pool's historyDays (TTL attribute `ttl`);
  * its sort key is the lease's own version (creation time and claim uid), so a redelivered change rewrites it. A
- * history mark says how far a pool's history is complete (shared/core/history), and how far the reconciler's gap check
- * has read the pool's release events (`gapCheckedThrough`, shared/core/reconciler/history.ts). The settings item
+ * history mark says how far a pool's history is complete where no summary chunk says so (the chunks the stream function
+ * writes carry it as `historyThrough`; shared/core/mirror/projections.ts), the oldest change it failed to record
+ * (`pendingSince`, the HistoryLag), and how far the reconciler's gap check has read the pool's release events (`gapCheckedThrough`, shared/core/reconciler/history.ts). The settings item
  * holds what must not change for the table's life (LEASE_INDEX_SHARDS), written by the first function to use the table
  * (table-settings.ts).
  */

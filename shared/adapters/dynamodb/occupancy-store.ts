@@ -26,6 +26,7 @@ export function chunkToItem(chunk: OccupancyChunk): Item {
     used: chunk.bits.count(),
     version: chunk.version,
     asOf: chunk.asOf,
+    ...(chunk.historyThrough !== undefined ? { historyThrough: chunk.historyThrough } : {}),
   };
 }
 
@@ -39,6 +40,7 @@ export function itemToChunk(item: Item): OccupancyChunk {
     expiring: Bitmap.decode(bytes('expiring'), CHUNK_SIZE),
     version: item.version as number,
     asOf: item.asOf as string,
+    ...(typeof item.historyThrough === 'number' ? { historyThrough: item.historyThrough } : {}),
   };
 }
 

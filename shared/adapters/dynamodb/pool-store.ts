@@ -8,7 +8,7 @@ import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
 import { Entity, keys, RANGE_GENERATION_COPIES } from './keys.ts';
 import { queryAll, type Table, type WriteOp } from './table.ts';
-import { freedKeys } from './writes/freed.ts';
+import { dropFreed } from './writes/freed.ts';
 import { dropRangeGeneration, stampRangeGeneration, transactRangeChange } from './writes/range-generation.ts';
 import { removeRange } from './writes/range-removal.ts';
 import { tombstoneItem } from './tombstones.ts';
@@ -82,7 +82,7 @@ export class TablePoolStore implements PoolStore {
       for (const chunk of chunks) await this.table.write({ kind: 'delete', key: { PK: chunk.PK as string, SK: chunk.SK as string } });
     }
     // And its ranges' freed counters and used-up seals (a seal names its range's incarnation: a leftover says nothing).
-    for (const key of freedKeys(pool, view.ranges.map((r) => r.name))) await this.table.write({ kind: 'delete', key });
+    await dropFreed(this.table, pool, view.ranges.map((r) => r.name));
     return 'deleted';
   }
 

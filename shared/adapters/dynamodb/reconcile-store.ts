@@ -24,7 +24,7 @@ import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
 import type { TablePoolStore } from './pool-store.ts';
 import type { Table, WriteOp } from './table.ts';
 import { tombstoneItem, tombstonesSince } from './tombstones.ts';
-import { freedBumps, freedKeys } from './writes/freed.ts';
+import { dropFreed, freedBumps } from './writes/freed.ts';
 import { releaseWithRetries } from './writes/release.ts';
 import { endReasonOfRepair } from '../../core/history/recorder.ts';
 import type { EndReason } from '../../core/history/holding.ts';
@@ -262,15 +262,17 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   async finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'> {
-    // The range (with its legacy slot), its bitmap, strikes and usage, and the event: all or none.
+    // The range (with its legacy slot), its bitmap, strikes and usage, and the event: all or none; then its freed
+    // counters and seals (dropFreed: too many for the transaction, and a leftover is harmless).
     const outcome = await this.pools.removeRange(range, [
       { kind: 'delete', key: keys.bitmap(range.pool, range.name) },
       { kind: 'delete', key: keys.strikes(range.pool, range.name) },
       { kind: 'delete', key: keys.usage(range.pool, range.name) },
-      ...freedKeys(range.pool, [range.name]).map((key): WriteOp => ({ kind: 'delete', key })),
       eventPut(event),
     ]);
-    return outcome === 'removed' ? 'finalized' : 'changed';
+    if (outcome !== 'removed') return 'changed';
+    await dropFreed(this.table, range.pool, [range.name]);
+    return 'finalized';
   }
 
   async reportOnce(event: IpamEvent, what: string, nowMs: number): Promise<boolean> {

@@ -175,6 +175,13 @@ export function endedHolding(change: LeaseTransition, seenMs: number, repair: Re
   return end(Math.min(expiry, seenMs), false, EndReason.Released);
 }
 
+/** The id (holdingId) of the holding a change ends, if it ends one (a release, a takeover, a hold's end). */
+export function endedHoldingId(change: LeaseTransition): string | undefined {
+  if (!change.before) return undefined;
+  const id = holdingId(holdingOfLease(change.before));
+  return change.after && holdingId(holdingOfLease(change.after)) === id ? undefined : id;
+}
+
 /**
  * Newest-first holdings of one address with each end cut at the next holding's start: a deletion's end is known only
  * to the second, while the next holding's start is exact, so two holdings never overlap. `newerFrom`: the start of the

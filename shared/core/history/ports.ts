@@ -13,16 +13,21 @@ export interface RepairEventRef {
   readonly addresses?: readonly string[];
 }
 
-/** How far a pool's history is complete: every lease change DynamoDB stamped up to `through` is recorded. */
+/**
+ * How far a pool's history is complete. The stream function keeps `through` on the summary chunks it writes in the same
+ * batch (no write of its own), and on the pool's mark item only in a batch that writes no chunk of the pool; a read
+ * takes the newest of the mark item and the chunks it looks at (each is true for the whole pool).
+ */
 export interface HistoryMark {
-  /** Epoch ms (to the second: the stream record's time). */
-  readonly through: number;
-  /** The stream function's delay on the batch that moved the mark: its processing time minus the records' time. */
-  readonly lagMs: number;
-  /** Epoch ms the mark was written. */
-  readonly writtenAt: number;
+  /** Epoch ms (a stream record's time, to the second): every lease change stamped before it is recorded. */
+  readonly through?: number;
   /** Epoch ms up to which the reconciler has checked the pool's release repairs against the history (its gap check). */
   readonly gapCheckedThrough?: number;
+  /** The stamp of the oldest change ending a holding that the stream function failed to record (HistoryLag). */
+  readonly pendingSince?: number;
+  /** That holding's address and id (holdingId): once its item exists, the change is recorded. */
+  readonly pendingAddress?: string;
+  readonly pendingHolding?: string;
 }
 
 /** A page of one address's (or one owner's) ended holdings, newest first. */
@@ -43,13 +48,23 @@ export interface HistoryStore {
   repairEvents(pool: string, fromMs: number, toMs: number): Promise<readonly RepairEventRef[]>;
   /** The pool's history retention in days; undefined for an unknown pool. */
   historyDays(pool: string): Promise<number | undefined>;
-  /** Moves the pool's mark forward (never back). */
-  advanceMark(pool: string, mark: HistoryMark): Promise<void>;
-  mark(pool: string): Promise<HistoryMark | undefined>;
-  /** Every pool's mark (the reconciler's lag metric). */
+  /** Moves the pool's mark item forward (never back): for a batch that wrote no summary chunk of the pool. */
+  advanceMark(pool: string, throughMs: number): Promise<void>;
+  /** Notes a change not recorded yet (the holding it ends), unless an older one is noted. */
+  notePending(pool: string, sinceMs: number, address: string, holding: string): Promise<void>;
+  /** Removes the pending note if it is still the one read (the history has recorded past it). */
+  clearPending(pool: string, sinceMs: number): Promise<void>;
+  /**
+   * The pool's mark: its mark item with `through` raised to the newest mark on the summary chunks of `near` (the
+   * addresses a read is about). Read it before the holdings it vouches for.
+   */
+  mark(pool: string, near?: readonly string[]): Promise<HistoryMark | undefined>;
+  /** Every pool's mark item (the reconciler's lag and gap check), without the chunks' marks. */
   marks(): Promise<ReadonlyMap<string, HistoryMark>>;
   /** Moves the pool's gap-check position forward (never back) on its existing mark. */
   advanceGapCheck(pool: string, throughMs: number): Promise<void>;
+  /** Whether the ended holding of this id (holdingId) is recorded. */
+  hasHolding(pool: string, address: string, holding: string): Promise<boolean>;
   /** An address's ended holdings that began before `before` (a sort key; undefined: all), newest first. */
   addressHoldings(pool: string, address: string, limit: number, before?: string): Promise<HoldingPage>;
   /** The oldest ended holding of an address after the one of this sort key (the one that cut its end). */

@@ -2,7 +2,7 @@ import type { Clock } from '../ports.ts';
 import { DEFAULT_HISTORY_DAYS } from '../model.ts';
 import type { LeaseChange } from '../mirror/lease-change.ts';
 import { EventReason } from '../reconciler/ports.ts';
-import { EndReason, endedHolding, type Holding, type RepairRecord } from './holding.ts';
+import { EndReason, endedHolding, endedHoldingId, type Holding, type RepairRecord } from './holding.ts';
 import type { HistoryStore, RepairEventRef } from './ports.ts';
 
 /** The holding end a release repair stands for. */
@@ -29,13 +29,9 @@ export function endReasonOfRepair(reason: EventReason): EndReason | undefined {
 export const REPAIR_LOOKBACK_MS = 15 * 60_000;
 /** How far after the stream function read it (clocks differ a little). */
 export const REPAIR_LOOKAHEAD_MS = 5_000;
-/** Least time between two writes of a pool's mark by one container: the mark costs a write per pool per interval. */
-export const MARK_INTERVAL_MS = 10_000;
-
 export interface HistoryRecorderDeps {
   readonly store: HistoryStore;
   readonly clock: Clock;
-  readonly markIntervalMs?: number;
 }
 
 export interface HistoryResult {
@@ -43,6 +39,12 @@ export interface HistoryResult {
   readonly failed: readonly string[];
   readonly written: number;
   readonly errors: readonly unknown[];
+  /**
+   * Pool -> how far its history is complete after this batch (epoch ms, exclusive: every change stamped before it is
+   * recorded), for each pool whose every change of the batch was recorded. Nothing is written here: the mark rides on
+   * the summary chunk the same batch writes (LeaseProjections), so it costs no write of its own.
+   */
+  readonly marks: ReadonlyMap<string, number>;
 }
 
 /**
@@ -56,7 +58,6 @@ export interface HistoryResult {
  * (a repair writes its event in the release's own transaction) and otherwise calls it a client's release.
  */
 export class HistoryRecorder {
-  private readonly markedAt = new Map<string, number>();
   private readonly retention = new Map<string, { days: number | undefined; readAt: number }>();
 
   constructor(private readonly deps: HistoryRecorderDeps) {}
@@ -71,18 +72,42 @@ export class HistoryRecorder {
     }
     const failed: string[] = [];
     const errors: unknown[] = [];
+    const marks = new Map<string, number>();
     let written = 0;
     await Promise.all(
       [...byPool].map(async ([pool, list]) => {
+        const failedBefore = failed.length;
         try {
           written += await this.applyPool(pool, list, failed, errors);
         } catch (error) {
           errors.push(error);
           failed.push(...list.map((c) => c.id));
         }
+        const mine = new Set(failed.slice(failedBefore));
+        if (mine.size === 0) marks.set(pool, Math.max(...list.map((c) => c.transition!.atMs)));
+        else await this.notePending(pool, list.filter((c) => mine.has(c.id)));
       }),
     );
-    return { failed, written, errors };
+    return { failed, written, errors, marks };
+  }
+
+  /**
+   * Notes on the pool's mark item the oldest failed change that ends a holding, so the reconciler's HistoryLag tells a
+   * history held back by failing writes from an idle one (and sees when that holding is recorded after all). A write
+   * only on this failure path; when it fails too, the change's redelivery tries again.
+   */
+  private async notePending(pool: string, changes: readonly LeaseChange[]): Promise<void> {
+    const ending = changes.flatMap((c) => {
+      const id = endedHoldingId(c.transition!);
+      return id === undefined ? [] : [{ change: c, id }];
+    });
+    if (ending.length === 0) return;
+    const oldest = ending.reduce((a, b) => (b.change.transition!.atMs < a.change.transition!.atMs ? b : a));
+    try {
+      await this.deps.store.notePending(pool, oldest.change.transition!.atMs, oldest.change.address, oldest.id);
+    } catch {
+      // Best effort: the lag metric is advice; the change itself goes back to the stream.
+    }
   }
 
   private async applyPool(pool: string, changes: readonly LeaseChange[], failed: string[], errors: unknown[]): Promise<number> {
@@ -105,7 +130,6 @@ export class HistoryRecorder {
       if (holding) ended.push({ change, holding });
     }
     let written = 0;
-    let poolFailed = false;
     if (days !== 0) {
       const keepMs = (days ?? DEFAULT_HISTORY_DAYS) * 86_400_000;
       await Promise.all(
@@ -114,30 +138,13 @@ export class HistoryRecorder {
             await this.deps.store.putHolding(holding, Math.ceil((Date.parse(holding.to!) + keepMs) / 1000));
             written += 1;
           } catch (error) {
-            poolFailed = true;
             errors.push(error);
             failed.push(change.id);
           }
         }),
       );
     }
-    if (!poolFailed) await this.mark(pool, changes);
     return written;
-  }
-
-  /** Moves the pool's mark to the newest record of the batch, at most once per interval per container. */
-  private async mark(pool: string, changes: readonly LeaseChange[]): Promise<void> {
-    const nowMs = this.deps.clock.nowMs();
-    const last = this.markedAt.get(pool);
-    if (last !== undefined && nowMs - last < (this.deps.markIntervalMs ?? MARK_INTERVAL_MS)) return;
-    const times = changes.map((c) => c.transition!.atMs);
-    const through = Math.max(...times);
-    try {
-      await this.deps.store.advanceMark(pool, { through, lagMs: Math.max(0, nowMs - Math.min(...times)), writtenAt: nowMs });
-      this.markedAt.set(pool, nowMs);
-    } catch {
-      // The mark only says how complete the history is: a later batch moves it.
-    }
   }
 
   /** The pool's retention, read at most once a minute per container (a pool's setting is fixed at creation). */

@@ -2,6 +2,13 @@ import type { LeaseChange } from './lease-change.ts';
 import type { LegacyMirror, RangeOutcome } from './legacy-mirror.ts';
 import type { ChunkOutcome, SummaryMirror } from '../occupancy/summary-mirror.ts';
 import type { HistoryRecorder, HistoryResult } from '../history/recorder.ts';
+import type { HistoryStore } from '../history/ports.ts';
+
+/**
+ * How far (stream time) the newest mark a container put for a pool may trail a batch that wrote no chunk of the pool
+ * before that batch puts its mark on the pool's mark item: the most completeUntil trails the last recorded change.
+ */
+export const MARK_ITEM_SLACK_MS = 10_000;
 
 /** What the stream function did with a batch: both projections of the leases. */
 export interface ProjectionResult {
@@ -11,28 +18,70 @@ export interface ProjectionResult {
   readonly chunks: readonly ChunkOutcome[];
   /** The address history's writes (absent when the projections run without it). */
   readonly history?: HistoryResult;
+  /** Pools whose history mark went to their mark item: the batch wrote none of their summary chunks. */
+  readonly markItems?: readonly string[];
 }
 
 /**
  * The stream function's work: the occupancy summary, always, the legacy bitmaps behind their gates, and the address
- * history. The three are independent (different items), so they run side by side; a change fails when any of its
- * writes failed, and the redelivery it causes is harmless to all (the mirrors re-read the lease items; the history
- * writes the same holding item again).
+ * history. They write different items, so they run side by side; a change fails when any of its writes failed, and the
+ * redelivery it causes is harmless to all (the mirrors re-read the lease items; the history writes the same holding
+ * item again).
+ *
+ * One coupling: the history's completeness mark rides on the summary chunks. A chunk of a pool is put only after the
+ * history has recorded every change of that pool in the batch, and then carries the pool's mark (the batch's newest
+ * record time), so the mark costs no write of its own and never runs ahead of the holdings: a failed holding leaves
+ * the pool without a mark this batch (its redelivery brings one), a failed chunk write takes its mark with it. A pool
+ * whose changes touched no chunk bit (e.g. a claim and its release in one batch, or a claim released before the
+ * summary read its lease) has its mark put on the pool's mark item instead, one small write, but only where the mark
+ * this container last put for the pool is more than MARK_ITEM_SLACK_MS of stream time older: under load the next
+ * chunk write carries the mark anyway, so the item is written only in long stretches of such batches, and a pool that
+ * falls idle after one has a completeUntil at most that much before its last change (still true: it only says less).
  */
 export class LeaseProjections {
+  /** Pool -> the newest mark this container put (on a chunk or the mark item) or saw on a chunk it read. */
+  private readonly marked = new Map<string, number>();
+
   constructor(
-    readonly summary: SummaryMirror,
-    readonly legacy: LegacyMirror,
-    readonly history?: HistoryRecorder,
+    readonly summary: Pick<SummaryMirror, 'apply'>,
+    readonly legacy: Pick<LegacyMirror, 'apply'>,
+    readonly history?: Pick<HistoryRecorder, 'apply'>,
+    private readonly marks?: Pick<HistoryStore, 'advanceMark'>,
   ) {}
 
   async apply(changes: readonly LeaseChange[]): Promise<ProjectionResult> {
-    const [summary, legacy, history] = await Promise.all([this.summary.apply(changes), this.legacy.apply(changes), this.history?.apply(changes)]);
+    const recorded = this.history?.apply(changes);
+    const [summary, legacy, history] = await Promise.all([this.summary.apply(changes, recorded?.then((r) => r.marks)), this.legacy.apply(changes), recorded]);
+    const markItems = history ? await this.markUnchunked(history, summary.chunks) : [];
     return {
       failed: [...new Set([...summary.failed, ...legacy.failed, ...(history?.failed ?? [])])],
       ranges: legacy.ranges,
       chunks: summary.chunks,
-      ...(history ? { history } : {}),
+      ...(history ? { history, markItems } : {}),
     };
+  }
+
+  /** Puts the mark of each pool that got no chunk written on its mark item, where the slack says so; returns those pools. */
+  private async markUnchunked(history: HistoryResult, chunks: readonly ChunkOutcome[]): Promise<string[]> {
+    const chunked = new Set(chunks.filter((c) => c.outcome === 'written').map((c) => c.pool));
+    for (const [pool, through] of history.marks) if (chunked.has(pool)) this.remember(pool, through);
+    // A chunk read but left unchanged shows a mark put before (by any container): the slack counts from it too.
+    for (const c of chunks) if (c.historyThrough !== undefined && c.outcome !== 'failed') this.remember(c.pool, c.historyThrough);
+    const left = [...history.marks].filter(([pool, through]) => !chunked.has(pool) && through - (this.marked.get(pool) ?? -Infinity) > MARK_ITEM_SLACK_MS);
+    await Promise.all(
+      left.map(async ([pool, through]) => {
+        try {
+          await this.marks?.advanceMark(pool, through);
+          this.remember(pool, through);
+        } catch {
+          // The mark only says how complete the history is: a later batch moves it.
+        }
+      }),
+    );
+    return left.map(([pool]) => pool);
+  }
+
+  private remember(pool: string, through: number): void {
+    this.marked.set(pool, Math.max(through, this.marked.get(pool) ?? -Infinity));
   }
 }

@@ -32,6 +32,11 @@ export interface OccupancyChunk {
   readonly version: number;
   /** ISO time of the consistent lease read this chunk's last write reflects. */
   readonly asOf: string;
+  /**
+   * The pool's address history mark (HistoryMark.through), carried by the stream function on the chunk writes it makes
+   * anyway; kept as it is by every other write.
+   */
+  readonly historyThrough?: number;
 }
 
 export const chunkIndexOf = (address: bigint): bigint => address >> BigInt(CHUNK_BITS);

@@ -20,6 +20,8 @@ export interface ChunkOutcome {
   readonly outcome: 'written' | 'unchanged' | 'failed';
   readonly changes: number;
   readonly error?: unknown;
+  /** The history mark on the chunk as this round left it (read, or written), when it has one. */
+  readonly historyThrough?: number;
 }
 
 export interface SummaryResult {
@@ -57,7 +59,11 @@ export class SummaryMirror {
     this.maxAttempts = deps.maxAttempts ?? 8;
   }
 
-  async apply(changes: readonly LeaseChange[]): Promise<SummaryResult> {
+  /**
+   * @param historyMarks the history's marks of this batch (HistoryResult.marks): each chunk of a pool with a mark is
+   *   written with it, once the history has recorded the pool's changes (awaited just before the write)
+   */
+  async apply(changes: readonly LeaseChange[], historyMarks?: Promise<ReadonlyMap<string, number>>): Promise<SummaryResult> {
     const plans = new Map<string, ChunkPlan>();
     for (const change of changes) {
       let address;
@@ -81,7 +87,9 @@ export class SummaryMirror {
       [...plans.values()].map(async (plan): Promise<ChunkOutcome> => {
         const base = { pool: plan.pool, family: plan.family, index: plan.index, changes: plan.ids.length };
         try {
-          return { ...base, outcome: await this.settleChunk(plan.pool, plan.family, plan.index, [...plan.addresses]) };
+          const mark = historyMarks?.then((marks) => marks.get(plan.pool));
+          const settled = await this.settle(plan.pool, plan.family, plan.index, [...plan.addresses], mark);
+          return { ...base, outcome: settled.outcome, ...(settled.historyThrough !== undefined ? { historyThrough: settled.historyThrough } : {}) };
         } catch (error) {
           failed.push(...plan.ids);
           return { ...base, outcome: 'failed', error };
@@ -92,10 +100,15 @@ export class SummaryMirror {
   }
 
   /**
-   * Makes the bits of these addresses (all in one chunk) equal to their lease items: steps 1-4 above.
+   * Makes the bits of these addresses (all in one chunk) equal to their lease items: steps 1-4 above. A written chunk
+   * carries `historyThrough` (the newer of its own and the one given); an unchanged one is not written for it.
    * @throws NotReadyError when the chunk keeps changing; store errors as they come
    */
-  async settleChunk(pool: string, family: IpFamily, index: bigint, addresses: readonly string[]): Promise<'written' | 'unchanged'> {
+  async settleChunk(pool: string, family: IpFamily, index: bigint, addresses: readonly string[], historyThrough?: Promise<number | undefined>): Promise<'written' | 'unchanged'> {
+    return (await this.settle(pool, family, index, addresses, historyThrough)).outcome;
+  }
+
+  private async settle(pool: string, family: IpFamily, index: bigint, addresses: readonly string[], historyThrough?: Promise<number | undefined>): Promise<{ outcome: 'written' | 'unchanged'; historyThrough?: number }> {
     for (let attempt = 0; attempt < this.maxAttempts; attempt += 1) {
       const current = await this.deps.store.getChunk(pool, family, index);
       const states = await this.deps.store.leaseStates(pool, addresses);
@@ -110,9 +123,11 @@ export class SummaryMirror {
         changed = (state?.expiring ? expiring.set(bit) : expiring.clear(bit)) || changed;
       }
       // An absent chunk is an empty one: nothing to write until a bit is set.
-      if (!changed) return 'unchanged';
-      const next: OccupancyChunk = { ...chunk, bits, expiring, version: chunk.version + 1, asOf: new Date(this.deps.clock.nowMs()).toISOString() };
-      if ((await this.deps.store.putChunk(next, current ? current.version : 'absent')) === 'written') return 'written';
+      if (!changed) return { outcome: 'unchanged', ...(chunk.historyThrough !== undefined ? { historyThrough: chunk.historyThrough } : {}) };
+      const through = await historyThrough;
+      const mark = through !== undefined && through > (chunk.historyThrough ?? -Infinity) ? { historyThrough: through } : {};
+      const next: OccupancyChunk = { ...chunk, bits, expiring, version: chunk.version + 1, asOf: new Date(this.deps.clock.nowMs()).toISOString(), ...mark };
+      if ((await this.deps.store.putChunk(next, current ? current.version : 'absent')) === 'written') return { outcome: 'written', ...(next.historyThrough !== undefined ? { historyThrough: next.historyThrough } : {}) };
     }
     throw new NotReadyError(`A chunk of pool ${JSON.stringify(pool)}'s summary kept changing during ${this.maxAttempts} rounds.`);
   }

@@ -17,17 +17,21 @@ export const GAP_CHECK_SPAN_MS = 10 * 60_000;
 /** Most release events checked per pool and run (each costs a query per address); the rest wait for the next run. */
 export const GAP_CHECK_EVENTS = 200;
 
-/** What the history phase found: each pool's last stream lag (the marks' `lagMs`), and the gaps it reported. */
+/** What the history phase found: each pool's lag, and the gaps it reported. */
 export interface HistoryCheck {
-  /** Pool -> the stream function's delay on the last batch that moved its mark (ms). */
+  /**
+   * Pool (each that keeps history) -> how long the oldest lease change the stream function failed to record has been
+   * waiting (ms): 0 when none is pending, so an idle pool reads 0. The stream's own delay before a batch (changes
+   * in flight, no failure) is the stream function's IteratorAge, not counted here.
+   */
   readonly lagMs: Readonly<Record<string, number>>;
   /** Release events checked against the history in this run. */
   readonly eventsChecked: number;
 }
 
 /**
- * The address history's health, once per run: its lag (read off the completeness marks, one query for every pool),
- * and a gap check that proves what it reports. The provable gaps are lease changes that left a record outside the
+ * The address history's health, once per run: its lag (from the pending notes on the mark items, one query for every
+ * pool, and one read for a pool with a note), and a gap check that proves what it reports. The provable gaps are lease changes that left a record outside the
  * stream: a release repair (ClaimExpired, OwnerReleased, LeaseOrphaned, PoolDeleted, RangeRetired) writes its event,
  * with the released addresses, in the release's own transaction, so once that event is older than the stream's
  * maximum record age, the stream function has either recorded the holding it ended or skipped the change for good. A
@@ -39,23 +43,50 @@ export interface HistoryCheck {
 export async function checkHistory(run: Run, views: readonly PoolView[]): Promise<HistoryCheck> {
   const read = await run.read('read history marks', () => run.deps.history.marks());
   if (!read.ok) return { lagMs: {}, eventsChecked: 0 };
-  const lagMs: Record<string, number> = {};
-  for (const [pool, mark] of read.value) lagMs[pool] = mark.lagMs;
-  const keeping = new Set(views.filter((v) => historyDaysOf(v.pool) > 0).map((v) => v.pool.name));
+  const keeping = views.filter((v) => historyDaysOf(v.pool) > 0).map((v) => v.pool.name);
+  const lags = new Map<string, number>();
   let eventsChecked = 0;
-  await run.each(Phase.History, [...read.value].filter(([pool]) => keeping.has(pool)), async ([pool, mark]) => {
+  await run.each(Phase.History, keeping, async (pool) => {
+    const mark = read.value.get(pool);
+    lags.set(pool, await historyLag(run, pool, mark));
     eventsChecked += await checkPool(run, pool, mark);
     return true;
   });
-  return { lagMs, eventsChecked };
+  // In the pools' order, whichever finished first.
+  return { lagMs: Object.fromEntries(keeping.filter((p) => lags.has(p)).map((p) => [p, lags.get(p)!])), eventsChecked };
+}
+
+/**
+ * The pool's lag: 0 without a pending note; otherwise the noted change's age while its holding is still missing. A
+ * note whose holding is recorded is cleared (0); one older than the stream's maximum record age plus 10 minutes can no
+ * longer be recorded (the stream skipped it): it is reported once as a HistoryGap and cleared.
+ */
+async function historyLag(run: Run, pool: string, mark: HistoryMark | undefined): Promise<number> {
+  const since = mark?.pendingSince;
+  const address = mark?.pendingAddress;
+  const holding = mark?.pendingHolding;
+  if (since === undefined || address === undefined || holding === undefined) return 0;
+  const found = await run.read(`pending holding of ${pool}/${address}`, () => run.deps.history.hasHolding(pool, address, holding));
+  if (!found.ok) return Math.max(0, run.now() - since);
+  const lost = !found.value && run.now() - since > GAP_PROOF_AGE_MS;
+  if (lost) {
+    const gap = events.historyGapOfChange(pool, address, holding, since, run.iso());
+    const reported = await run.repair(`report history gap of ${pool}/${address}`, async () => (run.done(gap, await run.deps.reconcile.reportOnce(gap, `histgap/${address}/${holding}`, run.now())), true));
+    if (!reported) return Math.max(0, run.now() - since);
+  }
+  if (found.value || lost) {
+    await run.repair(`history pending note of ${pool}`, async () => (await run.deps.history.clearPending(pool, since), true));
+    return 0;
+  }
+  return Math.max(0, run.now() - since);
 }
 
 /** Checks the pool's release events of the next span that has become provable; returns how many it checked. */
-async function checkPool(run: Run, pool: string, mark: HistoryMark): Promise<number> {
+async function checkPool(run: Run, pool: string, mark: HistoryMark | undefined): Promise<number> {
   const nowMs = run.now();
   const to = nowMs - GAP_PROOF_AGE_MS;
   // Events older than their retention are gone (and may be half deleted): start inside it.
-  const from = Math.max(mark.gapCheckedThrough ?? 0, nowMs - EVENT_RETENTION_MS + GAP_CHECK_SPAN_MS);
+  const from = Math.max(mark?.gapCheckedThrough ?? 0, nowMs - EVENT_RETENTION_MS + GAP_CHECK_SPAN_MS);
   if (to - from < GAP_CHECK_SPAN_MS) return 0;
   const listed = await run.read(`history gap check of ${pool}`, () => run.deps.history.repairEvents(pool, from, to));
   if (!listed.ok) return 0;

@@ -182,6 +182,13 @@ export const events = {
     object: `lease/${address}`,
     message: `The address history of ${address} has no holding of claim uid ${ended.claimUid}, which a ${ended.reason} repair released at ${new Date(ended.atMs).toISOString()}: the stream function skipped that lease change past its retries (see MirrorFailureQueue). Holdings of that time are incomplete; nothing was changed.`,
   }),
+  historyGapOfChange: (pool: string, address: string, holding: string, atMs: number, time: string): IpamEvent => ({
+    pool,
+    time,
+    reason: EventReason.HistoryGap,
+    object: `lease/${address}`,
+    message: `The address history of ${address} has no holding ${holding}, which a lease change of ${new Date(atMs).toISOString()} ended: the stream function failed to record it and the stream skipped it past its retries (see MirrorFailureQueue). Holdings of that time are incomplete; nothing was changed.`,
+  }),
   rangeRetired: (claim: Claim, time: string): IpamEvent => ({
     ...aboutClaim(claim, time),
     reason: EventReason.RangeRetired,

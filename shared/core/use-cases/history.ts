@@ -7,7 +7,10 @@ import { pageLimit, type Deps } from './deps.ts';
 
 /** A history answer says how far the history is complete: it lags the leases by the stream's delay. */
 export interface HistoryAnswer {
-  /** ISO time up to which every lease change of the pool is recorded (the stream position); absent before the first. */
+  /**
+   * ISO time before which every lease change of the pool is recorded (the stream position the history reflects, to the
+   * second; changes stamped at it or later may still come); absent before the first.
+   */
   readonly completeUntil?: string;
 }
 
@@ -35,7 +38,7 @@ type HistoryDeps = Pick<Deps, 'history' | 'leases' | 'claims' | 'views' | 'clock
 const iso = (ms: number) => new Date(ms).toISOString();
 
 function completeUntil(mark: HistoryMark | undefined): HistoryAnswer {
-  return mark ? { completeUntil: iso(mark.through) } : {};
+  return mark?.through !== undefined ? { completeUntil: iso(mark.through) } : {};
 }
 
 const overlaps = (h: Holding, window: Window) =>
@@ -49,10 +52,15 @@ const overlaps = (h: Holding, window: Window) =>
 export async function addressHistory(deps: HistoryDeps, pool: string, text: string, window: Window, limit?: number, cursor?: string): Promise<HistoryPage> {
   await deps.views.get(pool, deps.clock.nowMs());
   const address = formatAddress(parseAddress(text));
+  // The mark first: whatever it vouches for was written before it, so the reads after it see it.
+  return addressPage(deps, pool, address, await deps.history.mark(pool, [address]), window, limit, cursor);
+}
+
+async function addressPage(deps: HistoryDeps, pool: string, address: string, mark: HistoryMark | undefined, window: Window, limit?: number, cursor?: string): Promise<HistoryPage> {
   const size = pageLimit(limit);
   const scope = ['addressHistory', pool, address];
   const position = cursor === undefined ? undefined : deps.history.decode(scope, cursor);
-  const [mark, lease] = await Promise.all([deps.history.mark(pool), position ? undefined : deps.leases.getLease(pool, address)]);
+  const lease = position ? undefined : await deps.leases.getLease(pool, address);
   const current = lease ? holdingAt(lease, deps.clock.nowMs()) : undefined;
   const before = position?.k ?? (window.toMs !== undefined ? afterStart(window.toMs - 1) : undefined);
   const items: Holding[] = [];
@@ -98,7 +106,8 @@ export async function addressHistory(deps: HistoryDeps, pool: string, text: stri
 export async function addressAt(deps: HistoryDeps, pool: string, text: string, atMs: number): Promise<AtAnswer> {
   await deps.views.get(pool, deps.clock.nowMs());
   const address = formatAddress(parseAddress(text));
-  const [mark, lease, older] = await Promise.all([deps.history.mark(pool), deps.leases.getLease(pool, address), deps.history.addressHoldings(pool, address, 2, afterStart(atMs))]);
+  const mark = await deps.history.mark(pool, [address]);
+  const [lease, older] = await Promise.all([deps.leases.getLease(pool, address), deps.history.addressHoldings(pool, address, 2, afterStart(atMs))]);
   const current = lease ? holdingAt(lease, deps.clock.nowMs()) : undefined;
   // The newest holding that began at or before the instant, and the one after it (which cuts its end).
   const candidates = [...(current ? [current] : []), ...older.items.filter((h) => !current || holdingId(h) !== holdingId(current))];
@@ -130,7 +139,10 @@ export async function ownerHistory(deps: HistoryDeps, pool: string, ownerUid: st
       }
     }
   }
-  const [mark, page] = await Promise.all([deps.history.mark(pool), deps.history.ownerHoldings(pool, ownerUid, size + 1, position?.k)]);
+  // The index is eventually consistent, so this listing may lag completeUntil by the index's delay whatever the order;
+  // the mark is read after the page to see the chunks of the addresses the owner held.
+  const page = await deps.history.ownerHoldings(pool, ownerUid, size + 1, position?.k);
+  const mark = await deps.history.mark(pool, [...open, ...page.items].map((h) => h.address));
   const seen = new Set(open.map((h) => `${h.address}/${holdingId(h)}`));
   const all = [...open, ...page.items.filter((h) => !seen.has(`${h.address}/${holdingId(h)}`))].sort((a, b) => (a.from < b.from ? 1 : a.from > b.from ? -1 : 0));
   const items = all.slice(0, size);
@@ -147,13 +159,15 @@ export async function cidrHistory(deps: HistoryDeps, pool: string, cidrText: str
     throw new InvalidArgumentError(`cidr ${formatCidr(cidr)} holds ${size} addresses; the history of a block reads at most ${MAX_CIDR_HISTORY_ADDRESSES} (an IPv4 /24, an IPv6 /120).`, 'cidr');
   }
   const max = pageLimit(limit);
+  await deps.views.get(pool, deps.clock.nowMs());
   const addresses = Array.from({ length: Number(size) }, (_, i) => formatAddress({ family: cidr.family, value: cidr.base + BigInt(i) }));
+  // One mark for the block (read first, as for one address): a block this small lies in one summary chunk.
+  const mark = await deps.history.mark(pool, addresses.slice(0, 1));
   const pages: HistoryPage[] = [];
   // A few addresses at a time: a /24 is 256 reads of one partition each.
   for (let i = 0; i < addresses.length; i += 16) {
-    pages.push(...(await Promise.all(addresses.slice(i, i + 16).map((a) => addressHistory(deps, pool, a, window, max)))));
+    pages.push(...(await Promise.all(addresses.slice(i, i + 16).map((a) => addressPage(deps, pool, a, mark, window, max)))));
   }
   const items = pages.flatMap((p) => p.items).sort((a, b) => (a.from < b.from ? 1 : a.from > b.from ? -1 : 0));
-  const mark = pages[0]?.completeUntil;
-  return { items: items.slice(0, max), ...(mark ? { completeUntil: mark } : {}) };
+  return { items: items.slice(0, max), ...completeUntil(mark) };
 }

@@ -1,15 +1,21 @@
 import type { RangeSeals, UsedUpSeal } from '../../../core/occupancy/ports.ts';
 import type { Item } from '../codec.ts';
 import { Entity, keys, SCHEMA_VERSION, shardOf } from '../keys.ts';
-import type { WriteOp } from '../table.ts';
+import { attributeIs } from '../conditions.ts';
+import type { Table, WriteOp } from '../table.ts';
 
 /**
  * Shards of a range's freed counter. Every write that frees an address bumps one shard of its range in its own
- * transaction, so releases of one range spread over this many items (DynamoDB cancels a transaction that meets
- * another on the same item); a used-up check reads all of them (one read unit each, consistent). Four: a range takes
- * about four times the concurrent releases one item would, for four read units per check.
+ * transaction, and DynamoDB cancels a transaction that meets another in flight on one of its items: the transactions
+ * in flight on one shard at once are about (the range's releases a second x a transaction's ~10 ms) / shards. In the
+ * simulator's warmed run (about 4,000 releases a second on one /16) that is ~0.4 with 99 shards against ~10 with 4,
+ * which cancelled 205,228 transactions (6,657 with 99) and overloaded the partition holding three of the 4
+ * (SIMULATION.md). 99: a range's shards and its seals item are 100 keys, one BatchGetItem request, so a used-up
+ * decision reads 100 items a range (one consistent read unit each, a counter being ~70 bytes) in one request a range,
+ * where 4 shards read 5. A seal is one item whatever this is (sealWrite). Shards 0-3 keep their keys: writers of the
+ * 4-shard layout bump items this one reads.
  */
-export const FREED_SHARDS = 4;
+export const FREED_SHARDS = 99;
 
 /**
  * The bumps a write that frees addresses adds to its transaction: one `ADD n 1` per distinct range, on the shard
@@ -61,5 +67,20 @@ export function rangeSealsOf(pool: string, ranges: readonly string[], items: rea
       }
       return [range, { freed: shards.map((s) => (typeof s?.n === 'number' ? s.n : 0)), seals }];
     }),
+  );
+}
+
+/**
+ * Deletes the freed counters and seals of ranges that are gone (a range finalized, a pool deleted): one bulk read of
+ * their keys, then a delete of each item there (most shards of a range are never bumped). Not in the removal's
+ * transaction, which FREED_SHARDS + 1 items a range would overflow. A counter is deleted only while it still reads as
+ * read, so a bump that lands meanwhile (a range re-created under the name) is kept; a leftover seal names its range's
+ * incarnation (shapeOf) and says nothing about a new one.
+ */
+export async function dropFreed(table: Table, pool: string, ranges: readonly string[]): Promise<void> {
+  if (ranges.length === 0) return;
+  const items = await table.batchGet(freedKeys(pool, ranges), ['PK', 'SK', 'n']);
+  await Promise.all(
+    items.map((i) => table.write({ kind: 'delete', key: { PK: i.PK as string, SK: i.SK as string }, ...(typeof i.n === 'number' ? { condition: attributeIs('n', i.n) } : {}) })),
   );
 }
