@@ -195,6 +195,26 @@ export function historyCases(streams: StreamEngine): void {
       }
     });
 
+    it('completeUntil stays before a change another shard failed to record, although this shard marked the pool past it', async () => {
+      // Prepare: two releases of pool p whose records sit on different stream shards (delivered apart)
+      const { api, stream } = await stack({}, {}, streams.unfollowed);
+      const t = Math.floor(Date.now() / 1000) - 60;
+      const [a, b] = [await claim(api, 'a'), await claim(api, 'b')];
+      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual([]);
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      const shardA = stamped(await stream.read(), t + 5);
+      expect((await api.call('DELETE', '/v1/pools/p/claims/b')).status).toBe(204);
+      const shardB = stamped(await stream.read(), t + 20);
+      // Act: shard A's batch fails on its holding write; shard B's, later in time, is recorded
+      const faulty = api.sibling({ table: failingHoldingWrites(api.container.table, () => true) });
+      expect((await mirrorOf(faulty.container)({ Records: shardA })).batchItemFailures.length).toBeGreaterThan(0);
+      expect((await mirrorOf(api.container)({ Records: shardB })).batchItemFailures).toEqual([]);
+      // Assess: the pool's mark went to t + 20, the answer stops at the noted change
+      expect(((await history(api, b.address)).items as Record<string, unknown>[]).map((h) => h.claim)).toEqual(['b']);
+      expect((await history(api, a.address)).completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
+      expect((await history(api, b.address)).completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
+    });
+
     it('a pool whose holdings of a batch were all recorded gets its mark although another pool\'s failed in the same batch', async () => {
       // Prepare: pools p and q, a claim and a release in each, one batch; q's holding writes fail
       const { api, stream } = await stack({}, {}, streams.unfollowed);
