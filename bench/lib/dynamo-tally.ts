@@ -4,7 +4,7 @@
  * Each request is charged to the phase `phase()` names when it arrives, by what it touches:
  *
  *   commit       a TransactWriteItems holding a claim (an allocation's transaction); refused = a collision
- *   seal         a TransactWriteItems holding a used-up seal; refused = a seal that did not commit
+ *   seal         a write of a used-up seal
  *   leaseRead    a consistent BatchGetItem of leases (verifying candidates, or a band read in bulk); `keys` = leases read
  *   sealRead     a BatchGetItem of freed counters and seals (the start of every used-up decision)
  *   summary      a Query of occupancy summary chunks; listing: a Query of the lease listing index
@@ -71,6 +71,7 @@ function kindOf(op: string, body: Body): { kind: string; keys: number; consisten
   }
   const key = (body.Key ?? body.Item) as Record<string, AttributeValue> | undefined;
   const prefix = prefixOf(pkOf(key));
+  if (prefix === 'SEALS#' && op !== 'GetItem') return { kind: 'seal', keys: 0, consistent: true };
   if (MIRROR_PREFIXES.includes(prefix) && op !== 'GetItem') return { kind: 'mirror', keys: 0, consistent: true };
   if (op === 'BatchWriteItem') return { kind: 'mirror', keys: 0, consistent: true };
   return { kind: `${op === 'GetItem' ? 'get' : op}:${prefix}`, keys: op === 'GetItem' ? 1 : 0, consistent: body.ConsistentRead === true };

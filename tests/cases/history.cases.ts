@@ -195,6 +195,47 @@ export function historyCases(streams: StreamEngine): void {
       }
     });
 
+    it('completeUntil stays before a change another shard failed to record, although this shard marked the pool past it', async () => {
+      // Prepare: two releases of pool p whose records sit on different stream shards (delivered apart)
+      const { api, stream } = await stack({}, {}, streams.unfollowed);
+      const t = Math.floor(Date.now() / 1000) - 60;
+      const [a, b] = [await claim(api, 'a'), await claim(api, 'b')];
+      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual([]);
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      const shardA = stamped(await stream.read(), t + 5);
+      expect((await api.call('DELETE', '/v1/pools/p/claims/b')).status).toBe(204);
+      const shardB = stamped(await stream.read(), t + 20);
+      // Act: shard A's batch fails on its holding write; shard B's, later in time, is recorded
+      const faulty = api.sibling({ table: failingHoldingWrites(api.container.table, () => true) });
+      expect((await mirrorOf(faulty.container)({ Records: shardA })).batchItemFailures.length).toBeGreaterThan(0);
+      expect((await mirrorOf(api.container)({ Records: shardB })).batchItemFailures).toEqual([]);
+      // Assess: the pool's mark went to t + 20, the answer stops at the noted change
+      expect(((await history(api, b.address)).items as Record<string, unknown>[]).map((h) => h.claim)).toEqual(['b']);
+      expect((await history(api, a.address)).completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
+      expect((await history(api, b.address)).completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
+    });
+
+    it('a pool whose holdings of a batch were all recorded gets its mark although another pool\'s failed in the same batch', async () => {
+      // Prepare: pools p and q, a claim and a release in each, one batch; q's holding writes fail
+      const { api, stream } = await stack({}, {}, streams.unfollowed);
+      expect((await api.call('POST', '/v1/pools', { name: 'q' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/q/ranges', { cidr: '10.8.0.0/28' })).status).toBe(201);
+      const a = await claim(api, 'a');
+      expect((await api.call('POST', '/v1/pools/q/claims', { name: 'b', owner: owner('b') })).status).toBe(201);
+      const t = Math.floor(Date.now() / 1000) - 60;
+      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual([]);
+      expect((await api.call('DELETE', '/v1/pools/q/claims/b')).status).toBe(204);
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      const faulty = api.sibling({ table: failingHoldingWrites(api.container.table, (item) => item.pool === 'q') });
+      // Act
+      const failed = (await mirrorOf(faulty.container)({ Records: stamped(await stream.read(), t + 15) })).batchItemFailures;
+      // Assess
+      expect(failed).toHaveLength(1);
+      expect((await history(api, a.address)).completeUntil).toBe(new Date((t + 15) * 1000).toISOString());
+      const q = await api.call('GET', '/v1/pools/q/history?cidr=10.8.0.0/28');
+      expect(q.body.completeUntil).toBe(new Date(t * 1000).toISOString());
+    });
+
     it('records an expired address taken by another claim as ended at its expiry, exactly', async () => {
       // Prepare: a claim with a TTL; a container whose clock is an hour ahead takes the address once it expired
       const { api, drain } = await stack();
@@ -451,12 +492,12 @@ async function markItem(api: TestApi): Promise<Item | undefined> {
 }
 
 /** A table whose puts of holding items fail while `fail()` says so (the history write of a batch failing half way). */
-function failingHoldingWrites(inner: Table, fail: () => boolean): Table {
+function failingHoldingWrites(inner: Table, fail: (item: Item) => boolean): Table {
   return new Proxy(inner, {
     get(target, prop, receiver) {
       if (prop === 'write') {
         return async (op: WriteOp): Promise<WriteResult> => {
-          if (op.kind === 'put' && (op.item as Item).entity === 'holding' && fail()) throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
+          if (op.kind === 'put' && (op.item as Item).entity === 'holding' && fail(op.item as Item)) throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
           return target.write(op);
         };
       }

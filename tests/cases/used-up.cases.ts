@@ -257,6 +257,43 @@ export function usedUpCases(engine: TestEngine): void {
       expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(address(2));
     });
 
+    it('keeps a seal through a renewal that extends an expiry: no counter moves, and the next lower-band claim reads only the seal', async () => {
+      // Prepare
+      const h = await reconcilerHarness({ engine: oneBehind });
+      await sealedUpperBand(h, {}, () => ({ ttlSeconds: 3600 }));
+      const { seals } = h.api.container.stores;
+      const counters = async () => (await seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!.freed;
+      const before = await counters();
+      const counts = new Map<string, number>();
+      const counted = h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0, wrapStores: countingStores(counts) });
+      // Act
+      expect((await elsewhere(h).call('POST', '/v1/pools/p/claims/u2/renew', { ttlSeconds: 7200 })).status).toBe(200);
+      const after = await counters();
+      const lower = await counted.call('POST', '/v1/pools/p/claims', { name: 'next', owner: harnessOwner('next') });
+      // Assess
+      expect(after).toEqual(before);
+      expect(octet(addressOf(lower))).toBeLessThan(17);
+      expect(Object.fromEntries([...counts].filter(([k]) => k === 'readSeals' || k === 'leaseStates' || k === 'seal'))).toEqual({ leaseStates: 1, readSeals: 1 });
+    });
+
+    it('renews only while the claim\'s expiry is the one read: a renewal from a stale read is refused and moves nothing', async () => {
+      // Prepare: u2 read with its first expiry, then renewed by another request
+      const h = await reconcilerHarness({ engine: oneBehind });
+      await sealedUpperBand(h, {}, () => ({ ttlSeconds: 3600 }));
+      const { claims } = h.api.container.stores;
+      const stale = (await claims.getClaim('p', 'u2'))!;
+      expect((await elsewhere(h).call('POST', '/v1/pools/p/claims/u2/renew', { ttlSeconds: 7200 })).status).toBe(200);
+      const renewed = (await claims.getClaim('p', 'u2'))!;
+      // Act: a renewal judged against the stale expiry (it would look like an extension and bump nothing)
+      const outcome = await claims.renewClaim(stale, stale.expiresAt! + 1_000).then(
+        (o) => o,
+        (error: Error) => error.name,
+      );
+      // Assess
+      expect(outcome).toBe('NotReadyError');
+      expect((await claims.getClaim('p', 'u2'))!.expiresAt).toBe(renewed.expiresAt);
+    });
+
     it('takes an upper-band address whose lease passed its TTL after the band was sealed (no write at all frees it)', async () => {
       const h = await reconcilerHarness({ engine: oneBehind });
       const { address } = await sealedUpperBand(h, {}, (i) => (i === 9 ? { ttlSeconds: 60 } : {}));

@@ -407,11 +407,12 @@ describe('Class: TableClaimStore on the SDK engine', () => {
       expect(outcome).toBe('renewed');
       const items = ddb.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input.TransactItems!;
       expect(items.map((i) => i.Update!.Key!.PK)).toEqual([{ S: 'CLAIM#pool-a#claim-1' }, { S: 'LEASE#pool-a#10.0.0.10' }, { S: 'LEASE#pool-a#10.0.0.11' }]);
+      // The claim is this incarnation with the expiry read (a renewal is judged against the expiry it replaces).
       expect(items[0]!.Update).toMatchObject({
-        UpdateExpression: 'ADD #a1 :x1 REMOVE #a2, #a3, #a4, #a5',
-        ConditionExpression: '#cn0 = :cv0',
-        ExpressionAttributeNames: { '#cn0': 'uid', '#a1': 'version', '#a2': 'expiresAt', '#a3': 'ttl', '#a4': 'GSI3PK', '#a5': 'GSI3SK' },
-        ExpressionAttributeValues: { ':cv0': { S: 'uid-1' }, ':x1': { N: '1' } },
+        UpdateExpression: 'ADD #a2 :x2 REMOVE #a3, #a4, #a5, #a6',
+        ConditionExpression: '(#cn0 = :cv0) AND (#cn1 = :cv1)',
+        ExpressionAttributeNames: { '#cn0': 'uid', '#cn1': 'expiresAt', '#a2': 'version', '#a3': 'expiresAt', '#a4': 'ttl', '#a5': 'GSI3PK', '#a6': 'GSI3SK' },
+        ExpressionAttributeValues: { ':cv0': { S: 'uid-1' }, ':cv1': { N: String(NOW + 60_000) }, ':x2': { N: '1' } },
       });
       for (const lease of items.slice(1)) {
         expect(lease.Update).toMatchObject({

@@ -89,6 +89,11 @@ export class TableClaimStore implements ClaimStore {
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'renewed';
     const verdict = decode(verdicts);
+    if (verdict === 'claimChanged') {
+      // Gone or another incarnation; or renewed meanwhile (its expiry is not the one read): the caller tries again.
+      if ((await this.getClaim(claim.pool, claim.name))?.uid !== claim.uid) return 'absent';
+      throw new NotReadyError('A concurrent request changed this claim; retry the request.');
+    }
     if (verdict === 'conflict') throw new NotReadyError('A concurrent request changed this claim; retry the request.');
     return verdict;
   }

@@ -40,6 +40,15 @@ export function hasExpired(nowMs: number): Condition {
   return { op: 'compare', attribute: 'expiresAt', comparison: '<=', value: nowMs };
 }
 
+/**
+ * The item's expiry is still the one read: `expiresAt = ms`, or no expiresAt when it was read without one.
+ *
+ *   read: expiresAt = ms | write: only if still ms (a renewal judged "later" against the expiry it replaces)
+ */
+export function expiresAtIs(ms: number | undefined): Condition {
+  return ms === undefined ? { op: 'notExists', attribute: 'expiresAt' } : attributeIs('expiresAt', ms);
+}
+
 /** The item has not expired: it has no expiresAt, or `expiresAt > now`. */
 export function hasNotExpired(nowMs: number): Condition {
   return either({ op: 'notExists', attribute: 'expiresAt' }, { op: 'compare', attribute: 'expiresAt', comparison: '>', value: nowMs });

@@ -52,7 +52,7 @@ export interface HistoryStore {
   advanceMark(pool: string, throughMs: number): Promise<void>;
   /** Notes a change not recorded yet (the holding it ends), unless an older one is noted. */
   notePending(pool: string, sinceMs: number, address: string, holding: string): Promise<void>;
-  /** Removes the pending note if it is still the one read (the history has recorded past it). */
+  /** Removes the pending note if it is still the one read (its holding is recorded, or it was reported lost). */
   clearPending(pool: string, sinceMs: number): Promise<void>;
   /**
    * The pool's mark: its mark item with `through` raised to the newest mark on the summary chunks of `near` (the
@@ -61,7 +61,7 @@ export interface HistoryStore {
   mark(pool: string, near?: readonly string[]): Promise<HistoryMark | undefined>;
   /** Every pool's mark item (the reconciler's lag and gap check), without the chunks' marks. */
   marks(): Promise<ReadonlyMap<string, HistoryMark>>;
-  /** Moves the pool's gap-check position forward (never back) on its existing mark. */
+  /** Moves the pool's gap-check position forward (never back), making the pool's mark item if it has none. */
   advanceGapCheck(pool: string, throughMs: number): Promise<void>;
   /** Whether the ended holding of this id (holdingId) is recorded. */
   hasHolding(pool: string, address: string, holding: string): Promise<boolean>;

@@ -76,16 +76,17 @@ export class HistoryRecorder {
     let written = 0;
     await Promise.all(
       [...byPool].map(async ([pool, list]) => {
-        const failedBefore = failed.length;
+        // This pool's failures apart: the pools run side by side, so the shared list interleaves them.
+        const mine: string[] = [];
         try {
-          written += await this.applyPool(pool, list, failed, errors);
+          written += await this.applyPool(pool, list, mine, errors);
         } catch (error) {
           errors.push(error);
-          failed.push(...list.map((c) => c.id));
+          mine.splice(0, mine.length, ...list.map((c) => c.id));
         }
-        const mine = new Set(failed.slice(failedBefore));
-        if (mine.size === 0) marks.set(pool, Math.max(...list.map((c) => c.transition!.atMs)));
-        else await this.notePending(pool, list.filter((c) => mine.has(c.id)));
+        failed.push(...mine);
+        if (mine.length === 0) marks.set(pool, Math.max(...list.map((c) => c.transition!.atMs)));
+        else await this.notePending(pool, list.filter((c) => mine.includes(c.id)));
       }),
     );
     return { failed, written, errors, marks };

@@ -18,8 +18,6 @@ export interface ProjectionResult {
   readonly chunks: readonly ChunkOutcome[];
   /** The address history's writes (absent when the projections run without it). */
   readonly history?: HistoryResult;
-  /** Pools whose history mark went to their mark item: the batch wrote none of their summary chunks. */
-  readonly markItems?: readonly string[];
 }
 
 /**
@@ -52,17 +50,17 @@ export class LeaseProjections {
   async apply(changes: readonly LeaseChange[]): Promise<ProjectionResult> {
     const recorded = this.history?.apply(changes);
     const [summary, legacy, history] = await Promise.all([this.summary.apply(changes, recorded?.then((r) => r.marks)), this.legacy.apply(changes), recorded]);
-    const markItems = history ? await this.markUnchunked(history, summary.chunks) : [];
+    if (history) await this.markUnchunked(history, summary.chunks);
     return {
       failed: [...new Set([...summary.failed, ...legacy.failed, ...(history?.failed ?? [])])],
       ranges: legacy.ranges,
       chunks: summary.chunks,
-      ...(history ? { history, markItems } : {}),
+      ...(history ? { history } : {}),
     };
   }
 
-  /** Puts the mark of each pool that got no chunk written on its mark item, where the slack says so; returns those pools. */
-  private async markUnchunked(history: HistoryResult, chunks: readonly ChunkOutcome[]): Promise<string[]> {
+  /** Puts the mark of each pool that got no chunk written on its mark item, where the slack says so. */
+  private async markUnchunked(history: HistoryResult, chunks: readonly ChunkOutcome[]): Promise<void> {
     const chunked = new Set(chunks.filter((c) => c.outcome === 'written').map((c) => c.pool));
     for (const [pool, through] of history.marks) if (chunked.has(pool)) this.remember(pool, through);
     // A chunk read but left unchanged shows a mark put before (by any container): the slack counts from it too.
@@ -78,7 +76,6 @@ export class LeaseProjections {
         }
       }),
     );
-    return left.map(([pool]) => pool);
   }
 
   private remember(pool: string, through: number): void {

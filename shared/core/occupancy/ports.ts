@@ -23,9 +23,10 @@ export type BandName = (typeof BandName)[keyof typeof BandName];
 /**
  * A record that a band of a range was read used up (issue 20): every address of it held by an unexpired lease, read
  * consistently while the range's freed counters stood at `freed`. Every write that frees an address of the range for
- * anyone (a release, an owner release, a reconciler release, a renewal that may shorten an expiry, a replaced claim's
- * leases held for its owner) bumps one of those counters in its own transaction, and the only other way an address
- * gets free is time: so while the counters still read `freed` and it is before `until`, the band is still used up.
+ * anyone (a release, an owner release, a reconciler release, a renewal to an earlier expiry or a first one, a
+ * replaced claim's leases held for its owner) bumps one of those counters in its own transaction, and the only other
+ * way an address gets free is time: so while the counters still read `freed` and it is before `until`, each address
+ * of the band is held (writes/freed.ts says as of when).
  */
 export interface UsedUpSeal {
   /**

@@ -30,15 +30,17 @@ export interface HistoryCheck {
 }
 
 /**
- * The address history's health, once per run: its lag (from the pending notes on the mark items, one query for every
- * pool, and one read for a pool with a note), and a gap check that proves what it reports. The provable gaps are lease changes that left a record outside the
- * stream: a release repair (ClaimExpired, OwnerReleased, LeaseOrphaned, PoolDeleted, RangeRetired) writes its event,
- * with the released addresses, in the release's own transaction, so once that event is older than the stream's
- * maximum record age, the stream function has either recorded the holding it ended or skipped the change for good. A
- * holding of that claim uid missing then is a gap: reported once as a HistoryGap event, not repaired (the event does
- * not carry the whole holding: its start and owner uid are the lease's). Not detectable here: a client's release or a
- * takeover of an expired lease that the stream function skipped (nothing but the stream records those), and events
- * older than 24 hours (their retention) or written before events carried their addresses.
+ * The address history's health, once per run: its lag (from the pending notes on the mark items: one query for every
+ * pool, and one read for a pool with a note), and a gap check that proves what it reports. The provable gaps are lease
+ * changes that left a record outside the stream: a release repair (ClaimExpired, OwnerReleased, LeaseOrphaned,
+ * PoolDeleted, RangeRetired) writes its event, with the released addresses, in the release's own transaction, so once
+ * that event is older than the stream's maximum record age, the stream function has either recorded the holding it
+ * ended or skipped the change for good. A holding of that claim uid missing then is a gap: reported once as a
+ * HistoryGap event, not repaired (the event does not carry the whole holding: its start and owner uid are the
+ * lease's). A change the stream function noted as failing (historyLag) is proved the same way, whatever its kind. Not
+ * detectable here: a client's release or a takeover of an expired lease that the stream function skipped without
+ * noting it (its note write failed too, or a newer note was refused beside an older one), and events older than 24
+ * hours (their retention) or written before events carried their addresses.
  */
 export async function checkHistory(run: Run, views: readonly PoolView[]): Promise<HistoryCheck> {
   const read = await run.read('read history marks', () => run.deps.history.marks());

@@ -37,8 +37,13 @@ type HistoryDeps = Pick<Deps, 'history' | 'leases' | 'claims' | 'views' | 'clock
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/**
+ * The mark as an answer's completeUntil, held back to a change the stream function noted as not recorded yet: with
+ * several stream shards, another shard's batches can mark the pool past a change that keeps failing on its own shard.
+ */
 function completeUntil(mark: HistoryMark | undefined): HistoryAnswer {
-  return mark?.through !== undefined ? { completeUntil: iso(mark.through) } : {};
+  if (mark?.through === undefined) return {};
+  return { completeUntil: iso(mark.pendingSince !== undefined ? Math.min(mark.through, mark.pendingSince) : mark.through) };
 }
 
 const overlaps = (h: Holding, window: Window) =>

@@ -1,12 +1,15 @@
 import type { Claim } from '../../../core/model.ts';
 import { expiryIndex, ttlOf } from '../codec.ts';
-import { claimUidIs, heldByClaim } from '../conditions.ts';
+import { both, claimUidIs, expiresAtIs, heldByClaim } from '../conditions.ts';
 import { keys } from '../keys.ts';
 import type { TxVerdict, Update, WriteOp } from '../table.ts';
 import { freedBumps } from './freed.ts';
 
-/** `lost`: a lease expired and went to another claim; `absent`: the claim is gone or another incarnation. */
-export type RenewVerdict = 'absent' | 'lost' | 'conflict';
+/**
+ * `claimChanged`: the claim is gone, another incarnation, or its expiry is no longer the one read (a renewal
+ * meanwhile); `lost`: a lease expired and went to another claim.
+ */
+export type RenewVerdict = 'claimChanged' | 'lost' | 'conflict';
 
 /** What a claim without an expiry drops: its expiry, DynamoDB's TTL attribute and its expiry index keys. */
 const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
@@ -14,10 +17,10 @@ const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
 /**
  * A renewal: one TransactWriteItems moving the claim, its marker and every lease to the new expiry together:
  *
- *   Update claim       uid = claim.uid         SET expiresAt, ttl, expiry index; ADD version 1   -> absent
- *   Update generated   claimUid = claim.uid    SET expiresAt, ttl                                 (when held)
- *   Update lease       claimUid = claim.uid    SET expiresAt + holdMs, ttl, expiry index          -> lost
- *   Update freed       ADD n 1 (one shard per range; not when the claim is made permanent)
+ *   Update claim       uid = claim.uid, expiresAt as read   SET expiresAt, ttl, expiry index; ADD version 1   -> claimChanged
+ *   Update generated   claimUid = claim.uid                 SET expiresAt, ttl                                 (when held)
+ *   Update lease       claimUid = claim.uid                 SET expiresAt + holdMs, ttl, expiry index          -> lost
+ *   Update freed       ADD n 1 (one shard per range; only for an expiry earlier than the one read, or a first one)
  *
  * Leases move to their new expiry bucket with the claim, so the expiry index never points at a stale hour. In a pool
  * with a reuse delay a lease outlives its claim's expiry by `holdMs`, so an expired claim's addresses stay held for
@@ -33,16 +36,19 @@ export function claimRenewal(claim: Claim, expiresAt: number | undefined, marker
     expiresAt === undefined
       ? { remove: indexed ? [...EXPIRY_ATTRIBUTES] : ['expiresAt', 'ttl'] }
       : { set: { expiresAt: expiresAt + extra, ...ttlOf(expiresAt + extra), ...(indexed ? expiryIndex(claim.pool, name, expiresAt + extra) : {}) } };
-  const ops: WriteOp[] = [{ kind: 'update', key: keys.claim(claim.pool, claim.name), update: { ...moved(claim.name, true), add: { version: 1 } }, condition: claimUidIs(claim.uid) }];
+  const ops: WriteOp[] = [{ kind: 'update', key: keys.claim(claim.pool, claim.name), update: { ...moved(claim.name, true), add: { version: 1 } }, condition: both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt)) }];
   if (markerHeld) ops.push({ kind: 'update', key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!), update: moved(claim.name, false), condition: mine });
   const firstLease = ops.length;
   for (const a of claim.addresses) {
     ops.push({ kind: 'update', key: keys.lease(claim.pool, a.address), update: moved(a.address, true, holdMs), condition: mine });
   }
-  // A new expiry may be earlier than the one a used-up seal read (writes/freed.ts): the seal must not outlive it.
-  if (expiresAt !== undefined) ops.push(...freedBumps(claim.pool, claim.addresses.map((a) => a.range), claim.uid));
+  // A used-up seal read each lease's expiry (its `until` is the earliest): only an expiry earlier than that, or one
+  // where there was none, can free an address before the seal says. The leases' expiry is the claim's plus the pool's
+  // reuse delay, and the claim's write holds only while its expiry is the one read, so a later one needs no bump.
+  const earlier = expiresAt !== undefined && (claim.expiresAt === undefined || expiresAt < claim.expiresAt);
+  if (earlier) ops.push(...freedBumps(claim.pool, claim.addresses.map((a) => a.range), claim.uid));
   const decode = (verdicts: readonly TxVerdict[]): RenewVerdict => {
-    if (verdicts[0]?.code === 'ConditionalCheckFailed') return 'absent';
+    if (verdicts[0]?.code === 'ConditionalCheckFailed') return 'claimChanged';
     if (verdicts.slice(firstLease).some((v) => v.code === 'ConditionalCheckFailed')) return 'lost';
     return 'conflict';
   };
