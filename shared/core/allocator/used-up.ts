@@ -95,6 +95,16 @@ export function sealHolds(read: ReadonlyMap<string, RangeSeals>, band: Band, own
   );
 }
 
+/**
+ * The counters of `read` with the seals of a later read of the seals alone. Checking a seal against counters read
+ * before it was read loses nothing: it holds only where those counters equal the ones it records, and then each
+ * address it covers was held at a moment between that counter read and the seal's read, both in this call
+ * (writes/freed.ts). It saves reading every counter shard again to see what other callers sealed meanwhile.
+ */
+export function withSealsOf(read: ReadonlyMap<string, RangeSeals>, later: ReadonlyMap<string, RangeSeals>): Map<string, RangeSeals> {
+  return new Map([...read].map(([range, r]) => [range, { freed: r.freed, seals: later.get(range)?.seals ?? {} }]));
+}
+
 /** The counters a seal of this band records, as read. */
 export function countersOf(read: ReadonlyMap<string, RangeSeals>, band: Band): Record<string, readonly number[]> {
   return Object.fromEntries(band.counters.map((counter) => [counter, read.get(counter)?.freed ?? []]));

@@ -50,8 +50,12 @@ export interface RangeSeals {
 
 /** The used-up seals of ranges (TableOccupancyStore is the adapter). */
 export interface UsedUpSeals {
-  /** The freed counters and seals of a pool's ranges: one consistent bulk read (FREED_SHARDS + 1 items a range). */
-  readSeals(pool: string, ranges: readonly string[]): Promise<ReadonlyMap<string, RangeSeals>>;
+  /**
+   * The freed counters and seals of a pool's ranges: one consistent bulk read (FREED_SHARDS + 1 items a range). With
+   * `only` 'seals', the seals items alone (one a range; `freed` left empty), for a decision that keeps the counters
+   * it read earlier in its call (withSealsOf).
+   */
+  readSeals(pool: string, ranges: readonly string[], only?: 'seals'): Promise<ReadonlyMap<string, RangeSeals>>;
   /**
    * Writes the seal of a part of a band of `range`, unconditionally (writes/freed.ts says why that is enough): a seal
    * at counters that have moved since is written too, and no reader trusts it.
