@@ -210,7 +210,7 @@ export function usedUpCases(engine: TestEngine): void {
       expect([counts.get('readSeals'), counts.get('seal') ?? 0]).toEqual([1, 0]);
     });
 
-    it('answers RangeFull, not a 5xx, in a full pool of 30 overlapping ranges (a seal naming 30 ranges' counters)', async () => {
+    it('answers RangeFull, not a 5xx, in a full pool of 30 overlapping ranges (its seals name the counters of 30 ranges)', async () => {
       // Prepare: a /25 and 29 /30s inside it, every one of its 126 hosts held by a lease written directly. The /25's
       // bands are overlapped by all 29 others, so their seals record 30 ranges' counters: a seal that checked each
       // shard in its transaction would exceed DynamoDB's 100 operations and could never be written.
