@@ -30,10 +30,11 @@ export type BandName = (typeof BandName)[keyof typeof BandName];
  */
 export interface UsedUpSeal {
   /**
-   * The freed counters (one per shard) when the band was read, of its range and of every range overlapping it (a
-   * lease taken through an overlapping range bumps that range's counter when it is freed).
+   * The freed counters when the band was read, of its range and of every range overlapping it (a lease taken through
+   * an overlapping range bumps that range's counter when it is freed): a digest of each counter's shards
+   * (countersDigest).
    */
-  readonly freed: Readonly<Record<string, readonly number[]>>;
+  readonly freed: Readonly<Record<string, string>>;
   /** The earliest expiry of the leases read (a TTL, or a reuse delay's end); absent when none expires. */
   readonly until?: number;
   /** What the band was (the range's incarnation, its offsets, the exclusions in it): a seal of another shape says nothing. */
