@@ -8,7 +8,7 @@ import type { Item } from './codec.ts';
 import { itemExists, itemIsAbsent, both, versionIs } from './conditions.ts';
 import { chunkSortKey, Entity, keys, SCHEMA_VERSION } from './keys.ts';
 import { queryAll, type Table } from './table.ts';
-import { freedKeys, rangeSealsOf, sealWrite } from './writes/freed.ts';
+import { freedKeys, rangeSealsOf, sealsOnlyOf, sealWrite } from './writes/freed.ts';
 import { stampRangeGeneration, transactRangeChange } from './writes/range-generation.ts';
 
 /** A chunk's item; the bitmaps in Go's big.Int byte order as the legacy bitmaps (an empty `expiring` is left out). */
@@ -83,8 +83,10 @@ export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
     );
   }
 
-  async readSeals(pool: string, ranges: readonly string[]): Promise<ReadonlyMap<string, RangeSeals>> {
-    return ranges.length ? rangeSealsOf(pool, ranges, await this.table.batchGet(freedKeys(pool, ranges))) : new Map();
+  async readSeals(pool: string, ranges: readonly string[], only?: 'seals'): Promise<ReadonlyMap<string, RangeSeals>> {
+    if (ranges.length === 0) return new Map();
+    if (only === 'seals') return sealsOnlyOf(pool, ranges, await this.table.batchGet(ranges.map((range) => keys.seals(pool, range))));
+    return rangeSealsOf(pool, ranges, await this.table.batchGet(freedKeys(pool, ranges)));
   }
 
   async seal(pool: string, range: string, part: string, seal: UsedUpSeal): Promise<void> {

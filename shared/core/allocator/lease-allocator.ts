@@ -10,7 +10,7 @@ import type { Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
 import { cidrCovers, hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
 import type { IpamEvent } from '../reconciler/ports.ts';
-import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, sealHolds, type Band } from './used-up.ts';
+import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, sealHolds, withSealsOf, type Band } from './used-up.ts';
 
 export const PickStrategy = {
   /** Upper band first, random start, steered by the container's hint of what is taken. */
@@ -400,8 +400,9 @@ export class LeaseAllocator implements Allocator {
         if (reading.open) ownPicksOnly = true;
         else await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
         if (parts.length === 1 || !this.deps.seals) continue;
-        // What others sealed meanwhile is not read again; and a read in which every part holds is the decision.
-        read = await seals.readSeals(pool, ranges);
+        // What others sealed meanwhile is not read again; and a read in which every part holds is the decision. The
+        // seals alone (one key a range, not the 100 of its counters), checked against the counters read this round.
+        read = withSealsOf(read, await seals.readSeals(pool, ranges, 'seals'));
         if (parts.every((p) => holds(read, p))) return undefined;
       }
       if (ownPicksOnly) return undefined;
@@ -409,7 +410,9 @@ export class LeaseAllocator implements Allocator {
       if (parts.length === 1) return undefined;
       // A store without seals: the bulk read is the decision, as each address was read during this call.
       if (!this.deps.seals) return undefined;
-      // Several parts: the round ended on a read of the seals (above), in which some part no longer holds.
+      // Several parts: the round ended on a read of the seals (above), in which some part no longer holds; the next
+      // round starts from the counters as they are now.
+      if (round + 1 < SEAL_ROUNDS) read = await seals.readSeals(pool, ranges);
     }
     throw new NotReadyError('Addresses of the pool were freed while it was confirmed used up; retry shortly.');
   }

@@ -30,10 +30,11 @@ export type BandName = (typeof BandName)[keyof typeof BandName];
  */
 export interface UsedUpSeal {
   /**
-   * The freed counters (one per shard) when the band was read, of its range and of every range overlapping it (a
-   * lease taken through an overlapping range bumps that range's counter when it is freed).
+   * The freed counters when the band was read, of its range and of every range overlapping it (a lease taken through
+   * an overlapping range bumps that range's counter when it is freed): a digest of each counter's shards
+   * (countersDigest).
    */
-  readonly freed: Readonly<Record<string, readonly number[]>>;
+  readonly freed: Readonly<Record<string, string>>;
   /** The earliest expiry of the leases read (a TTL, or a reuse delay's end); absent when none expires. */
   readonly until?: number;
   /** What the band was (the range's incarnation, its offsets, the exclusions in it): a seal of another shape says nothing. */
@@ -50,8 +51,12 @@ export interface RangeSeals {
 
 /** The used-up seals of ranges (TableOccupancyStore is the adapter). */
 export interface UsedUpSeals {
-  /** The freed counters and seals of a pool's ranges: one consistent bulk read (FREED_SHARDS + 1 items a range). */
-  readSeals(pool: string, ranges: readonly string[]): Promise<ReadonlyMap<string, RangeSeals>>;
+  /**
+   * The freed counters and seals of a pool's ranges: one consistent bulk read (FREED_SHARDS + 1 items a range). With
+   * `only` 'seals', the seals items alone (one a range; `freed` left empty), for a decision that keeps the counters
+   * it read earlier in its call (withSealsOf).
+   */
+  readSeals(pool: string, ranges: readonly string[], only?: 'seals'): Promise<ReadonlyMap<string, RangeSeals>>;
   /**
    * Writes the seal of a part of a band of `range`, unconditionally (writes/freed.ts says why that is enough): a seal
    * at counters that have moved since is written too, and no reader trusts it.

@@ -60,14 +60,24 @@ export function rangeSealsOf(pool: string, ranges: readonly string[], items: rea
   return new Map(
     ranges.map((range) => {
       const shards = Array.from({ length: FREED_SHARDS }, (_, shard) => byKey.get(keys.freed(pool, range, shard).PK));
-      const sealsItem = byKey.get(keys.seals(pool, range).PK) ?? {};
-      const seals: Record<string, UsedUpSeal> = {};
-      for (const [name, value] of Object.entries(sealsItem)) {
-        if (name.startsWith(SEAL_PREFIX) && typeof value === 'string') seals[name.slice(SEAL_PREFIX.length)] = JSON.parse(value) as UsedUpSeal;
-      }
-      return [range, { freed: shards.map((s) => (typeof s?.n === 'number' ? s.n : 0)), seals }];
+      return [range, { freed: shards.map((s) => (typeof s?.n === 'number' ? s.n : 0)), seals: sealsIn(byKey.get(keys.seals(pool, range).PK)) }];
     }),
   );
+}
+
+/** The seals of each range from its seals item alone (`freed` empty: the counters were not read). */
+export function sealsOnlyOf(pool: string, ranges: readonly string[], items: readonly Item[]): Map<string, RangeSeals> {
+  const byKey = new Map(items.map((i) => [i.PK as string, i]));
+  return new Map(ranges.map((range) => [range, { freed: [], seals: sealsIn(byKey.get(keys.seals(pool, range).PK)) }]));
+}
+
+/** The seals a seals item holds, by part. */
+function sealsIn(item: Item | undefined): Record<string, UsedUpSeal> {
+  const seals: Record<string, UsedUpSeal> = {};
+  for (const [name, value] of Object.entries(item ?? {})) {
+    if (name.startsWith(SEAL_PREFIX) && typeof value === 'string') seals[name.slice(SEAL_PREFIX.length)] = JSON.parse(value) as UsedUpSeal;
+  }
+  return seals;
 }
 
 /**
