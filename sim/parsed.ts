@@ -6,23 +6,18 @@
 import { parseAddress, type IpAddress } from '../shared/core/ip/address.ts';
 import { parseCidr, type Cidr } from '../shared/core/ip/cidr.ts';
 
-const addresses = new Map<string, IpAddress>();
-const cidrs = new Map<string, Cidr>();
-
-export function parsedAddress(text: string): IpAddress {
-  let parsed = addresses.get(text);
-  if (!parsed) {
-    parsed = parseAddress(text);
-    addresses.set(text, parsed);
-  }
-  return parsed;
+/** `parse` remembered per text (one map per parser). */
+function remembered<T>(parse: (text: string) => T): (text: string) => T {
+  const seen = new Map<string, T>();
+  return (text) => {
+    let parsed = seen.get(text);
+    if (parsed === undefined) {
+      parsed = parse(text);
+      seen.set(text, parsed);
+    }
+    return parsed;
+  };
 }
 
-export function parsedCidr(text: string): Cidr {
-  let parsed = cidrs.get(text);
-  if (!parsed) {
-    parsed = parseCidr(text);
-    cidrs.set(text, parsed);
-  }
-  return parsed;
-}
+export const parsedAddress: (text: string) => IpAddress = remembered(parseAddress);
+export const parsedCidr: (text: string) => Cidr = remembered(parseCidr);
