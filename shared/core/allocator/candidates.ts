@@ -31,6 +31,15 @@ export function pickableSize(range: PickRange): bigint {
 }
 
 /**
+ * Where a dynamic pick's upper band starts: the range's lower band size (KEP-3070), or 0 when the pickable offsets
+ * (`size`, pickableSize) do not reach past it, so the whole range is one band.
+ */
+export function upperBandStart(range: PickRange, size: bigint = pickableSize(range)): bigint {
+  const lower = lowerBandSize(range.cidr);
+  return lower < size ? lower : 0n;
+}
+
+/**
  * Random probes of a band before its scan. Callers that share a view and scan from random starts converge on the
  * first free address after each run of taken ones; probes spread them over every free address instead. At 90 %
  * full, 16 probes miss all free addresses with probability 0.9^16 = 19 %, and the scan then finds one anyway.
@@ -48,7 +57,7 @@ export const RANDOM_PROBES = 16;
 export function pickInRange(range: PickRange, ctx: PickContext, skip: ReadonlySet<bigint> = new Set()): bigint | undefined {
   const size = pickableSize(range);
   if (size <= 0n) return undefined;
-  const lower = lowerBandSize(range.cidr) < size ? lowerBandSize(range.cidr) : 0n;
+  const lower = upperBandStart(range, size);
   return scanBand(range.cidr, lower, size, ctx, skip) ?? (lower > 0n ? scanBand(range.cidr, 0n, lower, ctx, skip) : undefined);
 }
 
@@ -121,7 +130,7 @@ export function chooseWeighted<T>(items: readonly { item: T; weight: bigint }[],
  */
 export function collectFree(range: PickRange, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint> = new Set()): bigint[] {
   const size = pickableSize(range);
-  const lower = lowerBandSize(range.cidr) < size ? lowerBandSize(range.cidr) : 0n;
+  const lower = upperBandStart(range, size);
   const upper = collectIn(range, lower, size, ctx, limit, skip);
   return upper.length > 0 ? upper : collectIn(range, 0n, lower, ctx, limit, skip);
 }

@@ -4,11 +4,11 @@ import { holdOf, isExpired, leaseOfClaim, reuseDelayMs, type Claim, type ClaimAd
 import type { ClaimStore, Clock, LeaseIndex, Random, ReleaseOutcome, Replacing } from '../ports.ts';
 import { BandName, ownerIdentity, type LeaseExpiry, type OccupancyStore, type RangeSeals, type UsedUpSeals } from '../occupancy/ports.ts';
 import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
-import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, type PickRange } from './candidates.ts';
+import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, upperBandStart, type PickRange } from './candidates.ts';
 import { HintSource, type Hint, type HintCache } from './hint.ts';
 import type { Interval } from './intervals.ts';
 import { excludedIntervals, hostIntervals, rangeForExplicit, rangesOf, type ParsedRange } from './pool-geometry.ts';
-import { cidrCovers, hostAt, hostOffset, lowerBandSize } from '../ip/cidr.ts';
+import { cidrCovers, hostAt, hostOffset } from '../ip/cidr.ts';
 import type { IpamEvent } from '../reconciler/ports.ts';
 import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, sealHolds, withSealsOf, type Band } from './used-up.ts';
 
@@ -346,8 +346,7 @@ export class LeaseAllocator implements Allocator {
 
   private bandBounds(range: ParsedRange): { lower: bigint; size: bigint } {
     const size = pickableSize(this.pickRange(range));
-    const lower = lowerBandSize(range.cidr);
-    return { lower: lower < size ? lower : 0n, size };
+    return { lower: upperBandStart(this.pickRange(range), size), size };
   }
 
   /**
@@ -596,7 +595,7 @@ export class LeaseAllocator implements Allocator {
 function bandFreeByHint(range: PickRange, hint: Hint): bigint {
   const size = pickableSize(range);
   if (size <= 0n) return 0n;
-  const lower = lowerBandSize(range.cidr) < size ? lowerBandSize(range.cidr) : 0n;
+  const lower = upperBandStart(range, size);
   const freeIn = (from: bigint, to: bigint): bigint => {
     if (to <= from) return 0n;
     const used = hint.count(hostAt(range.cidr, from), hostAt(range.cidr, to - 1n));
