@@ -107,9 +107,10 @@ export interface ClaimStore {
   releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome>;
   /**
    * Extends the claim to `expiresAt` and its leases to `expiresAt + holdMs` (the pool's reuse delay), or makes them
-   * permanent when it is undefined (no expiry, out of the expiry index); 'lost' when a lease was taken by someone else.
+   * permanent when it is undefined (no expiry, out of the expiry index); 'lost' when a lease was taken by someone else;
+   * 'changed' when the claim is no longer as read (renewed, confirmed or written meanwhile): read it again and decide anew.
    */
-  renewClaim(claim: Claim, expiresAt: number | undefined, holdMs?: number): Promise<'renewed' | 'lost' | 'absent'>;
+  renewClaim(claim: Claim, expiresAt: number | undefined, holdMs?: number): Promise<'renewed' | 'lost' | 'absent' | 'changed'>;
 }
 
 /** Which claims a listing keeps: those of one owner uid, and those whose labels hold every pair of the selector. */

@@ -1021,6 +1021,30 @@ export function claimsCases(engine: TestEngine): void {
       expect(await tableSnapshot(api.container.table)).toEqual(before);
     });
 
+    it('answers renewals and a confirmation racing on one claim without a 5xx, and leaves the claim and its leases agreeing', async () => {
+      // Prepare: a leased claim of two addresses, renewed by 6 callers with different TTLs while another confirms it
+      const clock = new ManualClock(T0);
+      const api = await testApi({ clock });
+      await poolWith(api, 'p', ['10.17.0.0/24']);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ttlSeconds: 60, count: 2 })).status).toBe(201);
+      const containers = [api, api.sibling()];
+      // Act
+      const renewals = Promise.all(Array.from({ length: 6 }, (_, i) => containers[i % 2]!.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: 100 + i })));
+      const confirm = containers[1]!.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null });
+      const [answers, confirmed] = await Promise.all([renewals, confirm]);
+      // Assess: a renewal that lost to the confirmation is told the claim needs none (409); every other one renewed
+      expect(confirmed.status).toBe(200);
+      for (const answer of answers) {
+        if (answer.status === 409) expect(answer.body.detail).toMatch(/has no TTL and needs no renewal/);
+        else expect(answer.status).toBe(200);
+      }
+      const claim = (await api.call('GET', '/v1/pools/p/claims/a')).body;
+      const leases = await leaseItems(api);
+      expect(leases).toHaveLength(2);
+      expect(claim.version).toBe(1 + answers.filter((a) => a.status === 200).length + 1);
+      for (const lease of leases) expect(lease.expiresAt).toBe(claim.expiresAt === undefined ? undefined : Date.parse(claim.expiresAt as string));
+    });
+
     it('does not confirm a claim whose lease expired and went to another claim', async () => {
       // Prepare
       const clock = new ManualClock(T0);

@@ -84,17 +84,15 @@ export class TableClaimStore implements ClaimStore {
     throw new NotReadyError('The claim kept changing while it was being released; retry the request.');
   }
 
-  async renewClaim(claim: Claim, expiresAt: number | undefined, holdMs = 0): Promise<'renewed' | 'lost' | 'absent'> {
+  async renewClaim(claim: Claim, expiresAt: number | undefined, holdMs = 0): Promise<'renewed' | 'lost' | 'absent' | 'changed'> {
     const { ops, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim), holdMs);
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'renewed';
     const verdict = decode(verdicts);
-    if (verdict === 'claimChanged') {
-      // Gone or another incarnation; or renewed meanwhile (its expiry is not the one read): the caller tries again.
-      if ((await this.getClaim(claim.pool, claim.name))?.uid !== claim.uid) return 'absent';
-      throw new NotReadyError('A concurrent request changed this claim; retry the request.');
-    }
-    if (verdict === 'conflict') throw new NotReadyError('A concurrent request changed this claim; retry the request.');
-    return verdict;
+    if (verdict === 'lost') return verdict;
+    // Gone or another incarnation; or written meanwhile (its expiry is not the one read, or a transaction on it
+    // conflicted): the use case reads it again and judges the renewal against what it finds.
+    if (verdict === 'claimChanged' && (await this.getClaim(claim.pool, claim.name))?.uid !== claim.uid) return 'absent';
+    return 'changed';
   }
 }

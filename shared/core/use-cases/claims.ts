@@ -357,23 +357,29 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
 export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number | null, caller?: Principal): Promise<Claim> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
   const ttl = ttlSeconds === null ? undefined : checkTtl(ttlSeconds);
-  const claim = await deps.claims.getClaim(pool, name);
-  if (!claim) throw new NotFoundError('claim', name);
-  requireCreatorOrAdministrator(view.pool, claim, caller, 'renew');
-  let expiresAt: number | undefined;
-  if (ttlSeconds === null) {
-    if (claim.expiresAt === undefined) return claim;
-  } else {
-    // A confirmed claim has no expiry left to extend, whatever TTL its spec was made with.
-    const seconds = ttl ?? (claim.expiresAt === undefined ? undefined : claim.spec.ttlSeconds);
-    if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
-    expiresAt = deps.clock.nowMs() + seconds * 1000;
+  // A renewal is judged against the claim as read (its expiry decides whether a freed counter moves); when another
+  // request writes the claim first, read it again and judge anew, as a release does: concurrent renewals both succeed.
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    const claim = await deps.claims.getClaim(pool, name);
+    if (!claim) throw new NotFoundError('claim', name);
+    requireCreatorOrAdministrator(view.pool, claim, caller, 'renew');
+    let expiresAt: number | undefined;
+    if (ttlSeconds === null) {
+      if (claim.expiresAt === undefined) return claim;
+    } else {
+      // A confirmed claim has no expiry left to extend, whatever TTL its spec was made with.
+      const seconds = ttl ?? (claim.expiresAt === undefined ? undefined : claim.spec.ttlSeconds);
+      if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
+      expiresAt = deps.clock.nowMs() + seconds * 1000;
+    }
+    const outcome = await deps.claims.renewClaim(claim, expiresAt, reuseDelayMs(view.pool));
+    if (outcome === 'changed') continue;
+    if (outcome === 'absent') throw new NotFoundError('claim', name);
+    if (outcome === 'lost') {
+      throw new NotFoundError('claim', name, `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`);
+    }
+    const { expiresAt: _old, ...rest } = claim;
+    return { ...rest, ...(expiresAt !== undefined ? { expiresAt } : {}), version: claim.version + 1 };
   }
-  const outcome = await deps.claims.renewClaim(claim, expiresAt, reuseDelayMs(view.pool));
-  if (outcome === 'absent') throw new NotFoundError('claim', name);
-  if (outcome === 'lost') {
-    throw new NotFoundError('claim', name, `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`);
-  }
-  const { expiresAt: _old, ...rest } = claim;
-  return { ...rest, ...(expiresAt !== undefined ? { expiresAt } : {}), version: claim.version + 1 };
+  throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being renewed; retry the request.`);
 }
