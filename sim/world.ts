@@ -637,25 +637,50 @@ export class World {
     const loop: OpenLoop = { arrived: 0, allocated: 0, refused: 0, rangeFull: 0, other: 0, windowMs: endMs - this.scheduler.now, bySecond: [] };
     const startMs = this.scheduler.now;
     this.openLoop = loop;
-    const pending: Promise<void>[] = [];
     while (!this.scheduler.stoppedBy) {
       await this.scheduler.sleep(rng.exponential(1000 / perSecond));
       if (this.scheduler.now >= endMs) break;
       loop.arrived += 1;
       const second = (loop.bySecond[Math.floor((this.scheduler.now - startMs) / 1000)] ??= { arrived: 0, allocated: 0, refused: 0, latencies: [] });
       second.arrived += 1;
-      pending.push(this.oneShot(loop.arrived, loop, Math.max(1, rng.exponential(holdMs)), second));
+      // Not kept: nothing waits for the arrivals (a failed one stops the process, as an unhandled rejection).
+      void this.oneShot(loop.arrived, loop, Math.max(1, rng.exponential(holdMs)), second);
     }
-    await Promise.all(pending);
   }
 
-  /** One arrival: create a claim (retried as a client does), hold it, release it. */
+  /** One arrival: create a claim (retried as a client does), hold it, release it; then its name's history goes. */
   private async oneShot(n: number, loop: OpenLoop, holdMs: number, second: OpenLoop['bySecond'][number]): Promise<void> {
-    const rng = this.workRng.fork(`arrival/${n}`);
     const name = `a${n}`;
+    // The create attempts still running (a container may answer after the gateway gave up on it): the retry check
+    // reads the name's commit history until the last of them has answered.
+    let running = 0;
+    let over = false;
+    const forget = (): void => {
+      if (!over || running > 0) return;
+      for (const h of this.committedClaims.get(name) ?? []) this.endedClaims.delete(h.uid);
+      this.committedClaims.delete(name);
+    };
+    await this.oneArrival(n, name, loop, holdMs, second, {
+      started: () => (running += 1),
+      answered: () => {
+        running -= 1;
+        forget();
+      },
+    });
+    over = true;
+    forget();
+  }
+
+  private async oneArrival(n: number, name: string, loop: OpenLoop, holdMs: number, second: OpenLoop['bySecond'][number], attempts: { started: () => void; answered: () => void }): Promise<void> {
+    const rng = this.workRng.fork(`arrival/${n}`);
     const arrived = this.scheduler.now;
     const cmd = { pool: POOL, name, owner: { kind: 'Pod', name: `pod-a${n}`, uid: `owner-a${n}` } };
-    const answer = await this.retrying(rng, `create ${name}`, (deps) => createClaim(deps, cmd).then((r) => ({ status: r.created ? 201 : 200, claim: r.claim })), (a) => {
+    const create = (deps: Deps) => {
+      attempts.started();
+      return createClaim(deps, cmd).then((r) => ({ status: r.created ? 201 : 200, claim: r.claim }));
+    };
+    const answer = await this.retrying(rng, `create ${name}`, create, (a) => {
+      attempts.answered();
       if (!a.claim) return;
       const first = (this.committedClaims.get(a.claim.name) ?? []).find((h) => h.atMs >= arrived && !this.endedClaims.has(h.uid));
       this.violations(checkRetryAnswer(a.claim, first));
