@@ -136,6 +136,18 @@ interface Choice {
 }
 
 /**
+ * pickVerified's answer when every address the copy showed free was read taken, all of them in upper bands of ranges
+ * that have a lower band: whether those upper bands are used up is the question, not whether the family is.
+ */
+interface UpperFull {
+  readonly upperFull: readonly ParsedRange[];
+}
+
+function isUpperFull(verdict: Choice | 'full' | UpperFull | undefined): verdict is UpperFull {
+  return typeof verdict === 'object' && 'upperFull' in verdict;
+}
+
+/**
  * The per-IP lease strategy: pick likely free addresses in advance, then take them with one conditional transaction
  * (claim absent, each lease absent or expired). A collision means "try another candidate"; any other error aborts.
  */
@@ -306,6 +318,18 @@ export class LeaseAllocator implements Allocator {
         continue;
       }
       const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, owner, seen > 0) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      if (isUpperFull(checked)) {
+        // Every address the copy showed free in these upper bands was read taken: whether they are used up is decided
+        // for them alone (their seals, or their leases in bulk), and then the copy, which now shows them taken, picks
+        // in the lower bands. Not by the whole family's decision below, which would read a lower band in bulk too.
+        const upper = await this.usedUpOrFree(pool, family, checked.upperFull.map((r) => this.band(view, r, excluded, BandName.Upper)), owner, verified, chosen);
+        if (upper) {
+          reservations.push(this.deps.hints.reserve(pool, family, upper.value));
+          return upper;
+        }
+        for (const r of checked.upperFull) upperUsedUp.add(r.range.name);
+        continue;
+      }
       const hinted = checked === 'full' ? undefined : checked;
       if (hinted) {
         // A pick in a lower band says the hint shows that range's upper band used up: only a read of its leases may
@@ -496,11 +520,12 @@ export class LeaseAllocator implements Allocator {
    * A pick from a summary: when it shows few free addresses, read them all first (VERIFY_LIMIT) and pick among those
    * really free (no lease item, or an expired one); the ones taken are remembered like collisions. With a few hundred
    * shown free (SPREAD_LIMIT), the pick (or after a collision, the sample read) is drawn uniformly among them. 'full' when it
-   * read every address the summary shows free and none was; undefined when the view shows none at all. Addresses in
+   * read every address the summary shows free and none was (UpperFull when all of them lay in upper bands of ranges
+   * with a lower band); undefined when the view shows none at all. Addresses in
    * `verified` were read free earlier in this call (the other picks of a batch) and are not read again; the ones read
    * free now are added to it.
    */
-  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, collided = false): Promise<Choice | 'full' | undefined> {
+  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, collided = false): Promise<Choice | 'full' | UpperFull | undefined> {
     const few = this.shownFree(ranges, excluded, hint, inFlight, VERIFY_LIMIT + 1);
     if (few.length > VERIFY_LIMIT) {
       const spread = this.spreadFree(ranges, excluded, hint, inFlight);
@@ -509,7 +534,11 @@ export class LeaseAllocator implements Allocator {
     }
     if (few.length === 0) return undefined;
     const free = await this.readFree(pool, family, few, verified, owner);
-    if (free.length === 0) return 'full';
+    if (free.length === 0) {
+      // All in upper bands of ranges that have a lower band: those upper bands are in question, not the family.
+      const upperFull = [...new Set(few.map((c) => c.range))];
+      return few.every((c) => !this.inLowerBand(c)) && upperFull.every((r) => this.bandBounds(r).lower > 0n) ? { upperFull } : 'full';
+    }
     // The same pick may have become in flight in this container while the read was out.
     const live = free.filter((f) => !this.deps.hints.inFlight(pool, family).has(f.value)).map((f) => ({ ...f, explicit: false }));
     if (live.length === 0) return undefined;
