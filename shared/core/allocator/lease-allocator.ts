@@ -139,6 +139,9 @@ interface Choice {
  * pickVerified's answer when every address the copy showed free was read taken, all of them in upper bands of ranges
  * that have a lower band: whether those upper bands are used up is the question, not whether the family is.
  */
+/** shownFree's collections in one synchronous step, per range: the limit asked and what it found. */
+type ShownMemo = Map<ParsedRange, { readonly limit: number; readonly values: bigint[] }>;
+
 interface UpperFull {
   readonly upperFull: readonly ParsedRange[];
 }
@@ -313,11 +316,14 @@ export class LeaseAllocator implements Allocator {
       const hint = await this.deps.hints.get(pool, family, intervals, nowMs, fresh, source);
       if (fresh) refreshedAt.set(family, seen);
       const inFlight = this.deps.hints.inFlight(pool, family);
-      if (!fresh && hint.source === HintSource.Summary && this.behindNearFull(ranges, excluded, hint, inFlight, nowMs, (collidedAt.get(family) ?? -Infinity) >= hint.fetchedAt)) {
+      // What the copy shows free, collected once for this attempt's synchronous steps (behindNearFull, pickVerified).
+      const shown: ShownMemo = new Map();
+      if (hint.source === HintSource.Summary && this.spreadEstimate(ranges, hint) <= BigInt(2 * SPREAD_LIMIT)) this.shownFree(ranges, excluded, hint, inFlight, SPREAD_LIMIT + 1, shown);
+      if (!fresh && hint.source === HintSource.Summary && this.behindNearFull(ranges, excluded, hint, inFlight, nowMs, (collidedAt.get(family) ?? -Infinity) >= hint.fetchedAt, shown)) {
         fresh = true;
         continue;
       }
-      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, owner, seen > 0) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, owner, seen > 0, shown) : this.pickWithHint(ranges, excluded, hint, inFlight);
       if (isUpperFull(checked)) {
         // Every address the copy showed free in these upper bands was read taken: whether they are used up is decided
         // for them alone (their seals, or their leases in bulk), and then the copy, which now shows them taken, picks
@@ -480,22 +486,33 @@ export class LeaseAllocator implements Allocator {
    * Whether a summary copy is likely behind near full (NEAR_FULL_LIMIT): it shows more free addresses than a verified
    * read takes, but few, and it is older than the full trust or this call collided after it was read.
    */
-  private behindNearFull(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, nowMs: number, collided: boolean): boolean {
+  private behindNearFull(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, nowMs: number, collided: boolean, memo?: ShownMemo): boolean {
     if (!collided && nowMs - hint.fetchedAt < this.fullTrustMs) return false;
-    const shown = this.shownFree(ranges, excluded, hint, inFlight, NEAR_FULL_LIMIT + 1).length;
+    const shown = this.shownFree(ranges, excluded, hint, inFlight, NEAR_FULL_LIMIT + 1, memo).length;
     return shown > VERIFY_LIMIT && shown <= NEAR_FULL_LIMIT;
   }
 
   /**
    * Up to `limit` addresses the hint shows free in the bands dynamic picks of these ranges draw from now (collectFree:
    * a range's upper band while it shows any free, then its lower band), each once (overlapping ranges show the same
-   * address twice), never one in flight in this container.
+   * address twice), never one in flight in this container. With `memo`, a range's addresses are collected once for
+   * every limit up to the largest asked (near full, a collection scans the band's taken addresses: a /20's upper band
+   * is 3,838), so the memo lives only while the hint and what is in flight stay as they were (no await in between).
    */
-  private shownFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, limit: number): Choice[] {
+  private shownFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, limit: number, memo?: ShownMemo): Choice[] {
     const shown: Choice[] = [];
     const seen = new Set<bigint>();
+    const collect = (range: ParsedRange, n: number): bigint[] => {
+      const had = memo?.get(range);
+      // collectFree answers in address order: a list collected with a larger limit, or one shorter than its limit
+      // (every address the range shows free), starts with the answer for a smaller one.
+      if (had && (had.limit >= n || had.values.length < had.limit)) return had.values.slice(0, n);
+      const values = collectFree(this.pickRange(range), { excluded, taken: hint }, n, inFlight);
+      memo?.set(range, { limit: n, values });
+      return values;
+    };
     for (const range of ranges) {
-      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, limit - shown.length, inFlight)) {
+      for (const value of collect(range, limit - shown.length)) {
         if (!seen.has(value)) shown.push({ value, range, explicit: false });
         seen.add(value);
       }
@@ -509,11 +526,15 @@ export class LeaseAllocator implements Allocator {
    * otherwise): what a near-full pick is drawn from uniformly. The summary's counts rule out a range with room first,
    * so a sparse range pays no scan.
    */
-  private spreadFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Choice[] | undefined {
-    const estimate = ranges.reduce((sum, range) => sum + bandFreeByHint(this.pickRange(range), hint), 0n);
-    if (estimate > BigInt(2 * SPREAD_LIMIT)) return undefined;
-    const shown = this.shownFree(ranges, excluded, hint, inFlight, SPREAD_LIMIT + 1);
+  private spreadFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, memo?: ShownMemo): Choice[] | undefined {
+    if (this.spreadEstimate(ranges, hint) > BigInt(2 * SPREAD_LIMIT)) return undefined;
+    const shown = this.shownFree(ranges, excluded, hint, inFlight, SPREAD_LIMIT + 1, memo);
     return shown.length > SPREAD_LIMIT ? undefined : shown;
+  }
+
+  /** Free addresses the hint's source shows in the bands picks of these ranges draw from (bandFreeByHint): an estimate. */
+  private spreadEstimate(ranges: readonly ParsedRange[], hint: Hint): bigint {
+    return ranges.reduce((sum, range) => sum + bandFreeByHint(this.pickRange(range), hint), 0n);
   }
 
   /**
@@ -525,10 +546,10 @@ export class LeaseAllocator implements Allocator {
    * `verified` were read free earlier in this call (the other picks of a batch) and are not read again; the ones read
    * free now are added to it.
    */
-  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, collided = false): Promise<Choice | 'full' | UpperFull | undefined> {
-    const few = this.shownFree(ranges, excluded, hint, inFlight, VERIFY_LIMIT + 1);
+  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, collided = false, memo?: ShownMemo): Promise<Choice | 'full' | UpperFull | undefined> {
+    const few = this.shownFree(ranges, excluded, hint, inFlight, VERIFY_LIMIT + 1, memo);
     if (few.length > VERIFY_LIMIT) {
-      const spread = this.spreadFree(ranges, excluded, hint, inFlight);
+      const spread = this.spreadFree(ranges, excluded, hint, inFlight, memo);
       if (collided) return this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified, owner, spread);
       return spread ? this.randomOf(spread) : this.pickWithHint(ranges, excluded, hint, inFlight);
     }

@@ -69,6 +69,15 @@ export function* bandValues(band: Band, start: bigint): Generator<bigint> {
  * nothing about this band.
  */
 export function shapeOf(band: Band): string {
+  let shape = shapes.get(band);
+  if (shape === undefined) shapes.set(band, (shape = shapeText(band)));
+  return shape;
+}
+
+/** Shapes by part: a decision checks each part's seal in every read of it. */
+const shapes = new WeakMap<Band, string>();
+
+function shapeText(band: Band): string {
   const { range, from, to, excluded } = band;
   if (to <= from) return `${range.range.createdAt}|${range.range.cidr}|empty`;
   const first = hostAt(range.cidr, from);
@@ -113,8 +122,16 @@ export function withSealsOf(read: ReadonlyMap<string, RangeSeals>, later: Readon
  * with odds of about 2^-64.
  */
 export function countersDigest(shards: readonly number[]): string {
-  return createHash('sha256').update(shards.join(',')).digest('hex').slice(0, 16);
+  let digest = digests.get(shards);
+  if (digest === undefined) digests.set(shards, (digest = createHash('sha256').update(shards.join(',')).digest('hex').slice(0, 16)));
+  return digest;
 }
+
+/**
+ * Digests by the array read: one read's counters are checked against the seal of every part (up to SEAL_PARTS a
+ * band), and a read's arrays are never changed (RangeSeals.freed is readonly), so each is hashed once.
+ */
+const digests = new WeakMap<readonly number[], string>();
 
 /** The counters a seal of this band records, as read (a digest each). */
 export function countersOf(read: ReadonlyMap<string, RangeSeals>, band: Band): Record<string, string> {
