@@ -140,6 +140,7 @@ function conflictError(): Error {
 /** The shared engine: items, buckets, locks, the stream log and the counters. */
 export class SimEngine {
   readonly memory: MemoryTable;
+  /** The stream's records not yet dropped by its reader (`dropStream`), in commit order. */
   readonly stream: StreamChange[] = [];
   readonly spend = new Map<string, Spend>();
   /** The current claims, leases, ranges, bitmaps and summary chunks (the checker's view, kept from the commit log, no copies). */
@@ -173,6 +174,16 @@ export class SimEngine {
 
   get now(): number {
     return this.options.scheduler.now;
+  }
+
+  /** Stream records written so far, dropped ones included. */
+  get streamRecords(): number {
+    return this.streamSeq;
+  }
+
+  /** Drops the first `count` records of `stream`, which its reader is done with: a long run keeps only what is unread. */
+  dropStream(count: number): void {
+    this.stream.splice(0, count);
   }
 
   tableFor(caller: Caller): Table {
@@ -238,11 +249,14 @@ export class SimEngine {
     for (const k of keys) this.locks.delete(keyId(k));
   }
 
-  /** Current items, read without cost, lag or faults. */
+  /**
+   * Current items, read without cost, lag or faults. As stored, not copied (MemoryTable.stored): they go to the commit
+   * log and the checker's `state`, which only read them, and MemoryTable replaces an item on a write, never changes it.
+   */
   async peek(keys: readonly Key[]): Promise<Map<string, Item>> {
     const found = new Map<string, Item>();
     try {
-      for (const item of await this.memory.batchGet(keys)) found.set(keyId({ PK: item.PK as string, SK: item.SK as string }), item);
+      for (const item of await this.memory.stored(keys)) found.set(keyId({ PK: item.PK as string, SK: item.SK as string }), item);
     } catch {
       // An invalid key: the real call refuses it.
     }

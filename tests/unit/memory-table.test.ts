@@ -146,6 +146,22 @@ describe('Class: MemoryTable', () => {
       expect(table.retainedVersions()).toBeLessThanOrEqual(1 + 10 + 1);
     });
 
+    it('keeps index memberships only for keys with a kept version in that index partition', async () => {
+      // Prepare: keys that come and go in one index partition, and one that moves between two.
+      const table = new MemoryTable({ history: 10 });
+      // Act
+      for (let i = 0; i < 2000; i += 1) {
+        await table.write(put({ PK: `GONE#${i}`, SK: 'x', GSI1PK: 'LIST', GSI1SK: `k${i}` }));
+        await table.write({ kind: 'delete', key: { PK: `GONE#${i}`, SK: 'x' } });
+        await table.write(put({ PK: 'MOVER', SK: 'x', GSI1PK: `LIST#${i % 2}`, GSI1SK: 'm' }));
+      }
+      await table.write(put({ PK: 'STAYS', SK: 'x', GSI1PK: 'LIST', GSI1SK: 'zz' }));
+      // Assess: what the listing shows is unchanged, and the memberships are bounded by the window, not the writes.
+      expect((await table.query({ index: 'GSI1', partition: 'LIST' })).items.map((i) => i.PK)).toEqual(['STAYS']);
+      expect((await table.query({ index: 'GSI1', partition: 'LIST#1' })).items.map((i) => i.PK)).toEqual(['MOVER']);
+      expect(table.retainedIndexMembers()).toBeLessThanOrEqual(10 + 2 + 2);
+    });
+
     it('answers a lag beyond the window as the window', async () => {
       const table = new MemoryTable({ history: 2, indexLag: () => 50 });
       for (let n = 1; n <= 5; n += 1) await table.write(put(listed(n)));

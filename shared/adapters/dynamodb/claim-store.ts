@@ -90,8 +90,10 @@ export class TableClaimStore implements ClaimStore {
     if (!verdicts) return 'renewed';
     const verdict = decode(verdicts);
     if (verdict === 'lost') return verdict;
-    // Gone or another incarnation; or written meanwhile (its expiry is not the one read, or a transaction on it
-    // conflicted): the use case reads it again and judges the renewal against what it finds.
+    // Another transaction on a lease or a freed counter, not on the claim: the engine is busy there, not the claim.
+    if (verdict === 'conflict') throw new NotReadyError('A concurrent request was writing an item of this claim; retry the request.');
+    // Gone or another incarnation; or written meanwhile (its expiry is not the one read, or another transaction was
+    // writing it): the use case reads it again and judges the renewal against what it finds.
     if (verdict === 'claimChanged' && (await this.getClaim(claim.pool, claim.name))?.uid !== claim.uid) return 'absent';
     return 'changed';
   }

@@ -122,17 +122,29 @@ function compareBytes(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
-/** A deep copy without undefined attributes or list elements (marshall's removeUndefinedValues); binary survives. */
+/**
+ * A deep copy without undefined attributes or list elements (marshall's removeUndefinedValues); binary survives.
+ * One pass: plain objects and arrays are rebuilt here, anything else (binary, and whatever else an item may hold) is
+ * left to structuredClone, as before; the result is what structuredClone of the stripped value gave, at a fraction
+ * of its cost (copies in and out were a tenth of the simulator's CPU).
+ */
 function copy<T>(value: T): T {
-  return structuredClone(stripUndefined(value)) as T;
+  return copyDefined(value) as T;
 }
 
-function stripUndefined(value: unknown): unknown {
-  if (Array.isArray(value)) return value.filter((v) => v !== undefined).map(stripUndefined);
-  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-    return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, stripUndefined(v)]));
+function copyDefined(value: unknown): unknown {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function' && typeof value !== 'symbol')) return value;
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (const v of value as unknown[]) if (v !== undefined) out.push(copyDefined(v));
+    return out;
   }
-  return value;
+  if (Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = copyDefined(v);
+    return out;
+  }
+  return structuredClone(value);
 }
 
 function project(item: Item, attributes: readonly string[] | undefined): Item {
@@ -250,8 +262,10 @@ export class MemoryTable implements Table {
   /** PK -> SK -> versions, oldest first; the last one is the current state. */
   private readonly rows = new Map<string, Map<string, Version[]>>();
   /**
-   * Per index and index partition value, every table key that ever had an entry there (a query reads only these,
-   * not the whole table; keys whose entry moved or went are filtered out by the version read).
+   * Per index and index partition value, the table keys that had an entry there in a version still kept (a query
+   * reads only these, not the whole table; keys whose entry moved or went are filtered out by the version read). A
+   * key leaves a partition's members when no kept version of it has an entry there (prune), so the members stay
+   * bounded like the versions: a key deleted long ago is not read again by every query of its old partition.
    */
   private readonly indexMembers = new Map<string, Map<string, Key>>();
   /** Item writes in order, whose keys get pruned once the write falls out of the history window. */
@@ -283,6 +297,21 @@ export class MemoryTable implements Table {
       const item = this.current(key);
       return item ? [copy(project(item, attributes))] : [];
     });
+  }
+
+  /**
+   * The current items of these keys as stored, not copied, for a harness that only reads them (the simulator's view
+   * of each committed change): not a call of the port, so no fault and not counted. The caller must not modify them.
+   * Refuses an invalid key with ValidationException, as batchGet (and, as it, answers through a promise).
+   */
+  async stored(keyList: readonly Key[]): Promise<Item[]> {
+    keyList.forEach(checkKey);
+    const out: Item[] = [];
+    for (const key of keyList) {
+      const item = this.current(key);
+      if (item) out.push(item);
+    }
+    return out;
   }
 
   async write(op: WriteOp): Promise<WriteResult> {
@@ -410,6 +439,13 @@ export class MemoryTable implements Table {
   retainedVersions(): number {
     let total = 0;
     for (const partition of this.rows.values()) for (const versions of partition.values()) total += versions.length;
+    return total;
+  }
+
+  /** Index memberships kept (table keys per index partition), for tests of the history bound. */
+  retainedIndexMembers(): number {
+    let total = 0;
+    for (const members of this.indexMembers.values()) total += members.size;
     return total;
   }
 
@@ -563,6 +599,24 @@ export class MemoryTable implements Table {
     this.prune();
   }
 
+  /** Takes a key out of the index partitions its dropped versions had entries in and its kept versions do not. */
+  private leaveIndexes(key: Key, dropped: readonly Version[], kept: readonly Version[]): void {
+    for (const version of dropped) {
+      const item = version.item;
+      if (!item) continue;
+      for (const index of INDEXES) {
+        const attribute = KEY_ATTRIBUTES[index][0];
+        const value = item[attribute];
+        if (typeof value !== 'string' || kept.some((v) => v.item?.[attribute] === value)) continue;
+        const id = `${index}\u0000${value}`;
+        const members = this.indexMembers.get(id);
+        if (!members) continue;
+        members.delete(`${key.PK}\u0000${key.SK}`);
+        if (members.size === 0) this.indexMembers.delete(id);
+      }
+    }
+  }
+
   /**
    * Keeps what a read within the history window can ask for: per key, the versions newer than the window's start
    * plus the last one before it; a key deleted before the window's start is forgotten. Each write enters the journal
@@ -578,11 +632,13 @@ export class MemoryTable implements Table {
       if (!partition || !versions) continue;
       let keep = 0;
       for (let i = 0; i < versions.length; i += 1) if (versions[i]!.seq <= cutoff) keep = i;
-      versions.splice(0, keep);
+      const dropped = versions.splice(0, keep);
       if (versions.length === 1 && versions[0]!.item === undefined && versions[0]!.seq <= cutoff) {
         partition.delete(key.SK);
         if (partition.size === 0) this.rows.delete(key.PK);
+        dropped.push(...versions.splice(0));
       }
+      this.leaveIndexes(key, dropped, versions);
     }
     // Drop the consumed head now and then, so the journal's array does not grow either.
     if (this.journalHead > 1024 && this.journalHead * 2 > this.journal.length) {
