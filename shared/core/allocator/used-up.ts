@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { hostAt } from '../ip/cidr.ts';
 import { formatAddress } from '../ip/address.ts';
-import type { BandName, RangeSeals, UsedUpSeal, UsedUpSeals } from '../occupancy/ports.ts';
+import type { BandName, LeaseExpiry, RangeSeals, UsedUpSeal, UsedUpSeals } from '../occupancy/ports.ts';
 import { intervalHolding, type Interval } from './intervals.ts';
 import type { ParsedRange } from './pool-geometry.ts';
 
@@ -127,10 +127,15 @@ export class BandReading {
   private readonly holders = new Set<string>();
   /** A free address was seen (or one this claim picked): the band is not used up. */
   open = false;
+  /** A lease was taken through a range whose counter the band does not record: a seal could miss its release. */
+  foreign = false;
 
-  taken(expiresAt: number | undefined, heldFor: string | undefined): void {
+  /** A lease read taken; `counters` are the ranges whose counters the band's seal records. */
+  taken(lease: LeaseExpiry, counters: readonly string[]): void {
+    const { expiresAt } = lease;
     if (expiresAt !== undefined && (this.until === undefined || expiresAt < this.until)) this.until = expiresAt;
-    if (heldFor !== undefined) this.holders.add(heldFor);
+    if (lease.heldFor !== undefined) this.holders.add(lease.heldFor);
+    if (lease.range !== undefined && !counters.includes(lease.range)) this.foreign = true;
   }
 
   sealAt(freed: Readonly<Record<string, string>>, band: Band): UsedUpSeal {

@@ -9,6 +9,8 @@ export interface LeaseExpiry {
   readonly expiresAt?: number;
   /** A Released lease: the previous owner identity it is held for (ownerIdentity), who may take it back at once. */
   readonly heldFor?: string;
+  /** The range the lease was taken through: the one whose freed counter its release bumps. */
+  readonly range?: string;
 }
 
 /** The owner identity a Released lease is held for (kind and name; a recreated workload has a new uid), as one string. */
