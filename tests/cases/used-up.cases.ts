@@ -141,6 +141,8 @@ export function usedUpCases(engine: TestEngine): void {
     expect(filled.map((c) => octet(c.addresses[0]!.address)).sort((a, b) => a - b)).toEqual(Array.from({ length: 14 }, (_, i) => 17 + i));
     const sealer = await h.claim('p', { name: 'sealer', owner: harnessOwner('sealer') });
     expect(octet(sealer.addresses[0]!.address)).toBeLessThan(17);
+    // The cases below are about what breaks this seal: it must be there (a case would pass with sealing off too).
+    expect(Object.keys((await h.api.container.stores.seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!.seals)).toContain('upper_0');
     return { address: (i: number) => filled[i]!.addresses[0]!.address };
   }
 
