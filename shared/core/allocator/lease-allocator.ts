@@ -107,13 +107,6 @@ export const CONFIRM_WAVE_MAX = 1_600;
  */
 export const CONFIRM_LIMIT = 65_536;
 
-/**
- * Rounds of a "used up" decision (usedUpOrFree): read the seals, read the unsealed parts in bulk, seal them, then read
- * the seals again to see them all hold at once. A round that finds a seal broken (something freed meanwhile) reads
- * that part again; past this many, NotReady.
- */
-export const SEAL_ROUNDS = 4;
-
 /** What one allocate call has seen so far, per family. */
 interface CallState {
   /** The collision count at this call's last forced read of the hint. */
@@ -399,8 +392,7 @@ export class LeaseAllocator implements Allocator {
    * write: writes/freed.ts says why a seal at counters moved since misleads no reader). The part read next is a random
    * one among those the last read shows unsealed (of the first band that has any: upper bands first), and the seals
    * are read again after each part: callers deciding at once share the reading of a band instead of each reading all
-   * of it. One part read used up now is the answer at once; several are decided by a read in which they all hold.
-   * @throws NotReadyError when every round found something freed meanwhile (SEAL_ROUNDS)
+   * of it. The answer is used up once every part was read used up in this call or holds in the last read.
    */
   private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
     const seals = this.deps.seals ?? NO_SEALS;
@@ -412,38 +404,28 @@ export class LeaseAllocator implements Allocator {
     const budget = { read: 0 };
     const holds = (read: ReadonlyMap<string, RangeSeals>, part: Band) => sealHolds(read, part, owner, this.deps.clock.nowMs());
     let read = await seals.readSeals(pool, ranges);
-    for (let round = 0; round < SEAL_ROUNDS; round += 1) {
-      if (parts.every((part) => holds(read, part))) return undefined;
-      let ownPicksOnly = false;
-      // Parts this round read used up: not read again in it, whatever the seals say.
-      const done = new Set<Band>();
-      for (;;) {
-        const open = bandParts.map((band) => band.filter((part) => !done.has(part) && !holds(read, part))).find((band) => band.length > 0);
-        if (!open) break;
-        const part = this.randomOf(open);
-        done.add(part);
-        const reading = new BandReading();
-        const pick = await this.confirmFree(pool, family, part, reading, owner, verified, chosen, budget);
-        if (pick) return pick;
-        // Free only among this claim's own picks: not used up (a batch that cannot grow).
-        if (reading.open) ownPicksOnly = true;
-        else await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
-        if (parts.length === 1 || !this.deps.seals) continue;
-        // What others sealed meanwhile is not read again; and a read in which every part holds is the decision. The
-        // seals alone (one key a range, not the 100 of its counters), checked against the counters read this round.
-        read = withSealsOf(read, await seals.readSeals(pool, ranges, 'seals'));
-        if (parts.every((p) => holds(read, p))) return undefined;
-      }
-      if (ownPicksOnly) return undefined;
-      // The one part was read used up in this call: that read is the decision.
-      if (parts.length === 1) return undefined;
-      // A store without seals: the bulk read is the decision, as each address was read during this call.
-      if (!this.deps.seals) return undefined;
-      // Several parts: the round ended on a read of the seals (above), in which some part no longer holds; the next
-      // round starts from the counters as they are now.
-      if (round + 1 < SEAL_ROUNDS) read = await seals.readSeals(pool, ranges);
+    // Parts read used up in bulk in this call: decided, whatever their seals say now (a seal write lost to another
+    // caller's, or one that cannot hold, such as a part held for too many owners, changes nothing about that read).
+    const done = new Set<Band>();
+    for (;;) {
+      // Every part was read used up in this call or holds in the last read: each of its addresses was held at a moment
+      // inside this call, so none was free for the whole of it. That is the decision.
+      const open = bandParts.map((band) => band.filter((part) => !done.has(part) && !holds(read, part))).find((band) => band.length > 0);
+      if (!open) return undefined;
+      const part = this.randomOf(open);
+      done.add(part);
+      const reading = new BandReading();
+      const pick = await this.confirmFree(pool, family, part, reading, owner, verified, chosen, budget);
+      if (pick) return pick;
+      // Free only among this claim's own picks (a batch that cannot grow) is not used up: no seal. Nor is a part
+      // holding a lease taken through a range the band's counters leave out (removed since, or newer than the view):
+      // that lease's release would bump a counter no seal of the band records.
+      if (!reading.open && !reading.foreign) await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
+      if (parts.length === 1 || !this.deps.seals) continue;
+      // What others sealed meanwhile is not read again. The seals alone (one key a range, not the 100 of its
+      // counters), checked against the counters read at the start of this call.
+      read = withSealsOf(read, await seals.readSeals(pool, ranges, 'seals'));
     }
-    throw new NotReadyError('Addresses of the pool were freed while it was confirmed used up; retry shortly.');
   }
 
   /**
@@ -468,7 +450,7 @@ export class LeaseAllocator implements Allocator {
       }
       if (batch.length === 0) return undefined;
       if ((budget.read += batch.length) > CONFIRM_LIMIT) throw new NotReadyError('The pool\'s view shows its ranges used up, and they are too large to confirm that in one request; retry shortly.');
-      const unheld = await this.readFree(pool, family, batch.map((value) => ({ value, range: band.range, explicit: false })), new Set(), owner, (state) => reading.taken(state.expiresAt, state.heldFor));
+      const unheld = await this.readFree(pool, family, batch.map((value) => ({ value, range: band.range, explicit: false })), new Set(), owner, (state) => reading.taken(state, band.counters));
       if (unheld.length > 0) reading.open = true;
       for (const f of unheld) verified.add(f.value);
       const free = unheld.filter((f) => !chosen.has(f.value));
