@@ -24,6 +24,7 @@ import { parseArgs } from 'node:util';
 import { capacity, lowerBandSize, parseCidr } from '../shared/core/ip/cidr.ts';
 import { startLocalStack } from '../scripts/local-stack.ts';
 import { startTallyProxy, type TallyProxy } from './lib/dynamo-tally.ts';
+import { cpuSeconds } from './lib/proc-cpu.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({ options: { prefix: { type: 'string', default: '20' }, callers: { type: 'string', default: '32' }, out: { type: 'string' }, tally: { type: 'boolean', default: false } } });
@@ -47,6 +48,8 @@ async function main(): Promise<number> {
   const got: { address: string; at: number; start: number }[] = [];
   /** 503 answers and RangeFull answers per phase. */
   const answers = new Map<string, { notReady: number; rangeFull: number }>();
+  /** HTTP requests per phase (the phase at their start): how many, and the milliseconds callers waited for answers. */
+  const http = new Map<string, { requests: number; ms: number }>();
   const count = (what: 'notReady' | 'rangeFull') => {
     const phase = phaseOf(filling, got.length);
     const entry = answers.get(phase) ?? { notReady: 0, rangeFull: 0 };
@@ -68,13 +71,33 @@ async function main(): Promise<number> {
     /** When each RangeFull answer arrived: one that came before a later request still got an address was false. */
     const refusedAt: number[] = [];
     const statuses = new Map<number, number>();
+    // CPU seconds of the parts (DynamoDB Local; serverless-offline, whose functions run in worker threads of its
+    // process; this process: the callers, the console server, the stream poller and the proxy), charged every 100 ms
+    // to the phase being filled.
+    const cpuNow = () => ({ dynamodb: cpuSeconds(stack.pids.dynamodb), functions: cpuSeconds(stack.pids.offline), bench: cpuSeconds('self') });
+    const cpu = new Map<string, { dynamodb: number; functions: number; bench: number }>();
+    let cpuBefore = cpuNow();
+    const cpuTick = () => {
+      const now = cpuNow();
+      const phase = phaseOf(filling, got.length);
+      const entry = cpu.get(phase) ?? { dynamodb: 0, functions: 0, bench: 0 };
+      cpu.set(phase, entry);
+      for (const part of ['dynamodb', 'functions', 'bench'] as const) entry[part] += now[part] - cpuBefore[part];
+      cpuBefore = now;
+    };
+    const sampler = setInterval(cpuTick, 100);
     const started = performance.now();
     filling = true;
     await Promise.all(
       Array.from({ length: callers }, async (_, c) => {
         for (let n = 0; ; n += 1) {
           const start = performance.now() - started;
+          const phase = phaseOf(filling, got.length);
           const res = await call('POST', '/v1/pools/http-fill/claims', { name: `c${c}-${n}`, owner: { kind: 'Pod', name: `caller-${c}`, uid: `caller-${c}` } });
+          const waited = http.get(phase) ?? { requests: 0, ms: 0 };
+          http.set(phase, waited);
+          waited.requests += 1;
+          waited.ms += performance.now() - started - start;
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
           if (res.status === 201) {
             got.push({ address: (res.body.addresses as { address: string }[])[0]!.address, at: performance.now() - started, start });
@@ -96,6 +119,8 @@ async function main(): Promise<number> {
         }
       }),
     );
+    cpuTick();
+    clearInterval(sampler);
     const seconds = (performance.now() - started) / 1000;
     const distinct = new Set(got.map((g) => g.address)).size;
     got.sort((a, b) => a.at - b.at);
@@ -107,6 +132,10 @@ async function main(): Promise<number> {
       rates.push(Math.round((tenth / Math.max(0.001, (to - from) / 1000)) * 10) / 10);
     }
     const median = [...rates].sort((a, b) => a - b)[5]!;
+    // The last tenth's two phases: from the first address of each to its last, in seconds.
+    const lower = Number(lowerBandSize(parseCidr(cidrText)));
+    const span = (from: number, to: number) => Math.round(((got[Math.min(got.length - 1, to)]?.at ?? 0) - (got[from]?.at ?? 0)) / 10) / 100;
+    const lastTenthSeconds = { upperTail: span(9 * tenth, size - lower - 1), lowerBand: span(size - lower, size - 1) };
     // A fill releases nothing: an address handed out by a request that started after a RangeFull arrived was free
     // during the whole refused request (issue 20).
     const lastStart = Math.max(...got.map((g) => g.start));
@@ -123,7 +152,8 @@ async function main(): Promise<number> {
       tenthRates: rates,
       lastTenthVsMedian: Math.round((last / median) * 100) / 100,
       falseRangeFull,
-      ...(proxy ? { perPhase: perPhase(proxy, got.length, answers) } : {}),
+      lastTenthSeconds,
+      ...(proxy ? { perPhase: perPhase(proxy, got.length, answers, http, cpu) } : {}),
       met: { everyAddressOnce: got.length === size && distinct === size, no503: !statuses.has(503), lastTenth: last >= median / 2, noFalseRangeFull: falseRangeFull === 0 },
       machine: `${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`,
       at: new Date().toISOString(),
@@ -143,7 +173,7 @@ async function main(): Promise<number> {
  * Per phase, per allocation handed out in it: DynamoDB requests and read units of the functions (the stream
  * function's apart), and the kinds of request (dynamo-tally.ts) with their refusals and keys.
  */
-function perPhase(proxy: TallyProxy, allocated: number, answers: ReadonlyMap<string, { notReady: number; rangeFull: number }>) {
+function perPhase(proxy: TallyProxy, allocated: number, answers: ReadonlyMap<string, { notReady: number; rangeFull: number }>, http: ReadonlyMap<string, { requests: number; ms: number }>, cpu: ReadonlyMap<string, Record<'dynamodb' | 'functions' | 'bench', number>>) {
   const tenth = Math.floor(size / 10);
   const lower = Number(lowerBandSize(parseCidr(cidrText)));
   const allocationsIn = (phase: string): number => {
@@ -164,10 +194,15 @@ function perPhase(proxy: TallyProxy, allocated: number, answers: ReadonlyMap<str
         {
           allocations: n,
           ...answers.get(phase),
+          httpRequests: http.get(phase)?.requests ?? 0,
+          // What callers waited for answers, per allocation (32 callers wait at once: the phase's seconds x callers).
+          callerMsPerAllocation: per(Math.round(http.get(phase)?.ms ?? 0)),
           requestsPerAllocation: per(tally.requests - mirror),
+          // CPU milliseconds per allocation of each part (sampled every 100 ms: the phases' edges blur by that).
+          cpuMsPerAllocation: Object.fromEntries(Object.entries(cpu.get(phase) ?? {}).map(([part, s]) => [part, per(Math.round(s * 1000))])),
           readUnitsPerAllocation: per(tally.readUnits),
           collisions: tally.kinds.commit?.refused ?? 0,
-          kinds: Object.fromEntries(Object.entries(tally.kinds).sort(([a], [b]) => a.localeCompare(b))),
+          kinds: Object.fromEntries(Object.entries(tally.kinds).sort(([a], [b]) => a.localeCompare(b)).map(([kind, k]) => [kind, { ...k, ms: Math.round(k.ms) }])),
         },
       ];
     }),

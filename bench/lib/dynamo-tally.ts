@@ -22,8 +22,8 @@ import { itemSize, readUnits, type WireItem } from '../../aws-emulation/item-siz
 export interface Tally {
   requests: number;
   readUnits: number;
-  /** Per kind (see the file's top): requests, refused ones, keys read. */
-  kinds: Record<string, { requests: number; refused: number; keys: number }>;
+  /** Per kind (see the file's top): requests, refused ones, keys read, and milliseconds from the request's arrival to its answer's end, summed. */
+  kinds: Record<string, { requests: number; refused: number; keys: number; ms: number }>;
 }
 
 /** The most lease keys a check of candidates reads (the allocator's VERIFY_LIMIT). */
@@ -132,6 +132,7 @@ export async function startTallyProxy(phase: () => string): Promise<TallyProxy> 
     void (async () => {
       const body = await readAll(req);
       const at = phase();
+      const arrived = performance.now();
       const op = String(req.headers['x-amz-target'] ?? '').split('.')[1] ?? 'unknown';
       const target = new URL(proxy.target ?? 'http://127.0.0.1:1');
       const upstream = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
@@ -149,9 +150,10 @@ export async function startTallyProxy(phase: () => string): Promise<TallyProxy> 
           const what = kindOf(op, sent);
           const tally = phases.get(at) ?? { requests: 0, readUnits: 0, kinds: {} };
           phases.set(at, tally);
-          const kind = (tally.kinds[what.kind] ??= { requests: 0, refused: 0, keys: 0 });
+          const kind = (tally.kinds[what.kind] ??= { requests: 0, refused: 0, keys: 0, ms: 0 });
           tally.requests += 1;
           kind.requests += 1;
+          kind.ms += performance.now() - arrived;
           kind.keys += what.keys;
           if ((answer.statusCode ?? 500) >= 400) kind.refused += 1;
           else if (what.kind !== 'mirror') tally.readUnits += unitsOf(op, what, parsed);

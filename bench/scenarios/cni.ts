@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import type { LocalStack } from '../../scripts/local-stack.ts';
+import { cpuSeconds, groupCpuSeconds, groupStats } from '../lib/proc-cpu.ts';
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { CniLab, type PluginRun } from '../../tests/support/cni.ts';
 import { startTestStack } from '../../tests/support/local-stack.ts';
@@ -29,39 +30,6 @@ export const CNI_BEFORE = {
  * options, 1.76-3.47 without. DynamoDB, which it stands in for, uses none of the node's CPU.
  */
 export const CNI_STACK_JVM_OPTIONS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC'] as const;
-
-/** The fields of /proc/<pid>/stat after the command name (Linux), or undefined when the process is gone. */
-function statFields(pid: number | 'self'): string[] | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
-}
-
-/** CPU seconds used so far by a process (USER_HZ is 100), its reaped children's when asked. */
-function cpuSeconds(pid: number | 'self', children = false, fields = statFields(pid)): number {
-  if (!fields) return 0;
-  const [user, system] = children ? [fields[13], fields[14]] : [fields[11], fields[12]];
-  return (Number(user) + Number(system)) / 100;
-}
-
-/** The stat fields of each process of a process group (serverless-offline and its esbuild service), by pid. */
-function groupStats(pgid: number): Map<number, string[]> {
-  const stats = new Map<number, string[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const fields = statFields(Number(entry));
-    if (fields && Number(fields[2]) === pgid) stats.set(Number(entry), fields);
-  }
-  return stats;
-}
-
-/** CPU seconds of every process in a process group, each process's stat read once. */
-function groupCpuSeconds(pgid: number): number {
-  return [...groupStats(pgid)].reduce((sum, [pid, fields]) => sum + cpuSeconds(pid, false, fields), 0);
-}
 
 /**
  * The nice value of every thread of DynamoDB Local and serverless-offline (threads they start later inherit it).

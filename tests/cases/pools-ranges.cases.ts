@@ -114,7 +114,11 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       await api.call('DELETE', '/v1/pools/p/claims/b');
       expect((await api.call('DELETE', '/v1/pools/p/ranges/lonely')).status).toBe(202);
       clock.advance(INDEX_SETTLE_MS);
+      const counters = async () => (await allItems(api.container.table)).filter((i) => String(i.PK).startsWith('FREED#p#lonely#'));
+      expect(await counters()).toHaveLength(1);
       expect((await api.call('DELETE', '/v1/pools/p/ranges/lonely')).status).toBe(204);
+      // b's release bumped a freed counter of the range: removed with it (issue 20)
+      expect(await counters()).toEqual([]);
     });
 
     it('gives the pool a new range generation, in every copy, with each range add, mark and removal, and drops it with the pool', async () => {

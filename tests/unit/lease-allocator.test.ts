@@ -65,9 +65,13 @@ class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseCla
   bulkReads = 0;
   bulkAddresses = 0;
 
+  /** Every address those reads asked for, in order. */
+  readonly statesRead: string[] = [];
+
   async leaseStates(_pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseExpiry>> {
     this.bulkReads += 1;
     this.bulkAddresses += addresses.length;
+    this.statesRead.push(...addresses);
     const out = new Map<string, LeaseExpiry>();
     for (const address of addresses) {
       const lease = this.leases.get(address);
@@ -776,6 +780,31 @@ describe('Class: LeaseAllocator', () => {
         await store.releaseClaim((result as { claim: Claim }).claim);
       }
       expect(new Set(commits)).toEqual(new Set([1]));
+    });
+
+    it('after reading the few upper-band addresses its copy shows free all taken, decides the upper band alone and picks in the lower band by the copy, reading no lower-band lease', async () => {
+      // Prepare: a /22 whose upper band (.0.64-.3.254) is held, its lower band (.0.1-.0.63) free; the copy shows 5 upper-band
+      // addresses free (taken since, as the stream lags) and the whole lower band free
+      const store = new InMemoryLeaseStore();
+      const upper = [...hosts('10.0.0.', 64, 255), ...hosts('10.0.1.', 0, 255), ...hosts('10.0.2.', 0, 255), ...hosts('10.0.3.', 0, 254)];
+      store.hold(upper);
+      const shownFree = hosts('10.0.3.', 250, 254);
+      const lower = new Set(hosts('10.0.0.', 1, 63));
+      for (let seed = 0; seed < 10; seed += 1) {
+        store.statesRead.length = 0;
+        const allocator = summaryAllocatorOver(store, upper.filter((a) => !shownFree.includes(a)), new SeededRandom(seed));
+
+        // Act
+        const result = await allocator.allocate(summarized('10.0.0.0/22'), draftOf(`c${seed}`), [dynamic()]);
+
+        // Assess: a lower-band address; the reads were the 5 shown free, then the upper band's decision (its leases in
+        // bulk: this allocator has no seals), and no lower-band lease (the whole family's decision read the lower band
+        // in bulk too: 63 more)
+        expect(result.kind === 'allocated' && lower.has(result.claim.addresses[0]!.address)).toBe(true);
+        expect(store.statesRead.filter((a) => lower.has(a))).toEqual([]);
+        expect(store.statesRead.slice(0, 5).sort()).toEqual(shownFree);
+        await store.releaseClaim((result as { claim: Claim }).claim);
+      }
     });
 
     it('spreads callers that share a copy over every address it shows free, instead of the one after the longest run of taken ones', async () => {

@@ -29,7 +29,7 @@ describe('Function: sealHolds (issue 20)', () => {
 
   it('stops holding for a band of another shape (an exclusion now cuts it) and past a lease it read expiring', () => {
     const reading = new BandReading();
-    reading.taken(1_000, undefined);
+    reading.taken({ expiring: true, expiresAt: 1_000 }, band.counters);
     const expiring = reading.sealAt(countersOf(read([1, 0, 0, 2], [0, 3, 0, 0]), band), band);
     expect(sealHolds(read([1, 0, 0, 2], [0, 3, 0, 0], sealed), { ...band, excluded: [[range.cidr.base + 20n, range.cidr.base + 20n]] }, 'x', 0)).toBe(false);
     expect([999, 1_000].map((t) => sealHolds(read([1, 0, 0, 2], [0, 3, 0, 0], expiring), band, 'x', t))).toEqual([true, false]);

@@ -71,14 +71,14 @@ export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
 
   async leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseExpiry>> {
     if (addresses.length === 0) return new Map();
-    const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt', 'state', 'ownerKind', 'ownerName']);
+    const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt', 'state', 'ownerKind', 'ownerName', 'range']);
     return new Map(
       items
         .filter((i) => i.entity === Entity.Lease)
         .map((i) => {
           const expiry: LeaseExpiry = typeof i.expiresAt === 'number' ? { expiring: true, expiresAt: i.expiresAt } : { expiring: false };
           const heldFor = i.state === 'Released' ? { heldFor: ownerIdentity({ kind: String(i.ownerKind ?? ''), name: String(i.ownerName ?? '') }) } : {};
-          return [i.address as string, { ...expiry, ...heldFor }];
+          return [i.address as string, { ...expiry, ...heldFor, ...(typeof i.range === 'string' ? { range: i.range } : {}) }];
         }),
     );
   }

@@ -121,7 +121,12 @@ export class TablePoolStore implements PoolStore {
   }
 
   async deleteRange(range: Range): Promise<boolean> {
-    return (await this.removeRange(range)) === 'removed';
+    if ((await this.removeRange(range)) !== 'removed') return false;
+    // Its freed counters and seals, as finalizeRange drops them. Claims taken through it while another range covered
+    // it keep naming it, so their releases may write a counter again: harmless (no band reads a removed range's
+    // counters; a lease naming it keeps its part unsealed), and deleted with the pool.
+    await dropFreed(this.table, range.pool, [range.name]);
+    return true;
   }
 
   /** Removes this Terminating incarnation with what goes with it (`more`), under a new range generation (the reconciler's finalize too). */

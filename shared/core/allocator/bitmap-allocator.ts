@@ -1,5 +1,5 @@
 import { formatAddress, type IpFamily } from '../ip/address.ts';
-import { isHostOf, lowerBandSize } from '../ip/cidr.ts';
+import { isHostOf } from '../ip/cidr.ts';
 import { MismatchedNetworkError, NotInRangeError, NotReadyError, RangeFullError } from '../errors.ts';
 import { isExpired, leaseOfClaim, reuseDelayMs, type Claim, type Hold, type ClaimAddress, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, PoolStore, Random, ReleaseOutcome } from '../ports.ts';
@@ -8,6 +8,7 @@ import { addressOfBit, bitOf, legacyWindow, type Bitmap } from '../bitmap/bitmap
 import { bitmapOf, bitmapOfDocument, legacyRangeOf, windowInterval } from '../bitmap/legacy.ts';
 import type { BitmapExpectation, BitmapStore, BitmapWrite } from '../bitmap/ports.ts';
 import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
+import { upperBandStart } from './candidates.ts';
 import type { Interval } from './intervals.ts';
 import { excludedIntervals, rangeForExplicit, type ParsedRange } from './pool-geometry.ts';
 import type { IpamEvent } from '../reconciler/ports.ts';
@@ -210,8 +211,7 @@ export function pickBit(bitmap: Bitmap, range: ParsedRange, excluded: readonly I
     const hi = to < last ? to : last;
     for (let value = lo; value <= hi; value += 1n) mask.set(Number(value - first));
   }
-  const band = Number(lowerBandSize(range.cidr));
-  const lower = band < size ? band : 0;
+  const lower = Number(upperBandStart({ name: range.range.name, cidr: range.cidr }, BigInt(size)));
   const start = lower + Number(random.below(BigInt(size - lower)));
   const found = mask.firstClear(start);
   if (found === undefined) return undefined;

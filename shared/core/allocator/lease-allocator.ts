@@ -107,13 +107,6 @@ export const CONFIRM_WAVE_MAX = 1_600;
  */
 export const CONFIRM_LIMIT = 65_536;
 
-/**
- * Rounds of a "used up" decision (usedUpOrFree): read the seals, read the unsealed parts in bulk, seal them, then read
- * the seals again to see them all hold at once. A round that finds a seal broken (something freed meanwhile) reads
- * that part again; past this many, NotReady.
- */
-export const SEAL_ROUNDS = 4;
-
 /** What one allocate call has seen so far, per family. */
 interface CallState {
   /** The collision count at this call's last forced read of the hint. */
@@ -133,6 +126,21 @@ interface Choice {
   readonly explicit: boolean;
   /** An address held for this claim's owner identity after a release (a sticky address): tried once, then picked anew. */
   readonly sticky?: boolean;
+}
+
+/**
+ * pickVerified's answer when every address the copy showed free was read taken, all of them in upper bands of ranges
+ * that have a lower band: whether those upper bands are used up is the question, not whether the family is.
+ */
+/** shownFree's collections in one synchronous step, per range: the limit asked and what it found. */
+type ShownMemo = Map<ParsedRange, { readonly limit: number; readonly values: bigint[] }>;
+
+interface UpperFull {
+  readonly upperFull: readonly ParsedRange[];
+}
+
+function isUpperFull(verdict: Choice | 'full' | UpperFull | undefined): verdict is UpperFull {
+  return typeof verdict === 'object' && 'upperFull' in verdict;
 }
 
 /**
@@ -301,11 +309,26 @@ export class LeaseAllocator implements Allocator {
       const hint = await this.deps.hints.get(pool, family, intervals, nowMs, fresh, source);
       if (fresh) refreshedAt.set(family, seen);
       const inFlight = this.deps.hints.inFlight(pool, family);
-      if (!fresh && hint.source === HintSource.Summary && this.behindNearFull(ranges, excluded, hint, inFlight, nowMs, (collidedAt.get(family) ?? -Infinity) >= hint.fetchedAt)) {
+      // What the copy shows free, collected once for this attempt's synchronous steps (behindNearFull, pickVerified).
+      const shown: ShownMemo = new Map();
+      if (hint.source === HintSource.Summary && this.spreadEstimate(ranges, hint) <= BigInt(2 * SPREAD_LIMIT)) this.shownFree(ranges, excluded, hint, inFlight, SPREAD_LIMIT + 1, shown);
+      if (!fresh && hint.source === HintSource.Summary && this.behindNearFull(ranges, excluded, hint, inFlight, nowMs, (collidedAt.get(family) ?? -Infinity) >= hint.fetchedAt, shown)) {
         fresh = true;
         continue;
       }
-      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, owner, seen > 0) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      const checked = hint.source === HintSource.Summary ? await this.pickVerified(pool, family, ranges, excluded, hint, inFlight, verified, owner, seen > 0, shown) : this.pickWithHint(ranges, excluded, hint, inFlight);
+      if (isUpperFull(checked)) {
+        // Every address the copy showed free in these upper bands was read taken: whether they are used up is decided
+        // for them alone (their seals, or their leases in bulk), and then the copy, which now shows them taken, picks
+        // in the lower bands. Not by the whole family's decision below, which would read a lower band in bulk too.
+        const upper = await this.usedUpOrFree(pool, family, checked.upperFull.map((r) => this.band(view, r, excluded, BandName.Upper)), owner, verified, chosen);
+        if (upper) {
+          reservations.push(this.deps.hints.reserve(pool, family, upper.value));
+          return upper;
+        }
+        for (const r of checked.upperFull) upperUsedUp.add(r.range.name);
+        continue;
+      }
       const hinted = checked === 'full' ? undefined : checked;
       if (hinted) {
         // A pick in a lower band says the hint shows that range's upper band used up: only a read of its leases may
@@ -369,8 +392,7 @@ export class LeaseAllocator implements Allocator {
    * write: writes/freed.ts says why a seal at counters moved since misleads no reader). The part read next is a random
    * one among those the last read shows unsealed (of the first band that has any: upper bands first), and the seals
    * are read again after each part: callers deciding at once share the reading of a band instead of each reading all
-   * of it. One part read used up now is the answer at once; several are decided by a read in which they all hold.
-   * @throws NotReadyError when every round found something freed meanwhile (SEAL_ROUNDS)
+   * of it. The answer is used up once every part was read used up in this call or holds in the last read.
    */
   private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
     const seals = this.deps.seals ?? NO_SEALS;
@@ -382,38 +404,28 @@ export class LeaseAllocator implements Allocator {
     const budget = { read: 0 };
     const holds = (read: ReadonlyMap<string, RangeSeals>, part: Band) => sealHolds(read, part, owner, this.deps.clock.nowMs());
     let read = await seals.readSeals(pool, ranges);
-    for (let round = 0; round < SEAL_ROUNDS; round += 1) {
-      if (parts.every((part) => holds(read, part))) return undefined;
-      let ownPicksOnly = false;
-      // Parts this round read used up: not read again in it, whatever the seals say.
-      const done = new Set<Band>();
-      for (;;) {
-        const open = bandParts.map((band) => band.filter((part) => !done.has(part) && !holds(read, part))).find((band) => band.length > 0);
-        if (!open) break;
-        const part = this.randomOf(open);
-        done.add(part);
-        const reading = new BandReading();
-        const pick = await this.confirmFree(pool, family, part, reading, owner, verified, chosen, budget);
-        if (pick) return pick;
-        // Free only among this claim's own picks: not used up (a batch that cannot grow).
-        if (reading.open) ownPicksOnly = true;
-        else await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
-        if (parts.length === 1 || !this.deps.seals) continue;
-        // What others sealed meanwhile is not read again; and a read in which every part holds is the decision. The
-        // seals alone (one key a range, not the 100 of its counters), checked against the counters read this round.
-        read = withSealsOf(read, await seals.readSeals(pool, ranges, 'seals'));
-        if (parts.every((p) => holds(read, p))) return undefined;
-      }
-      if (ownPicksOnly) return undefined;
-      // The one part was read used up in this call: that read is the decision.
-      if (parts.length === 1) return undefined;
-      // A store without seals: the bulk read is the decision, as each address was read during this call.
-      if (!this.deps.seals) return undefined;
-      // Several parts: the round ended on a read of the seals (above), in which some part no longer holds; the next
-      // round starts from the counters as they are now.
-      if (round + 1 < SEAL_ROUNDS) read = await seals.readSeals(pool, ranges);
+    // Parts read used up in bulk in this call: decided, whatever their seals say now (a seal write lost to another
+    // caller's, or one that cannot hold, such as a part held for too many owners, changes nothing about that read).
+    const done = new Set<Band>();
+    for (;;) {
+      // Every part was read used up in this call or holds in the last read: each of its addresses was held at a moment
+      // inside this call, so none was free for the whole of it. That is the decision.
+      const open = bandParts.map((band) => band.filter((part) => !done.has(part) && !holds(read, part))).find((band) => band.length > 0);
+      if (!open) return undefined;
+      const part = this.randomOf(open);
+      done.add(part);
+      const reading = new BandReading();
+      const pick = await this.confirmFree(pool, family, part, reading, owner, verified, chosen, budget);
+      if (pick) return pick;
+      // Free only among this claim's own picks (a batch that cannot grow) is not used up: no seal. Nor is a part
+      // holding a lease taken through a range the band's counters leave out (removed since, or newer than the view):
+      // that lease's release would bump a counter no seal of the band records.
+      if (!reading.open && !reading.foreign) await seals.seal(pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
+      if (parts.length === 1 || !this.deps.seals) continue;
+      // What others sealed meanwhile is not read again. The seals alone (one key a range, not the 100 of its
+      // counters), checked against the counters read at the start of this call.
+      read = withSealsOf(read, await seals.readSeals(pool, ranges, 'seals'));
     }
-    throw new NotReadyError('Addresses of the pool were freed while it was confirmed used up; retry shortly.');
   }
 
   /**
@@ -438,7 +450,7 @@ export class LeaseAllocator implements Allocator {
       }
       if (batch.length === 0) return undefined;
       if ((budget.read += batch.length) > CONFIRM_LIMIT) throw new NotReadyError('The pool\'s view shows its ranges used up, and they are too large to confirm that in one request; retry shortly.');
-      const unheld = await this.readFree(pool, family, batch.map((value) => ({ value, range: band.range, explicit: false })), new Set(), owner, (state) => reading.taken(state.expiresAt, state.heldFor));
+      const unheld = await this.readFree(pool, family, batch.map((value) => ({ value, range: band.range, explicit: false })), new Set(), owner, (state) => reading.taken(state, band.counters));
       if (unheld.length > 0) reading.open = true;
       for (const f of unheld) verified.add(f.value);
       const free = unheld.filter((f) => !chosen.has(f.value));
@@ -456,22 +468,33 @@ export class LeaseAllocator implements Allocator {
    * Whether a summary copy is likely behind near full (NEAR_FULL_LIMIT): it shows more free addresses than a verified
    * read takes, but few, and it is older than the full trust or this call collided after it was read.
    */
-  private behindNearFull(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, nowMs: number, collided: boolean): boolean {
+  private behindNearFull(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, nowMs: number, collided: boolean, memo?: ShownMemo): boolean {
     if (!collided && nowMs - hint.fetchedAt < this.fullTrustMs) return false;
-    const shown = this.shownFree(ranges, excluded, hint, inFlight, NEAR_FULL_LIMIT + 1).length;
+    const shown = this.shownFree(ranges, excluded, hint, inFlight, NEAR_FULL_LIMIT + 1, memo).length;
     return shown > VERIFY_LIMIT && shown <= NEAR_FULL_LIMIT;
   }
 
   /**
    * Up to `limit` addresses the hint shows free in the bands dynamic picks of these ranges draw from now (collectFree:
    * a range's upper band while it shows any free, then its lower band), each once (overlapping ranges show the same
-   * address twice), never one in flight in this container.
+   * address twice), never one in flight in this container. With `memo`, a range's addresses are collected once for
+   * every limit up to the largest asked (near full, a collection scans the band's taken addresses: a /20's upper band
+   * is 3,838), so the memo lives only while the hint and what is in flight stay as they were (no await in between).
    */
-  private shownFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, limit: number): Choice[] {
+  private shownFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, limit: number, memo?: ShownMemo): Choice[] {
     const shown: Choice[] = [];
     const seen = new Set<bigint>();
+    const collect = (range: ParsedRange, n: number): bigint[] => {
+      const had = memo?.get(range);
+      // collectFree answers in address order: a list collected with a larger limit, or one shorter than its limit
+      // (every address the range shows free), starts with the answer for a smaller one.
+      if (had && (had.limit >= n || had.values.length < had.limit)) return had.values.slice(0, n);
+      const values = collectFree(this.pickRange(range), { excluded, taken: hint }, n, inFlight);
+      memo?.set(range, { limit: n, values });
+      return values;
+    };
     for (const range of ranges) {
-      for (const value of collectFree(this.pickRange(range), { excluded, taken: hint }, limit - shown.length, inFlight)) {
+      for (const value of collect(range, limit - shown.length)) {
         if (!seen.has(value)) shown.push({ value, range, explicit: false });
         seen.add(value);
       }
@@ -485,31 +508,40 @@ export class LeaseAllocator implements Allocator {
    * otherwise): what a near-full pick is drawn from uniformly. The summary's counts rule out a range with room first,
    * so a sparse range pays no scan.
    */
-  private spreadFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>): Choice[] | undefined {
-    const estimate = ranges.reduce((sum, range) => sum + bandFreeByHint(this.pickRange(range), hint), 0n);
-    if (estimate > BigInt(2 * SPREAD_LIMIT)) return undefined;
-    const shown = this.shownFree(ranges, excluded, hint, inFlight, SPREAD_LIMIT + 1);
+  private spreadFree(ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, memo?: ShownMemo): Choice[] | undefined {
+    if (this.spreadEstimate(ranges, hint) > BigInt(2 * SPREAD_LIMIT)) return undefined;
+    const shown = this.shownFree(ranges, excluded, hint, inFlight, SPREAD_LIMIT + 1, memo);
     return shown.length > SPREAD_LIMIT ? undefined : shown;
+  }
+
+  /** Free addresses the hint's source shows in the bands picks of these ranges draw from (bandFreeByHint): an estimate. */
+  private spreadEstimate(ranges: readonly ParsedRange[], hint: Hint): bigint {
+    return ranges.reduce((sum, range) => sum + bandFreeByHint(this.pickRange(range), hint), 0n);
   }
 
   /**
    * A pick from a summary: when it shows few free addresses, read them all first (VERIFY_LIMIT) and pick among those
    * really free (no lease item, or an expired one); the ones taken are remembered like collisions. With a few hundred
    * shown free (SPREAD_LIMIT), the pick (or after a collision, the sample read) is drawn uniformly among them. 'full' when it
-   * read every address the summary shows free and none was; undefined when the view shows none at all. Addresses in
+   * read every address the summary shows free and none was (UpperFull when all of them lay in upper bands of ranges
+   * with a lower band); undefined when the view shows none at all. Addresses in
    * `verified` were read free earlier in this call (the other picks of a batch) and are not read again; the ones read
    * free now are added to it.
    */
-  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, collided = false): Promise<Choice | 'full' | undefined> {
-    const few = this.shownFree(ranges, excluded, hint, inFlight, VERIFY_LIMIT + 1);
+  private async pickVerified(pool: string, family: IpFamily, ranges: readonly ParsedRange[], excluded: readonly Interval[], hint: Hint, inFlight: ReadonlySet<bigint>, verified: Set<bigint>, owner: string, collided = false, memo?: ShownMemo): Promise<Choice | 'full' | UpperFull | undefined> {
+    const few = this.shownFree(ranges, excluded, hint, inFlight, VERIFY_LIMIT + 1, memo);
     if (few.length > VERIFY_LIMIT) {
-      const spread = this.spreadFree(ranges, excluded, hint, inFlight);
+      const spread = this.spreadFree(ranges, excluded, hint, inFlight, memo);
       if (collided) return this.pickSampled(pool, family, ranges, excluded, hint, inFlight, verified, owner, spread);
       return spread ? this.randomOf(spread) : this.pickWithHint(ranges, excluded, hint, inFlight);
     }
     if (few.length === 0) return undefined;
     const free = await this.readFree(pool, family, few, verified, owner);
-    if (free.length === 0) return 'full';
+    if (free.length === 0) {
+      // All in upper bands of ranges that have a lower band: those upper bands are in question, not the family.
+      const upperFull = [...new Set(few.map((c) => c.range))];
+      return few.every((c) => !this.inLowerBand(c)) && upperFull.every((r) => this.bandBounds(r).lower > 0n) ? { upperFull } : 'full';
+    }
     // The same pick may have become in flight in this container while the read was out.
     const live = free.filter((f) => !this.deps.hints.inFlight(pool, family).has(f.value)).map((f) => ({ ...f, explicit: false }));
     if (live.length === 0) return undefined;

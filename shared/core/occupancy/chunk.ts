@@ -39,8 +39,10 @@ export interface OccupancyChunk {
   readonly historyThrough?: number;
 }
 
-export const chunkIndexOf = (address: bigint): bigint => address >> BigInt(CHUNK_BITS);
-export const chunkBase = (index: bigint): bigint => index << BigInt(CHUNK_BITS);
+/** CHUNK_BITS as a bigint, made once: these run for every position a near-full pick scans. */
+const CHUNK_SHIFT = BigInt(CHUNK_BITS);
+export const chunkIndexOf = (address: bigint): bigint => address >> CHUNK_SHIFT;
+export const chunkBase = (index: bigint): bigint => index << CHUNK_SHIFT;
 export const bitOf = (address: bigint): number => Number(address & (CHUNK_SIZE - 1n));
 
 export function emptyChunk(pool: string, family: IpFamily, index: bigint): OccupancyChunk {

@@ -9,6 +9,8 @@ export interface LeaseExpiry {
   readonly expiresAt?: number;
   /** A Released lease: the previous owner identity it is held for (ownerIdentity), who may take it back at once. */
   readonly heldFor?: string;
+  /** The range the lease was taken through: the one whose freed counter its release bumps. */
+  readonly range?: string;
 }
 
 /** The owner identity a Released lease is held for (kind and name; a recreated workload has a new uid), as one string. */
@@ -31,10 +33,10 @@ export type BandName = (typeof BandName)[keyof typeof BandName];
 export interface UsedUpSeal {
   /**
    * The freed counters when the band was read, of its range and of every range overlapping it (a lease taken through
-   * an overlapping range bumps that range's counter when it is freed): a digest of each counter's shards
-   * (countersDigest).
+   * an overlapping range bumps that range's counter when it is freed): one digest of them all (countersOf), so a
+   * seal read with other counters, or naming other ranges, does not hold.
    */
-  readonly freed: Readonly<Record<string, string>>;
+  readonly freed: string;
   /** The earliest expiry of the leases read (a TTL, or a reuse delay's end); absent when none expires. */
   readonly until?: number;
   /** What the band was (the range's incarnation, its offsets, the exclusions in it): a seal of another shape says nothing. */

@@ -17,12 +17,19 @@ export async function readSummary(store: Pick<OccupancyStore, 'readChunks'>, poo
   const chunks = span ? (await store.readChunks(pool, family, span)).filter((c) => intervals.some((i) => overlaps(c.index, i))) : [];
   const byIndex = new Map(chunks.map((c) => [c.index, c]));
   const used = chunks.reduce((sum, c) => sum + countHeld(c, intervals), 0n);
+  const counted = new Map<string, bigint>();
   const expiring = chunks.some((c) => c.expiring.count() > 0 && countHeld({ index: c.index, bits: c.expiring }, intervals) > 0n);
   return {
     chunks,
     used,
     expiring,
     has: (value) => byIndex.get(chunkIndexOf(value))?.bits.has(bitOf(value)) ?? false,
-    count: (from, to) => chunks.reduce((sum, c) => sum + countHeld(c, [[from, to]]), 0n),
+    count: (from, to) => {
+      // A read never changes, and near full each pick asks it for the same bands (iterating every set bit of a chunk).
+      const key = `${from}-${to}`;
+      let n = counted.get(key);
+      if (n === undefined) counted.set(key, (n = chunks.reduce((sum, c) => sum + countHeld(c, [[from, to]]), 0n)));
+      return n;
+    },
   };
 }
