@@ -17,8 +17,28 @@ import { plainItemSize, readUnits, writeUnits } from '../aws-emulation/item-size
 /** An item's size by DynamoDB's rules. */
 export const itemBytes = (item: Item): number => plainItemSize(item);
 
-export function writeUnitsOf(before: Item | undefined, after: Item | undefined): number {
-  return writeUnits(Math.max(before ? itemBytes(before) : 0, after ? itemBytes(after) : 0));
+/** How a call sizes items: `itemBytes`, or one that remembers each item it sized (`sizing`). */
+export type Sizer = (item: Item) => number;
+
+/**
+ * A sizer that remembers each item it sized, for one call: a write sizes its items before and after, for the table's
+ * units and again for each index entry, and the same objects come back several times. Only for items nobody changes
+ * while the call lasts (the stored ones MemoryTable gives out, the call's own operations).
+ */
+export function sizing(): Sizer {
+  const sizes = new Map<Item, number>();
+  return (item) => {
+    let size = sizes.get(item);
+    if (size === undefined) {
+      size = itemBytes(item);
+      sizes.set(item, size);
+    }
+    return size;
+  };
+}
+
+export function writeUnitsOf(before: Item | undefined, after: Item | undefined, size: Sizer = itemBytes): number {
+  return writeUnits(Math.max(before ? size(before) : 0, after ? size(after) : 0));
 }
 
 export function readUnitsOf(bytes: number, consistent: boolean): number {
@@ -40,22 +60,22 @@ const INDEXES: readonly IndexName[] = ['GSI1', 'GSI2', 'GSI3'];
 /** GSI3 projects keys only (infra/table.json). */
 const KEYS_ONLY: ReadonlySet<IndexName> = new Set(['GSI3']);
 
-function entryOf(item: Item | undefined, index: IndexName): { pk: string; sk: string; bytes: number } | undefined {
+function entryOf(item: Item | undefined, index: IndexName, size: Sizer): { pk: string; sk: string; bytes: number } | undefined {
   if (!item) return undefined;
   const [pkName, skName] = KEY_ATTRIBUTES[index];
   const pk = item[pkName];
   const sk = item[skName];
   if (typeof pk !== 'string' || typeof sk !== 'string') return undefined;
-  const projected = KEYS_ONLY.has(index) ? { PK: item.PK, SK: item.SK, [pkName]: pk, [skName]: sk } : item;
-  return { pk, sk, bytes: itemBytes(projected) };
+  const bytes = KEYS_ONLY.has(index) ? itemBytes({ PK: item.PK, SK: item.SK, [pkName]: pk, [skName]: sk }) : size(item);
+  return { pk, sk, bytes };
 }
 
 /** The index partitions a write's entries land in, with their units. */
-export function indexEntries(before: Item | undefined, after: Item | undefined): { partition: string; units: number }[] {
+export function indexEntries(before: Item | undefined, after: Item | undefined, size: Sizer = itemBytes): { partition: string; units: number }[] {
   const out: { partition: string; units: number }[] = [];
   for (const index of INDEXES) {
-    const old = entryOf(before, index);
-    const next = entryOf(after, index);
+    const old = entryOf(before, index, size);
+    const next = entryOf(after, index, size);
     if (!old && !next) continue;
     if (old && next && old.pk === next.pk && old.sk === next.sk) {
       // A keys-only entry whose keys did not change is not rewritten.

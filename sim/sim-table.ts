@@ -29,7 +29,7 @@ import type { Key } from '../shared/adapters/dynamodb/keys.ts';
 import { translateError } from '../shared/adapters/dynamodb/sdk-table.ts';
 import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../shared/adapters/dynamodb/table.ts';
 import { MemoryTable, type Fault, type TableCall } from '../shared/adapters/memory/memory-table.ts';
-import { indexEntries, itemBytes, queryReadUnits, readUnitsOf, writeUnitsOf } from './capacity.ts';
+import { indexEntries, itemBytes, queryReadUnits, readUnitsOf, sizing, writeUnitsOf, type Sizer } from './capacity.ts';
 import { Prng } from './prng.ts';
 import { PER_KEY, Throughput, type Quotas } from './quotas.ts';
 import { Scheduler } from './scheduler.ts';
@@ -421,9 +421,11 @@ export class SimTable implements Table {
     if (fault?.kind === 'throttle') return this.refuse(spend, total, THROTTLED);
     const before = (await this.engine.peek([key])).get(keyId(key));
     const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? key), ...(op.update.set ?? {}) } : undefined;
+    const size = sizing();
+    const units = writeUnitsOf(before, after, size);
     // The table partition and the index partitions the write will change: a short index throttles the write too
     // (DynamoDB's GSI back-pressure).
-    const charges = [{ partition: `table|${key.PK}`, units: writeUnitsOf(before, after), kind: 'write' as const }, ...indexEntries(before, after).map((c) => ({ ...c, kind: 'write' as const }))];
+    const charges = [{ partition: `table|${key.PK}`, units, kind: 'write' as const }, ...indexEntries(before, after, size).map((c) => ({ ...c, kind: 'write' as const }))];
     if (!this.engine.take(charges)) return this.refuse(spend, total, THROTTLED);
     if (this.engine.isLocked([key])[0]) {
       spend.conflicts += 1;
@@ -436,10 +438,10 @@ export class SimTable implements Table {
     let result: WriteResult = { ok: false };
     if (applied) {
       result = mutated ? await this.engine.inner(() => this.engine.memory.write(mutated)) : { ok: true };
-      spend.writeUnits += writeUnitsOf(before, after);
+      spend.writeUnits += units;
       if (result.ok) {
         const stored = (await this.engine.peek([key])).get(keyId(key));
-        this.indexCharges(spend, [{ before, after: stored }]);
+        this.indexCharges(spend, [{ before, after: stored }], size);
         this.engine.committed(this.caller, [{ key, before, after: stored }]);
       } else spend.failedConditions += 1;
     }
@@ -463,22 +465,13 @@ export class SimTable implements Table {
       return locked.map((l): TxVerdict => (l ? { code: 'TransactionConflict' } : { code: 'None' }));
     }
     const beforeNow = await this.engine.peek(keys);
-    const units = ops.reduce((sum, op, i) => {
-      const before = beforeNow.get(keyId(keys[i]!));
-      const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? keys[i]!), ...(op.update.set ?? {}) } : op.kind === 'check' ? before : undefined;
-      return sum + 2 * writeUnitsOf(before, after);
-    }, 0);
-    const perPartition = ops.map((op, i) => {
-      const before = beforeNow.get(keyId(keys[i]!));
-      const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? keys[i]!), ...(op.update.set ?? {}) } : op.kind === 'check' ? before : undefined;
-      return { partition: `table|${keys[i]!.PK}`, units: 2 * writeUnitsOf(before, after), kind: 'write' as const };
-    });
-    const indexCharges = ops.flatMap((op, i) => {
-      if (op.kind === 'check') return [];
-      const before = beforeNow.get(keyId(keys[i]!));
-      const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? keys[i]!), ...(op.update.set ?? {}) } : undefined;
-      return indexEntries(before, after).map((c) => ({ ...c, kind: 'write' as const }));
-    });
+    const size = sizing();
+    const befores = keys.map((key) => beforeNow.get(keyId(key)));
+    // Each op's item after it (a check's: the item as it is), sized once for the table's units and the index entries.
+    const afters = ops.map((op, i) => (op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(befores[i] ?? keys[i]!), ...(op.update.set ?? {}) } : op.kind === 'check' ? befores[i] : undefined));
+    const perPartition = ops.map((_, i) => ({ partition: `table|${keys[i]!.PK}`, units: 2 * writeUnitsOf(befores[i], afters[i], size), kind: 'write' as const }));
+    const units = perPartition.reduce((sum, c) => sum + c.units, 0);
+    const indexCharges = ops.flatMap((op, i) => (op.kind === 'check' ? [] : indexEntries(befores[i], afters[i], size).map((c) => ({ ...c, kind: 'write' as const }))));
     if (!this.engine.take([...perPartition, ...indexCharges])) return this.refuse(spend, total, THROTTLED);
     // Prepare and commit: the items are held for the middle half of the call.
     this.engine.lock(keys);
@@ -499,7 +492,7 @@ export class SimTable implements Table {
         // The writes that happened: a broken store (mutate) may have dropped some of the asked ones.
         const written = new Set(mutated.filter((op) => op.kind !== 'check').map((op) => keyId(keyOfOp(op))));
         const writes = ops.flatMap((op, i) => (op.kind === 'check' || !written.has(keyId(keys[i]!)) ? [] : [{ key: keys[i]!, before: before.get(keyId(keys[i]!)), after: after.get(keyId(keys[i]!)) }]));
-        this.indexCharges(spend, writes);
+        this.indexCharges(spend, writes, size);
         this.engine.committed(this.caller, writes);
       } else spend.failedConditions += 1;
     }
@@ -507,8 +500,8 @@ export class SimTable implements Table {
   }
 
   /** Index entries the committed writes changed (their partitions were charged when the write was admitted). */
-  private indexCharges(spend: Spend, writes: readonly { before: Item | undefined; after: Item | undefined }[]): void {
-    spend.indexWriteUnits += writes.flatMap((w) => indexEntries(w.before, w.after)).reduce((sum, c) => sum + c.units, 0);
+  private indexCharges(spend: Spend, writes: readonly { before: Item | undefined; after: Item | undefined }[], size: Sizer): void {
+    spend.indexWriteUnits += writes.flatMap((w) => indexEntries(w.before, w.after, size)).reduce((sum, c) => sum + c.units, 0);
   }
 
   private async refuse(spend: Spend, total: number, message: string): Promise<never> {
