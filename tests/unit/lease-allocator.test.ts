@@ -807,6 +807,43 @@ describe('Class: LeaseAllocator', () => {
       }
     });
 
+    it('reads a range\'s freed counters once in a call that decides its upper band used up and later its whole family, the seals alone the second time', async () => {
+      // Prepare: a /22 whose upper band (.0.64-.3.254) is held; in its lower band every address is held but .0.9, which
+      // the copy shows taken (freed since), while it shows .0.20-.0.59 free (taken since): the first pick there needs the
+      // upper band decided (a read of the counters), collides, the sample after it finds nothing, and the family is
+      // decided (the counters again, before)
+      const store = new InMemoryLeaseStore();
+      const upper = [...hosts('10.0.0.', 64, 255), ...hosts('10.0.1.', 0, 255), ...hosts('10.0.2.', 0, 255), ...hosts('10.0.3.', 0, 254)];
+      const lower = hosts('10.0.0.', 1, 63);
+      store.hold([...upper, ...lower.filter((a) => a !== '10.0.0.9')]);
+      const shownFree = hosts('10.0.0.', 20, 59);
+      const written = new Map<string, UsedUpSeal>();
+      const reads: string[] = [];
+      const seals: UsedUpSeals = {
+        readSeals: async (_pool, ranges, only) => {
+          reads.push(only ?? 'counters');
+          return new Map(ranges.map((r) => [r, { freed: only ? [] : [0, 0, 0, 0], seals: Object.fromEntries(written) }]));
+        },
+        seal: async (_pool, _range, part, seal) => {
+          written.set(part, seal);
+        },
+      };
+      const taken = new Set([...upper, ...lower].filter((a) => !shownFree.includes(a)).map((a) => parseAddress(a).value));
+      const snapshot = { has: (v: bigint) => taken.has(v), count: (from: bigint, to: bigint) => BigInt([...taken].filter((v) => v >= from && v <= to).length), expiring: false };
+      const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at), DEFAULT_HINT_MAX_AGE_MS, { read: async () => snapshot });
+      const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random: new SeededRandom(3), seals, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
+
+      // Act
+      const result = await allocator.allocate(summarized('10.0.0.0/22'), draftOf('c'), [dynamic()]);
+
+      // Assess: the free address, after one collision; the counters read once in the call (twice before), the seals
+      // alone after that
+      expect(result.kind === 'allocated' && result.claim.addresses[0]!.address).toBe('10.0.0.9');
+      expect(store.commits).toBe(2);
+      expect(reads.filter((r) => r === 'counters')).toHaveLength(1);
+      expect(reads.filter((r) => r === 'seals').length).toBeGreaterThan(0);
+    });
+
     it('spreads callers that share a copy over every address it shows free, instead of the one after the longest run of taken ones', async () => {
       // Prepare: a /22's upper band (959 addresses, .0.64-.3.254) where the copy shows 40 free: 39 in a row at .0.101-.0.139 and
       // one, .3.200, after a run of 800 taken. A scan from a random start lands on .3.200 about 8 times in 10.

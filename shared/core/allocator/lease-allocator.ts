@@ -116,6 +116,11 @@ interface CallState {
   readonly collidedAt: ReadonlyMap<IpFamily, number>;
   /** Ranges whose upper band this call read whole and found used up: the other picks of a batch do not read it again. */
   readonly upperUsedUp: Set<string>;
+  /**
+   * The freed counters this call read, by range: a later "used up" decision of the call reads only the seals again
+   * (usedUpOrFree), as counters read at any moment of the call vouch for seals read after them.
+   */
+  readonly counters: Map<string, readonly number[]>;
   /** The claim's owner identity (ownerIdentity): a Released lease held for it is free for this call. */
   readonly owner: string;
 }
@@ -176,6 +181,7 @@ export class LeaseAllocator implements Allocator {
     // When this call last collided in each family: a hint read before that is known to be behind.
     const collidedAt = new Map<IpFamily, number>();
     const upperUsedUp = new Set<string>();
+    const counters = new Map<string, readonly number[]>();
     const owner = ownerIdentity(draft.spec.owner);
     // Addresses this call read free near full (pickVerified), per family: a batch reads them once, not once a pick.
     const verified = new Map(slots.map((s) => [s.family, new Set<bigint>()]));
@@ -190,7 +196,7 @@ export class LeaseAllocator implements Allocator {
           if (pick && !pick.explicit) reservations.push(this.deps.hints.reserve(pool, slots[i]!.family, pick.value));
         });
         for (const [i, slot] of slots.entries()) {
-          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, { refreshedAt, collisions, collidedAt, upperUsedUp, owner }, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
+          if (!picks[i]) picks[i] = await this.pickDynamic(view, slot.family, { refreshedAt, collisions, collidedAt, upperUsedUp, counters, owner }, reservations, chosenOf(slots, picks, slot.family), verified.get(slot.family)!);
         }
         claim = buildClaim(draft, requests, slots, picks as Choice[]);
         const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
@@ -282,7 +288,7 @@ export class LeaseAllocator implements Allocator {
    * call has read free (pickVerified), not read again.
    */
   private async pickDynamic(view: PoolView, family: IpFamily, call: CallState, reservations: (() => void)[], chosen: ReadonlySet<bigint>, verified: Set<bigint>): Promise<Choice> {
-    const { refreshedAt, collisions, collidedAt, upperUsedUp, owner } = call;
+    const { refreshedAt, collisions, collidedAt, upperUsedUp, counters, owner } = call;
     const ranges = rangesOf(view, family).filter((r) => pickableSize(this.pickRange(r)) > 0n);
     if (ranges.length === 0) throw new RangeFullError(view.pool.name, family);
     const excluded = excludedIntervals(view, family);
@@ -321,7 +327,7 @@ export class LeaseAllocator implements Allocator {
         // Every address the copy showed free in these upper bands was read taken: whether they are used up is decided
         // for them alone (their seals, or their leases in bulk), and then the copy, which now shows them taken, picks
         // in the lower bands. Not by the whole family's decision below, which would read a lower band in bulk too.
-        const upper = await this.usedUpOrFree(pool, family, checked.upperFull.map((r) => this.band(view, r, excluded, BandName.Upper)), owner, verified, chosen);
+        const upper = await this.usedUpOrFree(pool, family, checked.upperFull.map((r) => this.band(view, r, excluded, BandName.Upper)), owner, verified, chosen, counters);
         if (upper) {
           reservations.push(this.deps.hints.reserve(pool, family, upper.value));
           return upper;
@@ -335,7 +341,7 @@ export class LeaseAllocator implements Allocator {
         // decide that (KEP-3070 keeps the lower band for static addresses).
         let pick = hinted;
         if (this.inLowerBand(hinted) && !upperUsedUp.has(hinted.range.range.name)) {
-          const upper = await this.usedUpOrFree(pool, family, [this.band(view, hinted.range, excluded, BandName.Upper)], owner, verified, chosen);
+          const upper = await this.usedUpOrFree(pool, family, [this.band(view, hinted.range, excluded, BandName.Upper)], owner, verified, chosen, counters);
           if (upper) pick = upper;
           else upperUsedUp.add(hinted.range.range.name);
         }
@@ -351,7 +357,7 @@ export class LeaseAllocator implements Allocator {
     // "Used up" is never the summary's word (issue 20): every address of the family's ranges is read consistently,
     // upper bands first, and RangeFull is the answer only when none is free at the moment it was read.
     const bands = [...ranges.map((r) => this.band(view, r, excluded, BandName.Upper)), ...ranges.map((r) => this.band(view, r, excluded, BandName.Lower))];
-    const pick = await this.usedUpOrFree(pool, family, bands, owner, verified, chosen);
+    const pick = await this.usedUpOrFree(pool, family, bands, owner, verified, chosen, counters);
     if (!pick) throw new RangeFullError(pool, family);
     reservations.push(this.deps.hints.reserve(pool, family, pick.value));
     return pick;
@@ -386,15 +392,15 @@ export class LeaseAllocator implements Allocator {
   /**
    * A free address of `bands`, or undefined when every band is used up as this call read it (issue 20): each address
    * read held at some moment inside this call, so an address free for the whole call is found (as by a scan). Read
-   * through a read of the ranges' seals and freed counters (one consistent bulk read) in which the seal of every part
-   * of every band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one
+   * through a read of the ranges' seals and freed counters (one consistent bulk read, or the seals alone when this
+   * call read those counters already: readCounters) in which the seal of every part of every band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one
    * is read in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters (a plain
    * write: writes/freed.ts says why a seal at counters moved since misleads no reader). The part read next is a random
    * one among those the last read shows unsealed (of the first band that has any: upper bands first), and the seals
    * are read again after each part: callers deciding at once share the reading of a band instead of each reading all
    * of it. The answer is used up once every part was read used up in this call or holds in the last read.
    */
-  private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>): Promise<Choice | undefined> {
+  private async usedUpOrFree(pool: string, family: IpFamily, bands: readonly Band[], owner: string, verified: Set<bigint>, chosen: ReadonlySet<bigint>, counters: Map<string, readonly number[]>): Promise<Choice | undefined> {
     const seals = this.deps.seals ?? NO_SEALS;
     // A band without addresses (a range too small for a lower band) is used up without a read.
     const bandParts = bands.filter((b) => b.to > b.from).map((b) => partsOf(b));
@@ -403,7 +409,7 @@ export class LeaseAllocator implements Allocator {
     const ranges = [...new Set(parts.flatMap((p) => p.counters))];
     const budget = { read: 0 };
     const holds = (read: ReadonlyMap<string, RangeSeals>, part: Band) => sealHolds(read, part, owner, this.deps.clock.nowMs());
-    let read = await seals.readSeals(pool, ranges);
+    let read = await this.readCounters(seals, pool, ranges, counters);
     // Parts read used up in bulk in this call: decided, whatever their seals say now (a seal write lost to another
     // caller's, or one that cannot hold, such as a part held for too many owners, changes nothing about that read).
     const done = new Set<Band>();
@@ -426,6 +432,22 @@ export class LeaseAllocator implements Allocator {
       // counters), checked against the counters read at the start of this call.
       read = withSealsOf(read, await seals.readSeals(pool, ranges, 'seals'));
     }
+  }
+
+  /**
+   * The freed counters and seals of `ranges` for a decision: one bulk read, or, when this call has read all their
+   * counters already (`counters`, filled here), the seals alone (one key a range instead of 100). The rule asks for
+   * one read of the counters inside the request, not one per decision: counters read at any moment of the call vouch
+   * for seals read after them (writes/freed.ts), so a request that falls to a lower band and later decides the whole
+   * family reads a range's counters once.
+   */
+  private async readCounters(seals: UsedUpSeals, pool: string, ranges: readonly string[], counters: Map<string, readonly number[]>): Promise<ReadonlyMap<string, RangeSeals>> {
+    if (this.deps.seals && ranges.every((range) => counters.has(range))) {
+      return withSealsOf(new Map(ranges.map((range) => [range, { freed: counters.get(range)!, seals: {} }])), await seals.readSeals(pool, ranges, 'seals'));
+    }
+    const read = await seals.readSeals(pool, ranges);
+    for (const [range, { freed }] of read) counters.set(range, freed);
+    return read;
   }
 
   /**
