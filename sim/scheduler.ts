@@ -67,6 +67,36 @@ class SleeperHeap {
   }
 }
 
+/**
+ * The timers of one delay, oldest first: each is due at the time it was set plus the same delay, and time never goes
+ * back, so they fall due in the order they were set, already the heap's (time, order) order. A queue keeps them out
+ * of the heap: at 10,000 requests a second the gateway's 30 s timeouts alone were 600,000 of its entries.
+ */
+class SleeperQueue {
+  private items: Sleeper[] = [];
+  private head = 0;
+
+  get size(): number {
+    return this.items.length - this.head;
+  }
+
+  peek(): Sleeper | undefined {
+    return this.items[this.head];
+  }
+
+  push(item: Sleeper): void {
+    this.items.push(item);
+  }
+
+  shift(): void {
+    this.head += 1;
+    if (this.head > 4096 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+  }
+}
+
 function before(a: Sleeper, b: Sleeper): boolean {
   return a.at < b.at || (a.at === b.at && a.order < b.order);
 }
@@ -75,6 +105,8 @@ const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolv
 
 export class Scheduler {
   private readonly sleepers = new SleeperHeap();
+  /** Timers by their delay (`timer`), each queue in due order. */
+  private readonly timers = new Map<number, SleeperQueue>();
   private order = 0;
   private current = 0;
   private stopped: Error | undefined;
@@ -97,8 +129,14 @@ export class Scheduler {
    * so a run takes the same steps at the same times as with a sleep.
    */
   timer(ms: number, fire: () => void): Timer {
-    const sleeper: Sleeper = { at: this.current + Math.max(0, ms), order: (this.order += 1), wake: fire };
-    this.sleepers.push(sleeper);
+    const delay = Math.max(0, ms);
+    const sleeper: Sleeper = { at: this.current + delay, order: (this.order += 1), wake: fire };
+    let queue = this.timers.get(delay);
+    if (!queue) {
+      queue = new SleeperQueue();
+      this.timers.set(delay, queue);
+    }
+    queue.push(sleeper);
     return {
       cancel: () => {
         sleeper.wake = undefined;
@@ -119,9 +157,19 @@ export class Scheduler {
   async runUntil(untilMs: number): Promise<void> {
     await settle();
     while (!this.stopped) {
-      const next = this.sleepers.peek();
+      // The first due of the heap's head and the timer queues' heads, by (time, order).
+      let next = this.sleepers.peek();
+      let from: SleeperQueue | undefined;
+      for (const queue of this.timers.values()) {
+        const head = queue.peek();
+        if (head && (!next || before(head, next))) {
+          next = head;
+          from = queue;
+        }
+      }
       if (!next || next.at > untilMs) break;
-      this.sleepers.pop();
+      if (from) from.shift();
+      else this.sleepers.pop();
       this.current = next.at;
       this.steps += 1;
       if (!next.wake) continue;
@@ -133,6 +181,8 @@ export class Scheduler {
 
   /** Sleepers waiting. */
   get pending(): number {
-    return this.sleepers.size;
+    let timers = 0;
+    for (const queue of this.timers.values()) timers += queue.size;
+    return this.sleepers.size + timers;
   }
 }
