@@ -108,9 +108,10 @@ export interface ClaimStore {
   /**
    * Extends the claim to `expiresAt` and its leases to `expiresAt + holdMs` (the pool's reuse delay), or makes them
    * permanent when it is undefined (no expiry, out of the expiry index); 'lost' when a lease was taken by someone else;
-   * 'changed' when the claim is no longer as read (renewed, confirmed or written meanwhile): read it again and decide anew.
+   * 'changed' when the claim is no longer as read (renewed or confirmed meanwhile): read it again and decide anew;
+   * 'busy' when another transaction was writing one of its items: nothing written, try again.
    */
-  renewClaim(claim: Claim, expiresAt: number | undefined, holdMs?: number): Promise<'renewed' | 'lost' | 'absent' | 'changed'>;
+  renewClaim(claim: Claim, expiresAt: number | undefined, holdMs?: number): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'>;
 }
 
 /** Which claims a listing keeps: those of one owner uid, and those whose labels hold every pair of the selector. */

@@ -1027,7 +1027,7 @@ export function claimsCases(engine: TestEngine): void {
       const api = await testApi({ clock });
       await poolWith(api, 'p', ['10.17.0.0/24']);
       expect((await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ttlSeconds: 60, count: 2 })).status).toBe(201);
-      const containers = [api, api.sibling()];
+      const containers = [api, api.sibling({ clock })];
       // Act
       const renewals = Promise.all(Array.from({ length: 6 }, (_, i) => containers[i % 2]!.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: 100 + i })));
       const confirm = containers[1]!.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null });
@@ -1038,7 +1038,9 @@ export function claimsCases(engine: TestEngine): void {
         if (answer.status === 409) expect(answer.body.detail).toMatch(/has no TTL and needs no renewal/);
         else expect(answer.status).toBe(200);
       }
-      const claim = (await api.call('GET', '/v1/pools/p/claims/a')).body;
+      const got = await api.call('GET', '/v1/pools/p/claims/a');
+      expect(got.status).toBe(200);
+      const claim = got.body;
       const leases = await leaseItems(api);
       expect(leases).toHaveLength(2);
       expect(claim.version).toBe(1 + answers.filter((a) => a.status === 200).length + 1);

@@ -84,17 +84,17 @@ export class TableClaimStore implements ClaimStore {
     throw new NotReadyError('The claim kept changing while it was being released; retry the request.');
   }
 
-  async renewClaim(claim: Claim, expiresAt: number | undefined, holdMs = 0): Promise<'renewed' | 'lost' | 'absent' | 'changed'> {
+  async renewClaim(claim: Claim, expiresAt: number | undefined, holdMs = 0): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'> {
     const { ops, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim), holdMs);
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'renewed';
     const verdict = decode(verdicts);
     if (verdict === 'lost') return verdict;
-    // Another transaction on a lease or a freed counter, not on the claim: the engine is busy there, not the claim.
-    if (verdict === 'conflict') throw new NotReadyError('A concurrent request was writing an item of this claim; retry the request.');
-    // Gone or another incarnation; or written meanwhile (its expiry is not the one read, or another transaction was
-    // writing it): the use case reads it again and judges the renewal against what it finds.
-    if (verdict === 'claimChanged' && (await this.getClaim(claim.pool, claim.name))?.uid !== claim.uid) return 'absent';
+    // Another transaction was writing one of its items (perhaps a renewal of the same claim): try again from a read.
+    if (verdict === 'conflict') return 'busy';
+    // Gone or another incarnation; or renewed meanwhile (its expiry is not the one read): the use case reads it again
+    // and judges the renewal against what it finds.
+    if ((await this.getClaim(claim.pool, claim.name))?.uid !== claim.uid) return 'absent';
     return 'changed';
   }
 }

@@ -359,6 +359,7 @@ export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
   const ttl = ttlSeconds === null ? undefined : checkTtl(ttlSeconds);
   // A renewal is judged against the claim as read (its expiry decides whether a freed counter moves); when another
   // request writes the claim first, read it again and judge anew, as a release does: concurrent renewals both succeed.
+  let busy = false;
   for (let attempt = 0; attempt < 5; attempt += 1) {
     const claim = await deps.claims.getClaim(pool, name);
     if (!claim) throw new NotFoundError('claim', name);
@@ -373,7 +374,8 @@ export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
       expiresAt = deps.clock.nowMs() + seconds * 1000;
     }
     const outcome = await deps.claims.renewClaim(claim, expiresAt, reuseDelayMs(view.pool));
-    if (outcome === 'changed') continue;
+    busy = outcome === 'busy';
+    if (outcome === 'changed' || outcome === 'busy') continue;
     if (outcome === 'absent') throw new NotFoundError('claim', name);
     if (outcome === 'lost') {
       throw new NotFoundError('claim', name, `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`);
@@ -381,5 +383,7 @@ export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
     const { expiresAt: _old, ...rest } = claim;
     return { ...rest, ...(expiresAt !== undefined ? { expiresAt } : {}), version: claim.version + 1 };
   }
+  // Still cancelled by other transactions: the engine is busy on these items (a hot freed counter), not the claim.
+  if (busy) throw new NotReadyError(`Other requests kept writing the items of claim ${JSON.stringify(name)}; retry the request.`);
   throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being renewed; retry the request.`);
 }

@@ -7,10 +7,10 @@ import { freedBumps } from './freed.ts';
 
 /**
  * `claimChanged`: the claim is gone, another incarnation, or its expiry is no longer the one read (a renewal
- * meanwhile); `claimBusy`: another transaction was writing the claim (it is changing: read it again); `lost`: a lease
- * expired and went to another claim; `conflict`: another transaction was writing a lease or counter (retry later).
+ * meanwhile); `lost`: a lease expired and went to another claim; `conflict`: another transaction was writing one of
+ * its items (which one DynamoDB names is not telling: two renewals of one claim may conflict on a lease).
  */
-export type RenewVerdict = 'claimChanged' | 'claimBusy' | 'lost' | 'conflict';
+export type RenewVerdict = 'claimChanged' | 'lost' | 'conflict';
 
 /** What a claim without an expiry drops: its expiry, DynamoDB's TTL attribute and its expiry index keys. */
 const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
@@ -51,7 +51,7 @@ export function claimRenewal(claim: Claim, expiresAt: number | undefined, marker
   const decode = (verdicts: readonly TxVerdict[]): RenewVerdict => {
     if (verdicts[0]?.code === 'ConditionalCheckFailed') return 'claimChanged';
     if (verdicts.slice(firstLease).some((v) => v.code === 'ConditionalCheckFailed')) return 'lost';
-    return verdicts[0]?.code === 'TransactionConflict' ? 'claimBusy' : 'conflict';
+    return 'conflict';
   };
   return { ops, decode };
 }
