@@ -13,6 +13,7 @@
 import type { Item } from '../shared/adapters/dynamodb/codec.ts';
 import { KEY_ATTRIBUTES, type IndexName, type QueryPage } from '../shared/adapters/dynamodb/table.ts';
 import { plainItemSize, readUnits, writeUnits } from '../aws-emulation/item-size.ts';
+import { remembered } from './parsed.ts';
 
 /** An item's size by DynamoDB's rules. */
 export const itemBytes = (item: Item): number => plainItemSize(item);
@@ -26,15 +27,7 @@ export type Sizer = (item: Item) => number;
  * while the call lasts (the stored ones MemoryTable gives out, the call's own operations).
  */
 export function sizing(): Sizer {
-  const sizes = new Map<Item, number>();
-  return (item) => {
-    let size = sizes.get(item);
-    if (size === undefined) {
-      size = itemBytes(item);
-      sizes.set(item, size);
-    }
-    return size;
-  };
+  return remembered(itemBytes);
 }
 
 export function writeUnitsOf(before: Item | undefined, after: Item | undefined, size: Sizer = itemBytes): number {

@@ -6,16 +6,16 @@
 import { parseAddress, type IpAddress } from '../shared/core/ip/address.ts';
 import { parseCidr, type Cidr } from '../shared/core/ip/cidr.ts';
 
-/** `parse` remembered per text (one map per parser). */
-function remembered<T>(parse: (text: string) => T): (text: string) => T {
-  const seen = new Map<string, T>();
-  return (text) => {
-    let parsed = seen.get(text);
-    if (parsed === undefined) {
-      parsed = parse(text);
-      seen.set(text, parsed);
+/** `compute` remembered per key (one map per call): for pure functions whose results nobody modifies. */
+export function remembered<K, V>(compute: (key: K) => V): (key: K) => V {
+  const seen = new Map<K, V>();
+  return (key) => {
+    let value = seen.get(key);
+    if (value === undefined) {
+      value = compute(key);
+      seen.set(key, value);
     }
-    return parsed;
+    return value;
   };
 }
 
