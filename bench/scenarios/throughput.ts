@@ -6,6 +6,7 @@ import { findDuplicates, Mode, warmAll, openBench, randomOffsets, runCallers, st
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { lineChart } from '../lib/svg.ts';
 import { addUsage, emptyUsage, usageBetween } from '../lib/meter.ts';
+import { cpuSeconds } from '../lib/proc-cpu.ts';
 import type { Caller, Strategy, StrategyRun } from '../strategies/strategy.ts';
 import type { Bench } from '../lib/harness.ts';
 
@@ -100,7 +101,7 @@ export const throughputScenario: Scenario = {
             // The cell is measured in rounds that alternate the strategies (A B, B A, A B, ...): a drift of the
             // machine or the engine within the cell (a JVM collection, the other lanes' stream polling) falls on
             // every strategy alike instead of on whichever ran its one window then.
-            const cellOf = new Map(lanes.map((lane) => [lane, { inWindow: 0, seconds: 0, allocated: 0, usage: emptyUsage(), stream: emptyUsage(), latencies: [] as number[], busyAnswers: 0, engineErrors: 0, perRound: [] as number[] }]));
+            const cellOf = new Map(lanes.map((lane) => [lane, { inWindow: 0, seconds: 0, allocated: 0, usage: emptyUsage(), stream: emptyUsage(), latencies: [] as number[], busyAnswers: 0, engineErrors: 0, perRound: [] as number[], benchCpuS: 0, engineCpuS: 0 }]));
             for (let r = 0; r < rounds; r += 1) {
               const shift = (first + r) % lanes.length;
               for (const lane of [...lanes.slice(shift), ...lanes.slice(0, shift)]) {
@@ -109,7 +110,12 @@ export const throughputScenario: Scenario = {
                 const sum = cellOf.get(lane)!;
                 const until = performance.now() + roundMs;
                 const streamBefore = run.streamUsage?.();
+                // Where the time goes: CPU of this process (the callers, both lanes' stream functions) and of DynamoDB Local.
+                const cpuBefore = { bench: process.cpuUsage(), engine: cpuSeconds(ctx.engine.db.pid) };
                 const measured = await runCallers({ callers: lane.callers.slice(0, n), meter: bench.meter, until, namePrefix: `tp-${occupancy}-${n}-r${r}-m`, gate: bench.gate });
+                const benchCpu = process.cpuUsage(cpuBefore.bench);
+                sum.benchCpuS += (benchCpu.user + benchCpu.system) / 1e6;
+                sum.engineCpuS += cpuSeconds(ctx.engine.db.pid) - cpuBefore.engine;
                 const streamAfter = run.streamUsage?.();
                 if (streamBefore && streamAfter) addUsage(sum.stream, usageBetween(streamBefore, streamAfter));
                 const inWindow = measured.allocated.filter((a) => a.at <= until).length;
@@ -152,6 +158,8 @@ export const throughputScenario: Scenario = {
                 engineErrors: sum.engineErrors,
                 p50ms: round(percentile(sum.latencies, 50), 1),
                 p99ms: round(percentile(sum.latencies, 99), 1),
+                benchCpuMsPerAllocation: round((1000 * sum.benchCpuS) / n1, 2),
+                engineCpuMsPerAllocation: round((1000 * sum.engineCpuS) / n1, 2),
                 operations: sum.usage.operations,
               });
               ctx.log(`throughput ${mode} ${strategy.name} occ=${occupancy} callers=${n}: ${perSecond}/s (rounds ${sum.perRound.join(', ')}), ${round(sum.usage.requests / n1, 2)} req/alloc, throttled ${sum.usage.throttled}`);
