@@ -133,13 +133,13 @@ interface Choice {
   readonly sticky?: boolean;
 }
 
+/** shownFree's collections in one synchronous step, per range: the limit asked and what it found. */
+type ShownMemo = Map<ParsedRange, { readonly limit: number; readonly values: bigint[] }>;
+
 /**
  * pickVerified's answer when every address the copy showed free was read taken, all of them in upper bands of ranges
  * that have a lower band: whether those upper bands are used up is the question, not whether the family is.
  */
-/** shownFree's collections in one synchronous step, per range: the limit asked and what it found. */
-type ShownMemo = Map<ParsedRange, { readonly limit: number; readonly values: bigint[] }>;
-
 interface UpperFull {
   readonly upperFull: readonly ParsedRange[];
 }
@@ -393,9 +393,10 @@ export class LeaseAllocator implements Allocator {
    * A free address of `bands`, or undefined when every band is used up as this call read it (issue 20): each address
    * read held at some moment inside this call, so an address free for the whole call is found (as by a scan). Read
    * through a read of the ranges' seals and freed counters (one consistent bulk read, or the seals alone when this
-   * call read those counters already: readCounters) in which the seal of every part of every band holds (used-up.ts: a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one
-   * is read in bulk (confirmFree) after the counters were read; read used up, it is sealed at those counters (a plain
-   * write: writes/freed.ts says why a seal at counters moved since misleads no reader). The part read next is a random
+   * call read those counters already: readCounters) in which the seal of every part of every band holds (used-up.ts:
+   * a band is cut into up to SEAL_PARTS parts, sealed one by one). A part without one is read in bulk (confirmFree)
+   * after the counters were read; read used up, it is sealed at those counters (a plain write: writes/freed.ts says
+   * why a seal at counters moved since misleads no reader). The part read next is a random
    * one among those the last read shows unsealed (of the first band that has any: upper bands first), and the seals
    * are read again after each part: callers deciding at once share the reading of a band instead of each reading all
    * of it. The answer is used up once every part was read used up in this call or holds in the last read.

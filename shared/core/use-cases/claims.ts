@@ -352,7 +352,8 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
  * Confirming a claim that has no expiry changes nothing and answers it as it is.
  * In a pool with `access`, only the claim's creator or an administrator may renew it.
  * @throws NotFoundError when gone or its addresses were taken; ConflictError when renewing (not confirming) a claim
- *   without an expiry; ForbiddenError when the pool's `access` does not let the caller renew it
+ *   without an expiry, or when the claim changed under each of 5 tries; NotReadyError when other transactions
+ *   cancelled each of them; ForbiddenError when the pool's `access` does not let the caller renew it
  */
 export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number | null, caller?: Principal): Promise<Claim> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
