@@ -70,7 +70,12 @@ export const LOCAL_MEMORY_MS = 30_000;
  */
 export class HintCache {
   private readonly entries = new Map<string, Entry>();
-  /** What this container saw itself, per pool and family: address -> taken?, with when it saw it. */
+  /**
+   * What this container saw itself, per pool and family: address -> taken?, with when it saw it. Kept in the order
+   * seen (remember re-inserts), so forgetting what is older than LOCAL_MEMORY_MS stops at the first younger entry
+   * instead of walking the whole map on every get (near full a container remembers thousands of addresses its bulk
+   * reads found taken).
+   */
   private readonly seen = new Map<string, Map<bigint, { taken: boolean; atMs: number }>>();
   /** Candidates this container is trying right now, so concurrent requests in one container do not pick the same. */
   private readonly pending = new Map<string, Set<bigint>>();
@@ -142,12 +147,19 @@ export class HintCache {
       seen = new Map();
       this.seen.set(key, seen);
     }
+    seen.delete(value);
     seen.set(value, { taken, atMs: nowMs });
   }
 
   private overlay(key: string, entry: Entry, nowMs: number): Hint {
     const seen = this.seen.get(key);
-    if (seen) for (const [value, s] of seen) if (nowMs - s.atMs >= LOCAL_MEMORY_MS) seen.delete(value);
+    // Oldest first: a clock that stepped back only keeps an entry a little longer, which a hint may.
+    if (seen) {
+      for (const [value, s] of seen) {
+        if (nowMs - s.atMs < LOCAL_MEMORY_MS) break;
+        seen.delete(value);
+      }
+    }
     // A listing is current when read: only what the container saw after it overrides it. A summary lags the leases
     // by the stream's lag, so everything the container remembers overrides it.
     const since = entry.source === HintSource.Listing ? entry.fetchedAt : -Infinity;

@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_HINT_MAX_AGE_MS, HintCache, HintSource, LOCAL_MEMORY_MS, type SummarySnapshot } from '../../shared/core/allocator/hint.ts';
+import { IpFamily } from '../../shared/core/ip/address.ts';
+
+const POOL = 'p';
+const INTERVALS = [[0n, 255n]] as const;
+const T0 = 1_000_000;
+
+/** A cache over a summary that shows `taken` taken (and nothing else), read again whenever its copy is 2 s old. */
+function cacheOver(taken: readonly bigint[]): HintCache {
+  const shown = new Set(taken);
+  const snapshot: SummarySnapshot = { has: (v) => shown.has(v), count: () => BigInt(shown.size), expiring: false };
+  return new HintCache(async () => [...shown], DEFAULT_HINT_MAX_AGE_MS, { read: async () => snapshot });
+}
+
+const hintAt = (cache: HintCache, nowMs: number) => cache.get(POOL, IpFamily.IPv4, INTERVALS, nowMs, false, HintSource.Summary);
+
+describe('Class: HintCache', () => {
+  describe('Method: get (what the container saw itself)', () => {
+    it('overrides the summary with what the container saw for LOCAL_MEMORY_MS, then gives the summary its word back', async () => {
+      const cache = cacheOver([20n]);
+      cache.markTaken(POOL, IpFamily.IPv4, 10n, T0);
+      cache.markFree(POOL, IpFamily.IPv4, 20n, T0);
+      const during = await hintAt(cache, T0 + LOCAL_MEMORY_MS - 1);
+      expect([during.has(10n), during.has(20n)]).toEqual([true, false]);
+      const after = await hintAt(cache, T0 + LOCAL_MEMORY_MS);
+      expect([after.has(10n), after.has(20n)]).toEqual([false, true]);
+    });
+
+    it('forgets the oldest sightings first and keeps the younger ones', async () => {
+      const cache = cacheOver([]);
+      cache.markTaken(POOL, IpFamily.IPv4, 1n, T0);
+      cache.markTaken(POOL, IpFamily.IPv4, 2n, T0 + 10_000);
+      cache.markTaken(POOL, IpFamily.IPv4, 3n, T0 + 20_000);
+      const hint = await hintAt(cache, T0 + LOCAL_MEMORY_MS + 10_000);
+      expect([1n, 2n, 3n].map((v) => hint.has(v))).toEqual([false, false, true]);
+    });
+
+    it('counts the memory of an address seen again from the last sighting, not the first', async () => {
+      const cache = cacheOver([]);
+      cache.markTaken(POOL, IpFamily.IPv4, 1n, T0);
+      cache.markTaken(POOL, IpFamily.IPv4, 2n, T0 + 5_000);
+      // Seen again later (a collision on it, say): remembered from here.
+      cache.markTaken(POOL, IpFamily.IPv4, 1n, T0 + 20_000);
+      const hint = await hintAt(cache, T0 + LOCAL_MEMORY_MS + 10_000);
+      expect([hint.has(1n), hint.has(2n)]).toEqual([true, false]);
+    });
+  });
+});
