@@ -306,6 +306,12 @@ function describeMatch(match: VersionMatch): string {
 }
 
 /**
+ * Tries of a use case that writes a claim as it read it (release, renewal): when another request wrote the claim first,
+ * it reads the claim again and judges anew, up to this many times.
+ */
+const CLAIM_TRIES = 5;
+
+/**
  * Releases a claim and the leases it still holds, in one transaction; absent claims are already released. In a pool
  * with a reuse delay the addresses stay held for the claim's owner identity until the delay has passed (counted from
  * the claim's expiry when it had expired): Released leases replace the leases in the same transaction.
@@ -319,7 +325,7 @@ function describeMatch(match: VersionMatch): string {
  */
 export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>, pool: string, name: string, ifMatch?: VersionMatch, caller?: Principal): Promise<Claim | undefined> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
-  for (let attempt = 0; attempt < 5; attempt += 1) {
+  for (let attempt = 0; attempt < CLAIM_TRIES; attempt += 1) {
     const claim = await deps.claims.getClaim(pool, name);
     if (!claim) {
       if (ifMatch !== undefined) throw new PreconditionFailedError(describeMatch(ifMatch), 'absent');
@@ -352,8 +358,8 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
  * Confirming a claim that has no expiry changes nothing and answers it as it is.
  * In a pool with `access`, only the claim's creator or an administrator may renew it.
  * @throws NotFoundError when gone or its addresses were taken; ConflictError when renewing (not confirming) a claim
- *   without an expiry, or when the claim changed under each of 5 tries; NotReadyError when other transactions
- *   cancelled each of them; ForbiddenError when the pool's `access` does not let the caller renew it
+ *   without an expiry, or when the claim changed under each of its tries (CLAIM_TRIES); NotReadyError when other
+ *   transactions cancelled each of them; ForbiddenError when the pool's `access` does not let the caller renew it
  */
 export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number | null, caller?: Principal): Promise<Claim> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
@@ -361,7 +367,7 @@ export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
   // A renewal is judged against the claim as read (its expiry decides whether a freed counter moves); when another
   // request writes the claim first, read it again and judge anew, as a release does: concurrent renewals both succeed.
   let busy = false;
-  for (let attempt = 0; attempt < 5; attempt += 1) {
+  for (let attempt = 0; attempt < CLAIM_TRIES; attempt += 1) {
     const claim = await deps.claims.getClaim(pool, name);
     if (!claim) throw new NotFoundError('claim', name);
     requireCreatorOrAdministrator(view.pool, claim, caller, 'renew');
