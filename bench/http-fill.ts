@@ -30,16 +30,20 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({ options: { prefix: { type: 'string', default: '20' }, callers: { type: 'string', default: '32' }, out: { type: 'string' }, tally: { type: 'boolean', default: false } } });
 const cidrText = `10.80.0.0/${Number(values.prefix)}`;
 const callers = Number(values.callers);
-const size = Number(capacity(parseCidr(cidrText)));
+const cidr = parseCidr(cidrText);
+const size = Number(capacity(cidr));
+/** Addresses in a tenth of the fill, and in the range's lower band (KEP-3070), taken last. */
+const tenth = Math.floor(size / 10);
+const lower = Number(lowerBandSize(cidr));
 
 /** The phase a moment of the fill belongs to: before it, a tenth of it (by addresses handed out), or after it. */
 function phaseOf(filling: boolean, allocated: number): string {
   if (!filling) return 'setup';
   if (allocated >= size) return 'after';
-  const tenth = Math.min(9, Math.floor(allocated / Math.floor(size / 10)));
+  const t = Math.min(9, Math.floor(allocated / tenth));
   // The last tenth in two: the upper band's tail, then the lower band (KEP-3070), taken once the upper is used up.
-  if (tenth === 9) return allocated < size - Number(lowerBandSize(parseCidr(cidrText))) ? 't9-upper' : 't9-lower';
-  return `t${tenth}`;
+  if (t === 9) return allocated < size - lower ? 't9-upper' : 't9-lower';
+  return `t${t}`;
 }
 
 async function main(): Promise<number> {
@@ -71,9 +75,9 @@ async function main(): Promise<number> {
     /** When each RangeFull answer arrived: one that came before a later request still got an address was false. */
     const refusedAt: number[] = [];
     const statuses = new Map<number, number>();
-    // CPU seconds of the parts (DynamoDB Local; serverless-offline, whose functions run in worker threads of its
-    // process; this process: the callers, the console server, the stream poller and the proxy), charged every 100 ms
-    // to the phase being filled.
+    // With --tally, CPU seconds of the parts (DynamoDB Local; serverless-offline, whose functions run in worker threads
+    // of its process; this process: the callers, the console server, the stream poller and the proxy), charged every
+    // 100 ms to the phase being filled; without it, no sampling in the process being measured.
     const cpuNow = () => ({ dynamodb: cpuSeconds(stack.pids.dynamodb), functions: cpuSeconds(stack.pids.offline), bench: cpuSeconds('self') });
     const cpu = new Map<string, { dynamodb: number; functions: number; bench: number }>();
     let cpuBefore = cpuNow();
@@ -85,7 +89,7 @@ async function main(): Promise<number> {
       for (const part of ['dynamodb', 'functions', 'bench'] as const) entry[part] += now[part] - cpuBefore[part];
       cpuBefore = now;
     };
-    const sampler = setInterval(cpuTick, 100);
+    const sampler = proxy ? setInterval(cpuTick, 100) : undefined;
     const started = performance.now();
     filling = true;
     await Promise.all(
@@ -119,12 +123,13 @@ async function main(): Promise<number> {
         }
       }),
     );
-    cpuTick();
-    clearInterval(sampler);
+    if (sampler) {
+      cpuTick();
+      clearInterval(sampler);
+    }
     const seconds = (performance.now() - started) / 1000;
     const distinct = new Set(got.map((g) => g.address)).size;
     got.sort((a, b) => a.at - b.at);
-    const tenth = Math.floor(size / 10);
     const rates: number[] = [];
     for (let t = 0; t < 10; t += 1) {
       const from = got[t * tenth]?.at ?? 0;
@@ -133,7 +138,6 @@ async function main(): Promise<number> {
     }
     const median = [...rates].sort((a, b) => a - b)[5]!;
     // The last tenth's two phases: from the first address of each to its last, in seconds.
-    const lower = Number(lowerBandSize(parseCidr(cidrText)));
     const span = (from: number, to: number) => Math.round(((got[Math.min(got.length - 1, to)]?.at ?? 0) - (got[from]?.at ?? 0)) / 10) / 100;
     const lastTenthSeconds = { upperTail: span(9 * tenth, size - lower - 1), lowerBand: span(size - lower, size - 1) };
     // A fill releases nothing: an address handed out by a request that started after a RangeFull arrived was free
@@ -174,8 +178,6 @@ async function main(): Promise<number> {
  * function's apart), and the kinds of request (dynamo-tally.ts) with their refusals and keys.
  */
 function perPhase(proxy: TallyProxy, allocated: number, answers: ReadonlyMap<string, { notReady: number; rangeFull: number }>, http: ReadonlyMap<string, { requests: number; ms: number }>, cpu: ReadonlyMap<string, Record<'dynamodb' | 'functions' | 'bench', number>>) {
-  const tenth = Math.floor(size / 10);
-  const lower = Number(lowerBandSize(parseCidr(cidrText)));
   const allocationsIn = (phase: string): number => {
     if (phase === 'setup' || phase === 'after') return 0;
     if (phase === 't9-upper') return Math.min(allocated, size - lower) - 9 * tenth;

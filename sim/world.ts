@@ -797,23 +797,23 @@ export class World {
       }
       cursor += ready.length;
       // Records behind the cursor are never read again (a redelivery starts at the cursor): drop them now and then.
-      if (cursor >= STREAM_KEPT_READ && cursor * 2 >= log().length) cursor -= drop(cursor);
+      if (cursor >= STREAM_KEPT_READ && cursor * 2 >= log().length) {
+        drop(cursor);
+        cursor = 0;
+      }
     }
   }
 
   /**
    * A shard's records (by partition-key hash), in commit order; one shard: the whole stream. `drop(n)` lets the
-   * shard's reader drop its first n records (done with); it returns how many it dropped.
+   * shard's reader drop its first n records (done with).
    */
-  private shardLog(shard: number): { records: () => readonly StreamChange[]; drop: (count: number) => number } {
+  private shardLog(shard: number): { records: () => readonly StreamChange[]; drop: (count: number) => void } {
     const shards = this.scenario.streamShards ?? 1;
     if (shards === 1) {
       return {
         records: () => this.engine.stream,
-        drop: (count) => {
-          this.engine.dropStream(count);
-          return count;
-        },
+        drop: (count) => this.engine.dropStream(count),
       };
     }
     return {
@@ -830,7 +830,6 @@ export class World {
       },
       drop: (count) => {
         (this.shardLogs[shard] ??= []).splice(0, count);
-        return count;
       },
     };
   }

@@ -22,7 +22,7 @@ import { itemSize, readUnits, type WireItem } from '../../aws-emulation/item-siz
 export interface Tally {
   requests: number;
   readUnits: number;
-  /** Per kind (see the file's top): requests, refused ones, keys read, and milliseconds from the request's arrival to its answer's end, summed. */
+  /** Per kind (see the file's top): requests, refused ones, keys read, and milliseconds from the request's body read to its answer's end, summed. */
   kinds: Record<string, { requests: number; refused: number; keys: number; ms: number }>;
 }
 

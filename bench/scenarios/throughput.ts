@@ -57,9 +57,9 @@ export const throughputScenario: Scenario = {
     /** Cells measured so far: the first strategy of each cell's turn rotates with it. */
     let cell = 0;
     for (const mode of [Mode.Raw, Mode.Limited]) {
-      // Every strategy's table is open for the whole mode, and each cell runs the strategies one after the other in
-      // an order that rotates from cell to cell: no strategy always meets the engine first (just started, caches
-      // cold) or last (heap full of the others' items). The stream functions of the strategies that run one keep
+      // Every strategy's table is open for the whole mode, and each cell runs the strategies in alternating rounds
+      // whose first strategy rotates from cell to cell: no strategy always meets the engine first (just started,
+      // caches cold) or last (heap full of the others' items). The stream functions of the strategies that run one keep
       // polling while the others are measured: the same background for all.
       const lanes: Lane[] = [];
       try {
