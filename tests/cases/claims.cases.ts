@@ -428,6 +428,38 @@ export function claimsCases(engine: TestEngine): void {
       expect((await leaseItems(api)).map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
     });
 
+    it('never frees an address that an identical request was answered with meanwhile (issue 33, item 2)', async () => {
+      for (const request of [{ name: 'c1' }, { generateName: 'c-' }]) {
+        // Prepare: a warm container whose view shows 'old' only
+        const api = await poolWithOld();
+        const watch = watchedTable(api.container.table);
+        const warm = api.sibling({ table: watch.table, clock: new ManualClock(Date.now()) });
+        expect((await warm.call('GET', '/v1/pools/p/ranges/old')).body.state).toBe('Ready');
+        const body = { ...request, owner: owner('u1') };
+        // Right after the warm container's claim commits in 'old' (before its check), another container retires 'old',
+        // adds 'new', and answers an identical request (a client's retry)
+        const between: number[] = [];
+        let retry: { status: number; body: Record<string, unknown> } | undefined;
+        const isClaimCommit = (method: string, partitions: readonly string[], committed: boolean) =>
+          method === 'transact' && committed && partitions.some((pk) => pk.startsWith('CLAIM#p#c') && pk !== 'CLAIM#p#c0');
+        watch.after(isClaimCommit, async () => {
+          between.push((await api.call('DELETE', '/v1/pools/p/ranges/old')).status);
+          between.push((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status);
+          retry = await api.call('POST', '/v1/pools/p/claims', body);
+        });
+        // Act
+        const res = await warm.call('POST', '/v1/pools/p/claims', body);
+        // Assess: the retry ran between the commit and the check; both answers name the same addresses, which the
+        // store holds for that claim and no other
+        expect(between).toEqual([202, 201]);
+        expect(retry?.status).toBe(200);
+        expect([200, 201]).toContain(res.status);
+        expect(addressesOf(retry!.body)).toEqual(addressesOf(res.body));
+        const leases = (await leaseItems(api)).filter((l) => l.claim !== 'c0');
+        expect(leases.map((l) => l.address)).toEqual(addressesOf(res.body));
+      }
+    });
+
     it('catches a range marked Terminating right after the view\'s query, before the claim commits', async () => {
       // Prepare: as above, but the container is cold: the claim reads the view itself, and 'old' is marked right after
       // that read's query of the pool's partition returns (so the view says Ready, and its generation must be the older one)

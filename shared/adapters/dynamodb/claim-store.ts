@@ -84,6 +84,12 @@ export class TableClaimStore implements ClaimStore {
     throw new NotReadyError('The claim kept changing while it was being released; retry the request.');
   }
 
+  async pinClaim(claim: Claim): Promise<Claim | undefined> {
+    const key = keys.claim(claim.pool, claim.name);
+    const out = await this.table.write({ kind: 'update', key, update: { add: { version: 1 } }, condition: both(claimUidIs(claim.uid), versionIs(claim.version)) });
+    return out.ok ? { ...claim, version: claim.version + 1 } : undefined;
+  }
+
   async renewClaim(claim: Claim, expiresAt: number | undefined, holdMs = 0): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'> {
     const { ops, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim), holdMs);
     const verdicts = await this.table.transact(ops);

@@ -171,6 +171,32 @@ function sameOrConflict(existing: Claim, spec: ClaimSpec): { claim: Claim; creat
   return { claim: existing, created: false };
 }
 
+/**
+ * Tries of a use case that writes a claim as it read it (release, renewal, pinning an answer): when another request
+ * wrote the claim first, it reads the claim again and judges anew, up to this many times.
+ */
+const CLAIM_TRIES = 5;
+
+/**
+ * How long after its creation a claim may still be taken back by its creator (the post-commit check below): longer
+ * than any request to the API lives (its function's timeout is 29 s), with room for clock skew between containers.
+ */
+export const UNSETTLED_MS = 60_000;
+
+/**
+ * Answers an existing claim to a request that did not create it (a retry, an identical request). A claim its creator
+ * may still take back (version 1, younger than UNSETTLED_MS) is pinned first: its version moves on, so the creator's
+ * release, conditioned on the committed version, no longer applies and nobody is told an address that is freed after.
+ * @returns undefined when the claim changed before it could be pinned: read it again
+ */
+async function answerExisting(deps: Pick<Deps, 'claims' | 'clock'>, existing: Claim, spec: ClaimSpec): Promise<{ claim: Claim; created: false } | undefined> {
+  sameOrConflict(existing, spec);
+  const settled = existing.version > 1 || Date.parse(existing.createdAt) + UNSETTLED_MS <= deps.clock.nowMs();
+  if (settled) return { claim: existing, created: false };
+  const pinned = await deps.claims.pinClaim(existing);
+  return pinned ? { claim: pinned, created: false } : undefined;
+}
+
 /** Rounds of "commit, find a range retired under it, release" before a claim gives up (each round reads a fresh view). */
 export const RETIRED_RANGE_ROUNDS = 3;
 
@@ -208,9 +234,13 @@ export function servedByReadyRanges(view: PoolView, claim: Claim): boolean {
 export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints'>, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number }> {
   const { spec, explicit } = normalizeSpec(cmd);
   if (spec.generateName !== undefined) {
-    const made = await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
-    const existing = made === undefined ? undefined : await deps.claims.getClaim(cmd.pool, made);
-    if (existing && !isExpired(existing, deps.clock.nowMs())) return sameOrConflict(existing, spec);
+    for (let attempt = 0; attempt < CLAIM_TRIES; attempt += 1) {
+      const made = await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
+      const existing = made === undefined ? undefined : await deps.claims.getClaim(cmd.pool, made);
+      if (!existing || isExpired(existing, deps.clock.nowMs())) break;
+      const answer = await answerExisting(deps, existing, spec);
+      if (answer) return answer;
+    }
   }
   const name = cmd.name ?? generatedName(spec.generateName!, deps.random.suffix(5));
   // A cached view may lag a range added by another container: a refusal it caused is checked against the pool's
@@ -222,6 +252,7 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
   // No range change committed since the view was read: the container keeps it, as current as this check.
   const confirmCurrent = (view: PoolView): Promise<boolean> => deps.views.confirm(cmd.pool, view, deps.clock.nowMs());
   let retired = 0;
+  let pins = 0;
   for (;;) {
     const { view, readNow } = checked ? { view: checked, readNow: true } : await deps.views.read(cmd.pool, deps.clock.nowMs(), fresh);
     checked = undefined;
@@ -253,7 +284,12 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         // the hint, whose marks from the commit would otherwise keep them taken (and could make the next round's
         // answer a RangeFull).
         // Its event, in the release's transaction, tells the address history why the leases went (rangeTerminated).
-        await deps.allocator.release(result.claim, undefined, undefined, events.rangeRetired(result.claim, nowIso(deps)));
+        const outcome = await deps.allocator.release(result.claim, result.claim.version, undefined, events.rangeRetired(result.claim, nowIso(deps)));
+        if (outcome === 'versionMismatch') {
+          // An identical request answered the claim meanwhile (answerExisting pinned it): it stays, as answered.
+          const answered = await deps.claims.getClaim(cmd.pool, result.claim.name);
+          if (answered?.uid === result.claim.uid) return { claim: answered, created: true };
+        }
         for (const a of result.claim.addresses) deps.hints.markFree(cmd.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
         if (!current) throw new NotFoundError('pool', cmd.pool);
         deps.views.remember(cmd.pool, current, deps.clock.nowMs());
@@ -262,10 +298,13 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         checked = current;
         continue;
       }
-      if (result.kind === 'exists') return sameOrConflict(result.claim, spec);
-      const won = await deps.claims.getClaim(cmd.pool, result.claimName);
-      if (!won) throw new ConflictError('A concurrent request is creating this claim; retry the request.');
-      return sameOrConflict(won, spec);
+      const existing = result.kind === 'exists' ? result.claim : await deps.claims.getClaim(cmd.pool, result.claimName);
+      if (!existing) throw new ConflictError('A concurrent request is creating this claim; retry the request.');
+      const answer = await answerExisting(deps, existing, spec);
+      // Changed before it could be pinned (released by its creator, or renewed): the next round reads it again.
+      if (answer) return answer;
+      if (++pins >= CLAIM_TRIES) throw new ConflictError(`Claim ${JSON.stringify(existing.name)} kept changing while it was being answered; retry the request.`);
+      continue;
     } catch (error) {
       const refusedByView = error instanceof NotInRangeError || error instanceof MismatchedNetworkError || error instanceof RangeFullError;
       if (!refusedByView || readNow) throw error;
@@ -305,11 +344,6 @@ function describeMatch(match: VersionMatch): string {
   return match.length === 0 ? 'a version no claim can have' : `version ${match.join(' or ')}`;
 }
 
-/**
- * Tries of a use case that writes a claim as it read it (release, renewal): when another request wrote the claim first,
- * it reads the claim again and judges anew, up to this many times.
- */
-const CLAIM_TRIES = 5;
 
 /**
  * Releases a claim and the leases it still holds, in one transaction; absent claims are already released. In a pool
