@@ -190,6 +190,32 @@ export function reusableAtAfter(pool: Pool, claim: Pick<Claim, 'expiresAt'>, now
   return from + delay > nowMs ? from + delay : undefined;
 }
 
+/**
+ * Whom a released address is held for in a pool with a reuse delay: the owner's kind and name (a recreated workload
+ * has a new uid) and the principal that created the claim (absent for an unsigned request). Another allocator naming
+ * the same owner is not that identity: the delay exists so that nobody else takes the address meanwhile.
+ */
+export interface HoldIdentity {
+  readonly kind: string;
+  readonly name: string;
+  readonly creatorArn?: string;
+}
+
+/** The identity a claim's released addresses are held for, and that takes held addresses back. */
+export function holdIdentityOf(claim: Pick<Claim, 'spec' | 'createdBy'>): HoldIdentity {
+  return { kind: claim.spec.owner.kind, name: claim.spec.owner.name, ...(claim.createdBy ? { creatorArn: claim.createdBy.arn } : {}) };
+}
+
+/** The identity a Released lease is held for (its previous claim's owner and creator, copied onto the lease). */
+export function leaseHoldIdentity(lease: Pick<Lease, 'owner' | 'createdBy'>): HoldIdentity {
+  return { kind: lease.owner.kind, name: lease.owner.name, ...(lease.createdBy ? { creatorArn: lease.createdBy.arn } : {}) };
+}
+
+/** Whether two hold identities are the same. */
+export function sameHoldIdentity(a: HoldIdentity, b: HoldIdentity): boolean {
+  return a.kind === b.kind && a.name === b.name && a.creatorArn === b.creatorArn;
+}
+
 /** What a release holds back for the previous owner: when the addresses become reusable, and when they were released. */
 export interface Hold {
   readonly reusableAt: number;

@@ -1,6 +1,6 @@
 import type { IpFamily } from './ip/address.ts';
 import type { LabelSelector } from './labels.ts';
-import type { Claim, Hold, Lease, Owner, Pool, PoolView, Range } from './model.ts';
+import type { Claim, Hold, HoldIdentity, Lease, Pool, PoolView, Range } from './model.ts';
 import type { IpamEvent } from './reconciler/ports.ts';
 
 /** Time, passed in so the core never reads the system clock. */
@@ -142,7 +142,7 @@ export interface LeaseIndex {
    */
   countLeases(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, releasedOnly?: boolean): Promise<bigint>;
   /** Released leases not expired at `nowMs` held for an owner identity (eventually consistent: the owner index). */
-  heldFor(pool: string, owner: Pick<Owner, 'kind' | 'name'>, nowMs: number): Promise<Lease[]>;
+  heldFor(pool: string, identity: HoldIdentity, nowMs: number): Promise<Lease[]>;
 }
 
 /** The health route's look at the table. */

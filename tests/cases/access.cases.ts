@@ -262,4 +262,26 @@ export function accessCases(engine: TestEngine): void {
       expect(JSON.parse(made.body!)).toMatchObject({ createdBy: { arn: teamA, session: 'build-7' } });
     });
   });
+
+  describe(`Addresses held for an owner after a release (${engine.name}; issue 33, item 4)`, () => {
+    it('gives an address held for an owner back to a request of the principal that held it, never to another allocator naming the same owner', async () => {
+      // Prepare: team A's claim for vm-1 released in a pool with a reuse delay: 10.0.3.7 is held for vm-1
+      const { api } = await twoTeams({ reuseDelaySeconds: 600 });
+      expect((await api.call('DELETE', '/v1/pools/shared/claims/a-web', undefined, as(teamASession))).status).toBe(204);
+
+      // Act: team B names the same owner, asking for the held address and then for any address
+      const explicit = await api.call('POST', '/v1/pools/shared/claims', { name: 'b-steal', owner: owner('vm-1'), addresses: ['10.0.3.7'] }, as(teamB));
+      const dynamic = await api.call('POST', '/v1/pools/shared/claims', { name: 'b-any', owner: owner('vm-1') }, as(teamB));
+      // another session of team A's role takes it back
+      const back = await api.call('POST', '/v1/pools/shared/claims', { name: 'a-back', owner: owner('vm-1') }, as(`arn:aws:sts::${ACCOUNT}:assumed-role/team-a-ci/build-8`));
+
+      // Assess
+      expect(explicit.status).toBe(409);
+      expect(explicit.body.code).toBe('AddressReleasing');
+      expect(dynamic.status).toBe(201);
+      expect((dynamic.body.addresses as { address: string }[])[0]!.address).not.toBe('10.0.3.7');
+      expect(back.status).toBe(201);
+      expect((back.body.addresses as { address: string }[])[0]!.address).toBe('10.0.3.7');
+    });
+  });
 }

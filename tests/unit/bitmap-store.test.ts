@@ -38,7 +38,7 @@ describe('Class: TableBitmapStore on the SDK engine', () => {
       const items = mock.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input.TransactItems!;
       expect(items.map((i) => i.Put!.Item!.PK!.S)).toEqual(['CLAIM#p#web', 'LEASE#p#10.0.0.1', 'BITMAP#p#v4']);
       expect(items[0]!.Put!.ConditionExpression).toBe('(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0)');
-      expect(items[1]!.Put!.ConditionExpression).toBe('(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0) OR ((#cn2 = :cv1) AND (#cn3 = :cv2) AND (#cn4 = :cv3))');
+      expect(items[1]!.Put!.ConditionExpression).toBe('(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0) OR ((#cn2 = :cv1) AND (#cn3 = :cv2) AND (#cn4 = :cv3) AND (attribute_not_exists(#cn5)))');
       expect(items[2]!.Put).toMatchObject({
         ConditionExpression: '(attribute_exists(#cn0)) AND (#cn1 = :cv0)',
         ExpressionAttributeValues: { ':cv0': { N: '7' } },

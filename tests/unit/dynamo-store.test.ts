@@ -75,10 +75,13 @@ const absentOrExpired = {
   ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
 };
 
-/** The condition of commitClaim's lease puts: absent, expired at NOW, or Released and held for the claim's owner identity. */
+/**
+ * The condition of commitClaim's lease puts: absent, expired at NOW, or Released and held for the claim's owner
+ * identity (kind, name, and creator: none for these unsigned claims).
+ */
 const takeableBy = (kind: string, name: string) => ({
-  ConditionExpression: '(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0) OR ((#cn2 = :cv1) AND (#cn3 = :cv2) AND (#cn4 = :cv3))',
-  ExpressionAttributeNames: { '#cn0': 'PK', '#cn1': 'expiresAt', '#cn2': 'state', '#cn3': 'ownerKind', '#cn4': 'ownerName' },
+  ConditionExpression: '(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0) OR ((#cn2 = :cv1) AND (#cn3 = :cv2) AND (#cn4 = :cv3) AND (attribute_not_exists(#cn5)))',
+  ExpressionAttributeNames: { '#cn0': 'PK', '#cn1': 'expiresAt', '#cn2': 'state', '#cn3': 'ownerKind', '#cn4': 'ownerName', '#cn5': 'createdBy' },
   ExpressionAttributeValues: { ':cv0': { N: String(NOW) }, ':cv1': { S: 'Released' }, ':cv2': { S: kind }, ':cv3': { S: name } },
   ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
 });

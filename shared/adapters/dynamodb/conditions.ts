@@ -6,6 +6,7 @@
  */
 import type { BitmapExpectation } from '../../core/bitmap/ports.ts';
 import type { LabelSelector } from '../../core/labels.ts';
+import type { HoldIdentity } from '../../core/model.ts';
 
 export type Comparison = '=' | '<>' | '<' | '<=' | '>' | '>=';
 
@@ -94,18 +95,21 @@ export function heldByClaim(uid: string): Condition {
 }
 
 /**
- * The lease item holds a released address for this previous owner identity (kind and name; a recreated workload has
- * a new uid): that owner may take it back before the reuse delay is over.
+ * The lease item holds a released address for this previous owner identity: its kind and name (a recreated workload
+ * has a new uid) and the principal that created its claim (the IAM user or role; none for an unsigned request), so
+ * that another allocator naming the same owner does not take it. That owner may take it back before the reuse delay
+ * is over.
  *
- *   released ---- held for kind/name ---- reusableAt (= expiresAt) ---- free for anyone
+ *   released ---- held for kind/name/creator ---- reusableAt (= expiresAt) ---- free for anyone
  */
-export function heldForOwner(kind: string, name: string): Condition {
-  return both(attributeIs('state', 'Released'), attributeIs('ownerKind', kind), attributeIs('ownerName', name));
+export function heldForOwner(identity: HoldIdentity): Condition {
+  const creator = identity.creatorArn === undefined ? { op: 'notExists' as const, attribute: 'createdBy' } : attributeIs(['createdBy', 'arn'], identity.creatorArn);
+  return both(attributeIs('state', 'Released'), attributeIs('ownerKind', identity.kind), attributeIs('ownerName', identity.name), creator);
 }
 
 /** An address this owner identity may take: nobody holds it (absent or expired), or it is held for this owner. */
-export function isTakeableBy(kind: string, name: string, nowMs: number): Condition {
-  return either(itemIsAbsent(), hasExpired(nowMs), heldForOwner(kind, name));
+export function isTakeableBy(identity: HoldIdentity, nowMs: number): Condition {
+  return either(itemIsAbsent(), hasExpired(nowMs), heldForOwner(identity));
 }
 
 /** A Released lease item (any owner). */

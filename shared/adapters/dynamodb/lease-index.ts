@@ -1,5 +1,5 @@
 import type { IpFamily } from '../../core/ip/address.ts';
-import { isReleased, type Lease, type Owner } from '../../core/model.ts';
+import { isReleased, leaseHoldIdentity, sameHoldIdentity, type HoldIdentity, type Lease } from '../../core/model.ts';
 import type { LeaseIndex, LeaseScope, Page } from '../../core/ports.ts';
 import { itemToLease } from './codec.ts';
 import { isListPosition, type CursorCodec, type ListPosition } from './cursor.ts';
@@ -52,9 +52,10 @@ export class TableLeaseIndex implements LeaseIndex {
     return countLeases(this.table, this.shards, pool, family, intervals, nowMs, releasedOnly);
   }
 
-  async heldFor(pool: string, owner: Pick<Owner, 'kind' | 'name'>, nowMs: number): Promise<Lease[]> {
-    const items = await queryAll(this.table, { index: 'GSI2', partition: keys.held(pool, owner.kind, owner.name), filter: hasNotExpired(nowMs) });
-    // The partition is a hash of kind and name: compare them, so a collision never hands out someone else's address.
-    return items.map(itemToLease).filter((l) => isReleased(l) && l.owner.kind === owner.kind && l.owner.name === owner.name);
+  async heldFor(pool: string, identity: HoldIdentity, nowMs: number): Promise<Lease[]> {
+    const items = await queryAll(this.table, { index: 'GSI2', partition: keys.held(pool, identity.kind, identity.name), filter: hasNotExpired(nowMs) });
+    // The partition is a hash of kind and name: compare the whole identity, so neither a collision nor another
+    // allocator naming the same owner is handed the address.
+    return items.map(itemToLease).filter((l) => isReleased(l) && sameHoldIdentity(leaseHoldIdentity(l), identity));
   }
 }

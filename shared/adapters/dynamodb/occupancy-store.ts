@@ -71,13 +71,13 @@ export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
 
   async leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseExpiry>> {
     if (addresses.length === 0) return new Map();
-    const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt', 'state', 'ownerKind', 'ownerName', 'range']);
+    const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt', 'state', 'ownerKind', 'ownerName', 'createdBy', 'range']);
     return new Map(
       items
         .filter((i) => i.entity === Entity.Lease)
         .map((i) => {
           const expiry: LeaseExpiry = typeof i.expiresAt === 'number' ? { expiring: true, expiresAt: i.expiresAt } : { expiring: false };
-          const heldFor = i.state === 'Released' ? { heldFor: ownerIdentity({ kind: String(i.ownerKind ?? ''), name: String(i.ownerName ?? '') }) } : {};
+          const heldFor = i.state === 'Released' ? { heldFor: ownerIdentity({ kind: String(i.ownerKind ?? ''), name: String(i.ownerName ?? ''), ...(creatorArnOf(i) !== undefined ? { creatorArn: creatorArnOf(i) } : {}) }) } : {};
           return [i.address as string, { ...expiry, ...heldFor, ...(typeof i.range === 'string' ? { range: i.range } : {}) }];
         }),
     );
@@ -105,4 +105,10 @@ export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
       ...stampRangeGeneration(pool, this.random.uid()),
     ]);
   }
+}
+
+/** The ARN of the principal that created a lease's claim, from its item (absent: an unsigned request). */
+function creatorArnOf(item: Readonly<Record<string, unknown>>): string | undefined {
+  const arn = (item.createdBy as { arn?: unknown } | undefined)?.arn;
+  return typeof arn === 'string' ? arn : undefined;
 }

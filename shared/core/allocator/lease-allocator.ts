@@ -1,6 +1,6 @@
 import { formatAddress, parseAddress, type IpFamily } from '../ip/address.ts';
 import { NotReadyError, RangeFullError } from '../errors.ts';
-import { holdOf, isExpired, leaseOfClaim, reuseDelayMs, type Claim, type ClaimAddress, type Hold, type Owner, type PoolView } from '../model.ts';
+import { holdIdentityOf, holdOf, isExpired, leaseOfClaim, reuseDelayMs, sameHoldIdentity, type Claim, type ClaimAddress, type Hold, type HoldIdentity, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, Random, ReleaseOutcome, Replacing } from '../ports.ts';
 import { BandName, ownerIdentity, type LeaseExpiry, type OccupancyStore, type RangeSeals, type UsedUpSeals } from '../occupancy/ports.ts';
 import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
@@ -175,14 +175,14 @@ export class LeaseAllocator implements Allocator {
     const holdMs = reuseDelayMs(view.pool);
     const replacing = holdMs > 0 ? await this.replacedClaim(view, draft) : undefined;
     if (replacing?.kind === 'exists') return replacing;
-    await this.pickSticky(view, draft.spec.owner, slots, picks, replacing?.replacing);
+    await this.pickSticky(view, holdIdentityOf(draft), slots, picks, replacing?.replacing);
     const refreshedAt = new Map<IpFamily, number>();
     const collisions = new Map<IpFamily, number>();
     // When this call last collided in each family: a hint read before that is known to be behind.
     const collidedAt = new Map<IpFamily, number>();
     const upperUsedUp = new Set<string>();
     const counters = new Map<string, readonly number[]>();
-    const owner = ownerIdentity(draft.spec.owner);
+    const owner = ownerIdentity(holdIdentityOf(draft));
     // Addresses this call read free near full (pickVerified), per family: a batch reads them once, not once a pick.
     const verified = new Map(slots.map((s) => [s.family, new Set<bigint>()]));
     // Dynamic candidates in flight, unreserved once their transaction has an answer.
@@ -237,16 +237,16 @@ export class LeaseAllocator implements Allocator {
 
   /**
    * Sticky addresses: in a pool with a reuse delay, the dynamic slots of each family first get the addresses the pool
-   * still holds for this owner identity (kind and name; a recreated workload has a new uid), if they lie in a Ready
+   * still holds for this owner identity (HoldIdentity: kind, name and creator), if they lie in a Ready
    * range of the view. One read of the owner index, only in such pools. The index is eventually consistent: an
    * address released a moment ago may be missed, and the claim then gets another one (the held one stays held until
    * its delay is over). The commit's condition lets this owner take its own held addresses (writes/commit.ts).
    */
-  private async pickSticky(view: PoolView, owner: Owner, slots: readonly FamilyRequest[], picks: (Choice | undefined)[], replacing?: Replacing): Promise<void> {
+  private async pickSticky(view: PoolView, owner: HoldIdentity, slots: readonly FamilyRequest[], picks: (Choice | undefined)[], replacing?: Replacing): Promise<void> {
     if (!this.deps.heldFor || reuseDelayMs(view.pool) === 0 || picks.every((p) => p !== undefined)) return;
     // The expired claim this one replaces, when its owner identity is this one's: its addresses first (the commit
     // converts them in the same transaction), then those the owner index shows held.
-    const previous = replacing && replacing.claim.spec.owner.kind === owner.kind && replacing.claim.spec.owner.name === owner.name ? replacing.claim.addresses : [];
+    const previous = replacing && sameHoldIdentity(holdIdentityOf(replacing.claim), owner) ? replacing.claim.addresses : [];
     const held = [...previous, ...(await this.deps.heldFor(view.pool.name, owner, this.deps.clock.nowMs()))];
     const taken = new Set<string>();
     for (const [i, slot] of slots.entries()) {

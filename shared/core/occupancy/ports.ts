@@ -1,5 +1,6 @@
 import type { IpFamily } from '../ip/address.ts';
 import type { OccupancyChunk } from './chunk.ts';
+import type { HoldIdentity } from '../model.ts';
 
 /** What a lease item says about its address right now (a strongly consistent read). */
 export interface LeaseExpiry {
@@ -13,9 +14,9 @@ export interface LeaseExpiry {
   readonly range?: string;
 }
 
-/** The owner identity a Released lease is held for (kind and name; a recreated workload has a new uid), as one string. */
-export function ownerIdentity(owner: { readonly kind: string; readonly name: string }): string {
-  return JSON.stringify([owner.kind, owner.name]);
+/** The identity a Released lease is held for (model.ts HoldIdentity: owner kind, name and creator), as one string. */
+export function ownerIdentity(identity: HoldIdentity): string {
+  return JSON.stringify([identity.kind, identity.name, identity.creatorArn ?? null]);
 }
 
 /** The two bands of a range (KEP-3070): dynamic picks take the upper band first, the lower one only once it is used up. */

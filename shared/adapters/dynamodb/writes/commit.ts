@@ -1,5 +1,5 @@
 import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
-import { leaseOfClaim, releasedLease, type Claim, type Lease } from '../../../core/model.ts';
+import { holdIdentityOf, leaseOfClaim, releasedLease, sameHoldIdentity, type Claim, type Lease } from '../../../core/model.ts';
 import type { CommitOutcome, Replacing } from '../../../core/ports.ts';
 import { bitmapToItem, claimToItem, generatedToItem, itemToClaim, itemToLease, leaseToItem } from '../codec.ts';
 import { bitmapIs, either, heldByClaim, isFreeAt, isTakeableBy } from '../conditions.ts';
@@ -39,7 +39,8 @@ export type CommitVerdict =
  *   Update freed    ADD n 1                                                  (each range of the Released ones)
  *
  * "Expired" uses `nowMs`: an expired lease is free before anything deletes it. "Held for this owner identity": a
- * Released lease of a pool with a reuse delay, whose previous owner kind and name are the claim's (a sticky address).
+ * Released lease of a pool with a reuse delay, whose previous owner kind and name and creator are the claim's (a
+ * sticky address; model.ts HoldIdentity).
  */
 export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: number, shards: number, extras: CommitExtras = {}): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => CommitVerdict } {
   const free = isFreeAt(nowMs);
@@ -47,10 +48,10 @@ export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: numbe
   const ops: WriteOp[] = [{ kind: 'put', item: claimToItem(claim, shards), condition: free, returnOld: true }];
   if (generated) ops.push({ kind: 'put', item: generatedToItem(claim), condition: free, returnOld: true });
   const firstLease = ops.length;
-  const takeable = isTakeableBy(claim.spec.owner.kind, claim.spec.owner.name, nowMs);
+  const takeable = isTakeableBy(holdIdentityOf(claim), nowMs);
   const replaced = extras.replacing?.claim;
-  // Its owner identity (kind and name) takes its addresses back at once; another owner's claim may not.
-  const sameOwner = replaced !== undefined && replaced.spec.owner.kind === claim.spec.owner.kind && replaced.spec.owner.name === claim.spec.owner.name;
+  // Its owner identity (HoldIdentity) takes its addresses back at once; another owner's claim may not.
+  const sameOwner = replaced !== undefined && sameHoldIdentity(holdIdentityOf(replaced), holdIdentityOf(claim));
   const ofReplaced = new Set(sameOwner ? replaced.addresses.map((a) => a.address) : []);
   for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: ofReplaced.has(lease.address) ? either(takeable, heldByClaim(replaced!.uid)) : takeable, returnOld: true });
   // The replaced claim's other leases: held for its owner until the reuse delay ends, as its release would have.
