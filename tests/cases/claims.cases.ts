@@ -8,6 +8,7 @@ import { allItems, tableSnapshot } from '../support/items.ts';
 import { reconcilerHarness, T0 } from '../support/reconciler.ts';
 import { countingStores } from '../support/counting.ts';
 import { bitmapHolds } from '../support/legacy.ts';
+import { cryptoRandom } from '../../shared/adapters/system.ts';
 
 /** Claims through the real HTTP handler, on one table engine. */
 export function claimsCases(engine: TestEngine): void {
@@ -530,6 +531,21 @@ export function claimsCases(engine: TestEngine): void {
       expect(addressesOf(retry.body)).toEqual(addressesOf(first.body));
       expect(otherOwner.status).toBe(201);
       expect(otherOwner.body.name).not.toBe(first.body.name);
+    });
+
+    it('draws another suffix when a generated name is taken by another claim (issue 33, item 8)', async () => {
+      // Prepare: claim 'vm-nic-aaaaa' of another owner, and a container whose first suffix is 'aaaaa'
+      const api = await testApi();
+      await poolWith(api, 'p', ['10.5.0.0/24']);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'vm-nic-aaaaa', owner: owner('vm-0', 'VirtualMachine') })).status).toBe(201);
+      const suffixes = ['aaaaa', 'bbbbb'];
+      const random = { ...cryptoRandom, suffix: (length: number) => suffixes.shift() ?? cryptoRandom.suffix(length) };
+      // Act
+      const res = await api.sibling({ random }).call('POST', '/v1/pools/p/claims', { generateName: 'vm-nic-', owner: owner('vm-1', 'VirtualMachine') });
+      // Assess
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.name).toBe('vm-nic-bbbbb');
+      expect((await leaseItems(api)).map((l) => l.claim).sort()).toEqual(['vm-nic-aaaaa', 'vm-nic-bbbbb']);
     });
 
     it('deletes idempotently, honours If-Match, and a stale release cannot free a reassigned address', async () => {

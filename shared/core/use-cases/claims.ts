@@ -197,6 +197,14 @@ async function answerExisting(deps: Pick<Deps, 'claims' | 'clock'>, existing: Cl
   return pinned ? { claim: pinned, created: false } : undefined;
 }
 
+/** Names drawn for a generateName claim before a collision with other claims' names is answered 409. */
+const NAME_DRAWS = 5;
+
+/** Whether an existing claim is the one this owner made from this generateName (not another claim under that name). */
+function madeFrom(existing: Claim, spec: ClaimSpec): boolean {
+  return existing.spec.owner.uid === spec.owner.uid && existing.spec.generateName === spec.generateName;
+}
+
 /** Rounds of "commit, find a range retired under it, release" before a claim gives up (each round reads a fresh view). */
 export const RETIRED_RANGE_ROUNDS = 3;
 
@@ -242,7 +250,9 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
       if (answer) return answer;
     }
   }
-  const name = cmd.name ?? generatedName(spec.generateName!, deps.random.suffix(5));
+  const drawName = () => cmd.name ?? generatedName(spec.generateName!, deps.random.suffix(5));
+  let name = drawName();
+  let draws = 1;
   // A cached view may lag a range added by another container: a refusal it caused is checked against the pool's
   // range generation (one read of one copy; unchanged, the view is current and the refusal stands), and on a fresh
   // read when it changed. Not when the view was read by this request already: a cold container's refusal stands.
@@ -300,6 +310,12 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
       }
       const existing = result.kind === 'exists' ? result.claim : await deps.claims.getClaim(cmd.pool, result.claimName);
       if (!existing) throw new ConflictError('A concurrent request is creating this claim; retry the request.');
+      if (spec.generateName !== undefined && !madeFrom(existing, spec) && draws < NAME_DRAWS) {
+        // The drawn name is another claim's (its suffix collided): draw again, as a client of Kubernetes would retry.
+        name = drawName();
+        draws += 1;
+        continue;
+      }
       const answer = await answerExisting(deps, existing, spec);
       // Changed before it could be pinned (released by its creator, or renewed): the next round reads it again.
       if (answer) return answer;
