@@ -80,4 +80,23 @@ describe('Reconciler: row 2, owners reported gone (DELETE /v1/pools/{pool}/owner
     expect(await h.api.call('DELETE', `/v1/pools/p/owners/${encodeURIComponent(uid)}`)).toMatchObject({ status: 200 });
     expect((await h.table.query({ partition: keys.ownersGone('p'), consistent: true })).items).toHaveLength(1);
   });
+
+  it('holds a released owner\'s addresses for the whole reuse delay from a renewal the owner index has not seen yet (issue 33, item 8)', async () => {
+    // Prepare: a leased claim in a pool with a 5 s reuse delay, renewed while the owner index lags: its copy there
+    // still has the first expiry, which has passed when the owner is reported gone
+    const lag = laggingOwnerIndex();
+    const h = await reconcilerHarness({ engine: lag.engine });
+    expect((await h.api.call('POST', '/v1/pools', { name: 'p', reuseDelaySeconds: 5 })).status).toBe(201);
+    expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24' })).status).toBe(201);
+    const a = await h.claim('p', { name: 'a', owner: owner('A'), ttlSeconds: 60 });
+    h.clock.advance(50_000);
+    lag.hold();
+    expect((await h.api.call('POST', '/v1/pools/p/claims/a/renew', {})).status).toBe(200);
+    h.clock.advance(20_000);
+    // Act
+    const res = await h.api.call('DELETE', '/v1/pools/p/owners/A');
+    // Assess: the claim was held when released, so its address is held for the whole delay from now
+    expect(res).toMatchObject({ status: 200, body: { released: ['a'] } });
+    expect(await h.get(keys.lease('p', a.addresses[0]!.address))).toMatchObject({ state: 'Released', expiresAt: h.clock.t + 5_000 });
+  });
 });

@@ -104,8 +104,11 @@ async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, re
   return { released };
 }
 
-async function releaseOne(deps: Deps, pool: Pool, claim: Claim, caller?: Principal): Promise<boolean> {
-  // A reuse delay holds the addresses for the owner identity (kind and name): a recreated owner gets them back.
+async function releaseOne(deps: Deps, pool: Pool, listed: Claim, caller?: Principal): Promise<boolean> {
+  // The index's copy may be behind a renewal: the hold is judged on the claim as it is now (one consistent read).
+  const claim = await deps.claims.getClaim(listed.pool, listed.name);
+  if (claim?.uid !== listed.uid) return false;
+  // A reuse delay holds the addresses for the owner identity (HoldIdentity): a recreated owner gets them back.
   const held = holdOf(pool, claim, deps.clock.nowMs());
   const hold = held && caller ? { ...held, releasedBy: caller } : held;
   const event = events.ownerReleased(claim, nowIso(deps), hold);
