@@ -284,4 +284,42 @@ export function accessCases(engine: TestEngine): void {
       expect((back.body.addresses as { address: string }[])[0]!.address).toBe('10.0.3.7');
     });
   });
+
+  describe(`A pool created while a request is under way (${engine.name}; issue 33, item 8)`, () => {
+    it('answers 404 to a request that found no pool when authorized, and does not act on the pool created meanwhile', async () => {
+      // Prepare: a container whose first read of pool 'late' (the authorization's) returns, and then an administrator
+      // creates 'late' with access naming only the administrators and adds a range
+      const h = await reconcilerHarness({ engine });
+      const table = h.api.container.table;
+      let created: number[] | undefined;
+      const racing = h.api.sibling({
+        table: {
+          ...table,
+          name: table.name,
+          get: (key) => table.get(key),
+          batchGet: (keys, attributes) => table.batchGet(keys, attributes),
+          write: (op) => table.write(op),
+          transact: (ops) => table.transact(ops),
+          describe: () => table.describe(),
+          async query(query) {
+            const out = await table.query(query);
+            if (created === undefined && query.partition === 'POOL#late') {
+              created = [];
+              created.push((await h.api.call('POST', '/v1/pools', { name: 'late', access: { administrators: access.administrators, allocators: [] } }, as(admin))).status);
+              created.push((await h.api.call('POST', '/v1/pools/late/ranges', { cidr: '10.0.9.0/24' }, as(admin))).status);
+            }
+            return out;
+          },
+        },
+      });
+
+      // Act
+      const res = await racing.call('POST', '/v1/pools/late/claims', { name: 'mine', owner: owner('vm-9') }, as(stranger));
+
+      // Assess: the pool was created between the authorization and the use case; nothing was written for the stranger
+      expect(created).toEqual([201, 201]);
+      expect(res.status).toBe(404);
+      expect((await h.api.call('GET', '/v1/pools/late/claims/mine', undefined, as(admin))).status).toBe(404);
+    });
+  });
 }

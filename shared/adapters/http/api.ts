@@ -60,19 +60,14 @@ const administered: Partial<Record<RouteKey, string>> = {
 /**
  * The pool's `access`, checked once for every route under a pool (core/access.ts): its administrators for the routes
  * above, its administrators and allocators for every other one (reads included). Whose claim may be released or
- * renewed is the use case's check, which has the claim. A pool that does not exist is the route's 404 to give.
- * @throws ForbiddenError
+ * renewed is the use case's check, which has the claim. A pool absent at this check is the request's 404 at once
+ * (every route under a pool answers 404 for an absent pool): a route run on would act on a pool created meanwhile,
+ * whose `access` was never checked.
+ * @throws ForbiddenError; NotFoundError
  */
 async function authorize(key: RouteKey, event: APIGatewayProxyEventV2, deps: Deps, caller: Principal | undefined): Promise<void> {
   if (!key.includes('{pool}')) return;
-  const name = pathParam(event, 'pool');
-  let pool;
-  try {
-    pool = (await deps.views.get(name, deps.clock.nowMs())).pool;
-  } catch (error) {
-    if (error instanceof NotFoundError) return;
-    throw error;
-  }
+  const pool = (await deps.views.get(pathParam(event, 'pool'), deps.clock.nowMs())).pool;
   const what = administered[key];
   if (what !== undefined) requireAdministrator(pool, caller, what);
   else requireMember(pool, caller);
