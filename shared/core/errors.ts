@@ -15,6 +15,7 @@ export const ErrorCode = {
   PreconditionFailed: 'PreconditionFailed',
   Forbidden: 'Forbidden',
   NotReady: 'NotReady',
+  UnsupportedMediaType: 'UnsupportedMediaType',
   Internal: 'Internal',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -48,6 +49,13 @@ export class InvalidArgumentError extends IpamError {
 export class ForbiddenError extends IpamError {
   constructor(readonly rule: string, message: string) {
     super(ErrorCode.Forbidden, message);
+  }
+}
+
+/** Thrown when a request body is not sent as JSON (`content-type: application/json`). */
+export class UnsupportedMediaTypeError extends IpamError {
+  constructor(message: string) {
+    super(ErrorCode.UnsupportedMediaType, message);
   }
 }
 

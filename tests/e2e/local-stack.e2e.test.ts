@@ -33,6 +33,26 @@ describe('Local stack: startLocalStack()', () => {
     expect(health.headers.get('content-type')).toMatch(/^application\/json/);
   });
 
+  it('refuses writes a web page of another site could send, through the console server and serverless-offline (issue 33, item 8)', async () => {
+    // Act: a form-like text/plain POST (no CORS preflight in a browser), and a JSON POST whose Fetch Metadata names another site
+    const plain = await fetch(`${stack.apiUrl}/v1/pools`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ name: 'forged' }) });
+    const crossSite = await fetch(`${stack.apiUrl}/v1/pools`, { method: 'POST', headers: { 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' }, body: JSON.stringify({ name: 'forged' }) });
+    // Assess: nothing was created
+    expect([plain.status, crossSite.status]).toEqual([415, 403]);
+    expect((await callApi(stack, 'GET', '/v1/pools/forged')).status).toBe(404);
+  });
+
+  it('hands the function a decoded path, as API Gateway\'s HTTP API does: a percent-encoded name names the decoded one (issue 33)', async () => {
+    // Prepare
+    expect((await callApi(stack, 'POST', '/v1/pools', { name: 'pe' })).status).toBe(201);
+    // Act
+    const encoded = await callApi(stack, 'GET', '/v1/pools/p%65');
+    // Assess: the HTTP API decodes rawPath before the function runs (docs/deploy.md, "Names in paths"), and so does
+    // the local stack; per-pool authority therefore rests on the pool's `access` and on IAM Allow statements
+    expect(encoded.status).toBe(200);
+    expect((encoded.body as { name: string }).name).toBe('pe');
+  });
+
   it('delivers a table write to the mirror function through the stream poller', async () => {
     // Prepare
     const client = createDynamoClient({ endpoint: stack.endpoint });

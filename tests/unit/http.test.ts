@@ -74,6 +74,7 @@ describe('Function: problemOf', () => {
       PreconditionFailed: 412,
       Forbidden: 403,
       NotReady: 503,
+      UnsupportedMediaType: 415,
       Internal: 500,
     });
   });
@@ -504,6 +505,46 @@ describe('Function: createHttpHandler', () => {
     expect(response.statusCode).toBe(400);
     expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access.' });
     expect(ddb.calls()).toHaveLength(0);
+  });
+});
+
+describe('Function: createHttpHandler, requests a web page could forge (issue 33, item 8)', () => {
+  // A page on another site can send a "simple" cross-origin POST (text/plain, no preflight) to a developer's local
+  // stack on 127.0.0.1: such a write must change nothing.
+  const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' } });
+  const ddb = mockClient(client);
+  const container = buildContainer(loadConfig({ TABLE_NAME: 'ipam-unit', LOCAL_STACK: 'true' }), { client });
+  const handler = createHttpHandler(() => container.deps, { version: 'unit', health: async () => ({ table: 'ipam-unit', status: 'ACTIVE' }) }, () => {});
+  const call = async (event: APIGatewayProxyEventV2) => (await handler(event, { getRemainingTimeInMillis: () => 30_000 } as Context)) as APIGatewayProxyStructuredResultV2;
+  const post = (headers: Record<string, string>, body = JSON.stringify({ name: 'pool-a' })) => ({ ...httpEvent('POST', '/v1/pools', { body }), headers });
+
+  beforeEach(() => ddb.reset());
+
+  it.each([
+    ['a text/plain body', { 'content-type': 'text/plain' }, 415, 'UnsupportedMediaType'],
+    ['a form body', { 'content-type': 'application/x-www-form-urlencoded' }, 415, 'UnsupportedMediaType'],
+    ['a body without a content type', {}, 415, 'UnsupportedMediaType'],
+    ['a JSON body sent by another site\'s page', { 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' }, 403, 'Forbidden'],
+    ['a JSON body sent by a page of a sibling site', { 'content-type': 'application/json', 'sec-fetch-site': 'same-site' }, 403, 'Forbidden'],
+  ])('refuses a write with %s, before any store call', async (_, headers, status, code) => {
+    // Act
+    const response = await call(post(headers));
+    // Assess
+    expect(response.statusCode).toBe(status);
+    expect(JSON.parse(response.body as string).code).toBe(code);
+    expect(ddb.calls()).toHaveLength(0);
+  });
+
+  it.each([
+    ['from a non-browser client', { 'content-type': 'application/json' }],
+    ['from the page\'s own origin', { 'content-type': 'application/json; charset=utf-8', 'sec-fetch-site': 'same-origin' }],
+  ])('takes a JSON write %s', async (_, headers) => {
+    // Prepare
+    ddb.onAnyCommand().resolves({});
+    // Act
+    const response = await call(post(headers));
+    // Assess
+    expect(response.statusCode, response.body).toBe(201);
   });
 });
 

@@ -4,7 +4,7 @@ import { requireAdministrator, requireMember, type Principal } from '../../core/
 import { NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
-import { callerOf, isVerbatimParam, pathParam, percentInPath, readEvent } from './request.ts';
+import { callerOf, isVerbatimParam, pathParam, percentInPath, readEvent, refuseForgeableWrite } from './request.ts';
 import { compileRoutes, matchRoute, routes as coreRoutes, type ApiMetrics, type Route, type RouteContext } from './routes.ts';
 import { routeKeys, type RouteKey } from './route-keys.ts';
 import { legacyRoutes } from './legacy-routes.ts';
@@ -109,6 +109,7 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
         caller = callerOf(event, info.localStack === true);
         // Inside the try: a write refused for a percent-encoded name leaves its audit line too.
         refusePercentEncodedNames(compiled, match.key, event.rawPath);
+        refuseForgeableWrite(event);
         const container = deps();
         await authorize(match.key, routed, container, caller);
         const response = await route({ event: routed, deps: container, info, ...(caller ? { caller } : {}), audit: (more) => Object.assign(fields, more), ...(metrics ? { metrics } : {}) });

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { principalFromArn, type Principal } from '../../core/access.ts';
-import { InvalidArgumentError, quote } from '../../core/errors.ts';
+import { ForbiddenError, InvalidArgumentError, quote, UnsupportedMediaTypeError } from '../../core/errors.ts';
 import { parseAddress } from '../../core/ip/address.ts';
 import { parseLabelSelector, type LabelSelector } from '../../core/labels.ts';
 import { checkDnsLabel, checkOwnerField, checkRangeRef } from '../../core/names.ts';
@@ -266,4 +266,30 @@ export function readEvent(raw: unknown): APIGatewayProxyEventV2 {
     ...(path ? { pathParameters: path } : { pathParameters: undefined }),
     ...(body !== undefined ? { body } : { body: undefined }),
   };
+}
+
+/** Whether a content type is JSON's (`application/json`, any parameters). */
+function isJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && contentType.split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
+/**
+ * Refuses a write that a web page of another site could have sent: a page may send a "simple" cross-origin POST
+ * (text/plain or a form body, no CORS preflight) to a developer's local stack on 127.0.0.1, which has no IAM. A body
+ * must be JSON (a page can send JSON cross-origin only after a preflight, which the API never answers), and a browser's
+ * Fetch Metadata that names another site refuses the write outright (an empty-bodied POST needs no content type).
+ * Reads are left alone: a page cannot read a cross-origin answer.
+ * @throws UnsupportedMediaTypeError; ForbiddenError
+ */
+export function refuseForgeableWrite(event: APIGatewayProxyEventV2): void {
+  const method = event.requestContext.http.method;
+  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return;
+  const header = (name: string) => Object.entries(event.headers ?? {}).find(([key]) => key.toLowerCase() === name)?.[1];
+  const site = header('sec-fetch-site');
+  if (site !== undefined && site !== 'same-origin' && site !== 'none') {
+    throw new ForbiddenError('crossSiteRequest', `A write sent by a web page of another site (Sec-Fetch-Site: ${quote(site)}) is refused.`);
+  }
+  if ((event.body ?? '') !== '' && !isJson(header('content-type'))) {
+    throw new UnsupportedMediaTypeError('A request body must be sent as JSON, with content-type: application/json.');
+  }
 }
