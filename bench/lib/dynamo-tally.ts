@@ -29,7 +29,7 @@ export interface Tally {
 /** The most lease keys a check of candidates reads (the allocator's VERIFY_LIMIT). */
 const VERIFY_KEYS = 32;
 
-const MIRROR_PREFIXES = ['OCC#', 'BITMAP#', 'HIST#', 'HISTMARKS', 'EVENTS#', 'USAGE#'];
+const MIRROR_PREFIXES = ['OCC#', 'BITMAP#', 'HIST#', 'HISTMARKS', 'EVENT#', 'EVENTS#', 'USAGE#'];
 
 function prefixOf(pk: string): string {
   const hash = pk.indexOf('#');

@@ -331,6 +331,38 @@ export function historyCases(streams: StreamEngine): void {
       expect(events).toEqual([expect.objectContaining({ reason: 'ClaimReleased', object: 'claim/a' })]);
     });
 
+    it('reads the reason for a release by the claim it ended, not by every event of the pool (issue 33, item 6)', async () => {
+      // Prepare: a pool with access, where every client's release writes an event; 36 releases already recorded
+      const bob = { 'x-ipam-principal': 'arn:aws:iam::123456789012:user/bob' };
+      const { api, stream, drain } = await stack({ access: { administrators: [bob['x-ipam-principal']], allocators: [] } }, bob);
+      for (let round = 0; round < 3; round += 1) {
+        for (let i = 0; i < 12; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`c${i}`) }, bob)).status).toBe(201);
+        for (let i = 0; i < 12; i += 1) expect((await api.call('DELETE', `/v1/pools/p/claims/c${i}`, undefined, bob)).status).toBe(204);
+      }
+      await drain();
+      const last = await api.call('POST', '/v1/pools/p/claims', { name: 'last', owner: owner('last') }, bob);
+      expect(last.status).toBe(201);
+      expect((await api.call('DELETE', '/v1/pools/p/claims/last', undefined, bob)).status).toBe(204);
+      // The stream function's table, counting the event items its queries return
+      const table = api.container.table;
+      let eventItemsRead = 0;
+      const counting = api.sibling({
+        table: { ...table, name: table.name, get: (k) => table.get(k), batchGet: (k, a) => table.batchGet(k, a), write: (op) => table.write(op), transact: (ops) => table.transact(ops), describe: () => table.describe(),
+          async query(query) {
+            const out = await table.query(query);
+            if (query.partition.startsWith('EVENT')) eventItemsRead += out.items.length;
+            return out;
+          } },
+      });
+      // Act
+      const { failed } = await stream.drain(mirrorOf(counting.container));
+      // Assess: the release's reason was found with one event read, whatever the pool wrote before
+      expect(failed).toEqual([]);
+      expect(eventItemsRead).toBe(1);
+      const [ended] = (await history(api, (last.body.addresses as { address: string }[])[0]!.address, '', bob)).items as Record<string, unknown>[];
+      expect(ended).toMatchObject({ claim: 'last', endReason: 'released', releasedBy: { arn: bob['x-ipam-principal'] } });
+    });
+
     it('says rangeTerminated for a claim released because its range was retired under the commit', async () => {
       // Prepare: a warm container that trusts its view for an hour (the first range only, Ready); a second range
       // added and the first marked Terminating by another container

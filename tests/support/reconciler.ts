@@ -4,7 +4,7 @@ import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
 import { EXPIRY_CHECKPOINT, reconcile, type ReconcileDeps, type ReconcileReport } from '../../shared/core/reconciler/reconcile.ts';
 import type { Pause } from '../../shared/core/reconciler/run.ts';
 import { claimToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
-import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
+import { EVENT_SHARDS, keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { queryAll, type Table } from '../../shared/adapters/dynamodb/table.ts';
 import { testApi, type TestApi } from './api.ts';
@@ -110,7 +110,8 @@ export async function reconcilerHarness(options: HarnessOptions = {}): Promise<R
     putClaim: (claim) => harness.put(claimToItem(claim, api.container.config.leaseIndexShards)),
     putLease: (lease) => harness.put(leaseToItem(lease, api.container.config.leaseIndexShards)),
     async events(pool) {
-      const items = await queryAll(table, { partition: keys.events(pool), consistent: true });
+      const shards = await Promise.all(Array.from({ length: EVENT_SHARDS }, (_, shard) => queryAll(table, { index: 'GSI1', partition: keys.eventsListing(pool, shard) })));
+      const items = shards.flat().sort((a, b) => ((a.GSI1SK as string) < (b.GSI1SK as string) ? -1 : 1));
       return items as { reason: string; object: string; message: string; time: string }[];
     },
     async pool(name, cidrs) {

@@ -195,7 +195,9 @@ export function newEventId(): string {
 /** The event's item: kept 24 hours by DynamoDB's TTL (and filtered by time when listed, since TTL deletion is lazy). */
 export function eventToItem(event: IpamEvent, id: string): Item {
   return {
-    ...keys.event(event.pool, event.time, id),
+    ...keys.event(event.pool, event.time, id, event.claimUid),
+    GSI1PK: keys.eventsListing(event.pool, keys.eventShard(id)),
+    GSI1SK: `${event.time}#${id}`,
     entity: Entity.Event,
     schema: SCHEMA_VERSION,
     pool: event.pool,

@@ -8,7 +8,7 @@ import { historyDaysOf } from '../../core/model.ts';
 import type { EventReason } from '../../core/reconciler/ports.ts';
 import { itemToPool, type Item } from './codec.ts';
 import { attributeIs, either, isAbsentOrAbove, isAbsentOrBelow, isAfter, itemIsAbsent } from './conditions.ts';
-import { Entity, keys, SCHEMA_VERSION, type Key } from './keys.ts';
+import { Entity, EVENT_SHARDS, keys, SCHEMA_VERSION, type Key } from './keys.ts';
 import { parseAddress } from '../../core/ip/address.ts';
 import { chunkIndexOf } from '../../core/occupancy/chunk.ts';
 import { queryAll, type Table } from './table.ts';
@@ -82,8 +82,13 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
     await this.table.write({ kind: 'put', item: holdingToItem(holding, expiresAtSeconds), condition: either(itemIsAbsent(), isAfter('to', holding.to ?? '')) });
   }
 
-  async repairEvents(pool: string, fromMs: number, toMs: number): Promise<readonly RepairEventRef[]> {
-    const items = await queryAll(this.table, { partition: keys.events(pool), sort: { between: [iso(fromMs), `${iso(toMs)}\uffff`] }, consistent: true, attributes: ['claimUid', 'reason', 'time', 'principal', 'addresses'] });
+  async repairEvents(pool: string, span: { readonly fromMs: number; readonly toMs: number; readonly claimUids?: readonly string[] }): Promise<readonly RepairEventRef[]> {
+    const between: [string, string] = [iso(span.fromMs), `${iso(span.toMs)}\uffff`];
+    const attributes = ['claimUid', 'reason', 'time', 'principal', 'addresses'];
+    const partitions = span.claimUids
+      ? [...new Set(span.claimUids)].map((uid) => ({ partition: keys.eventsOfClaim(pool, uid), consistent: true }))
+      : Array.from({ length: EVENT_SHARDS }, (_, shard) => ({ index: 'GSI1' as const, partition: keys.eventsListing(pool, shard) }));
+    const items = (await Promise.all(partitions.map((p) => queryAll(this.table, { ...p, sort: { between }, attributes })))).flat();
     return items
       .filter((i) => typeof i.claimUid === 'string' && typeof i.time === 'string')
       .map((i) => ({ claimUid: i.claimUid as string, reason: i.reason as EventReason, atMs: Date.parse(i.time as string), ...(typeof i.principal === 'string' ? { principal: i.principal } : {}), ...(Array.isArray(i.addresses) ? { addresses: i.addresses as string[] } : {}) }));

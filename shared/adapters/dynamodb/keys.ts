@@ -3,6 +3,12 @@ import { addressSortKey, familyBits, type IpFamily } from '../../core/ip/address
 import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
 
 /**
+ * Index partitions of a pool's event listing. Fixed: every writer and reader must agree on it. A pool's events are
+ * written at its release rate in a pool with `access` (one per release), up to ~15 KB each with labels.
+ */
+export const EVENT_SHARDS = 8;
+
+/**
  * Every key of the single table, spelled in one place. Each lease and each claim has its own partition key, so a
  * pool's allocation rate is never capped by one partition; listings go through sharded index keys.
  *
@@ -17,7 +23,7 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   (Released)  LEASE#<pool>#<address>              LEASE        as a lease                     HELD#<pool>#<owner hash> / <hex address>   as a lease, at its reusableAt
  *   bitmap      BITMAP#<pool>#<range>               BITMAP
  *   chunk       OCC#<pool>#<family>                 C#<hex chunk index>
- *   event       EVENTS#<pool>                       <ISO time>#<id>
+ *   event       EVENT#<pool>#<claim uid | -id>      <ISO time>#<id>  EVENTS#<pool>#<s> / <ISO time>#<id>
  *   checkpoint  RECONCILER                          CHECKPOINT#<name>
  *   strikes     STRIKES#<pool>#<range>              STRIKES
  *   report      REPORT#<pool>#<what>                REPORT
@@ -122,8 +128,15 @@ export const keys = {
   /** A pool family's summary chunks share a partition, so a range's chunks are one query; its size bounds it (see below). */
   occupancy: (pool: string, family: IpFamily): string => `OCC#${pool}#${family}`,
   chunk: (pool: string, family: IpFamily, index: bigint): Key => ({ PK: `OCC#${pool}#${family}`, SK: chunkSortKey(family, index) }),
-  events: (pool: string): string => `EVENTS#${pool}`,
-  event: (pool: string, isoTime: string, id: string): Key => ({ PK: `EVENTS#${pool}`, SK: `${isoTime}#${id}` }),
+  /**
+   * An event is kept under the claim it is about (a release repair's reason is read by that claim's uid, however
+   * many events the pool writes), or under its own id; the pool's listing reads EVENT_SHARDS index partitions.
+   */
+  eventsOfClaim: (pool: string, claimUid: string): string => `EVENT#${pool}#${claimUid}`,
+  event: (pool: string, isoTime: string, id: string, claimUid?: string): Key => ({ PK: `EVENT#${pool}#${claimUid ? claimUid : `-${id}`}`, SK: `${isoTime}#${id}` }),
+  eventsListing: (pool: string, shard: number): string => `EVENTS#${pool}#${shard}`,
+  /** The listing shard of an event: its id's hash, so writes of one pool spread over EVENT_SHARDS partitions. */
+  eventShard: (id: string): number => createHash('sha256').update(id).digest()[0]! % EVENT_SHARDS,
   checkpoint: (name: string): Key => ({ PK: 'RECONCILER', SK: `CHECKPOINT#${name}` }),
   strikes: (pool: string, range: string): Key => ({ PK: `STRIKES#${pool}#${range}`, SK: 'STRIKES' }),
   report: (pool: string, what: string): Key => ({ PK: `REPORT#${pool}#${what}`, SK: 'REPORT' }),

@@ -20,7 +20,7 @@ import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, lease
 import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, heldByClaim, isFreeAt, isReleasedLease, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
 import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
-import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
+import { Entity, EVENT_SHARDS, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
 import type { TablePoolStore } from './pool-store.ts';
 import type { Table, WriteOp } from './table.ts';
 import { tombstoneItem, tombstonesSince } from './tombstones.ts';
@@ -113,17 +113,25 @@ export class TableReconcileStore implements ReconcileStore {
     const before = cursor === undefined ? undefined : this.cursors.decode(listing, cursor, (v): v is { k: string } => typeof (v as { k?: unknown })?.k === 'string').k;
     // A cursor older than the retention window points before its start: nothing of that listing is left to read.
     if (before !== undefined && before <= sinceIso) return { items: [] };
-    const items: Item[] = [];
-    let start: Item | undefined;
-    do {
-      // Newest first; the time bound in the key condition leaves out events whose TTL deletion is still pending.
-      const page = await this.table.query({ partition: keys.events(pool), sort: { between: [sinceIso, before ?? '\uffff'] }, descending: true, limit: limit + 1, ...(start ? { start } : {}) });
-      for (const item of page.items) if (before === undefined || (item.SK as string) < before) items.push(item);
-      start = page.lastKey;
-    } while (start && items.length <= limit);
+    // Newest first from each listing shard (the index's sort key is the event's time and id, unique across shards), then
+    // merged: the newest `limit` of the shards' newest `limit + 1` are the newest of the pool. The time bound in the
+    // key condition leaves out events whose TTL deletion is still pending.
+    const shards = await Promise.all(
+      Array.from({ length: EVENT_SHARDS }, async (_, shard) => {
+        const items: Item[] = [];
+        let start: Item | undefined;
+        do {
+          const page = await this.table.query({ index: 'GSI1', partition: keys.eventsListing(pool, shard), sort: { between: [sinceIso, before ?? '\uffff'] }, descending: true, limit: limit + 1, ...(start ? { start } : {}) });
+          for (const item of page.items) if (before === undefined || (item.GSI1SK as string) < before) items.push(item);
+          start = page.lastKey;
+        } while (start && items.length <= limit);
+        return { items, more: start !== undefined };
+      }),
+    );
+    const items = shards.flatMap((s) => s.items).sort((a, b) => ((a.GSI1SK as string) < (b.GSI1SK as string) ? 1 : -1));
     const page = items.slice(0, limit);
-    const more = items.length > limit || start !== undefined;
-    return { items: page.map(itemToEvent), ...(more && page.length ? { nextCursor: this.cursors.encode(listing, { k: page[page.length - 1]!.SK as string }) } : {}) };
+    const more = items.length > limit || shards.some((s) => s.more);
+    return { items: page.map(itemToEvent), ...(more && page.length ? { nextCursor: this.cursors.encode(listing, { k: page[page.length - 1]!.GSI1SK as string }) } : {}) };
   }
 
   async getCheckpoint<T>(name: string): Promise<Checkpoint<T> | undefined> {

@@ -44,8 +44,12 @@ export interface HistoryStore {
    * redelivered change leaves it as it was.
    */
   putHolding(holding: Holding, expiresAtSeconds: number): Promise<void>;
-  /** Release repairs of a pool recorded in [fromMs, toMs] (at most `limit`). */
-  repairEvents(pool: string, fromMs: number, toMs: number): Promise<readonly RepairEventRef[]>;
+  /**
+   * Release repairs of a pool recorded in [fromMs, toMs]: those about the given claims, read consistently (the stream
+   * function's question, one small read a claim), or with no claims given, all of them as the pool's listing has them
+   * (eventually consistent: the reconciler's gap check, which reads only spans older than the index's lag).
+   */
+  repairEvents(pool: string, span: { readonly fromMs: number; readonly toMs: number; readonly claimUids?: readonly string[] }): Promise<readonly RepairEventRef[]>;
   /** The pool's history retention in days; undefined for an unknown pool. */
   historyDays(pool: string): Promise<number | undefined>;
   /** Moves the pool's mark item forward (never back): for a batch that wrote no summary chunk of the pool. */

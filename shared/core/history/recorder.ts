@@ -54,8 +54,9 @@ export interface HistoryResult {
  * the same item again and the history never shows a holding twice; an end known only as a bound is written only
  * where it is earlier than the one stored, so a later redelivery (a later bound) leaves the item as it was.
  *
- * A deletion does not say why it happened; the recorder reads the pool's repair events of the minutes before it
- * (a repair writes its event in the release's own transaction) and otherwise calls it a client's release.
+ * A deletion does not say why it happened; the recorder reads the repair events of the claim it ended, of the minutes
+ * before it (a repair writes its event in the release's own transaction, kept under the claim's uid), and otherwise
+ * calls it a client's release.
  */
 export class HistoryRecorder {
   private readonly retention = new Map<string, { days: number | undefined; readAt: number }>();
@@ -118,7 +119,8 @@ export class HistoryRecorder {
     const deletions = changes.filter((c) => c.transition!.before && !c.transition!.after && !c.transition!.byTtl);
     if (deletions.length > 0 && days !== 0) {
       const times = deletions.map((c) => c.transition!.atMs);
-      repairs = await this.deps.store.repairEvents(pool, Math.min(...times) - REPAIR_LOOKBACK_MS, seenMs + REPAIR_LOOKAHEAD_MS);
+      const claimUids = deletions.map((c) => c.transition!.before!.claimUid).filter((uid) => uid !== '');
+      repairs = await this.deps.store.repairEvents(pool, { fromMs: Math.min(...times) - REPAIR_LOOKBACK_MS, toMs: seenMs + REPAIR_LOOKAHEAD_MS, claimUids });
     }
     const lookup = (before: { claimUid: string }): RepairRecord | undefined => {
       const found = repairs?.filter((r) => r.claimUid === before.claimUid && r.claimUid !== '').sort((a, b) => b.atMs - a.atMs)[0];

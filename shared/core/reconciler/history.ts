@@ -90,7 +90,7 @@ async function checkPool(run: Run, pool: string, mark: HistoryMark | undefined):
   // Events older than their retention are gone (and may be half deleted): start inside it.
   const from = Math.max(mark?.gapCheckedThrough ?? 0, nowMs - EVENT_RETENTION_MS + GAP_CHECK_SPAN_MS);
   if (to - from < GAP_CHECK_SPAN_MS) return 0;
-  const listed = await run.read(`history gap check of ${pool}`, () => run.deps.history.repairEvents(pool, from, to));
+  const listed = await run.read(`history gap check of ${pool}`, () => run.deps.history.repairEvents(pool, { fromMs: from, toMs: to }));
   if (!listed.ok) return 0;
   const releases = listed.value.filter((e) => e.claimUid !== '' && endReasonOfRepair(e.reason) !== undefined && e.addresses?.length).sort((a, b) => a.atMs - b.atMs);
   const checked = releases.slice(0, GAP_CHECK_EVENTS);
