@@ -7,7 +7,7 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  * pool's allocation rate is never capped by one partition; listings go through sharded index keys.
  *
  *   item        PK                                  SK           GSI1 (listing)                 GSI2 (owner)            GSI3 (expiry)
- *   pool        POOL#<pool>                         #POOL        POOLS / <pool>
+ *   pool        POOL#<pool>                         #POOL        POOLS / <pool>   (Terminating: POOLS#TERMINATING / <pool>)
  *   range       POOL#<pool>                         RANGE#<name>
  *   legacy slot POOL#<pool>                         LEGACY#<family>
  *   range gen   RGEN#<pool>#<copy>                  RGEN
@@ -105,6 +105,8 @@ export const keys = {
   /** In the pool's partition, so a pool view's one query reads it (and skips it: it is not a range). */
   legacySlot: (pool: string, family: IpFamily): Key => ({ PK: `POOL#${pool}`, SK: `LEGACY#${family}` }),
   poolsListing: (): string => 'POOLS',
+  /** A Terminating pool's listing entry (its GSI1 key moves here from POOLS): the finalizer's backstop walks it. */
+  terminatingPools: (): string => 'POOLS#TERMINATING',
   range: (pool: string, name: string): Key => ({ PK: `POOL#${pool}`, SK: `RANGE#${name}` }),
   rangeGeneration: (pool: string, copy: number): Key => ({ PK: `RGEN#${pool}#${copy}`, SK: 'RGEN' }),
   claim: (pool: string, name: string): Key => ({ PK: `CLAIM#${pool}#${name}`, SK: 'CLAIM' }),

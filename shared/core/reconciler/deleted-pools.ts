@@ -14,9 +14,12 @@ const PAGE = 100;
  */
 export const POOL_RECHECK_MS = 10 * 60_000;
 
-/** Whether every address of the claim is a host address of a Ready or Terminating range of the pool as it is now. */
+/**
+ * Whether the claim is the pool's as it is now: made since the pool was (an earlier pool of the name ended before), with
+ * every address a host address of a Ready or Terminating range.
+ */
 function servedBy(view: PoolView | undefined, claim: Claim): boolean {
-  if (!view) return false;
+  if (!view || claim.createdAt < view.pool.createdAt) return false;
   return claim.addresses.every((a) => view.ranges.some((r) => (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(parseCidr(r.cidr), parseAddress(a.address))));
 }
 
@@ -26,8 +29,8 @@ function servedBy(view: PoolView | undefined, claim: Claim): boolean {
  * pool for good (the sweep walks existing pools). The delete writes a pool-gone tombstone in its transaction; for
  * POOL_RECHECK_MS each run lists the claims of every pool deleted lately and releases, with their leases and a
  * PoolDeleted event, those whose addresses lie in no Ready or Terminating range of the pool as it is now (absent, or
- * created again since: the new pool's own claims lie in its ranges and stay). A claim left in a range the new pool
- * has too is the new pool's (it holds that address there); that case is not told apart.
+ * created again since: the new pool's own claims lie in its ranges and stay). A claim made before the pool as it is
+ * now was created is an earlier pool's, whatever its addresses.
  */
 export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
   // Retried within the run (Run.read); a listing that still fails leaves the deleted pools to later runs of the window.
@@ -45,6 +48,24 @@ export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
         }
         cursor = page.nextCursor;
       } while (cursor !== undefined);
+      return true;
+    }),
+  );
+}
+
+/** Terminating pools a run finishes at most (each is resumable: a pool not finished now is listed again next run). */
+const TERMINATING_POOLS_PER_RUN = 20;
+
+/**
+ * The backstop of a pool's deletion (DELETE /v1/pools/{pool} marks it Terminating and finalizes it in the same request
+ * as far as it gets): every run finishes the deletion of the Terminating pools it lists, the pool item last.
+ */
+export async function finalizeDeletedPools(run: Run): Promise<void> {
+  const listed = await run.read('list Terminating pools', () => run.deps.pools.terminatingPools(TERMINATING_POOLS_PER_RUN));
+  if (!listed.ok) return;
+  await run.each(Phase.Owners, listed.value, (pool) =>
+    run.repair(`finish deleting pool ${pool}`, async () => {
+      await run.deps.pools.finalizePool(pool);
       return true;
     }),
   );
