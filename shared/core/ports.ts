@@ -79,8 +79,6 @@ export interface PoolStore {
    * is no Terminating pool of that name (finished, or never marked). Idempotent. @throws on a failed write (resume later)
    */
   finalizePool(pool: string): Promise<'finalized' | 'absent'>;
-  /** Names of the pools whose deletion is not finished (the reconciler's backstop), at most `limit`. */
-  terminatingPools(limit: number): Promise<string[]>;
   /**
    * Writes the range if its name is free and, for a legacy range, if no other legacy range of its family holds the
    * pool's slot for that family ('legacyTaken'); 'exists' also when a concurrent write got in the way (read again).

@@ -7,7 +7,7 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  * pool's allocation rate is never capped by one partition; listings go through sharded index keys.
  *
  *   item        PK                                  SK           GSI1 (listing)                 GSI2 (owner)            GSI3 (expiry)
- *   pool        POOL#<pool>                         #POOL        POOLS / <pool>   (Terminating: POOLS#TERMINATING / <pool>)
+ *   pool        POOL#<pool>                         #POOL        POOLS / <pool>   (none while Terminating)
  *   range       POOL#<pool>                         RANGE#<name>
  *   legacy slot POOL#<pool>                         LEGACY#<family>
  *   range gen   RGEN#<pool>#<copy>                  RGEN
@@ -25,6 +25,8 @@ import { CHUNK_BITS } from '../../core/occupancy/chunk.ts';
  *   freed       FREED#<pool>#<range>#<shard>        FREED
  *   seals       SEALS#<pool>#<range>                SEALS
  *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
+ *   pool gone   POOLSGONE                           <ISO time>#<pool>
+ *   terminating POOLSGONE                           TERMINATING#<pool>
  *   holding     HIST#<pool>#<address>               <from>#<claim uid | hold>                     HOWNER#<pool>#<owner uid> / <from>#<address>
  *   hist. mark  HISTMARKS                           <pool>
  *   settings    TABLE                               SETTINGS
@@ -68,6 +70,8 @@ export const Entity = {
   OwnerGone: 'ownerGone',
   /** A pool deleted: the reconciler releases claims its (eventually consistent) claims listing did not show then. */
   PoolGone: 'poolGone',
+  /** A pool's deletion not finished (the pool is Terminating): the reconciler finishes it. No TTL. */
+  PoolTerminating: 'poolTerminating',
   /** An ended holding of an address (the address history). */
   Holding: 'holding',
   /** How far a pool's address history is complete. */
@@ -105,8 +109,6 @@ export const keys = {
   /** In the pool's partition, so a pool view's one query reads it (and skips it: it is not a range). */
   legacySlot: (pool: string, family: IpFamily): Key => ({ PK: `POOL#${pool}`, SK: `LEGACY#${family}` }),
   poolsListing: (): string => 'POOLS',
-  /** A Terminating pool's listing entry (its GSI1 key moves here from POOLS): the finalizer's backstop walks it. */
-  terminatingPools: (): string => 'POOLS#TERMINATING',
   range: (pool: string, name: string): Key => ({ PK: `POOL#${pool}`, SK: `RANGE#${name}` }),
   rangeGeneration: (pool: string, copy: number): Key => ({ PK: `RGEN#${pool}#${copy}`, SK: 'RGEN' }),
   claim: (pool: string, name: string): Key => ({ PK: `CLAIM#${pool}#${name}`, SK: 'CLAIM' }),
@@ -144,6 +146,8 @@ export const keys = {
   historyMark: (pool: string): Key => ({ PK: 'HISTMARKS', SK: pool }),
   poolsGone: (): string => 'POOLSGONE',
   poolGone: (pool: string, isoTime: string): Key => ({ PK: 'POOLSGONE', SK: `${isoTime}#${pool}` }),
+  /** A deletion not finished yet, beside the tombstones (a letter sorts after every ISO time: every read of them gets it). */
+  poolTerminating: (pool: string): Key => ({ PK: 'POOLSGONE', SK: `TERMINATING#${pool}` }),
   tableSettings: (): Key => ({ PK: 'TABLE', SK: 'SETTINGS' }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,

@@ -3,10 +3,10 @@ import { PoolState, RangeState, type Pool, type PoolView, type Range } from '../
 import type { Page, PoolStore, Random } from '../../core/ports.ts';
 import { IpFamily } from '../../core/ip/address.ts';
 import { itemToClaim, itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem, type Item } from './codec.ts';
-import { itemExists, itemIsAbsent, poolIsActive, poolIsTerminating } from './conditions.ts';
+import { attributeIs, itemExists, itemIsAbsent, poolIsActive, poolIsTerminating } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
-import { Entity, keys, RANGE_GENERATION_COPIES, type Key } from './keys.ts';
+import { Entity, keys, RANGE_GENERATION_COPIES, SCHEMA_VERSION, type Key } from './keys.ts';
 import { queryAll, type Table, type WriteOp } from './table.ts';
 import { dropFreed, freedKeys } from './writes/freed.ts';
 import { markerKeyOf } from './writes/release.ts';
@@ -63,10 +63,11 @@ export class TablePoolStore implements PoolStore {
   }
 
   /**
-   * The deletion's first phase, one transaction of 18 operations whatever the pool holds:
+   * The deletion's first phase, one transaction of 19 operations whatever the pool holds:
    *
-   *   Update pool          still active (no state) -> Terminating, moved to the Terminating listing   -> absent | terminating
+   *   Update pool          still active (no state) -> Terminating, off the pools listing        -> absent | terminating
    *   Put tombstone        POOLSGONE / <time>#<pool>, kept a day (releaseDeletedPoolClaims)
+   *   Put pending          POOLSGONE / TERMINATING#<pool>, until the finalizer is done (the reconciler's backstop)
    *   Put generation x16   a new range generation: a claim committed from an older view reads it, finds no pool, and gives its addresses back
    */
   async deletePool(pool: string, nowMs: number): Promise<'terminating' | 'notEmpty' | 'absent'> {
@@ -76,13 +77,10 @@ export class TablePoolStore implements PoolStore {
     const claims = await mergeShards(this.table, this.shards, (shard) => keys.claimsListing(pool, shard), undefined, undefined, 1);
     if (claims.items.length > 0) return 'notEmpty';
     const tombstone = tombstoneItem(Entity.PoolGone, nowMs, (at) => keys.poolGone(pool, at), { pool });
-    const mark: WriteOp = {
-      kind: 'update',
-      key: keys.pool(pool),
-      update: { set: { state: PoolState.Terminating, deletionRequestedAt: new Date(nowMs).toISOString(), GSI1PK: keys.terminatingPools() } },
-      condition: poolIsActive(),
-    };
-    const verdicts = await transactRangeChange(this.table, [mark, { kind: 'put', item: tombstone }, ...stampRangeGeneration(pool, this.random.uid())]);
+    const deletionRequestedAt = new Date(nowMs).toISOString();
+    const mark: WriteOp = { kind: 'update', key: keys.pool(pool), update: { set: { state: PoolState.Terminating, deletionRequestedAt }, remove: ['GSI1PK', 'GSI1SK'] }, condition: poolIsActive() };
+    const pending = { ...keys.poolTerminating(pool), entity: Entity.PoolTerminating, schema: SCHEMA_VERSION, pool, deletionRequestedAt };
+    const verdicts = await transactRangeChange(this.table, [mark, { kind: 'put', item: tombstone }, { kind: 'put', item: pending }, ...stampRangeGeneration(pool, this.random.uid())]);
     if (!verdicts) return 'terminating';
     if (verdicts[0]?.code !== 'ConditionalCheckFailed') throw new NotReadyError(`Another change of pool ${JSON.stringify(pool)} was in progress; retry the request.`);
     const now = await this.table.get(keys.pool(pool));
@@ -99,14 +97,20 @@ export class TablePoolStore implements PoolStore {
    *   2. the pool's partition but the pool item: ranges and legacy slots
    *   3. per range (named by the partition, a claim or a lease): bitmap, strikes, seals, freed counters
    *   4. the occupancy summary, range usage, owner-gone tombstones, the history mark, the generation's copies
-   *   5. the pool item, while still Terminating
+   *   5. the pool item, while still Terminating; then the pending entry of that deletion
    *
    * Holdings (`HIST#<pool>#<address>`, a partition per address, not enumerable by pool) and events stay until their
    * TTL; reads leave out what began before the pool's createdAt (a later pool of the name never sees them).
    */
   async finalizePool(pool: string): Promise<'finalized' | 'absent'> {
+    // The pending entry first: one read after it that finds no Terminating pool proves it stale (a later deletion's
+    // mark rewrites it, with its own time, in the transaction that makes the pool Terminating).
+    const pending = await this.table.get(keys.poolTerminating(pool));
     const poolItem = await this.table.get(keys.pool(pool));
-    if (poolItem?.state !== PoolState.Terminating) return 'absent';
+    if (poolItem?.state !== PoolState.Terminating) {
+      if (pending) await this.table.write({ kind: 'delete', key: keys.poolTerminating(pool), condition: attributeIs('deletionRequestedAt', pending.deletionRequestedAt as string) });
+      return 'absent';
+    }
     const ranges = new Set<string>();
     const claimKeys: Key[] = [];
     for (let shard = 0; shard < this.shards; shard += 1) {
@@ -134,13 +138,10 @@ export class TablePoolStore implements PoolStore {
       await this.removeAll((await queryAll(this.table, { partition: partitionKey, attributes: ['PK', 'SK'] })).map(keyOf));
     }
     await this.removeAll([keys.historyMark(pool), ...dropRangeGeneration(pool).flatMap((op) => (op.kind === 'delete' ? [op.key] : []))]);
+    const deletionRequestedAt = poolItem.deletionRequestedAt as string;
     const last = await this.table.write({ kind: 'delete', key: keys.pool(pool), condition: poolIsTerminating() });
+    await this.table.write({ kind: 'delete', key: keys.poolTerminating(pool), condition: attributeIs('deletionRequestedAt', deletionRequestedAt) });
     return last.ok ? 'finalized' : 'absent';
-  }
-
-  async terminatingPools(limit: number): Promise<string[]> {
-    const page = await this.table.query({ index: 'GSI1', partition: keys.terminatingPools(), limit });
-    return page.items.map((i) => i.name as string);
   }
 
   /** Deletes items, REMOVE_PARALLEL at a time (a delete of an absent item is a no-op). */

@@ -31,6 +31,9 @@ function servedBy(view: PoolView | undefined, claim: Claim): boolean {
  * PoolDeleted event, those whose addresses lie in no Ready or Terminating range of the pool as it is now (absent, or
  * created again since: the new pool's own claims lie in its ranges and stay). A claim made before the pool as it is
  * now was created is an earlier pool's, whatever its addresses.
+ *
+ * The same read lists every pool whose deletion is not finished (still Terminating: its DELETE's request failed or
+ * stopped on the way), whenever it was deleted; each run finishes it (PoolStore.finalizePool, the pool item last).
  */
 export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
   // Retried within the run (Run.read); a listing that still fails leaves the deleted pools to later runs of the window.
@@ -48,25 +51,10 @@ export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
         }
         cursor = page.nextCursor;
       } while (cursor !== undefined);
-      return true;
-    }),
-  );
-}
-
-/** Terminating pools a run finishes at most (each is resumable: a pool not finished now is listed again next run). */
-const TERMINATING_POOLS_PER_RUN = 20;
-
-/**
- * The backstop of a pool's deletion (DELETE /v1/pools/{pool} marks it Terminating and finalizes it in the same request
- * as far as it gets): every run finishes the deletion of the Terminating pools it lists, the pool item last.
- */
-export async function finalizeDeletedPools(run: Run): Promise<void> {
-  const listed = await run.read('list Terminating pools', () => run.deps.pools.terminatingPools(TERMINATING_POOLS_PER_RUN));
-  if (!listed.ok) return;
-  await run.each(Phase.Owners, listed.value, (pool) =>
-    run.repair(`finish deleting pool ${pool}`, async () => {
+      // A deletion not finished (the DELETE's request failed or stopped on the way): finish it, the pool item last.
       await run.deps.pools.finalizePool(pool);
       return true;
     }),
   );
 }
+

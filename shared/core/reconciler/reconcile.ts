@@ -57,7 +57,7 @@ import {
 } from './plan.ts';
 import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
 import { repairBitmaps } from './drift.ts';
-import { finalizeDeletedPools, releaseDeletedPoolClaims } from './deleted-pools.ts';
+import { releaseDeletedPoolClaims } from './deleted-pools.ts';
 import { recheckGoneOwners } from './owners.ts';
 import { checkHistory, type HistoryCheck } from './history.ts';
 import { EXPIRY_CHECKPOINT, Phase, RETRIES, Run, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
@@ -120,7 +120,6 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   const views = listed?.ok ? listed.value : [];
   if (!run.out(Phase.Owners)) await run.phase(Phase.Owners, () => recheckGoneOwners(run, views), undefined);
   if (!run.out(Phase.Owners)) await run.phase(Phase.Owners, () => releaseDeletedPoolClaims(run), undefined);
-  if (!run.out(Phase.Owners)) await run.phase(Phase.Owners, () => finalizeDeletedPools(run), undefined);
   if (!run.out(Phase.Ranges)) await run.phase(Phase.Ranges, () => finalizeRanges(run, views), undefined);
   if (!run.out(Phase.Summary)) run.summary.built += await run.phase(Phase.Summary, () => buildMissingSummaries(run, views), 0);
   const noUsage = { usage: [], records: new Map() };
