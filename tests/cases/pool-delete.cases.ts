@@ -181,6 +181,24 @@ export function poolDeleteCases(streams: StreamEngine): void {
       expect((await api.container.table.query({ partition: 'POOL#p', consistent: true })).items.map((i) => i.SK)).toEqual(['#POOL']);
     });
 
+    it('gives back a claim a warm container commits from a view read before the mark: 404, and nothing of it is left', async () => {
+      // Prepare: a container that read the pool (a view kept a minute); the deletion stops after its mark
+      const clock = new ManualClock(Date.now());
+      const { api } = await stack(clock);
+      await poolWithRanges(api, clock, 2);
+      const warm = api.sibling({ clock, viewMaxAgeMs: 60_000 });
+      expect((await warm.call('GET', '/v1/pools/p/claims')).status).toBe(200);
+      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: new InterruptedTable(api.container.table, { nth: 1, kill: true }) });
+      expect((await killed.call('DELETE', '/v1/pools/p')).status).toBe(202);
+      // Act
+      const late = await warm.call('POST', '/v1/pools/p/claims', { name: 'late', owner: owner('late') });
+      // Assess: refused after its commit (the generation changed, no pool), its leases given back
+      expect(late.status, JSON.stringify(late.body)).toBe(404);
+      expect(await api.container.table.get({ PK: 'CLAIM#p#late', SK: 'CLAIM' })).toBeUndefined();
+      const leases = await Promise.all(['IPv4'].flatMap((family) => [0, 1, 2, 3].map((shard) => api.container.table.query({ index: 'GSI1', partition: `ADDR#p#${family}#${shard}` }))));
+      expect(leases.flatMap((page) => page.items)).toEqual([]);
+    });
+
     it('answers a DELETE repeated while the pool is Terminating with 202 or 204, and finishes it', async () => {
       // Prepare: a deletion stopped part-way
       const clock = new ManualClock(Date.now());
