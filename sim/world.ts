@@ -377,8 +377,10 @@ export class World {
       this.log(`${caller.id} ${after ? 'put' : 'delete'} lease ${item.address as string} -> ${item.claim as string}`);
     } else if (item.entity === 'pool') {
       this.log(`${caller.id} ${after ? 'put' : 'delete'} pool ${item.name as string}`);
-      // From this commit on the pool and its ranges are gone (whether or not the DELETE is answered).
-      if (!after && item.name === POOL_B) this.deletedPools.push({ pool: POOL_B, cidr: poolBCidr(this.poolBIncarnation), atMs: EPOCH_MS + this.scheduler.now });
+      // From this commit on the pool and its ranges are gone (whether or not the DELETE is answered): the pool item's
+      // Terminating mark (the deletion's first phase), or its removal where no mark came first.
+      const gone = after ? after.state === 'Terminating' && before?.state !== 'Terminating' : before?.state !== 'Terminating';
+      if (gone && item.name === POOL_B) this.deletedPools.push({ pool: POOL_B, cidr: poolBCidr(this.poolBIncarnation), atMs: EPOCH_MS + this.scheduler.now });
     } else if (item.entity === 'range') {
       this.log(`${caller.id} ${after ? `range ${after.name as string} ${after.state as string}` : `delete range ${before!.name as string}`}`);
     }
@@ -539,7 +541,7 @@ export class World {
     this.violations([
       ...checkNoDoubleHold(s, now, skew),
       ...checkLeaseInRange(s, now, skew, this.deletedPools),
-      ...checkClaimLeases(s, now, skew),
+      ...checkClaimLeases(s, now, skew, this.deletedPools),
       ...(final || !this.loadOver ? checkReleasedInTime(s, now, allowance, this.ownersGone) : []),
       ...(final || !this.loadOver ? checkExpiredLeasesGone(s, now, allowance) : []),
       ...checkDeletedPools(s, now, allowance, this.deletedPools),

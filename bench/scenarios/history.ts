@@ -164,7 +164,7 @@ export const historyScenario: Scenario = {
         const held: Holding[] = [];
         let before: string | undefined;
         do {
-          const page = await setup.deps.history.addressHoldings(POOL, address, 100, before);
+          const page = await setup.deps.history.addressHoldings(POOL, address, 100, before === undefined ? {} : { before });
           held.push(...page.items);
           before = page.next;
         } while (before !== undefined);

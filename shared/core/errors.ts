@@ -9,6 +9,7 @@ export const ErrorCode = {
   AddressReleasing: 'AddressReleasing',
   Conflict: 'Conflict',
   PoolNotEmpty: 'PoolNotEmpty',
+  PoolTerminating: 'PoolTerminating',
   RangeFull: 'RangeFull',
   NotInRange: 'NotInRange',
   MismatchedNetwork: 'MismatchedNetwork',
@@ -97,6 +98,16 @@ export class ConflictError extends IpamError {
 export class PoolNotEmptyError extends IpamError {
   constructor(readonly pool: string, readonly claims: number) {
     super(ErrorCode.PoolNotEmpty, `Pool ${JSON.stringify(pool)} still has claims; release them before deleting the pool.`);
+  }
+}
+
+/**
+ * Thrown when a pool is created under the name of a pool whose deletion is still being finished (its state is
+ * Terminating): the name is free once the finalizer has removed what the old pool left.
+ */
+export class PoolTerminatingError extends IpamError {
+  constructor(readonly pool: string) {
+    super(ErrorCode.PoolTerminating, `Pool ${JSON.stringify(pool)} is being deleted; its name is free once the deletion has finished (the next reconciler run at the latest). Retry later.`);
   }
 }
 

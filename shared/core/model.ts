@@ -37,7 +37,18 @@ export interface Pool {
   readonly historyDays?: number;
   /** Who may do what inside the pool (shared/core/access.ts); absent: every caller IAM lets in. Fixed at creation. */
   readonly access?: PoolAccess;
+  /**
+   * Terminating once its DELETE was accepted: gone for every request (404), its name not free (409 PoolTerminating)
+   * until the finalizer has purged what the pool left and removed the pool item last (PoolStore.finalizePool).
+   */
+  readonly state?: PoolState;
+  /** When the deletion was accepted (Terminating only). */
+  readonly deletionRequestedAt?: string;
 }
+
+/** A pool's lifecycle, as a Kubernetes Namespace's: absent state is Active. */
+export const PoolState = { Terminating: 'Terminating' } as const;
+export type PoolState = (typeof PoolState)[keyof typeof PoolState];
 
 /** How long the address history keeps a holding when the pool does not say. */
 export const DEFAULT_HISTORY_DAYS = 90;

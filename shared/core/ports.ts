@@ -53,8 +53,9 @@ export type CommitOutcome =
 
 /** Pools and their ranges. */
 export interface PoolStore {
-  createPool(pool: Pool): Promise<'created' | 'exists'>;
-  /** The pool and its ranges, read consistently, with the range generation read before them. */
+  /** 'terminating': a pool of that name exists and is being deleted. */
+  createPool(pool: Pool): Promise<'created' | 'exists' | 'terminating'>;
+  /** The pool and its ranges, read consistently, with the range generation read before them; undefined when absent or Terminating. */
   getPoolView(pool: string): Promise<PoolView | undefined>;
   /**
    * The pool's range generation, read consistently: a fresh value written in the same transaction as every range add,
@@ -62,13 +63,22 @@ export interface PoolStore {
    * after the view's was read. One small item of several equal copies, not the pool's partition. Undefined: none yet.
    */
   rangeGeneration(pool: string): Promise<string | undefined>;
+  /** Pools in name order, Terminating ones left out. */
   listPools(limit: number, cursor?: string): Promise<Page<Pool>>;
   /**
-   * Deletes the pool, its ranges and their legacy slots; 'notEmpty' when a claim still exists. A pool-gone tombstone
-   * (kept a day) goes in the same transaction: the claims listing is eventually consistent, so a claim committed just
-   * before may not be listed, and the reconciler releases it.
+   * The first phase of a pool's deletion: one transaction marks the pool Terminating (every request then finds it gone,
+   * and its name is not free), writes a pool-gone tombstone (kept a day: the claims listing is eventually consistent,
+   * so a claim committed just before may not be listed, and the reconciler releases it) and a new range generation (a
+   * claim committed from an older view sees it and gives its addresses back). 'notEmpty' when a claim is listed;
+   * 'terminating' also when the pool was Terminating already. The rest is finalizePool's.
    */
-  deletePool(pool: string, nowMs: number): Promise<'deleted' | 'notEmpty' | 'absent'>;
+  deletePool(pool: string, nowMs: number): Promise<'terminating' | 'notEmpty' | 'absent'>;
+  /**
+   * The second phase: removes everything a Terminating pool left that a pool created again under its name could
+   * inherit, item by item in an order that a stop anywhere leaves resumable, and the pool item last; 'absent' when there
+   * is no Terminating pool of that name (finished, or never marked). Idempotent. @throws on a failed write (resume later)
+   */
+  finalizePool(pool: string): Promise<'finalized' | 'absent'>;
   /**
    * Writes the range if its name is free and, for a legacy range, if no other legacy range of its family holds the
    * pool's slot for that family ('legacyTaken'); 'exists' also when a concurrent write got in the way (read again).

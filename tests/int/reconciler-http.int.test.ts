@@ -76,6 +76,8 @@ describe('HTTP: GET /v1/pools/{pool}/events', () => {
     // Prepare: five events a minute apart, and one 25 hours old that DynamoDB's TTL has not deleted yet.
     const h = await reconcilerHarness();
     await h.pool('p', ['10.0.0.0/24']);
+    // The events below lie within the pool's life: a listing reads none from before its createdAt (issue 33, item 3).
+    h.clock.advance(10 * 60_000);
     const at = (minutesAgo: number) => h.clock.iso(h.clock.t - minutesAgo * 60_000);
     for (let i = 0; i < 5; i += 1) {
       await h.put(eventToItem({ pool: 'p', time: at(i), reason: EventReason.LeaseOrphaned, object: `lease/10.0.0.${i}`, message: `m${i}` }, `id${i}`));

@@ -20,6 +20,7 @@ import {
   NotInRangeError,
   NotReadyError,
   PoolNotEmptyError,
+  PoolTerminatingError,
   PreconditionFailedError,
   RangeFullError,
 } from '../../shared/core/errors.ts';
@@ -68,6 +69,7 @@ describe('Function: problemOf', () => {
       AddressReleasing: 409,
       Conflict: 409,
       PoolNotEmpty: 409,
+      PoolTerminating: 409,
       RangeFull: 409,
       NotInRange: 422,
       MismatchedNetwork: 422,
@@ -85,6 +87,7 @@ describe('Function: problemOf', () => {
     ['AlreadyAllocatedError', new AlreadyAllocatedError('10.0.0.10', { claim: 'other' }), 409],
     ['ConflictError', new ConflictError('Claim "c" already exists with a different spec.'), 409],
     ['PoolNotEmptyError', new PoolNotEmptyError('pool-a', 1), 409],
+    ['PoolTerminatingError', new PoolTerminatingError('pool-a'), 409],
     ['RangeFullError', new RangeFullError('pool-a', 'IPv4'), 409],
     ['NotInRangeError', new NotInRangeError('10.1.0.1'), 422],
     ['MismatchedNetworkError', new MismatchedNetworkError('Pool "pool-a" has no Ready IPv6 range for this claim.'), 422],

@@ -4,7 +4,7 @@ import type { EndReason } from '../../core/history/holding.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
 import type { Principal } from '../../core/access.ts';
 import type { Labels } from '../../core/labels.ts';
-import { LeaseState, type Claim, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
+import { LeaseState, PoolState, type Claim, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
 import { EVENT_RETENTION_MS, type IpamEvent } from '../../core/reconciler/ports.ts';
@@ -16,7 +16,7 @@ export type Item = Record<string, unknown>;
 const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
 
 export function poolToItem(pool: Pool): Item {
-  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}) };
+  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}), ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}) };
 }
 
 export function itemToPool(item: Item): Pool {
@@ -28,6 +28,7 @@ export function itemToPool(item: Item): Pool {
     ...(typeof item.reuseDelaySeconds === 'number' && item.reuseDelaySeconds > 0 ? { reuseDelaySeconds: item.reuseDelaySeconds } : {}),
     ...(typeof item.historyDays === 'number' ? { historyDays: item.historyDays } : {}),
     ...(item.access !== undefined ? { access: item.access as Pool['access'] } : {}),
+    ...(item.state === PoolState.Terminating ? { state: PoolState.Terminating, deletionRequestedAt: item.deletionRequestedAt as string } : {}),
   };
 }
 

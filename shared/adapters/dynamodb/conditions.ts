@@ -32,6 +32,16 @@ export function itemExists(): Condition {
   return { op: 'exists', attribute: 'PK' };
 }
 
+/** The pool item exists and its deletion has not begun (a Terminating pool has a `state`). */
+export function poolIsActive(): Condition {
+  return both(itemExists(), { op: 'notExists', attribute: 'state' });
+}
+
+/** The pool item exists and is Terminating (the finalizer's last write). */
+export function poolIsTerminating(): Condition {
+  return attributeIs('state', 'Terminating');
+}
+
 /**
  * The item's expiry has passed: `expiresAt <= now`. Items without expiresAt never match.
  *

@@ -2,7 +2,7 @@ import type { Principal } from '../../core/access.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { Labels } from '../../core/labels.ts';
 import { holdingId, type EndReason, type Holding, type HoldingKind } from '../../core/history/holding.ts';
-import type { HistoryCursors, HistoryMark, HistoryPosition, HistoryScope, HistoryStore, HoldingPage, RepairEventRef } from '../../core/history/ports.ts';
+import type { HistoryCursors, HistoryMark, HistoryPosition, HistoryScope, HistoryStore, HoldingBounds, HoldingPage, RepairEventRef } from '../../core/history/ports.ts';
 import type { CursorCodec } from './cursor.ts';
 import { historyDaysOf } from '../../core/model.ts';
 import type { EventReason } from '../../core/reconciler/ports.ts';
@@ -11,7 +11,7 @@ import { attributeIs, either, isAbsentOrAbove, isAbsentOrBelow, isAfter, itemIsA
 import { Entity, EVENT_SHARDS, keys, SCHEMA_VERSION, type Key } from './keys.ts';
 import { parseAddress } from '../../core/ip/address.ts';
 import { chunkIndexOf } from '../../core/occupancy/chunk.ts';
-import { queryAll, type Table } from './table.ts';
+import { queryAll, type Query, type Table } from './table.ts';
 
 /** An ended holding's item: under its address (by time), and in the owner index (GSI2) under its owner uid. */
 export function holdingToItem(h: Holding, expiresAtSeconds: number): Item {
@@ -96,7 +96,9 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
 
   async historyDays(pool: string): Promise<number | undefined> {
     const item = await this.table.get(keys.pool(pool));
-    return item ? historyDaysOf(itemToPool(item)) : undefined;
+    // A pool being deleted, or gone, keeps no history: nothing would ever read it (a later pool of the name reads
+    // only holdings that began after its creation).
+    return item && item.state === undefined ? historyDaysOf(itemToPool(item)) : 0;
   }
 
   async advanceMark(pool: string, throughMs: number): Promise<void> {
@@ -141,9 +143,9 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
     return new Map(items.map((i) => [i.pool as string, markOf(i)]));
   }
 
-  async addressHoldings(pool: string, address: string, limit: number, before?: string): Promise<HoldingPage> {
-    const page = await this.table.query({ partition: keys.history(pool, address), ...(before !== undefined ? { sort: { before } } : {}), descending: true, consistent: true, limit });
-    const items = page.items.map(itemToHolding);
+  async addressHoldings(pool: string, address: string, limit: number, bounds: HoldingBounds = {}): Promise<HoldingPage> {
+    const page = await this.table.query({ partition: keys.history(pool, address), ...sortWithin(bounds), descending: true, consistent: true, limit });
+    const items = page.items.filter((i) => bounds.before === undefined || (i.SK as string) < bounds.before).map(itemToHolding);
     return { items, ...(page.lastKey && items.length ? { next: page.items[page.items.length - 1]!.SK as string } : {}) };
   }
 
@@ -152,11 +154,23 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
     return page.items[0] ? itemToHolding(page.items[0]) : undefined;
   }
 
-  async ownerHoldings(pool: string, ownerUid: string, limit: number, before?: string): Promise<HoldingPage> {
-    const page = await this.table.query({ index: 'GSI2', partition: keys.historyOwner(pool, ownerUid), ...(before !== undefined ? { sort: { before } } : {}), descending: true, limit });
-    const items = page.items.map(itemToHolding);
+  async ownerHoldings(pool: string, ownerUid: string, limit: number, bounds: HoldingBounds = {}): Promise<HoldingPage> {
+    const page = await this.table.query({ index: 'GSI2', partition: keys.historyOwner(pool, ownerUid), ...sortWithin(bounds), descending: true, limit });
+    const items = page.items.filter((i) => bounds.before === undefined || (i.GSI2SK as string) < bounds.before).map(itemToHolding);
     return { items, ...(page.lastKey && items.length ? { next: page.items[page.items.length - 1]!.GSI2SK as string } : {}) };
   }
+}
+
+/**
+ * A holding listing's key condition. Both sort keys start with the holding's `from` (ISO time), so "began at or after
+ * `since`" is a key bound: an earlier pool's holdings under the same name are never read, not only never shown.
+ * BETWEEN includes its upper end, which `before` excludes: the caller drops that one item.
+ */
+function sortWithin(bounds: HoldingBounds): Pick<Query, 'sort'> {
+  if (bounds.since !== undefined && bounds.before !== undefined) return { sort: { between: [bounds.since, bounds.before] } };
+  if (bounds.since !== undefined) return { sort: { after: bounds.since } };
+  if (bounds.before !== undefined) return { sort: { before: bounds.before } };
+  return {};
 }
 
 /** Most summary chunks a history read looks at for the pool's mark. */

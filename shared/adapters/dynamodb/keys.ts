@@ -13,7 +13,7 @@ export const EVENT_SHARDS = 8;
  * pool's allocation rate is never capped by one partition; listings go through sharded index keys.
  *
  *   item        PK                                  SK           GSI1 (listing)                 GSI2 (owner)            GSI3 (expiry)
- *   pool        POOL#<pool>                         #POOL        POOLS / <pool>
+ *   pool        POOL#<pool>                         #POOL        POOLS / <pool>   (none while Terminating)
  *   range       POOL#<pool>                         RANGE#<name>
  *   legacy slot POOL#<pool>                         LEGACY#<family>
  *   range gen   RGEN#<pool>#<copy>                  RGEN
@@ -31,6 +31,8 @@ export const EVENT_SHARDS = 8;
  *   freed       FREED#<pool>#<range>#<shard>        FREED
  *   seals       SEALS#<pool>#<range>                SEALS
  *   owner gone  GONE#<pool>                         <ISO time>#<hash of the owner uid>
+ *   pool gone   POOLSGONE                           <ISO time>#<pool>
+ *   terminating POOLSGONE                           TERMINATING#<pool>
  *   holding     HIST#<pool>#<address>               <from>#<claim uid | hold>                     HOWNER#<pool>#<owner uid> / <from>#<address>
  *   hist. mark  HISTMARKS                           <pool>
  *   settings    TABLE                               SETTINGS
@@ -74,6 +76,8 @@ export const Entity = {
   OwnerGone: 'ownerGone',
   /** A pool deleted: the reconciler releases claims its (eventually consistent) claims listing did not show then. */
   PoolGone: 'poolGone',
+  /** A pool's deletion not finished (the pool is Terminating): the reconciler finishes it. No TTL. */
+  PoolTerminating: 'poolTerminating',
   /** An ended holding of an address (the address history). */
   Holding: 'holding',
   /** How far a pool's address history is complete. */
@@ -155,6 +159,8 @@ export const keys = {
   historyMark: (pool: string): Key => ({ PK: 'HISTMARKS', SK: pool }),
   poolsGone: (): string => 'POOLSGONE',
   poolGone: (pool: string, isoTime: string): Key => ({ PK: 'POOLSGONE', SK: `${isoTime}#${pool}` }),
+  /** A deletion not finished yet, beside the tombstones (a letter sorts after every ISO time: every read of them gets it). */
+  poolTerminating: (pool: string): Key => ({ PK: 'POOLSGONE', SK: `TERMINATING#${pool}` }),
   tableSettings: (): Key => ({ PK: 'TABLE', SK: 'SETTINGS' }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,

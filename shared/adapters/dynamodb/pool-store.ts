@@ -1,20 +1,23 @@
 import { NotReadyError } from '../../core/errors.ts';
-import { RangeState, type Pool, type PoolView, type Range } from '../../core/model.ts';
+import { PoolState, RangeState, type Pool, type PoolView, type Range } from '../../core/model.ts';
 import type { Page, PoolStore, Random } from '../../core/ports.ts';
 import { IpFamily } from '../../core/ip/address.ts';
-import { itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem } from './codec.ts';
-import { itemExists, itemIsAbsent } from './conditions.ts';
+import { itemToClaim, itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem, type Item } from './codec.ts';
+import { attributeIs, itemExists, itemIsAbsent, poolIsActive, poolIsTerminating } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
-import { Entity, keys, RANGE_GENERATION_COPIES } from './keys.ts';
+import { Entity, keys, RANGE_GENERATION_COPIES, SCHEMA_VERSION, type Key } from './keys.ts';
 import { queryAll, type Table, type WriteOp } from './table.ts';
-import { dropFreed } from './writes/freed.ts';
+import { dropFreed, freedKeys } from './writes/freed.ts';
+import { markerKeyOf } from './writes/release.ts';
 import { dropRangeGeneration, stampRangeGeneration, transactRangeChange } from './writes/range-generation.ts';
 import { removeRange } from './writes/range-removal.ts';
 import { tombstoneItem } from './tombstones.ts';
 
-/** Most operations of one TransactWriteItems. */
-const MAX_TRANSACTION_OPS = 100;
+/** Deletes a finalizing pool sends at once. */
+const REMOVE_PARALLEL = 25;
+
+const keyOf = (item: Item): Key => ({ PK: item.PK as string, SK: item.SK as string });
 
 /**
  * Pools and ranges on the table: a pool and its ranges share one partition, so a view is one consistent query. Every
@@ -24,8 +27,11 @@ const MAX_TRANSACTION_OPS = 100;
 export class TablePoolStore implements PoolStore {
   constructor(private readonly table: Table, private readonly shards: number, private readonly cursors: CursorCodec, private readonly random: Pick<Random, 'below' | 'uid'>) {}
 
-  async createPool(pool: Pool): Promise<'created' | 'exists'> {
-    return (await this.table.write({ kind: 'put', item: poolToItem(pool), condition: itemIsAbsent() })).ok ? 'created' : 'exists';
+  async createPool(pool: Pool): Promise<'created' | 'exists' | 'terminating'> {
+    const result = await this.table.write({ kind: 'put', item: poolToItem(pool), condition: itemIsAbsent(), returnOld: true });
+    if (result.ok) return 'created';
+    const old = result.old ?? (await this.table.get(keys.pool(pool.name)));
+    return old?.state === PoolState.Terminating ? 'terminating' : 'exists';
   }
 
   /**
@@ -37,7 +43,8 @@ export class TablePoolStore implements PoolStore {
     const generation = await this.rangeGeneration(pool);
     const items = await queryAll(this.table, { partition: keys.poolPartition(pool), consistent: true });
     const poolItem = items.find((i) => i.entity === Entity.Pool);
-    if (!poolItem) return undefined;
+    // A Terminating pool is gone for every request: its deletion was accepted.
+    if (!poolItem || poolItem.state === PoolState.Terminating) return undefined;
     const view = { pool: itemToPool(poolItem), ranges: items.filter((i) => i.entity === Entity.Range).map(itemToRange) };
     return generation === undefined ? view : { ...view, generation };
   }
@@ -55,35 +62,93 @@ export class TablePoolStore implements PoolStore {
     return page.more && items.length ? { items, nextCursor: this.cursors.encode(['pools'], { s: 0, k: items[items.length - 1]!.name }) } : { items };
   }
 
-  async deletePool(pool: string, nowMs: number): Promise<'deleted' | 'notEmpty' | 'absent'> {
-    const view = await this.getPoolView(pool);
-    if (!view) return 'absent';
+  /**
+   * The deletion's first phase, one transaction of 19 operations whatever the pool holds:
+   *
+   *   Update pool          still active (no state) -> Terminating, off the pools listing        -> absent | terminating
+   *   Put tombstone        POOLSGONE / <time>#<pool>, kept a day (releaseDeletedPoolClaims)
+   *   Put pending          POOLSGONE / TERMINATING#<pool>, until the finalizer is done (the reconciler's backstop)
+   *   Put generation x16   a new range generation: a claim committed from an older view reads it, finds no pool, and gives its addresses back
+   */
+  async deletePool(pool: string, nowMs: number): Promise<'terminating' | 'notEmpty' | 'absent'> {
+    const item = await this.table.get(keys.pool(pool));
+    if (!item) return 'absent';
+    if (item.state === PoolState.Terminating) return 'terminating';
     const claims = await mergeShards(this.table, this.shards, (shard) => keys.claimsListing(pool, shard), undefined, undefined, 1);
     if (claims.items.length > 0) return 'notEmpty';
-    // The generation's copies go in the pool item's transaction: a claim checked after it no longer finds the view's.
-    // The claims listing (an index) can lag a claim committed just before: the tombstone, in the pool item's
-    // transaction, has the reconciler look for such claims again (releaseDeletedPoolClaims).
     const tombstone = tombstoneItem(Entity.PoolGone, nowMs, (at) => keys.poolGone(pool, at), { pool });
-    const ops: WriteOp[] = [{ kind: 'delete', key: keys.pool(pool), condition: itemExists() }, { kind: 'put', item: tombstone }, ...dropRangeGeneration(pool)];
-    for (const r of view.ranges) {
-      ops.push({ kind: 'delete', key: keys.range(pool, r.name), condition: itemExists() });
-      // Bitmap items of legacy ranges go with the pool.
-      ops.push({ kind: 'delete', key: keys.bitmap(pool, r.name) });
+    const deletionRequestedAt = new Date(nowMs).toISOString();
+    const mark: WriteOp = { kind: 'update', key: keys.pool(pool), update: { set: { state: PoolState.Terminating, deletionRequestedAt }, remove: ['GSI1PK', 'GSI1SK'] }, condition: poolIsActive() };
+    const pending = { ...keys.poolTerminating(pool), entity: Entity.PoolTerminating, schema: SCHEMA_VERSION, pool, deletionRequestedAt };
+    const verdicts = await transactRangeChange(this.table, [mark, { kind: 'put', item: tombstone }, { kind: 'put', item: pending }, ...stampRangeGeneration(pool, this.random.uid())]);
+    if (!verdicts) return 'terminating';
+    if (verdicts[0]?.code !== 'ConditionalCheckFailed') throw new NotReadyError(`Another change of pool ${JSON.stringify(pool)} was in progress; retry the request.`);
+    const now = await this.table.get(keys.pool(pool));
+    return now ? 'terminating' : 'absent';
+  }
+
+  /**
+   * The deletion's second phase. Each step deletes items one by one (no transaction: nothing reads a Terminating
+   * pool's items, so no step needs another's atomicity, and no step's size depends on the pool), and every step is
+   * read from the table again on a resumed run, so a stop anywhere leaves the rest for the next call:
+   *
+   *   1. claims (every shard of the listing) with their generateName markers; leases of both families, Released and
+   *      orphaned ones too: nothing the old pool left may keep an address of a pool made again under the name
+   *   2. the pool's partition but the pool item: ranges and legacy slots
+   *   3. per range (named by the partition, a claim or a lease): bitmap, strikes, seals, freed counters
+   *   4. the occupancy summary, range usage, owner-gone tombstones, the history mark, the generation's copies
+   *   5. the pool item, while still Terminating; then the pending entry of that deletion
+   *
+   * Holdings (`HIST#<pool>#<address>`, a partition per address, not enumerable by pool) and events stay until their
+   * TTL; reads leave out what began before the pool's createdAt (a later pool of the name never sees them).
+   */
+  async finalizePool(pool: string): Promise<'finalized' | 'absent'> {
+    // The pending entry first: one read after it that finds no Terminating pool proves it stale (a later deletion's
+    // mark rewrites it, with its own time, in the transaction that makes the pool Terminating).
+    const pending = await this.table.get(keys.poolTerminating(pool));
+    const poolItem = await this.table.get(keys.pool(pool));
+    if (poolItem?.state !== PoolState.Terminating) {
+      if (pending) await this.table.write({ kind: 'delete', key: keys.poolTerminating(pool), condition: attributeIs('deletionRequestedAt', pending.deletionRequestedAt as string) });
+      return 'absent';
     }
-    // The legacy slots go with the pool, whether or not a range still names them (a delete of an absent item is a no-op).
-    for (const family of [IpFamily.IPv4, IpFamily.IPv6]) ops.push({ kind: 'delete', key: keys.legacySlot(pool, family) });
-    for (let i = 0; i < ops.length; i += MAX_TRANSACTION_OPS) {
-      if (await transactRangeChange(this.table, ops.slice(i, i + MAX_TRANSACTION_OPS))) return 'absent';
+    const ranges = new Set<string>();
+    const claimKeys: Key[] = [];
+    for (let shard = 0; shard < this.shards; shard += 1) {
+      for (const item of await queryAll(this.table, { index: 'GSI1', partition: keys.claimsListing(pool, shard) })) {
+        const claim = itemToClaim(item);
+        for (const a of claim.addresses) ranges.add(a.range);
+        claimKeys.push(keys.claim(pool, claim.name), ...(markerKeyOf(claim) ? [markerKeyOf(claim)!] : []));
+      }
     }
-    // Its occupancy summary goes too (emptied chunks stay while the pool lives; see OccupancyStore.putChunk). The
-    // stream writes no chunk for a lease that is gone, so none comes back.
+    await this.removeAll(claimKeys);
     for (const family of [IpFamily.IPv4, IpFamily.IPv6]) {
-      const chunks = await queryAll(this.table, { partition: keys.occupancy(pool, family), attributes: ['PK', 'SK'] });
-      for (const chunk of chunks) await this.table.write({ kind: 'delete', key: { PK: chunk.PK as string, SK: chunk.SK as string } });
+      for (let shard = 0; shard < this.shards; shard += 1) {
+        const leases = await queryAll(this.table, { index: 'GSI1', partition: keys.leasesListing(pool, family, shard), attributes: ['PK', 'SK', 'range'] });
+        for (const lease of leases) if (typeof lease.range === 'string') ranges.add(lease.range);
+        await this.removeAll(leases.map(keyOf));
+      }
     }
-    // And its ranges' freed counters and used-up seals (a seal names its range's incarnation: a leftover says nothing).
-    await dropFreed(this.table, pool, view.ranges.map((r) => r.name));
-    return 'deleted';
+    const partition = (await queryAll(this.table, { partition: keys.poolPartition(pool), consistent: true, attributes: ['PK', 'SK', 'entity', 'name'] })).filter((i) => i.entity !== Entity.Pool);
+    for (const item of partition) if (item.entity === Entity.Range) ranges.add(item.name as string);
+    await this.removeAll(partition.map(keyOf));
+    const names = [...ranges];
+    await this.removeAll(names.flatMap((range) => [keys.bitmap(pool, range), keys.strikes(pool, range), keys.seals(pool, range)]));
+    await this.removeAll((await this.table.batchGet(freedKeys(pool, names), ['PK', 'SK'])).map(keyOf));
+    for (const partitionKey of [keys.occupancy(pool, IpFamily.IPv4), keys.occupancy(pool, IpFamily.IPv6), keys.usagePartition(pool), keys.ownersGone(pool)]) {
+      await this.removeAll((await queryAll(this.table, { partition: partitionKey, attributes: ['PK', 'SK'] })).map(keyOf));
+    }
+    await this.removeAll([keys.historyMark(pool), ...dropRangeGeneration(pool).flatMap((op) => (op.kind === 'delete' ? [op.key] : []))]);
+    const deletionRequestedAt = poolItem.deletionRequestedAt as string;
+    const last = await this.table.write({ kind: 'delete', key: keys.pool(pool), condition: poolIsTerminating() });
+    await this.table.write({ kind: 'delete', key: keys.poolTerminating(pool), condition: attributeIs('deletionRequestedAt', deletionRequestedAt) });
+    return last.ok ? 'finalized' : 'absent';
+  }
+
+  /** Deletes items, REMOVE_PARALLEL at a time (a delete of an absent item is a no-op). */
+  private async removeAll(all: readonly Key[]): Promise<void> {
+    for (let i = 0; i < all.length; i += REMOVE_PARALLEL) {
+      await Promise.all(all.slice(i, i + REMOVE_PARALLEL).map((key) => this.table.write({ kind: 'delete', key })));
+    }
   }
 
   /**
@@ -93,7 +158,7 @@ export class TablePoolStore implements PoolStore {
    */
   async createRange(range: Range): Promise<'created' | 'exists' | 'legacyTaken'> {
     const verdicts = await transactRangeChange(this.table, [
-      { kind: 'check', key: keys.pool(range.pool), condition: itemExists() },
+      { kind: 'check', key: keys.pool(range.pool), condition: poolIsActive() },
       { kind: 'put', item: rangeToItem(range), condition: itemIsAbsent() },
       ...(range.legacy ? [{ kind: 'put', item: legacySlotToItem(range), condition: itemIsAbsent() } as const] : []),
       ...stampRangeGeneration(range.pool, this.random.uid()),

@@ -302,7 +302,8 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   poolsDeletedSince(sinceMs: number): Promise<string[]> {
-    return tombstonesSince(this.table, keys.poolsGone(), Entity.PoolGone, 'pool', sinceMs);
+    // The same query reads the deletions not finished (keys.poolTerminating sorts after every time): no read of its own.
+    return tombstonesSince(this.table, keys.poolsGone(), [Entity.PoolGone, Entity.PoolTerminating], 'pool', sinceMs);
   }
 
   // ---- helpers ----

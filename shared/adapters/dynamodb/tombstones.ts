@@ -17,11 +17,12 @@ export function tombstoneItem(entity: Entity, nowMs: number, keyAt: (isoTime: st
 }
 
 /**
- * The `field` of every `entity` tombstone of `partition` reported at or after `sinceMs` (consistent read), each value
+ * The `field` of every `entity` tombstone (or of any of the entities) of `partition` reported at or after `sinceMs` (consistent read), each value
  * once, oldest report first. `<ISO time>#...` sorts after the bare ISO time of the same millisecond, so the query
  * starts exactly there and leaves out older tombstones whose TTL deletion is still pending.
  */
-export async function tombstonesSince(table: Table, partition: string, entity: Entity, field: string, sinceMs: number): Promise<string[]> {
+export async function tombstonesSince(table: Table, partition: string, entity: Entity | readonly Entity[], field: string, sinceMs: number): Promise<string[]> {
   const items = await queryAll(table, { partition, sort: { after: new Date(sinceMs).toISOString() }, consistent: true });
-  return [...new Set(items.filter((i) => i.entity === entity).map((i) => i[field] as string))];
+  const entities: readonly Entity[] = typeof entity === 'string' ? [entity] : entity;
+  return [...new Set(items.filter((i) => entities.includes(i.entity as Entity)).map((i) => i[field] as string))];
 }

@@ -102,8 +102,9 @@ export const routes = {
   },
   'GET /v1/pools/{pool}': async ({ event, deps }) => json(200, poolDetailsDto(await pools.getPool(deps, pathParam(event, 'pool')))),
   'DELETE /v1/pools/{pool}': async ({ event, deps }) => {
-    await pools.deletePool(deps, pathParam(event, 'pool'));
-    return noContent();
+    const name = pathParam(event, 'pool');
+    // Accepted: gone for every request; 202 while what it left is still being removed (its name is not free yet).
+    return (await pools.deletePool(deps, name)) === 'gone' ? noContent() : json(202, { name, state: 'Terminating' });
   },
 
   'POST /v1/pools/{pool}/ranges': async ({ event, deps }) => {

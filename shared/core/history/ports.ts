@@ -30,6 +30,12 @@ export interface HistoryMark {
   readonly pendingHolding?: string;
 }
 
+/** Which holdings a listing reads: those that began before `before` (a sort key) and at or after `since` (ISO time). */
+export interface HoldingBounds {
+  readonly before?: string;
+  readonly since?: string;
+}
+
 /** A page of one address's (or one owner's) ended holdings, newest first. */
 export interface HoldingPage {
   readonly items: readonly Holding[];
@@ -50,7 +56,7 @@ export interface HistoryStore {
    * (eventually consistent: the reconciler's gap check, which reads only spans older than the index's lag).
    */
   repairEvents(pool: string, span: { readonly fromMs: number; readonly toMs: number; readonly claimUids?: readonly string[] }): Promise<readonly RepairEventRef[]>;
-  /** The pool's history retention in days; undefined for an unknown pool. */
+  /** The pool's history retention in days; 0 (keep none) for a pool that is absent or being deleted. */
   historyDays(pool: string): Promise<number | undefined>;
   /** Moves the pool's mark item forward (never back): for a batch that wrote no summary chunk of the pool. */
   advanceMark(pool: string, throughMs: number): Promise<void>;
@@ -69,12 +75,15 @@ export interface HistoryStore {
   advanceGapCheck(pool: string, throughMs: number): Promise<void>;
   /** Whether the ended holding of this id (holdingId) is recorded. */
   hasHolding(pool: string, address: string, holding: string): Promise<boolean>;
-  /** An address's ended holdings that began before `before` (a sort key; undefined: all), newest first. */
-  addressHoldings(pool: string, address: string, limit: number, before?: string): Promise<HoldingPage>;
+  /**
+   * An address's ended holdings that began before `before` (a sort key; undefined: all) and not before `since` (an ISO
+   * time: the pool's createdAt, so a pool made again under a name never reads an earlier pool's), newest first.
+   */
+  addressHoldings(pool: string, address: string, limit: number, bounds?: HoldingBounds): Promise<HoldingPage>;
   /** The oldest ended holding of an address after the one of this sort key (the one that cut its end). */
   addressHoldingAfter(pool: string, address: string, after: string): Promise<Holding | undefined>;
-  /** An owner's ended holdings, newest first (eventually consistent: an index). */
-  ownerHoldings(pool: string, ownerUid: string, limit: number, before?: string): Promise<HoldingPage>;
+  /** An owner's ended holdings, newest first (eventually consistent: an index), within `bounds` as addressHoldings. */
+  ownerHoldings(pool: string, ownerUid: string, limit: number, bounds?: HoldingBounds): Promise<HoldingPage>;
 }
 
 /** Where a history listing stands: the sort key to continue below, and the start of the holding just returned. */

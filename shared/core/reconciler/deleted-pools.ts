@@ -14,9 +14,12 @@ const PAGE = 100;
  */
 export const POOL_RECHECK_MS = 10 * 60_000;
 
-/** Whether every address of the claim is a host address of a Ready or Terminating range of the pool as it is now. */
+/**
+ * Whether the claim is the pool's as it is now: made since the pool was (an earlier pool of the name ended before), with
+ * every address a host address of a Ready or Terminating range.
+ */
 function servedBy(view: PoolView | undefined, claim: Claim): boolean {
-  if (!view) return false;
+  if (!view || claim.createdAt < view.pool.createdAt) return false;
   return claim.addresses.every((a) => view.ranges.some((r) => (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(parseCidr(r.cidr), parseAddress(a.address))));
 }
 
@@ -26,8 +29,11 @@ function servedBy(view: PoolView | undefined, claim: Claim): boolean {
  * pool for good (the sweep walks existing pools). The delete writes a pool-gone tombstone in its transaction; for
  * POOL_RECHECK_MS each run lists the claims of every pool deleted lately and releases, with their leases and a
  * PoolDeleted event, those whose addresses lie in no Ready or Terminating range of the pool as it is now (absent, or
- * created again since: the new pool's own claims lie in its ranges and stay). A claim left in a range the new pool
- * has too is the new pool's (it holds that address there); that case is not told apart.
+ * created again since: the new pool's own claims lie in its ranges and stay). A claim made before the pool as it is
+ * now was created is an earlier pool's, whatever its addresses.
+ *
+ * The same read lists every pool whose deletion is not finished (still Terminating: its DELETE's request failed or
+ * stopped on the way), whenever it was deleted; each run finishes it (PoolStore.finalizePool, the pool item last).
  */
 export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
   // Retried within the run (Run.read); a listing that still fails leaves the deleted pools to later runs of the window.
@@ -45,7 +51,10 @@ export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
         }
         cursor = page.nextCursor;
       } while (cursor !== undefined);
+      // A deletion not finished (the DELETE's request failed or stopped on the way): finish it, the pool item last.
+      await run.deps.pools.finalizePool(pool);
       return true;
     }),
   );
 }
+

@@ -9,6 +9,8 @@ import { EVENT_RETENTION_MS, type IpamEvent } from './ports.ts';
  */
 export async function listEvents(deps: Deps, pool: string, limit?: number, cursor?: string): Promise<Page<IpamEvent>> {
   const nowMs = deps.clock.nowMs();
-  await deps.views.get(pool, nowMs);
-  return deps.reconcile.listEvents(pool, new Date(nowMs - EVENT_RETENTION_MS).toISOString(), pageLimit(limit), cursor);
+  const { pool: current } = await deps.views.get(pool, nowMs);
+  // From the pool's creation at the earliest: an earlier pool of the same name left events that stay until their TTL.
+  const retained = new Date(nowMs - EVENT_RETENTION_MS).toISOString();
+  return deps.reconcile.listEvents(pool, retained > current.createdAt ? retained : current.createdAt, pageLimit(limit), cursor);
 }

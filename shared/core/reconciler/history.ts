@@ -105,7 +105,7 @@ async function checkPool(run: Run, pool: string, mark: HistoryMark | undefined):
 async function checkEvent(run: Run, pool: string, event: RepairEventRef): Promise<boolean> {
   let ok = true;
   for (const address of event.addresses ?? []) {
-    const page = await run.read(`history of ${pool}/${address}`, () => run.deps.history.addressHoldings(pool, address, 5, afterStart(event.atMs)));
+    const page = await run.read(`history of ${pool}/${address}`, () => run.deps.history.addressHoldings(pool, address, 5, { before: afterStart(event.atMs) }));
     if (!page.ok) {
       ok = false;
       continue;

@@ -200,7 +200,10 @@ export interface ReconcileStore {
   markOwnerGone(pool: string, ownerUid: string, nowMs: number): Promise<void>;
   /** The owner uids of a pool reported gone at or after `sinceMs` (consistent read), each once, oldest report first. */
   ownersGoneSince(pool: string, sinceMs: number): Promise<string[]>;
-  /** The pools deleted at or after `sinceMs` (their pool-gone tombstones, consistent read), each once. */
+  /**
+   * The pools deleted at or after `sinceMs` (their pool-gone tombstones, consistent read), and every pool whose deletion
+   * is not finished (Terminating: PoolStore.finalizePool), each once.
+   */
   poolsDeletedSince(sinceMs: number): Promise<string[]>;
   /** Events of a pool newer than `sinceIso`, newest first. */
   listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>>;

@@ -55,13 +55,26 @@ const overlaps = (h: Holding, window: Window) =>
  * deletion's end is known to the second only), also across pages (the cursor carries the start). @throws NotFoundError
  */
 export async function addressHistory(deps: HistoryDeps, pool: string, text: string, window: Window, limit?: number, cursor?: string): Promise<HistoryPage> {
-  await deps.views.get(pool, deps.clock.nowMs());
+  const since = await poolSince(deps, pool);
   const address = formatAddress(parseAddress(text));
   // The mark first: whatever it vouches for was written before it, so the reads after it see it.
-  return addressPage(deps, pool, address, await deps.history.mark(pool, [address]), window, limit, cursor);
+  return addressPage(deps, pool, address, await deps.history.mark(pool, [address]), { ...window, since }, limit, cursor);
 }
 
-async function addressPage(deps: HistoryDeps, pool: string, address: string, mark: HistoryMark | undefined, window: Window, limit?: number, cursor?: string): Promise<HistoryPage> {
+/** A history read's window within the pool's life: holdings from `since` (its createdAt) on. */
+interface PoolWindow extends Window {
+  readonly since: string;
+}
+
+/**
+ * The pool's createdAt, after the check that it exists: an earlier pool of the same name (deleted, then made again)
+ * left holdings that stay until their TTL; every listing reads only those that began since. @throws NotFoundError
+ */
+async function poolSince(deps: HistoryDeps, pool: string): Promise<string> {
+  return (await deps.views.get(pool, deps.clock.nowMs())).pool.createdAt;
+}
+
+async function addressPage(deps: HistoryDeps, pool: string, address: string, mark: HistoryMark | undefined, window: PoolWindow, limit?: number, cursor?: string): Promise<HistoryPage> {
   const size = pageLimit(limit);
   const scope = ['addressHistory', pool, address];
   const position = cursor === undefined ? undefined : deps.history.decode(scope, cursor);
@@ -75,7 +88,7 @@ async function addressPage(deps: HistoryDeps, pool: string, address: string, mar
   let next = before;
   let more = true;
   while (items.length <= size && more) {
-    const page = await deps.history.addressHoldings(pool, address, size + 1 - items.length, next);
+    const page = await deps.history.addressHoldings(pool, address, size + 1 - items.length, { ...(next !== undefined ? { before: next } : {}), since: window.since });
     for (const h of page.items) {
       if (current && holdingId(h) === holdingId(current)) continue;
       items.push(h);
@@ -109,10 +122,10 @@ async function addressPage(deps: HistoryDeps, pool: string, address: string, mar
 
 /** Who held an address at an instant (or nobody). @throws NotFoundError */
 export async function addressAt(deps: HistoryDeps, pool: string, text: string, atMs: number): Promise<AtAnswer> {
-  await deps.views.get(pool, deps.clock.nowMs());
+  const since = await poolSince(deps, pool);
   const address = formatAddress(parseAddress(text));
   const mark = await deps.history.mark(pool, [address]);
-  const [lease, older] = await Promise.all([deps.leases.getLease(pool, address), deps.history.addressHoldings(pool, address, 2, afterStart(atMs))]);
+  const [lease, older] = await Promise.all([deps.leases.getLease(pool, address), deps.history.addressHoldings(pool, address, 2, { before: afterStart(atMs), since })]);
   const current = lease ? holdingAt(lease, deps.clock.nowMs()) : undefined;
   // The newest holding that began at or before the instant, and the one after it (which cuts its end).
   const candidates = [...(current ? [current] : []), ...older.items.filter((h) => !current || holdingId(h) !== holdingId(current))];
@@ -129,7 +142,7 @@ export async function addressAt(deps: HistoryDeps, pool: string, text: string, a
  * index (eventually consistent). Ends here are not cut by other holdings (each address's own listing does that).
  */
 export async function ownerHistory(deps: HistoryDeps, pool: string, ownerUid: string, limit?: number, cursor?: string): Promise<HistoryPage> {
-  await deps.views.get(pool, deps.clock.nowMs());
+  const since = await poolSince(deps, pool);
   const size = pageLimit(limit);
   const scope = ['ownerHistory', pool, ownerUid];
   const position = cursor === undefined ? undefined : deps.history.decode(scope, cursor);
@@ -146,7 +159,7 @@ export async function ownerHistory(deps: HistoryDeps, pool: string, ownerUid: st
   }
   // The index is eventually consistent, so this listing may lag completeUntil by the index's delay whatever the order;
   // the mark is read after the page to see the chunks of the addresses the owner held.
-  const page = await deps.history.ownerHoldings(pool, ownerUid, size + 1, position?.k);
+  const page = await deps.history.ownerHoldings(pool, ownerUid, size + 1, { ...(position ? { before: position.k } : {}), since });
   const mark = await deps.history.mark(pool, [...open, ...page.items].map((h) => h.address));
   const seen = new Set(open.map((h) => `${h.address}/${holdingId(h)}`));
   const all = [...open, ...page.items.filter((h) => !seen.has(`${h.address}/${holdingId(h)}`))].sort((a, b) => (a.from < b.from ? 1 : a.from > b.from ? -1 : 0));
@@ -164,14 +177,14 @@ export async function cidrHistory(deps: HistoryDeps, pool: string, cidrText: str
     throw new InvalidArgumentError(`cidr ${formatCidr(cidr)} holds ${size} addresses; the history of a block reads at most ${MAX_CIDR_HISTORY_ADDRESSES} (an IPv4 /24, an IPv6 /120).`, 'cidr');
   }
   const max = pageLimit(limit);
-  await deps.views.get(pool, deps.clock.nowMs());
+  const since = await poolSince(deps, pool);
   const addresses = Array.from({ length: Number(size) }, (_, i) => formatAddress({ family: cidr.family, value: cidr.base + BigInt(i) }));
   // One mark for the block (read first, as for one address): a block this small lies in one summary chunk.
   const mark = await deps.history.mark(pool, addresses.slice(0, 1));
   const pages: HistoryPage[] = [];
   // A few addresses at a time: a /24 is 256 reads of one partition each.
   for (let i = 0; i < addresses.length; i += 16) {
-    pages.push(...(await Promise.all(addresses.slice(i, i + 16).map((a) => addressPage(deps, pool, a, mark, window, max)))));
+    pages.push(...(await Promise.all(addresses.slice(i, i + 16).map((a) => addressPage(deps, pool, a, mark, { ...window, since }, max)))));
   }
   const items = pages.flatMap((p) => p.items).sort((a, b) => (a.from < b.from ? 1 : a.from > b.from ? -1 : 0));
   return { items: items.slice(0, max), ...completeUntil(mark) };

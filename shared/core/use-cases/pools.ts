@@ -1,6 +1,6 @@
 import { IpFamily, parseAddress } from '../ip/address.ts';
 import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
-import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError } from '../errors.ts';
+import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError, PoolTerminatingError } from '../errors.ts';
 import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
 import { MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
@@ -30,7 +30,7 @@ export function normalizeExclusion(text: string, index: number): string {
   return formatCidr({ family: address.family, base: address.value, prefix: address.family === IpFamily.IPv4 ? 32 : 128 });
 }
 
-/** Creates a pool. @throws ConflictError when a pool of that name exists */
+/** Creates a pool. @throws ConflictError when a pool of that name exists; PoolTerminatingError while one is being deleted */
 export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Pool> {
   const name = checkDnsLabel(cmd.name, 'name');
   const exclude = [...new Set((cmd.exclude ?? []).map(normalizeExclusion))];
@@ -46,7 +46,9 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
   const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}) };
-  if ((await deps.pools.createPool(pool)) === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
+  const outcome = await deps.pools.createPool(pool);
+  if (outcome === 'terminating') throw new PoolTerminatingError(name);
+  if (outcome === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
   return pool;
 }
 
@@ -125,11 +127,26 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
   return out;
 }
 
-/** Deletes a pool and its ranges. @throws PoolNotEmptyError while claims exist; NotFoundError */
-export async function deletePool(deps: Deps, name: string): Promise<void> {
+/**
+ * Deletes a pool in two phases (Kubernetes' Namespace finalizer): one transaction marks it Terminating, refused while
+ * its claims listing shows a claim; from then on every request finds it gone (404) and its name is not free
+ * (PoolTerminatingError). Then this request removes what it left (finalizePool), the pool item last; a request that
+ * stops or fails on the way leaves the rest to a repeated DELETE or the reconciler's next run, and a pool made again
+ * under the name can only be made after it.
+ * @returns 'gone' when this request finished the deletion, 'terminating' when the rest is left to the reconciler
+ * @throws PoolNotEmptyError while claims exist; NotFoundError when no pool of that name exists
+ */
+export async function deletePool(deps: Deps, name: string): Promise<'gone' | 'terminating'> {
   const outcome = await deps.pools.deletePool(name, deps.clock.nowMs());
   deps.views.forget(name);
   deps.hints.forget(name);
   if (outcome === 'absent') throw new NotFoundError('pool', name);
   if (outcome === 'notEmpty') throw new PoolNotEmptyError(name, 1);
+  try {
+    await deps.pools.finalizePool(name);
+    return 'gone';
+  } catch {
+    // The deletion was accepted (the pool is Terminating); what is left is the finalizer's, resumed later.
+    return 'terminating';
+  }
 }
