@@ -321,5 +321,26 @@ export function accessCases(engine: TestEngine): void {
       expect(res.status).toBe(404);
       expect((await h.api.call('GET', '/v1/pools/late/claims/mine', undefined, as(admin))).status).toBe(404);
     });
+
+    it('does not delete a pool created after a DELETE found no pool to check the access of', async () => {
+      // Prepare: as above, the pool appears right after the authorization's read
+      const h = await reconcilerHarness({ engine });
+      const table = h.api.container.table;
+      let created: number | undefined;
+      const racing = h.api.sibling({
+        table: { ...table, name: table.name, get: (key) => table.get(key), batchGet: (keys, attributes) => table.batchGet(keys, attributes), write: (op) => table.write(op), transact: (ops) => table.transact(ops), describe: () => table.describe(),
+          async query(query) {
+            const out = await table.query(query);
+            if (created === undefined && query.partition === 'POOL#late') created = (await h.api.call('POST', '/v1/pools', { name: 'late', access: { administrators: access.administrators, allocators: [] } }, as(admin))).status;
+            return out;
+          } },
+      });
+      // Act
+      const res = await racing.call('DELETE', '/v1/pools/late', undefined, as(stranger));
+      // Assess
+      expect(created).toBe(201);
+      expect(res.status).toBe(404);
+      expect((await h.api.call('GET', '/v1/pools/late', undefined, as(admin))).status).toBe(200);
+    });
   });
 }

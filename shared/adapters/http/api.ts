@@ -60,17 +60,24 @@ const administered: Partial<Record<RouteKey, string>> = {
 /**
  * The pool's `access`, checked once for every route under a pool (core/access.ts): its administrators for the routes
  * above, its administrators and allocators for every other one (reads included). Whose claim may be released or
- * renewed is the use case's check, which has the claim. A pool absent at this check is the request's 404 at once
- * (every route under a pool answers 404 for an absent pool): a route run on would act on a pool created meanwhile,
- * whose `access` was never checked.
+ * renewed is the use case's check, which has the claim. A pool absent (or Terminating) at this check is the request's
+ * 404 at once: a route run on would act on a pool created meanwhile, whose `access` was never checked. A DELETE of the
+ * pool alone runs on, told so (`'absent'`), to finish a deletion in progress.
  * @throws ForbiddenError; NotFoundError
  */
-async function authorize(key: RouteKey, event: APIGatewayProxyEventV2, deps: Deps, caller: Principal | undefined): Promise<void> {
-  if (!key.includes('{pool}')) return;
-  const pool = (await deps.views.get(pathParam(event, 'pool'), deps.clock.nowMs())).pool;
+async function authorize(key: RouteKey, event: APIGatewayProxyEventV2, deps: Deps, caller: Principal | undefined): Promise<'absent' | undefined> {
+  if (!key.includes('{pool}')) return undefined;
+  let pool;
+  try {
+    pool = (await deps.views.get(pathParam(event, 'pool'), deps.clock.nowMs())).pool;
+  } catch (error) {
+    if (error instanceof NotFoundError && key === 'DELETE /v1/pools/{pool}') return 'absent';
+    throw error;
+  }
   const what = administered[key];
   if (what !== undefined) requireAdministrator(pool, caller, what);
   else requireMember(pool, caller);
+  return undefined;
 }
 
 /** A path value for a log line, cut short (a huge path does not make a huge line). */
@@ -111,8 +118,8 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
         refusePercentEncodedNames(compiled, match.key, event.rawPath);
         refuseForgeableWrite(event);
         const container = deps();
-        await authorize(match.key, routed, container, caller);
-        const response = await route({ event: routed, deps: container, info, ...(caller ? { caller } : {}), audit: (more) => Object.assign(fields, more), ...(metrics ? { metrics } : {}) });
+        const poolAbsent = (await authorize(match.key, routed, container, caller)) === 'absent';
+        const response = await route({ event: routed, deps: container, info, ...(poolAbsent ? { poolAbsent } : {}), ...(caller ? { caller } : {}), audit: (more) => Object.assign(fields, more), ...(metrics ? { metrics } : {}) });
         audit(response.statusCode ?? 200);
         return response;
       } catch (error) {

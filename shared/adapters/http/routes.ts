@@ -34,6 +34,8 @@ export interface RouteContext {
   readonly caller?: Principal;
   /** Adds fields to the request's audit log line (api.ts writes one per write): what the write did. */
   readonly audit?: (fields: Record<string, unknown>) => void;
+  /** The route's pool was not found Ready when its access was checked (api.ts authorize; only DELETE of a pool runs on). */
+  readonly poolAbsent?: boolean;
 }
 
 export type Route = (ctx: RouteContext) => Promise<Response>;
@@ -101,8 +103,11 @@ export const routes = {
     return json(200, { items: page.items.map(poolDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },
   'GET /v1/pools/{pool}': async ({ event, deps }) => json(200, poolDetailsDto(await pools.getPool(deps, pathParam(event, 'pool')))),
-  'DELETE /v1/pools/{pool}': async ({ event, deps }) => {
+  'DELETE /v1/pools/{pool}': async ({ event, deps, poolAbsent }) => {
     const name = pathParam(event, 'pool');
+    // No Ready pool at the access check: only a deletion already in progress is finished (nothing is marked, so a
+    // pool created after the check, whose access was never checked, is not deleted).
+    if (poolAbsent) return (await pools.finishPoolDeletion(deps, name), noContent());
     // Accepted: gone for every request; 202 while what it left is still being removed (its name is not free yet).
     return (await pools.deletePool(deps, name)) === 'gone' ? noContent() : json(202, { name, state: 'Terminating' });
   },

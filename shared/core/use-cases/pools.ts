@@ -136,6 +136,16 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
  * @returns 'gone' when this request finished the deletion, 'terminating' when the rest is left to the reconciler
  * @throws PoolNotEmptyError while claims exist; NotFoundError when no pool of that name exists
  */
+/**
+ * Finishes the deletion of a pool that is already Terminating (its second phase), and marks nothing: a repeated DELETE
+ * whose pool was not found Ready. A pool Ready again under that name (created meanwhile) is left alone.
+ * @throws NotFoundError when no deletion of that name is in progress; anything the finalizer throws (resume later)
+ */
+export async function finishPoolDeletion(deps: Deps, name: string): Promise<'gone'> {
+  if ((await deps.pools.finalizePool(name)) === 'absent') throw new NotFoundError('pool', name);
+  return 'gone';
+}
+
 export async function deletePool(deps: Deps, name: string): Promise<'gone' | 'terminating'> {
   const outcome = await deps.pools.deletePool(name, deps.clock.nowMs());
   deps.views.forget(name);
