@@ -35,7 +35,7 @@ import { NotReadyError } from '../../core/errors.ts';
 import type { Item } from '../dynamodb/codec.ts';
 import { holds, type Condition } from '../dynamodb/conditions.ts';
 import type { Key } from '../dynamodb/keys.ts';
-import { KEY_ATTRIBUTES, type IndexName, type Query, type QueryPage, type Table, type TxVerdict, type Update, type WriteOp, type WriteResult } from '../dynamodb/table.ts';
+import { KEY_ATTRIBUTES, TRANSACTION_LIMIT, type IndexName, type Query, type QueryPage, type Table, type TxVerdict, type Update, type WriteOp, type WriteResult } from '../dynamodb/table.ts';
 
 /** The methods of the Table port, as the fault hook and the call counter name them. */
 export const TableMethod = {
@@ -101,7 +101,6 @@ const TIMED_OUT = 'The address store did not answer in time; retry shortly.';
 /** DynamoDB's key size limits, in UTF-8 bytes. */
 const MAX_PARTITION_BYTES = 2048;
 const MAX_SORT_BYTES = 1024;
-const MAX_TRANSACTION_OPS = 100;
 
 /** DynamoDB's TTL skips items whose expiry is more than five years in the past (a guard against milliseconds). */
 const TTL_IGNORED_AFTER_SECONDS = 5 * 365 * 24 * 3600;
@@ -493,8 +492,8 @@ export class MemoryTable implements Table {
    * transaction; then the outcomes (an ADD to a string throws ValidationException).
    */
   private applyTransaction(ops: readonly WriteOp[]): TxVerdict[] | undefined {
-    if (ops.length === 0 || ops.length > MAX_TRANSACTION_OPS) {
-      throw validation(`1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length between 1 and ${MAX_TRANSACTION_OPS}`);
+    if (ops.length === 0 || ops.length > TRANSACTION_LIMIT) {
+      throw validation(`1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length between 1 and ${TRANSACTION_LIMIT}`);
     }
     const keys = ops.map(keyOf);
     for (const [i, op] of ops.entries()) {
