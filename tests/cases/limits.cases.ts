@@ -5,6 +5,14 @@ import { SeededRandom } from '../unit/fakes.ts';
 import { allItems } from '../support/items.ts';
 import { EXPIRED_PAST_GRACE, reconcilerHarness, T0, type ReconcilerHarness } from '../support/reconciler.ts';
 import type { TestApi } from '../support/api.ts';
+import { tableStores } from '../../shared/adapters/dynamodb/stores.ts';
+import { keys } from '../../shared/adapters/dynamodb/keys.ts';
+import { ITEM_BYTES_LIMIT } from '../../shared/adapters/dynamodb/table.ts';
+import { plainItemSize } from '../../aws-emulation/item-size.ts';
+import { BandReading, countersOf, partsOf, sealHolds, SEAL_HOLDERS_MAX, type Band } from '../../shared/core/allocator/used-up.ts';
+import { parseCidr, capacity, lowerBandSize } from '../../shared/core/ip/cidr.ts';
+import { ownerIdentity } from '../../shared/core/occupancy/ports.ts';
+import { NameLimits } from '../../shared/core/names.ts';
 
 /**
  * Issue 33, item 1: a wide batch claim (dual-stack, count 32, its addresses spread over many ranges) is written in one
@@ -159,6 +167,36 @@ export function limitsCases(engine: TestEngine): void {
       // commit made on the stale view was released whole
       expect(res.status).toBe(409);
       expect((await leases(h.api)).map((l) => l.claim)).toEqual(['c0']);
+    });
+  });
+
+  describe(`A seals item stays within 400 KB at its widest (${engine.name}; issue 33, item 7)`, () => {
+    it('holds a seal of every part of a /16 (34 parts), each listing 32 owners whose kind and name are 253 three-byte characters', async () => {
+      // Prepare: the range's two bands cut into their parts (32 upper, 2 lower), and a reading that saw 32 holders
+      const { table } = await engine.fresh('seals');
+      const seals = tableStores(table, { shards: 4, cursorSecret: 'limits' }).seals;
+      const cidr = parseCidr('10.40.0.0/16');
+      const range = { range: { pool: 'p', name: 'wide', cidr: '10.40.0.0/16', family: 'IPv4', state: 'Ready', legacy: false, createdAt: '2035-01-01T00:00:00.000Z' }, cidr } as const;
+      const lower = lowerBandSize(cidr);
+      const band = (name: 'upper' | 'lower', from: bigint, to: bigint): Band => ({ name, part: name, range, counters: ['wide'], from, to, excluded: [] });
+      const parts = [...partsOf(band('upper', lower, capacity(cidr))), ...partsOf(band('lower', 0n, lower))];
+      expect(parts).toHaveLength(34);
+      const long = (tag: string): string => `${tag}${'\u20AC'.repeat(NameLimits.ownerField - tag.length)}`;
+      const holders = Array.from({ length: SEAL_HOLDERS_MAX }, (_, i) => ({ kind: long(`K${i}`), name: long(`n${i}`) }));
+      const read = await seals.readSeals('p', ['wide']);
+      // Act
+      for (const part of parts) {
+        const reading = new BandReading();
+        for (const holder of holders) reading.taken({ expiring: false, heldFor: ownerIdentity(holder) }, part.counters);
+        await seals.seal('p', 'wide', part.part, reading.sealAt(countersOf(read, part), part));
+      }
+      // Assess: every seal is there and holds, for anyone but its holders
+      const item = await table.get(keys.seals('p', 'wide'));
+      expect(plainItemSize(item!)).toBeLessThanOrEqual(ITEM_BYTES_LIMIT);
+      const again = await seals.readSeals('p', ['wide']);
+      const stranger = ownerIdentity({ kind: 'Pod', name: 'other' });
+      expect(parts.filter((part) => sealHolds(again, part, stranger, T0)).length).toBe(34);
+      expect(parts.filter((part) => sealHolds(again, part, ownerIdentity(holders[7]!), T0)).length).toBe(0);
     });
   });
 }
