@@ -2,7 +2,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import { attributeIs, hasLabels, heldByClaim, isFreeAt, itemExists, itemIsAbsent, versionIs, type Condition } from '../../shared/adapters/dynamodb/conditions.ts';
-import { queryAll, type Query, type Table, type WriteOp } from '../../shared/adapters/dynamodb/table.ts';
+import { BATCH_GET_LIMIT, ITEM_BYTES_LIMIT, queryAll, TRANSACTION_BYTES_LIMIT, TRANSACTION_LIMIT, type Query, type Table, type WriteOp } from '../../shared/adapters/dynamodb/table.ts';
+import { plainItemSize } from '../../aws-emulation/item-size.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { freshTable } from '../support/dynamo.ts';
 import { standaloneSimTable } from '../../sim/sim-table.ts';
@@ -440,6 +441,62 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       expect(await rejection(table.write(put({ PK: pk, SK: 'x', GSI1PK: 'P'.repeat(2049), GSI1SK: 'y' })))).toBe('ValidationException');
       expect(await rejection(table.write({ kind: 'update', key: { PK: pk, SK: 'x' }, update: { set: { GSI2SK: '' } } }))).toBe('ValidationException');
       expect(await rejection(table.query({ partition: '' }))).toBe('ValidationException');
+    });
+  });
+
+  describe('DynamoDB limits (issue 33)', () => {
+    /** An item of `bytes` bytes by DynamoDB's rules (item-size.ts): `extra` attributes, then a string filling the rest. */
+    const sized = (key: { PK: string; SK: string }, bytes: number, extra: Item = {}): Item => {
+      const item: Item = { ...key, ...extra, fill: '' };
+      return { ...item, fill: 'f'.repeat(bytes - plainItemSize(item)) };
+    };
+    // Nested values and a long attribute name: sizes count names, a byte per list element and map entry, and numbers
+    // by digit pairs aligned on the decimal point, a byte more when negative (item-size.ts).
+    const nested = { ['n'.repeat(300)]: { a: [1, 'yy', { b: true }], c: null }, bin: new Uint8Array(10), num: [12345.678, 120, 1.5, -120, 0] };
+
+    it('takes an item of exactly 400 KB and refuses one byte more (ValidationException), nested values and names counted', async () => {
+      const pk = partition('item-size');
+      expect(await table.write(put(sized({ PK: pk, SK: 'a' }, ITEM_BYTES_LIMIT, nested)))).toEqual({ ok: true });
+      expect(await rejection(table.write(put(sized({ PK: pk, SK: 'b' }, ITEM_BYTES_LIMIT + 1, nested))))).toBe('ValidationException');
+      expect(await rejection(table.write(put(sized({ PK: pk, SK: 'c' }, ITEM_BYTES_LIMIT + 1))))).toBe('ValidationException');
+      expect(sks((await table.query({ partition: pk, consistent: true, attributes: ['SK'] })).items)).toEqual(['a']);
+    });
+
+    it('refuses an update that takes an item past 400 KB, alone (ValidationException) and in a transaction (cancelled)', async () => {
+      const key = { PK: partition('update-size'), SK: 'u' };
+      await table.write(put(sized(key, 400_000)));
+      const grow = (bytes: number): WriteOp => ({ kind: 'update', key, update: { set: { more: 'm'.repeat(bytes - 4) } } });
+      expect(await rejection(table.write(grow(ITEM_BYTES_LIMIT - 400_000 + 1)))).toBe('ValidationException');
+      expect(await rejection(table.transact([grow(ITEM_BYTES_LIMIT - 400_000 + 1), put({ PK: key.PK, SK: 'other' })]))).toBe('TransactionCanceledException');
+      expect((await table.query({ partition: key.PK, consistent: true, attributes: ['SK'] })).items).toEqual([{ SK: 'u' }]);
+      expect(await table.write(grow(ITEM_BYTES_LIMIT - 400_000))).toMatchObject({ ok: true });
+    });
+
+    it('refuses a transaction putting an item over 400 KB, and one whose items pass 4 MB (ValidationException), and takes 4 MB exactly', async () => {
+      // DynamoDB Local answers "Transaction payload size cannot exceed 4MB. Payload Size: N", N the items' sizes.
+      const pk = partition('tx-size');
+      const eleven = (total: number, at: string): WriteOp[] => [...Array.from({ length: 10 }, (_, i) => put(sized({ PK: pk, SK: `${at}${i}` }, 400_000))), put(sized({ PK: pk, SK: `${at}x` }, total - 4_000_000))];
+      expect(await rejection(table.transact([put({ PK: pk, SK: 'small' }), put(sized({ PK: pk, SK: 'big' }, ITEM_BYTES_LIMIT + 1))]))).toBe('ValidationException');
+      expect(await rejection(table.transact(eleven(TRANSACTION_BYTES_LIMIT + 1, 'over')))).toBe('ValidationException');
+      // Read by key: a query would stop at DynamoDB's 1 MB page, which MemoryTable does not model.
+      const written = async () => (await table.batchGet(['small', 'big', ...['over', 'at'].flatMap((at) => [...Array.from({ length: 10 }, (_, i) => `${at}${i}`), `${at}x`])].map((sk) => ({ PK: pk, SK: sk })), ['SK'])).length;
+      expect(await written()).toBe(0);
+      expect(await table.transact(eleven(TRANSACTION_BYTES_LIMIT, 'at'))).toBeUndefined();
+      expect(await written()).toBe(11);
+    });
+
+    it('takes 100 operations in a transaction', async () => {
+      const pk = partition('tx-100');
+      expect(await table.transact(Array.from({ length: TRANSACTION_LIMIT }, (_, i) => put({ PK: pk, SK: `k${i}` })))).toBeUndefined();
+      expect((await table.query({ partition: pk, consistent: true, countOnly: true })).count).toBe(TRANSACTION_LIMIT);
+    });
+
+    it('answers a batchGet of more keys than one BatchGetItem takes (DynamoDB refuses 101 a request; the port sends 100 a request)', async () => {
+      const pk = partition('batch-wide');
+      const keys = Array.from({ length: 2 * BATCH_GET_LIMIT + 50 }, (_, i) => ({ PK: pk, SK: `k${String(i).padStart(3, '0')}` }));
+      for (const key of keys.filter((_, i) => i % 10 === 0)) await table.write(put(key));
+      const got = await table.batchGet(keys, ['SK']);
+      expect(got.map((i) => i.SK).sort()).toEqual(keys.filter((_, i) => i % 10 === 0).map((k) => k.SK));
     });
   });
 

@@ -36,6 +36,12 @@ describe('Module: aws-emulation/item-size', () => {
       expect(numberSize('1000')).toBe(2);
       expect(numberSize('0.00123')).toBe(3);
     });
+
+    it('counts digit pairs aligned on the decimal point, and a byte more for a negative number (as DynamoDB Local at the 400 KB limit)', () => {
+      // Measured on DynamoDB Local 3.3.0 (issue 33): the largest item it takes holding each number.
+      const measured: [string, number][] = [['120', 3], ['12', 2], ['1200', 2], ['12000', 3], ['120000', 2], ['1234567', 5], ['12345.678', 6], ['0.0012', 2], ['0.00123', 3], ['1.5', 3], ['15.25', 3], ['-120', 4], ['-0.5', 3], ['-7', 3], ['0', 1], ['7', 2], ['1762300000123', 8]];
+      expect(measured.map(([n]) => [n, numberSize(n)])).toEqual(measured);
+    });
   });
 
   describe('Function: writeUnits / readUnits', () => {

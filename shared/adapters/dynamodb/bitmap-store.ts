@@ -7,7 +7,7 @@ import { Entity, keys } from './keys.ts';
 import type { TableClaimStore } from './claim-store.ts';
 import type { Table } from './table.ts';
 import { claimCommit } from './writes/commit.ts';
-import { claimRelease, markerHeld } from './writes/release.ts';
+import { claimRelease, markerHeld, releaseLater } from './writes/release.ts';
 import type { IpamEvent } from '../../core/reconciler/ports.ts';
 
 /**
@@ -37,9 +37,12 @@ export class TableBitmapStore implements BitmapStore {
   async releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number, event?: IpamEvent): Promise<BitmapReleaseOutcome> {
     const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
     const holdings = { addresses: held, marker: await markerHeld(this.table, claim) };
-    const { ops, decode } = claimRelease(claim, condition, holdings, { bitmaps, ...(event ? { event: { event, id: newEventId() } } : {}) });
+    const { ops, later, decode } = claimRelease(claim, condition, holdings, { bitmaps, ...(event ? { event: { event, id: newEventId() } } : {}) });
     const verdicts = await this.table.transact(ops);
-    if (!verdicts) return 'released';
+    if (!verdicts) {
+      await releaseLater(this.table, claim, later, {});
+      return 'released';
+    }
     if (decode(verdicts) === 'claimChanged') {
       const current = await this.claims.getClaim(claim.pool, claim.name);
       if (!current || current.uid !== claim.uid) return 'absent';

@@ -6,10 +6,10 @@ import { both, claimUidIs, hasLabels, versionIs } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { filteredPage } from './index-reads.ts';
 import { keys } from './keys.ts';
-import type { Table } from './table.ts';
+import { TRANSACTION_LIMIT, type Table, type TxVerdict, type WriteOp } from './table.ts';
 import { claimCommit, type CommitVerdict } from './writes/commit.ts';
 import { markerHeld, releaseWithRetries } from './writes/release.ts';
-import { claimRenewal } from './writes/renew.ts';
+import { claimRenewal, type RenewVerdict } from './writes/renew.ts';
 import type { IpamEvent } from '../../core/reconciler/ports.ts';
 
 /** Claims on the table; each write is one of the write shapes in writes/. */
@@ -17,7 +17,14 @@ export class TableClaimStore implements ClaimStore {
   constructor(private readonly table: Table, private readonly shards: number, private readonly cursors: CursorCodec) {}
 
   async commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number, replacing?: Replacing): Promise<CommitOutcome> {
-    const { ops, decode } = claimCommit(claim, leases, nowMs, this.shards, replacing ? { replacing } : {});
+    let { ops, decode } = claimCommit(claim, leases, nowMs, this.shards, replacing ? { replacing } : {});
+    if (replacing && ops.length > TRANSACTION_LIMIT) {
+      // Too wide to hold the replaced claim's leases for its owner in the commit's transaction (issue 33): it is
+      // released into its hold first, as the reconciler would release it, and the commit is made over a free name
+      // (its owner's own addresses are takeable by it as Released ones). One more transaction, for such claims only.
+      await this.releaseClaim(replacing.claim, replacing.claim.version, replacing.hold);
+      ({ ops, decode } = claimCommit(claim, leases, nowMs, this.shards));
+    }
     const verdicts = await this.table.transact(ops);
     return verdicts ? this.outcomeOf(claim, decode(verdicts)) : { kind: 'committed' };
   }
@@ -91,9 +98,9 @@ export class TableClaimStore implements ClaimStore {
   }
 
   async renewClaim(claim: Claim, expiresAt: number | undefined, holdMs = 0): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'> {
-    const { ops, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim), holdMs);
+    const { ops, later, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim), holdMs);
     const verdicts = await this.table.transact(ops);
-    if (!verdicts) return 'renewed';
+    if (!verdicts) return this.renewLater(later, decode);
     const verdict = decode(verdicts);
     if (verdict === 'lost') return verdict;
     // Another transaction was writing one of its items (perhaps a renewal of the same claim): try again from a read.
@@ -102,5 +109,23 @@ export class TableClaimStore implements ClaimStore {
     // and judges the renewal against what it finds.
     if ((await this.getClaim(claim.pool, claim.name))?.uid !== claim.uid) return 'absent';
     return 'changed';
+  }
+
+  /**
+   * The later transactions of a renewal whose first committed (claimRenewal): each tried until it commits or the
+   * claim changed (a later write of it moves every lease itself); 'lost' when a lease went to another claim; after
+   * `attempts` cancellations the leases left keep their later expiry, which outlives the claim's.
+   */
+  private async renewLater(later: readonly (readonly WriteOp[])[], decode: (verdicts: readonly TxVerdict[], leasesFrom?: number) => RenewVerdict, attempts = 5): Promise<'renewed' | 'lost'> {
+    for (const share of later) {
+      for (let attempt = 0; attempt < attempts; attempt += 1) {
+        const verdicts = await this.table.transact(share);
+        if (!verdicts) break;
+        const verdict = decode(verdicts, 1);
+        if (verdict === 'claimChanged') return 'renewed';
+        if (verdict === 'lost') return 'lost';
+      }
+    }
+    return 'renewed';
   }
 }

@@ -17,7 +17,7 @@ import { NotReadyError } from '../../core/errors.ts';
 import type { Item } from './codec.ts';
 import { render, type Condition } from './conditions.ts';
 import type { Key } from './keys.ts';
-import { KEY_ATTRIBUTES, type Query, type QueryPage, type Table, type TxVerdict, type Update, type WriteOp, type WriteResult } from './table.ts';
+import { BATCH_GET_LIMIT, KEY_ATTRIBUTES, type Query, type QueryPage, type Table, type TxVerdict, type Update, type WriteOp, type WriteResult } from './table.ts';
 
 const THROTTLES = new Set(['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded', 'LimitExceededException']);
 const TIMEOUTS = new Set(['TimeoutError', 'AbortError', 'RequestTimeout', 'RequestTimeoutException']);
@@ -142,7 +142,7 @@ export class SdkTable implements Table {
       return { ProjectionExpression: attributes.map((a) => expr.name(a)).join(', '), ExpressionAttributeNames: expr.names };
     })() : {};
     // DynamoDB takes 100 keys a request: the requests go out together (a "used up" check reads up to 16 at once).
-    const chunks = Array.from({ length: Math.ceil(unique.length / 100) }, (_, c) => unique.slice(100 * c, 100 * c + 100));
+    const chunks = Array.from({ length: Math.ceil(unique.length / BATCH_GET_LIMIT) }, (_, c) => unique.slice(BATCH_GET_LIMIT * c, BATCH_GET_LIMIT * (c + 1)));
     const items: Item[] = [];
     await Promise.all(
       chunks.map(async (chunk) => {

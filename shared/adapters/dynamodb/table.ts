@@ -29,6 +29,17 @@ export interface Table {
   describe(): Promise<string>;
 }
 
+/**
+ * DynamoDB's limits on one request, which both engines enforce (SdkTable by DynamoDB's answer, MemoryTable by its own
+ * checks): operations a TransactWriteItems, bytes an item (attribute names and values), bytes a transaction's items,
+ * keys a BatchGetItem request (batchGet sends its keys in requests of this many) and a BatchWriteItem request.
+ */
+export const TRANSACTION_LIMIT = 100;
+export const ITEM_BYTES_LIMIT = 400 * 1024;
+export const TRANSACTION_BYTES_LIMIT = 4 * 1024 * 1024;
+export const BATCH_GET_LIMIT = 100;
+export const BATCH_WRITE_LIMIT = 25;
+
 /** Names of the table's secondary indexes (infra/table.ts says what each one serves). */
 export type IndexName = 'GSI1' | 'GSI2' | 'GSI3';
 

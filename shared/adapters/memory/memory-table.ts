@@ -18,13 +18,18 @@
  *   with TransactionCanceledException as DynamoDB Local does;
  * - where DynamoDB Local departs from DynamoDB (a query's partition value over 2048 bytes is accepted; two ops on one
  *   item are refused only when every condition holds), this engine follows DynamoDB, and the contract test says so;
+ * - DynamoDB's size limits (table.ts): 400 KB an item, counted as DynamoDB counts it (aws-emulation/item-size.ts,
+ *   which DynamoDB Local matches byte for byte), on a put and on the item an update leaves; 4 MB a transaction's
+ *   payload. In a transaction a put over 400 KB refuses the request (ValidationException) and an update that grows
+ *   an item over it cancels it (a ValidationError reason), as DynamoDB Local answers. batchGet takes any number of
+ *   keys, as the port does (SdkTable sends them 100 a request, BatchGetItem's limit); the port has no batch write;
  * - queries: key conditions and order by UTF-8 bytes (as DynamoDB compares binary and string keys), sparse indexes,
  *   GSI1/GSI2 projecting ALL and GSI3 KEYS_ONLY, Limit counting items read before the filter, LastEvaluatedKey
  *   whenever the read stopped at the Limit (even when nothing is left), exclusive start keys;
  * - index (and eventually consistent table) reads that lag behind the writes, by `indexLag`;
  * - TTL deletion, by `expireTtl`, which the caller runs (DynamoDB's runs within days, not at the expiry).
  *
- * Not modelled: the 1 MB page and 400 KB item caps, capacity and its throttling (only as injected faults), real
+ * Not modelled: the 1 MB page cap, capacity and its throttling (only as injected faults), real
  * latency, streams, the 38-digit decimal arithmetic of numbers (JS doubles: exact for the integers the stores use),
  * and conflicts between transactions in flight (calls here are atomic; inject `conflict` faults instead).
  *
@@ -35,7 +40,8 @@ import { NotReadyError } from '../../core/errors.ts';
 import type { Item } from '../dynamodb/codec.ts';
 import { holds, type Condition } from '../dynamodb/conditions.ts';
 import type { Key } from '../dynamodb/keys.ts';
-import { KEY_ATTRIBUTES, type IndexName, type Query, type QueryPage, type Table, type TxVerdict, type Update, type WriteOp, type WriteResult } from '../dynamodb/table.ts';
+import { plainItemSize, plainValueSize, utf8Length } from '../../../aws-emulation/item-size.ts';
+import { ITEM_BYTES_LIMIT, KEY_ATTRIBUTES, TRANSACTION_BYTES_LIMIT, TRANSACTION_LIMIT, type IndexName, type Query, type QueryPage, type Table, type TxVerdict, type Update, type WriteOp, type WriteResult } from '../dynamodb/table.ts';
 
 /** The methods of the Table port, as the fault hook and the call counter name them. */
 export const TableMethod = {
@@ -101,7 +107,6 @@ const TIMED_OUT = 'The address store did not answer in time; retry shortly.';
 /** DynamoDB's key size limits, in UTF-8 bytes. */
 const MAX_PARTITION_BYTES = 2048;
 const MAX_SORT_BYTES = 1024;
-const MAX_TRANSACTION_OPS = 100;
 
 /** DynamoDB's TTL skips items whose expiry is more than five years in the past (a guard against milliseconds). */
 const TTL_IGNORED_AFTER_SECONDS = 5 * 365 * 24 * 3600;
@@ -189,6 +194,38 @@ function keyValuesOf(item: Item): [string, unknown, number][] {
 /** An item about to be stored: its table key, and any index key it has, must be valid keys. */
 function checkItem(item: Item): void {
   for (const [attribute, value, max] of keyValuesOf(item)) checkKeyValue(attribute, value, max);
+}
+
+const ITEM_TOO_LARGE = 'Item size has exceeded the maximum allowed size';
+const UPDATE_TOO_LARGE = 'Item size to update has exceeded the maximum allowed size';
+
+/** Whether an item is over DynamoDB's 400 KB, counted as DynamoDB counts it (attribute names and values: item-size.ts). */
+const tooLarge = (item: Item): boolean => plainItemSize(item) > ITEM_BYTES_LIMIT;
+
+/**
+ * What a transaction's operations weigh against its 4 MB, as DynamoDB Local counts it (tests/int/table-contract): a
+ * put its item; an update its key and the names and values it sets; a delete or a check its key; and each operation
+ * its condition's values. Exact for puts (checked at the boundary); for the others DynamoDB Local counts a few bytes
+ * more an operation (its expression placeholders), which no write shape comes near.
+ */
+function payloadBytes(op: WriteOp): number {
+  const values = (record: Readonly<Record<string, unknown>> | undefined) => Object.entries(record ?? {}).reduce((sum, [name, value]) => sum + utf8Length(name) + plainValueSize(value), 0);
+  const condition = op.condition ? conditionValues(op.condition).reduce((sum: number, v) => sum + plainValueSize(v), 0) : 0;
+  if (op.kind === 'put') return plainItemSize(op.item) + condition;
+  const key = plainItemSize({ PK: op.key.PK, SK: op.key.SK });
+  if (op.kind !== 'update') return key + condition;
+  return key + values(op.update.set) + values(op.update.setIfAbsent) + values(op.update.add) + condition;
+}
+
+/** The values a condition compares with. */
+function conditionValues(condition: Condition): unknown[] {
+  switch (condition.op) {
+    case 'and':
+    case 'or':
+      return condition.clauses.flatMap(conditionValues);
+    default:
+      return 'value' in condition ? [condition.value] : [];
+  }
 }
 
 /** The request-level checks of an update expression: not empty, no path twice, no key attribute. */
@@ -468,7 +505,10 @@ export class MemoryTable implements Table {
   private applyWrite(op: Exclude<WriteOp, { kind: 'check' }>): WriteResult {
     const key = keyOf(op);
     checkKey(key);
-    if (op.kind === 'put') checkItem(copy(op.item));
+    if (op.kind === 'put') {
+      checkItem(copy(op.item));
+      if (tooLarge(op.item)) throw validation(ITEM_TOO_LARGE);
+    }
     if (op.kind === 'update') {
       checkUpdate(op.update);
       const problem = keyUpdateProblem(op.update);
@@ -481,6 +521,7 @@ export class MemoryTable implements Table {
     }
     // After the condition, as DynamoDB: an ADD to a string under a failing condition is a failed condition.
     const next = this.outcome(op, key, current);
+    if (op.kind === 'update' && tooLarge(next!)) throw validation(UPDATE_TOO_LARGE);
     this.store(key, next);
     return op.kind === 'update' ? { ok: true, item: copy(next!) } : { ok: true };
   }
@@ -493,8 +534,8 @@ export class MemoryTable implements Table {
    * transaction; then the outcomes (an ADD to a string throws ValidationException).
    */
   private applyTransaction(ops: readonly WriteOp[]): TxVerdict[] | undefined {
-    if (ops.length === 0 || ops.length > MAX_TRANSACTION_OPS) {
-      throw validation(`1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length between 1 and ${MAX_TRANSACTION_OPS}`);
+    if (ops.length === 0 || ops.length > TRANSACTION_LIMIT) {
+      throw validation(`1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length between 1 and ${TRANSACTION_LIMIT}`);
     }
     const keys = ops.map(keyOf);
     for (const [i, op] of ops.entries()) {
@@ -502,7 +543,11 @@ export class MemoryTable implements Table {
       checkKeyShape('SK', keys[i]!.SK);
       if (op.kind === 'put') for (const [attribute, value] of keyValuesOf(op.item)) checkKeyShape(attribute, value);
       if (op.kind === 'update') checkUpdate(op.update);
+      // A put's item is known from the request: refused with it, as DynamoDB Local does (an update's only once applied).
+      if (op.kind === 'put' && tooLarge(op.item)) throw validation(ITEM_TOO_LARGE);
     }
+    const payload = ops.reduce((sum, op) => sum + payloadBytes(op), 0);
+    if (payload > TRANSACTION_BYTES_LIMIT) throw validation(`Transaction payload size cannot exceed 4MB. Payload Size: ${payload}`);
     // Real DynamoDB refuses this up front; DynamoDB Local only once every condition holds (see the contract test).
     if (new Set(keys.map((k) => `${k.PK}\u0000${k.SK}`)).size < keys.length) {
       throw validation('Transaction request cannot include multiple operations on one item');
@@ -525,8 +570,13 @@ export class MemoryTable implements Table {
         return { code: 'ConditionalCheckFailed', ...(op.kind === 'put' && op.returnOld && old ? { old: copy(old) } : {}) };
       });
     }
-    // Every outcome is computed before anything is stored, so a refused one leaves the table as it was.
+    // Every outcome is computed before anything is stored, so a refused one leaves the table as it was. An update whose
+    // item would pass 400 KB cancels the transaction with a ValidationError reason (DynamoDB Local's answer).
     const outcomes = ops.map((op, i) => (op.kind === 'check' ? before[i] : this.outcome(op, keys[i]!, before[i])));
+    const oversize = ops.map((op, i) => op.kind === 'update' && outcomes[i] !== undefined && tooLarge(outcomes[i]!));
+    if (oversize.some(Boolean)) {
+      throw dynamoError('TransactionCanceledException', `Transaction cancelled, please refer cancellation reasons for specific reasons [${oversize.map((o) => (o ? 'ValidationError' : 'None')).join(', ')}]`);
+    }
     ops.forEach((op, i) => {
       if (op.kind !== 'check') this.store(keys[i]!, outcomes[i]);
     });

@@ -65,14 +65,35 @@ export function* bandValues(band: Band, start: bigint): Generator<bigint> {
 
 /**
  * What a band is, as a seal records it: the range's incarnation (a range re-created under its name is another one),
- * its offsets, and the exclusions that cut it. A seal of another shape (an exclusion lifted, a window moved) says
- * nothing about this band.
+ * its offsets, and the exclusions that cut it, as 16 hex digits of a SHA-256 of them (the exclusions cutting a part
+ * are as many as the pool has, and a seal must stay small: issue 33, item 7). A seal of another shape (an exclusion
+ * lifted, a window moved) says nothing about this band; two shapes share a digest with odds of about 2^-64.
  */
 export function shapeOf(band: Band): string {
   let shape = shapes.get(band);
-  if (shape === undefined) shapes.set(band, (shape = shapeText(band)));
+  if (shape === undefined) shapes.set(band, (shape = sha16(shapeText(band))));
   return shape;
 }
+
+/** 16 hex digits of a SHA-256: what a seal records of a text whose length it must not carry. */
+function sha16(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+/**
+ * An owner identity as a seal lists it among its holders: a digest (sha16), since an identity is up to two
+ * 253-character fields (about 1.5 KB in UTF-8), and 32 of them in each of a range's 34 parts made its seals item
+ * pass DynamoDB's 400 KB (issue 33, item 7): a seal is now under 1 KB whatever the names. An owner whose digest
+ * equals a holder's is taken for that holder: the seal does not hold for it, and it reads the part (never the other
+ * way round).
+ */
+export function holderDigest(identity: string): string {
+  if (identity !== lastHolder.identity) lastHolder = { identity, digest: sha16(identity) };
+  return lastHolder.digest;
+}
+
+/** The last owner digested: one decision checks the seal of every part for the same owner. */
+let lastHolder = { identity: '', digest: sha16('') };
 
 /** Shapes by part: a decision checks each part's seal in every read of it. */
 const shapes = new WeakMap<Band, string>();
@@ -99,7 +120,7 @@ export function sealHolds(read: ReadonlyMap<string, RangeSeals>, band: Band, own
     (seal.until === undefined || nowMs < seal.until) &&
     seal.freed === countersOf(read, band) &&
     seal.holders !== 'many' &&
-    !seal.holders.includes(owner)
+    !seal.holders.includes(holderDigest(owner))
   );
 }
 
@@ -121,7 +142,7 @@ export function withSealsOf(read: ReadonlyMap<string, RangeSeals>, later: Readon
  */
 export function countersDigest(shards: readonly number[]): string {
   let digest = digests.get(shards);
-  if (digest === undefined) digests.set(shards, (digest = createHash('sha256').update(shards.join(',')).digest('hex').slice(0, 16)));
+  if (digest === undefined) digests.set(shards, (digest = sha16(shards.join(','))));
   return digest;
 }
 
@@ -143,7 +164,7 @@ export function countersOf(read: ReadonlyMap<string, RangeSeals>, band: Band): s
 /** One digest of named counters (16 hex digits of a SHA-256 of each name and its shards' digest), whatever their order. */
 export function digestOfCounters(counters: readonly (readonly [string, readonly number[]])[]): string {
   const named = counters.map(([name, shards]) => `${name}=${countersDigest(shards)}`).sort();
-  return createHash('sha256').update(named.join(';')).digest('hex').slice(0, 16);
+  return sha16(named.join(';'));
 }
 
 /** What a bulk read of a band saw, for its seal: the earliest expiry and the holders among its leases. */
@@ -164,7 +185,7 @@ export class BandReading {
   }
 
   sealAt(freed: string, band: Band): UsedUpSeal {
-    const holders = this.holders.size > SEAL_HOLDERS_MAX ? 'many' : [...this.holders];
+    const holders = this.holders.size > SEAL_HOLDERS_MAX ? 'many' : [...this.holders].map(holderDigest);
     return { freed, shape: shapeOf(band), holders, ...(this.until !== undefined ? { until: this.until } : {}) };
   }
 }

@@ -40,9 +40,9 @@ export interface UsedUpSeal {
   readonly freed: string;
   /** The earliest expiry of the leases read (a TTL, or a reuse delay's end); absent when none expires. */
   readonly until?: number;
-  /** What the band was (the range's incarnation, its offsets, the exclusions in it): a seal of another shape says nothing. */
+  /** What the band was (the range's incarnation, its offsets, the exclusions in it; a digest): a seal of another shape says nothing. */
   readonly shape: string;
-  /** Owner identities with a Released lease in the band (free for them); 'many' past a few. */
+  /** Owner identities with a Released lease in the band (free for them), as digests (holderDigest); 'many' past a few. */
   readonly holders: readonly string[] | 'many';
 }
 

@@ -2,7 +2,7 @@ import type { RangeSeals, UsedUpSeal } from '../../../core/occupancy/ports.ts';
 import type { Item } from '../codec.ts';
 import { Entity, keys, SCHEMA_VERSION, shardOf } from '../keys.ts';
 import { attributeIs } from '../conditions.ts';
-import type { Table, WriteOp } from '../table.ts';
+import { TRANSACTION_LIMIT, type Table, type WriteOp } from '../table.ts';
 
 /**
  * Shards of a range's freed counter. Every write that frees an address bumps one shard of its range in its own
@@ -25,6 +25,34 @@ export const FREED_SHARDS = 99;
  */
 export function freedBumps(pool: string, ranges: Iterable<string>, by: string): WriteOp[] {
   return [...new Set(ranges)].map((range) => ({ kind: 'update' as const, key: keys.freed(pool, range, shardOf(by, FREED_SHARDS)), update: { add: { n: 1 }, set: { entity: Entity.Freed, schema: SCHEMA_VERSION } } }));
+}
+
+/**
+ * A write that frees addresses, cut into transactions of at most TRANSACTION_LIMIT operations: each address's
+ * operation goes with the bump of its range in the same transaction (every freeing does), so one transaction holds
+ * its addresses' operations plus one bump per distinct range among them. A claim of 64 addresses in 64 ranges needs
+ * 128 such operations besides its own: one transaction cannot hold them (issue 33). `fixed`: the operations the first
+ * transaction holds besides (the claim, its marker, an event), and each later one (a condition check). Entries are
+ * placed in the order given; callers group them by range, so most ranges are bumped in one transaction only.
+ * Returns one list of entries a transaction, the first one's first (empty when `entries` is).
+ */
+export function packFreeing<T>(entries: readonly T[], rangeOf: (entry: T) => string | undefined, fixed: { readonly first: number; readonly later: number }): T[][] {
+  const shares: T[][] = [[]];
+  let ranges = new Set<string>();
+  let room = TRANSACTION_LIMIT - fixed.first;
+  for (const entry of entries) {
+    const range = rangeOf(entry);
+    const cost = (r: ReadonlySet<string>) => 1 + (range !== undefined && !r.has(range) ? 1 : 0);
+    if (cost(ranges) > room && shares.at(-1)!.length > 0) {
+      shares.push([]);
+      ranges = new Set();
+      room = TRANSACTION_LIMIT - fixed.later;
+    }
+    room -= cost(ranges);
+    shares.at(-1)!.push(entry);
+    if (range !== undefined) ranges.add(range);
+  }
+  return shares;
 }
 
 /** The attribute of the seals item holding a part's seal (as JSON: one string, the same on both engines). */

@@ -6,7 +6,7 @@ import { bitmapToItem, eventToItem, leaseToItem, type Item } from '../codec.ts';
 import { bitmapIs, heldByClaim, itemIsAbsent, type Condition } from '../conditions.ts';
 import { Entity, keys, type Key } from '../keys.ts';
 import type { Table, TxVerdict, WriteOp } from '../table.ts';
-import { freedBumps } from './freed.ts';
+import { freedBumps, packFreeing } from './freed.ts';
 import { lostRace } from './verdicts.ts';
 
 /** What a claim still holds: the addresses whose lease is still this incarnation's, and whether its generateName marker is. */
@@ -71,24 +71,61 @@ export type ReleaseVerdict = 'released' | 'claimChanged' | 'retry';
  *
  * Leases are deleted only while they are this incarnation's, so a stale release never frees an address that has
  * gone to someone else. A Released lease held for the owner counts as freed too: free for that owner.
+ *
+ * A claim whose addresses lie in more ranges than one transaction holds with their bumps (packFreeing) releases the
+ * others in `later` transactions (releaseLater), each with the bumps of its ranges, once the first has committed: the
+ * claim is gone with the first, and a lease a later one could not free is an orphan of a claim that no longer
+ * exists, which the reconciler releases after its grace (row 3). The legacy bitmaps' leases go in the first.
  */
-export function claimRelease(claim: Claim, claimCondition: Condition, holdings: Holdings, extras: ReleaseExtras = {}): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => ReleaseVerdict } {
-  const mine = heldByClaim(claim.uid);
+export function claimRelease(claim: Claim, claimCondition: Condition, holdings: Holdings, extras: ReleaseExtras = {}): { ops: WriteOp[]; later: string[][]; decode: (verdicts: readonly TxVerdict[]) => ReleaseVerdict } {
   const ops: WriteOp[] = [{ kind: 'delete', key: keys.claim(claim.pool, claim.name), condition: claimCondition }];
   const markerKey = markerKeyOf(claim);
-  if (holdings.marker && markerKey) ops.push({ kind: 'delete', key: markerKey, condition: mine });
+  if (holdings.marker && markerKey) ops.push({ kind: 'delete', key: markerKey, condition: heldByClaim(claim.uid) });
+  const bitmaps = extras.bitmaps ?? [];
+  const first = new Set(bitmaps.map((b) => b.rangeName));
+  const rangeOf = (address: string) => claim.addresses.find((a) => a.address === address)?.range;
+  // Grouped by range, the bitmaps' ranges first.
+  const rank = (address: string): string => `${first.has(rangeOf(address) ?? '') ? 0 : 1}${rangeOf(address) ?? ''}`;
+  const addresses = [...holdings.addresses].sort((a, b) => rank(a).localeCompare(rank(b)));
+  const [now = [], ...later] = packFreeing(addresses, rangeOf, { first: ops.length + bitmaps.length + (extras.event ? 1 : 0), later: 0 });
+  const { leases, bumps } = freeingOps(claim, now, extras);
+  ops.push(...leases);
+  for (const bitmap of bitmaps) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
+  if (extras.event) ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });
+  ops.push(...bumps);
+  const decode = (verdicts: readonly TxVerdict[]): ReleaseVerdict => (lostRace(verdicts[0]) ? 'claimChanged' : 'retry');
+  return { ops, later, decode };
+}
+
+/** The lease operations that free these addresses of the claim (a delete, or a Released lease), and their ranges' bumps. */
+function freeingOps(claim: Claim, addresses: readonly string[], extras: Pick<ReleaseExtras, 'hold' | 'endReason'>): { leases: WriteOp[]; bumps: WriteOp[] } {
+  const mine = heldByClaim(claim.uid);
   const freedRanges: string[] = [];
-  for (const address of holdings.addresses) {
+  const leases = addresses.map((address): WriteOp => {
     const entry = claim.addresses.find((a) => a.address === address);
     if (entry) freedRanges.push(entry.range);
     const held = extras.hold && entry;
-    ops.push(held ? { kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(claim, held), extras.hold!.hold, extras.endReason), extras.hold!.shards), condition: mine } : { kind: 'delete', key: keys.lease(claim.pool, address), condition: mine });
+    return held ? { kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(claim, held), extras.hold!.hold, extras.endReason), extras.hold!.shards), condition: mine } : { kind: 'delete', key: keys.lease(claim.pool, address), condition: mine };
+  });
+  return { leases, bumps: freedBumps(claim.pool, freedRanges, claim.uid) };
+}
+
+/**
+ * The later transactions of a release whose first one committed (claimRelease's `later`): each frees its addresses
+ * while they are still the claim's, with its ranges' bumps. A cancelled one is written again with the addresses a
+ * fresh read shows the claim still holds, up to `attempts` times; what is left after that is orphaned, for the
+ * reconciler (the claim is gone either way).
+ */
+export async function releaseLater(table: Table, claim: Claim, later: readonly (readonly string[])[], extras: Pick<ReleaseExtras, 'hold' | 'endReason'>, attempts = 5): Promise<void> {
+  for (const share of later) {
+    let addresses = share;
+    for (let attempt = 0; attempt < attempts && addresses.length > 0; attempt += 1) {
+      const { leases, bumps } = freeingOps(claim, addresses, extras);
+      if (!(await table.transact([...leases, ...bumps]))) break;
+      const held = new Set((await readHoldings(table, claim)).addresses);
+      addresses = addresses.filter((a) => held.has(a));
+    }
   }
-  for (const bitmap of extras.bitmaps ?? []) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
-  if (extras.event) ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });
-  ops.push(...freedBumps(claim.pool, freedRanges, claim.uid));
-  const decode = (verdicts: readonly TxVerdict[]): ReleaseVerdict => (lostRace(verdicts[0]) ? 'claimChanged' : 'retry');
-  return { ops, decode };
 }
 
 /** Runs a release until it commits or the claim changed: `attempts` rounds of reading the holdings and writing. */
@@ -97,9 +134,12 @@ export async function releaseWithRetries(table: Table, claim: Claim, claimCondit
     const holdings = await readHoldings(table, claim);
     const more = await extras(holdings);
     if (more === undefined) return 'gaveUp';
-    const { ops, decode } = claimRelease(claim, claimCondition, holdings, more);
+    const { ops, later, decode } = claimRelease(claim, claimCondition, holdings, more);
     const verdicts = await table.transact(ops);
-    if (!verdicts) return 'released';
+    if (!verdicts) {
+      await releaseLater(table, claim, later, more);
+      return 'released';
+    }
     if (decode(verdicts) === 'claimChanged') return 'claimChanged';
   }
   return 'gaveUp';

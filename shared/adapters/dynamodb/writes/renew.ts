@@ -1,9 +1,9 @@
-import type { Claim } from '../../../core/model.ts';
+import type { Claim, ClaimAddress } from '../../../core/model.ts';
 import { expiryIndex, ttlOf } from '../codec.ts';
-import { both, claimUidIs, expiresAtIs, heldByClaim } from '../conditions.ts';
+import { both, claimUidIs, expiresAtIs, heldByClaim, versionIs } from '../conditions.ts';
 import { keys } from '../keys.ts';
 import type { TxVerdict, Update, WriteOp } from '../table.ts';
-import { freedBumps } from './freed.ts';
+import { freedBumps, packFreeing } from './freed.ts';
 
 /**
  * `claimChanged`: the claim is gone, another incarnation, or its expiry is no longer the one read (a renewal
@@ -30,8 +30,18 @@ const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
  * `expiresAt` undefined confirms the hold: the same items, with the same conditions, REMOVE expiresAt, ttl and the
  * expiry index keys instead, so the claim is permanent (the reconciler's expiry query and DynamoDB's TTL no longer
  * see any of them) and its leases are held like those of a claim made without a TTL.
+ *
+ * An earlier expiry over more ranges than one transaction holds with their bumps (packFreeing, issue 33) moves the
+ * other leases in `later` transactions once the first committed, each with its ranges' bumps and a check that the
+ * claim is still the one this renewal wrote (its version): a renewal that wrote it since moves every lease itself.
+ * Until they commit, those leases keep their later expiry: they outlive the claim, as a reuse delay makes them, never
+ * the other way round, and its release (by anyone) frees them with it.
+ *
+ *   Check claim        uid = claim.uid, version = claim.version + 1                                        -> claimChanged
+ *   Update lease       claimUid = claim.uid                 SET expiresAt + holdMs, ttl, expiry index          -> lost
+ *   Update freed       ADD n 1 (each range of these leases)
  */
-export function claimRenewal(claim: Claim, expiresAt: number | undefined, markerHeld: boolean, holdMs = 0): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => RenewVerdict } {
+export function claimRenewal(claim: Claim, expiresAt: number | undefined, markerHeld: boolean, holdMs = 0): { ops: WriteOp[]; later: WriteOp[][]; decode: (verdicts: readonly TxVerdict[], leasesFrom?: number) => RenewVerdict } {
   const mine = heldByClaim(claim.uid);
   const moved = (name: string, indexed: boolean, extra = 0): Update =>
     expiresAt === undefined
@@ -39,19 +49,25 @@ export function claimRenewal(claim: Claim, expiresAt: number | undefined, marker
       : { set: { expiresAt: expiresAt + extra, ...ttlOf(expiresAt + extra), ...(indexed ? expiryIndex(claim.pool, name, expiresAt + extra) : {}) } };
   const ops: WriteOp[] = [{ kind: 'update', key: keys.claim(claim.pool, claim.name), update: { ...moved(claim.name, true), add: { version: 1 } }, condition: both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt)) }];
   if (markerHeld) ops.push({ kind: 'update', key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!), update: moved(claim.name, false), condition: mine });
-  const firstLease = ops.length;
-  for (const a of claim.addresses) {
-    ops.push({ kind: 'update', key: keys.lease(claim.pool, a.address), update: moved(a.address, true, holdMs), condition: mine });
-  }
   // A used-up seal read each lease's expiry (its `until` is the earliest): only an expiry earlier than that, or one
   // where there was none, can free an address before the seal says. The leases' expiry is the claim's plus the pool's
   // reuse delay, and the claim's write holds only while its expiry is the one read, so a later one needs no bump.
   const earlier = expiresAt !== undefined && (claim.expiresAt === undefined || expiresAt < claim.expiresAt);
-  if (earlier) ops.push(...freedBumps(claim.pool, claim.addresses.map((a) => a.range), claim.uid));
-  const decode = (verdicts: readonly TxVerdict[]): RenewVerdict => {
+  const leaseOps = (addresses: readonly ClaimAddress[]): WriteOp[] => [
+    ...addresses.map((a): WriteOp => ({ kind: 'update', key: keys.lease(claim.pool, a.address), update: moved(a.address, true, holdMs), condition: mine })),
+    ...(earlier ? freedBumps(claim.pool, addresses.map((a) => a.range), claim.uid) : []),
+  ];
+  const byRange = [...claim.addresses].sort((a, b) => a.range.localeCompare(b.range));
+  const firstLease = ops.length;
+  const [now = [], ...rest] = packFreeing(byRange, (a) => (earlier ? a.range : undefined), { first: firstLease, later: 1 });
+  ops.push(...leaseOps(now));
+  const check: WriteOp = { kind: 'check', key: keys.claim(claim.pool, claim.name), condition: both(claimUidIs(claim.uid), versionIs(claim.version + 1)) };
+  const later = rest.map((share) => [check, ...leaseOps(share)]);
+  // The claim's verdict comes first in every one of them; the leases' after the marker's (first) or the check (later).
+  const decode = (verdicts: readonly TxVerdict[], leasesFrom = firstLease): RenewVerdict => {
     if (verdicts[0]?.code === 'ConditionalCheckFailed') return 'claimChanged';
-    if (verdicts.slice(firstLease).some((v) => v.code === 'ConditionalCheckFailed')) return 'lost';
+    if (verdicts.slice(leasesFrom).some((v) => v.code === 'ConditionalCheckFailed')) return 'lost';
     return 'conflict';
   };
-  return { ops, decode };
+  return { ops, later, decode };
 }
