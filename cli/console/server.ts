@@ -170,7 +170,8 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     const method = req.method ?? 'GET';
     const text = body.length > 0 ? body.toString('utf8') : undefined;
     if (options.signer) headers = await options.signer({ method, url: target, headers, ...(text !== undefined ? { body: text } : {}) });
-    const outgoing: OutgoingHttpHeaders = { ...headers, host: target.host };
+    // The host the browser asked, for the API's check of a browser's Origin (request.ts refuseForgeableWrite).
+    const outgoing: OutgoingHttpHeaders = { ...headers, host: target.host, ...(!strict && req.headers.host ? { 'x-forwarded-host': req.headers.host } : {}) };
     if (body.length > 0) outgoing['content-length'] = body.length;
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
     const attempt = (retry: boolean): Promise<void> => new Promise<void>((resolveDone, reject) => {

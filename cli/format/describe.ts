@@ -51,11 +51,11 @@ function hasReleasing(pool: Pool | undefined, counts: readonly Utilization[]): b
   return (pool?.reuseDelaySeconds ?? 0) > 0 || counts.some((u) => toBigInt(u.releasing) > 0n);
 }
 
-/** `10m (600s): a released address stays held for its previous owner (kind and name)`, or `<none>`. */
+/** `10m (600s): a released address stays held for its previous owner (kind, name, creator)`, or `<none>`. */
 function reuseDelay(pool: Pool): string {
   const seconds = pool.reuseDelaySeconds ?? 0;
   if (seconds === 0) return '<none>';
-  return `${formatSeconds(seconds)}${seconds >= 60 ? ` (${seconds}s)` : ''}: a released address stays held for its previous owner (kind and name)`;
+  return `${formatSeconds(seconds)}${seconds >= 60 ? ` (${seconds}s)` : ''}: a released address stays held for its previous owner (kind, name, creator)`;
 }
 
 function eventsBlock(events: readonly RepairEvent[], nowMs: number): Field {

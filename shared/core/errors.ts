@@ -16,7 +16,6 @@ export const ErrorCode = {
   PreconditionFailed: 'PreconditionFailed',
   Forbidden: 'Forbidden',
   NotReady: 'NotReady',
-  UnsupportedMediaType: 'UnsupportedMediaType',
   Internal: 'Internal',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -50,13 +49,6 @@ export class InvalidArgumentError extends IpamError {
 export class ForbiddenError extends IpamError {
   constructor(readonly rule: string, message: string) {
     super(ErrorCode.Forbidden, message);
-  }
-}
-
-/** Thrown when a request body is not sent as JSON (`content-type: application/json`). */
-export class UnsupportedMediaTypeError extends IpamError {
-  constructor(message: string) {
-    super(ErrorCode.UnsupportedMediaType, message);
   }
 }
 

@@ -128,6 +128,12 @@ export interface Claim {
   readonly version: number;
   /** The principal whose request created the claim; absent for claims made before it was recorded, or unsigned. */
   readonly createdBy?: Principal;
+  /**
+   * An identical request was answered this claim while its creator might still take it back (use-cases/claims.ts,
+   * answerExisting): a release conditioned on the claim as read no longer applies to a read made before. Not shown
+   * to clients (it changes neither the document nor its version).
+   */
+  readonly pinned?: true;
 }
 
 /**
@@ -225,6 +231,14 @@ export function leaseHoldIdentity(lease: Pick<Lease, 'owner' | 'createdBy'>): Ho
 /** Whether two hold identities are the same. */
 export function sameHoldIdentity(a: HoldIdentity, b: HoldIdentity): boolean {
   return a.kind === b.kind && a.name === b.name && a.creatorArn === b.creatorArn;
+}
+
+/**
+ * Whether a claimant may take back what is held for `held`: the same identity, or the same owner when the hold
+ * recorded no creator (a Released lease written before creators were recorded).
+ */
+export function mayTakeBack(held: HoldIdentity, claimant: HoldIdentity): boolean {
+  return held.kind === claimant.kind && held.name === claimant.name && (held.creatorArn === undefined || held.creatorArn === claimant.creatorArn);
 }
 
 /** What a release holds back for the previous owner: when the addresses become reusable, and when they were released. */

@@ -123,10 +123,11 @@ export interface ClaimStore {
    */
   renewClaim(claim: Claim, expiresAt: number | undefined, holdMs?: number): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'>;
   /**
-   * Moves the claim to its next version if it is still at the version read (one conditional write of the claim item):
-   * an identical request answers a claim its creator has not yet answered only after this, so the creator's release
-   * of a claim whose range was retired under its commit (conditioned on the committed version) no longer applies.
-   * @returns the claim at its new version, or undefined when it is gone or no longer at the version read
+   * Pins the claim if it is still at the version read (one conditional write of the claim item; its document and
+   * version stay as they are): an identical request answers a claim its creator has not yet answered only after this,
+   * so the creator's release of a claim whose range was retired under its commit (conditioned on the claim as read,
+   * unpinned) no longer applies.
+   * @returns the claim, pinned, or undefined when it is gone or no longer at the version read
    */
   pinClaim(claim: Claim): Promise<Claim | undefined>;
 }

@@ -121,7 +121,7 @@ export function widestCases(engine: TestEngine, numRuns: number): void {
           expect(await stores.claims.commitClaim(third, leases(third), T0)).toEqual({ kind: 'committed' });
           const expired = events.claimExpired(third, new Date(T0 + 3_700_000).toISOString(), input.hold ? hold : undefined);
           expect(await stores.reconcile.releaseExpiredClaim(third, T0 + 3_700_000, expired, input.hold ? hold : undefined)).toBe('released');
-          const logged = await queryAll(table, { partition: keys.events(p), consistent: true });
+          const logged = await queryAll(table, { partition: keys.eventsOfClaim(p, third.uid), consistent: true });
           expect(logged.map((e) => e.reason)).toEqual(['ClaimExpired']);
         }),
         { numRuns },

@@ -172,7 +172,7 @@ describe('ipam against the local stack', () => {
     expect(described.stdout).toContain('Previous owner: Pod/web-0 (uid a1)\n');
     expect(described.stdout).toMatch(/\nReusable at: +\S+ \(in (10m|9m\d+s)\)\n/);
     expect(taken).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^error: AddressReleasing: .+\n$/) as unknown as string });
-    expect(pool.stdout).toContain('Reuse delay: 10m (600s): a released address stays held for its previous owner (kind and name)\n');
+    expect(pool.stdout).toContain('Reuse delay: 10m (600s): a released address stays held for its previous owner (kind, name, creator)\n');
     expect(pool.stdout).toMatch(/\n {2}IPv4 {2}\[█░+\] +1\.5% {3}4 used of 254, 1 releasing, 249 free\n/);
     expect(pool.stdout).toMatch(/\n {2}10\.244\.0\.0-24 +10\.244\.0\.0\/24 +IPv4 +Ready +false +4 +1 +249\n/);
     expect(ranges.stdout).toMatch(/^NAME +CIDR +FAMILY +STATE +USED +RELEASING +FREE +AGE\n10\.244\.0\.0-24 +10\.244\.0\.0\/24 +IPv4 +Ready +4 +1 +249 +\d+s\n$/);

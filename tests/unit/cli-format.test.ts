@@ -306,7 +306,7 @@ describe('describe', () => {
         'Name:        services',
         'Created:     2026-04-02T09:00:00.000Z (60m ago)',
         'Exclude:     10.96.0.0/29, 10.96.0.8/32',
-        'Reuse delay: 10m (600s): a released address stays held for its previous owner (kind and name)',
+        'Reuse delay: 10m (600s): a released address stays held for its previous owner (kind, name, creator)',
         'Utilization:',
         '  IPv4  [███████░░░░░░░░░░░░░]    35%   90 used of 254, 3 releasing, 152 free',
         '  IPv6  [█░░░░░░░░░░░░░░░░░░░]  <0.1%   1 used of 1048575, 0 releasing, 1048574 free',

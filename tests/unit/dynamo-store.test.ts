@@ -462,8 +462,8 @@ describe('Class: TableClaimStore on the SDK engine', () => {
             Delete: {
               TableName: TABLE,
               Key: { PK: { S: 'CLAIM#pool-a#claim-1' }, SK: { S: 'CLAIM' } },
-              ConditionExpression: '(#cn0 = :cv0) AND (#cn1 = :cv1)',
-              ExpressionAttributeNames: { '#cn0': 'uid', '#cn1': 'version' },
+              ConditionExpression: '(#cn0 = :cv0) AND (#cn1 = :cv1) AND (attribute_not_exists(#cn2))',
+              ExpressionAttributeNames: { '#cn0': 'uid', '#cn1': 'version', '#cn2': 'pinned' },
               ExpressionAttributeValues: { ':cv0': { S: 'uid-1' }, ':cv1': { N: '1' } },
             },
           },

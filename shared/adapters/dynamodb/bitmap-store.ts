@@ -2,7 +2,7 @@ import type { Claim, Lease } from '../../core/model.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
 import type { BitmapCommitOutcome, BitmapReleaseOutcome, BitmapStore, BitmapWrite } from '../../core/bitmap/ports.ts';
 import { bitmapToItem, itemToBitmap, newEventId } from './codec.ts';
-import { bitmapIs, both, claimUidIs, versionIs } from './conditions.ts';
+import { bitmapIs, claimIsAsRead, claimUidIs, stillAsRead } from './conditions.ts';
 import { Entity, keys } from './keys.ts';
 import type { TableClaimStore } from './claim-store.ts';
 import type { Table } from './table.ts';
@@ -35,7 +35,7 @@ export class TableBitmapStore implements BitmapStore {
   }
 
   async releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number, event?: IpamEvent): Promise<BitmapReleaseOutcome> {
-    const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
+    const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : claimIsAsRead(claim, expectedVersion);
     const holdings = { addresses: held, marker: await markerHeld(this.table, claim) };
     const { ops, later, decode } = claimRelease(claim, condition, holdings, { bitmaps, ...(event ? { event: { event, id: newEventId() } } : {}) });
     const verdicts = await this.table.transact(ops);
@@ -46,7 +46,7 @@ export class TableBitmapStore implements BitmapStore {
     if (decode(verdicts) === 'claimChanged') {
       const current = await this.claims.getClaim(claim.pool, claim.name);
       if (!current || current.uid !== claim.uid) return 'absent';
-      if (expectedVersion !== undefined && current.version !== expectedVersion) return 'versionMismatch';
+      if (expectedVersion !== undefined && !stillAsRead(current, claim, expectedVersion)) return 'versionMismatch';
     }
     // A bitmap or a lease changed between the read and the write: the caller reads both again.
     return 'bitmapsChanged';

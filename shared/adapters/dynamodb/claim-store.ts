@@ -2,7 +2,7 @@ import { NotReadyError } from '../../core/errors.ts';
 import type { Claim, Hold, Lease } from '../../core/model.ts';
 import type { ClaimFilter, ClaimStore, CommitOutcome, Page, ReleaseOutcome, Replacing } from '../../core/ports.ts';
 import { itemToClaim, newEventId } from './codec.ts';
-import { both, claimUidIs, hasLabels, versionIs } from './conditions.ts';
+import { both, claimIsAsRead, claimUidIs, hasLabels, stillAsRead, versionIs } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { filteredPage } from './index-reads.ts';
 import { keys } from './keys.ts';
@@ -78,14 +78,14 @@ export class TableClaimStore implements ClaimStore {
 
   async releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : both(claimUidIs(claim.uid), versionIs(expectedVersion));
+      const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : claimIsAsRead(claim, expectedVersion);
       // One round each: a lease that changed hands between the read and the write is read again by the next round.
       const outcome = await releaseWithRetries(this.table, claim, condition, () => ({ ...(hold ? { hold: { hold, shards: this.shards } } : {}), ...(event ? { event: { event, id: newEventId() } } : {}) }), 1);
       if (outcome === 'released') return 'released';
       if (outcome === 'gaveUp') continue;
       const current = await this.getClaim(claim.pool, claim.name);
       if (!current || current.uid !== claim.uid) return 'absent';
-      if (expectedVersion !== undefined && current.version !== expectedVersion) return 'versionMismatch';
+      if (expectedVersion !== undefined && !stillAsRead(current, claim, expectedVersion)) return 'versionMismatch';
       claim = current;
     }
     throw new NotReadyError('The claim kept changing while it was being released; retry the request.');
@@ -93,8 +93,8 @@ export class TableClaimStore implements ClaimStore {
 
   async pinClaim(claim: Claim): Promise<Claim | undefined> {
     const key = keys.claim(claim.pool, claim.name);
-    const out = await this.table.write({ kind: 'update', key, update: { add: { version: 1 } }, condition: both(claimUidIs(claim.uid), versionIs(claim.version)) });
-    return out.ok ? { ...claim, version: claim.version + 1 } : undefined;
+    const out = await this.table.write({ kind: 'update', key, update: { set: { pinned: true } }, condition: both(claimUidIs(claim.uid), versionIs(claim.version)) });
+    return out.ok ? { ...claim, pinned: true } : undefined;
   }
 
   async renewClaim(claim: Claim, expiresAt: number | undefined, holdMs = 0): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'> {

@@ -103,6 +103,7 @@ export function itemToClaim(item: Item): Claim {
     createdAt: item.createdAt as string,
     version: item.version as number,
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Claim['createdBy'] } : {}),
+    ...(item.pinned === true ? { pinned: true as const } : {}),
   };
   return item.expiresAt === undefined ? claim : { ...claim, expiresAt: item.expiresAt as number };
 }

@@ -113,7 +113,9 @@ export function heldByClaim(uid: string): Condition {
  *   released ---- held for kind/name/creator ---- reusableAt (= expiresAt) ---- free for anyone
  */
 export function heldForOwner(identity: HoldIdentity): Condition {
-  const creator = identity.creatorArn === undefined ? { op: 'notExists' as const, attribute: 'createdBy' } : attributeIs(['createdBy', 'arn'], identity.creatorArn);
+  // A lease written before creators were recorded (no createdBy) is held for the owner alone, as it was then.
+  const unrecorded: Condition = { op: 'notExists', attribute: 'createdBy' };
+  const creator = identity.creatorArn === undefined ? unrecorded : either(attributeIs(['createdBy', 'arn'], identity.creatorArn), unrecorded);
   return both(attributeIs('state', 'Released'), attributeIs('ownerKind', identity.kind), attributeIs('ownerName', identity.name), creator);
 }
 
@@ -135,6 +137,19 @@ export function hasLabels(selector: LabelSelector): Condition {
 /** The claim is this incarnation. */
 export function claimUidIs(uid: string): Condition {
   return attributeIs('uid', uid);
+}
+
+/**
+ * The claim is as it was read: this incarnation, at `version`, and pinned or not as it was (an identical request that
+ * answered it meanwhile pinned it, and a release decided on the unpinned read no longer applies).
+ */
+export function claimIsAsRead(claim: { readonly uid: string; readonly pinned?: true }, version: number): Condition {
+  return both(claimUidIs(claim.uid), versionIs(version), claim.pinned ? attributeIs('pinned', true) : { op: 'notExists', attribute: 'pinned' });
+}
+
+/** Whether a claim read again is still the one a release conditioned on `version` was decided on (claimIsAsRead). */
+export function stillAsRead(current: { readonly version: number; readonly pinned?: true }, read: { readonly pinned?: true }, version: number): boolean {
+  return current.version === version && current.pinned === read.pinned;
 }
 
 /** The item is at this version. */

@@ -1,5 +1,5 @@
 import type { IpFamily } from '../../core/ip/address.ts';
-import { isReleased, leaseHoldIdentity, sameHoldIdentity, type HoldIdentity, type Lease } from '../../core/model.ts';
+import { isReleased, leaseHoldIdentity, mayTakeBack, type HoldIdentity, type Lease } from '../../core/model.ts';
 import type { LeaseIndex, LeaseScope, Page } from '../../core/ports.ts';
 import { itemToLease } from './codec.ts';
 import { isListPosition, type CursorCodec, type ListPosition } from './cursor.ts';
@@ -56,6 +56,6 @@ export class TableLeaseIndex implements LeaseIndex {
     const items = await queryAll(this.table, { index: 'GSI2', partition: keys.held(pool, identity.kind, identity.name), filter: hasNotExpired(nowMs) });
     // The partition is a hash of kind and name: compare the whole identity, so neither a collision nor another
     // allocator naming the same owner is handed the address.
-    return items.map(itemToLease).filter((l) => isReleased(l) && sameHoldIdentity(leaseHoldIdentity(l), identity));
+    return items.map(itemToLease).filter((l) => isReleased(l) && mayTakeBack(leaseHoldIdentity(l), identity));
   }
 }

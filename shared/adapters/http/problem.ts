@@ -16,7 +16,6 @@ export const statusOf: Record<ErrorCode, number> = {
   PreconditionFailed: 412,
   Forbidden: 403,
   NotReady: 503,
-  UnsupportedMediaType: 415,
   Internal: 500,
 };
 
@@ -34,7 +33,6 @@ const titles: Record<ErrorCode, string> = {
   PreconditionFailed: 'Precondition failed',
   Forbidden: 'Forbidden',
   NotReady: 'Not ready',
-  UnsupportedMediaType: 'Unsupported media type',
   Internal: 'Internal error',
 };
 

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { principalFromArn, type Principal } from '../../core/access.ts';
-import { ForbiddenError, InvalidArgumentError, quote, UnsupportedMediaTypeError } from '../../core/errors.ts';
+import { ForbiddenError, InvalidArgumentError, quote } from '../../core/errors.ts';
 import { parseAddress } from '../../core/ip/address.ts';
 import { parseLabelSelector, type LabelSelector } from '../../core/labels.ts';
 import { checkDnsLabel, checkOwnerField, checkRangeRef } from '../../core/names.ts';
@@ -268,28 +268,37 @@ export function readEvent(raw: unknown): APIGatewayProxyEventV2 {
   };
 }
 
-/** Whether a content type is JSON's (`application/json`, any parameters). */
-function isJson(contentType: string | undefined): boolean {
-  return contentType !== undefined && contentType.split(';')[0]!.trim().toLowerCase() === 'application/json';
-}
-
 /**
- * Refuses a write that a web page of another site could have sent: a page may send a "simple" cross-origin POST
- * (text/plain or a form body, no CORS preflight) to a developer's local stack on 127.0.0.1, which has no IAM. A body
- * must be JSON (a page can send JSON cross-origin only after a preflight, which the API never answers), and a browser's
- * Fetch Metadata that names another site refuses the write outright (an empty-bodied POST needs no content type).
- * Reads are left alone: a page cannot read a cross-origin answer.
- * @throws UnsupportedMediaTypeError; ForbiddenError
+ * Refuses a write that a web page of another site could have sent: a page may send a "simple" cross-origin POST (a
+ * text/plain or form body, no CORS preflight) to a developer's local stack on 127.0.0.1, which has no IAM. Browsers
+ * say where such a request comes from: Fetch Metadata (`Sec-Fetch-Site`), or in browsers without it, `Origin` (sent
+ * on every cross-origin POST); either naming another origin refuses the write. Other clients (the CLI, curl, SDKs) send neither. Reads are left
+ * alone: a page cannot read a cross-origin answer.
+ * @throws ForbiddenError
  */
 export function refuseForgeableWrite(event: APIGatewayProxyEventV2): void {
   const method = event.requestContext.http.method;
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return;
   const header = (name: string) => Object.entries(event.headers ?? {}).find(([key]) => key.toLowerCase() === name)?.[1];
   const site = header('sec-fetch-site');
-  if (site !== undefined && site !== 'same-origin' && site !== 'none') {
-    throw new ForbiddenError('crossSiteRequest', `A write sent by a web page of another site (Sec-Fetch-Site: ${quote(site)}) is refused.`);
+  if (site !== undefined) {
+    if (site === 'same-origin' || site === 'none') return;
+    throw new ForbiddenError('cross-site-request', `A write sent by a web page of another origin (Sec-Fetch-Site: ${quote(site)}) is refused.`);
   }
-  if ((event.body ?? '') !== '' && !isJson(header('content-type'))) {
-    throw new UnsupportedMediaTypeError('A request body must be sent as JSON, with content-type: application/json.');
+  // A browser without Fetch Metadata: its Origin against the host it asked (the local stack's console server forwards
+  // it as x-forwarded-host; a page cannot set that header without a preflight).
+  const origin = header('origin');
+  if (origin !== undefined && origin !== 'null' && hostOf(origin) !== (header('x-forwarded-host') ?? header('host'))) {
+    throw new ForbiddenError('cross-site-request', `A write sent by a web page of another origin (Origin: ${quote(origin)}) is refused.`);
+  }
+  if (origin === 'null') throw new ForbiddenError('cross-site-request', 'A write sent by a web page of an opaque origin (Origin: null) is refused.');
+}
+
+/** The host (and port) of an origin, or undefined when it is not a URL. */
+function hostOf(origin: string): string | undefined {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return undefined;
   }
 }

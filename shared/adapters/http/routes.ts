@@ -107,9 +107,9 @@ export const routes = {
     const name = pathParam(event, 'pool');
     // No Ready pool at the access check: only a deletion already in progress is finished (nothing is marked, so a
     // pool created after the check, whose access was never checked, is not deleted).
-    if (poolAbsent) return (await pools.finishPoolDeletion(deps, name), noContent());
     // Accepted: gone for every request; 202 while what it left is still being removed (its name is not free yet).
-    return (await pools.deletePool(deps, name)) === 'gone' ? noContent() : json(202, { name, state: 'Terminating' });
+    const outcome = poolAbsent ? await pools.finishPoolDeletion(deps, name) : await pools.deletePool(deps, name);
+    return outcome === 'gone' ? noContent() : json(202, { name, state: 'Terminating' });
   },
 
   'POST /v1/pools/{pool}/ranges': async ({ event, deps }) => {

@@ -128,6 +128,23 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
 }
 
 /**
+ * Finishes the deletion of a pool that is already Terminating (its second phase), and marks nothing: a repeated DELETE
+ * whose pool was not found Ready. A pool Ready again under that name (created meanwhile) is left alone.
+ * @returns 'gone' when this request finished it, 'terminating' when the rest is left to the reconciler (as deletePool)
+ * @throws NotFoundError when no deletion of that name is in progress
+ */
+export async function finishPoolDeletion(deps: Deps, name: string): Promise<'gone' | 'terminating'> {
+  let outcome;
+  try {
+    outcome = await deps.pools.finalizePool(name);
+  } catch {
+    return 'terminating';
+  }
+  if (outcome === 'absent') throw new NotFoundError('pool', name);
+  return 'gone';
+}
+
+/**
  * Deletes a pool in two phases (Kubernetes' Namespace finalizer): one transaction marks it Terminating, refused while
  * its claims listing shows a claim; from then on every request finds it gone (404) and its name is not free
  * (PoolTerminatingError). Then this request removes what it left (finalizePool), the pool item last; a request that
@@ -136,16 +153,6 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
  * @returns 'gone' when this request finished the deletion, 'terminating' when the rest is left to the reconciler
  * @throws PoolNotEmptyError while claims exist; NotFoundError when no pool of that name exists
  */
-/**
- * Finishes the deletion of a pool that is already Terminating (its second phase), and marks nothing: a repeated DELETE
- * whose pool was not found Ready. A pool Ready again under that name (created meanwhile) is left alone.
- * @throws NotFoundError when no deletion of that name is in progress; anything the finalizer throws (resume later)
- */
-export async function finishPoolDeletion(deps: Deps, name: string): Promise<'gone'> {
-  if ((await deps.pools.finalizePool(name)) === 'absent') throw new NotFoundError('pool', name);
-  return 'gone';
-}
-
 export async function deletePool(deps: Deps, name: string): Promise<'gone' | 'terminating'> {
   const outcome = await deps.pools.deletePool(name, deps.clock.nowMs());
   deps.views.forget(name);
