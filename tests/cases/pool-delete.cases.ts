@@ -5,10 +5,9 @@ import { ManualClock } from '../support/fakes.ts';
 import type { LeaseStream, StreamEngine } from '../support/lease-stream.ts';
 import { reconcile } from '../../shared/core/reconciler/reconcile.ts';
 import { testSettings } from '../support/reconciler.ts';
-import { rangeToItem, type Item } from '../../shared/adapters/dynamodb/codec.ts';
+import { rangeToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { RangeState, type Range } from '../../shared/core/model.ts';
-import type { Key } from '../../shared/adapters/dynamodb/keys.ts';
-import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
+import type { Table, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 
 // Issue 33, items 3 and 5: what a deleted pool leaves must never reach a pool created again under its name, and a
 // deletion that fails part-way is finished later, never half done.
@@ -24,41 +23,24 @@ const removesRangeOfP = (op: WriteOp): boolean => op.kind === 'delete' && op.key
 /**
  * `inner` with one planned interruption, on any engine: the `nth` call (write or transaction) that removes a range of
  * pool p first runs `meanwhile` (what another process does between two parts of a deletion), then either goes ahead or
- * throws (`kill`: the Lambda was stopped there).
+ * throws (`kill`: the Lambda was stopped there). Reads pass through.
  */
-class InterruptedTable implements Table {
-  readonly name: string;
-  private seen = 0;
-  constructor(private readonly inner: Table, private readonly plan: { nth: number; meanwhile?: () => Promise<void>; kill: boolean }) {
-    this.name = inner.name;
-  }
-  get(key: Key): Promise<Item | undefined> {
-    return this.inner.get(key);
-  }
-  batchGet(keys: readonly Key[], attributes?: readonly string[]): Promise<Item[]> {
-    return this.inner.batchGet(keys, attributes);
-  }
-  async write(op: WriteOp): Promise<WriteResult> {
-    await this.interrupt([op]);
-    return this.inner.write(op);
-  }
-  async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
-    await this.interrupt(ops);
-    return this.inner.transact(ops);
-  }
-  query(query: Query): Promise<QueryPage> {
-    return this.inner.query(query);
-  }
-  describe(): Promise<string> {
-    return this.inner.describe();
-  }
-  private async interrupt(ops: readonly WriteOp[]): Promise<void> {
-    if (!ops.some(removesRangeOfP)) return;
-    this.seen += 1;
-    if (this.seen !== this.plan.nth) return;
-    await this.plan.meanwhile?.();
-    if (this.plan.kill) throw new Error('the Lambda was stopped here (test)');
-  }
+function interruptedTable(inner: Table, plan: { nth: number; meanwhile?: () => Promise<void>; kill: boolean }): Table {
+  let seen = 0;
+  const interrupt = async (ops: readonly WriteOp[]): Promise<void> => {
+    if (!ops.some(removesRangeOfP) || (seen += 1) !== plan.nth) return;
+    await plan.meanwhile?.();
+    if (plan.kill) throw new Error('the Lambda was stopped here (test)');
+  };
+  return {
+    name: inner.name,
+    get: (key) => inner.get(key),
+    batchGet: (keys, attributes) => inner.batchGet(keys, attributes),
+    query: (query) => inner.query(query),
+    describe: () => inner.describe(),
+    write: async (op) => (await interrupt([op]), inner.write(op)),
+    transact: async (ops) => (await interrupt(ops), inner.transact(ops)),
+  };
 }
 
 export function poolDeleteCases(streams: StreamEngine): void {
@@ -140,7 +122,7 @@ export function poolDeleteCases(streams: StreamEngine): void {
       const clock = new ManualClock(Date.now());
       const { api } = await stack(clock);
       await poolWithRanges(api, clock, 45);
-      const table = new InterruptedTable(api.container.table, { nth: 2, kill: false, meanwhile: async () => void (await api.container.table.write({ kind: 'delete', key: { PK: 'POOL#p', SK: 'RANGE#r9' } })) });
+      const table = interruptedTable(api.container.table, { nth: 2, kill: false, meanwhile: async () => void (await api.container.table.write({ kind: 'delete', key: { PK: 'POOL#p', SK: 'RANGE#r9' } })) });
       const deleting = api.sibling({ clock, viewMaxAgeMs: 0, table });
       // Act
       const deleted = await deleting.call('DELETE', '/v1/pools/p');
@@ -156,7 +138,7 @@ export function poolDeleteCases(streams: StreamEngine): void {
       const clock = new ManualClock(Date.now());
       const { api } = await stack(clock);
       await poolWithRanges(api, clock, 45);
-      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: new InterruptedTable(api.container.table, { nth: 2, kill: true }) });
+      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: interruptedTable(api.container.table, { nth: 2, kill: true }) });
       // Act 1: the deletion stops after its first part
       const deleted = await killed.call('DELETE', '/v1/pools/p');
       // Assess 1: accepted, not found nor failed; the pool is gone for reads, and its name is not free yet
@@ -188,7 +170,7 @@ export function poolDeleteCases(streams: StreamEngine): void {
       await poolWithRanges(api, clock, 2);
       const warm = api.sibling({ clock, viewMaxAgeMs: 60_000 });
       expect((await warm.call('GET', '/v1/pools/p/claims')).status).toBe(200);
-      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: new InterruptedTable(api.container.table, { nth: 1, kill: true }) });
+      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: interruptedTable(api.container.table, { nth: 1, kill: true }) });
       expect((await killed.call('DELETE', '/v1/pools/p')).status).toBe(202);
       // Act
       const late = await warm.call('POST', '/v1/pools/p/claims', { name: 'late', owner: owner('late') });
@@ -204,7 +186,7 @@ export function poolDeleteCases(streams: StreamEngine): void {
       const clock = new ManualClock(Date.now());
       const { api } = await stack(clock);
       await poolWithRanges(api, clock, 3);
-      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: new InterruptedTable(api.container.table, { nth: 1, kill: true }) });
+      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: interruptedTable(api.container.table, { nth: 1, kill: true }) });
       expect((await killed.call('DELETE', '/v1/pools/p')).status).toBe(202);
       // Act
       const again = await api.call('DELETE', '/v1/pools/p');
