@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { testApi, type TestApi } from '../support/api.ts';
+import { allItems } from '../support/items.ts';
 import { mirrorOf } from '../support/legacy.ts';
 import { ManualClock } from '../support/fakes.ts';
 import type { LeaseStream, StreamEngine } from '../support/lease-stream.ts';
@@ -179,6 +180,46 @@ export function poolDeleteCases(streams: StreamEngine): void {
       expect(await api.container.table.get({ PK: 'CLAIM#p#late', SK: 'CLAIM' })).toBeUndefined();
       const leases = await Promise.all(['IPv4'].flatMap((family) => [0, 1, 2, 3].map((shard) => api.container.table.query({ index: 'GSI1', partition: `ADDR#p#${family}#${shard}` }))));
       expect(leases.flatMap((page) => page.items)).toEqual([]);
+    });
+
+    it('resumes a deletion stopped at any one of its writes: a repeated DELETE and a reconciler run leave nothing of the pool', async () => {
+      // Prepare: per stop position n, pool q<n> with a range and a reuse delay, a claim released into a hold (a
+      // Released lease, a freed counter, a summary chunk), on one table
+      const clock = new ManualClock(Date.now());
+      const { api } = await stack(clock);
+      const ofPool = (pool: string) => new RegExp(`(^|#)${pool}(#|$)`);
+      /** What is left of `pool`, but its tombstone and what stays until its TTL by design (holdings, events). */
+      const left = async (pool: string) =>
+        (await allItems(api.container.table)).filter((i) => (ofPool(pool).test(i.PK as string) || ofPool(pool).test(i.SK as string)) && !['poolGone', 'holding', 'event'].includes(i.entity as string));
+      const answers: number[] = [];
+      for (let n = 1; n <= 30; n += 1) {
+        const pool = `q${n}`;
+        expect((await api.call('POST', '/v1/pools', { name: pool, reuseDelaySeconds: 600 })).status).toBe(201);
+        expect((await api.call('POST', `/v1/pools/${pool}/ranges`, { cidr: '10.50.0.0/29' })).status).toBe(201);
+        expect((await api.call('POST', `/v1/pools/${pool}/claims`, { name: 'c', owner: owner('c') })).status).toBe(201);
+        expect((await api.call('DELETE', `/v1/pools/${pool}/claims/c`)).status).toBe(204);
+        let writes = 0;
+        const stopAt = async () => {
+          if ((writes += 1) === n) throw new Error('the Lambda was stopped here (test)');
+        };
+        const inner = api.container.table;
+        const stopping: Table = { ...inner, name: inner.name, get: (k) => inner.get(k), batchGet: (k, a) => inner.batchGet(k, a), query: (q) => inner.query(q), describe: () => inner.describe(), write: async (op) => (await stopAt(), inner.write(op)), transact: async (ops) => (await stopAt(), inner.transact(ops)) };
+        // Act: the deletion stops at its n-th write; then a DELETE again, and a reconciler run
+        const first = await api.sibling({ clock, viewMaxAgeMs: 0, table: stopping }).call('DELETE', `/v1/pools/${pool}`);
+        answers.push(first.status);
+        const again = await api.call('DELETE', `/v1/pools/${pool}`);
+        clock.advance(1000);
+        const report = await runReconciler(api, clock);
+        // Assess: whatever the stop, the deletion finishes and the name is free
+        expect(report.errors).toEqual([]);
+        expect([204, 404], `stop at write ${n}: ${first.status} then ${again.status}`).toContain(again.status);
+        expect(await left(pool), `stop at write ${n}`).toEqual([]);
+        expect((await api.call('POST', '/v1/pools', { name: pool })).status).toBe(201);
+      }
+      // The positions cover the whole deletion: the mark's stop is an error with nothing written, the last ones none
+      expect(answers[0]).toBe(500);
+      expect(answers.slice(1).every((status) => status === 202 || status === 204)).toBe(true);
+      expect(answers.at(-1)).toBe(204);
     });
 
     it('answers a DELETE repeated while the pool is Terminating with 202 or 204, and finishes it', async () => {
