@@ -182,7 +182,7 @@ export function poolDeleteCases(streams: StreamEngine): void {
       expect(leases.flatMap((page) => page.items)).toEqual([]);
     });
 
-    it('resumes a deletion stopped at any one of its writes: a repeated DELETE and a reconciler run leave nothing of the pool', async () => {
+    it('resumes a deletion stopped at any one of its writes: a repeated DELETE and the finalizer leave nothing of the pool', async () => {
       // Prepare: per stop position n, pool q<n> with a range and a reuse delay, a claim released into a hold (a
       // Released lease, a freed counter, a summary chunk), on one table
       const clock = new ManualClock(Date.now());
@@ -192,7 +192,9 @@ export function poolDeleteCases(streams: StreamEngine): void {
       const left = async (pool: string) =>
         (await allItems(api.container.table)).filter((i) => (ofPool(pool).test(i.PK as string) || ofPool(pool).test(i.SK as string)) && !['poolGone', 'holding', 'event'].includes(i.entity as string));
       const answers: number[] = [];
-      for (let n = 1; n <= 30; n += 1) {
+      // Every position in memory; a sample of them on DynamoDB Local (the same code over the reference engine: the suite's time).
+      const positions = streams.engine.name === 'memory' ? Array.from({ length: 30 }, (_, i) => i + 1) : [1, 4, 12, 30];
+      for (const n of positions) {
         const pool = `q${n}`;
         expect((await api.call('POST', '/v1/pools', { name: pool, reuseDelaySeconds: 600 })).status).toBe(201);
         expect((await api.call('POST', `/v1/pools/${pool}/ranges`, { cidr: '10.50.0.0/29' })).status).toBe(201);
@@ -204,14 +206,13 @@ export function poolDeleteCases(streams: StreamEngine): void {
         };
         const inner = api.container.table;
         const stopping: Table = { ...inner, name: inner.name, get: (k) => inner.get(k), batchGet: (k, a) => inner.batchGet(k, a), query: (q) => inner.query(q), describe: () => inner.describe(), write: async (op) => (await stopAt(), inner.write(op)), transact: async (ops) => (await stopAt(), inner.transact(ops)) };
-        // Act: the deletion stops at its n-th write; then a DELETE again, and a reconciler run
+        // Act: the deletion stops at its n-th write; then a DELETE again, and the reconciler's step for the pool
+        // (finalizePool: a stop after the pool item went leaves only the pending entry, which a DELETE cannot reach)
         const first = await api.sibling({ clock, viewMaxAgeMs: 0, table: stopping }).call('DELETE', `/v1/pools/${pool}`);
         answers.push(first.status);
         const again = await api.call('DELETE', `/v1/pools/${pool}`);
-        clock.advance(1000);
-        const report = await runReconciler(api, clock);
+        await api.container.deps.pools.finalizePool(pool);
         // Assess: whatever the stop, the deletion finishes and the name is free
-        expect(report.errors).toEqual([]);
         expect([204, 404], `stop at write ${n}: ${first.status} then ${again.status}`).toContain(again.status);
         expect(await left(pool), `stop at write ${n}`).toEqual([]);
         expect((await api.call('POST', '/v1/pools', { name: pool })).status).toBe(201);
@@ -220,7 +221,7 @@ export function poolDeleteCases(streams: StreamEngine): void {
       expect(answers[0]).toBe(500);
       expect(answers.slice(1).every((status) => status === 202 || status === 204)).toBe(true);
       expect(answers.at(-1)).toBe(204);
-    });
+    }, 180_000);
 
     it('answers a DELETE repeated while the pool is Terminating with 202 or 204, and finishes it', async () => {
       // Prepare: a deletion stopped part-way
