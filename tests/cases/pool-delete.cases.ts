@@ -109,6 +109,14 @@ export function poolDeleteCases(streams: StreamEngine): void {
       expect(ownerHistory.body.items).toEqual([]);
       const block = await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/29', undefined, mallory);
       expect(block.body.items).toEqual([]);
+      // Asked about an instant, or a window, before the new pool existed: nobody, not an error
+      const before = new Date(clock.nowMs() - 60_000).toISOString();
+      const atBefore = await api.call('GET', `/v1/pools/p/addresses/${address}/history?at=${before}`, undefined, mallory);
+      expect(atBefore.status, JSON.stringify(atBefore.body)).toBe(200);
+      expect(atBefore.body.holding).toBeNull();
+      const windowBefore = await api.call('GET', `/v1/pools/p/addresses/${address}/history?to=${before}`, undefined, mallory);
+      expect(windowBefore.status, JSON.stringify(windowBefore.body)).toBe(200);
+      expect(windowBefore.body.items).toEqual([]);
       const events = await api.call('GET', '/v1/pools/p/events', undefined, mallory);
       expect(events.body.items).toEqual([]);
       const pool = await api.call('GET', '/v1/pools/p', undefined, mallory);
