@@ -59,8 +59,9 @@ export class IpamApi {
     return { created: res.status === 201, pool: res.body as Pool };
   }
 
-  async deletePool(pool: string): Promise<void> {
-    await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}`);
+  async deletePool(pool: string): Promise<'gone' | 'terminating'> {
+    const res = await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}`);
+    return res.status === 202 ? 'terminating' : 'gone';
   }
 
   async listRanges(pool: string): Promise<Page<Range>> {

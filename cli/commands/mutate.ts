@@ -224,8 +224,8 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .description('Delete a pool (PoolNotEmpty while it holds claims)')
     .addHelpText('after', '\nExample:\n  ipam delete pool services')
     .action(async (name: string, _options: unknown, cmd: Command) => {
-      await (await apiFor(cmd, io)).deletePool(name);
-      io.stdout(`pool/${name} deleted\n`);
+      const outcome = await (await apiFor(cmd, io)).deletePool(name);
+      io.stdout(outcome === 'gone' ? `pool/${name} deleted\n` : `pool/${name} terminating: gone for every request; its name is free once the rest is removed (the reconciler's next run)\n`);
     });
 
   del

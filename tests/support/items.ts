@@ -5,10 +5,11 @@ import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import type { Table } from '../../shared/adapters/dynamodb/table.ts';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { FollowedTable } from './stream-follower.ts';
+import { StreamedMemoryTable } from './lease-stream.ts';
 
 /** Every item of a test's table, read consistently: a Scan on DynamoDB Local, the engine's own copy in memory. */
 export async function allItems(table: Table): Promise<Item[]> {
-  if (table instanceof FollowedTable) return allItems(table.inner);
+  if (table instanceof FollowedTable || table instanceof StreamedMemoryTable) return allItems(table.inner);
   if (table instanceof MemoryTable) return table.items();
   if (!(table instanceof SdkTable)) throw new Error('allItems: unknown table engine');
   const items: Item[] = [];

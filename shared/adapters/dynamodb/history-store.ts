@@ -144,6 +144,7 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
   }
 
   async addressHoldings(pool: string, address: string, limit: number, bounds: HoldingBounds = {}): Promise<HoldingPage> {
+    if (isEmpty(bounds)) return { items: [] };
     const page = await this.table.query({ partition: keys.history(pool, address), ...sortWithin(bounds), descending: true, consistent: true, limit });
     const items = page.items.filter((i) => bounds.before === undefined || (i.SK as string) < bounds.before).map(itemToHolding);
     return { items, ...(page.lastKey && items.length ? { next: page.items[page.items.length - 1]!.SK as string } : {}) };
@@ -155,6 +156,7 @@ export class TableHistoryStore implements HistoryStore, HistoryCursors {
   }
 
   async ownerHoldings(pool: string, ownerUid: string, limit: number, bounds: HoldingBounds = {}): Promise<HoldingPage> {
+    if (isEmpty(bounds)) return { items: [] };
     const page = await this.table.query({ index: 'GSI2', partition: keys.historyOwner(pool, ownerUid), ...sortWithin(bounds), descending: true, limit });
     const items = page.items.filter((i) => bounds.before === undefined || (i.GSI2SK as string) < bounds.before).map(itemToHolding);
     return { items, ...(page.lastKey && items.length ? { next: page.items[page.items.length - 1]!.GSI2SK as string } : {}) };
@@ -171,6 +173,11 @@ function sortWithin(bounds: HoldingBounds): Pick<Query, 'sort'> {
   if (bounds.since !== undefined) return { sort: { after: bounds.since } };
   if (bounds.before !== undefined) return { sort: { before: bounds.before } };
   return {};
+}
+
+/** Bounds no holding lies in (DynamoDB refuses a BETWEEN whose upper bound is below its lower one). */
+function isEmpty(bounds: HoldingBounds): boolean {
+  return bounds.since !== undefined && bounds.before !== undefined && bounds.before <= bounds.since;
 }
 
 /** Most summary chunks a history read looks at for the pool's mark. */

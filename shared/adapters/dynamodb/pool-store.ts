@@ -92,10 +92,11 @@ export class TablePoolStore implements PoolStore {
    * pool's items, so no step needs another's atomicity, and no step's size depends on the pool), and every step is
    * read from the table again on a resumed run, so a stop anywhere leaves the rest for the next call:
    *
-   *   1. claims (every shard of the listing) with their generateName markers; leases of both families, Released and
+   *   1. per range (named by the pool's partition, a claim or a lease, all read first): bitmap, strikes, seals, freed
+   *      counters; before the items that name the ranges, so a resumed call still finds every name
+   *   2. claims (every shard of the listing) with their generateName markers; leases of both families, Released and
    *      orphaned ones too: nothing the old pool left may keep an address of a pool made again under the name
-   *   2. the pool's partition but the pool item: ranges and legacy slots
-   *   3. per range (named by the partition, a claim or a lease): bitmap, strikes, seals, freed counters
+   *   3. the pool's partition but the pool item: ranges and legacy slots
    *   4. the occupancy summary, range usage, owner-gone tombstones, the history mark, the generation's copies
    *   5. the pool item, while still Terminating; then the pending entry of that deletion
    *
@@ -111,6 +112,8 @@ export class TablePoolStore implements PoolStore {
       if (pending) await this.table.write({ kind: 'delete', key: keys.poolTerminating(pool), condition: attributeIs('deletionRequestedAt', pending.deletionRequestedAt as string) });
       return 'absent';
     }
+    // Every item that names a range is read before anything is deleted, and the ranges' own items go first: a stop
+    // after any step leaves each range name on an item a resumed call reads again.
     const ranges = new Set<string>();
     const claimKeys: Key[] = [];
     for (let shard = 0; shard < this.shards; shard += 1) {
@@ -120,20 +123,22 @@ export class TablePoolStore implements PoolStore {
         claimKeys.push(keys.claim(pool, claim.name), ...(markerKeyOf(claim) ? [markerKeyOf(claim)!] : []));
       }
     }
-    await this.removeAll(claimKeys);
+    const leaseKeys: Key[] = [];
     for (const family of [IpFamily.IPv4, IpFamily.IPv6]) {
       for (let shard = 0; shard < this.shards; shard += 1) {
         const leases = await queryAll(this.table, { index: 'GSI1', partition: keys.leasesListing(pool, family, shard), attributes: ['PK', 'SK', 'range'] });
         for (const lease of leases) if (typeof lease.range === 'string') ranges.add(lease.range);
-        await this.removeAll(leases.map(keyOf));
+        leaseKeys.push(...leases.map(keyOf));
       }
     }
     const partition = (await queryAll(this.table, { partition: keys.poolPartition(pool), consistent: true, attributes: ['PK', 'SK', 'entity', 'name'] })).filter((i) => i.entity !== Entity.Pool);
     for (const item of partition) if (item.entity === Entity.Range) ranges.add(item.name as string);
-    await this.removeAll(partition.map(keyOf));
     const names = [...ranges];
     await this.removeAll(names.flatMap((range) => [keys.bitmap(pool, range), keys.strikes(pool, range), keys.seals(pool, range)]));
     await this.removeAll((await this.table.batchGet(freedKeys(pool, names), ['PK', 'SK'])).map(keyOf));
+    await this.removeAll(claimKeys);
+    await this.removeAll(leaseKeys);
+    await this.removeAll(partition.map(keyOf));
     for (const partitionKey of [keys.occupancy(pool, IpFamily.IPv4), keys.occupancy(pool, IpFamily.IPv6), keys.usagePartition(pool), keys.ownersGone(pool)]) {
       await this.removeAll((await queryAll(this.table, { partition: partitionKey, attributes: ['PK', 'SK'] })).map(keyOf));
     }
