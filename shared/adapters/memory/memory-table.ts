@@ -219,13 +219,13 @@ function payloadBytes(op: WriteOp): number {
 
 /** The values a condition compares with. */
 function conditionValues(condition: Condition): unknown[] {
-  switch (condition.op) {
-    case 'and':
-    case 'or':
-      return condition.clauses.flatMap(conditionValues);
-    default:
-      return 'value' in condition ? [condition.value] : [];
-  }
+  return clausesOf(condition).flatMap((c) => ('value' in c ? [c.value] : []));
+}
+
+/** The clauses of a condition that are not and/or. */
+function clausesOf(condition: Condition): Exclude<Condition, { op: 'and' | 'or' }>[] {
+  if ('clauses' in condition) return condition.clauses.flatMap(clausesOf);
+  return [condition];
 }
 
 /** The request-level checks of an update expression: not empty, no path twice, no key attribute. */
@@ -247,14 +247,8 @@ function keyUpdateProblem(update: Update): string | undefined {
 
 /** The attributes a condition reads. */
 function attributesOf(condition: Condition): string[] {
-  switch (condition.op) {
-    case 'and':
-    case 'or':
-      return condition.clauses.flatMap(attributesOf);
-    default:
-      // A document path is projected (or not) as its top-level attribute.
-      return [typeof condition.attribute === 'string' ? condition.attribute : condition.attribute[0]!];
-  }
+  // A document path is projected (or not) as its top-level attribute.
+  return clausesOf(condition).map((c) => (typeof c.attribute === 'string' ? c.attribute : c.attribute[0]!));
 }
 
 function keyOf(op: WriteOp): Key {
