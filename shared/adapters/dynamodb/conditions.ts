@@ -123,6 +123,11 @@ export function claimUidIs(uid: string): Condition {
   return attributeIs('uid', uid);
 }
 
+/** The claim lists no consumer (it never had one: the last one's leaving releases it). */
+export function hasNoConsumers(): Condition {
+  return { op: 'notExists', attribute: 'consumers' };
+}
+
 /** The item is at this version. */
 export function versionIs(version: number): Condition {
   return attributeIs('version', version);

@@ -1,7 +1,7 @@
 import type { Principal } from '../access.ts';
 import { parseAddress } from '../ip/address.ts';
 import { isHostOf, parseCidr } from '../ip/cidr.ts';
-import { isExpired, isReleased, RangeState, type Claim, type ClaimAddress, type Hold, type Lease, type PoolView, type Range } from '../model.ts';
+import { isExpired, isReleased, RangeState, type Claim, type ClaimAddress, type Consumer, type Hold, type Lease, type PoolView, type Range } from '../model.ts';
 import { EventReason, type IpamEvent } from './ports.ts';
 
 /**
@@ -218,6 +218,27 @@ export const events = {
     claimUid: claim.uid,
     message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
+  consumerAdded: (claim: Claim, consumer: Consumer, time: string, by?: Principal): IpamEvent => ({
+    pool: claim.pool,
+    time,
+    labels: claim.spec.labels ?? {},
+    reason: EventReason.ConsumerAdded,
+    object: `claim/${claim.name}`,
+    ...(by ? { principal: by.arn } : {}),
+    message: `Consumer ${consumer.kind}/${consumer.name} (uid ${consumer.uid}) joined claim ${claim.name} (uid ${claim.uid}), which now has ${(claim.consumers?.length ?? 0) + 1} consumer${claim.consumers?.length ? 's' : ''}.`,
+  }),
+  consumerRemoved: (claim: Claim, consumer: Consumer, time: string, by?: Principal): IpamEvent => {
+    const left = (claim.consumers?.length ?? 1) - 1;
+    return {
+      pool: claim.pool,
+      time,
+      labels: claim.spec.labels ?? {},
+      reason: EventReason.ConsumerRemoved,
+      object: `claim/${claim.name}`,
+      ...(by ? { principal: by.arn } : {}),
+      message: `Consumer ${consumer.kind}/${consumer.name} (uid ${consumer.uid}) left claim ${claim.name} (uid ${claim.uid}), ${left === 0 ? `its last: the claim was released with ${addressList(claim)}` : `which keeps ${left} consumer${left === 1 ? '' : 's'}`}.`,
+    };
+  },
   leaseOrphaned: (lease: Lease, why: keyof typeof whyText, time: string, hold?: Hold): IpamEvent => ({
     pool: lease.pool,
     time,
