@@ -24,11 +24,12 @@ import { nowIso, type Deps } from './deps.ts';
 /**
  * Tries of one consumer change. A lost try means another change of the claim committed in between, so N changes in
  * flight at once all land within N tries; 64 covers a burst of 64 (the issue's 50 concurrent adders) at one read and
- * one two-item transaction a try, well inside the API function's timeout.
+ * one two-item transaction a try, with a jittered wait after each lost one (Deps.pause: up to 2^lost ms, at most 64),
+ * well inside the API function's timeout.
  */
 export const CONSUMER_TRIES = 64;
 
-type ConsumerDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>;
+type ConsumerDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock' | 'pause'>;
 
 /** Checks a consumer field: an owner field (names.ts) of at most CONSUMER_FIELD_BYTES in UTF-8. @throws InvalidArgumentError */
 function checkConsumerField(value: unknown, field: string): string {
@@ -80,6 +81,7 @@ export async function addConsumer(deps: ConsumerDeps, cmd: { pool: string; claim
     const outcome = await deps.claims.changeConsumers(claim, { add: consumer, event });
     if (outcome === 'written') return { claim: { ...claim, consumers: [...consumersOf(claim), consumer], version: claim.version + 1 }, added: true };
     busy = outcome === 'busy';
+    await deps.pause?.(attempt + 1);
   }
   throw giveUp(cmd.claim, busy);
 }
@@ -122,12 +124,14 @@ export async function leave(deps: ConsumerDeps, cmd: { pool: string; claim: stri
       const outcome = await deps.claims.changeConsumers(claim, { remove: leaving, event });
       if (outcome === 'written') return { removed: true, released: false, claim: { ...claim, consumers: consumersOf(claim).filter((c) => c.uid !== uid), version: claim.version + 1 } };
       busy = outcome === 'busy';
+      await deps.pause?.(attempt + 1);
       continue;
     }
     const outcome = await releaseWithLastConsumer(deps, { claim, leaving, event, ...(cmd.caller ? { caller: cmd.caller } : {}) });
     if (outcome === 'released') return { removed: true, released: true };
     // Released by another request meanwhile: nothing left to remove.
     if (outcome === 'absent') return { removed: false, released: false };
+    await deps.pause?.(attempt + 1);
   }
   throw giveUp(cmd.claim, busy);
 }
