@@ -33,6 +33,9 @@ export const Invariant = {
   NoClaimInDeletedRange: 'no-201-in-a-range-deleted-before-the-request',
   ProjectionLagBounded: 'mirror-and-summary-lag-bounded-under-load',
   RangeFullExact: 'range-full-only-when-the-family-is-full',
+  // Shared claims (issue 38).
+  ConsumedClaimHeld: 'claim-with-consumers-not-released',
+  ConsumersLeftReleased: 'claim-whose-consumers-left-released-in-time',
 } as const;
 export type Invariant = (typeof Invariant)[keyof typeof Invariant];
 
@@ -243,4 +246,40 @@ export function checkRetryAnswer(answer: Claim, firstHeld: { readonly uid: strin
 /** No answer is a 5xx other than 503 NotReady. */
 export function checkStatus(status: number, what: string, detail: string): Violation[] {
   return status >= 500 && status !== 503 ? [{ invariant: Invariant.No5xx, detail: `${what} answered ${status}: ${detail}`, subjects: [what] }] : [];
+}
+
+/**
+ * A shared claim as the simulation's consumer actor knows it from its answers: `present`, the consumers whose add was
+ * answered and whose removal was not asked yet; `allLeftAtMs`, when the removal of the last of them was answered
+ * (every removal answered: none was left unsure).
+ */
+export interface SharedClaim {
+  readonly pool: string;
+  readonly name: string;
+  readonly claimUid: string;
+  readonly present: ReadonlySet<string>;
+  readonly allLeftAtMs?: number;
+}
+
+/**
+ * A claim with consumers is not released: while any consumer's add was answered and its removal not asked, the claim
+ * (that incarnation) is in the table and lists it. A claim whose consumers all left (each removal answered, or the
+ * consumer's uid reported gone as an owner) is gone within `allowanceMs` (the reconciler's bound; the release is in
+ * the last removal's own transaction, so it is gone at once unless a removal's answer was lost and retried).
+ */
+export function checkSharedClaims(s: Snapshot, nowMs: number, allowanceMs: number, shared: readonly SharedClaim[]): Violation[] {
+  const out: Violation[] = [];
+  for (const t of shared) {
+    const claim = s.claims.find((c) => c.pool === t.pool && c.uid === t.claimUid);
+    if (t.present.size > 0) {
+      const listed = new Set((claim?.consumers ?? []).map((c) => c.uid));
+      const missing = [...t.present].filter((uid) => !listed.has(uid));
+      if (!claim) out.push({ invariant: Invariant.ConsumedClaimHeld, detail: `claim ${t.name} was released while ${[...t.present].join(', ')} still consumed it`, subjects: [t.name] });
+      else if (missing.length) out.push({ invariant: Invariant.ConsumedClaimHeld, detail: `claim ${t.name} does not list its consumers ${missing.join(', ')}`, subjects: [t.name] });
+    }
+    if (t.allLeftAtMs !== undefined && claim && t.allLeftAtMs + allowanceMs < nowMs) {
+      out.push({ invariant: Invariant.ConsumersLeftReleased, detail: `claim ${t.name}'s consumers all left ${Math.round(nowMs - t.allLeftAtMs)} ms ago and it is still in the table`, subjects: [t.name] });
+    }
+  }
+  return out;
 }

@@ -116,7 +116,35 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     caughtBy: Invariant.HeldClaimStaysHeld,
     hooks: { deps: (deps, role) => (role === 'reconciler' ? { ...deps, reconcile: releasingRenewed(deps.reconcile) } : deps) },
   },
+  'release-consumed': {
+    name: 'release-consumed',
+    bug: "removing one of a claim's consumers releases the claim although others still consume it",
+    scenario: { ...calm, name: 'calm' },
+    caughtBy: Invariant.ConsumedClaimHeld,
+    hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, claims: releasingOnRemoval(deps) } : deps) },
+  },
+  'keep-last-consumer': {
+    name: 'keep-last-consumer',
+    bug: "the last consumer's leaving is answered as a release but the claim is kept",
+    scenario: { ...calm, name: 'calm' },
+    caughtBy: Invariant.ConsumersLeftReleased,
+    hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, allocator: keepingConsumed(deps.allocator) } : deps) },
+  },
 };
+
+/** A claim store whose consumer removal releases the claim (through the allocator, leases and all) instead. */
+function releasingOnRemoval(deps: Deps): Deps['claims'] {
+  const planted = Object.create(deps.claims) as Deps['claims'];
+  planted.changeConsumers = async (claim, change) => ('remove' in change ? ((await deps.allocator.release(claim, claim.version)) === 'released' ? 'written' : 'claimChanged') : deps.claims.changeConsumers(claim, change));
+  return planted;
+}
+
+/** An allocator that answers a release of a claim with consumers as done, and writes nothing. */
+function keepingConsumed(allocator: Deps['allocator']): Deps['allocator'] {
+  const planted = Object.create(allocator) as Deps['allocator'];
+  planted.release = (claim, expectedVersion, hold, event) => (claim.consumers?.length ? Promise.resolve('released') : allocator.release(claim, expectedVersion, hold, event));
+  return planted;
+}
 
 export const PLANT_NAMES = Object.keys(PLANTS);
 

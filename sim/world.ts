@@ -32,10 +32,11 @@ import { readSummary } from '../shared/core/occupancy/reader.ts';
 import { RangeState, type Claim } from '../shared/core/model.ts';
 import { releaseOwner } from '../shared/core/reconciler/owners.ts';
 import { createClaim, deleteClaim, listClaims, renewClaim } from '../shared/core/use-cases/claims.ts';
+import { addConsumer, removeConsumer } from '../shared/core/use-cases/consumers.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
 import { createPool, deletePool, getPool } from '../shared/core/use-cases/pools.ts';
 import { createRange, deleteRange } from '../shared/core/use-cases/ranges.ts';
-import { Invariant, checkBitmaps, checkExpiredLeasesGone, checkSummaries, checkClaimLeases, checkDeletedPools, checkLeaseInRange, checkNoDoubleHold, checkReleasedInTime, checkRetryAnswer, checkStatus, checkUtilization, snapshotOf, type DeletedPool, type Violation } from './invariants.ts';
+import { Invariant, checkBitmaps, checkExpiredLeasesGone, checkSummaries, checkClaimLeases, checkDeletedPools, checkLeaseInRange, checkNoDoubleHold, checkReleasedInTime, checkRetryAnswer, checkSharedClaims, checkStatus, checkUtilization, snapshotOf, type DeletedPool, type SharedClaim, type Violation } from './invariants.ts';
 import { Prng } from './prng.ts';
 import { percentile } from './report.ts';
 import { Scheduler } from './scheduler.ts';
@@ -272,6 +273,8 @@ export class World {
   /** Claim incarnations released (deleted, or replaced after they expired). */
   private readonly endedClaims = new Set<string>();
   private readonly ownersGone: { pool: string; uid: string; askedAtMs: number; claimUids: Set<string> }[] = [];
+  /** The shared claims the consumer actor made, as its answers tell (checkSharedClaims). */
+  private readonly shared: { pool: string; name: string; claimUid: string; present: Set<string>; allLeftAtMs?: number }[] = [];
   /** The second pool's deletions (when the pool item's delete committed), each with the CIDR it had: none of its claims or leases may outlive it. */
   private readonly deletedPools: DeletedPool[] = [];
   /** The second pool's incarnation (its range is poolBCidr of it). */
@@ -446,6 +449,8 @@ export class World {
       const pause = (lost: number) => this.scheduler.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
       deps = { ...deps, allocator: new BitmapAllocator({ claims, leases, pools, bitmaps, clock: deps.clock, random, pause }) };
     }
+    // A lost race of a consumer change waits too (Deps.pause), in virtual time.
+    deps = { ...deps, pause: (lost: number) => this.scheduler.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64))))))) };
     if (this.scenario.plant?.deps) deps = this.scenario.plant.deps(deps, role);
     return { caller, container, deps, busy: false };
   }
@@ -545,6 +550,7 @@ export class World {
       ...(final || !this.loadOver ? checkReleasedInTime(s, now, allowance, this.ownersGone) : []),
       ...(final || !this.loadOver ? checkExpiredLeasesGone(s, now, allowance) : []),
       ...checkDeletedPools(s, now, allowance, this.deletedPools),
+      ...checkSharedClaims(s, now, allowance, this.shared as readonly SharedClaim[]),
       ...this.ledger.check(s, now),
     ]);
     if (this.scheduler.stoppedBy) return;
@@ -942,6 +948,41 @@ export class World {
     }
   }
 
+  /**
+   * Shared claims (issue 38): every few seconds a claim is made for 1-3 consumers, which join, stay a while, and
+   * leave one by one, each removed (DELETE .../consumers/{uid}) or reported gone as an owner (DELETE .../owners/{uid});
+   * the last one's leaving releases the claim. In the first pool, which is never deleted.
+   */
+  private async consumerActor(endMs: number): Promise<void> {
+    const rng = this.rng.fork('consumers');
+    for (let n = 1; !this.scheduler.stoppedBy; n += 1) {
+      await this.scheduler.sleep(rng.exponential(4000));
+      if (this.scheduler.now >= endMs) return;
+      const name = `shared-${n}`;
+      const made = await this.retrying(rng, `claim ${name}`, (deps) => createClaim(deps, { pool: POOL, name, owner: { kind: 'Service', name, uid: `sharer-${n}` } }).then((r) => ({ status: r.created ? 201 : 200, claim: r.claim })));
+      if (!('claim' in made) || !made.claim) continue;
+      const track: (typeof this.shared)[number] = { pool: POOL, name, claimUid: made.claim.uid, present: new Set() };
+      this.shared.push(track);
+      const uids = Array.from({ length: rng.int(1, 3) }, (_, k) => `consumer-${n}-${k}`);
+      let unsure = false;
+      for (const uid of uids) {
+        const added = await this.retrying(rng, `consume ${name} ${uid}`, (deps) => addConsumer(deps, { pool: POOL, claim: name, consumer: { kind: 'Pod', name: uid, uid } }).then((r) => ({ status: r.added ? 201 : 200 })));
+        if (added.status === 201 || added.status === 200) track.present.add(uid);
+        else unsure = true;
+      }
+      await this.scheduler.sleep(rng.exponential(5000));
+      for (const uid of uids) {
+        // From the moment its removal is asked, a consumer is no longer surely there.
+        track.present.delete(uid);
+        const left = rng.unit() < 0.5
+          ? await this.retrying(rng, `release-owner ${uid}`, (deps) => releaseOwner(deps, POOL, uid).then(() => ({ status: 200 })))
+          : await this.retrying(rng, `unconsume ${name} ${uid}`, (deps) => removeConsumer(deps, { pool: POOL, claim: name, uid }).then(() => ({ status: 200 })));
+        if (left.status !== 200) unsure = true;
+      }
+      if (!unsure) track.allLeftAtMs = EPOCH_MS + this.scheduler.now;
+    }
+  }
+
   /** The pool a client claims in: every fourth client uses the second pool when the scenario deletes it. */
   private poolOf(index: number): string {
     return this.scenario.faults.poolDeletesPerMinute > 0 && index % 4 === 3 ? POOL_B : POOL;
@@ -1081,6 +1122,7 @@ export class World {
     void this.reconcilerSchedule(end + 3 * s.reconcilePeriodMs + 120_000);
     void this.operator(end);
     void this.ownerReaper(end);
+    void this.consumerActor(end);
     void this.poolOperator(end);
     void this.storms(end);
     void this.checker();

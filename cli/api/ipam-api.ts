@@ -1,5 +1,5 @@
 import { encodePath, type HttpClient } from './http-client.ts';
-import type { Claim, ClaimSpec, Holding, HoldingAt, HoldingPage, Lease, OwnerRelease, Page, Pool, PoolDetails, PoolSpec, Range, RangeSpec, RepairEvent, RangeOccupancy } from './types.ts';
+import type { Claim, ClaimSpec, Consumer, ConsumerRemoval, Holding, HoldingAt, HoldingPage, Lease, OwnerRelease, Page, Pool, PoolDetails, PoolSpec, Range, RangeSpec, RepairEvent, RangeOccupancy } from './types.ts';
 
 /** The largest page the API serves (openapi.yaml: limit 1-1000). */
 export const MAX_PAGE = 1000;
@@ -117,6 +117,18 @@ export class IpamApi {
     const res = await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}/owners/${encodePath(uid)}`);
     const body = res.body as Partial<OwnerRelease> | undefined;
     return { released: body?.released ?? [] };
+  }
+
+  /** Adds a consumer to a claim; `added` false when the uid was already one (the claim as it is). */
+  async addConsumer(pool: string, claim: string, consumer: Consumer): Promise<{ added: boolean; claim: Claim }> {
+    const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/consumers`, { body: consumer });
+    return { added: res.status === 201, claim: res.body as Claim };
+  }
+
+  /** Removes a consumer; the last one's removal releases the claim (`released`). */
+  async removeConsumer(pool: string, claim: string, uid: string): Promise<ConsumerRemoval> {
+    const res = await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/consumers/${encodePath(uid)}`);
+    return res.body as ConsumerRemoval;
   }
 
   listAddresses(pool: string, options?: ListOptions & { range?: string }): Promise<Page<Lease>> {

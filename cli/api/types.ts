@@ -28,6 +28,9 @@ export type AllocatedLease = Schemas['AllocatedLease'];
 /** An address released in a pool with a reuse delay, held for its previous owner identity until `reusableAt`. */
 export type ReleasedLease = Schemas['ReleasedLease'];
 export type RepairEvent = Schemas['Event'];
+/** A workload using a claim (its `consumers`); DELETE .../consumers/{uid} answers a ConsumerRemoval. */
+export type Consumer = Schemas['Consumer'];
+export type ConsumerRemoval = Schemas['ConsumerRemoval'];
 export type OwnerRelease = Schemas['OwnerRelease'];
 /** An RFC 9457 problem document with the service's machine-readable `code`. */
 export type Problem = Schemas['Problem'];

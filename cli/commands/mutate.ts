@@ -216,6 +216,32 @@ export function addMutationCommands(program: Command, io: CliIo): void {
       io.stdout(released.length ? released.map((name) => `claim/${name} released\n`).join('') : `owner ${uid} holds no claim in pool ${pool}\n`);
     });
 
+  program
+    .command('consume')
+    .argument('<pool>')
+    .argument('<claim>')
+    .argument('<consumer>', 'the workload using the claim, KIND/NAME/UID', parseOwner)
+    .addOption(outputOption(MUTATION_OUTPUTS))
+    .description('Add a consumer to a claim: a claim with consumers is released when the last one is removed (unconsume)')
+    .addHelpText('after', '\nExample:\n  ipam consume services vip Pod/lb-0/5d2a')
+    .action(async (pool: string, claimName: string, consumer: Owner, options: { output?: string }, cmd: Command) => {
+      const { added, claim } = await (await apiFor(cmd, io)).addConsumer(pool, claimName, consumer);
+      const count = claim.consumers?.length ?? 0;
+      print(io, claimView, claim, options.output, `claim/${claim.name} ${added ? 'consumed' : 'already consumed'} by ${consumer.kind}/${consumer.name} (${count} consumer${count === 1 ? '' : 's'})\n`);
+    });
+
+  program
+    .command('unconsume')
+    .argument('<pool>')
+    .argument('<claim>')
+    .argument('<uid>', "the consumer's uid")
+    .description('Remove a consumer from a claim; removing the last one releases the claim and its addresses')
+    .addHelpText('after', '\nExample:\n  ipam unconsume services vip 5d2a')
+    .action(async (pool: string, claim: string, uid: string, _options: unknown, cmd: Command) => {
+      const { removed, released } = await (await apiFor(cmd, io)).removeConsumer(pool, claim, uid);
+      io.stdout(released ? `claim/${claim} released: ${uid} was its last consumer\n` : removed ? `claim/${claim} no longer consumed by ${uid}\n` : `claim/${claim} is not consumed by ${uid}\n`);
+    });
+
   const del = program.command('delete').description('Delete a pool or a range').addHelpText('after', '\nExamples:\n  ipam delete range services 10.96.0.0-24\n  ipam delete pool services');
 
   del

@@ -137,6 +137,8 @@ export function describeClaim(pool: string, claim: Claim, nowMs: number): string
     ['Addresses', claim.addresses.length ? renderTable(['ADDRESS', 'FAMILY', 'RANGE'], claim.addresses.map((a) => [a.address, a.family, a.range])) : '<none>'],
     // One label a line: no key or value may hold ','.
     ['Labels', formatLabels(claim.labels).replaceAll(',', '\n') || '<none>'],
+    // Only a claim that has consumers shows them: it is released when the last one is removed.
+    ...(claim.consumers?.length ? [['Consumers', renderTable(['KIND', 'NAME', 'UID'], claim.consumers.map((c) => [c.kind, c.name, c.uid]))] as const] : []),
     ['TTL', claim.ttlSeconds === undefined ? '<none>' : `${claim.ttlSeconds}s`],
     ['Expires', claim.expiresAt === undefined ? 'never' : `${claim.expiresAt} (${expiry(claim.expiresAt, nowMs)})`],
     ['Created', when(claim.createdAt, nowMs)],

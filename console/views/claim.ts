@@ -76,6 +76,43 @@ export const claimView: View = async ([poolName, claimName]) => {
     dialog,
   );
 
+  // Consumers (the DRA claim's reservedFor): each removable; removing the last one releases the claim.
+  const consumerProblem = h('div', { class: 'form-problem' });
+  const consumerList = claim.consumers?.length
+    ? h(
+        'ul',
+        { class: 'plain consumers' },
+        claim.consumers.map((c) =>
+          h(
+            'li',
+            {},
+            `${c.kind}/${c.name} (uid `,
+            h('code', {}, c.uid),
+            ') ',
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'ghost',
+                'aria-label': `Remove consumer ${c.kind}/${c.name}`,
+                onclick: () => {
+                  consumerProblem.replaceChildren();
+                  api
+                    .removeConsumer(pool, claim.name, c.uid)
+                    .then(async (outcome) => {
+                      flashNext(outcome.released ? `Claim ${claim.name} released: ${c.kind}/${c.name} was its last consumer.` : `${c.kind}/${c.name} no longer consumes ${claim.name}.`);
+                      await navigate(outcome.released ? consolePath('pools', pool, 'claims') : location.pathname, !outcome.released);
+                    })
+                    .catch((error: unknown) => consumerProblem.replaceChildren(problemBox(error)));
+                },
+              },
+              claim.consumers!.length === 1 ? 'Remove (releases the claim)' : 'Remove',
+            ),
+          ),
+        ),
+      )
+    : 'none';
+
   const content = h(
     'div',
     {},
@@ -86,6 +123,7 @@ export const claimView: View = async ([poolName, claimName]) => {
       ['Owner', `${claim.owner.kind}/${claim.owner.name} (uid ${claim.owner.uid})`],
       ['Family policy', `${claim.ipFamilyPolicy} (${claim.ipFamilies.join(', ')})`],
       ['Labels', labelChips(claim.labels) || 'none'],
+      ['Consumers', h('div', {}, consumerList, consumerProblem)],
       ['TTL', duration(claim.ttlSeconds)],
       ['Expires', expiry(claim)],
       ['Created', time(claim.createdAt)],

@@ -76,7 +76,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const allocator: Allocator = gates.MultiCIDRServiceAllocator
     ? new LeaseAllocator({ claims, hints, clock, random, windowOf: dynamicWindowOf(gates), leaseStates: (pool, addresses) => occupancy.leaseStates(pool, addresses), heldFor: (pool, owner, nowMs) => leases.heldFor(pool, owner, nowMs), seals: stores.seals, ...(overrides.strategy ? { strategy: overrides.strategy } : {}) })
     : new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) });
-  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile, history: stores.history };
+  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile, history: stores.history, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) };
   const mirror = new LeaseProjections(new SummaryMirror({ store: occupancy, clock }), new LegacyMirror({ pools, leases, bitmaps, gates }), new HistoryRecorder({ store: stores.history, clock }), stores.history);
   return { config, table, stores, deps, mirror };
 }

@@ -17,6 +17,8 @@ export const ErrorCode = {
   Forbidden: 'Forbidden',
   NotReady: 'NotReady',
   Internal: 'Internal',
+  TooManyConsumers: 'TooManyConsumers',
+  ClaimInUse: 'ClaimInUse',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -141,5 +143,22 @@ export class PreconditionFailedError extends IpamError {
 export class NotReadyError extends IpamError {
   constructor(message = 'The address store is busy; retry the request shortly.', options?: { cause?: unknown }) {
     super(ErrorCode.NotReady, message, options);
+  }
+}
+
+/** Thrown when a consumer would be a claim's 257th (MAX_CONSUMERS). */
+export class TooManyConsumersError extends IpamError {
+  constructor(readonly claim: string, readonly limit: number) {
+    super(ErrorCode.TooManyConsumers, `Claim ${JSON.stringify(claim)} already has ${limit} consumers, the most a claim may have; remove one before adding another.`);
+  }
+}
+
+/** Thrown when a claim that has consumers is released directly: it is released when its last consumer leaves. */
+export class ClaimInUseError extends IpamError {
+  constructor(readonly claim: string, readonly consumers: number) {
+    super(
+      ErrorCode.ClaimInUse,
+      `Claim ${JSON.stringify(claim)} has ${consumers} consumer${consumers === 1 ? '' : 's'}; it is released when the last one is removed (DELETE .../consumers/{uid}), not directly.`,
+    );
   }
 }

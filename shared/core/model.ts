@@ -134,7 +134,28 @@ export interface Claim {
    * to clients (it changes neither the document nor its version).
    */
   readonly pinned?: true;
+  /**
+   * The workloads using the claim's addresses (the DRA claim's `reservedFor`), in the order they joined; absent for a
+   * claim that never had one. A claim that has any is released when the last one leaves (use-cases/consumers.ts).
+   */
+  readonly consumers?: readonly Consumer[];
 }
+
+/** A workload that uses a claim's addresses (a pod, a Service, a keepalived peer), known by its uid. */
+export interface Consumer {
+  readonly kind: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+/**
+ * Most consumers a claim may list (the DRA claim's `reservedFor` limit). With each field at most
+ * CONSUMER_FIELD_BYTES, 256 of them keep the claim item well under DynamoDB's 400 KB (tests/cases/consumers.cases.ts).
+ */
+export const MAX_CONSUMERS = 256;
+
+/** Most UTF-8 bytes of a consumer's kind, name or uid: 253 ASCII characters, a Kubernetes name's limit. */
+export const CONSUMER_FIELD_BYTES = 253;
 
 /**
  * A lease item's state: Allocated while a claim holds it; Released once its claim let go of it in a pool with a reuse

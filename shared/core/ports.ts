@@ -1,6 +1,6 @@
 import type { IpFamily } from './ip/address.ts';
 import type { LabelSelector } from './labels.ts';
-import type { Claim, Hold, HoldIdentity, Lease, Pool, PoolView, Range } from './model.ts';
+import type { Claim, Consumer, Hold, HoldIdentity, Lease, Pool, PoolView, Range } from './model.ts';
 import type { IpamEvent } from './reconciler/ports.ts';
 
 /** Time, passed in so the core never reads the system clock. */
@@ -130,6 +130,25 @@ export interface ClaimStore {
    * @returns the claim, pinned, or undefined when it is gone or no longer at the version read
    */
   pinClaim(claim: Claim): Promise<Claim | undefined>;
+  /**
+   * Writes the claim's consumer list with one consumer added or removed (and that consumer's index item put or
+   * deleted, and `event`), in one transaction, only while the claim is this incarnation at the version read:
+   * 'claimChanged' when it is not (read it again), 'busy' when another transaction was writing one of its items.
+   */
+  changeConsumers(claim: Claim, change: ConsumerChange): Promise<'written' | 'claimChanged' | 'busy'>;
+  /** The claims whose consumers list `uid` in the pool, from the consumer index (strongly consistent). */
+  consumedBy(pool: string, uid: string): Promise<ConsumedClaim[]>;
+  /** Deletes an index item of `uid` left by a claim incarnation that no longer lists it (released, or made again). */
+  dropConsumerIndex(pool: string, uid: string, consumed: ConsumedClaim): Promise<void>;
+}
+
+/** One consumer added to, or removed from, a claim's list (ClaimStore.changeConsumers). */
+export type ConsumerChange = { readonly add: Consumer; readonly event?: IpamEvent } | { readonly remove: Consumer; readonly event?: IpamEvent };
+
+/** A claim a consumer index item names: the claim's name and the incarnation it was written for. */
+export interface ConsumedClaim {
+  readonly claim: string;
+  readonly claimUid: string;
 }
 
 /** Which claims a listing keeps: those of one owner uid, and those whose labels hold every pair of the selector. */

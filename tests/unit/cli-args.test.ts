@@ -266,6 +266,24 @@ describe('Command line: verbs, nouns and global options', () => {
     expect(server.requests.map((r) => [r.method, r.url.pathname + r.url.search])).toEqual([[method, pathAndQuery]]);
   });
 
+  it('consume sends the consumer KIND/NAME/UID as the body, unconsume the uid in the path, and each says what happened', async () => {
+    const server = fakeFetch((request) =>
+      request.method === 'POST'
+        ? { status: 201, body: { ...claim, consumers: [{ kind: 'Pod', name: 'lb-0', uid: '5d2a/x' }] } }
+        : { status: 200, body: { uid: '5d2a/x', removed: true, released: true } },
+    );
+    const added = await runCli(['consume', 'services', 'vip', 'Pod/lb-0/5d2a/x'], { fetch: server.fetch });
+    const removed = await runCli(['unconsume', 'services', 'vip', '5d2a/x'], { fetch: server.fetch });
+    expect([added.code, removed.code]).toEqual([ExitCode.Ok, ExitCode.Ok]);
+    expect(server.requests.map((r) => [r.method, r.url.pathname])).toEqual([
+      ['POST', '/v1/pools/services/claims/vip/consumers'],
+      ['DELETE', '/v1/pools/services/claims/vip/consumers/5d2a%2Fx'],
+    ]);
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({ kind: 'Pod', name: 'lb-0', uid: '5d2a/x' });
+    expect(added.out).toContain('consumed by Pod/lb-0 (1 consumer)');
+    expect(removed.out).toBe('claim/vip released: 5d2a/x was its last consumer\n');
+  });
+
   it('sends If-Match with --if-version and a TTL body with renew --ttl', async () => {
     const server = fakeFetch((request) => ({ status: request.method === 'DELETE' ? 204 : 200, body: request.method === 'POST' ? claim : undefined }));
     await runCli(['release', 'services', 'dns', '--if-version', '3'], { fetch: server.fetch });

@@ -345,6 +345,12 @@ describe('describe', () => {
     expect(describeClaim('services', batch, NOW)).toContain('IP family policy: RequireDualStack\nCount:            3 addresses per family\n');
   });
 
+  it("shows a claim's consumers as a table, and no Consumers field for a claim without any", () => {
+    const text = describeClaim('services', { ...claim, consumers: [{ kind: 'Pod', name: 'lb-0', uid: '5d2a' }, { kind: 'Pod', name: 'lb-1', uid: '77c0' }] }, NOW);
+    expect(text).toContain('Consumers:\n  KIND   NAME   UID\n  Pod    lb-0   5d2a\n  Pod    lb-1   77c0\n');
+    expect(describeClaim('services', claim, NOW)).not.toContain('Consumers');
+  });
+
   it('shows who holds an Allocated address', () => {
     expect(describeAddress('services', lease, NOW)).toBe(
       [

@@ -21,6 +21,8 @@ import {
   NotReadyError,
   PoolNotEmptyError,
   PoolTerminatingError,
+  TooManyConsumersError,
+  ClaimInUseError,
   PreconditionFailedError,
   RangeFullError,
 } from '../../shared/core/errors.ts';
@@ -77,6 +79,8 @@ describe('Function: problemOf', () => {
       Forbidden: 403,
       NotReady: 503,
       Internal: 500,
+      TooManyConsumers: 409,
+      ClaimInUse: 409,
     });
   });
 
@@ -92,6 +96,8 @@ describe('Function: problemOf', () => {
     ['MismatchedNetworkError', new MismatchedNetworkError('Pool "pool-a" has no Ready IPv6 range for this claim.'), 422],
     ['PreconditionFailedError', new PreconditionFailedError('1', '2'), 412],
     ['NotReadyError', new NotReadyError(), 503],
+    ['TooManyConsumersError', new TooManyConsumersError('vip', 256), 409],
+    ['ClaimInUseError', new ClaimInUseError('vip', 2), 409],
   ])('exposes %s as a problem with status %s and its message as the detail', (_name, error, status) => {
     // Act
     const problem = problemOf(error);

@@ -1,6 +1,6 @@
 import { NotReadyError } from '../../core/errors.ts';
 import type { Claim, Hold, Lease } from '../../core/model.ts';
-import type { ClaimFilter, ClaimStore, CommitOutcome, Page, ReleaseOutcome, Replacing } from '../../core/ports.ts';
+import type { ClaimFilter, ClaimStore, CommitOutcome, ConsumedClaim, ConsumerChange, Page, ReleaseOutcome, Replacing } from '../../core/ports.ts';
 import { itemToClaim, newEventId } from './codec.ts';
 import { both, claimIsAsRead, claimUidIs, hasLabels, stillAsRead, versionIs } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
@@ -10,6 +10,8 @@ import { TRANSACTION_LIMIT, type Table, type TxVerdict, type WriteOp } from './t
 import { claimCommit, type CommitVerdict } from './writes/commit.ts';
 import { markerHeld, releaseWithRetries } from './writes/release.ts';
 import { claimRenewal, type RenewVerdict } from './writes/renew.ts';
+import { consumedOf, consumerChange, consumerIndexDrop } from './writes/consumers.ts';
+import { queryAll } from './table.ts';
 import type { IpamEvent } from '../../core/reconciler/ports.ts';
 
 /** Claims on the table; each write is one of the write shapes in writes/. */
@@ -127,5 +129,21 @@ export class TableClaimStore implements ClaimStore {
       }
     }
     return 'renewed';
+  }
+
+  async changeConsumers(claim: Claim, change: ConsumerChange): Promise<'written' | 'claimChanged' | 'busy'> {
+    const { ops, decode } = consumerChange(claim, change);
+    const verdicts = await this.table.transact(ops);
+    return verdicts ? decode(verdicts) : 'written';
+  }
+
+  async consumedBy(pool: string, uid: string): Promise<ConsumedClaim[]> {
+    // On the table, not an index: strongly consistent, so a consumer added before the read is always found.
+    return (await queryAll(this.table, { partition: keys.consumerIndex(pool, uid), consistent: true })).map(consumedOf);
+  }
+
+  async dropConsumerIndex(pool: string, uid: string, consumed: ConsumedClaim): Promise<void> {
+    // Lost condition: the item names another incarnation now (the claim was made again and the uid rejoined it).
+    await this.table.write(consumerIndexDrop(pool, uid, consumed));
   }
 }

@@ -4,7 +4,7 @@ import type { EndReason } from '../../core/history/holding.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
 import type { Principal } from '../../core/access.ts';
 import type { Labels } from '../../core/labels.ts';
-import { LeaseState, PoolState, type Claim, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
+import { LeaseState, PoolState, type Claim, type Consumer, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
 import { EVENT_RETENTION_MS, type IpamEvent } from '../../core/reconciler/ports.ts';
@@ -88,6 +88,7 @@ export function claimToItem(claim: Claim, shards: number): Item {
     createdAt: claim.createdAt,
     version: claim.version,
     ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
+    ...(claim.consumers?.length ? { consumers: claim.consumers } : {}),
     ...(claim.expiresAt !== undefined ? { expiresAt: claim.expiresAt, ...expiryIndex(claim.pool, claim.name, claim.expiresAt) } : {}),
     ...ttlOf(claim.expiresAt),
   };
@@ -104,6 +105,8 @@ export function itemToClaim(item: Item): Claim {
     version: item.version as number,
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Claim['createdBy'] } : {}),
     ...(item.pinned === true ? { pinned: true as const } : {}),
+    // Field by field: storage may return a map's attributes in any order.
+    ...(Array.isArray(item.consumers) && item.consumers.length > 0 ? { consumers: (item.consumers as Consumer[]).map((c) => ({ kind: c.kind, name: c.name, uid: c.uid })) } : {}),
   };
   return item.expiresAt === undefined ? claim : { ...claim, expiresAt: item.expiresAt as number };
 }

@@ -152,6 +152,11 @@ export function stillAsRead(current: { readonly version: number; readonly pinned
   return current.version === version && current.pinned === read.pinned;
 }
 
+/** The claim lists no consumer (it never had one: the last one's leaving releases it). */
+export function hasNoConsumers(): Condition {
+  return { op: 'notExists', attribute: 'consumers' };
+}
+
 /** The item is at this version. */
 export function versionIs(version: number): Condition {
   return attributeIs('version', version);

@@ -19,6 +19,7 @@ export const EVENT_SHARDS = 8;
  *   range gen   RGEN#<pool>#<copy>                  RGEN
  *   claim       CLAIM#<pool>#<name>                 CLAIM        CLAIMS#<pool>#<s> / <name>     OWNER#<pool>#<uid> / <name>   EXP#<hour>#<s> / <expiresAt>#<pool>#<name>
  *   generated   GEN#<pool>#<ownerUid>#<generateName> GEN
+ *   consumer    CONSUMER#<pool>#<uid>               CLAIM#<claim>
  *   lease       LEASE#<pool>#<address>              LEASE        ADDR#<pool>#<family>#<s> / <hex address>                               EXP#<hour>#<s> / <expiresAt>#<pool>#<address>
  *   (Released)  LEASE#<pool>#<address>              LEASE        as a lease                     HELD#<pool>#<owner hash> / <hex address>   as a lease, at its reusableAt
  *   bitmap      BITMAP#<pool>#<range>               BITMAP
@@ -84,6 +85,11 @@ export const Entity = {
   HistoryMark: 'historyMark',
   /** The table's fixed settings, recorded on first use (table-settings.ts). */
   TableSettings: 'tableSettings',
+  /**
+   * A claim's consumer, indexed by the consumer's uid (writes/consumers.ts): an owner release finds the claims a uid
+   * consumes with one strongly consistent query of the table.
+   */
+  Consumer: 'consumer',
   /** One shard of a range's freed counter (writes/freed.ts). */
   Freed: 'freed',
   /** The used-up seals of a range's bands (writes/freed.ts). */
@@ -126,6 +132,9 @@ export const keys = {
    */
   held: (pool: string, kind: string, name: string): string => `HELD#${pool}#${createHash('sha256').update(JSON.stringify([kind, name])).digest('hex').slice(0, 32)}`,
   generated: (pool: string, ownerUid: string, generateName: string): Key => ({ PK: `GEN#${pool}#${ownerUid}#${generateName}`, SK: 'GEN' }),
+  /** A uid's consumer index items in a pool: one per claim it consumes (at most one partition per uid). */
+  consumerIndex: (pool: string, uid: string): string => `CONSUMER#${pool}#${uid}`,
+  consumer: (pool: string, uid: string, claim: string): Key => ({ PK: `CONSUMER#${pool}#${uid}`, SK: `CLAIM#${claim}` }),
   lease: (pool: string, address: string): Key => ({ PK: `LEASE#${pool}#${address}`, SK: 'LEASE' }),
   leasesListing: (pool: string, family: IpFamily, shard: number): string => `ADDR#${pool}#${family}#${shard}`,
   bitmap: (pool: string, range: string): Key => ({ PK: `BITMAP#${pool}#${range}`, SK: 'BITMAP' }),

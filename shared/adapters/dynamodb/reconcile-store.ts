@@ -17,7 +17,7 @@ import {
   type UsageRecord,
 } from '../../core/reconciler/ports.ts';
 import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, leaseToItem, newEventId, type Item } from './codec.ts';
-import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, heldByClaim, isFreeAt, isReleasedLease, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
+import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, hasNoConsumers, heldByClaim, isFreeAt, isReleasedLease, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
 import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
 import { Entity, EVENT_SHARDS, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
@@ -241,8 +241,9 @@ export class TableReconcileStore implements ReconcileStore {
     return this.release(claim, both(claimUidIs(claim.uid), versionIs(claim.version), hasExpired(cutoffMs)), event, hold);
   }
 
-  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
-    return this.release(claim, claimUidIs(claim.uid), event, hold);
+  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold, options: { readonly unconsumed?: boolean } = {}): Promise<'released' | 'changed'> {
+    // `unconsumed`: not a claim that has consumers (an owner's release leaves those to their last consumer).
+    return this.release(claim, options.unconsumed ? both(claimUidIs(claim.uid), hasNoConsumers()) : claimUidIs(claim.uid), event, hold);
   }
 
   async releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {

@@ -10,9 +10,10 @@ import { routeKeys, type RouteKey } from './route-keys.ts';
 import { legacyRoutes } from './legacy-routes.ts';
 import { reconcileRoutes } from './reconcile-routes.ts';
 import { historyRoutes } from './history-routes.ts';
+import { consumerRoutes } from './consumer-routes.ts';
 
 /** Every route of the API, by route key: exactly the keys of route-keys.ts (one missing or extra does not compile). */
-export const routes: { readonly [K in RouteKey]: Route } = { ...coreRoutes, ...legacyRoutes, ...reconcileRoutes, ...historyRoutes };
+export const routes: { readonly [K in RouteKey]: Route } = { ...coreRoutes, ...legacyRoutes, ...reconcileRoutes, ...historyRoutes, ...consumerRoutes };
 
 /** Logs one JSON line: a failure (5xx details live here, never in the response), or the audit line of a write. */
 export type ErrorLogger = (entry: Record<string, unknown>) => void;

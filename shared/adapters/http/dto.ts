@@ -62,6 +62,8 @@ export function claimDto(claim: Claim): Record<string, unknown> {
     ...(claim.expiresAt !== undefined ? { expiresAt: new Date(claim.expiresAt).toISOString() } : {}),
     createdAt: claim.createdAt,
     ...(claim.createdBy ? { createdBy: principalDto(claim.createdBy) } : {}),
+    // Present while it has any: a claim that had consumers is released with its last one.
+    ...(claim.consumers?.length ? { consumers: claim.consumers.map(ownerDto) } : {}),
     version: claim.version,
   };
 }

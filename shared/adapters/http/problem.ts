@@ -17,6 +17,8 @@ export const statusOf: Record<ErrorCode, number> = {
   Forbidden: 403,
   NotReady: 503,
   Internal: 500,
+  TooManyConsumers: 409,
+  ClaimInUse: 409,
 };
 
 const titles: Record<ErrorCode, string> = {
@@ -34,6 +36,8 @@ const titles: Record<ErrorCode, string> = {
   Forbidden: 'Forbidden',
   NotReady: 'Not ready',
   Internal: 'Internal error',
+  TooManyConsumers: 'Too many consumers',
+  ClaimInUse: 'Claim in use',
 };
 
 /** An RFC 9457 problem document: `{type, title, status, detail, code}`. */

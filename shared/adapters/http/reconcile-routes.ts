@@ -8,9 +8,9 @@ import { json, type RouteMap } from './routes.ts';
 export const reconcileRoutes = {
   'DELETE /v1/pools/{pool}/owners/{uid}': async ({ event, deps, caller, audit }) => {
     const uid = pathParam(event, 'uid');
-    const { released } = await releaseOwner(deps, pathParam(event, 'pool'), uid, caller);
-    audit?.({ released });
-    return json(200, { owner: { uid }, released, ...(caller ? { releasedBy: principalDto(caller) } : {}) });
+    const { released, left } = await releaseOwner(deps, pathParam(event, 'pool'), uid, caller);
+    audit?.({ released, ...(left.length ? { left } : {}) });
+    return json(200, { owner: { uid }, released, ...(left.length ? { left } : {}), ...(caller ? { releasedBy: principalDto(caller) } : {}) });
   },
   'GET /v1/pools/{pool}/events': async ({ event, deps }) => {
     const { limit, cursor } = pageParams(event);

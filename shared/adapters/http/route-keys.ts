@@ -28,6 +28,8 @@ export const routeKeys = [
   'GET /v1/pools/{pool}/addresses/{address}/history',
   'GET /v1/pools/{pool}/owners/{uid}/history',
   'GET /v1/pools/{pool}/history',
+  'POST /v1/pools/{pool}/claims/{claim}/consumers',
+  'DELETE /v1/pools/{pool}/claims/{claim}/consumers/{uid}',
 ] as const;
 
 /** `METHOD /path`, as API Gateway (payload 2.0) sends it in `routeKey`. */

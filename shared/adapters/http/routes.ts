@@ -73,6 +73,8 @@ export const bodyFields = {
   },
   // ttlSeconds null confirms a hold: the claim becomes permanent.
   'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer', nullable: true } },
+  // A consumer of the claim (use-cases/consumers.ts checks each field).
+  'POST /v1/pools/{pool}/claims/{claim}/consumers': { kind: { type: 'string', required: true }, name: { type: 'string', required: true }, uid: { type: 'string', required: true } },
 } as const satisfies Record<string, Readonly<Record<string, FieldSpec>>>;
 
 /** Some of the routes of route-keys.ts, by key (`satisfies` refuses a key that is not declared there). */

@@ -4,6 +4,7 @@ import { holdOf, type Claim, type Pool } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
 import { nowIso, type Deps } from '../use-cases/deps.ts';
 import { events } from './plan.ts';
+import { leave } from '../use-cases/consumers.ts';
 import { EventReason, type PoolViewList } from './ports.ts';
 import { Phase, type Run } from './run.ts';
 
@@ -29,14 +30,18 @@ export const OWNER_RECHECK_MS = 10 * 60_000;
  * the report (or while it runs) may not be listed yet; the reconciler runs the release again for
  * OWNER_RECHECK_MS (recheckGoneOwners), which releases such a claim within its period.
  *
+ * The uid is also removed from every claim it consumes (use-cases/consumers.ts), first: a claim it was the last
+ * consumer of is released with it (and named in `released`, as in `left`); a claim that still has consumers is not
+ * released as its owner's (they still use its addresses). Claims that never had a consumer are released as before.
+ *
  * In a pool with `access` (access.ts), a caller who is an allocator but not an administrator releases only the
  * claims it created, and writes no tombstone: the reconciler's later passes release every claim of the uid, whoever
  * made it, which is an administrator's call. Such a caller may repeat the call to catch a claim the index showed late.
- * @returns the names of the claims released by this call, in release order.
+ * @returns the names of the claims released by this call, in release order, and of those the uid left as a consumer.
  * @throws NotFoundError for an unknown pool; InvalidArgumentError for a uid that breaks the owner rules (names.ts);
  *   ForbiddenError for a caller the pool's `access` does not name
  */
-export async function releaseOwner(deps: Deps, pool: string, ownerUid: string, caller?: Principal): Promise<{ released: string[] }> {
+export async function releaseOwner(deps: Deps, pool: string, ownerUid: string, caller?: Principal): Promise<{ released: string[]; left: string[] }> {
   checkOwnerField(ownerUid, 'uid');
   const view = await deps.views.get(pool, deps.clock.nowMs());
   if (requireMember(view.pool, caller) !== Role.Administrator) {
@@ -79,9 +84,10 @@ export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<
  * Releases every claim the owner index lists for the owner uid (row 2's work, without the tombstone), appending the
  * names of those it released to `released` as each commits.
  */
-async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, released: string[] = [], by: { caller?: Principal; onlyCreatedBy?: string } = {}): Promise<{ released: string[] }> {
+async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, released: string[] = [], by: { caller?: Principal; onlyCreatedBy?: string } = {}): Promise<{ released: string[]; left: string[] }> {
   // The pool's reuse delay (its view is cached): a released owner's addresses stay held for its kind and name.
   const { pool: poolItem } = await deps.views.get(pool, deps.clock.nowMs());
+  const left = await leaveConsumedClaims(deps, pool, ownerUid, released, by);
   const seen = new Set<string>();
   for (let pass = 0; pass < PASSES; pass += 1) {
     let found = 0;
@@ -94,6 +100,8 @@ async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, re
         seen.add(listed.uid);
         // An allocator's report releases only what it created (an unrecorded creator is an administrator's to release).
         if ('onlyCreatedBy' in by && (by.onlyCreatedBy === undefined || listed.createdBy?.arn !== by.onlyCreatedBy)) continue;
+        // A claim with consumers is theirs to release: the last one's leaving does (use-cases/consumers.ts).
+        if (listed.consumers?.length) continue;
         found += 1;
         if (await releaseOne(deps, poolItem, listed, by.caller)) released.push(listed.name);
       }
@@ -101,7 +109,27 @@ async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, re
     } while (cursor !== undefined);
     if (found === 0) break;
   }
-  return { released };
+  return { released, left };
+}
+
+/**
+ * The claims the uid consumes (the consumer index, strongly consistent: no later pass needed) lose it as a consumer,
+ * and those it was the last consumer of are released (appended to `released`). An index item whose claim is gone or
+ * another incarnation is dropped. An allocator's report leaves only the claims it created.
+ * @returns the names of the claims the uid left, released or not
+ */
+async function leaveConsumedClaims(deps: Deps, pool: string, uid: string, released: string[], by: { caller?: Principal; onlyCreatedBy?: string }): Promise<string[]> {
+  const left: string[] = [];
+  for (const consumed of await deps.claims.consumedBy(pool, uid)) {
+    const allowed = (claim: Claim) => claim.uid === consumed.claimUid && (!('onlyCreatedBy' in by) || (by.onlyCreatedBy !== undefined && claim.createdBy?.arn === by.onlyCreatedBy));
+    const outcome = await leave(deps, { pool, claim: consumed.claim, uid, ...(by.caller ? { caller: by.caller } : {}), allowed });
+    if (outcome.removed) left.push(consumed.claim);
+    if (outcome.released) released.push(consumed.claim);
+    // Left behind by a release, or by an incarnation made again under the name: nothing lists the uid there.
+    const stillListed = outcome.claim?.uid === consumed.claimUid && outcome.claim.consumers?.some((c) => c.uid === uid);
+    if (!outcome.removed && !stillListed) await deps.claims.dropConsumerIndex(pool, uid, consumed);
+  }
+  return left;
 }
 
 async function releaseOne(deps: Deps, pool: Pool, listed: Claim, caller?: Principal): Promise<boolean> {
@@ -112,7 +140,7 @@ async function releaseOne(deps: Deps, pool: Pool, listed: Claim, caller?: Princi
   const held = holdOf(pool, claim, deps.clock.nowMs());
   const hold = held && caller ? { ...held, releasedBy: caller } : held;
   const event = events.ownerReleased(claim, nowIso(deps), hold);
-  const outcome = await deps.reconcile.releaseClaim(claim, caller ? { ...event, principal: caller.arn } : event, hold);
+  const outcome = await deps.reconcile.releaseClaim(claim, caller ? { ...event, principal: caller.arn } : event, hold, { unconsumed: true });
   if (outcome !== 'released') return false; // Released by someone else, or another incarnation: not this owner's claim any more.
   if (!hold) for (const a of claim.addresses) deps.hints.markFree(claim.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
   return true;

@@ -1,7 +1,7 @@
 import type { Principal } from '../access.ts';
 import { parseAddress } from '../ip/address.ts';
 import { isHostOf, parseCidr } from '../ip/cidr.ts';
-import { isExpired, isReleased, RangeState, type Claim, type ClaimAddress, type Hold, type Lease, type PoolView, type Range } from '../model.ts';
+import { isExpired, isReleased, RangeState, type Claim, type ClaimAddress, type Consumer, type Hold, type Lease, type PoolView, type Range } from '../model.ts';
 import { EventReason, type IpamEvent } from './ports.ts';
 
 /**
@@ -218,6 +218,13 @@ export const events = {
     claimUid: claim.uid,
     message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
+  consumerAdded: (claim: Claim, consumer: Consumer, time: string, by?: Principal): IpamEvent =>
+    consumerEvent(claim, time, EventReason.ConsumerAdded, by, `Consumer ${consumerName(consumer)} joined claim ${claim.name} (uid ${claim.uid}), which now has ${(claim.consumers?.length ?? 0) + 1} consumer${claim.consumers?.length ? 's' : ''}.`),
+  consumerRemoved: (claim: Claim, consumer: Consumer, time: string, by?: Principal): IpamEvent => {
+    const left = (claim.consumers?.length ?? 1) - 1;
+    const after = left === 0 ? `its last: the claim was released with ${addressList(claim)}` : `which keeps ${left} consumer${left === 1 ? '' : 's'}`;
+    return consumerEvent(claim, time, EventReason.ConsumerRemoved, by, `Consumer ${consumerName(consumer)} left claim ${claim.name} (uid ${claim.uid}), ${after}.`);
+  },
   leaseOrphaned: (lease: Lease, why: keyof typeof whyText, time: string, hold?: Hold): IpamEvent => ({
     pool: lease.pool,
     time,
@@ -254,6 +261,13 @@ export const events = {
     message: `Range ${range.name} (${range.cidr}) was Terminating since ${range.deletionRequestedAt ?? 'an unknown time'} with no dependent lease and was removed.`,
   }),
 } as const;
+
+const consumerName = (c: Consumer): string => `${c.kind}/${c.name} (uid ${c.uid})`;
+
+/** An event about a claim's consumers: no claim uid nor addresses (it releases nothing the address history reads). */
+function consumerEvent(claim: Claim, time: string, reason: EventReason, by: Principal | undefined, message: string): IpamEvent {
+  return { pool: claim.pool, time, labels: claim.spec.labels ?? {}, reason, object: `claim/${claim.name}`, ...(by ? { principal: by.arn } : {}), message };
+}
 
 function addressList(claim: Claim): string {
   return claim.addresses.length ? `address${claim.addresses.length > 1 ? 'es' : ''} ${claim.addresses.map((a) => a.address).join(', ')}` : 'no address';

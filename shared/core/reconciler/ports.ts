@@ -46,6 +46,13 @@ export const EventReason = {
    * address, and when, exactly (a deletion names no principal by itself).
    */
   ClaimReleased: 'ClaimReleased',
+  /** A consumer joined a claim (POST .../claims/{claim}/consumers): written with the change, in its transaction. */
+  ConsumerAdded: 'ConsumerAdded',
+  /**
+   * A consumer left a claim (DELETE .../consumers/{uid}, or its uid's owner release), written with the change; the
+   * last one's leaving releases the claim in the same transaction, recorded as any release.
+   */
+  ConsumerRemoved: 'ConsumerRemoved',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 
@@ -174,8 +181,11 @@ export interface ReconcileStore {
    * incarnation at this version and still expired at `cutoffMs` (a renew in between wins).
    */
   releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'>;
-  /** Deletes a claim, its held leases and marker, if it is still this incarnation (release by owner). */
-  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'>;
+  /**
+   * Deletes a claim, its held leases and marker, if it is still this incarnation (release by owner); with `unconsumed`,
+   * only while it lists no consumer.
+   */
+  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold, options?: { readonly unconsumed?: boolean }): Promise<'released' | 'changed'>;
   /**
    * Deletes a lease if it is still this incarnation (claimUid) and was created at or before `createdBeforeIso`. With
    * `hold` (each release above too) the lease becomes a Released lease held for its owner instead (a reuse delay).

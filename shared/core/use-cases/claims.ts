@@ -7,6 +7,7 @@
  */
 import { formatAddress, IpFamily, parseAddress, type IpAddress } from '../ip/address.ts';
 import {
+  ClaimInUseError,
   ConflictError,
   InvalidArgumentError,
   MismatchedNetworkError,
@@ -382,7 +383,7 @@ function describeMatch(match: VersionMatch): string {
  * recorded on Released leases as `releasedBy`.
  * @returns the claim released by this call (its addresses, for the audit log), or undefined when it was absent
  * @throws PreconditionFailedError when `ifMatch` is given and the claim is absent or at another version;
- *   ForbiddenError when the pool's `access` does not let the caller release it
+ *   ForbiddenError when the pool's `access` does not let the caller release it; ClaimInUseError when it has consumers
  */
 export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>, pool: string, name: string, ifMatch?: VersionMatch, caller?: Principal): Promise<Claim | undefined> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
@@ -393,6 +394,8 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
       return undefined;
     }
     requireCreatorOrAdministrator(view.pool, claim, caller, 'release');
+    // Released with its last consumer (use-cases/consumers.ts); the release below holds at this version only.
+    if (claim.consumers?.length) throw new ClaimInUseError(claim.name, claim.consumers.length);
     if (ifMatch !== undefined && ifMatch !== 'any' && !ifMatch.includes(claim.version)) {
       throw new PreconditionFailedError(describeMatch(ifMatch), `version ${claim.version}`);
     }

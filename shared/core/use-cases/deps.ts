@@ -36,6 +36,11 @@ export interface Deps {
   readonly reconcile: ReconcileStore;
   /** The address history: ended holdings written by the stream function, and its cursors. */
   readonly history: HistoryStore & HistoryCursors;
+  /**
+   * A jittered wait after the `lost`-th lost race of a version-guarded change (a claim's consumers), so concurrent
+   * writers spread out instead of all reading and colliding again; absent: no wait (the simulator's own time).
+   */
+  readonly pause?: (lost: number) => Promise<void>;
 }
 
 /** ISO time of the clock's now. */
