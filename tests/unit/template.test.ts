@@ -75,8 +75,9 @@ beforeAll(async () => {
   const { code, output } = await run(
     process.execPath,
     [osls, 'package', '--stage', stage, '--package', outDir],
-    // A shell that still exports settings which used to be read from it: stage params in serverless.yml win now.
-    credentialFreeEnv({ ESBUILD_WORK_FOLDER: join('.esbuild', `package-test-${process.pid}`), LEASE_INDEX_SHARDS: '16', RECONCILE_LEAK_STRIKES: '9' }),
+    // A shell that still exports settings which used to be read from it: stage params in serverless.yml win now. It
+    // exports LOCAL_STACK=true too, as a shell that ran `npm start` might: the template must not take it (issue 37).
+    credentialFreeEnv({ ESBUILD_WORK_FOLDER: join('.esbuild', `package-test-${process.pid}`), LEASE_INDEX_SHARDS: '16', RECONCILE_LEAK_STRIKES: '9', LOCAL_STACK: 'true' }),
   );
   if (code !== 0) throw new Error(`serverless package failed (${code}):\n${output}`);
   const template = JSON.parse(readFileSync(join(outDir, 'cloudformation-template-update-stack.json'), 'utf8')) as {
@@ -382,6 +383,32 @@ describe('Template: serverless package (no credentials, no network)', () => {
         rmSync(bundleDir, { recursive: true, force: true });
       }
       console.log(`function artifacts, zip bytes: ${JSON.stringify(sizes)}; bundle bytes: ${JSON.stringify(bundled)}`);
+    }, 60_000);
+
+    it('refuse to start on Lambda with LOCAL_STACK=true, and start there with the template\'s own environment', async () => {
+      mkdirSync(join(repoRoot, '.esbuild'), { recursive: true });
+      const bundleDir = mkdtempSync(join(repoRoot, '.esbuild', 'probe-'));
+      try {
+        for (const [key, file] of Object.entries(functions) as [keyof typeof functions, string][]) {
+          // Prepare: the bundle, and the environment Lambda would give it (the template's, plus the runtime's own)
+          const path = join(bundleDir, key, file);
+          mkdirSync(dirname(path), { recursive: true });
+          writeFileSync(path, readZip(readFileSync(join(outDir, `${key}.zip`))).get(file)!);
+          const { Environment } = functionResource(key).Properties as { Environment: { Variables: Record<string, string> } };
+          const onLambda = { ...Environment.Variables, CURSOR_SECRET: 'probe-cursor-secret-0123456789', AWS_REGION: 'us-east-1', AWS_LAMBDA_FUNCTION_NAME: `ipam-${stage}-${key}`, AWS_LAMBDA_RUNTIME_API: '127.0.0.1:9001', NODE_NO_WARNINGS: '1' };
+          const probe = `const m = await import(${JSON.stringify(pathToFileURL(path).href)}); console.log(typeof m.handler);`;
+          // Act
+          const asPackaged = await run(process.execPath, ['--input-type=module', '-e', probe], credentialFreeEnv(onLambda));
+          const opened = await run(process.execPath, ['--input-type=module', '-e', probe], credentialFreeEnv({ ...onLambda, LOCAL_STACK: 'true' }));
+          // Assess
+          expect({ key, code: asPackaged.code, output: asPackaged.output.trim() }).toEqual({ key, code: 0, output: 'function' });
+          expect({ key, code: opened.code }).toEqual({ key, code: 1 });
+          const line = opened.output.split('\n').find((l) => l.startsWith('{"level":"error"'));
+          expect({ key, line: JSON.parse(line ?? '{}') as unknown }).toEqual({ key, line: { level: 'error', message: 'cold start failed', error: 'Error', detail: expect.stringContaining('LOCAL_STACK') } });
+        }
+      } finally {
+        rmSync(bundleDir, { recursive: true, force: true });
+      }
     }, 60_000);
   });
 });
