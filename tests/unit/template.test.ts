@@ -12,6 +12,7 @@ import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { arnMatches } from '../../shared/core/access.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { readZip } from '../support/zip.ts';
+import { cfnSchemaProblems, type CfnTemplate } from '../support/cfn-schema.ts';
 
 // `serverless package` (osls) is run once, as `npm run package` does, with no AWS credentials at all, into a
 // temporary folder; the tests read the CloudFormation template and the function artifacts it wrote.
@@ -34,6 +35,7 @@ interface Statement {
 }
 
 let outDir: string;
+let template: CfnTemplate;
 let resources: Record<string, Resource>;
 
 const ofType = (type: string): [string, Resource][] => Object.entries(resources).filter(([, r]) => r.Type === type);
@@ -80,10 +82,8 @@ beforeAll(async () => {
     credentialFreeEnv({ ESBUILD_WORK_FOLDER: join('.esbuild', `package-test-${process.pid}`), LEASE_INDEX_SHARDS: '16', RECONCILE_LEAK_STRIKES: '9', LOCAL_STACK: 'true' }),
   );
   if (code !== 0) throw new Error(`serverless package failed (${code}):\n${output}`);
-  const template = JSON.parse(readFileSync(join(outDir, 'cloudformation-template-update-stack.json'), 'utf8')) as {
-    Resources: Record<string, Resource>;
-  };
-  resources = template.Resources;
+  template = JSON.parse(readFileSync(join(outDir, 'cloudformation-template-update-stack.json'), 'utf8')) as CfnTemplate;
+  resources = template.Resources as Record<string, Resource>;
 }, 180_000);
 
 afterAll(() => {
@@ -91,6 +91,46 @@ afterAll(() => {
 });
 
 describe('Template: serverless package (no credentials, no network)', () => {
+  describe('CloudFormation resource schemas (@aws-cdk/aws-service-spec, offline)', () => {
+    it('knows every resource type, property and attribute of the template, with its type, and finds every required property', async () => {
+      // Act
+      const problems = await cfnSchemaProblems(template);
+      // Assess
+      expect(Object.keys(template.Resources).length).toBeGreaterThan(40);
+      expect(problems).toEqual([]);
+    });
+
+    it('names a misspelt property, a missing required one, a wrong type, an unknown attribute and an unknown type in a mutated copy', async () => {
+      // Prepare: planted mistakes, each of a kind CloudFormation would refuse at deploy time
+      const mutated = structuredClone(template) as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
+      const queue = mutated.Resources.MirrorFailureQueue!.Properties;
+      queue.MessageRetentionPeriods = queue.MessageRetentionPeriod;
+      delete queue.MessageRetentionPeriod;
+      mutated.Resources.Table!.Properties.StreamSpecification = { StreamViewTyp: 'NEW_AND_OLD_IMAGES' };
+      delete mutated.Resources.Table!.Properties.KeySchema;
+      mutated.Resources.ReconcilerLambdaFunction!.Properties.Timeout = 'sixty';
+      (mutated.Resources.MirrorIteratorAgeAlarm!.Properties.Dimensions as { Value: unknown }[])[0]!.Value = { 'Fn::GetAtt': ['MirrorLambdaFunction', 'Nmae'] };
+      mutated.Resources.AlarmTopic!.Type = 'AWS::SNS::Topik';
+      // Act
+      const problems = await cfnSchemaProblems(mutated);
+      // Assess
+      expect(problems.map((p) => `${p.split(': ')[0]!}:`).sort()).toEqual(
+        [
+          'AlarmTopic.Type:',
+          'MirrorFailureQueue.Properties.MessageRetentionPeriods:',
+          'MirrorIteratorAgeAlarm.Properties.Dimensions[0].Value:',
+          'ReconcilerLambdaFunction.Properties.Timeout:',
+          'Table.Properties.KeySchema:',
+          'Table.Properties.StreamSpecification.StreamViewTyp:',
+          'Table.Properties.StreamSpecification.StreamViewType:',
+        ].sort(),
+      );
+      expect(problems).toContain('Table.Properties.KeySchema: required, missing');
+      expect(problems.find((p) => p.startsWith('MirrorFailureQueue.'))).toMatch(/no such property \(known: .*MessageRetentionPeriod,/);
+      expect(problems.find((p) => p.startsWith('MirrorIteratorAgeAlarm.'))).toMatch(/has no attribute Nmae/);
+    });
+  });
+
   describe('HTTP API', () => {
     it('has exactly the declared routes (route-keys.ts), every one with IAM authorization', () => {
       // Act
