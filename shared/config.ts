@@ -30,6 +30,11 @@ export interface Config {
    */
   readonly localStack: boolean;
   readonly metrics: MetricsConfig;
+  /**
+   * Tests only: AWS_IPAM_CALL_LOG names a file each AWS call of this function is appended to, for the IAM check
+   * (shared/adapters/aws-call-log.ts). serverless-offline hands every AWS_* variable of its shell to the functions.
+   */
+  readonly callLog?: { readonly file: string; readonly functionName: string };
 }
 
 /** Where the CloudWatch metrics go (serverless.yml sets both to the service name). */
@@ -136,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     cursorSecret: cursorSecretSetting(env, tableName, localStack),
     localStack,
     metrics: { namespace: env.POWERTOOLS_METRICS_NAMESPACE || 'ipam', serviceName: env.POWERTOOLS_SERVICE_NAME || 'ipam' },
+    ...(env.AWS_IPAM_CALL_LOG ? { callLog: { file: env.AWS_IPAM_CALL_LOG, functionName: env.AWS_LAMBDA_FUNCTION_NAME || 'unknown' } } : {}),
     reconciler: {
       expiredClaimGraceSeconds: numberSetting(env, 'RECONCILE_EXPIRED_GRACE_SECONDS', 30),
       orphanLeaseGraceSeconds: numberSetting(env, 'RECONCILE_ORPHAN_GRACE_SECONDS', 60),

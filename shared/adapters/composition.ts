@@ -18,6 +18,7 @@ import { SdkTable } from './dynamodb/sdk-table.ts';
 import { tableStores, type Stores } from './dynamodb/stores.ts';
 import type { Table } from './dynamodb/table.ts';
 import { cryptoRandom, systemClock } from './system.ts';
+import { recordAwsCalls } from './aws-call-log.ts';
 
 /** Waits a uniform random whole number of milliseconds in [0, maxMs) (the legacy allocator's backoff after a lost bitmap race). */
 const jitter = (random: Random, maxMs: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Number(random.below(BigInt(Math.max(1, Math.ceil(maxMs)))))));
@@ -55,6 +56,7 @@ export interface ContainerOverrides {
  */
 export function dynamoTable(config: Config, client?: DynamoDBClient): SdkTable {
   const sdk = client ?? createDynamoClient({ ...(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {}), region: config.region, maxAttempts: 1, requestTimeoutMs: config.requestTimeoutMs });
+  if (client === undefined) recordAwsCalls(sdk, 'dynamodb', config.callLog);
   return new SdkTable(sdk, config.tableName);
 }
 
