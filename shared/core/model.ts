@@ -37,6 +37,18 @@ export interface Pool {
   readonly historyDays?: number;
   /** Who may do what inside the pool (shared/core/access.ts); absent: every caller IAM lets in. Fixed at creation. */
   readonly access?: PoolAccess;
+  /**
+   * Percentages of free space below which the stream function warns, per family, highest first (and always when
+   * full): occupancy/exhaustion.ts. Absent: DEFAULT_FREE_THRESHOLDS. Fixed at creation.
+   */
+  readonly freeThresholds?: readonly number[];
+}
+
+/** A pool's warning thresholds, percent free, highest first (occupancy/exhaustion.ts). */
+export const DEFAULT_FREE_THRESHOLDS: readonly number[] = [20, 5];
+
+export function freeThresholdsOf(pool: Pick<Pool, 'freeThresholds'>): readonly number[] {
+  return pool.freeThresholds ?? DEFAULT_FREE_THRESHOLDS;
 }
 
 /** How long the address history keeps a holding when the pool does not say. */
