@@ -42,7 +42,7 @@ export function exhaustionCases(engine: TestEngine): void {
   }
 
   const summary = (crossings: readonly Crossing[]) => crossings.map((c) => `${c.direction} ${c.threshold}`);
-  const poolEvents = async (api: TestApi) => ((await api.call('GET', '/v1/pools/p/events')).body.items ?? []).map((e) => `${e.reason as string}: ${e.message as string}`);
+  const poolEvents = async (api: TestApi) => ((await api.call('GET', '/v1/pools/p/events')).body.items ?? []).map((e) => `${e.reason as string}: ${e.message as string}${e.by === 'stream' ? '' : ` (by ${String(e.by)})`}`);
 
   describe(`Warnings before a pool runs out (${engine.name}; issue 37)`, () => {
     it(`announces each threshold once while ${CALLERS} callers fill a /27 and ${WATCHERS} stream containers race to decide, and once each on recovery`, { timeout: 120_000 }, async () => {
@@ -108,6 +108,22 @@ export function exhaustionCases(engine: TestEngine): void {
       expect(announced).toEqual([]);
       expect(empty).toEqual({ crossings: [], observed: [] });
       expect((await poolEvents(api)).filter((e) => e.startsWith('PoolFree'))).toEqual([]);
+    });
+
+    it('runs in the stream function: a batch with a change of the pool reports the crossing it wrote and the free share it read', async () => {
+      // Prepare: 25 of 30 taken (16.66 % free), nothing checked yet
+      const { api, announced } = await setup();
+      for (let i = 0; i < 25; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+      const lease = ((await api.call('GET', '/v1/pools/p/claims/c0')).body.addresses as { address: string }[])[0]!.address;
+      // Act: the batch the stream would deliver for that lease, through the projections the function runs
+      const result = await api.container.mirror.apply([{ id: '1', pool: 'p', address: lease, state: 'held' }]);
+      const again = await api.container.mirror.apply([{ id: '2', pool: 'p', address: lease, state: 'held' }]);
+      // Assess
+      expect(result.failed).toEqual([]);
+      expect(summary(result.exhaustion!.crossings)).toEqual(['below 20']);
+      expect(result.exhaustion!.observed).toEqual([{ pool: 'p', family: 'IPv4', freePercent: 16.66 }]);
+      expect(summary(again.exhaustion!.crossings)).toEqual([]);
+      expect(summary(announced)).toEqual(['below 20']);
     });
 
     it('takes the pool\'s own thresholds, and refuses thresholds that are not percentages (400, nothing written)', async () => {
