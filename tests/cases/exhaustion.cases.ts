@@ -41,6 +41,16 @@ export function exhaustionCases(engine: TestEngine): void {
     return written;
   }
 
+  /** CALLERS callers taking the numbers 0..SIZE-1 between them, each number once. */
+  async function byCallers(request: (i: number) => Promise<void>): Promise<void> {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CALLERS }, async () => {
+        while (next < SIZE) await request(next++);
+      }),
+    );
+  }
+
   const summary = (crossings: readonly Crossing[]) => crossings.map((c) => `${c.direction} ${c.threshold}`);
   const poolEvents = async (api: TestApi) => ((await api.call('GET', '/v1/pools/p/events')).body.items ?? []).map((e) => `${e.reason as string}: ${e.message as string}${e.by === 'stream' ? '' : ` (by ${String(e.by)})`}`);
 
@@ -48,31 +58,11 @@ export function exhaustionCases(engine: TestEngine): void {
     it(`announces each threshold once while ${CALLERS} callers fill a /27 and ${WATCHERS} stream containers race to decide, and once each on recovery`, { timeout: 120_000 }, async () => {
       // Prepare
       const { api, watchers, announced } = await setup();
-      let next = 0;
       // Act: fill every address, the watchers checking all along
-      const filling = await racing(watchers, async () => {
-        await Promise.all(
-          Array.from({ length: CALLERS }, async () => {
-            while (next < SIZE) {
-              const i = next++;
-              expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
-            }
-          }),
-        );
-      });
+      const filling = await racing(watchers, () => byCallers(async (i) => expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201)));
       const full = (await api.call('GET', '/v1/pools/p')).body;
       // ... then release them all
-      let back = 0;
-      const releasing = await racing(watchers, async () => {
-        await Promise.all(
-          Array.from({ length: CALLERS }, async () => {
-            while (back < SIZE) {
-              const i = back++;
-              expect((await api.call('DELETE', `/v1/pools/p/claims/c${i}`)).status).toBe(204);
-            }
-          }),
-        );
-      });
+      const releasing = await racing(watchers, () => byCallers(async (i) => expect((await api.call('DELETE', `/v1/pools/p/claims/c${i}`)).status).toBe(204)));
       // Assess: each crossing exactly once, in order, on every channel
       expect(summary(filling)).toEqual(['below 20', 'below 5', 'below full']);
       expect(summary(releasing)).toEqual(['recovered full', 'recovered 5', 'recovered 20']);
