@@ -190,7 +190,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         'start',
         '--stage',
         stage,
-        ...Object.entries(options.params ?? {}).flatMap(([name, value]) => ['--param', `${name}=${value}`]),
+        // The one way LOCAL_STACK=true reaches the functions (serverless.yml never reads it from the shell).
+        ...Object.entries({ ...options.params, localStack: 'true' }).flatMap(([name, value]) => ['--param', `${name}=${value}`]),
         '--host',
         '127.0.0.1',
         '--httpPort',
@@ -204,7 +205,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...SDK_NODE_WARNING_OFF, ...options.env, DYNAMODB_ENDPOINT: options.functionsEndpoint?.endpoint ?? endpoint, LOCAL_STACK: 'true', ESBUILD_WORK_FOLDER: workFolder },
+        env: { ...process.env, ...SDK_NODE_WARNING_OFF, ...options.env, DYNAMODB_ENDPOINT: options.functionsEndpoint?.endpoint ?? endpoint, ESBUILD_WORK_FOLDER: workFolder },
       },
     );
     offline = child;

@@ -24,10 +24,17 @@ export interface Config {
   /**
    * True only on the local stack (`npm start`, the test harness): LOCAL_STACK=true. There is no IAM in front of it,
    * so the caller's principal may come from the `x-ipam-principal` header and cursors may use a per-table default
-   * key. A deployed stage must never set it (the packaged template's test checks it is empty).
+   * key. A deployed stage must never set it: the template takes it only from `--param localStack=true` (the packaged
+   * template's test checks it is empty when the packaging shell exports LOCAL_STACK=true), and a function refuses to
+   * start on Lambda with it.
    */
   readonly localStack: boolean;
   readonly metrics: MetricsConfig;
+  /**
+   * Tests only: AWS_IPAM_CALL_LOG names a file each AWS call of this function is appended to, for the IAM check
+   * (shared/adapters/aws-call-log.ts). serverless-offline hands every AWS_* variable of its shell to the functions.
+   */
+  readonly callLog?: { readonly file: string; readonly functionName: string };
 }
 
 /** Where the CloudWatch metrics go (serverless.yml sets both to the service name). */
@@ -105,10 +112,24 @@ function countSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, mi
   return value;
 }
 
+/**
+ * LOCAL_STACK=true trusts the `x-ipam-principal` header: on a deployed stage any caller could claim to be any
+ * principal. Lambda's runtime sets AWS_LAMBDA_RUNTIME_API in every function (a reserved name: a function's
+ * configuration cannot set it) and serverless-offline does not, so that is where it is refused.
+ */
+function localStackSetting(env: NodeJS.ProcessEnv): boolean {
+  const localStack = booleanSetting(env, 'LOCAL_STACK');
+  if (localStack && env.AWS_LAMBDA_RUNTIME_API) {
+    throw new Error('LOCAL_STACK=true is refused on Lambda: it would let the x-ipam-principal header name any caller. Redeploy without it (serverless.yml takes it only from `--param localStack=true`, which only the local stack passes).');
+  }
+  return localStack;
+}
+
 /** Reads the configuration from an environment (process.env by default). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const tableName = env.TABLE_NAME;
   if (!tableName) throw new Error('TABLE_NAME is not set: the handlers need the DynamoDB table name.');
+  const localStack = localStackSetting(env);
   return {
     tableName,
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
@@ -117,9 +138,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     featureGates: parseFeatureGates(env.FEATURE_GATES),
     leaseIndexShards: countSetting(env, 'LEASE_INDEX_SHARDS', 8, 1),
     requestTimeoutMs: numberSetting(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', 3000, 1),
-    cursorSecret: cursorSecretSetting(env, tableName, booleanSetting(env, 'LOCAL_STACK')),
-    localStack: booleanSetting(env, 'LOCAL_STACK'),
+    cursorSecret: cursorSecretSetting(env, tableName, localStack),
+    localStack,
     metrics: { namespace: env.POWERTOOLS_METRICS_NAMESPACE || 'ipam', serviceName: env.POWERTOOLS_SERVICE_NAME || 'ipam' },
+    ...(env.AWS_IPAM_CALL_LOG ? { callLog: { file: env.AWS_IPAM_CALL_LOG, functionName: env.AWS_LAMBDA_FUNCTION_NAME || 'unknown' } } : {}),
     reconciler: {
       expiredClaimGraceSeconds: numberSetting(env, 'RECONCILE_EXPIRED_GRACE_SECONDS', 30),
       orphanLeaseGraceSeconds: numberSetting(env, 'RECONCILE_ORPHAN_GRACE_SECONDS', 60),

@@ -441,7 +441,8 @@ export class World {
     const caller: Caller = { id, role, alive: true };
     const skew = this.scenario.skewMs && skewed ? this.rng.fork(`skew/${id}`).int(-this.scenario.skewMs, this.scenario.skewMs) : 0;
     const random = this.rng.fork(`random/${id}`);
-    const container = buildContainer(this.config, { table: this.engine.tableFor(caller), clock: this.clockFor(skew), random, strategy: PickStrategy.Hinted });
+    // Crossings of free-space thresholds stay in the pools' events: the simulated world has no EventBridge to print to.
+    const container = buildContainer(this.config, { table: this.engine.tableFor(caller), clock: this.clockFor(skew), random, strategy: PickStrategy.Hinted, announcer: { announce: async () => undefined } });
     let deps = container.deps;
     if (!this.config.featureGates.MultiCIDRServiceAllocator) {
       // The composition root's legacy allocator waits on a real timer after a lost race; here it waits in virtual time.

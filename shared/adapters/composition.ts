@@ -18,6 +18,11 @@ import { SdkTable } from './dynamodb/sdk-table.ts';
 import { tableStores, type Stores } from './dynamodb/stores.ts';
 import type { Table } from './dynamodb/table.ts';
 import { cryptoRandom, systemClock } from './system.ts';
+import { recordAwsCalls } from './aws-call-log.ts';
+import { ExhaustionWatch, type CrossingAnnouncer } from '../core/occupancy/exhaustion.ts';
+import { poolExhaustionReading } from '../core/use-cases/pools.ts';
+import { TableExhaustionStore } from './dynamodb/exhaustion-store.ts';
+import { crossingsClient, EventBridgeCrossings } from './crossing-events.ts';
 
 /** Waits a uniform random whole number of milliseconds in [0, maxMs) (the legacy allocator's backoff after a lost bitmap race). */
 const jitter = (random: Random, maxMs: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Number(random.below(BigInt(Math.max(1, Math.ceil(maxMs)))))));
@@ -45,6 +50,23 @@ export interface ContainerOverrides {
   readonly viewMaxAgeMs?: number;
   /** Wraps the stores (tests and benchmarks count requests through them). */
   readonly wrapStores?: (stores: Stores) => Stores;
+  /** Where the stream function's crossings of free-space thresholds go beyond the pool's events (default: EventBridge). */
+  readonly announcer?: CrossingAnnouncer;
+}
+
+/** The EventBridge announcer of a config, its client made on the first crossing (most containers never announce one). */
+function eventBridgeAnnouncer(config: Config): CrossingAnnouncer {
+  let made: EventBridgeCrossings | undefined;
+  return {
+    announce: (crossings) => {
+      if (made === undefined) {
+        const client = crossingsClient({ region: config.region, localStack: config.localStack });
+        recordAwsCalls(client, 'events', config.callLog);
+        made = new EventBridgeCrossings(client, config.stage);
+      }
+      return made.announce(crossings);
+    },
+  };
 }
 
 /**
@@ -55,6 +77,7 @@ export interface ContainerOverrides {
  */
 export function dynamoTable(config: Config, client?: DynamoDBClient): SdkTable {
   const sdk = client ?? createDynamoClient({ ...(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {}), region: config.region, maxAttempts: 1, requestTimeoutMs: config.requestTimeoutMs });
+  if (client === undefined) recordAwsCalls(sdk, 'dynamodb', config.callLog);
   return new SdkTable(sdk, config.tableName);
 }
 
@@ -76,7 +99,9 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const allocator: Allocator = gates.MultiCIDRServiceAllocator
     ? new LeaseAllocator({ claims, hints, clock, random, windowOf: dynamicWindowOf(gates), leaseStates: (pool, addresses) => occupancy.leaseStates(pool, addresses), heldFor: (pool, owner, nowMs) => leases.heldFor(pool, owner, nowMs), seals: stores.seals, ...(overrides.strategy ? { strategy: overrides.strategy } : {}) })
     : new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) });
-  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile, history: stores.history, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) };
-  const mirror = new LeaseProjections(new SummaryMirror({ store: occupancy, clock }), new LegacyMirror({ pools, leases, bitmaps, gates }), new HistoryRecorder({ store: stores.history, clock }), stores.history);
+  const exhaustion = new TableExhaustionStore(table);
+  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile, history: stores.history, exhaustion, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) };
+  const watch = new ExhaustionWatch({ store: exhaustion, utilization: (pool) => poolExhaustionReading(deps, pool), announcer: overrides.announcer ?? eventBridgeAnnouncer(config), clock });
+  const mirror = new LeaseProjections(new SummaryMirror({ store: occupancy, clock }), new LegacyMirror({ pools, leases, bitmaps, gates }), new HistoryRecorder({ store: stores.history, clock }), stores.history, watch);
   return { config, table, stores, deps, mirror };
 }

@@ -2,6 +2,7 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { MetricsConfig } from '../config.ts';
 import type { ErrorCode } from '../core/errors.ts';
 import type { ReconcileReport } from '../core/reconciler/reconcile.ts';
+import type { Crossing, Observation } from '../core/occupancy/exhaustion.ts';
 
 /** How an address was asked for: a named address (static) or any free one (dynamic). */
 export const AllocationScope = { Static: 'static', Dynamic: 'dynamic' } as const;
@@ -35,6 +36,13 @@ export const MetricName = {
   Allocations: 'Allocations',
   AllocationErrors: 'AllocationErrors',
   Collisions: 'Collisions',
+  /**
+   * From the stream function (dimensions Pool, Family), on every batch that changed the pool's leases: the share of
+   * the family's space free, in percent. Alarm on it per pool (docs/deploy.md, "Warnings before a pool runs out").
+   */
+  PoolFreePercent: 'PoolFreePercent',
+  /** From the stream function (dimensions Pool, Family, Direction): each threshold crossed, once (the same as the pool's events). */
+  PoolThresholdCrossings: 'PoolThresholdCrossings',
 } as const;
 
 /** CloudWatch takes doubles; counts beyond 2^53 (IPv6) are approximated, which is what a graph needs. */
@@ -103,6 +111,12 @@ export class IpamMetrics {
     this.flush();
     this.powertools.addMetric(MetricName.MirrorRecordsFailed, MetricUnit.Count, failed);
     this.powertools.publishStoredMetrics();
+  }
+
+  /** What the stream function's exhaustion checks read and decided in one batch. */
+  publishExhaustion(observed: readonly Observation[], crossings: readonly Crossing[]): void {
+    for (const o of observed) this.single(MetricName.PoolFreePercent, o.freePercent, { Pool: o.pool, Family: o.family }, MetricUnit.Percent);
+    for (const c of crossings) this.single(MetricName.PoolThresholdCrossings, 1, { Pool: c.pool, Family: c.family, Direction: c.direction });
   }
 
   /** One metric under its own dimensions, written at once (dimensions differ per line in EMF). */

@@ -44,6 +44,18 @@ export interface Pool {
   readonly state?: PoolState;
   /** When the deletion was accepted (Terminating only). */
   readonly deletionRequestedAt?: string;
+  /**
+   * Percentages of free space below which the stream function warns, per family, highest first (and always when
+   * full): occupancy/exhaustion.ts. Absent: DEFAULT_FREE_THRESHOLDS. Fixed at creation.
+   */
+  readonly freeThresholds?: readonly number[];
+}
+
+/** A pool's warning thresholds, percent free, highest first (occupancy/exhaustion.ts). */
+export const DEFAULT_FREE_THRESHOLDS: readonly number[] = [20, 5];
+
+export function freeThresholdsOf(pool: Pick<Pool, 'freeThresholds'>): readonly number[] {
+  return pool.freeThresholds ?? DEFAULT_FREE_THRESHOLDS;
 }
 
 /** A pool's lifecycle, as a Kubernetes Namespace's: absent state is Active. */

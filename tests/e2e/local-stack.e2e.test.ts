@@ -55,6 +55,19 @@ describe('Local stack: startLocalStack()', () => {
     expect((encoded.body as { name: string }).name).toBe('pe');
   });
 
+  it('runs its functions with LOCAL_STACK=true (from --param, not the shell): the principal header names the caller', async () => {
+    // Act: a pool created by a principal the header names
+    const pool = `e2e-principal-${process.pid}`;
+    const created = await fetch(`${stack.apiUrl}/v1/pools`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-ipam-principal': 'arn:aws:iam::123456789012:role/e2e-admin' },
+      body: JSON.stringify({ name: pool }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    // Assess: outside the local stack the header is refused with 400 (shared/adapters/http/request.ts)
+    expect({ status: created.status, body: (await created.text()).slice(0, 200) }).toMatchObject({ status: 201 });
+  });
+
   it('delivers a table write to the mirror function through the stream poller', async () => {
     // Prepare
     const client = createDynamoClient({ endpoint: stack.endpoint });

@@ -100,6 +100,7 @@ function wrongType(spec: FieldSpec): fc.Arbitrary<unknown> {
       case 'boolean': return typeof v !== 'boolean';
       case 'integer': return !(typeof v === 'number' && Number.isInteger(v));
       case 'string[]': return !(Array.isArray(v) && v.every((e) => typeof e === 'string'));
+      case 'number[]': return !(Array.isArray(v) && v.every((e) => typeof e === 'number' && Number.isFinite(e)));
       case 'object': return typeof v !== 'object' || Array.isArray(v);
     }
   });

@@ -171,6 +171,12 @@ describe('Output formats of get', () => {
     expect(renderResources(eventView, { page: { items: events } }, OutputFormat.Table, NOW).out).not.toContain('LABELS');
   });
 
+  it('shows the stream function\'s threshold crossings as any other event (issue 37)', () => {
+    const crossing: RepairEvent = { time: '2026-04-02T09:59:00.000Z', reason: 'PoolFreeBelowThreshold', object: 'pool/pods', message: 'IPv4 space of pool pods fell below 5 % free: 12 of 254 addresses free (4.72 %).', by: 'stream' };
+    const lines = renderResources(eventView, { page: { items: [crossing] } }, OutputFormat.Table, NOW).out.split('\n');
+    expect(lines[1]).toMatch(/PoolFreeBelowThreshold +pool\/pods +IPv4 space of pool pods fell below 5 % free: 12 of 254 addresses free \(4\.72 %\)\.$/);
+  });
+
   it("shows a claim's labels with -o wide as the selector that matches them", () => {
     const labelled = { ...claim, labels: { 'cni.ipam/node': 'node-1', app: 'vpn' } };
     const wide = renderResources(claimView, { item: labelled }, OutputFormat.Wide, NOW).out;

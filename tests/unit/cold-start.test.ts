@@ -10,7 +10,7 @@ const modules = {
 } as const;
 
 /** Settings the functions read; each test starts from none of them and stubs what it needs. */
-const settings = ['TABLE_NAME', 'DYNAMODB_ENDPOINT', 'LEASE_INDEX_SHARDS', 'FEATURE_GATES', 'RECONCILE_LEAK_STRIKES', 'CURSOR_SECRET', 'LOCAL_STACK'] as const;
+const settings = ['TABLE_NAME', 'DYNAMODB_ENDPOINT', 'LEASE_INDEX_SHARDS', 'FEATURE_GATES', 'RECONCILE_LEAK_STRIKES', 'CURSOR_SECRET', 'LOCAL_STACK', 'AWS_LAMBDA_RUNTIME_API'] as const;
 const SECRET = 'unit-cursor-secret-0123456789';
 
 describe.each(Object.keys(modules) as (keyof typeof modules)[])('Module: %s', (name) => {
@@ -36,6 +36,8 @@ describe.each(Object.keys(modules) as (keyof typeof modules)[])('Module: %s', (n
     ['LOCAL_STACK is not a boolean', { TABLE_NAME: 'ipam-unit', CURSOR_SECRET: SECRET, LOCAL_STACK: 'yes' }, 'LOCAL_STACK must be true or false'],
     ['LEASE_INDEX_SHARDS is zero', { TABLE_NAME: 'ipam-unit', CURSOR_SECRET: SECRET, LEASE_INDEX_SHARDS: '0' }, 'LEASE_INDEX_SHARDS must be a number >= 1, not "0"'],
     ['FEATURE_GATES names an unknown gate', { TABLE_NAME: 'ipam-unit', CURSOR_SECRET: SECRET, FEATURE_GATES: 'Foo=true' }, 'FEATURE_GATES: unknown gate "Foo"'],
+    // Lambda's runtime sets AWS_LAMBDA_RUNTIME_API (reserved: a function's configuration cannot); serverless-offline does not.
+    ['LOCAL_STACK is true on Lambda', { TABLE_NAME: 'ipam-unit', CURSOR_SECRET: SECRET, LOCAL_STACK: 'true', AWS_LAMBDA_RUNTIME_API: '127.0.0.1:9001' }, 'LOCAL_STACK=true is refused on Lambda'],
   ])('fails to load when %s, logging one JSON line that names the setting', async (_why, env: Record<string, string>, sentence) => {
     // Prepare
     for (const [setting, value] of Object.entries(env)) vi.stubEnv(setting, value);

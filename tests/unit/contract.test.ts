@@ -39,7 +39,7 @@ const violations = (method: string, path: string, status: number, body: unknown)
 
 describe('Contract: the DTOs against openapi.yaml, every optional field filled in', () => {
   it.each([
-    ['a pool', 'GET', '/v1/pools/p', poolDetailsDto({ pool, ranges: [{ range, utilization: USAGE }], utilization: { IPv4: USAGE } })],
+    ['a pool', 'GET', '/v1/pools/p', poolDetailsDto({ pool, ranges: [{ range, utilization: USAGE }], utilization: { IPv4: USAGE }, warnings: { IPv4: { below: 5, since: '2035-01-01T00:00:00.000Z' }, IPv6: { below: 'full', since: '2035-01-01T00:00:00.000Z' } } })],
     ['a pool page', 'GET', '/v1/pools', { items: [poolDto(pool)], nextCursor: 'x' }],
     ['a range', 'GET', '/v1/pools/p/ranges/r', rangeDto(range, USAGE)],
     ['a claim', 'GET', '/v1/pools/p/claims/web-abcde', claimDto(claim)],
@@ -53,7 +53,7 @@ describe('Contract: the DTOs against openapi.yaml, every optional field filled i
 describe('Function: contractViolations', () => {
   it('names a field the schema does not list, also inside an allOf and a oneOf branch', () => {
     expect(violations('GET', '/v1/pools/p/claims/c', 200, { ...claimDto(claim), surprise: 1 }).join()).toContain('(surprise)');
-    const details = poolDetailsDto({ pool, ranges: [], utilization: {} });
+    const details = poolDetailsDto({ pool, ranges: [], utilization: {}, warnings: {} });
     expect(violations('GET', '/v1/pools/p', 200, { ...details, surprise: 1 }).join()).toContain('(surprise)');
     expect(violations('GET', '/v1/pools/p/addresses/10.0.0.2', 200, { ...leaseDto(released), claim: 'web-abcde' })).not.toEqual([]);
   });

@@ -42,7 +42,7 @@ describe('Contract: the request bodies in openapi.yaml', () => {
     components: { schemas: Record<string, Schema> };
   };
   const resolve = (schema: Schema): Schema => (schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()!]! : schema);
-  const jsonType: Record<FieldSpec['type'], string> = { string: 'string', boolean: 'boolean', integer: 'integer', 'string[]': 'array', object: 'object' };
+  const jsonType: Record<FieldSpec['type'], string> = { string: 'string', boolean: 'boolean', integer: 'integer', 'string[]': 'array', 'number[]': 'array', object: 'object' };
 
   it.each(Object.keys(bodyFields))('%s: the schema has exactly the fields parseBody reads, with their types, required and nullable ones', (key) => {
     const [method, path] = key.split(' ') as [string, string];

@@ -16,7 +16,7 @@ export type Item = Record<string, unknown>;
 const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
 
 export function poolToItem(pool: Pool): Item {
-  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}), ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}) };
+  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}), ...(pool.freeThresholds ? { freeThresholds: [...pool.freeThresholds] } : {}), ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}) };
 }
 
 export function itemToPool(item: Item): Pool {
@@ -28,6 +28,7 @@ export function itemToPool(item: Item): Pool {
     ...(typeof item.reuseDelaySeconds === 'number' && item.reuseDelaySeconds > 0 ? { reuseDelaySeconds: item.reuseDelaySeconds } : {}),
     ...(typeof item.historyDays === 'number' ? { historyDays: item.historyDays } : {}),
     ...(item.access !== undefined ? { access: item.access as Pool['access'] } : {}),
+    ...(Array.isArray(item.freeThresholds) ? { freeThresholds: (item.freeThresholds as unknown[]).map(Number) } : {}),
     ...(item.state === PoolState.Terminating ? { state: PoolState.Terminating, deletionRequestedAt: item.deletionRequestedAt as string } : {}),
   };
 }

@@ -37,6 +37,7 @@ export const EVENT_SHARDS = 8;
  *   holding     HIST#<pool>#<address>               <from>#<claim uid | hold>                     HOWNER#<pool>#<owner uid> / <from>#<address>
  *   hist. mark  HISTMARKS                           <pool>
  *   settings    TABLE                               SETTINGS
+ *   warning     WARN#<pool>                         <family>
  *
  * A pool's range generation is kept in RANGE_GENERATION_COPIES equal copies, each its own partition, written together
  * in every transaction that changes the pool's ranges; an allocation's post-commit check reads one copy, so no
@@ -94,6 +95,8 @@ export const Entity = {
   Freed: 'freed',
   /** The used-up seals of a range's bands (writes/freed.ts). */
   Seals: 'seals',
+  /** A pool family's exhaustion level, kept by the stream function (core/occupancy/exhaustion.ts). */
+  Exhaustion: 'exhaustion',
 } as const;
 export type Entity = (typeof Entity)[keyof typeof Entity];
 
@@ -171,6 +174,9 @@ export const keys = {
   /** A deletion not finished yet, beside the tombstones (a letter sorts after every ISO time: every read of them gets it). */
   poolTerminating: (pool: string): Key => ({ PK: 'POOLSGONE', SK: `TERMINATING#${pool}` }),
   tableSettings: (): Key => ({ PK: 'TABLE', SK: 'SETTINGS' }),
+  /** A pool's exhaustion levels (one item a family, one partition a pool: GET pool reads them in one query). */
+  warnings: (pool: string): string => `WARN#${pool}`,
+  warning: (pool: string, family: IpFamily): Key => ({ PK: `WARN#${pool}`, SK: family }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
   expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,

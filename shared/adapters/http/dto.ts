@@ -1,5 +1,6 @@
 import type { Principal } from '../../core/access.ts';
 import { countToJson } from '../../core/ip/cidr.ts';
+import { DEFAULT_FREE_THRESHOLDS } from '../../core/occupancy/exhaustion.ts';
 import { historyDaysOf, isReleased, LeaseState, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
 
 /** A principal as JSON: its ARN, and an assumed role's session apart. */
@@ -21,6 +22,7 @@ export function poolDto(pool: Pool): Record<string, unknown> {
     exclude: pool.exclude,
     reuseDelaySeconds: pool.reuseDelaySeconds ?? 0,
     historyDays: historyDaysOf(pool),
+    freeThresholds: pool.freeThresholds ?? DEFAULT_FREE_THRESHOLDS,
     ...(pool.access ? { access: { administrators: pool.access.administrators, allocators: pool.access.allocators } } : {}),
     createdAt: pool.createdAt,
   };
@@ -42,7 +44,7 @@ export function rangeDto(range: Range, u: Utilization): Record<string, unknown> 
 export function poolDetailsDto(details: PoolDetails): Record<string, unknown> {
   const utilization: Record<string, unknown> = {};
   for (const [family, u] of Object.entries(details.utilization)) utilization[family] = utilizationDto(u);
-  return { ...poolDto(details.pool), ranges: details.ranges.map((r) => rangeDto(r.range, r.utilization)), utilization };
+  return { ...poolDto(details.pool), ranges: details.ranges.map((r) => rangeDto(r.range, r.utilization)), utilization, warnings: details.warnings };
 }
 
 export function claimDto(claim: Claim): Record<string, unknown> {

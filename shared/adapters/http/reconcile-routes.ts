@@ -1,4 +1,5 @@
 import { listEvents } from '../../core/reconciler/events.ts';
+import { EventReason } from '../../core/reconciler/ports.ts';
 import { releaseOwner } from '../../core/reconciler/owners.ts';
 import { pageParams, pathParam } from './request.ts';
 import { principalDto } from './dto.ts';
@@ -16,7 +17,7 @@ export const reconcileRoutes = {
     const { limit, cursor } = pageParams(event);
     const page = await listEvents(deps, pathParam(event, 'pool'), limit, cursor);
     return json(200, {
-      items: page.items.map((e) => ({ time: e.time, reason: e.reason, object: e.object, message: e.message, ...(e.labels ? { labels: e.labels } : {}), by: e.principal ?? 'reconciler' })),
+      items: page.items.map((e) => ({ time: e.time, reason: e.reason, object: e.object, message: e.message, ...(e.labels ? { labels: e.labels } : {}), by: e.principal ?? (e.reason === EventReason.PoolFreeBelowThreshold || e.reason === EventReason.PoolFreeRecovered ? 'stream' : 'reconciler') })),
       ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
     });
   },

@@ -11,7 +11,7 @@ import { versionsMatching } from './etag.ts';
 export const MAX_BODY_BYTES = 16 * 1024;
 
 /** A field's expected JSON type. */
-type FieldType = 'string' | 'boolean' | 'integer' | 'string[]' | 'object';
+type FieldType = 'string' | 'boolean' | 'integer' | 'string[]' | 'number[]' | 'object';
 
 export interface FieldSpec {
   readonly type: FieldType;
@@ -65,6 +65,7 @@ function checkObject(value: unknown, fields: Readonly<Record<string, FieldSpec>>
       : spec.type === 'boolean' ? typeof v === 'boolean'
       : spec.type === 'integer' ? typeof v === 'number' && Number.isInteger(v)
       : spec.type === 'string[]' ? Array.isArray(v) && v.length <= 256 && v.every((e) => typeof e === 'string')
+      : spec.type === 'number[]' ? Array.isArray(v) && v.length <= 256 && v.every((e) => typeof e === 'number' && Number.isFinite(e))
       : typeof v === 'object' && !Array.isArray(v);
     if (!ok) throw new InvalidArgumentError(`Field ${JSON.stringify(field)} must be ${describe(spec.type)}.`, field);
     if (spec.type === 'object' && spec.fields) checkObject(v, spec.fields, `${field}.`);
@@ -73,7 +74,7 @@ function checkObject(value: unknown, fields: Readonly<Record<string, FieldSpec>>
 }
 
 function describe(type: FieldType): string {
-  return { string: 'a string', boolean: 'true or false', integer: 'a whole number', 'string[]': 'an array of strings', object: 'an object' }[type];
+  return { string: 'a string', boolean: 'true or false', integer: 'a whole number', 'string[]': 'an array of strings', 'number[]': 'an array of numbers', object: 'an object' }[type];
 }
 
 /** Reads `limit` (1-1000) and `cursor` from the query string. @throws InvalidArgumentError */

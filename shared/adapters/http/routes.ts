@@ -57,6 +57,7 @@ export const bodyFields = {
     reuseDelaySeconds: { type: 'integer' },
     historyDays: { type: 'integer' },
     access: { type: 'object', fields: { administrators: { type: 'string[]' }, allocators: { type: 'string[]' } } },
+    freeThresholds: { type: 'number[]' },
   },
   'POST /v1/pools/{pool}/ranges': { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } },
   'POST /v1/pools/{pool}/claims': {
@@ -96,6 +97,7 @@ export const routes = {
       ...(body.reuseDelaySeconds !== undefined ? { reuseDelaySeconds: body.reuseDelaySeconds as number } : {}),
       ...(body.historyDays !== undefined ? { historyDays: body.historyDays as number } : {}),
       ...(body.access !== undefined ? { access: body.access as pools.CreatePoolCommand['access'] & object } : {}),
+      ...(body.freeThresholds !== undefined ? { freeThresholds: body.freeThresholds } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },

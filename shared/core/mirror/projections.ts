@@ -3,6 +3,7 @@ import type { LegacyMirror, RangeOutcome } from './legacy-mirror.ts';
 import type { ChunkOutcome, SummaryMirror } from '../occupancy/summary-mirror.ts';
 import type { HistoryRecorder, HistoryResult } from '../history/recorder.ts';
 import type { HistoryStore } from '../history/ports.ts';
+import type { Crossing, ExhaustionWatch, Observation } from '../occupancy/exhaustion.ts';
 
 /**
  * How far (stream time) the newest mark a container put for a pool may trail a batch that wrote no chunk of the pool
@@ -18,6 +19,8 @@ export interface ProjectionResult {
   readonly chunks: readonly ChunkOutcome[];
   /** The address history's writes (absent when the projections run without it). */
   readonly history?: HistoryResult;
+  /** The exhaustion levels' checks of the batch's pools (absent when the projections run without them). */
+  readonly exhaustion?: { readonly crossings: readonly Crossing[]; readonly observed: readonly Observation[]; readonly errors: readonly { pool: string; error: unknown }[] };
 }
 
 /**
@@ -45,18 +48,44 @@ export class LeaseProjections {
     readonly legacy: Pick<LegacyMirror, 'apply'>,
     readonly history?: Pick<HistoryRecorder, 'apply'>,
     private readonly marks?: Pick<HistoryStore, 'advanceMark'>,
+    readonly exhaustion?: Pick<ExhaustionWatch, 'check'>,
   ) {}
 
   async apply(changes: readonly LeaseChange[]): Promise<ProjectionResult> {
     const recorded = this.history?.apply(changes);
     const [summary, legacy, history] = await Promise.all([this.summary.apply(changes, recorded?.then((r) => r.marks)), this.legacy.apply(changes), recorded]);
     if (history) await this.markUnchunked(history, summary.chunks);
+    const exhaustion = await this.checkExhaustion(changes);
     return {
       failed: [...new Set([...summary.failed, ...legacy.failed, ...(history?.failed ?? [])])],
       ranges: legacy.ranges,
       chunks: summary.chunks,
       ...(history ? { history } : {}),
+      ...(exhaustion ? { exhaustion } : {}),
     };
+  }
+
+  /**
+   * After the summary is written: each pool of the batch checked against its free-space thresholds. A failed check
+   * fails no record (the leases and their projections are fine); the pool's next batch checks again.
+   */
+  private async checkExhaustion(changes: readonly LeaseChange[]): Promise<ProjectionResult['exhaustion']> {
+    if (!this.exhaustion) return undefined;
+    const crossings: Crossing[] = [];
+    const observed: Observation[] = [];
+    const errors: { pool: string; error: unknown }[] = [];
+    await Promise.all(
+      [...new Set(changes.map((c) => c.pool))].map(async (pool) => {
+        try {
+          const check = await this.exhaustion!.check(pool);
+          crossings.push(...check.crossings);
+          observed.push(...check.observed);
+        } catch (error) {
+          errors.push({ pool, error });
+        }
+      }),
+    );
+    return { crossings, observed, errors };
   }
 
   /** Puts the mark of each pool that got no chunk written on its mark item, where the slack says so. */

@@ -53,6 +53,10 @@ export const EventReason = {
    * last one's leaving releases the claim in the same transaction, recorded as any release.
    */
   ConsumerRemoved: 'ConsumerRemoved',
+  /** A family of the pool fell below one of its free-space thresholds, or filled up (core/occupancy/exhaustion.ts). */
+  PoolFreeBelowThreshold: 'PoolFreeBelowThreshold',
+  /** A family of the pool is back above a threshold it had fallen below, or no longer full. */
+  PoolFreeRecovered: 'PoolFreeRecovered',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

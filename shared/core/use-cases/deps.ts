@@ -6,6 +6,8 @@ import type { PoolViewCache } from '../pool-view-cache.ts';
 import type { ClaimStore, Clock, HealthProbe, LeaseIndex, PoolStore, Random } from '../ports.ts';
 import type { ReconcileStore } from '../reconciler/ports.ts';
 import type { HistoryCursors, HistoryStore } from '../history/ports.ts';
+import type { ExhaustionState } from '../occupancy/exhaustion.ts';
+import type { IpFamily } from '../ip/address.ts';
 
 /** The gates that change allocation behaviour (Kubernetes' names). */
 export interface AllocationGates {
@@ -41,6 +43,8 @@ export interface Deps {
    * writers spread out instead of all reading and colliding again; absent: no wait (the simulator's own time).
    */
   readonly pause?: (lost: number) => Promise<void>;
+  /** The exhaustion levels the stream function keeps (occupancy/exhaustion.ts): GET pool shows them. */
+  readonly exhaustion?: { states(pool: string): Promise<ReadonlyMap<IpFamily, ExhaustionState>> };
 }
 
 /** ISO time of the clock's now. */

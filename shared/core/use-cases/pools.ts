@@ -3,11 +3,12 @@ import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError, PoolTerminatingError } from '../errors.ts';
 import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
-import { MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
+import { freeThresholdsOf, MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
 import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
 import { intervalsSize, type Interval } from '../allocator/intervals.ts';
 import { readSummary } from '../occupancy/reader.ts';
+import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { nowIso, pageLimit, type Deps } from './deps.ts';
 
 export interface CreatePoolCommand {
@@ -19,6 +20,19 @@ export interface CreatePoolCommand {
   readonly historyDays?: number;
   /** Who may do what inside the pool (access.ts); absent: every caller IAM lets in administers it. */
   readonly access?: { readonly administrators?: unknown; readonly allocators?: unknown };
+  /** Percent free below which the pool warns (occupancy/exhaustion.ts); absent: DEFAULT_FREE_THRESHOLDS. */
+  readonly freeThresholds?: unknown;
+}
+
+/** Checks a pool's thresholds: 1 to MAX_FREE_THRESHOLDS distinct percentages in (0, 100), kept highest first. @throws InvalidArgumentError */
+export function checkFreeThresholds(value: unknown): number[] {
+  const field = 'freeThresholds';
+  const sentence = `${field} must be a list of 1 to ${MAX_FREE_THRESHOLDS} distinct percentages of free space, each above 0 and below 100 (at most two decimals), e.g. [20, 5].`;
+  if (!Array.isArray(value) || value.length < 1 || value.length > MAX_FREE_THRESHOLDS) throw new InvalidArgumentError(sentence, field);
+  for (const t of value) if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t >= 100 || Math.round(t * 100) !== t * 100) throw new InvalidArgumentError(sentence, field);
+  const sorted = [...new Set(value as number[])].sort((a, b) => b - a);
+  if (sorted.length !== value.length) throw new InvalidArgumentError(sentence, field);
+  return sorted;
 }
 
 /** Normalizes an exclusion (a CIDR or a single address) to a canonical CIDR. @throws InvalidArgumentError */
@@ -43,9 +57,10 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
     throw new InvalidArgumentError(`historyDays must be a whole number of days from 0 to ${MAX_HISTORY_DAYS}.`, 'historyDays');
   }
   const access = cmd.access === undefined ? undefined : checkAccess(cmd.access);
+  const freeThresholds = cmd.freeThresholds === undefined ? undefined : checkFreeThresholds(cmd.freeThresholds);
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
-  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}) };
+  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}), ...(freeThresholds ? { freeThresholds } : {}) };
   const outcome = await deps.pools.createPool(pool);
   if (outcome === 'terminating') throw new PoolTerminatingError(name);
   if (outcome === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
@@ -71,6 +86,32 @@ export interface PoolDetails {
   readonly ranges: readonly RangeWithUsage[];
   /** Per family over the union of its Ready ranges: overlapping space is counted once. */
   readonly utilization: Partial<Record<IpFamily, Utilization>>;
+  /**
+   * Per family, the lowest free-space threshold it is below, as the stream function last decided (the same signal as
+   * the pool's PoolFreeBelowThreshold events): a threshold in percent, 'full', or null above them all. The hook for
+   * a consumer that must answer "exhausted" (the CNI plugin's STATUS).
+   */
+  readonly warnings: Partial<Record<IpFamily, { readonly below: number | 'full' | null; readonly since: string }>>;
+}
+
+/** A pool's thresholds and its utilization per family, read consistently; undefined when the pool is gone. */
+export async function poolExhaustionReading(deps: Deps, name: string): Promise<{ thresholds: readonly number[]; families: Partial<Record<IpFamily, Utilization>> } | undefined> {
+  let view: PoolView;
+  try {
+    view = await deps.views.get(name, deps.clock.nowMs(), true);
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  }
+  return { thresholds: freeThresholdsOf(view.pool), families: await familyUtilization(deps, view) };
+}
+
+async function warningsOf(deps: Deps, pool: Pool): Promise<PoolDetails['warnings']> {
+  const states = (await deps.exhaustion?.states(pool.name)) ?? new Map<IpFamily, never>();
+  const thresholds = freeThresholdsOf(pool);
+  const out: Partial<Record<IpFamily, { below: number | 'full' | null; since: string }>> = {};
+  for (const [family, state] of states) out[family] = { below: state.level === 0 ? null : state.level > thresholds.length ? 'full' : thresholds[state.level - 1]!, since: state.since };
+  return out;
 }
 
 /**
@@ -112,7 +153,7 @@ export async function rangeUtilization(deps: Deps, pool: Pool, range: Range): Pr
 export async function getPool(deps: Deps, name: string): Promise<PoolDetails> {
   const view = await deps.views.get(name, deps.clock.nowMs(), true);
   const ranges = await Promise.all(view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, view.pool, range) })));
-  return { pool: view.pool, ranges, utilization: await familyUtilization(deps, view) };
+  return { pool: view.pool, ranges, utilization: await familyUtilization(deps, view), warnings: await warningsOf(deps, view.pool) };
 }
 
 async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Record<IpFamily, Utilization>>> {
