@@ -15,6 +15,7 @@ export const ErrorCode = {
   PreconditionFailed: 'PreconditionFailed',
   Forbidden: 'Forbidden',
   NotReady: 'NotReady',
+  DeadlineExceeded: 'DeadlineExceeded',
   Internal: 'Internal',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -130,5 +131,15 @@ export class PreconditionFailedError extends IpamError {
 export class NotReadyError extends IpamError {
   constructor(message = 'The address store is busy; retry the request shortly.', options?: { cause?: unknown }) {
     super(ErrorCode.NotReady, message, options);
+  }
+}
+
+/**
+ * Thrown when a claim would be committed at or after the deadline its client gave (x-ipam-commit-deadline): the
+ * client has given up on it by then, and a claim it never learnt of would never be released.
+ */
+export class DeadlineExceededError extends IpamError {
+  constructor(readonly deadline: string) {
+    super(ErrorCode.DeadlineExceeded, `The request's commit deadline ${deadline} has passed; nothing was written. Retry with a new deadline.`);
   }
 }

@@ -74,6 +74,7 @@ describe('Function: problemOf', () => {
       PreconditionFailed: 412,
       Forbidden: 403,
       NotReady: 503,
+      DeadlineExceeded: 408,
       Internal: 500,
     });
   });

@@ -15,6 +15,7 @@ export const statusOf: Record<ErrorCode, number> = {
   PreconditionFailed: 412,
   Forbidden: 403,
   NotReady: 503,
+  DeadlineExceeded: 408,
   Internal: 500,
 };
 
@@ -31,6 +32,7 @@ const titles: Record<ErrorCode, string> = {
   PreconditionFailed: 'Precondition failed',
   Forbidden: 'Forbidden',
   NotReady: 'Not ready',
+  DeadlineExceeded: 'Commit deadline passed',
   Internal: 'Internal error',
 };
 
