@@ -75,6 +75,10 @@ export interface IpamConfig {
   readonly exclude: readonly string[];
   /** The pool's reuse delay when the config names ranges (0: none). */
   readonly reuseDelaySeconds: number;
+  /** The node's name on its claims (label cni.ipam/node); default: the host name. */
+  readonly nodeName?: string;
+  /** The cluster's id on its claims (label cni.ipam/cluster): GC of one cluster never touches another's. */
+  readonly clusterId?: string;
 }
 
 export interface Attachment {
@@ -137,6 +141,8 @@ const IPAM_FIELDS = new Set([
   'exclude',
   'ipRanges',
   'network_name',
+  'nodeName',
+  'clusterId',
 ]);
 
 const RANGE_FIELDS = new Set(['range', 'range_start', 'range_end', 'exclude']);
@@ -398,6 +404,11 @@ export function parseIpamConfig(ipam: unknown, network: string, env: Readonly<Re
   if (ipam.logLevel !== undefined && ipam.log_level !== undefined) throw invalid('give either ipam.logLevel or ipam.log_level, not both');
   const logFile = optionalString(ipam, 'logFile', 'ipam') ?? optionalString(ipam, 'log_file', 'ipam');
   const dns = parseDns(ipam.dns);
+  const nodeName = optionalString(ipam, 'nodeName', 'ipam');
+  const clusterId = optionalString(ipam, 'clusterId', 'ipam');
+  for (const [field, value] of [['nodeName', nodeName], ['clusterId', clusterId]] as const) {
+    if (value !== undefined && (value === '' || value.length > 253)) throw invalid(`ipam.${field} must be 1-253 characters`);
+  }
 
   return {
     endpoint,
@@ -415,6 +426,8 @@ export function parseIpamConfig(ipam: unknown, network: string, env: Readonly<Re
     ranges: parsed.map((p) => p.range),
     exclude: [...exclude].sort(),
     reuseDelaySeconds,
+    ...(nodeName !== undefined ? { nodeName } : {}),
+    ...(clusterId !== undefined ? { clusterId } : {}),
   };
 }
 
