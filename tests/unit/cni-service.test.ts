@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HttpClient, type FetchLike, type FetchResponse } from '../../cli/api/http-client.ts';
+import { HttpClient, type FetchLike } from '../../cli/api/http-client.ts';
 import { IpamApi } from '../../cli/api/ipam-api.ts';
 import { add, del, gc, status, type CommandContext } from '../../cni/commands.ts';
 import { parseNetworkConfig, type NetworkConfig } from '../../cni/config.ts';
@@ -14,7 +14,8 @@ import { CniError } from '../../cni/errors.ts';
 import { fileCache } from '../../cni/node-cache.ts';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import type { Query, QueryPage } from '../../shared/adapters/dynamodb/table.ts';
-import { httpEvent, testApi, type TestApi } from '../support/api.ts';
+import { testApi, type TestApi } from '../support/api.ts';
+import { pluginFetch } from '../support/in-process-fetch.ts';
 import type { TestEngine } from '../support/engines.ts';
 import { owner } from '../support/fakes.ts';
 import { FollowedTable } from '../support/stream-follower.ts';
@@ -63,29 +64,6 @@ function countedEngine(reads: Reads): TestEngine {
   };
 }
 
-/**
- * A fetch that hands requests to the handler in process. `hold` may keep a request back: the client then times out
- * as it would on a slow network, and the request reaches the service when the test lets it go (`release`).
- */
-function inProcessFetch(api: TestApi, hold?: (method: string, url: URL) => boolean) {
-  const held: Promise<unknown>[] = [];
-  let release: () => void = () => undefined;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  const deliver = async (url: URL, init: Parameters<FetchLike>[1]): Promise<FetchResponse> => {
-    const out = await api.invoke(httpEvent(init.method, url.pathname + url.search, init.body, init.headers));
-    const headers = new Map(Object.entries((out.headers ?? {}) as Record<string, string>));
-    const status = out.statusCode ?? 0;
-    return { ok: status >= 200 && status < 300, status, statusText: '', headers: { forEach: (cb) => headers.forEach((v, k) => cb(v, k)), get: (name) => headers.get(name.toLowerCase()) ?? null }, text: () => Promise.resolve(typeof out.body === 'string' ? out.body : '') };
-  };
-  const fetch: FetchLike = (url, init) => {
-    if (!hold?.(init.method, url)) return deliver(url, init);
-    // Reaches the service only once released, whatever the client did meanwhile.
-    held.push(gate.then(() => deliver(url, init)));
-    return new Promise((_resolve, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason), { once: true }));
-  };
-  return { fetch, held, release };
-}
-
 function configOf(network: string, ipam: Record<string, unknown>, extra: Record<string, unknown> = {}): NetworkConfig {
   return parseNetworkConfig(JSON.stringify({ cniVersion: '1.1.0', name: network, type: 'bridge', ipam: { type: 'ipam-cni', endpoint: ENDPOINT, ...ipam }, ...extra }));
 }
@@ -93,7 +71,7 @@ function configOf(network: string, ipam: Record<string, unknown>, extra: Record<
 function contextOf(api: TestApi, options: { node?: string; timeoutMs?: number; fetch?: FetchLike; stateDir?: string } = {}): CommandContext {
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'ipam-cni-node-'));
   dirs.push(stateDir);
-  const http = new HttpClient({ endpoint: new URL(ENDPOINT), fetch: options.fetch ?? inProcessFetch(api).fetch, timeoutMs: options.timeoutMs ?? 10_000 });
+  const http = new HttpClient({ endpoint: new URL(ENDPOINT), fetch: options.fetch ?? pluginFetch(api).fetch, timeoutMs: options.timeoutMs ?? 10_000 });
   return { api: new IpamApi(http), node: options.node ?? 'node-1', log: () => undefined, cache: fileCache(stateDir, () => undefined, 10_000) };
 }
 
@@ -108,7 +86,7 @@ describe('ipam-cni with the service: an ADD the plugin gave up on never leaves a
   it('lets no claim commit after the plugin gave up and the runtime ran DEL, however late the requests arrive', async () => {
     // Prepare: claim requests are held on the way to the service; the plugin times each attempt out after 300 ms.
     const api = await testApi({}, {}, undefined, countedEngine({ calls: 0, items: 0 }));
-    const slow = inProcessFetch(api, (method, url) => method === 'POST' && url.pathname.endsWith('/claims'));
+    const slow = pluginFetch(api, (method, url) => method === 'POST' && url.pathname.endsWith('/claims'));
     const config = configOf('late', { range: '10.60.0.0/24', timeoutMs: 300 });
     const ctx = contextOf(api, { fetch: slow.fetch, timeoutMs: 300 });
     // Act: ADD gives up (code 11) after its attempts, the runtime's DEL finds nothing, then the requests arrive.
@@ -121,7 +99,7 @@ describe('ipam-cni with the service: an ADD the plugin gave up on never leaves a
     expect((added as CniError).code).toBe(11);
     expect(removed).toBe('ok');
     expect(slow.held.length).toBeGreaterThan(0);
-    expect(answers.map((a) => (a as FetchResponse).status)).toEqual(slow.held.map(() => 408));
+    expect(answers.map((a) => a.status)).toEqual(slow.held.map(() => 408));
     expect(await claimNames(api, 'late')).toEqual([]);
     expect((await api.call('GET', '/v1/pools/late/addresses')).body.items).toEqual([]);
   });
