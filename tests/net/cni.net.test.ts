@@ -180,8 +180,8 @@ describe('ipam-cni under the reference bridge plugin', () => {
     for (const ns of namespaces.slice(0, 2)) ipsOf(await lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path }));
     // Act
     const third = await lab.reference('bridge', 'ADD', config, { containerID: `${namespaces[2]!.name}-c`, netns: namespaces[2]!.path });
-    // STATUS reads the pool's utilization, which follows the leases by the stream's lag (unlike ADD's RangeFull, which
-    // is read from the leases): it must come to say 50 within a deadline, polled.
+    // STATUS answers from the node's memory of that RangeFull (the same state folder), so it says 50 at once; polled
+    // with a deadline all the same, as a runtime polls it.
     const statusRun = await vi.waitFor(
       async () => {
         const run = await lab.plugin('STATUS', { ...config, cniVersion: '1.1.0' });
