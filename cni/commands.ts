@@ -216,6 +216,7 @@ export function claimRequest(config: NetworkConfig, attachment: Attachment, owne
     owner,
     ipFamilyPolicy: ipam.ipFamilyPolicy,
     ...(ipam.ipFamilies.length > 0 ? { ipFamilies: ipam.ipFamilies } : {}),
+    ...(config.staticAddresses ? { addresses: [...config.staticAddresses] } : {}),
     labels: labelsOf(config.name, identity, attachment),
   };
 }

@@ -93,6 +93,11 @@ export interface NetworkConfig {
   readonly prevResult?: unknown;
   /** GC's `cni.dev/valid-attachments`. */
   readonly validAttachments?: readonly Attachment[];
+  /**
+   * Addresses the runtime asks for (the `ips` capability: `runtimeConfig.ips`, as Podman's `--ip` and Multus'
+   * `ips` send them), canonical, without prefix; one per family.
+   */
+  readonly staticAddresses?: readonly string[];
 }
 
 /** Names CNI accepts for networks and container IDs (libcni's utils). */
@@ -458,11 +463,28 @@ export function parseNetworkConfig(stdin: string, env: Readonly<Record<string, s
   if (typeof doc.name !== 'string' || doc.name === '') throw new CniError(CniCode.InvalidConfig, 'missing network name', '');
   if (!CNI_NAME.test(doc.name)) throw new CniError(CniCode.InvalidConfig, 'invalid characters found in network name', doc.name);
   const validAttachments = parseAttachments(doc['cni.dev/valid-attachments']);
+  const staticAddresses = parseStaticAddresses(isRecord(doc.runtimeConfig) ? doc.runtimeConfig.ips : undefined);
   return {
     cniVersion,
     name: doc.name,
     ipam: parseIpamConfig(doc.ipam, doc.name, env),
     ...(doc.prevResult !== undefined ? { prevResult: doc.prevResult } : {}),
     ...(validAttachments !== undefined ? { validAttachments } : {}),
+    ...(staticAddresses !== undefined ? { staticAddresses } : {}),
   };
+}
+
+/** `runtimeConfig.ips`: addresses with or without a prefix, at most one per family. @throws CniError 7 */
+function parseStaticAddresses(value: unknown): string[] | undefined {
+  if (value === undefined || (Array.isArray(value) && value.length === 0)) return undefined;
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw invalid('runtimeConfig.ips must be a list of addresses');
+  const addresses = (value as string[]).map((text) => {
+    try {
+      return parseAddress(text.includes('/') ? text.slice(0, text.indexOf('/')) : text);
+    } catch {
+      throw invalid(`runtimeConfig.ips: ${JSON.stringify(text)} is not an IP address`);
+    }
+  });
+  if (new Set(addresses.map((a) => a.family)).size !== addresses.length) throw invalid('runtimeConfig.ips may hold one address per family');
+  return addresses.map(formatAddress);
 }

@@ -1,6 +1,6 @@
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import type { Query, Table } from '../../shared/adapters/dynamodb/table.ts';
-import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
+import { MemoryTable, type Fault, type TableCall } from '../../shared/adapters/memory/memory-table.ts';
 import { freshTable } from './dynamo.ts';
 import { FollowedTable } from './stream-follower.ts';
 
@@ -65,4 +65,9 @@ export function withSummaryLag(engine: TestEngine, lag: number): TestEngine {
       return { table: new FollowedTable(table instanceof FollowedTable ? table.inner : table, lag), env };
     },
   };
+}
+
+/** The memory engine with a hook that sees every table call before it runs (to move a clock, or to fault the call). */
+export function hookedEngine(hook: (call: TableCall) => Fault | undefined): TestEngine {
+  return { name: 'memory, hooked', fresh: async () => ({ table: new FollowedTable(new MemoryTable({ name: 'hooked', faults: hook })), env: { TABLE_NAME: 'hooked', LOCAL_STACK: 'true' } }) };
 }

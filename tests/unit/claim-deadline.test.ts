@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryTable, type Fault, type TableCall } from '../../shared/adapters/memory/memory-table.ts';
 import { testApi, type TestApi } from '../support/api.ts';
-import type { TestEngine } from '../support/engines.ts';
+import { hookedEngine } from '../support/engines.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
-import { FollowedTable } from '../support/stream-follower.ts';
-
-/** The memory engine with a hook that sees every table call before it runs (to move the clock, or to fault it). */
-function hookedEngine(hook: (call: TableCall) => Fault | undefined): TestEngine {
-  return { name: 'memory, hooked', fresh: async () => ({ table: new FollowedTable(new MemoryTable({ name: 'hooked', faults: hook })), env: { TABLE_NAME: 'hooked', LOCAL_STACK: 'true' } }) };
-}
 
 async function poolWith(api: TestApi, pool: string, cidr: string): Promise<void> {
   expect((await api.call('POST', '/v1/pools', { name: pool })).status).toBe(201);

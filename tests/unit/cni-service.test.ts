@@ -16,7 +16,7 @@ import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import type { Query, QueryPage } from '../../shared/adapters/dynamodb/table.ts';
 import { testApi, type TestApi } from '../support/api.ts';
 import { pluginFetch } from '../support/in-process-fetch.ts';
-import type { TestEngine } from '../support/engines.ts';
+import { hookedEngine, type TestEngine } from '../support/engines.ts';
 import { owner } from '../support/fakes.ts';
 import { FollowedTable } from '../support/stream-follower.ts';
 
@@ -209,5 +209,37 @@ describe('ipam-cni with the service: STATUS', () => {
     expect((full as CniError).code).toBe(50);
     expect((full as CniError).details).toContain('IPv4');
     expect(again).toBe('ready');
+  });
+});
+
+describe('ipam-cni with the service: a static address (runtimeConfig.ips)', () => {
+  it('gives two racing ADDs for one free static address one win and tells the other it is taken only because it is', async () => {
+    // Prepare: the first commit writing the address meets another transaction in flight (TransactionConflict), as
+    // two ADDs racing for one address can both be.
+    let conflicts = 0;
+    const api = await testApi({}, {}, undefined, hookedEngine((call) => {
+      if (call.method === 'transact' && conflicts === 0 && call.ops?.some((op) => op.kind === 'put' && op.item.address === '10.66.0.10')) {
+        conflicts += 1;
+        return { kind: 'conflict' };
+      }
+      return undefined;
+    }));
+    const config = configOf('static', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['10.66.0.10/24'] } });
+    const ctx = contextOf(api);
+    // Act
+    const outcomes = await Promise.all(['s1', 's2'].map((id) => add(ctx, config, attachment(id), owner(id)).catch((e: unknown) => e)));
+    // Assess
+    expect(conflicts).toBe(1);
+    const won = outcomes.filter((o) => !(o instanceof CniError));
+    const lost = outcomes.filter((o): o is CniError => o instanceof CniError);
+    expect(won).toEqual([{ ips: [{ address: '10.66.0.10/24', version: '4' }], routes: [] }]);
+    expect(lost).toHaveLength(1);
+    expect(lost[0]!.code).toBe(101);
+    expect(lost[0]!.details).toMatch(/^AlreadyAllocated: Address 10\.66\.0\.10 is already allocated to claim "cni-/);
+  });
+
+  it('refuses runtimeConfig.ips that are not addresses, or two of one family, with code 7', () => {
+    expect(() => configOf('n', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['ten'] } })).toThrow('is not an IP address');
+    expect(() => configOf('n', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['10.66.0.1', '10.66.0.2'] } })).toThrow('one address per family');
   });
 });
