@@ -71,3 +71,17 @@ export function withSummaryLag(engine: TestEngine, lag: number): TestEngine {
 export function hookedEngine(hook: (call: TableCall) => Fault | undefined): TestEngine {
   return { name: 'memory, hooked', fresh: async () => ({ table: new FollowedTable(new MemoryTable({ name: 'hooked', faults: hook })), env: { TABLE_NAME: 'hooked', LOCAL_STACK: 'true' } }) };
 }
+
+/**
+ * The memory engine whose first transaction writing `address` is cancelled with TransactionConflict on every item (as
+ * two requests racing for one free address can both be); `conflicts()` counts the ones injected.
+ */
+export function conflictOnceOn(address: string): { engine: TestEngine; conflicts: () => number } {
+  let conflicts = 0;
+  const engine = hookedEngine((call) => {
+    if (call.method !== 'transact' || conflicts > 0 || !call.ops?.some((op) => op.kind === 'put' && op.item.address === address)) return undefined;
+    conflicts += 1;
+    return { kind: 'conflict' };
+  });
+  return { engine, conflicts: () => conflicts };
+}

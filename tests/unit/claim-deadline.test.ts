@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { testApi, type TestApi } from '../support/api.ts';
-import { hookedEngine } from '../support/engines.ts';
+import { conflictOnceOn, hookedEngine } from '../support/engines.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 
 async function poolWith(api: TestApi, pool: string, cidr: string): Promise<void> {
@@ -74,19 +74,13 @@ describe('Claims: a transaction conflict on an explicit address', () => {
   it('is tried again, not answered AlreadyAllocated, when the address is free', async () => {
     // Prepare: the first commit that writes the address meets another transaction in flight (TransactionConflict on
     // every item), as two requests racing for one free address can both be.
-    let conflicts = 0;
-    const api = await testApi({}, {}, undefined, hookedEngine((call) => {
-      if (call.method === 'transact' && conflicts === 0 && call.ops?.some((op) => op.kind === 'put' && op.item.address === '10.0.0.10')) {
-        conflicts += 1;
-        return { kind: 'conflict' };
-      }
-      return undefined;
-    }));
+    const race = conflictOnceOn('10.0.0.10');
+    const api = await testApi({}, {}, undefined, race.engine);
     await poolWith(api, 'p', '10.0.0.0/24');
     // Act
     const made = await api.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1'), addresses: ['10.0.0.10'] });
     // Assess
-    expect(conflicts).toBe(1);
+    expect(race.conflicts()).toBe(1);
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     expect((made.body.addresses as { address: string }[]).map((a) => a.address)).toEqual(['10.0.0.10']);
   });

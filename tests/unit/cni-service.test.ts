@@ -16,7 +16,7 @@ import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import type { Query, QueryPage } from '../../shared/adapters/dynamodb/table.ts';
 import { testApi, type TestApi } from '../support/api.ts';
 import { pluginFetch } from '../support/in-process-fetch.ts';
-import { hookedEngine, type TestEngine } from '../support/engines.ts';
+import { conflictOnceOn, type TestEngine } from '../support/engines.ts';
 import { owner } from '../support/fakes.ts';
 import { FollowedTable } from '../support/stream-follower.ts';
 
@@ -216,20 +216,14 @@ describe('ipam-cni with the service: a static address (runtimeConfig.ips)', () =
   it('gives two racing ADDs for one free static address one win and tells the other it is taken only because it is', async () => {
     // Prepare: the first commit writing the address meets another transaction in flight (TransactionConflict), as
     // two ADDs racing for one address can both be.
-    let conflicts = 0;
-    const api = await testApi({}, {}, undefined, hookedEngine((call) => {
-      if (call.method === 'transact' && conflicts === 0 && call.ops?.some((op) => op.kind === 'put' && op.item.address === '10.66.0.10')) {
-        conflicts += 1;
-        return { kind: 'conflict' };
-      }
-      return undefined;
-    }));
+    const race = conflictOnceOn('10.66.0.10');
+    const api = await testApi({}, {}, undefined, race.engine);
     const config = configOf('static', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['10.66.0.10/24'] } });
     const ctx = contextOf(api);
     // Act
     const outcomes = await Promise.all(['s1', 's2'].map((id) => add(ctx, config, attachment(id), owner(id)).catch((e: unknown) => e)));
     // Assess
-    expect(conflicts).toBe(1);
+    expect(race.conflicts()).toBe(1);
     const won = outcomes.filter((o) => !(o instanceof CniError));
     const lost = outcomes.filter((o): o is CniError => o instanceof CniError);
     expect(won).toEqual([{ ips: [{ address: '10.66.0.10/24', version: '4' }], routes: [] }]);
