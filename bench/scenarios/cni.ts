@@ -15,7 +15,7 @@ import { PodmanLab } from '../../tests/support/podman.ts';
  */
 export const CNI_GOALS = { addsSeconds: 10, addsN: 100, addsRatio: 2.5, versionMs: 15 } as const;
 
-/** Containers each runtime run starts at once under Podman (ipam-cni's network, then host-local's). */
+/** Containers each runtime run starts at once under Podman (ipam-cni's network, then host-local's); 2 with --quick. */
 export const PODMAN_CONTAINERS = 8;
 
 /**
@@ -247,6 +247,7 @@ export const cniScenario: Scenario = {
  * Only where the runtime tier can run; otherwise one note says why.
  */
 async function podmanRows(ctx: RunContext, lab: CniLab, stack: LocalStack, rows: Record<string, unknown>[], notes: string[], failures: string[]): Promise<void> {
+  const count = ctx.quick ? 2 : PODMAN_CONTAINERS;
   const why = whyTierCannotRun('runtime');
   if (why) {
     notes.push(`Podman containers per second not measured: ${why}.`);
@@ -260,7 +261,7 @@ async function podmanRows(ctx: RunContext, lab: CniLab, stack: LocalStack, rows:
       const network = lab.network(`pm${plugin === 'host-local' ? 'h' : 'c'}`);
       const ipam = plugin === 'host-local' ? { type: 'host-local', subnet: '10.122.0.0/24', dataDir: `${lab.dir}/podman-host-local` } : { type: 'ipam-cni', endpoint: stack.apiUrl, range: '10.123.0.0/24', stateDir: `${lab.dir}/podman-state`, timeoutMs: 60_000 };
       podman.network(network, [{ type: 'bridge', bridge: lab.bridgeName(), isGateway: false, ipam }]);
-      const names = Array.from({ length: PODMAN_CONTAINERS }, (_, i) => `${network}-${i}`);
+      const names = Array.from({ length: count }, (_, i) => `${network}-${i}`);
       const started = performance.now();
       const each = await Promise.all(
         names.map(async (name) => {
@@ -273,12 +274,12 @@ async function podmanRows(ctx: RunContext, lab: CniLab, stack: LocalStack, rows:
       walls[plugin] = wall;
       const addresses = await Promise.all(names.map((name) => podman.address(name)));
       const distinct = new Set(addresses.filter(Boolean)).size;
-      if (distinct !== PODMAN_CONTAINERS) failures.push(`Podman, ${plugin}: ${distinct} distinct addresses for ${PODMAN_CONTAINERS} containers`);
-      rows.push({ case: `Podman: ${PODMAN_CONTAINERS} containers started at once`, plugin, n: PODMAN_CONTAINERS, wallSeconds: round(wall, 2), p50Ms: round(percentile(each, 50), 0), p99Ms: round(percentile(each, 99), 0), minMs: round(Math.min(...each), 0), distinct: `${distinct}/${PODMAN_CONTAINERS}`, ratio: plugin === 'ipam-cni' ? round(wall / walls['host-local']!, 1) : 1, containersPerSecond: round(PODMAN_CONTAINERS / wall, 2) });
-      ctx.log(`cni podman ${plugin}: ${PODMAN_CONTAINERS} containers in ${round(wall, 2)} s`);
+      if (distinct !== count) failures.push(`Podman, ${plugin}: ${distinct} distinct addresses for ${count} containers`);
+      rows.push({ case: `Podman: ${count} containers started at once`, plugin, n: count, wallSeconds: round(wall, 2), p50Ms: round(percentile(each, 50), 0), p99Ms: round(percentile(each, 99), 0), minMs: round(Math.min(...each), 0), distinct: `${distinct}/${count}`, ratio: plugin === 'ipam-cni' ? round(wall / walls['host-local']!, 1) : 1, containersPerSecond: round(count / wall, 2) });
+      ctx.log(`cni podman ${plugin}: ${count} containers in ${round(wall, 2)} s`);
       await podman.podman(['rm', '-f', '-t', '1', ...names], 180_000);
     }
-    notes.push(`Podman 4.3 (CNI backend, runc, vfs storage, a busybox image): ${PODMAN_CONTAINERS} \`podman run -d\` at once per IPAM, from the first spawn to the last exit; each includes the container's storage copy, runc and bridge, the same for both.`);
+    notes.push(`Podman 4.3 (CNI backend, runc, vfs storage, a busybox image): ${count} \`podman run -d\` at once per IPAM, from the first spawn to the last exit; each includes the container's storage copy, runc and bridge, the same for both.`);
   } finally {
     await podman.cleanup();
   }
