@@ -474,17 +474,20 @@ export function parseNetworkConfig(stdin: string, env: Readonly<Record<string, s
   };
 }
 
-/** `runtimeConfig.ips`: addresses with or without a prefix, at most one per family. @throws CniError 7 */
-function parseStaticAddresses(value: unknown): string[] | undefined {
+/**
+ * Static addresses with or without a prefix, at most one per family: `runtimeConfig.ips` (the `ips` capability), or
+ * CNI_ARGS `IP=` (comma-separated), which Podman 4's CNI backend sends for `--ip`. @throws CniError 7
+ */
+export function parseStaticAddresses(value: unknown): string[] | undefined {
   if (value === undefined || (Array.isArray(value) && value.length === 0)) return undefined;
   if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw invalid('runtimeConfig.ips must be a list of addresses');
   const addresses = (value as string[]).map((text) => {
     try {
       return parseAddress(text.includes('/') ? text.slice(0, text.indexOf('/')) : text);
     } catch {
-      throw invalid(`runtimeConfig.ips: ${JSON.stringify(text)} is not an IP address`);
+      throw invalid(`static address ${JSON.stringify(text)} (runtimeConfig.ips or CNI_ARGS IP) is not an IP address`);
     }
   });
-  if (new Set(addresses.map((a) => a.family)).size !== addresses.length) throw invalid('runtimeConfig.ips may hold one address per family');
+  if (new Set(addresses.map((a) => a.family)).size !== addresses.length) throw invalid('static addresses (runtimeConfig.ips or CNI_ARGS IP) hold one address per family');
   return addresses.map(formatAddress);
 }

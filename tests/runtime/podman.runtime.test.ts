@@ -39,7 +39,7 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
     stack = await startTestStack({ inProcess: true, env: { DYNAMODB_REQUEST_TIMEOUT_MS: '30000' } });
     await podman.importImage();
     podman.network(network, [
-      { type: 'bridge', bridge: lab.bridgeName(), isGateway: true, ipam: { type: 'ipam-cni', endpoint: stack.apiUrl, stateDir: join(lab.dir, 'state'), range: '10.91.0.0/24', gateway: '10.91.0.1', logFile, timeoutMs: 60_000 } },
+      { type: 'bridge', bridge: lab.bridgeName(), isGateway: true, capabilities: { ips: true }, ipam: { type: 'ipam-cni', endpoint: stack.apiUrl, stateDir: join(lab.dir, 'state'), range: '10.91.0.0/24', gateway: '10.91.0.1', logFile, timeoutMs: 60_000 } },
     ]);
   });
 
@@ -109,6 +109,17 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
     const held = await claimOf(id);
     expect(held).toHaveLength(1);
     expect(held[0]!.addresses.map((x) => x.address)).toEqual([bare(address!)]);
+  });
+
+  it('gives a container the address asked for with --ip (Podman 4 sends it as CNI_ARGS IP=), and refuses it to a second one', async () => {
+    // Act
+    const id = await podman.start(`${network}-ip`, network, ['--ip', '10.91.0.77']);
+    const address = await podman.address(`${network}-ip`);
+    const second = await podman.start(`${network}-ip2`, network, ['--ip', '10.91.0.77']).then(() => 'started', (error: unknown) => String(error));
+    // Assess
+    expect(address).toBe('10.91.0.77/24');
+    expect((await claimOf(id)).map((c) => c.addresses.map((x) => x.address))).toEqual([['10.91.0.77']]);
+    expect(second).toContain('AlreadyAllocated');
   });
 
   it('is run by Podman with ADD and DEL only: no CHECK, STATUS or GC (libcni 1.1)', () => {

@@ -73,9 +73,9 @@ export class PodmanLab {
     writeFileSync(join(this.netDir, `${name}.conflist`), JSON.stringify({ cniVersion, name, plugins }));
   }
 
-  /** Starts a container that sleeps, on `network`; answers its id. */
-  async start(name: string, network: string): Promise<string> {
-    return (await this.podman(['run', '-d', '--name', name, '--network', network, '--cap-add', 'NET_RAW', IMAGE, 'sleep', '600'])).trim();
+  /** Starts a container that sleeps, on `network` (more `podman run` options in `extra`); answers its id. */
+  async start(name: string, network: string, extra: readonly string[] = []): Promise<string> {
+    return (await this.podman(['run', '-d', '--name', name, '--network', network, '--cap-add', 'NET_RAW', ...extra, IMAGE, 'sleep', '600'])).trim();
   }
 
   /** The IPv4 address/prefix of eth0 inside a container. */

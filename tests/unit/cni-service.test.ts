@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { HttpClient, type FetchLike } from '../../cli/api/http-client.ts';
 import { IpamApi } from '../../cli/api/ipam-api.ts';
 import { add, del, gc, status, type CommandContext } from '../../cni/commands.ts';
-import { parseNetworkConfig, type NetworkConfig } from '../../cni/config.ts';
+import { parseNetworkConfig, parseStaticAddresses, type NetworkConfig } from '../../cni/config.ts';
+import { run } from '../../cni/main.ts';
 import { CniError } from '../../cni/errors.ts';
 import { fileCache } from '../../cni/node-cache.ts';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
@@ -235,5 +236,16 @@ describe('ipam-cni with the service: a static address (runtimeConfig.ips)', () =
   it('refuses runtimeConfig.ips that are not addresses, or two of one family, with code 7', () => {
     expect(() => configOf('n', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['ten'] } })).toThrow('is not an IP address');
     expect(() => configOf('n', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['10.66.0.1', '10.66.0.2'] } })).toThrow('one address per family');
+  });
+
+  it('reads CNI_ARGS IP= (Podman 4 sends --ip so) and refuses one that is not an address with code 7', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'ipam-cni-args-'));
+    dirs.push(stateDir);
+    const stdin = JSON.stringify({ cniVersion: '1.0.0', name: 'n', ipam: { type: 'ipam-cni', endpoint: 'http://127.0.0.1:1', range: '10.66.0.0/24', stateDir } });
+    const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1', CNI_NETNS: '/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x' };
+    const bad = await run({ ...env, CNI_ARGS: 'IgnoreUnknown=1;IP=ten' }, stdin);
+    expect(bad.exitCode).toBe(1);
+    expect(JSON.parse(bad.stdout)).toMatchObject({ code: 7, details: expect.stringContaining('"ten"') });
+    expect(parseStaticAddresses('10.66.0.77/24,fd00::7'.split(','))).toEqual(['10.66.0.77', 'fd00::7']);
   });
 });
