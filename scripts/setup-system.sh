@@ -4,7 +4,7 @@
 # (tests/browser). CI runs it as root; elsewhere it says in one line why it did nothing, and the
 # tiers that need the packages then say in one line that they did not run (scripts/system-tiers.ts).
 set -euo pipefail
-packages=(containernetworking-plugins iputils-ping iproute2 chromium podman runc busybox-static containerd)
+packages=(containernetworking-plugins iputils-ping iproute2 chromium podman runc busybox-static)
 if [ "$(uname -s)" != "Linux" ]; then echo "setup:system: not Linux; the network and browser tiers will not run"; exit 0; fi
 if ! command -v apt-get >/dev/null 2>&1; then echo "setup:system: no apt-get; install ${packages[*]} by hand"; exit 0; fi
 missing=()
