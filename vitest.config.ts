@@ -2,10 +2,10 @@ import { defineConfig } from 'vitest/config';
 import { runnableTiers } from './scripts/system-tiers.ts';
 
 // Tiers, visible in file names: *.test.ts (no network), *.int.test.ts (DynamoDB Local), *.e2e.test.ts (local stack
-// over HTTP), *.net.test.ts (real network namespaces and the reference CNI plugins, root) and *.browser.test.ts
-// (Debian's chromium). The last two run only where the machine can; scripts/system-tiers.ts says in one line why
-// not, and fails the run under CI.
-const systemTiers = runnableTiers(['net', 'browser']);
+// over HTTP), *.net.test.ts (real network namespaces and the reference CNI plugins, root), *.browser.test.ts
+// (Debian's chromium) and *.runtime.test.ts (Podman running containers). The last three run only where the machine
+// can; scripts/system-tiers.ts says in one line why not, and fails the run under CI.
+const systemTiers = runnableTiers(['net', 'browser', 'runtime']);
 
 export default defineConfig({
   test: {

@@ -4,6 +4,7 @@ import { addConsoleCommand } from './commands/console.ts';
 import { addDescribeCommand } from './commands/describe.ts';
 import { addGetCommand } from './commands/get.ts';
 import { addHistoryCommand } from './commands/history.ts';
+import { addImportCommand } from './commands/import.ts';
 import { addMapCommand } from './commands/map.ts';
 import { addMutationCommands } from './commands/mutate.ts';
 import { DEFAULT_ENDPOINT } from './context.ts';
@@ -51,6 +52,7 @@ export function buildProgram(io: CliIo): Command {
   addConsoleCommand(program, io);
   addHistoryCommand(program, io);
   addCompletionCommand(program, io);
+  addImportCommand(program, io);
   return program;
 }
 

@@ -53,6 +53,8 @@ export const LabelKey = {
   node: 'cni.ipam/node',
   containerID: 'cni.ipam/container-id',
   ifname: 'cni.ipam/ifname',
+  /** Only on claims of a node whose config sets ipam.clusterId. */
+  cluster: 'cni.ipam/cluster',
 } as const;
 
 /** A label value: empty or 1-128 of [A-Za-z0-9-_.], alphanumeric at both ends (the service's rule). */
@@ -64,12 +66,19 @@ export function labelValue(value: string): string {
   return `h-${createHash('sha256').update(value).digest('hex').slice(0, 40)}`;
 }
 
-export function labelsOf(network: string, node: string, attachment: Attachment): Record<string, string> {
+/** Who a node is on its claims: its name, and its cluster's id when the config sets one. */
+export interface NodeIdentity {
+  readonly node: string;
+  readonly cluster?: string;
+}
+
+export function labelsOf(network: string, identity: NodeIdentity, attachment: Attachment): Record<string, string> {
   return {
     [LabelKey.network]: labelValue(network),
-    [LabelKey.node]: labelValue(node),
+    [LabelKey.node]: labelValue(identity.node),
     [LabelKey.containerID]: labelValue(attachment.containerID),
     [LabelKey.ifname]: labelValue(attachment.ifname),
+    ...(identity.cluster !== undefined ? { [LabelKey.cluster]: labelValue(identity.cluster) } : {}),
   };
 }
 

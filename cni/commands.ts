@@ -8,7 +8,7 @@ import type { IpamApi } from '../cli/api/ipam-api.ts';
 import { isNotFound, ProblemError } from '../cli/errors.ts';
 import type { Claim, ClaimSpec, Owner, PoolDetails } from '../cli/api/types.ts';
 import { parseAddress } from '../shared/core/ip/address.ts';
-import { claimName, labelsOf, LabelKey } from './attachment.ts';
+import { claimName, labelsOf, LabelKey, type NodeIdentity } from './attachment.ts';
 import type { Attachment, Family, IpamConfig, NetworkConfig, RangeConfig } from './config.ts';
 import { CniCode, CniError, toCniError } from './errors.ts';
 import { prevResultAddresses, type IpamResult, type ResultIp } from './versions.ts';
@@ -28,7 +28,37 @@ export interface PoolCheckCache {
    * create the pool at once; a process that waited reads the cache its predecessor wrote instead of checking again.
    */
   exclusive<T>(key: string, check: () => Promise<T>, cachedMeanwhile: () => T | undefined): Promise<T>;
+  /**
+   * The families an ADD of this node last found exhausted in a pool (RangeFull), and when: what STATUS answers from
+   * (an empty list forgets). Node-local, so a readiness poll costs the service nothing whatever the pool's size.
+   */
+  readExhausted(key: string): { families: string[]; atMs: number } | undefined;
+  writeExhausted(key: string, families: readonly string[]): void;
 }
+
+/** The key of a pool's exhaustion memory: the endpoint and the pool. */
+export function poolKey(ipam: IpamConfig): string {
+  return createHash('sha256').update(JSON.stringify([ipam.endpoint.href, ipam.pool])).digest('hex').slice(0, 32);
+}
+
+/** How long STATUS trusts an ADD's RangeFull of this node (another node's DEL may have freed an address since). */
+export const EXHAUSTED_MEMORY_MS = 30_000;
+
+/** The node as its claims name it: ipam.nodeName (default the host name) and ipam.clusterId. */
+export function identityOf(ctx: CommandContext, ipam: IpamConfig): NodeIdentity {
+  return { node: ipam.nodeName ?? ctx.node, ...(ipam.clusterId !== undefined ? { cluster: ipam.clusterId } : {}) };
+}
+
+/**
+ * The commit deadline an attempt sends (x-ipam-commit-deadline): the attempt's timeout less a margin, so that a
+ * commit the service sends just before the deadline has landed (and clocks a little apart have agreed) before this
+ * process gives up on the attempt. Past the deadline the service commits nothing, so an ADD that gave up (and the
+ * runtime's DEL that found nothing) can never be followed by its claim.
+ */
+export function commitDeadline(timeoutMs: number, nowMs = Date.now()): Date {
+  return new Date(nowMs + timeoutMs - Math.min(COMMIT_MARGIN_MS, timeoutMs / 2));
+}
+const COMMIT_MARGIN_MS = 3000;
 
 /** The cache key of a config's pool: a hash of what ensurePool compares. */
 export function poolCheckKey(ipam: IpamConfig): string {
@@ -36,7 +66,7 @@ export function poolCheckKey(ipam: IpamConfig): string {
   return createHash('sha256').update(spec).digest('hex').slice(0, 32);
 }
 
-/** Where a command runs: the node's name (a claim label), a line logger and the pool check cache. */
+/** Where a command runs: the host's name (the default node label), a line logger and the pool check cache. */
 export interface CommandContext {
   readonly api: IpamApi;
   readonly node: string;
@@ -179,14 +209,15 @@ function asClaim(body: unknown): Claim {
 }
 
 /** The claim request of an attachment (POST /v1/pools/{pool}/claims). */
-export function claimRequest(config: NetworkConfig, attachment: Attachment, owner: Owner, node: string): ClaimSpec {
+export function claimRequest(config: NetworkConfig, attachment: Attachment, owner: Owner, identity: NodeIdentity): ClaimSpec {
   const { ipam } = config;
   return {
     name: claimName(config.name, attachment),
     owner,
     ipFamilyPolicy: ipam.ipFamilyPolicy,
     ...(ipam.ipFamilies.length > 0 ? { ipFamilies: ipam.ipFamilies } : {}),
-    labels: labelsOf(config.name, node, attachment),
+    ...(config.staticAddresses ? { addresses: [...config.staticAddresses] } : {}),
+    labels: labelsOf(config.name, identity, attachment),
   };
 }
 
@@ -226,9 +257,9 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
       prefixes = await ctx.cache.exclusive(key, check, () => ctx.cache.read(key));
       ctx.log('debug', `timing: pool ${ipam.pool} checked or waited for in ${Math.round(performance.now() - waitStarted)} ms`);
     }
-    const body = claimRequest(config, attachment, owner, ctx.node);
+    const body = claimRequest(config, attachment, owner, identityOf(ctx, ipam));
     const post = () => retrying(ctx, 'ADD claim', async () => {
-      const { created, claim } = await ctx.api.createClaim(ipam.pool, body);
+      const { created, claim } = await ctx.api.createClaim(ipam.pool, body, { commitBy: commitDeadline(ipam.timeoutMs) });
       return { created, claim: asClaim(claim) };
     });
     let response;
@@ -241,12 +272,15 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
       response = await post();
     }
     const { claim } = response;
+    if (ctx.cache.readExhausted(poolKey(ipam))) ctx.cache.writeExhausted(poolKey(ipam), []);
     ctx.log('info', `ADD ${attachment.containerID}/${attachment.ifname}: claim ${claim.name} ${response.created ? 'created' : 'found'} with ${claim.addresses.map((a) => a.address).join(', ')}`);
     // A range the node has not seen (added to the pool on the service): read the pool again once.
     if (claim.addresses.some((a) => !prefixes.has(a.range))) prefixes = await check();
     return resultOf(claim, prefixes, ipam);
   } catch (error) {
-    throw toCniError(error, 'ADD');
+    const failure = toCniError(error, 'ADD');
+    if (failure.code === CniCode.PoolExhausted) ctx.cache.writeExhausted(poolKey(ipam), [/IPv6/.test(failure.details) ? 'IPv6' : 'IPv4']);
+    throw failure;
   }
 }
 
@@ -259,6 +293,7 @@ export async function del(ctx: CommandContext, config: NetworkConfig, attachment
   const name = claimName(config.name, attachment);
   try {
     await retrying(ctx, 'DEL claim', () => ctx.api.releaseClaim(config.ipam.pool, name));
+    if (ctx.cache.readExhausted(poolKey(config.ipam))) ctx.cache.writeExhausted(poolKey(config.ipam), []);
     ctx.log('info', `DEL ${attachment.containerID}/${attachment.ifname}: claim ${name} released`);
   } catch (error) {
     if (isNotFound(error)) {
@@ -301,38 +336,29 @@ export async function check(ctx: CommandContext, config: NetworkConfig, attachme
   }
 }
 
-function countOf(value: number | string | undefined): bigint {
-  return value === undefined ? 0n : BigInt(value);
-}
-
 /**
- * STATUS: ready when the service answers and every family an ADD needs has a free address.
+ * STATUS: ready when the service answers, the pool exists (or the config's ranges let ADD create it), and no ADD of
+ * this node found a family it needs exhausted in the last EXHAUSTED_MEMORY_MS. Every node polls it, so it costs the
+ * service the same whatever the pool's size: one GET /v1/health (the pool's utilization counts leases, and in a pool
+ * with a reuse delay it counts the whole listing). A pool configured on the service (no ranges in the config) is read
+ * once, by the first STATUS or ADD of the node, and remembered like ADD's check. Exhaustion is ADD's own answer
+ * (RangeFull, read from the leases), remembered by the node; an ADD or DEL of the node that succeeds forgets it.
  * @throws CniError 50 otherwise.
  */
 export async function status(ctx: CommandContext, config: NetworkConfig): Promise<void> {
   const { ipam } = config;
-  let pool: PoolDetails | undefined;
+  const unavailable = (cause: CniError) => new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', `${cause.msg}${cause.details ? `: ${cause.details}` : ''}`);
   try {
-    pool = await getPool(ctx.api, ipam.pool);
+    const health = await ctx.api.health();
+    if (health.status !== 'ok') throw new CniError(CniCode.TryAgainLater, 'the IPAM service is degraded', `health: ${health.status}`);
+    if (ipam.ranges.length === 0 && !ctx.cache.read(poolCheckKey(ipam))) ctx.cache.write(poolCheckKey(ipam), await ensurePool(ctx.api, ipam));
   } catch (error) {
-    const cause = toCniError(error, 'STATUS');
-    throw new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', `${cause.msg}${cause.details ? `: ${cause.details}` : ''}`);
+    throw unavailable(toCniError(error, 'STATUS'));
   }
-  if (!pool) {
-    // ADD creates a pool from the config's ranges; without ranges it cannot.
-    if (ipam.ranges.length > 0) return;
-    throw new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', `pool ${ipam.pool} does not exist`);
+  const exhausted = ctx.cache.readExhausted(poolKey(ipam));
+  if (exhausted && exhausted.families.length > 0 && Date.now() - exhausted.atMs < EXHAUSTED_MEMORY_MS) {
+    throw new CniError(CniCode.NotAvailable, 'the pool has no free address', `pool ${ipam.pool}: no free ${exhausted.families.join(' or ')} address (an ADD of this node was answered RangeFull ${Math.round((Date.now() - exhausted.atMs) / 1000)} s ago)`);
   }
-  const served = (['IPv4', 'IPv6'] as const).filter((f) => pool.utilization[f] !== undefined);
-  const needed: readonly Family[] =
-    ipam.ipFamilies.length === 0 ? served.slice(0, 1)
-    : ipam.ipFamilyPolicy === 'RequireDualStack' ? ipam.ipFamilies
-    : ipam.ipFamilies.slice(0, 1);
-  // The config's ranges not created yet are created by the next ADD: a family with none yet is not exhausted.
-  const pending = new Set(ipam.ranges.filter((r) => !pool.ranges.some((have) => have.cidr === r.cidr)).map((r) => r.family));
-  const full = needed.filter((f) => !pending.has(f) && countOf(pool.utilization[f]?.free) === 0n);
-  if (needed.length === 0 && ipam.ranges.length === 0) throw new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', `pool ${ipam.pool} has no ranges`);
-  if (full.length > 0) throw new CniError(CniCode.NotAvailable, 'the pool has no free address', `pool ${ipam.pool}: no free ${full.join(' or ')} address`);
 }
 
 /**
@@ -343,14 +369,18 @@ export async function status(ctx: CommandContext, config: NetworkConfig): Promis
  */
 export async function gc(ctx: CommandContext, config: NetworkConfig): Promise<{ released: string[] }> {
   const { ipam } = config;
-  const keep = new Set((config.validAttachments ?? []).map((a) => claimName(config.name, a)));
-  const labels = labelsOf(config.name, ctx.node, { containerID: '', ifname: '' });
+  // The spec has the runtime send the key; without it, "nothing is valid" would release every claim of the node.
+  if (config.validAttachments === undefined) throw new CniError(CniCode.InvalidConfig, 'GC needs cni.dev/valid-attachments', 'the config has no cni.dev/valid-attachments list; nothing was released');
+  const keep = new Set(config.validAttachments.map((a) => claimName(config.name, a)));
+  const labels = labelsOf(config.name, identityOf(ctx, ipam), { containerID: '', ifname: '' });
   const selector = `${LabelKey.network}=${labels[LabelKey.network]},${LabelKey.node}=${labels[LabelKey.node]}`;
   const stale: string[] = [];
   try {
     // Every page (the API's largest), following nextCursor: a page the selector emptied may still carry one.
     const claims = await ctx.api.listClaims(ipam.pool, { labelSelector: selector });
-    for (const claim of claims.items) if (!keep.has(claim.name)) stale.push(claim.name);
+    // This identity's claims only: the cluster label as this node writes it (absent when no clusterId is set).
+    const ours = claims.items.filter((claim) => claim.labels?.[LabelKey.cluster] === labels[LabelKey.cluster]);
+    for (const claim of ours) if (!keep.has(claim.name)) stale.push(claim.name);
   } catch (error) {
     if (isNotFound(error)) return { released: [] };
     throw toCniError(error, 'GC');

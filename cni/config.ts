@@ -75,6 +75,10 @@ export interface IpamConfig {
   readonly exclude: readonly string[];
   /** The pool's reuse delay when the config names ranges (0: none). */
   readonly reuseDelaySeconds: number;
+  /** The node's name on its claims (label cni.ipam/node); default: the host name. */
+  readonly nodeName?: string;
+  /** The cluster's id on its claims (label cni.ipam/cluster): GC of one cluster never touches another's. */
+  readonly clusterId?: string;
 }
 
 export interface Attachment {
@@ -89,6 +93,11 @@ export interface NetworkConfig {
   readonly prevResult?: unknown;
   /** GC's `cni.dev/valid-attachments`. */
   readonly validAttachments?: readonly Attachment[];
+  /**
+   * Addresses the runtime asks for (the `ips` capability: `runtimeConfig.ips`, as Podman's `--ip` and Multus'
+   * `ips` send them), canonical, without prefix; one per family.
+   */
+  readonly staticAddresses?: readonly string[];
 }
 
 /** Names CNI accepts for networks and container IDs (libcni's utils). */
@@ -137,6 +146,8 @@ const IPAM_FIELDS = new Set([
   'exclude',
   'ipRanges',
   'network_name',
+  'nodeName',
+  'clusterId',
 ]);
 
 const RANGE_FIELDS = new Set(['range', 'range_start', 'range_end', 'exclude']);
@@ -398,6 +409,11 @@ export function parseIpamConfig(ipam: unknown, network: string, env: Readonly<Re
   if (ipam.logLevel !== undefined && ipam.log_level !== undefined) throw invalid('give either ipam.logLevel or ipam.log_level, not both');
   const logFile = optionalString(ipam, 'logFile', 'ipam') ?? optionalString(ipam, 'log_file', 'ipam');
   const dns = parseDns(ipam.dns);
+  const nodeName = optionalString(ipam, 'nodeName', 'ipam');
+  const clusterId = optionalString(ipam, 'clusterId', 'ipam');
+  for (const [field, value] of [['nodeName', nodeName], ['clusterId', clusterId]] as const) {
+    if (value !== undefined && (value === '' || value.length > 253)) throw invalid(`ipam.${field} must be 1-253 characters`);
+  }
 
   return {
     endpoint,
@@ -415,6 +431,8 @@ export function parseIpamConfig(ipam: unknown, network: string, env: Readonly<Re
     ranges: parsed.map((p) => p.range),
     exclude: [...exclude].sort(),
     reuseDelaySeconds,
+    ...(nodeName !== undefined ? { nodeName } : {}),
+    ...(clusterId !== undefined ? { clusterId } : {}),
   };
 }
 
@@ -445,11 +463,31 @@ export function parseNetworkConfig(stdin: string, env: Readonly<Record<string, s
   if (typeof doc.name !== 'string' || doc.name === '') throw new CniError(CniCode.InvalidConfig, 'missing network name', '');
   if (!CNI_NAME.test(doc.name)) throw new CniError(CniCode.InvalidConfig, 'invalid characters found in network name', doc.name);
   const validAttachments = parseAttachments(doc['cni.dev/valid-attachments']);
+  const staticAddresses = parseStaticAddresses(isRecord(doc.runtimeConfig) ? doc.runtimeConfig.ips : undefined);
   return {
     cniVersion,
     name: doc.name,
     ipam: parseIpamConfig(doc.ipam, doc.name, env),
     ...(doc.prevResult !== undefined ? { prevResult: doc.prevResult } : {}),
     ...(validAttachments !== undefined ? { validAttachments } : {}),
+    ...(staticAddresses !== undefined ? { staticAddresses } : {}),
   };
+}
+
+/**
+ * Static addresses with or without a prefix, at most one per family: `runtimeConfig.ips` (the `ips` capability), or
+ * CNI_ARGS `IP=` (comma-separated), which Podman 4's CNI backend sends for `--ip`. @throws CniError 7
+ */
+export function parseStaticAddresses(value: unknown): string[] | undefined {
+  if (value === undefined || (Array.isArray(value) && value.length === 0)) return undefined;
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw invalid('runtimeConfig.ips must be a list of addresses');
+  const addresses = (value as string[]).map((text) => {
+    try {
+      return parseAddress(text.includes('/') ? text.slice(0, text.indexOf('/')) : text);
+    } catch {
+      throw invalid(`static address ${JSON.stringify(text)} (runtimeConfig.ips or CNI_ARGS IP) is not an IP address`);
+    }
+  });
+  if (new Set(addresses.map((a) => a.family)).size !== addresses.length) throw invalid('static addresses (runtimeConfig.ips or CNI_ARGS IP) hold one address per family');
+  return addresses.map(formatAddress);
 }

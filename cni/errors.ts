@@ -75,6 +75,8 @@ export function toCniError(error: unknown, action: string): CniError {
     const details = `${error.code}: ${error.detail}`;
     if (transientStatus(error.status)) return new CniError(CniCode.TryAgainLater, `${action}: the IPAM service is unavailable (HTTP ${error.status})`, details);
     if (error.code === 'RangeFull') return new CniError(CniCode.PoolExhausted, `${action}: the pool has no free address`, details);
+    // The attempt's commit deadline passed before the service committed: nothing was written, a new attempt may do.
+    if (error.code === 'DeadlineExceeded') return new CniError(CniCode.TryAgainLater, `${action}: the IPAM service did not commit in time`, details);
     return new CniError(CniCode.Refused, `${action}: the IPAM service refused the request (HTTP ${error.status})`, details);
   }
   if (error instanceof HttpStatusError) {

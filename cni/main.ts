@@ -15,7 +15,7 @@ import { checkAttachment, ownerOf, parseCniArgs } from './attachment.ts';
 import { add, check, del, gc, status, type CommandContext } from './commands.ts';
 import { IpamApi } from '../cli/api/ipam-api.ts';
 import { fileCache } from './node-cache.ts';
-import { LogLevel, parseNetworkConfig, type IpamConfig, type NetworkConfig } from './config.ts';
+import { LogLevel, parseNetworkConfig, parseStaticAddresses, type IpamConfig, type NetworkConfig } from './config.ts';
 import { CniCode, CniError, errorResult, toCniError } from './errors.ts';
 import { nodeFetch } from './transport.ts';
 import { commandAllowed, encodeResult, LATEST_VERSION, SUPPORTED_VERSIONS } from './versions.ts';
@@ -141,8 +141,12 @@ export async function run(env: Env, stdin: string, node: string = hostname()): P
     switch (cmd) {
       case 'ADD': {
         const attachment = checkAttachment(env.CNI_CONTAINERID, env.CNI_IFNAME);
-        const owner = ownerOf(parseCniArgs(env.CNI_ARGS), attachment);
-        const result = await add(ctx, config, attachment, owner);
+        const args = parseCniArgs(env.CNI_ARGS);
+        const owner = ownerOf(args, attachment);
+        // The capability's runtimeConfig.ips first; else CNI_ARGS IP= (Podman 4's CNI backend sends --ip so).
+        const ip = args.get('IP');
+        const withStatic = config.staticAddresses === undefined && ip ? { ...config, staticAddresses: parseStaticAddresses(ip.split(',')) ?? [] } : config;
+        const result = await add(ctx, withStatic, attachment, owner);
         return { exitCode: 0, stdout: JSON.stringify(encodeResult(result, config.cniVersion)) };
       }
       case 'DEL':

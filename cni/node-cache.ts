@@ -111,16 +111,28 @@ export function fileCache(dir: string, warn: (message: string) => void, timeoutM
       }
     },
     read,
-    write(key, prefixes) {
+    write: (key, prefixes) => writeWhole(`pool-${key}.json`, { prefixes: Object.fromEntries(prefixes) }, 'the pool check'),
+    readExhausted(key) {
       try {
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
-        const path = join(dir, `pool-${key}.json`);
-        const temporary = `${path}.${process.pid}`;
-        writeFileSync(temporary, JSON.stringify({ prefixes: Object.fromEntries(prefixes) }));
-        renameSync(temporary, path);
-      } catch (error) {
-        warn(`cannot remember the pool check in ${dir}: ${(error as Error).message}`);
+        const doc = JSON.parse(readFileSync(join(dir, `full-${key}.json`), 'utf8')) as { families?: string[]; atMs?: number };
+        return Array.isArray(doc.families) && typeof doc.atMs === 'number' ? { families: doc.families, atMs: doc.atMs } : undefined;
+      } catch {
+        return undefined;
       }
     },
+    writeExhausted: (key, families) => writeWhole(`full-${key}.json`, { families, atMs: Date.now() }, 'an exhausted pool'),
   };
+
+  /** Writes a file of the folder whole: a temporary file renamed over it. */
+  function writeWhole(name: string, doc: unknown, what: string): void {
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const path = join(dir, name);
+      const temporary = `${path}.${process.pid}`;
+      writeFileSync(temporary, JSON.stringify(doc));
+      renameSync(temporary, path);
+    } catch (error) {
+      warn(`cannot remember ${what} in ${dir}: ${(error as Error).message}`);
+    }
+  }
 }

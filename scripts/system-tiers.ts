@@ -6,11 +6,13 @@
  * - net: the CNI plugin under the reference plugins in real network namespaces (tests/net): Linux, root,
  *   /usr/lib/cni/bridge and host-local, `ip` and `ping`.
  * - browser: the console in Debian's chromium (tests/browser): /usr/bin/chromium.
+ * - runtime: the CNI plugin under a real container runtime, Podman with its CNI backend and runc (tests/runtime):
+ *   what net needs, and podman, runc and busybox-static's /bin/busybox (the image is built from it).
  */
 import { accessSync, constants } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
-export type SystemTier = 'net' | 'browser';
+export type SystemTier = 'net' | 'browser' | 'runtime';
 
 export const CNI_BIN_DIR = '/usr/lib/cni';
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -35,6 +37,14 @@ function onPath(command: string): boolean {
 
 /** Why `tier` cannot run here, or undefined when it can. */
 export function whyTierCannotRun(tier: SystemTier): string | undefined {
+  if (tier === 'runtime') {
+    const net = whyTierCannotRun('net');
+    if (net !== undefined) return net;
+    const tools = ['podman', 'runc'].filter((t) => !onPath(t));
+    if (tools.length > 0) return `${tools.join(', ')} not on PATH (npm run setup:system)`;
+    if (!executable('/bin/busybox')) return '/bin/busybox missing (busybox-static; npm run setup:system)';
+    return undefined;
+  }
   if (tier === 'net') {
     if (process.platform !== 'linux') return `not Linux (${process.platform})`;
     if (process.getuid?.() !== 0) return 'not root (network namespaces need it)';

@@ -44,6 +44,11 @@ export class IpamApi {
     return (limit, cursor) => this.get<Page<T>>(path, { ...extra, limit, cursor });
   }
 
+  /** GET /v1/health: whether the service and its table answer. */
+  health(): Promise<{ status: string }> {
+    return this.get('/v1/health');
+  }
+
   listPools(options?: ListOptions): Promise<Page<Pool>> {
     return readList(this.page<Pool>('/v1/pools'), options);
   }
@@ -87,8 +92,10 @@ export class IpamApi {
     return res.status === 202 ? 'terminating' : 'gone';
   }
 
-  async createClaim(pool: string, spec: ClaimSpec): Promise<{ created: boolean; claim: Claim }> {
-    const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/claims`, { body: spec });
+  /** `commitBy`: the service commits nothing at or after it (x-ipam-commit-deadline; 408 DeadlineExceeded). */
+  async createClaim(pool: string, spec: ClaimSpec, options: { commitBy?: Date } = {}): Promise<{ created: boolean; claim: Claim }> {
+    const headers = options.commitBy ? { 'x-ipam-commit-deadline': options.commitBy.toISOString() } : undefined;
+    const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/claims`, { body: spec, ...(headers ? { headers } : {}) });
     return { created: res.status === 201, claim: res.body as Claim };
   }
 

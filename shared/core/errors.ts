@@ -16,6 +16,7 @@ export const ErrorCode = {
   PreconditionFailed: 'PreconditionFailed',
   Forbidden: 'Forbidden',
   NotReady: 'NotReady',
+  DeadlineExceeded: 'DeadlineExceeded',
   Internal: 'Internal',
   TooManyConsumers: 'TooManyConsumers',
   ClaimInUse: 'ClaimInUse',
@@ -160,5 +161,15 @@ export class ClaimInUseError extends IpamError {
       ErrorCode.ClaimInUse,
       `Claim ${JSON.stringify(claim)} has ${consumers} consumer${consumers === 1 ? '' : 's'}; it is released when the last one is removed (DELETE .../consumers/{uid}), not directly.`,
     );
+  }
+}
+
+/**
+ * Thrown when a claim would be committed at or after the deadline its client gave (x-ipam-commit-deadline): the
+ * client has given up on it by then, and a claim it never learnt of would never be released.
+ */
+export class DeadlineExceededError extends IpamError {
+  constructor(readonly deadline: string) {
+    super(ErrorCode.DeadlineExceeded, `The request's commit deadline ${deadline} has passed; nothing was written. Retry with a new deadline.`);
   }
 }

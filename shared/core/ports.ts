@@ -43,7 +43,11 @@ export interface Replacing {
 export type CommitOutcome =
   | { readonly kind: 'committed' }
   | { readonly kind: 'claimExists'; readonly existing: Claim }
-  | { readonly kind: 'addressesTaken'; readonly taken: readonly { address: string; holder?: Lease }[] }
+  /**
+   * `inFlight`: the address's item met another transaction in flight (TransactionConflict), so whether it is taken is
+   * not known: a dynamic pick is given up like a taken one, an explicit address is tried again.
+   */
+  | { readonly kind: 'addressesTaken'; readonly taken: readonly { address: string; holder?: Lease; inFlight?: true }[] }
   | { readonly kind: 'generatedNameExists'; readonly claimName: string };
 
 /**

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { LocalStack } from '../../scripts/local-stack.ts';
-import { CniLab, type PluginRun } from '../support/cni.ts';
+import { CniLab, runWithStdin, type PluginRun } from '../support/cni.ts';
 import { callApi, startTestStack } from '../support/local-stack.ts';
 
 /** A loopback port nothing listens on: the service, stopped. */
@@ -60,6 +60,15 @@ describe('ipam-cni under the reference bridge plugin', () => {
     } finally {
       await stack?.stop();
     }
+  });
+
+  it('is one self-contained executable: an ELF file that answers VERSION with an empty environment (no node, no PATH)', async () => {
+    // Act
+    const run = await runWithStdin(lab.pluginPath, [], { CNI_COMMAND: 'VERSION' }, '{"cniVersion":"1.0.0"}');
+    // Assess
+    expect(readFileSync(lab.pluginPath).subarray(0, 4)).toEqual(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.json).toEqual({ cniVersion: '1.0.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
   });
 
   it('attaches two namespaces through bridge with distinct addresses that ping each other', async () => {
@@ -171,8 +180,8 @@ describe('ipam-cni under the reference bridge plugin', () => {
     for (const ns of namespaces.slice(0, 2)) ipsOf(await lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path }));
     // Act
     const third = await lab.reference('bridge', 'ADD', config, { containerID: `${namespaces[2]!.name}-c`, netns: namespaces[2]!.path });
-    // STATUS reads the pool's utilization, which follows the leases by the stream's lag (unlike ADD's RangeFull, which
-    // is read from the leases): it must come to say 50 within a deadline, polled.
+    // STATUS answers from the node's memory of that RangeFull (the same state folder), so it says 50 at once; polled
+    // with a deadline all the same, as a runtime polls it.
     const statusRun = await vi.waitFor(
       async () => {
         const run = await lab.plugin('STATUS', { ...config, cniVersion: '1.1.0' });

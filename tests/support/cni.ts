@@ -6,7 +6,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildCni } from '../../scripts/build-cni.ts';
@@ -77,20 +77,28 @@ export class CniLab {
   /** Four random hex characters: every namespace, bridge and network of this lab carries them. */
   readonly id = randomBytes(2).toString('hex');
   readonly dir = mkdtempSync(join(tmpdir(), 'ipam-cni-'));
+  /** The self-contained executable (build-cni.ts), and the node script it was compiled from. */
   readonly pluginPath = join(this.dir, 'ipam-cni');
+  readonly scriptPath = join(this.dir, 'ipam-cni.cjs');
+  /**
+   * The PATH every call gets: an empty folder, so nothing the plugin or bridge runs can find `node` (a node has
+   * none); the plugin must run on what it carries.
+   */
+  readonly searchPath = join(this.dir, 'no-node-bin');
   private readonly namespaces = new Set<string>();
   private readonly bridges = new Set<string>();
   private nsCount = 0;
   private brCount = 0;
 
   async build(): Promise<void> {
+    mkdirSync(this.searchPath, { recursive: true });
     await buildCni(this.dir);
   }
 
   /** The environment of a call: CNI_PATH finds this lab's plugin first, then the reference plugins. */
   env(command: string, options: CallOptions = {}): NodeJS.ProcessEnv {
     const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
+      PATH: this.searchPath,
       CNI_COMMAND: command,
       CNI_CONTAINERID: options.containerID ?? `c${this.id}`,
       CNI_NETNS: options.netns ?? '',

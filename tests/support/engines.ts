@@ -1,6 +1,6 @@
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import type { Query, Table } from '../../shared/adapters/dynamodb/table.ts';
-import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
+import { MemoryTable, type Fault, type TableCall } from '../../shared/adapters/memory/memory-table.ts';
 import { freshTable } from './dynamo.ts';
 import { FollowedTable } from './stream-follower.ts';
 
@@ -65,4 +65,23 @@ export function withSummaryLag(engine: TestEngine, lag: number): TestEngine {
       return { table: new FollowedTable(table instanceof FollowedTable ? table.inner : table, lag), env };
     },
   };
+}
+
+/** The memory engine with a hook that sees every table call before it runs (to move a clock, or to fault the call). */
+export function hookedEngine(hook: (call: TableCall) => Fault | undefined): TestEngine {
+  return { name: 'memory, hooked', fresh: async () => ({ table: new FollowedTable(new MemoryTable({ name: 'hooked', faults: hook })), env: { TABLE_NAME: 'hooked', LOCAL_STACK: 'true' } }) };
+}
+
+/**
+ * The memory engine whose first transaction writing `address` is cancelled with TransactionConflict on every item (as
+ * two requests racing for one free address can both be); `conflicts()` counts the ones injected.
+ */
+export function conflictOnceOn(address: string): { engine: TestEngine; conflicts: () => number } {
+  let conflicts = 0;
+  const engine = hookedEngine((call) => {
+    if (call.method !== 'transact' || conflicts > 0 || !call.ops?.some((op) => op.kind === 'put' && op.item.address === address)) return undefined;
+    conflicts += 1;
+    return { kind: 'conflict' };
+  });
+  return { engine, conflicts: () => conflicts };
 }

@@ -196,6 +196,7 @@ describe('Errors: toCniError', () => {
     ['a gateway 502', new HttpStatusError(502, 'Bad Gateway'), 11],
     ['no credentials', new ConfigError('no AWS credentials'), 11],
     ['an exhausted pool', new ProblemError(409, 'RangeFull', 'no free IPv4 address'), 100],
+    ['a commit deadline that passed before the commit', new ProblemError(408, 'DeadlineExceeded', 'nothing was written'), 11],
     ['a conflicting claim', new ProblemError(409, 'Conflict', 'other spec'), 101],
     ['a missing permission', new HttpStatusError(403, 'Forbidden'), 101],
     ['a bug', new TypeError('x is undefined'), 103],

@@ -268,7 +268,7 @@ describe('Class: TableClaimStore on the SDK engine', () => {
       expect(outcome).toEqual({ kind: 'addressesTaken', taken: [{ address: 'fd00::10', holder }] });
     });
 
-    it('counts a transaction conflict on a lease as a taken address without a holder', async () => {
+    it('counts a transaction conflict on a lease as a taken address without a holder, marked in flight', async () => {
       // Prepare
       const claim = claimOf(['10.0.0.10']);
       ddb.on(TransactWriteItemsCommand).rejects(canceled([none, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }]));
@@ -277,7 +277,7 @@ describe('Class: TableClaimStore on the SDK engine', () => {
       const outcome = await store.commitClaim(claim, leasesOf(claim), NOW);
 
       // Assess
-      expect(outcome).toEqual({ kind: 'addressesTaken', taken: [{ address: '10.0.0.10' }] });
+      expect(outcome).toEqual({ kind: 'addressesTaken', taken: [{ address: '10.0.0.10', inFlight: true }] });
     });
 
     it('answers generatedNameExists with the name the marker points to', async () => {

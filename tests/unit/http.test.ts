@@ -78,6 +78,7 @@ describe('Function: problemOf', () => {
       PreconditionFailed: 412,
       Forbidden: 403,
       NotReady: 503,
+      DeadlineExceeded: 408,
       Internal: 500,
       TooManyConsumers: 409,
       ClaimInUse: 409,

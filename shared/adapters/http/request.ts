@@ -213,6 +213,20 @@ export function ifMatch(event: APIGatewayProxyEventV2): VersionMatch | undefined
   return value === undefined ? undefined : versionsMatching(value);
 }
 
+/** The header a client names its commit deadline in (POST claims): an RFC 3339 time with a zone. */
+export const COMMIT_DEADLINE_HEADER = 'x-ipam-commit-deadline';
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** The commit deadline as epoch milliseconds, or undefined without the header. @throws InvalidArgumentError */
+export function commitDeadline(event: APIGatewayProxyEventV2): number | undefined {
+  const value = header(event, COMMIT_DEADLINE_HEADER);
+  if (value === undefined) return undefined;
+  const ms = RFC3339.test(value.trim()) ? Date.parse(value.trim()) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new InvalidArgumentError(`The ${COMMIT_DEADLINE_HEADER} header must be an RFC 3339 time such as 2030-01-01T12:00:00.000Z, not ${quote(value)}.`, COMMIT_DEADLINE_HEADER);
+  return ms;
+}
+
 function nonTextBody(body: unknown): InvalidArgumentError {
   const kind = Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body === 'object' ? 'an object' : `a ${typeof body}`;
   return new InvalidArgumentError(`The request body must arrive as JSON text, not as ${kind}.`, 'body');

@@ -11,7 +11,7 @@ import * as addresses from '../../core/use-cases/addresses.ts';
 import { getRangeOccupancy } from '../../core/use-cases/occupancy.ts';
 import { claimDto, leaseDto, occupancyDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
 import { etagOf } from './etag.ts';
-import { ifMatch, labelSelectorQuery, ownerQuery, pageParams, parseBody, pathParam, rangeQuery, type FieldSpec } from './request.ts';
+import { commitDeadline, ifMatch, labelSelectorQuery, ownerQuery, pageParams, parseBody, pathParam, rangeQuery, type FieldSpec } from './request.ts';
 import type { RouteKey } from './route-keys.ts';
 
 export type Response = APIGatewayProxyStructuredResultV2;
@@ -146,6 +146,7 @@ export const routes = {
     const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims']);
     // Static when the client named its addresses; the scope splits the allocation counters.
     const scope = Array.isArray(body.addresses) && body.addresses.length > 0 ? 'static' : 'dynamic';
+    const commitBy = commitDeadline(event);
     const result = await claims.createClaim(deps, {
       pool: pathParam(event, 'pool'),
       owner: body.owner as claims.CreateClaimCommand['owner'],
@@ -158,6 +159,7 @@ export const routes = {
       ...(body.count !== undefined ? { count: body.count as number } : {}),
       ...(caller ? { createdBy: caller } : {}),
       ...(body.labels !== undefined ? { labels: body.labels as Record<string, string> } : {}),
+      ...(commitBy !== undefined ? { commitBy } : {}),
     }).catch((error: unknown) => {
       if (error instanceof IpamError) metrics?.failed(scope, error.code);
       throw error;

@@ -1,5 +1,5 @@
 import type { IpAddress, IpFamily } from '../ip/address.ts';
-import { AddressReleasingError, AlreadyAllocatedError, type IpamError } from '../errors.ts';
+import { AddressReleasingError, AlreadyAllocatedError, DeadlineExceededError, type IpamError } from '../errors.ts';
 import { isReleased, type Claim, type Hold, type Lease, type PoolView } from '../model.ts';
 import type { ReleaseOutcome } from '../ports.ts';
 import type { IpamEvent } from '../reconciler/ports.ts';
@@ -34,7 +34,7 @@ export type AllocationResult =
  *   NotInRangeError / MismatchedNetworkError for addresses outside the pool, NotReadyError when the store cannot serve.
  */
 export interface Allocator {
-  allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult>;
+  allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[], options?: AllocateOptions): Promise<AllocationResult>;
   /**
    * Releases a claim and the leases it still holds, in one transaction (at `expectedVersion` when given). The legacy
    * strategy clears the claim's bits in the same transaction, as Kubernetes' legacy allocator releases an IP. With
@@ -43,6 +43,16 @@ export interface Allocator {
    * transaction (it tells the address history why the leases went).
    */
   release(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome>;
+}
+
+export interface AllocateOptions {
+  /** Epoch milliseconds at and after which no commit is sent (CreateClaimCommand.commitBy). */
+  readonly commitBy?: number;
+}
+
+/** Called right before each commit is sent. @throws DeadlineExceededError once `nowMs` has reached `commitBy` */
+export function checkCommitDeadline(nowMs: number, options: AllocateOptions): void {
+  if (options.commitBy !== undefined && nowMs >= options.commitBy) throw new DeadlineExceededError(new Date(options.commitBy).toISOString());
 }
 
 /** Why an explicit address could not be taken: another claim holds it, or it is held for its previous owner. */

@@ -7,7 +7,7 @@ import { releaseClearingBits } from '../bitmap/bitmap-release.ts';
 import { addressOfBit, bitOf, legacyWindow, type Bitmap } from '../bitmap/bitmap.ts';
 import { bitmapOf, bitmapOfDocument, legacyRangeOf, windowInterval } from '../bitmap/legacy.ts';
 import type { BitmapExpectation, BitmapStore, BitmapWrite } from '../bitmap/ports.ts';
-import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
+import { checkCommitDeadline, explicitTakenError, type AllocateOptions, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import { upperBandStart } from './candidates.ts';
 import type { Interval } from './intervals.ts';
 import { excludedIntervals, rangeForExplicit, type ParsedRange } from './pool-geometry.ts';
@@ -73,7 +73,7 @@ export class BitmapAllocator implements Allocator {
     return releaseClearingBits(this.deps, claim, expectedVersion, hold, event);
   }
 
-  async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
+  async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[], options: AllocateOptions = {}): Promise<AllocationResult> {
     const ranges = new Map(requests.map((r) => [r.family, this.legacyRange(view, r.family)]));
     const explicit = new Map<IpFamily, Choice>();
     for (const request of requests) {
@@ -109,7 +109,9 @@ export class BitmapAllocator implements Allocator {
       const claim = buildClaim(draft, requests, picks);
       const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, reuseDelayMs(view.pool)));
       const writes = requests.map((r) => bitmapWrite(view.pool.name, picks.get(r.family)!, snapshots.get(r.family)!));
-      const outcome = await this.deps.bitmaps.commitClaim(claim, leases, writes, this.deps.clock.nowMs());
+      const sendAt = this.deps.clock.nowMs();
+      checkCommitDeadline(sendAt, options);
+      const outcome = await this.deps.bitmaps.commitClaim(claim, leases, writes, sendAt);
       switch (outcome.kind) {
         case 'committed':
           return { kind: 'allocated', claim };
@@ -118,11 +120,13 @@ export class BitmapAllocator implements Allocator {
         case 'generatedNameExists':
           return { kind: 'generatedExists', claimName: outcome.claimName };
         case 'addressesTaken':
-          for (const { address, holder } of outcome.taken) {
+          for (const { address, holder, inFlight } of outcome.taken) {
             const family = claim.addresses.find((a) => a.address === address)?.family;
             if (family === undefined) continue;
             const pick = picks.get(family)!.find((p) => formatAddress({ family, value: addressOfBit(p.range.cidr, p.bit) }) === address);
             if (pick === undefined) continue;
+            // Another transaction was writing it: it may still be free, so the next round sends it again.
+            if (pick.explicit && inFlight) continue;
             if (pick.explicit) throw explicitTakenError(address, holder);
             // Leased but not yet mirrored into the bitmap: the mirror will set the bit; this call just avoids it.
             skip.get(family)!.add(pick.bit);

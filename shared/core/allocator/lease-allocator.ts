@@ -3,7 +3,7 @@ import { NotReadyError, RangeFullError } from '../errors.ts';
 import { holdIdentityOf, holdOf, isExpired, leaseOfClaim, reuseDelayMs, sameHoldIdentity, type Claim, type ClaimAddress, type Hold, type HoldIdentity, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, Random, ReleaseOutcome, Replacing } from '../ports.ts';
 import { BandName, ownerIdentity, type LeaseExpiry, type OccupancyStore, type RangeSeals, type UsedUpSeals } from '../occupancy/ports.ts';
-import { explicitTakenError, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
+import { checkCommitDeadline, explicitTakenError, type AllocateOptions, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import { chooseWeighted, collectFree, pickableSize, pickBlind, pickInRange, RANDOM_PROBES, upperBandStart, type PickRange } from './candidates.ts';
 import { HintSource, type Hint, type HintCache } from './hint.ts';
 import type { Interval } from './intervals.ts';
@@ -167,7 +167,7 @@ export class LeaseAllocator implements Allocator {
     return this.deps.claims.releaseClaim(claim, expectedVersion, hold, event);
   }
 
-  async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[]): Promise<AllocationResult> {
+  async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[], options: AllocateOptions = {}): Promise<AllocationResult> {
     // One slot per address the claim takes: a family's explicit address, or `count` dynamic picks of it.
     const slots = requests.flatMap((r) => (r.explicit ? [r] : Array.from({ length: r.count ?? 1 }, () => r)));
     const picks: (Choice | undefined)[] = slots.map((r) => (r.explicit ? { value: r.explicit.value, range: rangeForExplicit(view, r.explicit), explicit: true } : undefined));
@@ -200,7 +200,9 @@ export class LeaseAllocator implements Allocator {
         }
         claim = buildClaim(draft, requests, slots, picks as Choice[]);
         const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
-        outcome = await this.deps.claims.commitClaim(claim, leases, this.deps.clock.nowMs(), replacing?.replacing);
+        const sendAt = this.deps.clock.nowMs();
+        checkCommitDeadline(sendAt, options);
+        outcome = await this.deps.claims.commitClaim(claim, leases, sendAt, replacing?.replacing);
       } finally {
         for (const unreserve of reservations.splice(0)) unreserve();
       }
@@ -214,12 +216,15 @@ export class LeaseAllocator implements Allocator {
         case 'generatedNameExists':
           return { kind: 'generatedExists', claimName: outcome.claimName };
         case 'addressesTaken':
-          for (const { address, holder } of outcome.taken) {
+          for (const { address, holder, inFlight } of outcome.taken) {
             // Find the slot by the address written: several picks of a batch, or both of a dual-stack claim, may collide.
             const i = picks.findIndex((pick, j) => pick !== undefined && formatAddress({ family: slots[j]!.family, value: pick.value }) === address);
             const pick = picks[i];
             if (pick === undefined) continue;
             const family = slots[i]!.family;
+            // An explicit address another transaction was writing may still be free: the next round sends it again
+            // (the commit's condition then tells taken from free).
+            if (pick.explicit && inFlight) continue;
             if (pick.explicit) throw explicitTakenError(address, holder);
             this.deps.hints.markTaken(pool, family, pick.value, nowMs);
             // A lost race shows this call's reads are behind: the next picks read again (as a single claim always did).

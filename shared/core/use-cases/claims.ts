@@ -9,6 +9,7 @@ import { formatAddress, IpFamily, parseAddress, type IpAddress } from '../ip/add
 import {
   ClaimInUseError,
   ConflictError,
+  DeadlineExceededError,
   InvalidArgumentError,
   MismatchedNetworkError,
   NotFoundError,
@@ -43,6 +44,11 @@ export interface CreateClaimCommand {
   readonly createdBy?: Principal;
   /** Key/value labels (labels.ts); part of the spec, so another set under an existing name is a conflict. */
   readonly labels?: Labels;
+  /**
+   * Epoch milliseconds after which the claim must not be committed (the client has given up on the request by then):
+   * checked before each commit, so a slow request cannot leave a claim its client never learnt of.
+   */
+  readonly commitBy?: number;
 }
 
 /**
@@ -291,7 +297,7 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         version: 1,
         ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),
       };
-      const result = await deps.allocator.allocate(view, draft, requests);
+      const result = await deps.allocator.allocate(view, draft, requests, cmd.commitBy !== undefined ? { commitBy: cmd.commitBy } : {});
       if (result.kind === 'allocated') {
         const made = { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
         // Taken from ranges Ready in the view, and no range changed since it was read: nothing to read again.
@@ -334,6 +340,12 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
       if (++pins >= CLAIM_TRIES) throw new ConflictError(`Claim ${JSON.stringify(existing.name)} kept changing while it was being answered; retry the request.`);
       continue;
     } catch (error) {
+      if (error instanceof DeadlineExceededError) {
+        // Past its deadline nothing is written; a repeated request still answers the claim it made in time.
+        const existing = cmd.name === undefined ? undefined : await deps.claims.getClaim(cmd.pool, cmd.name);
+        if (existing && !isExpired(existing, deps.clock.nowMs())) return sameOrConflict(existing, spec);
+        throw error;
+      }
       const refusedByView = error instanceof NotInRangeError || error instanceof MismatchedNetworkError || error instanceof RangeFullError;
       if (!refusedByView || readNow) throw error;
       if (await confirmCurrent(view)) throw error;

@@ -74,7 +74,7 @@ export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: numbe
     const taken = leases
       .map((lease, i) => ({ lease, verdict: verdicts[firstLease + i] }))
       .filter(({ verdict }) => lostRace(verdict))
-      .map(({ lease, verdict }) => (verdict?.code === 'ConditionalCheckFailed' && verdict.old ? { address: lease.address, holder: itemToLease(verdict.old) } : { address: lease.address }));
+      .map(({ lease, verdict }) => (verdict?.code === 'ConditionalCheckFailed' && verdict.old ? { address: lease.address, holder: itemToLease(verdict.old) } : verdict?.code === 'TransactionConflict' ? { address: lease.address, inFlight: true as const } : { address: lease.address }));
     if (taken.length) return { kind: 'addressesTaken', taken };
     const changed = bitmaps.filter((_, i) => lostRace(verdicts[firstBitmap + i])).map((b) => b.rangeName);
     if (changed.length) return { kind: 'bitmapsChanged', ranges: changed };
