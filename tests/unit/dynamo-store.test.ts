@@ -368,6 +368,17 @@ describe('Class: TableClaimStore on the SDK engine', () => {
       expect(ddb.calls()).toHaveLength(1);
     });
 
+    it('answers DynamoDB Local\'s lock timeout as DynamoDB answers contention: a cancellation for TransactionConflict', async () => {
+      // Prepare: what DynamoDB Local throws when a concurrent transaction holds an item's lock too long
+      const claim = claimOf(['10.0.0.10']);
+      ddb.on(TransactWriteItemsCommand).rejects(new InternalServerError({ message: 'This action timed out because it too long waiting for a lock. This request will succeed in actual DynamoDB API', $metadata: {} }));
+      // Act
+      const commit = store.commitClaim(claim, leasesOf(claim), NOW);
+      // Assess: every item in conflict, as a cancellation would say: its lease lost to a transaction in flight (the
+      // allocator tries again), not an internal error
+      await expect(commit).resolves.toEqual({ kind: 'addressesTaken', taken: [{ address: '10.0.0.10', inFlight: true }] });
+    });
+
     it('passes an unknown error through unchanged after one send', async () => {
       // Prepare
       const claim = claimOf(['10.0.0.10']);

@@ -197,6 +197,10 @@ export class SdkTable implements Table {
           throw new NotReadyError('The address store is throttling requests; retry shortly.', { cause: error });
         }
       }
+      // DynamoDB Local gives up on a lock held by a concurrent transaction with an InternalServerError saying so
+      // ("...waiting for a lock. This request will succeed in actual DynamoDB API"): DynamoDB itself cancels such a
+      // transaction with TransactionConflict reasons, which is what callers are told, so they retry as they would there.
+      if ((error as Error).name === 'InternalServerError' && /waiting for a lock/.test((error as Error).message ?? '')) return ops.map(() => ({ code: 'TransactionConflict' as const }));
       throw translateError(error);
     }
   }
