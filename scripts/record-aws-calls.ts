@@ -22,6 +22,11 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const FIXTURE = join(repoRoot, 'tests', 'fixtures', 'aws-calls.jsonl');
 const FUNCTIONS = ['api', 'mirror', 'reconciler'] as const;
 
+/** A key with its run-time ids (UUIDs, 16-hex event ids) replaced by `<uid>` and `<id>`. */
+function anonymized(key: string): string {
+  return key.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uid>').replace(/#-[0-9a-f]{16}$/, '#-<id>');
+}
+
 /** The recorded lines as the fixture keeps them: function by its key in serverless.yml, table by its role (the one table). */
 export function normalize(lines: readonly string[]): string[] {
   const out = new Set<string>();
@@ -31,7 +36,10 @@ export function normalize(lines: readonly string[]): string[] {
     const fn = FUNCTIONS.find((key) => call.function.endsWith(`-${key}`));
     if (fn === undefined) continue;
     const { table, ...rest } = call;
-    out.add(JSON.stringify({ ...rest, function: fn, ...(table !== undefined ? { table: 'Table' } : {}) }));
+    // Ids drawn at run time (claim uids, event ids) in a key become placeholders, so a re-recording changes only
+    // where a call path changed; IAM's LeadingKeys patterns match the placeholder as they match any id.
+    const leadingKeys = rest.leadingKeys?.map(anonymized);
+    out.add(JSON.stringify({ ...rest, ...(leadingKeys ? { leadingKeys } : {}), function: fn, ...(table !== undefined ? { table: 'Table' } : {}) }));
   }
   return [...out].sort();
 }
