@@ -192,24 +192,18 @@ export const UNSETTLED_MS = 60_000;
 
 /**
  * Answers an existing claim to a request that did not create it (a retry, an identical request). A claim its creator
- * may still take back (version 1, unpinned, younger than UNSETTLED_MS) is judged as its creator judges it, on a fresh
- * view of the pool: served by Ready ranges, it is pinned and answered (the creator's release, conditioned on the claim
- * as committed, unpinned, no longer applies); committed in a range retired under it, it is given back as its creator
- * would (the same condition: one of the two does it), and the request allocates anew.
- * @returns undefined when the claim was given back, or changed before it could be pinned: read it again
+ * may still take back (version 1, unpinned, younger than UNSETTLED_MS) is pinned first: the creator's release of a
+ * claim whose range was retired under its commit, conditioned on the claim as committed (unpinned), then no longer
+ * applies, and the claim stays as answered here, to be drained with its range like any claim made before the range's
+ * retirement. Nothing here releases a claim: only its creator knows whether it has answered it.
+ * @returns undefined when the claim changed before it could be pinned: read it again
  */
-async function answerExisting(deps: Pick<Deps, 'claims' | 'clock' | 'pools' | 'allocator' | 'hints'>, existing: Claim, spec: ClaimSpec): Promise<{ claim: Claim; created: false } | undefined> {
+async function answerExisting(deps: Pick<Deps, 'claims' | 'clock'>, existing: Claim, spec: ClaimSpec): Promise<{ claim: Claim; created: false } | undefined> {
   sameOrConflict(existing, spec);
   const settled = existing.pinned === true || existing.version > 1 || Date.parse(existing.createdAt) + UNSETTLED_MS <= deps.clock.nowMs();
   if (settled) return { claim: existing, created: false };
-  const current = await deps.pools.getPoolView(existing.pool);
-  if (current && servedByReadyRanges(current, existing)) {
-    const pinned = await deps.claims.pinClaim(existing);
-    return pinned ? { claim: pinned, created: false } : undefined;
-  }
-  const outcome = await deps.allocator.release(existing, existing.version, undefined, events.rangeRetired(existing, nowIso(deps)));
-  if (outcome === 'released') for (const a of existing.addresses) deps.hints.markFree(existing.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
-  return undefined;
+  const pinned = await deps.claims.pinClaim(existing);
+  return pinned ? { claim: pinned, created: false } : undefined;
 }
 
 /** Names drawn for a generateName claim before a collision with other claims' names is answered 409. */
@@ -247,9 +241,9 @@ export function servedByReadyRanges(view: PoolView, claim: Claim): boolean {
  *   container B                               mark r Terminating, gen 8 -> 202
  *
  * So no claim answered 201 holds an address of a range that was Terminating (or gone) before its answer, but for
- * one case: an identical request that found the claim confirmed it on a fresh view and pinned it (answerExisting)
- * before the range's mark; the claim, confirmed before the mark, is then answered to both, like any claim made before
- * a range's retirement. The
+ * one case: an identical request (a retry) found the claim before this check and was answered it (answerExisting
+ * pins it); the claim is then kept and answered to both, and its range drains it like any older claim. Releasing it
+ * would free an address a client was already told. The
  * generation has copies in several partitions and the check reads one: no per-allocation read lands on the pool's
  * partition, which would cap a pool near 3,000 allocations/s (SIMULATION.md). A time-based alternative (retire a
  * range only after the views' maximum age plus the longest request) would rest on clocks and Lambda's timeout, not
