@@ -198,6 +198,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         String(offlinePort),
         '--lambdaPort',
         String(lambdaPort),
+        // serverless-offline answers any origin's CORS request by default, with credentials: a page of any site could
+        // read the developer's pools and history. Only the console's own origin is named (its page needs no CORS).
+        '--corsAllowOrigin',
+        `http://127.0.0.1:${port}`,
+        '--corsDisallowCredentials',
         ...(options.inProcess ? ['--useInProcess'] : []),
       ],
       {

@@ -44,6 +44,18 @@ describe('Local stack: startLocalStack()', () => {
     expect((await fetch(`${stack.apiUrl}/v1/pools`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: JSON.stringify({ name: 'curl-made' }) })).status).toBe(201);
   });
 
+  it('lets no page of another origin read its answers (no CORS grant to it; black-box run)', async () => {
+    // Act: a cross-origin read as a browser sends it, and its preflight
+    const read = await fetch(`${stack.apiUrl}/v1/pools`, { headers: { origin: 'https://evil.example' } });
+    const preflight = await fetch(`${stack.apiUrl}/v1/pools`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    // Assess: neither names that origin, nor allows credentials (a browser then withholds the answer from the page)
+    for (const res of [read, preflight]) {
+      expect(res.headers.get('access-control-allow-origin')).not.toBe('https://evil.example');
+      expect(res.headers.get('access-control-allow-origin')).not.toBe('*');
+      expect(res.headers.get('access-control-allow-credentials')).toBeNull();
+    }
+  });
+
   it('hands the function a decoded path, as API Gateway\'s HTTP API does: a percent-encoded name names the decoded one (issue 33)', async () => {
     // Prepare
     expect((await callApi(stack, 'POST', '/v1/pools', { name: 'pe' })).status).toBe(201);
