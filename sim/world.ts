@@ -972,7 +972,9 @@ export class World {
         else unsure = true;
       }
       await this.scheduler.sleep(rng.exponential(5000));
-      for (const uid of uids) {
+      for (const [k, uid] of uids.entries()) {
+        // Consumers leave one by one, a while apart (so the checks see a claim between two leavings).
+        if (k > 0) await this.scheduler.sleep(rng.exponential(1500));
         // From the moment its removal is asked, a consumer is no longer surely there.
         track.present.delete(uid);
         const left = rng.unit() < 0.5
