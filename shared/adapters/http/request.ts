@@ -303,10 +303,11 @@ export function refuseForgeableWrite(event: APIGatewayProxyEventV2): void {
   // A browser without Fetch Metadata: its Origin against the host it asked (the local stack's console server forwards
   // it as x-forwarded-host; a page cannot set that header without a preflight).
   const origin = header('origin');
-  if (origin !== undefined && origin !== 'null' && hostOf(origin) !== (header('x-forwarded-host') ?? header('host'))) {
+  // An opaque origin ('null') or one that is no URL has no host: refused like another origin's.
+  const from = origin === undefined ? undefined : hostOf(origin);
+  if (origin !== undefined && (from === undefined || from !== (header('x-forwarded-host') ?? header('host')))) {
     throw new ForbiddenError('cross-site-request', `A write sent by a web page of another origin (Origin: ${quote(origin)}) is refused.`);
   }
-  if (origin === 'null') throw new ForbiddenError('cross-site-request', 'A write sent by a web page of an opaque origin (Origin: null) is refused.');
 }
 
 /** The host (and port) of an origin, or undefined when it is not a URL. */
