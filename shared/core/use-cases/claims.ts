@@ -21,8 +21,9 @@ import {
 import { checkDnsLabel, checkGenerateName, checkOwnerField, generatedName } from '../names.ts';
 import { checkLabels, formatLabels, type Labels } from '../labels.ts';
 import { isHostOf, parseCidr } from '../ip/cidr.ts';
-import { holdOf, IpFamilyPolicy, isExpired, RangeState, reuseDelayMs, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
-import type { ClaimFilter, Page } from '../ports.ts';
+import { holdOf, IpFamilyPolicy, isExpired, RangeState, reuseDelayMs, type Claim, type ClaimSpec, type Owner, type Pool, type PoolView } from '../model.ts';
+import type { ClaimFilter, Page, ReleaseOutcome } from '../ports.ts';
+import type { IpamEvent } from '../reconciler/ports.ts';
 import type { FamilyRequest } from '../allocator/allocator.ts';
 import { rangesOf } from '../allocator/pool-geometry.ts';
 import { nowIso, pageLimit, type Deps } from './deps.ts';
@@ -380,6 +381,25 @@ function describeMatch(match: VersionMatch): string {
 
 
 /**
+ * A client's release of a claim at the version read (DELETE, or its last consumer leaving): in a pool with a reuse
+ * delay its addresses are held for its owner identity, with the caller as `releasedBy`; in a pool with `access` the
+ * caller is recorded on the Released leases or else on a ClaimReleased event in the same transaction (one item more),
+ * which the address history reads (history/recorder.ts); otherwise `event`, when given, is written with it. Freed
+ * addresses (not held ones) are told to the hint.
+ */
+export async function releaseAsRead(deps: Pick<Deps, 'allocator' | 'hints' | 'clock'>, args: { pool: Pool; claim: Claim; caller?: Principal; event?: IpamEvent }): Promise<ReleaseOutcome> {
+  const { pool, claim, caller } = args;
+  const held = holdOf(pool, claim, deps.clock.nowMs());
+  const hold = held && caller ? { ...held, releasedBy: caller } : held;
+  const record = !hold && caller && pool.access ? events.claimReleased(claim, nowIso(deps), caller) : args.event;
+  const outcome = await deps.allocator.release(claim, claim.version, hold, record);
+  if ((outcome === 'released' || outcome === 'absent') && !hold) {
+    for (const a of claim.addresses) deps.hints.markFree(pool.name, a.family, parseAddress(a.address).value, deps.clock.nowMs());
+  }
+  return outcome;
+}
+
+/**
  * Releases a claim and the leases it still holds, in one transaction; absent claims are already released. In a pool
  * with a reuse delay the addresses stay held for the claim's owner identity until the delay has passed (counted from
  * the claim's expiry when it had expired): Released leases replace the leases in the same transaction.
@@ -405,17 +425,8 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     if (ifMatch !== undefined && ifMatch !== 'any' && !ifMatch.includes(claim.version)) {
       throw new PreconditionFailedError(describeMatch(ifMatch), `version ${claim.version}`);
     }
-    const held = holdOf(view.pool, claim, deps.clock.nowMs());
-    const hold = held && caller ? { ...held, releasedBy: caller } : held;
-    // A pool with `access` records who released: the Released leases carry it, or else an event in the same
-    // transaction does (one item more per release), which the address history reads (history/recorder.ts).
-    const record = !hold && caller && view.pool.access ? events.claimReleased(claim, nowIso(deps), caller) : undefined;
-    const outcome = await deps.allocator.release(claim, claim.version, hold, record);
-    if (outcome === 'released' || outcome === 'absent') {
-      // Held addresses are not free: the hint keeps them taken.
-      if (!hold) for (const a of claim.addresses) deps.hints.markFree(pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
-      return outcome === 'released' ? claim : undefined;
-    }
+    const outcome = await releaseAsRead(deps, { pool: view.pool, claim, ...(caller ? { caller } : {}) });
+    if (outcome === 'released' || outcome === 'absent') return outcome === 'released' ? claim : undefined;
     // The claim changed under us (a renew): read it again, and check the precondition against the new version.
   }
   throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being released; retry the request.`);

@@ -14,12 +14,12 @@
  */
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, NotReadyError, TooManyConsumersError } from '../errors.ts';
-import { parseAddress } from '../ip/address.ts';
-import { CONSUMER_FIELD_BYTES, holdOf, isExpired, MAX_CONSUMERS, type Claim, type Consumer } from '../model.ts';
+import { CONSUMER_FIELD_BYTES, isExpired, MAX_CONSUMERS, type Claim, type Consumer } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
 import { events } from '../reconciler/plan.ts';
 import type { IpamEvent } from '../reconciler/ports.ts';
 import { nowIso, type Deps } from './deps.ts';
+import { releaseAsRead } from './claims.ts';
 
 /**
  * Tries of one consumer change. A lost try means another change of the claim committed in between, so N changes in
@@ -145,13 +145,9 @@ export async function leave(deps: ConsumerDeps, cmd: { pool: string; claim: stri
 async function releaseWithLastConsumer(deps: ConsumerDeps, args: { claim: Claim; leaving: Consumer; event: IpamEvent; caller?: Principal }): Promise<'released' | 'absent' | 'changed'> {
   const { claim, caller } = args;
   const view = await deps.views.get(claim.pool, deps.clock.nowMs());
-  const held = holdOf(view.pool, claim, deps.clock.nowMs());
-  const hold = held && caller ? { ...held, releasedBy: caller } : held;
-  // As deleteClaim: a pool with `access` records who released (the Released leases, or else this event).
-  const record = !hold && caller && view.pool.access ? events.claimReleased(claim, nowIso(deps), caller) : args.event;
-  const outcome = await deps.allocator.release(claim, claim.version, hold, record);
+  // As deleteClaim does; with no `access` record, this consumer's leaving is the release's event.
+  const outcome = await releaseAsRead(deps, { pool: view.pool, claim, event: args.event, ...(caller ? { caller } : {}) });
   if (outcome === 'versionMismatch') return 'changed';
-  if (outcome === 'released' && !hold) for (const a of claim.addresses) deps.hints.markFree(claim.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
   await deps.claims.dropConsumerIndex(claim.pool, args.leaving.uid, { claim: claim.name, claimUid: claim.uid });
   return outcome;
 }
