@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, readdirSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { createServer } from 'node:net';
 
@@ -38,8 +38,39 @@ export function assertJava(): void {
   }
 }
 
-/** Asks the kernel for a free TCP port on loopback. */
+/**
+ * A free TCP port on loopback, drawn below the kernel's ephemeral range. A port the kernel hands out for listen(0)
+ * comes from that range, so between this check and the caller's own bind it can become the source port of any
+ * outgoing connection on the machine (the test tiers open thousands); below the range only another listener can take it.
+ */
 export async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let attempt = 0; attempt < 50 && low > 11_000; attempt += 1) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (await bindable(port)) return port;
+  }
+  return kernelPort();
+}
+
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) ? low : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolveBind) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolveBind(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolveBind(true)));
+  });
+}
+
+function kernelPort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.unref();

@@ -122,10 +122,20 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const service = serviceName();
   const tableName = `${service}-${stage}`;
   const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const [port, lambdaPort, offlinePort] = [options.port ?? (await freePort()), options.lambdaPort ?? (await freePort()), await freePort()];
+  const offlinePort = await freePort();
+  const offlineUrl = `http://127.0.0.1:${offlinePort}`;
+  // The front server binds its port now, before the minute offline may take to build: a port only looked up here and
+  // bound later can be taken meanwhile by another process (CI saw EADDRINUSE on it).
+  const front: ConsoleServer = await startConsoleServer({ upstream: new URL(offlineUrl), port: options.port ?? 0 }).catch((error: NodeJS.ErrnoException) => {
+    throw new Error(error.code === 'EADDRINUSE' ? `port ${options.port} is in use (is another local stack running?): choose another with --port` : error.message);
+  });
+  const port = front.port;
+  const lambdaPort = options.lambdaPort ?? (await freePort());
   // A busy port would not make offline fail fast: the readiness probe would get its answer from the other server.
-  await assertPortFree(port, '--port');
-  await assertPortFree(lambdaPort, '--lambda-port');
+  await assertPortFree(lambdaPort, '--lambda-port').catch(async (error: unknown) => {
+    await front.close();
+    throw error;
+  });
   const tail: string[] = [];
   let scheduled = 0;
   const cleanups: (() => void)[] = [];
@@ -141,13 +151,12 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   let offline: ChildProcess | undefined;
   let offlineExit: Promise<void> | undefined;
   let poller: StreamPoller | undefined;
-  let front: ConsoleServer | undefined;
   let stopping: Promise<void> | undefined;
   const mirror = offlineLambda({ endpoint: `http://127.0.0.1:${lambdaPort}`, functionName: `${service}-${stage}-mirror` });
 
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
-      await front?.close();
+      await front.close();
       await poller?.stop().catch(() => undefined);
       mirror.destroy();
       if (offline && offlineExit) await stopProcessGroup(offline, offlineExit);
@@ -229,7 +238,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     forEachLine(child.stdout, onLine);
     forEachLine(child.stderr, onLine);
 
-    const offlineUrl = `http://127.0.0.1:${offlinePort}`;
     // Settle both before going on, so a failure of one never leaves the other starting after stop().
     const [table, server] = await Promise.allSettled([
       database,
@@ -256,7 +264,6 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       });
     }
 
-    front = await startConsoleServer({ upstream: new URL(offlineUrl), port });
     const apiUrl = front.origin;
     const functions = { api: `${service}-${stage}-api`, mirror: `${service}-${stage}-mirror`, reconciler: `${service}-${stage}-reconciler` };
     const invokers = new Map<FunctionKey, ReturnType<typeof offlineLambda>>();
