@@ -20,6 +20,8 @@ export const ErrorCode = {
   Internal: 'Internal',
   TooManyConsumers: 'TooManyConsumers',
   ClaimInUse: 'ClaimInUse',
+  SourceMismatch: 'SourceMismatch',
+  ClaimHasChildren: 'ClaimHasChildren',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -108,8 +110,8 @@ export class PoolTerminatingError extends IpamError {
 
 /** Thrown when no free address is left in the Ready ranges of a family. */
 export class RangeFullError extends IpamError {
-  constructor(readonly pool: string, readonly family: string) {
-    super(ErrorCode.RangeFull, `No free ${family} address is left in pool ${JSON.stringify(pool)}.`);
+  constructor(readonly pool: string, readonly family: string, unit: 'address' | 'block' = 'address') {
+    super(ErrorCode.RangeFull, `No free ${family} ${unit} is left in pool ${JSON.stringify(pool)}.`);
   }
 }
 
@@ -171,5 +173,28 @@ export class ClaimInUseError extends IpamError {
 export class DeadlineExceededError extends IpamError {
   constructor(readonly deadline: string) {
     super(ErrorCode.DeadlineExceeded, `The request's commit deadline ${deadline} has passed; nothing was written. Retry with a new deadline.`);
+  }
+}
+
+/**
+ * Thrown when a nested pool's range names a CIDR other than the block its source claim holds (issue 35): a child range
+ * is made only from the exact block, as AWS IPAM allocates a child pool's CIDR from its source pool.
+ */
+export class SourceMismatchError extends IpamError {
+  constructor(readonly cidr: string, readonly source: { pool: string; claim: string }, readonly blocks: readonly string[]) {
+    super(
+      ErrorCode.SourceMismatch,
+      `Claim ${JSON.stringify(source.claim)} of pool ${JSON.stringify(source.pool)} holds ${blocks.length ? blocks.join(', ') : 'no block'}, not ${cidr}; a range made from it must be exactly one of its blocks.`,
+    );
+  }
+}
+
+/** Thrown when a claim whose block is another pool's range (a nested pool) would be released while that range lives. */
+export class ClaimHasChildrenError extends IpamError {
+  constructor(readonly claim: string, readonly children: readonly { pool: string; range: string }[]) {
+    super(
+      ErrorCode.ClaimHasChildren,
+      `Claim ${JSON.stringify(claim)} is the source of range ${children.map((c) => `${c.pool}/${c.range}`).join(', ')}; delete ${children.length === 1 ? 'that range' : 'those ranges'} before releasing the claim.`,
+    );
   }
 }

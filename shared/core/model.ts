@@ -49,6 +49,17 @@ export interface Pool {
    * full): occupancy/exhaustion.ts. Absent: DEFAULT_FREE_THRESHOLDS. Fixed at creation.
    */
   readonly freeThresholds?: readonly number[];
+  /**
+   * A block pool (issue 35): per family, the prefix length of the aligned blocks its claims take instead of addresses
+   * (Calico's block size, AWS IPAM's allocation netmask). A pool hands out addresses or blocks, never both, so no
+   * address lease and block overlap in it. Absent: an address pool. Fixed at creation.
+   */
+  readonly blockPrefixLength?: Readonly<Partial<Record<IpFamily, number>>>;
+}
+
+/** Whether a pool hands out blocks (a block pool) rather than addresses. */
+export function isBlockPool(pool: Pick<Pool, 'blockPrefixLength'>): boolean {
+  return pool.blockPrefixLength !== undefined;
 }
 
 /** A pool's warning thresholds, percent free, highest first (occupancy/exhaustion.ts). */
@@ -85,6 +96,24 @@ export interface Range {
   readonly createdAt: string;
   /** When deletion was asked for (Terminating only). */
   readonly deletionRequestedAt?: string;
+  /** A block pool's block prefix length for the range's family, copied from the pool: the range is counted in blocks. */
+  readonly blockPrefixLength?: number;
+  /** The block claim of another pool this range was made from (a nested pool); the claim cannot be released meanwhile. */
+  readonly source?: RangeSource;
+}
+
+/** Where a nested pool's range comes from: a block claim of its parent pool. */
+export interface RangeSource {
+  readonly pool: string;
+  readonly claim: string;
+}
+
+/** A range made from a claim's block, as the parent claim lists it (the marker its release is conditioned on). */
+export interface ChildRange {
+  readonly pool: string;
+  readonly range: string;
+  /** The block the range is (one of the claim's). */
+  readonly cidr: string;
 }
 
 /** A pool with its ranges, as one consistent read. */
@@ -110,6 +139,8 @@ export interface ClaimAddress {
   readonly family: IpFamily;
   /** The range the address was taken through. */
   readonly range: string;
+  /** In a block pool: the block's prefix length (`address` is its network address); absent for an address. */
+  readonly prefixLength?: number;
 }
 
 /** What the client asked for; two requests with equal specs are the same request (idempotency). */
@@ -124,6 +155,8 @@ export interface ClaimSpec {
   readonly count?: number;
   /** Key/value labels (labels.ts); absent means none, so claims made before labels compare equal. */
   readonly labels?: Labels;
+  /** Explicit blocks of a block-pool claim, canonical CIDRs (one per family); absent means none. */
+  readonly prefixes?: readonly string[];
 }
 
 /** The owner-facing unit: the addresses of one owner's request, written in one transaction with their leases. */
@@ -151,6 +184,16 @@ export interface Claim {
    * claim that never had one. A claim that has any is released when the last one leaves (use-cases/consumers.ts).
    */
   readonly consumers?: readonly Consumer[];
+  /**
+   * The ranges of other pools made from this claim's blocks (nested pools): while any lives the claim is not released
+   * (ClaimHasChildrenError), and it has no expiry (a child range's creation confirms the hold). Absent: none.
+   */
+  readonly children?: readonly ChildRange[];
+}
+
+/** A claim's blocks as CIDRs (`address/prefixLength`); an address claim's addresses as they are. */
+export function prefixOf(a: Pick<ClaimAddress, 'address' | 'prefixLength'>): string {
+  return a.prefixLength === undefined ? a.address : `${a.address}/${a.prefixLength}`;
 }
 
 /** A workload that uses a claim's addresses (a pod, a Service, a keepalived peer), known by its uid. */
@@ -206,6 +249,8 @@ export interface Lease {
    */
   readonly labels?: Labels;
   readonly createdBy?: Principal;
+  /** In a block pool: the held block's prefix length (`address` is its network address). */
+  readonly prefixLength?: number;
 }
 
 /** Size, used, releasing (held for a previous owner) and free addresses; `used + releasing + free = size`. Exact, so BigInt. */
@@ -310,6 +355,7 @@ export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: str
     createdAt,
     ...(claim.spec.labels && Object.keys(claim.spec.labels).length > 0 ? { labels: claim.spec.labels } : {}),
     ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
+    ...(address.prefixLength !== undefined ? { prefixLength: address.prefixLength } : {}),
   };
   return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt + holdMs };
 }

@@ -87,7 +87,7 @@ export interface PoolStore {
    * Writes the range if its name is free and, for a legacy range, if no other legacy range of its family holds the
    * pool's slot for that family ('legacyTaken'); 'exists' also when a concurrent write got in the way (read again).
    */
-  createRange(range: Range): Promise<'created' | 'exists' | 'legacyTaken'>;
+  createRange(range: Range, parent?: Claim): Promise<'created' | 'exists' | 'legacyTaken' | 'parentChanged'>;
   /** Moves a Ready range to Terminating; idempotent. */
   markRangeTerminating(range: Range, atIso: string): Promise<Range>;
   /** Removes a range (and its legacy slot) that is still this Terminating incarnation; false when it changed or is gone. */

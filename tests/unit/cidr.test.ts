@@ -10,6 +10,8 @@ import {
   formatCidr,
   hostAt,
   hostOffset,
+  slotFloor,
+  slotted,
   isHostOf,
   lastAddress,
   lowerBandSize,
@@ -275,5 +277,57 @@ describe('Function: cidrCovers', () => {
 
     // Assess
     expect(covers).toBe(expected);
+  });
+});
+
+describe('Block ranges: slots are aligned blocks (issue 35)', () => {
+  const slot = (text: string, length: number) => slotted(parseCidr(text), length);
+  const v = (text: string) => parseAddress(text).value;
+
+  it.each([
+    ['10.244.0.0/24', 26, 4n],
+    ['10.244.0.0/16', 24, 256n],
+    ['10.0.0.0/8', 16, 256n],
+    ['10.244.0.0/26', 26, 1n],
+    ['10.244.0.0/27', 26, 0n],
+    ['fd00:10::/62', 64, 4n],
+    ['fd00::/64', 122, 1n << 58n],
+  ])('counts %s in /%i blocks: %s of them', (text, length, expected) => {
+    expect(capacity(slot(text, length))).toBe(expected);
+  });
+
+  it.each([
+    ['10.244.0.0/24', 26, 0n, '10.244.0.0'],
+    ['10.244.0.0/24', 26, 3n, '10.244.0.192'],
+    ['10.0.0.0/8', 16, 255n, '10.255.0.0'],
+    ['fd00:10::/62', 64, 1n, 'fd00:10:0:1::'],
+  ])('puts slot of %s (/%i) at offset %s on the block network address %s, and back', (text, length, offset, address) => {
+    const cidr = slot(text, length);
+    expect(hostAt(cidr, offset)).toBe(v(address));
+    expect(hostOffset(cidr, v(address))).toBe(offset);
+    expect(isHostOf(cidr, parseAddress(address))).toBe(true);
+  });
+
+  it.each([
+    ['an address inside a block', '10.244.0.65'],
+    ['the last address of the range', '10.244.0.255'],
+    ['an address before the range', '10.243.255.192'],
+    ['the block past the range', '10.244.1.0'],
+  ])('holds no slot at %s', (_, address) => {
+    const cidr = slot('10.244.0.0/24', 26);
+    expect(hostOffset(cidr, v(address))).toBeUndefined();
+    expect(isHostOf(cidr, parseAddress(address))).toBe(false);
+  });
+
+  it.each([
+    ['a block network address', '10.244.0.64', 1n],
+    ['an address inside the second block', '10.244.0.70', 1n],
+    ['the last address of the range', '10.244.0.255', 3n],
+  ])('floors %s to the slot holding it', (_, address, expected) => {
+    expect(slotFloor(slot('10.244.0.0/24', 26), v(address))).toBe(expected);
+  });
+
+  it('floors an address of an address range to its host offset, as the scans always counted it', () => {
+    expect(slotFloor(parseCidr('10.244.0.0/24'), v('10.244.0.70'))).toBe(69n);
   });
 });

@@ -473,8 +473,9 @@ describe('Class: TableClaimStore on the SDK engine', () => {
             Delete: {
               TableName: TABLE,
               Key: { PK: { S: 'CLAIM#pool-a#claim-1' }, SK: { S: 'CLAIM' } },
-              ConditionExpression: '(#cn0 = :cv0) AND (#cn1 = :cv1) AND (attribute_not_exists(#cn2))',
-              ExpressionAttributeNames: { '#cn0': 'uid', '#cn1': 'version', '#cn2': 'pinned' },
+              // A claim that is the source of another pool's range (children) is never released.
+              ConditionExpression: '((#cn0 = :cv0) AND (#cn1 = :cv1) AND (attribute_not_exists(#cn2))) AND (attribute_not_exists(#cn3))',
+              ExpressionAttributeNames: { '#cn0': 'uid', '#cn1': 'version', '#cn2': 'pinned', '#cn3': 'children' },
               ExpressionAttributeValues: { ':cv0': { S: 'uid-1' }, ':cv1': { N: '1' } },
             },
           },

@@ -82,6 +82,8 @@ describe('Function: problemOf', () => {
       Internal: 500,
       TooManyConsumers: 409,
       ClaimInUse: 409,
+      SourceMismatch: 409,
+      ClaimHasChildren: 409,
     });
   });
 
@@ -512,7 +514,7 @@ describe('Function: createHttpHandler', () => {
 
     // Assess
     expect(response.statusCode).toBe(400);
-    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds.' });
+    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds, blockPrefixLength.' });
     expect(ddb.calls()).toHaveLength(0);
   });
 });

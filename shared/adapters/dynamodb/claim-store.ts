@@ -1,8 +1,8 @@
-import { NotReadyError } from '../../core/errors.ts';
+import { ClaimHasChildrenError, NotReadyError } from '../../core/errors.ts';
 import type { Claim, Hold, Lease } from '../../core/model.ts';
 import type { ClaimFilter, ClaimStore, CommitOutcome, ConsumedClaim, ConsumerChange, Page, ReleaseOutcome, Replacing } from '../../core/ports.ts';
 import { itemToClaim, newEventId } from './codec.ts';
-import { both, claimIsAsRead, claimUidIs, hasLabels, stillAsRead, versionIs } from './conditions.ts';
+import { both, claimIsAsRead, claimUidIs, hasLabels, hasNoChildren, stillAsRead, versionIs } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { filteredPage } from './index-reads.ts';
 import { keys } from './keys.ts';
@@ -80,13 +80,16 @@ export class TableClaimStore implements ClaimStore {
 
   async releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : claimIsAsRead(claim, expectedVersion);
+      // A claim whose block is another pool's range is never released, whichever path asks (DELETE, its owner's
+      // release, its last consumer, its expiry): the range's marker is on the claim (Claim.children).
+      const condition = both(expectedVersion === undefined ? claimUidIs(claim.uid) : claimIsAsRead(claim, expectedVersion), hasNoChildren());
       // One round each: a lease that changed hands between the read and the write is read again by the next round.
       const outcome = await releaseWithRetries(this.table, claim, condition, () => ({ ...(hold ? { hold: { hold, shards: this.shards } } : {}), ...(event ? { event: { event, id: newEventId() } } : {}) }), 1);
       if (outcome === 'released') return 'released';
       if (outcome === 'gaveUp') continue;
       const current = await this.getClaim(claim.pool, claim.name);
       if (!current || current.uid !== claim.uid) return 'absent';
+      if (current.children?.length) throw new ClaimHasChildrenError(current.name, current.children);
       if (expectedVersion !== undefined && !stillAsRead(current, claim, expectedVersion)) return 'versionMismatch';
       claim = current;
     }

@@ -4,7 +4,7 @@ import type { EndReason } from '../../core/history/holding.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
 import type { Principal } from '../../core/access.ts';
 import type { Labels } from '../../core/labels.ts';
-import { LeaseState, PoolState, type Claim, type Consumer, type Lease, type Pool, type Range, type RangeState } from '../../core/model.ts';
+import { LeaseState, PoolState, type ChildRange, type Claim, type Consumer, type Lease, type Pool, type Range, type RangeSource, type RangeState } from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
 import { EVENT_RETENTION_MS, type IpamEvent } from '../../core/reconciler/ports.ts';
@@ -16,7 +16,7 @@ export type Item = Record<string, unknown>;
 const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
 
 export function poolToItem(pool: Pool): Item {
-  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}), ...(pool.freeThresholds ? { freeThresholds: [...pool.freeThresholds] } : {}), ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}) };
+  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}), ...(pool.freeThresholds ? { freeThresholds: [...pool.freeThresholds] } : {}), ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}), ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}) };
 }
 
 export function itemToPool(item: Item): Pool {
@@ -30,7 +30,14 @@ export function itemToPool(item: Item): Pool {
     ...(item.access !== undefined ? { access: item.access as Pool['access'] } : {}),
     ...(Array.isArray(item.freeThresholds) ? { freeThresholds: (item.freeThresholds as unknown[]).map(Number) } : {}),
     ...(item.state === PoolState.Terminating ? { state: PoolState.Terminating, deletionRequestedAt: item.deletionRequestedAt as string } : {}),
+    ...(item.blockPrefixLength !== undefined ? { blockPrefixLength: blockLengthsOf(item.blockPrefixLength) } : {}),
   };
+}
+
+/** A block pool's lengths, family by family (storage may return a map's attributes in any order, as numbers it decoded). */
+function blockLengthsOf(value: unknown): Pool['blockPrefixLength'] {
+  const map = value as Record<string, unknown>;
+  return { ...(map.IPv4 !== undefined ? { IPv4: Number(map.IPv4) } : {}), ...(map.IPv6 !== undefined ? { IPv6: Number(map.IPv6) } : {}) };
 }
 
 export function rangeToItem(range: Range): Item {
@@ -46,6 +53,8 @@ export function rangeToItem(range: Range): Item {
     legacy: range.legacy,
     createdAt: range.createdAt,
     ...(range.deletionRequestedAt ? { deletionRequestedAt: range.deletionRequestedAt } : {}),
+    ...(range.blockPrefixLength !== undefined ? { blockPrefixLength: range.blockPrefixLength } : {}),
+    ...(range.source ? { source: { pool: range.source.pool, claim: range.source.claim } } : {}),
   };
 }
 
@@ -63,6 +72,8 @@ export function itemToRange(item: Item): Range {
     state: item.state as RangeState,
     legacy: Boolean(item.legacy),
     createdAt: item.createdAt as string,
+    ...(item.blockPrefixLength !== undefined ? { blockPrefixLength: Number(item.blockPrefixLength) } : {}),
+    ...(item.source !== undefined ? { source: { pool: (item.source as RangeSource).pool, claim: (item.source as RangeSource).claim } } : {}),
   };
   return item.deletionRequestedAt ? { ...range, deletionRequestedAt: item.deletionRequestedAt as string } : range;
 }
@@ -90,6 +101,7 @@ export function claimToItem(claim: Claim, shards: number): Item {
     version: claim.version,
     ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
     ...(claim.consumers?.length ? { consumers: claim.consumers } : {}),
+    ...(claim.children?.length ? { children: claim.children } : {}),
     ...(claim.expiresAt !== undefined ? { expiresAt: claim.expiresAt, ...expiryIndex(claim.pool, claim.name, claim.expiresAt) } : {}),
     ...ttlOf(claim.expiresAt),
   };
@@ -108,6 +120,7 @@ export function itemToClaim(item: Item): Claim {
     ...(item.pinned === true ? { pinned: true as const } : {}),
     // Field by field: storage may return a map's attributes in any order.
     ...(Array.isArray(item.consumers) && item.consumers.length > 0 ? { consumers: (item.consumers as Consumer[]).map((c) => ({ kind: c.kind, name: c.name, uid: c.uid })) } : {}),
+    ...(Array.isArray(item.children) && item.children.length > 0 ? { children: (item.children as ChildRange[]).map((c) => ({ pool: c.pool, range: c.range, cidr: c.cidr })) } : {}),
   };
   return item.expiresAt === undefined ? claim : { ...claim, expiresAt: item.expiresAt as number };
 }
@@ -145,6 +158,7 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     createdAt: lease.createdAt,
     ...(lease.labels ? { labels: lease.labels } : {}),
     ...(lease.createdBy ? { createdBy: lease.createdBy } : {}),
+    ...(lease.prefixLength !== undefined ? { prefixLength: lease.prefixLength } : {}),
     // Leases with a TTL are in the expiry index too, so the reconciler finds expired orphans without a scan.
     ...(lease.expiresAt !== undefined ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) } : {}),
     ...ttlOf(lease.expiresAt),
@@ -170,6 +184,7 @@ export function itemToLease(item: Item): Lease {
     ...(item.releasedBy !== undefined ? { releasedBy: item.releasedBy as Lease['releasedBy'] } : {}),
     ...(item.labels !== undefined ? { labels: item.labels as Labels } : {}),
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Principal } : {}),
+    ...(item.prefixLength !== undefined ? { prefixLength: Number(item.prefixLength) } : {}),
   };
   return lease;
 }

@@ -152,6 +152,11 @@ export function stillAsRead(current: { readonly version: number; readonly pinned
   return current.version === version && current.pinned === read.pinned;
 }
 
+/** The claim is the source of no range of another pool (Claim.children): it may be released. */
+export function hasNoChildren(): Condition {
+  return { op: 'notExists', attribute: 'children' };
+}
+
 /** The claim lists no consumer (it never had one: the last one's leaving releases it). */
 export function hasNoConsumers(): Condition {
   return { op: 'notExists', attribute: 'consumers' };

@@ -1,9 +1,9 @@
 import { NotReadyError } from '../../core/errors.ts';
-import { PoolState, RangeState, type Pool, type PoolView, type Range } from '../../core/model.ts';
+import { PoolState, RangeState, type Claim, type Pool, type PoolView, type Range } from '../../core/model.ts';
 import type { Page, PoolStore, Random } from '../../core/ports.ts';
 import { IpFamily } from '../../core/ip/address.ts';
 import { itemToClaim, itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem, type Item } from './codec.ts';
-import { attributeIs, itemExists, itemIsAbsent, poolIsActive, poolIsTerminating } from './conditions.ts';
+import { attributeIs, both, claimIsAsRead, itemExists, itemIsAbsent, poolIsActive, poolIsTerminating } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
 import { Entity, keys, RANGE_GENERATION_COPIES, SCHEMA_VERSION, type Key } from './keys.ts';
@@ -161,15 +161,17 @@ export class TablePoolStore implements PoolStore {
    * (the slot is the shared item concurrent legacy creates meet on: at most one of them commits); and a new range
    * generation.
    */
-  async createRange(range: Range): Promise<'created' | 'exists' | 'legacyTaken'> {
+  async createRange(range: Range, parent?: Claim): Promise<'created' | 'exists' | 'legacyTaken' | 'parentChanged'> {
     const verdicts = await transactRangeChange(this.table, [
       { kind: 'check', key: keys.pool(range.pool), condition: poolIsActive() },
       { kind: 'put', item: rangeToItem(range), condition: itemIsAbsent() },
       ...(range.legacy ? [{ kind: 'put', item: legacySlotToItem(range), condition: itemIsAbsent() } as const] : []),
+      ...(parent ? [markChild(parent, { pool: range.pool, range: range.name, cidr: range.cidr })] : []),
       ...stampRangeGeneration(range.pool, this.random.uid()),
     ]);
     if (!verdicts) return 'created';
     if (verdicts[0]?.code === 'ConditionalCheckFailed') throw new NotReadyError(`Pool ${JSON.stringify(range.pool)} was deleted meanwhile.`);
+    if (parent && verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed') return 'parentChanged';
     if (verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed') return 'legacyTaken';
     // The name is taken, or another transaction on the range or the slot was in flight: the caller reads again.
     return 'exists';
@@ -203,4 +205,18 @@ export class TablePoolStore implements PoolStore {
   removeRange(range: Range, more: readonly WriteOp[] = []): Promise<'removed' | 'changed'> {
     return removeRange(this.table, range, this.random.uid(), more);
   }
+}
+
+/**
+ * The parent claim's marker of a nested range (Claim.children): the claim as read (this incarnation, this version),
+ * without an expiry (createNested confirmed it), gains the child and a new version, so a release decided on an older
+ * read no longer applies, and every release is conditioned on the claim having no children (hasNoChildren).
+ */
+function markChild(parent: Claim, child: { pool: string; range: string; cidr: string }): WriteOp {
+  return {
+    kind: 'update',
+    key: keys.claim(parent.pool, parent.name),
+    update: { set: { children: [...(parent.children ?? []), child], version: parent.version + 1 } },
+    condition: both(claimIsAsRead(parent, parent.version), { op: 'notExists', attribute: 'expiresAt' }),
+  };
 }

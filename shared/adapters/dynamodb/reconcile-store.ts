@@ -17,7 +17,7 @@ import {
   type UsageRecord,
 } from '../../core/reconciler/ports.ts';
 import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, leaseToItem, newEventId, type Item } from './codec.ts';
-import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, hasNoConsumers, heldByClaim, isFreeAt, isReleasedLease, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
+import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, hasNoChildren, hasNoConsumers, heldByClaim, isFreeAt, isReleasedLease, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
 import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
 import { Entity, EVENT_SHARDS, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
@@ -311,7 +311,8 @@ export class TableReconcileStore implements ReconcileStore {
 
   /** Deletes the claim (under `claimCondition`), its marker and the leases it still holds, with the event. */
   private async release(claim: Claim, claimCondition: Condition, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
-    const outcome = await releaseWithRetries(this.table, claim, claimCondition, () => ({ event: { event, id: newEventId() }, ...(hold ? { hold: { hold, shards: this.shards }, ...endReasonOf(event) } : {}) }));
+    // Never a claim whose block is another pool's range (Claim.children): 'changed', as for a claim renewed meanwhile.
+    const outcome = await releaseWithRetries(this.table, claim, both(claimCondition, hasNoChildren()), () => ({ event: { event, id: newEventId() }, ...(hold ? { hold: { hold, shards: this.shards }, ...endReasonOf(event) } : {}) }));
     // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
     if (outcome === 'claimChanged') return 'changed';
     if (outcome === 'released') return 'released';

@@ -1,7 +1,7 @@
 import type { Principal } from '../../core/access.ts';
 import { countToJson } from '../../core/ip/cidr.ts';
 import { DEFAULT_FREE_THRESHOLDS } from '../../core/occupancy/exhaustion.ts';
-import { historyDaysOf, isReleased, LeaseState, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
+import { historyDaysOf, isReleased, LeaseState, prefixOf, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
 
 /** A principal as JSON: its ARN, and an assumed role's session apart. */
 export const principalDto = (p: Principal) => ({ arn: p.arn, ...(p.session !== undefined ? { session: p.session } : {}) });
@@ -24,6 +24,7 @@ export function poolDto(pool: Pool): Record<string, unknown> {
     historyDays: historyDaysOf(pool),
     freeThresholds: pool.freeThresholds ?? DEFAULT_FREE_THRESHOLDS,
     ...(pool.access ? { access: { administrators: pool.access.administrators, allocators: pool.access.allocators } } : {}),
+    ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}),
     createdAt: pool.createdAt,
   };
 }
@@ -38,6 +39,8 @@ export function rangeDto(range: Range, u: Utilization): Record<string, unknown> 
     ...utilizationDto(u),
     createdAt: range.createdAt,
     ...(range.deletionRequestedAt ? { deletionRequestedAt: range.deletionRequestedAt } : {}),
+    ...(range.blockPrefixLength !== undefined ? { blockPrefixLength: range.blockPrefixLength } : {}),
+    ...(range.source ? { source: { pool: range.source.pool, claim: range.source.claim } } : {}),
   };
 }
 
@@ -57,7 +60,8 @@ export function claimDto(claim: Claim): Record<string, unknown> {
     ipFamilies: [...new Set(claim.addresses.map((a) => a.family))],
     ...(claim.spec.count !== undefined ? { count: claim.spec.count } : {}),
     // Spelled field by field: a claim read back from the table (an idempotent repeat) has them in the codec's order.
-    addresses: claim.addresses.map((a) => ({ address: a.address, family: a.family, range: a.range })),
+    addresses: claim.addresses.map((a) => ({ address: a.address, family: a.family, range: a.range, ...(a.prefixLength !== undefined ? { prefix: prefixOf(a) } : {}) })),
+    ...(claim.spec.prefixes?.length ? { prefixes: claim.spec.prefixes } : {}),
     ...(claim.spec.generateName !== undefined ? { generateName: claim.spec.generateName } : {}),
     ...(claim.spec.ttlSeconds !== undefined ? { ttlSeconds: claim.spec.ttlSeconds } : {}),
     labels: claim.spec.labels ?? {},
@@ -66,6 +70,8 @@ export function claimDto(claim: Claim): Record<string, unknown> {
     ...(claim.createdBy ? { createdBy: principalDto(claim.createdBy) } : {}),
     // Present while it has any: a claim that had consumers is released with its last one.
     ...(claim.consumers?.length ? { consumers: claim.consumers.map(ownerDto) } : {}),
+    // Present while it has any: the ranges of other pools made from its blocks (it is not released meanwhile).
+    ...(claim.children?.length ? { children: claim.children.map((c) => ({ pool: c.pool, range: c.range, cidr: c.cidr })) } : {}),
     version: claim.version,
   };
 }

@@ -20,6 +20,8 @@ export const statusOf: Record<ErrorCode, number> = {
   Internal: 500,
   TooManyConsumers: 409,
   ClaimInUse: 409,
+  SourceMismatch: 409,
+  ClaimHasChildren: 409,
 };
 
 const titles: Record<ErrorCode, string> = {
@@ -40,6 +42,8 @@ const titles: Record<ErrorCode, string> = {
   Internal: 'Internal error',
   TooManyConsumers: 'Too many consumers',
   ClaimInUse: 'Claim in use',
+  SourceMismatch: 'Not the source claim\'s block',
+  ClaimHasChildren: 'Claim is the source of a range',
 };
 
 /** An RFC 9457 problem document: `{type, title, status, detail, code}`. */

@@ -49,6 +49,9 @@ const noContent = (): Response => ({ statusCode: 204, headers: {} });
 
 const claimHeaders = (version: number) => ({ etag: etagOf(version) });
 
+/** What a dryRun's answer says of itself. */
+export const PREVIEW_DETAIL = 'A preview of what this claim would get now; nothing was written and this is not a hold: a later claim may get another block or address.';
+
 /** The JSON body of each route that reads one, field by field (parseBody checks it; the fuzz test derives its bodies from it). */
 export const bodyFields = {
   'POST /v1/pools': {
@@ -58,8 +61,16 @@ export const bodyFields = {
     historyDays: { type: 'integer' },
     access: { type: 'object', fields: { administrators: { type: 'string[]' }, allocators: { type: 'string[]' } } },
     freeThresholds: { type: 'number[]' },
+    // Per family ({"IPv4": 26}): pools.ts checks the families and lengths.
+    blockPrefixLength: { type: 'object' },
   },
-  'POST /v1/pools/{pool}/ranges': { cidr: { type: 'string', required: true }, name: { type: 'string' }, legacy: { type: 'boolean' } },
+  'POST /v1/pools/{pool}/ranges': {
+    cidr: { type: 'string', required: true },
+    name: { type: 'string' },
+    legacy: { type: 'boolean' },
+    // A nested pool's range: the block claim of another pool it is made from.
+    source: { type: 'object', fields: { pool: { type: 'string', required: true }, claim: { type: 'string', required: true } } },
+  },
   'POST /v1/pools/{pool}/claims': {
     name: { type: 'string' },
     generateName: { type: 'string' },
@@ -71,6 +82,10 @@ export const bodyFields = {
     count: { type: 'integer' },
     // Keys are the client's own: labels.ts checks them and their values.
     labels: { type: 'object' },
+    // Explicit blocks of a block pool's claim.
+    prefixes: { type: 'string[]' },
+    // Answer what the claim would get now; write nothing.
+    dryRun: { type: 'boolean' },
   },
   // ttlSeconds null confirms a hold: the claim becomes permanent.
   'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer', nullable: true } },
@@ -98,6 +113,7 @@ export const routes = {
       ...(body.historyDays !== undefined ? { historyDays: body.historyDays as number } : {}),
       ...(body.access !== undefined ? { access: body.access as pools.CreatePoolCommand['access'] & object } : {}),
       ...(body.freeThresholds !== undefined ? { freeThresholds: body.freeThresholds } : {}),
+      ...(body.blockPrefixLength !== undefined ? { blockPrefixLength: body.blockPrefixLength } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },
@@ -116,13 +132,15 @@ export const routes = {
     return outcome === 'gone' ? noContent() : json(202, { name, state: 'Terminating' });
   },
 
-  'POST /v1/pools/{pool}/ranges': async ({ event, deps }) => {
+  'POST /v1/pools/{pool}/ranges': async ({ event, deps, caller }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/ranges']);
     const result = await ranges.createRange(deps, {
       pool: pathParam(event, 'pool'),
       cidr: body.cidr as string,
       ...(body.name !== undefined ? { name: body.name as string } : {}),
       ...(body.legacy !== undefined ? { legacy: body.legacy as boolean } : {}),
+      ...(body.source !== undefined ? { source: body.source as { pool: string; claim: string } } : {}),
+      ...(caller ? { caller } : {}),
     });
     return json(result.created ? 201 : 200, rangeDto(result.range, result.utilization));
   },
@@ -155,6 +173,8 @@ export const routes = {
       ...(body.ipFamilyPolicy !== undefined ? { ipFamilyPolicy: body.ipFamilyPolicy as IpFamilyPolicy } : {}),
       ...(body.ipFamilies !== undefined ? { ipFamilies: body.ipFamilies as IpFamily[] } : {}),
       ...(body.addresses !== undefined ? { addresses: body.addresses as string[] } : {}),
+      ...(body.prefixes !== undefined ? { prefixes: body.prefixes as string[] } : {}),
+      ...(body.dryRun === true ? { dryRun: true } : {}),
       ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds as number } : {}),
       ...(body.count !== undefined ? { count: body.count as number } : {}),
       ...(caller ? { createdBy: caller } : {}),
@@ -164,6 +184,8 @@ export const routes = {
       if (error instanceof IpamError) metrics?.failed(scope, error.code);
       throw error;
     });
+    // A preview is no hold: said in the answer, and neither audited as a write nor counted as an allocation.
+    if (result.preview) return json(200, { ...claimDto(result.claim), dryRun: true, detail: PREVIEW_DETAIL });
     audit?.({ claim: result.claim.name, created: result.created, addresses: result.claim.addresses.map((a) => a.address) });
     if (result.created) metrics?.allocated(scope);
     if (result.collisions) metrics?.collided(scope, result.collisions);

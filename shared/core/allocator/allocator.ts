@@ -21,7 +21,9 @@ export type AllocationResult =
   /** `collisions`: conditional writes lost to other writers before this one committed. */
   | { readonly kind: 'allocated'; readonly claim: Claim; readonly collisions?: number }
   | { readonly kind: 'exists'; readonly claim: Claim }
-  | { readonly kind: 'generatedExists'; readonly claimName: string };
+  | { readonly kind: 'generatedExists'; readonly claimName: string }
+  /** A dryRun's answer: the claim as it would be committed now; nothing was written. */
+  | { readonly kind: 'preview'; readonly claim: Claim };
 
 /**
  * One interface, several storage strategies behind it (as Kubernetes' ipallocator.Interface over bitmap and
@@ -48,6 +50,8 @@ export interface Allocator {
 export interface AllocateOptions {
   /** Epoch milliseconds at and after which no commit is sent (CreateClaimCommand.commitBy). */
   readonly commitBy?: number;
+  /** Pick as for a commit, and answer the claim without writing it (a preview, AWS's PreviewNextCidr). */
+  readonly dryRun?: boolean;
 }
 
 /** Called right before each commit is sent. @throws DeadlineExceededError once `nowMs` has reached `commitBy` */

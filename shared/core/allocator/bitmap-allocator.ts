@@ -107,6 +107,7 @@ export class BitmapAllocator implements Allocator {
         picks.set(request.family, chosen.sort((a, b) => a.bit - b.bit));
       }
       const claim = buildClaim(draft, requests, picks);
+      if (options.dryRun) return { kind: 'preview', claim };
       const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, reuseDelayMs(view.pool)));
       const writes = requests.map((r) => bitmapWrite(view.pool.name, picks.get(r.family)!, snapshots.get(r.family)!));
       const sendAt = this.deps.clock.nowMs();

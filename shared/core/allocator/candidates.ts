@@ -1,4 +1,4 @@
-import { capacity, hostAt, lowerBandSize, type Cidr } from '../ip/cidr.ts';
+import { capacity, hostAt, lowerBandSize, slotFloor, type Cidr } from '../ip/cidr.ts';
 import type { Random } from '../ports.ts';
 import { intervalHolding, type Interval } from './intervals.ts';
 
@@ -81,7 +81,7 @@ function scanBand(cidr: Cidr, from: bigint, to: bigint, ctx: PickContext, skip: 
     const excluded = intervalHolding(ctx.excluded, value);
     if (excluded) {
       // Jump to just past the exclusion (or to the band end), counting what we skipped.
-      const lastOffsetInExclusion = excluded[1] - cidr.base - 1n;
+      const lastOffsetInExclusion = slotFloor(cidr, excluded[1]);
       const bandLast = offset < start ? start - 1n : to - 1n;
       const jumpTo = lastOffsetInExclusion < bandLast ? lastOffsetInExclusion : bandLast;
       visited += jumpTo - offset + 1n;
@@ -143,7 +143,7 @@ function collectIn(range: PickRange, from: bigint, to: bigint, ctx: Pick<PickCon
     const value = hostAt(range.cidr, offset);
     const excluded = intervalHolding(ctx.excluded, value);
     if (excluded) {
-      offset = excluded[1] - range.cidr.base;
+      offset = slotFloor(range.cidr, excluded[1]) + 1n;
       continue;
     }
     if (!ctx.taken.has(value) && !skip.has(value)) out.push(value);

@@ -200,6 +200,8 @@ export class LeaseAllocator implements Allocator {
         }
         claim = buildClaim(draft, requests, slots, picks as Choice[]);
         const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
+        // A preview (dryRun) answers the picks it would commit, and writes nothing.
+        if (options.dryRun) return { kind: 'preview', claim };
         const sendAt = this.deps.clock.nowMs();
         checkCommitDeadline(sendAt, options);
         outcome = await this.deps.claims.commitClaim(claim, leases, sendAt, replacing?.replacing);
@@ -689,7 +691,7 @@ function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], slots
     picks
       .filter((_, i) => slots[i]!.family === r.family)
       .sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
-      .map((pick) => ({ address: formatAddress({ family: r.family, value: pick.value }), family: r.family, range: pick.range.range.name })),
+      .map((pick) => ({ address: formatAddress({ family: r.family, value: pick.value }), family: r.family, range: pick.range.range.name, ...(pick.range.cidr.slot !== undefined ? { prefixLength: pick.range.cidr.slot } : {}) })),
   );
   return { ...draft, addresses };
 }

@@ -1,5 +1,5 @@
-import { formatAddress, type IpAddress, type IpFamily } from '../ip/address.ts';
-import { capacity, cidrContains, hostAt, isHostOf, lastAddress, parseCidr, type Cidr } from '../ip/cidr.ts';
+import { familyBits, formatAddress, type IpAddress, type IpFamily } from '../ip/address.ts';
+import { capacity, cidrContains, hostAt, isHostOf, lastAddress, parseCidr, slotted, type Cidr } from '../ip/cidr.ts';
 import { MismatchedNetworkError, NotInRangeError } from '../errors.ts';
 import { RangeState, type PoolView, type Range } from '../model.ts';
 import { mergeIntervals, type Interval } from './intervals.ts';
@@ -14,7 +14,12 @@ export interface ParsedRange {
 export function rangesOf(view: PoolView, family: IpFamily, readyOnly = true): ParsedRange[] {
   return view.ranges
     .filter((r) => r.family === family && (!readyOnly || r.state === RangeState.Ready))
-    .map((range) => ({ range, cidr: parseCidr(range.cidr) }));
+    .map((range) => ({ range, cidr: rangeCidr(range) }));
+}
+
+/** A range's CIDR as allocation counts it: in blocks for a block pool's range (Cidr.slot), else in addresses. */
+export function rangeCidr(range: Pick<Range, 'cidr' | 'blockPrefixLength'>): Cidr {
+  return slotted(parseCidr(range.cidr), range.blockPrefixLength);
 }
 
 /** The usable (host) addresses of a range as one interval, or none for a range without capacity. */
@@ -35,12 +40,22 @@ export function blockIntervals(ranges: readonly ParsedRange[]): Interval[] {
 
 /** The pool's exclusions of a family as sorted, disjoint intervals. */
 export function excludedIntervals(view: PoolView, family: IpFamily): Interval[] {
+  // In a block pool an exclusion takes out every block it touches: widened to block bounds, a block's network
+  // address lies in it exactly when the block holds an excluded address.
+  const block = view.pool.blockPrefixLength?.[family];
   return mergeIntervals(
     view.pool.exclude
       .map((text) => parseCidr(text))
       .filter((c) => c.family === family)
-      .map((c): Interval => [c.base, lastAddress(c)]),
+      .map((c): Interval => (block === undefined || c.prefix <= block ? [c.base, lastAddress(c)] : widen(c, block))),
   );
+}
+
+/** The aligned block of prefix length `block` that holds `cidr` (which is narrower), as an interval. */
+function widen(cidr: Cidr, block: number): Interval {
+  const size = 1n << BigInt(familyBits(cidr.family) - block);
+  const base = cidr.base - (cidr.base % size);
+  return [base, base + size - 1n];
 }
 
 /**

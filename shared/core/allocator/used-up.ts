@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { hostAt } from '../ip/cidr.ts';
+import { hostAt, slotFloor } from '../ip/cidr.ts';
 import { formatAddress } from '../ip/address.ts';
 import type { BandName, LeaseExpiry, RangeSeals, UsedUpSeal, UsedUpSeals } from '../occupancy/ports.ts';
 import { intervalHolding, type Interval } from './intervals.ts';
@@ -54,7 +54,7 @@ export function* bandValues(band: Band, start: bigint): Generator<bigint> {
       const value = hostAt(range.cidr, offset);
       const exclusion = intervalHolding(excluded, value);
       if (exclusion) {
-        offset = exclusion[1] - range.cidr.base;
+        offset = slotFloor(range.cidr, exclusion[1]) + 1n;
         continue;
       }
       yield value;

@@ -6,6 +6,31 @@ export interface Cidr {
   readonly family: IpFamily;
   readonly base: bigint;
   readonly prefix: number;
+  /**
+   * A block pool's block prefix length (issue 35): the range is then counted in aligned blocks of that length, not in
+   * addresses. Slot i is the i-th block and its value is the block's network address, so capacity, hostAt, hostOffset
+   * and the lower band count blocks, and every caller of them (the picker, the used-up rule, utilization) serves
+   * blocks unchanged. Absent: an address range (the network and broadcast addresses reserved).
+   */
+  readonly slot?: number;
+}
+
+/** The range counted in aligned blocks of `slot` bits of prefix (Cidr.slot). */
+export function slotted(cidr: Cidr, slot: number | undefined): Cidr {
+  return slot === undefined ? cidr : { ...cidr, slot };
+}
+
+/** Bits a slot's offset is shifted by to give its address: the host bits of one block. */
+function slotShift(cidr: Cidr & { slot: number }): bigint {
+  return BigInt(familyBits(cidr.family) - cidr.slot);
+}
+
+/**
+ * The offset of the slot holding `value` (an address at or past the range's first slot): the block containing it in
+ * a block range, `value - base - 1` in an address range. Jumps past an exclusion land on the slot after this one.
+ */
+export function slotFloor(cidr: Cidr, value: bigint): bigint {
+  return cidr.slot === undefined ? value - cidr.base - 1n : (value - cidr.base) >> slotShift(cidr as Cidr & { slot: number });
 }
 
 /**
@@ -57,18 +82,25 @@ export function lastAddress(cidr: Cidr): bigint {
  * IPv6 reserves only the network (subnet-router anycast) address, so /128 holds none and /127 holds one.
  */
 export function capacity(cidr: Cidr): bigint {
+  if (cidr.slot !== undefined) return cidr.slot < cidr.prefix ? 0n : 1n << BigInt(cidr.slot - cidr.prefix);
   const size = blockSize(cidr);
   if (cidr.family === IpFamily.IPv4) return size <= 2n ? 0n : size - 2n;
   return size - 1n;
 }
 
-/** The usable address at `offset` (0-based) counted from network + 1. */
+/** The usable address at `offset` (0-based) counted from network + 1; in a block range, the offset-th block's network address. */
 export function hostAt(cidr: Cidr, offset: bigint): bigint {
+  if (cidr.slot !== undefined) return cidr.base + (offset << slotShift(cidr as Cidr & { slot: number }));
   return cidr.base + 1n + offset;
 }
 
-/** The offset of a usable address, or undefined when the address is reserved or outside the block. */
+/** The offset of a usable address (a block range: of a block's network address), or undefined when reserved, unaligned or outside. */
 export function hostOffset(cidr: Cidr, value: bigint): bigint | undefined {
+  if (cidr.slot !== undefined) {
+    const shift = slotShift(cidr as Cidr & { slot: number });
+    const offset = (value - cidr.base) >> shift;
+    return value >= cidr.base && offset << shift === value - cidr.base && offset < capacity(cidr) ? offset : undefined;
+  }
   const offset = value - cidr.base - 1n;
   return offset >= 0n && offset < capacity(cidr) ? offset : undefined;
 }

@@ -1,5 +1,6 @@
 import { parseAddress } from '../ip/address.ts';
-import { isHostOf, parseCidr } from '../ip/cidr.ts';
+import { rangeCidr } from '../allocator/pool-geometry.ts';
+import { isHostOf } from '../ip/cidr.ts';
 import { RangeState, type Claim, type PoolView } from '../model.ts';
 import { nowIso } from '../use-cases/deps.ts';
 import { events } from './plan.ts';
@@ -20,7 +21,7 @@ export const POOL_RECHECK_MS = 10 * 60_000;
  */
 function servedBy(view: PoolView | undefined, claim: Claim): boolean {
   if (!view || claim.createdAt < view.pool.createdAt) return false;
-  return claim.addresses.every((a) => view.ranges.some((r) => (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(parseCidr(r.cidr), parseAddress(a.address))));
+  return claim.addresses.every((a) => view.ranges.some((r) => (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(rangeCidr(r), parseAddress(a.address))));
 }
 
 /**

@@ -1,6 +1,7 @@
 import { requireMember, Role, type Principal } from '../access.ts';
 import { parseAddress } from '../ip/address.ts';
 import { holdOf, type Claim, type Pool } from '../model.ts';
+import { ClaimHasChildrenError } from '../errors.ts';
 import { checkOwnerField } from '../names.ts';
 import { nowIso, type Deps } from '../use-cases/deps.ts';
 import { events } from './plan.ts';
@@ -136,6 +137,8 @@ async function releaseOne(deps: Deps, pool: Pool, listed: Claim, caller?: Princi
   // The index's copy may be behind a renewal: the hold is judged on the claim as it is now (one consistent read).
   const claim = await deps.claims.getClaim(listed.pool, listed.name);
   if (claim?.uid !== listed.uid) return false;
+  // Its block is another pool's range: kept, and said (the release of such a claim is refused whoever asks).
+  if (claim.children?.length) throw new ClaimHasChildrenError(claim.name, claim.children);
   // A reuse delay holds the addresses for the owner identity (HoldIdentity): a recreated owner gets them back.
   const held = holdOf(pool, claim, deps.clock.nowMs());
   const hold = held && caller ? { ...held, releasedBy: caller } : held;

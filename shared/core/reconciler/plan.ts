@@ -1,6 +1,7 @@
 import type { Principal } from '../access.ts';
+import { rangeCidr } from '../allocator/pool-geometry.ts';
 import { parseAddress } from '../ip/address.ts';
-import { isHostOf, parseCidr } from '../ip/cidr.ts';
+import { isHostOf } from '../ip/cidr.ts';
 import { isExpired, isReleased, RangeState, type Claim, type ClaimAddress, type Consumer, type Hold, type Lease, type PoolView, type Range } from '../model.ts';
 import { EventReason, type IpamEvent } from './ports.ts';
 
@@ -135,7 +136,7 @@ export function terminationGraceOver(range: Range, nowMs: number, graceMs: numbe
 export function outsideEveryRange(view: PoolView | undefined, lease: Lease): boolean {
   if (!view) return true;
   const address = parseAddress(lease.address);
-  return !view.ranges.some((r) => isHostOf(parseCidr(r.cidr), address));
+  return !view.ranges.some((r) => isHostOf(rangeCidr(r), address));
 }
 
 export type RangeVerdict = 'inRange' | 'outside' | 'notYet';

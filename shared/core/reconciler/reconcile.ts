@@ -39,11 +39,10 @@
  * Bounded and resumable: the run checks its deadline before every unit of work, stops there, and the checkpoints
  * (expiry hour, sweep cursor, count passes, drift scan offsets) let the next run continue.
  */
-import { parseCidr } from '../ip/cidr.ts';
 import { NotFoundError } from '../errors.ts';
 import { holdOf, leaseOfClaim, reuseDelayMs, type Claim, type Lease, type Pool, type PoolView, type Range } from '../model.ts';
 import { subtractIntervals } from '../allocator/intervals.ts';
-import { hostInterval, hostIntervals, rangesOf, type ParsedRange } from '../allocator/pool-geometry.ts';
+import { hostInterval, hostIntervals, rangesOf, type ParsedRange, rangeCidr } from '../allocator/pool-geometry.ts';
 import {
   events,
   expiryHours,
@@ -297,7 +296,7 @@ async function finalizeRanges(run: Run, views: PoolViewList): Promise<void> {
  * claims may renew). Only "any" matters here, so it probes with one item per shard instead of counting.
  */
 async function hasDependentLease(run: Run, range: Range, otherReady: readonly ParsedRange[]): Promise<boolean> {
-  const own = hostInterval(parseCidr(range.cidr));
+  const own = hostInterval(rangeCidr(range));
   if (!own) return false;
   const alone = subtractIntervals([own], hostIntervals(otherReady));
   return alone.length > 0 && run.deps.reconcile.leaseExists(range.pool, range.family, alone);

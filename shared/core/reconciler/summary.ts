@@ -1,7 +1,6 @@
 import { IpFamily, formatAddress } from '../ip/address.ts';
-import { parseCidr } from '../ip/cidr.ts';
 import type { Interval } from '../allocator/intervals.ts';
-import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
+import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../allocator/pool-geometry.ts';
 import { chunkBase, chunkIndexOf } from '../occupancy/chunk.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { SummaryMirror } from '../occupancy/summary-mirror.ts';
@@ -73,7 +72,7 @@ export async function buildMissingSummaries(run: Run, views: readonly PoolView[]
 /** Row 15: a summarized range whose counted leases differ from its summary; the count is the usage pass's. */
 export async function checkRangeSummary(run: Run, pool: Pool, range: Range, counted: number): Promise<number> {
   if (pool.summarySince === undefined) return 0;
-  const host = hostInterval(parseCidr(range.cidr));
+  const host = hostInterval(rangeCidr(range));
   if (!host) return 0;
   const summary = await run.retrying(() => readSummary(run.deps.occupancy, pool.name, range.family, [host]), RETRIES.read);
   // The count leaves expired leases out; the summary keeps them until they are deleted: only comparable without TTLs.

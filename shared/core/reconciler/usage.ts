@@ -1,7 +1,7 @@
-import { capacity, parseCidr } from '../ip/cidr.ts';
+import { capacity } from '../ip/cidr.ts';
 import type { Range } from '../model.ts';
 import type { Interval } from '../allocator/intervals.ts';
-import { hostInterval } from '../allocator/pool-geometry.ts';
+import { hostInterval, rangeCidr } from '../allocator/pool-geometry.ts';
 import { windowInterval } from '../bitmap/legacy.ts';
 import type { Checkpoint, PoolViewList, UsageRecord } from './ports.ts';
 import { Phase, RETRIES, type RangeUsage, type Run } from './run.ts';
@@ -27,7 +27,7 @@ import { checkRangeSummary, SUMMARY_CHECK_EVERY_MS } from './summary.ts';
 
 /** The intervals a range's pass counts: the legacy window first (when it is not the whole range), then the rest. */
 export function usageIntervals(range: Range): { intervals: Interval[]; window?: number } {
-  const cidr = parseCidr(range.cidr);
+  const cidr = rangeCidr(range);
   const host = hostInterval(cidr);
   if (!host) return { intervals: [] };
   const window = range.legacy ? windowInterval(cidr) : undefined;
@@ -98,7 +98,7 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
     for (const range of view.ranges) {
       const record = records.get(`${range.pool}/${range.name}`)?.value;
       if (record) out.set(`${range.pool}/${range.name}`, record);
-      const size = capacity(parseCidr(range.cidr));
+      const size = capacity(rangeCidr(range));
       const fromSummary = view.pool.summarySince !== undefined && !run.out(Phase.Utilization) ? await summaryUsed(run, range) : undefined;
       if (fromSummary !== undefined) {
         usage.push({ pool: range.pool, range: range.name, cidr: range.cidr, family: range.family, state: range.state, legacy: range.legacy, size, used: fromSummary, free: size - fromSummary, countedAt: run.now() });
@@ -118,7 +118,7 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
  * where the summary cannot be read (after the retries: the last count is reported instead).
  */
 async function summaryUsed(run: Run, range: Range): Promise<bigint | undefined> {
-  const host = hostInterval(parseCidr(range.cidr));
+  const host = hostInterval(rangeCidr(range));
   if (!host) return 0n;
   const summary = await run.read(`read summary of range ${range.pool}/${range.name}`, () => readSummary(run.deps.occupancy, range.pool, range.family, [host]));
   return !summary.ok || summary.value.expiring ? undefined : summary.value.used;

@@ -7,6 +7,7 @@
  */
 import { formatAddress, IpFamily, parseAddress, type IpAddress } from '../ip/address.ts';
 import {
+  ClaimHasChildrenError,
   ClaimInUseError,
   ConflictError,
   DeadlineExceededError,
@@ -20,12 +21,12 @@ import {
 } from '../errors.ts';
 import { checkDnsLabel, checkGenerateName, checkOwnerField, generatedName } from '../names.ts';
 import { checkLabels, formatLabels, type Labels } from '../labels.ts';
-import { isHostOf, parseCidr } from '../ip/cidr.ts';
-import { holdOf, IpFamilyPolicy, isExpired, RangeState, reuseDelayMs, type Claim, type ClaimSpec, type Owner, type Pool, type PoolView } from '../model.ts';
+import { formatCidr, isHostOf, parseCidr, type Cidr } from '../ip/cidr.ts';
+import { holdOf, IpFamilyPolicy, isBlockPool, isExpired, RangeState, reuseDelayMs, type Claim, type ClaimSpec, type Owner, type Pool, type PoolView } from '../model.ts';
 import type { ClaimFilter, Page, ReleaseOutcome } from '../ports.ts';
 import type { IpamEvent } from '../reconciler/ports.ts';
 import type { FamilyRequest } from '../allocator/allocator.ts';
-import { rangesOf } from '../allocator/pool-geometry.ts';
+import { rangeCidr, rangesOf } from '../allocator/pool-geometry.ts';
 import { nowIso, pageLimit, type Deps } from './deps.ts';
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 import { events } from '../reconciler/plan.ts';
@@ -50,6 +51,10 @@ export interface CreateClaimCommand {
    * checked before each commit, so a slow request cannot leave a claim its client never learnt of.
    */
   readonly commitBy?: number;
+  /** Explicit blocks of a block-pool claim (canonical CIDRs of the pool's block size, one per family). */
+  readonly prefixes?: readonly string[];
+  /** Answer what the claim would get now and write nothing (a preview is not a hold). */
+  readonly dryRun?: boolean;
 }
 
 /**
@@ -100,9 +105,11 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
     throw new InvalidArgumentError('A claim with count greater than 1 takes its addresses dynamically; leave out addresses, or ask for one address per family.', 'count');
   }
   const labels = cmd.labels === undefined ? {} : checkLabels(cmd.labels);
-  const explicit = (cmd.addresses ?? []).map((a, i) => parseAddress(a, `addresses[${i}]`));
+  const blocks = checkPrefixes(cmd);
+  const explicit = blocks.length > 0 ? blocks.map((b) => ({ family: b.family, value: b.base })) : (cmd.addresses ?? []).map((a, i) => parseAddress(a, `addresses[${i}]`));
   if (new Set(explicit.map((a) => a.family)).size !== explicit.length) {
-    throw new InvalidArgumentError('addresses may hold at most one address per family.', 'addresses');
+    const field = blocks.length > 0 ? 'prefixes' : 'addresses';
+    throw new InvalidArgumentError(`${field} may hold at most one ${blocks.length > 0 ? 'block' : 'address'} per family.`, field);
   }
   if (policy === IpFamilyPolicy.SingleStack && explicit.length > 1) {
     throw new InvalidArgumentError('A SingleStack claim takes one address.', 'addresses');
@@ -116,7 +123,8 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
     owner: checkOwner(cmd.owner),
     ipFamilyPolicy: policy,
     ipFamilies: families,
-    addresses: explicit.map(formatAddress),
+    addresses: blocks.length > 0 ? [] : explicit.map(formatAddress),
+    ...(blocks.length > 0 ? { prefixes: blocks.map(formatCidr) } : {}),
     ...(cmd.ttlSeconds !== undefined ? { ttlSeconds: checkTtl(cmd.ttlSeconds) } : {}),
     ...(cmd.generateName !== undefined ? { generateName: cmd.generateName } : {}),
     // Kept only above 1: a request with count 1 and one without count are the same request.
@@ -127,12 +135,45 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
   return { spec, explicit };
 }
 
+/** A claim's explicit blocks (`prefixes`), canonical; none when it names none. @throws InvalidArgumentError */
+function checkPrefixes(cmd: CreateClaimCommand): Cidr[] {
+  const prefixes = cmd.prefixes ?? [];
+  if (prefixes.length > 0 && (cmd.addresses ?? []).length > 0) {
+    throw new InvalidArgumentError('Give explicit blocks in prefixes or explicit addresses in addresses, not both: a pool hands out one or the other.', 'prefixes');
+  }
+  if (prefixes.length > 0 && (cmd.count ?? 1) > 1) {
+    throw new InvalidArgumentError('A claim with count greater than 1 takes its blocks dynamically; leave out prefixes, or ask for one block per family.', 'count');
+  }
+  return prefixes.map((p, i) => parseCidr(p, `prefixes[${i}]`));
+}
+
+/**
+ * What a pool hands out must be what the claim names: blocks of the pool's size in a block pool (`prefixes`),
+ * addresses in an address pool. @throws InvalidArgumentError
+ */
+function checkUnit(view: PoolView, spec: ClaimSpec): void {
+  const pool = JSON.stringify(view.pool.name);
+  if (!isBlockPool(view.pool)) {
+    if (spec.prefixes?.length) throw new InvalidArgumentError(`Pool ${pool} hands out addresses, not blocks: name an explicit address in addresses.`, 'prefixes');
+    return;
+  }
+  if (spec.addresses.length > 0) throw new InvalidArgumentError(`Pool ${pool} hands out blocks, not addresses: name an explicit block in prefixes (e.g. 10.244.7.0/26).`, 'addresses');
+  for (const text of spec.prefixes ?? []) {
+    const block = parseCidr(text);
+    const size = view.pool.blockPrefixLength?.[block.family];
+    if (size !== undefined && block.prefix !== size) {
+      throw new InvalidArgumentError(`Block ${text} is a /${block.prefix}; pool ${pool} hands out ${block.family} blocks of /${size} only.`, 'prefixes');
+    }
+  }
+}
+
 /**
  * The families a claim gets, primary first: SingleStack takes the named family (or the explicit address's, or the
  * pool's first); PreferDualStack takes every requested family the pool serves; RequireDualStack needs both.
  * @throws MismatchedNetworkError when the pool serves no requested family
  */
 export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: readonly IpAddress[]): FamilyRequest[] {
+  checkUnit(view, spec);
   const served = [IpFamily.IPv4, IpFamily.IPv6].filter((f) => rangesOf(view, f).length > 0);
   const pool = JSON.stringify(view.pool.name);
   let families: IpFamily[];
@@ -168,7 +209,7 @@ export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: reado
 
 function sameSpec(a: ClaimSpec, b: ClaimSpec): boolean {
   const canon = (s: ClaimSpec) =>
-    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null, s.count ?? 1, formatLabels(s.labels)]);
+    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null, s.count ?? 1, formatLabels(s.labels), s.prefixes ?? []]);
   return canon(a) === canon(b);
 }
 
@@ -223,7 +264,7 @@ export const RETIRED_RANGE_ROUNDS = 3;
  * still holding it as a host address). False means the range was marked Terminating, or removed, before the check.
  */
 export function servedByReadyRanges(view: PoolView, claim: Claim): boolean {
-  return claim.addresses.every((a) => view.ranges.some((r) => r.name === a.range && r.state === RangeState.Ready && isHostOf(parseCidr(r.cidr), parseAddress(a.address))));
+  return claim.addresses.every((a) => view.ranges.some((r) => r.name === a.range && r.state === RangeState.Ready && isHostOf(rangeCidr(r), parseAddress(a.address))));
 }
 
 /**
@@ -252,8 +293,13 @@ export function servedByReadyRanges(view: PoolView, claim: Claim): boolean {
  * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError,
  *   NotReadyError (the pool's ranges kept being retired under RETIRED_RANGE_ROUNDS commits)
  */
-export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints'>, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number }> {
+export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints'>, cmd: CreateClaimCommand): Promise<{ claim: Claim; created: boolean; collisions?: number; preview?: true }> {
   const { spec, explicit } = normalizeSpec(cmd);
+  if (cmd.dryRun) {
+    // A preview of a claim that exists answers it as a repeated request would (or its conflict); nothing is written.
+    const existing = cmd.name === undefined ? undefined : await deps.claims.getClaim(cmd.pool, cmd.name);
+    if (existing && !isExpired(existing, deps.clock.nowMs())) return { ...sameOrConflict(existing, spec), preview: true };
+  }
   if (spec.generateName !== undefined) {
     for (let attempt = 0; attempt < CLAIM_TRIES; attempt += 1) {
       const made = await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
@@ -292,7 +338,8 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         version: 1,
         ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),
       };
-      const result = await deps.allocator.allocate(view, draft, requests, cmd.commitBy !== undefined ? { commitBy: cmd.commitBy } : {});
+      const result = await deps.allocator.allocate(view, draft, requests, { ...(cmd.commitBy !== undefined ? { commitBy: cmd.commitBy } : {}), ...(cmd.dryRun ? { dryRun: true } : {}) });
+      if (result.kind === 'preview') return { claim: result.claim, created: false, preview: true };
       if (result.kind === 'allocated') {
         const made = { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
         // Taken from ranges Ready in the view, and no range changed since it was read: nothing to read again.
@@ -342,8 +389,10 @@ export async function createClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
         throw error;
       }
       const refusedByView = error instanceof NotInRangeError || error instanceof MismatchedNetworkError || error instanceof RangeFullError;
-      if (!refusedByView || readNow) throw error;
-      if (await confirmCurrent(view)) throw error;
+      // A block pool's RangeFull says blocks, not addresses.
+      const refusal = error instanceof RangeFullError && isBlockPool(view.pool) ? new RangeFullError(error.pool, error.family, 'block') : error;
+      if (!refusedByView || readNow) throw refusal;
+      if (await confirmCurrent(view)) throw refusal;
       fresh = true;
     }
   }
@@ -422,6 +471,8 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     requireCreatorOrAdministrator(view.pool, claim, caller, 'release');
     // Released with its last consumer (use-cases/consumers.ts); the release below holds at this version only.
     if (claim.consumers?.length) throw new ClaimInUseError(claim.name, claim.consumers.length);
+    // Its block is another pool's range (a nested pool): released once that range is gone.
+    if (claim.children?.length) throw new ClaimHasChildrenError(claim.name, claim.children);
     if (ifMatch !== undefined && ifMatch !== 'any' && !ifMatch.includes(claim.version)) {
       throw new PreconditionFailedError(describeMatch(ifMatch), `version ${claim.version}`);
     }

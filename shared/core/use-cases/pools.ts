@@ -5,7 +5,7 @@ import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
 import { freeThresholdsOf, MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
-import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
+import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../allocator/pool-geometry.ts';
 import { intervalsSize, type Interval } from '../allocator/intervals.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
@@ -22,6 +22,28 @@ export interface CreatePoolCommand {
   readonly access?: { readonly administrators?: unknown; readonly allocators?: unknown };
   /** Percent free below which the pool warns (occupancy/exhaustion.ts); absent: DEFAULT_FREE_THRESHOLDS. */
   readonly freeThresholds?: unknown;
+  /** A block pool's block prefix length per family (issue 35), e.g. { IPv4: 26, IPv6: 64 }; absent: an address pool. */
+  readonly blockPrefixLength?: unknown;
+}
+
+/**
+ * Checks a block pool's lengths: an object naming IPv4 and/or IPv6, each a whole prefix length from 1 to the family's
+ * bits (a /0 block would be the whole space; a /32 or /128 block is one address, which an address pool serves with
+ * its reserved addresses kept). @throws InvalidArgumentError
+ */
+export function checkBlockPrefixLength(value: unknown): Partial<Record<IpFamily, number>> {
+  const field = 'blockPrefixLength';
+  const sentence = `${field} must name the block size per family, e.g. {"IPv4": 26} or {"IPv4": 24, "IPv6": 64}: IPv4 from 1 to 32, IPv6 from 1 to 128.`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError(sentence, field);
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) throw new InvalidArgumentError(sentence, field);
+  const out: Partial<Record<IpFamily, number>> = {};
+  for (const [family, length] of entries) {
+    const bits = family === IpFamily.IPv4 ? 32 : family === IpFamily.IPv6 ? 128 : 0;
+    if (bits === 0 || typeof length !== 'number' || !Number.isInteger(length) || length < 1 || length > bits) throw new InvalidArgumentError(sentence, field);
+    out[family as IpFamily] = length;
+  }
+  return out;
 }
 
 /** Checks a pool's thresholds: 1 to MAX_FREE_THRESHOLDS distinct percentages in (0, 100), kept highest first. @throws InvalidArgumentError */
@@ -58,9 +80,10 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   }
   const access = cmd.access === undefined ? undefined : checkAccess(cmd.access);
   const freeThresholds = cmd.freeThresholds === undefined ? undefined : checkFreeThresholds(cmd.freeThresholds);
+  const blockPrefixLength = cmd.blockPrefixLength === undefined ? undefined : checkBlockPrefixLength(cmd.blockPrefixLength);
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
-  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}), ...(freeThresholds ? { freeThresholds } : {}) };
+  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}), ...(freeThresholds ? { freeThresholds } : {}), ...(blockPrefixLength ? { blockPrefixLength } : {}) };
   const outcome = await deps.pools.createPool(pool);
   if (outcome === 'terminating') throw new PoolTerminatingError(name);
   if (outcome === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
@@ -143,7 +166,7 @@ function utilizationOf(size: bigint, counts: { used: bigint; releasing: bigint }
 
 /** Utilization of one range of `pool`: its capacity and the leases among its host addresses. */
 export async function rangeUtilization(deps: Deps, pool: Pool, range: Range): Promise<Utilization> {
-  const cidr = parseCidr(range.cidr);
+  const cidr = rangeCidr(range);
   const size = capacity(cidr);
   const interval = hostInterval(cidr);
   return utilizationOf(size, await usedIn(deps, pool, range.family, interval ? [interval] : []));

@@ -1,8 +1,10 @@
-import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
-import { ConflictError, NotFoundError } from '../errors.ts';
-import { checkRangeName, defaultRangeName } from '../names.ts';
-import { RangeState, type Range, type Utilization } from '../model.ts';
-import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
+import { capacity, formatCidr, parseCidr, slotted, type Cidr } from '../ip/cidr.ts';
+import { ConflictError, InvalidArgumentError, NotFoundError, NotReadyError, SourceMismatchError } from '../errors.ts';
+import { checkDnsLabel, checkRangeName, defaultRangeName } from '../names.ts';
+import { isExpired, prefixOf, RangeState, type Claim, type Pool, type Range, type RangeSource, type Utilization } from '../model.ts';
+import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
+import { renewClaim } from './claims.ts';
+import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../allocator/pool-geometry.ts';
 import { subtractIntervals, type Interval } from '../allocator/intervals.ts';
 import { validateLegacyCidr } from '../bitmap/bitmap.ts';
 import { nowIso, type Deps } from './deps.ts';
@@ -13,6 +15,52 @@ export interface CreateRangeCommand {
   readonly cidr: string;
   readonly name?: string;
   readonly legacy?: boolean;
+  /** A block claim of another pool the range is made from (a nested pool): the CIDR must be exactly its block. */
+  readonly source?: RangeSource;
+  /** The caller: making a range from a claim pins that claim, which only its creator or an administrator may do. */
+  readonly caller?: Principal;
+}
+
+/** Tries of a nested range's creation when its source claim changed between the read and the write. */
+const SOURCE_TRIES = 3;
+
+/**
+ * In a block pool, a range is counted in blocks of its family's length: the family must have one, and the range must
+ * hold at least one block; legacy (bitmap) ranges serve addresses only. @returns the range's block length, if any
+ * @throws InvalidArgumentError
+ */
+function checkBlockRange(pool: Pool, cidr: Cidr, legacy: boolean): number | undefined {
+  if (!pool.blockPrefixLength) return undefined;
+  const length = pool.blockPrefixLength[cidr.family];
+  const name = JSON.stringify(pool.name);
+  if (length === undefined) throw new InvalidArgumentError(`Pool ${name} hands out blocks and has no ${cidr.family} block size (blockPrefixLength); its ranges are of the families it has one for.`, 'cidr');
+  if (cidr.prefix > length) throw new InvalidArgumentError(`Range ${formatCidr(cidr)} is smaller than one /${length} block, the size pool ${name} hands out.`, 'cidr');
+  if (legacy) throw new InvalidArgumentError(`Pool ${name} hands out blocks; a legacy (bitmap) range serves addresses only.`, 'legacy');
+  return length;
+}
+
+/**
+ * The source claim of a nested range, checked: another pool's block claim, held now, holding exactly this CIDR as one
+ * of its blocks, not yet the source of another range. @throws NotFoundError, InvalidArgumentError, SourceMismatchError,
+ *   ConflictError, ForbiddenError (the caller may not pin the claim)
+ */
+async function sourceClaim(deps: Deps, cmd: CreateRangeCommand, cidrText: string): Promise<Claim> {
+  const source = cmd.source!;
+  checkDnsLabel(source.pool, 'source.pool');
+  checkDnsLabel(source.claim, 'source.claim');
+  if (source.pool === cmd.pool) throw new InvalidArgumentError('A range cannot be made from a claim of its own pool; name a claim of the parent pool.', 'source.pool');
+  const parent = await deps.views.get(source.pool, deps.clock.nowMs(), true);
+  if (!parent.pool.blockPrefixLength) throw new InvalidArgumentError(`Pool ${JSON.stringify(source.pool)} hands out addresses; a range is made only from a block pool's claim.`, 'source.pool');
+  const claim = await deps.claims.getClaim(source.pool, source.claim);
+  if (!claim || isExpired(claim, deps.clock.nowMs())) throw new NotFoundError('claim', source.claim);
+  requireCreatorOrAdministrator(parent.pool, claim, cmd.caller, 'make a range from');
+  const blocks = claim.addresses.filter((a) => a.prefixLength !== undefined).map(prefixOf);
+  if (!blocks.includes(cidrText)) throw new SourceMismatchError(cidrText, source, blocks);
+  const taken = claim.children?.find((c) => c.cidr === cidrText);
+  if (taken && !(taken.pool === cmd.pool && taken.range === (cmd.name ?? defaultRangeName(cidrText)))) {
+    throw new ConflictError(`Block ${cidrText} of claim ${JSON.stringify(source.claim)} is already range ${taken.pool}/${taken.range}.`);
+  }
+  return claim;
 }
 
 /**
@@ -37,12 +85,23 @@ export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<
   if (!legacy && !deps.gates.MultiCIDRServiceAllocator) {
     throw new ConflictError('Only legacy ranges can be created while the MultiCIDRServiceAllocator feature gate is off; set legacy: true or enable the gate.');
   }
+  const blockLength = checkBlockRange(view.pool, cidr, legacy);
   const legacyTaken = () => new ConflictError(`Pool ${JSON.stringify(cmd.pool)} already has a legacy ${cidr.family} range; a pool has at most one per family.`);
   // The read answers the sequential case (and legacy ranges written before the slots existed); the store's slot
   // condition answers concurrent creates.
   if (legacy && view.ranges.some((r) => r.legacy && r.family === cidr.family)) throw legacyTaken();
-  const range: Range = { pool: cmd.pool, name, cidr: cidrText, family: cidr.family, state: RangeState.Ready, legacy, createdAt: nowIso(deps) };
-  const outcome = await deps.pools.createRange(range);
+  const range: Range = {
+    pool: cmd.pool,
+    name,
+    cidr: cidrText,
+    family: cidr.family,
+    state: RangeState.Ready,
+    legacy,
+    createdAt: nowIso(deps),
+    ...(blockLength !== undefined ? { blockPrefixLength: blockLength } : {}),
+    ...(cmd.source ? { source: { pool: cmd.source.pool, claim: cmd.source.claim } } : {}),
+  };
+  const outcome = cmd.source ? await createNested(deps, cmd, range) : await deps.pools.createRange(range);
   if (outcome === 'legacyTaken') {
     deps.views.forget(cmd.pool);
     throw legacyTaken();
@@ -54,8 +113,24 @@ export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<
   }
   deps.views.forget(cmd.pool);
   deps.hints.forget(cmd.pool);
-  const size = capacity(cidr);
+  const size = capacity(slotted(cidr, blockLength));
   return { range, utilization: { size, used: 0n, releasing: 0n, free: size }, created: true };
+}
+
+/**
+ * A nested range: its source claim is confirmed first (a claim with a child range has no expiry, so it cannot expire
+ * out from under it), then the range is written in one transaction with the claim's marker (Claim.children), on the
+ * condition that the claim is still as read. Refused input writes nothing; a claim confirmed for a range whose write
+ * then lost a race stays confirmed (its owner's hold, as a renew with ttlSeconds null would make it).
+ */
+async function createNested(deps: Deps, cmd: CreateRangeCommand, range: Range): Promise<'created' | 'exists' | 'legacyTaken'> {
+  for (let attempt = 0; attempt < SOURCE_TRIES; attempt += 1) {
+    let claim = await sourceClaim(deps, cmd, range.cidr);
+    if (claim.expiresAt !== undefined) claim = await renewClaim(deps, claim.pool, claim.name, null, cmd.caller);
+    const outcome = await deps.pools.createRange(range, claim);
+    if (outcome !== 'parentChanged') return outcome;
+  }
+  throw new NotReadyError(`Claim ${JSON.stringify(cmd.source!.claim)} kept changing while the range was being made from it; retry the request.`);
 }
 
 /** A range with its utilization. @throws NotFoundError */
@@ -74,9 +149,9 @@ export async function listRanges(deps: Deps, pool: string): Promise<{ range: Ran
 
 /** The host addresses of this range that no other Ready range holds as host addresses: where a lease depends on it alone. */
 export function aloneIntervals(range: Range, otherReady: readonly Range[]): Interval[] {
-  const own = hostInterval(parseCidr(range.cidr));
+  const own = hostInterval(rangeCidr(range));
   if (!own) return [];
-  const others = hostIntervals(otherReady.map((r) => ({ range: r, cidr: parseCidr(r.cidr) })));
+  const others = hostIntervals(otherReady.map((r) => ({ range: r, cidr: rangeCidr(r) })));
   return subtractIntervals([own], others);
 }
 

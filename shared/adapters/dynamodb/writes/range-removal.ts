@@ -1,5 +1,6 @@
 import { RangeState, type Range } from '../../../core/model.ts';
-import { attributeIs, both, either, itemIsAbsent, type Condition } from '../conditions.ts';
+import { attributeIs, both, claimUidIs, either, itemIsAbsent, versionIs, type Condition } from '../conditions.ts';
+import { itemToClaim } from '../codec.ts';
 import { keys } from '../keys.ts';
 import type { Table, WriteOp } from '../table.ts';
 import { stampRangeGeneration, transactRangeChange } from './range-generation.ts';
@@ -22,7 +23,8 @@ export function isTerminatingAsMarked(range: Range): Condition {
  * existed, where two legacy ranges of one family could be created together; the removal is then written again
  * without the slot.
  */
-export async function removeRange(table: Table, range: Range, generation: string, more: readonly WriteOp[] = []): Promise<'removed' | 'changed'> {
+export async function removeRange(table: Table, range: Range, generation: string, extra: readonly WriteOp[] = []): Promise<'removed' | 'changed'> {
+  const more = [...extra, ...(await unmarkSource(table, range))];
   const rangeOp: WriteOp = { kind: 'delete', key: keys.range(range.pool, range.name), condition: isTerminatingAsMarked(range) };
   const stamp = stampRangeGeneration(range.pool, generation);
   if (range.legacy) {
@@ -32,4 +34,21 @@ export async function removeRange(table: Table, range: Range, generation: string
     if (verdicts[1]?.code !== 'ConditionalCheckFailed' || verdicts[0]?.code === 'ConditionalCheckFailed') return 'changed';
   }
   return (await transactRangeChange(table, [rangeOp, ...more, ...stamp])) ? 'changed' : 'removed';
+}
+
+/**
+ * A nested range's removal takes its marker off its source claim (Claim.children) in the same transaction, on the
+ * condition that the claim is still as read (a new version): once the range is gone the claim may be released. None
+ * when the range has no source, or the claim no longer lists it.
+ */
+async function unmarkSource(table: Table, range: Range): Promise<WriteOp[]> {
+  if (!range.source) return [];
+  const item = await table.get(keys.claim(range.source.pool, range.source.claim));
+  const claim = item ? itemToClaim(item) : undefined;
+  if (!claim?.children?.some((c) => c.pool === range.pool && c.range === range.name)) return [];
+  const left = claim.children.filter((c) => !(c.pool === range.pool && c.range === range.name));
+  const key = keys.claim(claim.pool, claim.name);
+  const version = claim.version + 1;
+  const update = left.length > 0 ? { set: { children: left, version } } : { set: { version }, remove: ['children'] };
+  return [{ kind: 'update', key, update, condition: both(claimUidIs(claim.uid), versionIs(claim.version)) }];
 }

@@ -1,0 +1,273 @@
+import { describe, expect, it } from 'vitest';
+import { testApi as testApiOn, type TestApi } from '../support/api.ts';
+import type { TestEngine } from '../support/engines.ts';
+import { ManualClock, owner } from '../support/fakes.ts';
+import { allItems, tableSnapshot } from '../support/items.ts';
+import { reconcilerHarness, T0 } from '../support/reconciler.ts';
+
+/**
+ * Block pools (issue 35): a pool whose claims take aligned blocks instead of addresses, each held block one lease item
+ * keyed by its network address; nested pools whose ranges are block claims of another pool; dryRun. Through the real
+ * HTTP handler, on one table engine.
+ */
+export function blocksCases(engine: TestEngine): void {
+  const testApi = (): Promise<TestApi> => testApiOn({}, {}, undefined, engine);
+
+  type Block = { address: string; family: string; range: string; prefix?: string };
+  const prefixesOf = (body: Record<string, unknown>) => (body.addresses as Block[]).map((a) => a.prefix);
+
+  async function blockPool(api: TestApi, pool: string, block: Record<string, number>, cidrs: string[], exclude?: string[]): Promise<void> {
+    const made = await api.call('POST', '/v1/pools', { name: pool, blockPrefixLength: block, ...(exclude ? { exclude } : {}) });
+    expect(made.status).toBe(201);
+    for (const cidr of cidrs) expect((await api.call('POST', `/v1/pools/${pool}/ranges`, { cidr })).status).toBe(201);
+  }
+
+  const leaseItems = async (api: TestApi) => (await allItems(api.container.table)).filter((i) => i.entity === 'lease');
+
+  describe(`Block pools: the pool and its ranges (${engine.name})`, () => {
+    it('keeps blockPrefixLength per family on the pool and refuses sizes no family has, with the field named', async () => {
+      // Prepare
+      const api = await testApi();
+      // Act
+      const made = await api.call('POST', '/v1/pools', { name: 'pods', blockPrefixLength: { IPv4: 26, IPv6: 122 } });
+      const bad = await Promise.all([{ IPv4: 33 }, { IPv4: 0 }, { IPv6: 129 }, { IPv4: 26.5 }, { IPX: 24 }, {}].map((b, i) => api.call('POST', '/v1/pools', { name: `bad${i}`, blockPrefixLength: b })));
+      // Assess
+      expect(made.status).toBe(201);
+      expect(made.body.blockPrefixLength).toEqual({ IPv4: 26, IPv6: 122 });
+      expect((await api.call('GET', '/v1/pools/pods')).body.blockPrefixLength).toEqual({ IPv4: 26, IPv6: 122 });
+      for (const r of bad) {
+        expect(r.status).toBe(400);
+        expect(r.body.code).toBe('InvalidArgument');
+        expect(r.body.detail).toMatch(/blockPrefixLength/);
+      }
+      expect(((await api.call('GET', '/v1/pools')).body.items as unknown[]).length).toBe(1);
+    });
+
+    it('refuses a range smaller than one block, or of a family the pool has no block size for, writing nothing', async () => {
+      // Prepare
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, []);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const small = await api.call('POST', '/v1/pools/pods/ranges', { cidr: '10.0.0.0/27' });
+      const v6 = await api.call('POST', '/v1/pools/pods/ranges', { cidr: 'fd00::/64' });
+      // Assess
+      expect(small.status).toBe(400);
+      expect(small.body.code).toBe('InvalidArgument');
+      expect(small.body.detail).toMatch(/\/26/);
+      expect(v6.status).toBe(400);
+      expect(v6.body.detail).toMatch(/IPv6/);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+  });
+
+  describe(`Block pools: claims take aligned blocks (${engine.name})`, () => {
+    it('gives concurrent claims distinct aligned /26 blocks, one lease item each keyed by the network address, then RangeFull', async () => {
+      // Prepare: a /24 cut into four /26 blocks
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      // Act
+      const results = await Promise.all(Array.from({ length: 4 }, (_, i) => [api, api.sibling()][i % 2]!.call('POST', '/v1/pools/pods/claims', { name: `node${i}`, owner: owner(`n${i}`) })));
+      const full = await api.call('POST', '/v1/pools/pods/claims', { name: 'node4', owner: owner('n4') });
+      // Assess
+      expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+      const prefixes = results.flatMap((r) => prefixesOf(r.body)).sort();
+      expect(prefixes).toEqual(['10.244.0.0/26', '10.244.0.128/26', '10.244.0.192/26', '10.244.0.64/26']);
+      const leases = await leaseItems(api);
+      expect(leases.map((l) => l.address).sort()).toEqual(['10.244.0.0', '10.244.0.128', '10.244.0.192', '10.244.0.64']);
+      expect(leases.every((l) => l.prefixLength === 26)).toBe(true);
+      expect(full.status).toBe(409);
+      expect(full.body.code).toBe('RangeFull');
+      expect(full.body.detail).toMatch(/block/);
+    });
+
+    it('serves count, dual-stack, labels and TTL on blocks in one claim, and answers a repeated request with the same blocks', async () => {
+      // Prepare
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26, IPv6: 64 }, ['10.244.0.0/24', 'fd00:10::/62']);
+      const request = { name: 'n1', owner: owner('n1'), ipFamilyPolicy: 'RequireDualStack', count: 2, ttlSeconds: 600, labels: { zone: 'a' } };
+      // Act
+      const made = await api.call('POST', '/v1/pools/pods/claims', request);
+      const again = await api.call('POST', '/v1/pools/pods/claims', request);
+      // Assess
+      expect(made.status).toBe(201);
+      const blocks = made.body.addresses as Block[];
+      expect(blocks.map((b) => b.family)).toEqual(['IPv4', 'IPv4', 'IPv6', 'IPv6']);
+      expect(blocks.every((b) => b.prefix === `${b.address}/${b.family === 'IPv4' ? 26 : 64}`)).toBe(true);
+      expect(blocks.filter((b) => b.family === 'IPv6').every((b) => /^fd00:10(:0:[1-3])?::$/.test(b.address))).toBe(true);
+      expect(again.status).toBe(200);
+      expect(prefixesOf(again.body)).toEqual(prefixesOf(made.body));
+      expect((await leaseItems(api)).length).toBe(4);
+    });
+
+    it('takes an explicit block, and refuses a block of another size, a non-canonical one, an address, or one held by another claim', async () => {
+      // Prepare
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      // Act
+      const exact = await api.call('POST', '/v1/pools/pods/claims', { name: 'a', owner: owner('a'), prefixes: ['10.244.0.64/26'] });
+      const before = await tableSnapshot(api.container.table);
+      const taken = await api.call('POST', '/v1/pools/pods/claims', { name: 'b', owner: owner('b'), prefixes: ['10.244.0.64/26'] });
+      const size = await api.call('POST', '/v1/pools/pods/claims', { name: 'c', owner: owner('c'), prefixes: ['10.244.0.128/25'] });
+      const crooked = await api.call('POST', '/v1/pools/pods/claims', { name: 'd', owner: owner('d'), prefixes: ['10.244.0.65/26'] });
+      const address = await api.call('POST', '/v1/pools/pods/claims', { name: 'e', owner: owner('e'), addresses: ['10.244.0.130'] });
+      const outside = await api.call('POST', '/v1/pools/pods/claims', { name: 'f', owner: owner('f'), prefixes: ['10.9.0.0/26'] });
+      // Assess
+      expect(exact.status).toBe(201);
+      expect(prefixesOf(exact.body)).toEqual(['10.244.0.64/26']);
+      expect(taken.status).toBe(409);
+      expect(taken.body.code).toBe('AlreadyAllocated');
+      expect(size.status).toBe(400);
+      expect(size.body.code).toBe('InvalidArgument');
+      expect(size.body.detail).toMatch(/\/26/);
+      expect(crooked.status).toBe(400);
+      expect(crooked.body.detail).toMatch(/canonical/);
+      expect(address.status).toBe(400);
+      expect(address.body.detail).toMatch(/prefixes/);
+      expect(outside.status).toBe(422);
+      expect(outside.body.code).toBe('NotInRange');
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+
+    it('refuses prefixes in an address pool', async () => {
+      // Prepare
+      const api = await testApi();
+      expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24' })).status).toBe(201);
+      // Act
+      const r = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), prefixes: ['10.0.0.0/26'] });
+      // Assess
+      expect(r.status).toBe(400);
+      expect(r.body.code).toBe('InvalidArgument');
+      expect(r.body.detail).toMatch(/hands out addresses/);
+    });
+
+    it('never hands out a block that holds an excluded address, and answers RangeFull once the others are taken', async () => {
+      // Prepare: 10.244.0.70 lies in the second /26 of four
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24'], ['10.244.0.70']);
+      // Act
+      const made = [];
+      for (let i = 0; i < 3; i += 1) made.push(await api.call('POST', '/v1/pools/pods/claims', { name: `n${i}`, owner: owner(`n${i}`) }));
+      const full = await api.call('POST', '/v1/pools/pods/claims', { name: 'n3', owner: owner('n3') });
+      // Assess
+      expect(made.map((r) => r.status)).toEqual([201, 201, 201]);
+      expect(made.flatMap((r) => prefixesOf(r.body)).sort()).toEqual(['10.244.0.0/26', '10.244.0.128/26', '10.244.0.192/26']);
+      expect(full.status).toBe(409);
+      expect(full.body.code).toBe('RangeFull');
+    });
+
+    it('frees a released block for the next claim, and reports utilization in blocks', async () => {
+      // Prepare: a /25 of two /26 blocks, both taken
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/25']);
+      await api.call('POST', '/v1/pools/pods/claims', { name: 'a', owner: owner('a') });
+      const b = await api.call('POST', '/v1/pools/pods/claims', { name: 'b', owner: owner('b') });
+      const range = (await api.call('GET', '/v1/pools/pods/ranges/10.244.0.0-25')).body;
+      // Act
+      expect((await api.call('DELETE', '/v1/pools/pods/claims/b')).status).toBe(204);
+      const c = await api.call('POST', '/v1/pools/pods/claims', { name: 'c', owner: owner('c') });
+      // Assess
+      expect(range).toMatchObject({ size: 2, used: 2, free: 0, blockPrefixLength: 26 });
+      expect(c.status).toBe(201);
+      expect(prefixesOf(c.body)).toEqual(prefixesOf(b.body));
+    });
+  });
+
+  describe(`Block pools: dryRun (${engine.name})`, () => {
+    it('answers the block a claim would get now, says it is no hold, and writes nothing', async () => {
+      // Prepare
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      await api.call('POST', '/v1/pools/pods/claims', { name: 'a', owner: owner('a') });
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const preview = await api.call('POST', '/v1/pools/pods/claims', { name: 'b', owner: owner('b'), dryRun: true });
+      // Assess
+      expect(preview.status).toBe(200);
+      expect(preview.body.dryRun).toBe(true);
+      expect(preview.body.detail).toMatch(/not a hold/);
+      expect(prefixesOf(preview.body)).toHaveLength(1);
+      expect(prefixesOf(preview.body)[0]).toMatch(/^10\.244\.0\.(0|64|128|192)\/26$/);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+  });
+
+  describe(`Nested pools: a range made from a block claim (${engine.name})`, () => {
+    async function hierarchy(api: TestApi): Promise<string> {
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.0.0.0/8']);
+      const region = await api.call('POST', '/v1/pools/org/claims', { name: 'eu-west', owner: owner('eu', 'Region'), ttlSeconds: 600 });
+      expect(region.status).toBe(201);
+      expect((await api.call('POST', '/v1/pools', { name: 'eu-west', blockPrefixLength: { IPv4: 24 } })).status).toBe(201);
+      return prefixesOf(region.body)[0]!;
+    }
+
+    it("creates the child range only with its claim's exact block, and refuses any other CIDR writing nothing", async () => {
+      // Prepare
+      const api = await testApi();
+      const block = await hierarchy(api);
+      const before = await tableSnapshot(api.container.table);
+      const [a, b] = block.split('.');
+      // Act
+      const narrower = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: `${a}.${b}.0.0/17`, source: { pool: 'org', claim: 'eu-west' } });
+      const other = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: `${a}.${Number(b) ^ 1}.0.0/16`, source: { pool: 'org', claim: 'eu-west' } });
+      const noClaim = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, source: { pool: 'org', claim: 'nope' } });
+      const afterRefusals = await tableSnapshot(api.container.table);
+      const made = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, source: { pool: 'org', claim: 'eu-west' } });
+      // Assess
+      for (const r of [narrower, other]) {
+        expect(r.status).toBe(409);
+        expect(r.body.code).toBe('SourceMismatch');
+        expect(r.body.detail).toContain(block);
+      }
+      expect(noClaim.status).toBe(404);
+      expect(afterRefusals).toEqual(before);
+      expect(made.status).toBe(201);
+      expect(made.body.source).toEqual({ pool: 'org', claim: 'eu-west' });
+      const child = await api.call('POST', '/v1/pools/eu-west/claims', { name: 'node-1', owner: owner('node-1') });
+      expect(prefixesOf(child.body)[0]).toMatch(new RegExp(`^${a}\\.${b}\\.\\d+\\.0/24$`));
+    });
+
+    it('refuses the parent claim\'s release with 409 naming the child while the child range lives, and lets it go after', async () => {
+      // Prepare
+      const clock = new ManualClock(T0);
+      const api = await testApiOn({ clock }, {}, undefined, engine);
+      const block = await hierarchy(api);
+      expect((await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, name: 'main', source: { pool: 'org', claim: 'eu-west' } })).status).toBe(201);
+      // Act
+      const refused = await api.call('DELETE', '/v1/pools/org/claims/eu-west');
+      const ownerRelease = await api.call('DELETE', '/v1/pools/org/owners/eu');
+      const parent = await api.call('GET', '/v1/pools/org/claims/eu-west');
+      // Assess
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('ClaimHasChildren');
+      expect(refused.body.detail).toContain('eu-west/main');
+      expect(ownerRelease.status).toBe(409);
+      expect(ownerRelease.body.code).toBe('ClaimHasChildren');
+      expect(parent.status).toBe(200);
+      // The child range made the parent's hold permanent: it cannot expire out from under the child.
+      expect(parent.body.expiresAt).toBeUndefined();
+      expect(parent.body.children).toEqual([{ pool: 'eu-west', range: 'main', cidr: block }]);
+      // A Terminating child range still lives (202); once it is gone, the parent claim is released as any other.
+      expect((await api.call('DELETE', '/v1/pools/eu-west/ranges/main')).status).toBe(202);
+      expect((await api.call('DELETE', '/v1/pools/org/claims/eu-west')).body.code).toBe('ClaimHasChildren');
+      clock.advance(5_000);
+      expect((await api.call('DELETE', '/v1/pools/eu-west/ranges/main')).status).toBe(204);
+      expect((await api.call('GET', '/v1/pools/org/claims/eu-west')).body.children ?? []).toEqual([]);
+      expect((await api.call('DELETE', '/v1/pools/org/claims/eu-west')).status).toBe(204);
+    });
+
+    it('keeps a parent claim with a child range through its TTL and the reconciler', async () => {
+      // Prepare
+      const h = await reconcilerHarness({ engine });
+      const block = await hierarchy(h.api);
+      expect((await h.api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, name: 'main', source: { pool: 'org', claim: 'eu-west' } })).status).toBe(201);
+      // Act
+      h.clock.advance(3_600_000);
+      await h.run();
+      // Assess
+      expect((await h.api.call('GET', '/v1/pools/org/claims/eu-west')).status).toBe(200);
+      expect((await allItems(h.table)).filter((i) => i.entity === 'lease' && i.pool === 'org').length).toBe(1);
+    });
+  });
+}
