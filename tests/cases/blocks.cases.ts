@@ -174,6 +174,26 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Block pools: reuse delay and sticky blocks (${engine.name})`, () => {
+    it("holds a released block for its owner, refuses it to others, and gives it back to the owner's next claim", async () => {
+      // Prepare: a /25 of two /26 blocks, a reuse delay
+      const api = await testApi();
+      expect((await api.call('POST', '/v1/pools', { name: 'pods', blockPrefixLength: { IPv4: 26 }, reuseDelaySeconds: 600 })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr: '10.244.0.0/25' })).status).toBe(201);
+      const first = await api.call('POST', '/v1/pools/pods/claims', { name: 'n1', owner: owner('n1') });
+      const [block] = prefixesOf(first.body);
+      expect((await api.call('DELETE', '/v1/pools/pods/claims/n1')).status).toBe(204);
+      // Act
+      const other = await api.call('POST', '/v1/pools/pods/claims', { name: 'x', owner: owner('x'), prefixes: [block] });
+      const again = await api.call('POST', '/v1/pools/pods/claims', { name: 'n1-again', owner: owner('n1') });
+      // Assess
+      expect(other.status).toBe(409);
+      expect(other.body.code).toBe('AddressReleasing');
+      expect(again.status).toBe(201);
+      expect(prefixesOf(again.body)).toEqual([block]);
+    });
+  });
+
   describe(`Block pools: dryRun (${engine.name})`, () => {
     it('answers the block a claim would get now, says it is no hold, and writes nothing', async () => {
       // Prepare
@@ -254,6 +274,19 @@ export function blocksCases(engine: TestEngine): void {
       clock.advance(5_000);
       expect((await api.call('DELETE', '/v1/pools/eu-west/ranges/main')).status).toBe(204);
       expect((await api.call('GET', '/v1/pools/org/claims/eu-west')).body.children ?? []).toEqual([]);
+      expect((await api.call('DELETE', '/v1/pools/org/claims/eu-west')).status).toBe(204);
+    });
+
+    it("gives the parent claim back when the child pool is deleted with its range", async () => {
+      // Prepare
+      const api = await testApi();
+      const block = await hierarchy(api);
+      expect((await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, source: { pool: 'org', claim: 'eu-west' } })).status).toBe(201);
+      // Act
+      const deleted = await api.call('DELETE', '/v1/pools/eu-west');
+      // Assess
+      expect(deleted.status).toBe(204);
+      expect((await api.call('GET', '/v1/pools/org/claims/eu-west')).body.children).toBeUndefined();
       expect((await api.call('DELETE', '/v1/pools/org/claims/eu-west')).status).toBe(204);
     });
 

@@ -11,7 +11,7 @@ import { queryAll, type Table, type WriteOp } from './table.ts';
 import { dropFreed, freedKeys } from './writes/freed.ts';
 import { markerKeyOf } from './writes/release.ts';
 import { dropRangeGeneration, stampRangeGeneration, transactRangeChange } from './writes/range-generation.ts';
-import { removeRange } from './writes/range-removal.ts';
+import { removeRange, unmarkSource } from './writes/range-removal.ts';
 import { tombstoneItem } from './tombstones.ts';
 
 /** Deletes a finalizing pool sends at once. */
@@ -131,13 +131,18 @@ export class TablePoolStore implements PoolStore {
         leaseKeys.push(...leases.map(keyOf));
       }
     }
-    const partition = (await queryAll(this.table, { partition: keys.poolPartition(pool), consistent: true, attributes: ['PK', 'SK', 'entity', 'name'] })).filter((i) => i.entity !== Entity.Pool);
+    const partition = (await queryAll(this.table, { partition: keys.poolPartition(pool), consistent: true, attributes: ['PK', 'SK', 'entity', 'name', 'source'] })).filter((i) => i.entity !== Entity.Pool);
     for (const item of partition) if (item.entity === Entity.Range) ranges.add(item.name as string);
     const names = [...ranges];
     await this.removeAll(names.flatMap((range) => [keys.bitmap(pool, range), keys.strikes(pool, range), keys.seals(pool, range)]));
     await this.removeAll((await this.table.batchGet(freedKeys(pool, names), ['PK', 'SK'])).map(keyOf));
     await this.removeAll(claimKeys);
     await this.removeAll(leaseKeys);
+    // A nested pool's ranges give their source claims back (Claim.children) before they go: the parent claims may then
+    // be released. A resumed call finds the ranges still there, and a claim no longer listing one needs nothing.
+    for (const item of partition) {
+      if (item.entity === Entity.Range && item.source) await this.unmarkUntilDone({ pool, name: item.name as string, source: item.source as Range['source'] });
+    }
     await this.removeAll(partition.map(keyOf));
     for (const partitionKey of [keys.occupancy(pool, IpFamily.IPv4), keys.occupancy(pool, IpFamily.IPv6), keys.usagePartition(pool), keys.ownersGone(pool)]) {
       await this.removeAll((await queryAll(this.table, { partition: partitionKey, attributes: ['PK', 'SK'] })).map(keyOf));
@@ -147,6 +152,15 @@ export class TablePoolStore implements PoolStore {
     const last = await this.table.write({ kind: 'delete', key: keys.pool(pool), condition: poolIsTerminating() });
     await this.table.write({ kind: 'delete', key: keys.poolTerminating(pool), condition: attributeIs('deletionRequestedAt', deletionRequestedAt) });
     return last.ok ? 'finalized' : 'absent';
+  }
+
+  /** Takes a range's marker off its source claim, reading the claim again when it changed meanwhile. */
+  private async unmarkUntilDone(range: Pick<Range, 'pool' | 'name' | 'source'>): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const [op] = await unmarkSource(this.table, range);
+      if (!op || (await this.table.write(op)).ok) return;
+    }
+    throw new NotReadyError(`Claim ${JSON.stringify(range.source?.claim)} kept changing while pool ${JSON.stringify(range.pool)} was being deleted; retried by the next run.`);
   }
 
   /** Deletes items, REMOVE_PARALLEL at a time (a delete of an absent item is a no-op). */

@@ -41,7 +41,7 @@ export async function removeRange(table: Table, range: Range, generation: string
  * condition that the claim is still as read (a new version): once the range is gone the claim may be released. None
  * when the range has no source, or the claim no longer lists it.
  */
-async function unmarkSource(table: Table, range: Range): Promise<WriteOp[]> {
+export async function unmarkSource(table: Table, range: Pick<Range, 'pool' | 'name' | 'source'>): Promise<WriteOp[]> {
   if (!range.source) return [];
   const item = await table.get(keys.claim(range.source.pool, range.source.claim));
   const claim = item ? itemToClaim(item) : undefined;
