@@ -9,7 +9,8 @@ import { tableStores } from '../../shared/adapters/dynamodb/stores.ts';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { ITEM_BYTES_LIMIT } from '../../shared/adapters/dynamodb/table.ts';
 import { plainItemSize } from '../../aws-emulation/item-size.ts';
-import { BandReading, countersOf, partsOf, sealHolds, SEAL_HOLDERS_MAX, type Band } from '../../shared/core/allocator/used-up.ts';
+import { BandReading, countersOf, partsOf, sealHolds, type Band } from '../../shared/core/allocator/used-up.ts';
+import { TUNING } from '../../shared/core/allocator/tuning.ts';
 import { parseCidr, capacity, lowerBandSize } from '../../shared/core/ip/cidr.ts';
 import { ownerIdentity } from '../../shared/core/occupancy/ports.ts';
 import { NameLimits } from '../../shared/core/names.ts';
@@ -182,7 +183,7 @@ export function limitsCases(engine: TestEngine): void {
       const parts = [...partsOf(band('upper', lower, capacity(cidr))), ...partsOf(band('lower', 0n, lower))];
       expect(parts).toHaveLength(34);
       const long = (tag: string): string => `${tag}${'\u20AC'.repeat(NameLimits.ownerField - tag.length)}`;
-      const holders = Array.from({ length: SEAL_HOLDERS_MAX }, (_, i) => ({ kind: long(`K${i}`), name: long(`n${i}`) }));
+      const holders = Array.from({ length: TUNING.sealHoldersMax }, (_, i) => ({ kind: long(`K${i}`), name: long(`n${i}`) }));
       const read = await seals.readSeals('p', ['wide']);
       // Act
       for (const part of parts) {

@@ -193,7 +193,7 @@ export function usedUpCases(engine: TestEngine): void {
 
     it('seals a large band in parts (3 seals at the counters read before each), and decides from them alone while they hold', async () => {
       // Prepare: a /23 (hosts .0.1-.1.254; lower band the first 31, upper band the other 479, sealed in 3 parts of at
-      // least SEAL_PART_MIN) whose upper band is held by leases written directly
+      // least TUNING.sealPartMin) whose upper band is held by leases written directly
       const h = await reconcilerHarness({ engine });
       expect((await h.api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
       expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.62.0.0/23' })).status).toBe(201);

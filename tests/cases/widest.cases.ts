@@ -7,7 +7,8 @@ import { ITEM_BYTES_LIMIT, queryAll, type Table } from '../../shared/adapters/dy
 import { plainItemSize } from '../../aws-emulation/item-size.ts';
 import { leaseOfClaim, type Claim, type ClaimAddress, type Hold } from '../../shared/core/model.ts';
 import { events } from '../../shared/core/reconciler/plan.ts';
-import { BandReading, countersOf, partsOf, SEAL_HOLDERS_MAX, type Band } from '../../shared/core/allocator/used-up.ts';
+import { BandReading, countersOf, partsOf, type Band } from '../../shared/core/allocator/used-up.ts';
+import { TUNING } from '../../shared/core/allocator/tuning.ts';
 import { capacity, lowerBandSize, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { ownerIdentity } from '../../shared/core/occupancy/ports.ts';
 import { LabelLimits } from '../../shared/core/labels.ts';
@@ -144,7 +145,7 @@ export function widestCases(engine: TestEngine, numRuns: number, timeoutMs = 60_
           const read = await stores.seals.readSeals(p, [range.range.name]);
           for (const part of parts) {
             const reading = new BandReading();
-            for (let i = 0; i < SEAL_HOLDERS_MAX; i += 1) reading.taken({ expiring: true, expiresAt: T0 + i, heldFor: ownerIdentity({ kind: filled(`K${i}`, char, NameLimits.ownerField), name: filled(`n${i}`, char, NameLimits.ownerField) }) }, part.counters);
+            for (let i = 0; i < TUNING.sealHoldersMax; i += 1) reading.taken({ expiring: true, expiresAt: T0 + i, heldFor: ownerIdentity({ kind: filled(`K${i}`, char, NameLimits.ownerField), name: filled(`n${i}`, char, NameLimits.ownerField) }) }, part.counters);
             await stores.seals.seal(p, range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
           }
           const item = await table.get(keys.seals(p, range.range.name));

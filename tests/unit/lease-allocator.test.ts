@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ClaimDraft, FamilyRequest } from '../../shared/core/allocator/allocator.ts';
-import { DEFAULT_HINT_MAX_AGE_MS, HintCache } from '../../shared/core/allocator/hint.ts';
+import { HintCache } from '../../shared/core/allocator/hint.ts';
+import { TUNING } from '../../shared/core/allocator/tuning.ts';
 import type { Interval } from '../../shared/core/allocator/intervals.ts';
 import { hostIntervals, rangesOf } from '../../shared/core/allocator/pool-geometry.ts';
-import { DEFAULT_FULL_TRUST_MS, LeaseAllocator } from '../../shared/core/allocator/lease-allocator.ts';
+import { LeaseAllocator } from '../../shared/core/allocator/lease-allocator.ts';
 import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { IpFamilyPolicy, isExpired, RangeState, type Claim, type Lease, type PoolView, type Range } from '../../shared/core/model.ts';
@@ -248,7 +249,7 @@ describe('Class: LeaseAllocator', () => {
       // Prepare: read at NOW, allocating just before it ages out
       const store = new InMemoryLeaseStore();
       const view = viewOf(['10.0.0.0/24']);
-      const { allocator, hints } = allocatorOver(store, new SeededRandom(3), NOW + DEFAULT_HINT_MAX_AGE_MS - 1);
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(3), NOW + TUNING.hintMaxAgeMs - 1);
       await warmHint(hints, view);
       const readsBefore = store.reads;
 
@@ -265,7 +266,7 @@ describe('Class: LeaseAllocator', () => {
       // Prepare: read at NOW on an empty range; every upper-band address but .100 taken since
       const store = new InMemoryLeaseStore();
       const view = viewOf(['10.0.0.0/24']);
-      const { allocator, hints } = allocatorOver(store, new SeededRandom(3), NOW + DEFAULT_HINT_MAX_AGE_MS);
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(3), NOW + TUNING.hintMaxAgeMs);
       await warmHint(hints, view);
       store.hold(hosts('10.0.0.', 17, 254).filter((a) => a !== '10.0.0.100'));
       const readsBefore = store.reads;
@@ -284,7 +285,7 @@ describe('Class: LeaseAllocator', () => {
       const store = new InMemoryLeaseStore();
       const view = viewOf(['10.0.0.0/24']);
       store.hold(hosts('10.0.0.', 1, 254));
-      const { allocator, hints } = allocatorOver(store, new SeededRandom(1), NOW + DEFAULT_FULL_TRUST_MS - 1);
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(1), NOW + TUNING.fullTrustMs - 1);
       await warmHint(hints, view);
       const readsBefore = store.reads;
 
@@ -340,7 +341,7 @@ describe('Class: LeaseAllocator', () => {
       const store = new InMemoryLeaseStore();
       const view = viewOf(['10.0.0.0/24']);
       store.hold(hosts('10.0.0.', 1, 254));
-      const { allocator, hints } = allocatorOver(store, new SeededRandom(1), NOW + DEFAULT_FULL_TRUST_MS);
+      const { allocator, hints } = allocatorOver(store, new SeededRandom(1), NOW + TUNING.fullTrustMs);
       await warmHint(hints, view);
       store.leases.delete('10.0.0.7');
       const readsBefore = store.reads;
@@ -751,7 +752,7 @@ describe('Class: LeaseAllocator', () => {
         count: (from: bigint, to: bigint) => BigInt([...taken].filter((v) => v >= from && v <= to).length),
         expiring: false,
       };
-      const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at), DEFAULT_HINT_MAX_AGE_MS, { read: async () => snapshot });
+      const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at), TUNING.hintMaxAgeMs, { read: async () => snapshot });
       return new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
     }
     const summarized = (cidr: string): PoolView => {
@@ -830,7 +831,7 @@ describe('Class: LeaseAllocator', () => {
       };
       const taken = new Set([...upper, ...lower].filter((a) => !shownFree.includes(a)).map((a) => parseAddress(a).value));
       const snapshot = { has: (v: bigint) => taken.has(v), count: (from: bigint, to: bigint) => BigInt([...taken].filter((v) => v >= from && v <= to).length), expiring: false };
-      const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at), DEFAULT_HINT_MAX_AGE_MS, { read: async () => snapshot });
+      const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at), TUNING.hintMaxAgeMs, { read: async () => snapshot });
       const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random: new SeededRandom(3), seals, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
 
       // Act

@@ -20,7 +20,7 @@ export interface PickContext {
   readonly excluded: readonly Interval[];
   readonly taken: TakenView;
   readonly random: Random;
-  /** Random probes per band before its scan (RANDOM_PROBES in the allocator; none by default). */
+  /** Random probes per band before its scan (TUNING.randomProbes in the allocator; none by default). */
   readonly probes?: number;
 }
 
@@ -38,13 +38,6 @@ export function upperBandStart(range: PickRange, size: bigint = pickableSize(ran
   const lower = lowerBandSize(range.cidr);
   return lower < size ? lower : 0n;
 }
-
-/**
- * Random probes of a band before its scan. Callers that share a view and scan from random starts converge on the
- * first free address after each run of taken ones; probes spread them over every free address instead. At 90 %
- * full, 16 probes miss all free addresses with probability 0.9^16 = 19 %, and the scan then finds one anyway.
- */
-export const RANDOM_PROBES = 16;
 
 /**
  * Picks a likely free address of one range: random probes in the upper band, then a scan from a random start with

@@ -1,5 +1,6 @@
 import type { IpFamily } from '../ip/address.ts';
 import type { Interval } from './intervals.ts';
+import { TUNING } from './tuning.ts';
 
 /** Reads the addresses currently taken in some intervals of a pool's family (the store's takenAddresses). */
 export type TakenReader = (pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number) => Promise<bigint[]>;
@@ -47,24 +48,6 @@ interface Entry {
 }
 
 /**
- * How long a container keeps a listing read when nothing says it is stale. Collisions (the allocator re-reads after
- * every second one) and a view that shows the range full (re-read when older than a second) are what refresh it;
- * the age is only a backstop. A listing reads every taken lease of the pool family, so a short age would make each
- * warm container read the range again and again whatever its allocation rate.
- */
-export const DEFAULT_HINT_MAX_AGE_MS = 30_000;
-
-/** How long a summary read is kept: it is a handful of small items, so it can be refreshed often. */
-export const DEFAULT_SUMMARY_MAX_AGE_MS = 2_000;
-
-/**
- * How long a container remembers its own commits, collisions and releases over what it reads: longer than the
- * stream's lag (about a second, see docs/architecture.md), so a fresh summary that does not show them yet does not
- * make the container collide on them again.
- */
-export const LOCAL_MEMORY_MS = 30_000;
-
-/**
  * A warm container's recent view of what is taken, per pool and family. It only steers the choice of candidates:
  * the conditional write stays the judge, so a stale hint costs a collision, never a duplicate.
  */
@@ -72,7 +55,7 @@ export class HintCache {
   private readonly entries = new Map<string, Entry>();
   /**
    * What this container saw itself, per pool and family: address -> taken?, with when it saw it. Kept in the order
-   * seen (remember re-inserts), so forgetting what is older than LOCAL_MEMORY_MS stops at the first younger entry
+   * seen (remember re-inserts), so forgetting what is older than TUNING.localMemoryMs stops at the first younger entry
    * instead of walking the whole map on every get (near full a container remembers thousands of addresses its bulk
    * reads found taken).
    */
@@ -82,7 +65,7 @@ export class HintCache {
 
   constructor(
     private readonly read: TakenReader,
-    private readonly maxAgeMs = DEFAULT_HINT_MAX_AGE_MS,
+    private readonly maxAgeMs: number = TUNING.hintMaxAgeMs,
     private readonly summary?: { readonly read: SummaryReader; readonly maxAgeMs?: number },
   ) {}
 
@@ -100,7 +83,7 @@ export class HintCache {
     const wanted = this.summary ? source : HintSource.Listing;
     const intervalsKey = intervals.map(([a, b]) => `${a}-${b}`).join(',');
     let entry = this.entries.get(key);
-    const maxAge = entry?.source === HintSource.Summary ? (this.summary?.maxAgeMs ?? DEFAULT_SUMMARY_MAX_AGE_MS) : this.maxAgeMs;
+    const maxAge = entry?.source === HintSource.Summary ? (this.summary?.maxAgeMs ?? TUNING.summaryMaxAgeMs) : this.maxAgeMs;
     if (force || !entry || entry.source !== wanted || entry.intervalsKey !== intervalsKey || nowMs - entry.fetchedAt >= maxAge) {
       entry = wanted === HintSource.Summary ? await this.readSummary(pool, family, intervals, nowMs, intervalsKey) : await this.readListing(pool, family, intervals, nowMs, intervalsKey);
       this.entries.set(key, entry);
@@ -156,7 +139,7 @@ export class HintCache {
     // Oldest first: a clock that stepped back only keeps an entry a little longer, which a hint may.
     if (seen) {
       for (const [value, s] of seen) {
-        if (nowMs - s.atMs < LOCAL_MEMORY_MS) break;
+        if (nowMs - s.atMs < TUNING.localMemoryMs) break;
         seen.delete(value);
       }
     }

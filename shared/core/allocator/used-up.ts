@@ -4,6 +4,7 @@ import { formatAddress } from '../ip/address.ts';
 import type { BandName, LeaseExpiry, RangeSeals, UsedUpSeal, UsedUpSeals } from '../occupancy/ports.ts';
 import { intervalHolding, type Interval } from './intervals.ts';
 import type { ParsedRange } from './pool-geometry.ts';
+import { TUNING } from './tuning.ts';
 
 /** Offsets [from, to) of a range, minus exclusions: a band, or a part of one (what one seal covers). */
 export interface Band {
@@ -18,29 +19,11 @@ export interface Band {
   readonly excluded: readonly Interval[];
 }
 
-/**
- * Owner identities a seal lists (those with a Released lease in the band). Past this many it lists 'many', and no
- * caller can rely on it: the band is read again (only a pool with a reuse delay has Released leases).
- */
-export const SEAL_HOLDERS_MAX = 32;
-
-/**
- * Parts a band is sealed in: slices of at least SEAL_PART_MIN addresses, at most SEAL_PARTS of them (a band under
- * twice SEAL_PART_MIN is one part). Callers deciding at once each read a part no seal covers yet, chosen at random
- * among them, and skip what others sealed meanwhile, so a band used up is read about once, not once per caller. All of
- * them read their first part before any seal is there, so that first round reads a part's addresses once per caller:
- * with 8 parts, 32 callers reaching a /20's full upper band together read it about 8 times over (issue 20's HTTP
- * fill); with parts of ~130 addresses, about twice. More parts mean a larger seals item (each seal about 150 bytes,
- * 32 of them about 5 KB: 2 read units instead of 1) and more seal writes.
- */
-export const SEAL_PARTS = 32;
-export const SEAL_PART_MIN = 128n;
-
-/** The parts of a band (see SEAL_PARTS), in offset order. */
+/** The parts of a band (see TUNING.sealParts), in offset order. */
 export function partsOf(band: Band): Band[] {
   const width = band.to - band.from;
-  const fit = width / SEAL_PART_MIN;
-  const n = fit < BigInt(SEAL_PARTS) ? fit : BigInt(SEAL_PARTS);
+  const fit = width / TUNING.sealPartMin;
+  const n = fit < BigInt(TUNING.sealParts) ? fit : BigInt(TUNING.sealParts);
   if (n <= 1n) return [{ ...band, part: `${band.name}_0` }];
   return Array.from({ length: Number(n) }, (_, k) => ({ ...band, part: `${band.name}_${k}`, from: band.from + (width * BigInt(k)) / n, to: band.from + (width * BigInt(k + 1)) / n }));
 }
@@ -147,7 +130,7 @@ export function countersDigest(shards: readonly number[]): string {
 }
 
 /**
- * Digests by the array read: one read's counters are checked against the seal of every part (up to SEAL_PARTS a
+ * Digests by the array read: one read's counters are checked against the seal of every part (up to TUNING.sealParts a
  * band), and a read's arrays are never changed (RangeSeals.freed is readonly), so each is hashed once.
  */
 const digests = new WeakMap<readonly number[], string>();
@@ -185,7 +168,7 @@ export class BandReading {
   }
 
   sealAt(freed: string, band: Band): UsedUpSeal {
-    const holders = this.holders.size > SEAL_HOLDERS_MAX ? 'many' : [...this.holders].map(holderDigest);
+    const holders = this.holders.size > TUNING.sealHoldersMax ? 'many' : [...this.holders].map(holderDigest);
     return { freed, shape: shapeOf(band), holders, ...(this.until !== undefined ? { until: this.until } : {}) };
   }
 }
