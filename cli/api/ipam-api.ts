@@ -58,8 +58,8 @@ export class IpamApi {
   }
 
   async createPool(spec: PoolSpec): Promise<{ created: boolean; pool: Pool }> {
-    const { name, exclude = [], reuseDelaySeconds } = spec;
-    const body = { name, ...(exclude.length ? { exclude } : {}), ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}) };
+    const { name, exclude = [], reuseDelaySeconds, blockPrefixLength } = spec;
+    const body = { name, ...(exclude.length ? { exclude } : {}), ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}), ...(blockPrefixLength ? { blockPrefixLength } : {}) };
     const res = await this.http.request('POST', '/v1/pools', { body });
     return { created: res.status === 201, pool: res.body as Pool };
   }

@@ -38,6 +38,27 @@ export interface ClaimOptions {
   readonly count?: number;
   readonly label?: Labels;
   readonly output?: string;
+  /** Explicit blocks of a block pool (canonical CIDRs). */
+  readonly prefix?: string[];
+  /** Preview: what the claim would get now, nothing written. */
+  readonly dryRun?: boolean;
+}
+
+/** commander argParser of a block length, '/26' or '26'. */
+function blockArg(bits: number): (value: string) => number {
+  return (value) => {
+    const text = value.startsWith('/') ? value.slice(1) : value;
+    const n = Number(text);
+    if (!/^\d{1,3}$/.test(text) || n < 1 || n > bits) throw new InvalidArgumentError(`a prefix length from /1 to /${bits}, as in /${bits === 32 ? 26 : 64}.`);
+    return n;
+  };
+}
+
+/** commander argParser of a nested range's source, POOL/CLAIM. */
+function sourceArg(value: string): { pool: string; claim: string } {
+  const [pool, claim, ...rest] = value.split('/');
+  if (!pool || !claim || rest.length > 0) throw new InvalidArgumentError('the parent pool and its block claim as POOL/CLAIM, as in org/eu-west.');
+  return { pool, claim };
 }
 
 /** The API's bounds: `count` addresses per family, a pool's `reuseDelaySeconds` (7 days). */
@@ -56,6 +77,8 @@ export function claimSpecOf(options: ClaimOptions): ClaimSpec {
     ...(options.ttl !== undefined ? { ttlSeconds: Math.ceil(options.ttl / 1000) } : {}),
     ...(options.count !== undefined ? { count: options.count } : {}),
     ...(options.label !== undefined ? { labels: options.label } : {}),
+    ...(options.prefix?.length ? { prefixes: options.prefix } : {}),
+    ...(options.dryRun ? { dryRun: true } : {}),
   };
 }
 
@@ -87,8 +110,10 @@ export function claimSentence(claim: Claim, verb: string, nowMs: number): string
   const groups: { range: string; addresses: string[] }[] = [];
   for (const a of claim.addresses) {
     const last = groups[groups.length - 1];
-    if (last?.range === a.range) last.addresses.push(a.address);
-    else groups.push({ range: a.range, addresses: [a.address] });
+    // A block pool's claim shows its blocks as CIDRs.
+    const shown = a.prefix ?? a.address;
+    if (last?.range === a.range) last.addresses.push(shown);
+    else groups.push({ range: a.range, addresses: [shown] });
   }
   const addresses = groups.map((g) => `${g.addresses.join(', ')} (${g.range})`).join(', ');
   const count = claim.count !== undefined && claim.count > 1 ? `${claim.count} addresses per family: ` : '';
@@ -117,14 +142,18 @@ export function addMutationCommands(program: Command, io: CliIo): void {
       'how long a released address stays held for its previous owner (kind and name) before anyone else may take it (10m, 1h, or seconds; at most 168h; fixed for the pool\'s life)',
       secondsArg(MAX_REUSE_DELAY_SECONDS),
     )
+    .option('--block <length>', 'make a block pool: its claims take aligned IPv4 blocks of this length (/26) instead of addresses', blockArg(32))
+    .option('--block6 <length>', 'the block pool\'s IPv6 block length (/64)', blockArg(128))
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Create a pool (409 Conflict if it exists)')
-    .addHelpText('after', '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m')
-    .action(async (name: string, options: { exclude?: string[]; reuseDelay?: number; output?: string }, cmd: Command) => {
-      const spec = { name, exclude: options.exclude ?? [], ...(options.reuseDelay !== undefined ? { reuseDelaySeconds: options.reuseDelay } : {}) };
+    .addHelpText('after', '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m\n  ipam create pool node-blocks --block /26 --block6 /122')
+    .action(async (name: string, options: { exclude?: string[]; reuseDelay?: number; block?: number; block6?: number; output?: string }, cmd: Command) => {
+      const blocks = { ...(options.block !== undefined ? { IPv4: options.block } : {}), ...(options.block6 !== undefined ? { IPv6: options.block6 } : {}) };
+      const spec = { name, exclude: options.exclude ?? [], ...(options.reuseDelay !== undefined ? { reuseDelaySeconds: options.reuseDelay } : {}), ...(Object.keys(blocks).length ? { blockPrefixLength: blocks } : {}) };
       const { pool } = await (await apiFor(cmd, io)).createPool(spec);
       const delay = pool.reuseDelaySeconds ? `, reuse delay ${formatSeconds(pool.reuseDelaySeconds)}` : '';
-      print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}\n`);
+      const block = pool.blockPrefixLength ? `, blocks ${Object.entries(pool.blockPrefixLength).map(([f, n]) => `${f} /${n}`).join(', ')}` : '';
+      print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}${block}\n`);
     });
 
   create
@@ -133,11 +162,12 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .argument('<cidr>', 'a canonical CIDR such as 10.96.0.0/24 or fd00:10:96::/112')
     .option('--name <name>', "the range's name (default: the CIDR with '/' as '-')")
     .option('--legacy', "the pool's bitmap-mirrored range of its family")
+    .option('--source <pool/claim>', 'a nested pool: the CIDR is the block this claim of the parent pool holds', sourceArg)
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Add a range to a pool (an identical range is left as it is)')
-    .addHelpText('after', '\nExamples:\n  ipam create range services 10.96.0.0/24\n  ipam create range services fd00:10:96::/112 --legacy')
-    .action(async (pool: string, cidr: string, options: { name?: string; legacy?: boolean; output?: string }, cmd: Command) => {
-      const spec = { cidr, ...(options.name ? { name: options.name } : {}), ...(options.legacy ? { legacy: true } : {}) };
+    .addHelpText('after', '\nExamples:\n  ipam create range services 10.96.0.0/24\n  ipam create range services fd00:10:96::/112 --legacy\n  ipam create range eu-west 10.17.0.0/16 --source org/eu-west')
+    .action(async (pool: string, cidr: string, options: { name?: string; legacy?: boolean; source?: { pool: string; claim: string }; output?: string }, cmd: Command) => {
+      const spec = { cidr, ...(options.name ? { name: options.name } : {}), ...(options.legacy ? { legacy: true } : {}), ...(options.source ? { source: options.source } : {}) };
       const { created, range } = await (await apiFor(cmd, io)).createRange(pool, spec);
       print(io, rangeView, range, options.output, `range/${range.name} ${created ? 'created' : 'unchanged'}\n`);
     });
@@ -154,8 +184,10 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .option('--ttl <duration>', 'lease time (5m, 1h30m, or seconds); renew before it ends', durationArg)
     .option('--count <n>', `addresses per family (1-${MAX_COUNT}), all in one transaction or none; not with --address`, intArg(1, MAX_COUNT))
     .option('-l, --label <key=value>', 'a label of the claim (repeat, or comma-separate; at most 32); part of its spec', labelArg)
+    .option('--prefix <cidr>', "a block pool's specific block (repeat or comma-separate for one per family)", collect)
+    .option('--dry-run', 'show what the claim would get now and write nothing (not a hold)')
     .addOption(outputOption(MUTATION_OUTPUTS))
-    .description('Claim addresses from a pool for an owner')
+    .description('Claim addresses (or, from a block pool, blocks) from a pool for an owner')
     .addHelpText(
       'after',
       [
@@ -166,6 +198,8 @@ export function addMutationCommands(program: Command, io: CliIo): void {
         '  ipam claim services --generate-name vpn --owner Client/laptop/c-19 --ttl 5m',
         '  ipam claim services --name workers --owner Deployment/workers/9b2e --count 8',
         '  ipam claim pods --name cni-3f2a --owner Pod/web-0/8e1d -l cni.ipam/node=node-1 -l cni.ipam/ifname=eth0',
+        '  ipam claim node-blocks --name node-1 --owner Node/node-1/4c1e --dry-run',
+        '  ipam claim org --name eu-west --owner Region/eu-west/eu --prefix 10.17.0.0/16',
       ].join('\n'),
     )
     .action(async (pool: string, options: ClaimOptions, cmd: Command) => {
@@ -174,7 +208,8 @@ export function addMutationCommands(program: Command, io: CliIo): void {
         usageError(cmd, '--count takes addresses the service picks; give either --count or --address (one address per family), not both.');
       }
       const { created, claim } = await (await apiFor(cmd, io)).createClaim(pool, claimSpecOf(options));
-      print(io, claimView, claim, options.output, claimSentence(claim, created ? 'created' : 'unchanged', io.now()));
+      const verb = claim.dryRun ? 'would be made (dry run, nothing written, not a hold)' : created ? 'created' : 'unchanged';
+      print(io, claimView, claim, options.output, claimSentence(claim, verb, io.now()));
     });
 
   program

@@ -398,3 +398,43 @@ describe('Command line: errors a person can act on', () => {
     expect(result.out).toBe('NAME       EXCLUDE   AGE\nservices   <none>    60m\n');
   });
 });
+
+describe('Command line: block pools and nested pools (issue 35)', () => {
+  const echo = (extra: Record<string, unknown>) => fakeFetch((request) => ({ status: 201, body: { exclude: [], reuseDelaySeconds: 0, createdAt: '2026-04-02T09:59:00Z', ...JSON.parse(request.body!), ...extra } }));
+
+  it('sends --block /26 and --block6 /64 as blockPrefixLength and says so', async () => {
+    const server = echo({});
+    const result = await runCli(['create', 'pool', 'nodes', '--block', '/26', '--block6', '64'], { fetch: server.fetch });
+    expect(result).toMatchObject({ code: ExitCode.Ok, out: 'pool/nodes created, blocks IPv4 /26, IPv6 /64\n', err: '' });
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({ name: 'nodes', blockPrefixLength: { IPv4: 26, IPv6: 64 } });
+  });
+
+  it.each([['/33'], ['/0'], ['twenty']])('refuses --block %s with exit code 2 and sends nothing', async (text) => {
+    const server = echo({});
+    const result = await runCli(['create', 'pool', 'nodes', '--block', text], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain('a prefix length from /1 to /32');
+    expect(server.requests).toEqual([]);
+  });
+
+  it('sends --source POOL/CLAIM as the range source, and refuses one without a claim', async () => {
+    const server = fakeFetch((request) => ({ status: 201, body: { name: 'r', family: 'IPv4', state: 'Ready', legacy: false, size: 256, used: 0, releasing: 0, free: 256, ...JSON.parse(request.body!) } }));
+    const made = await runCli(['create', 'range', 'eu-west', '10.17.0.0/16', '--source', 'org/eu-west'], { fetch: server.fetch });
+    const bad = await runCli(['create', 'range', 'eu-west', '10.17.0.0/16', '--source', 'org'], { fetch: server.fetch });
+    expect(made.code).toBe(ExitCode.Ok);
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({ cidr: '10.17.0.0/16', source: { pool: 'org', claim: 'eu-west' } });
+    expect(bad.code).toBe(ExitCode.Usage);
+    expect(bad.err).toContain('POOL/CLAIM');
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('sends --prefix and --dry-run, and shows a preview with its block as a CIDR', async () => {
+    const server = fakeFetch((request) => ({
+      status: 200,
+      body: { name: 'n1', uid: 'u', owner: { kind: 'Node', name: 'n1', uid: 'x' }, ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv4'], labels: {}, createdAt: '2026-04-02T09:59:00Z', version: 1, dryRun: true, detail: 'not a hold', addresses: [{ address: '10.244.0.64', family: 'IPv4', range: 'r', prefix: '10.244.0.64/26' }], ...JSON.parse(request.body!) },
+    }));
+    const result = await runCli(['claim', 'nodes', '--name', 'n1', '--owner', 'Node/n1/x', '--prefix', '10.244.0.64/26', '--dry-run'], { fetch: server.fetch });
+    expect(result).toMatchObject({ code: ExitCode.Ok, out: 'claim/n1 would be made (dry run, nothing written, not a hold): 10.244.0.64/26 (r)\n' });
+    expect(JSON.parse(server.requests[0]!.body!)).toMatchObject({ prefixes: ['10.244.0.64/26'], dryRun: true });
+  });
+});
