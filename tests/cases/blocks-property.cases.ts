@@ -1,0 +1,141 @@
+import { expect, it } from 'vitest';
+import fc from 'fast-check';
+import { testApi, type TestApi } from '../support/api.ts';
+import type { TestEngine } from '../support/engines.ts';
+import { ManualClock, owner } from '../support/fakes.ts';
+import { allItems } from '../support/items.ts';
+import { parseCidr, lastAddress } from '../../shared/core/ip/cidr.ts';
+import { parseAddress } from '../../shared/core/ip/address.ts';
+
+// A pool tree: `top` hands out /26 blocks of a /24 (4 of them); child pools c0 and c1 hand out /28 blocks (4 per /26)
+// of ranges made from top's claims. Steps: claim in top (any block or an explicit one, with or without a TTL), release
+// it, make a child range from a top claim (its block, or another block, which must be refused), delete a child range,
+// claim and release in a child pool, and let time pass (TTL claims expire; their blocks are then free to take).
+type Step =
+  | { op: 'claimTop'; who: number; explicit: number | null; ttl: boolean }
+  | { op: 'releaseTop'; who: number }
+  | { op: 'makeChild'; child: number; who: number; wrong: boolean }
+  | { op: 'deleteChild'; child: number }
+  | { op: 'claimChild'; child: number; who: number; explicit: number | null }
+  | { op: 'releaseChild'; child: number; who: number }
+  | { op: 'expire'; seconds: number };
+
+const who = fc.integer({ min: 0, max: 4 });
+const child = fc.integer({ min: 0, max: 1 });
+const step: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('claimTop' as const), who, explicit: fc.option(fc.integer({ min: 0, max: 3 })), ttl: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseTop' as const), who }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('makeChild' as const), child, who, wrong: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteChild' as const), child }) },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('claimChild' as const), child, who, explicit: fc.option(fc.integer({ min: 0, max: 3 })) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseChild' as const), child, who }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), seconds: fc.integer({ min: 1, max: 90 }) }) },
+);
+
+type Item = Record<string, unknown>;
+const span = (address: string, prefixLength: number): [bigint, bigint] => {
+  const cidr = parseCidr(`${address}/${prefixLength}`);
+  return [cidr.base, lastAddress(cidr)];
+};
+const overlap = (a: [bigint, bigint], b: [bigint, bigint]) => a[0] <= b[1] && b[0] <= a[1];
+
+/**
+ * The pool tree's invariants, read from the table: no two live leases overlap within a pool; every live lease lies in
+ * a range of its pool (Ready or Terminating); every child range is the block of a live claim of top that lists it,
+ * whose lease is live, and no two child ranges overlap; so no two live claims anywhere in the tree overlap except a
+ * child pool's claims inside the one parent claim their range was made from.
+ */
+function checkTree(items: readonly Item[], nowMs: number): void {
+  const live = (i: Item) => i.expiresAt === undefined || (i.expiresAt as number) > nowMs;
+  const leases = items.filter((i) => i.entity === 'lease' && i.state !== 'Released' && live(i));
+  const ranges = items.filter((i) => i.entity === 'range');
+  const claims = items.filter((i) => i.entity === 'claim' && live(i));
+  for (const pool of ['top', 'c0', 'c1']) {
+    const held = leases.filter((l) => l.pool === pool).map((l) => ({ key: `${l.address}/${l.prefixLength}`, at: span(l.address as string, l.prefixLength as number) }));
+    for (const [i, a] of held.entries()) for (const b of held.slice(i + 1)) expect(overlap(a.at, b.at), `${pool}: ${a.key} and ${b.key} overlap`).toBe(false);
+    for (const l of held) {
+      const inRange = ranges.filter((r) => r.pool === pool).some((r) => { const c = parseCidr(r.cidr as string); return c.base <= l.at[0] && l.at[1] <= lastAddress(c); });
+      expect(inRange, `${pool}: ${l.key} lies in no range of its pool`).toBe(true);
+    }
+  }
+  const children = ranges.filter((r) => r.source !== undefined);
+  for (const [i, r] of children.entries()) {
+    const source = r.source as { pool: string; claim: string };
+    const parent = claims.find((c) => c.pool === source.pool && c.name === source.claim);
+    expect(parent, `range ${r.pool}/${r.name} outlived its source claim ${source.claim}`).toBeDefined();
+    expect((parent!.children as Item[]).some((c) => c.pool === r.pool && c.range === r.name && c.cidr === r.cidr)).toBe(true);
+    expect(parent!.expiresAt).toBeUndefined();
+    const base = parseAddress((r.cidr as string).split('/')[0]!).value;
+    expect(leases.some((l) => l.pool === 'top' && l.claim === source.claim && parseAddress(l.address as string).value === base), `the block of ${r.pool}/${r.name} is not held`).toBe(true);
+    for (const other of children.slice(i + 1)) {
+      const a = parseCidr(r.cidr as string);
+      const b = parseCidr(other.cidr as string);
+      expect(overlap([a.base, lastAddress(a)], [b.base, lastAddress(b)]), `child ranges ${r.pool}/${r.name} and ${other.pool}/${other.name} overlap`).toBe(false);
+    }
+  }
+}
+
+/** The property on an engine, `runs` random step sequences. */
+export function blocksPropertyCases(engine: TestEngine, runs: number): void {
+  it(`never gives two live claims overlapping space in a pool tree, and holds every block inside a range (${runs} runs)`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 25 }), async (steps) => {
+        // Prepare
+        const clock = new ManualClock();
+        const api: TestApi = await testApi({ clock }, {}, undefined, engine);
+        await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 26 } });
+        await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.0.0.0/24' });
+        for (const c of ['c0', 'c1']) await api.call('POST', '/v1/pools', { name: c, blockPrefixLength: { IPv4: 28 } });
+        const blockOf = (body: Record<string, unknown>) => ((body.addresses as { prefix: string }[])[0]!).prefix;
+        // Act and assess, step by step
+        for (const s of steps) {
+          switch (s.op) {
+            case 'claimTop': {
+              const r = await api.call('POST', '/v1/pools/top/claims', { name: `t${s.who}`, owner: owner(`t${s.who}`), ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 64}/26`] } : {}), ...(s.ttl ? { ttlSeconds: 60 } : {}) });
+              expect([200, 201, 409], JSON.stringify(r.body)).toContain(r.status);
+              break;
+            }
+            case 'releaseTop': {
+              const r = await api.call('DELETE', `/v1/pools/top/claims/t${s.who}`);
+              if (r.status === 409) expect(r.body.code).toBe('ClaimHasChildren');
+              else expect(r.status).toBe(204);
+              break;
+            }
+            case 'makeChild': {
+              const claim = await api.call('GET', `/v1/pools/top/claims/t${s.who}`);
+              if (claim.status !== 200) break;
+              const block = blockOf(claim.body);
+              const [a, b, c] = block.split('.');
+              const cidr = s.wrong ? `${a}.${b}.${c}.${(Number(block.split('.')[3]!.split('/')[0]) + 64) % 256}/26` : block;
+              const r = await api.call('POST', `/v1/pools/c${s.child}/ranges`, { cidr, name: 'r', source: { pool: 'top', claim: `t${s.who}` } });
+              // Another block: refused (or, where the child pool already has a range of that name, immutable).
+              if (s.wrong) expect(['SourceMismatch', 'Conflict']).toContain(r.body.code);
+              else expect([200, 201, 409], JSON.stringify(r.body)).toContain(r.status);
+              break;
+            }
+            case 'deleteChild': {
+              if ((await api.call('DELETE', `/v1/pools/c${s.child}/ranges/r`)).status === 202) {
+                clock.advance(5_000);
+                await api.call('DELETE', `/v1/pools/c${s.child}/ranges/r`);
+              }
+              break;
+            }
+            case 'claimChild': {
+              const r = await api.call('POST', `/v1/pools/c${s.child}/claims`, { name: `k${s.who}`, owner: owner(`k${s.who}`), ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 16}/28`] } : {}) });
+              expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
+              break;
+            }
+            case 'releaseChild':
+              expect((await api.call('DELETE', `/v1/pools/c${s.child}/claims/k${s.who}`)).status).toBe(204);
+              break;
+            case 'expire':
+              clock.advance(s.seconds * 1000);
+              break;
+          }
+          checkTree(await allItems(api.container.table), clock.nowMs());
+        }
+      }),
+      { numRuns: runs },
+    );
+  });
+}
