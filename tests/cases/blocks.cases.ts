@@ -164,11 +164,13 @@ export function blocksCases(engine: TestEngine): void {
       await api.call('POST', '/v1/pools/pods/claims', { name: 'a', owner: owner('a') });
       const b = await api.call('POST', '/v1/pools/pods/claims', { name: 'b', owner: owner('b') });
       const range = (await api.call('GET', '/v1/pools/pods/ranges/10.244.0.0-25')).body;
+      const pool = (await api.call('GET', '/v1/pools/pods')).body;
       // Act
       expect((await api.call('DELETE', '/v1/pools/pods/claims/b')).status).toBe(204);
       const c = await api.call('POST', '/v1/pools/pods/claims', { name: 'c', owner: owner('c') });
       // Assess
       expect(range).toMatchObject({ size: 2, used: 2, free: 0, blockPrefixLength: 26 });
+      expect(pool.utilization).toEqual({ IPv4: { size: 2, used: 2, releasing: 0, free: 0 } });
       expect(c.status).toBe(201);
       expect(prefixesOf(c.body)).toEqual(prefixesOf(b.body));
     });

@@ -179,13 +179,23 @@ export async function getPool(deps: Deps, name: string): Promise<PoolDetails> {
   return { pool: view.pool, ranges, utilization: await familyUtilization(deps, view), warnings: await warningsOf(deps, view.pool) };
 }
 
+/**
+ * Positions in merged host intervals: addresses, or in a block pool blocks (an interval of a block pool runs from a
+ * block's network address to the last block's, so it holds (hi - lo) / block size + 1 of them).
+ */
+function slotsIn(intervals: readonly Interval[], family: IpFamily, block: number | undefined): bigint {
+  if (block === undefined) return intervalsSize(intervals);
+  const shift = BigInt((family === IpFamily.IPv4 ? 32 : 128) - block);
+  return intervals.reduce((sum, [lo, hi]) => sum + ((hi - lo) >> shift) + 1n, 0n);
+}
+
 async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Record<IpFamily, Utilization>>> {
   const out: Partial<Record<IpFamily, Utilization>> = {};
   for (const family of [IpFamily.IPv4, IpFamily.IPv6]) {
     const ranges = rangesOf(view, family);
     if (ranges.length === 0) continue;
     const intervals = hostIntervals(ranges);
-    const size = intervalsSize(intervals);
+    const size = slotsIn(intervals, family, view.pool.blockPrefixLength?.[family]);
     out[family] = utilizationOf(size, await usedIn(deps, view.pool, family, intervals));
   }
   return out;
