@@ -55,6 +55,15 @@ export interface Pool {
    * address lease and block overlap in it. Absent: an address pool. Fixed at creation.
    */
   readonly blockPrefixLength?: Readonly<Partial<Record<IpFamily, number>>>;
+  /** Grow on demand (use-cases/grow.ts): the parent block pool this pool takes more blocks from. Fixed at creation. */
+  readonly grow?: GrowRule;
+}
+
+/** A pool's growth rule: one more block of `pool` when a family's free positions fall below `belowFree`, at most `maxBlocks`. */
+export interface GrowRule {
+  readonly pool: string;
+  readonly belowFree: number;
+  readonly maxBlocks: number;
 }
 
 /** Whether a pool hands out blocks (a block pool) rather than addresses. */

@@ -196,6 +196,35 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Grow on demand (${engine.name})`, () => {
+    it('claims one more block from its parent when free space falls below the threshold, once per crossing under racing callers, up to maxBlocks', async () => {
+      // Prepare: top hands out /28 blocks (14 addresses each) of a /26; pods is an address pool that grows from it
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 28 }, ['10.9.0.0/26']);
+      expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 4, maxBlocks: 2 } })).status).toBe(201);
+      const claim = (i: number, on: TestApi = api) => on.call('POST', '/v1/pools/pods/claims', { name: `p${i}`, owner: owner(`p${i}`) });
+      const pools = async () => ({
+        top: ((await api.call('GET', '/v1/pools/top/claims')).body.items as unknown[]).length,
+        ranges: ((await api.call('GET', '/v1/pools/pods/ranges')).body.items as { source?: unknown }[]).map((r) => r.source),
+      });
+      // Act: 8 racing first claims on an empty pool, over two containers
+      const first = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(i, i % 2 ? api.sibling() : api)));
+      const afterFirst = await pools();
+      for (let i = 8; i < 11; i += 1) expect((await claim(i)).status).toBe(201);
+      const afterCrossing = await pools();
+      const rest = [];
+      for (let i = 11; i < 29; i += 1) rest.push((await claim(i)).status);
+      // Assess: one block for the racing callers, a second when free fell below 4, none past maxBlocks
+      expect(first.map((r) => r.status)).toEqual(Array(8).fill(201));
+      expect(afterFirst).toEqual({ top: 1, ranges: [{ pool: 'top', claim: 'pods-g4-1' }] });
+      expect(afterCrossing.top).toBe(2);
+      expect(afterCrossing.ranges).toHaveLength(2);
+      expect(rest.slice(0, 17)).toEqual(Array(17).fill(201));
+      expect(rest[17]).toBe(409);
+      expect((await pools()).top).toBe(2);
+    });
+  });
+
   describe(`Block pools: dryRun (${engine.name})`, () => {
     it('answers the block a claim would get now, says it is no hold, and writes nothing', async () => {
       // Prepare

@@ -514,7 +514,7 @@ describe('Function: createHttpHandler', () => {
 
     // Assess
     expect(response.statusCode).toBe(400);
-    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds, blockPrefixLength.' });
+    expect(JSON.parse(response.body!)).toMatchObject({ code: 'InvalidArgument', detail: 'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds, blockPrefixLength, grow.' });
     expect(ddb.calls()).toHaveLength(0);
   });
 });

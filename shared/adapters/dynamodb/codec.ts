@@ -16,7 +16,7 @@ export type Item = Record<string, unknown>;
 const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
 
 export function poolToItem(pool: Pool): Item {
-  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}), ...(pool.freeThresholds ? { freeThresholds: [...pool.freeThresholds] } : {}), ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}), ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}) };
+  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}), ...(pool.freeThresholds ? { freeThresholds: [...pool.freeThresholds] } : {}), ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}), ...(pool.grow ? { grow: { ...pool.grow } } : {}), ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}) };
 }
 
 export function itemToPool(item: Item): Pool {
@@ -31,6 +31,7 @@ export function itemToPool(item: Item): Pool {
     ...(Array.isArray(item.freeThresholds) ? { freeThresholds: (item.freeThresholds as unknown[]).map(Number) } : {}),
     ...(item.state === PoolState.Terminating ? { state: PoolState.Terminating, deletionRequestedAt: item.deletionRequestedAt as string } : {}),
     ...(item.blockPrefixLength !== undefined ? { blockPrefixLength: blockLengthsOf(item.blockPrefixLength) } : {}),
+    ...(item.grow !== undefined ? { grow: { pool: (item.grow as Pool['grow'])!.pool, belowFree: Number((item.grow as Pool['grow'])!.belowFree), maxBlocks: Number((item.grow as Pool['grow'])!.maxBlocks) } } : {}),
   };
 }
 

@@ -25,6 +25,7 @@ export function poolDto(pool: Pool): Record<string, unknown> {
     freeThresholds: pool.freeThresholds ?? DEFAULT_FREE_THRESHOLDS,
     ...(pool.access ? { access: { administrators: pool.access.administrators, allocators: pool.access.allocators } } : {}),
     ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}),
+    ...(pool.grow ? { grow: { pool: pool.grow.pool, belowFree: pool.grow.belowFree, maxBlocks: pool.grow.maxBlocks } } : {}),
     createdAt: pool.createdAt,
   };
 }

@@ -11,6 +11,7 @@ import * as addresses from '../../core/use-cases/addresses.ts';
 import { getRangeOccupancy } from '../../core/use-cases/occupancy.ts';
 import { claimDto, leaseDto, occupancyDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
 import { etagOf } from './etag.ts';
+import { createClaimGrowing } from '../../core/use-cases/grow.ts';
 import { commitDeadline, ifMatch, labelSelectorQuery, ownerQuery, pageParams, parseBody, pathParam, rangeQuery, type FieldSpec } from './request.ts';
 import type { RouteKey } from './route-keys.ts';
 
@@ -63,6 +64,8 @@ export const bodyFields = {
     freeThresholds: { type: 'number[]' },
     // Per family ({"IPv4": 26}): pools.ts checks the families and lengths.
     blockPrefixLength: { type: 'object' },
+    // Grow on demand from a parent block pool: grow.ts checks it.
+    grow: { type: 'object' },
   },
   'POST /v1/pools/{pool}/ranges': {
     cidr: { type: 'string', required: true },
@@ -114,6 +117,7 @@ export const routes = {
       ...(body.access !== undefined ? { access: body.access as pools.CreatePoolCommand['access'] & object } : {}),
       ...(body.freeThresholds !== undefined ? { freeThresholds: body.freeThresholds } : {}),
       ...(body.blockPrefixLength !== undefined ? { blockPrefixLength: body.blockPrefixLength } : {}),
+      ...(body.grow !== undefined ? { grow: body.grow } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },
@@ -165,7 +169,7 @@ export const routes = {
     // Static when the client named its addresses; the scope splits the allocation counters.
     const scope = Array.isArray(body.addresses) && body.addresses.length > 0 ? 'static' : 'dynamic';
     const commitBy = commitDeadline(event);
-    const result = await claims.createClaim(deps, {
+    const result = await createClaimGrowing(deps, {
       pool: pathParam(event, 'pool'),
       owner: body.owner as claims.CreateClaimCommand['owner'],
       ...(body.name !== undefined ? { name: body.name as string } : {}),

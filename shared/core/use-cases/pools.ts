@@ -3,13 +3,14 @@ import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError, PoolTerminatingError } from '../errors.ts';
 import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
-import { freeThresholdsOf, MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
+import { freeThresholdsOf, type GrowRule, MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
 import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../allocator/pool-geometry.ts';
 import { intervalsSize, type Interval } from '../allocator/intervals.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { nowIso, pageLimit, type Deps } from './deps.ts';
+import { checkGrow } from './grow.ts';
 
 export interface CreatePoolCommand {
   readonly name: string;
@@ -24,6 +25,8 @@ export interface CreatePoolCommand {
   readonly freeThresholds?: unknown;
   /** A block pool's block prefix length per family (issue 35), e.g. { IPv4: 26, IPv6: 64 }; absent: an address pool. */
   readonly blockPrefixLength?: unknown;
+  /** Grow on demand from a parent block pool (use-cases/grow.ts). */
+  readonly grow?: unknown;
 }
 
 /**
@@ -66,6 +69,13 @@ export function normalizeExclusion(text: string, index: number): string {
   return formatCidr({ family: address.family, base: address.value, prefix: address.family === IpFamily.IPv4 ? 32 : 128 });
 }
 
+/** A growth rule's parent must be a block pool now (it may be deleted later: growth then stops). @throws InvalidArgumentError */
+async function checkGrowParent(deps: Deps, rule: GrowRule): Promise<GrowRule> {
+  const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch(() => undefined);
+  if (!parent?.pool.blockPrefixLength) throw new InvalidArgumentError(`grow.pool ${JSON.stringify(rule.pool)} must be an existing block pool.`, 'grow.pool');
+  return rule;
+}
+
 /** Creates a pool. @throws ConflictError when a pool of that name exists; PoolTerminatingError while one is being deleted */
 export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Pool> {
   const name = checkDnsLabel(cmd.name, 'name');
@@ -81,9 +91,10 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   const access = cmd.access === undefined ? undefined : checkAccess(cmd.access);
   const freeThresholds = cmd.freeThresholds === undefined ? undefined : checkFreeThresholds(cmd.freeThresholds);
   const blockPrefixLength = cmd.blockPrefixLength === undefined ? undefined : checkBlockPrefixLength(cmd.blockPrefixLength);
+  const grow = cmd.grow === undefined ? undefined : await checkGrowParent(deps, checkGrow(cmd.grow, name));
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
-  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}), ...(freeThresholds ? { freeThresholds } : {}), ...(blockPrefixLength ? { blockPrefixLength } : {}) };
+  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}), ...(freeThresholds ? { freeThresholds } : {}), ...(blockPrefixLength ? { blockPrefixLength } : {}), ...(grow ? { grow } : {}) };
   const outcome = await deps.pools.createPool(pool);
   if (outcome === 'terminating') throw new PoolTerminatingError(name);
   if (outcome === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);

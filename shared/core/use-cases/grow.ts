@@ -1,0 +1,115 @@
+/**
+ * Grow on demand (issue 35): a pool that names a parent block pool and a threshold claims one more block from the
+ * parent, and makes it a range of its own (a nested range), when a family's free space falls below the threshold
+ * after a claim, or when a claim finds the family full or absent. What Cilium's cluster-pool v2 and Calico's block
+ * affinity do from a controller, done by the claims themselves.
+ *
+ * Racing callers never overshoot: the k-th block a pool takes from its parent in a family is a claim of a name fixed
+ * by (pool, family, k), with k one more than the pool's ranges already made from the parent, and the range made from
+ * it has a name fixed the same way. Callers that see the same k make the same claim and the same range: one wins, the
+ * others are answered it (idempotency), so a crossing takes one block however many callers saw it. Bounds: at most
+ * `maxBlocks` blocks per family from the parent (then the pool is full like any other), and the parent's own space
+ * (its RangeFull stops the growth). Each check counts the family's leases (one index query, proportional to them), so
+ * growth is meant for node- and region-sized pools.
+ */
+import { IpFamily } from '../ip/address.ts';
+import { InvalidArgumentError, MismatchedNetworkError, NotFoundError, RangeFullError } from '../errors.ts';
+import { checkDnsLabel } from '../names.ts';
+import { capacity } from '../ip/cidr.ts';
+import type { GrowRule, Pool, PoolView } from '../model.ts';
+import { hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
+import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
+import type { CreateClaimCommand } from './claim-spec.ts';
+import { createRange } from './ranges.ts';
+import type { Deps } from './deps.ts';
+
+/** Most blocks a pool may take from its parent per family. */
+export const MAX_GROW_BLOCKS = 64;
+
+/** Checks a pool's growth rule: a parent pool name, a threshold from 1, a bound from 1 to MAX_GROW_BLOCKS (default 16). @throws InvalidArgumentError */
+export function checkGrow(value: unknown, own: string): GrowRule {
+  const field = 'grow';
+  const sentence = `${field} must name the parent block pool and the free positions below which to take one more block from it, e.g. {"pool": "region-a", "belowFree": 16, "maxBlocks": 8} (maxBlocks 1 to ${MAX_GROW_BLOCKS}, default 16).`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError(sentence, field);
+  const { pool, belowFree, maxBlocks = 16 } = value as Record<string, unknown>;
+  if (typeof pool !== 'string' || !Number.isInteger(belowFree) || (belowFree as number) < 1 || !Number.isInteger(maxBlocks) || (maxBlocks as number) < 1 || (maxBlocks as number) > MAX_GROW_BLOCKS) {
+    throw new InvalidArgumentError(sentence, field);
+  }
+  checkDnsLabel(pool, 'grow.pool');
+  if (pool === own) throw new InvalidArgumentError('A pool cannot grow from itself; name its parent block pool.', 'grow.pool');
+  return { pool, belowFree: belowFree as number, maxBlocks: maxBlocks as number };
+}
+
+/**
+ * Creates a claim, growing the pool first when the claim finds its family full or absent, and after it when the
+ * family's free space fell below the threshold. A growth that fails after the claim leaves the claim as made (the
+ * next claim tries again). A dryRun never grows.
+ */
+export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): Promise<CreateClaimAnswer> {
+  const view = await deps.views.get(cmd.pool, deps.clock.nowMs());
+  const rule = view.pool.grow;
+  if (!rule || cmd.dryRun) return createClaim(deps, cmd);
+  let answer: CreateClaimAnswer;
+  try {
+    answer = await createClaim(deps, cmd);
+  } catch (error) {
+    const family = error instanceof RangeFullError ? (error.family as IpFamily) : error instanceof MismatchedNetworkError ? (cmd.ipFamilies?.[0] ?? IpFamily.IPv4) : undefined;
+    if (family === undefined || !(await growOnce(deps, { pool: view.pool, rule, family, cmd }))) throw error;
+    return createClaim(deps, cmd);
+  }
+  if (answer.created) {
+    for (const family of new Set(answer.claim.addresses.map((a) => a.family))) {
+      if ((await freeIn(deps, cmd.pool, family)) < BigInt(rule.belowFree)) await growOnce(deps, { pool: view.pool, rule, family, cmd }).catch(() => false);
+    }
+  }
+  return answer;
+}
+
+/** Free positions of a family in the pool's Ready ranges, from a fresh view and a count of its leases. */
+async function freeIn(deps: Deps, pool: string, family: IpFamily): Promise<bigint> {
+  const view = await deps.views.get(pool, deps.clock.nowMs(), true);
+  return familyFree(deps, view, family);
+}
+
+async function familyFree(deps: Deps, view: PoolView, family: IpFamily): Promise<bigint> {
+  const ranges = rangesOf(view, family);
+  const size = ranges.reduce((sum, r) => sum + capacity(r.cidr), 0n);
+  const used = ranges.length ? await deps.leases.countLeases(view.pool.name, family, hostIntervals(ranges), deps.clock.nowMs()) : 0n;
+  return size > used ? size - used : 0n;
+}
+
+/**
+ * Takes the pool's next block of a family from its parent (see the file comment): false when the bound is reached,
+ * the parent has no block size for the family, or no block left.
+ */
+async function growOnce(deps: Deps, args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand }): Promise<boolean> {
+  const { pool, rule, family, cmd } = args;
+  const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch((error: unknown) => {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  });
+  if (!parent?.pool.blockPrefixLength?.[family]) return false;
+  const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
+  const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
+  if (taken >= rule.maxBlocks) return false;
+  const k = taken + 1;
+  const tag = `g${family === IpFamily.IPv4 ? 4 : 6}-${k}`;
+  const claimName = `${pool.name.slice(0, 63 - tag.length - 1)}-${tag}`;
+  let made: CreateClaimAnswer;
+  try {
+    made = await createClaim(deps, {
+      pool: rule.pool,
+      name: claimName,
+      owner: { kind: 'Pool', name: pool.name, uid: `pool-${pool.name}` },
+      ipFamilies: [family],
+      labels: { 'ipam/grown-for': pool.name },
+      ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),
+    });
+  } catch (error) {
+    if (error instanceof RangeFullError) return false;
+    throw error;
+  }
+  const block = made.claim.addresses[0]!;
+  await createRange(deps, { pool: pool.name, cidr: `${block.address}/${block.prefixLength}`, name: tag, source: { pool: rule.pool, claim: claimName }, ...(cmd.createdBy ? { caller: cmd.createdBy } : {}) });
+  return true;
+}
