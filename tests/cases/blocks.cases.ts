@@ -225,6 +225,32 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Grow on demand: bad rules (${engine.name})`, () => {
+    it('refuses a growth rule naming no block pool, itself, or a parent with smaller blocks, writing nothing', async () => {
+      // Prepare
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 28 }, ['10.9.0.0/26']);
+      expect((await api.call('POST', '/v1/pools', { name: 'plain' })).status).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const answers = await Promise.all([
+        { name: 'a', grow: { pool: 'nope', belowFree: 2 } },
+        { name: 'b', grow: { pool: 'plain', belowFree: 2 } },
+        { name: 'c', grow: { pool: 'c', belowFree: 2 } },
+        { name: 'd', grow: { pool: 'top', belowFree: 0 } },
+        { name: 'e', grow: { pool: 'top', belowFree: 2, maxBlocks: 65 } },
+        { name: 'f', grow: { pool: 'top', belowFree: 2 }, blockPrefixLength: { IPv4: 26 } },
+      ].map((body) => api.call('POST', '/v1/pools', body)));
+      // Assess
+      for (const r of answers) {
+        expect(r.status, JSON.stringify(r.body)).toBe(400);
+        expect(r.body.code).toBe('InvalidArgument');
+      }
+      expect(answers[5]!.body.detail).toMatch(/smaller than this pool's \/26 blocks/);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+  });
+
   describe(`Block pools: dryRun (${engine.name})`, () => {
     it('answers the block a claim would get now, says it is no hold, and writes nothing', async () => {
       // Prepare

@@ -70,9 +70,16 @@ export function normalizeExclusion(text: string, index: number): string {
 }
 
 /** A growth rule's parent must be a block pool now (it may be deleted later: growth then stops). @throws InvalidArgumentError */
-async function checkGrowParent(deps: Deps, rule: GrowRule): Promise<GrowRule> {
+async function checkGrowParent(deps: Deps, rule: GrowRule, blocks: Pool['blockPrefixLength']): Promise<GrowRule> {
   const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch(() => undefined);
   if (!parent?.pool.blockPrefixLength) throw new InvalidArgumentError(`grow.pool ${JSON.stringify(rule.pool)} must be an existing block pool.`, 'grow.pool');
+  // A block pool grown from a parent takes the parent's blocks as ranges: each must hold at least one of its own.
+  for (const [family, length] of Object.entries(blocks ?? {})) {
+    const parentLength = parent.pool.blockPrefixLength[family as IpFamily];
+    if (parentLength !== undefined && parentLength > length) {
+      throw new InvalidArgumentError(`Pool ${JSON.stringify(rule.pool)} hands out /${parentLength} ${family} blocks, smaller than this pool's /${length} blocks: a block of it could not be a range here.`, 'grow.pool');
+    }
+  }
   return rule;
 }
 
@@ -91,7 +98,7 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   const access = cmd.access === undefined ? undefined : checkAccess(cmd.access);
   const freeThresholds = cmd.freeThresholds === undefined ? undefined : checkFreeThresholds(cmd.freeThresholds);
   const blockPrefixLength = cmd.blockPrefixLength === undefined ? undefined : checkBlockPrefixLength(cmd.blockPrefixLength);
-  const grow = cmd.grow === undefined ? undefined : await checkGrowParent(deps, checkGrow(cmd.grow, name));
+  const grow = cmd.grow === undefined ? undefined : await checkGrowParent(deps, checkGrow(cmd.grow, name), blockPrefixLength);
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
   const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}), ...(freeThresholds ? { freeThresholds } : {}), ...(blockPrefixLength ? { blockPrefixLength } : {}), ...(grow ? { grow } : {}) };

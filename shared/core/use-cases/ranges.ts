@@ -49,6 +49,7 @@ async function sourceClaim(deps: Deps, cmd: CreateRangeCommand, cidrText: string
   checkDnsLabel(source.pool, 'source.pool');
   checkDnsLabel(source.claim, 'source.claim');
   if (source.pool === cmd.pool) throw new InvalidArgumentError('A range cannot be made from a claim of its own pool; name a claim of the parent pool.', 'source.pool');
+  if (cmd.legacy) throw new InvalidArgumentError('A range made from a block claim is not a legacy (bitmap) range.', 'legacy');
   const parent = await deps.views.get(source.pool, deps.clock.nowMs(), true);
   if (!parent.pool.blockPrefixLength) throw new InvalidArgumentError(`Pool ${JSON.stringify(source.pool)} hands out addresses; a range is made only from a block pool's claim.`, 'source.pool');
   const claim = await deps.claims.getClaim(source.pool, source.claim);
