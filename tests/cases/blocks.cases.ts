@@ -314,6 +314,7 @@ export function blocksCases(engine: TestEngine): void {
       // Act
       const refused = await api.call('DELETE', '/v1/pools/org/claims/eu-west');
       const ownerRelease = await api.call('DELETE', '/v1/pools/org/owners/eu');
+      const renewed = await api.call('POST', '/v1/pools/org/claims/eu-west/renew', { ttlSeconds: 60 });
       const parent = await api.call('GET', '/v1/pools/org/claims/eu-west');
       // Assess
       expect(refused.status).toBe(409);
@@ -321,6 +322,8 @@ export function blocksCases(engine: TestEngine): void {
       expect(refused.body.detail).toContain('eu-west/main');
       expect(ownerRelease.status).toBe(409);
       expect(ownerRelease.body.code).toBe('ClaimHasChildren');
+      expect(renewed.status).toBe(409);
+      expect(renewed.body.code).toBe('ClaimHasChildren');
       expect(parent.status).toBe(200);
       // The child range made the parent's hold permanent: it cannot expire out from under the child.
       expect(parent.body.expiresAt).toBeUndefined();

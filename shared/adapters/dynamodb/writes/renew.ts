@@ -1,6 +1,6 @@
 import type { Claim, ClaimAddress } from '../../../core/model.ts';
 import { expiryIndex, ttlOf } from '../codec.ts';
-import { both, claimUidIs, expiresAtIs, heldByClaim, versionIs } from '../conditions.ts';
+import { both, claimUidIs, expiresAtIs, hasNoChildren, heldByClaim, versionIs } from '../conditions.ts';
 import { keys } from '../keys.ts';
 import type { TxVerdict, Update, WriteOp } from '../table.ts';
 import { freedBumps, packFreeing } from './freed.ts';
@@ -47,7 +47,9 @@ export function claimRenewal(claim: Claim, expiresAt: number | undefined, marker
     expiresAt === undefined
       ? { remove: indexed ? [...EXPIRY_ATTRIBUTES] : ['expiresAt', 'ttl'] }
       : { set: { expiresAt: expiresAt + extra, ...ttlOf(expiresAt + extra), ...(indexed ? expiryIndex(claim.pool, name, expiresAt + extra) : {}) } };
-  const ops: WriteOp[] = [{ kind: 'update', key: keys.claim(claim.pool, claim.name), update: { ...moved(claim.name, true), add: { version: 1 } }, condition: both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt)) }];
+  // An expiry is never set on a claim whose block is another pool's range (Claim.children): it would let the block go.
+  const claimCondition = expiresAt === undefined ? both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt)) : both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt), hasNoChildren());
+  const ops: WriteOp[] = [{ kind: 'update', key: keys.claim(claim.pool, claim.name), update: { ...moved(claim.name, true), add: { version: 1 } }, condition: claimCondition }];
   if (markerHeld) ops.push({ kind: 'update', key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!), update: moved(claim.name, false), condition: mine });
   // A used-up seal read each lease's expiry (its `until` is the earliest): only an expiry earlier than that, or one
   // where there was none, can free an address before the seal says. The leases' expiry is the claim's plus the pool's
