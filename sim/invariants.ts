@@ -12,6 +12,7 @@ import { itemToClaim, itemToLease, itemToRange } from '../shared/adapters/dynamo
 import type { Item } from '../shared/adapters/dynamodb/codec.ts';
 import { Entity } from '../shared/adapters/dynamodb/keys.ts';
 import { parsedAddress, parsedCidr } from './parsed.ts';
+import { slotted } from '../shared/core/ip/cidr.ts';
 import { isHostOf } from '../shared/core/ip/cidr.ts';
 import { RangeState, type Claim, type Lease, type Range } from '../shared/core/model.ts';
 
@@ -125,7 +126,8 @@ export function checkLeaseInRange(s: Snapshot, nowMs: number, skewMs: number, de
     if (!live(l, nowMs, skewMs)) continue;
     if (ofDeleted(deleted, l.pool, l.address)) continue;
     const address = parsedAddress(l.address);
-    const inside = s.ranges.some((r) => r.pool === l.pool && (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(parsedCidr(r.cidr), address));
+    // A block pool's range holds its blocks' network addresses (Cidr.slot), not its hosts.
+    const inside = s.ranges.some((r) => r.pool === l.pool && (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(slotted(parsedCidr(r.cidr), r.blockPrefixLength), address));
     if (!inside) out.push({ invariant: Invariant.LeaseInRange, detail: `lease ${l.address} of claim ${l.claim} lies in no Ready or Terminating range`, subjects: [l.address, l.claim] });
   }
   return out;
@@ -190,13 +192,13 @@ export function checkDeletedPools(s: Snapshot, nowMs: number, allowanceMs: numbe
   return out;
 }
 
-/** Reported utilization (per range) equals the live leases among the range's host addresses. */
+/** Reported utilization (per range) equals the live leases among the range's host addresses (a block range's blocks). */
 export function checkUtilization(s: Snapshot, nowMs: number, reported: readonly { readonly pool: string; readonly range: string; readonly used: bigint }[]): Violation[] {
   const out: Violation[] = [];
   for (const r of reported) {
     const range = s.ranges.find((x) => x.pool === r.pool && x.name === r.range);
     if (!range) continue;
-    const cidr = parsedCidr(range.cidr);
+    const cidr = slotted(parsedCidr(range.cidr), range.blockPrefixLength);
     const count = s.leases.filter((l) => l.pool === r.pool && (l.expiresAt === undefined || l.expiresAt > nowMs) && isHostOf(cidr, parsedAddress(l.address))).length;
     if (BigInt(count) !== r.used) out.push({ invariant: Invariant.Utilization, detail: `range ${r.range} reports ${r.used} used, the table holds ${count} live leases in it`, subjects: [r.range] });
   }

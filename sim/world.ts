@@ -121,6 +121,8 @@ export interface Scenario {
   readonly cidrs: readonly string[];
   readonly legacy: boolean;
   readonly ipv6?: string;
+  /** A block pool (issue 35): the pool's blockPrefixLength; its claims take blocks of the ranges instead of addresses. */
+  readonly blocks?: Readonly<Partial<Record<'IPv4' | 'IPv6', number>>>;
   /** Fraction of claims made with a TTL (renewed by their client while it holds them), and that TTL. */
   readonly ttlShare: number;
   readonly ttlSeconds: number;
@@ -1094,7 +1096,7 @@ export class World {
   /** Creates the pool, its ranges and the prefill, outside the measured load. */
   private async setup(): Promise<void> {
     const admin = this.newContainer('setup', false);
-    await createPool(admin.deps, { name: POOL });
+    await createPool(admin.deps, { name: POOL, ...(this.scenario.blocks ? { blockPrefixLength: this.scenario.blocks } : {}) });
     for (const [i, cidr] of this.scenario.cidrs.entries()) await createRange(admin.deps, { pool: POOL, cidr, legacy: this.scenario.legacy && i === 0 });
     if (this.scenario.ipv6) await createRange(admin.deps, { pool: POOL, cidr: this.scenario.ipv6 });
     if (this.scenario.faults.poolDeletesPerMinute > 0) {
