@@ -15,6 +15,7 @@ import { Engine } from './lib/harness.ts';
 import { loadAverage, machineInfo } from './lib/machine.ts';
 import { consoleMapGoal, evaluateGoals, httpFillGoal, renderReport, type ConsoleMapBench, type HttpFill, type ReportInput } from './lib/report.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from './lib/results.ts';
+import { blocksScenario } from './scenarios/blocks.ts';
 import { cniScenario } from './scenarios/cni.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
 import { exhaustionScenario } from './scenarios/exhaustion.ts';
@@ -34,7 +35,7 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const STRATEGIES: readonly Strategy[] = [leaseStrategy(PickStrategy.Hinted), leaseStrategy(PickStrategy.Blind), bitmapCasStrategy, globalLockStrategy(500), globalLockStrategy(10)];
 
 /** Every scenario; the mirror and cold start run before the others read their figures in the goals table. */
-export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario, cniScenario, historyScenario];
+export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario, cniScenario, historyScenario, blocksScenario];
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, strategies: { type: 'string' }, out: { type: 'string' }, 'report-only': { type: 'boolean', default: false } }, allowPositionals: false });
