@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { answerLocally, CROSSING_DETAIL_TYPE, CROSSING_SOURCE, EventBridgeCrossings } from '../../shared/adapters/crossing-events.ts';
 import { recordAwsCalls } from '../../shared/adapters/aws-call-log.ts';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { entrySize, putEventsProblems } from '../support/eventbridge-model.ts';
 
 // On the memory engine: the same cases tests/int/exhaustion.int.test.ts runs on DynamoDB Local.
 exhaustionCases(memoryEngine);
@@ -52,5 +53,63 @@ describe('Class: EventBridgeCrossings on the local stack (issue 37)', () => {
       rmSync(dir, { recursive: true, force: true });
       client.destroy();
     }
+  });
+});
+
+describe('The crossings\' PutEvents against EventBridge\'s API model (issue 37)', () => {
+  const widest = 'p'.repeat(63);
+  // The widest crossings a pool can have: a 63-character name, an IPv6 space of 2^128 (39-digit counts), two-decimal
+  // percentages, and a 48-character stage (the longest whose function names fit Lambda's 64).
+  const crossings: Crossing[] = Array.from({ length: 11 }, (_, i) => ({ pool: widest, family: 'IPv6', direction: i % 2 ? 'recovered' : 'below', threshold: 99.99, size: 2n ** 128n, free: 2n ** 128n - 1n, freePercent: 99.99, time: '2035-12-31T23:59:59.999Z' }));
+  const sent = async (list: readonly Crossing[]) => {
+    const inputs: Record<string, unknown>[] = [];
+    const client = { send: async (command: { input: unknown }) => (inputs.push(command.input as Record<string, unknown>), { $metadata: {}, FailedEntryCount: 0 }) };
+    await new EventBridgeCrossings(client as never, 's'.repeat(48), () => undefined).announce(list);
+    return inputs;
+  };
+
+  it('sends requests of the model\'s members and types, within its limits, at the widest input (11 crossings: 10 + 1)', async () => {
+    // Act
+    const inputs = await sent(crossings);
+    // Assess
+    expect(inputs.map((i) => (i.Entries as unknown[]).length)).toEqual([10, 1]);
+    expect(inputs.map(putEventsProblems)).toEqual([[], []]);
+    const entries = inputs[0]!.Entries as Record<string, unknown>[];
+    expect(entrySize(entries[0]!)).toBeLessThan(1024);
+    expect(Object.keys(entries[0]!).sort()).toEqual(['Detail', 'DetailType', 'EventBusName', 'Source', 'Time']);
+  });
+
+  it('catches a planted mistake: a misspelt member, a wrong type, a too-long field, an entry over 256 KB, too many entries', async () => {
+    // Prepare
+    const [request] = await sent(crossings.slice(0, 1));
+    const entry = (request!.Entries as Record<string, unknown>[])[0]!;
+    const withEntry = (changed: Record<string, unknown>) => ({ ...request, Entries: [changed] });
+    const { DetailType, ...withoutDetailType } = entry;
+    // Act
+    const found = {
+      misspelt: putEventsProblems(withEntry({ ...withoutDetailType, DetailTyp: DetailType })),
+      requestMember: putEventsProblems({ Entrys: request!.Entries }),
+      timeAsText: putEventsProblems(withEntry({ ...entry, Time: '2035-12-31T23:59:59.999Z' })),
+      resourcesNotList: putEventsProblems(withEntry({ ...entry, Resources: 'arn:aws:ec2:us-east-1:123456789012:vpc/vpc-1' })),
+      longDetailType: putEventsProblems(withEntry({ ...entry, DetailType: 'd'.repeat(129) })),
+      longBus: putEventsProblems(withEntry({ ...entry, EventBusName: 'b'.repeat(1601) })),
+      awsSource: putEventsProblems(withEntry({ ...entry, Source: 'aws.ipam' })),
+      detailNotObject: putEventsProblems(withEntry({ ...entry, Detail: '"text"' })),
+      oversized: putEventsProblems(withEntry({ ...entry, Detail: JSON.stringify({ note: 'x'.repeat(256 * 1024) }) })),
+      eleven: putEventsProblems({ Entries: Array.from({ length: 11 }, () => entry) }),
+    };
+    // Assess
+    expect(found).toEqual({
+      misspelt: [expect.stringMatching(/^PutEvents\.Entries\[0\]\.DetailTyp: no such member of PutEventsRequestEntry/), 'PutEvents.Entries[0].DetailType: needed for the event to be delivered'],
+      requestMember: [expect.stringMatching(/^PutEvents\.Entrys: no such member of PutEventsRequest/), 'PutEvents.Entries: required', 'PutEvents.Entries: 0 entries, not 1-10'],
+      timeAsText: ['PutEvents.Entries[0].Time: a timestamp (Date) expected'],
+      resourcesNotList: ['PutEvents.Entries[0].Resources: a list expected'],
+      longDetailType: ['PutEvents.Entries[0].DetailType: longer than 128 characters'],
+      longBus: ['PutEvents.Entries[0].EventBusName: not a bus name or ARN of 1-1600 characters'],
+      awsSource: ["PutEvents.Entries[0].Source: 'aws.' sources are AWS's own"],
+      detailNotObject: ['PutEvents.Entries[0].Detail: not a JSON object'],
+      oversized: [expect.stringMatching(/^PutEvents\.Entries\[0\]: \d+ bytes, not less than 256 KB$/)],
+      eleven: ['PutEvents.Entries: 11 entries, not 1-10'],
+    });
   });
 });

@@ -206,6 +206,20 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(denied.every((d) => d.call.action === 'dynamodb:PutItem' && d.call.leadingKeys!.every((k) => k.startsWith('HIST#')) && d.result === 'ImplicitlyDenied')).toBe(true);
     }, 120_000);
 
+    it('has the mirror\'s crossing announcement (PutEvents on the default bus) allowed, and denied without its statement', async () => {
+      // Prepare: the recorded call, and the mirror's role less its ThresholdCrossingEvents statement
+      const putEvents = callsOf('mirror').filter((c) => c.action === 'events:PutEvents');
+      const policy = rolePolicy(template, roleOf('mirror'));
+      const without: PolicyDocument = { ...policy, Statement: policy.Statement.filter((s) => s.Sid !== 'ThresholdCrossingEvents') };
+      // Act
+      const allowed = await deniedCalls(policy, roleArn('mirror'), putEvents, tableArn());
+      const denied = await deniedCalls(without, roleArn('mirror'), putEvents, tableArn());
+      // Assess
+      expect(putEvents).toEqual([{ function: 'mirror', action: 'events:PutEvents', eventBus: 'default' }]);
+      expect(allowed).toEqual([]);
+      expect(denied.map((d) => [d.resource, d.result])).toEqual([[`arn:aws:events:us-east-1:${ACCOUNT}:event-bus/default`, 'ImplicitlyDenied']]);
+    }, 120_000);
+
     it('names a grant nobody uses (a DeleteItem planted on the mirror\'s role)', async () => {
       // Prepare
       const policy = rolePolicy(template, roleOf('mirror'));
