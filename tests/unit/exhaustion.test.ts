@@ -8,6 +8,11 @@ import { join } from 'node:path';
 import { answerLocally, CROSSING_DETAIL_TYPE, CROSSING_SOURCE, EventBridgeCrossings } from '../../shared/adapters/crossing-events.ts';
 import { recordAwsCalls } from '../../shared/adapters/aws-call-log.ts';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { run } from '../../cli/program.ts';
+import { testApi } from '../support/api.ts';
+import { fakeIo } from '../support/cli.ts';
+import { owner } from '../support/fakes.ts';
+import { cliFetch } from '../support/in-process-fetch.ts';
 import { entrySize, putEventsProblems } from '../support/eventbridge-model.ts';
 
 // On the memory engine: the same cases tests/int/exhaustion.int.test.ts runs on DynamoDB Local.
@@ -111,5 +116,43 @@ describe('The crossings\' PutEvents against EventBridge\'s API model (issue 37)'
       oversized: [expect.stringMatching(/^PutEvents\.Entries\[0\]: \d+ bytes, not less than 256 KB$/)],
       eleven: ['PutEvents.Entries: 11 entries, not 1-10'],
     });
+  });
+});
+
+describe('`ipam get events --watch` shows a pool\'s crossings as the stream function writes them (issue 37)', () => {
+  it('prints the fall below each threshold while a /29 fills, then each recovery as it empties', async () => {
+    // Prepare: the CLI against the real handler in process; a /29 (6 addresses; thresholds 20 %, 5 %, full)
+    const announced: Crossing[] = [];
+    const api = await testApi({ announcer: { announce: async (c) => void announced.push(...c) } }, {}, undefined, memoryEngine);
+    expect((await api.call('POST', '/v1/pools', { name: 'tiny' })).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools/tiny/ranges', { cidr: '10.9.0.0/29' })).status).toBe(201);
+    const names = Array.from({ length: 6 }, (_, i) => `c${i}`);
+    const check = async () => (await api.container.mirror.exhaustion!.check('tiny')).crossings.length;
+    // Between two polls of the watch, the pool fills, then empties, and the stream function checks it each time.
+    const steps = [
+      async () => {
+        for (const name of names) expect((await api.call('POST', '/v1/pools/tiny/claims', { name, owner: owner(name) })).status).toBe(201);
+        expect(await check()).toBe(3);
+      },
+      async () => {
+        for (const name of names) expect((await api.call('DELETE', `/v1/pools/tiny/claims/${name}`)).status).toBe(204);
+        expect(await check()).toBe(3);
+      },
+    ];
+    const fake = fakeIo({ fetch: cliFetch(api).fetch, env: { IPAM_ENDPOINT: 'http://ipam.test' }, nowMs: Date.now() });
+    const io = { ...fake.io, sleep: async (ms: number, signal?: AbortSignal) => (await fake.io.sleep(ms, signal), await steps.shift()?.()) };
+    // Act: three polls, two seconds apart, printed as a log of changes (not a terminal)
+    const code = await run(['get', 'events', '-p', 'tiny', '--watch', '--interval', '2s', '--watch-for', '5s'], io);
+    // Assess: a frame for each change; the second has the three falls, the third adds the three recoveries (the
+    // crossings of one check share its time, so their order within it is not asserted)
+    expect({ code, err: fake.err(), steps: steps.length }).toEqual({ code: 0, err: '', steps: 0 });
+    const raw = fake.out().split('\n\n');
+    const frames = raw.map((frame) => frame.split('\n').filter((l) => l.includes('PoolFree')).map((l) => l.replace(/^\S+\s+(PoolFree\w+)\s+pool\/tiny\s+(.*?): \d.*$/, '$1: $2')).sort());
+    const fell = ['PoolFreeBelowThreshold: IPv4 space of pool tiny is full', 'PoolFreeBelowThreshold: IPv4 space of pool tiny fell below 5 % free', 'PoolFreeBelowThreshold: IPv4 space of pool tiny fell below 20 % free'];
+    const recovered = ['PoolFreeRecovered: IPv4 space of pool tiny is back above 20 % free', 'PoolFreeRecovered: IPv4 space of pool tiny is back above 5 % free', 'PoolFreeRecovered: IPv4 space of pool tiny is no longer full'];
+    expect(frames.slice(1)).toEqual([[...fell].sort(), [...fell, ...recovered].sort()]);
+    expect(raw[0]).toBe('No resources found.');
+    expect(raw[1]).toMatch(/^LAST SEEN +REASON +OBJECT +MESSAGE(\n\d+s +PoolFreeBelowThreshold +pool\/tiny +IPv4 space of pool tiny .+: 0 of 6 addresses free \(0 %\)\.){3}$/);
+    expect(announced.map((c) => `${c.direction} ${c.threshold}`)).toEqual(['below 20', 'below 5', 'below full', 'recovered full', 'recovered 5', 'recovered 20']);
   });
 });
