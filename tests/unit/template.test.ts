@@ -417,6 +417,23 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(alarm('MirrorIteratorAgeAlarm').Threshold).toBe(300_000);
     });
 
+    it('encrypts the alarm topic with a key CloudWatch alarms and EventBridge rules may use, so their notifications arrive (issue 37)', () => {
+      // AWS's own SNS key (alias/aws/sns) has a policy nobody can change: CloudWatch and EventBridge cannot publish
+      // to a topic it encrypts, and the alarms' (and docs/deploy.md's warning rule's) notifications would be dropped.
+      // Prepare
+      const topic = resources.AlarmTopic!.Properties;
+      const keyId = (topic.KmsMasterKeyId as { Ref?: string }).Ref;
+      const key = keyId === undefined ? undefined : resources[keyId];
+      const statements = ((key?.Properties.KeyPolicy as { Statement?: (Statement & { Principal?: { Service?: string | string[] } })[] } | undefined)?.Statement ?? []).filter((s) => s.Effect === 'Allow');
+      const allows = (service: string, action: string) => statements.some((s) => asArray(s.Principal?.Service).includes(service) && asArray(s.Action as string | string[]).some((a) => a === action || (a.endsWith('*') && action.startsWith(a.slice(0, -1)))));
+      // Assess
+      expect(key?.Type).toBe('AWS::KMS::Key');
+      for (const service of ['cloudwatch.amazonaws.com', 'events.amazonaws.com']) {
+        expect({ service, generate: allows(service, 'kms:GenerateDataKey'), decrypt: allows(service, 'kms:Decrypt') }).toEqual({ service, generate: true, decrypt: true });
+      }
+      expect(key?.Properties.EnableKeyRotation).toBe(true);
+    });
+
     it('grants no role a DynamoDB action its function\'s bundle never calls', () => {
       // The event source mapping reads the stream and sends to the failure queue with the mirror's role.
       const usedByTheMapping = new Set(['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams', 'sqs:SendMessage']);
