@@ -36,21 +36,7 @@ interface Statement {
   Resource?: unknown;
 }
 
-/** Grants of each role that the e2e tier's calls do not use; see the IAM test below. */
 const TABLE_ARN = 'arn:aws:dynamodb:us-east-1:123456789012:table/ipam-dev';
-const UNUSED_IN_E2E: Record<keyof typeof functions, string[]> = {
-  api: [],
-  mirror: [
-    // A pool's history mark item: written only after long stretches of batches that touch no summary chunk
-    // (tests/int/history*.int.test.ts).
-    `HistoryMarks: dynamodb:UpdateItem on ${TABLE_ARN}`,
-  ],
-  reconciler: [
-    // Legacy bitmap repairs check the leases they set or clear bits for (tests/int/reconciler-drift.int.test.ts);
-    // the e2e runs find no drift to repair.
-    `TableItems: dynamodb:ConditionCheckItem on ${TABLE_ARN}`,
-  ],
-};
 
 let outDir: string;
 let template: CfnTemplate;
@@ -150,7 +136,7 @@ describe('Template: serverless package (no credentials, no network)', () => {
   });
 
   describe('Every recorded AWS call against its role, as IAM decides (tests/fixtures/aws-calls.jsonl)', () => {
-    // The calls each function made over the e2e tier (scripts/record-aws-calls.ts; `npm run record:aws-calls`).
+    // The calls each function made over the int and e2e tiers (scripts/record-aws-calls.ts; `npm run record:aws-calls`).
     const recorded = readFileSync(join(repoRoot, 'tests', 'fixtures', 'aws-calls.jsonl'), 'utf8')
       .split('\n')
       .filter((l) => l.trim() !== '')
@@ -183,9 +169,8 @@ describe('Template: serverless package (no credentials, no network)', () => {
       const unused = Object.fromEntries(
         await Promise.all((Object.keys(functions) as (keyof typeof functions)[]).map(async (key) => [key, await unusedGrants(rolePolicy(template, roleOf(key)), roleArn(key), callsOf(key), tableArn(), platform)] as const)),
       );
-      // Assess: each of these is exercised only by int-tier tests, which the recording does not cover (the reasons
-      // are in the note of issue 37); anything else listed here is a grant nobody uses.
-      expect(unused).toEqual(UNUSED_IN_E2E);
+      // Assess: every grant is used by a recorded call of the int or e2e tier
+      expect(unused).toEqual({ api: [], mirror: [], reconciler: [] });
     }, 120_000);
 
     it('denies the mirror\'s history writes once its role loses PutItem on the history\'s keys (the issue\'s deploy blocker)', async () => {
@@ -227,8 +212,19 @@ describe('Template: serverless package (no credentials, no network)', () => {
       // Act
       const unused = await unusedGrants(widened, roleArn('mirror'), callsOf('mirror'), tableArn(), platform);
       // Assess
-      expect(unused).toEqual([...UNUSED_IN_E2E.mirror, `Planted: dynamodb:DeleteItem on ${tableArn()}`]);
+      expect(unused).toEqual([`Planted: dynamodb:DeleteItem on ${TABLE_ARN}`]);
     }, 120_000);
+
+    it('has only `KIND#*` or literal LeadingKeys patterns in its roles, which decide the fixture\'s keys (their kind and a placeholder) exactly', () => {
+      // Act
+      const patterns = (Object.keys(functions) as (keyof typeof functions)[]).flatMap((key) =>
+        rolePolicy(template, roleOf(key)).Statement.flatMap((s) => Object.values(s.Condition ?? {}).flatMap((c) => asArray(c['dynamodb:LeadingKeys']))),
+      );
+      // Assess
+      expect(patterns.length).toBeGreaterThan(0);
+      expect(patterns.filter((p) => !/^[A-Z_]+#\*$|^[A-Z_]+$/.test(p))).toEqual([]);
+      expect(recorded.flatMap((c) => c.leadingKeys ?? []).filter((k) => !/^[A-Z_]+#<key>$/.test(k) && k.includes('#'))).toEqual([]);
+    });
   });
 
   describe('HTTP API', () => {
