@@ -9,7 +9,8 @@ import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../../shar
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { IpFamilyPolicy, isExpired, RangeState, type Claim, type Lease, type PoolView, type Range } from '../../shared/core/model.ts';
 import type { ClaimStore, Clock, CommitOutcome, LeaseIndex, Random } from '../../shared/core/ports.ts';
-import type { LeaseExpiry, UsedUpSeal, UsedUpSeals } from '../../shared/core/occupancy/ports.ts';
+import type { LeaseExpiry } from '../../shared/core/occupancy/ports.ts';
+import type { UsedUpSeal, UsedUpSeals } from '../../shared/core/used-up/ports.ts';
 import { ScriptedRandom, SeededRandom } from './fakes.ts';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);

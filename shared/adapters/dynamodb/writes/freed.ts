@@ -1,4 +1,4 @@
-import type { RangeSeals, UsedUpSeal } from '../../../core/occupancy/ports.ts';
+import type { RangeSeals, UsedUpSeal } from '../../../core/used-up/ports.ts';
 import type { Item } from '../codec.ts';
 import { Entity, keys, SCHEMA_VERSION, shardOf } from '../keys.ts';
 import { attributeIs } from '../conditions.ts';

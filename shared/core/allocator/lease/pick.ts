@@ -1,5 +1,5 @@
 import { RangeFullError } from '../../errors.ts';
-import { BandName } from '../../occupancy/ports.ts';
+import { BandName } from '../../used-up/ports.ts';
 import { chooseWeighted, pickableSize, pickBlind } from '../candidates.ts';
 import { HintSource } from '../hint.ts';
 import type { Interval } from '../intervals.ts';
