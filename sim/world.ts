@@ -26,7 +26,7 @@ import { Bitmap, addressOfBit, legacyWindow } from '../shared/core/bitmap/bitmap
 import { IpamError } from '../shared/core/errors.ts';
 import { formatAddress, parseAddress } from '../shared/core/ip/address.ts';
 import { isHostOf, parseCidr } from '../shared/core/ip/cidr.ts';
-import { hostInterval } from '../shared/core/allocator/pool-geometry.ts';
+import { hostInterval } from '../shared/core/base/pool-geometry.ts';
 import { forEachHeld } from '../shared/core/occupancy/chunk.ts';
 import { readSummary } from '../shared/core/occupancy/reader.ts';
 import { RangeState, type Claim } from '../shared/core/model.ts';

@@ -1,3 +1,4 @@
+// Over 300 lines: the ReconcileStore adapter, one method per port method (24); it shrinks with the port's split into role ports.
 import { createHash } from 'node:crypto';
 import { IpFamily } from '../../core/ip/address.ts';
 import { NotReadyError } from '../../core/errors.ts';

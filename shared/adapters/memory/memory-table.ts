@@ -1,3 +1,4 @@
+// Over 300 lines: one class holding every DynamoDB rule the contract suites rely on (conditions, indexes, transactions, TTL), kept whole so it reads as one engine.
 /**
  * MemoryTable: the Table port in memory, with DynamoDB's rules. It exists so the core's tests run without Java, and
  * as the base of a deterministic simulator: index lag and faults come in through constructor options, TTL deletion

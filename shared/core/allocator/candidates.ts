@@ -1,6 +1,6 @@
 import { capacity, hostAt, lowerBandSize, type Cidr } from '../ip/cidr.ts';
 import type { Random } from '../ports.ts';
-import { intervalHolding, type Interval } from './intervals.ts';
+import { intervalHolding, type Interval } from '../base/intervals.ts';
 
 /** A Ready range as the picker sees it. */
 export interface PickRange {

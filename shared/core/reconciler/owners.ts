@@ -2,10 +2,12 @@ import { requireMember, Role, type Principal } from '../access.ts';
 import { parseAddress } from '../ip/address.ts';
 import { holdOf, type Claim, type Pool } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
-import { nowIso, type Deps } from '../use-cases/deps.ts';
-import { events } from './plan.ts';
+import { type Deps } from '../use-cases/deps.ts';
+import { nowIso } from '../base/time.ts';
+import { events } from '../base/events.ts';
 import { leave } from '../use-cases/consumers.ts';
-import { EventReason, type PoolViewList } from './ports.ts';
+import { type PoolViewList } from './ports.ts';
+import { EventReason } from '../base/events.ts';
 import { Phase, type Run } from './run.ts';
 
 /** Claims read per page of an owner's listing. */

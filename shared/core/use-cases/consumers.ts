@@ -16,9 +16,10 @@ import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, NotReadyError, TooManyConsumersError } from '../errors.ts';
 import { CONSUMER_FIELD_BYTES, isExpired, MAX_CONSUMERS, type Claim, type Consumer } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
-import { events } from '../reconciler/plan.ts';
-import type { IpamEvent } from '../reconciler/ports.ts';
-import { nowIso, type Deps } from './deps.ts';
+import { events } from '../base/events.ts';
+import type { IpamEvent } from '../base/events.ts';
+import { type Deps } from './deps.ts';
+import { nowIso } from '../base/time.ts';
 import { releaseAsRead } from './claims.ts';
 
 /**

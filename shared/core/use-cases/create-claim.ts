@@ -8,8 +8,9 @@ import { ConflictError, DeadlineExceededError, MismatchedNetworkError, NotFoundE
 import { generatedName } from '../names.ts';
 import { isHostOf, parseCidr } from '../ip/cidr.ts';
 import { isExpired, RangeState, type Claim, type ClaimSpec, type PoolView } from '../model.ts';
-import { nowIso, type Deps } from './deps.ts';
-import { events } from '../reconciler/plan.ts';
+import { type Deps } from './deps.ts';
+import { nowIso } from '../base/time.ts';
+import { events } from '../base/events.ts';
 import { CLAIM_TRIES, normalizeSpec, resolveFamilies, sameOrConflict, type CreateClaimCommand } from './claim-spec.ts';
 
 type CreateDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints'>;

@@ -3,8 +3,8 @@ import { hostAt } from '../ip/cidr.ts';
 import { formatAddress } from '../ip/address.ts';
 import type { LeaseExpiry } from '../occupancy/ports.ts';
 import type { BandName, RangeSeals, UsedUpSeal, UsedUpSeals } from './ports.ts';
-import { intervalHolding, type Interval } from '../allocator/intervals.ts';
-import type { ParsedRange } from '../allocator/pool-geometry.ts';
+import { intervalHolding, type Interval } from '../base/intervals.ts';
+import type { ParsedRange } from '../base/pool-geometry.ts';
 import { TUNING } from '../allocator/tuning.ts';
 
 /** Offsets [from, to) of a range, minus exclusions: a band, or a part of one (what one seal covers). */

@@ -4,8 +4,8 @@ import type { ClaimStore, Clock, LeaseIndex, Random } from '../../ports.ts';
 import type { OccupancyStore } from '../../occupancy/ports.ts';
 import type { UsedUpSeals } from '../../used-up/ports.ts';
 import type { Hint, HintCache } from '../hint.ts';
-import type { Interval } from '../intervals.ts';
-import type { ParsedRange } from '../pool-geometry.ts';
+import type { Interval } from '../../base/intervals.ts';
+import type { ParsedRange } from '../../base/pool-geometry.ts';
 import type { Units } from './units.ts';
 
 /** The ports the lease allocator's stages use: one set per allocator (per container). */

@@ -3,8 +3,8 @@ import { cidrCovers, hostOffset } from '../../ip/cidr.ts';
 import type { PoolView } from '../../model.ts';
 import { BandName } from '../../used-up/ports.ts';
 import { pickableSize, upperBandStart, type PickRange } from '../candidates.ts';
-import type { Interval } from '../intervals.ts';
-import { hostIntervals, rangesOf, type ParsedRange } from '../pool-geometry.ts';
+import type { Interval } from '../../base/intervals.ts';
+import { hostIntervals, rangesOf, type ParsedRange } from '../../base/pool-geometry.ts';
 import type { Band } from '../../used-up/rule.ts';
 
 /**
