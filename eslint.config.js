@@ -87,6 +87,11 @@ export default tseslint.config(
     rules: { 'max-params': ['error', 4] },
   },
   {
+    // The simulator stands on its own: what it shares with the benchmark (charts) lives in scripts/lib.
+    files: ['sim/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/bench/**'], message: 'sim/ imports nothing from bench/: share it through scripts/lib.' }] }] },
+  },
+  {
     files: ['eslint.config.js', 'vitest.config.ts'],
     rules: { 'no-restricted-syntax': 'off' },
   },

@@ -8,6 +8,11 @@ export interface Clock {
   nowMs(): number;
 }
 
+/** Waiting, passed in so the simulator waits in virtual time (the system timer is setTimeout). */
+export interface Timer {
+  sleep(ms: number): Promise<void>;
+}
+
 /** Randomness, passed in so tests can pin it. */
 export interface Random {
   /** A uniform integer in [0, bound). */
