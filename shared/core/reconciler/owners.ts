@@ -135,7 +135,7 @@ async function leaveConsumedClaims(deps: Deps, pool: string, uid: string, releas
 }
 
 async function releaseOne(deps: Deps, pool: Pool, listed: Claim, caller?: Principal): Promise<boolean> {
-  // The index's copy may be behind a renewal: the hold is judged on the claim as it is now (one consistent read).
+  // The index's copy may be behind a renewal: whether it is still held is judged on the claim as it is now (one consistent read).
   const claim = await deps.claims.getClaim(listed.pool, listed.name);
   if (claim?.uid !== listed.uid) return false;
   // A reuse delay holds the addresses for the owner identity (HoldIdentity): a recreated owner gets them back.

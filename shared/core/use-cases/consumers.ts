@@ -10,7 +10,7 @@
  *
  * A claim with consumers is released only through them: DELETE of the claim is ClaimInUse, and its owner's release
  * leaves it (its consumers still use the addresses). Consumers are only for claims without an expiry: a TTL would be a
- * second lifetime racing the consumers' (confirm the hold first: renew with ttlSeconds null).
+ * second lifetime racing the consumers' (make the claim permanent first: renew with ttlSeconds null).
  */
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, NotReadyError, TooManyConsumersError } from '../errors.ts';

@@ -8,7 +8,7 @@ export const BandName = { Upper: 'upper', Lower: 'lower' } as const;
 export type BandName = (typeof BandName)[keyof typeof BandName];
 
 /**
- * A record that a band of a range was read used up (issue 20): every address of it held by an unexpired lease, read
+ * A record that a band of a range was read used up: every address of it held by an unexpired lease, read
  * consistently while the range's freed counters stood at `freed`. Every write that frees an address of the range for
  * anyone (a release, an owner release, a reconciler release, a renewal to an earlier expiry or a first one, a
  * replaced claim's leases held for its owner) bumps one of those counters in its own transaction, and the only other
