@@ -14,7 +14,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { lineChart } from '../bench/lib/svg.ts';
+import { lineChart } from '../scripts/lib/svg.ts';
 import { projectCase, type ProjectionCase, type ProjectionRow, type StrategyName } from './projection.ts';
 
 const RESULTS = new URL('./results/', import.meta.url);

@@ -1,6 +1,6 @@
 import { capacity, hostAt, lowerBandSize, type Cidr } from '../ip/cidr.ts';
 import type { Random } from '../ports.ts';
-import { intervalHolding, type Interval } from './intervals.ts';
+import { intervalHolding, type Interval } from '../base/intervals.ts';
 
 /** A Ready range as the picker sees it. */
 export interface PickRange {
@@ -118,7 +118,7 @@ export function chooseWeighted<T>(items: readonly { item: T; weight: bigint }[],
  * of the range draws from now, in address order: its upper band, or its lower band once the view shows none free in
  * the upper one (KEP-3070, as pickInRange). Counting the lower band's free addresses while the upper band still
  * shows some would make a nearly used-up upper band look roomy: its few candidates, the ones a lagging view most
- * often shows free wrongly, would then go unchecked (issue 20). Fewer when the band has fewer; stops early, so on a
+ * often shows free wrongly, would then go unchecked (docs/decisions/0002-near-full-picks.md). Fewer when the band has fewer; stops early, so on a
  * band with room it reads a few dozen positions.
  */
 export function collectFree(range: PickRange, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint> = new Set()): bigint[] {

@@ -7,24 +7,8 @@ import { isReleased, type Lease, type Owner } from '../model.ts';
 export const HoldingKind = { Claim: 'claim', Hold: 'hold' } as const;
 export type HoldingKind = (typeof HoldingKind)[keyof typeof HoldingKind];
 
-/** Why a holding ended. */
-export const EndReason = {
-  /** Its claim was released (DELETE .../claims/{claim}). */
-  Released: 'released',
-  /** Its claim's TTL passed (taken over, released by the reconciler, or deleted by DynamoDB's TTL). */
-  Expired: 'expired',
-  /** Its owner was reported gone (DELETE .../owners/{uid}) and the reconciler released the claim. */
-  OwnerGone: 'ownerGone',
-  /** The reconciler released a lease its claim no longer held (an orphan). */
-  Repaired: 'repaired',
-  /** The range was marked Terminating while the claim was being committed; the claim was released before its answer. */
-  RangeTerminated: 'rangeTerminated',
-  /** The pool was deleted while the claim was being committed; the reconciler released it. */
-  PoolDeleted: 'poolDeleted',
-  /** A reuse-delay hold ended: its delay passed, or its owner identity took the address back. */
-  HoldEnded: 'holdEnded',
-} as const;
-export type EndReason = (typeof EndReason)[keyof typeof EndReason];
+export { EndReason } from '../base/events.ts';
+import { EndReason } from '../base/events.ts';
 
 /**
  * One holding of an address: from its lease's creation (or, for a hold, its release) to its end. Open holdings

@@ -2,10 +2,12 @@ import { requireMember, Role, type Principal } from '../access.ts';
 import { parseAddress } from '../ip/address.ts';
 import { holdOf, type Claim, type Pool } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
-import { nowIso, type Deps } from '../use-cases/deps.ts';
-import { events } from './plan.ts';
+import { type Deps } from '../use-cases/deps.ts';
+import { nowIso } from '../base/time.ts';
+import { events } from '../base/events.ts';
 import { leave } from '../use-cases/consumers.ts';
-import { EventReason, type PoolViewList } from './ports.ts';
+import { type PoolViewList } from './ports.ts';
+import { EventReason } from '../base/events.ts';
 import { Phase, type Run } from './run.ts';
 
 /** Claims read per page of an owner's listing. */
@@ -133,7 +135,7 @@ async function leaveConsumedClaims(deps: Deps, pool: string, uid: string, releas
 }
 
 async function releaseOne(deps: Deps, pool: Pool, listed: Claim, caller?: Principal): Promise<boolean> {
-  // The index's copy may be behind a renewal: the hold is judged on the claim as it is now (one consistent read).
+  // The index's copy may be behind a renewal: whether it is still held is judged on the claim as it is now (one consistent read).
   const claim = await deps.claims.getClaim(listed.pool, listed.name);
   if (claim?.uid !== listed.uid) return false;
   // A reuse delay holds the addresses for the owner identity (HoldIdentity): a recreated owner gets them back.

@@ -1,7 +1,7 @@
 import { IpFamily, formatAddress } from '../ip/address.ts';
 import { parseCidr } from '../ip/cidr.ts';
-import type { Interval } from '../allocator/intervals.ts';
-import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
+import type { Interval } from '../base/intervals.ts';
+import { hostInterval, hostIntervals, rangesOf } from '../base/pool-geometry.ts';
 import { chunkBase, chunkIndexOf } from '../occupancy/chunk.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { SummaryMirror } from '../occupancy/summary-mirror.ts';

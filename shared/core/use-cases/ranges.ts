@@ -2,10 +2,11 @@ import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { checkRangeName, defaultRangeName } from '../names.ts';
 import { RangeState, type Range, type Utilization } from '../model.ts';
-import { hostInterval, hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
-import { subtractIntervals, type Interval } from '../allocator/intervals.ts';
+import { hostInterval, hostIntervals, rangesOf } from '../base/pool-geometry.ts';
+import { subtractIntervals, type Interval } from '../base/intervals.ts';
 import { validateLegacyCidr } from '../bitmap/bitmap.ts';
-import { nowIso, type Deps } from './deps.ts';
+import { type Deps } from './deps.ts';
+import { nowIso } from '../base/time.ts';
 import { rangeUtilization } from './pools.ts';
 
 export interface CreateRangeCommand {
