@@ -43,7 +43,7 @@ const CORE_LAYERS = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'cli/api/openapi.gen.ts', '.serverless/**', '.esbuild/**', 'dist/**', 'bench/results/**', '.data/**'] },
+  { ignores: ['node_modules/**', 'cli/api/openapi.gen.ts', 'shared/adapters/http/openapi.gen.ts', '.serverless/**', '.esbuild/**', 'dist/**', 'bench/results/**', '.data/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
