@@ -51,7 +51,7 @@ export function pickInRange(range: PickRange, ctx: PickContext, skip: ReadonlySe
   const size = pickableSize(range);
   if (size <= 0n) return undefined;
   const lower = upperBandStart(range, size);
-  return scanBand(range.cidr, lower, size, ctx, skip) ?? (lower > 0n ? scanBand(range.cidr, 0n, lower, ctx, skip) : undefined);
+  return scanBand(range.cidr, { from: lower, to: size }, ctx, skip) ?? (lower > 0n ? scanBand(range.cidr, { from: 0n, to: lower }, ctx, skip) : undefined);
 }
 
 function isFree(value: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): boolean {
@@ -59,7 +59,7 @@ function isFree(value: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): boo
 }
 
 /** Scans offsets [from, to) from a random start with wrap-around; jumps over excluded intervals in one step. */
-function scanBand(cidr: Cidr, from: bigint, to: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): bigint | undefined {
+function scanBand(cidr: Cidr, { from, to }: { readonly from: bigint; readonly to: bigint }, ctx: PickContext, skip: ReadonlySet<bigint>): bigint | undefined {
   const width = to - from;
   if (width <= 0n) return undefined;
   for (let probe = 0; probe < (ctx.probes ?? 0); probe += 1) {
@@ -124,12 +124,12 @@ export function chooseWeighted<T>(items: readonly { item: T; weight: bigint }[],
 export function collectFree(range: PickRange, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint> = new Set()): bigint[] {
   const size = pickableSize(range);
   const lower = upperBandStart(range, size);
-  const upper = collectIn(range, lower, size, ctx, limit, skip);
-  return upper.length > 0 ? upper : collectIn(range, 0n, lower, ctx, limit, skip);
+  const upper = collectIn(range, { from: lower, to: size }, ctx, { limit, skip });
+  return upper.length > 0 ? upper : collectIn(range, { from: 0n, to: lower }, ctx, { limit, skip });
 }
 
 /** The first `limit` addresses the view shows free among offsets [from, to), in address order. */
-function collectIn(range: PickRange, from: bigint, to: bigint, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint>): bigint[] {
+function collectIn(range: PickRange, { from, to }: { readonly from: bigint; readonly to: bigint }, ctx: Pick<PickContext, 'excluded' | 'taken'>, { limit, skip }: { readonly limit: number; readonly skip: ReadonlySet<bigint> }): bigint[] {
   const out: bigint[] = [];
   let offset = from;
   while (offset < to && out.length < limit) {

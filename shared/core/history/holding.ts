@@ -86,10 +86,10 @@ export function holdingOfLease(lease: Lease): Holding {
 export function holdingAt(lease: Lease, nowMs: number): Holding {
   const open = holdingOfLease(lease);
   if (lease.expiresAt === undefined || lease.expiresAt > nowMs) return open;
-  return ended(open, Math.max(lease.expiresAt, Date.parse(open.from)), true, open.kind === HoldingKind.Hold ? EndReason.HoldEnded : EndReason.Expired);
+  return ended(open, { toMs: Math.max(lease.expiresAt, Date.parse(open.from)), exact: true, reason: open.kind === HoldingKind.Hold ? EndReason.HoldEnded : EndReason.Expired });
 }
 
-function ended(h: Holding, toMs: number, exact: boolean, reason: EndReason, by?: Principal): Holding {
+function ended(h: Holding, { toMs, exact, reason, by }: { readonly toMs: number; readonly exact: boolean; readonly reason: EndReason; readonly by?: Principal | undefined }): Holding {
   return { ...h, to: new Date(toMs).toISOString(), toExact: exact, endReason: reason, ...(by ? { releasedBy: by } : {}) };
 }
 
@@ -140,7 +140,7 @@ export function endedHolding(change: LeaseTransition, seenMs: number, repair: Re
   const old = holdingOfLease(before);
   const startMs = Date.parse(old.from);
   const expiry = before.expiresAt ?? Number.POSITIVE_INFINITY;
-  const end = (toMs: number, exact: boolean, reason: EndReason, by?: Principal) => ended(old, Math.max(startMs, toMs), exact, reason, by);
+  const end = (toMs: number, exact: boolean, reason: EndReason, by?: Principal) => ended(old, { toMs: Math.max(startMs, toMs), exact, reason, by });
   if (after) {
     const next = holdingOfLease(after);
     if (holdingId(next) === holdingId(old)) return undefined;
