@@ -1,8 +1,9 @@
 import { LeaseState } from '../../shared/core/model.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import type { Key } from '../../shared/adapters/dynamodb/keys.ts';
-import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
+import type { TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
 import type { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
+import { PassThroughTable } from './pass-through-table.ts';
 
 /**
  * The "used up" rule's write-side half, checked on every write instead of kept by care: a write that can free an
@@ -44,42 +45,21 @@ function frees(op: Exclude<WriteOp, { kind: 'check' }>, old: Item): boolean {
  * `violations`). The contract suites' memory engine runs on it, so every write shape the adapters build in those
  * suites is checked. The check reads the items before the write in the same synchronous step as the write.
  */
-export class FreedAudit implements Table {
-  readonly name: string;
+export class FreedAudit extends PassThroughTable<MemoryTable> {
   readonly violations: string[] = [];
 
-  constructor(readonly inner: MemoryTable) {
-    this.name = inner.name;
-  }
-
-  get(key: Key): Promise<Item | undefined> {
-    return this.inner.get(key);
-  }
-
-  batchGet(keys: readonly Key[], attributes?: readonly string[]): Promise<Item[]> {
-    return this.inner.batchGet(keys, attributes);
-  }
-
-  async write(op: WriteOp): Promise<WriteResult> {
+  override async write(op: WriteOp): Promise<WriteResult> {
     const found = freeingWithoutBump([op], (key) => this.inner.peek(key));
     const result = await this.inner.write(op);
     if (result.ok) this.report(found);
     return result;
   }
 
-  async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
+  override async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
     const found = freeingWithoutBump(ops, (key) => this.inner.peek(key));
     const verdicts = await this.inner.transact(ops);
     if (!verdicts) this.report(found);
     return verdicts;
-  }
-
-  query(query: Query): Promise<QueryPage> {
-    return this.inner.query(query);
-  }
-
-  describe(): Promise<string> {
-    return this.inner.describe();
   }
 
   private report(found: readonly string[]): void {
