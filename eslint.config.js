@@ -1,8 +1,49 @@
 // @ts-check
 import tseslint from 'typescript-eslint';
 
+/** What no file of the domain core imports. */
+const CORE_PURE = [
+  { group: ['@aws-sdk/*', '@smithy/*'], message: 'The domain core imports no AWS SDK: put DynamoDB code in shared/adapters.' },
+  { group: ['@middy/*'], message: 'The domain core imports no middy: put HTTP code in shared/adapters/http.' },
+  { group: ['@aws-lambda-powertools/*', 'aws-lambda'], message: 'The domain core imports no Lambda tooling.' },
+  { group: ['**/adapters/**'], message: 'The domain core does not depend on adapters.' },
+];
+
+/** Files of shared/core with functions of more than 4 parameters, not yet given an options object. */
+const MAX_PARAMS_NOT_YET = [
+  'allocator/bitmap-allocator.ts', 'allocator/hint.ts', 'bitmap/bitmap-release.ts',
+  'mirror/projections.ts', 'occupancy/summary-mirror.ts', 'reconciler/drift.ts', 'base/events.ts',
+  'use-cases/addresses.ts', 'use-cases/claims.ts', 'use-cases/history.ts',
+];
+
+const MECHANISMS = ['allocator', 'bitmap', 'history', 'mirror', 'occupancy', 'used-up'];
+const folders = (names) => names.flatMap((n) => [`**/${n}/**`, `./${n}/**`]);
+
+/**
+ * The layers of shared/core, bottom up: base (the top-level files, ip/, base/: the words every layer shares), the
+ * mechanisms (MECHANISMS), the use cases, and the reconciler, which drives use cases (its owner release runs the
+ * consumers' leave) and so sits on top. The use cases see the reconciler only through its store port.
+ */
+const CORE_LAYERS = [
+  {
+    files: ['shared/core/*.ts', 'shared/core/ip/**/*.ts', 'shared/core/base/**/*.ts'],
+    above: folders([...MECHANISMS, 'use-cases', 'reconciler']),
+    why: 'Layering: base (top-level files, ip/, base/) imports nothing above it; move the shared word into base/.',
+  },
+  {
+    files: MECHANISMS.map((m) => `shared/core/${m}/**/*.ts`),
+    above: folders(['use-cases', 'reconciler']),
+    why: 'Layering: the mechanisms (allocator, bitmap, history, mirror, occupancy, used-up) import only each other and base.',
+  },
+  {
+    files: ['shared/core/use-cases/**/*.ts'],
+    above: ['**/reconciler/*', '!**/reconciler/ports.ts'],
+    why: 'Layering: a use case sees the reconciler only through its store port (reconciler/ports.ts).',
+  },
+];
+
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'cli/api/openapi.gen.ts', '.serverless/**', '.esbuild/**', 'dist/**', 'bench/results/**', '.data/**'] },
+  { ignores: ['node_modules/**', 'cli/api/openapi.gen.ts', 'shared/adapters/http/openapi.gen.ts', '.serverless/**', '.esbuild/**', 'dist/**', 'bench/results/**', '.data/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -23,20 +64,32 @@ export default tseslint.config(
     // The domain core is pure: no AWS SDK, middy, Powertools or Lambda types, and no ambient time or randomness.
     files: ['shared/core/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['@aws-sdk/*', '@smithy/*'], message: 'The domain core imports no AWS SDK: put DynamoDB code in shared/adapters.' },
-          { group: ['@middy/*'], message: 'The domain core imports no middy: put HTTP code in shared/adapters/http.' },
-          { group: ['@aws-lambda-powertools/*', 'aws-lambda'], message: 'The domain core imports no Lambda tooling.' },
-          { group: ['**/adapters/**'], message: 'The domain core does not depend on adapters.' },
-        ],
-      }],
+      'no-restricted-imports': ['error', { patterns: CORE_PURE }],
       'no-restricted-properties': ['error',
         { object: 'Date', property: 'now', message: 'Take time from the Clock port.' },
         { object: 'Math', property: 'random', message: 'Take randomness from the Random port.' },
         { object: 'process', property: 'env', message: 'Read configuration in shared/config.ts.' },
       ],
     },
+  },
+  // The core's layers (docs/architecture.md), each importing only from the layers below it. A later block replaces
+  // the rule for its files, so each one repeats CORE_PURE.
+  ...CORE_LAYERS.map(({ files, ignores, above, why }) => ({
+    files,
+    ...(ignores ? { ignores } : {}),
+    rules: { 'no-restricted-imports': ['error', { patterns: [...CORE_PURE, { group: above, message: why }] }] },
+  })),
+  {
+    // Functions take an options object past 4 parameters. The files listed still have such functions (issue 34 left
+    // them; each needs its callers changed): a file leaves the list when converted, and no file joins it.
+    files: ['shared/core/**/*.ts'],
+    ignores: MAX_PARAMS_NOT_YET.map((f) => `shared/core/${f}`),
+    rules: { 'max-params': ['error', 4] },
+  },
+  {
+    // The simulator stands on its own: what it shares with the benchmark (charts) lives in scripts/lib.
+    files: ['sim/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/bench/**'], message: 'sim/ imports nothing from bench/: share it through scripts/lib.' }] }] },
   },
   {
     files: ['eslint.config.js', 'vitest.config.ts'],

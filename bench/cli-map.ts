@@ -27,7 +27,7 @@ import { startLocalStack } from '../scripts/local-stack.ts';
 import { SdkTable } from '../shared/adapters/dynamodb/sdk-table.ts';
 import type { Table } from '../shared/adapters/dynamodb/table.ts';
 import { getPool } from '../shared/core/use-cases/pools.ts';
-import { hostInterval } from '../shared/core/allocator/pool-geometry.ts';
+import { hostInterval } from '../shared/core/base/pool-geometry.ts';
 import { buildContainer } from '../shared/adapters/composition.ts';
 import { loadConfig } from '../shared/config.ts';
 import { LeaseItemPresence } from '../shared/core/mirror/lease-change.ts';

@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
 import { Engine } from './lib/harness.ts';
 import { loadAverage, machineInfo } from './lib/machine.ts';
-import { consoleMapGoal, evaluateGoals, httpFillGoal, renderReport, type ConsoleMapBench, type HttpFill, type ReportInput } from './lib/report.ts';
+import { consoleMapGoal, evaluateGoals, httpFillGoal, renderReport, renderSummary, type ConsoleMapBench, type GoalRow, type HttpFill, type ReportInput } from './lib/report.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from './lib/results.ts';
 import { blocksScenario } from './scenarios/blocks.ts';
 import { cniScenario } from './scenarios/cni.ts';
@@ -109,8 +109,7 @@ async function main(): Promise<number> {
       notes: await writtenNotes(),
       strategies: availability.map((a) => ({ name: a.strategy.name, description: a.strategy.description, ...(a.unavailable ? { unavailable: a.unavailable } : {}) })),
   };
-  const report = renderReport(reportInput, goals);
-  await writeFile(reportPath, report);
+  await writeReports(reportPath, reportInput, goals);
   const { results: _results, notes: _notes, ...runInfo } = reportInput;
   await writeFile(join(resultsDir, 'run.json'), `${JSON.stringify(runInfo, null, 2)}\n`);
   await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
@@ -125,10 +124,23 @@ async function renderOnly(resultsDir: string, reportPath: string, resultsLink: s
   const run = JSON.parse(await readFile(join(resultsDir, 'run.json'), 'utf8')) as Omit<ReportInput, 'results' | 'resultsLink'>;
   const results = await resultsOnFile(resultsDir, []);
   const goals = [...evaluateGoals(results), httpFillGoal(await readHttpFill(resultsDir)), consoleMapGoal(await readConsoleMap(resultsDir))];
-  await writeFile(reportPath, renderReport({ ...run, results, resultsLink, notes: await writtenNotes() }, goals));
+  await writeReports(reportPath, { ...run, results, resultsLink, notes: await writtenNotes() }, goals);
   await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
   console.log(`report ${reportPath} re-rendered from ${resultsDir}`);
   return results.some((r) => r.failures.length > 0) ? 1 : 0;
+}
+
+/**
+ * BENCHMARKS.md, the results page (renderSummary), and BENCHMARKS-archive.md beside it with every table and note
+ * (renderReport).
+ */
+async function writeReports(reportPath: string, input: ReportInput, goals: readonly GoalRow[]): Promise<void> {
+  const archivePath = reportPath.replace(/\.md$/, '-archive.md');
+  const archiveName = archivePath.slice(archivePath.lastIndexOf('/') + 1);
+  const full = renderReport(input, goals).split('\n');
+  const archive = ['# Benchmarks archive: every table and note', '', 'The results page is [BENCHMARKS.md](BENCHMARKS.md).', '', ...full.slice(2)].join('\n');
+  await writeFile(archivePath, archive);
+  await writeFile(reportPath, renderSummary(input, goals, archiveName));
 }
 
 /** bench/notes/*.md in name order: analyses written by hand that the report carries as they are. */

@@ -32,8 +32,9 @@ export interface PoolCheckCache {
    * The families an ADD of this node last found exhausted in a pool (RangeFull), and when: what STATUS answers from
    * (an empty list forgets). Node-local, so a readiness poll costs the service nothing whatever the pool's size.
    */
-  readExhausted(key: string): { families: string[]; atMs: number } | undefined;
-  writeExhausted(key: string, families: readonly string[]): void;
+  readExhausted(key: string): { families: string[]; atMs: number; reason?: string } | undefined;
+  /** `reason` says where the families came from when not from an ADD's RangeFull (the service's warning). */
+  writeExhausted(key: string, families: readonly string[], reason?: string): void;
 }
 
 /** The key of a pool's exhaustion memory: the endpoint and the pool. */
@@ -337,12 +338,16 @@ export async function check(ctx: CommandContext, config: NetworkConfig, attachme
 }
 
 /**
- * STATUS: ready when the service answers, the pool exists (or the config's ranges let ADD create it), and no ADD of
- * this node found a family it needs exhausted in the last EXHAUSTED_MEMORY_MS. Every node polls it, so it costs the
- * service the same whatever the pool's size: one GET /v1/health (the pool's utilization counts leases, and in a pool
- * with a reuse delay it counts the whole listing). A pool configured on the service (no ranges in the config) is read
- * once, by the first STATUS or ADD of the node, and remembered like ADD's check. Exhaustion is ADD's own answer
- * (RangeFull, read from the leases), remembered by the node; an ADD or DEL of the node that succeeds forgets it.
+ * STATUS: ready when the service answers, the pool exists (or the config's ranges let ADD create it), and no family
+ * the network needs is exhausted. Exhaustion comes from two places, remembered by the node for EXHAUSTED_MEMORY_MS:
+ * an ADD of this node answered RangeFull, and the service's own warning (GET pool's `warnings`, the signal of its
+ * PoolFreeBelowThreshold events) reading "full". Every node polls STATUS, so the pool is read at most once per node in
+ * EXHAUSTED_MEMORY_MS (GET pool counts leases when its summary cannot answer, which grows with the pool); the polls
+ * between cost one GET /v1/health. A pool configured on the service (no ranges in the config) is read once, by the
+ * first STATUS or ADD of the node, and remembered like ADD's check. An ADD or DEL of the node that succeeds forgets.
+ *
+ * The spec's STATUS codes are 50 (cannot serve ADD) and 51 (cannot, and existing containers may have limited
+ * connectivity); an exhausted pool leaves existing containers as they are, so it is 50.
  * @throws CniError 50 otherwise.
  */
 export async function status(ctx: CommandContext, config: NetworkConfig): Promise<void> {
@@ -355,10 +360,39 @@ export async function status(ctx: CommandContext, config: NetworkConfig): Promis
   } catch (error) {
     throw unavailable(toCniError(error, 'STATUS'));
   }
-  const exhausted = ctx.cache.readExhausted(poolKey(ipam));
-  if (exhausted && exhausted.families.length > 0 && Date.now() - exhausted.atMs < EXHAUSTED_MEMORY_MS) {
-    throw new CniError(CniCode.NotAvailable, 'the pool has no free address', `pool ${ipam.pool}: no free ${exhausted.families.join(' or ')} address (an ADD of this node was answered RangeFull ${Math.round((Date.now() - exhausted.atMs) / 1000)} s ago)`);
+  const key = poolKey(ipam);
+  let exhausted = ctx.cache.readExhausted(key);
+  if (!exhausted || Date.now() - exhausted.atMs >= EXHAUSTED_MEMORY_MS) {
+    const read = await fullFamiliesOf(ctx, config);
+    ctx.cache.writeExhausted(key, read.families, read.reason);
+    exhausted = { ...read, atMs: Date.now() };
   }
+  if (exhausted.families.length > 0) {
+    const why = exhausted.reason ?? `an ADD of this node was answered RangeFull ${Math.round((Date.now() - exhausted.atMs) / 1000)} s ago`;
+    throw new CniError(CniCode.NotAvailable, 'the pool has no free address', `pool ${ipam.pool}: no free ${exhausted.families.join(' or ')} address (${why})`);
+  }
+}
+
+/**
+ * The families the network needs that the service's warning reads "full": with RequireDualStack either one, else only
+ * when every family it may take is full (PreferDualStack falls back to the other). The config's ranges name the
+ * families; a pool configured on the service offers the families its warnings cover. A pool not yet created
+ * (the config's ranges create it at the first ADD) is not full.
+ */
+async function fullFamiliesOf(ctx: CommandContext, config: NetworkConfig): Promise<{ families: string[]; reason?: string }> {
+  const { ipam } = config;
+  let warnings: Partial<Record<string, { below: number | 'full' | null; since: string }>>;
+  try {
+    warnings = (await ctx.api.getPool(ipam.pool)).warnings ?? {};
+  } catch (error) {
+    if (isNotFound(error)) return { families: [] };
+    throw new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', toCniError(error, 'STATUS').message);
+  }
+  const offered = ipam.ranges.length > 0 ? [...new Set(ipam.ranges.map((r) => r.family))] : Object.keys(warnings);
+  const full = offered.filter((family) => warnings[family]?.below === 'full');
+  const blocked = config.ipam.ipFamilyPolicy === 'RequireDualStack' ? full.length > 0 : full.length > 0 && full.length === offered.length;
+  if (!blocked) return { families: [] };
+  return { families: full, reason: `the service's warning: ${full.map((f) => `${f} space full since ${warnings[f]!.since}`).join(', ')}` };
 }
 
 /**

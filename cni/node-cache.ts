@@ -114,13 +114,14 @@ export function fileCache(dir: string, warn: (message: string) => void, timeoutM
     write: (key, prefixes) => writeWhole(`pool-${key}.json`, { prefixes: Object.fromEntries(prefixes) }, 'the pool check'),
     readExhausted(key) {
       try {
-        const doc = JSON.parse(readFileSync(join(dir, `full-${key}.json`), 'utf8')) as { families?: string[]; atMs?: number };
-        return Array.isArray(doc.families) && typeof doc.atMs === 'number' ? { families: doc.families, atMs: doc.atMs } : undefined;
+        const doc = JSON.parse(readFileSync(join(dir, `full-${key}.json`), 'utf8')) as { families?: string[]; atMs?: number; reason?: string };
+        if (!Array.isArray(doc.families) || typeof doc.atMs !== 'number') return undefined;
+        return { families: doc.families, atMs: doc.atMs, ...(typeof doc.reason === 'string' ? { reason: doc.reason } : {}) };
       } catch {
         return undefined;
       }
     },
-    writeExhausted: (key, families) => writeWhole(`full-${key}.json`, { families, atMs: Date.now() }, 'an exhausted pool'),
+    writeExhausted: (key, families, reason) => writeWhole(`full-${key}.json`, { families, atMs: Date.now(), ...(reason ? { reason } : {}) }, 'an exhausted pool'),
   };
 
   /** Writes a file of the folder whole: a temporary file renamed over it. */

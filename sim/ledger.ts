@@ -17,7 +17,7 @@ import type { Item } from '../shared/adapters/dynamodb/codec.ts';
 import { itemToBitmap } from '../shared/adapters/dynamodb/codec.ts';
 import { Entity } from '../shared/adapters/dynamodb/keys.ts';
 import { Bitmap, addressOfBit, legacyWindow } from '../shared/core/bitmap/bitmap.ts';
-import { hostInterval } from '../shared/core/allocator/pool-geometry.ts';
+import { hostInterval } from '../shared/core/base/pool-geometry.ts';
 import { formatAddress } from '../shared/core/ip/address.ts';
 import { parsedAddress, parsedCidr } from './parsed.ts';
 import { isHostOf, type Cidr } from '../shared/core/ip/cidr.ts';

@@ -2,10 +2,10 @@
  * npm run sim:projection -- [--quick] [--only lease|bitmap-cas|global-lock] [--case strategy,cidr,full,containers[,shards[,windowMs]] ...]
  *
  * Runs the projection grid (projection.ts), writes sim/results/projection.json and the charts, and regenerates the
- * table between the projection markers of SIMULATION.md. Deterministic (seeded); the wall time of each case is
+ * table between the projection markers of SIMULATION-archive.md. Deterministic (seeded); the wall time of each case is
  * reported beside it and is the only figure that changes between runs. The grid is what a 2-core machine simulates
  * in about half an hour: big container counts are measured over a shorter window, and cases whose pre-fill or reads
- * would take the model hours (a /12 or a /64 filled) are left out and say so in SIMULATION.md.
+ * would take the model hours (a /12 or a /64 filled) are left out and say so in SIMULATION-archive.md.
  *
  * `--case` (repeatable) runs just those cells, with the grid's windows and seed, and prints them as the grid does
  * (and their hottest partitions); e.g. `--case lease,10.0.0.0/16,0.9,1000` or `--case lease,fd00::/64,0,100,32`.
@@ -14,11 +14,11 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { lineChart } from '../bench/lib/svg.ts';
+import { lineChart } from '../scripts/lib/svg.ts';
 import { projectCase, type ProjectionCase, type ProjectionRow, type StrategyName } from './projection.ts';
 
 const RESULTS = new URL('./results/', import.meta.url);
-const DOC = new URL('../SIMULATION.md', import.meta.url);
+const DOC = new URL('../SIMULATION-archive.md', import.meta.url);
 const START = '<!-- projection:start -->';
 const END = '<!-- projection:end -->';
 
@@ -31,7 +31,7 @@ function windowFor(containers: number): { warmupMs: number; windowMs: number } {
 /**
  * The grid: every strategy on a /24 and a /16 at 1-1,000 containers; lease also at 4,096 containers, on a /12 and a
  * /64. Left out (hours of model time here): lease on a /16 50-99 % full beyond 100 containers, and a /12 or /64
- * pre-filled; every one of those pays for its hint reads in proportion to the leases held (see SIMULATION.md).
+ * pre-filled; every one of those pays for its hint reads in proportion to the leases held (see SIMULATION-archive.md).
  */
 export function grid(quick: boolean): ProjectionCase[] {
   const out: ProjectionCase[] = [];
@@ -128,7 +128,7 @@ function publish(rows: readonly ProjectionRow[]): void {
   const doc = readFileSync(DOC, 'utf8');
   const at = doc.indexOf(START);
   const to = doc.indexOf(END);
-  if (at < 0 || to < 0) throw new Error('SIMULATION.md has no projection markers');
+  if (at < 0 || to < 0) throw new Error('SIMULATION-archive.md has no projection markers');
   writeFileSync(DOC, `${doc.slice(0, at + START.length)}\n${table(rows)}\n${doc.slice(to)}`);
 }
 

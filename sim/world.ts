@@ -20,13 +20,12 @@ import { createMirrorHandler } from '../shared/adapters/stream/mirror-handler.ts
 import { runReconciler } from '../shared/adapters/reconcile-runner.ts';
 import { statusOf } from '../shared/adapters/http/problem.ts';
 import { loadConfig, type Config } from '../shared/config.ts';
-import { BitmapAllocator } from '../shared/core/allocator/bitmap-allocator.ts';
 import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
 import { Bitmap, addressOfBit, legacyWindow } from '../shared/core/bitmap/bitmap.ts';
 import { IpamError } from '../shared/core/errors.ts';
 import { formatAddress, parseAddress } from '../shared/core/ip/address.ts';
 import { isHostOf, parseCidr } from '../shared/core/ip/cidr.ts';
-import { hostInterval } from '../shared/core/allocator/pool-geometry.ts';
+import { hostInterval } from '../shared/core/base/pool-geometry.ts';
 import { forEachHeld } from '../shared/core/occupancy/chunk.ts';
 import { readSummary } from '../shared/core/occupancy/reader.ts';
 import { RangeState, type Claim } from '../shared/core/model.ts';
@@ -444,16 +443,10 @@ export class World {
     const skew = this.scenario.skewMs && skewed ? this.rng.fork(`skew/${id}`).int(-this.scenario.skewMs, this.scenario.skewMs) : 0;
     const random = this.rng.fork(`random/${id}`);
     // Crossings of free-space thresholds stay in the pools' events: the simulated world has no EventBridge to print to.
-    const container = buildContainer(this.config, { table: this.engine.tableFor(caller), clock: this.clockFor(skew), random, strategy: PickStrategy.Hinted, announcer: { announce: async () => undefined } });
+    // Every wait of the container (the legacy allocator's back-off, a consumer change's) is in virtual time.
+    const timer = { sleep: (ms: number) => this.scheduler.sleep(ms) };
+    const container = buildContainer(this.config, { table: this.engine.tableFor(caller), clock: this.clockFor(skew), random, timer, strategy: PickStrategy.Hinted, announcer: { announce: async () => undefined } });
     let deps = container.deps;
-    if (!this.config.featureGates.MultiCIDRServiceAllocator) {
-      // The composition root's legacy allocator waits on a real timer after a lost race; here it waits in virtual time.
-      const { claims, leases, pools, bitmaps } = container.stores;
-      const pause = (lost: number) => this.scheduler.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
-      deps = { ...deps, allocator: new BitmapAllocator({ claims, leases, pools, bitmaps, clock: deps.clock, random, pause }) };
-    }
-    // A lost race of a consumer change waits too (Deps.pause), in virtual time.
-    deps = { ...deps, pause: (lost: number) => this.scheduler.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64))))))) };
     if (this.scenario.plant?.deps) deps = this.scenario.plant.deps(deps, role);
     return { caller, container, deps, busy: false };
   }

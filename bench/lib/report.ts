@@ -419,6 +419,33 @@ export interface ReportInput {
 }
 
 /** BENCHMARKS.md: goals with measured ratios, then each scenario's figures and charts, the machine, how to reproduce. */
+/**
+ * The results page a reader takes in at a glance (BENCHMARKS.md): the goals with what was measured, each scenario's
+ * status and charts. Every table, note, the machine and how to reproduce are in the archive beside it
+ * (renderReport, BENCHMARKS-archive.md), which `archive` links to.
+ */
+export function renderSummary(input: ReportInput, goals: readonly GoalRow[], archive: string): string {
+  const { machine } = input;
+  const out: string[] = [];
+  out.push('# Benchmarks: per-IP leases vs. the legacy bitmap vs. a global lock\n');
+  out.push(`Counts per allocation (requests, capacity units) are the result; times are context (a shared 2-core machine). Last invocation at commit ${machine.commit}. Every table, the written analyses, the machine and how to reproduce: [${archive}](${archive}).\n`);
+  if (input.quick) out.push('> **Quick run**: small sizes and short windows, to keep the harness working. Run `npm run bench` for the figures.\n');
+  out.push('## Goals\n');
+  out.push('| Scenario | Goal | Measured | Status |\n|---|---|---|---|');
+  for (const g of goals) out.push(`| ${g.scenario} | ${g.goal.replace(/\|/g, '\\|')} | ${g.measured.replace(/\|/g, '\\|')} | ${mark(g.met)} |`);
+  out.push('');
+  out.push('## Scenarios\n');
+  for (const r of input.results) {
+    const failed = r.failures.length ? `, ${r.failures.length} failed check${r.failures.length > 1 ? 's' : ''}` : '';
+    out.push(`- **${r.title}**: ${r.status === 'unavailable' ? `_${r.unavailable ?? 'not available yet'}_` : `${r.status}${failed}; [figures](${input.resultsLink}${r.name}.json)`}`);
+  }
+  out.push('');
+  const charted = input.results.filter((r) => r.status !== 'unavailable' && r.charts.length > 0);
+  if (charted.length) out.push('## Charts\n');
+  for (const r of charted) for (const c of r.charts) out.push(`![${c.title}](${input.resultsLink}${c.file})\n`);
+  return out.join('\n');
+}
+
 export function renderReport(input: ReportInput, goals: readonly GoalRow[]): string {
   const { machine } = input;
   const out: string[] = [];

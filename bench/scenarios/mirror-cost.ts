@@ -17,7 +17,7 @@ import { Meter } from '../lib/bench-client.ts';
 import { Mode, openBench, randomOffsets, strategyContext } from '../lib/harness.ts';
 import { itemSize, writeUnits } from '../../aws-emulation/item-size.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
-import { lineChart } from '../lib/svg.ts';
+import { lineChart } from '../../scripts/lib/svg.ts';
 import { benchConfig } from '../strategies/lease.ts';
 import { prefillLeases } from '../strategies/lease-items.ts';
 

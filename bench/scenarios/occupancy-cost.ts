@@ -4,7 +4,7 @@ import { capacity, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { streamShare } from '../lib/stream-feed.ts';
 import { findDuplicates, Mode, warmAll, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
-import { lineChart } from '../lib/svg.ts';
+import { lineChart } from '../../scripts/lib/svg.ts';
 import type { Caller, StrategyRun } from '../strategies/strategy.ts';
 
 /**

@@ -12,7 +12,7 @@ import { Meter } from '../lib/bench-client.ts';
 import { Mode, openBench, strategyContext } from '../lib/harness.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { batchWrite, putRequest } from '../lib/storage.ts';
-import { lineChart } from '../lib/svg.ts';
+import { lineChart } from '../../scripts/lib/svg.ts';
 import { benchConfig } from '../strategies/lease.ts';
 
 

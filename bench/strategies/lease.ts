@@ -4,7 +4,7 @@ import { PickStrategy } from '../../shared/core/allocator/lease-allocator.ts';
 import { HintSource } from '../../shared/core/allocator/hint.ts';
 import { NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
 import { parseCidr } from '../../shared/core/ip/cidr.ts';
-import { hostIntervals, rangesOf } from '../../shared/core/allocator/pool-geometry.ts';
+import { hostIntervals, rangesOf } from '../../shared/core/base/pool-geometry.ts';
 import { createClaim } from '../../shared/core/use-cases/claims.ts';
 import { createPool } from '../../shared/core/use-cases/pools.ts';
 import { createRange } from '../../shared/core/use-cases/ranges.ts';

@@ -1,6 +1,6 @@
 import { formatAddress, type IpFamily } from '../../shared/core/ip/address.ts';
 import { blockSize, capacity, lowerBandSize, parseCidr, type Cidr } from '../../shared/core/ip/cidr.ts';
-import { mergeIntervals, type Interval } from '../../shared/core/allocator/intervals.ts';
+import { mergeIntervals, type Interval } from '../../shared/core/base/intervals.ts';
 
 /**
  * A range drawn as a grid of cells. The whole CIDR block is drawn, reserved addresses included, so cells and rows

@@ -1,11 +1,25 @@
 import { api } from '../api.ts';
-import type { ClaimSpec, Family } from '../../cli/api/types.ts';
+import type { ClaimSpec, Family, PoolDetails } from '../../cli/api/types.ts';
 import { consolePath, facts, field, h, link } from '../dom.ts';
 import { duration, time, utilizationBar } from '../format.ts';
 import { flashNext, navigate } from '../nav.ts';
 import type { View } from '../main.ts';
 import { claimsTable } from './claims.ts';
 import { actionForm, input, list, optionalInt, text } from './forms.ts';
+
+/**
+ * The pool's free-space warning (GET pool's `warnings`, the signal of its PoolFreeBelowThreshold events): one line
+ * while a family is below one of the pool's thresholds, none once every family recovered.
+ */
+function freeSpaceWarning(pool: PoolDetails): HTMLElement | null {
+  const below = (['IPv4', 'IPv6'] as const).flatMap((family) => {
+    const warning = pool.warnings?.[family];
+    if (!warning || warning.below === null) return [];
+    return [[`${family} is ${warning.below === 'full' ? 'full' : `below ${warning.below} % free`} (since `, time(warning.since), ')']];
+  });
+  if (below.length === 0) return null;
+  return h('p', { class: 'warning', role: 'status' }, 'Free space: ', ...below.flatMap((parts, i) => (i === 0 ? parts : ['; ', ...parts])), '.');
+}
 
 /** /console/pools/{pool}: settings, utilization, ranges, recent events and claims; add a range, make a claim. */
 export const poolView: View = async ([name]) => {
@@ -46,6 +60,7 @@ export const poolView: View = async ([name]) => {
     'div',
     {},
     h('h1', { tabindex: '-1' }, 'Pool ', h('span', { class: 'name' }, poolName)),
+    freeSpaceWarning(pool),
     facts([
       ['Exclusions', pool.exclude.length ? pool.exclude.map((c) => h('code', {}, c, ' ')) : 'none'],
       ['Reuse delay', duration(pool.reuseDelaySeconds)],

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { appendFileSync } from 'node:fs';
 import tableJson from '../../infra/table.json' with { type: 'json' };
 
@@ -101,13 +102,24 @@ interface MiddlewareClient {
   middlewareStack: { add(middleware: unknown, options: { step: 'initialize'; name: string }): void };
 }
 
+/**
+ * Whose role a call runs under when one process plays several functions (the int tier builds the API, the stream
+ * function's projections and the reconciler in process): the function a caller's work is scoped to, else the log's.
+ */
+const functionScope = new AsyncLocalStorage<string>();
+
+/** Runs `work` as the function `functionName` for the recording (a deployed function never enters a scope). */
+export function asFunction<T>(functionName: string, work: () => T): T {
+  return functionScope.run(functionName, work);
+}
+
 /** Appends each distinct call of this client to the log's file (JSON lines), before it is sent: IAM decides first. */
 export function recordAwsCalls(client: MiddlewareClient, service: string, log: CallLog | undefined): void {
   if (log === undefined) return;
   const seen = new Set<string>();
   client.middlewareStack.add(
     (next: (args: { input: Input }) => Promise<unknown>, context: { commandName?: string }) => async (args: { input: Input }) => {
-      for (const call of awsCallsOf(log.functionName, service, context.commandName ?? 'Unknown', args.input)) {
+      for (const call of awsCallsOf(functionScope.getStore() ?? log.functionName, service, context.commandName ?? 'Unknown', args.input)) {
         const line = JSON.stringify(call);
         if (seen.has(line)) continue;
         seen.add(line);

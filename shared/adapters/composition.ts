@@ -11,21 +11,24 @@ import { SummaryMirror } from '../core/occupancy/summary-mirror.ts';
 import type { Allocator } from '../core/allocator/allocator.ts';
 import { HintCache } from '../core/allocator/hint.ts';
 import { PoolViewCache } from '../core/pool-view-cache.ts';
-import type { Clock, Random } from '../core/ports.ts';
+import type { Clock, Random, Timer } from '../core/ports.ts';
 import type { Deps } from '../core/use-cases/deps.ts';
 import { createDynamoClient } from './dynamodb/client.ts';
 import { SdkTable } from './dynamodb/sdk-table.ts';
 import { tableStores, type Stores } from './dynamodb/stores.ts';
 import type { Table } from './dynamodb/table.ts';
-import { cryptoRandom, systemClock } from './system.ts';
+import { cryptoRandom, systemClock, systemTimer } from './system.ts';
 import { recordAwsCalls } from './aws-call-log.ts';
 import { ExhaustionWatch, type CrossingAnnouncer } from '../core/occupancy/exhaustion.ts';
 import { poolExhaustionReading } from '../core/use-cases/pools.ts';
 import { TableExhaustionStore } from './dynamodb/exhaustion-store.ts';
 import { crossingsClient, EventBridgeCrossings } from './crossing-events.ts';
 
-/** Waits a uniform random whole number of milliseconds in [0, maxMs) (the legacy allocator's backoff after a lost bitmap race). */
-const jitter = (random: Random, maxMs: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Number(random.below(BigInt(Math.max(1, Math.ceil(maxMs)))))));
+/**
+ * The wait after the `lost`-th lost race (the legacy allocator's bitmap race, a consumer change): a uniform random whole
+ * number of milliseconds in [0, min(2^lost, 64)), on `timer` (setTimeout, or the simulator's virtual time).
+ */
+const backoff = (random: Random, timer: Timer) => (lost: number): Promise<void> => timer.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
 
 export interface Container {
   readonly config: Config;
@@ -43,6 +46,8 @@ export interface ContainerOverrides {
   /** A table engine to use instead of DynamoDB (MemoryTable: the core's tests without Java). */
   readonly table?: Table;
   readonly clock?: Clock;
+  /** Where waits happen (default setTimeout): the simulator passes its virtual time. */
+  readonly timer?: Timer;
   readonly random?: Random;
   readonly strategy?: PickStrategy;
   readonly hintMaxAgeMs?: number;
@@ -89,6 +94,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const stores = overrides.wrapStores ? overrides.wrapStores(built) : built;
   const gates = config.featureGates;
   const clock = overrides.clock ?? systemClock;
+  const pause = backoff(random, overrides.timer ?? systemTimer);
   const { pools, claims, leases, bitmaps, occupancy } = stores;
   const hints = new HintCache((pool, family, intervals, nowMs) => leases.takenAddresses(pool, family, intervals, nowMs), overrides.hintMaxAgeMs, {
     read: (pool, family, intervals) => readSummary(occupancy, pool, family, intervals),
@@ -98,9 +104,9 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   // Legacy mode (MultiCIDRServiceAllocator=false): the bitmap allocates, and a release clears its bits in its own transaction.
   const allocator: Allocator = gates.MultiCIDRServiceAllocator
     ? new LeaseAllocator({ claims, hints, clock, random, windowOf: dynamicWindowOf(gates), leaseStates: (pool, addresses) => occupancy.leaseStates(pool, addresses), heldFor: (pool, owner, nowMs) => leases.heldFor(pool, owner, nowMs), seals: stores.seals, ...(overrides.strategy ? { strategy: overrides.strategy } : {}) })
-    : new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) });
+    : new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause });
   const exhaustion = new TableExhaustionStore(table);
-  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile, history: stores.history, exhaustion, pause: (lost) => jitter(random, Math.min(2 ** lost, 64)) };
+  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile, history: stores.history, exhaustion, pause };
   const watch = new ExhaustionWatch({ store: exhaustion, utilization: (pool) => poolExhaustionReading(deps, pool), announcer: overrides.announcer ?? eventBridgeAnnouncer(config), clock });
   const mirror = new LeaseProjections(new SummaryMirror({ store: occupancy, clock }), new LegacyMirror({ pools, leases, bitmaps, gates }), new HistoryRecorder({ store: stores.history, clock }), stores.history, watch);
   return { config, table, stores, deps, mirror };

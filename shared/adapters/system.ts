@@ -1,8 +1,11 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import type { Clock, Random } from '../core/ports.ts';
+import type { Clock, Random, Timer } from '../core/ports.ts';
 
 /** The wall clock. */
 export const systemClock: Clock = { nowMs: () => Date.now() };
+
+/** Waits on a real timer. */
+export const systemTimer: Timer = { sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) };
 
 const ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 

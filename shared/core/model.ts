@@ -1,6 +1,7 @@
+// Over 300 lines: the domain's types and their small pure helpers, the one vocabulary every layer imports.
 import type { PoolAccess, Principal } from './access.ts';
 import type { IpFamily } from './ip/address.ts';
-import type { EndReason } from './history/holding.ts';
+import type { EndReason } from './base/events.ts';
 import type { Labels } from './labels.ts';
 
 /** Range lifecycle, as Kubernetes' ServiceCIDR: Ready serves allocations; Terminating serves none and waits for its leases to go. */

@@ -1,11 +1,16 @@
 import type { IpFamily } from './ip/address.ts';
 import type { LabelSelector } from './labels.ts';
 import type { Claim, Consumer, Hold, HoldIdentity, Lease, Pool, PoolView, Range } from './model.ts';
-import type { IpamEvent } from './reconciler/ports.ts';
+import type { IpamEvent } from './base/events.ts';
 
 /** Time, passed in so the core never reads the system clock. */
 export interface Clock {
   nowMs(): number;
+}
+
+/** Waiting, passed in so the simulator waits in virtual time (the system timer is setTimeout). */
+export interface Timer {
+  sleep(ms: number): Promise<void>;
 }
 
 /** Randomness, passed in so tests can pin it. */
@@ -182,4 +187,10 @@ export interface LeaseIndex {
 /** The health route's look at the table. */
 export interface HealthProbe {
   health(): Promise<{ table: string; status: string }>;
+}
+
+/** The gates that change allocation behaviour (Kubernetes' names). */
+export interface AllocationGates {
+  readonly MultiCIDRServiceAllocator: boolean;
+  readonly DisableAllocatorDualWrite: boolean;
 }

@@ -288,6 +288,40 @@ describe('the web console', () => {
     expect(await page.locator('table.claims').textContent()).not.toContain('Service/web');
   });
 
+  it('shows a pool running out: a warning while its free space is below a threshold, and each crossing in its events (issue 37)', async () => {
+    // Prepare: a /29 (6 addresses; thresholds 20 %, 5 % and full), filled
+    const below = async () => ((await callApi(stack, 'GET', '/v1/pools/tiny')).body as { warnings?: { IPv4?: { below: unknown } } }).warnings?.IPv4?.below;
+    const claims = Array.from({ length: 6 }, (_, i) => `c${i}`);
+    expect((await callApi(stack, 'POST', '/v1/pools', { name: 'tiny' })).status).toBe(201);
+    expect((await callApi(stack, 'POST', '/v1/pools/tiny/ranges', { cidr: '10.97.0.0/29' })).status).toBe(201);
+    for (const name of claims) expect((await callApi(stack, 'POST', '/v1/pools/tiny/claims', { name, owner: { kind: 'Pod', name, uid: `u-${name}` } })).status).toBe(201);
+    // The stack's stream function decides the crossings a moment after the writes.
+    await expect.poll(below, { timeout: 30_000, interval: 250 }).toBe('full');
+
+    // Act 1
+    await page.goto(`${stack.apiUrl}/console/pools/tiny`);
+    await heading('Pool tiny');
+
+    // Assess 1
+    expect(await page.getByRole('status').filter({ hasText: 'Free space' }).textContent()).toMatch(/^Free space: IPv4 is full \(since .+\)\.$/);
+    const fell = await page.locator('ul.events').textContent();
+    for (const text of ['IPv4 space of pool tiny fell below 20 % free', 'IPv4 space of pool tiny fell below 5 % free', 'IPv4 space of pool tiny is full']) expect(fell).toContain(text);
+    expect(fell?.match(/PoolFreeBelowThreshold/g)).toHaveLength(3);
+    await expectAccessible();
+
+    // Act 2: all released, the crossings back decided
+    for (const name of claims) expect((await callApi(stack, 'DELETE', `/v1/pools/tiny/claims/${name}`)).status).toBe(204);
+    await expect.poll(below, { timeout: 30_000, interval: 250 }).toBe(null);
+    await page.reload();
+    await heading('Pool tiny');
+
+    // Assess 2
+    expect(await page.getByRole('status').filter({ hasText: 'Free space' }).count()).toBe(0);
+    const recovered = await page.locator('ul.events').textContent();
+    for (const text of ['IPv4 space of pool tiny is no longer full', 'IPv4 space of pool tiny is back above 5 % free', 'IPv4 space of pool tiny is back above 20 % free']) expect(recovered).toContain(text);
+    expect(recovered?.match(/PoolFreeRecovered/g)).toHaveLength(3);
+  });
+
   it('shows a view that does not exist as an error, and reported no console errors on the way', async () => {
     await page.goto(`${stack.apiUrl}/console/pools/nope`);
     await heading('Something went wrong');

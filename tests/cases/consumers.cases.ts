@@ -6,10 +6,10 @@ import type { LeaseStream, StreamEngine } from '../support/lease-stream.ts';
 import type { TestEngine } from '../support/engines.ts';
 import { dynamoItemBytes } from '../support/item-size.ts';
 import { reconcilerHarness } from '../support/reconciler.ts';
-import { claimToItem, itemToClaim, type Item } from '../../shared/adapters/dynamodb/codec.ts';
+import { PassThroughTable } from '../support/pass-through-table.ts';
+import { claimToItem, itemToClaim } from '../../shared/adapters/dynamodb/codec.ts';
 import { consumerIndexItem } from '../../shared/adapters/dynamodb/writes/consumers.ts';
-import type { Key } from '../../shared/adapters/dynamodb/keys.ts';
-import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
+import type { TxVerdict, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 
 /**
  * Issue 38: a claim's consumers (the DRA claim's `reservedFor`) through the real HTTP handler, on one table engine:
@@ -293,29 +293,10 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
 }
 
 /** A table that records the operations of each transaction it passes on. */
-class RecordingTable implements Table {
-  readonly name: string;
+class RecordingTable extends PassThroughTable {
   readonly transactions: WriteOp[][] = [];
-  constructor(private readonly inner: Table) {
-    this.name = inner.name;
-  }
-  get(key: Key): Promise<Item | undefined> {
-    return this.inner.get(key);
-  }
-  batchGet(keys: readonly Key[], attributes?: readonly string[]): Promise<Item[]> {
-    return this.inner.batchGet(keys, attributes);
-  }
-  write(op: WriteOp): Promise<WriteResult> {
-    return this.inner.write(op);
-  }
-  transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
+  override transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
     this.transactions.push([...ops]);
     return this.inner.transact(ops);
-  }
-  query(query: Query): Promise<QueryPage> {
-    return this.inner.query(query);
-  }
-  describe(): Promise<string> {
-    return this.inner.describe();
   }
 }

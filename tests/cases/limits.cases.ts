@@ -9,7 +9,7 @@ import { tableStores } from '../../shared/adapters/dynamodb/stores.ts';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { ITEM_BYTES_LIMIT } from '../../shared/adapters/dynamodb/table.ts';
 import { plainItemSize } from '../../aws-emulation/item-size.ts';
-import { BandReading, countersOf, partsOf, sealHolds, type Band } from '../../shared/core/allocator/used-up.ts';
+import { BandReading, countersOf, partsOf, sealHolds, type Band } from '../../shared/core/used-up/rule.ts';
 import { TUNING } from '../../shared/core/allocator/tuning.ts';
 import { parseCidr, capacity, lowerBandSize } from '../../shared/core/ip/cidr.ts';
 import { ownerIdentity } from '../../shared/core/occupancy/ports.ts';

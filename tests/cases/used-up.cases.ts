@@ -4,7 +4,7 @@ import { withSummaryLag, type TestEngine } from '../support/engines.ts';
 import { owner } from '../support/fakes.ts';
 import { countingStores } from '../support/counting.ts';
 import { leaseOf, owner as harnessOwner, reconcilerHarness, T0, testSettings, type ReconcilerHarness } from '../support/reconciler.ts';
-import { digestOfCounters } from '../../shared/core/allocator/used-up.ts';
+import { digestOfCounters } from '../../shared/core/used-up/rule.ts';
 import { releasedLease } from '../../shared/core/model.ts';
 
 /**

@@ -7,7 +7,7 @@ import { ITEM_BYTES_LIMIT, queryAll, type Table } from '../../shared/adapters/dy
 import { plainItemSize } from '../../aws-emulation/item-size.ts';
 import { leaseOfClaim, type Claim, type ClaimAddress, type Hold } from '../../shared/core/model.ts';
 import { events } from '../../shared/core/reconciler/plan.ts';
-import { BandReading, countersOf, partsOf, type Band } from '../../shared/core/allocator/used-up.ts';
+import { BandReading, countersOf, partsOf, type Band } from '../../shared/core/used-up/rule.ts';
 import { TUNING } from '../../shared/core/allocator/tuning.ts';
 import { capacity, lowerBandSize, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { ownerIdentity } from '../../shared/core/occupancy/ports.ts';

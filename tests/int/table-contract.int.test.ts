@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
-import { attributeIs, hasLabels, heldByClaim, isFreeAt, itemExists, itemIsAbsent, versionIs, type Condition } from '../../shared/adapters/dynamodb/conditions.ts';
+import { attributeIs, hasLabels, belongsToClaim, isFreeAt, itemExists, itemIsAbsent, versionIs, type Condition } from '../../shared/adapters/dynamodb/conditions.ts';
 import { BATCH_GET_LIMIT, ITEM_BYTES_LIMIT, queryAll, TRANSACTION_BYTES_LIMIT, TRANSACTION_LIMIT, type Query, type Table, type WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 import { plainItemSize } from '../../aws-emulation/item-size.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
@@ -96,9 +96,9 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       const key = { PK: partition('delete'), SK: 'L' };
       await table.write(put({ ...key, claimUid: 'b' }));
       // Act / Assess
-      expect(await table.write({ kind: 'delete', key, condition: heldByClaim('a') })).toEqual({ ok: false });
+      expect(await table.write({ kind: 'delete', key, condition: belongsToClaim('a') })).toEqual({ ok: false });
       expect(await table.get(key)).toEqual({ ...key, claimUid: 'b' });
-      expect(await table.write({ kind: 'delete', key, condition: heldByClaim('b') })).toEqual({ ok: true });
+      expect(await table.write({ kind: 'delete', key, condition: belongsToClaim('b') })).toEqual({ ok: true });
       expect(await table.get(key)).toBeUndefined();
       expect(await table.write({ kind: 'delete', key })).toEqual({ ok: true });
       expect(await table.write({ kind: 'delete', key, condition: itemExists() })).toEqual({ ok: false });

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { CniLab, runWithStdin, type PluginRun } from '../support/cni.ts';
 import { callApi, startTestStack } from '../support/local-stack.ts';
@@ -190,11 +191,18 @@ describe('ipam-cni under the reference bridge plugin', () => {
       },
       { timeout: 15_000, interval: 200 },
     );
+    // Another node, which never ADDed to the pool (its own state folder), says 50 from the service's warning, once the
+    // stack's stream function decided the pool full (issue 37). Its first poll reads the pool and is remembered for
+    // 30 s, so it is run once the warning is there.
+    await vi.waitFor(async () => expect(((await callApi(stack, 'GET', `/v1/pools/${config.name}`)).body as { warnings?: { IPv4?: { below: unknown } } }).warnings?.IPv4?.below).toBe('full'), { timeout: 30_000, interval: 250 });
+    const otherRun = await lab.plugin('STATUS', { ...config, cniVersion: '1.1.0', ipam: { ...config.ipam, stateDir: join(lab.dir, 'other-node') } });
     // Assess
     expect(third.code).not.toBe(0);
     expect(third.json).toMatchObject({ code: 100, msg: 'ADD: the pool has no free address' });
     expect(String(third.json?.details)).toMatch(/^RangeFull: /);
     expect(statusRun.json).toMatchObject({ cniVersion: '1.1.0', code: 50 });
+    expect(otherRun.json).toMatchObject({ cniVersion: '1.1.0', code: 50, msg: 'the pool has no free address' });
+    expect(String(otherRun.json?.details)).toMatch(/^pool \S+: no free IPv4 address \(the service's warning: IPv4 space full since \S+\)$/);
   });
 
   it('answers a stopped service with code 11 on ADD and DEL, and 50 on STATUS', async () => {

@@ -5,6 +5,7 @@ import { createHttpHandler } from '../../shared/adapters/http/api.ts';
 import type { Table } from '../../shared/adapters/dynamodb/table.ts';
 import { assertConforms } from './contract.ts';
 import { dynamoLocalEngine, type TestEngine } from './engines.ts';
+import { asIntFunction } from './int-functions.ts';
 
 export interface ApiResponse {
   status: number;
@@ -49,8 +50,9 @@ function makeApi(table: Table, base: Record<string, string>, overrides: Containe
   const config = loadConfig({ LEASE_INDEX_SHARDS: '4', DYNAMODB_REQUEST_TIMEOUT_MS: '30000', ...base, ...env });
   // A client given by the test (one that counts requests) speaks to the same table, and so does a table given by the test
   // (one that wraps this one); otherwise every container shares the engine.
-  const container = buildContainer(config, overrides.client ? overrides : { ...overrides, table: overrides.table ?? table });
-  const handler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.deps.health.health(), localStack: config.localStack }, () => {}, metrics);
+  const container = asStreamFunction(buildContainer(config, overrides.client ? overrides : { ...overrides, table: overrides.table ?? table }));
+  const httpHandler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.deps.health.health(), localStack: config.localStack }, () => {}, metrics);
+  const handler = (event: APIGatewayProxyEventV2, context: Context) => asIntFunction('api', () => httpHandler(event, context));
   return {
     container,
     tableName: table.name,
@@ -68,6 +70,19 @@ function makeApi(table: Table, base: Record<string, string>, overrides: Containe
     },
     sibling: (o = {}, e = {}) => makeApi(table, base, o, { ...env, ...e }),
   };
+}
+
+/** The container with its stream function's projections (and their exhaustion watch) run as the stream function. */
+function asStreamFunction(container: Container): Container {
+  const scoped = <T extends object>(target: T): T =>
+    new Proxy(target, {
+      get(t, property) {
+        const value: unknown = Reflect.get(t, property, t);
+        if (typeof value === 'function') return (...args: unknown[]) => asIntFunction('mirror', () => (value as (...a: unknown[]) => unknown).apply(t, args));
+        return property === 'exhaustion' && typeof value === 'object' && value !== null ? scoped(value) : value;
+      },
+    });
+  return { ...container, mirror: scoped(container.mirror) };
 }
 
 /** The real HTTP handler over a fresh table, on DynamoDB Local unless another engine is given. */

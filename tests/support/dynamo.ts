@@ -3,6 +3,7 @@ import { inject, onTestFinished } from 'vitest';
 import { DeleteTableCommand, ResourceNotFoundException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDynamoClient } from '../../shared/adapters/dynamodb/client.ts';
 import { createTable } from '../../shared/adapters/dynamodb/table-setup.ts';
+import { recordAwsCalls } from '../../shared/adapters/aws-call-log.ts';
 
 /** The DynamoDB Local endpoint of the integration tier; refuses anything that is not loopback. */
 export function localEndpoint(): string {
@@ -39,6 +40,8 @@ export async function dropFileTables(): Promise<void> {
 export async function freshTable(prefix = 'ipam-test', options: { stream?: boolean } = {}): Promise<{ client: DynamoDBClient; tableName: string; endpoint: string }> {
   const endpoint = localEndpoint();
   const client = createDynamoClient({ endpoint, maxAttempts: 1 });
+  const callLog = process.env.AWS_IPAM_CALL_LOG;
+  if (callLog) recordAwsCalls(client, 'dynamodb', { file: callLog, functionName: 'unscoped' });
   const tableName = `${prefix}-${randomUUID().slice(0, 8)}`;
   await createTable(client, tableName, { stream: options.stream ?? false });
   try {

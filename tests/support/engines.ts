@@ -3,6 +3,7 @@ import type { Query, Table } from '../../shared/adapters/dynamodb/table.ts';
 import { MemoryTable, type Fault, type TableCall } from '../../shared/adapters/memory/memory-table.ts';
 import { freshTable } from './dynamo.ts';
 import { FollowedTable } from './stream-follower.ts';
+import { FreedAudit } from './freed-audit.ts';
 
 /**
  * A table engine a suite runs on. Suites written once in tests/cases/ run on both: DynamoDB Local in the
@@ -16,9 +17,10 @@ export interface TestEngine {
   fresh(prefix?: string): Promise<{ table: Table; env: Record<string, string> }>;
 }
 
+/** Every write it takes is audited against the freed-counter rule (FreedAudit: a freeing write bumps its range). */
 export const memoryEngine: TestEngine = {
   name: 'memory',
-  fresh: async (prefix = 'memory') => ({ table: new FollowedTable(new MemoryTable({ name: prefix })), env: { TABLE_NAME: prefix, LOCAL_STACK: 'true' } }),
+  fresh: async (prefix = 'memory') => ({ table: new FollowedTable(new FreedAudit(new MemoryTable({ name: prefix }))), env: { TABLE_NAME: prefix, LOCAL_STACK: 'true' } }),
 };
 
 function dynamoLocal(name: string, stream: boolean): TestEngine {

@@ -3,13 +3,14 @@ import type { _Record as SdkRecord } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import type { Key } from '../../shared/adapters/dynamodb/keys.ts';
-import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
+import type { TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import { toLambdaRecord } from '../../aws-emulation/lambda-records.ts';
 import type { Clock } from '../../shared/core/ports.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { freshTable } from './dynamo.ts';
+import { PassThroughTable } from './pass-through-table.ts';
 import { FollowedTable } from './stream-follower.ts';
 import { StreamReader, deliverRecords, type MirrorHandler } from './stream.ts';
 import type { TestEngine } from './engines.ts';
@@ -27,45 +28,28 @@ export interface LeaseStream {
  * (NEW_AND_OLD_IMAGES, one per item changed, in commit order), read back as Lambda delivers it. The record's time
  * is the wall clock's second, as DynamoDB's ApproximateCreationDateTime.
  */
-export class StreamedMemoryTable implements Table, LeaseStream {
-  readonly name: string;
+export class StreamedMemoryTable extends PassThroughTable<MemoryTable> implements LeaseStream {
   private readonly records: SdkRecord[] = [];
   private readCount = 0;
   private sequence = 0;
 
   /** `clock`: the time stamped on records (a test's manual clock keeps them in the app's time). */
-  constructor(readonly inner: MemoryTable, private readonly clock: Clock = systemClock) {
-    this.name = inner.name;
+  constructor(inner: MemoryTable, private readonly clock: Clock = systemClock) {
+    super(inner);
   }
 
-  get(key: Key): Promise<Item | undefined> {
-    return this.inner.get(key);
-  }
-
-  batchGet(keys: readonly Key[], attributes?: readonly string[]): Promise<Item[]> {
-    return this.inner.batchGet(keys, attributes);
-  }
-
-  async write(op: WriteOp): Promise<WriteResult> {
+  override async write(op: WriteOp): Promise<WriteResult> {
     const before = await this.snapshot([op]);
     const result = await this.inner.write(op);
     if (result.ok) await this.record(before);
     return result;
   }
 
-  async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
+  override async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
     const before = await this.snapshot(ops.filter((op) => op.kind !== 'check'));
     const verdicts = await this.inner.transact(ops);
     if (!verdicts) await this.record(before);
     return verdicts;
-  }
-
-  query(query: Query): Promise<QueryPage> {
-    return this.inner.query(query);
-  }
-
-  describe(): Promise<string> {
-    return this.inner.describe();
   }
 
   async read(): Promise<DynamoDBRecord[]> {

@@ -10,6 +10,7 @@ import { queryAll, type Table } from '../../shared/adapters/dynamodb/table.ts';
 import { testApi, type TestApi } from './api.ts';
 import { dynamoLocalEngine, type TestEngine } from './engines.ts';
 import { plannedFaults } from './planned-faults.ts';
+import { asIntFunction } from './int-functions.ts';
 
 /** A clock the test moves by hand; every container of the test shares it. */
 export class ManualClock {
@@ -98,7 +99,7 @@ export async function reconcilerHarness(options: HarnessOptions = {}): Promise<R
         settings: { ...testSettings, ...options.settings },
         ...(options.pause ? { pause: options.pause } : {}),
       };
-      return reconcile(deps, { deadlineMs: options.deadlineMs ?? clock.t + 60_000 });
+      return asIntFunction('reconciler', () => reconcile(deps, { deadlineMs: options.deadlineMs ?? clock.t + 60_000 }));
     },
     async put(item) {
       await table.write({ kind: 'put', item });

@@ -5,6 +5,7 @@ import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
 import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
 import { SummaryMirror } from '../../shared/core/occupancy/summary-mirror.ts';
+import { asIntFunction } from './int-functions.ts';
 
 /** The lease addresses a write touches, read off its keys (LEASE#<pool>#<address>). */
 function leaseKeysOf(ops: readonly WriteOp[]): { pool: string; address: string }[] {
@@ -94,8 +95,7 @@ export class FollowedTable implements Table {
 
   /** Applies one batch as the stream function would; its failed changes go back to the front of the queue. */
   private applyBatch(batch: typeof this.pending): Promise<void> {
-    return this.mirror
-      .apply(batch)
+    return asIntFunction('mirror', () => this.mirror.apply(batch))
       .then((result) => {
         const failed = new Set(result.failed);
         this.pending.unshift(...batch.filter((c) => failed.has(c.id)));

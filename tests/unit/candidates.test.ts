@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chooseWeighted, pickableSize, pickBlind, pickInRange, type PickContext, type PickRange } from '../../shared/core/allocator/candidates.ts';
-import type { Interval } from '../../shared/core/allocator/intervals.ts';
+import type { Interval } from '../../shared/core/base/intervals.ts';
 import { formatAddress, IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { capacity, hostAt, lastAddress, parseCidr } from '../../shared/core/ip/cidr.ts';
 import type { Random } from '../../shared/core/ports.ts';

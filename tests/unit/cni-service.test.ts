@@ -211,6 +211,53 @@ describe('ipam-cni with the service: STATUS', () => {
     expect((full as CniError).details).toContain('IPv4');
     expect(again).toBe('ready');
   });
+
+  it('answers 50 from the service\'s warning (GET pool\'s warnings) when the family the network needs is full, though no ADD of this node failed; ready once it recovered (issue 37)', async () => {
+    // Prepare: a /29 (6 addresses) filled by other callers, the stream function's check deciding "full"
+    const api = await testApi({ announcer: { announce: async () => undefined } }, {}, undefined, countedEngine({ calls: 0, items: 0 }));
+    const config = configOf('busy', { range: '10.66.0.0/29' });
+    const names = Array.from({ length: 6 }, (_, i) => `c${i}`);
+    expect((await api.call('POST', '/v1/pools', { name: 'busy' })).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools/busy/ranges', { cidr: '10.66.0.0/29' })).status).toBe(201);
+    for (const name of names) expect((await api.call('POST', '/v1/pools/busy/claims', { name, owner: owner(name) })).status).toBe(201);
+    await api.container.mirror.exhaustion!.check('busy');
+    const polls = (ctx: CommandContext) => status(ctx, config).then(() => 'ready', (e: unknown) => e);
+    // Act 1: a node that never ADDed to the pool
+    const full = await polls(contextOf(api, { node: 'node-a' }));
+    // ... then the pool emptied and checked again, and another node's first poll
+    for (const name of names) expect((await api.call('DELETE', `/v1/pools/busy/claims/${name}`)).status).toBe(204);
+    await api.container.mirror.exhaustion!.check('busy');
+    const recovered = await polls(contextOf(api, { node: 'node-b' }));
+    // Assess
+    expect(full).toBeInstanceOf(CniError);
+    expect({ code: (full as CniError).code, msg: (full as CniError).msg }).toEqual({ code: 50, msg: 'the pool has no free address' });
+    expect((full as CniError).details).toMatch(/^pool busy: no free IPv4 address \(the service's warning: IPv4 space full since \S+\)$/);
+    expect(recovered).toBe('ready');
+  });
+
+  it('reads the service\'s warning at most once per node in EXHAUSTED_MEMORY_MS, and not for a family the network does not need (issue 37)', async () => {
+    // Prepare: a dual-stack pool whose IPv6 /126 is full; the network asks for IPv4 only
+    const reads: Reads = { calls: 0, items: 0 };
+    const api = await testApi({ announcer: { announce: async () => undefined } }, {}, undefined, countedEngine(reads));
+    expect((await api.call('POST', '/v1/pools', { name: 'mixed' })).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools/mixed/ranges', { cidr: '10.67.0.0/24' })).status).toBe(201);
+    expect((await api.call('POST', '/v1/pools/mixed/ranges', { cidr: 'fd00:67::/126' })).status).toBe(201);
+    for (let i = 0; (await api.call('POST', '/v1/pools/mixed/claims', { name: `v${i}`, owner: owner(`v${i}`), ipFamilies: ['IPv6'] })).status === 201; i += 1) expect(i).toBeLessThan(4);
+    await api.container.mirror.exhaustion!.check('mixed');
+    expect((await api.call('GET', '/v1/pools/mixed')).body.warnings).toMatchObject({ IPv6: { below: 'full' } });
+    const ctx = contextOf(api);
+    const v4 = configOf('mixed', { range: '10.67.0.0/24' });
+    const v6 = configOf('mixed', { range: 'fd00:67::/126' });
+    // Act
+    const first = await status(ctx, v4).then(() => 'ready', (e: unknown) => e);
+    reads.calls = reads.items = 0;
+    const second = await status(ctx, v4).then(() => 'ready', (e: unknown) => e);
+    const warm = { ...reads };
+    const needsV6 = await status(contextOf(api), v6).then(() => 'ready', (e: unknown) => (e as CniError).code);
+    // Assess: the warm poll costs what it cost before the warnings (the health route's read)
+    expect([first, second, needsV6]).toEqual(['ready', 'ready', 50]);
+    expect(warm.items).toBeLessThanOrEqual(2);
+  });
 });
 
 describe('ipam-cni with the service: a static address (runtimeConfig.ips)', () => {

@@ -16,7 +16,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildContainer } from '../../shared/adapters/composition.ts';
 import { claimToItem, generatedToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
-import { either, hasExpired, hasLabels, heldByClaim, holds, itemIsAbsent, render } from '../../shared/adapters/dynamodb/conditions.ts';
+import { either, hasExpired, hasLabels, belongsToClaim, holds, itemIsAbsent, render } from '../../shared/adapters/dynamodb/conditions.ts';
 import { SdkTable, translateError } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import { tableStores } from '../../shared/adapters/dynamodb/stores.ts';
 import { loadConfig } from '../../shared/config.ts';
@@ -97,7 +97,7 @@ describe('Conditions', () => {
 
   it('renders "held by this claim incarnation"', () => {
     // Act
-    const rendered = render(heldByClaim('uid-1'), 'c');
+    const rendered = render(belongsToClaim('uid-1'), 'c');
 
     // Assess
     expect(rendered).toEqual({ expression: '#cn0 = :cv0', names: { '#cn0': 'claimUid' }, values: { ':cv0': 'uid-1' } });

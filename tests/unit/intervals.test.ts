@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { intervalHolding, intervalsSize, mergeIntervals, subtractIntervals, type Interval } from '../../shared/core/allocator/intervals.ts';
+import { intervalHolding, intervalsSize, mergeIntervals, subtractIntervals, type Interval } from '../../shared/core/base/intervals.ts';
 
 /** Small closed intervals in [0, 63], so a Set of numbers is a complete model of them. */
 const interval = fc.tuple(fc.integer({ min: 0, max: 63 }), fc.integer({ min: 0, max: 63 })).map(([a, b]): Interval => (a <= b ? [BigInt(a), BigInt(b)] : [BigInt(b), BigInt(a)]));

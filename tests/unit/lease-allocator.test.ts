@@ -2,14 +2,15 @@ import { describe, expect, it } from 'vitest';
 import type { ClaimDraft, FamilyRequest } from '../../shared/core/allocator/allocator.ts';
 import { HintCache } from '../../shared/core/allocator/hint.ts';
 import { TUNING } from '../../shared/core/allocator/tuning.ts';
-import type { Interval } from '../../shared/core/allocator/intervals.ts';
-import { hostIntervals, rangesOf } from '../../shared/core/allocator/pool-geometry.ts';
+import type { Interval } from '../../shared/core/base/intervals.ts';
+import { hostIntervals, rangesOf } from '../../shared/core/base/pool-geometry.ts';
 import { LeaseAllocator } from '../../shared/core/allocator/lease-allocator.ts';
 import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { IpFamilyPolicy, isExpired, RangeState, type Claim, type Lease, type PoolView, type Range } from '../../shared/core/model.ts';
 import type { ClaimStore, Clock, CommitOutcome, LeaseIndex, Random } from '../../shared/core/ports.ts';
-import type { LeaseExpiry, UsedUpSeal, UsedUpSeals } from '../../shared/core/occupancy/ports.ts';
+import type { LeaseExpiry } from '../../shared/core/occupancy/ports.ts';
+import type { UsedUpSeal, UsedUpSeals } from '../../shared/core/used-up/ports.ts';
 import { ScriptedRandom, SeededRandom } from './fakes.ts';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);

@@ -36,21 +36,7 @@ interface Statement {
   Resource?: unknown;
 }
 
-/** Grants of each role that the e2e tier's calls do not use; see the IAM test below. */
 const TABLE_ARN = 'arn:aws:dynamodb:us-east-1:123456789012:table/ipam-dev';
-const UNUSED_IN_E2E: Record<keyof typeof functions, string[]> = {
-  api: [],
-  mirror: [
-    // A pool's history mark item: written only after long stretches of batches that touch no summary chunk
-    // (tests/int/history*.int.test.ts).
-    `HistoryMarks: dynamodb:UpdateItem on ${TABLE_ARN}`,
-  ],
-  reconciler: [
-    // Legacy bitmap repairs check the leases they set or clear bits for (tests/int/reconciler-drift.int.test.ts);
-    // the e2e runs find no drift to repair.
-    `TableItems: dynamodb:ConditionCheckItem on ${TABLE_ARN}`,
-  ],
-};
 
 let outDir: string;
 let template: CfnTemplate;
@@ -150,7 +136,7 @@ describe('Template: serverless package (no credentials, no network)', () => {
   });
 
   describe('Every recorded AWS call against its role, as IAM decides (tests/fixtures/aws-calls.jsonl)', () => {
-    // The calls each function made over the e2e tier (scripts/record-aws-calls.ts; `npm run record:aws-calls`).
+    // The calls each function made over the int and e2e tiers (scripts/record-aws-calls.ts; `npm run record:aws-calls`).
     const recorded = readFileSync(join(repoRoot, 'tests', 'fixtures', 'aws-calls.jsonl'), 'utf8')
       .split('\n')
       .filter((l) => l.trim() !== '')
@@ -183,9 +169,8 @@ describe('Template: serverless package (no credentials, no network)', () => {
       const unused = Object.fromEntries(
         await Promise.all((Object.keys(functions) as (keyof typeof functions)[]).map(async (key) => [key, await unusedGrants(rolePolicy(template, roleOf(key)), roleArn(key), callsOf(key), tableArn(), platform)] as const)),
       );
-      // Assess: each of these is exercised only by int-tier tests, which the recording does not cover (the reasons
-      // are in the note of issue 37); anything else listed here is a grant nobody uses.
-      expect(unused).toEqual(UNUSED_IN_E2E);
+      // Assess: every grant is used by a recorded call of the int or e2e tier
+      expect(unused).toEqual({ api: [], mirror: [], reconciler: [] });
     }, 120_000);
 
     it('denies the mirror\'s history writes once its role loses PutItem on the history\'s keys (the issue\'s deploy blocker)', async () => {
@@ -206,6 +191,20 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(denied.every((d) => d.call.action === 'dynamodb:PutItem' && d.call.leadingKeys!.every((k) => k.startsWith('HIST#')) && d.result === 'ImplicitlyDenied')).toBe(true);
     }, 120_000);
 
+    it('has the mirror\'s crossing announcement (PutEvents on the default bus) allowed, and denied without its statement', async () => {
+      // Prepare: the recorded call, and the mirror's role less its ThresholdCrossingEvents statement
+      const putEvents = callsOf('mirror').filter((c) => c.action === 'events:PutEvents');
+      const policy = rolePolicy(template, roleOf('mirror'));
+      const without: PolicyDocument = { ...policy, Statement: policy.Statement.filter((s) => s.Sid !== 'ThresholdCrossingEvents') };
+      // Act
+      const allowed = await deniedCalls(policy, roleArn('mirror'), putEvents, tableArn());
+      const denied = await deniedCalls(without, roleArn('mirror'), putEvents, tableArn());
+      // Assess
+      expect(putEvents).toEqual([{ function: 'mirror', action: 'events:PutEvents', eventBus: 'default' }]);
+      expect(allowed).toEqual([]);
+      expect(denied.map((d) => [d.resource, d.result])).toEqual([[`arn:aws:events:us-east-1:${ACCOUNT}:event-bus/default`, 'ImplicitlyDenied']]);
+    }, 120_000);
+
     it('names a grant nobody uses (a DeleteItem planted on the mirror\'s role)', async () => {
       // Prepare
       const policy = rolePolicy(template, roleOf('mirror'));
@@ -213,8 +212,19 @@ describe('Template: serverless package (no credentials, no network)', () => {
       // Act
       const unused = await unusedGrants(widened, roleArn('mirror'), callsOf('mirror'), tableArn(), platform);
       // Assess
-      expect(unused).toEqual([...UNUSED_IN_E2E.mirror, `Planted: dynamodb:DeleteItem on ${tableArn()}`]);
+      expect(unused).toEqual([`Planted: dynamodb:DeleteItem on ${TABLE_ARN}`]);
     }, 120_000);
+
+    it('has only `KIND#*` or literal LeadingKeys patterns in its roles, which decide the fixture\'s keys (their kind and a placeholder) exactly', () => {
+      // Act
+      const patterns = (Object.keys(functions) as (keyof typeof functions)[]).flatMap((key) =>
+        rolePolicy(template, roleOf(key)).Statement.flatMap((s) => Object.values(s.Condition ?? {}).flatMap((c) => asArray(c['dynamodb:LeadingKeys']))),
+      );
+      // Assess
+      expect(patterns.length).toBeGreaterThan(0);
+      expect(patterns.filter((p) => !/^[A-Z_]+#\*$|^[A-Z_]+$/.test(p))).toEqual([]);
+      expect(recorded.flatMap((c) => c.leadingKeys ?? []).filter((k) => !/^[A-Z_]+#<key>$/.test(k) && k.includes('#'))).toEqual([]);
+    });
   });
 
   describe('HTTP API', () => {
@@ -401,6 +411,23 @@ describe('Template: serverless package (no credentials, no network)', () => {
       ]);
       expect(alarm('MirrorFailureQueueAlarm')).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
       expect(alarm('MirrorIteratorAgeAlarm').Threshold).toBe(300_000);
+    });
+
+    it('encrypts the alarm topic with a key CloudWatch alarms and EventBridge rules may use, so their notifications arrive (issue 37)', () => {
+      // AWS's own SNS key (alias/aws/sns) has a policy nobody can change: CloudWatch and EventBridge cannot publish
+      // to a topic it encrypts, and the alarms' (and docs/deploy.md's warning rule's) notifications would be dropped.
+      // Prepare
+      const topic = resources.AlarmTopic!.Properties;
+      const keyId = (topic.KmsMasterKeyId as { Ref?: string }).Ref;
+      const key = keyId === undefined ? undefined : resources[keyId];
+      const statements = ((key?.Properties.KeyPolicy as { Statement?: (Statement & { Principal?: { Service?: string | string[] } })[] } | undefined)?.Statement ?? []).filter((s) => s.Effect === 'Allow');
+      const allows = (service: string, action: string) => statements.some((s) => asArray(s.Principal?.Service).includes(service) && asArray(s.Action as string | string[]).some((a) => a === action || (a.endsWith('*') && action.startsWith(a.slice(0, -1)))));
+      // Assess
+      expect(key?.Type).toBe('AWS::KMS::Key');
+      for (const service of ['cloudwatch.amazonaws.com', 'events.amazonaws.com']) {
+        expect({ service, generate: allows(service, 'kms:GenerateDataKey'), decrypt: allows(service, 'kms:Decrypt') }).toEqual({ service, generate: true, decrypt: true });
+      }
+      expect(key?.Properties.EnableKeyRotation).toBe(true);
     });
 
     it('grants no role a DynamoDB action its function\'s bundle never calls', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { usedUpCases } from '../cases/used-up.cases.ts';
-import { BandReading, countersOf, sealHolds, type Band } from '../../shared/core/allocator/used-up.ts';
+import { BandReading, countersOf, sealHolds, type Band } from '../../shared/core/used-up/rule.ts';
 import { parseCidr } from '../../shared/core/ip/cidr.ts';
-import type { RangeSeals, UsedUpSeal } from '../../shared/core/occupancy/ports.ts';
+import type { RangeSeals, UsedUpSeal } from '../../shared/core/used-up/ports.ts';
 import { memoryEngine } from '../support/engines.ts';
 
 // On the memory engine: the same cases tests/int/used-up.int.test.ts runs on DynamoDB Local.

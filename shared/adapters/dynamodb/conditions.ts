@@ -100,7 +100,7 @@ export function attributeIs(attribute: Attribute, value: Scalar): Condition {
 }
 
 /** The lease (or marker) belongs to the claim incarnation `uid`. */
-export function heldByClaim(uid: string): Condition {
+export function belongsToClaim(uid: string): Condition {
   return attributeIs('claimUid', uid);
 }
 

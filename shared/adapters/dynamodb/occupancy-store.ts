@@ -1,7 +1,8 @@
 import { Bitmap } from '../../core/bitmap/bitmap.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import { CHUNK_SIZE, type OccupancyChunk } from '../../core/occupancy/chunk.ts';
-import { ownerIdentity, type LeaseExpiry, type OccupancyStore, type RangeSeals, type UsedUpSeal, type UsedUpSeals } from '../../core/occupancy/ports.ts';
+import { ownerIdentity, type LeaseExpiry, type OccupancyStore } from '../../core/occupancy/ports.ts';
+import type { RangeSeals, UsedUpSeal, UsedUpSeals } from '../../core/used-up/ports.ts';
 import type { Random } from '../../core/ports.ts';
 import { cryptoRandom } from '../system.ts';
 import type { Item } from './codec.ts';

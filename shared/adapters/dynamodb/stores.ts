@@ -1,5 +1,6 @@
 import type { BitmapStore } from '../../core/bitmap/ports.ts';
-import type { OccupancyStore, UsedUpSeals } from '../../core/occupancy/ports.ts';
+import type { OccupancyStore } from '../../core/occupancy/ports.ts';
+import type { UsedUpSeals } from '../../core/used-up/ports.ts';
 import type { ClaimStore, HealthProbe, LeaseIndex, PoolStore, Random } from '../../core/ports.ts';
 import type { ReconcileStore } from '../../core/reconciler/ports.ts';
 import { cryptoRandom } from '../system.ts';

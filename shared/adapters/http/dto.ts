@@ -1,3 +1,8 @@
+/**
+ * The server's response documents, typed by the schemas `npm run gen:api` generates from openapi.yaml into
+ * openapi.gen.ts (as the CLI's are): a field the document does not declare, or one of the wrong type, fails typecheck.
+ */
+import type { components } from './openapi.gen.ts';
 import type { Principal } from '../../core/access.ts';
 import { countToJson } from '../../core/ip/cidr.ts';
 import { DEFAULT_FREE_THRESHOLDS } from '../../core/occupancy/exhaustion.ts';
@@ -11,12 +16,14 @@ const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
 import type { PoolDetails } from '../../core/use-cases/pools.ts';
 import type { RangeOccupancy } from '../../core/use-cases/occupancy.ts';
 
+type Schemas = components['schemas'];
+
 /** Utilization as JSON: exact counts, decimal strings beyond 2^53. */
-export function utilizationDto(u: Utilization): { size: number | string; used: number | string; releasing: number | string; free: number | string } {
+export function utilizationDto(u: Utilization): Schemas['Utilization'] {
   return { size: countToJson(u.size), used: countToJson(u.used), releasing: countToJson(u.releasing), free: countToJson(u.free) };
 }
 
-export function poolDto(pool: Pool): Record<string, unknown> {
+export function poolDto(pool: Pool): Schemas['Pool'] {
   return {
     name: pool.name,
     exclude: pool.exclude,
@@ -30,7 +37,7 @@ export function poolDto(pool: Pool): Record<string, unknown> {
   };
 }
 
-export function rangeDto(range: Range, u: Utilization): Record<string, unknown> {
+export function rangeDto(range: Range, u: Utilization): Schemas['Range'] {
   return {
     name: range.name,
     cidr: range.cidr,
@@ -45,13 +52,13 @@ export function rangeDto(range: Range, u: Utilization): Record<string, unknown> 
   };
 }
 
-export function poolDetailsDto(details: PoolDetails): Record<string, unknown> {
-  const utilization: Record<string, unknown> = {};
+export function poolDetailsDto(details: PoolDetails): Schemas['PoolDetails'] {
+  const utilization: Record<string, Schemas['Utilization']> = {};
   for (const [family, u] of Object.entries(details.utilization)) utilization[family] = utilizationDto(u);
   return { ...poolDto(details.pool), ranges: details.ranges.map((r) => rangeDto(r.range, r.utilization)), utilization, warnings: details.warnings };
 }
 
-export function claimDto(claim: Claim): Record<string, unknown> {
+export function claimDto(claim: Claim): Schemas['Claim'] {
   return {
     name: claim.name,
     uid: claim.uid,
@@ -78,7 +85,7 @@ export function claimDto(claim: Claim): Record<string, unknown> {
 }
 
 /** A lease as JSON: Allocated (held by a claim), or Released (held for its previous owner until `reusableAt`). */
-export function leaseDto(lease: Lease): Record<string, unknown> {
+export function leaseDto(lease: Lease): Schemas['Lease'] {
   if (isReleased(lease)) {
     return {
       address: lease.address,

@@ -1,3 +1,4 @@
+// Over 300 lines: every rule for reading an API Gateway request (body, query, headers, principal, origin) in one place, as the HTTP adapter maps them.
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { principalFromArn, type Principal } from '../../core/access.ts';
 import { ForbiddenError, InvalidArgumentError, quote } from '../../core/errors.ts';

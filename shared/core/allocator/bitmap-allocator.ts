@@ -9,9 +9,9 @@ import { bitmapOf, bitmapOfDocument, legacyRangeOf, windowInterval } from '../bi
 import type { BitmapExpectation, BitmapStore, BitmapWrite } from '../bitmap/ports.ts';
 import { checkCommitDeadline, explicitTakenError, type AllocateOptions, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
 import { upperBandStart } from './candidates.ts';
-import type { Interval } from './intervals.ts';
-import { excludedIntervals, rangeForExplicit, type ParsedRange } from './pool-geometry.ts';
-import type { IpamEvent } from '../reconciler/ports.ts';
+import type { Interval } from '../base/intervals.ts';
+import { excludedIntervals, rangeForExplicit, type ParsedRange } from '../base/pool-geometry.ts';
+import type { IpamEvent } from '../base/events.ts';
 
 export interface BitmapAllocatorDeps {
   readonly claims: Pick<ClaimStore, 'getClaim' | 'releaseClaim'>;

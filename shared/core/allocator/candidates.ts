@@ -1,6 +1,6 @@
 import { capacity, hostAt, lowerBandSize, slotFloor, type Cidr } from '../ip/cidr.ts';
 import type { Random } from '../ports.ts';
-import { intervalHolding, type Interval } from './intervals.ts';
+import { intervalHolding, type Interval } from '../base/intervals.ts';
 
 /** A Ready range as the picker sees it. */
 export interface PickRange {
@@ -51,7 +51,7 @@ export function pickInRange(range: PickRange, ctx: PickContext, skip: ReadonlySe
   const size = pickableSize(range);
   if (size <= 0n) return undefined;
   const lower = upperBandStart(range, size);
-  return scanBand(range.cidr, lower, size, ctx, skip) ?? (lower > 0n ? scanBand(range.cidr, 0n, lower, ctx, skip) : undefined);
+  return scanBand(range.cidr, { from: lower, to: size }, ctx, skip) ?? (lower > 0n ? scanBand(range.cidr, { from: 0n, to: lower }, ctx, skip) : undefined);
 }
 
 function isFree(value: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): boolean {
@@ -59,7 +59,7 @@ function isFree(value: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): boo
 }
 
 /** Scans offsets [from, to) from a random start with wrap-around; jumps over excluded intervals in one step. */
-function scanBand(cidr: Cidr, from: bigint, to: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): bigint | undefined {
+function scanBand(cidr: Cidr, { from, to }: { readonly from: bigint; readonly to: bigint }, ctx: PickContext, skip: ReadonlySet<bigint>): bigint | undefined {
   const width = to - from;
   if (width <= 0n) return undefined;
   for (let probe = 0; probe < (ctx.probes ?? 0); probe += 1) {
@@ -118,18 +118,18 @@ export function chooseWeighted<T>(items: readonly { item: T; weight: bigint }[],
  * of the range draws from now, in address order: its upper band, or its lower band once the view shows none free in
  * the upper one (KEP-3070, as pickInRange). Counting the lower band's free addresses while the upper band still
  * shows some would make a nearly used-up upper band look roomy: its few candidates, the ones a lagging view most
- * often shows free wrongly, would then go unchecked (issue 20). Fewer when the band has fewer; stops early, so on a
+ * often shows free wrongly, would then go unchecked (docs/decisions/0002-near-full-picks.md). Fewer when the band has fewer; stops early, so on a
  * band with room it reads a few dozen positions.
  */
 export function collectFree(range: PickRange, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint> = new Set()): bigint[] {
   const size = pickableSize(range);
   const lower = upperBandStart(range, size);
-  const upper = collectIn(range, lower, size, ctx, limit, skip);
-  return upper.length > 0 ? upper : collectIn(range, 0n, lower, ctx, limit, skip);
+  const upper = collectIn(range, { from: lower, to: size }, ctx, { limit, skip });
+  return upper.length > 0 ? upper : collectIn(range, { from: 0n, to: lower }, ctx, { limit, skip });
 }
 
 /** The first `limit` addresses the view shows free among offsets [from, to), in address order. */
-function collectIn(range: PickRange, from: bigint, to: bigint, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint>): bigint[] {
+function collectIn(range: PickRange, { from, to }: { readonly from: bigint; readonly to: bigint }, ctx: Pick<PickContext, 'excluded' | 'taken'>, { limit, skip }: { readonly limit: number; readonly skip: ReadonlySet<bigint> }): bigint[] {
   const out: bigint[] = [];
   let offset = from;
   while (offset < to && out.length < limit) {

@@ -1,5 +1,5 @@
 import type { IpFamily } from '../ip/address.ts';
-import type { Interval } from './intervals.ts';
+import type { Interval } from '../base/intervals.ts';
 import { TUNING } from './tuning.ts';
 
 /** Reads the addresses currently taken in some intervals of a pool's family (the store's takenAddresses). */

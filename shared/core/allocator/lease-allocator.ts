@@ -1,8 +1,8 @@
 import type { Claim, Hold, PoolView } from '../model.ts';
 import type { ReleaseOutcome } from '../ports.ts';
-import type { IpamEvent } from '../reconciler/ports.ts';
+import type { IpamEvent } from '../base/events.ts';
 import type { AllocateOptions, AllocationResult, Allocator, ClaimDraft, FamilyRequest } from './allocator.ts';
-import type { ParsedRange } from './pool-geometry.ts';
+import type { ParsedRange } from '../base/pool-geometry.ts';
 import { TUNING } from './tuning.ts';
 import { allocateInRounds } from './lease/commit-rounds.ts';
 import type { AllocatorEnv, LeasePorts } from './lease/context.ts';

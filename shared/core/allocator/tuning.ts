@@ -1,7 +1,7 @@
 /**
  * Every knob of the allocation path, in one object: its unit and why it has its value. The stages read them from
  * here (a LeaseAllocator's deps may override the four marked "per allocator"); nothing else on the path holds a number.
- * The measurements behind the values are in BENCHMARKS.md and docs/decisions/.
+ * The measurements and history behind the values are in docs/decisions/ (0002, 0003) and BENCHMARKS.md.
  */
 export const TUNING = {
   /**

@@ -4,7 +4,7 @@ import type { ClaimStore, PoolStore, ReleaseOutcome } from '../ports.ts';
 import type { Bitmap } from './bitmap.ts';
 import { bitmapOfDocument, legacyBitOf } from './legacy.ts';
 import type { BitmapStore, BitmapWrite } from './ports.ts';
-import type { IpamEvent } from '../reconciler/ports.ts';
+import type { IpamEvent } from '../base/events.ts';
 
 export interface BitmapReleaseDeps {
   readonly pools: Pick<PoolStore, 'getPoolView'>;

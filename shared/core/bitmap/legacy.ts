@@ -1,9 +1,9 @@
 import type { IpAddress, IpFamily } from '../ip/address.ts';
 import { hostAt, parseCidr, type Cidr } from '../ip/cidr.ts';
-import type { Interval } from '../allocator/intervals.ts';
-import type { ParsedRange } from '../allocator/pool-geometry.ts';
+import type { Interval } from '../base/intervals.ts';
+import type { ParsedRange } from '../base/pool-geometry.ts';
 import { RangeState, type PoolView } from '../model.ts';
-import type { AllocationGates } from '../use-cases/deps.ts';
+import type { AllocationGates } from '../ports.ts';
 import { Bitmap, bitOf, legacyWindow } from './bitmap.ts';
 import type { RangeAllocation } from './range-allocation.ts';
 

@@ -7,24 +7,8 @@ import { isReleased, type Lease, type Owner } from '../model.ts';
 export const HoldingKind = { Claim: 'claim', Hold: 'hold' } as const;
 export type HoldingKind = (typeof HoldingKind)[keyof typeof HoldingKind];
 
-/** Why a holding ended. */
-export const EndReason = {
-  /** Its claim was released (DELETE .../claims/{claim}). */
-  Released: 'released',
-  /** Its claim's TTL passed (taken over, released by the reconciler, or deleted by DynamoDB's TTL). */
-  Expired: 'expired',
-  /** Its owner was reported gone (DELETE .../owners/{uid}) and the reconciler released the claim. */
-  OwnerGone: 'ownerGone',
-  /** The reconciler released a lease its claim no longer held (an orphan). */
-  Repaired: 'repaired',
-  /** The range was marked Terminating while the claim was being committed; the claim was released before its answer. */
-  RangeTerminated: 'rangeTerminated',
-  /** The pool was deleted while the claim was being committed; the reconciler released it. */
-  PoolDeleted: 'poolDeleted',
-  /** A reuse-delay hold ended: its delay passed, or its owner identity took the address back. */
-  HoldEnded: 'holdEnded',
-} as const;
-export type EndReason = (typeof EndReason)[keyof typeof EndReason];
+export { EndReason } from '../base/events.ts';
+import { EndReason } from '../base/events.ts';
 
 /**
  * One holding of an address: from its lease's creation (or, for a hold, its release) to its end. Open holdings
@@ -102,10 +86,10 @@ export function holdingOfLease(lease: Lease): Holding {
 export function holdingAt(lease: Lease, nowMs: number): Holding {
   const open = holdingOfLease(lease);
   if (lease.expiresAt === undefined || lease.expiresAt > nowMs) return open;
-  return ended(open, Math.max(lease.expiresAt, Date.parse(open.from)), true, open.kind === HoldingKind.Hold ? EndReason.HoldEnded : EndReason.Expired);
+  return ended(open, { toMs: Math.max(lease.expiresAt, Date.parse(open.from)), exact: true, reason: open.kind === HoldingKind.Hold ? EndReason.HoldEnded : EndReason.Expired });
 }
 
-function ended(h: Holding, toMs: number, exact: boolean, reason: EndReason, by?: Principal): Holding {
+function ended(h: Holding, { toMs, exact, reason, by }: { readonly toMs: number; readonly exact: boolean; readonly reason: EndReason; readonly by?: Principal | undefined }): Holding {
   return { ...h, to: new Date(toMs).toISOString(), toExact: exact, endReason: reason, ...(by ? { releasedBy: by } : {}) };
 }
 
@@ -156,7 +140,7 @@ export function endedHolding(change: LeaseTransition, seenMs: number, repair: Re
   const old = holdingOfLease(before);
   const startMs = Date.parse(old.from);
   const expiry = before.expiresAt ?? Number.POSITIVE_INFINITY;
-  const end = (toMs: number, exact: boolean, reason: EndReason, by?: Principal) => ended(old, Math.max(startMs, toMs), exact, reason, by);
+  const end = (toMs: number, exact: boolean, reason: EndReason, by?: Principal) => ended(old, { toMs: Math.max(startMs, toMs), exact, reason, by });
   if (after) {
     const next = holdingOfLease(after);
     if (holdingId(next) === holdingId(old)) return undefined;

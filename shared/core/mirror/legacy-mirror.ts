@@ -1,7 +1,7 @@
 import { NotReadyError } from '../errors.ts';
 import type { PoolView } from '../model.ts';
 import type { LeaseIndex, PoolStore } from '../ports.ts';
-import type { AllocationGates } from '../use-cases/deps.ts';
+import type { AllocationGates } from '../ports.ts';
 import { bitmapOf, bitmapOfDocument, bitmapsMaintained, windowInterval } from '../bitmap/legacy.ts';
 import type { BitmapStore } from '../bitmap/ports.ts';
 import type { LeaseChange } from './lease-change.ts';

@@ -1,7 +1,7 @@
 import { parseAddress } from '../ip/address.ts';
 import type { Bitmap } from '../bitmap/bitmap.ts';
 import { legacyBitOf } from '../bitmap/legacy.ts';
-import type { ParsedRange } from '../allocator/pool-geometry.ts';
+import type { ParsedRange } from '../base/pool-geometry.ts';
 import type { PoolView } from '../model.ts';
 import { LeaseItemPresence, type LeaseChange } from './lease-change.ts';
 

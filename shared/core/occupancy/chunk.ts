@@ -1,6 +1,6 @@
 import { Bitmap } from '../bitmap/bitmap.ts';
 import type { IpFamily } from '../ip/address.ts';
-import type { Interval } from '../allocator/intervals.ts';
+import type { Interval } from '../base/intervals.ts';
 
 /**
  * The occupancy summary: per pool and family, the address space cut into aligned chunks of CHUNK_SIZE addresses,

@@ -57,6 +57,8 @@ export interface ExhaustionCheck {
 export interface ExhaustionStore {
   /** The state of a pool family, read consistently; undefined before its first change of level. */
   getState(pool: string, family: IpFamily): Promise<ExhaustionState | undefined>;
+  /** Every family's state of a pool, read consistently in one request. */
+  states(pool: string): Promise<ReadonlyMap<IpFamily, ExhaustionState>>;
   /**
    * Writes `state` if the item is still at `expected` (its version, or absent), with the crossings' event items in
    * the same transaction; 'changed' when another check got there first.
@@ -110,15 +112,20 @@ export class ExhaustionWatch {
    */
   async check(pool: string): Promise<ExhaustionCheck> {
     const out: { crossings: Crossing[]; observed: Observation[] } = { crossings: [], observed: [] };
-    for (const family of [IpFamily.IPv4, IpFamily.IPv6]) await this.checkFamily(pool, family, out);
+    // Both families' levels in one read, then the pool's utilization once (levels first, as on a retry): a check
+    // costs the same reads whatever the number of families (BENCHMARKS.md, "Free-space threshold check").
+    const states = await this.deps.store.states(pool);
+    const read = await this.deps.utilization(pool);
+    for (const family of [IpFamily.IPv4, IpFamily.IPv6]) await this.checkFamily(pool, family, out, { state: states.get(family), read });
     if (out.crossings.length > 0) await this.deps.announcer?.announce(out.crossings);
     return out;
   }
 
-  private async checkFamily(pool: string, family: IpFamily, out: { crossings: Crossing[]; observed: Observation[] }): Promise<void> {
+  private async checkFamily(pool: string, family: IpFamily, out: { crossings: Crossing[]; observed: Observation[] }, first: { state: ExhaustionState | undefined; read: Awaited<ReturnType<ExhaustionWatchDeps['utilization']>> }): Promise<void> {
     for (let attempt = 0; attempt < (this.deps.maxAttempts ?? 8); attempt += 1) {
-      const state = await this.deps.store.getState(pool, family);
-      const read = await this.deps.utilization(pool);
+      // After a lost conditional write: the winner's level, then the utilization again.
+      const state = attempt === 0 ? first.state : await this.deps.store.getState(pool, family);
+      const read = attempt === 0 ? first.read : await this.deps.utilization(pool);
       const u = read?.families[family];
       // A family without ranges (or a deleted pool) has no level to keep: a state left over stays until it has one.
       if (read === undefined || u === undefined || u.size === 0n) return;

@@ -1,5 +1,5 @@
 import type { IpFamily } from '../ip/address.ts';
-import type { Interval } from '../allocator/intervals.ts';
+import type { Interval } from '../base/intervals.ts';
 import type { SummarySnapshot } from '../allocator/hint.ts';
 import { bitOf, chunkIndexOf, chunkSpan, countHeld, overlaps, type OccupancyChunk } from './chunk.ts';
 import type { OccupancyStore } from './ports.ts';

@@ -1,10 +1,10 @@
 import { parseAddress } from '../ip/address.ts';
-import { rangeCidr } from '../allocator/pool-geometry.ts';
+import { rangeCidr } from '../base/pool-geometry.ts';
 import { isHostOf } from '../ip/cidr.ts';
 import { RangeState, type Claim, type PoolView } from '../model.ts';
-import { nowIso } from '../use-cases/deps.ts';
-import { events } from './plan.ts';
-import { EventReason } from './ports.ts';
+import { nowIso } from '../base/time.ts';
+import { events } from '../base/events.ts';
+import { EventReason } from '../base/events.ts';
 import { Phase, type Run } from './run.ts';
 
 /** Claims read per page of a deleted pool's listing. */

@@ -3,10 +3,12 @@ import { parseAddress } from '../ip/address.ts';
 import { holdOf, type Claim, type Pool } from '../model.ts';
 import { ClaimHasChildrenError } from '../errors.ts';
 import { checkOwnerField } from '../names.ts';
-import { nowIso, type Deps } from '../use-cases/deps.ts';
-import { events } from './plan.ts';
+import { type Deps } from '../use-cases/deps.ts';
+import { nowIso } from '../base/time.ts';
+import { events } from '../base/events.ts';
 import { leave } from '../use-cases/consumers.ts';
-import { EventReason, type PoolViewList } from './ports.ts';
+import { type PoolViewList } from './ports.ts';
+import { EventReason } from '../base/events.ts';
 import { Phase, type Run } from './run.ts';
 
 /** Claims read per page of an owner's listing. */
@@ -46,10 +48,10 @@ export async function releaseOwner(deps: Deps, pool: string, ownerUid: string, c
   checkOwnerField(ownerUid, 'uid');
   const view = await deps.views.get(pool, deps.clock.nowMs());
   if (requireMember(view.pool, caller) !== Role.Administrator) {
-    return releaseOwnerClaims(deps, pool, ownerUid, [], { caller, onlyCreatedBy: caller?.arn });
+    return releaseOwnerClaims(deps, { pool, ownerUid, by: { caller, onlyCreatedBy: caller?.arn } });
   }
   await deps.reconcile.markOwnerGone(pool, ownerUid, deps.clock.nowMs());
-  return releaseOwnerClaims(deps, pool, ownerUid, [], caller ? { caller } : {});
+  return releaseOwnerClaims(deps, { pool, ownerUid, by: caller ? { caller } : {} });
 }
 
 /**
@@ -71,7 +73,7 @@ export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<
         // Counted as they commit: a release that fails after some of the owner's claims went keeps their count.
         const released: string[] = [];
         try {
-          await releaseOwnerClaims(run.deps, pool, uid, released);
+          await releaseOwnerClaims(run.deps, { pool, ownerUid: uid, released });
         } finally {
           run.repairs[EventReason.OwnerReleased] += released.length;
         }
@@ -81,14 +83,21 @@ export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<
   }
 }
 
+/** Who asks for an owner's release: the caller, and for an allocator's report, only what it created. */
+interface ReleaseBy {
+  readonly caller?: Principal;
+  readonly onlyCreatedBy?: string;
+}
+
 /**
  * Releases every claim the owner index lists for the owner uid (row 2's work, without the tombstone), appending the
  * names of those it released to `released` as each commits.
  */
-async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, released: string[] = [], by: { caller?: Principal; onlyCreatedBy?: string } = {}): Promise<{ released: string[]; left: string[] }> {
+async function releaseOwnerClaims(deps: Deps, owner: { readonly pool: string; readonly ownerUid: string; readonly released?: string[]; readonly by?: ReleaseBy }): Promise<{ released: string[]; left: string[] }> {
+  const { pool, ownerUid, released = [], by = {} } = owner;
   // The pool's reuse delay (its view is cached): a released owner's addresses stay held for its kind and name.
   const { pool: poolItem } = await deps.views.get(pool, deps.clock.nowMs());
-  const left = await leaveConsumedClaims(deps, pool, ownerUid, released, by);
+  const left = await leaveConsumedClaims(deps, { pool, uid: ownerUid, released, by });
   const seen = new Set<string>();
   for (let pass = 0; pass < PASSES; pass += 1) {
     let found = 0;
@@ -119,7 +128,8 @@ async function releaseOwnerClaims(deps: Deps, pool: string, ownerUid: string, re
  * another incarnation is dropped. An allocator's report leaves only the claims it created.
  * @returns the names of the claims the uid left, released or not
  */
-async function leaveConsumedClaims(deps: Deps, pool: string, uid: string, released: string[], by: { caller?: Principal; onlyCreatedBy?: string }): Promise<string[]> {
+async function leaveConsumedClaims(deps: Deps, consumer: { readonly pool: string; readonly uid: string; readonly released: string[]; readonly by: ReleaseBy }): Promise<string[]> {
+  const { pool, uid, released, by } = consumer;
   const left: string[] = [];
   for (const consumed of await deps.claims.consumedBy(pool, uid)) {
     const allowed = (claim: Claim) => claim.uid === consumed.claimUid && (!('onlyCreatedBy' in by) || (by.onlyCreatedBy !== undefined && claim.createdBy?.arn === by.onlyCreatedBy));
@@ -134,7 +144,7 @@ async function leaveConsumedClaims(deps: Deps, pool: string, uid: string, releas
 }
 
 async function releaseOne(deps: Deps, pool: Pool, listed: Claim, caller?: Principal): Promise<boolean> {
-  // The index's copy may be behind a renewal: the hold is judged on the claim as it is now (one consistent read).
+  // The index's copy may be behind a renewal: whether it is still held is judged on the claim as it is now (one consistent read).
   const claim = await deps.claims.getClaim(listed.pool, listed.name);
   if (claim?.uid !== listed.uid) return false;
   // Its block is another pool's range: kept, and said (the release of such a claim is refused whoever asks).

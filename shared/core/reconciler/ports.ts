@@ -1,93 +1,11 @@
 import type { IpFamily } from '../ip/address.ts';
-import type { Labels } from '../labels.ts';
 import type { Claim, Hold, Lease, PoolView, Range } from '../model.ts';
 import type { Page } from '../ports.ts';
 import type { BitmapExpectation } from '../bitmap/ports.ts';
 import type { RangeAllocation } from '../bitmap/range-allocation.ts';
 
-/** Why an event was recorded; one reason per kind of repair (or report) in the reconciler's table. */
-export const EventReason = {
-  /** A claim expired more than the grace ago and was released with its leases. */
-  ClaimExpired: 'ClaimExpired',
-  /** An owner was reported gone (DELETE .../owners/{uid}) and one of its claims was released. */
-  OwnerReleased: 'OwnerReleased',
-  /** A lease whose claim is gone, is another incarnation, or does not list the address was released. */
-  LeaseOrphaned: 'LeaseOrphaned',
-  /** A held claim listed an address with no lease; the lease was written back. */
-  LeaseNotAllocated: 'LeaseNotAllocated',
-  /** A held claim lists an address another claim holds; reported, nothing changed. */
-  DuplicateAllocation: 'DuplicateAllocation',
-  /** A lease its claim holds lies in no Ready or Terminating range of its pool; reported, nothing changed. */
-  LeaseOutsideRange: 'LeaseOutsideRange',
-  /** A legacy bitmap missed bits of existing leases; they were set. */
-  BitmapRepaired: 'BitmapRepaired',
-  /** A legacy bitmap held bits with no lease for the configured number of consecutive runs; they were cleared. */
-  BitmapLeakCleared: 'BitmapLeakCleared',
-  /** Dual-write is off (DisableAllocatorDualWrite=true) and a legacy bitmap item was deleted. */
-  BitmapRemoved: 'BitmapRemoved',
-  /** A Terminating range with no dependent lease was removed after its grace period. */
-  RangeFinalized: 'RangeFinalized',
-  /** A claim of a deleted pool (committed as the pool was deleted, not yet in its claims listing) was released. */
-  PoolDeleted: 'PoolDeleted',
-  /**
-   * A claim committed while its range was being retired (marked Terminating or removed) was released before it was
-   * answered (use-cases/claims.ts createClaim), and allocated again elsewhere. Written in the release's transaction.
-   */
-  RangeRetired: 'RangeRetired',
-  /**
-   * A lease change the stream function never recorded (skipped past its retries and its records' maximum age): a
-   * release repair's event is older than that age, yet the address history has no holding of that claim incarnation
-   * at that address. Reported once; nothing changed (shared/core/reconciler/history.ts).
-   */
-  HistoryGap: 'HistoryGap',
-  /**
-   * A caller released a claim in a pool with `access` (a pool that says who may do what records who did), without a
-   * reuse delay: written by the API in the release's transaction, so the address history names who released each
-   * address, and when, exactly (a deletion names no principal by itself).
-   */
-  ClaimReleased: 'ClaimReleased',
-  /** A consumer joined a claim (POST .../claims/{claim}/consumers): written with the change, in its transaction. */
-  ConsumerAdded: 'ConsumerAdded',
-  /**
-   * A consumer left a claim (DELETE .../consumers/{uid}, or its uid's owner release), written with the change; the
-   * last one's leaving releases the claim in the same transaction, recorded as any release.
-   */
-  ConsumerRemoved: 'ConsumerRemoved',
-  /** A family of the pool fell below one of its free-space thresholds, or filled up (core/occupancy/exhaustion.ts). */
-  PoolFreeBelowThreshold: 'PoolFreeBelowThreshold',
-  /** A family of the pool is back above a threshold it had fallen below, or no longer full. */
-  PoolFreeRecovered: 'PoolFreeRecovered',
-} as const;
-export type EventReason = (typeof EventReason)[keyof typeof EventReason];
-
-/** A record of one repair, kept 24 hours and listed per pool (Kubernetes' Event, reduced). */
-export interface IpamEvent {
-  readonly pool: string;
-  /** ISO time of the repair. */
-  readonly time: string;
-  readonly reason: EventReason;
-  /** What was repaired, as `<kind>/<name>`: `claim/web`, `lease/10.0.0.7`, `range/blue`, `bitmap/blue`. */
-  readonly object: string;
-  /** One sentence for an operator. */
-  readonly message: string;
-  /**
-   * The claim incarnation a release repair let go of: stored on the event item (not listed), so the address history
-   * tells which lease deletion the repair was (shared/core/history).
-   */
-  readonly claimUid?: string;
-  /**
-   * The addresses a release repair let go of (stored on the event item, not listed), so the reconciler can check
-   * later that the address history recorded each of them (shared/core/reconciler/history.ts).
-   */
-  readonly addresses?: readonly string[];
-  /** The caller whose request made the repair (an owner reported gone through the API); absent: the reconciler's own. */
-  readonly principal?: string;
-  /** The labels of the claim the event is about (`{}` when it has none); absent on events about no claim. */
-  readonly labels?: Labels;
-}
-
-/** How long events are kept and listed. */
-export const EVENT_RETENTION_MS = 24 * 3600 * 1000;
+export { EventReason, EVENT_RETENTION_MS, type IpamEvent } from '../base/events.ts';
+import type { IpamEvent } from '../base/events.ts';
 
 /** A claim or a lease found in the expiry index with an indexed expiry at or before the cutoff. */
 export type ExpiredRef =
@@ -162,11 +80,8 @@ export interface BitmapRepair {
   readonly leasesAbsent: readonly string[];
 }
 
-/**
- * The reconciler's persistence port. Every write is conditional and records its event in the same transaction, so
- * a repair and its event happen together exactly once, whatever runs in parallel. DynamoReconcileStore is the adapter.
- */
-export interface ReconcileStore {
+/** The expiry index and the repairs of expired claims and leases (reconcile.ts). */
+export interface ExpiryRepairs {
   /** Shards of each hourly expiry bucket. */
   readonly expiryShards: number;
 
@@ -179,17 +94,11 @@ export interface ReconcileStore {
   getClaims(refs: readonly { pool: string; name: string }[]): Promise<Claim[]>;
   /** Strongly consistent reads of leases (absent ones are left out). */
   getLeases(refs: readonly { pool: string; address: string }[]): Promise<Lease[]>;
-
   /**
    * Deletes an expired claim, the leases it still holds and its generateName marker, if the claim is still this
    * incarnation at this version and still expired at `cutoffMs` (a renew in between wins).
    */
   releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'>;
-  /**
-   * Deletes a claim, its held leases and marker, if it is still this incarnation (release by owner); with `unconsumed`,
-   * only while it lists no consumer.
-   */
-  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold, options?: { readonly unconsumed?: boolean }): Promise<'released' | 'changed'>;
   /**
    * Deletes a lease if it is still this incarnation (claimUid) and was created at or before `createdBeforeIso`. With
    * `hold` (each release above too) the lease becomes a Released lease held for its owner instead (a reuse delay).
@@ -199,14 +108,46 @@ export interface ReconcileStore {
   dropReleased(lease: Lease, nowMs: number): Promise<'released' | 'changed'>;
   /** Writes a lease back for a held claim: only if the claim is unchanged and the address is absent or expired at nowMs. */
   restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'>;
+}
+
+/** A claim released with its event (an owner release, a deleted pool). */
+export interface ClaimRelease {
+  /**
+   * Deletes a claim, its held leases and marker, if it is still this incarnation (release by owner); with `unconsumed`,
+   * only while it lists no consumer.
+   */
+  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold, options?: { readonly unconsumed?: boolean }): Promise<'released' | 'changed'>;
+}
+
+/** Ranges and pools as the reconciler finishes them. */
+export interface RangeRepairs {
   /** Removes a range that is still Terminating, with its bitmap and strike items. */
   finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'>;
+  /**
+   * The pools deleted at or after `sinceMs` (their pool-gone tombstones, consistent read), and every pool whose deletion
+   * is not finished (Terminating: PoolStore.finalizePool), each once.
+   */
+  poolsDeletedSince(sinceMs: number): Promise<string[]>;
+  /** Every pool with its ranges. */
+  listPoolViews(): Promise<PoolViewList>;
+  /** Whether any lease item (expired ones included) lies in the intervals: one item read at most per shard and interval. */
+  leaseExists(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[]): Promise<boolean>;
+}
+
+/** Events: written once per report, listed by the API. */
+export interface EventLog {
   /**
    * Records an event that goes with no repair (a duplicate, a lease outside every range), at most once per `what` (a
    * stable identity of the finding) while the previous report is under 24 hours old: false when it was already
    * reported.
    */
   reportOnce(event: IpamEvent, what: string, nowMs: number): Promise<boolean>;
+  /** Events of a pool newer than `sinceIso`, newest first. */
+  listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>>;
+}
+
+/** Owners reported gone (owner release). */
+export interface OwnerRecords {
   /**
    * Records that an owner was reported gone at `nowMs` (an owner-gone tombstone, kept a day), so later runs can look for
    * its claims again: the owner index may not show a claim committed just before the report, or during it.
@@ -214,32 +155,29 @@ export interface ReconcileStore {
   markOwnerGone(pool: string, ownerUid: string, nowMs: number): Promise<void>;
   /** The owner uids of a pool reported gone at or after `sinceMs` (consistent read), each once, oldest report first. */
   ownersGoneSince(pool: string, sinceMs: number): Promise<string[]>;
-  /**
-   * The pools deleted at or after `sinceMs` (their pool-gone tombstones, consistent read), and every pool whose deletion
-   * is not finished (Terminating: PoolStore.finalizePool), each once.
-   */
-  poolsDeletedSince(sinceMs: number): Promise<string[]>;
-  /** Events of a pool newer than `sinceIso`, newest first. */
-  listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>>;
+}
 
-  /** Every pool with its ranges. */
-  listPoolViews(): Promise<PoolViewList>;
-
+/** Where a run resumes. */
+export interface Checkpoints {
   getCheckpoint<T>(name: string): Promise<Checkpoint<T> | undefined>;
   /** Saves a checkpoint if it is still at `expectedVersion` (undefined: absent); false when another run moved it. */
   saveCheckpoint<T>(name: string, value: T, expectedVersion: number | undefined): Promise<boolean>;
   /** Up to `limit` claims and leases from `cursor` on, across every pool (a bounded slice of the slow sweep). */
   sweep(cursor: string | undefined, limit: number): Promise<SweepPage>;
+}
 
-  /** Whether any lease item (expired ones included) lies in the intervals: one item read at most per shard and interval. */
-  leaseExists(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[]): Promise<boolean>;
+/** The per-range usage counts. */
+export interface UsageRecords {
   /** Counts leases in the intervals, reading at most about `limit` index items from `cursor` on. */
   countSlice(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, limit: number, cursor?: string): Promise<CountSlice>;
   /** The usage records of a pool's ranges, by range name, with their versions. */
   getUsage(pool: string): Promise<Map<string, Checkpoint<UsageRecord>>>;
   /** Saves a range's usage record if it is still at `expectedVersion` (undefined: absent). */
   saveUsage(pool: string, rangeName: string, record: UsageRecord, expectedVersion: number | undefined): Promise<boolean>;
+}
 
+/** The legacy bitmaps compared and repaired. */
+export interface DriftRepairs {
   /** The drift record of a legacy range, with its optimistic-lock version. */
   getDriftRecord(pool: string, rangeName: string): Promise<Checkpoint<DriftRecord> | undefined>;
   /** Saves a drift record if it is still at `expectedVersion` (undefined: absent); false when another run moved it. */
@@ -252,3 +190,9 @@ export interface ReconcileStore {
   /** Deletes a bitmap at the version read, with its drift record (dual-write is off). */
   removeBitmap(pool: string, rangeName: string, version: number, event: IpamEvent): Promise<'removed' | 'changed'>;
 }
+
+/**
+ * The reconciler's persistence port. Every write is conditional and records its event in the same transaction, so
+ * a repair and its event happen together exactly once, whatever runs in parallel. DynamoReconcileStore is the adapter.
+ */
+export type ReconcileStore = ExpiryRepairs & ClaimRelease & RangeRepairs & EventLog & OwnerRecords & Checkpoints & UsageRecords & DriftRepairs;

@@ -1,3 +1,4 @@
+// Over 300 lines: the reconciler's case table and the one pass that walks it; splitting the table from its pass would make a reader hold two files.
 /**
  * The reconciler: one bounded, resumable pass that keeps the store honest (Kubernetes' repairip.go, the ServiceCIDR
  * and DRA claim controllers, whereabouts' ip-reconciler). Every inconsistency it handles, and what it does:
@@ -41,20 +42,12 @@
  */
 import { NotFoundError } from '../errors.ts';
 import { holdOf, leaseOfClaim, reuseDelayMs, type Claim, type Lease, type Pool, type PoolView, type Range } from '../model.ts';
-import { subtractIntervals } from '../allocator/intervals.ts';
-import { hostInterval, hostIntervals, rangesOf, type ParsedRange, rangeCidr } from '../allocator/pool-geometry.ts';
-import {
-  events,
-  expiryHours,
-  isReleasable,
-  judgeClaim,
-  judgeLease,
-  judgeLeaseRange,
-  nextExpiryCheckpoint,
-  outsideEveryRange,
-  terminationGraceOver,
-} from './plan.ts';
-import type { EventReason, ExpiredRef, PoolViewList } from './ports.ts';
+import { subtractIntervals } from '../base/intervals.ts';
+import { hostInterval, hostIntervals, rangeCidr, rangesOf, type ParsedRange } from '../base/pool-geometry.ts';
+import { expiryHours, isReleasable, judgeClaim, judgeLease, judgeLeaseRange, nextExpiryCheckpoint, outsideEveryRange, terminationGraceOver } from './plan.ts';
+import { events } from '../base/events.ts';
+import type { ExpiredRef, PoolViewList } from './ports.ts';
+import type { EventReason } from '../base/events.ts';
 import { repairBitmaps } from './drift.ts';
 import { releaseDeletedPoolClaims } from './deleted-pools.ts';
 import { recheckGoneOwners } from './owners.ts';

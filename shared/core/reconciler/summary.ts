@@ -1,6 +1,6 @@
 import { IpFamily, formatAddress } from '../ip/address.ts';
-import type { Interval } from '../allocator/intervals.ts';
-import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../allocator/pool-geometry.ts';
+import type { Interval } from '../base/intervals.ts';
+import { hostInterval, hostIntervals, rangeCidr, rangesOf } from '../base/pool-geometry.ts';
 import { chunkBase, chunkIndexOf } from '../occupancy/chunk.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { SummaryMirror } from '../occupancy/summary-mirror.ts';

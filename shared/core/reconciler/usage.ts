@@ -1,7 +1,7 @@
 import { capacity } from '../ip/cidr.ts';
 import type { Range } from '../model.ts';
-import type { Interval } from '../allocator/intervals.ts';
-import { hostInterval, rangeCidr } from '../allocator/pool-geometry.ts';
+import type { Interval } from '../base/intervals.ts';
+import { hostInterval, rangeCidr } from '../base/pool-geometry.ts';
 import { windowInterval } from '../bitmap/legacy.ts';
 import type { Checkpoint, PoolViewList, UsageRecord } from './ports.ts';
 import { Phase, RETRIES, type RangeUsage, type Run } from './run.ts';

@@ -3,7 +3,8 @@ import { lastAddress, parseCidr } from '../ip/cidr.ts';
 import { NotFoundError } from '../errors.ts';
 import { isExpired, type Lease } from '../model.ts';
 import type { LeaseScope, Page } from '../ports.ts';
-import { pageLimit, type Deps } from './deps.ts';
+import { type Deps } from './deps.ts';
+import { pageLimit } from '../base/time.ts';
 
 /** The lease holding an address now. @throws NotFoundError when the address is free (absent or expired lease) */
 export async function getAddress(deps: Deps, pool: string, text: string): Promise<Lease> {

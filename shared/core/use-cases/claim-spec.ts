@@ -6,7 +6,7 @@ import { checkDnsLabel, checkGenerateName, checkOwnerField } from '../names.ts';
 import { checkLabels, formatLabels, type Labels } from '../labels.ts';
 import { IpFamilyPolicy, isBlockPool, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
 import type { FamilyRequest } from '../allocator/allocator.ts';
-import { rangesOf } from '../allocator/pool-geometry.ts';
+import { rangesOf } from '../base/pool-geometry.ts';
 import type { Principal } from '../access.ts';
 
 export interface CreateClaimCommand {

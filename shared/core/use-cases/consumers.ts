@@ -10,15 +10,16 @@
  *
  * A claim with consumers is released only through them: DELETE of the claim is ClaimInUse, and its owner's release
  * leaves it (its consumers still use the addresses). Consumers are only for claims without an expiry: a TTL would be a
- * second lifetime racing the consumers' (confirm the hold first: renew with ttlSeconds null).
+ * second lifetime racing the consumers' (make the claim permanent first: renew with ttlSeconds null).
  */
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, NotReadyError, TooManyConsumersError } from '../errors.ts';
 import { CONSUMER_FIELD_BYTES, isExpired, MAX_CONSUMERS, type Claim, type Consumer } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
-import { events } from '../reconciler/plan.ts';
-import type { IpamEvent } from '../reconciler/ports.ts';
-import { nowIso, type Deps } from './deps.ts';
+import { events } from '../base/events.ts';
+import type { IpamEvent } from '../base/events.ts';
+import { type Deps } from './deps.ts';
+import { nowIso } from '../base/time.ts';
 import { releaseAsRead } from './claims.ts';
 
 /**

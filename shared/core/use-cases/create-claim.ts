@@ -7,10 +7,11 @@ import { parseAddress, type IpAddress } from '../ip/address.ts';
 import { ConflictError, DeadlineExceededError, MismatchedNetworkError, NotFoundError, NotInRangeError, NotReadyError, RangeFullError } from '../errors.ts';
 import { generatedName } from '../names.ts';
 import { isHostOf } from '../ip/cidr.ts';
-import { rangeCidr } from '../allocator/pool-geometry.ts';
+import { rangeCidr } from '../base/pool-geometry.ts';
 import { isBlockPool, isExpired, RangeState, type Claim, type ClaimSpec, type PoolView } from '../model.ts';
-import { nowIso, type Deps } from './deps.ts';
-import { events } from '../reconciler/plan.ts';
+import { type Deps } from './deps.ts';
+import { nowIso } from '../base/time.ts';
+import { events } from '../base/events.ts';
 import { CLAIM_TRIES, normalizeSpec, resolveFamilies, sameOrConflict, type CreateClaimCommand } from './claim-spec.ts';
 
 type CreateDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints'>;
@@ -125,11 +126,8 @@ type Round =
  * So no claim answered 201 holds an address of a range that was Terminating (or gone) before its answer, but for
  * one case: an identical request (a retry) found the claim before this check and was answered it (answerExisting
  * pins it); the claim is then kept and answered to both, and its range drains it like any older claim. Releasing it
- * would free an address a client was already told. The
- * generation has copies in several partitions and the check reads one: no per-allocation read lands on the pool's
- * partition, which would cap a pool near 3,000 allocations/s (SIMULATION.md). A time-based alternative (retire a
- * range only after the views' maximum age plus the longest request) would rest on clocks and Lambda's timeout, not
- * on the commit order, and was not taken.
+ * would free an address a client was already told. The generation has copies in several partitions and the check
+ * reads one, so no per-allocation read lands on the pool's partition (docs/decisions/0004-generation-check-copies.md).
  * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError,
  *   NotReadyError (the pool's ranges kept being retired under RETIRED_RANGE_ROUNDS commits)
  */

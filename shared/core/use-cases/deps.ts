@@ -9,11 +9,8 @@ import type { HistoryCursors, HistoryStore } from '../history/ports.ts';
 import type { ExhaustionState } from '../occupancy/exhaustion.ts';
 import type { IpFamily } from '../ip/address.ts';
 
-/** The gates that change allocation behaviour (Kubernetes' names). */
-export interface AllocationGates {
-  readonly MultiCIDRServiceAllocator: boolean;
-  readonly DisableAllocatorDualWrite: boolean;
-}
+export type { AllocationGates } from '../ports.ts';
+import type { AllocationGates } from '../ports.ts';
 
 /**
  * Everything the use cases may use, built once per container by the composition root. Most use cases take a
@@ -47,12 +44,4 @@ export interface Deps {
   readonly exhaustion?: { states(pool: string): Promise<ReadonlyMap<IpFamily, ExhaustionState>> };
 }
 
-/** ISO time of the clock's now. */
-export function nowIso(deps: Pick<Deps, 'clock'>): string {
-  return new Date(deps.clock.nowMs()).toISOString();
-}
-
-/** A page size: the one asked for (the HTTP layer checked it is 1-1000), or 100. */
-export function pageLimit(value: number | undefined): number {
-  return value ?? 100;
-}
+export { nowIso, pageLimit } from '../base/time.ts';

@@ -17,7 +17,7 @@ import { InvalidArgumentError, MismatchedNetworkError, NotFoundError, RangeFullE
 import { checkDnsLabel } from '../names.ts';
 import { capacity } from '../ip/cidr.ts';
 import type { GrowRule, Pool, PoolView } from '../model.ts';
-import { hostIntervals, rangesOf } from '../allocator/pool-geometry.ts';
+import { hostIntervals, rangesOf } from '../base/pool-geometry.ts';
 import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';

@@ -3,7 +3,8 @@ import { afterStart, effectiveEnds, heldAt, holdingAt, holdingId, type Holding }
 import type { HistoryMark } from '../history/ports.ts';
 import { formatAddress, parseAddress } from '../ip/address.ts';
 import { blockSize, formatCidr, parseCidr } from '../ip/cidr.ts';
-import { pageLimit, type Deps } from './deps.ts';
+import { type Deps } from './deps.ts';
+import { pageLimit } from '../base/time.ts';
 
 /** A history answer says how far the history is complete: it lags the leases by the stream's delay. */
 export interface HistoryAnswer {

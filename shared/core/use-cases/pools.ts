@@ -5,11 +5,12 @@ import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
 import { freeThresholdsOf, type GrowRule, MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
 import type { Page } from '../ports.ts';
-import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../allocator/pool-geometry.ts';
-import { intervalsSize, type Interval } from '../allocator/intervals.ts';
+import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../base/pool-geometry.ts';
+import { intervalsSize, type Interval } from '../base/intervals.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
-import { nowIso, pageLimit, type Deps } from './deps.ts';
+import { type Deps } from './deps.ts';
+import { nowIso, pageLimit } from '../base/time.ts';
 import { checkGrow } from './grow.ts';
 
 export interface CreatePoolCommand {

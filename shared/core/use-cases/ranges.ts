@@ -4,10 +4,11 @@ import { checkDnsLabel, checkRangeName, defaultRangeName } from '../names.ts';
 import { isExpired, prefixOf, RangeState, type Claim, type Pool, type Range, type RangeSource, type Utilization } from '../model.ts';
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 import { renewClaim } from './claims.ts';
-import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../allocator/pool-geometry.ts';
-import { subtractIntervals, type Interval } from '../allocator/intervals.ts';
+import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../base/pool-geometry.ts';
+import { subtractIntervals, type Interval } from '../base/intervals.ts';
 import { validateLegacyCidr } from '../bitmap/bitmap.ts';
-import { nowIso, type Deps } from './deps.ts';
+import { type Deps } from './deps.ts';
+import { nowIso } from '../base/time.ts';
 import { rangeUtilization } from './pools.ts';
 
 export interface CreateRangeCommand {

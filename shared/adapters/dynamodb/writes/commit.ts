@@ -2,7 +2,7 @@ import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
 import { holdIdentityOf, leaseOfClaim, releasedLease, sameHoldIdentity, type Claim, type Lease } from '../../../core/model.ts';
 import type { CommitOutcome, Replacing } from '../../../core/ports.ts';
 import { bitmapToItem, claimToItem, generatedToItem, itemToClaim, itemToLease, leaseToItem } from '../codec.ts';
-import { bitmapIs, either, heldByClaim, isFreeAt, isTakeableBy } from '../conditions.ts';
+import { bitmapIs, either, belongsToClaim, isFreeAt, isTakeableBy } from '../conditions.ts';
 import type { TxVerdict, WriteOp } from '../table.ts';
 import { freedBumps } from './freed.ts';
 import { lostRace } from './verdicts.ts';
@@ -53,12 +53,12 @@ export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: numbe
   // Its owner identity (HoldIdentity) takes its addresses back at once; another owner's claim may not.
   const sameOwner = replaced !== undefined && sameHoldIdentity(holdIdentityOf(replaced), holdIdentityOf(claim));
   const ofReplaced = new Set(sameOwner ? replaced.addresses.map((a) => a.address) : []);
-  for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: ofReplaced.has(lease.address) ? either(takeable, heldByClaim(replaced!.uid)) : takeable, returnOld: true });
+  for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: ofReplaced.has(lease.address) ? either(takeable, belongsToClaim(replaced!.uid)) : takeable, returnOld: true });
   // The replaced claim's other leases: held for its owner until the reuse delay ends, as its release would have.
   const taking = new Set(leases.map((l) => l.address));
   const heldBack = (replaced?.addresses ?? []).filter((a) => !taking.has(a.address));
   for (const address of heldBack) {
-    ops.push({ kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(replaced!, address), extras.replacing!.hold), shards), condition: heldByClaim(replaced!.uid) });
+    ops.push({ kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(replaced!, address), extras.replacing!.hold), shards), condition: belongsToClaim(replaced!.uid) });
   }
   const firstBitmap = ops.length;
   const bitmaps = extras.bitmaps ?? [];

@@ -1,4 +1,4 @@
-import type { RangeSeals, UsedUpSeal } from '../../../core/occupancy/ports.ts';
+import type { RangeSeals, UsedUpSeal } from '../../../core/used-up/ports.ts';
 import type { Item } from '../codec.ts';
 import { Entity, keys, SCHEMA_VERSION, shardOf } from '../keys.ts';
 import { attributeIs } from '../conditions.ts';
@@ -7,13 +7,10 @@ import { TRANSACTION_LIMIT, type Table, type WriteOp } from '../table.ts';
 /**
  * Shards of a range's freed counter. Every write that frees an address bumps one shard of its range in its own
  * transaction, and DynamoDB cancels a transaction that meets another in flight on one of its items: the transactions
- * in flight on one shard at once are about (the range's releases a second x a transaction's ~10 ms) / shards. In the
- * simulator's warmed run (about 4,000 releases a second on one /16) that is ~0.4 with 99 shards against ~10 with 4,
- * which cancelled 205,228 transactions (6,657 with 99) and overloaded the partition holding three of the 4
- * (SIMULATION.md). 99: a range's shards and its seals item are 100 keys, one BatchGetItem request, so a used-up
- * decision reads 100 items a range (one consistent read unit each, a counter being ~70 bytes) in one request a range,
- * where 4 shards read 5. A seal is one item whatever this is (sealWrite). Shards 0-3 keep their keys: writers of the
- * 4-shard layout bump items this one reads.
+ * in flight on one shard at once are about (the range's releases a second x a transaction's ~10 ms) / shards, so
+ * many shards keep a busy range's releases from cancelling each other. 99: a range's shards and its seals item are
+ * 100 keys, one BatchGetItem request. Shards 0-3 keep their keys: writers of an older 4-shard layout bump items this
+ * one reads. Figures: docs/decisions/0001-freed-counter-shards.md.
  */
 export const FREED_SHARDS = 99;
 

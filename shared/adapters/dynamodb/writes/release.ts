@@ -3,7 +3,7 @@ import { leaseOfClaim, releasedLease, type Claim, type Hold } from '../../../cor
 import type { IpamEvent } from '../../../core/reconciler/ports.ts';
 import type { EndReason } from '../../../core/history/holding.ts';
 import { bitmapToItem, eventToItem, leaseToItem, type Item } from '../codec.ts';
-import { bitmapIs, heldByClaim, itemIsAbsent, type Condition } from '../conditions.ts';
+import { bitmapIs, belongsToClaim, itemIsAbsent, type Condition } from '../conditions.ts';
 import { Entity, keys, type Key } from '../keys.ts';
 import type { Table, TxVerdict, WriteOp } from '../table.ts';
 import { freedBumps, packFreeing } from './freed.ts';
@@ -80,7 +80,7 @@ export type ReleaseVerdict = 'released' | 'claimChanged' | 'retry';
 export function claimRelease(claim: Claim, claimCondition: Condition, holdings: Holdings, extras: ReleaseExtras = {}): { ops: WriteOp[]; later: string[][]; decode: (verdicts: readonly TxVerdict[]) => ReleaseVerdict } {
   const ops: WriteOp[] = [{ kind: 'delete', key: keys.claim(claim.pool, claim.name), condition: claimCondition }];
   const markerKey = markerKeyOf(claim);
-  if (holdings.marker && markerKey) ops.push({ kind: 'delete', key: markerKey, condition: heldByClaim(claim.uid) });
+  if (holdings.marker && markerKey) ops.push({ kind: 'delete', key: markerKey, condition: belongsToClaim(claim.uid) });
   const bitmaps = extras.bitmaps ?? [];
   const first = new Set(bitmaps.map((b) => b.rangeName));
   const rangeOf = (address: string) => claim.addresses.find((a) => a.address === address)?.range;
@@ -99,7 +99,7 @@ export function claimRelease(claim: Claim, claimCondition: Condition, holdings: 
 
 /** The lease operations that free these addresses of the claim (a delete, or a Released lease), and their ranges' bumps. */
 function freeingOps(claim: Claim, addresses: readonly string[], extras: Pick<ReleaseExtras, 'hold' | 'endReason'>): { leases: WriteOp[]; bumps: WriteOp[] } {
-  const mine = heldByClaim(claim.uid);
+  const mine = belongsToClaim(claim.uid);
   const freedRanges: string[] = [];
   const leases = addresses.map((address): WriteOp => {
     const entry = claim.addresses.find((a) => a.address === address);

@@ -1,6 +1,6 @@
 import type { Claim, ClaimAddress } from '../../../core/model.ts';
 import { expiryIndex, ttlOf } from '../codec.ts';
-import { both, claimUidIs, expiresAtIs, hasNoChildren, heldByClaim, versionIs } from '../conditions.ts';
+import { both, claimUidIs, expiresAtIs, belongsToClaim, hasNoChildren, versionIs } from '../conditions.ts';
 import { keys } from '../keys.ts';
 import type { TxVerdict, Update, WriteOp } from '../table.ts';
 import { freedBumps, packFreeing } from './freed.ts';
@@ -27,7 +27,7 @@ const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
  * with a reuse delay a lease outlives its claim's expiry by `holdMs`, so an expired claim's addresses stay held for
  * its owner until the delay has passed, whenever the reconciler releases the claim.
  *
- * `expiresAt` undefined confirms the hold: the same items, with the same conditions, REMOVE expiresAt, ttl and the
+ * `expiresAt` undefined makes the claim permanent: the same items, with the same conditions, REMOVE expiresAt, ttl and the
  * expiry index keys instead, so the claim is permanent (the reconciler's expiry query and DynamoDB's TTL no longer
  * see any of them) and its leases are held like those of a claim made without a TTL.
  *
@@ -42,7 +42,7 @@ const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
  *   Update freed       ADD n 1 (each range of these leases)
  */
 export function claimRenewal(claim: Claim, expiresAt: number | undefined, markerHeld: boolean, holdMs = 0): { ops: WriteOp[]; later: WriteOp[][]; decode: (verdicts: readonly TxVerdict[], leasesFrom?: number) => RenewVerdict } {
-  const mine = heldByClaim(claim.uid);
+  const mine = belongsToClaim(claim.uid);
   const moved = (name: string, indexed: boolean, extra = 0): Update =>
     expiresAt === undefined
       ? { remove: indexed ? [...EXPIRY_ATTRIBUTES] : ['expiresAt', 'ttl'] }

@@ -4,7 +4,7 @@ import { holdIdentityOf, leaseOfClaim, reuseDelayMs, type Claim, type ClaimAddre
 import type { CommitOutcome } from '../../ports.ts';
 import { ownerIdentity } from '../../occupancy/ports.ts';
 import { checkCommitDeadline, explicitTakenError, type AllocateOptions, type AllocationResult, type ClaimDraft, type FamilyRequest } from '../allocator.ts';
-import { rangeForExplicit } from '../pool-geometry.ts';
+import { rangeForExplicit } from '../../base/pool-geometry.ts';
 import type { AllocatorEnv, CallContext, Choice } from './context.ts';
 import { pickDynamic, type Picker } from './pick.ts';
 import { pickSticky, predecessorOf, type Slots } from './reuse.ts';

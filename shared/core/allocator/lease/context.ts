@@ -1,10 +1,11 @@
 import type { IpFamily } from '../../ip/address.ts';
 import type { PoolView } from '../../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, Random } from '../../ports.ts';
-import type { OccupancyStore, UsedUpSeals } from '../../occupancy/ports.ts';
+import type { OccupancyStore } from '../../occupancy/ports.ts';
+import type { UsedUpSeals } from '../../used-up/ports.ts';
 import type { Hint, HintCache } from '../hint.ts';
-import type { Interval } from '../intervals.ts';
-import type { ParsedRange } from '../pool-geometry.ts';
+import type { Interval } from '../../base/intervals.ts';
+import type { ParsedRange } from '../../base/pool-geometry.ts';
 import type { Units } from './units.ts';
 
 /** The ports the lease allocator's stages use: one set per allocator (per container). */
@@ -21,7 +22,7 @@ export interface LeasePorts {
   /** The addresses a pool with a reuse delay still holds for an owner identity: its dynamic claims get them back. */
   readonly heldFor?: LeaseIndex['heldFor'];
   /**
-   * Seals on bands read used up, with the ranges' freed counters (used-up.ts): a band sealed since nothing was freed
+   * Seals on bands read used up, with the ranges' freed counters (used-up/rule.ts): a band sealed since nothing was freed
    * is not read again. Without them (NO_SEALS) every "used up" decision reads its bands in bulk.
    */
   readonly seals?: UsedUpSeals;

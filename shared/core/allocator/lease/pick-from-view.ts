@@ -1,7 +1,7 @@
 import { hostAt } from '../../ip/cidr.ts';
 import { chooseWeighted, collectFree, pickableSize, pickInRange, upperBandStart, type PickRange } from '../candidates.ts';
 import type { Hint } from '../hint.ts';
-import type { ParsedRange } from '../pool-geometry.ts';
+import type { ParsedRange } from '../../base/pool-geometry.ts';
 import { TUNING } from '../tuning.ts';
 import { picked, randomOf, type Choice, type PickResult, type ViewScope } from './context.ts';
 import { readFree } from './read-leases.ts';

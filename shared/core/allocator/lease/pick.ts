@@ -1,9 +1,9 @@
 import { RangeFullError } from '../../errors.ts';
-import { BandName } from '../../occupancy/ports.ts';
+import { BandName } from '../../used-up/ports.ts';
 import { chooseWeighted, pickableSize, pickBlind } from '../candidates.ts';
 import { HintSource } from '../hint.ts';
-import type { Interval } from '../intervals.ts';
-import { excludedIntervals, rangesOf, type ParsedRange } from '../pool-geometry.ts';
+import type { Interval } from '../../base/intervals.ts';
+import { excludedIntervals, rangesOf, type ParsedRange } from '../../base/pool-geometry.ts';
 import { TUNING } from '../tuning.ts';
 import { picked, type Choice, type FamilyPick, type PickResult, type ViewScope } from './context.ts';
 import { behindNearFull, pickVerified, pickWithHint, shownFree, spreadEstimate } from './pick-from-view.ts';

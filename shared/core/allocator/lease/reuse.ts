@@ -2,7 +2,7 @@ import { parseAddress } from '../../ip/address.ts';
 import { holdIdentityOf, holdOf, isExpired, reuseDelayMs, sameHoldIdentity, type Claim, type HoldIdentity, type PoolView } from '../../model.ts';
 import type { Replacing } from '../../ports.ts';
 import type { ClaimDraft, FamilyRequest } from '../allocator.ts';
-import { rangeForExplicit, type ParsedRange } from '../pool-geometry.ts';
+import { rangeForExplicit, type ParsedRange } from '../../base/pool-geometry.ts';
 import type { AllocatorEnv, Choice } from './context.ts';
 
 /** What the claim of this name is now, in a pool with a reuse delay (replacedClaim). */

@@ -1,11 +1,11 @@
 import { formatAddress, type IpFamily } from '../../ip/address.ts';
 import { cidrCovers, hostOffset } from '../../ip/cidr.ts';
 import type { PoolView } from '../../model.ts';
-import { BandName } from '../../occupancy/ports.ts';
+import { BandName } from '../../used-up/ports.ts';
 import { pickableSize, upperBandStart, type PickRange } from '../candidates.ts';
-import type { Interval } from '../intervals.ts';
-import { hostIntervals, rangesOf, type ParsedRange } from '../pool-geometry.ts';
-import type { Band } from '../used-up.ts';
+import type { Interval } from '../../base/intervals.ts';
+import { hostIntervals, rangesOf, type ParsedRange } from '../../base/pool-geometry.ts';
+import type { Band } from '../../used-up/rule.ts';
 
 /**
  * What the stages allocate: positions of a range, each one lease item. The stages never ask what a position is;

@@ -1,7 +1,7 @@
 import { NotReadyError } from '../../errors.ts';
-import type { RangeSeals, UsedUpSeals } from '../../occupancy/ports.ts';
+import type { RangeSeals, UsedUpSeals } from '../../used-up/ports.ts';
 import { TUNING } from '../tuning.ts';
-import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, sealHolds, withSealsOf, type Band } from '../used-up.ts';
+import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, sealHolds, withSealsOf, type Band } from '../../used-up/rule.ts';
 import { randomOf, type CallContext, type Choice, type FamilyPick } from './context.ts';
 import { readFree } from './read-leases.ts';
 
@@ -12,7 +12,7 @@ export type UsedUpDecision = { readonly kind: 'free'; readonly choice: Choice } 
  * Stage "decide used up": a free address of `bands`, or usedUp when every band is used up as this call read it: each
  * address read held at some moment inside this call, so an address free for the whole call is found (as by a scan).
  * Read through a read of the ranges' seals and freed counters (one consistent bulk read, or the seals alone when this
- * call read those counters already: readCounters) in which the seal of every part of every band holds (used-up.ts:
+ * call read those counters already: readCounters) in which the seal of every part of every band holds (used-up/rule.ts:
  * a band is cut into up to TUNING.sealParts parts, sealed one by one). A part without one is read in bulk
  * (confirmFree) after the counters were read; read used up, it is sealed at those counters (a plain write:
  * writes/freed.ts says why a seal at counters moved since misleads no reader). The part read next is a random one

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { hostAt, slotFloor } from '../ip/cidr.ts';
 import { formatAddress } from '../ip/address.ts';
-import type { BandName, LeaseExpiry, RangeSeals, UsedUpSeal, UsedUpSeals } from '../occupancy/ports.ts';
-import { intervalHolding, type Interval } from './intervals.ts';
-import type { ParsedRange } from './pool-geometry.ts';
-import { TUNING } from './tuning.ts';
+import type { LeaseExpiry } from '../occupancy/ports.ts';
+import type { BandName, RangeSeals, UsedUpSeal, UsedUpSeals } from './ports.ts';
+import { intervalHolding, type Interval } from '../base/intervals.ts';
+import type { ParsedRange } from '../base/pool-geometry.ts';
+import { TUNING } from '../allocator/tuning.ts';
 
 /** Offsets [from, to) of a range, minus exclusions: a band, or a part of one (what one seal covers). */
 export interface Band {
@@ -49,7 +50,7 @@ export function* bandValues(band: Band, start: bigint): Generator<bigint> {
 /**
  * What a band is, as a seal records it: the range's incarnation (a range re-created under its name is another one),
  * its offsets, and the exclusions that cut it, as 16 hex digits of a SHA-256 of them (the exclusions cutting a part
- * are as many as the pool has, and a seal must stay small: issue 33, item 7). A seal of another shape (an exclusion
+ * are as many as the pool has, and a seal must stay small: docs/decisions/0003-seal-parts-and-digests.md). A seal of another shape (an exclusion
  * lifted, a window moved) says nothing about this band; two shapes share a digest with odds of about 2^-64.
  */
 export function shapeOf(band: Band): string {
@@ -64,9 +65,8 @@ function sha16(text: string): string {
 }
 
 /**
- * An owner identity as a seal lists it among its holders: a digest (sha16), since an identity is up to two
- * 253-character fields (about 1.5 KB in UTF-8), and 32 of them in each of a range's 34 parts made its seals item
- * pass DynamoDB's 400 KB (issue 33, item 7): a seal is now under 1 KB whatever the names. An owner whose digest
+ * An owner identity as a seal lists it among its holders: a digest (sha16), since identities are long and a seals
+ * item holds 32 of them in each part and must stay far under 400 KB (docs/decisions/0003-seal-parts-and-digests.md). An owner whose digest
  * equals a holder's is taken for that holder: the seal does not hold for it, and it reads the part (never the other
  * way round).
  */
