@@ -12,7 +12,7 @@ const CORE_PURE = [
 /** Files of shared/core with functions of more than 4 parameters, not yet given an options object. */
 const MAX_PARAMS_NOT_YET = [
   'allocator/bitmap-allocator.ts', 'allocator/hint.ts', 'bitmap/bitmap-release.ts',
-  'mirror/projections.ts', 'occupancy/summary-mirror.ts', 'reconciler/drift.ts', 'base/events.ts',
+  'mirror/projections.ts', 'occupancy/summary-mirror.ts', 'reconciler/drift.ts',
   'use-cases/addresses.ts', 'use-cases/claims.ts', 'use-cases/history.ts',
 ];
 

@@ -140,7 +140,7 @@ export const events = {
     object: `lease/${address}`,
     message: `The address history of ${address} has no holding of claim uid ${ended.claimUid}, which a ${ended.reason} repair released at ${new Date(ended.atMs).toISOString()}: the stream function skipped that lease change past its retries (see MirrorFailureQueue). Holdings of that time are incomplete; nothing was changed.`,
   }),
-  historyGapOfChange: (pool: string, address: string, holding: string, atMs: number, time: string): IpamEvent => ({
+  historyGapOfChange: ({ pool, address, holding, atMs }: { readonly pool: string; readonly address: string; readonly holding: string; readonly atMs: number }, time: string): IpamEvent => ({
     pool,
     time,
     reason: EventReason.HistoryGap,
@@ -177,11 +177,11 @@ export const events = {
     message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
   consumerAdded: (claim: Claim, consumer: Consumer, time: string, by?: Principal): IpamEvent =>
-    consumerEvent(claim, time, EventReason.ConsumerAdded, by, `Consumer ${consumerName(consumer)} joined claim ${claim.name} (uid ${claim.uid}), which now has ${(claim.consumers?.length ?? 0) + 1} consumer${claim.consumers?.length ? 's' : ''}.`),
+    consumerEvent(claim, { time, reason: EventReason.ConsumerAdded, by }, `Consumer ${consumerName(consumer)} joined claim ${claim.name} (uid ${claim.uid}), which now has ${(claim.consumers?.length ?? 0) + 1} consumer${claim.consumers?.length ? 's' : ''}.`),
   consumerRemoved: (claim: Claim, consumer: Consumer, time: string, by?: Principal): IpamEvent => {
     const left = (claim.consumers?.length ?? 1) - 1;
     const after = left === 0 ? `its last: the claim was released with ${addressList(claim)}` : `which keeps ${left} consumer${left === 1 ? '' : 's'}`;
-    return consumerEvent(claim, time, EventReason.ConsumerRemoved, by, `Consumer ${consumerName(consumer)} left claim ${claim.name} (uid ${claim.uid}), ${after}.`);
+    return consumerEvent(claim, { time, reason: EventReason.ConsumerRemoved, by }, `Consumer ${consumerName(consumer)} left claim ${claim.name} (uid ${claim.uid}), ${after}.`);
   },
   leaseOrphaned: (lease: Lease, why: keyof typeof whyText, time: string, hold?: Hold): IpamEvent => ({
     pool: lease.pool,
@@ -223,7 +223,7 @@ export const events = {
 const consumerName = (c: Consumer): string => `${c.kind}/${c.name} (uid ${c.uid})`;
 
 /** An event about a claim's consumers: no claim uid nor addresses (it releases nothing the address history reads). */
-function consumerEvent(claim: Claim, time: string, reason: EventReason, by: Principal | undefined, message: string): IpamEvent {
+function consumerEvent(claim: Claim, { time, reason, by }: { readonly time: string; readonly reason: EventReason; readonly by: Principal | undefined }, message: string): IpamEvent {
   return { pool: claim.pool, time, labels: claim.spec.labels ?? {}, reason, object: `claim/${claim.name}`, ...(by ? { principal: by.arn } : {}), message };
 }
 

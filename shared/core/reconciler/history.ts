@@ -72,7 +72,7 @@ async function historyLag(run: Run, pool: string, mark: HistoryMark | undefined)
   if (!found.ok) return Math.max(0, run.now() - since);
   const lost = !found.value && run.now() - since > GAP_PROOF_AGE_MS;
   if (lost) {
-    const gap = events.historyGapOfChange(pool, address, holding, since, run.iso());
+    const gap = events.historyGapOfChange({ pool, address, holding, atMs: since }, run.iso());
     const reported = await run.repair(`report history gap of ${pool}/${address}`, async () => (run.done(gap, await run.deps.reconcile.reportOnce(gap, `histgap/${address}/${holding}`, run.now())), true));
     if (!reported) return Math.max(0, run.now() - since);
   }
