@@ -3,7 +3,10 @@ import tseslint from 'typescript-eslint';
 
 /** What no file of the domain core imports. */
 const CORE_PURE = [
-  { group: ['@aws-sdk/*', '@smithy/*'], message: 'The domain core imports no AWS SDK: put DynamoDB code in shared/adapters.' },
+  {
+    group: ['@aws-sdk/*', '@smithy/*'],
+    message: 'The domain core imports no AWS SDK: put DynamoDB code in shared/adapters.',
+  },
   { group: ['@middy/*'], message: 'The domain core imports no middy: put HTTP code in shared/adapters/http.' },
   { group: ['@aws-lambda-powertools/*', 'aws-lambda'], message: 'The domain core imports no Lambda tooling.' },
   { group: ['**/adapters/**'], message: 'The domain core does not depend on adapters.' },
@@ -11,9 +14,15 @@ const CORE_PURE = [
 
 /** Files of shared/core with functions of more than 4 parameters, not yet given an options object. */
 const MAX_PARAMS_NOT_YET = [
-  'allocator/bitmap-allocator.ts', 'allocator/hint.ts', 'bitmap/bitmap-release.ts',
-  'mirror/projections.ts', 'occupancy/summary-mirror.ts', 'reconciler/drift.ts',
-  'use-cases/addresses.ts', 'use-cases/claims.ts', 'use-cases/history.ts',
+  'allocator/bitmap-allocator.ts',
+  'allocator/hint.ts',
+  'bitmap/bitmap-release.ts',
+  'mirror/projections.ts',
+  'occupancy/summary-mirror.ts',
+  'reconciler/drift.ts',
+  'use-cases/addresses.ts',
+  'use-cases/claims.ts',
+  'use-cases/history.ts',
 ];
 
 const MECHANISMS = ['allocator', 'bitmap', 'history', 'mirror', 'occupancy', 'used-up'];
@@ -43,7 +52,18 @@ const CORE_LAYERS = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'cli/api/openapi.gen.ts', 'shared/adapters/http/openapi.gen.ts', '.serverless/**', '.esbuild/**', 'dist/**', 'bench/results/**', '.data/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'cli/api/openapi.gen.ts',
+      'shared/adapters/http/openapi.gen.ts',
+      '.serverless/**',
+      '.esbuild/**',
+      'dist/**',
+      'bench/results/**',
+      '.data/**',
+    ],
+  },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -57,7 +77,10 @@ export default tseslint.config(
     files: ['shared/**/*.ts', 'functions/**/*.ts'],
     ignores: ['shared/config.ts'],
     rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration in shared/config.ts.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Read configuration in shared/config.ts.' },
+      ],
     },
   },
   {
@@ -65,7 +88,8 @@ export default tseslint.config(
     files: ['shared/core/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: CORE_PURE }],
-      'no-restricted-properties': ['error',
+      'no-restricted-properties': [
+        'error',
         { object: 'Date', property: 'now', message: 'Take time from the Clock port.' },
         { object: 'Math', property: 'random', message: 'Take randomness from the Random port.' },
         { object: 'process', property: 'env', message: 'Read configuration in shared/config.ts.' },
@@ -89,7 +113,16 @@ export default tseslint.config(
   {
     // The simulator stands on its own: what it shares with the benchmark (charts) lives in scripts/lib.
     files: ['sim/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/bench/**'], message: 'sim/ imports nothing from bench/: share it through scripts/lib.' }] }] },
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/bench/**'], message: 'sim/ imports nothing from bench/: share it through scripts/lib.' },
+          ],
+        },
+      ],
+    },
   },
   {
     files: ['eslint.config.js', 'vitest.config.ts'],

@@ -61,7 +61,8 @@ export function valueSize(value: AttributeValue): number {
   if (value.NS !== undefined) return value.NS.reduce((sum, n) => sum + numberSize(n), 0);
   if (value.BS !== undefined) return value.BS.reduce((sum, b) => sum + b.byteLength, 0);
   if (value.L !== undefined) return 3 + value.L.reduce((sum, v) => sum + 1 + valueSize(v), 0);
-  if (value.M !== undefined) return 3 + Object.entries(value.M).reduce((sum, [k, v]) => sum + 1 + utf8Length(k) + valueSize(v), 0);
+  if (value.M !== undefined)
+    return 3 + Object.entries(value.M).reduce((sum, [k, v]) => sum + 1 + utf8Length(k) + valueSize(v), 0);
   return 0;
 }
 
@@ -90,13 +91,21 @@ export function plainValueSize(value: unknown): number {
   if (typeof value === 'boolean' || value === null) return 1;
   if (value instanceof Uint8Array) return value.byteLength;
   if (Array.isArray(value)) return 3 + value.reduce((sum: number, v) => sum + 1 + plainValueSize(v), 0);
-  if (typeof value === 'object') return 3 + Object.entries(value as Record<string, unknown>).reduce((sum, [k, v]) => (v === undefined ? sum : sum + 1 + utf8Length(k) + plainValueSize(v)), 0);
+  if (typeof value === 'object')
+    return (
+      3 +
+      Object.entries(value as Record<string, unknown>).reduce(
+        (sum, [k, v]) => (v === undefined ? sum : sum + 1 + utf8Length(k) + plainValueSize(v)),
+        0,
+      )
+    );
   return 0;
 }
 
 /** Size of a plain item (attributes left undefined are absent), by DynamoDB's rules. */
 export function plainItemSize(item: Readonly<Record<string, unknown>>): number {
   let size = 0;
-  for (const [name, value] of Object.entries(item)) if (value !== undefined) size += utf8Length(name) + plainValueSize(value);
+  for (const [name, value] of Object.entries(item))
+    if (value !== undefined) size += utf8Length(name) + plainValueSize(value);
   return size;
 }

@@ -12,7 +12,9 @@ export function toLambdaRecord(record: SdkRecord, streamArn: string, region: str
     awsRegion: region,
     dynamodb: {
       ApproximateCreationDateTime:
-        data.ApproximateCreationDateTime === undefined ? undefined : Math.floor(data.ApproximateCreationDateTime.getTime() / 1000),
+        data.ApproximateCreationDateTime === undefined
+          ? undefined
+          : Math.floor(data.ApproximateCreationDateTime.getTime() / 1000),
       Keys: data.Keys && toLambdaImage(data.Keys),
       NewImage: data.NewImage && toLambdaImage(data.NewImage),
       OldImage: data.OldImage && toLambdaImage(data.OldImage),
@@ -22,7 +24,8 @@ export function toLambdaRecord(record: SdkRecord, streamArn: string, region: str
     },
     eventSourceARN: streamArn,
   };
-  if (record.userIdentity) out.userIdentity = { type: record.userIdentity.Type, principalId: record.userIdentity.PrincipalId };
+  if (record.userIdentity)
+    out.userIdentity = { type: record.userIdentity.Type, principalId: record.userIdentity.PrincipalId };
   return out;
 }
 

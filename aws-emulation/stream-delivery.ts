@@ -33,13 +33,23 @@ export interface DeliveryRules {
 }
 
 /** The stream function's mapping as serverless.yml deploys it (tests/unit/template.test.ts pins the two together). */
-export const DEPLOYED_MAPPING: DeliveryRules = { batchSize: 1000, maxRetries: 10, bisectOnError: true, batchWindowMs: 1000 };
+export const DEPLOYED_MAPPING: DeliveryRules = {
+  batchSize: 1000,
+  maxRetries: 10,
+  bisectOnError: true,
+  batchWindowMs: 1000,
+};
 
 /** What one invocation came to, read as the mapping reads it. */
 export type BatchOutcome =
   | { readonly kind: 'ok' }
   | { readonly kind: 'error'; readonly message: string }
-  | { readonly kind: 'partial'; readonly firstFailed: number; readonly failedIds: readonly string[]; readonly message: string };
+  | {
+      readonly kind: 'partial';
+      readonly firstFailed: number;
+      readonly failedIds: readonly string[];
+      readonly message: string;
+    };
 
 /** A batch given up on, for the failure destination. */
 export interface GivenUp {
@@ -71,14 +81,25 @@ export function readBatchResponse(answer: unknown, records: readonly DynamoDBRec
   if (answer === undefined || answer === null) return { kind: 'ok' };
   const failures = (answer as { batchItemFailures?: unknown }).batchItemFailures;
   if (failures === undefined || failures === null) return { kind: 'ok' };
-  if (!Array.isArray(failures)) return { kind: 'partial', firstFailed: 0, failedIds: [], message: 'batchItemFailures is not an array: whole batch failed' };
+  if (!Array.isArray(failures))
+    return {
+      kind: 'partial',
+      firstFailed: 0,
+      failedIds: [],
+      message: 'batchItemFailures is not an array: whole batch failed',
+    };
   if (failures.length === 0) return { kind: 'ok' };
   let firstFailed = records.length;
   const failedIds: string[] = [];
   for (const failure of failures as { itemIdentifier?: unknown }[]) {
     const index = records.findIndex((r) => r.dynamodb?.SequenceNumber === failure?.itemIdentifier);
     if (typeof failure?.itemIdentifier !== 'string' || failure.itemIdentifier === '' || index < 0) {
-      return { kind: 'partial', firstFailed: 0, failedIds: [], message: `unknown itemIdentifier ${JSON.stringify(failure?.itemIdentifier)}: whole batch failed` };
+      return {
+        kind: 'partial',
+        firstFailed: 0,
+        failedIds: [],
+        message: `unknown itemIdentifier ${JSON.stringify(failure?.itemIdentifier)}: whole batch failed`,
+      };
     }
     failedIds.push(failure.itemIdentifier);
     firstFailed = Math.min(firstFailed, index);
@@ -90,7 +111,11 @@ export function readBatchResponse(answer: unknown, records: readonly DynamoDBRec
  * Delivers one batch read from a shard, retrying, bisecting and giving up as the mapping does; resolves when every
  * record of it was either accepted or handed to `onGiveUp` (or when `stopped` says so). Returns the invocations made.
  */
-export async function deliverBatch(records: readonly DynamoDBRecord[], rules: DeliveryRules, hooks: DeliveryHooks): Promise<number> {
+export async function deliverBatch(
+  records: readonly DynamoDBRecord[],
+  rules: DeliveryRules,
+  hooks: DeliveryHooks,
+): Promise<number> {
   const stopped = hooks.stopped ?? (() => false);
   let invocations = 0;
   const queue: DynamoDBRecord[][] = [[...records]];

@@ -29,35 +29,61 @@ export function fromCbor(bytes) {
 
 /** serverless.yml's custom.esbuild settings. */
 const slsBuild: BuildOptions = {
-  bundle: true, minify: true, sourcemap: false, format: 'esm', platform: 'node', target: 'node22', mainFields: ['module', 'main'],
-  external: ['@aws-sdk/*'], logLevel: 'silent',
-  banner: { js: "import { createRequire as __ipamCreateRequire } from 'node:module'; const require = __ipamCreateRequire(import.meta.url);" },
+  bundle: true,
+  minify: true,
+  sourcemap: false,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  mainFields: ['module', 'main'],
+  external: ['@aws-sdk/*'],
+  logLevel: 'silent',
+  banner: {
+    js: "import { createRequire as __ipamCreateRequire } from 'node:module'; const require = __ipamCreateRequire(import.meta.url);",
+  },
 };
 
 /** Replaces the project's range-allocation.ts by a module re-exporting its JSON side and the cborg codec. */
 const withCborg = (codecFile: string): Plugin => ({
   name: 'cborg-codec',
   setup(b) {
-    b.onResolve({ filter: /range-allocation\.ts$/ }, (args) => (args.importer === codecFile ? undefined : { path: codecFile }));
+    b.onResolve({ filter: /range-allocation\.ts$/ }, (args) =>
+      args.importer === codecFile ? undefined : { path: codecFile },
+    );
   },
 });
 
 async function bundleBytes(dir: string): Promise<void> {
   const codecFile = join(dir, 'cborg-range-allocation.ts');
-  await writeFile(codecFile, `${CBORG_CODEC}\nexport { toJson, EXPECTED_BASE64 } from ${JSON.stringify(join(ROOT, 'shared/core/bitmap/range-allocation.ts'))};\n`);
+  await writeFile(
+    codecFile,
+    `${CBORG_CODEC}\nexport { toJson, EXPECTED_BASE64 } from ${JSON.stringify(join(ROOT, 'shared/core/bitmap/range-allocation.ts'))};\n`,
+  );
   for (const codec of ['hand-written', 'cborg'] as const) {
     const outfile = join(dir, codec, 'http.mjs');
-    await build({ ...slsBuild, entryPoints: [join(ROOT, 'functions/http.ts')], outfile, plugins: codec === 'cborg' ? [withCborg(codecFile)] : [] });
+    await build({
+      ...slsBuild,
+      entryPoints: [join(ROOT, 'functions/http.ts')],
+      outfile,
+      plugins: codec === 'cborg' ? [withCborg(codecFile)] : [],
+    });
     const alone = join(dir, codec, 'codec.mjs');
     const entry = join(dir, `${codec}-entry.ts`);
-    await writeFile(entry, `export { toCbor, fromCbor } from ${JSON.stringify(codec === 'cborg' ? codecFile : join(ROOT, 'shared/core/bitmap/range-allocation.ts'))};\n`);
+    await writeFile(
+      entry,
+      `export { toCbor, fromCbor } from ${JSON.stringify(codec === 'cborg' ? codecFile : join(ROOT, 'shared/core/bitmap/range-allocation.ts'))};\n`,
+    );
     await build({ ...slsBuild, banner: {}, entryPoints: [entry], outfile: alone });
-    console.log(JSON.stringify({ codec, apiBundleBytes: (await stat(outfile)).size, codecAloneBytes: (await stat(alone)).size }));
+    console.log(
+      JSON.stringify({ codec, apiBundleBytes: (await stat(outfile)).size, codecAloneBytes: (await stat(alone)).size }),
+    );
   }
 }
 
-const cborgToCbor = (doc: RangeAllocation): Uint8Array => encode({ data: new Tagged(EXPECTED_BASE64, doc.data), range: doc.range, version: doc.version }, rfc8949EncodeOptions);
-const cborgFromCbor = (bytes: Uint8Array): unknown => decode(bytes, { strict: true, useMaps: true, rejectDuplicateMapKeys: true, tags: Tagged.preserve(EXPECTED_BASE64) });
+const cborgToCbor = (doc: RangeAllocation): Uint8Array =>
+  encode({ data: new Tagged(EXPECTED_BASE64, doc.data), range: doc.range, version: doc.version }, rfc8949EncodeOptions);
+const cborgFromCbor = (bytes: Uint8Array): unknown =>
+  decode(bytes, { strict: true, useMaps: true, rejectDuplicateMapKeys: true, tags: Tagged.preserve(EXPECTED_BASE64) });
 
 /** Microseconds per call: the median of 7 rounds of n calls, after one warm-up round. */
 function microseconds(fn: () => unknown, n: number): number {
@@ -71,17 +97,30 @@ function microseconds(fn: () => unknown, n: number): number {
 }
 
 function speeds(): void {
-  const full = (bytes: number, range: string): RangeAllocation => ({ range, data: new Uint8Array(bytes).fill(0xff), version: 123_456 });
-  for (const [name, doc] of [['/24', full(32, '192.168.0.0/24')], ['/16', full(8192, '10.1.0.0/16')]] as const) {
+  const full = (bytes: number, range: string): RangeAllocation => ({
+    range,
+    data: new Uint8Array(bytes).fill(0xff),
+    version: 123_456,
+  });
+  for (const [name, doc] of [
+    ['/24', full(32, '192.168.0.0/24')],
+    ['/16', full(8192, '10.1.0.0/16')],
+  ] as const) {
     const bytes = toCbor(doc);
     if (Buffer.compare(bytes, cborgToCbor(doc)) !== 0) throw new Error(`the two encoders disagree on ${name}`);
     const n = name === '/16' ? 5_000 : 20_000;
-    console.log(JSON.stringify({
-      document: name, cborBytes: bytes.length,
-      encodeUs: { handWritten: microseconds(() => toCbor(doc), n), cborg: microseconds(() => cborgToCbor(doc), n) },
-      // cborg's decode alone: the key-order check fromCbor would add (a re-encoding, see CBORG_CODEC) comes on top.
-      decodeUs: { handWritten: microseconds(() => fromCbor(bytes), n), cborgDecodeOnly: microseconds(() => cborgFromCbor(bytes), n) },
-    }));
+    console.log(
+      JSON.stringify({
+        document: name,
+        cborBytes: bytes.length,
+        encodeUs: { handWritten: microseconds(() => toCbor(doc), n), cborg: microseconds(() => cborgToCbor(doc), n) },
+        // cborg's decode alone: the key-order check fromCbor would add (a re-encoding, see CBORG_CODEC) comes on top.
+        decodeUs: {
+          handWritten: microseconds(() => fromCbor(bytes), n),
+          cborgDecodeOnly: microseconds(() => cborgFromCbor(bytes), n),
+        },
+      }),
+    );
   }
 }
 

@@ -19,7 +19,13 @@ import { benchConfig, leaseStrategy } from './strategies/lease.ts';
 const CIDR = '10.0.0.0/20';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { allocations: { type: 'string', default: '200' }, ranges: { type: 'string', default: '1' }, occupancy: { type: 'string', default: '0' } } });
+  const { values } = parseArgs({
+    options: {
+      allocations: { type: 'string', default: '200' },
+      ranges: { type: 'string', default: '1' },
+      occupancy: { type: 'string', default: '0' },
+    },
+  });
   const allocations = Number(values.allocations);
   const ranges = Number(values.ranges);
   const occupancy = Number(values.occupancy);
@@ -33,15 +39,26 @@ async function main(): Promise<void> {
       opened = run;
       // Further ranges of the other family: they make the pool's partition bigger and serve no IPv4 claim.
       const setup = buildContainer(benchConfig(ctx.tableName), { client: ctx.setupClient });
-      for (let i = 1; i < ranges; i += 1) await createRange(setup.deps, { pool: ctx.pool, cidr: `fd00:${i.toString(16)}::/112` });
+      for (let i = 1; i < ranges; i += 1)
+        await createRange(setup.deps, { pool: ctx.pool, cidr: `fd00:${i.toString(16)}::/112` });
       const size = Number(capacity(parseCidr(CIDR)));
       if (occupancy > 0) await run.prefill(randomOffsets(size, Math.floor(size * occupancy)).map(BigInt));
       for (const callers of [1, 4]) {
         const warm = Array.from({ length: callers }, (_, i) => run.caller(i));
         await warmAll(warm);
         // One unmeasured allocation each, so every container holds its pool view and hint as a warm one does.
-        const first = await runCallers({ callers: warm, meter: bench.meter, allocations: callers, namePrefix: `w${callers}` });
-        const measured = await runCallers({ callers: warm, meter: bench.meter, allocations, namePrefix: `m${callers}` });
+        const first = await runCallers({
+          callers: warm,
+          meter: bench.meter,
+          allocations: callers,
+          namePrefix: `w${callers}`,
+        });
+        const measured = await runCallers({
+          callers: warm,
+          meter: bench.meter,
+          allocations,
+          namePrefix: `m${callers}`,
+        });
         const a = Math.max(1, measured.allocated.length);
         const per = (n: number) => Math.round((n / a) * 1000) / 1000;
         const ops = Object.fromEntries(Object.entries(measured.usage.operations).map(([op, n]) => [op, per(n)]));

@@ -67,13 +67,26 @@ function claimItems(pool: string, range: string, i: number, address: string): Wr
     createdAt,
     version: 1,
   };
-  const lease: Lease = { pool, address, family: 'IPv4', range, claim: claim.name, claimUid: claim.uid, owner, createdAt };
-  return [claimToItem(claim, shards), leaseToItem(lease, shards)].map((item) => ({ PutRequest: { Item: marshall(item, marshallOpts) } }));
+  const lease: Lease = {
+    pool,
+    address,
+    family: 'IPv4',
+    range,
+    claim: claim.name,
+    claimUid: claim.uid,
+    owner,
+    createdAt,
+  };
+  return [claimToItem(claim, shards), leaseToItem(lease, shards)].map((item) => ({
+    PutRequest: { Item: marshall(item, marshallOpts) },
+  }));
 }
 
 async function timed(args: readonly string[], endpoint: string): Promise<{ ms: number; stdout: string }> {
   const started = performance.now();
-  const { stdout } = await run(process.execPath, [ipam, '--endpoint', endpoint, ...args], { maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await run(process.execPath, [ipam, '--endpoint', endpoint, ...args], {
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return { ms: Math.round(performance.now() - started), stdout };
 }
 
@@ -86,7 +99,11 @@ async function main(): Promise<void> {
   const stack = await startLocalStack({ streamPoller: false, log: () => undefined });
   try {
     const post = async (path: string, body: unknown) => {
-      const res = await fetch(`${stack.apiUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`${stack.apiUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
     };
     await post('/v1/pools', { name: 'bench-map' });
@@ -99,30 +116,55 @@ async function main(): Promise<void> {
     const fillStarted = performance.now();
     // 12 claims (24 items) a batch: BatchWriteItem takes at most 25.
     const batches: number[][] = [];
-    for (let i = 0; i < offsets.length; i += 12) batches.push(Array.from({ length: Math.min(12, offsets.length - i) }, (_, k) => i + k));
+    for (let i = 0; i < offsets.length; i += 12)
+      batches.push(Array.from({ length: Math.min(12, offsets.length - i) }, (_, k) => i + k));
     let next = 0;
     let written = 0;
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         while (next < batches.length) {
           const batch = batches[next++]!;
-          let requests = batch.flatMap((i) => claimItems('bench-map', range, i, formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(offsets[i]!)) })));
+          let requests = batch.flatMap((i) =>
+            claimItems(
+              'bench-map',
+              range,
+              i,
+              formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(offsets[i]!)) }),
+            ),
+          );
           while (requests.length) {
             const out = await client.send(new BatchWriteItemCommand({ RequestItems: { [stack.tableName]: requests } }));
             requests = out.UnprocessedItems?.[stack.tableName] ?? [];
           }
           written += batch.length;
-          if (Math.floor(written / 10_000) !== Math.floor((written - batch.length) / 10_000)) console.log(`  ${written} claims...`);
+          if (Math.floor(written / 10_000) !== Math.floor((written - batch.length) / 10_000))
+            console.log(`  ${written} claims...`);
         }
       }),
     );
     // What the stream function would have done with those writes: the occupancy summary, by its own code.
-    const changes = offsets.map((o, i) => ({ id: String(i), pool: 'bench-map', address: formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(o)) }), state: LeaseItemPresence.Held }));
-    const mirror = buildContainer(loadConfig({ TABLE_NAME: stack.tableName, DYNAMODB_ENDPOINT: stack.endpoint, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: String(shards) }), { client }).mirror.summary;
+    const changes = offsets.map((o, i) => ({
+      id: String(i),
+      pool: 'bench-map',
+      address: formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(o)) }),
+      state: LeaseItemPresence.Held,
+    }));
+    const mirror = buildContainer(
+      loadConfig({
+        TABLE_NAME: stack.tableName,
+        DYNAMODB_ENDPOINT: stack.endpoint,
+        LOCAL_STACK: 'true',
+        LEASE_INDEX_SHARDS: String(shards),
+      }),
+      { client },
+    ).mirror.summary;
     const summarized = await mirror.apply(changes);
-    if (summarized.failed.length) throw new Error(`the summary of the fill failed for ${summarized.failed.length} leases`);
+    if (summarized.failed.length)
+      throw new Error(`the summary of the fill failed for ${summarized.failed.length} leases`);
     const fillSeconds = (performance.now() - fillStarted) / 1000;
-    console.log(`filled ${target} of ${hosts} addresses of ${cidrText} in ${fillSeconds.toFixed(0)} s (${Math.round(target / fillSeconds)} claims/s, summary included)`);
+    console.log(
+      `filled ${target} of ${hosts} addresses of ${cidrText} in ${fillSeconds.toFixed(0)} s (${Math.round(target / fillSeconds)} claims/s, summary included)`,
+    );
 
     // What GET /v1/pools/{pool} reads on this range (issue 10: "at most a few dozen items"), through a table that
     // counts the items each request returns or scans, next to what counting the leases through the listing reads.
@@ -147,14 +189,24 @@ async function main(): Promise<void> {
       },
       describe: () => inner.describe(),
     };
-    const reader = buildContainer(loadConfig({ TABLE_NAME: stack.tableName, DYNAMODB_ENDPOINT: stack.endpoint, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: String(shards) }), { table: counting });
+    const reader = buildContainer(
+      loadConfig({
+        TABLE_NAME: stack.tableName,
+        DYNAMODB_ENDPOINT: stack.endpoint,
+        LOCAL_STACK: 'true',
+        LEASE_INDEX_SHARDS: String(shards),
+      }),
+      { table: counting },
+    );
     const details = await getPool(reader.deps, 'bench-map');
     const poolRead = { ...counted };
     counted.items = 0;
     counted.requests = 0;
     const host = hostInterval(cidr);
     const listingCount = host ? await reader.deps.leases.countLeases('bench-map', cidr.family, [host], Date.now()) : 0n;
-    console.log(`GET /v1/pools/bench-map: used ${String(details.utilization[cidr.family]?.used)}, ${poolRead.items} items read in ${poolRead.requests} requests; counting the same leases through the listing: ${String(listingCount)} in ${counted.items} items, ${counted.requests} requests`);
+    console.log(
+      `GET /v1/pools/bench-map: used ${String(details.utilization[cidr.family]?.used)}, ${poolRead.items} items read in ${poolRead.requests} requests; counting the same leases through the listing: ${String(listingCount)} in ${counted.items} items, ${counted.requests} requests`,
+    );
 
     const startup = await timed(['--version'], stack.apiUrl);
     const times: number[] = [];
@@ -169,7 +221,8 @@ async function main(): Promise<void> {
     }
     const listing = await timed(['get', 'addresses', '-p', 'bench-map', '--range', range, '-o', 'name'], stack.apiUrl);
     const heldLine = picture.split('\n')[1] ?? '';
-    if (!heldLine.includes(`${target} held`) && !values.keep) throw new Error(`the map does not show ${target} held addresses: ${heldLine}`);
+    if (!heldLine.includes(`${target} held`) && !values.keep)
+      throw new Error(`the map does not show ${target} held addresses: ${heldLine}`);
     const sorted = [...times].sort((a, b) => a - b);
     console.log(picture);
     console.log(
@@ -178,7 +231,9 @@ async function main(): Promise<void> {
         `  runs (ms):        ${times.join(', ')}   median ${sorted[Math.floor(sorted.length / 2)]}`,
         `  process start:    ${startup.ms} ms   (ipam --version: node, tsx, the CLI's modules)`,
         `  get addresses:    ${listing.ms} ms   (the address listing, ${Math.ceil(target / 1000)} pages of 1,000, printed as names)`,
-        `  machine:          ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} (other work shares them)`,
+        `  machine:          ${cpus().length} cores, load average ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')} (other work shares them)`,
       ].join('\n'),
     );
     if (values.keep) {

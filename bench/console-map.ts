@@ -32,15 +32,39 @@ const runs = Number(values.runs);
 const SLICE = 16_384;
 const HOSTS = 65_534;
 const now = new Date().toISOString();
-const range = { name: '10.64.0.0-16', cidr: '10.64.0.0/16', family: 'IPv4', state: 'Ready', legacy: false, size: HOSTS, used: HOSTS, releasing: 0, free: 0, createdAt: now };
-const pool = { name: 'bench', exclude: [], reuseDelaySeconds: 0, createdAt: now, ranges: [range], utilization: { IPv4: { size: HOSTS, used: HOSTS, releasing: 0, free: 0 } } };
+const range = {
+  name: '10.64.0.0-16',
+  cidr: '10.64.0.0/16',
+  family: 'IPv4',
+  state: 'Ready',
+  legacy: false,
+  size: HOSTS,
+  used: HOSTS,
+  releasing: 0,
+  free: 0,
+  createdAt: now,
+};
+const pool = {
+  name: 'bench',
+  exclude: [],
+  reuseDelaySeconds: 0,
+  createdAt: now,
+  ranges: [range],
+  utilization: { IPv4: { size: HOSTS, used: HOSTS, releasing: 0, free: 0 } },
+};
 /** Every host held: all bits set but the network address's (bit 0) and the broadcast address's (bit 65,535). */
 function slices(): unknown[] {
   return [0, 1, 2, 3].map((k) => {
     const bits = Buffer.alloc(SLICE / 8, 0xff);
     if (k === 0) bits[0] = 0xfe;
     if (k === 3) bits[bits.length - 1] = 0x7f;
-    return { first: `10.64.${k * 64}.0`, count: SLICE, used: SLICE - (k === 0 || k === 3 ? 1 : 0), bits: bits.toString('base64'), asOf: now };
+    return {
+      first: `10.64.${k * 64}.0`,
+      count: SLICE,
+      used: SLICE - (k === 0 || k === 3 ? 1 : 0),
+      bits: bits.toString('base64'),
+      asOf: now,
+    };
   });
 }
 const occupancy = { range: range.name, cidr: range.cidr, used: HOSTS, source: 'summary', slices: slices() };
@@ -48,11 +72,22 @@ const occupancy = { range: range.name, cidr: range.cidr, used: HOSTS, source: 's
 async function main(): Promise<void> {
   const api = createServer((req, res) => {
     const body =
-      req.url === '/v1/pools/bench' ? pool
-      : req.url === `/v1/pools/bench/ranges/${range.name}/occupancy` ? occupancy
-      : undefined;
+      req.url === '/v1/pools/bench'
+        ? pool
+        : req.url === `/v1/pools/bench/ranges/${range.name}/occupancy`
+          ? occupancy
+          : undefined;
     res.writeHead(body ? 200 : 404, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(body ?? { status: 404, code: 'NotFound', title: 'Not Found', detail: `${req.url} is not served by the stand-in` }));
+    res.end(
+      JSON.stringify(
+        body ?? {
+          status: 404,
+          code: 'NotFound',
+          title: 'Not Found',
+          detail: `${req.url} is not served by the stand-in`,
+        },
+      ),
+    );
   });
   await new Promise<void>((r) => api.listen(0, '127.0.0.1', () => r()));
   const upstream = new URL(`http://127.0.0.1:${(api.address() as { port: number }).port}`);
@@ -74,7 +109,9 @@ async function main(): Promise<void> {
       let entry: { render: number; data: number } | undefined;
       const deadline = Date.now() + 30_000;
       while (entry === undefined && Date.now() < deadline) {
-        entry = (await page.evaluate(`(() => { const m = performance.getEntriesByName('map-render')[0]; const d = performance.getEntriesByName('map-data')[0]; return m && d ? { render: m.duration, data: d.startTime } : undefined; })()`)) as typeof entry;
+        entry = (await page.evaluate(
+          `(() => { const m = performance.getEntriesByName('map-render')[0]; const d = performance.getEntriesByName('map-data')[0]; return m && d ? { render: m.duration, data: d.startTime } : undefined; })()`,
+        )) as typeof entry;
       }
       if (entry === undefined) throw new Error('the page never measured map-render');
       renderMs.push(Math.round(entry.render * 10) / 10);
@@ -87,7 +124,8 @@ async function main(): Promise<void> {
     await server.close();
     api.close();
   }
-  if (!summary.startsWith(`${HOSTS} held`)) throw new Error(`the map does not show ${HOSTS} held addresses: ${summary}`);
+  if (!summary.startsWith(`${HOSTS} held`))
+    throw new Error(`the map does not show ${HOSTS} held addresses: ${summary}`);
   const sorted = [...renderMs].sort((a, b) => a - b);
   const result: ConsoleMapBench = {
     cidr: range.cidr,
@@ -102,7 +140,9 @@ async function main(): Promise<void> {
     jsGzipBytes: gzipSync(js).length,
     cssBytes: css.length,
     browser: `chromium ${browser.version()}`,
-    machine: `${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+    machine: `${cpus().length} cores, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
     at: new Date().toISOString(),
   };
   await writeFile(join(repoRoot, 'bench', 'results', 'console-map.json'), `${JSON.stringify(result, null, 2)}\n`);

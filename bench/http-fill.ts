@@ -27,7 +27,14 @@ import { startTallyProxy, type TallyProxy } from './lib/dynamo-tally.ts';
 import { cpuSeconds } from './lib/proc-cpu.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({ options: { prefix: { type: 'string', default: '20' }, callers: { type: 'string', default: '32' }, out: { type: 'string' }, tally: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    prefix: { type: 'string', default: '20' },
+    callers: { type: 'string', default: '32' },
+    out: { type: 'string' },
+    tally: { type: 'boolean', default: false },
+  },
+});
 const cidrText = `10.80.0.0/${Number(values.prefix)}`;
 const callers = Number(values.callers);
 const cidr = parseCidr(cidrText);
@@ -60,25 +67,39 @@ async function main(): Promise<number> {
     answers.set(phase, entry);
     entry[what] += 1;
   };
-  const proxy: TallyProxy | undefined = values.tally ? await startTallyProxy(() => phaseOf(filling, got.length)) : undefined;
+  const proxy: TallyProxy | undefined = values.tally
+    ? await startTallyProxy(() => phaseOf(filling, got.length))
+    : undefined;
   const stack = await startLocalStack({
     log: () => undefined,
-    ...(proxy ? { functionsEndpoint: { endpoint: proxy.endpoint, onDynamo: (endpoint: string) => (proxy.target = endpoint) } } : {}),
+    ...(proxy
+      ? { functionsEndpoint: { endpoint: proxy.endpoint, onDynamo: (endpoint: string) => (proxy.target = endpoint) } }
+      : {}),
   });
   try {
     const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${stack.apiUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      const res = await fetch(`${stack.apiUrl}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
       return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown> };
     };
-    if ((await call('POST', '/v1/pools', { name: 'http-fill' })).status !== 201) throw new Error('could not create the pool');
-    if ((await call('POST', '/v1/pools/http-fill/ranges', { cidr: cidrText })).status !== 201) throw new Error('could not create the range');
+    if ((await call('POST', '/v1/pools', { name: 'http-fill' })).status !== 201)
+      throw new Error('could not create the pool');
+    if ((await call('POST', '/v1/pools/http-fill/ranges', { cidr: cidrText })).status !== 201)
+      throw new Error('could not create the range');
     /** When each RangeFull answer arrived: one that came before a later request still got an address was false. */
     const refusedAt: number[] = [];
     const statuses = new Map<number, number>();
     // With --tally, CPU seconds of the parts (DynamoDB Local; serverless-offline, whose functions run in worker threads
     // of its process; this process: the callers, the console server, the stream poller and the proxy), charged every
     // 100 ms to the phase being filled; without it, no sampling in the process being measured.
-    const cpuNow = () => ({ dynamodb: cpuSeconds(stack.pids.dynamodb), functions: cpuSeconds(stack.pids.offline), bench: cpuSeconds('self') });
+    const cpuNow = () => ({
+      dynamodb: cpuSeconds(stack.pids.dynamodb),
+      functions: cpuSeconds(stack.pids.offline),
+      bench: cpuSeconds('self'),
+    });
     const cpu = new Map<string, { dynamodb: number; functions: number; bench: number }>();
     let cpuBefore = cpuNow();
     const cpuTick = () => {
@@ -97,14 +118,21 @@ async function main(): Promise<number> {
         for (let n = 0; ; n += 1) {
           const start = performance.now() - started;
           const phase = phaseOf(filling, got.length);
-          const res = await call('POST', '/v1/pools/http-fill/claims', { name: `c${c}-${n}`, owner: { kind: 'Pod', name: `caller-${c}`, uid: `caller-${c}` } });
+          const res = await call('POST', '/v1/pools/http-fill/claims', {
+            name: `c${c}-${n}`,
+            owner: { kind: 'Pod', name: `caller-${c}`, uid: `caller-${c}` },
+          });
           const waited = http.get(phase) ?? { requests: 0, ms: 0 };
           http.set(phase, waited);
           waited.requests += 1;
           waited.ms += performance.now() - started - start;
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
           if (res.status === 201) {
-            got.push({ address: (res.body.addresses as { address: string }[])[0]!.address, at: performance.now() - started, start });
+            got.push({
+              address: (res.body.addresses as { address: string }[])[0]!.address,
+              at: performance.now() - started,
+              start,
+            });
             continue;
           }
           if (res.status === 409 && res.body.code === 'RangeFull') {
@@ -138,7 +166,8 @@ async function main(): Promise<number> {
     }
     const median = [...rates].sort((a, b) => a - b)[5]!;
     // The last tenth's two phases: from the first address of each to its last, in seconds.
-    const span = (from: number, to: number) => Math.round(((got[Math.min(got.length - 1, to)]?.at ?? 0) - (got[from]?.at ?? 0)) / 10) / 100;
+    const span = (from: number, to: number) =>
+      Math.round(((got[Math.min(got.length - 1, to)]?.at ?? 0) - (got[from]?.at ?? 0)) / 10) / 100;
     const lastTenthSeconds = { upperTail: span(9 * tenth, size - lower - 1), lowerBand: span(size - lower, size - 1) };
     // A fill releases nothing: an address handed out by a request that started after a RangeFull arrived was free
     // during the whole refused request (issue 20).
@@ -158,8 +187,15 @@ async function main(): Promise<number> {
       falseRangeFull,
       lastTenthSeconds,
       ...(proxy ? { perPhase: perPhase(proxy, got.length, answers, http, cpu) } : {}),
-      met: { everyAddressOnce: got.length === size && distinct === size, no503: !statuses.has(503), lastTenth: last >= median / 2, noFalseRangeFull: falseRangeFull === 0 },
-      machine: `${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`,
+      met: {
+        everyAddressOnce: got.length === size && distinct === size,
+        no503: !statuses.has(503),
+        lastTenth: last >= median / 2,
+        noFalseRangeFull: falseRangeFull === 0,
+      },
+      machine: `${cpus().length} cores, load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
       at: new Date().toISOString(),
     };
     console.log(JSON.stringify(result, null, 2));
@@ -177,7 +213,13 @@ async function main(): Promise<number> {
  * Per phase, per allocation handed out in it: DynamoDB requests and read units of the functions (the stream
  * function's apart), and the kinds of request (dynamo-tally.ts) with their refusals and keys.
  */
-function perPhase(proxy: TallyProxy, allocated: number, answers: ReadonlyMap<string, { notReady: number; rangeFull: number }>, http: ReadonlyMap<string, { requests: number; ms: number }>, cpu: ReadonlyMap<string, Record<'dynamodb' | 'functions' | 'bench', number>>) {
+function perPhase(
+  proxy: TallyProxy,
+  allocated: number,
+  answers: ReadonlyMap<string, { notReady: number; rangeFull: number }>,
+  http: ReadonlyMap<string, { requests: number; ms: number }>,
+  cpu: ReadonlyMap<string, Record<'dynamodb' | 'functions' | 'bench', number>>,
+) {
   const allocationsIn = (phase: string): number => {
     if (phase === 'setup' || phase === 'after') return 0;
     if (phase === 't9-upper') return Math.min(allocated, size - lower) - 9 * tenth;
@@ -201,10 +243,16 @@ function perPhase(proxy: TallyProxy, allocated: number, answers: ReadonlyMap<str
           callerMsPerAllocation: per(Math.round(http.get(phase)?.ms ?? 0)),
           requestsPerAllocation: per(tally.requests - mirror),
           // CPU milliseconds per allocation of each part (sampled every 100 ms: the phases' edges blur by that).
-          cpuMsPerAllocation: Object.fromEntries(Object.entries(cpu.get(phase) ?? {}).map(([part, s]) => [part, per(Math.round(s * 1000))])),
+          cpuMsPerAllocation: Object.fromEntries(
+            Object.entries(cpu.get(phase) ?? {}).map(([part, s]) => [part, per(Math.round(s * 1000))]),
+          ),
           readUnitsPerAllocation: per(tally.readUnits),
           collisions: tally.kinds.commit?.refused ?? 0,
-          kinds: Object.fromEntries(Object.entries(tally.kinds).sort(([a], [b]) => a.localeCompare(b)).map(([kind, k]) => [kind, { ...k, ms: Math.round(k.ms) }])),
+          kinds: Object.fromEntries(
+            Object.entries(tally.kinds)
+              .sort(([a], [b]) => a.localeCompare(b))
+              .map(([kind, k]) => [kind, { ...k, ms: Math.round(k.ms) }]),
+          ),
         },
       ];
     }),

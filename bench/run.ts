@@ -13,7 +13,17 @@ import { parseArgs } from 'node:util';
 import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
 import { Engine } from './lib/harness.ts';
 import { loadAverage, machineInfo } from './lib/machine.ts';
-import { consoleMapGoal, evaluateGoals, httpFillGoal, renderReport, renderSummary, type ConsoleMapBench, type GoalRow, type HttpFill, type ReportInput } from './lib/report.ts';
+import {
+  consoleMapGoal,
+  evaluateGoals,
+  httpFillGoal,
+  renderReport,
+  renderSummary,
+  type ConsoleMapBench,
+  type GoalRow,
+  type HttpFill,
+  type ReportInput,
+} from './lib/report.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from './lib/results.ts';
 import { blocksScenario } from './scenarios/blocks.ts';
 import { cniScenario } from './scenarios/cni.ts';
@@ -32,19 +42,49 @@ import type { Strategy } from './strategies/strategy.ts';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 /** Every strategy of the comparison, in the order tables and charts show them. */
-export const STRATEGIES: readonly Strategy[] = [leaseStrategy(PickStrategy.Hinted), leaseStrategy(PickStrategy.Blind), bitmapCasStrategy, globalLockStrategy(500), globalLockStrategy(10)];
+export const STRATEGIES: readonly Strategy[] = [
+  leaseStrategy(PickStrategy.Hinted),
+  leaseStrategy(PickStrategy.Blind),
+  bitmapCasStrategy,
+  globalLockStrategy(500),
+  globalLockStrategy(10),
+];
 
 /** Every scenario; the mirror and cold start run before the others read their figures in the goals table. */
-export const SCENARIOS: readonly Scenario[] = [coldStartScenario, mirrorCostScenario, throughputScenario, occupancyCostScenario, exhaustionScenario, reconcilerCostScenario, cniScenario, historyScenario, blocksScenario];
+export const SCENARIOS: readonly Scenario[] = [
+  coldStartScenario,
+  mirrorCostScenario,
+  throughputScenario,
+  occupancyCostScenario,
+  exhaustionScenario,
+  reconcilerCostScenario,
+  cniScenario,
+  historyScenario,
+  blocksScenario,
+];
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, strategies: { type: 'string' }, out: { type: 'string' }, 'report-only': { type: 'boolean', default: false } }, allowPositionals: false });
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      strategies: { type: 'string' },
+      out: { type: 'string' },
+      'report-only': { type: 'boolean', default: false },
+    },
+    allowPositionals: false,
+  });
   const quick = values.quick === true;
   const resultsDir = resolve(values.out ?? join(ROOT, quick ? 'bench/results/quick' : 'bench/results'));
-  const reportPath = values.out ? join(resultsDir, 'BENCHMARKS.md') : join(ROOT, quick ? 'bench/results/quick/BENCHMARKS.md' : 'BENCHMARKS.md');
+  const reportPath = values.out
+    ? join(resultsDir, 'BENCHMARKS.md')
+    : join(ROOT, quick ? 'bench/results/quick/BENCHMARKS.md' : 'BENCHMARKS.md');
   const only = values.only ? new Set(values.only.split(',').map((s) => s.trim())) : undefined;
   const scenarios = SCENARIOS.filter((s) => !only || only.has(s.name));
-  if (only) for (const name of only) if (!SCENARIOS.some((s) => s.name === name)) throw new Error(`unknown scenario ${name}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  if (only)
+    for (const name of only)
+      if (!SCENARIOS.some((s) => s.name === name))
+        throw new Error(`unknown scenario ${name}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
   await mkdir(resultsDir, { recursive: true });
   const resultsLink = relative(dirname(reportPath), resultsDir) ? `${relative(dirname(reportPath), resultsDir)}/` : '';
   if (values['report-only']) return renderOnly(resultsDir, reportPath, resultsLink);
@@ -61,8 +101,16 @@ async function main(): Promise<number> {
   const log = (message: string) => console.log(`[bench ${round((performance.now() - started) / 1000, 0)}s] ${message}`);
   // --strategies narrows a run to some strategies (for trying a change); reports compare whatever ran.
   const picked = values.strategies ? new Set(values.strategies.split(',').map((s) => s.trim())) : undefined;
-  if (picked) for (const name of picked) if (!STRATEGIES.some((s) => s.name === name)) throw new Error(`unknown strategy ${name}; known: ${STRATEGIES.map((s) => s.name).join(', ')}`);
-  const availability = await Promise.all(STRATEGIES.filter((s) => !picked || picked.has(s.name)).map(async (s) => ({ strategy: s, unavailable: await s.unavailable() })));
+  if (picked)
+    for (const name of picked)
+      if (!STRATEGIES.some((s) => s.name === name))
+        throw new Error(`unknown strategy ${name}; known: ${STRATEGIES.map((s) => s.name).join(', ')}`);
+  const availability = await Promise.all(
+    STRATEGIES.filter((s) => !picked || picked.has(s.name)).map(async (s) => ({
+      strategy: s,
+      unavailable: await s.unavailable(),
+    })),
+  );
   for (const a of availability) if (a.unavailable) log(`strategy ${a.strategy.name}: ${a.unavailable}`);
   const strategies = availability.filter((a) => !a.unavailable).map((a) => a.strategy);
 
@@ -79,14 +127,28 @@ async function main(): Promise<number> {
         result = await scenario.run(ctx);
       } catch (error) {
         crashed = true;
-        const message = error instanceof Error ? `${error.name}: ${error.message}\n${error.stack ?? ''}` : String(error);
+        const message =
+          error instanceof Error ? `${error.name}: ${error.message}\n${error.stack ?? ''}` : String(error);
         console.error(`scenario ${scenario.name} crashed: ${message}`);
-        result = { name: scenario.name, title: scenario.title, status: 'failed', failures: [`crashed: ${message.split('\n')[0]}`], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] };
+        result = {
+          name: scenario.name,
+          title: scenario.title,
+          status: 'failed',
+          failures: [`crashed: ${message.split('\n')[0]}`],
+          notes: [],
+          parameters: {},
+          rows: [],
+          seconds: 0,
+          charts: [],
+        };
       }
       scenarioLoad.end = loadAverage();
       result = { ...result, load: { ...scenarioLoad, max: Math.max(scenarioLoad.max, scenarioLoad.end) } };
       results.push(result);
-      await writeFile(join(resultsDir, `${result.name}.json`), `${JSON.stringify({ ...result, quick, startedAt }, null, 2)}\n`);
+      await writeFile(
+        join(resultsDir, `${result.name}.json`),
+        `${JSON.stringify({ ...result, quick, startedAt }, null, 2)}\n`,
+      );
       for (const f of result.failures) console.error(`FAILED ${scenario.name}: ${f}`);
     }
   } finally {
@@ -96,24 +158,33 @@ async function main(): Promise<number> {
   load.end = loadAverage();
   // An --only run rebuilds the whole report: this run's scenarios beside the other scenarios' last result files.
   const reported = only ? await resultsOnFile(resultsDir, results) : results;
-  const goals = [...evaluateGoals(reported), httpFillGoal(await readHttpFill(resultsDir)), consoleMapGoal(await readConsoleMap(resultsDir))];
+  const goals = [
+    ...evaluateGoals(reported),
+    httpFillGoal(await readHttpFill(resultsDir)),
+    consoleMapGoal(await readConsoleMap(resultsDir)),
+  ];
   const seconds = (performance.now() - started) / 1000;
   const reportInput: ReportInput = {
-      results: reported,
-      machine: machineInfo(),
-      quick,
-      seconds,
-      load,
-      startedAt,
-      resultsLink,
-      notes: await writtenNotes(),
-      strategies: availability.map((a) => ({ name: a.strategy.name, description: a.strategy.description, ...(a.unavailable ? { unavailable: a.unavailable } : {}) })),
+    results: reported,
+    machine: machineInfo(),
+    quick,
+    seconds,
+    load,
+    startedAt,
+    resultsLink,
+    notes: await writtenNotes(),
+    strategies: availability.map((a) => ({
+      name: a.strategy.name,
+      description: a.strategy.description,
+      ...(a.unavailable ? { unavailable: a.unavailable } : {}),
+    })),
   };
   await writeReports(reportPath, reportInput, goals);
   const { results: _results, notes: _notes, ...runInfo } = reportInput;
   await writeFile(join(resultsDir, 'run.json'), `${JSON.stringify(runInfo, null, 2)}\n`);
   await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
-  for (const g of goals) log(`goal [${g.met === undefined ? 'n/a' : g.met ? 'met' : 'not yet'}] ${g.scenario}: ${g.goal} -> ${g.measured}`);
+  for (const g of goals)
+    log(`goal [${g.met === undefined ? 'n/a' : g.met ? 'met' : 'not yet'}] ${g.scenario}: ${g.goal} -> ${g.measured}`);
   const failed = crashed || results.some((r) => r.failures.length > 0);
   log(`done in ${round(seconds, 0)} s; report ${reportPath}; ${failed ? 'FAILED' : 'all correctness checks passed'}`);
   return failed ? 1 : 0;
@@ -121,9 +192,16 @@ async function main(): Promise<number> {
 
 /** Re-renders BENCHMARKS.md and goals.json from a finished run's files (after a change to the report's wording). */
 async function renderOnly(resultsDir: string, reportPath: string, resultsLink: string): Promise<number> {
-  const run = JSON.parse(await readFile(join(resultsDir, 'run.json'), 'utf8')) as Omit<ReportInput, 'results' | 'resultsLink'>;
+  const run = JSON.parse(await readFile(join(resultsDir, 'run.json'), 'utf8')) as Omit<
+    ReportInput,
+    'results' | 'resultsLink'
+  >;
   const results = await resultsOnFile(resultsDir, []);
-  const goals = [...evaluateGoals(results), httpFillGoal(await readHttpFill(resultsDir)), consoleMapGoal(await readConsoleMap(resultsDir))];
+  const goals = [
+    ...evaluateGoals(results),
+    httpFillGoal(await readHttpFill(resultsDir)),
+    consoleMapGoal(await readConsoleMap(resultsDir)),
+  ];
   await writeReports(reportPath, { ...run, results, resultsLink, notes: await writtenNotes() }, goals);
   await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
   console.log(`report ${reportPath} re-rendered from ${resultsDir}`);
@@ -138,7 +216,13 @@ async function writeReports(reportPath: string, input: ReportInput, goals: reado
   const archivePath = reportPath.replace(/\.md$/, '-archive.md');
   const archiveName = archivePath.slice(archivePath.lastIndexOf('/') + 1);
   const full = renderReport(input, goals).split('\n');
-  const archive = ['# Benchmarks archive: every table and note', '', 'The results page is [BENCHMARKS.md](BENCHMARKS.md).', '', ...full.slice(2)].join('\n');
+  const archive = [
+    '# Benchmarks archive: every table and note',
+    '',
+    'The results page is [BENCHMARKS.md](BENCHMARKS.md).',
+    '',
+    ...full.slice(2),
+  ].join('\n');
   await writeFile(archivePath, archive);
   await writeFile(reportPath, renderSummary(input, goals, archiveName));
 }
@@ -163,7 +247,19 @@ async function resultsOnFile(resultsDir: string, fresh: readonly ScenarioResult[
     results.push(
       text
         ? (JSON.parse(text) as ScenarioResult)
-        : { name: scenario.name, title: scenario.title, status: 'unavailable', unavailable: 'not measured in this report: no full-run result file (its last full run was stopped before the scenario ended, for the session time limit)', failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] },
+        : {
+            name: scenario.name,
+            title: scenario.title,
+            status: 'unavailable',
+            unavailable:
+              'not measured in this report: no full-run result file (its last full run was stopped before the scenario ended, for the session time limit)',
+            failures: [],
+            notes: [],
+            parameters: {},
+            rows: [],
+            seconds: 0,
+            charts: [],
+          },
     );
   }
   return results;

@@ -49,9 +49,21 @@ async function main(): Promise<void> {
         for (let p = 0; p < pools; p += 1) {
           const share = Array.from({ length: count }, (_, i) => i % pools).filter((q) => q === p).length;
           const offsets = Array.from({ length: share }, () => (next[p]! += 1n));
-          await prefillLeases(strategyContext(bench, cidrOf(p), `p${p}`), ranges[p]!, offsets, config.leaseIndexShards, `${tag}-${p}`);
+          await prefillLeases(
+            strategyContext(bench, cidrOf(p), `p${p}`),
+            ranges[p]!,
+            offsets,
+            config.leaseIndexShards,
+            `${tag}-${p}`,
+          );
           const cidr = parseCidr(cidrOf(p));
-          for (const offset of offsets) changes.push({ id: String(changes.length), pool: `p${p}`, address: formatAddress({ family: cidr.family, value: hostAt(cidr, offset) }), state: LeaseItemPresence.Held });
+          for (const offset of offsets)
+            changes.push({
+              id: String(changes.length),
+              pool: `p${p}`,
+              address: formatAddress({ family: cidr.family, value: hostAt(cidr, offset) }),
+              state: LeaseItemPresence.Held,
+            });
         }
         return changes;
       };
@@ -60,10 +72,16 @@ async function main(): Promise<void> {
         for (const pools of [1, 4]) {
           if (pools > batchSize) continue;
           const meters = { without: new Meter(), with: new Meter() };
-          const shipped = (meter: Meter) => buildContainer(config, { client: bench.extraClient(meter, 3), announcer: quiet });
+          const shipped = (meter: Meter) =>
+            buildContainer(config, { client: bench.extraClient(meter, 3), announcer: quiet });
           const withCheck = shipped(meters.with).mirror;
           const plain = shipped(meters.without);
-          const withoutCheck = new LeaseProjections(plain.mirror.summary, plain.mirror.legacy, plain.mirror.history, plain.stores.history);
+          const withoutCheck = new LeaseProjections(
+            plain.mirror.summary,
+            plain.mirror.legacy,
+            plain.mirror.history,
+            plain.stores.history,
+          );
           const ms = { without: [] as number[], with: [] as number[] };
           let crossings = 0;
           for (let b = 0; b < batches; b += 1) {
@@ -78,10 +96,24 @@ async function main(): Promise<void> {
           }
           const per = (meter: Meter) => {
             const u = meter.snapshot();
-            return { requests: round(u.requests / batches, 2), readUnits: round(u.readUnits / batches, 2), itemsRead: round(u.itemsRead / batches, 2), writeUnits: round((u.writeUnits + u.indexWriteUnits) / batches, 2) };
+            return {
+              requests: round(u.requests / batches, 2),
+              readUnits: round(u.readUnits / batches, 2),
+              itemsRead: round(u.itemsRead / batches, 2),
+              writeUnits: round((u.writeUnits + u.indexWriteUnits) / batches, 2),
+            };
           };
           for (const variant of ['without', 'with'] as const) {
-            const row = { batchSize, pools, thresholds: variant === 'with', batches, ...per(meters[variant]), medianMs: round(median(ms[variant]), 1), crossings: variant === 'with' ? crossings : 0, operations: meters[variant].snapshot().operations };
+            const row = {
+              batchSize,
+              pools,
+              thresholds: variant === 'with',
+              batches,
+              ...per(meters[variant]),
+              medianMs: round(median(ms[variant]), 1),
+              crossings: variant === 'with' ? crossings : 0,
+              operations: meters[variant].snapshot().operations,
+            };
             rows.push(row);
             console.log(JSON.stringify(row));
           }

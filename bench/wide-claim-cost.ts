@@ -64,8 +64,24 @@ const T0 = Date.parse('2035-01-01T00:10:00.000Z');
 
 function event(method: string, path: string, body?: unknown): APIGatewayProxyEventV2 {
   return {
-    version: '2.0', routeKey: '$default', rawPath: path, rawQueryString: '', headers: { 'content-type': 'application/json' }, isBase64Encoded: false,
-    requestContext: { accountId: '0', apiId: 'local', domainName: 'localhost', domainPrefix: 'localhost', requestId: 'bench', routeKey: '$default', stage: '$default', time: '', timeEpoch: 0, http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'bench' } },
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: path,
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json' },
+    isBase64Encoded: false,
+    requestContext: {
+      accountId: '0',
+      apiId: 'local',
+      domainName: 'localhost',
+      domainPrefix: 'localhost',
+      requestId: 'bench',
+      routeKey: '$default',
+      stage: '$default',
+      time: '',
+      timeEpoch: 0,
+      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'bench' },
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   } as APIGatewayProxyEventV2;
 }
@@ -78,13 +94,21 @@ interface Step {
   readonly writeUnits: number;
 }
 
-async function shape(label: string, v4: string[], v6: string[]): Promise<{ shape: string; ranges: number; steps: Step[] }> {
+async function shape(
+  label: string,
+  v4: string[],
+  v6: string[],
+): Promise<{ shape: string; ranges: number; steps: Step[] }> {
   const table = new CountingTable(new MemoryTable({ name: 'bench' }));
   let now = T0;
   const clock = { nowMs: () => now };
   const config = loadConfig({ LEASE_INDEX_SHARDS: '4', TABLE_NAME: 'bench', LOCAL_STACK: 'true' });
   const container = buildContainer(config, { table, clock, random: new Prng(33), viewMaxAgeMs: 0 });
-  const handler = createHttpHandler(() => container.deps, { version: 'bench', health: async () => ({ table: 'bench', status: 'ACTIVE' }), localStack: true }, () => {});
+  const handler = createHttpHandler(
+    () => container.deps,
+    { version: 'bench', health: async () => ({ table: 'bench', status: 'ACTIVE' }), localStack: true },
+    () => {},
+  );
   const call = async (method: string, path: string, body?: unknown) => {
     const out = (await handler(event(method, path, body), {} as Context)) as APIGatewayProxyStructuredResultV2;
     return { status: out.statusCode ?? 0, body: out.body ? JSON.parse(out.body) : {} };
@@ -95,27 +119,50 @@ async function shape(label: string, v4: string[], v6: string[]): Promise<{ shape
   const measure = async (step: string, method: string, path: string, body?: unknown) => {
     table.reset();
     const res = await call(method, path, body);
-    steps.push({ step, status: res.status, requests: { ...table.requests }, transactions: [...table.transactions], writeUnits: 2 * table.transactions.reduce((a, b) => a + b, 0) });
+    steps.push({
+      step,
+      status: res.status,
+      requests: { ...table.requests },
+      transactions: [...table.transactions],
+      writeUnits: 2 * table.transactions.reduce((a, b) => a + b, 0),
+    });
     return res;
   };
   const wide = { ipFamilyPolicy: 'RequireDualStack', ipFamilies: ['IPv4', 'IPv6'], count: 32 };
-  const made = await measure('create', 'POST', '/v1/pools/p/claims', { name: 'a', owner: { kind: 'Pod', name: 'a', uid: 'ua' }, ...wide, ttlSeconds: 3600 });
+  const made = await measure('create', 'POST', '/v1/pools/p/claims', {
+    name: 'a',
+    owner: { kind: 'Pod', name: 'a', uid: 'ua' },
+    ...wide,
+    ttlSeconds: 3600,
+  });
   const ranges = new Set((made.body.addresses as { range: string }[]).map((a) => a.range)).size;
   await measure('renew to an earlier expiry', 'POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: 60 });
   now += 61_000;
-  await measure('create replacing the expired claim (another owner)', 'POST', '/v1/pools/p/claims', { name: 'a', owner: { kind: 'Pod', name: 'b', uid: 'ub' }, ...wide, ttlSeconds: 3600 });
+  await measure('create replacing the expired claim (another owner)', 'POST', '/v1/pools/p/claims', {
+    name: 'a',
+    owner: { kind: 'Pod', name: 'b', uid: 'ub' },
+    ...wide,
+    ttlSeconds: 3600,
+  });
   await measure('release (DELETE, into the reuse delay)', 'DELETE', '/v1/pools/p/claims/a');
   return { shape: label, ranges, steps };
 }
 
 async function main(): Promise<void> {
   const narrow = await shape('2 ranges (a /24 and a /120)', ['10.0.0.0/24'], ['fd00::/120']);
-  const wide = await shape('the issue\'s pool (40 IPv4 /29s, 40 IPv6 /125s)', Array.from({ length: 40 }, (_, i) => `10.33.${i}.0/29`), Array.from({ length: 40 }, (_, i) => `fd33::${i === 0 ? '' : (8 * i).toString(16)}/125`));
+  const wide = await shape(
+    "the issue's pool (40 IPv4 /29s, 40 IPv6 /125s)",
+    Array.from({ length: 40 }, (_, i) => `10.33.${i}.0/29`),
+    Array.from({ length: 40 }, (_, i) => `fd33::${i === 0 ? '' : (8 * i).toString(16)}/125`),
+  );
   const results = { generatedBy: 'bench/wide-claim-cost.ts', shapes: [narrow, wide] };
   writeFileSync(new URL('./results/wide-claim.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
   for (const s of results.shapes) {
     console.log(`${s.shape}: the claim lies in ${s.ranges} ranges`);
-    for (const st of s.steps) console.log(`  ${st.step}: ${st.status}; requests ${JSON.stringify(st.requests)}; operations per transaction ${JSON.stringify(st.transactions)}; write units ${st.writeUnits}`);
+    for (const st of s.steps)
+      console.log(
+        `  ${st.step}: ${st.status}; requests ${JSON.stringify(st.requests)}; operations per transaction ${JSON.stringify(st.transactions)}; write units ${st.writeUnits}`,
+      );
   }
 }
 

@@ -47,7 +47,8 @@ export function endpointOf(cmd: Command, io: CliIo): URL {
   } catch {
     usageError(cmd, `--endpoint ${JSON.stringify(text)} is not a URL (for example ${DEFAULT_ENDPOINT}).`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') usageError(cmd, `--endpoint must be an http or https URL, not ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    usageError(cmd, `--endpoint must be an http or https URL, not ${url.protocol}`);
   url.pathname = url.pathname.replace(/\/v1\/*$/, '/');
   return url;
 }
@@ -63,17 +64,34 @@ export async function apiFor(cmd: Command, io: CliIo): Promise<IpamApi> {
   const trace = options.verbose ? (line: string) => io.stderr(`${line}\n`) : undefined;
   // The local stack has no IAM: it takes the caller from a header, which a deployed stage refuses (docs/local-stack.md).
   const principal = options.as ?? (io.env.IPAM_PRINCIPAL || undefined);
-  if (principal !== undefined && endpoint.protocol === 'https:') usageError(cmd, '--as (or IPAM_PRINCIPAL) names a principal on the local stack only; a deployed stage takes the caller from your AWS credentials (--profile)');
+  if (principal !== undefined && endpoint.protocol === 'https:')
+    usageError(
+      cmd,
+      '--as (or IPAM_PRINCIPAL) names a principal on the local stack only; a deployed stage takes the caller from your AWS credentials (--profile)',
+    );
   const signer = endpoint.protocol === 'https:' ? await signerFor(cmd, io, endpoint, trace) : undefined;
   const headers = principal !== undefined ? { 'x-ipam-principal': principal } : undefined;
-  return new IpamApi(new HttpClient({ endpoint, fetch: io.fetch, ...(signer ? { signer } : {}), ...(trace ? { trace } : {}), ...(headers ? { headers } : {}) }));
+  return new IpamApi(
+    new HttpClient({
+      endpoint,
+      fetch: io.fetch,
+      ...(signer ? { signer } : {}),
+      ...(trace ? { trace } : {}),
+      ...(headers ? { headers } : {}),
+    }),
+  );
 }
 
 /**
  * The SigV4 signer for `endpoint` (service execute-api): the region from --region, the hostname or the environment,
  * credentials from the standard chain (--profile).
  */
-export async function signerFor(cmd: Command, io: CliIo, endpoint: URL, trace?: (line: string) => void): Promise<RequestSigner> {
+export async function signerFor(
+  cmd: Command,
+  io: CliIo,
+  endpoint: URL,
+  trace?: (line: string) => void,
+): Promise<RequestSigner> {
   const options = cmd.optsWithGlobals<GlobalOptions>();
   // Loaded only here: the signer and the credential chain cost a few hundred milliseconds of start-up that calls
   // to the local stack do not need.

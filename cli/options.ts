@@ -13,7 +13,8 @@ export function durationArg(text: string): number {
 export function secondsArg(max: number): (text: string) => number {
   return (text) => {
     const seconds = Math.ceil(durationArg(text) / 1000);
-    if (seconds > max) throw new InvalidArgumentError(`Expected a duration of at most ${formatSeconds(max)} (${max} seconds).`);
+    if (seconds > max)
+      throw new InvalidArgumentError(`Expected a duration of at most ${formatSeconds(max)} (${max} seconds).`);
     return seconds;
   };
 }
@@ -21,14 +22,21 @@ export function secondsArg(max: number): (text: string) => number {
 /** commander argParser: a whole number from `min` to `max`. */
 export function intArg(min: number, max: number): (text: string) => number {
   return (text) => {
-    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) throw new InvalidArgumentError(`Expected a whole number from ${min} to ${max}.`);
+    if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)
+      throw new InvalidArgumentError(`Expected a whole number from ${min} to ${max}.`);
     return Number(text);
   };
 }
 
 /** commander argParser for a repeatable option that also takes comma-separated values: `--address a,b --address c`. */
 export function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), ...value.split(',').map((v) => v.trim()).filter((v) => v !== '')];
+  return [
+    ...(previous ?? []),
+    ...value
+      .split(',')
+      .map((v) => v.trim())
+      .filter((v) => v !== ''),
+  ];
 }
 
 export function outputOption(choices: readonly string[] = OUTPUT_CHOICES): Option {

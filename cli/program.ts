@@ -12,7 +12,6 @@ import { ExitCode } from './errors.ts';
 import type { CliIo } from './io.ts';
 import packageJson from '../package.json' with { type: 'json' };
 
-
 const EXAMPLES = `
 Examples:
   ipam create pool services --exclude 10.96.0.0/29
@@ -37,7 +36,10 @@ export function buildProgram(io: CliIo): Command {
     .option('--endpoint <url>', `API base URL (default: $IPAM_ENDPOINT, else ${DEFAULT_ENDPOINT}, the local stack)`)
     .option('--profile <name>', 'AWS profile for signing requests to an https endpoint')
     .option('--region <region>', "AWS region to sign for (default: the execute-api hostname's, else AWS_REGION)")
-    .option('--as <arn>', 'local stack only: act as this IAM principal (x-ipam-principal header; default: $IPAM_PRINCIPAL)')
+    .option(
+      '--as <arn>',
+      'local stack only: act as this IAM principal (x-ipam-principal header; default: $IPAM_PRINCIPAL)',
+    )
     .option('-v, --verbose', 'print each request and response on stderr')
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .exitOverride()
@@ -73,7 +75,9 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
 function report(error: unknown, io: CliIo): number {
   if (error instanceof CommanderError) {
     // Commander has printed the error and the help. --help and --version end through here too, with nothing wrong.
-    return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? ExitCode.Ok : ExitCode.Usage;
+    return error.code === 'commander.helpDisplayed' || error.code === 'commander.version'
+      ? ExitCode.Ok
+      : ExitCode.Usage;
   }
   // ProblemError, ConnectionError, HttpStatusError and ConfigError carry a sentence meant for the user; anything else
   // (a bug, an unexpected answer) is shown the same way rather than as a stack trace.

@@ -34,7 +34,9 @@ export async function watch(io: CliIo, render: () => Promise<WatchFrame>, option
       const { text, key } = await render();
       rounds += 1;
       if (io.isTTY) {
-        io.stdout(`${CLEAR}Every ${options.intervalMs / 1000}s: ${options.title}    ${new Date(io.now()).toISOString()}\n\n${text}`);
+        io.stdout(
+          `${CLEAR}Every ${options.intervalMs / 1000}s: ${options.title}    ${new Date(io.now()).toISOString()}\n\n${text}`,
+        );
       } else if (key !== last) {
         io.stdout(last === undefined ? text : `\n${text}`);
       }

@@ -103,11 +103,20 @@ export function readWhereabouts(texts: readonly string[], defaultIfname = 'eth0'
       }
       for (const [offset, allocation] of Object.entries(spec.allocations)) {
         const size = 1n << BigInt(familyBits(range.family) - range.prefix);
-        if (!/^\d+$/.test(offset) || BigInt(offset) >= size || !isRecord(allocation) || typeof allocation.id !== 'string' || typeof allocation.podref !== 'string') {
-          unreadable.push(`IPPool ${nameOf(object)} allocation ${JSON.stringify(offset)}: not {id, podref} at an offset inside ${String(spec.range)}`);
+        if (
+          !/^\d+$/.test(offset) ||
+          BigInt(offset) >= size ||
+          !isRecord(allocation) ||
+          typeof allocation.id !== 'string' ||
+          typeof allocation.podref !== 'string'
+        ) {
+          unreadable.push(
+            `IPPool ${nameOf(object)} allocation ${JSON.stringify(offset)}: not {id, podref} at an offset inside ${String(spec.range)}`,
+          );
           continue;
         }
-        const ifname = typeof allocation.ifname === 'string' && allocation.ifname !== '' ? allocation.ifname : undefined;
+        const ifname =
+          typeof allocation.ifname === 'string' && allocation.ifname !== '' ? allocation.ifname : undefined;
         holdings.push({
           address: { family: range.family, value: range.base + BigInt(offset) },
           containerID: allocation.id,
@@ -121,11 +130,20 @@ export function readWhereabouts(texts: readonly string[], defaultIfname = 'eth0'
       const name = nameOf(object);
       const address = reservedAddress(name.slice(name.indexOf('/') + 1));
       if (!address || typeof spec?.podref !== 'string' || typeof spec.containerid !== 'string') {
-        unreadable.push(`OverlappingRangeIPReservation ${name}: no address in its name, or no spec.podref and spec.containerid`);
+        unreadable.push(
+          `OverlappingRangeIPReservation ${name}: no address in its name, or no spec.podref and spec.containerid`,
+        );
         continue;
       }
       const ifname = typeof spec.ifname === 'string' && spec.ifname !== '' ? spec.ifname : undefined;
-      holdings.push({ address, containerID: spec.containerid, ifname: ifname ?? defaultIfname, podref: spec.podref, source: `OverlappingRangeIPReservation ${name}`, ifnameAssumed: ifname === undefined });
+      holdings.push({
+        address,
+        containerID: spec.containerid,
+        ifname: ifname ?? defaultIfname,
+        podref: spec.podref,
+        source: `OverlappingRangeIPReservation ${name}`,
+        ifnameAssumed: ifname === undefined,
+      });
     }
   }
   return { holdings, unreadable };
@@ -175,7 +193,9 @@ export function planImport(state: WhereaboutsState, options: { network: string; 
     kept.push(first);
     for (const other of holders.slice(1)) {
       if (key(other) === key(first) && other.podref === first.podref) continue;
-      skipped.push(`${address}: whereabouts holds it for ${first.podref} (${first.containerID}/${first.ifname}, ${first.source}) and for ${other.podref} (${other.containerID}/${other.ifname}, ${other.source}); the first is imported`);
+      skipped.push(
+        `${address}: whereabouts holds it for ${first.podref} (${first.containerID}/${first.ifname}, ${first.source}) and for ${other.podref} (${other.containerID}/${other.ifname}, ${other.source}); the first is imported`,
+      );
     }
   }
   const byAttachment = new Map<string, Holding[]>();
@@ -198,7 +218,14 @@ export function planImport(state: WhereaboutsState, options: { network: string; 
     const families = own.map((h) => h.address.family);
     const name = claimName(options.network, attachment);
     claims.push({
-      spec: { name, owner, ipFamilyPolicy: own.length > 1 ? 'RequireDualStack' : 'SingleStack', ipFamilies: families, addresses: own.map((h) => formatAddress(h.address)), labels },
+      spec: {
+        name,
+        owner,
+        ipFamilyPolicy: own.length > 1 ? 'RequireDualStack' : 'SingleStack',
+        ipFamilies: families,
+        addresses: own.map((h) => formatAddress(h.address)),
+        labels,
+      },
       podref,
       attachment: `${containerID}/${ifname}`,
       releasedByDel: true,
@@ -207,15 +234,37 @@ export function planImport(state: WhereaboutsState, options: { network: string; 
     for (const h of extra) {
       const address = formatAddress(h.address);
       const extraName = `cni-x${createHash('sha256').update(`${name}\0${address}`).digest('hex').slice(0, 39)}`;
-      claims.push({ spec: { name: extraName, owner, ipFamilyPolicy: 'SingleStack', ipFamilies: [h.address.family], addresses: [address], labels }, podref, attachment: `${containerID}/${ifname}`, releasedByDel: false, sources: [h.source] });
-      notes.push(`${address}: a second ${h.address.family} address of ${podref} (${containerID}/${ifname}); imported as claim ${extraName}, which a DEL does not release: release it (ipam release POOL ${extraName}) or the pod's owner when the pod is gone`);
+      claims.push({
+        spec: {
+          name: extraName,
+          owner,
+          ipFamilyPolicy: 'SingleStack',
+          ipFamilies: [h.address.family],
+          addresses: [address],
+          labels,
+        },
+        podref,
+        attachment: `${containerID}/${ifname}`,
+        releasedByDel: false,
+        sources: [h.source],
+      });
+      notes.push(
+        `${address}: a second ${h.address.family} address of ${podref} (${containerID}/${ifname}); imported as claim ${extraName}, which a DEL does not release: release it (ipam release POOL ${extraName}) or the pod's owner when the pod is gone`,
+      );
     }
-    for (const h of holdings.filter((x) => x.ifnameAssumed)) notes.push(`${formatAddress(h.address)}: ${h.source} names no ifname; ${ifname} was assumed (the claim a DEL releases is named from it)`);
+    for (const h of holdings.filter((x) => x.ifnameAssumed))
+      notes.push(
+        `${formatAddress(h.address)}: ${h.source} names no ifname; ${ifname} was assumed (the claim a DEL releases is named from it)`,
+      );
   }
   const attachmentsByPod = new Map<string, Set<string>>();
-  for (const c of claims) attachmentsByPod.set(c.podref, (attachmentsByPod.get(c.podref) ?? new Set()).add(c.attachment));
+  for (const c of claims)
+    attachmentsByPod.set(c.podref, (attachmentsByPod.get(c.podref) ?? new Set()).add(c.attachment));
   for (const [podref, attachments] of attachmentsByPod) {
-    if (attachments.size > 1) notes.push(`${podref} holds addresses under ${attachments.size} attachments (${[...attachments].join(', ')}): each is imported as its own claim; one of an old sandbox is released by its DEL or by the pod's owner release`);
+    if (attachments.size > 1)
+      notes.push(
+        `${podref} holds addresses under ${attachments.size} attachments (${[...attachments].join(', ')}): each is imported as its own claim; one of an old sandbox is released by its DEL or by the pod's owner release`,
+      );
   }
   claims.sort((a, b) => a.spec.addresses[0]!.localeCompare(b.spec.addresses[0]!));
   return { claims, skipped, notes };

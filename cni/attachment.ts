@@ -13,7 +13,9 @@ import { CniCode, CniError } from './errors.ts';
 
 /** `cni-` and 40 hex characters of SHA-256 (160 bits): a DNS-1123 label, 44 characters. */
 export function claimName(network: string, attachment: Attachment): string {
-  const digest = createHash('sha256').update(`${network}\0${attachment.containerID}\0${attachment.ifname}`).digest('hex');
+  const digest = createHash('sha256')
+    .update(`${network}\0${attachment.containerID}\0${attachment.ifname}`)
+    .digest('hex');
   return `cni-${digest.slice(0, 40)}`;
 }
 
@@ -24,7 +26,8 @@ export function parseCniArgs(text: string | undefined): Map<string, string> {
   for (const pair of text.split(';')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    if (eq <= 0) throw new CniError(CniCode.InvalidEnvironment, 'invalid CNI_ARGS', `${JSON.stringify(pair)} is not KEY=VALUE`);
+    if (eq <= 0)
+      throw new CniError(CniCode.InvalidEnvironment, 'invalid CNI_ARGS', `${JSON.stringify(pair)} is not KEY=VALUE`);
     args.set(pair.slice(0, eq), pair.slice(eq + 1));
   }
   return args;
@@ -41,7 +44,11 @@ export function ownerOf(args: ReadonlyMap<string, string>, attachment: Attachmen
   const uid = args.get('K8S_POD_UID');
   if (namespace && name) {
     // Runtimes older than the pod uid in CNI_ARGS: the attachment stands in for the uid.
-    return { kind: 'Pod', name: `${namespace}/${name}`.slice(0, 253), uid: (uid || `${attachment.containerID}/${attachment.ifname}`).slice(0, 253) };
+    return {
+      kind: 'Pod',
+      name: `${namespace}/${name}`.slice(0, 253),
+      uid: (uid || `${attachment.containerID}/${attachment.ifname}`).slice(0, 253),
+    };
   }
   const id = `${attachment.containerID}/${attachment.ifname}`.slice(0, 253);
   return { kind: 'CNIAttachment', name: id, uid: id };
@@ -85,9 +92,24 @@ export function labelsOf(network: string, identity: NodeIdentity, attachment: At
 /** Checks CNI_CONTAINERID and CNI_IFNAME as libcni does. @throws CniError 3 (empty container id) or 4 */
 export function checkAttachment(containerID: string | undefined, ifname: string | undefined): Attachment {
   if (!containerID) throw new CniError(CniCode.UnknownContainer, 'missing containerID', 'CNI_CONTAINERID is empty');
-  if (!CNI_NAME.test(containerID)) throw new CniError(CniCode.InvalidEnvironment, 'invalid characters in containerID', `CNI_CONTAINERID=${containerID}`);
+  if (!CNI_NAME.test(containerID))
+    throw new CniError(
+      CniCode.InvalidEnvironment,
+      'invalid characters in containerID',
+      `CNI_CONTAINERID=${containerID}`,
+    );
   if (!ifname) throw new CniError(CniCode.InvalidEnvironment, 'interface name is empty', 'CNI_IFNAME is empty');
-  if (ifname.length > 15) throw new CniError(CniCode.InvalidEnvironment, 'interface name is too long', 'CNI_IFNAME must be at most 15 characters');
-  if (ifname === '.' || ifname === '..' || /[/:\s]/.test(ifname)) throw new CniError(CniCode.InvalidEnvironment, 'invalid interface name', `CNI_IFNAME=${ifname} must not be . or .. or contain /, : or whitespace`);
+  if (ifname.length > 15)
+    throw new CniError(
+      CniCode.InvalidEnvironment,
+      'interface name is too long',
+      'CNI_IFNAME must be at most 15 characters',
+    );
+  if (ifname === '.' || ifname === '..' || /[/:\s]/.test(ifname))
+    throw new CniError(
+      CniCode.InvalidEnvironment,
+      'invalid interface name',
+      `CNI_IFNAME=${ifname} must not be . or .. or contain /, : or whitespace`,
+    );
   return { containerID, ifname };
 }

@@ -39,7 +39,10 @@ export interface PoolCheckCache {
 
 /** The key of a pool's exhaustion memory: the endpoint and the pool. */
 export function poolKey(ipam: IpamConfig): string {
-  return createHash('sha256').update(JSON.stringify([ipam.endpoint.href, ipam.pool])).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(JSON.stringify([ipam.endpoint.href, ipam.pool]))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /** How long STATUS trusts an ADD's RangeFull of this node (another node's DEL may have freed an address since). */
@@ -63,7 +66,13 @@ const COMMIT_MARGIN_MS = 3000;
 
 /** The cache key of a config's pool: a hash of what ensurePool compares. */
 export function poolCheckKey(ipam: IpamConfig): string {
-  const spec = JSON.stringify([ipam.endpoint.href, ipam.pool, ipam.ranges.map((r) => r.cidr), ipam.exclude, ipam.reuseDelaySeconds]);
+  const spec = JSON.stringify([
+    ipam.endpoint.href,
+    ipam.pool,
+    ipam.ranges.map((r) => r.cidr),
+    ipam.exclude,
+    ipam.reuseDelaySeconds,
+  ]);
   return createHash('sha256').update(spec).digest('hex').slice(0, 32);
 }
 
@@ -93,7 +102,10 @@ export async function retrying<T>(ctx: CommandContext, what: string, request: ()
     } catch (error) {
       if (attempt >= RETRY_ATTEMPTS || toCniError(error, what).code !== CniCode.TryAgainLater) throw error;
       const pause = RETRY_BASE_MS * 2 ** (attempt - 1) * (0.5 + Math.random());
-      ctx.log('warn', `${what}: attempt ${attempt} failed (${error instanceof Error ? error.message : String(error)}); again in ${Math.round(pause)} ms`);
+      ctx.log(
+        'warn',
+        `${what}: attempt ${attempt} failed (${error instanceof Error ? error.message : String(error)}); again in ${Math.round(pause)} ms`,
+      );
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
@@ -114,7 +126,9 @@ async function getPool(api: IpamApi, pool: string): Promise<PoolDetails | undefi
 
 /** Ready ranges of the pool by name, as prefix lengths: what an address's `/prefix` in the result comes from. */
 function prefixesOf(pool: PoolDetails): Map<string, number> {
-  return new Map(pool.ranges.filter((r) => r.state === 'Ready').map((r) => [r.name, Number(r.cidr.slice(r.cidr.indexOf('/') + 1))]));
+  return new Map(
+    pool.ranges.filter((r) => r.state === 'Ready').map((r) => [r.name, Number(r.cidr.slice(r.cidr.indexOf('/') + 1))]),
+  );
 }
 
 /**
@@ -133,7 +147,10 @@ function prefixesOf(pool: PoolDetails): Map<string, number> {
 export async function ensurePool(api: IpamApi, ipam: IpamConfig): Promise<Map<string, number>> {
   let pool = await getPool(api, ipam.pool);
   if (ipam.ranges.length === 0) {
-    if (!pool) throw invalid(`pool ${JSON.stringify(ipam.pool)} does not exist: create it on the service, or give ipam.range or ipam.ipRanges`);
+    if (!pool)
+      throw invalid(
+        `pool ${JSON.stringify(ipam.pool)} does not exist: create it on the service, or give ipam.range or ipam.ipRanges`,
+      );
     return prefixesOf(pool);
   }
   if (!pool) {
@@ -141,19 +158,26 @@ export async function ensurePool(api: IpamApi, ipam: IpamConfig): Promise<Map<st
     if (await createPool(api, ipam)) return createRanges(api, ipam, ipam.ranges, new Map());
     // Another node created it first: read what it made and compare below.
     pool = await getPool(api, ipam.pool);
-    if (!pool) throw new CniError(CniCode.TryAgainLater, 'the pool vanished while it was being created', `pool ${ipam.pool}`);
+    if (!pool)
+      throw new CniError(CniCode.TryAgainLater, 'the pool vanished while it was being created', `pool ${ipam.pool}`);
   }
   const theirs = [...pool.exclude].sort();
   if (JSON.stringify(theirs) !== JSON.stringify(ipam.exclude)) {
-    throw invalid(`pool ${JSON.stringify(ipam.pool)} exists with exclude ${JSON.stringify(theirs)}, this config asks for ${JSON.stringify(ipam.exclude)} (from exclude, range_start, range_end and gateway): every node must use the same config`);
+    throw invalid(
+      `pool ${JSON.stringify(ipam.pool)} exists with exclude ${JSON.stringify(theirs)}, this config asks for ${JSON.stringify(ipam.exclude)} (from exclude, range_start, range_end and gateway): every node must use the same config`,
+    );
   }
   if ((pool.reuseDelaySeconds ?? 0) !== ipam.reuseDelaySeconds) {
-    throw invalid(`pool ${JSON.stringify(ipam.pool)} exists with reuseDelaySeconds ${pool.reuseDelaySeconds ?? 0}, this config asks for ${ipam.reuseDelaySeconds}`);
+    throw invalid(
+      `pool ${JSON.stringify(ipam.pool)} exists with reuseDelaySeconds ${pool.reuseDelaySeconds ?? 0}, this config asks for ${ipam.reuseDelaySeconds}`,
+    );
   }
   const wanted = new Set(ipam.ranges.map((r) => r.cidr));
   const extra = pool.ranges.filter((r) => r.state === 'Ready' && !wanted.has(r.cidr));
   if (extra.length > 0) {
-    throw invalid(`pool ${JSON.stringify(ipam.pool)} has ranges ${extra.map((r) => r.cidr).join(', ')} that this config does not name (it names ${[...wanted].join(', ')}): every node must use the same config`);
+    throw invalid(
+      `pool ${JSON.stringify(ipam.pool)} has ranges ${extra.map((r) => r.cidr).join(', ')} that this config does not name (it names ${[...wanted].join(', ')}): every node must use the same config`,
+    );
   }
   const existing = pool.ranges;
   const missing = ipam.ranges.filter((r) => !existing.some((have) => have.cidr === r.cidr));
@@ -163,7 +187,13 @@ export async function ensurePool(api: IpamApi, ipam: IpamConfig): Promise<Map<st
 /** Creates the config's pool: true when this call made it, false when it existed already (409). */
 async function createPool(api: IpamApi, ipam: IpamConfig): Promise<boolean> {
   try {
-    return (await api.createPool({ name: ipam.pool, exclude: [...ipam.exclude], ...(ipam.reuseDelaySeconds > 0 ? { reuseDelaySeconds: ipam.reuseDelaySeconds } : {}) })).created;
+    return (
+      await api.createPool({
+        name: ipam.pool,
+        exclude: [...ipam.exclude],
+        ...(ipam.reuseDelaySeconds > 0 ? { reuseDelaySeconds: ipam.reuseDelaySeconds } : {}),
+      })
+    ).created;
   } catch (error) {
     if (error instanceof ProblemError && error.status === 409) return false;
     throw error;
@@ -175,13 +205,19 @@ async function createPool(api: IpamApi, ipam: IpamConfig): Promise<boolean> {
  * read) and the ones created. Each creation answers its range, so only a race (409: another node creating the same
  * range, or a range of that name) costs a read of the pool again.
  */
-async function createRanges(api: IpamApi, ipam: IpamConfig, missing: readonly RangeConfig[], known: ReadonlyMap<string, number>): Promise<Map<string, number>> {
+async function createRanges(
+  api: IpamApi,
+  ipam: IpamConfig,
+  missing: readonly RangeConfig[],
+  known: ReadonlyMap<string, number>,
+): Promise<Map<string, number>> {
   const prefixes = new Map(known);
   let raced = false;
   for (const range of missing) {
     try {
       const { range: made } = await api.createRange(ipam.pool, { cidr: range.cidr });
-      if (made.state !== 'Ready') throw invalid(`range ${range.cidr} of pool ${JSON.stringify(ipam.pool)} is being deleted (${made.state})`);
+      if (made.state !== 'Ready')
+        throw invalid(`range ${range.cidr} of pool ${JSON.stringify(ipam.pool)} is being deleted (${made.state})`);
       prefixes.set(made.name, range.prefix);
     } catch (error) {
       if (!(error instanceof ProblemError && error.status === 409)) throw error;
@@ -190,11 +226,17 @@ async function createRanges(api: IpamApi, ipam: IpamConfig, missing: readonly Ra
   }
   if (!raced) return prefixes;
   const after = await getPool(api, ipam.pool);
-  if (!after) throw new CniError(CniCode.TryAgainLater, 'the pool vanished while its ranges were being created', `pool ${ipam.pool}`);
+  if (!after)
+    throw new CniError(
+      CniCode.TryAgainLater,
+      'the pool vanished while its ranges were being created',
+      `pool ${ipam.pool}`,
+    );
   for (const range of missing) {
     const made = after.ranges.find((r) => r.cidr === range.cidr);
     if (!made) throw invalid(`range ${range.cidr} could not be created in pool ${JSON.stringify(ipam.pool)}`);
-    if (made.state !== 'Ready') throw invalid(`range ${range.cidr} of pool ${JSON.stringify(ipam.pool)} is being deleted (${made.state})`);
+    if (made.state !== 'Ready')
+      throw invalid(`range ${range.cidr} of pool ${JSON.stringify(ipam.pool)} is being deleted (${made.state})`);
   }
   return prefixesOf(after);
 }
@@ -202,15 +244,29 @@ async function createRanges(api: IpamApi, ipam: IpamConfig, missing: readonly Ra
 /** A claim document, checked for the fields the result is made of; anything else is the service misbehaving. */
 function asClaim(body: unknown): Claim {
   const claim = body as Partial<Claim> | undefined;
-  if (typeof claim !== 'object' || claim === null || typeof claim.name !== 'string' || !Array.isArray(claim.addresses)) {
+  if (
+    typeof claim !== 'object' ||
+    claim === null ||
+    typeof claim.name !== 'string' ||
+    !Array.isArray(claim.addresses)
+  ) {
     const text = typeof body === 'string' ? body : JSON.stringify(body);
-    throw new CniError(CniCode.TryAgainLater, 'the IPAM service answered a claim request with something that is not a claim', String(text).slice(0, 300));
+    throw new CniError(
+      CniCode.TryAgainLater,
+      'the IPAM service answered a claim request with something that is not a claim',
+      String(text).slice(0, 300),
+    );
   }
   return claim as Claim;
 }
 
 /** The claim request of an attachment (POST /v1/pools/{pool}/claims). */
-export function claimRequest(config: NetworkConfig, attachment: Attachment, owner: Owner, identity: NodeIdentity): ClaimSpec {
+export function claimRequest(
+  config: NetworkConfig,
+  attachment: Attachment,
+  owner: Owner,
+  identity: NodeIdentity,
+): ClaimSpec {
   const { ipam } = config;
   return {
     name: claimName(config.name, attachment),
@@ -226,9 +282,18 @@ export function claimRequest(config: NetworkConfig, attachment: Attachment, owne
 export function resultOf(claim: Claim, prefixes: ReadonlyMap<string, number>, ipam: IpamConfig): IpamResult {
   const ips: ResultIp[] = claim.addresses.map((a) => {
     const prefix = prefixes.get(a.range);
-    if (prefix === undefined) throw new CniError(CniCode.TryAgainLater, 'the claim holds an address of a range the pool does not list', `${a.address} (range ${a.range})`);
+    if (prefix === undefined)
+      throw new CniError(
+        CniCode.TryAgainLater,
+        'the claim holds an address of a range the pool does not list',
+        `${a.address} (range ${a.range})`,
+      );
     const gateway = ipam.gateways[a.family as Family];
-    return { address: `${a.address}/${prefix}`, version: a.family === 'IPv4' ? '4' : '6', ...(gateway !== undefined ? { gateway } : {}) };
+    return {
+      address: `${a.address}/${prefix}`,
+      version: a.family === 'IPv4' ? '4' : '6',
+      ...(gateway !== undefined ? { gateway } : {}),
+    };
   });
   return { ips, routes: ipam.routes, ...(ipam.dns !== undefined ? { dns: ipam.dns } : {}) };
 }
@@ -238,7 +303,12 @@ export function resultOf(claim: Claim, prefixes: ReadonlyMap<string, number>, ip
  * @throws CniError 7 (config conflicts with the pool), 11 (service unreachable, throttled, 5xx), 100 (pool exhausted),
  *   101 (refused otherwise)
  */
-export async function add(ctx: CommandContext, config: NetworkConfig, attachment: Attachment, owner: Owner): Promise<IpamResult> {
+export async function add(
+  ctx: CommandContext,
+  config: NetworkConfig,
+  attachment: Attachment,
+  owner: Owner,
+): Promise<IpamResult> {
   const { ipam } = config;
   const key = poolCheckKey(ipam);
   const check = async () => {
@@ -256,13 +326,19 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
     } else {
       const waitStarted = performance.now();
       prefixes = await ctx.cache.exclusive(key, check, () => ctx.cache.read(key));
-      ctx.log('debug', `timing: pool ${ipam.pool} checked or waited for in ${Math.round(performance.now() - waitStarted)} ms`);
+      ctx.log(
+        'debug',
+        `timing: pool ${ipam.pool} checked or waited for in ${Math.round(performance.now() - waitStarted)} ms`,
+      );
     }
     const body = claimRequest(config, attachment, owner, identityOf(ctx, ipam));
-    const post = () => retrying(ctx, 'ADD claim', async () => {
-      const { created, claim } = await ctx.api.createClaim(ipam.pool, body, { commitBy: commitDeadline(ipam.timeoutMs) });
-      return { created, claim: asClaim(claim) };
-    });
+    const post = () =>
+      retrying(ctx, 'ADD claim', async () => {
+        const { created, claim } = await ctx.api.createClaim(ipam.pool, body, {
+          commitBy: commitDeadline(ipam.timeoutMs),
+        });
+        return { created, claim: asClaim(claim) };
+      });
     let response;
     try {
       response = await post();
@@ -274,13 +350,17 @@ export async function add(ctx: CommandContext, config: NetworkConfig, attachment
     }
     const { claim } = response;
     if (ctx.cache.readExhausted(poolKey(ipam))) ctx.cache.writeExhausted(poolKey(ipam), []);
-    ctx.log('info', `ADD ${attachment.containerID}/${attachment.ifname}: claim ${claim.name} ${response.created ? 'created' : 'found'} with ${claim.addresses.map((a) => a.address).join(', ')}`);
+    ctx.log(
+      'info',
+      `ADD ${attachment.containerID}/${attachment.ifname}: claim ${claim.name} ${response.created ? 'created' : 'found'} with ${claim.addresses.map((a) => a.address).join(', ')}`,
+    );
     // A range the node has not seen (added to the pool on the service): read the pool again once.
     if (claim.addresses.some((a) => !prefixes.has(a.range))) prefixes = await check();
     return resultOf(claim, prefixes, ipam);
   } catch (error) {
     const failure = toCniError(error, 'ADD');
-    if (failure.code === CniCode.PoolExhausted) ctx.cache.writeExhausted(poolKey(ipam), [/IPv6/.test(failure.details) ? 'IPv6' : 'IPv4']);
+    if (failure.code === CniCode.PoolExhausted)
+      ctx.cache.writeExhausted(poolKey(ipam), [/IPv6/.test(failure.details) ? 'IPv6' : 'IPv4']);
     throw failure;
   }
 }
@@ -298,7 +378,10 @@ export async function del(ctx: CommandContext, config: NetworkConfig, attachment
     ctx.log('info', `DEL ${attachment.containerID}/${attachment.ifname}: claim ${name} released`);
   } catch (error) {
     if (isNotFound(error)) {
-      ctx.log('info', `DEL ${attachment.containerID}/${attachment.ifname}: pool ${config.ipam.pool} is gone; nothing to release`);
+      ctx.log(
+        'info',
+        `DEL ${attachment.containerID}/${attachment.ifname}: pool ${config.ipam.pool} is gone; nothing to release`,
+      );
       return;
     }
     throw toCniError(error, 'DEL');
@@ -327,13 +410,22 @@ export async function check(ctx: CommandContext, config: NetworkConfig, attachme
   try {
     claim = asClaim(await retrying(ctx, 'CHECK claim', () => ctx.api.getClaim(config.ipam.pool, name)));
   } catch (error) {
-    if (isNotFound(error)) throw new CniError(CniCode.CheckFailed, 'the attachment holds no claim', `claim ${name} of pool ${config.ipam.pool} (attachment ${attachment.containerID}/${attachment.ifname}) does not exist`);
+    if (isNotFound(error))
+      throw new CniError(
+        CniCode.CheckFailed,
+        'the attachment holds no claim',
+        `claim ${name} of pool ${config.ipam.pool} (attachment ${attachment.containerID}/${attachment.ifname}) does not exist`,
+      );
     throw toCniError(error, 'CHECK');
   }
   const held = claim.addresses.map((a) => canonical(a.address)).sort();
   const listed = expected.map(canonical).sort();
   if (JSON.stringify(held) !== JSON.stringify(listed)) {
-    throw new CniError(CniCode.CheckFailed, 'the claim holds other addresses than prevResult lists', `claim ${name} holds ${claim.addresses.map((a) => a.address).join(', ') || 'nothing'}; prevResult lists ${expected.join(', ') || 'nothing'}`);
+    throw new CniError(
+      CniCode.CheckFailed,
+      'the claim holds other addresses than prevResult lists',
+      `claim ${name} holds ${claim.addresses.map((a) => a.address).join(', ') || 'nothing'}; prevResult lists ${expected.join(', ') || 'nothing'}`,
+    );
   }
 }
 
@@ -352,11 +444,18 @@ export async function check(ctx: CommandContext, config: NetworkConfig, attachme
  */
 export async function status(ctx: CommandContext, config: NetworkConfig): Promise<void> {
   const { ipam } = config;
-  const unavailable = (cause: CniError) => new CniError(CniCode.NotAvailable, 'the IPAM service cannot serve ADD', `${cause.msg}${cause.details ? `: ${cause.details}` : ''}`);
+  const unavailable = (cause: CniError) =>
+    new CniError(
+      CniCode.NotAvailable,
+      'the IPAM service cannot serve ADD',
+      `${cause.msg}${cause.details ? `: ${cause.details}` : ''}`,
+    );
   try {
     const health = await ctx.api.health();
-    if (health.status !== 'ok') throw new CniError(CniCode.TryAgainLater, 'the IPAM service is degraded', `health: ${health.status}`);
-    if (ipam.ranges.length === 0 && !ctx.cache.read(poolCheckKey(ipam))) ctx.cache.write(poolCheckKey(ipam), await ensurePool(ctx.api, ipam));
+    if (health.status !== 'ok')
+      throw new CniError(CniCode.TryAgainLater, 'the IPAM service is degraded', `health: ${health.status}`);
+    if (ipam.ranges.length === 0 && !ctx.cache.read(poolCheckKey(ipam)))
+      ctx.cache.write(poolCheckKey(ipam), await ensurePool(ctx.api, ipam));
   } catch (error) {
     throw unavailable(toCniError(error, 'STATUS'));
   }
@@ -368,8 +467,14 @@ export async function status(ctx: CommandContext, config: NetworkConfig): Promis
     exhausted = { ...read, atMs: Date.now() };
   }
   if (exhausted.families.length > 0) {
-    const why = exhausted.reason ?? `an ADD of this node was answered RangeFull ${Math.round((Date.now() - exhausted.atMs) / 1000)} s ago`;
-    throw new CniError(CniCode.NotAvailable, 'the pool has no free address', `pool ${ipam.pool}: no free ${exhausted.families.join(' or ')} address (${why})`);
+    const why =
+      exhausted.reason ??
+      `an ADD of this node was answered RangeFull ${Math.round((Date.now() - exhausted.atMs) / 1000)} s ago`;
+    throw new CniError(
+      CniCode.NotAvailable,
+      'the pool has no free address',
+      `pool ${ipam.pool}: no free ${exhausted.families.join(' or ')} address (${why})`,
+    );
   }
 }
 
@@ -379,7 +484,10 @@ export async function status(ctx: CommandContext, config: NetworkConfig): Promis
  * families; a pool configured on the service offers the families its warnings cover. A pool not yet created
  * (the config's ranges create it at the first ADD) is not full.
  */
-async function fullFamiliesOf(ctx: CommandContext, config: NetworkConfig): Promise<{ families: string[]; reason?: string }> {
+async function fullFamiliesOf(
+  ctx: CommandContext,
+  config: NetworkConfig,
+): Promise<{ families: string[]; reason?: string }> {
   const { ipam } = config;
   let warnings: Partial<Record<string, { below: number | 'full' | null; since: string }>>;
   try {
@@ -390,9 +498,15 @@ async function fullFamiliesOf(ctx: CommandContext, config: NetworkConfig): Promi
   }
   const offered = ipam.ranges.length > 0 ? [...new Set(ipam.ranges.map((r) => r.family))] : Object.keys(warnings);
   const full = offered.filter((family) => warnings[family]?.below === 'full');
-  const blocked = config.ipam.ipFamilyPolicy === 'RequireDualStack' ? full.length > 0 : full.length > 0 && full.length === offered.length;
+  const blocked =
+    config.ipam.ipFamilyPolicy === 'RequireDualStack'
+      ? full.length > 0
+      : full.length > 0 && full.length === offered.length;
   if (!blocked) return { families: [] };
-  return { families: full, reason: `the service's warning: ${full.map((f) => `${f} space full since ${warnings[f]!.since}`).join(', ')}` };
+  return {
+    families: full,
+    reason: `the service's warning: ${full.map((f) => `${f} space full since ${warnings[f]!.since}`).join(', ')}`,
+  };
 }
 
 /**
@@ -404,7 +518,12 @@ async function fullFamiliesOf(ctx: CommandContext, config: NetworkConfig): Promi
 export async function gc(ctx: CommandContext, config: NetworkConfig): Promise<{ released: string[] }> {
   const { ipam } = config;
   // The spec has the runtime send the key; without it, "nothing is valid" would release every claim of the node.
-  if (config.validAttachments === undefined) throw new CniError(CniCode.InvalidConfig, 'GC needs cni.dev/valid-attachments', 'the config has no cni.dev/valid-attachments list; nothing was released');
+  if (config.validAttachments === undefined)
+    throw new CniError(
+      CniCode.InvalidConfig,
+      'GC needs cni.dev/valid-attachments',
+      'the config has no cni.dev/valid-attachments list; nothing was released',
+    );
   const keep = new Set(config.validAttachments.map((a) => claimName(config.name, a)));
   const labels = labelsOf(config.name, identityOf(ctx, ipam), { containerID: '', ifname: '' });
   const selector = `${LabelKey.network}=${labels[LabelKey.network]},${LabelKey.node}=${labels[LabelKey.node]}`;
@@ -432,7 +551,11 @@ export async function gc(ctx: CommandContext, config: NetworkConfig): Promise<{ 
   }
   if (failures.length > 0) {
     const transient = failures.some((f) => f.code === CniCode.TryAgainLater);
-    throw new CniError(transient ? CniCode.TryAgainLater : (failures[0]?.code ?? CniCode.Refused), `GC released ${released.length} of ${stale.length} stale claims`, failures.map((f) => f.message).join('; '));
+    throw new CniError(
+      transient ? CniCode.TryAgainLater : (failures[0]?.code ?? CniCode.Refused),
+      `GC released ${released.length} of ${stale.length} stale claims`,
+      failures.map((f) => f.message).join('; '),
+    );
   }
   return { released };
 }

@@ -37,7 +37,11 @@ import { CniCode, CniError } from './errors.ts';
 import { checkVersion, type CniVersion, type Dns, type Route } from './versions.ts';
 
 export type Family = IpFamily;
-export const IpFamilyPolicy = { SingleStack: 'SingleStack', PreferDualStack: 'PreferDualStack', RequireDualStack: 'RequireDualStack' } as const;
+export const IpFamilyPolicy = {
+  SingleStack: 'SingleStack',
+  PreferDualStack: 'PreferDualStack',
+  RequireDualStack: 'RequireDualStack',
+} as const;
 export type IpFamilyPolicy = (typeof IpFamilyPolicy)[keyof typeof IpFamilyPolicy];
 export const LogLevel = { error: 0, warn: 1, info: 2, debug: 3 } as const;
 export type LogLevel = keyof typeof LogLevel;
@@ -168,7 +172,8 @@ function optionalString(obj: Record<string, unknown>, key: string, where: string
 }
 
 function stringList(value: unknown, where: string): string[] {
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw invalid(`${where} must be a list of strings`);
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
+    throw invalid(`${where} must be a list of strings`);
   return value as string[];
 }
 
@@ -206,7 +211,8 @@ function cidrWithHost(text: unknown, where: string): { block: Block; host: IpAdd
   const host = address(text.slice(0, slash), where);
   const prefixText = text.slice(slash + 1);
   const bits = familyBits(host.family);
-  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > bits) throw invalid(`${where} ${JSON.stringify(text)} has an invalid prefix length (0-${bits})`);
+  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > bits)
+    throw invalid(`${where} ${JSON.stringify(text)} has an invalid prefix length (0-${bits})`);
   const prefix = Number(prefixText);
   return { block: { family: host.family, base: host.value & mask(host.family, prefix), prefix }, host };
 }
@@ -228,7 +234,8 @@ export function coverInterval(family: Family, first: bigint, last: bigint): stri
   while (at <= last) {
     // The largest aligned block starting at `at` that does not pass `last`.
     let size = 0;
-    while (size < bits && (at & ((1n << BigInt(size + 1)) - 1n)) === 0n && at + (1n << BigInt(size + 1)) - 1n <= last) size++;
+    while (size < bits && (at & ((1n << BigInt(size + 1)) - 1n)) === 0n && at + (1n << BigInt(size + 1)) - 1n <= last)
+      size++;
     out.push(formatBlock({ family, base: at, prefix: bits - size }));
     at += 1n << BigInt(size);
   }
@@ -246,18 +253,28 @@ function parseRange(entry: Record<string, unknown>, where: string): ParsedRange 
   const { block, host } = cidrWithHost(entry.range, `${where}.range`);
   const last = block.base + (1n << BigInt(familyBits(block.family) - block.prefix)) - 1n;
   const inBlock = (a: IpAddress, field: string): bigint => {
-    if (a.family !== block.family || a.value < block.base || a.value > last) throw invalid(`${where}.${field} ${formatAddress(a)} is not inside ${formatBlock(block)}`);
+    if (a.family !== block.family || a.value < block.base || a.value > last)
+      throw invalid(`${where}.${field} ${formatAddress(a)} is not inside ${formatBlock(block)}`);
     return a.value;
   };
   const startText = entry.range_start;
   const endText = entry.range_end;
-  const start = startText !== undefined ? inBlock(address(startText, `${where}.range_start`), 'range_start') : host.value !== block.base ? host.value : undefined;
+  const start =
+    startText !== undefined
+      ? inBlock(address(startText, `${where}.range_start`), 'range_start')
+      : host.value !== block.base
+        ? host.value
+        : undefined;
   const end = endText !== undefined ? inBlock(address(endText, `${where}.range_end`), 'range_end') : undefined;
-  if (start !== undefined && end !== undefined && start > end) throw invalid(`${where}.range_start is after ${where}.range_end`);
+  if (start !== undefined && end !== undefined && start > end)
+    throw invalid(`${where}.range_start is after ${where}.range_end`);
   const exclude: string[] = [];
   if (start !== undefined && start > block.base) exclude.push(...coverInterval(block.family, block.base, start - 1n));
   if (end !== undefined && end < last) exclude.push(...coverInterval(block.family, end + 1n, last));
-  if (entry.exclude !== undefined) exclude.push(...stringList(entry.exclude, `${where}.exclude`).map((e, i) => exclusion(e, `${where}.exclude[${i}]`)));
+  if (entry.exclude !== undefined)
+    exclude.push(
+      ...stringList(entry.exclude, `${where}.exclude`).map((e, i) => exclusion(e, `${where}.exclude[${i}]`)),
+    );
   return { range: { cidr: formatBlock(block), family: block.family, prefix: block.prefix }, block, exclude };
 }
 
@@ -267,14 +284,17 @@ function parseRoutes(value: unknown): Route[] {
   return value.map((r, i) => {
     const where = `ipam.routes[${i}]`;
     if (!isRecord(r)) throw invalid(`${where} must be an object with dst`);
-    for (const key of Object.keys(r)) if (!['dst', 'gw', 'mtu', 'advmss', 'priority', 'table', 'scope'].includes(key)) throw invalid(`${where} has an unknown field ${JSON.stringify(key)}`);
+    for (const key of Object.keys(r))
+      if (!['dst', 'gw', 'mtu', 'advmss', 'priority', 'table', 'scope'].includes(key))
+        throw invalid(`${where} has an unknown field ${JSON.stringify(key)}`);
     const dst = formatBlock(cidrWithHost(r.dst, `${where}.dst`).block);
     const gw = r.gw === undefined ? undefined : formatAddress(address(r.gw, `${where}.gw`));
     const numbers: Record<string, number> = {};
     for (const key of ['mtu', 'advmss', 'priority', 'table', 'scope']) {
       const n = r[key];
       if (n === undefined) continue;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw invalid(`${where}.${key} must be a whole number`);
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+        throw invalid(`${where}.${key} must be a whole number`);
       numbers[key] = n;
     }
     return { dst, ...(gw !== undefined ? { gw } : {}), ...numbers };
@@ -284,10 +304,18 @@ function parseRoutes(value: unknown): Route[] {
 function parseDns(value: unknown): Dns | undefined {
   if (value === undefined) return undefined;
   if (!isRecord(value)) throw invalid('ipam.dns must be an object');
-  for (const key of Object.keys(value)) if (!['nameservers', 'domain', 'search', 'options'].includes(key)) throw invalid(`ipam.dns has an unknown field ${JSON.stringify(key)}`);
+  for (const key of Object.keys(value))
+    if (!['nameservers', 'domain', 'search', 'options'].includes(key))
+      throw invalid(`ipam.dns has an unknown field ${JSON.stringify(key)}`);
   const domain = optionalString(value, 'domain', 'ipam.dns');
   return {
-    ...(value.nameservers !== undefined ? { nameservers: stringList(value.nameservers, 'ipam.dns.nameservers').map((n, i) => formatAddress(address(n, `ipam.dns.nameservers[${i}]`))) } : {}),
+    ...(value.nameservers !== undefined
+      ? {
+          nameservers: stringList(value.nameservers, 'ipam.dns.nameservers').map((n, i) =>
+            formatAddress(address(n, `ipam.dns.nameservers[${i}]`)),
+          ),
+        }
+      : {}),
     ...(domain !== undefined ? { domain } : {}),
     ...(value.search !== undefined ? { search: stringList(value.search, 'ipam.dns.search') } : {}),
     ...(value.options !== undefined ? { options: stringList(value.options, 'ipam.dns.options') } : {}),
@@ -298,7 +326,8 @@ function parseLogLevel(value: unknown): LogLevel {
   if (value === undefined) return 'info';
   // whereabouts' levels: debug, verbose, error, panic.
   const aliases: Record<string, LogLevel> = { verbose: 'info', panic: 'error' };
-  if (typeof value === 'string' && (value in LogLevel || value in aliases)) return aliases[value] ?? (value as LogLevel);
+  if (typeof value === 'string' && (value in LogLevel || value in aliases))
+    return aliases[value] ?? (value as LogLevel);
   throw invalid(`ipam.logLevel must be one of ${Object.keys(LogLevel).join(', ')}`);
 }
 
@@ -310,8 +339,15 @@ function regionFromHost(hostname: string): string | undefined {
   return /^[a-z0-9]+\.execute-api(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$/i.exec(hostname)?.[1];
 }
 
-function parseEndpoint(value: unknown, regionField: string | undefined, env: Readonly<Record<string, string | undefined>>): { endpoint: URL; region?: string } {
-  if (typeof value !== 'string' || value === '') throw invalid('ipam.endpoint is required: the IPAM service URL, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com');
+function parseEndpoint(
+  value: unknown,
+  regionField: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): { endpoint: URL; region?: string } {
+  if (typeof value !== 'string' || value === '')
+    throw invalid(
+      'ipam.endpoint is required: the IPAM service URL, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com',
+    );
   let endpoint: URL;
   try {
     endpoint = new URL(value);
@@ -319,9 +355,13 @@ function parseEndpoint(value: unknown, regionField: string | undefined, env: Rea
     throw invalid(`ipam.endpoint ${JSON.stringify(value)} is not a URL`);
   }
   if (endpoint.protocol === 'http:') return { endpoint };
-  if (endpoint.protocol !== 'https:') throw invalid(`ipam.endpoint must be an http or https URL, not ${endpoint.protocol}`);
+  if (endpoint.protocol !== 'https:')
+    throw invalid(`ipam.endpoint must be an http or https URL, not ${endpoint.protocol}`);
   const region = regionField || regionFromHost(endpoint.hostname) || env.AWS_REGION || env.AWS_DEFAULT_REGION;
-  if (!region) throw invalid(`cannot tell which AWS region ${endpoint.origin} is in: set ipam.region (or AWS_REGION in the runtime's environment)`);
+  if (!region)
+    throw invalid(
+      `cannot tell which AWS region ${endpoint.origin} is in: set ipam.region (or AWS_REGION in the runtime's environment)`,
+    );
   return { endpoint, region };
 }
 
@@ -339,43 +379,60 @@ function parseGateways(value: unknown): Partial<Record<Family, string>> {
 }
 
 /** Reads the `ipam` object. `network` is the network's name. */
-export function parseIpamConfig(ipam: unknown, network: string, env: Readonly<Record<string, string | undefined>> = {}): IpamConfig {
+export function parseIpamConfig(
+  ipam: unknown,
+  network: string,
+  env: Readonly<Record<string, string | undefined>> = {},
+): IpamConfig {
   if (!isRecord(ipam)) throw invalid('the network configuration has no ipam object');
   for (const key of Object.keys(ipam)) {
     if (!IPAM_FIELDS.has(key) && !IGNORED_WHEREABOUTS_FIELDS.has(key)) throw invalid(`unknown field ipam.${key}`);
   }
-  if (ipam.range !== undefined && ipam.ipRanges !== undefined) throw invalid('give either ipam.range or ipam.ipRanges, not both');
-  if (ipam.range === undefined && (ipam.range_start !== undefined || ipam.range_end !== undefined)) throw invalid('ipam.range_start and ipam.range_end need ipam.range');
+  if (ipam.range !== undefined && ipam.ipRanges !== undefined)
+    throw invalid('give either ipam.range or ipam.ipRanges, not both');
+  if (ipam.range === undefined && (ipam.range_start !== undefined || ipam.range_end !== undefined))
+    throw invalid('ipam.range_start and ipam.range_end need ipam.range');
 
   const region = optionalString(ipam, 'region', 'ipam');
   const { endpoint, region: signingRegion } = parseEndpoint(ipam.endpoint, region, env);
 
   const poolName = optionalString(ipam, 'pool', 'ipam') ?? optionalString(ipam, 'network_name', 'ipam') ?? network;
   if (!DNS_LABEL.test(poolName) || poolName.length > 63) {
-    throw invalid(`pool name ${JSON.stringify(poolName)} is not a DNS-1123 label (lower case letters, digits and '-', at most 63): set ipam.pool`);
+    throw invalid(
+      `pool name ${JSON.stringify(poolName)} is not a DNS-1123 label (lower case letters, digits and '-', at most 63): set ipam.pool`,
+    );
   }
 
   // Ranges: ipRanges entries, or the top-level range; the top-level exclude applies to all of them.
   const entries: Record<string, unknown>[] = [];
-  if (ipam.range !== undefined) entries.push({ range: ipam.range, range_start: ipam.range_start, range_end: ipam.range_end });
+  if (ipam.range !== undefined)
+    entries.push({ range: ipam.range, range_start: ipam.range_start, range_end: ipam.range_end });
   if (ipam.ipRanges !== undefined) {
-    if (!Array.isArray(ipam.ipRanges) || ipam.ipRanges.length === 0) throw invalid('ipam.ipRanges must be a non-empty list of {range, range_start, range_end, exclude}');
+    if (!Array.isArray(ipam.ipRanges) || ipam.ipRanges.length === 0)
+      throw invalid('ipam.ipRanges must be a non-empty list of {range, range_start, range_end, exclude}');
     ipam.ipRanges.forEach((e, i) => {
       if (!isRecord(e)) throw invalid(`ipam.ipRanges[${i}] must be an object with range`);
-      for (const key of Object.keys(e)) if (!RANGE_FIELDS.has(key)) throw invalid(`unknown field ipam.ipRanges[${i}].${key}`);
+      for (const key of Object.keys(e))
+        if (!RANGE_FIELDS.has(key)) throw invalid(`unknown field ipam.ipRanges[${i}].${key}`);
       entries.push(e);
     });
   }
   const parsed = entries.map((e, i) => parseRange(e, ipam.range !== undefined ? 'ipam' : `ipam.ipRanges[${i}]`));
   const families: Family[] = [];
   for (const p of parsed) {
-    if (families.includes(p.range.family)) throw invalid(`two ranges of family ${p.range.family}: give one range per family (whereabouts' ipRanges is one entry per family)`);
+    if (families.includes(p.range.family))
+      throw invalid(
+        `two ranges of family ${p.range.family}: give one range per family (whereabouts' ipRanges is one entry per family)`,
+      );
     families.push(p.range.family);
   }
   const gateways = parseGateways(ipam.gateway);
   const exclude = new Set(parsed.flatMap((p) => p.exclude));
   if (ipam.exclude !== undefined) {
-    if (parsed.length === 0) throw invalid('ipam.exclude needs ipam.range or ipam.ipRanges (a pool without ranges here is configured on the service)');
+    if (parsed.length === 0)
+      throw invalid(
+        'ipam.exclude needs ipam.range or ipam.ipRanges (a pool without ranges here is configured on the service)',
+      );
     stringList(ipam.exclude, 'ipam.exclude').forEach((e, i) => exclude.add(exclusion(e, `ipam.exclude[${i}]`)));
   }
   // A gateway inside a range is never handed out to a pod.
@@ -383,36 +440,63 @@ export function parseIpamConfig(ipam: unknown, network: string, env: Readonly<Re
     const gw = gateways[p.range.family];
     if (gw === undefined) continue;
     const value = address(gw, 'ipam.gateway').value;
-    if ((value & mask(p.block.family, p.block.prefix)) === p.block.base) exclude.add(formatBlock({ family: p.block.family, base: value, prefix: familyBits(p.block.family) }));
+    if ((value & mask(p.block.family, p.block.prefix)) === p.block.base)
+      exclude.add(formatBlock({ family: p.block.family, base: value, prefix: familyBits(p.block.family) }));
   }
 
   let policy: IpFamilyPolicy = families.length === 2 ? IpFamilyPolicy.RequireDualStack : IpFamilyPolicy.SingleStack;
   if (ipam.ipFamilyPolicy !== undefined) {
-    if (typeof ipam.ipFamilyPolicy !== 'string' || !(ipam.ipFamilyPolicy in IpFamilyPolicy)) throw invalid(`ipam.ipFamilyPolicy must be one of ${Object.keys(IpFamilyPolicy).join(', ')}`);
+    if (typeof ipam.ipFamilyPolicy !== 'string' || !(ipam.ipFamilyPolicy in IpFamilyPolicy))
+      throw invalid(`ipam.ipFamilyPolicy must be one of ${Object.keys(IpFamilyPolicy).join(', ')}`);
     policy = ipam.ipFamilyPolicy as IpFamilyPolicy;
   }
-  if (policy === IpFamilyPolicy.SingleStack && families.length > 1) throw invalid('ipam.ipFamilyPolicy SingleStack with ranges of two families: use RequireDualStack or PreferDualStack');
-  if (policy === IpFamilyPolicy.RequireDualStack && families.length === 1) throw invalid('ipam.ipFamilyPolicy RequireDualStack needs a range of each family');
+  if (policy === IpFamilyPolicy.SingleStack && families.length > 1)
+    throw invalid(
+      'ipam.ipFamilyPolicy SingleStack with ranges of two families: use RequireDualStack or PreferDualStack',
+    );
+  if (policy === IpFamilyPolicy.RequireDualStack && families.length === 1)
+    throw invalid('ipam.ipFamilyPolicy RequireDualStack needs a range of each family');
 
   let timeoutMs = DEFAULT_TIMEOUT_MS;
   if (ipam.timeoutMs !== undefined) {
-    if (typeof ipam.timeoutMs !== 'number' || !Number.isInteger(ipam.timeoutMs) || ipam.timeoutMs < 100 || ipam.timeoutMs > 300_000) throw invalid('ipam.timeoutMs must be a whole number of milliseconds from 100 to 300000');
+    if (
+      typeof ipam.timeoutMs !== 'number' ||
+      !Number.isInteger(ipam.timeoutMs) ||
+      ipam.timeoutMs < 100 ||
+      ipam.timeoutMs > 300_000
+    )
+      throw invalid('ipam.timeoutMs must be a whole number of milliseconds from 100 to 300000');
     timeoutMs = ipam.timeoutMs;
   }
   let reuseDelaySeconds = 0;
   if (ipam.reuseDelaySeconds !== undefined) {
-    if (parsed.length === 0) throw invalid('ipam.reuseDelaySeconds needs ipam.range or ipam.ipRanges (a pool without ranges here is configured on the service)');
-    if (typeof ipam.reuseDelaySeconds !== 'number' || !Number.isInteger(ipam.reuseDelaySeconds) || ipam.reuseDelaySeconds < 0 || ipam.reuseDelaySeconds > 604_800) throw invalid('ipam.reuseDelaySeconds must be a whole number of seconds from 0 to 604800');
+    if (parsed.length === 0)
+      throw invalid(
+        'ipam.reuseDelaySeconds needs ipam.range or ipam.ipRanges (a pool without ranges here is configured on the service)',
+      );
+    if (
+      typeof ipam.reuseDelaySeconds !== 'number' ||
+      !Number.isInteger(ipam.reuseDelaySeconds) ||
+      ipam.reuseDelaySeconds < 0 ||
+      ipam.reuseDelaySeconds > 604_800
+    )
+      throw invalid('ipam.reuseDelaySeconds must be a whole number of seconds from 0 to 604800');
     reuseDelaySeconds = ipam.reuseDelaySeconds;
   }
-  if (ipam.logFile !== undefined && ipam.log_file !== undefined) throw invalid('give either ipam.logFile or ipam.log_file, not both');
-  if (ipam.logLevel !== undefined && ipam.log_level !== undefined) throw invalid('give either ipam.logLevel or ipam.log_level, not both');
+  if (ipam.logFile !== undefined && ipam.log_file !== undefined)
+    throw invalid('give either ipam.logFile or ipam.log_file, not both');
+  if (ipam.logLevel !== undefined && ipam.log_level !== undefined)
+    throw invalid('give either ipam.logLevel or ipam.log_level, not both');
   const logFile = optionalString(ipam, 'logFile', 'ipam') ?? optionalString(ipam, 'log_file', 'ipam');
   const dns = parseDns(ipam.dns);
   const nodeName = optionalString(ipam, 'nodeName', 'ipam');
   const clusterId = optionalString(ipam, 'clusterId', 'ipam');
-  for (const [field, value] of [['nodeName', nodeName], ['clusterId', clusterId]] as const) {
-    if (value !== undefined && (value === '' || value.length > 253)) throw invalid(`ipam.${field} must be 1-253 characters`);
+  for (const [field, value] of [
+    ['nodeName', nodeName],
+    ['clusterId', clusterId],
+  ] as const) {
+    if (value !== undefined && (value === '' || value.length > 253))
+      throw invalid(`ipam.${field} must be 1-253 characters`);
   }
 
   return {
@@ -438,10 +522,19 @@ export function parseIpamConfig(ipam: unknown, network: string, env: Readonly<Re
 
 function parseAttachments(value: unknown): Attachment[] | undefined {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value)) throw new CniError(CniCode.DecodeFailure, 'invalid cni.dev/valid-attachments', 'it must be a list of {containerID, ifname}');
+  if (!Array.isArray(value))
+    throw new CniError(
+      CniCode.DecodeFailure,
+      'invalid cni.dev/valid-attachments',
+      'it must be a list of {containerID, ifname}',
+    );
   return value.map((a, i) => {
     if (!isRecord(a) || typeof a.containerID !== 'string' || typeof a.ifname !== 'string') {
-      throw new CniError(CniCode.DecodeFailure, 'invalid cni.dev/valid-attachments', `entry ${i} must be {containerID, ifname} with string values`);
+      throw new CniError(
+        CniCode.DecodeFailure,
+        'invalid cni.dev/valid-attachments',
+        `entry ${i} must be {containerID, ifname} with string values`,
+      );
     }
     return { containerID: a.containerID, ifname: a.ifname };
   });
@@ -451,17 +544,23 @@ function parseAttachments(value: unknown): Attachment[] | undefined {
  * Reads stdin's network configuration.
  * @throws CniError 6 (not JSON, not an object), 1 (a version this plugin does not speak), 7 (invalid config).
  */
-export function parseNetworkConfig(stdin: string, env: Readonly<Record<string, string | undefined>> = {}): NetworkConfig {
+export function parseNetworkConfig(
+  stdin: string,
+  env: Readonly<Record<string, string | undefined>> = {},
+): NetworkConfig {
   let doc: unknown;
   try {
     doc = JSON.parse(stdin);
   } catch (error) {
     throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', (error as Error).message);
   }
-  if (!isRecord(doc)) throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', 'it must be a JSON object');
+  if (!isRecord(doc))
+    throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', 'it must be a JSON object');
   const cniVersion = checkVersion(doc.cniVersion);
-  if (typeof doc.name !== 'string' || doc.name === '') throw new CniError(CniCode.InvalidConfig, 'missing network name', '');
-  if (!CNI_NAME.test(doc.name)) throw new CniError(CniCode.InvalidConfig, 'invalid characters found in network name', doc.name);
+  if (typeof doc.name !== 'string' || doc.name === '')
+    throw new CniError(CniCode.InvalidConfig, 'missing network name', '');
+  if (!CNI_NAME.test(doc.name))
+    throw new CniError(CniCode.InvalidConfig, 'invalid characters found in network name', doc.name);
   const validAttachments = parseAttachments(doc['cni.dev/valid-attachments']);
   const staticAddresses = parseStaticAddresses(isRecord(doc.runtimeConfig) ? doc.runtimeConfig.ips : undefined);
   return {
@@ -480,7 +579,8 @@ export function parseNetworkConfig(stdin: string, env: Readonly<Record<string, s
  */
 export function parseStaticAddresses(value: unknown): string[] | undefined {
   if (value === undefined || (Array.isArray(value) && value.length === 0)) return undefined;
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw invalid('runtimeConfig.ips must be a list of addresses');
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
+    throw invalid('runtimeConfig.ips must be a list of addresses');
   const addresses = (value as string[]).map((text) => {
     try {
       return parseAddress(text.includes('/') ? text.slice(0, text.indexOf('/')) : text);
@@ -488,6 +588,7 @@ export function parseStaticAddresses(value: unknown): string[] | undefined {
       throw invalid(`static address ${JSON.stringify(text)} (runtimeConfig.ips or CNI_ARGS IP) is not an IP address`);
     }
   });
-  if (new Set(addresses.map((a) => a.family)).size !== addresses.length) throw invalid('static addresses (runtimeConfig.ips or CNI_ARGS IP) hold one address per family');
+  if (new Set(addresses.map((a) => a.family)).size !== addresses.length)
+    throw invalid('static addresses (runtimeConfig.ips or CNI_ARGS IP) hold one address per family');
   return addresses.map(formatAddress);
 }

@@ -49,7 +49,6 @@ export function errorResult(error: CniError, cniVersion: string): CniErrorResult
   return { cniVersion, code: error.code, msg: error.msg, ...(error.details ? { details: error.details } : {}) };
 }
 
-
 /** Service answers that a retry may fix: throttling, server errors, the table not ready. */
 function transientStatus(status: number): boolean {
   return status === 429 || status >= 500;
@@ -69,20 +68,42 @@ function transientStatus(status: number): boolean {
  */
 export function toCniError(error: unknown, action: string): CniError {
   if (error instanceof CniError) return error;
-  if (error instanceof ConnectionError) return new CniError(CniCode.TryAgainLater, `${action}: the IPAM service is unreachable`, error.message);
-  if (error instanceof ConfigError) return new CniError(CniCode.TryAgainLater, `${action}: cannot sign the request`, error.message);
+  if (error instanceof ConnectionError)
+    return new CniError(CniCode.TryAgainLater, `${action}: the IPAM service is unreachable`, error.message);
+  if (error instanceof ConfigError)
+    return new CniError(CniCode.TryAgainLater, `${action}: cannot sign the request`, error.message);
   if (error instanceof ProblemError) {
     const details = `${error.code}: ${error.detail}`;
-    if (transientStatus(error.status)) return new CniError(CniCode.TryAgainLater, `${action}: the IPAM service is unavailable (HTTP ${error.status})`, details);
-    if (error.code === 'RangeFull') return new CniError(CniCode.PoolExhausted, `${action}: the pool has no free address`, details);
+    if (transientStatus(error.status))
+      return new CniError(
+        CniCode.TryAgainLater,
+        `${action}: the IPAM service is unavailable (HTTP ${error.status})`,
+        details,
+      );
+    if (error.code === 'RangeFull')
+      return new CniError(CniCode.PoolExhausted, `${action}: the pool has no free address`, details);
     // The attempt's commit deadline passed before the service committed: nothing was written, a new attempt may do.
-    if (error.code === 'DeadlineExceeded') return new CniError(CniCode.TryAgainLater, `${action}: the IPAM service did not commit in time`, details);
-    return new CniError(CniCode.Refused, `${action}: the IPAM service refused the request (HTTP ${error.status})`, details);
+    if (error.code === 'DeadlineExceeded')
+      return new CniError(CniCode.TryAgainLater, `${action}: the IPAM service did not commit in time`, details);
+    return new CniError(
+      CniCode.Refused,
+      `${action}: the IPAM service refused the request (HTTP ${error.status})`,
+      details,
+    );
   }
   if (error instanceof HttpStatusError) {
     const details = `HTTP ${error.status}: ${error.body}`;
-    if (transientStatus(error.status)) return new CniError(CniCode.TryAgainLater, `${action}: the IPAM service is unavailable (HTTP ${error.status})`, details);
-    return new CniError(CniCode.Refused, `${action}: the IPAM service refused the request (HTTP ${error.status})`, details);
+    if (transientStatus(error.status))
+      return new CniError(
+        CniCode.TryAgainLater,
+        `${action}: the IPAM service is unavailable (HTTP ${error.status})`,
+        details,
+      );
+    return new CniError(
+      CniCode.Refused,
+      `${action}: the IPAM service refused the request (HTTP ${error.status})`,
+      details,
+    );
   }
   const message = error instanceof Error ? error.message : String(error);
   return new CniError(CniCode.Internal, `${action}: unexpected failure`, message);

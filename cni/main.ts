@@ -57,7 +57,10 @@ class Log {
   private file: string | undefined;
   private level: number = LogLevel.info;
 
-  constructor(private readonly command: string, private readonly who: string) {}
+  constructor(
+    private readonly command: string,
+    private readonly who: string,
+  ) {}
 
   configure(ipam: IpamConfig): void {
     this.file = ipam.logFile;
@@ -86,7 +89,10 @@ function since(): string {
 
 /** The service client whose every request leaves a debug line: method, path, answer and time, since start. */
 class TimedClient extends HttpClient {
-  constructor(options: HttpClientOptions, private readonly log: Log['write']) {
+  constructor(
+    options: HttpClientOptions,
+    private readonly log: Log['write'],
+  ) {
     super(options);
   }
 
@@ -101,13 +107,17 @@ class TimedClient extends HttpClient {
       if (error instanceof ProblemError) answer = String(error.status);
       throw error;
     } finally {
-      this.log('debug', `timing: ${method} ${path} ${answer} in ${Math.round(performance.now() - started)} ms (${since()})`);
+      this.log(
+        'debug',
+        `timing: ${method} ${path} ${answer} in ${Math.round(performance.now() - started)} ms (${since()})`,
+      );
     }
   }
 }
 
 async function serviceClient(ipam: IpamConfig, log: Log['write']): Promise<HttpClient> {
-  if (ipam.region === undefined) return new TimedClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs, fetch: nodeFetch }, log);
+  if (ipam.region === undefined)
+    return new TimedClient({ endpoint: ipam.endpoint, timeoutMs: ipam.timeoutMs, fetch: nodeFetch }, log);
   // Loaded only for https endpoints: a plain http call to the local stack never pays for the credential chain.
   const { credentialChain, sigV4Signer } = await import('./signer.ts');
   const signer = sigV4Signer({ credentials: await credentialChain(undefined), region: ipam.region });
@@ -122,11 +132,18 @@ export async function run(env: Env, stdin: string, node: string = hostname()): P
   const version = versionOf(stdin);
   try {
     if (!(COMMANDS as readonly string[]).includes(command)) {
-      throw new CniError(CniCode.InvalidEnvironment, command ? `unknown CNI_COMMAND: ${command}` : 'required env variables [CNI_COMMAND] missing', '');
+      throw new CniError(
+        CniCode.InvalidEnvironment,
+        command ? `unknown CNI_COMMAND: ${command}` : 'required env variables [CNI_COMMAND] missing',
+        '',
+      );
     }
     const cmd = command as Command;
-    const missing = REQUIRED[cmd].filter((name) => env[name] === undefined || (name !== 'CNI_CONTAINERID' && env[name] === ''));
-    if (missing.length > 0) throw new CniError(CniCode.InvalidEnvironment, `required env variables [${missing.join(',')}] missing`, '');
+    const missing = REQUIRED[cmd].filter(
+      (name) => env[name] === undefined || (name !== 'CNI_CONTAINERID' && env[name] === ''),
+    );
+    if (missing.length > 0)
+      throw new CniError(CniCode.InvalidEnvironment, `required env variables [${missing.join(',')}] missing`, '');
 
     if (cmd === 'VERSION') {
       return { exitCode: 0, stdout: JSON.stringify({ cniVersion: version, supportedVersions: SUPPORTED_VERSIONS }) };
@@ -135,9 +152,18 @@ export async function run(env: Env, stdin: string, node: string = hostname()): P
     log.configure(config.ipam);
     log.write('debug', `timing: config parsed (${since()})`);
     if ((cmd === 'CHECK' || cmd === 'STATUS' || cmd === 'GC') && !commandAllowed(cmd, config.cniVersion)) {
-      throw new CniError(CniCode.IncompatibleVersion, `config version does not allow ${cmd}`, `cniVersion ${config.cniVersion}`);
+      throw new CniError(
+        CniCode.IncompatibleVersion,
+        `config version does not allow ${cmd}`,
+        `cniVersion ${config.cniVersion}`,
+      );
     }
-    const ctx: CommandContext = { api: new IpamApi(await serviceClient(config.ipam, log.write)), node, log: log.write, cache: fileCache(config.ipam.stateDir, (message) => log.write('warn', message), config.ipam.timeoutMs) };
+    const ctx: CommandContext = {
+      api: new IpamApi(await serviceClient(config.ipam, log.write)),
+      node,
+      log: log.write,
+      cache: fileCache(config.ipam.stateDir, (message) => log.write('warn', message), config.ipam.timeoutMs),
+    };
     switch (cmd) {
       case 'ADD': {
         const attachment = checkAttachment(env.CNI_CONTAINERID, env.CNI_IFNAME);
@@ -145,7 +171,10 @@ export async function run(env: Env, stdin: string, node: string = hostname()): P
         const owner = ownerOf(args, attachment);
         // The capability's runtimeConfig.ips first; else CNI_ARGS IP= (Podman 4's CNI backend sends --ip so).
         const ip = args.get('IP');
-        const withStatic = config.staticAddresses === undefined && ip ? { ...config, staticAddresses: parseStaticAddresses(ip.split(',')) ?? [] } : config;
+        const withStatic =
+          config.staticAddresses === undefined && ip
+            ? { ...config, staticAddresses: parseStaticAddresses(ip.split(',')) ?? [] }
+            : config;
         const result = await add(ctx, withStatic, attachment, owner);
         return { exitCode: 0, stdout: JSON.stringify(encodeResult(result, config.cniVersion)) };
       }

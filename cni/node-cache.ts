@@ -4,7 +4,18 @@
  * checks the pool while the others wait for its answer. A folder that cannot be read or written only costs the
  * check: it is logged, not fatal.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  watch,
+  writeFileSync,
+  type FSWatcher,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { PoolCheckCache } from './commands.ts';
 
@@ -60,7 +71,9 @@ class FolderChanges {
 export function fileCache(dir: string, warn: (message: string) => void, timeoutMs: number): PoolCheckCache {
   const read = (key: string): Map<string, number> | undefined => {
     try {
-      const doc = JSON.parse(readFileSync(join(dir, `pool-${key}.json`), 'utf8')) as { prefixes?: Record<string, number> };
+      const doc = JSON.parse(readFileSync(join(dir, `pool-${key}.json`), 'utf8')) as {
+        prefixes?: Record<string, number>;
+      };
       return doc.prefixes ? new Map(Object.entries(doc.prefixes)) : undefined;
     } catch {
       return undefined;
@@ -111,17 +124,31 @@ export function fileCache(dir: string, warn: (message: string) => void, timeoutM
       }
     },
     read,
-    write: (key, prefixes) => writeWhole(`pool-${key}.json`, { prefixes: Object.fromEntries(prefixes) }, 'the pool check'),
+    write: (key, prefixes) =>
+      writeWhole(`pool-${key}.json`, { prefixes: Object.fromEntries(prefixes) }, 'the pool check'),
     readExhausted(key) {
       try {
-        const doc = JSON.parse(readFileSync(join(dir, `full-${key}.json`), 'utf8')) as { families?: string[]; atMs?: number; reason?: string };
+        const doc = JSON.parse(readFileSync(join(dir, `full-${key}.json`), 'utf8')) as {
+          families?: string[];
+          atMs?: number;
+          reason?: string;
+        };
         if (!Array.isArray(doc.families) || typeof doc.atMs !== 'number') return undefined;
-        return { families: doc.families, atMs: doc.atMs, ...(typeof doc.reason === 'string' ? { reason: doc.reason } : {}) };
+        return {
+          families: doc.families,
+          atMs: doc.atMs,
+          ...(typeof doc.reason === 'string' ? { reason: doc.reason } : {}),
+        };
       } catch {
         return undefined;
       }
     },
-    writeExhausted: (key, families, reason) => writeWhole(`full-${key}.json`, { families, atMs: Date.now(), ...(reason ? { reason } : {}) }, 'an exhausted pool'),
+    writeExhausted: (key, families, reason) =>
+      writeWhole(
+        `full-${key}.json`,
+        { families, atMs: Date.now(), ...(reason ? { reason } : {}) },
+        'an exhausted pool',
+      ),
   };
 
   /** Writes a file of the folder whole: a temporary file renamed over it. */

@@ -35,7 +35,13 @@ export const nodeFetch: FetchLike = (url, init) =>
       return;
     }
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = send(url, { method: init.method, headers: init.body === undefined ? init.headers : { ...init.headers, 'content-length': String(Buffer.byteLength(init.body)) } });
+    const req = send(url, {
+      method: init.method,
+      headers:
+        init.body === undefined
+          ? init.headers
+          : { ...init.headers, 'content-length': String(Buffer.byteLength(init.body)) },
+    });
     const onAbort = () => {
       req.destroy();
       reject(signal.reason);
@@ -56,7 +62,13 @@ export const nodeFetch: FetchLike = (url, init) =>
         signal.removeEventListener('abort', onAbort);
         const status = res.statusCode ?? 0;
         const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ ok: status >= 200 && status < 300, status, statusText: res.statusMessage ?? '', headers: headersOf(res), text: () => Promise.resolve(text) });
+        resolve({
+          ok: status >= 200 && status < 300,
+          status,
+          statusText: res.statusMessage ?? '',
+          headers: headersOf(res),
+          text: () => Promise.resolve(text),
+        });
       });
     });
     req.end(init.body);

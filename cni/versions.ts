@@ -27,9 +27,18 @@ export function compareVersions(a: string, b: string): number {
  * @throws CniError 7 when absent or not a string, 1 when it is a version this plugin does not speak (0.1.0, 0.2.0).
  */
 export function checkVersion(value: unknown): CniVersion {
-  if (typeof value !== 'string' || value === '') throw new CniError(CniCode.InvalidConfig, 'missing cniVersion', 'the network configuration must say which CNI version it uses (cniVersion)');
+  if (typeof value !== 'string' || value === '')
+    throw new CniError(
+      CniCode.InvalidConfig,
+      'missing cniVersion',
+      'the network configuration must say which CNI version it uses (cniVersion)',
+    );
   if (!(SUPPORTED_VERSIONS as readonly string[]).includes(value)) {
-    throw new CniError(CniCode.IncompatibleVersion, 'incompatible CNI versions', `config is "${value}", plugin supports ${JSON.stringify(SUPPORTED_VERSIONS)}`);
+    throw new CniError(
+      CniCode.IncompatibleVersion,
+      'incompatible CNI versions',
+      `config is "${value}", plugin supports ${JSON.stringify(SUPPORTED_VERSIONS)}`,
+    );
   }
   return value as CniVersion;
 }
@@ -102,10 +111,12 @@ export function prevResultAddresses(prevResult: unknown): string[] {
     throw new CniError(CniCode.DecodeFailure, 'invalid prevResult', 'prevResult must be an object with an ips list');
   }
   const ips = (prevResult as { ips?: unknown }).ips ?? [];
-  if (!Array.isArray(ips)) throw new CniError(CniCode.DecodeFailure, 'invalid prevResult', 'prevResult.ips must be a list');
+  if (!Array.isArray(ips))
+    throw new CniError(CniCode.DecodeFailure, 'invalid prevResult', 'prevResult.ips must be a list');
   return ips.map((ip, i) => {
     const address = (ip as { address?: unknown } | null)?.address;
-    if (typeof address !== 'string') throw new CniError(CniCode.DecodeFailure, 'invalid prevResult', `prevResult.ips[${i}].address must be a string`);
+    if (typeof address !== 'string')
+      throw new CniError(CniCode.DecodeFailure, 'invalid prevResult', `prevResult.ips[${i}].address must be a string`);
     return address;
   });
 }

@@ -7,7 +7,9 @@ import { h } from './dom.ts';
  * The CLI's own client (cli/api): the same routes, paging and problem handling, pointed at the page's origin. The
  * server behind that origin is the local stack, or `ipam console`, which signs each call on the way to the stage.
  */
-export const api = new IpamApi(new HttpClient({ endpoint: new URL(location.origin), fetch: (input, init) => fetch(input, init) }));
+export const api = new IpamApi(
+  new HttpClient({ endpoint: new URL(location.origin), fetch: (input, init) => fetch(input, init) }),
+);
 
 /**
  * A refused request, next to the form or view it belongs to: the problem's title and detail (and its code, which
@@ -23,7 +25,14 @@ export function problemBox(error: unknown): HTMLElement {
       h('p', { class: 'problem-code' }, 'code ', h('code', {}, error.code)),
     );
   }
-  const text = error instanceof HttpStatusError || error instanceof ConnectionError || error instanceof Error ? error.message : String(error);
-  return h('div', { class: 'problem', role: 'alert' }, h('strong', { class: 'problem-title' }, 'Request failed'), h('p', { class: 'problem-detail' }, text));
+  const text =
+    error instanceof HttpStatusError || error instanceof ConnectionError || error instanceof Error
+      ? error.message
+      : String(error);
+  return h(
+    'div',
+    { class: 'problem', role: 'alert' },
+    h('strong', { class: 'problem-title' }, 'Request failed'),
+    h('p', { class: 'problem-detail' }, text),
+  );
 }
-

@@ -5,7 +5,11 @@
 export type Child = Node | string | number | null | undefined | false;
 type Attr = string | number | boolean | undefined | null | EventListener;
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, Attr> = {}, ...children: (Child | readonly Child[])[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, Attr> = {},
+  ...children: (Child | readonly Child[])[]
+): HTMLElementTagNameMap[K] {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (value === undefined || value === null || value === false) continue;
@@ -19,7 +23,9 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<s
 export function append(parent: Node, children: readonly (Child | readonly Child[])[]): void {
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
-    parent.appendChild(typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child);
+    parent.appendChild(
+      typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : child,
+    );
   }
 }
 
@@ -31,12 +37,22 @@ export function consolePath(...segments: readonly string[]): string {
 /** A labelled form field: <label> then the control, with a hint when given. */
 let fields = 0;
 
-export function field(label: string, control: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, hint?: string): HTMLElement {
+export function field(
+  label: string,
+  control: HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement,
+  hint?: string,
+): HTMLElement {
   const id = control.id || `field-${(fields += 1)}`;
   control.id = id;
   const hintId = hint ? `${id}-hint` : undefined;
   if (hintId) control.setAttribute('aria-describedby', hintId);
-  return h('div', { class: 'field' }, h('label', { for: id }, label), control, hint ? h('small', { id: hintId }, hint) : null);
+  return h(
+    'div',
+    { class: 'field' },
+    h('label', { for: id }, label),
+    control,
+    hint ? h('small', { id: hintId }, hint) : null,
+  );
 }
 
 /** A definition list from pairs; empty values are left out. */

@@ -22,7 +22,12 @@ export function utilizationBar(label: string, u: Utilization | undefined): HTMLE
   usedPart.style.setProperty('width', `${used}%`);
   const releasingPart = h('span', { class: 'bar-releasing' });
   releasingPart.style.setProperty('width', `${releasing}%`);
-  return h('div', { class: 'util' }, h('div', { class: 'bar', role: 'img', 'aria-label': `${label}: ${text}` }, usedPart, releasingPart), h('span', { class: 'util-text' }, text));
+  return h(
+    'div',
+    { class: 'util' },
+    h('div', { class: 'bar', role: 'img', 'aria-label': `${label}: ${text}` }, usedPart, releasingPart),
+    h('span', { class: 'util-text' }, text),
+  );
 }
 
 /** 3600 -> "1 h", 90 -> "1 min 30 s", 0 -> "none". */
@@ -30,7 +35,12 @@ export function duration(seconds: number | undefined): string {
   if (seconds === undefined || seconds === 0) return 'none';
   const parts: string[] = [];
   let rest = seconds;
-  for (const [unit, size] of [['d', 86_400], ['h', 3600], ['min', 60], ['s', 1]] as const) {
+  for (const [unit, size] of [
+    ['d', 86_400],
+    ['h', 3600],
+    ['min', 60],
+    ['s', 1],
+  ] as const) {
     if (rest >= size) {
       parts.push(`${Math.floor(rest / size)} ${unit}`);
       rest %= size;
@@ -56,7 +66,13 @@ export function relative(iso: string | undefined, now = Date.now()): string {
 /** A claim's labels as `key=value` chips; nothing when it has none. */
 export function labelChips(labels: Readonly<Record<string, string>> | undefined): HTMLElement | string {
   const entries = Object.entries(labels ?? {});
-  return entries.length === 0 ? '' : h('span', { class: 'labels' }, entries.map(([key, value]) => h('code', { class: 'label' }, `${key}=${value}`)));
+  return entries.length === 0
+    ? ''
+    : h(
+        'span',
+        { class: 'labels' },
+        entries.map(([key, value]) => h('code', { class: 'label' }, `${key}=${value}`)),
+      );
 }
 
 /** "in 5 min (12:30:00)" for a claim with a TTL, "never" without. */

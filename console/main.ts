@@ -45,7 +45,13 @@ async function render(moveFocus = false): Promise<void> {
     ({ title, content } = await show(match!.slice(1).map(decodeURIComponent), new URLSearchParams(location.search)));
   } catch (error) {
     title = 'Error';
-    content = h('div', {}, h('h1', { tabindex: '-1' }, 'Something went wrong'), problemBox(error), h('p', {}, h('a', { href: '/console/' }, 'Back to the pools')));
+    content = h(
+      'div',
+      {},
+      h('h1', { tabindex: '-1' }, 'Something went wrong'),
+      problemBox(error),
+      h('p', {}, h('a', { href: '/console/' }, 'Back to the pools')),
+    );
   }
   if (mine !== generation) return;
   document.title = `${title} · IPAM console`;
@@ -59,7 +65,10 @@ async function render(moveFocus = false): Promise<void> {
 
 function markCurrentNav(): void {
   for (const a of document.querySelectorAll<HTMLAnchorElement>('nav a')) {
-    const here = a.pathname === '/console/' ? location.pathname === '/console/' || location.pathname.startsWith('/console/pools') : location.pathname.startsWith(a.pathname);
+    const here =
+      a.pathname === '/console/'
+        ? location.pathname === '/console/' || location.pathname.startsWith('/console/pools')
+        : location.pathname.startsWith(a.pathname);
     if (here) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
@@ -84,8 +93,18 @@ function setUpTheme(): void {
 // Links inside the console change the view without reloading the page; other links and modified clicks do not.
 document.addEventListener('click', (event) => {
   const a = (event.target as Element | null)?.closest?.('a');
-  if (!a || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-  if (a.origin !== location.origin || !a.pathname.startsWith('/console/') || a.target || a.hasAttribute('download')) return;
+  if (
+    !a ||
+    event.defaultPrevented ||
+    event.button !== 0 ||
+    event.metaKey ||
+    event.ctrlKey ||
+    event.shiftKey ||
+    event.altKey
+  )
+    return;
+  if (a.origin !== location.origin || !a.pathname.startsWith('/console/') || a.target || a.hasAttribute('download'))
+    return;
   event.preventDefault();
   void navigate(a.pathname + a.search);
 });

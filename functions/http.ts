@@ -8,5 +8,10 @@ const container = buildContainerAtColdStart();
 /** HTTP API entry: every route of /v1, once the table's fixed settings are this function's (503 while the check cannot run). */
 export const handler = servingHttpAfter(
   tableSettingsGuard(container),
-  createHttpHandler(() => container.deps, { version: '0.1.0', health: () => container.deps.health.health(), localStack: container.config.localStack }, undefined, IpamMetrics.create(container.config.metrics)),
+  createHttpHandler(
+    () => container.deps,
+    { version: '0.1.0', health: () => container.deps.health.health(), localStack: container.config.localStack },
+    undefined,
+    IpamMetrics.create(container.config.metrics),
+  ),
 );

@@ -11,4 +11,7 @@ const container = buildContainerAtColdStart();
  * failures per chunk, holding and bitmap. Refused
  * until the table's fixed settings are this function's: the batch fails whole and the mapping retries it.
  */
-export const handler = servingAfter(tableSettingsGuard(container), createMirrorHandler(() => container.mirror, undefined, IpamMetrics.create(container.config.metrics)));
+export const handler = servingAfter(
+  tableSettingsGuard(container),
+  createMirrorHandler(() => container.mirror, undefined, IpamMetrics.create(container.config.metrics)),
+);

@@ -38,11 +38,17 @@ const lazyIpNumConstants: Plugin = {
       const text = await readFile(args.path, 'utf8');
       let count = 0;
       // `IPv4.PRIVATE_RANGES = [ ... ];` and the like, at the start of a line, after the class.
-      const lazy = text.replace(/^(IPv[46])\.([A-Z][A-Z0-9_]*) = ([\s\S]*?);$/gm, (_all, cls: string, name: string, value: string) => {
-        count += 1;
-        return `lazyConstant(${cls}, ${JSON.stringify(name)}, () => (${value}));`;
-      });
-      const warnings = count === 0 ? [{ text: 'ip-num: no class constants found to build lazily; its ranges are built at load time' }] : [];
+      const lazy = text.replace(
+        /^(IPv[46])\.([A-Z][A-Z0-9_]*) = ([\s\S]*?);$/gm,
+        (_all, cls: string, name: string, value: string) => {
+          count += 1;
+          return `lazyConstant(${cls}, ${JSON.stringify(name)}, () => (${value}));`;
+        },
+      );
+      const warnings =
+        count === 0
+          ? [{ text: 'ip-num: no class constants found to build lazily; its ranges are built at load time' }]
+          : [];
       const helper = [
         'function lazyConstant(target, key, make) {',
         '  const settle = (value) => Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });',
@@ -59,7 +65,16 @@ export function bunBinary(): string {
   const require = createRequire(import.meta.url);
   const candidates = [join(dirname(require.resolve('bun/package.json')), 'bin/bun.exe')];
   try {
-    candidates.push(join(dirname(require.resolve(`@oven/bun-${process.platform}-${process.arch === 'arm64' ? 'aarch64' : process.arch}/package.json`)), 'bin/bun'));
+    candidates.push(
+      join(
+        dirname(
+          require.resolve(
+            `@oven/bun-${process.platform}-${process.arch === 'arm64' ? 'aarch64' : process.arch}/package.json`,
+          ),
+        ),
+        'bin/bun',
+      ),
+    );
   } catch {
     // No platform package resolvable from here: the first candidate or nothing.
   }
@@ -79,11 +94,15 @@ export function bunBinary(): string {
  * `ipam-cni.cjs`, the bundle it was compiled from (a node script). Answers the executable's path and size and the
  * bundle's.
  */
-export async function buildCni(outDir: string = CNI_OUT_DIR): Promise<{ path: string; bytes: number; script: string; scriptBytes: number }> {
+export async function buildCni(
+  outDir: string = CNI_OUT_DIR,
+): Promise<{ path: string; bytes: number; script: string; scriptBytes: number }> {
   const script = await buildCniScript(outDir);
   const path = join(outDir, 'ipam-cni');
   // --bytecode: the bundle's compiled bytecode goes in too, so a call does not parse and compile 500 KB of source.
-  await run(bunBinary(), ['build', '--compile', '--minify', '--bytecode', script.path, '--outfile', path], { maxBuffer: 16 * 1024 * 1024 });
+  await run(bunBinary(), ['build', '--compile', '--minify', '--bytecode', script.path, '--outfile', path], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
   await chmod(path, 0o755);
   return { path, bytes: (await stat(path)).size, script: script.path, scriptBytes: script.bytes };
 }
@@ -109,7 +128,9 @@ export async function buildCniScript(outDir: string = CNI_OUT_DIR): Promise<{ pa
   const embedSigner: Plugin = {
     name: 'embed-signer',
     setup(b) {
-      b.onResolve({ filter: /[\\/]signer\.ts$|^\.\/signer\.ts$/ }, (args) => (args.importer.endsWith(join('cni', 'main.ts')) ? { path: 'signer', namespace: 'embedded-signer' } : undefined));
+      b.onResolve({ filter: /[\\/]signer\.ts$|^\.\/signer\.ts$/ }, (args) =>
+        args.importer.endsWith(join('cni', 'main.ts')) ? { path: 'signer', namespace: 'embedded-signer' } : undefined,
+      );
       b.onLoad({ filter: /.*/, namespace: 'embedded-signer' }, () => ({
         loader: 'js',
         contents: [
@@ -143,5 +164,7 @@ export async function buildCniScript(outDir: string = CNI_OUT_DIR): Promise<{ pa
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { path, bytes, script, scriptBytes } = await buildCni();
-  console.log(`build:cni: ${path} (${(bytes / 1024 / 1024).toFixed(1)} MiB, self-contained), from ${script} (${Math.round(scriptBytes / 1024)} KiB)`);
+  console.log(
+    `build:cni: ${path} (${(bytes / 1024 / 1024).toFixed(1)} MiB, self-contained), from ${script} (${Math.round(scriptBytes / 1024)} KiB)`,
+  );
 }

@@ -45,10 +45,30 @@ export function docPolicies(): CallerPolicy[] {
   const deploy = readFileSync(DEPLOY_DOC, 'utf8');
   const cni = readFileSync(CNI_DOC, 'utf8');
   return [
-    { name: 'Reader', source: 'docs/deploy.md', pool: 'team-a-services', policy: jsonAfter(deploy, '**Reader**', 'docs/deploy.md') },
-    { name: 'Allocator', source: 'docs/deploy.md', pool: 'team-a-services', policy: jsonAfter(deploy, '**Allocator**', 'docs/deploy.md') },
-    { name: 'Pool admin', source: 'docs/deploy.md', pool: 'team-a-services', policy: jsonAfter(deploy, '**Pool admin**', 'docs/deploy.md') },
-    { name: 'CNI node', source: 'docs/cni.md', pool: 'pods', policy: jsonAfter(cni, "## The node's IAM policy", 'docs/cni.md') },
+    {
+      name: 'Reader',
+      source: 'docs/deploy.md',
+      pool: 'team-a-services',
+      policy: jsonAfter(deploy, '**Reader**', 'docs/deploy.md'),
+    },
+    {
+      name: 'Allocator',
+      source: 'docs/deploy.md',
+      pool: 'team-a-services',
+      policy: jsonAfter(deploy, '**Allocator**', 'docs/deploy.md'),
+    },
+    {
+      name: 'Pool admin',
+      source: 'docs/deploy.md',
+      pool: 'team-a-services',
+      policy: jsonAfter(deploy, '**Pool admin**', 'docs/deploy.md'),
+    },
+    {
+      name: 'CNI node',
+      source: 'docs/cni.md',
+      pool: 'pods',
+      policy: jsonAfter(cni, "## The node's IAM policy", 'docs/cni.md'),
+    },
   ];
 }
 
@@ -67,7 +87,12 @@ export function requestArn(route: RouteKey, pool: string): string {
 export async function allowed(policy: unknown, resource: string): Promise<boolean> {
   const result = await runSimulation(
     {
-      request: { principal: 'arn:aws:iam::123456789012:role/caller', action: 'execute-api:Invoke', resource: { resource, accountId: '123456789012' }, contextVariables: {} },
+      request: {
+        principal: 'arn:aws:iam::123456789012:role/caller',
+        action: 'execute-api:Invoke',
+        resource: { resource, accountId: '123456789012' },
+        contextVariables: {},
+      },
       identityPolicies: [{ name: 'caller', policy }],
       serviceControlPolicies: [],
       resourceControlPolicies: [],
@@ -85,7 +110,8 @@ export async function callerMatrix(policies: readonly CallerPolicy[] = docPolici
   for (const route of routeKeys) {
     const cells = [`\`${route}\``];
     for (const p of policies) {
-      for (const pool of [p.pool, OTHER_POOL]) cells.push((await allowed(p.policy, requestArn(route, pool))) ? 'allowed' : '-');
+      for (const pool of [p.pool, OTHER_POOL])
+        cells.push((await allowed(p.policy, requestArn(route, pool))) ? 'allowed' : '-');
     }
     rows.push(cells);
   }
@@ -93,7 +119,7 @@ export async function callerMatrix(policies: readonly CallerPolicy[] = docPolici
   return [
     `What IAM decides for each policy above (and the CNI node's, docs/cni.md) alone, on its own pool and on another`,
     `team's (\`${OTHER_POOL}\`); \`-\` is denied. Other path parameters are samples (claim \`web\`, range \`10.0.0.0-24\`,`,
-    'address `10.0.0.7`, uid `a1`). The policies are cumulative: an allocator also holds the reader\'s.',
+    "address `10.0.0.7`, uid `a1`). The policies are cumulative: an allocator also holds the reader's.",
     '',
     line(header),
     line(header.map(() => '---')),
@@ -108,7 +134,8 @@ export function withMatrix(doc: string, matrix: string): string {
   const end = doc.indexOf(END);
   if (start >= 0 && end > start) return `${doc.slice(0, start)}${block}${doc.slice(end + END.length)}`;
   const anchor = doc.indexOf('## Who may do what inside a pool');
-  if (anchor < 0) throw new Error('docs/deploy.md has no "## Who may do what inside a pool" section to put the matrix before');
+  if (anchor < 0)
+    throw new Error('docs/deploy.md has no "## Who may do what inside a pool" section to put the matrix before');
   return `${doc.slice(0, anchor)}### The policies, evaluated\n\n${block}\n\n${doc.slice(anchor)}`;
 }
 

@@ -96,13 +96,15 @@ function jarFolder(): string {
 async function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${child.exitCode} before it was ready`);
+    if (child.exitCode !== null)
+      throw new Error(`DynamoDB Local exited with code ${child.exitCode} before it was ready`);
     try {
       // Any HTTP answer means the engine is listening; it answers 400 to a bare GET.
       await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(1000) });
       return;
     } catch {
-      if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer on port ${port} within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`DynamoDB Local did not answer on port ${port} within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -113,7 +115,15 @@ export async function startDynamoDbLocal(options: StartOptions = {}): Promise<Dy
   assertJava();
   const port = options.port ?? (await freePort());
   const folder = jarFolder();
-  const args = [...(options.jvmOptions ?? []), `-Djava.library.path=${join(folder, 'DynamoDBLocal_lib')}`, '-jar', join(folder, 'DynamoDBLocal.jar'), '-port', String(port), '-disableTelemetry'];
+  const args = [
+    ...(options.jvmOptions ?? []),
+    `-Djava.library.path=${join(folder, 'DynamoDBLocal_lib')}`,
+    '-jar',
+    join(folder, 'DynamoDBLocal.jar'),
+    '-port',
+    String(port),
+    '-disableTelemetry',
+  ];
   if (options.dataDir) {
     const dir = resolve(options.dataDir);
     if (!existsSync(dir)) mkdirSync(dir, { recursive: true });
@@ -123,8 +133,12 @@ export async function startDynamoDbLocal(options: StartOptions = {}): Promise<Dy
   }
   const child = spawn('java', args, { cwd: folder, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
-  child.stdout?.on('data', (chunk: Buffer) => { log += chunk.toString(); });
-  child.stderr?.on('data', (chunk: Buffer) => { log += chunk.toString(); });
+  child.stdout?.on('data', (chunk: Buffer) => {
+    log += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    log += chunk.toString();
+  });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   try {
     await waitForPort(port, child, options.readyTimeoutMs ?? 30_000);

@@ -48,7 +48,11 @@ function isFunctionKey(name: string | undefined): name is FunctionKey {
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { offline: { type: 'boolean' } } });
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { offline: { type: 'boolean' } },
+  });
   const [fn, eventFile] = positionals;
   if (!isFunctionKey(fn) || eventFile === undefined) {
     throw new Error('usage: npm run invoke -- <api|mirror|reconciler> <event-file> [--offline]');
@@ -58,7 +62,10 @@ async function main(argv: string[]): Promise<void> {
 
   if (values.offline) {
     if (state === undefined) throw new Error('--offline needs a running `npm start` (no .data/local-stack.json)');
-    const lambda = offlineLambda({ endpoint: state.lambdaEndpoint, functionName: `${serviceName()}-${state.stage}-${fn}` });
+    const lambda = offlineLambda({
+      endpoint: state.lambdaEndpoint,
+      functionName: `${serviceName()}-${state.stage}-${fn}`,
+    });
     try {
       console.log(JSON.stringify(await lambda.invoke(event), null, 2));
     } finally {
@@ -74,7 +81,9 @@ async function main(argv: string[]): Promise<void> {
   if (!process.env.TABLE_NAME || !process.env.DYNAMODB_ENDPOINT) {
     throw new Error('set TABLE_NAME and DYNAMODB_ENDPOINT, or start the local stack (`npm start`) first');
   }
-  console.error(`invoke ${fn} (${handlerModules[fn]}) with ${eventFile} on ${process.env.DYNAMODB_ENDPOINT} table ${process.env.TABLE_NAME}`);
+  console.error(
+    `invoke ${fn} (${handlerModules[fn]}) with ${eventFile} on ${process.env.DYNAMODB_ENDPOINT} table ${process.env.TABLE_NAME}`,
+  );
   // Imported only now: handlers read their configuration at module load.
   const module = (await import(pathToFileURL(join(repoRoot, handlerModules[fn])).href)) as {
     handler?: (event: unknown, context: unknown) => Promise<unknown>;

@@ -126,8 +126,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const offlineUrl = `http://127.0.0.1:${offlinePort}`;
   // The front server binds its port now, before the minute offline may take to build: a port only looked up here and
   // bound later can be taken meanwhile by another process (CI saw EADDRINUSE on it).
-  const front: ConsoleServer = await startConsoleServer({ upstream: new URL(offlineUrl), port: options.port ?? 0 }).catch((error: NodeJS.ErrnoException) => {
-    throw new Error(error.code === 'EADDRINUSE' ? `port ${options.port} is in use (is another local stack running?): choose another with --port` : error.message);
+  const front: ConsoleServer = await startConsoleServer({
+    upstream: new URL(offlineUrl),
+    port: options.port ?? 0,
+  }).catch((error: NodeJS.ErrnoException) => {
+    throw new Error(
+      error.code === 'EADDRINUSE'
+        ? `port ${options.port} is in use (is another local stack running?): choose another with --port`
+        : error.message,
+    );
   });
   const port = front.port;
   const lambdaPort = options.lambdaPort ?? (await freePort());
@@ -152,7 +159,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   let offlineExit: Promise<void> | undefined;
   let poller: StreamPoller | undefined;
   let stopping: Promise<void> | undefined;
-  const mirror = offlineLambda({ endpoint: `http://127.0.0.1:${lambdaPort}`, functionName: `${service}-${stage}-mirror` });
+  const mirror = offlineLambda({
+    endpoint: `http://127.0.0.1:${lambdaPort}`,
+    functionName: `${service}-${stage}-mirror`,
+  });
 
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
@@ -175,7 +185,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // DynamoDB Local (a JVM) and serverless-offline (osls, then esbuild) take seconds each: start both at once.
     // Handlers only reach the endpoint on a request, and the stack is ready when both are.
     const database = (async () => {
-      dynamo = await startDynamoDbLocal({ port: dynamoPort, dataDir: options.dataDir, ...(options.dynamoJvmOptions ? { jvmOptions: options.dynamoJvmOptions } : {}) });
+      dynamo = await startDynamoDbLocal({
+        port: dynamoPort,
+        dataDir: options.dataDir,
+        ...(options.dynamoJvmOptions ? { jvmOptions: options.dynamoJvmOptions } : {}),
+      });
       const dynamoPid = dynamo.pid;
       cleanups.push(() => killQuietly(dynamoPid));
       const client = createDynamoClient({ endpoint });
@@ -200,7 +214,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         '--stage',
         stage,
         // The one way LOCAL_STACK=true reaches the functions (serverless.yml never reads it from the shell).
-        ...Object.entries({ ...options.params, localStack: 'true' }).flatMap(([name, value]) => ['--param', `${name}=${value}`]),
+        ...Object.entries({ ...options.params, localStack: 'true' }).flatMap(([name, value]) => [
+          '--param',
+          `${name}=${value}`,
+        ]),
         '--host',
         '127.0.0.1',
         '--httpPort',
@@ -219,7 +236,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         // Its own process group, so stop() (and Ctrl-C through us) ends esbuild and every worker with it.
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, ...SDK_NODE_WARNING_OFF, ...options.env, DYNAMODB_ENDPOINT: options.functionsEndpoint?.endpoint ?? endpoint, ESBUILD_WORK_FOLDER: workFolder },
+        env: {
+          ...process.env,
+          ...SDK_NODE_WARNING_OFF,
+          ...options.env,
+          DYNAMODB_ENDPOINT: options.functionsEndpoint?.endpoint ?? endpoint,
+          ESBUILD_WORK_FOLDER: workFolder,
+        },
       },
     );
     offline = child;
@@ -256,7 +279,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         functionName: `${service}-${stage}-mirror`,
         // A fresh table: deliver everything since it was created. A persisted one: skip the earlier runs' history.
         startingPosition: existed ? 'LATEST' : 'TRIM_HORIZON',
-        onError: (error) => log(`[stream-poller] ${(error as Error).name ?? 'Error'}: ${(error as Error).message ?? String(error)}`),
+        onError: (error) =>
+          log(`[stream-poller] ${(error as Error).name ?? 'Error'}: ${(error as Error).message ?? String(error)}`),
         onFailure: (failure) => {
           const { records: _records, ...summary } = failure;
           log(`[stream-poller] failure destination: ${JSON.stringify(summary)}`);
@@ -265,7 +289,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
 
     const apiUrl = front.origin;
-    const functions = { api: `${service}-${stage}-api`, mirror: `${service}-${stage}-mirror`, reconciler: `${service}-${stage}-reconciler` };
+    const functions = {
+      api: `${service}-${stage}-api`,
+      mirror: `${service}-${stage}-mirror`,
+      reconciler: `${service}-${stage}-reconciler`,
+    };
     const invokers = new Map<FunctionKey, ReturnType<typeof offlineLambda>>();
     cleanups.push(() => invokers.forEach((i) => i.destroy()));
     const db = dynamo;
@@ -303,7 +331,13 @@ async function assertPortFree(port: number, option: string): Promise<void> {
   await new Promise<void>((resolveFree, reject) => {
     const server = createServer();
     server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(new Error(error.code === 'EADDRINUSE' ? `port ${port} is in use (is another local stack running?): choose another with ${option}` : error.message)),
+      reject(
+        new Error(
+          error.code === 'EADDRINUSE'
+            ? `port ${port} is in use (is another local stack running?): choose another with ${option}`
+            : error.message,
+        ),
+      ),
     );
     server.listen(port, '127.0.0.1', () => server.close(() => resolveFree()));
   });
@@ -325,14 +359,17 @@ async function waitForHttp(url: string, child: ChildProcess, timeoutMs: number, 
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`serverless-offline exited (${child.exitCode ?? child.signalCode}) before it answered:\n${logTail()}`);
+      throw new Error(
+        `serverless-offline exited (${child.exitCode ?? child.signalCode}) before it answered:\n${logTail()}`,
+      );
     }
     try {
       // Any HTTP answer means the server is up; whether health is 200 is the caller's assertion.
       await fetch(url, { signal: AbortSignal.timeout(2000) });
       return;
     } catch {
-      if (Date.now() > deadline) throw new Error(`serverless-offline did not answer ${url} within ${timeoutMs} ms:\n${logTail()}`);
+      if (Date.now() > deadline)
+        throw new Error(`serverless-offline did not answer ${url} within ${timeoutMs} ms:\n${logTail()}`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -386,7 +423,9 @@ async function main(argv: string[]): Promise<void> {
     },
   });
   if (values.help) {
-    console.log('npm start -- [--port 3000] [--lambda-port N] [--dynamodb-port N] [--data DIR] [--stage local] [--state-file FILE]');
+    console.log(
+      'npm start -- [--port 3000] [--lambda-port N] [--dynamodb-port N] [--data DIR] [--stage local] [--state-file FILE]',
+    );
     return;
   }
   // Handlers first: a signal during start-up (Java and serverless-offline starting) must not orphan them.
@@ -445,11 +484,13 @@ async function main(argv: string[]): Promise<void> {
       `  Schedule        reconciler ${schedule === undefined ? 'NOT scheduled by serverless-offline' : `cron [${schedule}] fired by serverless-offline`}`,
       `  State file      ${stateFile}   (read by npm run invoke)`,
       '',
-      '  In another shell (the README\'s tours and ipam read these):',
+      "  In another shell (the README's tours and ipam read these):",
       `    export PORT=${new URL(stack.apiUrl).port} IPAM_ENDPOINT=${stack.apiUrl}`,
       `  e.g. curl ${stack.apiUrl}/v1/health ; npm run invoke -- reconciler events/schedule.json`,
       ...(Number(process.versions.node.split('.')[0]) < 22
-        ? [`  Node ${process.versions.node}: AWS SDK releases after early January 2027 need Node >= 22 (the Lambda runtime is nodejs22.x).`]
+        ? [
+            `  Node ${process.versions.node}: AWS SDK releases after early January 2027 need Node >= 22 (the Lambda runtime is nodejs22.x).`,
+          ]
         : []),
       '  Ctrl-C stops everything.',
       '',
@@ -459,7 +500,8 @@ async function main(argv: string[]): Promise<void> {
   // The state file describes a running stack only: remove it on the way out (if it is still ours).
   process.once('exit', () => {
     try {
-      if ((JSON.parse(readFileSync(stateFile, 'utf8')) as LocalStackState).pids.stack === process.pid) rmSync(stateFile);
+      if ((JSON.parse(readFileSync(stateFile, 'utf8')) as LocalStackState).pids.stack === process.pid)
+        rmSync(stateFile);
     } catch {
       // Gone or replaced.
     }

@@ -25,7 +25,10 @@ export class FunctionInvokeError extends Error {
  * with its parsed answer; it rejects with `FunctionInvokeError` when the handler threw, as Lambda reports it.
  * The function runs the esbuild bundle with the environment of serverless.yml, as the HTTP routes do.
  */
-export function offlineLambda(options: OfflineLambdaOptions): { invoke(event: unknown): Promise<unknown>; destroy(): void } {
+export function offlineLambda(options: OfflineLambdaOptions): {
+  invoke(event: unknown): Promise<unknown>;
+  destroy(): void;
+} {
   const client = new LambdaClient({
     endpoint: options.endpoint,
     region: options.region ?? 'us-east-1',
@@ -35,7 +38,10 @@ export function offlineLambda(options: OfflineLambdaOptions): { invoke(event: un
   return {
     async invoke(event: unknown): Promise<unknown> {
       const answer = await client.send(
-        new InvokeCommand({ FunctionName: options.functionName, Payload: new TextEncoder().encode(JSON.stringify(event)) }),
+        new InvokeCommand({
+          FunctionName: options.functionName,
+          Payload: new TextEncoder().encode(JSON.stringify(event)),
+        }),
       );
       const text = answer.Payload === undefined ? '' : new TextDecoder().decode(answer.Payload);
       const payload: unknown = text === '' ? undefined : JSON.parse(text);

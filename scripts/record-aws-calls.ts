@@ -46,7 +46,14 @@ export function normalize(lines: readonly string[]): string[] {
     const { table, ...rest } = call;
     // Keys become their kind, so a re-recording changes only where a call path changed.
     const leadingKeys = rest.leadingKeys ? [...new Set(rest.leadingKeys.map(anonymized))].sort() : undefined;
-    out.add(JSON.stringify({ ...rest, ...(leadingKeys ? { leadingKeys } : {}), function: fn, ...(table !== undefined ? { table: 'Table' } : {}) }));
+    out.add(
+      JSON.stringify({
+        ...rest,
+        ...(leadingKeys ? { leadingKeys } : {}),
+        function: fn,
+        ...(table !== undefined ? { table: 'Table' } : {}),
+      }),
+    );
   }
   return [...out].sort();
 }
@@ -57,13 +64,29 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   try {
     const args = process.argv.slice(2).filter((a) => a !== '--add');
     const tiers = args.includes('--project') ? [] : ['--project', 'int', '--project', 'e2e'];
-    const run = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...tiers, ...args], {
-      cwd: repoRoot,
-      stdio: 'inherit',
-      env: { ...process.env, AWS_IPAM_CALL_LOG: log },
-    });
+    const run = spawnSync(
+      process.execPath,
+      [join(repoRoot, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...tiers, ...args],
+      {
+        cwd: repoRoot,
+        stdio: 'inherit',
+        env: { ...process.env, AWS_IPAM_CALL_LOG: log },
+      },
+    );
     if (run.status !== 0) throw new Error(`the tests failed (${run.status}): no fixture written`);
-    const kept = process.argv.includes('--add') && existsSync(FIXTURE) ? readFileSync(FIXTURE, 'utf8').split('\n').map((l) => (l.trim() === '' ? l : JSON.stringify({ ...(JSON.parse(l) as AwsCall), function: `fixture-${(JSON.parse(l) as AwsCall).function}` }))) : [];
+    const kept =
+      process.argv.includes('--add') && existsSync(FIXTURE)
+        ? readFileSync(FIXTURE, 'utf8')
+            .split('\n')
+            .map((l) =>
+              l.trim() === ''
+                ? l
+                : JSON.stringify({
+                    ...(JSON.parse(l) as AwsCall),
+                    function: `fixture-${(JSON.parse(l) as AwsCall).function}`,
+                  }),
+            )
+        : [];
     const lines = normalize([...kept, ...(existsSync(log) ? readFileSync(log, 'utf8').split('\n') : [])]);
     mkdirSync(dirname(FIXTURE), { recursive: true });
     writeFileSync(FIXTURE, `${lines.join('\n')}\n`);

@@ -159,7 +159,9 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
       );
       for (const shard of StreamDescription?.Shards ?? []) {
         if (!shard.ShardId || shards.has(shard.ShardId)) continue;
-        const initialType: ShardIteratorType = firstDescribe ? (options.startingPosition ?? 'TRIM_HORIZON') : 'TRIM_HORIZON';
+        const initialType: ShardIteratorType = firstDescribe
+          ? (options.startingPosition ?? 'TRIM_HORIZON')
+          : 'TRIM_HORIZON';
         shards.set(shard.ShardId, { shard, initialType, iterator: undefined, checkpoint: undefined, finished: false });
       }
       exclusiveStartShardId = StreamDescription?.LastEvaluatedShardId;
@@ -181,7 +183,12 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     const input =
       state.checkpoint === undefined
         ? { StreamArn: streamArn, ShardId: state.shard.ShardId, ShardIteratorType: state.initialType }
-        : { StreamArn: streamArn, ShardId: state.shard.ShardId, ShardIteratorType: 'AFTER_SEQUENCE_NUMBER' as const, SequenceNumber: state.checkpoint };
+        : {
+            StreamArn: streamArn,
+            ShardId: state.shard.ShardId,
+            ShardIteratorType: 'AFTER_SEQUENCE_NUMBER' as const,
+            SequenceNumber: state.checkpoint,
+          };
     const { ShardIterator } = await streams.send(new GetShardIteratorCommand(input), { abortSignal: abort.signal });
     return ShardIterator;
   }
@@ -195,7 +202,9 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
     }
     let answer;
     try {
-      answer = await streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: rules.batchSize }), { abortSignal: abort.signal });
+      answer = await streams.send(new GetRecordsCommand({ ShardIterator: state.iterator, Limit: rules.batchSize }), {
+        abortSignal: abort.signal,
+      });
     } catch (error) {
       // Expired or trimmed iterators are re-acquired from the checkpoint; anything else is reported by the loop.
       state.iterator = undefined;
@@ -204,7 +213,11 @@ export async function startStreamPoller(options: StreamPollerOptions): Promise<S
         state.checkpoint = undefined;
         state.initialType = 'TRIM_HORIZON';
       }
-      if ((error as Error).name === 'ExpiredIteratorException' || (error as Error).name === 'TrimmedDataAccessException') return 0;
+      if (
+        (error as Error).name === 'ExpiredIteratorException' ||
+        (error as Error).name === 'TrimmedDataAccessException'
+      )
+        return 0;
       throw error;
     }
     const records = (answer.Records ?? []).map((record) => toLambdaRecord(record, streamArn!, region));

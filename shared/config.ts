@@ -69,11 +69,19 @@ const defaultGates: FeatureGates = { MultiCIDRServiceAllocator: true, DisableAll
 export function parseFeatureGates(text: string | undefined): FeatureGates {
   const gates: Record<keyof FeatureGates, boolean> = { ...defaultGates };
   if (!text) return gates;
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const [name, value, ...rest] = part.split('=').map((s) => s.trim());
-    if (rest.length) throw new Error(`FEATURE_GATES: ${name} must be true or false, not ${JSON.stringify(part.slice(part.indexOf('=') + 1))}`);
-    if (name === undefined || !Object.hasOwn(gates, name)) throw new Error(`FEATURE_GATES: unknown gate ${JSON.stringify(name)}; known: ${Object.keys(gates).join(', ')}`);
-    if (value !== 'true' && value !== 'false') throw new Error(`FEATURE_GATES: ${name} must be true or false, not ${JSON.stringify(value)}`);
+    if (rest.length)
+      throw new Error(
+        `FEATURE_GATES: ${name} must be true or false, not ${JSON.stringify(part.slice(part.indexOf('=') + 1))}`,
+      );
+    if (name === undefined || !Object.hasOwn(gates, name))
+      throw new Error(`FEATURE_GATES: unknown gate ${JSON.stringify(name)}; known: ${Object.keys(gates).join(', ')}`);
+    if (value !== 'true' && value !== 'false')
+      throw new Error(`FEATURE_GATES: ${name} must be true or false, not ${JSON.stringify(value)}`);
     gates[name as keyof FeatureGates] = value === 'true';
   }
   return gates;
@@ -92,8 +100,12 @@ function booleanSetting(env: NodeJS.ProcessEnv, name: string): boolean {
 function cursorSecretSetting(env: NodeJS.ProcessEnv, tableName: string, localStack: boolean): string {
   const secret = env.CURSOR_SECRET ?? '';
   if (secret === '' && localStack) return `ipam-cursor:${tableName}`;
-  if (secret === '') throw new Error('CURSOR_SECRET is not set: outside the local stack, pagination cursors need a secret key (serverless.yml resolves it from Secrets Manager; docs/deploy.md).');
-  if (secret.length < MIN_CURSOR_SECRET_LENGTH && !localStack) throw new Error(`CURSOR_SECRET must be at least ${MIN_CURSOR_SECRET_LENGTH} characters outside the local stack.`);
+  if (secret === '')
+    throw new Error(
+      'CURSOR_SECRET is not set: outside the local stack, pagination cursors need a secret key (serverless.yml resolves it from Secrets Manager; docs/deploy.md).',
+    );
+  if (secret.length < MIN_CURSOR_SECRET_LENGTH && !localStack)
+    throw new Error(`CURSOR_SECRET must be at least ${MIN_CURSOR_SECRET_LENGTH} characters outside the local stack.`);
   return secret;
 }
 
@@ -101,7 +113,8 @@ function numberSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, m
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value < min) throw new Error(`${name} must be a number >= ${min}, not ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(value) || value < min)
+    throw new Error(`${name} must be a number >= ${min}, not ${JSON.stringify(raw)}`);
   return value;
 }
 
@@ -120,7 +133,9 @@ function countSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, mi
 function localStackSetting(env: NodeJS.ProcessEnv): boolean {
   const localStack = booleanSetting(env, 'LOCAL_STACK');
   if (localStack && env.AWS_LAMBDA_RUNTIME_API) {
-    throw new Error('LOCAL_STACK=true is refused on Lambda: it would let the x-ipam-principal header name any caller. Redeploy without it (serverless.yml takes it only from `--param localStack=true`, which only the local stack passes).');
+    throw new Error(
+      'LOCAL_STACK=true is refused on Lambda: it would let the x-ipam-principal header name any caller. Redeploy without it (serverless.yml takes it only from `--param localStack=true`, which only the local stack passes).',
+    );
   }
   return localStack;
 }
@@ -140,8 +155,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: numberSetting(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', 3000, 1),
     cursorSecret: cursorSecretSetting(env, tableName, localStack),
     localStack,
-    metrics: { namespace: env.POWERTOOLS_METRICS_NAMESPACE || 'ipam', serviceName: env.POWERTOOLS_SERVICE_NAME || 'ipam' },
-    ...(env.AWS_IPAM_CALL_LOG ? { callLog: { file: env.AWS_IPAM_CALL_LOG, functionName: env.AWS_LAMBDA_FUNCTION_NAME || 'unknown' } } : {}),
+    metrics: {
+      namespace: env.POWERTOOLS_METRICS_NAMESPACE || 'ipam',
+      serviceName: env.POWERTOOLS_SERVICE_NAME || 'ipam',
+    },
+    ...(env.AWS_IPAM_CALL_LOG
+      ? { callLog: { file: env.AWS_IPAM_CALL_LOG, functionName: env.AWS_LAMBDA_FUNCTION_NAME || 'unknown' } }
+      : {}),
     reconciler: {
       expiredClaimGraceSeconds: numberSetting(env, 'RECONCILE_EXPIRED_GRACE_SECONDS', 30),
       orphanLeaseGraceSeconds: numberSetting(env, 'RECONCILE_ORPHAN_GRACE_SECONDS', 60),

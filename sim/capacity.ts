@@ -53,7 +53,11 @@ const INDEXES: readonly IndexName[] = ['GSI1', 'GSI2', 'GSI3'];
 /** GSI3 projects keys only (infra/table.json). */
 const KEYS_ONLY: ReadonlySet<IndexName> = new Set(['GSI3']);
 
-function entryOf(item: Item | undefined, index: IndexName, size: Sizer): { pk: string; sk: string; bytes: number } | undefined {
+function entryOf(
+  item: Item | undefined,
+  index: IndexName,
+  size: Sizer,
+): { pk: string; sk: string; bytes: number } | undefined {
   if (!item) return undefined;
   const [pkName, skName] = KEY_ATTRIBUTES[index];
   const pk = item[pkName];
@@ -64,7 +68,11 @@ function entryOf(item: Item | undefined, index: IndexName, size: Sizer): { pk: s
 }
 
 /** The index partitions a write's entries land in, with their units. */
-export function indexEntries(before: Item | undefined, after: Item | undefined, size: Sizer = itemBytes): { partition: string; units: number }[] {
+export function indexEntries(
+  before: Item | undefined,
+  after: Item | undefined,
+  size: Sizer = itemBytes,
+): { partition: string; units: number }[] {
   const out: { partition: string; units: number }[] = [];
   for (const index of INDEXES) {
     const old = entryOf(before, index, size);
@@ -72,7 +80,8 @@ export function indexEntries(before: Item | undefined, after: Item | undefined, 
     if (!old && !next) continue;
     if (old && next && old.pk === next.pk && old.sk === next.sk) {
       // A keys-only entry whose keys did not change is not rewritten.
-      if (!KEYS_ONLY.has(index)) out.push({ partition: `${index}|${next.pk}`, units: writeUnits(Math.max(old.bytes, next.bytes)) });
+      if (!KEYS_ONLY.has(index))
+        out.push({ partition: `${index}|${next.pk}`, units: writeUnits(Math.max(old.bytes, next.bytes)) });
       continue;
     }
     if (old) out.push({ partition: `${index}|${old.pk}`, units: writeUnits(old.bytes) });

@@ -69,7 +69,8 @@ export function snapshotOf(items: readonly Item[]): Snapshot {
   return { claims, leases, ranges, bitmaps };
 }
 
-const live = (x: { readonly expiresAt?: number }, nowMs: number, skewMs: number): boolean => x.expiresAt === undefined || x.expiresAt > nowMs + skewMs;
+const live = (x: { readonly expiresAt?: number }, nowMs: number, skewMs: number): boolean =>
+  x.expiresAt === undefined || x.expiresAt > nowMs + skewMs;
 
 /** No address is listed by two live claims. */
 export function checkNoDoubleHold(s: Snapshot, nowMs: number, skewMs: number): Violation[] {
@@ -83,7 +84,11 @@ export function checkNoDoubleHold(s: Snapshot, nowMs: number, skewMs: number): V
   }
   return [...holders.entries()]
     .filter(([, names]) => names.length > 1)
-    .map(([address, names]) => ({ invariant: Invariant.NoDoubleHold, detail: `${address} is held by live claims ${names.join(', ')}`, subjects: [address.split('/')[1]!, ...names] }));
+    .map(([address, names]) => ({
+      invariant: Invariant.NoDoubleHold,
+      detail: `${address} is held by live claims ${names.join(', ')}`,
+      subjects: [address.split('/')[1]!, ...names],
+    }));
 }
 
 /**
@@ -91,7 +96,12 @@ export function checkNoDoubleHold(s: Snapshot, nowMs: number, skewMs: number): V
  * pool are left to checkDeletedPools, as in checkLeaseInRange: the pool's finalizer removes every lease of the pool
  * (Released and orphaned ones too), and a claim its claims listing did not show goes by the reconciler's row 17.
  */
-export function checkClaimLeases(s: Snapshot, nowMs: number, skewMs: number, deleted: readonly DeletedPool[] = []): Violation[] {
+export function checkClaimLeases(
+  s: Snapshot,
+  nowMs: number,
+  skewMs: number,
+  deleted: readonly DeletedPool[] = [],
+): Violation[] {
   const leases = new Map(s.leases.map((l) => [`${l.pool}/${l.address}`, l]));
   const out: Violation[] = [];
   for (const c of s.claims) {
@@ -99,8 +109,18 @@ export function checkClaimLeases(s: Snapshot, nowMs: number, skewMs: number, del
     if (c.addresses.some((a) => ofDeleted(deleted, c.pool, a.address))) continue;
     for (const a of c.addresses) {
       const lease = leases.get(`${c.pool}/${a.address}`);
-      if (!lease) out.push({ invariant: Invariant.ClaimLeases, detail: `live claim ${c.name} lists ${a.address}, which has no lease`, subjects: [c.name, a.address] });
-      else if (lease.claimUid !== c.uid || lease.claim !== c.name) out.push({ invariant: Invariant.ClaimLeases, detail: `live claim ${c.name} lists ${a.address}, whose lease names ${lease.claim} (${lease.claimUid})`, subjects: [c.name, a.address, lease.claim] });
+      if (!lease)
+        out.push({
+          invariant: Invariant.ClaimLeases,
+          detail: `live claim ${c.name} lists ${a.address}, which has no lease`,
+          subjects: [c.name, a.address],
+        });
+      else if (lease.claimUid !== c.uid || lease.claim !== c.name)
+        out.push({
+          invariant: Invariant.ClaimLeases,
+          detail: `live claim ${c.name} lists ${a.address}, whose lease names ${lease.claim} (${lease.claimUid})`,
+          subjects: [c.name, a.address, lease.claim],
+        });
     }
   }
   return out;
@@ -120,15 +140,30 @@ const ofDeleted = (deleted: readonly DeletedPool[], pool: string, address: strin
  * Every live lease lies, as a host address, in a Ready or Terminating range of its pool. Leases in a range of a
  * deleted pool are left to checkDeletedPools (a claim committed in flight after the delete releases itself).
  */
-export function checkLeaseInRange(s: Snapshot, nowMs: number, skewMs: number, deleted: readonly DeletedPool[] = []): Violation[] {
+export function checkLeaseInRange(
+  s: Snapshot,
+  nowMs: number,
+  skewMs: number,
+  deleted: readonly DeletedPool[] = [],
+): Violation[] {
   const out: Violation[] = [];
   for (const l of s.leases) {
     if (!live(l, nowMs, skewMs)) continue;
     if (ofDeleted(deleted, l.pool, l.address)) continue;
     const address = parsedAddress(l.address);
     // A block pool's range holds its blocks' network addresses (Cidr.slot), not its hosts.
-    const inside = s.ranges.some((r) => r.pool === l.pool && (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(slotted(parsedCidr(r.cidr), r.blockPrefixLength), address));
-    if (!inside) out.push({ invariant: Invariant.LeaseInRange, detail: `lease ${l.address} of claim ${l.claim} lies in no Ready or Terminating range`, subjects: [l.address, l.claim] });
+    const inside = s.ranges.some(
+      (r) =>
+        r.pool === l.pool &&
+        (r.state === RangeState.Ready || r.state === RangeState.Terminating) &&
+        isHostOf(slotted(parsedCidr(r.cidr), r.blockPrefixLength), address),
+    );
+    if (!inside)
+      out.push({
+        invariant: Invariant.LeaseInRange,
+        detail: `lease ${l.address} of claim ${l.claim} lies in no Ready or Terminating range`,
+        subjects: [l.address, l.claim],
+      });
   }
   return out;
 }
@@ -137,18 +172,36 @@ export function checkLeaseInRange(s: Snapshot, nowMs: number, skewMs: number, de
  * Claims past their expiry by more than `allowanceMs` (the reconciler's period plus its grace plus one run) are
  * gone, and so are claims of owners released more than `allowanceMs` ago that existed when the release began.
  */
-export function checkReleasedInTime(s: Snapshot, nowMs: number, allowanceMs: number, ownersGone: readonly { readonly pool: string; readonly uid: string; readonly askedAtMs: number; readonly claimUids: ReadonlySet<string> }[]): Violation[] {
+export function checkReleasedInTime(
+  s: Snapshot,
+  nowMs: number,
+  allowanceMs: number,
+  ownersGone: readonly {
+    readonly pool: string;
+    readonly uid: string;
+    readonly askedAtMs: number;
+    readonly claimUids: ReadonlySet<string>;
+  }[],
+): Violation[] {
   const out: Violation[] = [];
   for (const c of s.claims) {
     if (c.expiresAt !== undefined && c.expiresAt + allowanceMs < nowMs) {
-      out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} expired ${Math.round(nowMs - c.expiresAt)} ms ago and is still in the table`, subjects: [c.name] });
+      out.push({
+        invariant: Invariant.ReleasedInTime,
+        detail: `claim ${c.name} expired ${Math.round(nowMs - c.expiresAt)} ms ago and is still in the table`,
+        subjects: [c.name],
+      });
     }
   }
   for (const gone of ownersGone) {
     if (gone.askedAtMs + allowanceMs >= nowMs) continue;
     for (const c of s.claims) {
       if (c.pool === gone.pool && c.spec.owner.uid === gone.uid && gone.claimUids.has(c.uid)) {
-        out.push({ invariant: Invariant.ReleasedInTime, detail: `claim ${c.name} of owner ${gone.uid}, released ${Math.round(nowMs - gone.askedAtMs)} ms ago, is still in the table`, subjects: [c.name, gone.uid] });
+        out.push({
+          invariant: Invariant.ReleasedInTime,
+          detail: `claim ${c.name} of owner ${gone.uid}, released ${Math.round(nowMs - gone.askedAtMs)} ms ago, is still in the table`,
+          subjects: [c.name, gone.uid],
+        });
       }
     }
   }
@@ -164,7 +217,11 @@ export function checkExpiredLeasesGone(s: Snapshot, nowMs: number, allowanceMs: 
   const out: Violation[] = [];
   for (const l of s.leases) {
     if (l.expiresAt === undefined || l.expiresAt + allowanceMs >= nowMs || l.state === 'Released') continue;
-    out.push({ invariant: Invariant.ReleasedAddressFree, detail: `lease ${l.address} of claim ${l.claim} expired ${Math.round(nowMs - l.expiresAt)} ms ago and is still in the table`, subjects: [l.address, l.claim] });
+    out.push({
+      invariant: Invariant.ReleasedAddressFree,
+      detail: `lease ${l.address} of claim ${l.claim} expired ${Math.round(nowMs - l.expiresAt)} ms ago and is still in the table`,
+      subjects: [l.address, l.claim],
+    });
   }
   return out;
 }
@@ -174,7 +231,12 @@ export function checkExpiredLeasesGone(s: Snapshot, nowMs: number, allowanceMs: 
  * after the delete was answered: the operator released its claims before, and a claim committed in flight after it
  * releases itself in its post-commit check (the pool's range generation is gone), within its request.
  */
-export function checkDeletedPools(s: Snapshot, nowMs: number, allowanceMs: number, deleted: readonly DeletedPool[]): Violation[] {
+export function checkDeletedPools(
+  s: Snapshot,
+  nowMs: number,
+  allowanceMs: number,
+  deleted: readonly DeletedPool[],
+): Violation[] {
   if (deleted.length === 0) return [];
   const out: Violation[] = [];
   const late = (pool: string, address: string) => {
@@ -183,30 +245,58 @@ export function checkDeletedPools(s: Snapshot, nowMs: number, allowanceMs: numbe
   };
   for (const c of s.claims) {
     const a = c.addresses.find((x) => late(c.pool, x.address));
-    if (a) out.push({ invariant: Invariant.DeletedPoolEmpty, detail: `claim ${c.name} (${a.address}) of pool ${c.pool}, deleted ${Math.round(nowMs - late(c.pool, a.address)!.atMs)} ms ago, is still in the table`, subjects: [c.name, a.address, `DELETE pool ${c.pool}`] });
+    if (a)
+      out.push({
+        invariant: Invariant.DeletedPoolEmpty,
+        detail: `claim ${c.name} (${a.address}) of pool ${c.pool}, deleted ${Math.round(nowMs - late(c.pool, a.address)!.atMs)} ms ago, is still in the table`,
+        subjects: [c.name, a.address, `DELETE pool ${c.pool}`],
+      });
   }
   for (const l of s.leases) {
     const d = late(l.pool, l.address);
-    if (d) out.push({ invariant: Invariant.DeletedPoolEmpty, detail: `lease ${l.address} (claim ${l.claim}) of pool ${l.pool}, deleted ${Math.round(nowMs - d.atMs)} ms ago, is still in the table`, subjects: [l.address, l.claim, `DELETE pool ${l.pool}`] });
+    if (d)
+      out.push({
+        invariant: Invariant.DeletedPoolEmpty,
+        detail: `lease ${l.address} (claim ${l.claim}) of pool ${l.pool}, deleted ${Math.round(nowMs - d.atMs)} ms ago, is still in the table`,
+        subjects: [l.address, l.claim, `DELETE pool ${l.pool}`],
+      });
   }
   return out;
 }
 
 /** Reported utilization (per range) equals the live leases among the range's host addresses (a block range's blocks). */
-export function checkUtilization(s: Snapshot, nowMs: number, reported: readonly { readonly pool: string; readonly range: string; readonly used: bigint }[]): Violation[] {
+export function checkUtilization(
+  s: Snapshot,
+  nowMs: number,
+  reported: readonly { readonly pool: string; readonly range: string; readonly used: bigint }[],
+): Violation[] {
   const out: Violation[] = [];
   for (const r of reported) {
     const range = s.ranges.find((x) => x.pool === r.pool && x.name === r.range);
     if (!range) continue;
     const cidr = slotted(parsedCidr(range.cidr), range.blockPrefixLength);
-    const count = s.leases.filter((l) => l.pool === r.pool && (l.expiresAt === undefined || l.expiresAt > nowMs) && isHostOf(cidr, parsedAddress(l.address))).length;
-    if (BigInt(count) !== r.used) out.push({ invariant: Invariant.Utilization, detail: `range ${r.range} reports ${r.used} used, the table holds ${count} live leases in it`, subjects: [r.range] });
+    const count = s.leases.filter(
+      (l) =>
+        l.pool === r.pool &&
+        (l.expiresAt === undefined || l.expiresAt > nowMs) &&
+        isHostOf(cidr, parsedAddress(l.address)),
+    ).length;
+    if (BigInt(count) !== r.used)
+      out.push({
+        invariant: Invariant.Utilization,
+        detail: `range ${r.range} reports ${r.used} used, the table holds ${count} live leases in it`,
+        subjects: [r.range],
+      });
   }
   return out;
 }
 
 /** A projection of the leases (a bitmap, a summary) per range: the addresses with a lease item, and those it shows set. */
-export type ProjectionCheck = readonly { readonly range: string; readonly leased: ReadonlySet<string>; readonly set: ReadonlySet<string> }[];
+export type ProjectionCheck = readonly {
+  readonly range: string;
+  readonly leased: ReadonlySet<string>;
+  readonly set: ReadonlySet<string>;
+}[];
 
 /** A projection's set bits are exactly the addresses with a lease item (expired ones count: the item still exists). */
 function checkProjection(invariant: Invariant, what: string, expected: ProjectionCheck): Violation[] {
@@ -214,8 +304,18 @@ function checkProjection(invariant: Invariant, what: string, expected: Projectio
   for (const e of expected) {
     const missing = [...e.leased].filter((a) => !e.set.has(a));
     const extra = [...e.set].filter((a) => !e.leased.has(a));
-    if (missing.length) out.push({ invariant, detail: `${what} of ${e.range} lacks the bits of leases ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}`, subjects: [e.range, ...missing.slice(0, 5)] });
-    if (extra.length) out.push({ invariant, detail: `${what} of ${e.range} has bits without leases: ${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ` and ${extra.length - 5} more` : ''}`, subjects: [e.range, ...extra.slice(0, 5)] });
+    if (missing.length)
+      out.push({
+        invariant,
+        detail: `${what} of ${e.range} lacks the bits of leases ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''}`,
+        subjects: [e.range, ...missing.slice(0, 5)],
+      });
+    if (extra.length)
+      out.push({
+        invariant,
+        detail: `${what} of ${e.range} has bits without leases: ${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ` and ${extra.length - 5} more` : ''}`,
+        subjects: [e.range, ...extra.slice(0, 5)],
+      });
   }
   return out;
 }
@@ -235,19 +335,37 @@ export function checkSummaries(expected: ProjectionCheck): Violation[] {
  * lost answer whose first attempt committed gets that claim, with the same addresses (not a second one written
  * over it).
  */
-export function checkRetryAnswer(answer: Claim, firstHeld: { readonly uid: string; readonly addresses: readonly string[] } | undefined): Violation[] {
+export function checkRetryAnswer(
+  answer: Claim,
+  firstHeld: { readonly uid: string; readonly addresses: readonly string[] } | undefined,
+): Violation[] {
   const lastCommitted = firstHeld;
   const addresses = answer.addresses.map((a) => a.address);
-  if (!lastCommitted) return [{ invariant: Invariant.RetrySameAddresses, detail: `claim ${answer.name} was answered (${addresses.join(', ')}) but never committed`, subjects: [answer.name] }];
+  if (!lastCommitted)
+    return [
+      {
+        invariant: Invariant.RetrySameAddresses,
+        detail: `claim ${answer.name} was answered (${addresses.join(', ')}) but never committed`,
+        subjects: [answer.name],
+      },
+    ];
   if (lastCommitted.uid !== answer.uid || lastCommitted.addresses.join(',') !== addresses.join(',')) {
-    return [{ invariant: Invariant.RetrySameAddresses, detail: `claim ${answer.name} was answered with ${addresses.join(', ')} (${answer.uid}); the request first committed ${lastCommitted.addresses.join(', ')} (${lastCommitted.uid})`, subjects: [answer.name, ...addresses] }];
+    return [
+      {
+        invariant: Invariant.RetrySameAddresses,
+        detail: `claim ${answer.name} was answered with ${addresses.join(', ')} (${answer.uid}); the request first committed ${lastCommitted.addresses.join(', ')} (${lastCommitted.uid})`,
+        subjects: [answer.name, ...addresses],
+      },
+    ];
   }
   return [];
 }
 
 /** No answer is a 5xx other than 503 NotReady. */
 export function checkStatus(status: number, what: string, detail: string): Violation[] {
-  return status >= 500 && status !== 503 ? [{ invariant: Invariant.No5xx, detail: `${what} answered ${status}: ${detail}`, subjects: [what] }] : [];
+  return status >= 500 && status !== 503
+    ? [{ invariant: Invariant.No5xx, detail: `${what} answered ${status}: ${detail}`, subjects: [what] }]
+    : [];
 }
 
 /**
@@ -269,18 +387,37 @@ export interface SharedClaim {
  * consumer's uid reported gone as an owner) is gone within `allowanceMs` (the reconciler's bound; the release is in
  * the last removal's own transaction, so it is gone at once unless a removal's answer was lost and retried).
  */
-export function checkSharedClaims(s: Snapshot, nowMs: number, allowanceMs: number, shared: readonly SharedClaim[]): Violation[] {
+export function checkSharedClaims(
+  s: Snapshot,
+  nowMs: number,
+  allowanceMs: number,
+  shared: readonly SharedClaim[],
+): Violation[] {
   const out: Violation[] = [];
   for (const t of shared) {
     const claim = s.claims.find((c) => c.pool === t.pool && c.uid === t.claimUid);
     if (t.present.size > 0) {
       const listed = new Set((claim?.consumers ?? []).map((c) => c.uid));
       const missing = [...t.present].filter((uid) => !listed.has(uid));
-      if (!claim) out.push({ invariant: Invariant.ConsumedClaimHeld, detail: `claim ${t.name} was released while ${[...t.present].join(', ')} still consumed it`, subjects: [t.name] });
-      else if (missing.length) out.push({ invariant: Invariant.ConsumedClaimHeld, detail: `claim ${t.name} does not list its consumers ${missing.join(', ')}`, subjects: [t.name] });
+      if (!claim)
+        out.push({
+          invariant: Invariant.ConsumedClaimHeld,
+          detail: `claim ${t.name} was released while ${[...t.present].join(', ')} still consumed it`,
+          subjects: [t.name],
+        });
+      else if (missing.length)
+        out.push({
+          invariant: Invariant.ConsumedClaimHeld,
+          detail: `claim ${t.name} does not list its consumers ${missing.join(', ')}`,
+          subjects: [t.name],
+        });
     }
     if (t.allLeftAtMs !== undefined && claim && t.allLeftAtMs + allowanceMs < nowMs) {
-      out.push({ invariant: Invariant.ConsumersLeftReleased, detail: `claim ${t.name}'s consumers all left ${Math.round(nowMs - t.allLeftAtMs)} ms ago and it is still in the table`, subjects: [t.name] });
+      out.push({
+        invariant: Invariant.ConsumersLeftReleased,
+        detail: `claim ${t.name}'s consumers all left ${Math.round(nowMs - t.allLeftAtMs)} ms ago and it is still in the table`,
+        subjects: [t.name],
+      });
     }
   }
   return out;

@@ -77,7 +77,11 @@ export class ClientLedger {
       for (const d of this.deletedRanges) {
         const inside = d.pool === c.pool ? addresses.find((a) => isHostOf(d.cidr, parsedAddress(a))) : undefined;
         if (inside && t.arrivedAtMs > d.atMs) {
-          out.push({ invariant: Invariant.NoClaimInDeletedRange, detail: `claim ${c.name} was answered 201 with ${inside} of range ${d.text}, whose DELETE was answered ${Math.round(t.arrivedAtMs - d.atMs)} ms before the request arrived`, subjects: [c.name, inside, d.text] });
+          out.push({
+            invariant: Invariant.NoClaimInDeletedRange,
+            detail: `claim ${c.name} was answered 201 with ${inside} of range ${d.text}, whose DELETE was answered ${Math.round(t.arrivedAtMs - d.atMs)} ms before the request arrived`,
+            subjects: [c.name, inside, d.text],
+          });
         }
       }
     }
@@ -85,7 +89,16 @@ export class ClientLedger {
     const entry: Held =
       previous && previous.uid === c.uid
         ? previous
-        : { pool: c.pool, name: c.name, uid: c.uid, owner: c.spec.owner.uid, addresses, expiresAt: undefined, toldAtMs: t.atMs, letGoAtMs: undefined };
+        : {
+            pool: c.pool,
+            name: c.name,
+            uid: c.uid,
+            owner: c.spec.owner.uid,
+            addresses,
+            expiresAt: undefined,
+            toldAtMs: t.atMs,
+            letGoAtMs: undefined,
+          };
     entry.expiresAt = c.expiresAt;
     entry.toldAtMs = t.atMs;
     entry.letGoAtMs = undefined;
@@ -93,7 +106,11 @@ export class ClientLedger {
     for (const a of addresses) {
       const other = this.holderOf.get(`${c.pool}/${a}`);
       if (other && other.uid !== c.uid && this.holding(other, t.atMs)) {
-        out.push({ invariant: Invariant.NoAddressToldTwice, detail: `${a} was told to claim ${c.name} (${c.uid}) while claim ${other.name} (${other.uid}) was told it holds it until ${other.expiresAt === undefined ? 'released' : `${Math.round(other.expiresAt - t.atMs)} ms from now`}`, subjects: [a, c.name, other.name] });
+        out.push({
+          invariant: Invariant.NoAddressToldTwice,
+          detail: `${a} was told to claim ${c.name} (${c.uid}) while claim ${other.name} (${other.uid}) was told it holds it until ${other.expiresAt === undefined ? 'released' : `${Math.round(other.expiresAt - t.atMs)} ms from now`}`,
+          subjects: [a, c.name, other.name],
+        });
       }
       this.holderOf.set(`${c.pool}/${a}`, entry);
     }
@@ -108,7 +125,8 @@ export class ClientLedger {
 
   /** An owner's release began: its claims may be gone from now. */
   letGoOwner(pool: string, owner: string, atMs: number): void {
-    for (const h of this.held.values()) if (h.pool === pool && h.owner === owner && h.letGoAtMs === undefined) h.letGoAtMs = atMs;
+    for (const h of this.held.values())
+      if (h.pool === pool && h.owner === owner && h.letGoAtMs === undefined) h.letGoAtMs = atMs;
   }
 
   /** A pool's deletion began: its claims may be gone from now. */
@@ -133,7 +151,13 @@ export class ClientLedger {
       return lease !== undefined && lease.claimUid === h.uid && lease.state !== 'Released';
     });
     return left.length
-      ? [{ invariant: Invariant.ReleasedAddressFree, detail: `claim ${name} (${h.uid}) was released (204) and its lease of ${left.join(', ')} is still in the table`, subjects: [name, ...left] }]
+      ? [
+          {
+            invariant: Invariant.ReleasedAddressFree,
+            detail: `claim ${name} (${h.uid}) was released (204) and its lease of ${left.join(', ')} is still in the table`,
+            subjects: [name, ...left],
+          },
+        ]
       : [];
   }
 
@@ -141,7 +165,13 @@ export class ClientLedger {
   renewRefused(pool: string, name: string, sentAtMs: number, detail: string): Violation[] {
     const h = this.held.get(keyOf(pool, name));
     if (!h || !this.holding(h, sentAtMs)) return [];
-    return [{ invariant: Invariant.HeldClaimStaysHeld, detail: `claim ${name} (${h.uid}), told held until ${h.expiresAt === undefined ? 'released' : `${Math.round(h.expiresAt - sentAtMs)} ms after the renewal was sent`}, was refused its renewal: ${detail}`, subjects: [name, ...h.addresses] }];
+    return [
+      {
+        invariant: Invariant.HeldClaimStaysHeld,
+        detail: `claim ${name} (${h.uid}), told held until ${h.expiresAt === undefined ? 'released' : `${Math.round(h.expiresAt - sentAtMs)} ms after the renewal was sent`}, was refused its renewal: ${detail}`,
+        subjects: [name, ...h.addresses],
+      },
+    ];
   }
 
   /**
@@ -158,11 +188,23 @@ export class ClientLedger {
       }
       const c = claims.get(key);
       if (!c || c.uid !== h.uid) {
-        out.push({ invariant: Invariant.HeldClaimStaysHeld, detail: `claim ${h.name} (${h.uid}) was told held ${Math.round(nowMs - h.toldAtMs)} ms ago${h.expiresAt === undefined ? '' : ` until ${Math.round(h.expiresAt - nowMs)} ms from now`} and ${c ? `the table holds ${c.uid} instead` : 'is not in the table'}`, subjects: [h.name, ...h.addresses] });
-      } else if (h.expiresAt !== undefined && c.expiresAt !== undefined && c.expiresAt < h.expiresAt - 2 * this.skewMs) {
+        out.push({
+          invariant: Invariant.HeldClaimStaysHeld,
+          detail: `claim ${h.name} (${h.uid}) was told held ${Math.round(nowMs - h.toldAtMs)} ms ago${h.expiresAt === undefined ? '' : ` until ${Math.round(h.expiresAt - nowMs)} ms from now`} and ${c ? `the table holds ${c.uid} instead` : 'is not in the table'}`,
+          subjects: [h.name, ...h.addresses],
+        });
+      } else if (
+        h.expiresAt !== undefined &&
+        c.expiresAt !== undefined &&
+        c.expiresAt < h.expiresAt - 2 * this.skewMs
+      ) {
         // Two writers' clocks differ by up to twice the skew: a renewal in flight on a container whose clock is
         // behind may write an expiry that much earlier than the one its client was last told (skew quick seed 2).
-        out.push({ invariant: Invariant.HeldClaimStaysHeld, detail: `claim ${h.name} (${h.uid}) was told it expires at +${Math.round(h.expiresAt - nowMs)} ms; the table says +${Math.round(c.expiresAt - nowMs)} ms`, subjects: [h.name, ...h.addresses] });
+        out.push({
+          invariant: Invariant.HeldClaimStaysHeld,
+          detail: `claim ${h.name} (${h.uid}) was told it expires at +${Math.round(h.expiresAt - nowMs)} ms; the table says +${Math.round(c.expiresAt - nowMs)} ms`,
+          subjects: [h.name, ...h.addresses],
+        });
       }
     }
     return out;
@@ -175,7 +217,10 @@ export class ClientLedger {
  * none. A RangeFull answer must overlap such a moment.
  */
 export class FreeAddresses {
-  private readonly ranges = new Map<string, { pool: string; family: string; cidr: Cidr; lo: bigint; hi: bigint; ready: boolean }>();
+  private readonly ranges = new Map<
+    string,
+    { pool: string; family: string; cidr: Cidr; lo: bigint; hi: bigint; ready: boolean }
+  >();
   private readonly leased = new Map<string, Set<bigint>>();
   private readonly free = new Map<string, bigint>();
   private readonly empty = new Map<string, { from: number; to?: number }[]>();
@@ -213,7 +258,14 @@ export class FreeAddresses {
       const cidr = parsedCidr(after.cidr as string);
       const hosts = hostInterval(cidr);
       if (!hosts) return;
-      const r = { pool: after.pool as string, family: cidr.family, cidr, lo: hosts[0], hi: hosts[1], ready: after.state === RangeState.Ready };
+      const r = {
+        pool: after.pool as string,
+        family: cidr.family,
+        cidr,
+        lo: hosts[0],
+        hi: hosts[1],
+        ready: after.state === RangeState.Ready,
+      };
       this.ranges.set(id, r);
       if (r.ready) this.adjust(r.pool, r.family, this.rangeFree(r), atMs);
       else this.adjust(r.pool, r.family, 0n, atMs);
@@ -224,7 +276,14 @@ export class FreeAddresses {
       this.leased.set(id, set);
       if (after) set.add(address.value);
       else set.delete(address.value);
-      const inReady = [...this.ranges.values()].some((r) => r.ready && r.pool === item.pool && r.family === address.family && address.value >= r.lo && address.value <= r.hi);
+      const inReady = [...this.ranges.values()].some(
+        (r) =>
+          r.ready &&
+          r.pool === item.pool &&
+          r.family === address.family &&
+          address.value >= r.lo &&
+          address.value <= r.hi,
+      );
       if (inReady) this.adjust(item.pool as string, address.family, after ? -1n : 1n, atMs);
     }
   }
@@ -236,7 +295,8 @@ export class FreeAddresses {
     const leased = this.leased.get(`${pool}|${family}`) ?? new Set<bigint>();
     for (const r of this.ranges.values()) {
       if (!r.ready || r.pool !== pool || r.family !== family) continue;
-      for (let v = r.lo; v <= r.hi && some.length < limit; v += 1n) if (!leased.has(v)) some.push(formatAddress({ family: r.family as 'IPv4' | 'IPv6', value: v }));
+      for (let v = r.lo; v <= r.hi && some.length < limit; v += 1n)
+        if (!leased.has(v)) some.push(formatAddress({ family: r.family as 'IPv4' | 'IPv6', value: v }));
     }
     return { count, some };
   }
@@ -249,10 +309,23 @@ export class FreeAddresses {
 }
 
 /** A RangeFull answer given over [fromMs, toMs] while its family had a free address all along. */
-export function checkRangeFull(free: FreeAddresses, pool: string, family: string, fromMs: number, toMs: number, what: string): Violation[] {
+export function checkRangeFull(
+  free: FreeAddresses,
+  pool: string,
+  family: string,
+  fromMs: number,
+  toMs: number,
+  what: string,
+): Violation[] {
   if (free.hadNone(pool, family, fromMs, toMs)) return [];
   const now = free.freeNow(pool, family);
-  return [{ invariant: Invariant.RangeFullExact, detail: `${what} was answered RangeFull (${family}) while pool ${pool} had a free ${family} host address throughout the request (${Math.round(toMs - fromMs)} ms; ${now.count} free at its end: ${now.some.join(', ')})`, subjects: [what.split(' ')[1] ?? what, ...now.some] }];
+  return [
+    {
+      invariant: Invariant.RangeFullExact,
+      detail: `${what} was answered RangeFull (${family}) while pool ${pool} had a free ${family} host address throughout the request (${Math.round(toMs - fromMs)} ms; ${now.count} free at its end: ${now.some.join(', ')})`,
+      subjects: [what.split(' ')[1] ?? what, ...now.some],
+    },
+  ];
 }
 
 /**
@@ -272,14 +345,22 @@ export class ProjectionLag {
     if (!set) {
       const chunk = itemToChunk(item);
       const found = new Set<string>();
-      forEachHeld(chunk, [[0n, (1n << 128n) - 1n]], (value) => found.add(formatAddress({ family: family as 'IPv4' | 'IPv6', value })));
+      forEachHeld(chunk, [[0n, (1n << 128n) - 1n]], (value) =>
+        found.add(formatAddress({ family: family as 'IPv4' | 'IPv6', value })),
+      );
       set = found;
       this.decoded.set(item, set);
     }
     return set;
   }
 
-  check(s: Snapshot, chunks: readonly Item[], lastChange: ReadonlyMap<string, number>, nowMs: number, sinceMs: number): Violation[] {
+  check(
+    s: Snapshot,
+    chunks: readonly Item[],
+    lastChange: ReadonlyMap<string, number>,
+    nowMs: number,
+    sinceMs: number,
+  ): Violation[] {
     const out: Violation[] = [];
     const summaryOf = new Map<string, Set<string>>();
     for (const chunk of chunks) {
@@ -294,12 +375,26 @@ export class ProjectionLag {
       list.push(l.address);
       leasedOf.set(l.pool, list);
     }
-    const judge = (what: string, range: string, pool: string, leased: ReadonlySet<string>, set: ReadonlySet<string>, within: (a: string) => boolean): void => {
-      for (const [a, missing] of [...[...leased].filter((x) => !set.has(x)).map((x) => [x, true] as const), ...[...set].filter((x) => within(x) && !leased.has(x)).map((x) => [x, false] as const)]) {
+    const judge = (
+      what: string,
+      range: string,
+      pool: string,
+      leased: ReadonlySet<string>,
+      set: ReadonlySet<string>,
+      within: (a: string) => boolean,
+    ): void => {
+      for (const [a, missing] of [
+        ...[...leased].filter((x) => !set.has(x)).map((x) => [x, true] as const),
+        ...[...set].filter((x) => within(x) && !leased.has(x)).map((x) => [x, false] as const),
+      ]) {
         const age = Math.round(nowMs - Math.max(sinceMs, lastChange.get(`${pool}/${a}`) ?? sinceMs));
         if (age > this.maxLagMs) this.maxLagMs = age;
         if (age > this.boundMs && out.length === 0) {
-          out.push({ invariant: Invariant.ProjectionLagBounded, detail: `${what} of ${range} ${missing ? 'lacks the bit of lease' : 'has a bit without a lease at'} ${a}, whose lease last changed ${age} ms ago (bound ${this.boundMs} ms)`, subjects: [range, a] });
+          out.push({
+            invariant: Invariant.ProjectionLagBounded,
+            detail: `${what} of ${range} ${missing ? 'lacks the bit of lease' : 'has a bit without a lease at'} ${a}, whose lease last changed ${age} ms ago (bound ${this.boundMs} ms)`,
+            subjects: [range, a],
+          });
         }
       }
     };
@@ -319,14 +414,23 @@ export class ProjectionLag {
         if (!item) continue;
         const window = legacyWindow(cidr);
         const set = new Set<string>();
-        Bitmap.decode(itemToBitmap(item).data, window).forEachSet((bit) => set.add(formatAddress({ family: cidr.family, value: addressOfBit(cidr, bit) })));
+        Bitmap.decode(itemToBitmap(item).data, window).forEachSet((bit) =>
+          set.add(formatAddress({ family: cidr.family, value: addressOfBit(cidr, bit) })),
+        );
         const first = addressOfBit(cidr, 0);
         const last = addressOfBit(cidr, Number(window) - 1);
         const inWindow = (a: string): boolean => {
           const x = parsedAddress(a);
           return x.family === cidr.family && x.value >= first && x.value <= last;
         };
-        judge('bitmap', range.name, range.pool, new Set((leasedOf.get(range.pool) ?? []).filter(inWindow)), set, inWindow);
+        judge(
+          'bitmap',
+          range.name,
+          range.pool,
+          new Set((leasedOf.get(range.pool) ?? []).filter(inWindow)),
+          set,
+          inWindow,
+        );
       }
     }
     return out;

@@ -27,11 +27,17 @@ const base: Scenario = {
 };
 
 /** The capacity table's rows: default quotas on a fresh and a warmed table, and stated increases. */
-export const CASES: Readonly<Record<string, { readonly what: string; readonly rate: number; readonly scenario: Scenario }>> = {
+export const CASES: Readonly<
+  Record<string, { readonly what: string; readonly rate: number; readonly scenario: Scenario }>
+> = {
   fresh: { what: 'default quotas, a new on-demand table', rate: 1000, scenario: { ...base, quotas: AWS_DEFAULTS } },
   // Offered at about 90 % of its quota-bound rate (SIMULATION.md, "Capacity"); 64 index shards (LEASE_INDEX_SHARDS is
   // the deployment's setting, not an AWS quota).
-  warm: { what: 'default quotas, a table warmed to its table-level quota (40,000 read and write units), LEASE_INDEX_SHARDS 64', rate: 4200, scenario: { ...base, quotas: warmed(AWS_DEFAULTS, 40_000, 40_000), indexShards: 64 } },
+  warm: {
+    what: 'default quotas, a table warmed to its table-level quota (40,000 read and write units), LEASE_INDEX_SHARDS 64',
+    rate: 4200,
+    scenario: { ...base, quotas: warmed(AWS_DEFAULTS, 40_000, 40_000), indexShards: 64 },
+  },
   increased: {
     what: 'table and index quotas 150,000 units, warmed to it; API Gateway 25,000 rps; Lambda 3,000 concurrent; LEASE_INDEX_SHARDS 256',
     rate: 10_000,
@@ -50,7 +56,16 @@ export const CASES: Readonly<Record<string, { readonly what: string; readonly ra
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { case: { type: 'string', multiple: true }, seconds: { type: 'string' }, rate: { type: 'string' }, seed: { type: 'string' }, shards: { type: 'string' }, 'latency-scale': { type: 'string' }, progress: { type: 'boolean' }, 'batch-size': { type: 'string' } },
+    options: {
+      case: { type: 'string', multiple: true },
+      seconds: { type: 'string' },
+      rate: { type: 'string' },
+      seed: { type: 'string' },
+      shards: { type: 'string' },
+      'latency-scale': { type: 'string' },
+      progress: { type: 'boolean' },
+      'batch-size': { type: 'string' },
+    },
   });
   for (const name of values.case ?? Object.keys(CASES)) {
     const c = CASES[name];
@@ -66,14 +81,24 @@ async function main(): Promise<void> {
       arrivals: { perSecond: rate, holdMs: 2000 },
       ...(shards !== undefined ? { indexShards: shards } : {}),
       ...(latencyScale !== undefined ? { latencyScale } : {}),
-      ...(values['batch-size'] !== undefined ? { streamMapping: { ...DEPLOYED_MAPPING, batchSize: Number(values['batch-size']) } } : {}),
+      ...(values['batch-size'] !== undefined
+        ? { streamMapping: { ...DEPLOYED_MAPPING, batchSize: Number(values['batch-size']) } }
+        : {}),
     });
     // Progress on stderr (wall time varies; stdout stays the same bytes for the same arguments).
-    const timer = values.progress ? setInterval(() => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s wall] ${world.progress()}\n`), 30_000) : undefined;
+    const timer = values.progress
+      ? setInterval(
+          () =>
+            process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s wall] ${world.progress()}\n`),
+          30_000,
+        )
+      : undefined;
     const outcome = await world.run();
     clearInterval(timer);
     const settings = `${shards ?? 8} index shards${latencyScale !== undefined ? `, latencies x${latencyScale}` : ''}${values['batch-size'] !== undefined ? `, stream batches of ${values['batch-size']}` : ''}`;
-    process.stdout.write(`case ${name} (${c.what}): ${rate}/s offered for ${seconds} s, ${settings}\n${formatOutcome(outcome, { replay: `npm run sim:open-loop -- ${process.argv.slice(2).join(' ')}` })}\nwall ${((performance.now() - started) / 1000).toFixed(0)} s\n\n`);
+    process.stdout.write(
+      `case ${name} (${c.what}): ${rate}/s offered for ${seconds} s, ${settings}\n${formatOutcome(outcome, { replay: `npm run sim:open-loop -- ${process.argv.slice(2).join(' ')}` })}\nwall ${((performance.now() - started) / 1000).toFixed(0)} s\n\n`,
+    );
   }
 }
 

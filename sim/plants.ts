@@ -38,16 +38,22 @@ export interface Plant {
 }
 
 const isClaimKey = (op: WriteOp): boolean => op.kind !== 'put' && op.key.PK.startsWith('CLAIM#');
-const isLeaseKey = (op: WriteOp): boolean => (op.kind === 'put' ? op.item.entity === 'lease' : op.key.PK.startsWith('LEASE#'));
+const isLeaseKey = (op: WriteOp): boolean =>
+  op.kind === 'put' ? op.item.entity === 'lease' : op.key.PK.startsWith('LEASE#');
 const EARLY_MS = 25_000;
 
 /** A claim or lease write with its expiry moved 25 s earlier. */
 function early(op: WriteOp): WriteOp {
-  if (op.kind === 'put' && (op.item.entity === 'claim' || op.item.entity === 'lease') && typeof op.item.expiresAt === 'number') {
+  if (
+    op.kind === 'put' &&
+    (op.item.entity === 'claim' || op.item.entity === 'lease') &&
+    typeof op.item.expiresAt === 'number'
+  ) {
     return { ...op, item: { ...op.item, expiresAt: op.item.expiresAt - EARLY_MS } };
   }
   const set = op.kind === 'update' ? op.update.set : undefined;
-  if (op.kind === 'update' && set && typeof set.expiresAt === 'number') return { ...op, update: { ...op.update, set: { ...set, expiresAt: set.expiresAt - EARLY_MS } } };
+  if (op.kind === 'update' && set && typeof set.expiresAt === 'number')
+    return { ...op, update: { ...op.update, set: { ...set, expiresAt: set.expiresAt - EARLY_MS } } };
   return op;
 }
 
@@ -77,7 +83,12 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     bug: 'a release deletes the claim and leaves its lease items',
     scenario: { ...calm, name: 'calm' },
     caughtBy: Invariant.ReleasedAddressFree,
-    hooks: { mutate: (ops, caller) => (caller.role === 'api' && ops.some(isClaimKey) ? ops.filter((op) => !(op.kind === 'delete' && isLeaseKey(op))) : [...ops]) },
+    hooks: {
+      mutate: (ops, caller) =>
+        caller.role === 'api' && ops.some(isClaimKey)
+          ? ops.filter((op) => !(op.kind === 'delete' && isLeaseKey(op)))
+          : [...ops],
+    },
   },
   'early-expiry': {
     name: 'early-expiry',
@@ -97,7 +108,14 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     name: 'skip-generation-check',
     bug: "createClaim's post-commit range-generation read is skipped (every view taken as current)",
     // Ranges added and deleted every 2 s on average beside one small range, so claims land in the deleted ones.
-    scenario: { ...calm, name: 'churn', cidrs: ['10.0.0.0/26'], ipv6: undefined, legacy: false, faults: { ...NO_FAULTS, rangeChurnPerMinute: 30 } },
+    scenario: {
+      ...calm,
+      name: 'churn',
+      cidrs: ['10.0.0.0/26'],
+      ipv6: undefined,
+      legacy: false,
+      faults: { ...NO_FAULTS, rangeChurnPerMinute: 30 },
+    },
     caughtBy: Invariant.NoClaimInDeletedRange,
     hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, views: skippingCheck(deps.views) } : deps) },
   },
@@ -112,9 +130,19 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     name: 'release-renewed',
     bug: 'the reconciler releases an expired claim on its uid alone, even when it was renewed since it was read',
     // Clients that renew just after their claims expired, and a reconciler that releases at once, every second.
-    scenario: { ...calm, name: 'late-renewals', ttlShare: 1, ttlSeconds: 4, renewAfter: 1.05, reconcilePeriodMs: 1000, reconcilerGraceSeconds: 0 },
+    scenario: {
+      ...calm,
+      name: 'late-renewals',
+      ttlShare: 1,
+      ttlSeconds: 4,
+      renewAfter: 1.05,
+      reconcilePeriodMs: 1000,
+      reconcilerGraceSeconds: 0,
+    },
     caughtBy: Invariant.HeldClaimStaysHeld,
-    hooks: { deps: (deps, role) => (role === 'reconciler' ? { ...deps, reconcile: releasingRenewed(deps.reconcile) } : deps) },
+    hooks: {
+      deps: (deps, role) => (role === 'reconciler' ? { ...deps, reconcile: releasingRenewed(deps.reconcile) } : deps),
+    },
   },
   'release-consumed': {
     name: 'release-consumed',
@@ -135,18 +163,26 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
 /** A claim store whose consumer removal releases the claim (through the allocator, leases and all) instead. */
 function releasingOnRemoval(deps: Deps): Deps['claims'] {
   const planted = Object.create(deps.claims) as Deps['claims'];
-  planted.changeConsumers = async (claim, change) => ('remove' in change ? ((await deps.allocator.release(claim, claim.version)) === 'released' ? 'written' : 'claimChanged') : deps.claims.changeConsumers(claim, change));
+  planted.changeConsumers = async (claim, change) =>
+    'remove' in change
+      ? (await deps.allocator.release(claim, claim.version)) === 'released'
+        ? 'written'
+        : 'claimChanged'
+      : deps.claims.changeConsumers(claim, change);
   return planted;
 }
 
 /** An allocator that answers a release of a claim with consumers as done, and writes nothing. */
 function keepingConsumed(allocator: Deps['allocator']): Deps['allocator'] {
   const planted = Object.create(allocator) as Deps['allocator'];
-  planted.release = (claim, expectedVersion, hold, event) => (claim.consumers?.length ? Promise.resolve('released') : allocator.release(claim, expectedVersion, hold, event));
+  planted.release = (claim, expectedVersion, hold, event) =>
+    claim.consumers?.length ? Promise.resolve('released') : allocator.release(claim, expectedVersion, hold, event);
   return planted;
 }
 
 export const PLANT_NAMES = Object.keys(PLANTS);
 
 /** The plants' own scenarios by name (`--scenario churn` runs one without its plant). */
-export const PLANT_SCENARIOS: Readonly<Record<string, Scenario>> = Object.fromEntries(Object.values(PLANTS).map((p) => [p.scenario.name, p.scenario]));
+export const PLANT_SCENARIOS: Readonly<Record<string, Scenario>> = Object.fromEntries(
+  Object.values(PLANTS).map((p) => [p.scenario.name, p.scenario]),
+);

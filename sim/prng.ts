@@ -29,7 +29,10 @@ export class Prng implements Random {
   private readonly rng: Generator;
   private uids = 0;
 
-  constructor(readonly seed: number, readonly name = 'root') {
+  constructor(
+    readonly seed: number,
+    readonly name = 'root',
+  ) {
     this.rng = xoroshiro128plus((seed ^ hashName(name)) | 0);
   }
 

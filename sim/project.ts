@@ -36,9 +36,18 @@ function windowFor(containers: number): { warmupMs: number; windowMs: number } {
 export function grid(quick: boolean): ProjectionCase[] {
   const out: ProjectionCase[] = [];
   const add = (strategy: StrategyName, containers: number, cidr: string, occupancy: number, shards?: number) =>
-    out.push({ strategy, containers, cidr, occupancy, seed: 1, ...windowFor(containers), ...(shards ? { shards } : {}) });
+    out.push({
+      strategy,
+      containers,
+      cidr,
+      occupancy,
+      seed: 1,
+      ...windowFor(containers),
+      ...(shards ? { shards } : {}),
+    });
   if (quick) {
-    for (const strategy of ['lease', 'bitmap-cas', 'global-lock'] as const) for (const n of [1, 10]) add(strategy, n, '10.0.0.0/24', 0.5);
+    for (const strategy of ['lease', 'bitmap-cas', 'global-lock'] as const)
+      for (const n of [1, 10]) add(strategy, n, '10.0.0.0/24', 0.5);
     return out;
   }
   for (const occupancy of [0, 0.5, 0.9, 0.99]) for (const n of [1, 10, 100]) add('lease', n, '10.0.0.0/24', occupancy);
@@ -63,11 +72,26 @@ export function grid(quick: boolean): ProjectionCase[] {
 /** One `--case`: strategy,cidr,full,containers[,shards[,windowMs]], full as a fraction (0.9). */
 function parseCase(text: string): ProjectionCase {
   const [strategy, cidr, full, containers, shards, window] = text.split(',');
-  if (!strategy || !['lease', 'bitmap-cas', 'global-lock'].includes(strategy) || !cidr || full === undefined || containers === undefined) {
+  if (
+    !strategy ||
+    !['lease', 'bitmap-cas', 'global-lock'].includes(strategy) ||
+    !cidr ||
+    full === undefined ||
+    containers === undefined
+  ) {
     throw new Error(`--case ${JSON.stringify(text)}: expected strategy,cidr,full,containers[,shards[,windowMs]]`);
   }
   const n = Number(containers);
-  return { strategy: strategy as StrategyName, containers: n, cidr, occupancy: Number(full), seed: 1, ...windowFor(n), ...(shards ? { shards: Number(shards) } : {}), ...(window ? { windowMs: Number(window) } : {}) };
+  return {
+    strategy: strategy as StrategyName,
+    containers: n,
+    cidr,
+    occupancy: Number(full),
+    seed: 1,
+    ...windowFor(n),
+    ...(shards ? { shards: Number(shards) } : {}),
+    ...(window ? { windowMs: Number(window) } : {}),
+  };
 }
 
 const f = (n: number, d = 1): string => (Number.isFinite(n) ? n.toFixed(d) : '-');
@@ -78,7 +102,9 @@ function table(rows: readonly ProjectionRow[]): string {
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
-    lines.push(`| ${r.strategy} | ${r.cidr} | ${Math.round(r.occupancy * 100)} % | ${r.containers} | ${r.strategy === 'global-lock' ? '-' : (r.shards ?? 8)} | ${f(r.perSecond, 0)} | ${f(r.p50Ms)} | ${f(r.p99Ms)} | ${f(r.requestsPerAllocation, 2)} | ${f(r.readUnitsPerAllocation, 2)} | ${f(r.writeUnitsPerAllocation, 2)} | ${r.throttled} | ${r.busyAnswers} | ${r.fullAnswers} |`);
+    lines.push(
+      `| ${r.strategy} | ${r.cidr} | ${Math.round(r.occupancy * 100)} % | ${r.containers} | ${r.strategy === 'global-lock' ? '-' : (r.shards ?? 8)} | ${f(r.perSecond, 0)} | ${f(r.p50Ms)} | ${f(r.p99Ms)} | ${f(r.requestsPerAllocation, 2)} | ${f(r.readUnitsPerAllocation, 2)} | ${f(r.writeUnitsPerAllocation, 2)} | ${r.throttled} | ${r.busyAnswers} | ${r.fullAnswers} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -87,17 +113,33 @@ function charts(rows: readonly ProjectionRow[]): Record<string, string> {
   const series = (cidr: string, occupancy: number) =>
     (['lease', 'bitmap-cas', 'global-lock'] as const).map((strategy) => ({
       name: `${strategy} ${cidr} ${Math.round(occupancy * 100)} %`,
-      points: rows.filter((r) => r.strategy === strategy && !r.shards && r.cidr === cidr && r.occupancy === occupancy).map((r) => [r.containers, Math.max(r.perSecond, 0.1)] as const),
+      points: rows
+        .filter((r) => r.strategy === strategy && !r.shards && r.cidr === cidr && r.occupancy === occupancy)
+        .map((r) => [r.containers, Math.max(r.perSecond, 0.1)] as const),
     }));
   const out: Record<string, string> = {};
   for (const occupancy of [0, 0.9]) {
-    out[`projection-16-${Math.round(occupancy * 100)}.svg`] = lineChart({ title: `allocations/s on a /16, ${Math.round(occupancy * 100)} % full`, xLabel: 'containers', yLabel: 'allocations/s', series: series('10.0.0.0/16', occupancy), logX: true, logY: true });
+    out[`projection-16-${Math.round(occupancy * 100)}.svg`] = lineChart({
+      title: `allocations/s on a /16, ${Math.round(occupancy * 100)} % full`,
+      xLabel: 'containers',
+      yLabel: 'allocations/s',
+      series: series('10.0.0.0/16', occupancy),
+      logX: true,
+      logY: true,
+    });
   }
   return out;
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, write: { type: 'string' }, case: { type: 'string', multiple: true } } });
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      write: { type: 'string' },
+      case: { type: 'string', multiple: true },
+    },
+  });
   const picked = (values.case ?? []).map(parseCase);
   const cases = picked.length ? picked : grid(values.quick).filter((c) => !values.only || c.strategy === values.only);
   const rows: ProjectionRow[] = [];
@@ -109,8 +151,13 @@ async function main(): Promise<void> {
   for (const c of cases) {
     const row = await projectCase(c);
     rows.push(row);
-    process.stdout.write(`${row.strategy}${row.shards ? ` (${row.shards} shards)` : ''} ${row.cidr} ${Math.round(row.occupancy * 100)}% x${row.containers}: ${f(row.perSecond, 0)}/s p50 ${f(row.p50Ms)} p99 ${f(row.p99Ms)} req ${f(row.requestsPerAllocation, 2)} RCU ${f(row.readUnitsPerAllocation, 2)} WCU ${f(row.writeUnitsPerAllocation, 2)} throttled ${row.throttled} busy ${row.busyAnswers} full ${row.fullAnswers} (${f(row.wallMs / 1000)} s wall)\n`);
-    if (picked.length) process.stdout.write(`  window ${row.windowMs} ms; hottest: ${(row.hottest ?? []).map(([k, n]) => `${k} ${n}`).join(', ') || '-'}\n`);
+    process.stdout.write(
+      `${row.strategy}${row.shards ? ` (${row.shards} shards)` : ''} ${row.cidr} ${Math.round(row.occupancy * 100)}% x${row.containers}: ${f(row.perSecond, 0)}/s p50 ${f(row.p50Ms)} p99 ${f(row.p99Ms)} req ${f(row.requestsPerAllocation, 2)} RCU ${f(row.readUnitsPerAllocation, 2)} WCU ${f(row.writeUnitsPerAllocation, 2)} throttled ${row.throttled} busy ${row.busyAnswers} full ${row.fullAnswers} (${f(row.wallMs / 1000)} s wall)\n`,
+    );
+    if (picked.length)
+      process.stdout.write(
+        `  window ${row.windowMs} ms; hottest: ${(row.hottest ?? []).map(([k, n]) => `${k} ${n}`).join(', ') || '-'}\n`,
+      );
   }
   if (values.quick || picked.length) return;
   if (values.only) {
@@ -123,7 +170,10 @@ async function main(): Promise<void> {
 
 function publish(rows: readonly ProjectionRow[]): void {
   mkdirSync(RESULTS, { recursive: true });
-  writeFileSync(new URL('projection.json', RESULTS), `${JSON.stringify(rows, (_k, v) => (typeof v === 'number' ? Number(v.toFixed(3)) : v), 2)}\n`);
+  writeFileSync(
+    new URL('projection.json', RESULTS),
+    `${JSON.stringify(rows, (_k, v) => (typeof v === 'number' ? Number(v.toFixed(3)) : v), 2)}\n`,
+  );
   for (const [name, svg] of Object.entries(charts(rows))) writeFileSync(new URL(name, RESULTS), svg);
   const doc = readFileSync(DOC, 'utf8');
   const at = doc.indexOf(START);

@@ -103,11 +103,19 @@ function inWindow(c: ProjectionCase, scheduler: Scheduler, started: number): boo
 export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
   const wallStart = performance.now();
   const scheduler = new Scheduler();
-  const rng = new Prng(c.seed, `${c.strategy}/${c.containers}/${c.cidr}/${c.occupancy}${c.shards ? `/${c.shards}` : ''}`);
+  const rng = new Prng(
+    c.seed,
+    `${c.strategy}/${c.containers}/${c.cidr}/${c.occupancy}${c.shards ? `/${c.shards}` : ''}`,
+  );
   const engine = new SimEngine({ scheduler, rng: rng.fork('storage'), requestTimeoutMs: 3000 });
   const clock = { nowMs: () => EPOCH_MS + scheduler.now };
   const shards = c.shards ?? SHARDS;
-  const config = loadConfig({ TABLE_NAME: 'sim', LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: String(shards), FEATURE_GATES: c.strategy === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '' });
+  const config = loadConfig({
+    TABLE_NAME: 'sim',
+    LOCAL_STACK: 'true',
+    LEASE_INDEX_SHARDS: String(shards),
+    FEATURE_GATES: c.strategy === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '',
+  });
   const cidr = parseCidr(c.cidr);
   const size = capacity(cidr);
   const prefill = Math.floor(c.occupancy * Number(size));
@@ -121,7 +129,8 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
     let deps = container.deps;
     if (c.strategy === 'bitmap-cas') {
       const { claims, leases, pools, bitmaps } = container.stores;
-      const pause = (lost: number) => scheduler.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
+      const pause = (lost: number) =>
+        scheduler.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
       deps = { ...deps, allocator: new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause }) };
     }
     return { caller, deps, table };
@@ -132,7 +141,8 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
   let rangeName = '';
   const ready = (async () => {
     await createPool(setup.deps, { name: POOL });
-    rangeName = (await createRange(setup.deps, { pool: POOL, cidr: c.cidr, legacy: c.strategy === 'bitmap-cas' })).range.name;
+    rangeName = (await createRange(setup.deps, { pool: POOL, cidr: c.cidr, legacy: c.strategy === 'bitmap-cas' })).range
+      .name;
   })();
   await scheduler.runUntil(10_000);
   await ready;
@@ -140,7 +150,10 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
   if (c.strategy === 'global-lock') {
     const bits = Bitmap.empty(size);
     for (const o of offsets) bits.set(Number(o));
-    await engine.memory.write({ kind: 'put', item: { PK: `SIMMAP#${POOL}`, SK: 'MAP', entity: 'sim-map', version: 0, data: bits.encode() } });
+    await engine.memory.write({
+      kind: 'put',
+      item: { PK: `SIMMAP#${POOL}`, SK: 'MAP', entity: 'sim-map', version: 0, data: bits.encode() },
+    });
   } else {
     // The occupancy summary the stream function would have written for these leases (SummaryMirror.settleChunk from
     // absent chunks: a bit per lease item, none expiring, version 1), so the allocator reads it as in production.
@@ -152,16 +165,42 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
       if (!chunk) chunks.set(index, (chunk = { ...emptyChunk(POOL, cidr.family, index), version: 1, asOf: nowIso }));
       chunk.bits.set(bitOf(value));
       const address = formatAddress({ family: cidr.family, value });
-      const claim: Claim = { pool: POOL, name: `pre-${i}`, uid: `pre-${i}`, spec: { owner: OWNER, ipFamilyPolicy: 'SingleStack', ipFamilies: [], addresses: [] }, addresses: [{ address, family: cidr.family, range: rangeName }], createdAt: nowIso, version: 1 };
+      const claim: Claim = {
+        pool: POOL,
+        name: `pre-${i}`,
+        uid: `pre-${i}`,
+        spec: { owner: OWNER, ipFamilyPolicy: 'SingleStack', ipFamilies: [], addresses: [] },
+        addresses: [{ address, family: cidr.family, range: rangeName }],
+        createdAt: nowIso,
+        version: 1,
+      };
       await engine.memory.write({ kind: 'put', item: claimToItem(claim, shards) });
-      await engine.memory.write({ kind: 'put', item: leaseToItem({ pool: POOL, address, family: cidr.family, range: rangeName, claim: claim.name, claimUid: claim.uid, owner: OWNER, createdAt: nowIso }, shards) });
+      await engine.memory.write({
+        kind: 'put',
+        item: leaseToItem(
+          {
+            pool: POOL,
+            address,
+            family: cidr.family,
+            range: rangeName,
+            claim: claim.name,
+            claimUid: claim.uid,
+            owner: OWNER,
+            createdAt: nowIso,
+          },
+          shards,
+        ),
+      });
     }
     for (const chunk of chunks.values()) await engine.memory.write({ kind: 'put', item: chunkToItem(chunk) });
     if (c.strategy === 'bitmap-cas') {
       const window = legacyWindow(cidr);
       const bits = Bitmap.empty(window);
       for (const o of offsets) if (o < window) bits.set(Number(o));
-      await engine.memory.write({ kind: 'put', item: bitmapToItem({ pool: POOL, rangeName, allocation: { range: c.cidr, data: bits.encode(), version: 1 } }) });
+      await engine.memory.write({
+        kind: 'put',
+        item: bitmapToItem({ pool: POOL, rangeName, allocation: { range: c.cidr, data: bits.encode(), version: 1 } }),
+      });
     }
   }
 
@@ -170,7 +209,9 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
   const local: ProjectionCase = { ...c, warmupMs: base + c.warmupMs };
   let at: { alloc: Spend; release: Spend } | undefined;
   const end = base + c.warmupMs + c.windowMs;
-  const loops = Array.from({ length: c.containers }, (_, i) => (c.strategy === 'global-lock' ? lockLoop(i) : coreLoop(i)));
+  const loops = Array.from({ length: c.containers }, (_, i) =>
+    c.strategy === 'global-lock' ? lockLoop(i) : coreLoop(i),
+  );
 
   async function coreLoop(i: number): Promise<void> {
     const { caller, deps } = containerFor(`c${i}`);
@@ -225,7 +266,11 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
       for (;;) {
         if (scheduler.now >= end) return undefined;
         const now = clock.nowMs();
-        const lockOp: WriteOp = { kind: 'put', item: { ...lockKey, owner: me, expiresAt: now + 1500 }, condition: either(itemIsAbsent(), hasExpired(now)) };
+        const lockOp: WriteOp = {
+          kind: 'put',
+          item: { ...lockKey, owner: me, expiresAt: now + 1500 },
+          condition: either(itemIsAbsent(), hasExpired(now)),
+        };
         let taken = false;
         try {
           taken = (await table.write(lockOp)).ok;
@@ -241,7 +286,11 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
         const bits = Bitmap.decode((item?.data as Uint8Array | undefined) ?? new Uint8Array(), size);
         const bit = change(bits);
         if (bit === undefined) return undefined;
-        const written = await table.write({ kind: 'put', item: { ...mapKey, entity: 'sim-map', version: version + 1, data: bits.encode() }, condition: versionIs(version) });
+        const written = await table.write({
+          kind: 'put',
+          item: { ...mapKey, entity: 'sim-map', version: version + 1, data: bits.encode() },
+          condition: versionIs(version),
+        });
         return written.ok ? bit : undefined;
       } catch (error) {
         if (error instanceof NotReadyError) return undefined;
@@ -292,7 +341,8 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
   void loops;
   const n = Math.max(1, measure.allocations);
   const sorted = [...measure.latencies].sort((a, b) => a - b);
-  const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
+  const pct = (p: number) =>
+    sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0;
   return {
     ...c,
     allocations: measure.allocations,
@@ -301,7 +351,8 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
     p99Ms: pct(99),
     requestsPerAllocation: (after.requests - before.requests) / n,
     readUnitsPerAllocation: (after.readUnits - before.readUnits) / n,
-    writeUnitsPerAllocation: (after.writeUnits - before.writeUnits + after.indexWriteUnits - before.indexWriteUnits) / n,
+    writeUnitsPerAllocation:
+      (after.writeUnits - before.writeUnits + after.indexWriteUnits - before.indexWriteUnits) / n,
     throttled: after.throttled - before.throttled,
     busyAnswers: measure.busy,
     fullAnswers: measure.full,

@@ -58,12 +58,23 @@ export const AWS_DEFAULTS: Quotas = {
 
 /** A table warmed to `readUnits`/`writeUnits` (warm throughput, or a previous peak), with as many partitions as that needs. */
 export function warmed(base: Quotas, readUnits: number, writeUnits: number): Quotas {
-  const partitions = Math.max(1, Math.ceil(Math.max(writeUnits / base.partitionWriteUnits, readUnits / base.partitionReadUnits)));
+  const partitions = Math.max(
+    1,
+    Math.ceil(Math.max(writeUnits / base.partitionWriteUnits, readUnits / base.partitionReadUnits)),
+  );
   return { ...base, startReadUnits: readUnits, startWriteUnits: writeUnits, rampMix: 'apart', partitions };
 }
 
 /** The closed-loop projection's model: one partition per key, no table-level quota or ramp. */
-export const PER_KEY: Quotas = { ...AWS_DEFAULTS, tableReadUnits: Infinity, tableWriteUnits: Infinity, startReadUnits: Infinity, startWriteUnits: Infinity, partitions: 'per-key', burstSeconds: 1 };
+export const PER_KEY: Quotas = {
+  ...AWS_DEFAULTS,
+  tableReadUnits: Infinity,
+  tableWriteUnits: Infinity,
+  startReadUnits: Infinity,
+  startWriteUnits: Infinity,
+  partitions: 'per-key',
+  burstSeconds: 1,
+};
 
 interface Bucket {
   tokens: number;
@@ -201,14 +212,24 @@ export class Throughput {
       const scope = this.scope(c.scope);
       if (q.partitions === 'per-key') {
         // The older model: separate read and write buckets per key.
-        draw(`partition|${c.kind}|${c.scope}|${c.key}`, c.units, c.kind === 'write' ? q.partitionWriteUnits : q.partitionReadUnits);
+        draw(
+          `partition|${c.kind}|${c.scope}|${c.key}`,
+          c.units,
+          c.kind === 'write' ? q.partitionWriteUnits : q.partitionReadUnits,
+        );
       } else {
         const start = scope.partitionOf(hashOf(c.key));
-        draw(`partition|${c.kind}|${c.scope}|${start}`, c.units, c.kind === 'write' ? q.partitionWriteUnits : q.partitionReadUnits, { scope: c.scope, start });
+        draw(
+          `partition|${c.kind}|${c.scope}|${start}`,
+          c.units,
+          c.kind === 'write' ? q.partitionWriteUnits : q.partitionReadUnits,
+          { scope: c.scope, start },
+        );
       }
       if (Number.isFinite(q.startWriteUnits)) {
         const track = q.rampMix === 'apart' ? c.kind : 'combined';
-        const rampUnits = track === 'combined' && c.kind === 'read' ? (c.units * q.startWriteUnits) / q.startReadUnits : c.units;
+        const rampUnits =
+          track === 'combined' && c.kind === 'read' ? (c.units * q.startWriteUnits) / q.startReadUnits : c.units;
         const id = `${c.scope}|${track}`;
         const r = ramp.get(id);
         if (r) r.units += rampUnits;
@@ -217,7 +238,12 @@ export class Throughput {
       const quota = c.kind === 'write' ? q.tableWriteUnits : q.tableReadUnits;
       if (Number.isFinite(quota)) draw(`quota|${c.kind}|${c.scope}`, c.units, quota);
     }
-    for (const r of ramp.values()) draw(r.track === 'combined' ? `ramp|${r.scope}` : `ramp|${r.track}|${r.scope}`, r.units, this.rampCapacity(r.scope, r.track, nowMs));
+    for (const r of ramp.values())
+      draw(
+        r.track === 'combined' ? `ramp|${r.scope}` : `ramp|${r.track}|${r.scope}`,
+        r.units,
+        this.rampCapacity(r.scope, r.track, nowMs),
+      );
     const refreshed: [string, Bucket][] = [];
     for (const [id, d] of draws) {
       const rate = d.rate / 1000;
@@ -255,6 +281,10 @@ export class Throughput {
 
   /** Partitions of each scope now, and how many splits made them. */
   partitions(): Record<string, { partitions: number; splits: number }> {
-    return Object.fromEntries([...this.scopes].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, s]) => [name, { partitions: s.starts.length, splits: s.splits }]));
+    return Object.fromEntries(
+      [...this.scopes]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([name, s]) => [name, { partitions: s.starts.length, splits: s.splits }]),
+    );
   }
 }

@@ -15,20 +15,42 @@ import { NAMED_ONLY, quick, SCENARIO_NAMES, SCENARIOS, scenarioForSeed } from '.
 import { World, type Outcome } from './world.ts';
 
 /** Runs one seed of a scenario, with a planted bug when `plantName` is given. */
-export async function simulateOutcome(seed: number, scenarioName: string | undefined, isQuick: boolean, plantName?: string): Promise<Outcome> {
+export async function simulateOutcome(
+  seed: number,
+  scenarioName: string | undefined,
+  isQuick: boolean,
+  plantName?: string,
+): Promise<Outcome> {
   const plant = plantName === undefined ? undefined : PLANTS[plantName];
-  if (plantName !== undefined && !plant) throw new Error(`unknown plant ${JSON.stringify(plantName)}; known: ${PLANT_NAMES.join(', ')}`);
-  const named = scenarioName !== undefined ? (SCENARIOS[scenarioName] ?? NAMED_ONLY[scenarioName] ?? PLANT_SCENARIOS[scenarioName]) : plant ? plant.scenario : scenarioForSeed(seed);
-  if (!named) throw new Error(`unknown scenario ${JSON.stringify(scenarioName)}; known: ${[...SCENARIO_NAMES, ...Object.keys(PLANT_SCENARIOS)].join(', ')}`);
+  if (plantName !== undefined && !plant)
+    throw new Error(`unknown plant ${JSON.stringify(plantName)}; known: ${PLANT_NAMES.join(', ')}`);
+  const named =
+    scenarioName !== undefined
+      ? (SCENARIOS[scenarioName] ?? NAMED_ONLY[scenarioName] ?? PLANT_SCENARIOS[scenarioName])
+      : plant
+        ? plant.scenario
+        : scenarioForSeed(seed);
+  if (!named)
+    throw new Error(
+      `unknown scenario ${JSON.stringify(scenarioName)}; known: ${[...SCENARIO_NAMES, ...Object.keys(PLANT_SCENARIOS)].join(', ')}`,
+    );
   const scenario = isQuick ? quick(named) : named;
   return new World(seed, plant ? { ...scenario, plant: plant.hooks } : scenario).run();
 }
 
 /** Runs one seed and returns its printout and whether the invariants held. */
-export async function simulate(seed: number, scenarioName: string | undefined, isQuick: boolean, plantName?: string): Promise<{ text: string; ok: boolean }> {
+export async function simulate(
+  seed: number,
+  scenarioName: string | undefined,
+  isQuick: boolean,
+  plantName?: string,
+): Promise<{ text: string; ok: boolean }> {
   const outcome = await simulateOutcome(seed, scenarioName, isQuick, plantName);
   const plant = plantName === undefined ? '' : `planted bug ${plantName}: ${PLANTS[plantName]!.bug}\n`;
-  return { text: plant + formatOutcome(outcome, { quick: isQuick, ...(plantName !== undefined ? { plant: plantName } : {}) }), ok: outcome.violation === undefined };
+  return {
+    text: plant + formatOutcome(outcome, { quick: isQuick, ...(plantName !== undefined ? { plant: plantName } : {}) }),
+    ok: outcome.violation === undefined,
+  };
 }
 
 async function main(): Promise<void> {
@@ -37,7 +59,7 @@ async function main(): Promise<void> {
       seed: { type: 'string' },
       scenario: { type: 'string' },
       quick: { type: 'boolean', default: false },
-     
+
       seeds: { type: 'string' },
       plant: { type: 'string' },
     },
@@ -55,7 +77,9 @@ async function main(): Promise<void> {
   if (values.quick && values.seed === undefined && values.scenario === undefined && values.plant === undefined) {
     for (const name of Object.keys(NAMED_ONLY)) {
       const { text, ok } = await simulate(count + 1, name, true);
-      process.stdout.write(`\n${text}\n\n${ok ? `scenario ${name} held every invariant` : `scenario ${name} broke an invariant`}\n`);
+      process.stdout.write(
+        `\n${text}\n\n${ok ? `scenario ${name} held every invariant` : `scenario ${name} broke an invariant`}\n`,
+      );
       if (!ok) broken += 1;
     }
   }

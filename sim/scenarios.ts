@@ -45,11 +45,33 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   /** Every fault at once: timeouts, deaths after commit, storms, stream redelivery, reconciler overlap, range churn, owner releases, the second pool deleted and created again. */
   faults: { ...base, name: 'faults', faults: ALL_FAULTS },
   /** Clocks up to 3 s apart and short TTLs: what a TTL means when containers disagree on the time. */
-  skew: { ...base, name: 'skew', skewMs: 3000, ttlShare: 0.8, ttlSeconds: 10, faults: { ...NO_FAULTS, timeout: 0.01, die: 0.005 } },
+  skew: {
+    ...base,
+    name: 'skew',
+    skewMs: 3000,
+    ttlShare: 0.8,
+    ttlSeconds: 10,
+    faults: { ...NO_FAULTS, timeout: 0.01, die: 0.005 },
+  },
   /** A nearly full /24 shared by many clients: collisions, RangeFull, the hint's trust window. */
-  crowded: { ...base, name: 'crowded', cidrs: ['10.0.0.0/24'], ipv6: undefined, prefill: 0.9, holdMax: 4, faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0, poolDeletesPerMinute: 0 } },
+  crowded: {
+    ...base,
+    name: 'crowded',
+    cidrs: ['10.0.0.0/24'],
+    ipv6: undefined,
+    prefill: 0.9,
+    holdMax: 4,
+    faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0, poolDeletesPerMinute: 0 },
+  },
   /** The legacy allocator (MultiCIDRServiceAllocator=false): one bitmap per range, written in every claim's transaction. */
-  legacy: { ...base, name: 'legacy', allocator: 'bitmap-cas', ipv6: undefined, cidrs: ['10.0.0.0/24'], faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0, poolDeletesPerMinute: 0 } },
+  legacy: {
+    ...base,
+    name: 'legacy',
+    allocator: 'bitmap-cas',
+    ipv6: undefined,
+    cidrs: ['10.0.0.0/24'],
+    faults: { ...ALL_FAULTS, rangeChurnPerMinute: 0, poolDeletesPerMinute: 0 },
+  },
 };
 
 /**
@@ -62,7 +84,15 @@ export const NAMED_ONLY: Readonly<Record<string, Scenario>> = {
    * with every fault; range churn adds /26 ranges, one block each. The same invariants: no block held twice, every
    * held block in a Ready or Terminating range, released in time, utilization equal to the table.
    */
-  blocks: { ...base, name: 'blocks', legacy: false, cidrs: ['10.0.0.0/22', '10.0.4.0/22'], ipv6: 'fd00::/112', blocks: { IPv4: 26, IPv6: 120 }, faults: ALL_FAULTS },
+  blocks: {
+    ...base,
+    name: 'blocks',
+    legacy: false,
+    cidrs: ['10.0.0.0/22', '10.0.4.0/22'],
+    ipv6: 'fd00::/112',
+    blocks: { IPv4: 26, IPv6: 120 },
+    faults: ALL_FAULTS,
+  },
 };
 
 export const SCENARIO_NAMES = [...Object.keys(SCENARIOS), ...Object.keys(NAMED_ONLY)];

@@ -120,7 +120,9 @@ export class Scheduler {
 
   /** Resolves after `ms` virtual milliseconds (0: after everything already due now). */
   sleep(ms: number): Promise<void> {
-    return new Promise((wake) => this.sleepers.push({ at: this.current + Math.max(0, ms), order: (this.order += 1), wake }));
+    return new Promise((wake) =>
+      this.sleepers.push({ at: this.current + Math.max(0, ms), order: (this.order += 1), wake }),
+    );
   }
 
   /**

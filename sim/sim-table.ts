@@ -51,7 +51,6 @@ export const LATENCY = {
   describe: { median: 2, p99: 8 },
 } as const;
 
-
 /**
  * How far behind an eventually consistent read is, lognormal (ms). DynamoDB: "changes to the table data are
  * propagated to the global secondary indexes within a fraction of a second, under normal conditions".
@@ -96,14 +95,27 @@ export interface Spend {
 }
 
 export function emptySpend(): Spend {
-  return { requests: 0, throttled: 0, conflicts: 0, failedConditions: 0, readUnits: 0, writeUnits: 0, indexWriteUnits: 0, byMethod: {} };
+  return {
+    requests: 0,
+    throttled: 0,
+    conflicts: 0,
+    failedConditions: 0,
+    readUnits: 0,
+    writeUnits: 0,
+    indexWriteUnits: 0,
+    byMethod: {},
+  };
 }
 
 export interface SimTableOptions {
   readonly scheduler: Scheduler;
   readonly rng: Prng;
   /** Decides the fault of each call (undefined: none). */
-  readonly faults?: (call: { readonly method: string; readonly caller: Caller; readonly keys: readonly Key[] }) => CallFault | undefined;
+  readonly faults?: (call: {
+    readonly method: string;
+    readonly caller: Caller;
+    readonly keys: readonly Key[];
+  }) => CallFault | undefined;
   /** Milliseconds after which a caller gives up on a call (DYNAMODB_REQUEST_TIMEOUT_MS). */
   readonly requestTimeoutMs: number;
   /** Multiplies every latency and the index's lag (a slow region, the sensitivity table, or 0 for a model check of counts only). */
@@ -122,14 +134,21 @@ export interface SimTableOptions {
   /** A deliberately broken store, for the checker's own tests: queries it picks are answered as if empty. */
   readonly hideQuery?: (query: Query) => boolean;
   /** Observes every committed item write (the invariant checker's commit log). */
-  readonly onCommit?: (change: { readonly caller: Caller; readonly atMs: number; readonly key: Key; readonly before: Item | undefined; readonly after: Item | undefined }) => void;
+  readonly onCommit?: (change: {
+    readonly caller: Caller;
+    readonly atMs: number;
+    readonly key: Key;
+    readonly before: Item | undefined;
+    readonly after: Item | undefined;
+  }) => void;
 }
 
 const THROTTLED = 'The address store is throttling requests; retry shortly.';
 const TIMED_OUT = 'The address store did not answer in time; retry shortly.';
 
 const keyId = (key: Key): string => `${key.PK}\u0000${key.SK}`;
-const keyOfOp = (op: WriteOp): Key => (op.kind === 'put' ? { PK: op.item.PK as string, SK: op.item.SK as string } : { PK: op.key.PK, SK: op.key.SK });
+const keyOfOp = (op: WriteOp): Key =>
+  op.kind === 'put' ? { PK: op.item.PK as string, SK: op.item.SK as string } : { PK: op.key.PK, SK: op.key.SK };
 
 function conflictError(): Error {
   const error = new Error('Transaction is ongoing for the item');
@@ -223,7 +242,9 @@ export class SimEngine {
    * Takes `units` from every bucket the charges draw on (quotas.ts: partitions, the ramp, the table-level quota), all
    * or none; false when one of them is short (throttled), counted under that bucket in `throttledBy`.
    */
-  take(charges: readonly { readonly partition: string; readonly units: number; readonly kind: 'read' | 'write' }[]): boolean {
+  take(
+    charges: readonly { readonly partition: string; readonly units: number; readonly kind: 'read' | 'write' }[],
+  ): boolean {
     if (this.options.unlimited) return true;
     const short = this.throughput.take(
       charges.map((c) => {
@@ -256,7 +277,8 @@ export class SimEngine {
   async peek(keys: readonly Key[]): Promise<Map<string, Item>> {
     const found = new Map<string, Item>();
     try {
-      for (const item of await this.memory.stored(keys)) found.set(keyId({ PK: item.PK as string, SK: item.SK as string }), item);
+      for (const item of await this.memory.stored(keys))
+        found.set(keyId({ PK: item.PK as string, SK: item.SK as string }), item);
     } catch {
       // An invalid key: the real call refuses it.
     }
@@ -291,7 +313,11 @@ export class SimEngine {
   }
 
   /** Records committed item writes: lag bookkeeping, stream records of leases, the checker's log. */
-  committed(caller: Caller, writes: readonly { key: Key; before: Item | undefined; after: Item | undefined }[], ttl = false): void {
+  committed(
+    caller: Caller,
+    writes: readonly { key: Key; before: Item | undefined; after: Item | undefined }[],
+    ttl = false,
+  ): void {
     const now = this.now;
     for (const w of writes) {
       this.writeTimes.push(now);
@@ -322,7 +348,11 @@ export class SimEngine {
     const before = this.memory.items().filter((item) => typeof item.ttl === 'number' && item.ttl <= nowSeconds);
     const deleted = this.memory.expireTtl(nowSeconds);
     const byId = new Map(before.map((item) => [keyId({ PK: item.PK as string, SK: item.SK as string }), item]));
-    this.committed(harness, deleted.map((key) => ({ key, before: byId.get(keyId(key)), after: undefined })), true);
+    this.committed(
+      harness,
+      deleted.map((key) => ({ key, before: byId.get(keyId(key)), after: undefined })),
+      true,
+    );
     return deleted.length;
   }
 
@@ -346,7 +376,10 @@ export class SimEngine {
 export class SimTable implements Table {
   readonly name = 'sim';
 
-  constructor(private readonly engine: SimEngine, private readonly caller: Caller) {}
+  constructor(
+    private readonly engine: SimEngine,
+    private readonly caller: Caller,
+  ) {}
 
   private spend(method: string): Spend {
     const spend = this.engine.spendOf(this.caller.role);
@@ -356,7 +389,13 @@ export class SimTable implements Table {
   }
 
   /** The common path of a read: fault, latency, capacity, then MemoryTable at the call's middle. */
-  private async read<T>(method: 'get' | 'batchGet' | 'query' | 'describe', keys: readonly Key[], units: (result: T) => { partition: string; units: number }[], run: (lagMs: number) => Promise<T>, eventual: boolean): Promise<T> {
+  private async read<T>(
+    method: 'get' | 'batchGet' | 'query' | 'describe',
+    keys: readonly Key[],
+    units: (result: T) => { partition: string; units: number }[],
+    run: (lagMs: number) => Promise<T>,
+    eventual: boolean,
+  ): Promise<T> {
     const spend = this.spend(method);
     const fault = this.engine.fault(method, this.caller, keys);
     const total = this.engine.latency(method);
@@ -383,7 +422,13 @@ export class SimTable implements Table {
   }
 
   get(key: Key): Promise<Item | undefined> {
-    return this.read('get', [key], (item) => [{ partition: `table|${key.PK}`, units: readUnitsOf(item ? itemBytes(item) : 0, true) }], () => this.engine.memory.get(key), false);
+    return this.read(
+      'get',
+      [key],
+      (item) => [{ partition: `table|${key.PK}`, units: readUnitsOf(item ? itemBytes(item) : 0, true) }],
+      () => this.engine.memory.get(key),
+      false,
+    );
   }
 
   batchGet(keyList: readonly Key[], attributes?: readonly string[]): Promise<Item[]> {
@@ -403,13 +448,22 @@ export class SimTable implements Table {
       'query',
       [],
       (page) => [{ partition: `${query.index ?? 'table'}|${query.partition}`, units: queryReadUnits(page, !eventual) }],
-      (lagMs) => (this.engine.hidden(query) ? Promise.resolve({ items: [], count: 0, scanned: 0 }) : this.engine.inner(() => this.engine.memory.query(query), { lagMs })),
+      (lagMs) =>
+        this.engine.hidden(query)
+          ? Promise.resolve({ items: [], count: 0, scanned: 0 })
+          : this.engine.inner(() => this.engine.memory.query(query), { lagMs }),
       eventual,
     );
   }
 
   describe(): Promise<string> {
-    return this.read('describe', [], () => [], () => this.engine.memory.describe(), false);
+    return this.read(
+      'describe',
+      [],
+      () => [],
+      () => this.engine.memory.describe(),
+      false,
+    );
   }
 
   async write(op: WriteOp): Promise<WriteResult> {
@@ -420,12 +474,16 @@ export class SimTable implements Table {
     await this.engine.pass(this.caller, total / 2);
     if (fault?.kind === 'throttle') return this.refuse(spend, total, THROTTLED);
     const before = (await this.engine.peek([key])).get(keyId(key));
-    const after = op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? key), ...(op.update.set ?? {}) } : undefined;
+    const after =
+      op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? key), ...(op.update.set ?? {}) } : undefined;
     const size = sizing();
     const units = writeUnitsOf(before, after, size);
     // The table partition and the index partitions the write will change: a short index throttles the write too
     // (DynamoDB's GSI back-pressure).
-    const charges = [{ partition: `table|${key.PK}`, units, kind: 'write' as const }, ...indexEntries(before, after, size).map((c) => ({ ...c, kind: 'write' as const }))];
+    const charges = [
+      { partition: `table|${key.PK}`, units, kind: 'write' as const },
+      ...indexEntries(before, after, size).map((c) => ({ ...c, kind: 'write' as const })),
+    ];
     if (!this.engine.take(charges)) return this.refuse(spend, total, THROTTLED);
     if (this.engine.isLocked([key])[0]) {
       spend.conflicts += 1;
@@ -468,10 +526,26 @@ export class SimTable implements Table {
     const size = sizing();
     const befores = keys.map((key) => beforeNow.get(keyId(key)));
     // Each op's item after it (a check's: the item as it is), sized once for the table's units and the index entries.
-    const afters = ops.map((op, i) => (op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(befores[i] ?? keys[i]!), ...(op.update.set ?? {}) } : op.kind === 'check' ? befores[i] : undefined));
-    const perPartition = ops.map((_, i) => ({ partition: `table|${keys[i]!.PK}`, units: 2 * writeUnitsOf(befores[i], afters[i], size), kind: 'write' as const }));
+    const afters = ops.map((op, i) =>
+      op.kind === 'put'
+        ? op.item
+        : op.kind === 'update'
+          ? { ...(befores[i] ?? keys[i]!), ...(op.update.set ?? {}) }
+          : op.kind === 'check'
+            ? befores[i]
+            : undefined,
+    );
+    const perPartition = ops.map((_, i) => ({
+      partition: `table|${keys[i]!.PK}`,
+      units: 2 * writeUnitsOf(befores[i], afters[i], size),
+      kind: 'write' as const,
+    }));
     const units = perPartition.reduce((sum, c) => sum + c.units, 0);
-    const indexCharges = ops.flatMap((op, i) => (op.kind === 'check' ? [] : indexEntries(befores[i], afters[i], size).map((c) => ({ ...c, kind: 'write' as const }))));
+    const indexCharges = ops.flatMap((op, i) =>
+      op.kind === 'check'
+        ? []
+        : indexEntries(befores[i], afters[i], size).map((c) => ({ ...c, kind: 'write' as const })),
+    );
     if (!this.engine.take([...perPartition, ...indexCharges])) return this.refuse(spend, total, THROTTLED);
     // Prepare and commit: the items are held for the middle half of the call.
     this.engine.lock(keys);
@@ -491,7 +565,11 @@ export class SimTable implements Table {
         const after = await this.engine.peek(keys);
         // The writes that happened: a broken store (mutate) may have dropped some of the asked ones.
         const written = new Set(mutated.filter((op) => op.kind !== 'check').map((op) => keyId(keyOfOp(op))));
-        const writes = ops.flatMap((op, i) => (op.kind === 'check' || !written.has(keyId(keys[i]!)) ? [] : [{ key: keys[i]!, before: before.get(keyId(keys[i]!)), after: after.get(keyId(keys[i]!)) }]));
+        const writes = ops.flatMap((op, i) =>
+          op.kind === 'check' || !written.has(keyId(keys[i]!))
+            ? []
+            : [{ key: keys[i]!, before: before.get(keyId(keys[i]!)), after: after.get(keyId(keys[i]!)) }],
+        );
         this.indexCharges(spend, writes, size);
         this.engine.committed(this.caller, writes);
       } else spend.failedConditions += 1;
@@ -500,8 +578,14 @@ export class SimTable implements Table {
   }
 
   /** Index entries the committed writes changed (their partitions were charged when the write was admitted). */
-  private indexCharges(spend: Spend, writes: readonly { before: Item | undefined; after: Item | undefined }[], size: Sizer): void {
-    spend.indexWriteUnits += writes.flatMap((w) => indexEntries(w.before, w.after, size)).reduce((sum, c) => sum + c.units, 0);
+  private indexCharges(
+    spend: Spend,
+    writes: readonly { before: Item | undefined; after: Item | undefined }[],
+    size: Sizer,
+  ): void {
+    spend.indexWriteUnits += writes
+      .flatMap((w) => indexEntries(w.before, w.after, size))
+      .reduce((sum, c) => sum + c.units, 0);
   }
 
   private async refuse(spend: Spend, total: number, message: string): Promise<never> {

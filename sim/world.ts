@@ -35,7 +35,25 @@ import { addConsumer, removeConsumer } from '../shared/core/use-cases/consumers.
 import type { Deps } from '../shared/core/use-cases/deps.ts';
 import { createPool, deletePool, getPool } from '../shared/core/use-cases/pools.ts';
 import { createRange, deleteRange } from '../shared/core/use-cases/ranges.ts';
-import { Invariant, checkBitmaps, checkExpiredLeasesGone, checkSummaries, checkClaimLeases, checkDeletedPools, checkLeaseInRange, checkNoDoubleHold, checkReleasedInTime, checkRetryAnswer, checkSharedClaims, checkStatus, checkUtilization, snapshotOf, type DeletedPool, type SharedClaim, type Violation } from './invariants.ts';
+import {
+  Invariant,
+  checkBitmaps,
+  checkExpiredLeasesGone,
+  checkSummaries,
+  checkClaimLeases,
+  checkDeletedPools,
+  checkLeaseInRange,
+  checkNoDoubleHold,
+  checkReleasedInTime,
+  checkRetryAnswer,
+  checkSharedClaims,
+  checkStatus,
+  checkUtilization,
+  snapshotOf,
+  type DeletedPool,
+  type SharedClaim,
+  type Violation,
+} from './invariants.ts';
 import { Prng } from './prng.ts';
 import { percentile } from './report.ts';
 import { Scheduler } from './scheduler.ts';
@@ -65,7 +83,14 @@ export const PROJECTION_LAG_BOUND_MS = 15_000;
 export const RANGE_FULL_EXACT_ENFORCED = true;
 
 /** The invariants over the client ledger and the projections' lag (ledger.ts). */
-const LEDGER_INVARIANTS: ReadonlySet<string> = new Set([Invariant.HeldClaimStaysHeld, Invariant.NoAddressToldTwice, Invariant.ReleasedAddressFree, Invariant.NoClaimInDeletedRange, Invariant.ProjectionLagBounded, Invariant.RangeFullExact]);
+const LEDGER_INVARIANTS: ReadonlySet<string> = new Set([
+  Invariant.HeldClaimStaysHeld,
+  Invariant.NoAddressToldTwice,
+  Invariant.ReleasedAddressFree,
+  Invariant.NoClaimInDeletedRange,
+  Invariant.ProjectionLagBounded,
+  Invariant.RangeFullExact,
+]);
 
 /**
  * Latency outside DynamoDB, lognormal (median, p99 ms). API Gateway HTTP API plus the Lambda invoke of a warm
@@ -105,7 +130,18 @@ export interface FaultRates {
   readonly poolDeletesPerMinute: number;
 }
 
-export const NO_FAULTS: FaultRates = { timeout: 0, die: 0, stormsPerMinute: 0, redeliver: 0, streamFailure: 0, reconcilerOverlap: 0, reconcilerKill: 0, rangeChurnPerMinute: 0, ownerReleasesPerMinute: 0, poolDeletesPerMinute: 0 };
+export const NO_FAULTS: FaultRates = {
+  timeout: 0,
+  die: 0,
+  stormsPerMinute: 0,
+  redeliver: 0,
+  streamFailure: 0,
+  reconcilerOverlap: 0,
+  reconcilerKill: 0,
+  rangeChurnPerMinute: 0,
+  ownerReleasesPerMinute: 0,
+  poolDeletesPerMinute: 0,
+};
 
 export interface Scenario {
   readonly name: string;
@@ -240,7 +276,15 @@ interface ApiContainer {
 }
 
 /** An answer, with when its attempt arrived at a container and when that container answered (virtual ms). */
-type Answer = { readonly status: number; readonly claim?: Claim; readonly error?: string; readonly arrivedAt?: number; readonly doneAt?: number } | { readonly status: 'lost' };
+type Answer =
+  | {
+      readonly status: number;
+      readonly claim?: Claim;
+      readonly error?: string;
+      readonly arrivedAt?: number;
+      readonly doneAt?: number;
+    }
+  | { readonly status: 'lost' };
 
 /** A stream reader drops the records behind its cursor once this many have piled up. */
 const STREAM_KEPT_READ = 4096;
@@ -275,7 +319,13 @@ export class World {
   private readonly endedClaims = new Set<string>();
   private readonly ownersGone: { pool: string; uid: string; askedAtMs: number; claimUids: Set<string> }[] = [];
   /** The shared claims the consumer actor made, as its answers tell (checkSharedClaims). */
-  private readonly shared: { pool: string; name: string; claimUid: string; present: Set<string>; allLeftAtMs?: number }[] = [];
+  private readonly shared: {
+    pool: string;
+    name: string;
+    claimUid: string;
+    present: Set<string>;
+    allLeftAtMs?: number;
+  }[] = [];
   /** The second pool's deletions (when the pool item's delete committed), each with the CIDR it had: none of its claims or leases may outlive it. */
   private readonly deletedPools: DeletedPool[] = [];
   /** The second pool's incarnation (its range is poolBCidr of it). */
@@ -284,7 +334,10 @@ export class World {
    * Owner uids whose release has begun: the claims committed for them since (creates in flight), with when. Once the
    * release is answered 200, each such claim, and each one committed later, must be gone within the allowance too.
    */
-  private readonly releasing = new Map<string, { pool: string; answered: boolean; late: { claimUid: string; atMs: number }[] }>();
+  private readonly releasing = new Map<
+    string,
+    { pool: string; answered: boolean; late: { claimUid: string; atMs: number }[] }
+  >();
   private readonly notes: string[] = [];
   private readonly faultRng: Prng;
   private readonly workRng: Prng;
@@ -315,7 +368,10 @@ export class World {
   private readonly inexactFull: string[] = [];
   private readonly latencyScale: number;
 
-  constructor(readonly seed: number, readonly scenario: Scenario) {
+  constructor(
+    readonly seed: number,
+    readonly scenario: Scenario,
+  ) {
     this.rng = new Prng(seed);
     this.faultRng = this.rng.fork('faults');
     this.workRng = this.rng.fork('work');
@@ -327,7 +383,9 @@ export class World {
       LOCAL_STACK: 'true',
       LEASE_INDEX_SHARDS: String(scenario.indexShards ?? 8),
       FEATURE_GATES: scenario.allocator === 'bitmap-cas' ? 'MultiCIDRServiceAllocator=false' : '',
-      ...(scenario.reconcilerGraceSeconds !== undefined ? { RECONCILE_EXPIRED_GRACE_SECONDS: String(scenario.reconcilerGraceSeconds) } : {}),
+      ...(scenario.reconcilerGraceSeconds !== undefined
+        ? { RECONCILE_EXPIRED_GRACE_SECONDS: String(scenario.reconcilerGraceSeconds) }
+        : {}),
     });
     const mutations = [scenario.mutate, scenario.plant?.mutate].filter((m) => m !== undefined);
     const misreport = scenario.plant?.misreport;
@@ -338,7 +396,12 @@ export class World {
       faults: (call) => this.callFault(call.method, call.caller),
       ...(scenario.unlimited ? { unlimited: true } : {}),
       latencyScale: this.latencyScale,
-      ...(mutations.length ? { mutate: (ops: readonly WriteOp[], caller: Caller) => mutations.reduce<WriteOp[]>((acc, m) => m(acc, caller), [...ops]) } : {}),
+      ...(mutations.length
+        ? {
+            mutate: (ops: readonly WriteOp[], caller: Caller) =>
+              mutations.reduce<WriteOp[]>((acc, m) => m(acc, caller), [...ops]),
+          }
+        : {}),
       ...(misreport ? { misreport } : {}),
       quotas: scenario.quotas ?? AWS_DEFAULTS,
       ...(scenario.hideQuery ? { hideQuery: scenario.hideQuery } : {}),
@@ -359,14 +422,16 @@ export class World {
     const item = after ?? before;
     if (!item) return;
     this.free.commit(before, after, EPOCH_MS + this.scheduler.now);
-    if (item.entity === 'lease') this.leaseChanged.set(`${item.pool as string}/${item.address as string}`, EPOCH_MS + this.scheduler.now);
+    if (item.entity === 'lease')
+      this.leaseChanged.set(`${item.pool as string}/${item.address as string}`, EPOCH_MS + this.scheduler.now);
     if (item.entity === 'claim' && after) {
       const addresses = (after.addresses as { address: string }[] | undefined)?.map((a) => a.address) ?? [];
       const history = this.committedClaims.get(after.name as string) ?? [];
       if (before && before.uid !== after.uid) {
         // A put over another incarnation: legitimate only when that one had expired (by the writer's skewed clock).
         const expiresAt = before.expiresAt as number | undefined;
-        if (expiresAt !== undefined && expiresAt <= EPOCH_MS + this.scheduler.now + this.scenario.skewMs) this.endedClaims.add(before.uid as string);
+        if (expiresAt !== undefined && expiresAt <= EPOCH_MS + this.scheduler.now + this.scenario.skewMs)
+          this.endedClaims.add(before.uid as string);
       }
       if (before?.uid !== after.uid) {
         history.push({ uid: after.uid as string, addresses, atMs: this.scheduler.now });
@@ -383,10 +448,19 @@ export class World {
       this.log(`${caller.id} ${after ? 'put' : 'delete'} pool ${item.name as string}`);
       // From this commit on the pool and its ranges are gone (whether or not the DELETE is answered): the pool item's
       // Terminating mark (the deletion's first phase), or its removal where no mark came first.
-      const gone = after ? after.state === 'Terminating' && before?.state !== 'Terminating' : before?.state !== 'Terminating';
-      if (gone && item.name === POOL_B) this.deletedPools.push({ pool: POOL_B, cidr: poolBCidr(this.poolBIncarnation), atMs: EPOCH_MS + this.scheduler.now });
+      const gone = after
+        ? after.state === 'Terminating' && before?.state !== 'Terminating'
+        : before?.state !== 'Terminating';
+      if (gone && item.name === POOL_B)
+        this.deletedPools.push({
+          pool: POOL_B,
+          cidr: poolBCidr(this.poolBIncarnation),
+          atMs: EPOCH_MS + this.scheduler.now,
+        });
     } else if (item.entity === 'range') {
-      this.log(`${caller.id} ${after ? `range ${after.name as string} ${after.state as string}` : `delete range ${before!.name as string}`}`);
+      this.log(
+        `${caller.id} ${after ? `range ${after.name as string} ${after.state as string}` : `delete range ${before!.name as string}`}`,
+      );
     }
   }
 
@@ -401,7 +475,11 @@ export class World {
   }
 
   /** The invariant's entry for a claim committed after its owner's release began: its allowance counts from its commit. */
-  private lateClaim(pool: string, uid: string, late: { claimUid: string; atMs: number }): { pool: string; uid: string; askedAtMs: number; claimUids: Set<string> } {
+  private lateClaim(
+    pool: string,
+    uid: string,
+    late: { claimUid: string; atMs: number },
+  ): { pool: string; uid: string; askedAtMs: number; claimUids: Set<string> } {
     return { pool, uid, askedAtMs: EPOCH_MS + late.atMs, claimUids: new Set([late.claimUid]) };
   }
 
@@ -440,19 +518,31 @@ export class World {
     this.containerCount += 1;
     const id = `${role}-${this.containerCount}`;
     const caller: Caller = { id, role, alive: true };
-    const skew = this.scenario.skewMs && skewed ? this.rng.fork(`skew/${id}`).int(-this.scenario.skewMs, this.scenario.skewMs) : 0;
+    const skew =
+      this.scenario.skewMs && skewed ? this.rng.fork(`skew/${id}`).int(-this.scenario.skewMs, this.scenario.skewMs) : 0;
     const random = this.rng.fork(`random/${id}`);
     // Crossings of free-space thresholds stay in the pools' events: the simulated world has no EventBridge to print to.
     // Every wait of the container (the legacy allocator's back-off, a consumer change's) is in virtual time.
     const timer = { sleep: (ms: number) => this.scheduler.sleep(ms) };
-    const container = buildContainer(this.config, { table: this.engine.tableFor(caller), clock: this.clockFor(skew), random, timer, strategy: PickStrategy.Hinted, announcer: { announce: async () => undefined } });
+    const container = buildContainer(this.config, {
+      table: this.engine.tableFor(caller),
+      clock: this.clockFor(skew),
+      random,
+      timer,
+      strategy: PickStrategy.Hinted,
+      announcer: { announce: async () => undefined },
+    });
     let deps = container.deps;
     if (this.scenario.plant?.deps) deps = this.scenario.plant.deps(deps, role);
     return { caller, container, deps, busy: false };
   }
 
   /** Runs one request on an idle warm container, or a cold one, as Lambda does; 429 past the concurrency limit. */
-  private async invoke(what: string, work: (deps: Deps) => Promise<{ status: number; claim?: Claim }>, onAnswer?: (a: { status: number; claim?: Claim }) => void): Promise<Answer> {
+  private async invoke(
+    what: string,
+    work: (deps: Deps) => Promise<{ status: number; claim?: Claim }>,
+    onAnswer?: (a: { status: number; claim?: Claim }) => void,
+  ): Promise<Answer> {
     const there = this.workRng.lognormal(OUTSIDE.gateway.median, OUTSIDE.gateway.p99) * this.latencyScale;
     await this.scheduler.sleep(there / 2);
     const refuse = async (by: string): Promise<Answer> => {
@@ -460,17 +550,23 @@ export class World {
       await this.scheduler.sleep(there / 2);
       return { status: 429, error: `TooManyRequestsException (${by})` };
     };
-    if (!this.takeToken(this.gateway, this.scenario.apiGateway?.rps ?? 10_000, this.scenario.apiGateway?.burst ?? 5_000)) return refuse('api-gateway');
+    if (
+      !this.takeToken(this.gateway, this.scenario.apiGateway?.rps ?? 10_000, this.scenario.apiGateway?.burst ?? 5_000)
+    )
+      return refuse('api-gateway');
     // The first idle container in creation order (a linear scan: the small scenarios' histories depend on the order).
     let target = this.api.find((c) => !c.busy && c.caller.alive);
     if (!target) {
-      if (this.api.filter((c) => c.caller.alive).length >= this.scenario.maxContainers) return refuse('lambda-concurrency');
+      if (this.api.filter((c) => c.caller.alive).length >= this.scenario.maxContainers)
+        return refuse('lambda-concurrency');
       const per10s = this.scenario.lambdaScalePer10s ?? 1000;
       if (!this.takeToken(this.scaling, per10s / 10, per10s)) return refuse('lambda-scaling');
       target = this.newContainer('api');
       this.api.push(target);
       target.busy = true;
-      await this.scheduler.sleep(this.workRng.lognormal(OUTSIDE.coldStart.median, OUTSIDE.coldStart.p99) * this.latencyScale);
+      await this.scheduler.sleep(
+        this.workRng.lognormal(OUTSIDE.coldStart.median, OUTSIDE.coldStart.p99) * this.latencyScale,
+      );
     }
     const container = target;
     container.busy = true;
@@ -526,7 +622,9 @@ export class World {
   }
 
   private violations(found: readonly Violation[]): void {
-    const [first] = this.scenario.tableInvariantsOnly ? found.filter((v) => !LEDGER_INVARIANTS.has(v.invariant)) : found;
+    const [first] = this.scenario.tableInvariantsOnly
+      ? found.filter((v) => !LEDGER_INVARIANTS.has(v.invariant))
+      : found;
     if (!first) return;
     this.log(`VIOLATION ${first.invariant}: ${first.detail}`);
     this.scheduler.stop(new InvariantBroken(first));
@@ -538,7 +636,8 @@ export class World {
     const s = snapshotOf([...this.engine.state.values()]);
     const now = EPOCH_MS + this.scheduler.now;
     const skew = this.scenario.skewMs;
-    const allowance = this.scenario.reconcilePeriodMs + this.config.reconciler.expiredClaimGraceSeconds * 1000 + 10_000 + skew;
+    const allowance =
+      this.scenario.reconcilePeriodMs + this.config.reconciler.expiredClaimGraceSeconds * 1000 + 10_000 + skew;
     this.violations([
       ...checkNoDoubleHold(s, now, skew),
       ...checkLeaseInRange(s, now, skew, this.deletedPools),
@@ -577,22 +676,31 @@ export class World {
       const now = this.scheduler.now;
       const due = held.find((h) => h.ttl && h.renewAt <= now);
       if (due) {
-        const answer = await this.retrying(rng, `renew ${due.name}`, (deps) => renewClaim(deps, pool, due.name).then((claim) => ({ status: 200, claim })));
+        const answer = await this.retrying(rng, `renew ${due.name}`, (deps) =>
+          renewClaim(deps, pool, due.name).then((claim) => ({ status: 200, claim })),
+        );
         if (answer.status === 200 && 'claim' in answer && answer.claim) {
           due.renewAt = this.scheduler.now + renewEvery;
           this.tell(answer.claim, answer, false);
         } else if (answer.status === 404) {
           held.splice(held.indexOf(due), 1);
           const arrived = EPOCH_MS + ('arrivedAt' in answer && answer.arrivedAt !== undefined ? answer.arrivedAt : now);
-          this.violations(this.ledger.renewRefused(pool, due.name, arrived, 'error' in answer ? (answer.error ?? '') : ''));
+          this.violations(
+            this.ledger.renewRefused(pool, due.name, arrived, 'error' in answer ? (answer.error ?? '') : ''),
+          );
         }
         continue;
       }
       if (held.length && (held.length >= this.scenario.holdMax || rng.chance(this.scenario.releaseShare))) {
         const victim = held.splice(rng.int(0, held.length - 1), 1)[0]!;
         this.ledger.letGo(pool, victim.name, EPOCH_MS + this.scheduler.now);
-        const answer = await this.retrying(rng, `release ${victim.name}`, (deps) => deleteClaim(deps, pool, victim.name).then(() => ({ status: 204 })));
-        if (answer.status === 204) this.violations(this.ledger.released(pool, victim.name, (p, a) => this.engine.state.get(`LEASE#${p}#${a}\u0000LEASE`)));
+        const answer = await this.retrying(rng, `release ${victim.name}`, (deps) =>
+          deleteClaim(deps, pool, victim.name).then(() => ({ status: 204 })),
+        );
+        if (answer.status === 204)
+          this.violations(
+            this.ledger.released(pool, victim.name, (p, a) => this.engine.state.get(`LEASE#${p}#${a}\u0000LEASE`)),
+          );
         continue;
       }
       made += 1;
@@ -604,23 +712,48 @@ export class World {
         pool,
         ...(generate ? { generateName } : { name }),
         owner: { kind: 'Pod', name: `pod-${index}`, uid: owner },
-        ...(this.scenario.ipv6 && rng.chance(0.2) && pool === POOL ? { ipFamilyPolicy: 'RequireDualStack' as const } : {}),
+        ...(this.scenario.ipv6 && rng.chance(0.2) && pool === POOL
+          ? { ipFamilyPolicy: 'RequireDualStack' as const }
+          : {}),
         ...(ttl ? { ttlSeconds: this.scenario.ttlSeconds } : {}),
       };
       const askedAt = this.scheduler.now;
-      const answer = await this.retrying(rng, `create ${generate ? generateName : name}`, (deps) => createClaim(deps, cmd).then((r) => ({ status: r.created ? 201 : 200, claim: r.claim })), (a) => {
-        if (!a.claim) return;
-        // The incarnation this request should be answered with: the first it committed that is still held.
-        const first = (this.committedClaims.get(a.claim.name) ?? []).find((h) => h.atMs >= askedAt && !this.endedClaims.has(h.uid));
-        this.violations(checkRetryAnswer(a.claim, first));
-      });
+      const answer = await this.retrying(
+        rng,
+        `create ${generate ? generateName : name}`,
+        (deps) => createClaim(deps, cmd).then((r) => ({ status: r.created ? 201 : 200, claim: r.claim })),
+        (a) => {
+          if (!a.claim) return;
+          // The incarnation this request should be answered with: the first it committed that is still held.
+          const first = (this.committedClaims.get(a.claim.name) ?? []).find(
+            (h) => h.atMs >= askedAt && !this.endedClaims.has(h.uid),
+          );
+          this.violations(checkRetryAnswer(a.claim, first));
+        },
+      );
       if ((answer.status === 201 || answer.status === 200) && 'claim' in answer && answer.claim) {
         this.allocations += answer.status === 201 ? 1 : 0;
         held.push({ name: answer.claim.name, ttl, renewAt: this.scheduler.now + renewEvery });
         this.tell(answer.claim, answer, answer.status === 201);
-      } else if (answer.status === 409 && 'error' in answer && answer.error && 'doneAt' in answer && answer.doneAt !== undefined) {
+      } else if (
+        answer.status === 409 &&
+        'error' in answer &&
+        answer.error &&
+        'doneAt' in answer &&
+        answer.doneAt !== undefined
+      ) {
         const family = /No free (IPv4|IPv6) address/.exec(answer.error)?.[1];
-        if (family) this.rangeFull(checkRangeFull(this.free, pool, family, EPOCH_MS + answer.arrivedAt!, EPOCH_MS + answer.doneAt, `create ${generate ? generateName : name}`));
+        if (family)
+          this.rangeFull(
+            checkRangeFull(
+              this.free,
+              pool,
+              family,
+              EPOCH_MS + answer.arrivedAt!,
+              EPOCH_MS + answer.doneAt,
+              `create ${generate ? generateName : name}`,
+            ),
+          );
       }
     }
   }
@@ -638,14 +771,27 @@ export class World {
   private async arrivals(endMs: number): Promise<void> {
     const { perSecond, holdMs } = this.scenario.arrivals!;
     const rng = this.rng.fork('arrivals');
-    const loop: OpenLoop = { arrived: 0, allocated: 0, refused: 0, rangeFull: 0, other: 0, windowMs: endMs - this.scheduler.now, bySecond: [] };
+    const loop: OpenLoop = {
+      arrived: 0,
+      allocated: 0,
+      refused: 0,
+      rangeFull: 0,
+      other: 0,
+      windowMs: endMs - this.scheduler.now,
+      bySecond: [],
+    };
     const startMs = this.scheduler.now;
     this.openLoop = loop;
     while (!this.scheduler.stoppedBy) {
       await this.scheduler.sleep(rng.exponential(1000 / perSecond));
       if (this.scheduler.now >= endMs) break;
       loop.arrived += 1;
-      const second = (loop.bySecond[Math.floor((this.scheduler.now - startMs) / 1000)] ??= { arrived: 0, allocated: 0, refused: 0, latencies: [] });
+      const second = (loop.bySecond[Math.floor((this.scheduler.now - startMs) / 1000)] ??= {
+        arrived: 0,
+        allocated: 0,
+        refused: 0,
+        latencies: [],
+      });
       second.arrived += 1;
       // Not kept: nothing waits for the arrivals (a failed one stops the process, as an unhandled rejection).
       void this.oneShot(loop.arrived, loop, Math.max(1, rng.exponential(holdMs)), second);
@@ -653,7 +799,12 @@ export class World {
   }
 
   /** One arrival: create a claim (retried as a client does), hold it, release it; then its name's history goes. */
-  private async oneShot(n: number, loop: OpenLoop, holdMs: number, second: OpenLoop['bySecond'][number]): Promise<void> {
+  private async oneShot(
+    n: number,
+    loop: OpenLoop,
+    holdMs: number,
+    second: OpenLoop['bySecond'][number],
+  ): Promise<void> {
     const name = `a${n}`;
     // The create attempts still running (a container may answer after the gateway gave up on it): the retry check
     // reads the name's commit history until the last of them has answered.
@@ -675,7 +826,14 @@ export class World {
     forget();
   }
 
-  private async oneArrival(n: number, name: string, loop: OpenLoop, holdMs: number, second: OpenLoop['bySecond'][number], attempts: { started: () => void; answered: () => void }): Promise<void> {
+  private async oneArrival(
+    n: number,
+    name: string,
+    loop: OpenLoop,
+    holdMs: number,
+    second: OpenLoop['bySecond'][number],
+    attempts: { started: () => void; answered: () => void },
+  ): Promise<void> {
     const rng = this.workRng.fork(`arrival/${n}`);
     const arrived = this.scheduler.now;
     const cmd = { pool: POOL, name, owner: { kind: 'Pod', name: `pod-a${n}`, uid: `owner-a${n}` } };
@@ -686,7 +844,9 @@ export class World {
     const answer = await this.retrying(rng, `create ${name}`, create, (a) => {
       attempts.answered();
       if (!a.claim) return;
-      const first = (this.committedClaims.get(a.claim.name) ?? []).find((h) => h.atMs >= arrived && !this.endedClaims.has(h.uid));
+      const first = (this.committedClaims.get(a.claim.name) ?? []).find(
+        (h) => h.atMs >= arrived && !this.endedClaims.has(h.uid),
+      );
       this.violations(checkRetryAnswer(a.claim, first));
     });
     if ((answer.status === 201 || answer.status === 200) && 'claim' in answer && answer.claim) {
@@ -697,15 +857,19 @@ export class World {
       this.tell(answer.claim, answer, answer.status === 201);
       await this.scheduler.sleep(holdMs);
       this.ledger.letGo(POOL, name, EPOCH_MS + this.scheduler.now);
-      const released = await this.retrying(rng, `release ${name}`, (deps) => deleteClaim(deps, POOL, name).then(() => ({ status: 204 })));
-      if (released.status === 204) this.violations(this.ledger.released(POOL, name, (p, a) => this.engine.state.get(`LEASE#${p}#${a}\u0000LEASE`)));
+      const released = await this.retrying(rng, `release ${name}`, (deps) =>
+        deleteClaim(deps, POOL, name).then(() => ({ status: 204 })),
+      );
+      if (released.status === 204)
+        this.violations(
+          this.ledger.released(POOL, name, (p, a) => this.engine.state.get(`LEASE#${p}#${a}\u0000LEASE`)),
+        );
       return;
     }
     if (answer.status === 429 || answer.status === 503 || answer.status === 'lost') {
       loop.refused += 1;
       second.refused += 1;
-    }
-    else if (answer.status === 409 && 'error' in answer && answer.error?.includes('No free')) loop.rangeFull += 1;
+    } else if (answer.status === 409 && 'error' in answer && answer.error?.includes('No free')) loop.rangeFull += 1;
     else loop.other += 1;
   }
 
@@ -715,8 +879,13 @@ export class World {
    */
   private tell(claim: Claim, answer: { readonly arrivedAt?: number }, created: boolean): void {
     const now = EPOCH_MS + this.scheduler.now;
-    this.violations(this.ledger.told({ claim, atMs: now, arrivedAtMs: EPOCH_MS + (answer.arrivedAt ?? this.scheduler.now), created }));
-    const stale = claim.pool === POOL_B && (this.poolBDeleting || claim.addresses.some((a) => !isHostOf(parseCidr(poolBCidr(this.poolBIncarnation)), parseAddress(a.address))));
+    this.violations(
+      this.ledger.told({ claim, atMs: now, arrivedAtMs: EPOCH_MS + (answer.arrivedAt ?? this.scheduler.now), created }),
+    );
+    const stale =
+      claim.pool === POOL_B &&
+      (this.poolBDeleting ||
+        claim.addresses.some((a) => !isHostOf(parseCidr(poolBCidr(this.poolBIncarnation)), parseAddress(a.address))));
     if (this.ownersLetGo.has(claim.spec.owner.uid) || stale) this.ledger.letGo(claim.pool, claim.name, now);
   }
 
@@ -725,13 +894,20 @@ export class World {
    * 5 s) and asks again; a lost answer (the container died, the gateway timed out) asks again with the same request,
    * so a claim is asked for under the same name. Gives up after 8 attempts.
    */
-  private async retrying(rng: Prng, what: string, work: (deps: Deps) => Promise<{ status: number; claim?: Claim }>, onAnswer?: (a: { status: number; claim?: Claim }) => void): Promise<Answer> {
+  private async retrying(
+    rng: Prng,
+    what: string,
+    work: (deps: Deps) => Promise<{ status: number; claim?: Claim }>,
+    onAnswer?: (a: { status: number; claim?: Claim }) => void,
+  ): Promise<Answer> {
     let answer: Answer = { status: 'lost' };
     for (let attempt = 0; attempt < 8; attempt += 1) {
       answer = await this.invoke(what, work, onAnswer);
       const status = answer.status;
       this.count(this.answers, `${what.split(' ')[0]} ${status}`);
-      this.log(`client ${what} -> ${status}${'claim' in answer && answer.claim ? ` ${answer.claim.addresses.map((a) => a.address).join(',')}` : ''}${'error' in answer && answer.error && status !== 503 ? ` (${answer.error})` : ''}`);
+      this.log(
+        `client ${what} -> ${status}${'claim' in answer && answer.claim ? ` ${answer.claim.addresses.map((a) => a.address).join(',')}` : ''}${'error' in answer && answer.error && status !== 503 ? ` (${answer.error})` : ''}`,
+      );
       if (status !== 503 && status !== 429 && status !== 'lost') return answer;
       await this.scheduler.sleep(rng.unit() * Math.min(5000, 50 * 2 ** attempt));
     }
@@ -757,7 +933,9 @@ export class World {
       // Lambda polls an idle shard about four times a second, and again as soon as an invocation returns.
       if (idle) await this.scheduler.sleep(250);
       const lag = rng.lognormal(100, 800) * this.latencyScale;
-      const ready = log().slice(cursor, cursor + rules.batchSize).filter((r) => r.atMs <= this.scheduler.now - lag);
+      const ready = log()
+        .slice(cursor, cursor + rules.batchSize)
+        .filter((r) => r.atMs <= this.scheduler.now - lag);
       idle = !batchDue(ready.length, ready.length ? this.scheduler.now - lag - ready[0]!.atMs : 0, rules);
       if (idle) continue;
       const loses = this.scenario.plant?.loses;
@@ -772,7 +950,16 @@ export class World {
         cursor += ready.length;
         continue;
       }
-      const records = delivered.map((r): DynamoDBRecord => ({ eventName: r.eventName, dynamodb: { SequenceNumber: String(r.seq).padStart(21, '0'), Keys: { PK: { S: r.key.PK }, SK: { S: r.key.SK } } }, ...(r.ttl ? { userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' } } : {}) }));
+      const records = delivered.map(
+        (r): DynamoDBRecord => ({
+          eventName: r.eventName,
+          dynamodb: {
+            SequenceNumber: String(r.seq).padStart(21, '0'),
+            Keys: { PK: { S: r.key.PK }, SK: { S: r.key.SK } },
+          },
+          ...(r.ttl ? { userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' } } : {}),
+        }),
+      );
       await deliverBatch(records, rules, {
         invoke: async (batch) => {
           this.mirrorBatches += 1;
@@ -783,15 +970,23 @@ export class World {
             container = this.newContainer('mirror');
             throw new Error('the function crashed');
           }
-          const response = await createMirrorHandler(() => container.container.mirror, () => undefined)({ Records: batch });
-          if (response.batchItemFailures.length) this.log(`mirror batch of ${batch.length}: ${response.batchItemFailures.length} failed, retry from the lowest`);
+          const response = await createMirrorHandler(
+            () => container.container.mirror,
+            () => undefined,
+          )({ Records: batch });
+          if (response.batchItemFailures.length)
+            this.log(
+              `mirror batch of ${batch.length}: ${response.batchItemFailures.length} failed, retry from the lowest`,
+            );
           return response;
         },
         pause: () => this.scheduler.sleep(rng.int(100, 1000)),
         stopped: () => this.scheduler.stoppedBy !== undefined,
         onGiveUp: (given) => {
           this.count(this.faultCounts, 'stream-records-given-up');
-          this.log(`mirror gives up ${given.records.length} record(s) from ${given.records[0]!.dynamodb!.SequenceNumber!} after ${given.attempts} attempts (${given.outcome.message})`);
+          this.log(
+            `mirror gives up ${given.records.length} record(s) from ${given.records[0]!.dynamodb!.SequenceNumber!} after ${given.attempts} attempts (${given.outcome.message})`,
+          );
         },
       });
       if (!this.loadOver && rng.chance(f.redeliver)) {
@@ -863,7 +1058,10 @@ export class World {
     try {
       // The function's timeout: 60 s (serverless.yml), so a run stops starting work 5 s before it.
       // A retried repair waits in virtual time, as the legacy allocator's backoff does.
-      await runReconciler(container.deps, this.config.reconciler, 60_000, { log: () => undefined, pause: (ms) => this.scheduler.sleep(ms) });
+      await runReconciler(container.deps, this.config.reconciler, 60_000, {
+        log: () => undefined,
+        pause: (ms) => this.scheduler.sleep(ms),
+      });
     } catch (error) {
       this.log(`${container.caller.id} reconcile run failed: ${(error as Error).message}`);
     }
@@ -903,7 +1101,13 @@ export class World {
         const second = await deleteRange(admin.deps, POOL, victim);
         this.log(`operator DELETE range ${victim} again -> ${second}`);
       } catch (error) {
-        this.violations(checkStatus(error instanceof IpamError ? statusOf[error.code] : 500, `delete range ${victim}`, (error as Error).message));
+        this.violations(
+          checkStatus(
+            error instanceof IpamError ? statusOf[error.code] : 500,
+            `delete range ${victim}`,
+            (error as Error).message,
+          ),
+        );
       }
     }
   }
@@ -925,7 +1129,9 @@ export class World {
       // The claims that exist as the release begins must be gone within the allowance, however shortly before it
       // they committed (the owner index may not list them yet: the reconciler looks again), and so must those that
       // commit after it began (the client's creates in flight), each within the allowance from its commit.
-      const claims = snapshotOf([...this.engine.state.values()]).claims.filter((c) => c.pool === pool && c.spec.owner.uid === uid);
+      const claims = snapshotOf([...this.engine.state.values()]).claims.filter(
+        (c) => c.pool === pool && c.spec.owner.uid === uid,
+      );
       const claimUids = new Set(claims.map((c) => c.uid));
       const gone = { pool, answered: false, late: [] as { claimUid: string; atMs: number }[] };
       this.releasing.set(uid, gone);
@@ -933,14 +1139,19 @@ export class World {
       this.ledger.letGoOwner(pool, uid, EPOCH_MS + this.scheduler.now);
       this.owners[index] = `${uid}-gone`;
       this.log(`reaper releases owner ${uid} (claims ${claims.map((c) => c.name).join(', ') || 'none'})`);
-      const answer = await this.retrying(rng, `release-owner ${uid}`, (deps) => releaseOwner(deps, pool, uid).then(() => ({ status: 200 })));
+      const answer = await this.retrying(rng, `release-owner ${uid}`, (deps) =>
+        releaseOwner(deps, pool, uid).then(() => ({ status: 200 })),
+      );
       // Only a release that was answered 200 promises anything (a client that gave up after 503s got no promise).
       if (answer.status !== 200) {
         this.releasing.delete(uid);
         continue;
       }
       gone.answered = true;
-      this.ownersGone.push({ pool, uid, askedAtMs, claimUids }, ...gone.late.map((late) => this.lateClaim(pool, uid, late)));
+      this.ownersGone.push(
+        { pool, uid, askedAtMs, claimUids },
+        ...gone.late.map((late) => this.lateClaim(pool, uid, late)),
+      );
     }
   }
 
@@ -955,14 +1166,23 @@ export class World {
       await this.scheduler.sleep(rng.exponential(4000));
       if (this.scheduler.now >= endMs) return;
       const name = `shared-${n}`;
-      const made = await this.retrying(rng, `claim ${name}`, (deps) => createClaim(deps, { pool: POOL, name, owner: { kind: 'Service', name, uid: `sharer-${n}` } }).then((r) => ({ status: r.created ? 201 : 200, claim: r.claim })));
+      const made = await this.retrying(rng, `claim ${name}`, (deps) =>
+        createClaim(deps, { pool: POOL, name, owner: { kind: 'Service', name, uid: `sharer-${n}` } }).then((r) => ({
+          status: r.created ? 201 : 200,
+          claim: r.claim,
+        })),
+      );
       if (!('claim' in made) || !made.claim) continue;
       const track: (typeof this.shared)[number] = { pool: POOL, name, claimUid: made.claim.uid, present: new Set() };
       this.shared.push(track);
       const uids = Array.from({ length: rng.int(1, 3) }, (_, k) => `consumer-${n}-${k}`);
       let unsure = false;
       for (const uid of uids) {
-        const added = await this.retrying(rng, `consume ${name} ${uid}`, (deps) => addConsumer(deps, { pool: POOL, claim: name, consumer: { kind: 'Pod', name: uid, uid } }).then((r) => ({ status: r.added ? 201 : 200 })));
+        const added = await this.retrying(rng, `consume ${name} ${uid}`, (deps) =>
+          addConsumer(deps, { pool: POOL, claim: name, consumer: { kind: 'Pod', name: uid, uid } }).then((r) => ({
+            status: r.added ? 201 : 200,
+          })),
+        );
         if (added.status === 201 || added.status === 200) track.present.add(uid);
         else unsure = true;
       }
@@ -972,9 +1192,14 @@ export class World {
         if (k > 0) await this.scheduler.sleep(rng.exponential(1500));
         // From the moment its removal is asked, a consumer is no longer surely there.
         track.present.delete(uid);
-        const left = rng.unit() < 0.5
-          ? await this.retrying(rng, `release-owner ${uid}`, (deps) => releaseOwner(deps, POOL, uid).then(() => ({ status: 200 })))
-          : await this.retrying(rng, `unconsume ${name} ${uid}`, (deps) => removeConsumer(deps, { pool: POOL, claim: name, uid }).then(() => ({ status: 200 })));
+        const left =
+          rng.unit() < 0.5
+            ? await this.retrying(rng, `release-owner ${uid}`, (deps) =>
+                releaseOwner(deps, POOL, uid).then(() => ({ status: 200 })),
+              )
+            : await this.retrying(rng, `unconsume ${name} ${uid}`, (deps) =>
+                removeConsumer(deps, { pool: POOL, claim: name, uid }).then(() => ({ status: 200 })),
+              );
         if (left.status !== 200) unsure = true;
       }
       if (!unsure) track.allLeftAtMs = EPOCH_MS + this.scheduler.now;
@@ -997,7 +1222,10 @@ export class World {
     if (rate <= 0) return;
     const rng = this.rng.fork('pool-operator');
     const admin = this.newContainer('admin');
-    const attempt = async (what: string, work: () => Promise<unknown>): Promise<{ ok: true } | { ok: false; status: number; message: string }> => {
+    const attempt = async (
+      what: string,
+      work: () => Promise<unknown>,
+    ): Promise<{ ok: true } | { ok: false; status: number; message: string }> => {
       try {
         await work();
         return { ok: true };
@@ -1024,11 +1252,15 @@ export class World {
             page = await listClaims(admin.deps, POOL_B, 100, cursor);
           });
           if (!listed.ok) break;
-          for (const claim of page.items) if ((await attempt(`release ${claim.name}`, () => deleteClaim(admin.deps, POOL_B, claim.name))).ok) released += 1;
+          for (const claim of page.items)
+            if ((await attempt(`release ${claim.name}`, () => deleteClaim(admin.deps, POOL_B, claim.name))).ok)
+              released += 1;
           cursor = page.nextCursor;
         } while (cursor);
         const answer = await attempt(`delete pool ${POOL_B}`, () => deletePool(admin.deps, POOL_B));
-        this.log(`pool-operator round ${round}: released ${released}, DELETE pool ${POOL_B} -> ${answer.ok ? 204 : `${answer.status} ${answer.message}`}`);
+        this.log(
+          `pool-operator round ${round}: released ${released}, DELETE pool ${POOL_B} -> ${answer.ok ? 204 : `${answer.status} ${answer.message}`}`,
+        );
         // A 404: an earlier attempt committed and its answer was lost (a storm throttled what followed the commit).
         if (answer.ok || answer.status === 404) deleted = true;
         else if (answer.status === 409) this.count(this.faultCounts, 'pool-delete-409');
@@ -1052,7 +1284,9 @@ export class World {
           await createPool(admin.deps, { name: POOL_B }).catch(exists);
           await createRange(admin.deps, { pool: POOL_B, cidr: poolBCidr(this.poolBIncarnation) }).catch(exists);
         });
-        this.log(`pool-operator creates pool ${POOL_B} again (${poolBCidr(this.poolBIncarnation)}) -> ${made.ok ? 201 : made.status}`);
+        this.log(
+          `pool-operator creates pool ${POOL_B} again (${poolBCidr(this.poolBIncarnation)}) -> ${made.ok ? 201 : made.status}`,
+        );
         if (made.ok) {
           this.poolBDeleting = false;
           break;
@@ -1089,15 +1323,20 @@ export class World {
   /** Creates the pool, its ranges and the prefill, outside the measured load. */
   private async setup(): Promise<void> {
     const admin = this.newContainer('setup', false);
-    await createPool(admin.deps, { name: POOL, ...(this.scenario.blocks ? { blockPrefixLength: this.scenario.blocks } : {}) });
-    for (const [i, cidr] of this.scenario.cidrs.entries()) await createRange(admin.deps, { pool: POOL, cidr, legacy: this.scenario.legacy && i === 0 });
+    await createPool(admin.deps, {
+      name: POOL,
+      ...(this.scenario.blocks ? { blockPrefixLength: this.scenario.blocks } : {}),
+    });
+    for (const [i, cidr] of this.scenario.cidrs.entries())
+      await createRange(admin.deps, { pool: POOL, cidr, legacy: this.scenario.legacy && i === 0 });
     if (this.scenario.ipv6) await createRange(admin.deps, { pool: POOL, cidr: this.scenario.ipv6 });
     if (this.scenario.faults.poolDeletesPerMinute > 0) {
       await createPool(admin.deps, { name: POOL_B });
       await createRange(admin.deps, { pool: POOL_B, cidr: poolBCidr(1) });
     }
     const fill = Math.floor(this.scenario.prefill * this.hostCount(this.scenario.cidrs[0]!));
-    for (let i = 0; i < fill; i += 1) await createClaim(admin.deps, { pool: POOL, name: `pre-${i}`, owner: { kind: 'Pod', name: 'pre', uid: 'pre' } });
+    for (let i = 0; i < fill; i += 1)
+      await createClaim(admin.deps, { pool: POOL, name: `pre-${i}`, owner: { kind: 'Pod', name: 'pre', uid: 'pre' } });
   }
 
   private hostCount(cidr: string): number {
@@ -1152,11 +1391,18 @@ export class World {
       told: this.ledger.answers,
       ...(this.openLoop ? { openLoop: this.openLoop } : {}),
       refused: this.refused,
-      throttledBy: [...this.engine.throttledBy.entries()].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).slice(0, 5),
+      throttledBy: [...this.engine.throttledBy.entries()]
+        .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
+        .slice(0, 5),
       maxProjectionLagMs: this.lag.maxLagMs,
       ...(violation ? { violation } : {}),
       trace: violation ? this.traceOf(violation) : [],
-      notes: this.inexactFull.length ? [...this.notes, `${this.inexactFull.length} RangeFull answer(s) while the family had a free address throughout the request (not enforced until issue 20); first: ${this.inexactFull[0]!}`] : this.notes,
+      notes: this.inexactFull.length
+        ? [
+            ...this.notes,
+            `${this.inexactFull.length} RangeFull answer(s) while the family had a free address throughout the request (not enforced until issue 20); first: ${this.inexactFull[0]!}`,
+          ]
+        : this.notes,
     };
   }
 
@@ -1168,7 +1414,9 @@ export class World {
     const done = l.bySecond.slice(0, Math.max(0, l.bySecond.length - 15));
     const latencies = done.flatMap((x) => x.latencies).sort((a, b) => a - b);
     const at = (p: number) => (latencies.length ? percentile(latencies, p).toFixed(1) : '-');
-    const settled = done.length ? `; arrival seconds 0-${done.length}: ${done.map((x) => x.allocated).join(' ')} allocated, ${done.reduce((n, x) => n + x.refused, 0)} refused, from arrival p50 ${at(50)} ms p99 ${at(99)} ms` : '';
+    const settled = done.length
+      ? `; arrival seconds 0-${done.length}: ${done.map((x) => x.allocated).join(' ')} allocated, ${done.reduce((n, x) => n + x.refused, 0)} refused, from arrival p50 ${at(50)} ms p99 ${at(99)} ms`
+      : '';
     return `${(this.scheduler.now / 1000).toFixed(1)} s virtual, ${l.arrived} arrived, ${l.allocated} allocated, ${l.refused} refused, largest projection lag ${this.lag.maxLagMs} ms${settled}`;
   }
 
@@ -1198,13 +1446,20 @@ export class World {
         const cidr = parseCidr(range.cidr);
         const window = legacyWindow(cidr);
         const set = new Set<string>();
-        if (doc) Bitmap.decode(doc.data, window).forEachSet((bit) => set.add(formatAddress({ family: cidr.family, value: addressOfBit(cidr, bit) })));
+        if (doc)
+          Bitmap.decode(doc.data, window).forEachSet((bit) =>
+            set.add(formatAddress({ family: cidr.family, value: addressOfBit(cidr, bit) })),
+          );
         const leased = new Set(
           snap.leases
             .filter((l) => {
               if (l.pool !== range.pool) return false;
               const a = parseAddress(l.address);
-              return a.family === cidr.family && a.value >= addressOfBit(cidr, 0) && a.value <= addressOfBit(cidr, Number(window) - 1);
+              return (
+                a.family === cidr.family &&
+                a.value >= addressOfBit(cidr, 0) &&
+                a.value <= addressOfBit(cidr, Number(window) - 1)
+              );
             })
             .map((l) => l.address),
         );
@@ -1218,11 +1473,20 @@ export class World {
         if (!hosts) continue;
         const summary = await readSummary(auditor.deps.occupancy, range.pool, cidr.family, [hosts]);
         const set = new Set<string>();
-        for (const chunk of summary.chunks) forEachHeld(chunk, [hosts], (value) => set.add(formatAddress({ family: cidr.family, value })));
-        const leased = new Set(snap.leases.filter((l) => l.pool === range.pool && isHostOf(cidr, parseAddress(l.address))).map((l) => l.address));
+        for (const chunk of summary.chunks)
+          forEachHeld(chunk, [hosts], (value) => set.add(formatAddress({ family: cidr.family, value })));
+        const leased = new Set(
+          snap.leases
+            .filter((l) => l.pool === range.pool && isHostOf(cidr, parseAddress(l.address)))
+            .map((l) => l.address),
+        );
         summaries.push({ range: range.name, leased, set });
       }
-      this.violations([...checkUtilization(snap, now, reported), ...checkSummaries(summaries), ...checkBitmaps(bitmaps)]);
+      this.violations([
+        ...checkUtilization(snap, now, reported),
+        ...checkSummaries(summaries),
+        ...checkBitmaps(bitmaps),
+      ]);
     })();
     await this.scheduler.runUntil(this.scheduler.now + 60_000);
     await done;

@@ -1,5 +1,9 @@
 import { Agent } from 'node:http';
-import { DynamoDBClient, type TransactWriteItemsCommandInput, type UpdateItemCommandInput } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBClient,
+  type TransactWriteItemsCommandInput,
+  type UpdateItemCommandInput,
+} from '@aws-sdk/client-dynamodb';
 import type { PartitionLimiter } from './limiter.ts';
 import { addUsage, emptyUsage, type Pricer, type Usage } from './meter.ts';
 import { leaseWritesOf, type WriteTap } from './stream-feed.ts';
@@ -47,7 +51,9 @@ export class ProvisionedThroughputExceededError extends Error {
   readonly $metadata = { httpStatusCode: 400 };
   readonly $retryable = { throttling: true };
   constructor(readonly partitions: readonly string[]) {
-    super(`The level of configured provisioned throughput for one or more partition keys was exceeded (${partitions.join(', ')}).`);
+    super(
+      `The level of configured provisioned throughput for one or more partition keys was exceeded (${partitions.join(', ')}).`,
+    );
   }
 }
 
@@ -57,10 +63,11 @@ export class ThrottledTransactionError extends Error {
   readonly $fault = 'client';
   readonly $metadata = { httpStatusCode: 400 };
   constructor(readonly CancellationReasons: readonly { Code: string; Message?: string }[]) {
-    super(`Transaction cancelled, please refer cancellation reasons for specific reasons [${CancellationReasons.map((r) => r.Code).join(', ')}]`);
+    super(
+      `Transaction cancelled, please refer cancellation reasons for specific reasons [${CancellationReasons.map((r) => r.Code).join(', ')}]`,
+    );
   }
 }
-
 
 /**
  * A DynamoDB client for the benchmark: every attempt (SDK retries included, since the meter sits inside the retry
@@ -73,7 +80,11 @@ export function createBenchClient(options: BenchClientOptions): DynamoDBClient {
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     maxAttempts: options.maxAttempts ?? 1,
-    requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: options.sockets ?? 256 }), requestTimeout: 30_000, connectionTimeout: 5_000 },
+    requestHandler: {
+      httpAgent: new Agent({ keepAlive: true, maxSockets: options.sockets ?? 256 }),
+      requestTimeout: 30_000,
+      connectionTimeout: 5_000,
+    },
   });
   const { pricer, meter, limiter } = options;
 
@@ -139,7 +150,9 @@ function throttleError(op: string, input: unknown, short: readonly string[], pri
   return new ThrottledTransactionError(
     items.map((item) => {
       const throttled = pricer.plan('TransactWriteItems', { TransactItems: [item] }).some((c) => hot.has(c.partition));
-      return throttled ? { Code: 'ThrottlingError', Message: 'Throughput exceeds the current capacity of your table or index.' } : { Code: 'None' };
+      return throttled
+        ? { Code: 'ThrottlingError', Message: 'Throughput exceeds the current capacity of your table or index.' }
+        : { Code: 'None' };
     }),
   );
 }

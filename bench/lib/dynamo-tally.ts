@@ -45,7 +45,11 @@ type Body = Record<string, unknown>;
 
 function kindOf(op: string, body: Body): { kind: string; keys: number; consistent: boolean } {
   if (op === 'TransactWriteItems') {
-    const items = (body.TransactItems as Record<string, { Key?: Record<string, AttributeValue>; Item?: Record<string, AttributeValue> }>[]) ?? [];
+    const items =
+      (body.TransactItems as Record<
+        string,
+        { Key?: Record<string, AttributeValue>; Item?: Record<string, AttributeValue> }
+      >[]) ?? [];
     const pks = items.flatMap((t) => Object.values(t).map((w) => pkOf(w.Key ?? w.Item)));
     if (pks.some((pk) => pk.startsWith('CLAIM#'))) return { kind: 'commit', keys: 0, consistent: true };
     if (pks.some((pk) => pk.startsWith('SEALS#'))) return { kind: 'seal', keys: 0, consistent: true };
@@ -53,17 +57,23 @@ function kindOf(op: string, body: Body): { kind: string; keys: number; consisten
     return { kind: 'transactOther', keys: 0, consistent: true };
   }
   if (op === 'BatchGetItem') {
-    const tables = Object.values((body.RequestItems as Record<string, { Keys: Record<string, AttributeValue>[]; ConsistentRead?: boolean }>) ?? {});
+    const tables = Object.values(
+      (body.RequestItems as Record<string, { Keys: Record<string, AttributeValue>[]; ConsistentRead?: boolean }>) ?? {},
+    );
     const keys = tables.flatMap((t) => t.Keys);
     const consistent = tables.every((t) => t.ConsistentRead === true);
     const pks = keys.map(pkOf);
-    if (pks.some((pk) => pk.startsWith('SEALS#') || pk.startsWith('FREED#'))) return { kind: 'sealRead', keys: keys.length, consistent };
+    if (pks.some((pk) => pk.startsWith('SEALS#') || pk.startsWith('FREED#')))
+      return { kind: 'sealRead', keys: keys.length, consistent };
     // A band read in bulk sends full requests of 100 keys; a check of a summary's few free addresses or a sample, fewer.
-    if (pks.every((pk) => pk.startsWith('LEASE#'))) return { kind: keys.length > VERIFY_KEYS ? 'leaseRead:bulk' : 'leaseRead:check', keys: keys.length, consistent };
+    if (pks.every((pk) => pk.startsWith('LEASE#')))
+      return { kind: keys.length > VERIFY_KEYS ? 'leaseRead:bulk' : 'leaseRead:check', keys: keys.length, consistent };
     return { kind: `batchGet:${[...new Set(pks.map(prefixOf))].join(',')}`, keys: keys.length, consistent };
   }
   if (op === 'Query') {
-    const values = Object.values((body.ExpressionAttributeValues as Record<string, AttributeValue>) ?? {}).flatMap((v) => ('S' in v && typeof v.S === 'string' ? [v.S] : []));
+    const values = Object.values((body.ExpressionAttributeValues as Record<string, AttributeValue>) ?? {}).flatMap(
+      (v) => ('S' in v && typeof v.S === 'string' ? [v.S] : []),
+    );
     const consistent = body.ConsistentRead === true;
     if (values.some((v) => v.startsWith('OCC#'))) return { kind: 'summary', keys: 0, consistent };
     if (values.some((v) => v.startsWith('ADDR#'))) return { kind: 'listing', keys: 0, consistent };
@@ -74,7 +84,11 @@ function kindOf(op: string, body: Body): { kind: string; keys: number; consisten
   if (prefix === 'SEALS#' && op !== 'GetItem') return { kind: 'seal', keys: 0, consistent: true };
   if (MIRROR_PREFIXES.includes(prefix) && op !== 'GetItem') return { kind: 'mirror', keys: 0, consistent: true };
   if (op === 'BatchWriteItem') return { kind: 'mirror', keys: 0, consistent: true };
-  return { kind: `${op === 'GetItem' ? 'get' : op}:${prefix}`, keys: op === 'GetItem' ? 1 : 0, consistent: body.ConsistentRead === true };
+  return {
+    kind: `${op === 'GetItem' ? 'get' : op}:${prefix}`,
+    keys: op === 'GetItem' ? 1 : 0,
+    consistent: body.ConsistentRead === true,
+  };
 }
 
 /** An item as the wire's JSON carries it (binary values in base64) in the SDK's form, to be sized. */
@@ -82,7 +96,14 @@ function decoded(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(decoded);
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [k, k === 'B' && typeof v === 'string' ? Buffer.from(v, 'base64') : k === 'BS' && Array.isArray(v) ? v.map((b) => Buffer.from(String(b), 'base64')) : decoded(v)]),
+    Object.entries(value).map(([k, v]) => [
+      k,
+      k === 'B' && typeof v === 'string'
+        ? Buffer.from(v, 'base64')
+        : k === 'BS' && Array.isArray(v)
+          ? v.map((b) => Buffer.from(String(b), 'base64'))
+          : decoded(v),
+    ]),
   );
 }
 
@@ -96,7 +117,11 @@ function unitsOf(op: string, request: { keys: number; consistent: boolean }, ans
     return found + (request.keys - items.length) * readUnits(0, request.consistent);
   }
   if (op === 'GetItem') return readUnits(answer.Item ? sizeOf(answer.Item) : 0, request.consistent);
-  if (op === 'Query') return readUnits(((answer.Items as WireItem[]) ?? []).reduce((sum, item) => sum + sizeOf(item), 0), request.consistent);
+  if (op === 'Query')
+    return readUnits(
+      ((answer.Items as WireItem[]) ?? []).reduce((sum, item) => sum + sizeOf(item), 0),
+      request.consistent,
+    );
   return 0;
 }
 
@@ -135,30 +160,33 @@ export async function startTallyProxy(phase: () => string): Promise<TallyProxy> 
       const arrived = performance.now();
       const op = String(req.headers['x-amz-target'] ?? '').split('.')[1] ?? 'unknown';
       const target = new URL(proxy.target ?? 'http://127.0.0.1:1');
-      const upstream = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-        void readAll(answer).then((out) => {
-          res.writeHead(answer.statusCode ?? 500, answer.headers);
-          res.end(out);
-          let parsed: Body = {};
-          let sent: Body = {};
-          try {
-            parsed = JSON.parse(out.toString('utf8')) as Body;
-            sent = JSON.parse(body.toString('utf8')) as Body;
-          } catch {
-            // Not JSON (a stream call's empty answer): counted as a request only.
-          }
-          const what = kindOf(op, sent);
-          const tally = phases.get(at) ?? { requests: 0, readUnits: 0, kinds: {} };
-          phases.set(at, tally);
-          const kind = (tally.kinds[what.kind] ??= { requests: 0, refused: 0, keys: 0, ms: 0 });
-          tally.requests += 1;
-          kind.requests += 1;
-          kind.ms += performance.now() - arrived;
-          kind.keys += what.keys;
-          if ((answer.statusCode ?? 500) >= 400) kind.refused += 1;
-          else if (what.kind !== 'mirror') tally.readUnits += unitsOf(op, what, parsed);
-        });
-      });
+      const upstream = request(
+        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          void readAll(answer).then((out) => {
+            res.writeHead(answer.statusCode ?? 500, answer.headers);
+            res.end(out);
+            let parsed: Body = {};
+            let sent: Body = {};
+            try {
+              parsed = JSON.parse(out.toString('utf8')) as Body;
+              sent = JSON.parse(body.toString('utf8')) as Body;
+            } catch {
+              // Not JSON (a stream call's empty answer): counted as a request only.
+            }
+            const what = kindOf(op, sent);
+            const tally = phases.get(at) ?? { requests: 0, readUnits: 0, kinds: {} };
+            phases.set(at, tally);
+            const kind = (tally.kinds[what.kind] ??= { requests: 0, refused: 0, keys: 0, ms: 0 });
+            tally.requests += 1;
+            kind.requests += 1;
+            kind.ms += performance.now() - arrived;
+            kind.keys += what.keys;
+            if ((answer.statusCode ?? 500) >= 400) kind.refused += 1;
+            else if (what.kind !== 'mirror') tally.readUnits += unitsOf(op, what, parsed);
+          });
+        },
+      );
       upstream.on('error', (error) => {
         res.writeHead(502);
         res.end(String(error));

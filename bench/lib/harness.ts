@@ -58,7 +58,14 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
   const limiter = mode === Mode.Limited ? new PartitionLimiter() : undefined;
   const gate = { halted: false };
   const tap: WriteTap = {};
-  const client = createBenchClient({ endpoint: engine.endpoint, pricer, meter, gate, tap, ...(limiter ? { limiter } : {}) });
+  const client = createBenchClient({
+    endpoint: engine.endpoint,
+    pricer,
+    meter,
+    gate,
+    tap,
+    ...(limiter ? { limiter } : {}),
+  });
   const setupMeter = new Meter();
   setupMeter.recording = false;
   const setupClient = createBenchClient({ endpoint: engine.endpoint, pricer, meter: setupMeter, maxAttempts: 5, tap });
@@ -75,7 +82,15 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
     setupClient,
     gate,
     tap,
-    extraClient: (m, maxAttempts = 3) => createBenchClient({ endpoint: engine.endpoint, pricer, meter: m, maxAttempts, gate, ...(limiter ? { limiter } : {}) }),
+    extraClient: (m, maxAttempts = 3) =>
+      createBenchClient({
+        endpoint: engine.endpoint,
+        pricer,
+        meter: m,
+        maxAttempts,
+        gate,
+        ...(limiter ? { limiter } : {}),
+      }),
     async close() {
       await setupClient.send(new DeleteTableCommand({ TableName: tableName })).catch(() => undefined);
       ledger.forgetTable(tableName);
@@ -86,7 +101,15 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
 }
 
 export function strategyContext(bench: Bench, cidr: string, pool = 'bench'): StrategyContext {
-  return { tableName: bench.tableName, pool, cidr, client: bench.client, setupClient: bench.setupClient, tap: bench.tap, streamClient: (meter) => bench.extraClient(meter, 3) };
+  return {
+    tableName: bench.tableName,
+    pool,
+    cidr,
+    client: bench.client,
+    setupClient: bench.setupClient,
+    tap: bench.tap,
+    streamClient: (meter) => bench.extraClient(meter, 3),
+  };
 }
 
 /** A client's view of one call: its outcome and how long it took. */
@@ -148,10 +171,13 @@ export async function runCallers(options: LoopOptions): Promise<LoopResult> {
   const abort = new AbortController();
   const stopTimer =
     options.until !== undefined
-      ? setTimeout(() => {
-          abort.abort();
-          if (options.gate) options.gate.halted = true;
-        }, Math.max(0, options.until - performance.now()))
+      ? setTimeout(
+          () => {
+            abort.abort();
+            if (options.gate) options.gate.halted = true;
+          },
+          Math.max(0, options.until - performance.now()),
+        )
       : undefined;
   const startedAt = performance.now();
   await Promise.all(
@@ -190,7 +216,18 @@ export async function runCallers(options: LoopOptions): Promise<LoopResult> {
   if (stopTimer) clearTimeout(stopTimer);
   if (options.gate) options.gate.halted = false;
   const endedAt = performance.now();
-  return { allocated, unanswered, calls, fullAnswers, busyAnswers, engineErrors, usage: usageBetween(before, options.meter.snapshot()), startedAt, endedAt, timedOut };
+  return {
+    allocated,
+    unanswered,
+    calls,
+    fullAnswers,
+    busyAnswers,
+    engineErrors,
+    usage: usageBetween(before, options.meter.snapshot()),
+    startedAt,
+    endedAt,
+    timedOut,
+  };
 }
 
 /**
@@ -199,14 +236,23 @@ export async function runCallers(options: LoopOptions): Promise<LoopResult> {
  * internal lock times out under load; DynamoDB would not) and connections it drops or stalls. Anything else is a bug
  * and ends the run.
  */
-export async function allocateOnce(caller: Caller, claimName: string, signal: AbortSignal | undefined, onEngineError: () => void): Promise<AllocationOutcome> {
+export async function allocateOnce(
+  caller: Caller,
+  claimName: string,
+  signal: AbortSignal | undefined,
+  onEngineError: () => void,
+): Promise<AllocationOutcome> {
   try {
     return await caller.allocate(claimName, signal);
   } catch (error) {
     const e = error as { name?: string; code?: string; message?: string; $fault?: string; cause?: { name?: string } };
     if (e.name === 'AbortError' || e.cause?.name === 'AbortError') return { kind: 'busy', reason: 'halted' };
     // Also the engine dropping or stalling connections when many callers poll it (socket hang up, resets, timeouts).
-    const network = e.name === 'TimeoutError' || e.code === 'ECONNRESET' || e.code === 'EPIPE' || /socket hang up/i.test(e.message ?? '');
+    const network =
+      e.name === 'TimeoutError' ||
+      e.code === 'ECONNRESET' ||
+      e.code === 'EPIPE' ||
+      /socket hang up/i.test(e.message ?? '');
     if (e.$fault === 'server' || e.name === 'InternalServerError' || network || e.cause?.name === 'TimeoutError') {
       onEngineError();
       return { kind: 'busy', reason: 'engine error' };

@@ -52,7 +52,11 @@ export class SizeLedger {
         continue;
       }
       indexKeys.push(`${pk}${SEP}${sk}`);
-      indexSizes.push(index.projection === 'KEYS_ONLY' ? this.keysSize(item, [this.schema.pk, this.schema.sk, index.pk, index.sk]) : size);
+      indexSizes.push(
+        index.projection === 'KEYS_ONLY'
+          ? this.keysSize(item, [this.schema.pk, this.schema.sk, index.pk, index.sk])
+          : size,
+      );
     }
     return { size, indexKeys, indexSizes };
   }

@@ -27,7 +27,10 @@ export class PartitionLimiter {
   /** Attempts refused, per partition: which key was hot. */
   readonly refusals = new Map<string, number>();
 
-  constructor(private readonly limits: PartitionLimits = DYNAMODB_PARTITION_LIMITS, private readonly now: () => number = () => performance.now()) {}
+  constructor(
+    private readonly limits: PartitionLimits = DYNAMODB_PARTITION_LIMITS,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   private rate(kind: Charge['kind']): number {
     return kind === 'write' ? this.limits.writeUnitsPerSecond : this.limits.readUnitsPerSecond;
@@ -74,7 +77,10 @@ export class PartitionLimiter {
 
   /** The hottest partitions by refusals, for the report. */
   hottest(limit = 3): { partition: string; refusals: number }[] {
-    return [...this.refusals.entries()].sort((a, b) => b[1] - a[1]).slice(0, limit).map(([partition, refusals]) => ({ partition, refusals }));
+    return [...this.refusals.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, limit)
+      .map(([partition, refusals]) => ({ partition, refusals }));
   }
 }
 

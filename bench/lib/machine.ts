@@ -41,7 +41,9 @@ export function machineInfo(): MachineInfo {
     dynamodbLocal,
     commit: git(['rev-parse', '--short', 'HEAD']) || 'unknown',
     // The code the run measures; its own output (bench/results) does not make the tree dirty.
-    dirty: git(['status', '--porcelain', '--', 'shared', 'functions', 'infra', 'bench', ':(exclude)bench/results']).length > 0,
+    dirty:
+      git(['status', '--porcelain', '--', 'shared', 'functions', 'infra', 'bench', ':(exclude)bench/results']).length >
+      0,
   };
 }
 

@@ -40,7 +40,16 @@ export interface Usage {
 }
 
 export function emptyUsage(): Usage {
-  return { requests: 0, throttled: 0, failedConditions: 0, writeUnits: 0, indexWriteUnits: 0, readUnits: 0, itemsRead: 0, operations: {} };
+  return {
+    requests: 0,
+    throttled: 0,
+    failedConditions: 0,
+    writeUnits: 0,
+    indexWriteUnits: 0,
+    readUnits: 0,
+    itemsRead: 0,
+    operations: {},
+  };
 }
 
 /** b - a, for measuring a window. */
@@ -117,7 +126,10 @@ function partitionId(table: string, index: string | undefined, pk: string): stri
  * Index writes are not doubled for transactions: DynamoDB propagates them after the commit.
  */
 export class Pricer {
-  constructor(private readonly schema: TableSchema, private readonly ledger: SizeLedger) {}
+  constructor(
+    private readonly schema: TableSchema,
+    private readonly ledger: SizeLedger,
+  ) {}
 
   private keyOf(item: WireItem): WireItem {
     const key: WireItem = {};
@@ -129,10 +141,18 @@ export class Pricer {
   }
 
   /** Entry after an update we cannot see (inside a transaction): at least what it writes, at least what was there. */
-  private estimateUpdate(before: LedgerEntry | undefined, key: WireItem, values: Record<string, AttributeValue> | undefined): LedgerEntry {
+  private estimateUpdate(
+    before: LedgerEntry | undefined,
+    key: WireItem,
+    values: Record<string, AttributeValue> | undefined,
+  ): LedgerEntry {
     const written = itemSize(key) + Object.values(values ?? {}).reduce((sum, v) => sum + valueSize(v), 0);
     if (before && before.size >= written) return before;
-    return { size: written, indexKeys: before?.indexKeys ?? this.schema.indexes.map(() => undefined), indexSizes: before?.indexSizes ?? this.schema.indexes.map(() => 0) };
+    return {
+      size: written,
+      indexKeys: before?.indexKeys ?? this.schema.indexes.map(() => undefined),
+      indexSizes: before?.indexSizes ?? this.schema.indexes.map(() => 0),
+    };
   }
 
   /** The writes of a write request, for planning (before) or billing (after). */
@@ -141,33 +161,70 @@ export class Pricer {
       case 'PutItem': {
         const { TableName, Item } = input as PutItemCommandInput;
         const key = this.keyOf(Item!);
-        return [{ table: TableName!, key, before: this.ledger.get(TableName!, key), after: this.ledger.entryOf(Item!), kind: 'put' }];
+        return [
+          {
+            table: TableName!,
+            key,
+            before: this.ledger.get(TableName!, key),
+            after: this.ledger.entryOf(Item!),
+            kind: 'put',
+          },
+        ];
       }
       case 'UpdateItem': {
         const { TableName, Key, ExpressionAttributeValues } = input as UpdateItemCommandInput;
         const before = this.ledger.get(TableName!, Key!);
         const attributes = (output as UpdateItemCommandOutput | undefined)?.Attributes;
-        const after = attributes ? this.ledger.entryOf({ ...attributes, ...Key }) : this.estimateUpdate(before, Key!, ExpressionAttributeValues);
+        const after = attributes
+          ? this.ledger.entryOf({ ...attributes, ...Key })
+          : this.estimateUpdate(before, Key!, ExpressionAttributeValues);
         return [{ table: TableName!, key: Key!, before, after, kind: 'update' }];
       }
       case 'DeleteItem': {
         const { TableName, Key } = input as DeleteItemCommandInput;
-        return [{ table: TableName!, key: Key!, before: this.ledger.get(TableName!, Key!), after: undefined, kind: 'delete' }];
+        return [
+          { table: TableName!, key: Key!, before: this.ledger.get(TableName!, Key!), after: undefined, kind: 'delete' },
+        ];
       }
       case 'TransactWriteItems': {
         const { TransactItems } = input as TransactWriteItemsCommandInput;
         return (TransactItems ?? []).map((item): ItemWrite => {
           if (item.Put) {
             const key = this.keyOf(item.Put.Item!);
-            return { table: item.Put.TableName!, key, before: this.ledger.get(item.Put.TableName!, key), after: this.ledger.entryOf(item.Put.Item!), kind: 'put' };
+            return {
+              table: item.Put.TableName!,
+              key,
+              before: this.ledger.get(item.Put.TableName!, key),
+              after: this.ledger.entryOf(item.Put.Item!),
+              kind: 'put',
+            };
           }
           if (item.Update) {
             const before = this.ledger.get(item.Update.TableName!, item.Update.Key!);
-            return { table: item.Update.TableName!, key: item.Update.Key!, before, after: this.estimateUpdate(before, item.Update.Key!, item.Update.ExpressionAttributeValues), kind: 'update' };
+            return {
+              table: item.Update.TableName!,
+              key: item.Update.Key!,
+              before,
+              after: this.estimateUpdate(before, item.Update.Key!, item.Update.ExpressionAttributeValues),
+              kind: 'update',
+            };
           }
-          if (item.Delete) return { table: item.Delete.TableName!, key: item.Delete.Key!, before: this.ledger.get(item.Delete.TableName!, item.Delete.Key!), after: undefined, kind: 'delete' };
+          if (item.Delete)
+            return {
+              table: item.Delete.TableName!,
+              key: item.Delete.Key!,
+              before: this.ledger.get(item.Delete.TableName!, item.Delete.Key!),
+              after: undefined,
+              kind: 'delete',
+            };
           const check = item.ConditionCheck!;
-          return { table: check.TableName!, key: check.Key!, before: this.ledger.get(check.TableName!, check.Key!), after: undefined, kind: 'check' };
+          return {
+            table: check.TableName!,
+            key: check.Key!,
+            before: this.ledger.get(check.TableName!, check.Key!),
+            after: undefined,
+            kind: 'check',
+          };
         });
       }
       case 'BatchWriteItem': {
@@ -175,11 +232,21 @@ export class Pricer {
         const unprocessed = (output as BatchWriteItemCommandOutput | undefined)?.UnprocessedItems ?? {};
         const writes: ItemWrite[] = [];
         for (const [table, requests] of Object.entries(RequestItems ?? {})) {
-          const skipped = new Set((unprocessed[table] ?? []).map((r) => this.ledger.keyOf(table, r.PutRequest ? this.keyOf(r.PutRequest.Item!) : r.DeleteRequest!.Key!)));
+          const skipped = new Set(
+            (unprocessed[table] ?? []).map((r) =>
+              this.ledger.keyOf(table, r.PutRequest ? this.keyOf(r.PutRequest.Item!) : r.DeleteRequest!.Key!),
+            ),
+          );
           for (const r of requests) {
             const key = r.PutRequest ? this.keyOf(r.PutRequest.Item!) : r.DeleteRequest!.Key!;
             if (skipped.has(this.ledger.keyOf(table, key))) continue;
-            writes.push({ table, key, before: this.ledger.get(table, key), after: r.PutRequest ? this.ledger.entryOf(r.PutRequest.Item!) : undefined, kind: r.PutRequest ? 'put' : 'delete' });
+            writes.push({
+              table,
+              key,
+              before: this.ledger.get(table, key),
+              after: r.PutRequest ? this.ledger.entryOf(r.PutRequest.Item!) : undefined,
+              kind: r.PutRequest ? 'put' : 'delete',
+            });
           }
         }
         return writes;
@@ -190,14 +257,21 @@ export class Pricer {
   }
 
   /** Charges of item writes: table units (times `factor`) on the item's partition, index units on each index partition. */
-  private writeCharges(writes: readonly ItemWrite[], factor: number, succeeded: boolean): { table: number; index: number; charges: Charge[] } {
+  private writeCharges(
+    writes: readonly ItemWrite[],
+    factor: number,
+    succeeded: boolean,
+  ): { table: number; index: number; charges: Charge[] } {
     let table = 0;
     let index = 0;
     const charges: Charge[] = [];
     for (const w of writes) {
       const pk = w.key[this.schema.pk]?.S ?? '';
       // A failed condition (or a check) is billed on the item that is there; a write on the larger of before and after.
-      const bytes = !succeeded || w.kind === 'check' || w.kind === 'delete' ? (w.before?.size ?? 0) : Math.max(w.before?.size ?? 0, w.after?.size ?? 0);
+      const bytes =
+        !succeeded || w.kind === 'check' || w.kind === 'delete'
+          ? (w.before?.size ?? 0)
+          : Math.max(w.before?.size ?? 0, w.after?.size ?? 0);
       const units = writeUnits(bytes) * factor;
       table += units;
       charges.push({ partition: partitionId(w.table, undefined, pk), kind: 'write', units });
@@ -215,7 +289,11 @@ export class Pricer {
         for (const [entryKey, size] of entries) {
           const u = writeUnits(size);
           index += u;
-          charges.push({ partition: partitionId(w.table, ix.name, entryKey.slice(0, entryKey.indexOf('\u0000'))), kind: 'write', units: u });
+          charges.push({
+            partition: partitionId(w.table, ix.name, entryKey.slice(0, entryKey.indexOf('\u0000'))),
+            kind: 'write',
+            units: u,
+          });
         }
       });
     }
@@ -245,18 +323,34 @@ export class Pricer {
       case 'GetItem': {
         const { TableName, Key, ConsistentRead } = input as GetItemCommandInput;
         const size = this.ledger.get(TableName!, Key!)?.size ?? 0;
-        return [{ partition: partitionId(TableName!, undefined, Key![this.schema.pk]?.S ?? ''), kind: 'read', units: readUnits(size, ConsistentRead === true) }];
+        return [
+          {
+            partition: partitionId(TableName!, undefined, Key![this.schema.pk]?.S ?? ''),
+            kind: 'read',
+            units: readUnits(size, ConsistentRead === true),
+          },
+        ];
       }
       case 'BatchGetItem': {
         const { RequestItems } = input as BatchGetItemCommandInput;
         return Object.entries(RequestItems ?? {}).flatMap(([table, { Keys, ConsistentRead }]) =>
-          (Keys ?? []).map((key) => ({ partition: partitionId(table, undefined, key[this.schema.pk]?.S ?? ''), kind: 'read' as const, units: readUnits(this.ledger.get(table, key)?.size ?? 0, ConsistentRead === true) })),
+          (Keys ?? []).map((key) => ({
+            partition: partitionId(table, undefined, key[this.schema.pk]?.S ?? ''),
+            kind: 'read' as const,
+            units: readUnits(this.ledger.get(table, key)?.size ?? 0, ConsistentRead === true),
+          })),
         );
       }
       case 'Query': {
         const q = input as QueryCommandInput;
         const { index, pk } = this.queryPartition(q);
-        return [{ partition: partitionId(q.TableName!, index, pk), kind: 'read', units: readUnits(0, q.ConsistentRead === true) }];
+        return [
+          {
+            partition: partitionId(q.TableName!, index, pk),
+            kind: 'read',
+            units: readUnits(0, q.ConsistentRead === true),
+          },
+        ];
       }
       default:
         return [];
@@ -280,7 +374,11 @@ export class Pricer {
         // A refused condition returns the item that is there (ALL_OLD) when asked: learn its size before billing on it.
         if (conditionFailed) this.learnFromFailure(op, input, error);
         const writes = this.writesOf(op, input, output);
-        const { table, index, charges } = this.writeCharges(writes, op === 'TransactWriteItems' ? TX_FACTOR : 1, !conditionFailed);
+        const { table, index, charges } = this.writeCharges(
+          writes,
+          op === 'TransactWriteItems' ? TX_FACTOR : 1,
+          !conditionFailed,
+        );
         usage.writeUnits = table;
         usage.indexWriteUnits = index;
         if (conditionFailed) {
@@ -298,7 +396,16 @@ export class Pricer {
         const size = this.ledger.get(TableName!, Key!)?.size ?? (item ? itemSize(item) : 0);
         usage.readUnits = readUnits(size, ConsistentRead === true);
         usage.itemsRead = item ? 1 : 0;
-        return { usage, charges: [{ partition: partitionId(TableName!, undefined, Key![this.schema.pk]?.S ?? ''), kind: 'read', units: usage.readUnits }] };
+        return {
+          usage,
+          charges: [
+            {
+              partition: partitionId(TableName!, undefined, Key![this.schema.pk]?.S ?? ''),
+              kind: 'read',
+              units: usage.readUnits,
+            },
+          ],
+        };
       }
       case 'BatchGetItem': {
         if (error !== undefined) return { usage, charges: [] };
@@ -309,15 +416,23 @@ export class Pricer {
           const request = RequestItems?.[table];
           const consistent = request?.ConsistentRead === true;
           // A projected answer carries no key: bill each returned item at the mean stored size of the keys asked for.
-          const known = (request?.Keys ?? []).map((k) => this.ledger.get(table, k)?.size).filter((v): v is number => v !== undefined);
+          const known = (request?.Keys ?? [])
+            .map((k) => this.ledger.get(table, k)?.size)
+            .filter((v): v is number => v !== undefined);
           const meanAsked = known.length ? known.reduce((a, b) => a + b, 0) / known.length : undefined;
           for (const item of items) {
             const key = this.keyOf(item);
-            const stored = this.ledger.get(table, key)?.size ?? (request?.ProjectionExpression !== undefined ? meanAsked : undefined);
+            const stored =
+              this.ledger.get(table, key)?.size ??
+              (request?.ProjectionExpression !== undefined ? meanAsked : undefined);
             const units = readUnits(stored ?? itemSize(item), consistent);
             usage.readUnits += units;
             usage.itemsRead += 1;
-            charges.push({ partition: partitionId(table, undefined, key[this.schema.pk]?.S ?? ''), kind: 'read', units });
+            charges.push({
+              partition: partitionId(table, undefined, key[this.schema.pk]?.S ?? ''),
+              kind: 'read',
+              units,
+            });
           }
         }
         return { usage, charges };
@@ -330,7 +445,8 @@ export class Pricer {
         const items = out.Items ?? [];
         const scanned = out.ScannedCount ?? items.length;
         const { index, pk } = op === 'Query' ? this.queryPartition(q) : { index: q.IndexName, pk: '' };
-        const whole = q.ProjectionExpression === undefined && q.Select !== 'COUNT' && q.Select !== 'ALL_PROJECTED_ATTRIBUTES';
+        const whole =
+          q.ProjectionExpression === undefined && q.Select !== 'COUNT' && q.Select !== 'ALL_PROJECTED_ATTRIBUTES';
         let bytes = 0;
         let sized = 0;
         if (whole) {
@@ -339,12 +455,21 @@ export class Pricer {
         }
         if (scanned > sized) {
           // Items the answer does not show (filtered out, projected away, counted only): the partition's average entry.
-          const average = (op === 'Query' ? this.ledger.averageSize(q.TableName!, index, pk) : this.ledger.averageTableSize(q.TableName!)) ?? (sized ? bytes / sized : 0);
+          const average =
+            (op === 'Query'
+              ? this.ledger.averageSize(q.TableName!, index, pk)
+              : this.ledger.averageTableSize(q.TableName!)) ?? (sized ? bytes / sized : 0);
           bytes += (scanned - sized) * average;
         }
         usage.readUnits = readUnits(bytes, q.ConsistentRead === true);
         usage.itemsRead = scanned;
-        return { usage, charges: op === 'Query' ? [{ partition: partitionId(q.TableName!, index, pk), kind: 'read', units: usage.readUnits }] : [] };
+        return {
+          usage,
+          charges:
+            op === 'Query'
+              ? [{ partition: partitionId(q.TableName!, index, pk), kind: 'read', units: usage.readUnits }]
+              : [],
+        };
       }
       default:
         return { usage, charges: [] };
@@ -355,11 +480,14 @@ export class Pricer {
   private learnFromFailure(op: string, input: unknown, error: unknown): void {
     if (op === 'TransactWriteItems') {
       const items = (input as TransactWriteItemsCommandInput).TransactItems ?? [];
-      const reasons: readonly CancellationReason[] = (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [];
+      const reasons: readonly CancellationReason[] =
+        (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [];
       reasons.forEach((reason, i) => {
         const item = items[i];
-        const table = item?.Put?.TableName ?? item?.Update?.TableName ?? item?.Delete?.TableName ?? item?.ConditionCheck?.TableName;
-        if (reason.Item && table !== undefined) this.ledger.set(table, this.keyOf(reason.Item), this.ledger.entryOf(reason.Item));
+        const table =
+          item?.Put?.TableName ?? item?.Update?.TableName ?? item?.Delete?.TableName ?? item?.ConditionCheck?.TableName;
+        if (reason.Item && table !== undefined)
+          this.ledger.set(table, this.keyOf(reason.Item), this.ledger.entryOf(reason.Item));
       });
       return;
     }

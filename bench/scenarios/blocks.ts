@@ -18,7 +18,10 @@ const BLOCKS = 256;
 /** A strategy of this scenario: prefill `filled` positions, then answer one claim per call. */
 interface BlockStrategy {
   readonly name: string;
-  open(bench: Bench, filled: number): Promise<{ claim(caller: number, name: string): Promise<'ok' | 'full' | 'busy'>; close(): Promise<void> }>;
+  open(
+    bench: Bench,
+    filled: number,
+  ): Promise<{ claim(caller: number, name: string): Promise<'ok' | 'full' | 'busy'>; close(): Promise<void> }>;
 }
 
 /**
@@ -37,7 +40,8 @@ function leaseStrategy(kind: 'blocks' | 'addresses'): BlockStrategy {
       const feed = new StreamFeed(buildContainer(config, { client: bench.extraClient(new Meter()) }).mirror);
       bench.tap.listener = (leases) => feed.push(leases);
       feed.start();
-      for (let i = 0; i < filled; i += 1) await createClaim(setup.deps, { pool: 'p', name: `pre-${i}`, owner: benchOwner(9999) });
+      for (let i = 0; i < filled; i += 1)
+        await createClaim(setup.deps, { pool: 'p', name: `pre-${i}`, owner: benchOwner(9999) });
       await feed.drain();
       const containers = new Map<number, ReturnType<typeof buildContainer>>();
       return {
@@ -72,19 +76,33 @@ const parentDocument: BlockStrategy = {
     const key = { PK: { S: 'PARENT#p' }, SK: { S: 'doc' } };
     const taken = new Set<number>();
     while (taken.size < filled) taken.add(Math.floor(Math.random() * BLOCKS));
-    await bench.setupClient.send(new PutItemCommand({ TableName: bench.tableName, Item: { ...key, version: { N: '1' }, children: { S: JSON.stringify([...taken]) } } }));
+    await bench.setupClient.send(
+      new PutItemCommand({
+        TableName: bench.tableName,
+        Item: { ...key, version: { N: '1' }, children: { S: JSON.stringify([...taken]) } },
+      }),
+    );
     const client: DynamoDBClient = bench.client;
     return {
       async claim() {
         for (let attempt = 0; attempt < 200; attempt += 1) {
-          const out = await client.send(new GetItemCommand({ TableName: bench.tableName, Key: key, ConsistentRead: true }));
+          const out = await client.send(
+            new GetItemCommand({ TableName: bench.tableName, Key: key, ConsistentRead: true }),
+          );
           const version = Number(out.Item!.version!.N);
           const children = new Set(JSON.parse(out.Item!.children!.S!) as number[]);
           if (children.size >= BLOCKS) return 'full';
           const free = Array.from({ length: BLOCKS }, (_, i) => i).filter((i) => !children.has(i));
           children.add(free[Math.floor(Math.random() * free.length)]!);
           try {
-            await client.send(new PutItemCommand({ TableName: bench.tableName, Item: { ...key, version: { N: String(version + 1) }, children: { S: JSON.stringify([...children]) } }, ConditionExpression: 'version = :v', ExpressionAttributeValues: { ':v': { N: String(version) } } }));
+            await client.send(
+              new PutItemCommand({
+                TableName: bench.tableName,
+                Item: { ...key, version: { N: String(version + 1) }, children: { S: JSON.stringify([...children]) } },
+                ConditionExpression: 'version = :v',
+                ExpressionAttributeValues: { ':v': { N: String(version) } },
+              }),
+            );
             return 'ok';
           } catch (error) {
             if (!(error instanceof ConditionalCheckFailedException)) throw error;
@@ -113,52 +131,76 @@ export const blocksScenario: Scenario = {
     // Limited: DynamoDB's per-key throughput modelled (the throughput scenario's limiter), which is what a hot item
     // meets in the service; raw: DynamoDB Local as it is. Quick runs the raw mode only.
     for (const mode of ctx.quick ? [Mode.Raw] : [Mode.Limited, Mode.Raw])
-    for (const fill of ctx.quick ? [0] : [0, 0.5, 0.9]) {
-      for (const callers of [1, 32]) {
-        for (const strategy of [leaseStrategy('blocks'), leaseStrategy('addresses'), parentDocument]) {
-          const bench = await openBench(ctx.engine, `blocks-${strategy.name}`, mode);
-          try {
-            const size = strategy.name === 'lease-addresses' ? 510 : BLOCKS;
-            const filled = Math.floor(fill * size);
-            const run = await strategy.open(bench, filled);
-            // At most half of what is free: a cell measures claims at its fill level, not the fill to the last block.
-            const want = Math.min(claimsPerCell, Math.floor((size - filled) / 2));
-            const before = bench.meter.snapshot();
-            const started = performance.now();
-            let next = 0;
-            let ok = 0;
-            let busy = 0;
-            await Promise.all(Array.from({ length: callers }, async (_, caller) => {
-              while (next < want) {
-                const i = next++;
-                const outcome = await run.claim(caller, `c-${i}`);
-                if (outcome === 'ok') ok += 1;
-                else if (outcome === 'busy') busy += 1;
-                else failures.push(`${strategy.name} at ${fill * 100} % with ${callers} callers answered full with room left`);
-              }
-            }));
-            const seconds = (performance.now() - started) / 1000;
-            const after = bench.meter.snapshot();
-            await run.close();
-            rows.push({ mode, strategy: strategy.name, fullPercent: fill * 100, callers, claims: ok, busy, claimsPerSecond: round(ok / seconds, 1), requestsPerClaim: round((after.requests - before.requests) / Math.max(1, ok), 2), failedConditions: after.failedConditions - before.failedConditions });
-            ctx.log(`blocks ${mode} ${strategy.name} ${fill * 100}% ${callers} callers: ${ok} claims, ${round(ok / seconds, 1)}/s`);
-          } finally {
-            await bench.close();
+      for (const fill of ctx.quick ? [0] : [0, 0.5, 0.9]) {
+        for (const callers of [1, 32]) {
+          for (const strategy of [leaseStrategy('blocks'), leaseStrategy('addresses'), parentDocument]) {
+            const bench = await openBench(ctx.engine, `blocks-${strategy.name}`, mode);
+            try {
+              const size = strategy.name === 'lease-addresses' ? 510 : BLOCKS;
+              const filled = Math.floor(fill * size);
+              const run = await strategy.open(bench, filled);
+              // At most half of what is free: a cell measures claims at its fill level, not the fill to the last block.
+              const want = Math.min(claimsPerCell, Math.floor((size - filled) / 2));
+              const before = bench.meter.snapshot();
+              const started = performance.now();
+              let next = 0;
+              let ok = 0;
+              let busy = 0;
+              await Promise.all(
+                Array.from({ length: callers }, async (_, caller) => {
+                  while (next < want) {
+                    const i = next++;
+                    const outcome = await run.claim(caller, `c-${i}`);
+                    if (outcome === 'ok') ok += 1;
+                    else if (outcome === 'busy') busy += 1;
+                    else
+                      failures.push(
+                        `${strategy.name} at ${fill * 100} % with ${callers} callers answered full with room left`,
+                      );
+                  }
+                }),
+              );
+              const seconds = (performance.now() - started) / 1000;
+              const after = bench.meter.snapshot();
+              await run.close();
+              rows.push({
+                mode,
+                strategy: strategy.name,
+                fullPercent: fill * 100,
+                callers,
+                claims: ok,
+                busy,
+                claimsPerSecond: round(ok / seconds, 1),
+                requestsPerClaim: round((after.requests - before.requests) / Math.max(1, ok), 2),
+                failedConditions: after.failedConditions - before.failedConditions,
+              });
+              ctx.log(
+                `blocks ${mode} ${strategy.name} ${fill * 100}% ${callers} callers: ${ok} claims, ${round(ok / seconds, 1)}/s`,
+              );
+            } finally {
+              await bench.close();
+            }
           }
         }
       }
-    }
     // The issue's two goals, read off the rows (each mode): at 90 % full with 32 callers, block claims/s >= 5x the
     // parent document's; requests per block claim within 10 % of an address claim's in the same cell.
-    const cell = (mode: string, strategy: string, full: number, callers: number) => rows.find((r) => r.mode === mode && r.strategy === strategy && r.fullPercent === full && r.callers === callers);
+    const cell = (mode: string, strategy: string, full: number, callers: number) =>
+      rows.find((r) => r.mode === mode && r.strategy === strategy && r.fullPercent === full && r.callers === callers);
     const goals: string[] = [];
     for (const mode of new Set(rows.map((r) => r.mode as string))) {
       const blocks = cell(mode, 'lease-blocks', 90, 32);
       const doc = cell(mode, 'parent-document', 90, 32);
-      if (blocks && doc) goals.push(`${mode}, 90 % full, 32 callers: lease-blocks ${String(blocks.claimsPerSecond)}/s vs parent-document ${String(doc.claimsPerSecond)}/s = ${round(Number(blocks.claimsPerSecond) / Number(doc.claimsPerSecond), 2)}x (goal >= 5x).`);
+      if (blocks && doc)
+        goals.push(
+          `${mode}, 90 % full, 32 callers: lease-blocks ${String(blocks.claimsPerSecond)}/s vs parent-document ${String(doc.claimsPerSecond)}/s = ${round(Number(blocks.claimsPerSecond) / Number(doc.claimsPerSecond), 2)}x (goal >= 5x).`,
+        );
       for (const r of rows.filter((x) => x.mode === mode && x.strategy === 'lease-blocks')) {
         const a = cell(mode, 'lease-addresses', r.fullPercent as number, r.callers as number);
-        if (a) goals.push(`${mode}, ${String(r.fullPercent)} % full, ${String(r.callers)} callers: requests per claim, blocks ${String(r.requestsPerClaim)} vs addresses ${String(a.requestsPerClaim)} (goal: within 10 %).`);
+        if (a)
+          goals.push(
+            `${mode}, ${String(r.fullPercent)} % full, ${String(r.callers)} callers: requests per claim, blocks ${String(r.requestsPerClaim)} vs addresses ${String(a.requestsPerClaim)} (goal: within 10 %).`,
+          );
       }
     }
     return {
@@ -168,7 +210,7 @@ export const blocksScenario: Scenario = {
       failures,
       notes: [
         `Each cell: a fresh table, the pool pre-filled to the share shown through the same code, then ${claimsPerCell} claims (at most half of those free, so a cell stays near its fill level) by the callers at once. lease-blocks: a block pool of /24 blocks over a /16 (256 blocks); lease-addresses: an address pool of a /23 (510 addresses); parent-document: one item listing the 256 blocks' children, rewritten under a version condition (go-ipam's design).`,
-        'requestsPerClaim counts every DynamoDB request of the measured client (reads, transactions, retries) over the claims answered; the stream function\'s requests are not counted.',
+        "requestsPerClaim counts every DynamoDB request of the measured client (reads, transactions, retries) over the claims answered; the stream function's requests are not counted.",
         ...goals,
       ],
       parameters: { claimsPerCell, blocks: BLOCKS },

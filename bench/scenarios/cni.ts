@@ -58,7 +58,12 @@ export const STACK_FIRST_NICE = -10;
 
 /** CPU seconds of the parts sharing the machine: the bridge and plugin processes (reaped children), the stack, this process. */
 function cpuNow(stack: LocalStack): Record<'plugins' | 'dynamodb' | 'offline' | 'bench', number> {
-  return { plugins: cpuSeconds('self', true), dynamodb: cpuSeconds(stack.pids.dynamodb), offline: groupCpuSeconds(stack.pids.offline), bench: cpuSeconds('self') };
+  return {
+    plugins: cpuSeconds('self', true),
+    dynamodb: cpuSeconds(stack.pids.dynamodb),
+    offline: groupCpuSeconds(stack.pids.offline),
+    bench: cpuSeconds('self'),
+  };
 }
 
 /** One plugin process's moments (ms after the bridges were spawned), from its debug log lines. */
@@ -90,7 +95,8 @@ export function pluginTraces(log: string, spawnedAtEpochMs: number): PluginTrace
     else if (message.includes('checked or waited for in')) {
       trace.poolKnown = at;
       trace.poolWaitMs = Number(/in (\d+) ms/.exec(message)?.[1]);
-    } else if (/^POST \S+\/claims \S+ in \d+ ms/.test(message)) trace.claimMs = Number(/in (\d+) ms/.exec(message)?.[1]);
+    } else if (/^POST \S+\/claims \S+ in \d+ ms/.test(message))
+      trace.claimMs = Number(/in (\d+) ms/.exec(message)?.[1]);
     else if (message.startsWith('done')) trace.done = at;
   }
   return [...traces.values()];
@@ -108,7 +114,9 @@ function spread(values: readonly (number | undefined)[], unit: 's' | 'ms'): stri
 function timeProcess(file: string, args: readonly string[], env: NodeJS.ProcessEnv, stdin: string): Promise<number> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const child = execFile(file, args, { env }, (error) => (error ? reject(error) : resolve(performance.now() - started)));
+    const child = execFile(file, args, { env }, (error) =>
+      error ? reject(error) : resolve(performance.now() - started),
+    );
     child.stdin?.end(stdin);
   });
 }
@@ -130,17 +138,35 @@ export const cniScenario: Scenario = {
   async run(ctx: RunContext): Promise<ScenarioResult> {
     const t0 = performance.now();
     const why = whyTierCannotRun('net');
-    if (why) return { name: 'cni', title: this.title, status: 'unavailable', unavailable: `needs network namespaces: ${why}`, failures: [], notes: [], parameters: {}, rows: [], seconds: 0, charts: [] };
+    if (why)
+      return {
+        name: 'cni',
+        title: this.title,
+        status: 'unavailable',
+        unavailable: `needs network namespaces: ${why}`,
+        failures: [],
+        notes: [],
+        parameters: {},
+        rows: [],
+        seconds: 0,
+        charts: [],
+      };
     const sizes = ctx.quick ? [1, 4] : [1, 16, 100];
     const versionRuns = ctx.quick ? 3 : 30;
     const lab = new CniLab();
     const rows: Record<string, unknown>[] = [];
     const failures: string[] = [];
-    const notes: string[] = [`Before issue 21's speed-up (main at ${CNI_BEFORE.commit}, ${CNI_BEFORE.at}, load average ${CNI_BEFORE.load} at start, the same command): ${CNI_BEFORE.text}.`];
+    const notes: string[] = [
+      `Before issue 21's speed-up (main at ${CNI_BEFORE.commit}, ${CNI_BEFORE.at}, load average ${CNI_BEFORE.load} at start, the same command): ${CNI_BEFORE.text}.`,
+    ];
     let breakdown: Record<string, unknown> | undefined;
     let executableBytes: number | undefined;
     await lab.build();
-    const stack = await startTestStack({ inProcess: true, dynamoJvmOptions: CNI_STACK_JVM_OPTIONS, env: { DYNAMODB_REQUEST_TIMEOUT_MS: '30000' } });
+    const stack = await startTestStack({
+      inProcess: true,
+      dynamoJvmOptions: CNI_STACK_JVM_OPTIONS,
+      env: { DYNAMODB_REQUEST_TIMEOUT_MS: '30000' },
+    });
     try {
       // VERSION start to exit, sequentially and interleaved: the executable, the bundle it was made from under node,
       // and host-local (a Go binary).
@@ -162,23 +188,44 @@ export const cniScenario: Scenario = {
       const hostLocalP50 = percentile(times[2]!, 50);
       for (const [f, form] of forms.entries()) {
         const t = times[f]!;
-        rows.push({ case: 'VERSION start to exit', plugin: form.plugin, n: versionRuns, wallSeconds: '', p50Ms: round(percentile(t, 50), 0), p99Ms: round(percentile(t, 99), 0), minMs: round(Math.min(...t), 0), distinct: '', ratio: round(percentile(t, 50) / hostLocalP50, 1), cpuMsPerCall: round((cpu[f]! * 1000) / versionRuns, 1) });
+        rows.push({
+          case: 'VERSION start to exit',
+          plugin: form.plugin,
+          n: versionRuns,
+          wallSeconds: '',
+          p50Ms: round(percentile(t, 50), 0),
+          p99Ms: round(percentile(t, 99), 0),
+          minMs: round(Math.min(...t), 0),
+          distinct: '',
+          ratio: round(percentile(t, 50) / hostLocalP50, 1),
+          cpuMsPerCall: round((cpu[f]! * 1000) / versionRuns, 1),
+        });
       }
       const exe = statSync(lab.pluginPath).size;
-      notes.push(`The executable (dist/cni/ipam-cni: bun build --compile --bytecode of the esbuild bundle) is ${round(exe / 1024 / 1024, 1)} MiB (${exe} bytes); the bundle it was compiled from, ${round(statSync(lab.scriptPath).size / 1024, 0)} KiB; host-local, ${round(statSync(`${CNI_BIN_DIR}/host-local`).size / 1024 / 1024, 1)} MiB.`);
+      notes.push(
+        `The executable (dist/cni/ipam-cni: bun build --compile --bytecode of the esbuild bundle) is ${round(exe / 1024 / 1024, 1)} MiB (${exe} bytes); the bundle it was compiled from, ${round(statSync(lab.scriptPath).size / 1024, 0)} KiB; host-local, ${round(statSync(`${CNI_BIN_DIR}/host-local`).size / 1024 / 1024, 1)} MiB.`,
+      );
       executableBytes = exe;
-      ctx.log(`cni VERSION p50 ${round(percentile(times[0]!, 50), 1)} ms (node script ${round(percentile(times[1]!, 50), 0)} ms, host-local ${round(hostLocalP50, 1)} ms)`);
+      ctx.log(
+        `cni VERSION p50 ${round(percentile(times[0]!, 50), 1)} ms (node script ${round(percentile(times[1]!, 50), 0)} ms, host-local ${round(hostLocalP50, 1)} ms)`,
+      );
 
       for (const n of sizes) {
         const walls: Record<string, number> = {};
         // At the largest N a third run: the local stack's threads at nice -10, so the node's own processes (the pod
         // start storm) no longer delay the service's answers, as they cannot delay a remote service's.
-        const variants = [{ plugin: 'host-local' as const }, { plugin: 'ipam-cni' as const }, ...(n === Math.max(...sizes) ? [{ plugin: 'ipam-cni' as const, stackFirst: true }] : [])];
+        const variants = [
+          { plugin: 'host-local' as const },
+          { plugin: 'ipam-cni' as const },
+          ...(n === Math.max(...sizes) ? [{ plugin: 'ipam-cni' as const, stackFirst: true }] : []),
+        ];
         for (const variant of variants) {
           const { plugin } = variant;
           const stackFirst = 'stackFirst' in variant;
           if (stackFirst && !setStackNice(stack, STACK_FIRST_NICE)) {
-            notes.push(`The run with the local stack first did not run: setting its nice value to ${STACK_FIRST_NICE} was refused (needs root).`);
+            notes.push(
+              `The run with the local stack first did not run: setting its nice value to ${STACK_FIRST_NICE} was refused (needs root).`,
+            );
             continue;
           }
           const namespaces = await Promise.all(Array.from({ length: n }, () => lab.netns()));
@@ -187,12 +234,35 @@ export const cniScenario: Scenario = {
           const ipam =
             plugin === 'host-local'
               ? { type: 'host-local', subnet: '10.120.0.0/24', dataDir: `${lab.dir}/host-local-${network}` }
-              : { type: 'ipam-cni', endpoint: stack.apiUrl, range: '10.121.0.0/24', stateDir: `${lab.dir}/state-${network}`, timeoutMs: 60_000, logFile, logLevel: 'debug' };
-          const config = { cniVersion: '1.0.0', name: network, type: 'bridge', bridge: lab.bridgeName(), isGateway: false, ipam };
+              : {
+                  type: 'ipam-cni',
+                  endpoint: stack.apiUrl,
+                  range: '10.121.0.0/24',
+                  stateDir: `${lab.dir}/state-${network}`,
+                  timeoutMs: 60_000,
+                  logFile,
+                  logLevel: 'debug',
+                };
+          const config = {
+            cniVersion: '1.0.0',
+            name: network,
+            type: 'bridge',
+            bridge: lab.bridgeName(),
+            isGateway: false,
+            ipam,
+          };
           const cpuBefore = cpuNow(stack);
           const spawnedAt = Date.now();
           const started = performance.now();
-          const runs: PluginRun[] = await Promise.all(namespaces.map((ns) => lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path, timeoutMs: 300_000 })));
+          const runs: PluginRun[] = await Promise.all(
+            namespaces.map((ns) =>
+              lab.reference('bridge', 'ADD', config, {
+                containerID: `${ns.name}-c`,
+                netns: ns.path,
+                timeoutMs: 300_000,
+              }),
+            ),
+          );
           const wall = (performance.now() - started) / 1000;
           const cpuAfter = cpuNow(stack);
           if (stackFirst) setStackNice(stack, 0);
@@ -201,35 +271,98 @@ export const cniScenario: Scenario = {
             const cpu = (part: keyof typeof cpuAfter) => round(cpuAfter[part] - cpuBefore[part], 1);
             const traces = pluginTraces(readFileSync(logFile, 'utf8'), spawnedAt);
             const waited = traces.filter((t) => t.poolWaitMs !== undefined);
-            breakdown = { ...breakdown, [stackFirst ? 'stackFirst' : 'goal']: { n, wallSeconds: round(wall, 2), cpuSeconds: { plugins: cpu('plugins'), dynamodb: cpu('dynamodb'), offline: cpu('offline'), bench: cpu('bench') }, pluginAndBridgeCpuMsPerAdd: round(((cpuAfter.plugins - cpuBefore.plugins) * 1000) / n, 0) } };
+            breakdown = {
+              ...breakdown,
+              [stackFirst ? 'stackFirst' : 'goal']: {
+                n,
+                wallSeconds: round(wall, 2),
+                cpuSeconds: {
+                  plugins: cpu('plugins'),
+                  dynamodb: cpu('dynamodb'),
+                  offline: cpu('offline'),
+                  bench: cpu('bench'),
+                },
+                pluginAndBridgeCpuMsPerAdd: round(((cpuAfter.plugins - cpuBefore.plugins) * 1000) / n, 0),
+              },
+            };
             notes.push(
-              `Where the ${n} ADDs' ${round(wall, 1)} s went (ipam-cni, ${stackFirst ? `local stack at nice ${STACK_FIRST_NICE}` : 'the goal\'s run'}; from each plugin's debug log, times after the bridges were spawned): ` +
-                `plugin processes started ${spread(traces.map((t) => t.start), 's')}; process start to config parsed ${spread(traces.map((t) => (t.parsed ?? NaN) - (t.start ?? NaN)), 'ms')}; ` +
-                `${waited.length} of ${traces.length} found no pool check on the node and checked it or waited for it (${spread(waited.map((t) => t.poolWaitMs), 'ms')}), the others read the node's cache; ` +
-                `the claim request took ${spread(traces.map((t) => t.claimMs), 'ms')}; plugins done ${spread(traces.map((t) => t.done), 's')}; each bridge took ${spread(runs.map((r) => r.ms), 's')} from its spawn to its exit. ` +
+              `Where the ${n} ADDs' ${round(wall, 1)} s went (ipam-cni, ${stackFirst ? `local stack at nice ${STACK_FIRST_NICE}` : "the goal's run"}; from each plugin's debug log, times after the bridges were spawned): ` +
+                `plugin processes started ${spread(
+                  traces.map((t) => t.start),
+                  's',
+                )}; process start to config parsed ${spread(
+                  traces.map((t) => (t.parsed ?? NaN) - (t.start ?? NaN)),
+                  'ms',
+                )}; ` +
+                `${waited.length} of ${traces.length} found no pool check on the node and checked it or waited for it (${spread(
+                  waited.map((t) => t.poolWaitMs),
+                  'ms',
+                )}), the others read the node's cache; ` +
+                `the claim request took ${spread(
+                  traces.map((t) => t.claimMs),
+                  'ms',
+                )}; plugins done ${spread(
+                  traces.map((t) => t.done),
+                  's',
+                )}; each bridge took ${spread(
+                  runs.map((r) => r.ms),
+                  's',
+                )} from its spawn to its exit. ` +
                 `CPU seconds in the window (2 cores x ${round(wall, 1)} s = ${round(2 * wall, 1)} available): bridge and plugin processes ${cpu('plugins')}, DynamoDB Local ${cpu('dynamodb')}, serverless-offline ${cpu('offline')}, the bench process (spawning, the console server's proxy, the stream poller) ${cpu('bench')}.`,
             );
           }
           if (!stackFirst) walls[plugin] = wall;
           const failed = runs.filter((r) => r.code !== 0);
-          const addresses = runs.filter((r) => r.code === 0).flatMap((r) => ((r.json?.ips ?? []) as { address: string }[]).map((ip) => ip.address));
+          const addresses = runs
+            .filter((r) => r.code === 0)
+            .flatMap((r) => ((r.json?.ips ?? []) as { address: string }[]).map((ip) => ip.address));
           const distinct = new Set(addresses).size;
-          if (failed.length > 0) failures.push(`${plugin}, ${label}: ${failed.length} ADDs failed (first: ${failed[0]!.stdout.trim() || failed[0]!.stderr.trim()})`);
-          if (distinct !== addresses.length || addresses.length !== n) failures.push(`${plugin}, ${label}: ${addresses.length} addresses for ${n} ADDs, ${distinct} distinct`);
+          if (failed.length > 0)
+            failures.push(
+              `${plugin}, ${label}: ${failed.length} ADDs failed (first: ${failed[0]!.stdout.trim() || failed[0]!.stderr.trim()})`,
+            );
+          if (distinct !== addresses.length || addresses.length !== n)
+            failures.push(`${plugin}, ${label}: ${addresses.length} addresses for ${n} ADDs, ${distinct} distinct`);
           const ms = runs.map((r) => r.ms);
-          rows.push({ case: label, plugin, n, wallSeconds: round(wall, 2), p50Ms: round(percentile(ms, 50), 0), p99Ms: round(percentile(ms, 99), 0), minMs: round(Math.min(...ms), 0), distinct: `${distinct}/${n}`, ratio: plugin === 'ipam-cni' ? round(wall / walls['host-local']!, 1) : 1 });
-          ctx.log(`cni ${plugin} ${label}: ${round(wall, 2)} s, p50 ${round(percentile(ms, 50), 0)} ms, ${distinct}/${n} distinct`);
+          rows.push({
+            case: label,
+            plugin,
+            n,
+            wallSeconds: round(wall, 2),
+            p50Ms: round(percentile(ms, 50), 0),
+            p99Ms: round(percentile(ms, 99), 0),
+            minMs: round(Math.min(...ms), 0),
+            distinct: `${distinct}/${n}`,
+            ratio: plugin === 'ipam-cni' ? round(wall / walls['host-local']!, 1) : 1,
+          });
+          ctx.log(
+            `cni ${plugin} ${label}: ${round(wall, 2)} s, p50 ${round(percentile(ms, 50), 0)} ms, ${distinct}/${n} distinct`,
+          );
           for (const ns of namespaces) await lab.deleteNetns(ns.name);
         }
       }
       await podmanRows(ctx, lab, stack, rows, notes, failures);
-      notes.push(`The row "local stack at nice ${STACK_FIRST_NICE}" repeats the largest N with every thread of DynamoDB Local and serverless-offline at nice ${STACK_FIRST_NICE}: same N, same bridge path, a fresh network and pool, the same work, run right after it (DynamoDB Local a little warmer). On this machine the service shares the 2 cores with the pods being started; a deployed one does not, so the node's start-up storm (a node process per ADD) cannot delay its answers. The goal is read from the row above it, where the stack runs at the default priority. In the instrumented runs, the pool's creation on the node's first ADD (one request, in flight alone while the other 99 wait) took 4.8-5.8 s of server time at the default priority (its DynamoDB Local transaction 3 s) and 0.57 s at nice -10.`);
-      notes.push('The plugin runs with `logLevel: debug` and a log file here (one append per process at its exit): its timing lines are where the breakdown above comes from.');
-      notes.push('ratio: the row\'s wall time (or, for VERSION, p50) over host-local\'s in the same N (or host-local\'s VERSION p50); cpuMsPerCall: CPU of the process per VERSION call. host-local is the node-local floor: a file lock and no network; ipam-cni makes one HTTP request per ADD to the local stack (serverless-offline and DynamoDB Local on the same 2 cores) once the node\'s first ADD checked the pool (GET, POST pool, POST range for a new pool; the others wait for it).');
-      notes.push('The local stack ran its handlers in serverless-offline\'s own process (`--useInProcess`): one loaded handler serves concurrent requests, as warm Lambda instances would; with a worker per concurrent request, 64 parallel requests on this loaded machine took minutes of cold starts and hit the function timeout.');
-      notes.push(`DynamoDB Local runs with \`${CNI_STACK_JVM_OPTIONS.join(' ')}\` here (client JIT compiler only, serial GC): it stands in for DynamoDB, which uses none of the node's CPU, and a JVM started for a one-minute run otherwise spends about twice the CPU per claim compiling and collecting (bench/scenarios/cni.ts).`);
-      notes.push('DynamoDB requests of the local stack time out after 30 s instead of its 3 s, so a slow DynamoDB Local on the loaded machine shows as time, not as 503 NotReady.');
-      notes.push('Each bridge ADD is one bridge process that runs the IPAM plugin as a child (the executable for ipam-cni, a Go binary for host-local); times are from spawning bridge to its exit, so they include bridge\'s own veth and namespace work, the same for both.');
+      notes.push(
+        `The row "local stack at nice ${STACK_FIRST_NICE}" repeats the largest N with every thread of DynamoDB Local and serverless-offline at nice ${STACK_FIRST_NICE}: same N, same bridge path, a fresh network and pool, the same work, run right after it (DynamoDB Local a little warmer). On this machine the service shares the 2 cores with the pods being started; a deployed one does not, so the node's start-up storm (a node process per ADD) cannot delay its answers. The goal is read from the row above it, where the stack runs at the default priority. In the instrumented runs, the pool's creation on the node's first ADD (one request, in flight alone while the other 99 wait) took 4.8-5.8 s of server time at the default priority (its DynamoDB Local transaction 3 s) and 0.57 s at nice -10.`,
+      );
+      notes.push(
+        'The plugin runs with `logLevel: debug` and a log file here (one append per process at its exit): its timing lines are where the breakdown above comes from.',
+      );
+      notes.push(
+        "ratio: the row's wall time (or, for VERSION, p50) over host-local's in the same N (or host-local's VERSION p50); cpuMsPerCall: CPU of the process per VERSION call. host-local is the node-local floor: a file lock and no network; ipam-cni makes one HTTP request per ADD to the local stack (serverless-offline and DynamoDB Local on the same 2 cores) once the node's first ADD checked the pool (GET, POST pool, POST range for a new pool; the others wait for it).",
+      );
+      notes.push(
+        "The local stack ran its handlers in serverless-offline's own process (`--useInProcess`): one loaded handler serves concurrent requests, as warm Lambda instances would; with a worker per concurrent request, 64 parallel requests on this loaded machine took minutes of cold starts and hit the function timeout.",
+      );
+      notes.push(
+        `DynamoDB Local runs with \`${CNI_STACK_JVM_OPTIONS.join(' ')}\` here (client JIT compiler only, serial GC): it stands in for DynamoDB, which uses none of the node's CPU, and a JVM started for a one-minute run otherwise spends about twice the CPU per claim compiling and collecting (bench/scenarios/cni.ts).`,
+      );
+      notes.push(
+        'DynamoDB requests of the local stack time out after 30 s instead of its 3 s, so a slow DynamoDB Local on the loaded machine shows as time, not as 503 NotReady.',
+      );
+      notes.push(
+        "Each bridge ADD is one bridge process that runs the IPAM plugin as a child (the executable for ipam-cni, a Go binary for host-local); times are from spawning bridge to its exit, so they include bridge's own veth and namespace work, the same for both.",
+      );
     } finally {
       try {
         await lab.cleanup();
@@ -237,7 +370,24 @@ export const cniScenario: Scenario = {
         await stack.stop();
       }
     }
-    return { name: 'cni', title: this.title, status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { sizes, versionRuns, goals: CNI_GOALS, before: CNI_BEFORE, ...(executableBytes ? { executableBytes } : {}), ...(breakdown ? { breakdown } : {}) }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [] };
+    return {
+      name: 'cni',
+      title: this.title,
+      status: failures.length ? 'failed' : 'ok',
+      failures,
+      notes,
+      parameters: {
+        sizes,
+        versionRuns,
+        goals: CNI_GOALS,
+        before: CNI_BEFORE,
+        ...(executableBytes ? { executableBytes } : {}),
+        ...(breakdown ? { breakdown } : {}),
+      },
+      rows,
+      seconds: round((performance.now() - t0) / 1000, 1),
+      charts: [],
+    };
   },
 };
 
@@ -246,7 +396,14 @@ export const cniScenario: Scenario = {
  * once on a bridge network whose IPAM is ipam-cni, then on one whose IPAM is host-local, each set removed after.
  * Only where the runtime tier can run; otherwise one note says why.
  */
-async function podmanRows(ctx: RunContext, lab: CniLab, stack: LocalStack, rows: Record<string, unknown>[], notes: string[], failures: string[]): Promise<void> {
+async function podmanRows(
+  ctx: RunContext,
+  lab: CniLab,
+  stack: LocalStack,
+  rows: Record<string, unknown>[],
+  notes: string[],
+  failures: string[],
+): Promise<void> {
   const count = ctx.quick ? 2 : PODMAN_CONTAINERS;
   const why = whyTierCannotRun('runtime');
   if (why) {
@@ -259,7 +416,16 @@ async function podmanRows(ctx: RunContext, lab: CniLab, stack: LocalStack, rows:
     const walls: Record<string, number> = {};
     for (const plugin of ['host-local', 'ipam-cni'] as const) {
       const network = lab.network(`pm${plugin === 'host-local' ? 'h' : 'c'}`);
-      const ipam = plugin === 'host-local' ? { type: 'host-local', subnet: '10.122.0.0/24', dataDir: `${lab.dir}/podman-host-local` } : { type: 'ipam-cni', endpoint: stack.apiUrl, range: '10.123.0.0/24', stateDir: `${lab.dir}/podman-state`, timeoutMs: 60_000 };
+      const ipam =
+        plugin === 'host-local'
+          ? { type: 'host-local', subnet: '10.122.0.0/24', dataDir: `${lab.dir}/podman-host-local` }
+          : {
+              type: 'ipam-cni',
+              endpoint: stack.apiUrl,
+              range: '10.123.0.0/24',
+              stateDir: `${lab.dir}/podman-state`,
+              timeoutMs: 60_000,
+            };
       podman.network(network, [{ type: 'bridge', bridge: lab.bridgeName(), isGateway: false, ipam }]);
       const names = Array.from({ length: count }, (_, i) => `${network}-${i}`);
       const started = performance.now();
@@ -274,12 +440,26 @@ async function podmanRows(ctx: RunContext, lab: CniLab, stack: LocalStack, rows:
       walls[plugin] = wall;
       const addresses = await Promise.all(names.map((name) => podman.address(name)));
       const distinct = new Set(addresses.filter(Boolean)).size;
-      if (distinct !== count) failures.push(`Podman, ${plugin}: ${distinct} distinct addresses for ${count} containers`);
-      rows.push({ case: `Podman: ${count} containers started at once`, plugin, n: count, wallSeconds: round(wall, 2), p50Ms: round(percentile(each, 50), 0), p99Ms: round(percentile(each, 99), 0), minMs: round(Math.min(...each), 0), distinct: `${distinct}/${count}`, ratio: plugin === 'ipam-cni' ? round(wall / walls['host-local']!, 1) : 1, containersPerSecond: round(count / wall, 2) });
+      if (distinct !== count)
+        failures.push(`Podman, ${plugin}: ${distinct} distinct addresses for ${count} containers`);
+      rows.push({
+        case: `Podman: ${count} containers started at once`,
+        plugin,
+        n: count,
+        wallSeconds: round(wall, 2),
+        p50Ms: round(percentile(each, 50), 0),
+        p99Ms: round(percentile(each, 99), 0),
+        minMs: round(Math.min(...each), 0),
+        distinct: `${distinct}/${count}`,
+        ratio: plugin === 'ipam-cni' ? round(wall / walls['host-local']!, 1) : 1,
+        containersPerSecond: round(count / wall, 2),
+      });
       ctx.log(`cni podman ${plugin}: ${count} containers in ${round(wall, 2)} s`);
       await podman.podman(['rm', '-f', '-t', '1', ...names], 180_000);
     }
-    notes.push(`Podman 4.3 (CNI backend, runc, vfs storage, a busybox image): ${count} \`podman run -d\` at once per IPAM, from the first spawn to the last exit; each includes the container's storage copy, runc and bridge, the same for both.`);
+    notes.push(
+      `Podman 4.3 (CNI backend, runc, vfs storage, a busybox image): ${count} \`podman run -d\` at once per IPAM, from the first spawn to the last exit; each includes the container's storage copy, runc and bridge, the same for both.`,
+    );
   } finally {
     await podman.cleanup();
   }

@@ -42,7 +42,9 @@ export const coldStartScenario: Scenario = {
           external: ['@aws-sdk/*'],
           outfile,
           logLevel: 'silent',
-          banner: { js: "import { createRequire as __ipamCreateRequire } from 'node:module'; const require = __ipamCreateRequire(import.meta.url);" },
+          banner: {
+            js: "import { createRequire as __ipamCreateRequire } from 'node:module'; const require = __ipamCreateRequire(import.meta.url);",
+          },
         });
         const bytes = (await stat(outfile)).size;
         const times: number[] = [];
@@ -51,19 +53,46 @@ export const coldStartScenario: Scenario = {
           const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
             encoding: 'utf8',
             // A deployed function's environment (no LOCAL_STACK): the cursor key is required there (shared/config.ts).
-            env: { PATH: process.env.PATH ?? '', TABLE_NAME: 'ipam-bench', AWS_REGION: 'us-east-1', CURSOR_SECRET: 'bench-cold-start-cursor-secret', AWS_NODEJS_CONNECTION_REUSE_ENABLED: '1' },
+            env: {
+              PATH: process.env.PATH ?? '',
+              TABLE_NAME: 'ipam-bench',
+              AWS_REGION: 'us-east-1',
+              CURSOR_SECRET: 'bench-cold-start-cursor-secret',
+              AWS_NODEJS_CONNECTION_REUSE_ENABLED: '1',
+            },
           });
           const ms = Number(out.stdout.trim().split('\n').pop());
-          if (out.status !== 0 || !Number.isFinite(ms)) failures.push(`${entry}: the bundle did not load: ${out.stderr.split('\n').slice(0, 3).join(' ')}`);
+          if (out.status !== 0 || !Number.isFinite(ms))
+            failures.push(`${entry}: the bundle did not load: ${out.stderr.split('\n').slice(0, 3).join(' ')}`);
           else times.push(ms);
         }
-        rows.push({ function: basename(entry, '.ts'), bytes, kilobytes: round(bytes / 1024, 1), withinLimit: bytes <= BUNDLE_LIMIT_BYTES, initMsMedian: round(percentile(times, 50), 1), initMsMax: round(Math.max(...times), 1), runs });
+        rows.push({
+          function: basename(entry, '.ts'),
+          bytes,
+          kilobytes: round(bytes / 1024, 1),
+          withinLimit: bytes <= BUNDLE_LIMIT_BYTES,
+          initMsMedian: round(percentile(times, 50), 1),
+          initMsMax: round(Math.max(...times), 1),
+          runs,
+        });
         ctx.log(`cold-start ${entry}: ${round(bytes / 1024, 1)} KB, init ${round(percentile(times, 50), 1)} ms`);
       }
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-    const notes = ['Bundles built with the esbuild settings of serverless.yml (custom.esbuild, `@aws-sdk/*` left to the runtime); init time (loading the runtime SDK included) = importing the bundle in a fresh node process (median), no handler call.'];
-    return { name: 'cold-start', title: 'Cold start', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { runs, limitBytes: BUNDLE_LIMIT_BYTES }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [] };
+    const notes = [
+      'Bundles built with the esbuild settings of serverless.yml (custom.esbuild, `@aws-sdk/*` left to the runtime); init time (loading the runtime SDK included) = importing the bundle in a fresh node process (median), no handler call.',
+    ];
+    return {
+      name: 'cold-start',
+      title: 'Cold start',
+      status: failures.length ? 'failed' : 'ok',
+      failures,
+      notes,
+      parameters: { runs, limitBytes: BUNDLE_LIMIT_BYTES },
+      rows,
+      seconds: round((performance.now() - t0) / 1000, 1),
+      charts: [],
+    };
   },
 };

@@ -27,11 +27,18 @@ const POLL_MS = 250;
 const BATCH = 100;
 
 /** A CNI caller's labels and principal: what a claim typically carries (the container id is 64 hex characters). */
-const cniLabels: Labels = { 'cni.ipam/network': 'pods', 'cni.ipam/ifname': 'eth0', 'cni.ipam/container-id': 'c0ffee'.padEnd(64, '0') };
+const cniLabels: Labels = {
+  'cni.ipam/network': 'pods',
+  'cni.ipam/ifname': 'eth0',
+  'cni.ipam/container-id': 'c0ffee'.padEnd(64, '0'),
+};
 const nodeRole: Principal = { arn: 'arn:aws:iam::123456789012:role/eks-node-cni', session: 'i-0123456789abcdef0' };
 /** The most a claim may carry: 32 labels, each key a 253-character prefix and a 63-character name, each value 128. */
 const maxLabels: Labels = Object.fromEntries(
-  Array.from({ length: 32 }, (_, i) => [`${'p'.repeat(240)}${String(i).padStart(13, '0')}/${'n'.repeat(63)}`, 'v'.repeat(128)]),
+  Array.from({ length: 32 }, (_, i) => [
+    `${'p'.repeat(240)}${String(i).padStart(13, '0')}/${'n'.repeat(63)}`,
+    'v'.repeat(128),
+  ]),
 );
 
 const sizeOf = (item: Record<string, unknown>) => plainItemSize(item);
@@ -97,7 +104,16 @@ export const historyScenario: Scenario = {
         const lease = (after ?? before)!;
         const id = String((sequence += 1)).padStart(21, '0');
         const atMs = Math.floor(Date.now() / 1000) * 1000;
-        queue.push({ change: { id, pool: lease.pool, address: lease.address, state: after ? LeaseItemPresence.Held : LeaseItemPresence.Gone, transition: { ...(before ? { before } : {}), ...(after ? { after } : {}), atMs, byTtl: false } }, at: performance.now() });
+        queue.push({
+          change: {
+            id,
+            pool: lease.pool,
+            address: lease.address,
+            state: after ? LeaseItemPresence.Held : LeaseItemPresence.Gone,
+            transition: { ...(before ? { before } : {}), ...(after ? { after } : {}), atMs, byTtl: false },
+          },
+          at: performance.now(),
+        });
       };
       const lag = { history: [] as number[], summary: [] as number[] };
       let batches = 0;
@@ -115,12 +131,14 @@ export const historyScenario: Scenario = {
         if (!batch.length) return;
         batches += 1;
         const changes = batch.map((b) => b.change);
-        timing = (target: number[]) => <R extends { failed: readonly string[] }>(result: R): R => {
-          const failed = new Set(result.failed);
-          const now = performance.now();
-          for (const b of batch) if (!failed.has(b.change.id)) target.push(now - b.at);
-          return result;
-        };
+        timing =
+          (target: number[]) =>
+          <R extends { failed: readonly string[] }>(result: R): R => {
+            const failed = new Set(result.failed);
+            const now = performance.now();
+            for (const b of batch) if (!failed.has(b.change.id)) target.push(now - b.at);
+            return result;
+          };
         const result = await projections.apply(changes);
         const failedIds = new Set(result.failed);
         const again = batch.filter((x) => failedIds.has(x.change.id));
@@ -142,7 +160,13 @@ export const historyScenario: Scenario = {
           const container = buildContainer(config, { client: bench.extraClient(allocationMeter, 5) });
           for (let n = 0; performance.now() < deadline; n += 1) {
             const name = `c-${w}-${n}`;
-            const { claim } = await createClaim(container.deps, { pool: POOL, name, owner: { kind: 'Pod', name: `pod-${w}-${n}`, uid: `uid-${w}-${n}` }, labels: cniLabels, createdBy: nodeRole });
+            const { claim } = await createClaim(container.deps, {
+              pool: POOL,
+              name,
+              owner: { kind: 'Pod', name: `pod-${w}-${n}`, uid: `uid-${w}-${n}` },
+              labels: cniLabels,
+              createdBy: nodeRole,
+            });
             const lease = leaseOfClaim(claim, claim.addresses[0]!);
             push(undefined, lease);
             await deleteClaim(container.deps, POOL, name, undefined, nodeRole);
@@ -164,7 +188,12 @@ export const historyScenario: Scenario = {
         const held: Holding[] = [];
         let before: string | undefined;
         do {
-          const page = await setup.deps.history.addressHoldings(POOL, address, 100, before === undefined ? {} : { before });
+          const page = await setup.deps.history.addressHoldings(
+            POOL,
+            address,
+            100,
+            before === undefined ? {} : { before },
+          );
           held.push(...page.items);
           before = page.next;
         } while (before !== undefined);
@@ -172,7 +201,11 @@ export const historyScenario: Scenario = {
           const found = held.filter((h) => h.claimUid === uid);
           if (found.length === 0) missing += 1;
           if (found.length > 1) duplicated += 1;
-          if (found[0] && (found[0].labels?.['cni.ipam/network'] !== 'pods' || found[0].createdBy?.arn !== nodeRole.arn)) unlabelled += 1;
+          if (
+            found[0] &&
+            (found[0].labels?.['cni.ipam/network'] !== 'pods' || found[0].createdBy?.arn !== nodeRole.arn)
+          )
+            unlabelled += 1;
         }
       }
       if (missing) failures.push(`history: ${missing} of ${cycles.length} cycles have no holding`);
@@ -184,10 +217,23 @@ export const historyScenario: Scenario = {
       const perCycle = (n: number) => round(n / Math.max(1, cycles.length), 3);
       // Item sizes: a holding and a lease as the codec writes them, without and with what the claim carries.
       const lease = (labels?: Labels, createdBy?: Principal): Lease => ({
-        pool: POOL, address: '10.0.12.34', family: 'IPv4', range: '10.0.0.0-20', claim: 'c-3-1234', claimUid: '7f0c2e52-8d4b-4c1e-9a57-3b1f0c2d9e11', owner: { kind: 'Pod', name: 'pod-3-1234', uid: '2f6b1c9e-5a3d-4e7f-8b21-6c0d9a4e3f12' }, createdAt: '2026-11-26T20:00:00.000Z',
-        ...(labels ? { labels } : {}), ...(createdBy ? { createdBy } : {}),
+        pool: POOL,
+        address: '10.0.12.34',
+        family: 'IPv4',
+        range: '10.0.0.0-20',
+        claim: 'c-3-1234',
+        claimUid: '7f0c2e52-8d4b-4c1e-9a57-3b1f0c2d9e11',
+        owner: { kind: 'Pod', name: 'pod-3-1234', uid: '2f6b1c9e-5a3d-4e7f-8b21-6c0d9a4e3f12' },
+        createdAt: '2026-11-26T20:00:00.000Z',
+        ...(labels ? { labels } : {}),
+        ...(createdBy ? { createdBy } : {}),
       });
-      const holding = (l: Lease): Holding => ({ ...holdingOfLease(l), to: '2026-11-26T20:00:05.000Z', toExact: false, endReason: 'released' });
+      const holding = (l: Lease): Holding => ({
+        ...holdingOfLease(l),
+        to: '2026-11-26T20:00:05.000Z',
+        toExact: false,
+        endReason: 'released',
+      });
       const cases = [
         { carries: 'nothing (no labels, unsigned)', labels: undefined, createdBy: undefined },
         { carries: '3 CNI labels + an assumed-role principal', labels: cniLabels, createdBy: nodeRole },
@@ -197,7 +243,13 @@ export const historyScenario: Scenario = {
         const l = lease(c.labels, c.createdBy);
         const holdingBytes = sizeOf(holdingToItem(holding(l), 1_900_000_000));
         const leaseBytes = sizeOf(leaseToItem(l, 8));
-        return { carries: c.carries, holdingBytes, holdingWriteUnits: writeUnits(holdingBytes), leaseBytes, leaseWriteUnits: writeUnits(leaseBytes) };
+        return {
+          carries: c.carries,
+          holdingBytes,
+          holdingWriteUnits: writeUnits(holdingBytes),
+          leaseBytes,
+          leaseWriteUnits: writeUnits(leaseBytes),
+        };
       });
       const bare = sizes[0]!;
       const rows: Record<string, unknown>[] = [
@@ -236,14 +288,26 @@ export const historyScenario: Scenario = {
         })),
       ];
       const cycle = rows[0]!;
-      ctx.log(`history: ${cycles.length} cycles, ${String(cycle.historyWriteUnitsPerCycle)} WCU/cycle, lag p50/p99 ${String(cycle.historyLagP50Ms)}/${String(cycle.historyLagP99Ms)} ms (mirror ${String(cycle.mirrorLagP50Ms)}/${String(cycle.mirrorLagP99Ms)} ms)`);
+      ctx.log(
+        `history: ${cycles.length} cycles, ${String(cycle.historyWriteUnitsPerCycle)} WCU/cycle, lag p50/p99 ${String(cycle.historyLagP50Ms)}/${String(cycle.historyLagP99Ms)} ms (mirror ${String(cycle.mirrorLagP50Ms)}/${String(cycle.mirrorLagP99Ms)} ms)`,
+      );
       const notes = [
         `Pool ${POOL} with range ${cidr}, history kept 90 days (the default); ${callers} callers (one container each) ran allocate-and-release cycles for ${round(windowMs / 1000, 0)} s; the stream stand-in delivered batches of up to ${BATCH} per ${POLL_MS} ms poll to the stream function's projections (LeaseProjections as deployed, one warm container: the history and the occupancy summary side by side, each chunk put once the history has recorded the batch, carrying its mark).`,
-        'A cycle ends one holding: one conditional PutItem of its item (1 write unit while it is under 1 KB) plus its owner index entry (GSI2, 1 unit). The pool\'s completeness mark rides on the summary chunk writes the same batch makes anyway (chunkWritesCarryingMark; markWriteUnitsOnChunks is what its bytes add to them, counted in the history\'s units: a unit only where they cross a KB boundary), and goes to the pool\'s mark item (an UpdateItem, markItemWrites) only in a batch that writes no chunk of the pool while the newest mark the container put or read on a chunk is more than 10 s of stream time older (MARK_ITEM_SLACK_MS). Its reads: a batch with a deletion queries the pool\'s repair events of the last 15 minutes (one Query per pool per batch), and the pool item once a minute.',
-        'Lag is from the writer\'s report of a change to the end of the batch that recorded it in each projection, under this run\'s load (the callers, both projections and DynamoDB Local on 2 shared cores); in production add DynamoDB Streams\' own delay before a poll sees the record.',
-        'Storage per million holdings: (item bytes + 100) x 2 (table and owner index) x 1e6. The lease item carries copies of the claim\'s labels and createdBy so the history can be made from lease images alone; leaseBytesAdded is that copy, and allocateWriteUnitsAddedPerAddress what it adds to an allocation (0 while the lease stays under 1 KB).',
+        "A cycle ends one holding: one conditional PutItem of its item (1 write unit while it is under 1 KB) plus its owner index entry (GSI2, 1 unit). The pool's completeness mark rides on the summary chunk writes the same batch makes anyway (chunkWritesCarryingMark; markWriteUnitsOnChunks is what its bytes add to them, counted in the history's units: a unit only where they cross a KB boundary), and goes to the pool's mark item (an UpdateItem, markItemWrites) only in a batch that writes no chunk of the pool while the newest mark the container put or read on a chunk is more than 10 s of stream time older (MARK_ITEM_SLACK_MS). Its reads: a batch with a deletion queries the pool's repair events of the last 15 minutes (one Query per pool per batch), and the pool item once a minute.",
+        "Lag is from the writer's report of a change to the end of the batch that recorded it in each projection, under this run's load (the callers, both projections and DynamoDB Local on 2 shared cores); in production add DynamoDB Streams' own delay before a poll sees the record.",
+        "Storage per million holdings: (item bytes + 100) x 2 (table and owner index) x 1e6. The lease item carries copies of the claim's labels and createdBy so the history can be made from lease images alone; leaseBytesAdded is that copy, and allocateWriteUnitsAddedPerAddress what it adds to an allocation (0 while the lease stays under 1 KB).",
       ];
-      return { name: 'history', title: 'Address history cost and lag', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { cidr, callers, windowMs, batch: BATCH, pollMs: POLL_MS }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [] };
+      return {
+        name: 'history',
+        title: 'Address history cost and lag',
+        status: failures.length ? 'failed' : 'ok',
+        failures,
+        notes,
+        parameters: { cidr, callers, windowMs, batch: BATCH, pollMs: POLL_MS },
+        rows,
+        seconds: round((performance.now() - t0) / 1000, 1),
+        charts: [],
+      };
     } finally {
       await bench.close();
     }

@@ -49,20 +49,51 @@ export const mirrorCostScenario: Scenario = {
           const setup = buildContainer(config, { client: bench.setupClient });
           await createPool(setup.deps, { name: sctx.pool });
           const { range } = await createRange(setup.deps, { pool: sctx.pool, cidr, legacy: true });
-          await setup.stores.bitmaps.putBitmap({ pool: sctx.pool, rangeName: range.name, allocation: { range: cidr, data: new Uint8Array(), version: 1 }, expected: 'absent' });
+          await setup.stores.bitmaps.putBitmap({
+            pool: sctx.pool,
+            rangeName: range.name,
+            allocation: { range: cidr, data: new Uint8Array(), version: 1 },
+            expected: 'absent',
+          });
           const offsets = randomOffsets(Number(window), leases).map(BigInt);
           await prefillLeases(sctx, range.name, offsets, config.leaseIndexShards, 'm');
           const records: DynamoDBRecord[] = offsets.map((offset, i) => {
             const address = formatAddress({ family: parsed.family, value: hostAt(parsed, offset) });
-            const item = leaseToItem({ pool: sctx.pool, address, family: parsed.family, range: range.name, claim: `prefill-m-${i}`, claimUid: `prefill-m-${i}`, owner: { kind: 'Pod', name: 'bench-caller--1', uid: 'bench-caller--1' }, createdAt: new Date().toISOString() }, config.leaseIndexShards);
+            const item = leaseToItem(
+              {
+                pool: sctx.pool,
+                address,
+                family: parsed.family,
+                range: range.name,
+                claim: `prefill-m-${i}`,
+                claimUid: `prefill-m-${i}`,
+                owner: { kind: 'Pod', name: 'bench-caller--1', uid: 'bench-caller--1' },
+                createdAt: new Date().toISOString(),
+              },
+              config.leaseIndexShards,
+            );
             // Lease images hold strings and numbers only, whose wire form is the same in the stream's types.
-            const image = marshall(item, { removeUndefinedValues: true }) as NonNullable<DynamoDBRecord['dynamodb']>['NewImage'];
-            return { eventName: 'INSERT', eventSource: 'aws:dynamodb', dynamodb: { SequenceNumber: String(1000 + i).padStart(21, '0'), Keys: { PK: { S: item.PK as string }, SK: { S: 'LEASE' } }, NewImage: image, StreamViewType: 'NEW_AND_OLD_IMAGES' } };
+            const image = marshall(item, { removeUndefinedValues: true }) as NonNullable<
+              DynamoDBRecord['dynamodb']
+            >['NewImage'];
+            return {
+              eventName: 'INSERT',
+              eventSource: 'aws:dynamodb',
+              dynamodb: {
+                SequenceNumber: String(1000 + i).padStart(21, '0'),
+                Keys: { PK: { S: item.PK as string }, SK: { S: 'LEASE' } },
+                NewImage: image,
+                StreamViewType: 'NEW_AND_OLD_IMAGES',
+              },
+            };
           });
           const meter = new Meter();
           const mirrorClient = bench.extraClient(meter, 1);
           // The legacy bitmap's own cost (the summary's upkeep is measured with the lease strategies, whose cost it is).
-          const handler = createMirrorHandler(() => buildContainer(config, { client: mirrorClient }).mirror.legacy, () => undefined);
+          const handler = createMirrorHandler(
+            () => buildContainer(config, { client: mirrorClient }).mirror.legacy,
+            () => undefined,
+          );
           let failedRecords = 0;
           const start = performance.now();
           for (let i = 0; i < records.length; i += batchSize) {
@@ -84,7 +115,11 @@ export const mirrorCostScenario: Scenario = {
           const summary = buildContainer(config, { client: bench.extraClient(summaryMeter, 1) }).mirror.summary;
           const changes = records.map(leaseChangeOf).filter((c): c is LeaseChange => c !== undefined);
           for (let i = 0; i < changes.length; i += batchSize) {
-            for (let attempt = 0; (await summary.apply(changes.slice(i, i + batchSize))).failed.length > 0; attempt += 1) {
+            for (
+              let attempt = 0;
+              (await summary.apply(changes.slice(i, i + batchSize))).failed.length > 0;
+              attempt += 1
+            ) {
               if (attempt > 20) throw new Error('summary batch kept failing');
             }
           }
@@ -95,10 +130,22 @@ export const mirrorCostScenario: Scenario = {
           let mismatches = 0;
           for (const o of expected) if (!bits.has(o)) mismatches += 1;
           mismatches += Math.max(0, bits.count() - expected.size);
-          const leaseBits = offsets.map((o) => bitOf(parsed, parseAddress(formatAddress({ family: parsed.family, value: hostAt(parsed, o) })).value));
-          if (leaseBits.some((b) => b === undefined)) failures.push(`mirror ${mode} batch ${batchSize}: a lease outside the bitmap window`);
-          if (mismatches) failures.push(`mirror ${mode} batch ${batchSize}: bitmap differs from the leases in ${mismatches} bits`);
-          const bitmapUnits = doc ? writeUnits(itemSize(marshall(bitmapToItem({ pool: sctx.pool, rangeName: range.name, allocation: doc }), { removeUndefinedValues: true }))) : 0;
+          const leaseBits = offsets.map((o) =>
+            bitOf(parsed, parseAddress(formatAddress({ family: parsed.family, value: hostAt(parsed, o) })).value),
+          );
+          if (leaseBits.some((b) => b === undefined))
+            failures.push(`mirror ${mode} batch ${batchSize}: a lease outside the bitmap window`);
+          if (mismatches)
+            failures.push(`mirror ${mode} batch ${batchSize}: bitmap differs from the leases in ${mismatches} bits`);
+          const bitmapUnits = doc
+            ? writeUnits(
+                itemSize(
+                  marshall(bitmapToItem({ pool: sctx.pool, rangeName: range.name, allocation: doc }), {
+                    removeUndefinedValues: true,
+                  }),
+                ),
+              )
+            : 0;
           rows.push({
             mode,
             batchSize,
@@ -118,7 +165,9 @@ export const mirrorCostScenario: Scenario = {
             seconds: round(seconds, 2),
             operations: usage.operations,
           });
-          ctx.log(`mirror ${mode} batch ${batchSize}: ${round(usage.writeUnits / leases, 4)} WCU/alloc (bitmap ${bitmapUnits} WCU), ${round(usage.requests / leases, 3)} req/alloc, equal=${mismatches === 0}`);
+          ctx.log(
+            `mirror ${mode} batch ${batchSize}: ${round(usage.writeUnits / leases, 4)} WCU/alloc (bitmap ${bitmapUnits} WCU), ${round(usage.requests / leases, 3)} req/alloc, equal=${mismatches === 0}`,
+          );
         } finally {
           await bench.close();
         }
@@ -135,12 +184,34 @@ export const mirrorCostScenario: Scenario = {
         logX: true,
         logY: true,
         series: [
-          { name: 'mirror (raw)', points: rows.filter((r) => r.mode === Mode.Raw).map((r) => [r.batchSize as number, r.mirrorWriteUnitsPerAllocation as number] as const) },
-          { name: 'goal: 1.2 x bitmap / batch', points: rows.filter((r) => r.mode === Mode.Raw).map((r) => [r.batchSize as number, r.goalWriteUnitsPerAllocation as number] as const) },
+          {
+            name: 'mirror (raw)',
+            points: rows
+              .filter((r) => r.mode === Mode.Raw)
+              .map((r) => [r.batchSize as number, r.mirrorWriteUnitsPerAllocation as number] as const),
+          },
+          {
+            name: 'goal: 1.2 x bitmap / batch',
+            points: rows
+              .filter((r) => r.mode === Mode.Raw)
+              .map((r) => [r.batchSize as number, r.goalWriteUnitsPerAllocation as number] as const),
+          },
         ],
       }),
     );
-    const notes = [`Legacy range ${cidr} (bitmap window ${window} bits); ${leases} lease INSERT records; batches fed one at a time to the stream function's handler.`];
-    return { name: 'mirror-cost', title: 'Mirror cost', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { cidr, leases, batchSizes }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [{ file, title }] };
+    const notes = [
+      `Legacy range ${cidr} (bitmap window ${window} bits); ${leases} lease INSERT records; batches fed one at a time to the stream function's handler.`,
+    ];
+    return {
+      name: 'mirror-cost',
+      title: 'Mirror cost',
+      status: failures.length ? 'failed' : 'ok',
+      failures,
+      notes,
+      parameters: { cidr, leases, batchSizes },
+      rows,
+      seconds: round((performance.now() - t0) / 1000, 1),
+      charts: [{ file, title }],
+    };
   },
 };

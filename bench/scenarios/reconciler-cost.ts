@@ -15,7 +15,6 @@ import { batchWrite, putRequest } from '../lib/storage.ts';
 import { lineChart } from '../../scripts/lib/svg.ts';
 import { benchConfig } from '../strategies/lease.ts';
 
-
 /**
  * The scheduled reconciler's cost as the table grows: 1k/10k/100k held claims (each with its lease) plus a fixed
  * number of claims expired beyond the grace, one run of the reconciler's entry point (the scheduled function's
@@ -38,7 +37,8 @@ export const reconcilerCostScenario: Scenario = {
     // table above the budget reads the budget, not the table, so the tenth shows at 10k -> 100k what the shipped budget
     // does at 100k -> 1M (not seeded here). The limited run keeps the shipped budget only.
     const shipped = benchConfig('x').reconciler.countItems;
-    const budgets = (mode: Mode): number[] => (mode === Mode.Raw ? [shipped, Math.max(1, Math.round(ctx.quick ? 100 : shipped / 10))] : [shipped]);
+    const budgets = (mode: Mode): number[] =>
+      mode === Mode.Raw ? [shipped, Math.max(1, Math.round(ctx.quick ? 100 : shipped / 10))] : [shipped];
     const parsed = parseCidr(cidr);
     const rows: Record<string, unknown>[] = [];
     const failures: string[] = [];
@@ -68,24 +68,53 @@ export const reconcilerCostScenario: Scenario = {
               pool: sctx.pool,
               name,
               uid: name,
-              spec: { owner, ipFamilyPolicy: IpFamilyPolicy.SingleStack, ipFamilies: [parsed.family], addresses: [], ...(expiresAt ? { ttlSeconds: 60 } : {}) },
+              spec: {
+                owner,
+                ipFamilyPolicy: IpFamilyPolicy.SingleStack,
+                ipFamilies: [parsed.family],
+                addresses: [],
+                ...(expiresAt ? { ttlSeconds: 60 } : {}),
+              },
               addresses: [{ address, family: parsed.family, range: range.name }],
               createdAt,
               version: 1,
               ...(expiresAt ? { expiresAt } : {}),
             };
-            const lease: Lease = { pool: sctx.pool, address, family: parsed.family, range: range.name, claim: name, claimUid: name, owner, createdAt, ...(expiresAt ? { expiresAt } : {}) };
-            return { claim, requests: [putRequest(claimToItem(claim, config.leaseIndexShards)), putRequest(leaseToItem(lease, config.leaseIndexShards))] };
+            const lease: Lease = {
+              pool: sctx.pool,
+              address,
+              family: parsed.family,
+              range: range.name,
+              claim: name,
+              claimUid: name,
+              owner,
+              createdAt,
+              ...(expiresAt ? { expiresAt } : {}),
+            };
+            return {
+              claim,
+              requests: [
+                putRequest(claimToItem(claim, config.leaseIndexShards)),
+                putRequest(leaseToItem(lease, config.leaseIndexShards)),
+              ],
+            };
           });
         for (const size of sizes) {
           // Skip a size whose seeding, at the rate seen so far, would overrun the budget.
           const estimateMs = seeded ? ((size - seeded) * seedMs) / seeded : 0;
           if (seedMs + estimateMs > seedBudget(mode)) {
-            notes.push(`${mode}: ${size.toLocaleString('en-US')} claims not measured: seeding had used its ${seedBudget(mode) / 1000} s budget (the limited run gets a small one: the per-key model changes little for a background job)`);
+            notes.push(
+              `${mode}: ${size.toLocaleString('en-US')} claims not measured: seeding had used its ${seedBudget(mode) / 1000} s budget (the limited run gets a small one: the per-key model changes little for a background job)`,
+            );
             continue;
           }
           const s0 = performance.now();
-          await batchWrite(bench.setupClient, bench.tableName, items(size - seeded, undefined, 'held').flatMap((x) => x.requests), 16);
+          await batchWrite(
+            bench.setupClient,
+            bench.tableName,
+            items(size - seeded, undefined, 'held').flatMap((x) => x.requests),
+            16,
+          );
           seeded = size;
           seedMs += performance.now() - s0;
           for (const countItems of budgets(mode)) {
@@ -99,15 +128,23 @@ export const reconcilerCostScenario: Scenario = {
             for (let r = 0; r < runsPerCell; r += 1) {
               // Expired five minutes ago: past the 30 s grace, in the current or previous hour's expiry bucket.
               const gone = items(expired, Date.now() - 300_000, `exp${size}-${countItems}-${r}`);
-              await batchWrite(bench.setupClient, bench.tableName, gone.flatMap((x) => x.requests), 16);
+              await batchWrite(
+                bench.setupClient,
+                bench.tableName,
+                gone.flatMap((x) => x.requests),
+                16,
+              );
               const r0 = performance.now();
-              const summary = await runReconciler(deps, { ...config.reconciler, countItems }, 600_000, { log: () => undefined });
+              const summary = await runReconciler(deps, { ...config.reconciler, countItems }, 600_000, {
+                log: () => undefined,
+              });
               seconds += (performance.now() - r0) / 1000;
               complete &&= summary.complete;
               for (const [k, v] of Object.entries(summary.repairs)) repairs[k] = (repairs[k] ?? 0) + v;
               let left = 0;
               for (const { claim } of gone) if (await setup.deps.claims.getClaim(sctx.pool, claim.name)) left += 1;
-              if (left > 0) failures.push(`${mode} ${size} claims: ${left} of ${expired} expired claims still there after a run`);
+              if (left > 0)
+                failures.push(`${mode} ${size} claims: ${left} of ${expired} expired claims still there after a run`);
               released += expired - left;
             }
             const after = meter.snapshot();
@@ -126,9 +163,13 @@ export const reconcilerCostScenario: Scenario = {
               seconds: round(seconds / runsPerCell, 2),
               complete,
               repairs,
-              operations: Object.fromEntries(Object.entries(after.operations).map(([k, v]) => [k, perRun(v - (before.operations[k] ?? 0))])),
+              operations: Object.fromEntries(
+                Object.entries(after.operations).map(([k, v]) => [k, perRun(v - (before.operations[k] ?? 0))]),
+              ),
             });
-            ctx.log(`reconciler ${mode} ${size} claims, count budget ${countItems}: ${perRun(after.itemsRead - before.itemsRead)} items read per run (${runsPerCell} runs), ${perRun(after.requests - before.requests)} requests, released ${released}/${expired * runsPerCell}`);
+            ctx.log(
+              `reconciler ${mode} ${size} claims, count budget ${countItems}: ${perRun(after.itemsRead - before.itemsRead)} items read per run (${runsPerCell} runs), ${perRun(after.requests - before.requests)} requests, released ${released}/${expired * runsPerCell}`,
+            );
           }
         }
       } finally {
@@ -145,10 +186,34 @@ export const reconcilerCostScenario: Scenario = {
         yLabel: 'items read per run (log)',
         logX: true,
         logY: true,
-        series: [...new Set(rows.map((r) => `${String(r.mode)}, budget ${String(r.countBudget)}`))].map((name) => ({ name, points: rows.filter((r) => `${String(r.mode)}, budget ${String(r.countBudget)}` === name).map((r) => [r.claims as number, r.itemsRead as number] as const) })),
+        series: [...new Set(rows.map((r) => `${String(r.mode)}, budget ${String(r.countBudget)}`))].map((name) => ({
+          name,
+          points: rows
+            .filter((r) => `${String(r.mode)}, budget ${String(r.countBudget)}` === name)
+            .map((r) => [r.claims as number, r.itemsRead as number] as const),
+        })),
       }),
     );
-    notes.push(`Range ${cidr}; each size is the same table grown in place; ${expired} claims expired beyond the grace are added before each run, and every row is the mean of ${runsPerCell} consecutive runs.`);
-    return { name: 'reconciler-cost', title: 'Reconciler cost', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { sizes, expired, runsPerCell, cidr, countBudgets: { raw: budgets(Mode.Raw), limited: budgets(Mode.Limited) }, seedBudgetMs: { raw: seedBudget(Mode.Raw), limited: seedBudget(Mode.Limited) } }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts: [{ file, title }] };
+    notes.push(
+      `Range ${cidr}; each size is the same table grown in place; ${expired} claims expired beyond the grace are added before each run, and every row is the mean of ${runsPerCell} consecutive runs.`,
+    );
+    return {
+      name: 'reconciler-cost',
+      title: 'Reconciler cost',
+      status: failures.length ? 'failed' : 'ok',
+      failures,
+      notes,
+      parameters: {
+        sizes,
+        expired,
+        runsPerCell,
+        cidr,
+        countBudgets: { raw: budgets(Mode.Raw), limited: budgets(Mode.Limited) },
+        seedBudgetMs: { raw: seedBudget(Mode.Raw), limited: seedBudget(Mode.Limited) },
+      },
+      rows,
+      seconds: round((performance.now() - t0) / 1000, 1),
+      charts: [{ file, title }],
+    };
   },
 };

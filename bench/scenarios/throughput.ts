@@ -2,7 +2,15 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { capacity, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { streamShare } from '../lib/stream-feed.ts';
-import { findDuplicates, Mode, warmAll, openBench, randomOffsets, runCallers, strategyContext } from '../lib/harness.ts';
+import {
+  findDuplicates,
+  Mode,
+  warmAll,
+  openBench,
+  randomOffsets,
+  runCallers,
+  strategyContext,
+} from '../lib/harness.ts';
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { lineChart } from '../../scripts/lib/svg.ts';
 import { addUsage, emptyUsage, usageBetween } from '../lib/meter.ts';
@@ -73,9 +81,17 @@ export const throughputScenario: Scenario = {
         // the JVM's code and the engine's tables are warm before the first measured cell whatever the order.
         for (const lane of lanes) {
           const run = lane.run!;
-          const warmers = Array.from({ length: Math.min(8, Math.max(...grid[mode].callers)) }, (_, i) => run.caller(1000 + i));
+          const warmers = Array.from({ length: Math.min(8, Math.max(...grid[mode].callers)) }, (_, i) =>
+            run.caller(1000 + i),
+          );
           await warmAll(warmers);
-          const warm = await runCallers({ callers: warmers, meter: lane.bench.meter, until: performance.now() + windowMs, namePrefix: `tp-warm-${mode}`, gate: lane.bench.gate });
+          const warm = await runCallers({
+            callers: warmers,
+            meter: lane.bench.meter,
+            until: performance.now() + windowMs,
+            namePrefix: `tp-warm-${mode}`,
+            gate: lane.bench.gate,
+          });
           await run.undo(warm.allocated, warm.unanswered);
         }
         for (const occupancy of grid[mode].occupancies) {
@@ -101,7 +117,24 @@ export const throughputScenario: Scenario = {
             // The cell is measured in rounds that alternate the strategies (A B, B A, A B, ...): a drift of the
             // machine or the engine within the cell (a JVM collection, the other lanes' stream polling) falls on
             // every strategy alike instead of on whichever ran its one window then.
-            const cellOf = new Map(lanes.map((lane) => [lane, { inWindow: 0, seconds: 0, allocated: 0, usage: emptyUsage(), stream: emptyUsage(), latencies: [] as number[], busyAnswers: 0, engineErrors: 0, perRound: [] as number[], benchCpuS: 0, engineCpuS: 0 }]));
+            const cellOf = new Map(
+              lanes.map((lane) => [
+                lane,
+                {
+                  inWindow: 0,
+                  seconds: 0,
+                  allocated: 0,
+                  usage: emptyUsage(),
+                  stream: emptyUsage(),
+                  latencies: [] as number[],
+                  busyAnswers: 0,
+                  engineErrors: 0,
+                  perRound: [] as number[],
+                  benchCpuS: 0,
+                  engineCpuS: 0,
+                },
+              ]),
+            );
             for (let r = 0; r < rounds; r += 1) {
               const shift = (first + r) % lanes.length;
               for (const lane of [...lanes.slice(shift), ...lanes.slice(0, shift)]) {
@@ -112,7 +145,13 @@ export const throughputScenario: Scenario = {
                 const streamBefore = run.streamUsage?.();
                 // Where the time goes: CPU of this process (the callers, both lanes' stream functions) and of DynamoDB Local.
                 const cpuBefore = { bench: process.cpuUsage(), engine: cpuSeconds(ctx.engine.db.pid) };
-                const measured = await runCallers({ callers: lane.callers.slice(0, n), meter: bench.meter, until, namePrefix: `tp-${occupancy}-${n}-r${r}-m`, gate: bench.gate });
+                const measured = await runCallers({
+                  callers: lane.callers.slice(0, n),
+                  meter: bench.meter,
+                  until,
+                  namePrefix: `tp-${occupancy}-${n}-r${r}-m`,
+                  gate: bench.gate,
+                });
                 const benchCpu = process.cpuUsage(cpuBefore.bench);
                 sum.benchCpuS += (benchCpu.user + benchCpu.system) / 1e6;
                 sum.engineCpuS += cpuSeconds(ctx.engine.db.pid) - cpuBefore.engine;
@@ -121,7 +160,10 @@ export const throughputScenario: Scenario = {
                 const inWindow = measured.allocated.filter((a) => a.at <= until).length;
                 const seconds = (until - measured.startedAt) / 1000;
                 const dup = findDuplicates(measured.allocated.map((a) => a.address));
-                if (dup.length) failures.push(`${strategy.name} ${mode} occ ${occupancy} callers ${n}: addresses handed out twice: ${dup.slice(0, 5).join(', ')}`);
+                if (dup.length)
+                  failures.push(
+                    `${strategy.name} ${mode} occ ${occupancy} callers ${n}: addresses handed out twice: ${dup.slice(0, 5).join(', ')}`,
+                  );
                 sum.inWindow += inWindow;
                 sum.seconds += seconds;
                 sum.allocated += measured.allocated.length;
@@ -143,7 +185,7 @@ export const throughputScenario: Scenario = {
                 strategy: strategy.name,
                 occupancy,
                 callers: n,
-                turn: (lanes.indexOf(lane) - first + lanes.length) % lanes.length + 1,
+                turn: ((lanes.indexOf(lane) - first + lanes.length) % lanes.length) + 1,
                 allocations: sum.allocated,
                 seconds: round(sum.seconds, 3),
                 perSecond,
@@ -162,20 +204,37 @@ export const throughputScenario: Scenario = {
                 engineCpuMsPerAllocation: round((1000 * sum.engineCpuS) / n1, 2),
                 operations: sum.usage.operations,
               });
-              ctx.log(`throughput ${mode} ${strategy.name} occ=${occupancy} callers=${n}: ${perSecond}/s (rounds ${sum.perRound.join(', ')}), ${round(sum.usage.requests / n1, 2)} req/alloc, throttled ${sum.usage.throttled}`);
+              ctx.log(
+                `throughput ${mode} ${strategy.name} occ=${occupancy} callers=${n}: ${perSecond}/s (rounds ${sum.perRound.join(', ')}), ${round(sum.usage.requests / n1, 2)} req/alloc, throttled ${sum.usage.throttled}`,
+              );
             }
           }
         }
         for (const { strategy, bench, occupied, run } of lanes) {
           const inspection = await run!.inspect();
           const dup = findDuplicates(inspection.held.map((h) => h.address));
-          if (dup.length) failures.push(`${strategy.name} ${mode}: store holds addresses twice: ${dup.slice(0, 5).join(', ')}`);
-          if (inspection.held.length !== occupied.size) failures.push(`${strategy.name} ${mode}: store holds ${inspection.held.length} addresses after the sweep, expected the ${occupied.size} pre-filled`);
+          if (dup.length)
+            failures.push(`${strategy.name} ${mode}: store holds addresses twice: ${dup.slice(0, 5).join(', ')}`);
+          if (inspection.held.length !== occupied.size)
+            failures.push(
+              `${strategy.name} ${mode}: store holds ${inspection.held.length} addresses after the sweep, expected the ${occupied.size} pre-filled`,
+            );
           failures.push(...inspection.problems.slice(0, 5).map((p) => `${strategy.name} ${mode}: ${p}`));
           const lags = run!.streamLagMs?.() ?? [];
-          if (lags.length) streamLag.push({ strategy: strategy.name, mode, records: lags.length, p50ms: round(percentile([...lags], 50), 0), p99ms: round(percentile([...lags], 99), 0), maxMs: round(Math.max(...lags), 0) });
+          if (lags.length)
+            streamLag.push({
+              strategy: strategy.name,
+              mode,
+              records: lags.length,
+              p50ms: round(percentile([...lags], 50), 0),
+              p99ms: round(percentile([...lags], 99), 0),
+              maxMs: round(Math.max(...lags), 0),
+            });
           const hottest = bench.limiter?.hottest(2) ?? [];
-          if (hottest.length) notes.push(`${strategy.name} (limited): hottest keys ${hottest.map((h) => `${h.partition.split('|').slice(1).join('|')} (${h.refusals} refusals)`).join(', ')}`);
+          if (hottest.length)
+            notes.push(
+              `${strategy.name} (limited): hottest keys ${hottest.map((h) => `${h.partition.split('|').slice(1).join('|')} (${h.refusals} refusals)`).join(', ')}`,
+            );
         }
       } finally {
         for (const lane of lanes) {
@@ -191,9 +250,21 @@ export const throughputScenario: Scenario = {
         const title = `Allocations/s vs callers, ${Math.round(occupancy * 100)} % full (${mode})`;
         const series = ctx.strategies.map((s) => ({
           name: s.name,
-          points: rows.filter((r) => r.mode === mode && r.strategy === s.name && r.occupancy === occupancy).map((r) => [r.callers as number, Math.max(0.1, r.perSecond as number)] as const),
+          points: rows
+            .filter((r) => r.mode === mode && r.strategy === s.name && r.occupancy === occupancy)
+            .map((r) => [r.callers as number, Math.max(0.1, r.perSecond as number)] as const),
         }));
-        await writeFile(join(ctx.resultsDir, file), lineChart({ title, xLabel: `callers (log), ${cidr}`, yLabel: 'allocations per second (log)', series, logX: true, logY: true }));
+        await writeFile(
+          join(ctx.resultsDir, file),
+          lineChart({
+            title,
+            xLabel: `callers (log), ${cidr}`,
+            yLabel: 'allocations per second (log)',
+            series,
+            logX: true,
+            logY: true,
+          }),
+        );
         charts.push({ file, title });
       }
     }
@@ -205,15 +276,49 @@ export const throughputScenario: Scenario = {
       const series = ctx.strategies.flatMap((s) =>
         [1, 32, 128]
           .filter((n) => grid[Mode.Raw].callers.includes(n))
-          .map((n) => ({ name: `${s.name} ${n}`, points: rows.filter((r) => r.mode === Mode.Raw && r.strategy === s.name && r.callers === n).map((r) => [Math.round((r.occupancy as number) * 100), Math.max(0.1, r.perSecond as number)] as const) })),
+          .map((n) => ({
+            name: `${s.name} ${n}`,
+            points: rows
+              .filter((r) => r.mode === Mode.Raw && r.strategy === s.name && r.callers === n)
+              .map((r) => [Math.round((r.occupancy as number) * 100), Math.max(0.1, r.perSecond as number)] as const),
+          })),
       );
-      await writeFile(join(ctx.resultsDir, file), lineChart({ title, xLabel: `occupancy (%), ${cidr}`, yLabel: 'allocations per second (log)', series, logX: false, logY: true }));
+      await writeFile(
+        join(ctx.resultsDir, file),
+        lineChart({
+          title,
+          xLabel: `occupancy (%), ${cidr}`,
+          yLabel: 'allocations per second (log)',
+          series,
+          logX: false,
+          logY: true,
+        }),
+      );
       charts.push({ file, title });
     }
-    for (const lag of streamLag) notes.push(`Stream lag (${String(lag.strategy)}, ${String(lag.mode)}): ${String(lag.records)} lease records, p50 ${String(lag.p50ms)} ms, p99 ${String(lag.p99ms)} ms, max ${String(lag.maxMs)} ms from the write to the end of the batch that delivered it (the bench's stand-in polls every 250 ms, batches of up to 100).`);
-    notes.push(`Range ${cidr} (${size} addresses); ${rounds} measured window(s) of ${roundMs} ms per strategy and cell; callers are warm containers reused through the sweep, each new one warmed (caches filled, no allocation) before its first window.`);
-    notes.push(`Order (issue 20): every strategy's table is open through a mode; before the first cell each strategy allocates for one unmeasured window with 8 callers (engine warm-up); each cell is then measured in ${rounds} round(s) that alternate the strategies (A B, B A, A B: the first one rotating from round to round and from cell to cell; column turn: 1 ran first in the cell's first round), and a strategy's rate is its allocations over its time summed across the rounds (perRound in the JSON).`);
-    notes.push(`Limited mode runs ${grid[Mode.Limited].occupancies.map((o) => `${o * 100} %`).join(', ')} with ${grid[Mode.Limited].callers.join(', ')} callers (the cells the goals read).`);
-    return { name: 'throughput', title: 'Throughput vs. concurrency', status: failures.length ? 'failed' : 'ok', failures, notes, parameters: { cidr, grid, windowMs, rounds, roundMs, streamLag }, rows, seconds: round((performance.now() - t0) / 1000, 1), charts };
+    for (const lag of streamLag)
+      notes.push(
+        `Stream lag (${String(lag.strategy)}, ${String(lag.mode)}): ${String(lag.records)} lease records, p50 ${String(lag.p50ms)} ms, p99 ${String(lag.p99ms)} ms, max ${String(lag.maxMs)} ms from the write to the end of the batch that delivered it (the bench's stand-in polls every 250 ms, batches of up to 100).`,
+      );
+    notes.push(
+      `Range ${cidr} (${size} addresses); ${rounds} measured window(s) of ${roundMs} ms per strategy and cell; callers are warm containers reused through the sweep, each new one warmed (caches filled, no allocation) before its first window.`,
+    );
+    notes.push(
+      `Order (issue 20): every strategy's table is open through a mode; before the first cell each strategy allocates for one unmeasured window with 8 callers (engine warm-up); each cell is then measured in ${rounds} round(s) that alternate the strategies (A B, B A, A B: the first one rotating from round to round and from cell to cell; column turn: 1 ran first in the cell's first round), and a strategy's rate is its allocations over its time summed across the rounds (perRound in the JSON).`,
+    );
+    notes.push(
+      `Limited mode runs ${grid[Mode.Limited].occupancies.map((o) => `${o * 100} %`).join(', ')} with ${grid[Mode.Limited].callers.join(', ')} callers (the cells the goals read).`,
+    );
+    return {
+      name: 'throughput',
+      title: 'Throughput vs. concurrency',
+      status: failures.length ? 'failed' : 'ok',
+      failures,
+      notes,
+      parameters: { cidr, grid, windowMs, rounds, roundMs, streamLag },
+      rows,
+      seconds: round((performance.now() - t0) / 1000, 1),
+      charts,
+    };
   },
 };

@@ -20,10 +20,16 @@ import type { Caller, Strategy, StrategyContext, StrategyRun } from './strategy.
  */
 export const bitmapCasStrategy: Strategy = {
   name: 'bitmap-cas',
-  description: "legacy allocator as shipped: read the range's bitmap item, pick a zero bit, one transaction (claim + lease + bitmap if version unchanged), retry on a lost race",
+  description:
+    "legacy allocator as shipped: read the range's bitmap item, pick a zero bit, one transaction (claim + lease + bitmap if version unchanged), retry on a lost race",
   unavailable: async () => undefined,
   async open(ctx: StrategyContext): Promise<StrategyRun> {
-    const config = loadConfig({ TABLE_NAME: ctx.tableName, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: '8', FEATURE_GATES: 'MultiCIDRServiceAllocator=false' });
+    const config = loadConfig({
+      TABLE_NAME: ctx.tableName,
+      LOCAL_STACK: 'true',
+      LEASE_INDEX_SHARDS: '8',
+      FEATURE_GATES: 'MultiCIDRServiceAllocator=false',
+    });
     const setup = buildContainer(config, { client: ctx.setupClient });
     await createPool(setup.deps, { name: ctx.pool });
     const { range } = await createRange(setup.deps, { pool: ctx.pool, cidr: ctx.cidr, legacy: true });
@@ -34,7 +40,15 @@ export const bitmapCasStrategy: Strategy = {
     let version = 1;
     const writeBitmap = async () => {
       version += 1000;
-      await batchWrite(ctx.setupClient, ctx.tableName, [putRequest(bitmapToItem({ pool: ctx.pool, rangeName: range.name, allocation: { range: ctx.cidr, data: baseline.encode(), version } }))]);
+      await batchWrite(ctx.setupClient, ctx.tableName, [
+        putRequest(
+          bitmapToItem({
+            pool: ctx.pool,
+            rangeName: range.name,
+            allocation: { range: ctx.cidr, data: baseline.encode(), version },
+          }),
+        ),
+      ]);
     };
     await writeBitmap();
     let prefills = 0;
@@ -77,7 +91,8 @@ export const bitmapCasStrategy: Strategy = {
           const bit = bitOf(cidr, parseAddress(address).value);
           if (bit !== undefined && !bits.has(bit)) problems.push(`lease ${address} has no bit in the bitmap`);
         }
-        if (bits.count() !== leases.leased.size) problems.push(`bitmap has ${bits.count()} bits set for ${leases.leased.size} leases`);
+        if (bits.count() !== leases.leased.size)
+          problems.push(`bitmap has ${bits.count()} bits set for ${leases.leased.size} leases`);
         return { held: leases.held, problems };
       },
     };

@@ -47,15 +47,26 @@ export function globalLockStrategy(retryPeriodMs: number): Strategy {
         return client.send(
           new PutItemCommand({
             TableName: ctx.tableName,
-            Item: { ...mapKey, entity: { S: 'bench-map' }, version: { N: String(version) }, ...(data.length ? { data: { B: data } } : {}) },
+            Item: {
+              ...mapKey,
+              entity: { S: 'bench-map' },
+              version: { N: String(version) },
+              ...(data.length ? { data: { B: data } } : {}),
+            },
             ...(expected === undefined
               ? {}
-              : { ConditionExpression: '#v = :v', ExpressionAttributeNames: { '#v': 'version' }, ExpressionAttributeValues: { ':v': { N: String(expected) } } }),
+              : {
+                  ConditionExpression: '#v = :v',
+                  ExpressionAttributeNames: { '#v': 'version' },
+                  ExpressionAttributeValues: { ':v': { N: String(expected) } },
+                }),
           }),
         );
       };
       const readMap = async (client: DynamoDBClient): Promise<{ bits: Bitmap; version: number }> => {
-        const out = await client.send(new GetItemCommand({ TableName: ctx.tableName, Key: mapKey, ConsistentRead: true }));
+        const out = await client.send(
+          new GetItemCommand({ TableName: ctx.tableName, Key: mapKey, ConsistentRead: true }),
+        );
         const data = out.Item?.data?.B ?? new Uint8Array();
         return { bits: Bitmap.decode(data, size), version: Number(out.Item?.version?.N ?? '0') };
       };
@@ -74,7 +85,12 @@ export function globalLockStrategy(retryPeriodMs: number): Strategy {
               await ctx.client.send(
                 new PutItemCommand({
                   TableName: ctx.tableName,
-                  Item: { ...lockKey, entity: { S: 'bench-lock' }, owner: { S: me }, expiresAt: { N: String(now + LOCK_LEASE_MS) } },
+                  Item: {
+                    ...lockKey,
+                    entity: { S: 'bench-lock' },
+                    owner: { S: me },
+                    expiresAt: { N: String(now + LOCK_LEASE_MS) },
+                  },
                   ConditionExpression: 'attribute_not_exists(PK) OR expiresAt < :now',
                   ExpressionAttributeValues: { ':now': { N: String(now) } },
                 }),
@@ -89,7 +105,13 @@ export function globalLockStrategy(retryPeriodMs: number): Strategy {
             for (let attempt = 0; attempt < 5; attempt += 1) {
               try {
                 await ctx.client.send(
-                  new DeleteItemCommand({ TableName: ctx.tableName, Key: lockKey, ConditionExpression: '#o = :me', ExpressionAttributeNames: { '#o': 'owner' }, ExpressionAttributeValues: { ':me': { S: me } } }),
+                  new DeleteItemCommand({
+                    TableName: ctx.tableName,
+                    Key: lockKey,
+                    ConditionExpression: '#o = :me',
+                    ExpressionAttributeNames: { '#o': 'owner' },
+                    ExpressionAttributeValues: { ':me': { S: me } },
+                  }),
                 );
                 return;
               } catch (error) {
@@ -112,13 +134,17 @@ export function globalLockStrategy(retryPeriodMs: number): Strategy {
                 if (bit === undefined) return { kind: 'full' };
                 bits.set(bit);
                 await writeMap(ctx.client, bits, version + 1, version);
-                return { kind: 'allocated', address: formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(bit)) }) };
+                return {
+                  kind: 'allocated',
+                  address: formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(bit)) }),
+                };
               } catch (error) {
                 if (isThrottle(error)) return { kind: 'busy', reason: 'throttled under the lock' };
                 // The lock's lease ran out while this caller held it (a slow engine, a long pause) and another caller
                 // took it: the map's version catches the second writer, as whereabouts relies on the IPPool's
                 // resourceVersion. Without that check this would be a duplicate.
-                if ((error as Error).name === 'ConditionalCheckFailedException') return { kind: 'busy', reason: 'lost the lock: its lease expired during the update' };
+                if ((error as Error).name === 'ConditionalCheckFailedException')
+                  return { kind: 'busy', reason: 'lost the lock: its lease expired during the update' };
                 throw error;
               } finally {
                 await releaseLock();
@@ -143,4 +169,3 @@ export function globalLockStrategy(retryPeriodMs: number): Strategy {
 function addressOf(cidr: Cidr, bit: number): string {
   return formatAddress({ family: cidr.family, value: hostAt(cidr, BigInt(bit)) });
 }
-

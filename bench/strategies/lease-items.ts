@@ -7,10 +7,20 @@ import { batchGet, batchWrite, deleteRequest, putRequest, scanEntities } from '.
 import type { Inspection, StrategyContext } from './strategy.ts';
 
 /** The owner every benchmark claim names: one per caller, as one controller per container would. */
-export const benchOwner = (caller: number) => ({ kind: 'Pod', name: `bench-caller-${caller}`, uid: `bench-caller-${caller}` });
+export const benchOwner = (caller: number) => ({
+  kind: 'Pod',
+  name: `bench-caller-${caller}`,
+  uid: `bench-caller-${caller}`,
+});
 
 /** Claims and leases written straight into the table with the adapter's own codec (pre-fill: not through the API). */
-export async function prefillLeases(ctx: StrategyContext, rangeName: string, offsets: readonly bigint[], shards: number, tag: string): Promise<void> {
+export async function prefillLeases(
+  ctx: StrategyContext,
+  rangeName: string,
+  offsets: readonly bigint[],
+  shards: number,
+  tag: string,
+): Promise<void> {
   const cidr = parseCidr(ctx.cidr);
   const createdAt = new Date().toISOString();
   const owner = benchOwner(-1);
@@ -25,7 +35,16 @@ export async function prefillLeases(ctx: StrategyContext, rangeName: string, off
       createdAt,
       version: 1,
     };
-    const lease: Lease = { pool: ctx.pool, address, family: cidr.family, range: rangeName, claim: claim.name, claimUid: claim.uid, owner, createdAt };
+    const lease: Lease = {
+      pool: ctx.pool,
+      address,
+      family: cidr.family,
+      range: rangeName,
+      claim: claim.name,
+      claimUid: claim.uid,
+      owner,
+      createdAt,
+    };
     return [putRequest(claimToItem(claim, shards)), putRequest(leaseToItem(lease, shards))];
   });
   await batchWrite(ctx.setupClient, ctx.tableName, requests, 8);
@@ -35,10 +54,23 @@ export async function prefillLeases(ctx: StrategyContext, rangeName: string, off
  * Deletes the claims and leases of allocations made during a measurement: the answered ones, and those of the
  * `unanswered` calls whose claim was committed after all (read back by name).
  */
-export async function deleteLeases(ctx: StrategyContext, claims: readonly { claimName: string; address: string }[], unanswered: readonly string[]): Promise<void> {
-  const committed = await batchGet(ctx.setupClient, ctx.tableName, unanswered.map((name) => ({ ...keys.claim(ctx.pool, name) })));
-  const late = committed.flatMap((c) => (c.addresses as { address: string }[]).map((a) => ({ claimName: c.name as string, address: a.address })));
-  const requests = [...claims, ...late].flatMap(({ claimName, address }) => [deleteRequest({ ...keys.claim(ctx.pool, claimName) }), deleteRequest({ ...keys.lease(ctx.pool, address) })]);
+export async function deleteLeases(
+  ctx: StrategyContext,
+  claims: readonly { claimName: string; address: string }[],
+  unanswered: readonly string[],
+): Promise<void> {
+  const committed = await batchGet(
+    ctx.setupClient,
+    ctx.tableName,
+    unanswered.map((name) => ({ ...keys.claim(ctx.pool, name) })),
+  );
+  const late = committed.flatMap((c) =>
+    (c.addresses as { address: string }[]).map((a) => ({ claimName: c.name as string, address: a.address })),
+  );
+  const requests = [...claims, ...late].flatMap(({ claimName, address }) => [
+    deleteRequest({ ...keys.claim(ctx.pool, claimName) }),
+    deleteRequest({ ...keys.lease(ctx.pool, address) }),
+  ]);
   await batchWrite(ctx.setupClient, ctx.tableName, requests, 8);
 }
 
@@ -54,7 +86,8 @@ export async function inspectLeases(ctx: StrategyContext): Promise<Inspection & 
   const problems: string[] = [];
   for (const c of claims) {
     for (const a of c.addresses as { address: string }[]) {
-      if (byLease.get(a.address) !== c.uid) problems.push(`claim ${c.name as string} names ${a.address}, whose lease it does not hold`);
+      if (byLease.get(a.address) !== c.uid)
+        problems.push(`claim ${c.name as string} names ${a.address}, whose lease it does not hold`);
     }
   }
   return { held, problems, leased: new Set(byLease.keys()) };

@@ -18,7 +18,6 @@ export function benchConfig(tableName: string): Config {
   return loadConfig({ TABLE_NAME: tableName, LOCAL_STACK: 'true', LEASE_INDEX_SHARDS: '8' });
 }
 
-
 /**
  * Per-IP leases through the shipped code path: `createClaim` of the use cases on a container from `buildContainer`,
  * one container per caller (its own hint and pool-view caches), the adapter's DynamoStore on the metered client.
@@ -68,11 +67,22 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
               const family = parseCidr(ctx.cidr).family;
               // The same intervals the allocator asks the hint for, so its cache entry is the one refreshed.
               const source = view.pool.summarySince !== undefined ? HintSource.Summary : HintSource.Listing;
-              await deps.hints.get(ctx.pool, family, hostIntervals(rangesOf(view, family)), deps.clock.nowMs(), true, source);
+              await deps.hints.get(
+                ctx.pool,
+                family,
+                hostIntervals(rangesOf(view, family)),
+                deps.clock.nowMs(),
+                true,
+                source,
+              );
             },
             async allocate(claimName) {
               try {
-                const { claim } = await createClaim(deps, { pool: ctx.pool, name: claimName, owner: benchOwner(index) });
+                const { claim } = await createClaim(deps, {
+                  pool: ctx.pool,
+                  name: claimName,
+                  owner: benchOwner(index),
+                });
                 return { kind: 'allocated', address: claim.addresses[0]!.address };
               } catch (error) {
                 if (error instanceof RangeFullError) return { kind: 'full' };

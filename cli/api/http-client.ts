@@ -17,7 +17,10 @@ export interface FetchResponse {
 }
 
 /** The part of fetch the client uses; the global fetch is one. */
-export type FetchLike = (url: URL, init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal }) => Promise<FetchResponse>;
+export type FetchLike = (
+  url: URL,
+  init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
+) => Promise<FetchResponse>;
 
 export interface HttpClientOptions {
   /** Base URL: `http://127.0.0.1:3000`, or a deployed API's invoke URL (a path prefix such as a stage is kept). */
@@ -67,7 +70,8 @@ export class HttpClient {
   /** `path` starts with `/v1/`; each path segment must already be encoded (see `encodePath`). */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse> {
     const url = new URL(this.options.endpoint.href.replace(/\/+$/, '') + path);
-    for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    for (const [key, value] of Object.entries(options.query ?? {}))
+      if (value !== undefined) url.searchParams.set(key, String(value));
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
     let headers: Record<string, string> = {
       accept: 'application/json',
@@ -75,7 +79,8 @@ export class HttpClient {
       ...this.options.headers,
       ...options.headers,
     };
-    if (this.options.signer) headers = await this.options.signer({ method, url, headers, ...(body !== undefined ? { body } : {}) });
+    if (this.options.signer)
+      headers = await this.options.signer({ method, url, headers, ...(body !== undefined ? { body } : {}) });
     this.traceRequest(method, url, headers, body);
 
     let response: FetchResponse;
@@ -96,7 +101,8 @@ export class HttpClient {
     const parsed = parseJson(text);
     if (response.ok) return { status: response.status, headers: response.headers, body: parsed };
     const problem = asProblem(parsed);
-    if (problem) throw new ProblemError(response.status, problem.code, problem.detail ?? problem.title ?? '', problem.title);
+    if (problem)
+      throw new ProblemError(response.status, problem.code, problem.detail ?? problem.title ?? '', problem.title);
     throw new HttpStatusError(response.status, messageOf(parsed, text));
   }
 
@@ -104,7 +110,8 @@ export class HttpClient {
     const trace = this.options.trace;
     if (!trace) return;
     trace(`> ${method} ${url.href}`);
-    for (const [key, value] of Object.entries(headers)) trace(`> ${key}: ${SECRET_HEADERS.has(key.toLowerCase()) ? '<redacted>' : value}`);
+    for (const [key, value] of Object.entries(headers))
+      trace(`> ${key}: ${SECRET_HEADERS.has(key.toLowerCase()) ? '<redacted>' : value}`);
     if (body !== undefined) trace(`> ${body}`);
   }
 
@@ -161,8 +168,10 @@ function connectionError(endpoint: URL, error: unknown): ConnectionError {
   const code = cause?.code ?? (error instanceof Error ? error.name : '');
   const refused = code === 'ECONNREFUSED';
   const reason =
-    code === 'TimeoutError' ? 'the request timed out'
-    : code === 'ENOTFOUND' ? `unknown host ${endpoint.hostname}`
-    : cause?.message ?? (error instanceof Error ? error.message : String(error));
+    code === 'TimeoutError'
+      ? 'the request timed out'
+      : code === 'ENOTFOUND'
+        ? `unknown host ${endpoint.hostname}`
+        : (cause?.message ?? (error instanceof Error ? error.message : String(error)));
   return new ConnectionError(endpoint.origin + endpoint.pathname.replace(/\/+$/, ''), reason, refused);
 }

@@ -1,5 +1,23 @@
 import { encodePath, type HttpClient } from './http-client.ts';
-import type { Claim, ClaimSpec, Consumer, ConsumerRemoval, Holding, HoldingAt, HoldingPage, Lease, OwnerRelease, Page, Pool, PoolDetails, PoolSpec, Range, RangeSpec, RepairEvent, RangeOccupancy } from './types.ts';
+import type {
+  Claim,
+  ClaimSpec,
+  Consumer,
+  ConsumerRemoval,
+  Holding,
+  HoldingAt,
+  HoldingPage,
+  Lease,
+  OwnerRelease,
+  Page,
+  Pool,
+  PoolDetails,
+  PoolSpec,
+  Range,
+  RangeSpec,
+  RepairEvent,
+  RangeOccupancy,
+} from './types.ts';
 
 /** The largest page the API serves (openapi.yaml: limit 1-1000). */
 export const MAX_PAGE = 1000;
@@ -26,7 +44,8 @@ export async function readList<T>(read: PageReader<T>, options: ListOptions = {}
     items.push(...page.items);
     if (!page.nextCursor) return { items };
     // A server that hands back the same cursor twice would loop forever: stop and say so.
-    if (seen.has(page.nextCursor)) throw new Error(`the server returned the same nextCursor twice (${page.nextCursor})`);
+    if (seen.has(page.nextCursor))
+      throw new Error(`the server returned the same nextCursor twice (${page.nextCursor})`);
     seen.add(page.nextCursor);
     cursor = page.nextCursor;
   }
@@ -59,7 +78,12 @@ export class IpamApi {
 
   async createPool(spec: PoolSpec): Promise<{ created: boolean; pool: Pool }> {
     const { name, exclude = [], reuseDelaySeconds, blockPrefixLength } = spec;
-    const body = { name, ...(exclude.length ? { exclude } : {}), ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}), ...(blockPrefixLength ? { blockPrefixLength } : {}) };
+    const body = {
+      name,
+      ...(exclude.length ? { exclude } : {}),
+      ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}),
+      ...(blockPrefixLength ? { blockPrefixLength } : {}),
+    };
     const res = await this.http.request('POST', '/v1/pools', { body });
     return { created: res.status === 201, pool: res.body as Pool };
   }
@@ -93,15 +117,28 @@ export class IpamApi {
   }
 
   /** `commitBy`: the service commits nothing at or after it (x-ipam-commit-deadline; 408 DeadlineExceeded). */
-  async createClaim(pool: string, spec: ClaimSpec, options: { commitBy?: Date } = {}): Promise<{ created: boolean; claim: Claim }> {
+  async createClaim(
+    pool: string,
+    spec: ClaimSpec,
+    options: { commitBy?: Date } = {},
+  ): Promise<{ created: boolean; claim: Claim }> {
     const headers = options.commitBy ? { 'x-ipam-commit-deadline': options.commitBy.toISOString() } : undefined;
-    const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/claims`, { body: spec, ...(headers ? { headers } : {}) });
+    const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/claims`, {
+      body: spec,
+      ...(headers ? { headers } : {}),
+    });
     return { created: res.status === 201, claim: res.body as Claim };
   }
 
   /** `labelSelector`: `k=v,k2=v2`, only claims whose labels hold every pair (pages may be short: all are followed). */
   listClaims(pool: string, options?: ListOptions & { owner?: string; labelSelector?: string }): Promise<Page<Claim>> {
-    return readList(this.page<Claim>(`/v1/pools/${encodePath(pool)}/claims`, { owner: options?.owner, labelSelector: options?.labelSelector }), options);
+    return readList(
+      this.page<Claim>(`/v1/pools/${encodePath(pool)}/claims`, {
+        owner: options?.owner,
+        labelSelector: options?.labelSelector,
+      }),
+      options,
+    );
   }
 
   getClaim(pool: string, claim: string): Promise<Claim> {
@@ -111,13 +148,19 @@ export class IpamApi {
   /** `ttlSeconds`: a new lease time; absent, the claim's own; null, no expiry any more (a confirmed hold). */
   renewClaim(pool: string, claim: string, ttlSeconds?: number | null): Promise<Claim> {
     return this.http
-      .request('POST', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/renew`, { body: ttlSeconds === undefined ? {} : { ttlSeconds } })
+      .request('POST', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/renew`, {
+        body: ttlSeconds === undefined ? {} : { ttlSeconds },
+      })
       .then((res) => res.body as Claim);
   }
 
   /** Releases a claim; with `ifVersion`, only while the claim is at that version (412 PreconditionFailed otherwise). */
   async releaseClaim(pool: string, claim: string, ifVersion?: number): Promise<void> {
-    await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}`, ifVersion === undefined ? {} : { headers: { 'if-match': `"${ifVersion}"` } });
+    await this.http.request(
+      'DELETE',
+      `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}`,
+      ifVersion === undefined ? {} : { headers: { 'if-match': `"${ifVersion}"` } },
+    );
   }
 
   async releaseOwner(pool: string, uid: string): Promise<Pick<OwnerRelease, 'released'>> {
@@ -128,13 +171,18 @@ export class IpamApi {
 
   /** Adds a consumer to a claim; `added` false when the uid was already one (the claim as it is). */
   async addConsumer(pool: string, claim: string, consumer: Consumer): Promise<{ added: boolean; claim: Claim }> {
-    const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/consumers`, { body: consumer });
+    const res = await this.http.request('POST', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/consumers`, {
+      body: consumer,
+    });
     return { added: res.status === 201, claim: res.body as Claim };
   }
 
   /** Removes a consumer; the last one's removal releases the claim (`released`). */
   async removeConsumer(pool: string, claim: string, uid: string): Promise<ConsumerRemoval> {
-    const res = await this.http.request('DELETE', `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/consumers/${encodePath(uid)}`);
+    const res = await this.http.request(
+      'DELETE',
+      `/v1/pools/${encodePath(pool)}/claims/${encodePath(claim)}/consumers/${encodePath(uid)}`,
+    );
     return res.body as ConsumerRemoval;
   }
 
@@ -151,10 +199,17 @@ export class IpamApi {
   }
 
   /** An address's holdings, newest first, in a window (`from`/`to` RFC 3339); every page unless `limit` is given. */
-  async addressHistory(pool: string, address: string, options: ListOptions & { from?: string; to?: string } = {}): Promise<HoldingPage> {
+  async addressHistory(
+    pool: string,
+    address: string,
+    options: ListOptions & { from?: string; to?: string } = {},
+  ): Promise<HoldingPage> {
     let completeUntil: string | undefined;
     const read: PageReader<Holding> = async (limit, cursor) => {
-      const page = await this.get<HoldingPage>(`/v1/pools/${encodePath(pool)}/addresses/${encodePath(address)}/history`, { from: options.from, to: options.to, limit, cursor });
+      const page = await this.get<HoldingPage>(
+        `/v1/pools/${encodePath(pool)}/addresses/${encodePath(address)}/history`,
+        { from: options.from, to: options.to, limit, cursor },
+      );
       completeUntil ??= page.completeUntil;
       return page;
     };
@@ -171,7 +226,10 @@ export class IpamApi {
   async ownerHistory(pool: string, uid: string, options: ListOptions = {}): Promise<HoldingPage> {
     let completeUntil: string | undefined;
     const read: PageReader<Holding> = async (limit, cursor) => {
-      const page = await this.get<HoldingPage>(`/v1/pools/${encodePath(pool)}/owners/${encodePath(uid)}/history`, { limit, cursor });
+      const page = await this.get<HoldingPage>(`/v1/pools/${encodePath(pool)}/owners/${encodePath(uid)}/history`, {
+        limit,
+        cursor,
+      });
       completeUntil ??= page.completeUntil;
       return page;
     };

@@ -80,7 +80,11 @@ export function regionFromHost(hostname: string): string | undefined {
  * custom domain name says nothing).
  * @throws ConfigError when none of them gives one.
  */
-export function resolveRegion(endpoint: URL, flag: string | undefined, env: Readonly<Record<string, string | undefined>>): string {
+export function resolveRegion(
+  endpoint: URL,
+  flag: string | undefined,
+  env: Readonly<Record<string, string | undefined>>,
+): string {
   const region = flag || regionFromHost(endpoint.hostname) || env.AWS_REGION || env.AWS_DEFAULT_REGION;
   if (!region) {
     throw new ConfigError(`cannot tell which AWS region ${endpoint.origin} is in: pass --region or set AWS_REGION.`);
@@ -100,7 +104,9 @@ export async function credentialChain(profile: string | undefined): Promise<Cred
     try {
       return await provider();
     } catch (error) {
-      throw new ConfigError(`no AWS credentials to sign the request with${profile ? ` (profile ${profile})` : ''}: ${(error as Error).message}`);
+      throw new ConfigError(
+        `no AWS credentials to sign the request with${profile ? ` (profile ${profile})` : ''}: ${(error as Error).message}`,
+      );
     }
   };
 }

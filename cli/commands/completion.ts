@@ -17,11 +17,17 @@ export function completionTree(root: Command): { nodes: Node[]; transitions: [st
   const visit = (cmd: Command, path: string) => {
     const options = [...cmd.options, ...(cmd === root ? [] : globals)].filter((o) => !o.hidden);
     const valued = new Map<string, readonly string[]>();
-    for (const o of options) if (o.required || o.optional) for (const flag of [o.short, o.long]) if (flag) valued.set(flag, o.argChoices ?? []);
+    for (const o of options)
+      if (o.required || o.optional)
+        for (const flag of [o.short, o.long]) if (flag) valued.set(flag, o.argChoices ?? []);
     const subcommands = cmd.commands.filter((c) => c.name() !== 'help');
     nodes.push({
       path,
-      words: [...subcommands.flatMap((c) => [c.name(), ...c.aliases()]), ...options.flatMap((o) => [o.long ?? o.short ?? '']), '--help'],
+      words: [
+        ...subcommands.flatMap((c) => [c.name(), ...c.aliases()]),
+        ...options.flatMap((o) => [o.long ?? o.short ?? '']),
+        '--help',
+      ],
       valued,
     });
     for (const sub of subcommands) {
@@ -45,7 +51,9 @@ export function bashCompletion(root: Command): string {
   const lines = [
     `# ${root.name()} completion for bash. Load it with: source <(${root.name()} completion bash)`,
     `_${root.name()}_complete() {`,
-    '  local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path=' + q(root.name()) + ' i w words=""',
+    '  local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path=' +
+      q(root.name()) +
+      ' i w words=""',
     '  for ((i = 1; i < COMP_CWORD; i++)); do',
     '    w="${COMP_WORDS[i]}"',
     '    case "$path|$w" in',
@@ -58,7 +66,10 @@ export function bashCompletion(root: Command): string {
       ...(n.valued.size
         ? [
             '      case "$prev" in',
-            ...[...n.valued].map(([flag, choices]) => `        ${q(flag)}) COMPREPLY=($(compgen -W ${q(choices.join(' '))} -- "$cur")); return ;;`),
+            ...[...n.valued].map(
+              ([flag, choices]) =>
+                `        ${q(flag)}) COMPREPLY=($(compgen -W ${q(choices.join(' '))} -- "$cur")); return ;;`,
+            ),
             '      esac',
           ]
         : []),
@@ -90,7 +101,10 @@ export function addCompletionCommand(program: Command, io: CliIo): void {
     .command('completion')
     .addArgument(new Argument('<shell>').choices(['bash', 'zsh']))
     .description('Print a shell completion script')
-    .addHelpText('after', '\nExamples:\n  source <(ipam completion bash)        # in ~/.bashrc\n  source <(ipam completion zsh)         # in ~/.zshrc')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  source <(ipam completion bash)        # in ~/.bashrc\n  source <(ipam completion zsh)         # in ~/.zshrc',
+    )
     .action((shell: 'bash' | 'zsh') => {
       io.stdout(shell === 'bash' ? bashCompletion(program) : zshCompletion(program));
     });

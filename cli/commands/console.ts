@@ -34,7 +34,8 @@ export function addConsoleCommand(program: Command, io: CliIo): void {
     .action(async (options: ConsoleOptions, cmd: Command) => {
       const endpoint = endpointOf(cmd, io);
       const trace = cmd.optsWithGlobals<GlobalOptions>().verbose ? (line: string) => io.stderr(`${line}\n`) : undefined;
-      const signer = endpoint.protocol === 'https:' || options.sign ? await signerFor(cmd, io, endpoint, trace) : undefined;
+      const signer =
+        endpoint.protocol === 'https:' || options.sign ? await signerFor(cmd, io, endpoint, trace) : undefined;
       // Loaded here only: the server and esbuild are no start-up cost for the other commands.
       const { startConsoleServer } = await import('../console/server.ts');
       const server = await startConsoleServer({
@@ -52,7 +53,10 @@ export function addConsoleCommand(program: Command, io: CliIo): void {
           '',
         ].join('\n'),
       );
-      await io.withInterrupt((signal) => new Promise<void>((resolveStop) => signal.addEventListener('abort', () => resolveStop(), { once: true })));
+      await io.withInterrupt(
+        (signal) =>
+          new Promise<void>((resolveStop) => signal.addEventListener('abort', () => resolveStop(), { once: true })),
+      );
       await server.close();
     });
 }

@@ -17,7 +17,9 @@ export function addDescribeCommand(program: Command, io: CliIo): void {
   describe
     .command('pool')
     .argument('<name>')
-    .description('A pool: exclusions, reuse delay, utilization per family, ranges and their states, recent repair events')
+    .description(
+      'A pool: exclusions, reuse delay, utilization per family, ranges and their states, recent repair events',
+    )
     .addHelpText('after', '\nExample:\n  ipam describe pool services')
     .action(async (name: string, _options: unknown, cmd: Command) => {
       const api = await apiFor(cmd, io);
@@ -55,7 +57,9 @@ export function addDescribeCommand(program: Command, io: CliIo): void {
     .alias('ip')
     .argument('<address>', 'any valid spelling; answered canonically')
     .addOption(poolOption())
-    .description('The holder of an address: claim, owner, range, expiry; for a Released one, its previous owner and when it is reusable (NotFound when it is free)')
+    .description(
+      'The holder of an address: claim, owner, range, expiry; for a Released one, its previous owner and when it is reusable (NotFound when it is free)',
+    )
     .addHelpText('after', '\nExample:\n  ipam describe address 10.96.0.10 -p services')
     .action(async (address: string, _options: unknown, cmd: Command) => {
       const pool = poolOf(cmd, io);

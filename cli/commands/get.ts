@@ -2,7 +2,15 @@ import { Option, type Command } from 'commander';
 import type { IpamApi } from '../api/ipam-api.ts';
 import type { Claim, Lease, Page, Pool, Range, RepairEvent } from '../api/types.ts';
 import { apiFor, poolOf } from '../context.ts';
-import { claimView, eventView, leaseView, poolView, rangeView, renderResources, type ResourceView } from '../format/resources.ts';
+import {
+  claimView,
+  eventView,
+  leaseView,
+  poolView,
+  rangeView,
+  renderResources,
+  type ResourceView,
+} from '../format/resources.ts';
 import type { CliIo } from '../io.ts';
 import { collect, durationArg, formatOf, intArg, outputOption, poolOption } from '../options.ts';
 import { watch } from '../watch.ts';
@@ -20,7 +28,11 @@ interface GetOptions {
   readonly range?: string;
 }
 
-type Read<T> = (api: IpamApi, options: GetOptions, name: string | undefined) => Promise<{ page: Page<T> } | { item: T }>;
+type Read<T> = (
+  api: IpamApi,
+  options: GetOptions,
+  name: string | undefined,
+) => Promise<{ page: Page<T> } | { item: T }>;
 
 interface Noun<T> {
   readonly name: string;
@@ -56,7 +68,8 @@ const nouns = [
     argument: '[name]',
     needsPool: true,
     view: rangeView,
-    read: async (api, o, name) => (name ? { item: await api.getRange(o.pool!, name) } : { page: await api.listRanges(o.pool!) }),
+    read: async (api, o, name) =>
+      name ? { item: await api.getRange(o.pool!, name) } : { page: await api.listRanges(o.pool!) },
     example: 'ipam get ranges -p services -o wide',
   } satisfies Noun<Range>,
   {
@@ -69,12 +82,22 @@ const nouns = [
     read: async (api, o, name) =>
       name
         ? { item: await api.getClaim(o.pool!, name) }
-        : { page: await api.listClaims(o.pool!, { ...o, ...(o.owner ? { owner: o.owner } : {}), ...(o.selector?.length ? { labelSelector: o.selector.join(',') } : {}) }) },
+        : {
+            page: await api.listClaims(o.pool!, {
+              ...o,
+              ...(o.owner ? { owner: o.owner } : {}),
+              ...(o.selector?.length ? { labelSelector: o.selector.join(',') } : {}),
+            }),
+          },
     extra: () => [
       new Option('--owner <uid>', 'only claims of this owner uid'),
-      new Option('-l, --selector <key=value,...>', 'only claims with every one of these labels (equality only; repeatable)').argParser(collect),
+      new Option(
+        '-l, --selector <key=value,...>',
+        'only claims with every one of these labels (equality only; repeatable)',
+      ).argParser(collect),
     ],
-    example: 'ipam get claims -p services\n  ipam get claims -p services --owner c-19 -o name\n  ipam get claims -p pods -l cni.ipam/node=node-1,cni.ipam/network=pods -o wide',
+    example:
+      'ipam get claims -p services\n  ipam get claims -p services --owner c-19 -o name\n  ipam get claims -p pods -l cni.ipam/node=node-1,cni.ipam/network=pods -o wide',
   } satisfies Noun<Claim>,
   {
     name: 'addresses',
@@ -83,14 +106,17 @@ const nouns = [
     argument: '[address]',
     needsPool: true,
     view: leaseView,
-    read: async (api, o, name) => (name ? { item: await api.getAddress(o.pool!, name) } : { page: await api.listAddresses(o.pool!, { ...o, ...(o.range ? { range: o.range } : {}) }) }),
+    read: async (api, o, name) =>
+      name
+        ? { item: await api.getAddress(o.pool!, name) }
+        : { page: await api.listAddresses(o.pool!, { ...o, ...(o.range ? { range: o.range } : {}) }) },
     extra: () => [new Option('--range <name>', 'only addresses of this range')],
     example: 'ipam get addresses -p services --range 10.96.0.0-24\n  ipam get address 10.96.0.10 -p services',
   } satisfies Noun<Lease>,
   {
     name: 'events',
     aliases: ['event', 'ev'],
-    summary: "what the reconciler repaired in a pool in the last 24 h",
+    summary: 'what the reconciler repaired in a pool in the last 24 h',
     needsPool: true,
     view: eventView,
     read: async (api, o) => ({ page: await api.listEvents(o.pool!, o) }),
@@ -102,13 +128,21 @@ const nouns = [
 export function addGetCommand(program: Command, io: CliIo): void {
   const get = program
     .command('get')
-    .description('Show resources in a table (or -o wide|json|yaml|name); a list follows every page unless --limit is given')
-    .addHelpText('after', '\nExamples:\n  ipam get pools\n  ipam get claims -p services -o wide\n  ipam get events -p services --watch');
+    .description(
+      'Show resources in a table (or -o wide|json|yaml|name); a list follows every page unless --limit is given',
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  ipam get pools\n  ipam get claims -p services -o wide\n  ipam get events -p services --watch',
+    );
   for (const noun of nouns) addNoun(get, io, noun);
 }
 
 function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
-  const cmd = get.command(noun.name).aliases([...noun.aliases]).description(`Show ${noun.summary}`);
+  const cmd = get
+    .command(noun.name)
+    .aliases([...noun.aliases])
+    .description(`Show ${noun.summary}`);
   if (noun.argument) cmd.argument(noun.argument);
   if (noun.needsPool) cmd.addOption(poolOption());
   cmd
@@ -117,8 +151,16 @@ function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
     .option('--cursor <cursor>', 'the page after this cursor (with --limit)')
     .option('-w, --watch', 'poll and redraw until Ctrl-C or --watch-for')
     // Defaults in milliseconds, shown as the durations one would type.
-    .addOption(new Option('--interval <duration>', 'time between two polls of --watch').argParser(durationArg).default(2000, '2s'))
-    .addOption(new Option('--watch-for <duration>', 'how long --watch runs at most').argParser(durationArg).default(3_600_000, '1h'));
+    .addOption(
+      new Option('--interval <duration>', 'time between two polls of --watch')
+        .argParser(durationArg)
+        .default(2000, '2s'),
+    )
+    .addOption(
+      new Option('--watch-for <duration>', 'how long --watch runs at most')
+        .argParser(durationArg)
+        .default(3_600_000, '1h'),
+    );
   for (const option of noun.extra?.() ?? []) cmd.addOption(option);
   cmd.addHelpText('after', `\nExamples:\n  ${noun.example}`);
   cmd.action(async (...args: unknown[]) => {
@@ -141,7 +183,11 @@ function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
         const { out, err } = renderResources(noun.view, read, format, io.now());
         return { text: out || (err ?? ''), key: JSON.stringify(read) };
       },
-      { intervalMs: options.interval, forMs: options.watchFor, title: `ipam get ${noun.name}${name ? ` ${name}` : ''}${options.pool ? ` -p ${options.pool}` : ''}` },
+      {
+        intervalMs: options.interval,
+        forMs: options.watchFor,
+        title: `ipam get ${noun.name}${name ? ` ${name}` : ''}${options.pool ? ` -p ${options.pool}` : ''}`,
+      },
     );
   });
 }

@@ -27,13 +27,17 @@ export function addMapCommand(program: Command, io: CliIo): void {
     .argument('<pool>')
     .argument('<range>', 'the range name (10.96.0.0-24 for 10.96.0.0/24 unless named otherwise)')
     .option('--svg <file>', 'also write the picture as SVG (legend, counts, time) to this file')
-    .option('--cells <n>', `cells of the terminal picture at most (default ${TEXT_CELLS}; a power of two)`, intArg(1, 65_536))
+    .option(
+      '--cells <n>',
+      `cells of the terminal picture at most (default ${TEXT_CELLS}; a power of two)`,
+      intArg(1, 65_536),
+    )
     .description("Draw a range's occupancy: one cell per address, or per block for large ranges, shaded by fill")
     .addHelpText(
       'after',
       [
         '',
-        'Bands: dynamic picks start in the upper band and take the lower band (\':\') last; pool exclusions are \'x\'.',
+        "Bands: dynamic picks start in the upper band and take the lower band (':') last; pool exclusions are 'x'.",
         '',
         'Examples:',
         '  ipam map services 10.96.0.0-24',
@@ -53,11 +57,24 @@ export function addMapCommand(program: Command, io: CliIo): void {
       };
       // Row labels are at most as wide as the block's last address; the cells get the rest of the terminal.
       const labelWidth = formatAddress({ family: cidr.family, value: lastAddress(cidr) }).length;
-      const meta = { pool, range: occupancy.range.name, family: occupancy.range.family, state: occupancy.range.state, legacy: occupancy.range.legacy };
-      const text = layoutMap({ ...base, maxCells: options.cells ?? TEXT_CELLS, maxColumns: Math.min(64, io.columns - labelWidth - 2) });
+      const meta = {
+        pool,
+        range: occupancy.range.name,
+        family: occupancy.range.family,
+        state: occupancy.range.state,
+        legacy: occupancy.range.legacy,
+      };
+      const text = layoutMap({
+        ...base,
+        maxCells: options.cells ?? TEXT_CELLS,
+        maxColumns: Math.min(64, io.columns - labelWidth - 2),
+      });
       io.stdout(renderTextMap(text, meta, { colour: io.isTTY && !io.env.NO_COLOR }));
       if (options.svg) {
-        await io.writeFile(options.svg, renderSvgMap(layoutMap({ ...base, maxCells: SVG_CELLS, maxColumns: 128 }), meta, readAt));
+        await io.writeFile(
+          options.svg,
+          renderSvgMap(layoutMap({ ...base, maxCells: SVG_CELLS, maxColumns: 128 }), meta, readAt),
+        );
         io.stderr(`wrote ${options.svg}\n`);
       }
     });

@@ -2,7 +2,14 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseLabelSelector, type LabelSelector } from '../../shared/core/labels.ts';
 import type { Claim, ClaimSpec, Family, Labels, Owner } from '../api/types.ts';
 import { apiFor, usageError } from '../context.ts';
-import { OutputFormat, claimView, poolView, rangeView, renderResources, type ResourceView } from '../format/resources.ts';
+import {
+  OutputFormat,
+  claimView,
+  poolView,
+  rangeView,
+  renderResources,
+  type ResourceView,
+} from '../format/resources.ts';
 import { expiry, formatSeconds } from '../format/time.ts';
 import type { CliIo } from '../io.ts';
 import { collect, durationArg, formatOf, intArg, outputOption, secondsArg } from '../options.ts';
@@ -15,7 +22,8 @@ export function parseOwner(text: string): Owner {
   const first = text.indexOf('/');
   const second = first < 0 ? -1 : text.indexOf('/', first + 1);
   const owner = { kind: text.slice(0, first), name: text.slice(first + 1, second), uid: text.slice(second + 1) };
-  if (second < 0 || !owner.kind || !owner.name || !owner.uid) throw new InvalidArgumentError('Expected KIND/NAME/UID, as in Service/web/3f1c.');
+  if (second < 0 || !owner.kind || !owner.name || !owner.uid)
+    throw new InvalidArgumentError('Expected KIND/NAME/UID, as in Service/web/3f1c.');
   return owner;
 }
 
@@ -49,7 +57,8 @@ function blockArg(bits: number): (value: string) => number {
   return (value) => {
     const text = value.startsWith('/') ? value.slice(1) : value;
     const n = Number(text);
-    if (!/^\d{1,3}$/.test(text) || n < 1 || n > bits) throw new InvalidArgumentError(`a prefix length from /1 to /${bits}, as in /${bits === 32 ? 26 : 64}.`);
+    if (!/^\d{1,3}$/.test(text) || n < 1 || n > bits)
+      throw new InvalidArgumentError(`a prefix length from /1 to /${bits}, as in /${bits === 32 ? 26 : 64}.`);
     return n;
   };
 }
@@ -57,7 +66,8 @@ function blockArg(bits: number): (value: string) => number {
 /** commander argParser of a nested range's source, POOL/CLAIM. */
 function sourceArg(value: string): { pool: string; claim: string } {
   const [pool, claim, ...rest] = value.split('/');
-  if (!pool || !claim || rest.length > 0) throw new InvalidArgumentError('the parent pool and its block claim as POOL/CLAIM, as in org/eu-west.');
+  if (!pool || !claim || rest.length > 0)
+    throw new InvalidArgumentError('the parent pool and its block claim as POOL/CLAIM, as in org/eu-west.');
   return { pool, claim };
 }
 
@@ -96,7 +106,10 @@ export function labelArg(text: string, previous: Labels | undefined): Labels {
   }
   if (pairs.length === 0) throw new InvalidArgumentError('Expected KEY=VALUE, as in app=web.');
   for (const [key, value] of pairs) {
-    if (Object.hasOwn(labels, key) && labels[key] !== value) throw new InvalidArgumentError(`Label ${JSON.stringify(key)} is given twice, with ${JSON.stringify(labels[key])} and ${JSON.stringify(value)}.`);
+    if (Object.hasOwn(labels, key) && labels[key] !== value)
+      throw new InvalidArgumentError(
+        `Label ${JSON.stringify(key)} is given twice, with ${JSON.stringify(labels[key])} and ${JSON.stringify(value)}.`,
+      );
     labels[key] = value;
   }
   return labels;
@@ -131,30 +144,62 @@ export function addMutationCommands(program: Command, io: CliIo): void {
   const create = program
     .command('create')
     .description('Create a pool or a range')
-    .addHelpText('after', '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29\n  ipam create pool pods --reuse-delay 10m\n  ipam create range services 10.96.0.0/24');
+    .addHelpText(
+      'after',
+      '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29\n  ipam create pool pods --reuse-delay 10m\n  ipam create range services 10.96.0.0/24',
+    );
 
   create
     .command('pool')
     .argument('<name>', 'a DNS label: lower-case letters, digits and dashes')
-    .option('--exclude <cidr>', 'a CIDR or address never handed out dynamically (repeat, or separate with commas)', collect)
+    .option(
+      '--exclude <cidr>',
+      'a CIDR or address never handed out dynamically (repeat, or separate with commas)',
+      collect,
+    )
     .option(
       '--reuse-delay <duration>',
-      'how long a released address stays held for its previous owner (kind and name) before anyone else may take it (10m, 1h, or seconds; at most 168h; fixed for the pool\'s life)',
+      "how long a released address stays held for its previous owner (kind and name) before anyone else may take it (10m, 1h, or seconds; at most 168h; fixed for the pool's life)",
       secondsArg(MAX_REUSE_DELAY_SECONDS),
     )
-    .option('--block <length>', 'make a block pool: its claims take aligned IPv4 blocks of this length (/26) instead of addresses', blockArg(32))
-    .option('--block6 <length>', 'the block pool\'s IPv6 block length (/64)', blockArg(128))
+    .option(
+      '--block <length>',
+      'make a block pool: its claims take aligned IPv4 blocks of this length (/26) instead of addresses',
+      blockArg(32),
+    )
+    .option('--block6 <length>', "the block pool's IPv6 block length (/64)", blockArg(128))
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Create a pool (409 Conflict if it exists)')
-    .addHelpText('after', '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m\n  ipam create pool node-blocks --block /26 --block6 /122')
-    .action(async (name: string, options: { exclude?: string[]; reuseDelay?: number; block?: number; block6?: number; output?: string }, cmd: Command) => {
-      const blocks = { ...(options.block !== undefined ? { IPv4: options.block } : {}), ...(options.block6 !== undefined ? { IPv6: options.block6 } : {}) };
-      const spec = { name, exclude: options.exclude ?? [], ...(options.reuseDelay !== undefined ? { reuseDelaySeconds: options.reuseDelay } : {}), ...(Object.keys(blocks).length ? { blockPrefixLength: blocks } : {}) };
-      const { pool } = await (await apiFor(cmd, io)).createPool(spec);
-      const delay = pool.reuseDelaySeconds ? `, reuse delay ${formatSeconds(pool.reuseDelaySeconds)}` : '';
-      const block = pool.blockPrefixLength ? `, blocks ${Object.entries(pool.blockPrefixLength).map(([f, n]) => `${f} /${n}`).join(', ')}` : '';
-      print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}${block}\n`);
-    });
+    .addHelpText(
+      'after',
+      '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m\n  ipam create pool node-blocks --block /26 --block6 /122',
+    )
+    .action(
+      async (
+        name: string,
+        options: { exclude?: string[]; reuseDelay?: number; block?: number; block6?: number; output?: string },
+        cmd: Command,
+      ) => {
+        const blocks = {
+          ...(options.block !== undefined ? { IPv4: options.block } : {}),
+          ...(options.block6 !== undefined ? { IPv6: options.block6 } : {}),
+        };
+        const spec = {
+          name,
+          exclude: options.exclude ?? [],
+          ...(options.reuseDelay !== undefined ? { reuseDelaySeconds: options.reuseDelay } : {}),
+          ...(Object.keys(blocks).length ? { blockPrefixLength: blocks } : {}),
+        };
+        const { pool } = await (await apiFor(cmd, io)).createPool(spec);
+        const delay = pool.reuseDelaySeconds ? `, reuse delay ${formatSeconds(pool.reuseDelaySeconds)}` : '';
+        const block = pool.blockPrefixLength
+          ? `, blocks ${Object.entries(pool.blockPrefixLength)
+              .map(([f, n]) => `${f} /${n}`)
+              .join(', ')}`
+          : '';
+        print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}${block}\n`);
+      },
+    );
 
   create
     .command('range')
@@ -162,28 +207,64 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .argument('<cidr>', 'a canonical CIDR such as 10.96.0.0/24 or fd00:10:96::/112')
     .option('--name <name>', "the range's name (default: the CIDR with '/' as '-')")
     .option('--legacy', "the pool's bitmap-mirrored range of its family")
-    .option('--source <pool/claim>', 'a nested pool: the CIDR is the block this claim of the parent pool holds', sourceArg)
+    .option(
+      '--source <pool/claim>',
+      'a nested pool: the CIDR is the block this claim of the parent pool holds',
+      sourceArg,
+    )
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Add a range to a pool (an identical range is left as it is)')
-    .addHelpText('after', '\nExamples:\n  ipam create range services 10.96.0.0/24\n  ipam create range services fd00:10:96::/112 --legacy\n  ipam create range eu-west 10.17.0.0/16 --source org/eu-west')
-    .action(async (pool: string, cidr: string, options: { name?: string; legacy?: boolean; source?: { pool: string; claim: string }; output?: string }, cmd: Command) => {
-      const spec = { cidr, ...(options.name ? { name: options.name } : {}), ...(options.legacy ? { legacy: true } : {}), ...(options.source ? { source: options.source } : {}) };
-      const { created, range } = await (await apiFor(cmd, io)).createRange(pool, spec);
-      print(io, rangeView, range, options.output, `range/${range.name} ${created ? 'created' : 'unchanged'}\n`);
-    });
+    .addHelpText(
+      'after',
+      '\nExamples:\n  ipam create range services 10.96.0.0/24\n  ipam create range services fd00:10:96::/112 --legacy\n  ipam create range eu-west 10.17.0.0/16 --source org/eu-west',
+    )
+    .action(
+      async (
+        pool: string,
+        cidr: string,
+        options: { name?: string; legacy?: boolean; source?: { pool: string; claim: string }; output?: string },
+        cmd: Command,
+      ) => {
+        const spec = {
+          cidr,
+          ...(options.name ? { name: options.name } : {}),
+          ...(options.legacy ? { legacy: true } : {}),
+          ...(options.source ? { source: options.source } : {}),
+        };
+        const { created, range } = await (await apiFor(cmd, io)).createRange(pool, spec);
+        print(io, rangeView, range, options.output, `range/${range.name} ${created ? 'created' : 'unchanged'}\n`);
+      },
+    );
 
   program
     .command('claim')
     .argument('<pool>')
     .option('--name <name>', 'the claim name; the same name again is idempotent')
     .option('--generate-name <prefix>', 'a generated name <prefix>-xxxxx; idempotent per owner uid and prefix')
-    .addOption(new Option('--owner <kind/name/uid>', 'who holds the addresses, as in Service/web/3f1c').argParser(parseOwner).makeOptionMandatory())
-    .addOption(new Option('--dual-stack <policy>', 'require: both families or nothing; prefer: every family the pool serves').choices(['require', 'prefer', 'single']))
+    .addOption(
+      new Option('--owner <kind/name/uid>', 'who holds the addresses, as in Service/web/3f1c')
+        .argParser(parseOwner)
+        .makeOptionMandatory(),
+    )
+    .addOption(
+      new Option(
+        '--dual-stack <policy>',
+        'require: both families or nothing; prefer: every family the pool serves',
+      ).choices(['require', 'prefer', 'single']),
+    )
     .option('--family <family>', 'IPv4 or IPv6 (repeat for both, first is primary)', familyArg)
     .option('--address <address>', 'a specific address (repeat or comma-separate for one per family)', collect)
     .option('--ttl <duration>', 'lease time (5m, 1h30m, or seconds); renew before it ends', durationArg)
-    .option('--count <n>', `addresses per family (1-${MAX_COUNT}), all in one transaction or none; not with --address`, intArg(1, MAX_COUNT))
-    .option('-l, --label <key=value>', 'a label of the claim (repeat, or comma-separate; at most 32); part of its spec', labelArg)
+    .option(
+      '--count <n>',
+      `addresses per family (1-${MAX_COUNT}), all in one transaction or none; not with --address`,
+      intArg(1, MAX_COUNT),
+    )
+    .option(
+      '-l, --label <key=value>',
+      'a label of the claim (repeat, or comma-separate; at most 32); part of its spec',
+      labelArg,
+    )
     .option('--prefix <cidr>', "a block pool's specific block (repeat or comma-separate for one per family)", collect)
     .option('--dry-run', 'show what the claim would get now and write nothing (not a hold)')
     .addOption(outputOption(MUTATION_OUTPUTS))
@@ -203,12 +284,20 @@ export function addMutationCommands(program: Command, io: CliIo): void {
       ].join('\n'),
     )
     .action(async (pool: string, options: ClaimOptions, cmd: Command) => {
-      if ((options.name === undefined) === (options.generateName === undefined)) usageError(cmd, 'give exactly one of --name and --generate-name.');
+      if ((options.name === undefined) === (options.generateName === undefined))
+        usageError(cmd, 'give exactly one of --name and --generate-name.');
       if (options.count !== undefined && options.address?.length) {
-        usageError(cmd, '--count takes addresses the service picks; give either --count or --address (one address per family), not both.');
+        usageError(
+          cmd,
+          '--count takes addresses the service picks; give either --count or --address (one address per family), not both.',
+        );
       }
       const { created, claim } = await (await apiFor(cmd, io)).createClaim(pool, claimSpecOf(options));
-      const verb = claim.dryRun ? 'would be made (dry run, nothing written, not a hold)' : created ? 'created' : 'unchanged';
+      const verb = claim.dryRun
+        ? 'would be made (dry run, nothing written, not a hold)'
+        : created
+          ? 'created'
+          : 'unchanged';
       print(io, claimView, claim, options.output, claimSentence(claim, verb, io.now()));
     });
 
@@ -216,23 +305,48 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .command('renew')
     .argument('<pool>')
     .argument('<claim>')
-    .option('--ttl <duration>', 'a new lease time (default: the claim\'s own)', durationArg)
+    .option('--ttl <duration>', "a new lease time (default: the claim's own)", durationArg)
     .option('--permanent', 'confirm the hold: the claim and its addresses lose their expiry and stay until released')
     .addOption(outputOption(MUTATION_OUTPUTS))
-    .description("Extend a leased claim, or make it permanent (NotFound if it expired and its address was taken)")
-    .addHelpText('after', '\nExamples:\n  ipam renew services vpn-x7k2q --ttl 10m\n  ipam renew services vpn-x7k2q --permanent')
-    .action(async (pool: string, claimName: string, options: { ttl?: number; permanent?: boolean; output?: string }, cmd: Command) => {
-      if (options.permanent && options.ttl !== undefined) usageError(cmd, '--permanent removes the expiry; it cannot be combined with --ttl.');
-      const ttlSeconds = options.permanent ? null : options.ttl === undefined ? undefined : Math.ceil(options.ttl / 1000);
-      const claim = await (await apiFor(cmd, io)).renewClaim(pool, claimName, ttlSeconds);
-      print(io, claimView, claim, options.output, claimSentence(claim, options.permanent ? 'made permanent' : 'renewed', io.now()));
-    });
+    .description('Extend a leased claim, or make it permanent (NotFound if it expired and its address was taken)')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  ipam renew services vpn-x7k2q --ttl 10m\n  ipam renew services vpn-x7k2q --permanent',
+    )
+    .action(
+      async (
+        pool: string,
+        claimName: string,
+        options: { ttl?: number; permanent?: boolean; output?: string },
+        cmd: Command,
+      ) => {
+        if (options.permanent && options.ttl !== undefined)
+          usageError(cmd, '--permanent removes the expiry; it cannot be combined with --ttl.');
+        const ttlSeconds = options.permanent
+          ? null
+          : options.ttl === undefined
+            ? undefined
+            : Math.ceil(options.ttl / 1000);
+        const claim = await (await apiFor(cmd, io)).renewClaim(pool, claimName, ttlSeconds);
+        print(
+          io,
+          claimView,
+          claim,
+          options.output,
+          claimSentence(claim, options.permanent ? 'made permanent' : 'renewed', io.now()),
+        );
+      },
+    );
 
   program
     .command('release')
     .argument('<pool>')
     .argument('<claim>')
-    .option('--if-version <version>', 'only if the claim is still at this version (PreconditionFailed otherwise)', intArg(1, Number.MAX_SAFE_INTEGER))
+    .option(
+      '--if-version <version>',
+      'only if the claim is still at this version (PreconditionFailed otherwise)',
+      intArg(1, Number.MAX_SAFE_INTEGER),
+    )
     .description('Release a claim and its addresses (nothing to do if it is already gone)')
     .addHelpText('after', '\nExample:\n  ipam release services dns --if-version 1')
     .action(async (pool: string, claim: string, options: { ifVersion?: number }, cmd: Command) => {
@@ -244,11 +358,15 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .command('release-owner')
     .argument('<pool>')
     .argument('<uid>', "the owner's uid")
-    .description("The owner is gone: release every claim it holds in the pool")
+    .description('The owner is gone: release every claim it holds in the pool')
     .addHelpText('after', '\nExample:\n  ipam release-owner services c-19')
     .action(async (pool: string, uid: string, _options: unknown, cmd: Command) => {
       const { released } = await (await apiFor(cmd, io)).releaseOwner(pool, uid);
-      io.stdout(released.length ? released.map((name) => `claim/${name} released\n`).join('') : `owner ${uid} holds no claim in pool ${pool}\n`);
+      io.stdout(
+        released.length
+          ? released.map((name) => `claim/${name} released\n`).join('')
+          : `owner ${uid} holds no claim in pool ${pool}\n`,
+      );
     });
 
   program
@@ -257,12 +375,20 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .argument('<claim>')
     .argument('<consumer>', 'the workload using the claim, KIND/NAME/UID', parseOwner)
     .addOption(outputOption(MUTATION_OUTPUTS))
-    .description('Add a consumer to a claim: a claim with consumers is released when the last one is removed (unconsume)')
+    .description(
+      'Add a consumer to a claim: a claim with consumers is released when the last one is removed (unconsume)',
+    )
     .addHelpText('after', '\nExample:\n  ipam consume services vip Pod/lb-0/5d2a')
     .action(async (pool: string, claimName: string, consumer: Owner, options: { output?: string }, cmd: Command) => {
       const { added, claim } = await (await apiFor(cmd, io)).addConsumer(pool, claimName, consumer);
       const count = claim.consumers?.length ?? 0;
-      print(io, claimView, claim, options.output, `claim/${claim.name} ${added ? 'consumed' : 'already consumed'} by ${consumer.kind}/${consumer.name} (${count} consumer${count === 1 ? '' : 's'})\n`);
+      print(
+        io,
+        claimView,
+        claim,
+        options.output,
+        `claim/${claim.name} ${added ? 'consumed' : 'already consumed'} by ${consumer.kind}/${consumer.name} (${count} consumer${count === 1 ? '' : 's'})\n`,
+      );
     });
 
   program
@@ -274,10 +400,19 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .addHelpText('after', '\nExample:\n  ipam unconsume services vip 5d2a')
     .action(async (pool: string, claim: string, uid: string, _options: unknown, cmd: Command) => {
       const { removed, released } = await (await apiFor(cmd, io)).removeConsumer(pool, claim, uid);
-      io.stdout(released ? `claim/${claim} released: ${uid} was its last consumer\n` : removed ? `claim/${claim} no longer consumed by ${uid}\n` : `claim/${claim} is not consumed by ${uid}\n`);
+      io.stdout(
+        released
+          ? `claim/${claim} released: ${uid} was its last consumer\n`
+          : removed
+            ? `claim/${claim} no longer consumed by ${uid}\n`
+            : `claim/${claim} is not consumed by ${uid}\n`,
+      );
     });
 
-  const del = program.command('delete').description('Delete a pool or a range').addHelpText('after', '\nExamples:\n  ipam delete range services 10.96.0.0-24\n  ipam delete pool services');
+  const del = program
+    .command('delete')
+    .description('Delete a pool or a range')
+    .addHelpText('after', '\nExamples:\n  ipam delete range services 10.96.0.0-24\n  ipam delete pool services');
 
   del
     .command('pool')
@@ -286,17 +421,27 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .addHelpText('after', '\nExample:\n  ipam delete pool services')
     .action(async (name: string, _options: unknown, cmd: Command) => {
       const outcome = await (await apiFor(cmd, io)).deletePool(name);
-      io.stdout(outcome === 'gone' ? `pool/${name} deleted\n` : `pool/${name} terminating: gone for every request; its name is free once the rest is removed (the reconciler's next run)\n`);
+      io.stdout(
+        outcome === 'gone'
+          ? `pool/${name} deleted\n`
+          : `pool/${name} terminating: gone for every request; its name is free once the rest is removed (the reconciler's next run)\n`,
+      );
     });
 
   del
     .command('range')
     .argument('<pool>')
     .argument('<range>', 'the range name')
-    .description('Delete a range: at once when no lease depends on it alone, else Terminating (no new allocations) until then')
+    .description(
+      'Delete a range: at once when no lease depends on it alone, else Terminating (no new allocations) until then',
+    )
     .addHelpText('after', '\nExample:\n  ipam delete range services 10.96.0.0-24')
     .action(async (pool: string, range: string, _options: unknown, cmd: Command) => {
       const outcome = await (await apiFor(cmd, io)).deleteRange(pool, range);
-      io.stdout(outcome === 'gone' ? `range/${range} deleted\n` : `range/${range} terminating: deleted once no lease depends on it alone\n`);
+      io.stdout(
+        outcome === 'gone'
+          ? `range/${range} deleted\n`
+          : `range/${range} terminating: deleted once no lease depends on it alone\n`,
+      );
     });
 }

@@ -39,7 +39,10 @@ export async function buildConsoleAssets(): Promise<ConsoleAssets> {
     const contentType = name.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8';
     assets.set(`assets/${name}`, { body: Buffer.from(file.contents), contentType });
   }
-  assets.set('index.html', { body: await readFile(join(consoleDir, 'index.html')), contentType: 'text/html; charset=utf-8' });
+  assets.set('index.html', {
+    body: await readFile(join(consoleDir, 'index.html')),
+    contentType: 'text/html; charset=utf-8',
+  });
   return assets;
 }
 

@@ -13,7 +13,14 @@
  * Hand-rolled on node:http rather than a proxy library: the forwarding that has to be ours (buffer the body, sign it,
  * pick the headers that go out) is most of the code, and a library would add a dependency for the remaining loop.
  */
-import { createServer, request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ServerResponse, type OutgoingHttpHeaders } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  Agent as HttpAgent,
+  type IncomingMessage,
+  type ServerResponse,
+  type OutgoingHttpHeaders,
+} from 'node:http';
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 import { timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -50,12 +57,23 @@ export interface ConsoleServer {
 /** The largest request body forwarded (API bodies are a few hundred bytes). */
 const MAX_BODY = 1 << 20;
 /** Hop-by-hop headers (RFC 9110 7.6.1) are never forwarded, in either direction. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'proxy-authorization', 'proxy-authenticate']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-authorization',
+  'proxy-authenticate',
+]);
 /** The request headers the API reads; the only ones `ipam console` forwards (no cookies, no browser noise). */
 const FORWARDED = ['accept', 'content-type', 'if-match', 'if-none-match'];
 /** What the page may load and where it may connect: only this origin, no inline script. */
 const PAGE_HEADERS = {
-  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
@@ -65,14 +83,22 @@ const PAGE_HEADERS = {
 export async function startConsoleServer(options: ConsoleServerOptions): Promise<ConsoleServer> {
   const host = options.host ?? '127.0.0.1';
   const upstream = options.upstream;
-  const agent = upstream.protocol === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const agent =
+    upstream.protocol === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   const strict = options.token !== undefined;
   let port = 0;
   const cookieName = () => `ipam_console_${port}`;
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendProblem(res, 502, 'UpstreamUnavailable', 'Bad Gateway', `the API at ${upstream.origin} did not answer: ${(error as Error).message}`);
+      if (!res.headersSent)
+        sendProblem(
+          res,
+          502,
+          'UpstreamUnavailable',
+          'Bad Gateway',
+          `the API at ${upstream.origin} did not answer: ${(error as Error).message}`,
+        );
       else res.destroy();
     });
   });
@@ -104,7 +130,13 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       return;
     }
     if (strict && !url.pathname.startsWith('/v1/')) {
-      sendProblem(res, 404, 'NotFound', 'Not Found', `${url.pathname} is not served here: the console is at /console/ and the API under /v1/.`);
+      sendProblem(
+        res,
+        404,
+        'NotFound',
+        'Not Found',
+        `${url.pathname} is not served here: the console is at /console/ and the API under /v1/.`,
+      );
       return;
     }
     await forward(req, res);
@@ -114,21 +146,30 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   function refuse(req: IncomingMessage, url: URL): { status: number; code: string; detail: string } | undefined {
     const own = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
     const hostHeader = (req.headers.host ?? '').toLowerCase();
-    if (!own.has(hostHeader)) return { status: 403, code: 'ForeignHost', detail: `Host ${JSON.stringify(hostHeader)} is not this console's (${[...own].join(' or ')}).` };
+    if (!own.has(hostHeader))
+      return {
+        status: 403,
+        code: 'ForeignHost',
+        detail: `Host ${JSON.stringify(hostHeader)} is not this console's (${[...own].join(' or ')}).`,
+      };
     const origin = req.headers.origin;
     if (origin !== undefined && !own.has(origin.replace(/^http:\/\//, ''))) {
       return { status: 403, code: 'ForeignOrigin', detail: `Origin ${JSON.stringify(origin)} is not this console's.` };
     }
     const presented = url.searchParams.get('token') ?? cookieOf(req, cookieName());
     if (presented === undefined || !sameToken(presented, options.token ?? '')) {
-      return { status: 403, code: 'TokenRequired', detail: 'open the URL printed by `ipam console` (it carries this run\'s token).' };
+      return {
+        status: 403,
+        code: 'TokenRequired',
+        detail: "open the URL printed by `ipam console` (it carries this run's token).",
+      };
     }
     return undefined;
   }
 
   async function serveConsole(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      sendProblem(res, 405, 'MethodNotAllowed', 'Method Not Allowed', 'the console\'s files are read with GET.');
+      sendProblem(res, 405, 'MethodNotAllowed', 'Method Not Allowed', "the console's files are read with GET.");
       return;
     }
     if (url.pathname === '/console') {
@@ -169,32 +210,39 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     }
     const method = req.method ?? 'GET';
     const text = body.length > 0 ? body.toString('utf8') : undefined;
-    if (options.signer) headers = await options.signer({ method, url: target, headers, ...(text !== undefined ? { body: text } : {}) });
+    if (options.signer)
+      headers = await options.signer({ method, url: target, headers, ...(text !== undefined ? { body: text } : {}) });
     // The host the browser asked, for the API's check of a browser's Origin (request.ts refuseForgeableWrite).
-    const outgoing: OutgoingHttpHeaders = { ...headers, host: target.host, ...(!strict && req.headers.host ? { 'x-forwarded-host': req.headers.host } : {}) };
+    const outgoing: OutgoingHttpHeaders = {
+      ...headers,
+      host: target.host,
+      ...(!strict && req.headers.host ? { 'x-forwarded-host': req.headers.host } : {}),
+    };
     if (body.length > 0) outgoing['content-length'] = body.length;
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
-    const attempt = (retry: boolean): Promise<void> => new Promise<void>((resolveDone, reject) => {
-      const upstreamRequest = send(target, { method, headers: outgoing, agent, timeout: 60_000 }, (answer) => {
-        const back: OutgoingHttpHeaders = {};
-        for (const [name, value] of Object.entries(answer.headers)) {
-          if (value === undefined || HOP_BY_HOP.has(name) || (strict && name === 'set-cookie')) continue;
-          back[name] = value;
-        }
-        res.writeHead(answer.statusCode ?? 502, back);
-        answer.pipe(res);
-        answer.once('end', () => resolveDone());
-        answer.once('error', reject);
+    const attempt = (retry: boolean): Promise<void> =>
+      new Promise<void>((resolveDone, reject) => {
+        const upstreamRequest = send(target, { method, headers: outgoing, agent, timeout: 60_000 }, (answer) => {
+          const back: OutgoingHttpHeaders = {};
+          for (const [name, value] of Object.entries(answer.headers)) {
+            if (value === undefined || HOP_BY_HOP.has(name) || (strict && name === 'set-cookie')) continue;
+            back[name] = value;
+          }
+          res.writeHead(answer.statusCode ?? 502, back);
+          answer.pipe(res);
+          answer.once('end', () => resolveDone());
+          answer.once('error', reject);
+        });
+        upstreamRequest.once('timeout', () => upstreamRequest.destroy(new Error('timed out')));
+        upstreamRequest.once('error', (error: Error & { code?: string }) => {
+          // A kept-alive connection the upstream closed while idle fails before the request was read: send it again
+          // once on a new connection (the case node:http's reusedSocket is documented for).
+          if (retry && upstreamRequest.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE'))
+            attempt(false).then(resolveDone, reject);
+          else reject(error);
+        });
+        upstreamRequest.end(body.length > 0 ? body : undefined);
       });
-      upstreamRequest.once('timeout', () => upstreamRequest.destroy(new Error('timed out')));
-      upstreamRequest.once('error', (error: Error & { code?: string }) => {
-        // A kept-alive connection the upstream closed while idle fails before the request was read: send it again
-        // once on a new connection (the case node:http's reusedSocket is documented for).
-        if (retry && upstreamRequest.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) attempt(false).then(resolveDone, reject);
-        else reject(error);
-      });
-      upstreamRequest.end(body.length > 0 ? body : undefined);
-    });
     await attempt(true);
   }
 
@@ -251,6 +299,10 @@ function sameToken(a: string, b: string): boolean {
 /** The refusals of this server are problem documents too, so the page and the CLI show them like the API's. */
 function sendProblem(res: ServerResponse, status: number, code: string, title: string, detail: string): void {
   const body = JSON.stringify({ type: 'about:blank', title, status, detail, code });
-  res.writeHead(status, { 'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': 'application/problem+json',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+  });
   res.end(body);
 }

@@ -2,7 +2,16 @@ import { formatAddress } from '../../shared/core/ip/address.ts';
 import { capacity, hostAt, lowerBandSize, parseCidr } from '../../shared/core/ip/cidr.ts';
 import { legacyWindow } from '../../shared/core/bitmap/bitmap.ts';
 import { formatLabels } from '../../shared/core/labels.ts';
-import { isReleased, type Claim, type Lease, type Pool, type PoolDetails, type Range, type RepairEvent, type Utilization } from '../api/types.ts';
+import {
+  isReleased,
+  type Claim,
+  type Lease,
+  type Pool,
+  type PoolDetails,
+  type Range,
+  type RepairEvent,
+  type Utilization,
+} from '../api/types.ts';
 import { bar, percent, toBigInt } from './resources.ts';
 import { renderTable } from './table.ts';
 import { age, ago, expiry, formatSeconds, relative } from './time.ts';
@@ -60,7 +69,13 @@ function reuseDelay(pool: Pool): string {
 
 function eventsBlock(events: readonly RepairEvent[], nowMs: number): Field {
   if (events.length === 0) return ['Events', '<none>'];
-  return ['Events', renderTable(['LAST SEEN', 'REASON', 'OBJECT', 'MESSAGE'], events.map((e) => [age(e.time, nowMs), e.reason, e.object, e.message]))];
+  return [
+    'Events',
+    renderTable(
+      ['LAST SEEN', 'REASON', 'OBJECT', 'MESSAGE'],
+      events.map((e) => [age(e.time, nowMs), e.reason, e.object, e.message]),
+    ),
+  ];
 }
 
 /** `ipam describe pool`: exclusions, utilization per family with a bar, ranges and their states, recent repair events. */
@@ -75,7 +90,16 @@ export function describePool(pool: PoolDetails, events: readonly RepairEvent[], 
       ? '<none>'
       : renderTable(
           ['NAME', 'CIDR', 'FAMILY', 'STATE', 'LEGACY', 'USED', ...(releasing ? ['RELEASING'] : []), 'FREE'],
-          pool.ranges.map((r) => [r.name, r.cidr, r.family, r.state, String(r.legacy), String(r.used), ...(releasing ? [String(r.releasing)] : []), String(r.free)]),
+          pool.ranges.map((r) => [
+            r.name,
+            r.cidr,
+            r.family,
+            r.state,
+            String(r.legacy),
+            String(r.used),
+            ...(releasing ? [String(r.releasing)] : []),
+            String(r.free),
+          ]),
         );
   return fields([
     ['Name', pool.name],
@@ -109,17 +133,31 @@ export function describeRange(pool: PoolDetails, range: Range, nowMs: number): s
     ['Pool', pool.name],
     ['CIDR', range.cidr],
     ['Family', range.family],
-    ['State', range.deletionRequestedAt ? `${range.state} (deletion requested ${ago(range.deletionRequestedAt, nowMs)})` : range.state],
+    [
+      'State',
+      range.deletionRequestedAt
+        ? `${range.state} (deletion requested ${ago(range.deletionRequestedAt, nowMs)})`
+        : range.state,
+    ],
     ['Legacy', String(range.legacy)],
     ['Created', when(range.createdAt, nowMs)],
     ['Utilization', utilizationLine(range, pool)],
   ];
   if (size === 0n) entries.push(['Bands', '<no usable address>']);
   else if (lower === 0n) entries.push(['Bands', `one band: ${span(range.cidr, 0n, size)}`]);
-  else entries.push(['Lower band', `${span(range.cidr, 0n, lower)}  static picks; dynamic ones only once the upper band is full`], ['Upper band', `${span(range.cidr, lower, size)}  dynamic picks start here`]);
+  else
+    entries.push(
+      ['Lower band', `${span(range.cidr, 0n, lower)}  static picks; dynamic ones only once the upper band is full`],
+      ['Upper band', `${span(range.cidr, lower, size)}  dynamic picks start here`],
+    );
   if (range.legacy) {
     const window = legacyWindow(cidr);
-    entries.push(['Legacy window', window < size ? `${span(range.cidr, 0n, window)}  the bitmap's addresses; dynamic picks stay inside` : 'the whole range']);
+    entries.push([
+      'Legacy window',
+      window < size
+        ? `${span(range.cidr, 0n, window)}  the bitmap's addresses; dynamic picks stay inside`
+        : 'the whole range',
+    ]);
   }
   entries.push(['Exclude', pool.exclude.length ? pool.exclude.join(', ') : '<none>']);
   return fields(entries);
@@ -133,12 +171,32 @@ export function describeClaim(pool: string, claim: Claim, nowMs: number): string
     ['UID', claim.uid],
     ['Owner', `${claim.owner.kind}/${claim.owner.name} (uid ${claim.owner.uid})`],
     ['IP family policy', claim.ipFamilyPolicy],
-    ...(claim.count !== undefined && claim.count > 1 ? [['Count', `${claim.count} addresses per family`] as const] : []),
-    ['Addresses', claim.addresses.length ? renderTable(['ADDRESS', 'FAMILY', 'RANGE'], claim.addresses.map((a) => [a.address, a.family, a.range])) : '<none>'],
+    ...(claim.count !== undefined && claim.count > 1
+      ? [['Count', `${claim.count} addresses per family`] as const]
+      : []),
+    [
+      'Addresses',
+      claim.addresses.length
+        ? renderTable(
+            ['ADDRESS', 'FAMILY', 'RANGE'],
+            claim.addresses.map((a) => [a.address, a.family, a.range]),
+          )
+        : '<none>',
+    ],
     // One label a line: no key or value may hold ','.
     ['Labels', formatLabels(claim.labels).replaceAll(',', '\n') || '<none>'],
     // Only a claim that has consumers shows them: it is released when the last one is removed.
-    ...(claim.consumers?.length ? [['Consumers', renderTable(['KIND', 'NAME', 'UID'], claim.consumers.map((c) => [c.kind, c.name, c.uid]))] as const] : []),
+    ...(claim.consumers?.length
+      ? [
+          [
+            'Consumers',
+            renderTable(
+              ['KIND', 'NAME', 'UID'],
+              claim.consumers.map((c) => [c.kind, c.name, c.uid]),
+            ),
+          ] as const,
+        ]
+      : []),
     ['TTL', claim.ttlSeconds === undefined ? '<none>' : `${claim.ttlSeconds}s`],
     ['Expires', claim.expiresAt === undefined ? 'never' : `${claim.expiresAt} (${expiry(claim.expiresAt, nowMs)})`],
     ['Created', when(claim.createdAt, nowMs)],

@@ -1,5 +1,14 @@
 import { stringify } from 'yaml';
-import { isReleased, type Claim, type Count, type Lease, type Page, type Pool, type Range, type RepairEvent } from '../api/types.ts';
+import {
+  isReleased,
+  type Claim,
+  type Count,
+  type Lease,
+  type Page,
+  type Pool,
+  type Range,
+  type RepairEvent,
+} from '../api/types.ts';
 import { formatLabels } from '../../shared/core/labels.ts';
 import { renderTable } from './table.ts';
 import { age, expiresColumn, formatSeconds } from './time.ts';
@@ -32,7 +41,11 @@ export const poolView: ResourceView<Pool> = {
     { header: 'NAME', value: (p) => p.name },
     { header: 'EXCLUDE', value: (p) => summarize(p.exclude, 2), only: 'narrow' },
     { header: 'EXCLUDE', value: (p) => (p.exclude.length ? p.exclude.join(',') : '<none>'), only: 'wide' },
-    { header: 'REUSE-DELAY', value: (p) => (p.reuseDelaySeconds ? formatSeconds(p.reuseDelaySeconds) : '-'), only: 'wide' },
+    {
+      header: 'REUSE-DELAY',
+      value: (p) => (p.reuseDelaySeconds ? formatSeconds(p.reuseDelaySeconds) : '-'),
+      only: 'wide',
+    },
     { header: 'AGE', value: (p, now) => age(p.createdAt, now) },
   ],
 };
@@ -61,9 +74,21 @@ export const claimView: ResourceView<Claim> = {
   columns: [
     { header: 'NAME', value: (c) => c.name },
     // A batch claim (count) holds up to 64 addresses: the table shows two and how many more, -o wide all of them.
-    { header: 'ADDRESSES', value: (c) => summarize(c.addresses.map((a) => a.address), 2), only: 'narrow' },
+    {
+      header: 'ADDRESSES',
+      value: (c) =>
+        summarize(
+          c.addresses.map((a) => a.address),
+          2,
+        ),
+      only: 'narrow',
+    },
     { header: 'ADDRESSES', value: (c) => c.addresses.map((a) => a.address).join(',') || '<none>', only: 'wide' },
-    { header: 'RANGES', value: (c) => [...new Set(c.addresses.map((a) => a.range))].join(',') || '<none>', only: 'wide' },
+    {
+      header: 'RANGES',
+      value: (c) => [...new Set(c.addresses.map((a) => a.range))].join(',') || '<none>',
+      only: 'wide',
+    },
     { header: 'POLICY', value: (c) => c.ipFamilyPolicy, only: 'wide' },
     { header: 'OWNER', value: (c) => owner(c.owner) },
     { header: 'OWNER-UID', value: (c) => c.owner.uid, only: 'wide' },
@@ -111,7 +136,12 @@ export const eventView: ResourceView<RepairEvent> = {
  * Renders what `get` read. A list (no NAME given) prints as `{items, nextCursor?}` in JSON and YAML, one object as
  * itself; tables and names look the same for both. An empty table says so on stderr, as kubectl does.
  */
-export function renderResources<T>(view: ResourceView<T>, read: { page: Page<T> } | { item: T }, format: OutputFormat, nowMs: number): { out: string; err?: string } {
+export function renderResources<T>(
+  view: ResourceView<T>,
+  read: { page: Page<T> } | { item: T },
+  format: OutputFormat,
+  nowMs: number,
+): { out: string; err?: string } {
   const items: readonly T[] = 'item' in read ? [read.item] : read.page.items;
   switch (format) {
     case OutputFormat.Json:

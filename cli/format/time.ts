@@ -87,6 +87,7 @@ export function parseDuration(text: string): number | undefined {
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
   if (!/^(\d+(\.\d+)?(ms|h|m|s))+$/.test(trimmed)) return undefined;
   let total = 0;
-  for (const match of trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)) total += Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+  for (const match of trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g))
+    total += Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
   return total > 0 ? total : undefined;
 }

@@ -109,7 +109,9 @@ export function layoutMap(input: MapInput): MapModel {
     excludedFree += excluded;
   }
   // Held addresses that are also excluded (claimed statically) count as held, not as excluded.
-  const heldExcluded = input.held.filter((v) => v >= firstHost && v <= lastHost && exclude.some(([from, to]) => v >= from && v <= to)).length;
+  const heldExcluded = input.held.filter(
+    (v) => v >= firstHost && v <= lastHost && exclude.some(([from, to]) => v >= from && v <= to),
+  ).length;
   const excludedCount = excludedFree - BigInt(heldExcluded);
   return {
     cidr,
@@ -123,7 +125,13 @@ export function layoutMap(input: MapInput): MapModel {
 }
 
 /** What a cell mostly is, for its glyph and colour. */
-export const Zone = { Reserved: 'reserved', Excluded: 'excluded', Outside: 'outside', Lower: 'lower', Upper: 'upper' } as const;
+export const Zone = {
+  Reserved: 'reserved',
+  Excluded: 'excluded',
+  Outside: 'outside',
+  Lower: 'lower',
+  Upper: 'upper',
+} as const;
 export type Zone = (typeof Zone)[keyof typeof Zone];
 
 /** The zone of at least half of a cell's usable addresses, in that order of precedence. */

@@ -20,7 +20,11 @@ export interface Occupancy {
  * @throws ProblemError NotFound when the pool or the range does not exist.
  */
 export async function readOccupancy(api: IpamApi, pool: string, rangeName: string): Promise<Occupancy> {
-  const [range, pools, occupancy] = await Promise.all([api.getRange(pool, rangeName), api.listPools(), api.getOccupancy(pool, rangeName)]);
+  const [range, pools, occupancy] = await Promise.all([
+    api.getRange(pool, rangeName),
+    api.listPools(),
+    api.getOccupancy(pool, rangeName),
+  ]);
   const found = pools.items.find((p) => p.name === pool);
   if (!found) throw new ProblemError(404, 'NotFound', `pool ${JSON.stringify(pool)} was not found.`);
   return { pool: found, range, held: heldOf(occupancy) };
@@ -34,7 +38,8 @@ export function heldOf(occupancy: RangeOccupancy): bigint[] {
     // atob rather than Buffer: the web console decodes the same slices in the browser.
     const bytes = atob(slice.bits);
     for (let k = 0; k < bytes.length; k += 1) {
-      for (let byte = bytes.charCodeAt(k); byte !== 0; byte &= byte - 1) held.push(first + BigInt(8 * k + 31 - Math.clz32(byte & -byte)));
+      for (let byte = bytes.charCodeAt(k); byte !== 0; byte &= byte - 1)
+        held.push(first + BigInt(8 * k + 31 - Math.clz32(byte & -byte)));
     }
   }
   return held;
@@ -60,8 +65,13 @@ export function addressValue(text: string): bigint {
       const head = halves[0] ? halves[0].split(':') : [];
       const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
       const zeros = 8 - head.length - tail.length;
-      if ((halves.length === 2 ? zeros >= 1 : zeros === 0) && [...head, ...tail].every((g) => g.length >= 1 && g.length <= 4)) {
-        return BigInt(`0x${[...head, ...Array<string>(zeros).fill('0'), ...tail].map((g) => g.padStart(4, '0')).join('')}`);
+      if (
+        (halves.length === 2 ? zeros >= 1 : zeros === 0) &&
+        [...head, ...tail].every((g) => g.length >= 1 && g.length <= 4)
+      ) {
+        return BigInt(
+          `0x${[...head, ...Array<string>(zeros).fill('0'), ...tail].map((g) => g.padStart(4, '0')).join('')}`,
+        );
       }
     }
   }

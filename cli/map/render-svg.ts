@@ -13,7 +13,8 @@ const FREE_FILL: Readonly<Record<Zone, string>> = {
 /** Held addresses are drawn over the background, opaque in proportion to the cell's fill. */
 const HELD_FILL = '#1f5fa8';
 
-const escapeXml = (text: string): string => text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
+const escapeXml = (text: string): string =>
+  text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
 
 /**
  * The map as a standalone SVG: the range and pool as a title, the counts and the time of the read, the grid with
@@ -54,17 +55,25 @@ export function renderSvgMap(model: MapModel, meta: TextMapMeta, at: Date): stri
   ];
   model.rows.forEach((row, r) => {
     const y = top + r * cell;
-    if (r % labelEvery === 0) out.push(`<text x="${labelWidth - 6}" y="${y + cell - 1}" text-anchor="end" font-size="${Math.min(11, cell * labelEvery - 1)}">${escapeXml(labelOf(model.cidr, row[0]!.first))}</text>`);
+    if (r % labelEvery === 0)
+      out.push(
+        `<text x="${labelWidth - 6}" y="${y + cell - 1}" text-anchor="end" font-size="${Math.min(11, cell * labelEvery - 1)}">${escapeXml(labelOf(model.cidr, row[0]!.first))}</text>`,
+      );
     row.forEach((c, i) => {
       const x = labelWidth + i * cell;
       const size = cell - gap;
       out.push(`<rect x="${x}" y="${y}" width="${size}" height="${size}" fill="${FREE_FILL[zoneOf(c)]}"/>`);
-      if (c.held > 0n) out.push(`<rect x="${x}" y="${y}" width="${size}" height="${size}" fill="${HELD_FILL}" fill-opacity="${Math.max(0.25, fillOf(c)).toFixed(2)}"/>`);
+      if (c.held > 0n)
+        out.push(
+          `<rect x="${x}" y="${y}" width="${size}" height="${size}" fill="${HELD_FILL}" fill-opacity="${Math.max(0.25, fillOf(c)).toFixed(2)}"/>`,
+        );
     });
   });
   let x = 12;
   for (const [fill, text] of legend) {
-    out.push(`<rect x="${x}" y="${legendTop}" width="12" height="12" fill="${fill}" stroke="#666" stroke-width="0.5"/>`);
+    out.push(
+      `<rect x="${x}" y="${legendTop}" width="12" height="12" fill="${fill}" stroke="#666" stroke-width="0.5"/>`,
+    );
     out.push(`<text x="${x + 17}" y="${legendTop + 10}">${escapeXml(text)}</text>`);
     x += legendStep(text);
   }

@@ -70,8 +70,12 @@ export function renderTextMap(model: MapModel, meta: TextMapMeta, options: { col
         : `one band ${span(model, 0n, hosts)} (16 addresses or fewer have no lower band)`,
     );
   }
-  if (model.window !== undefined) lines.push(`legacy bitmap window ${span(model, 0n, model.window)}; dynamic picks stay inside it`);
-  lines.push(`1 cell = ${model.cellSize === 1n ? '1 address' : plural(model.cellSize, 'address')}, ${model.columns} per row`, '');
+  if (model.window !== undefined)
+    lines.push(`legacy bitmap window ${span(model, 0n, model.window)}; dynamic picks stay inside it`);
+  lines.push(
+    `1 cell = ${model.cellSize === 1n ? '1 address' : plural(model.cellSize, 'address')}, ${model.columns} per row`,
+    '',
+  );
 
   const seen = new Set<string>();
   for (const row of model.rows) {
@@ -87,7 +91,8 @@ export function renderTextMap(model: MapModel, meta: TextMapMeta, options: { col
 
   const legend: string[] = [];
   const shades = SHADES.filter((s) => seen.has(s));
-  if (shades.length) legend.push(`${shades.join('')} held (${model.cellSize === 1n ? 'the address' : 'some ░ ▒ ▓ █ all of the cell'})`);
+  if (shades.length)
+    legend.push(`${shades.join('')} held (${model.cellSize === 1n ? 'the address' : 'some ░ ▒ ▓ █ all of the cell'})`);
   const words: [string, string][] = [
     [FREE_GLYPH.upper, 'free'],
     [FREE_GLYPH.lower, 'free, lower band'],

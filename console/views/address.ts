@@ -30,7 +30,9 @@ export const addressView: View = async (_params, query) => {
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     const data = new FormData(form);
-    void navigate(`/console/lookup?${new URLSearchParams({ pool: text(data, 'pool'), address: text(data, 'address') })}`);
+    void navigate(
+      `/console/lookup?${new URLSearchParams({ pool: text(data, 'pool'), address: text(data, 'address') })}`,
+    );
   });
 
   let result: Node | null = null;
@@ -38,7 +40,9 @@ export const addressView: View = async (_params, query) => {
     try {
       result = leaseFacts(pool, await api.getAddress(pool, address));
     } catch (error) {
-      result = isNotFound(error) ? h('p', { class: 'result', role: 'status' }, `${address} is not held in pool ${pool}.`) : problemBox(error);
+      result = isNotFound(error)
+        ? h('p', { class: 'result', role: 'status' }, `${address} is not held in pool ${pool}.`)
+        : problemBox(error);
     }
   }
   let history: Node | null = null;
@@ -46,14 +50,25 @@ export const addressView: View = async (_params, query) => {
     try {
       const cursor = query.get('cursor');
       const limit = Math.min(1000, Math.max(1, Number(query.get('limit')) || HISTORY_PAGE));
-      history = historyTable({ pool, address, ...(limit !== HISTORY_PAGE ? { limit: String(limit) } : {}) }, await api.addressHistory(pool, address, { limit, ...(cursor ? { cursor } : {}) }), cursor !== null);
+      history = historyTable(
+        { pool, address, ...(limit !== HISTORY_PAGE ? { limit: String(limit) } : {}) },
+        await api.addressHistory(pool, address, { limit, ...(cursor ? { cursor } : {}) }),
+        cursor !== null,
+      );
     } catch (error) {
       history = isNotFound(error) ? null : problemBox(error);
     }
   }
   return {
     title: address ? `Who holds ${address}` : 'Address lookup',
-    content: h('div', {}, h('h1', { tabindex: '-1' }, 'Address lookup'), pools.items.length === 0 ? h('p', { class: 'empty' }, 'No pools yet.') : form, result, history),
+    content: h(
+      'div',
+      {},
+      h('h1', { tabindex: '-1' }, 'Address lookup'),
+      pools.items.length === 0 ? h('p', { class: 'empty' }, 'No pools yet.') : form,
+      result,
+      history,
+    ),
   };
 };
 
@@ -88,7 +103,11 @@ function leaseFacts(pool: string, lease: Lease): HTMLElement {
 }
 
 /** A page of the address's holdings, newest first, with links to the next page and back to the first. */
-function historyTable(params: Record<string, string>, page: { items: readonly Holding[]; nextCursor?: string }, paged: boolean): HTMLElement {
+function historyTable(
+  params: Record<string, string>,
+  page: { items: readonly Holding[]; nextCursor?: string },
+  paged: boolean,
+): HTMLElement {
   const here = new URLSearchParams(params);
   const next = page.nextCursor ? new URLSearchParams({ ...params, cursor: page.nextCursor }) : undefined;
   return h(
@@ -100,7 +119,15 @@ function historyTable(params: Record<string, string>, page: { items: readonly Ho
       : h(
           'table',
           { class: 'list history' },
-          h('thead', {}, h('tr', {}, ['Owner', 'Claim', 'Kind', 'From', 'To', 'Ended'].map((c) => h('th', { scope: 'col' }, c)))),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              ['Owner', 'Claim', 'Kind', 'From', 'To', 'Ended'].map((c) => h('th', { scope: 'col' }, c)),
+            ),
+          ),
           h(
             'tbody',
             {},
@@ -118,6 +145,12 @@ function historyTable(params: Record<string, string>, page: { items: readonly Ho
             ),
           ),
         ),
-    h('p', { class: 'pager' }, paged ? link(`/console/lookup?${here}`, 'Newest') : null, ' ', next ? link(`/console/lookup?${next}`, 'Older') : null),
+    h(
+      'p',
+      { class: 'pager' },
+      paged ? link(`/console/lookup?${here}`, 'Newest') : null,
+      ' ',
+      next ? link(`/console/lookup?${next}`, 'Older') : null,
+    ),
   );
 }

@@ -17,7 +17,10 @@ export const claimView: View = async ([poolName, claimName]) => {
       h(
         'li',
         {},
-        link(`/console/lookup?pool=${encodeURIComponent(pool)}&address=${encodeURIComponent(a.address)}`, h('code', {}, a.address)),
+        link(
+          `/console/lookup?pool=${encodeURIComponent(pool)}&address=${encodeURIComponent(a.address)}`,
+          h('code', {}, a.address),
+        ),
         ` ${a.family}, range `,
         link(consolePath('pools', pool, 'ranges', a.range), a.range),
       ),
@@ -30,12 +33,23 @@ export const claimView: View = async ([poolName, claimName]) => {
       { class: 'card', 'aria-labelledby': 'renew' },
       h('h2', { id: 'renew' }, 'Renew'),
       field('New TTL (seconds)', input('ttlSeconds', { inputmode: 'numeric' }), "empty: the claim's own TTL again"),
-      h('div', { class: 'check' }, h('input', { type: 'checkbox', name: 'forever', id: 'renew-forever' }), h('label', { for: 'renew-forever' }, 'No expiry any more (a confirmed hold)')),
+      h(
+        'div',
+        { class: 'check' },
+        h('input', { type: 'checkbox', name: 'forever', id: 'renew-forever' }),
+        h('label', { for: 'renew-forever' }, 'No expiry any more (a confirmed hold)'),
+      ),
       h('button', { type: 'submit' }, 'Renew'),
     ),
     async (data) => {
-      const renewed = await api.renewClaim(pool, claim.name, data.get('forever') ? null : optionalInt(data, 'ttlSeconds'));
-      flashNext(`Claim ${renewed.name} renewed: ${renewed.expiresAt ? `expires ${new Date(renewed.expiresAt).toLocaleString()}` : 'no expiry'}.`);
+      const renewed = await api.renewClaim(
+        pool,
+        claim.name,
+        data.get('forever') ? null : optionalInt(data, 'ttlSeconds'),
+      );
+      flashNext(
+        `Claim ${renewed.name} renewed: ${renewed.expiresAt ? `expires ${new Date(renewed.expiresAt).toLocaleString()}` : 'no expiry'}.`,
+      );
       await navigate(location.pathname, true);
     },
   );
@@ -51,8 +65,17 @@ export const claimView: View = async ([poolName, claimName]) => {
       'form',
       { method: 'dialog' },
       h('h2', { id: 'release-title' }, `Release ${claim.name}?`),
-      h('p', {}, `Its ${claim.addresses.length === 1 ? 'address' : 'addresses'} ${claim.addresses.map((a) => a.address).join(', ')} go back to the pool${claim.version ? ` (version ${claim.version})` : ''}.`),
-      h('div', { class: 'buttons' }, h('button', { type: 'submit', value: 'cancel', class: 'ghost' }, 'Cancel'), confirmButton),
+      h(
+        'p',
+        {},
+        `Its ${claim.addresses.length === 1 ? 'address' : 'addresses'} ${claim.addresses.map((a) => a.address).join(', ')} go back to the pool${claim.version ? ` (version ${claim.version})` : ''}.`,
+      ),
+      h(
+        'div',
+        { class: 'buttons' },
+        h('button', { type: 'submit', value: 'cancel', class: 'ghost' }, 'Cancel'),
+        confirmButton,
+      ),
     ),
   );
   dialog.addEventListener('close', () => {
@@ -70,7 +93,13 @@ export const claimView: View = async ([poolName, claimName]) => {
     'div',
     { class: 'card' },
     h('h2', {}, 'Release'),
-    h('p', {}, 'Gives the addresses back', claim.version ? `, only if the claim is still at version ${claim.version}` : '', '.'),
+    h(
+      'p',
+      {},
+      'Gives the addresses back',
+      claim.version ? `, only if the claim is still at version ${claim.version}` : '',
+      '.',
+    ),
     h('button', { type: 'button', class: 'danger', onclick: () => dialog.showModal() }, 'Release…'),
     problem,
     dialog,
@@ -100,8 +129,15 @@ export const claimView: View = async ([poolName, claimName]) => {
                   api
                     .removeConsumer(pool, claim.name, c.uid)
                     .then(async (outcome) => {
-                      flashNext(outcome.released ? `Claim ${claim.name} released: ${c.kind}/${c.name} was its last consumer.` : `${c.kind}/${c.name} no longer consumes ${claim.name}.`);
-                      await navigate(outcome.released ? consolePath('pools', pool, 'claims') : location.pathname, !outcome.released);
+                      flashNext(
+                        outcome.released
+                          ? `Claim ${claim.name} released: ${c.kind}/${c.name} was its last consumer.`
+                          : `${c.kind}/${c.name} no longer consumes ${claim.name}.`,
+                      );
+                      await navigate(
+                        outcome.released ? consolePath('pools', pool, 'claims') : location.pathname,
+                        !outcome.released,
+                      );
                     })
                     .catch((error: unknown) => consumerProblem.replaceChildren(problemBox(error)));
                 },
@@ -116,7 +152,13 @@ export const claimView: View = async ([poolName, claimName]) => {
   const content = h(
     'div',
     {},
-    h('p', { class: 'crumbs' }, link(consolePath('pools', pool), `Pool ${pool}`), ' › ', link(consolePath('pools', pool, 'claims'), 'Claims')),
+    h(
+      'p',
+      { class: 'crumbs' },
+      link(consolePath('pools', pool), `Pool ${pool}`),
+      ' › ',
+      link(consolePath('pools', pool, 'claims'), 'Claims'),
+    ),
     h('h1', { tabindex: '-1' }, 'Claim ', h('span', { class: 'name' }, claim.name)),
     facts([
       ['Addresses', addresses],
@@ -135,4 +177,3 @@ export const claimView: View = async ([poolName, claimName]) => {
   );
   return { title: `Claim ${claim.name}`, content };
 };
-

@@ -24,14 +24,24 @@ export const claimsView: View = async ([name], query) => {
   const items: Claim[] = [];
   let pages = 0;
   do {
-    const page = await api.listClaims(pool, { limit: nameFilter ? 1000 : limit, ...(cursor ? { cursor } : {}), ...(owner ? { owner } : {}), ...(label ? { labelSelector: label } : {}) });
+    const page = await api.listClaims(pool, {
+      limit: nameFilter ? 1000 : limit,
+      ...(cursor ? { cursor } : {}),
+      ...(owner ? { owner } : {}),
+      ...(label ? { labelSelector: label } : {}),
+    });
     items.push(...(nameFilter ? page.items.filter((c) => c.name.includes(nameFilter)) : page.items));
     cursor = page.nextCursor;
     pages += 1;
   } while (nameFilter && cursor && items.length < limit && pages < NAME_SCAN_PAGES);
 
   const here = consolePath('pools', pool, 'claims');
-  const filters = new URLSearchParams({ ...(owner ? { owner } : {}), ...(label ? { label } : {}), ...(nameFilter ? { name: nameFilter } : {}), ...(query.get('limit') ? { limit: String(limit) } : {}) });
+  const filters = new URLSearchParams({
+    ...(owner ? { owner } : {}),
+    ...(label ? { label } : {}),
+    ...(nameFilter ? { name: nameFilter } : {}),
+    ...(query.get('limit') ? { limit: String(limit) } : {}),
+  });
   const filterForm = h(
     'form',
     { class: 'filters', role: 'search', 'aria-label': 'Filter claims' },
@@ -56,7 +66,9 @@ export const claimsView: View = async ([name], query) => {
     h('p', { class: 'crumbs' }, link(consolePath('pools', pool), `Pool ${pool}`)),
     h('h1', { tabindex: '-1' }, 'Claims in ', h('span', { class: 'name' }, pool)),
     filterForm,
-    items.length === 0 ? h('p', { class: 'empty' }, owner || label || nameFilter ? 'No claim matches.' : 'No claims in this pool.') : claimsTable(pool, items),
+    items.length === 0
+      ? h('p', { class: 'empty' }, owner || label || nameFilter ? 'No claim matches.' : 'No claims in this pool.')
+      : claimsTable(pool, items),
     h(
       'p',
       { class: 'pager' },
@@ -73,7 +85,17 @@ export function claimsTable(pool: string, claims: readonly Claim[]): HTMLTableEl
     'table',
     { class: 'list claims' },
     h('caption', { class: 'sr-only' }, `Claims in ${pool}`),
-    h('thead', {}, h('tr', {}, ...['Claim', 'Owner', 'Addresses', 'Labels', 'TTL', 'Expires', 'Version'].map((c) => h('th', { scope: 'col' }, c)))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        ...['Claim', 'Owner', 'Addresses', 'Labels', 'TTL', 'Expires', 'Version'].map((c) =>
+          h('th', { scope: 'col' }, c),
+        ),
+      ),
+    ),
     h(
       'tbody',
       {},
@@ -82,8 +104,18 @@ export function claimsTable(pool: string, claims: readonly Claim[]): HTMLTableEl
           'tr',
           {},
           h('th', { scope: 'row' }, link(consolePath('pools', pool, 'claims', claim.name), claim.name)),
-          h('td', {}, `${claim.owner.kind}/${claim.owner.name}`, h('br'), h('small', { class: 'muted' }, claim.owner.uid)),
-          h('td', {}, claim.addresses.map((a) => h('code', { class: 'addr' }, a.address))),
+          h(
+            'td',
+            {},
+            `${claim.owner.kind}/${claim.owner.name}`,
+            h('br'),
+            h('small', { class: 'muted' }, claim.owner.uid),
+          ),
+          h(
+            'td',
+            {},
+            claim.addresses.map((a) => h('code', { class: 'addr' }, a.address)),
+          ),
           h('td', {}, labelChips(claim.labels)),
           h('td', {}, duration(claim.ttlSeconds)),
           h('td', {}, expiry(claim)),

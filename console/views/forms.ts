@@ -29,7 +29,9 @@ export function text(data: FormData, name: string): string {
 
 /** A list typed with commas, spaces or new lines. */
 export function list(data: FormData, name: string): string[] {
-  return text(data, name).split(/[\s,]+/).filter((item) => item !== '');
+  return text(data, name)
+    .split(/[\s,]+/)
+    .filter((item) => item !== '');
 }
 
 /** An optional whole number; the API's own validation speaks for anything else the user typed. */

@@ -15,10 +15,22 @@ function freeSpaceWarning(pool: PoolDetails): HTMLElement | null {
   const below = (['IPv4', 'IPv6'] as const).flatMap((family) => {
     const warning = pool.warnings?.[family];
     if (!warning || warning.below === null) return [];
-    return [[`${family} is ${warning.below === 'full' ? 'full' : `below ${warning.below} % free`} (since `, time(warning.since), ')']];
+    return [
+      [
+        `${family} is ${warning.below === 'full' ? 'full' : `below ${warning.below} % free`} (since `,
+        time(warning.since),
+        ')',
+      ],
+    ];
   });
   if (below.length === 0) return null;
-  return h('p', { class: 'warning', role: 'status' }, 'Free space: ', ...below.flatMap((parts, i) => (i === 0 ? parts : ['; ', ...parts])), '.');
+  return h(
+    'p',
+    { class: 'warning', role: 'status' },
+    'Free space: ',
+    ...below.flatMap((parts, i) => (i === 0 ? parts : ['; ', ...parts])),
+    '.',
+  );
 }
 
 /** /console/pools/{pool}: settings, utilization, ranges, recent events and claims; add a range, make a claim. */
@@ -48,13 +60,27 @@ export const poolView: View = async ([name]) => {
           'table',
           { class: 'list' },
           h('caption', { class: 'sr-only' }, `Ranges of ${poolName}`),
-          h('thead', {}, h('tr', {}, ...['Range', 'CIDR', 'Family', 'State', 'Legacy', 'Utilization'].map((c) => h('th', { scope: 'col' }, c)))),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              ...['Range', 'CIDR', 'Family', 'State', 'Legacy', 'Utilization'].map((c) => h('th', { scope: 'col' }, c)),
+            ),
+          ),
           h('tbody', {}, ranges),
         );
   const eventList =
     events.items.length === 0
       ? h('p', { class: 'empty' }, 'No repair events in the last 24 hours.')
-      : h('ul', { class: 'events' }, events.items.map((e) => h('li', {}, time(e.time), ' ', h('strong', {}, e.reason), ' ', h('code', {}, e.object), ' ', e.message)));
+      : h(
+          'ul',
+          { class: 'events' },
+          events.items.map((e) =>
+            h('li', {}, time(e.time), ' ', h('strong', {}, e.reason), ' ', h('code', {}, e.object), ' ', e.message),
+          ),
+        );
 
   const content = h(
     'div',
@@ -69,7 +95,16 @@ export const poolView: View = async ([name]) => {
     h(
       'div',
       { class: 'families' },
-      (['IPv4', 'IPv6'] as const).map((family) => (pool.utilization[family] ? h('div', {}, h('h2', { class: 'h3' }, family), utilizationBar(`${poolName} ${family}`, pool.utilization[family])) : null)),
+      (['IPv4', 'IPv6'] as const).map((family) =>
+        pool.utilization[family]
+          ? h(
+              'div',
+              {},
+              h('h2', { class: 'h3' }, family),
+              utilizationBar(`${poolName} ${family}`, pool.utilization[family]),
+            )
+          : null,
+      ),
     ),
     h('h2', {}, 'Ranges'),
     rangeTable,
@@ -97,12 +132,21 @@ function rangeForm(pool: string): HTMLFormElement {
       h('h2', { id: 'add-range' }, 'Add a range'),
       field('CIDR', input('cidr', { required: true, placeholder: '10.96.0.0/24' })),
       field('Name', input('name', { placeholder: 'from the CIDR' }), 'optional; 10.96.0.0-24 for 10.96.0.0/24'),
-      h('div', { class: 'check' }, h('input', { type: 'checkbox', name: 'legacy', id: 'range-legacy' }), h('label', { for: 'range-legacy' }, 'Legacy (bitmap-mirrored) range')),
+      h(
+        'div',
+        { class: 'check' },
+        h('input', { type: 'checkbox', name: 'legacy', id: 'range-legacy' }),
+        h('label', { for: 'range-legacy' }, 'Legacy (bitmap-mirrored) range'),
+      ),
       h('button', { type: 'submit' }, 'Add range'),
     ),
     async (data) => {
       const name = text(data, 'name');
-      const { created, range } = await api.createRange(pool, { cidr: text(data, 'cidr'), ...(name ? { name } : {}), ...(data.get('legacy') ? { legacy: true } : {}) });
+      const { created, range } = await api.createRange(pool, {
+        cidr: text(data, 'cidr'),
+        ...(name ? { name } : {}),
+        ...(data.get('legacy') ? { legacy: true } : {}),
+      });
       flashNext(created ? `Range ${range.name} (${range.cidr}) added.` : `Range ${range.name} already existed.`);
       await navigate(consolePath('pools', pool, 'ranges', range.name));
     },
@@ -122,7 +166,18 @@ function claimForm(pool: string): HTMLFormElement {
     { class: 'inline' },
     h('legend', {}, 'Families'),
     (['IPv4', 'IPv6'] as const).map((family) =>
-      h('span', { class: 'check' }, h('input', { type: 'checkbox', name: 'ipFamilies', value: family, id: `claim-${family}`, checked: family === 'IPv4' }), h('label', { for: `claim-${family}` }, family)),
+      h(
+        'span',
+        { class: 'check' },
+        h('input', {
+          type: 'checkbox',
+          name: 'ipFamilies',
+          value: family,
+          id: `claim-${family}`,
+          checked: family === 'IPv4',
+        }),
+        h('label', { for: `claim-${family}` }, family),
+      ),
     ),
   );
   return actionForm(
@@ -131,13 +186,29 @@ function claimForm(pool: string): HTMLFormElement {
       { class: 'card', 'aria-labelledby': 'make-claim' },
       h('h2', { id: 'make-claim' }, 'Claim addresses'),
       field('Claim name', input('name', { placeholder: 'web (or leave empty and give a prefix)' })),
-      field('Name prefix', input('generateName', { placeholder: 'web-' }), 'used when the name is empty: the server adds a suffix'),
+      field(
+        'Name prefix',
+        input('generateName', { placeholder: 'web-' }),
+        'used when the name is empty: the server adds a suffix',
+      ),
       field('Owner', input('owner', { required: true, placeholder: 'Service/web/3f1c' }), 'kind/name/uid'),
       field('Family policy', policy),
       families,
-      field('Specific addresses', input('addresses', { placeholder: '10.96.0.10' }), 'optional; one per family, separated by commas'),
-      field('Labels', input('labels', { placeholder: 'tier=web, zone=a' }), 'optional; key=value pairs separated by commas'),
-      field('TTL (seconds)', input('ttlSeconds', { inputmode: 'numeric' }), 'optional; without one the claim never expires'),
+      field(
+        'Specific addresses',
+        input('addresses', { placeholder: '10.96.0.10' }),
+        'optional; one per family, separated by commas',
+      ),
+      field(
+        'Labels',
+        input('labels', { placeholder: 'tier=web, zone=a' }),
+        'optional; key=value pairs separated by commas',
+      ),
+      field(
+        'TTL (seconds)',
+        input('ttlSeconds', { inputmode: 'numeric' }),
+        'optional; without one the claim never expires',
+      ),
       h('button', { type: 'submit' }, 'Claim'),
     ),
     async (data) => {
@@ -156,7 +227,12 @@ export function claimSpec(data: FormData): ClaimSpec {
   const addresses = list(data, 'addresses');
   const ttlSeconds = optionalInt(data, 'ttlSeconds');
   // `k=v` pairs; a pair without '=' goes as a key with an empty value, and the API says what it thinks of it.
-  const labels = Object.fromEntries(list(data, 'labels').map((pair) => [pair.slice(0, pair.includes('=') ? pair.indexOf('=') : pair.length), pair.includes('=') ? pair.slice(pair.indexOf('=') + 1) : '']));
+  const labels = Object.fromEntries(
+    list(data, 'labels').map((pair) => [
+      pair.slice(0, pair.includes('=') ? pair.indexOf('=') : pair.length),
+      pair.includes('=') ? pair.slice(pair.indexOf('=') + 1) : '',
+    ]),
+  );
   const ipFamilies = data.getAll('ipFamilies').filter((f): f is Family => f === 'IPv4' || f === 'IPv6');
   return {
     ...(name ? { name } : {}),

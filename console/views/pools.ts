@@ -32,7 +32,19 @@ export const poolsView: View = async (_params, query) => {
           'table',
           { class: 'list' },
           h('caption', { class: 'sr-only' }, 'Pools'),
-          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Pool'), h('th', { scope: 'col' }, 'IPv4'), h('th', { scope: 'col' }, 'IPv6'), h('th', { scope: 'col' }, 'Ranges'), h('th', { scope: 'col' }, 'Reuse delay'))),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'col' }, 'Pool'),
+              h('th', { scope: 'col' }, 'IPv4'),
+              h('th', { scope: 'col' }, 'IPv6'),
+              h('th', { scope: 'col' }, 'Ranges'),
+              h('th', { scope: 'col' }, 'Reuse delay'),
+            ),
+          ),
           h('tbody', {}, rows),
         );
   const pager = h(
@@ -48,14 +60,26 @@ export const poolsView: View = async (_params, query) => {
       { class: 'card', 'aria-labelledby': 'create-pool' },
       h('h2', { id: 'create-pool' }, 'Create a pool'),
       field('Name', input('name', { required: true, placeholder: 'services' })),
-      field('Exclusions', input('exclude', { placeholder: '10.96.0.0/29, fd00::/126' }), 'CIDRs or addresses never handed out, separated by commas or spaces'),
-      field('Reuse delay (seconds)', input('reuseDelaySeconds', { inputmode: 'numeric', placeholder: '0' }), 'how long a released address stays held for its previous owner'),
+      field(
+        'Exclusions',
+        input('exclude', { placeholder: '10.96.0.0/29, fd00::/126' }),
+        'CIDRs or addresses never handed out, separated by commas or spaces',
+      ),
+      field(
+        'Reuse delay (seconds)',
+        input('reuseDelaySeconds', { inputmode: 'numeric', placeholder: '0' }),
+        'how long a released address stays held for its previous owner',
+      ),
       h('button', { type: 'submit' }, 'Create pool'),
     ),
     async (data) => {
       const name = text(data, 'name');
       const reuseDelaySeconds = optionalInt(data, 'reuseDelaySeconds');
-      const { created, pool } = await api.createPool({ name, exclude: list(data, 'exclude'), ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}) });
+      const { created, pool } = await api.createPool({
+        name,
+        exclude: list(data, 'exclude'),
+        ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}),
+      });
       flashNext(created ? `Pool ${pool.name} created.` : `Pool ${pool.name} already existed with these settings.`);
       await navigate(consolePath('pools', pool.name));
     },

@@ -4,7 +4,16 @@ import type { Lease } from '../../cli/api/types.ts';
 import { legacyWindow } from '../../shared/core/bitmap/bitmap.ts';
 import { formatAddress } from '../../shared/core/ip/address.ts';
 import { formatCidr, hostAt, parseCidr } from '../../shared/core/ip/cidr.ts';
-import { exclusionIntervals, fillOf, labelOf, layoutMap, Zone, zoneOf, type MapCell, type MapModel } from '../../cli/map/layout.ts';
+import {
+  exclusionIntervals,
+  fillOf,
+  labelOf,
+  layoutMap,
+  Zone,
+  zoneOf,
+  type MapCell,
+  type MapModel,
+} from '../../cli/map/layout.ts';
 import { heldOf } from '../../cli/map/occupancy.ts';
 import { consolePath, facts, h, link } from '../dom.ts';
 import { time, utilizationBar } from '../format.ts';
@@ -41,7 +50,11 @@ export const rangeView: View = async ([poolName, rangeName]) => {
     maxCells: MAP_CELLS,
     maxColumns: cidr.family === 'IPv4' && blockCells(cidr.prefix) <= 256 ? 32 : 64,
   });
-  const info = h('div', { class: 'cell-info', id: 'cell-info', 'aria-live': 'polite' }, 'Hover over or focus a cell (arrow keys move) to see its address and holder.');
+  const info = h(
+    'div',
+    { class: 'cell-info', id: 'cell-info', 'aria-live': 'polite' },
+    'Hover over or focus a cell (arrow keys move) to see its address and holder.',
+  );
   const grid = mapGrid(pool, model, info);
   // The time from the data's arrival to the map on screen (the frame after it is in the page), for the benchmark.
   requestAnimationFrame(() =>
@@ -62,11 +75,26 @@ export const rangeView: View = async ([poolName, rangeName]) => {
       ['State', `${range.state}${range.legacy ? ', legacy' : ''}`],
       ['Utilization', utilizationBar(range.name, range)],
       ['Lower band', model.lowerBand > 0n ? `${at(0n)} – ${at(model.lowerBand - 1n)} (${model.lowerBand})` : 'none'],
-      ['Legacy window', model.window !== undefined ? `${at(0n)} – ${at(model.window - 1n)} (${model.window} of ${model.counts.usable})` : ''],
+      [
+        'Legacy window',
+        model.window !== undefined
+          ? `${at(0n)} – ${at(model.window - 1n)} (${model.window} of ${model.counts.usable})`
+          : '',
+      ],
       ['Exclusions', details.exclude.length ? details.exclude.join(', ') : 'none'],
-      ['Read from', [`${occupancy.source === 'summary' ? 'the occupancy summary' : 'the lease listing'}${occupancy.slices[0] ? ', as of ' : ''}`, occupancy.slices[0] ? time(occupancy.slices[0].asOf) : null]],
+      [
+        'Read from',
+        [
+          `${occupancy.source === 'summary' ? 'the occupancy summary' : 'the lease listing'}${occupancy.slices[0] ? ', as of ' : ''}`,
+          occupancy.slices[0] ? time(occupancy.slices[0].asOf) : null,
+        ],
+      ],
     ]),
-    h('p', { class: 'map-summary' }, `${model.counts.held} held, ${model.counts.free} free, ${model.counts.excluded} excluded of ${model.counts.usable} usable; 1 cell = ${model.cellSize} address${model.cellSize === 1n ? '' : 'es'}.`),
+    h(
+      'p',
+      { class: 'map-summary' },
+      `${model.counts.held} held, ${model.counts.free} free, ${model.counts.excluded} excluded of ${model.counts.usable} usable; 1 cell = ${model.cellSize} address${model.cellSize === 1n ? '' : 'es'}.`,
+    ),
     h('div', { class: 'map-wrap' }, grid, info),
     legend(model),
   );
@@ -79,18 +107,28 @@ function cellText(model: MapModel, cell: MapCell): string {
   const family = model.cidr.family;
   const first = formatAddress({ family, value: cell.first });
   const zone = ZONE_TEXT[zoneOf(cell)];
-  if (model.cellSize === 1n) return `${first}: ${cell.held > 0n ? 'held' : cell.usable === 0n ? 'reserved' : cell.excluded > 0n ? 'excluded' : 'free'}, ${zone}`;
+  if (model.cellSize === 1n)
+    return `${first}: ${cell.held > 0n ? 'held' : cell.usable === 0n ? 'reserved' : cell.excluded > 0n ? 'excluded' : 'free'}, ${zone}`;
   const last = formatAddress({ family, value: cell.first + model.cellSize - 1n });
   return `${first} – ${last}: ${cell.held} of ${cell.usable} held, ${zone}`;
 }
 
 function mapGrid(pool: string, model: MapModel, info: HTMLElement): HTMLElement {
   const cells: { element: HTMLElement; cell: MapCell }[] = [];
-  const grid = h('div', { class: `map cols-${model.columns}`, role: 'grid', 'aria-label': `Occupancy of ${formatCidr(model.cidr)}`, 'aria-describedby': 'cell-info' });
+  const grid = h('div', {
+    class: `map cols-${model.columns}`,
+    role: 'grid',
+    'aria-label': `Occupancy of ${formatCidr(model.cidr)}`,
+    'aria-describedby': 'cell-info',
+  });
   grid.style.setProperty('--columns', String(model.columns));
   const fragment = document.createDocumentFragment();
   for (const row of model.rows) {
-    const rowElement = h('div', { role: 'row', class: 'map-row' }, h('span', { role: 'rowheader', class: 'map-label' }, labelOf(model.cidr, row[0]!.first)));
+    const rowElement = h(
+      'div',
+      { role: 'row', class: 'map-row' },
+      h('span', { role: 'rowheader', class: 'map-label' }, labelOf(model.cidr, row[0]!.first)),
+    );
     for (const cell of row) {
       const zone = zoneOf(cell);
       const element = h('span', {
@@ -100,7 +138,8 @@ function mapGrid(pool: string, model: MapModel, info: HTMLElement): HTMLElement 
         'aria-label': cellText(model, cell),
         'data-i': cells.length,
       });
-      if (cell.held > 0n && model.cellSize > 1n) element.style.setProperty('--fill', String(Math.max(0.25, fillOf(cell))));
+      if (cell.held > 0n && model.cellSize > 1n)
+        element.style.setProperty('--fill', String(Math.max(0.25, fillOf(cell))));
       rowElement.append(element);
       cells.push({ element, cell });
     }
@@ -121,15 +160,34 @@ function mapGrid(pool: string, model: MapModel, info: HTMLElement): HTMLElement 
     const address = formatAddress({ family: model.cidr.family, value: cell.first });
     let holder = holders.get(address);
     if (holder === undefined) {
-      holder = api.getAddress(pool, address).catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
+      holder = api
+        .getAddress(pool, address)
+        .catch((error: unknown) => (isNotFound(error) ? undefined : Promise.reject(error)));
       holders.set(address, holder);
     }
     holder.then(
       (lease) => {
         if (shown !== index) return;
         if (lease === undefined) info.append(h('div', {}, 'not held any more'));
-        else if (lease.state === 'Released') info.append(h('div', {}, `released by ${lease.previousClaim} (${lease.previousOwner.kind}/${lease.previousOwner.name}), reusable `, time(lease.reusableAt)));
-        else info.append(h('div', {}, 'held by claim ', link(consolePath('pools', pool, 'claims', lease.claim), lease.claim), ` (${lease.owner.kind}/${lease.owner.name}, uid ${lease.owner.uid})`));
+        else if (lease.state === 'Released')
+          info.append(
+            h(
+              'div',
+              {},
+              `released by ${lease.previousClaim} (${lease.previousOwner.kind}/${lease.previousOwner.name}), reusable `,
+              time(lease.reusableAt),
+            ),
+          );
+        else
+          info.append(
+            h(
+              'div',
+              {},
+              'held by claim ',
+              link(consolePath('pools', pool, 'claims', lease.claim), lease.claim),
+              ` (${lease.owner.kind}/${lease.owner.name}, uid ${lease.owner.uid})`,
+            ),
+          );
       },
       () => undefined,
     );
@@ -172,5 +230,9 @@ function legend(model: MapModel): HTMLElement {
     [`z-${Zone.Reserved}`, 'network / broadcast'],
     ...(model.window !== undefined ? ([[`z-${Zone.Outside}`, 'outside the legacy window']] as [string, string][]) : []),
   ];
-  return h('ul', { class: 'legend', 'aria-label': 'Legend' }, items.map(([cls, text]) => h('li', {}, h('span', { class: `swatch cell ${cls}`, 'aria-hidden': 'true' }), text)));
+  return h(
+    'ul',
+    { class: 'legend', 'aria-label': 'Legend' },
+    items.map(([cls, text]) => h('li', {}, h('span', { class: `swatch cell ${cls}`, 'aria-hidden': 'true' }), text)),
+  );
 }

@@ -55,15 +55,20 @@ type Input = Record<string, unknown> & {
 };
 
 const partitionKeyOf = (index: string | undefined): string =>
-  (index === undefined ? tableJson.KeySchema : tableJson.GlobalSecondaryIndexes.find((i) => i.IndexName === index)?.KeySchema)?.find((k) => k.KeyType === 'HASH')?.AttributeName ?? 'PK';
+  (index === undefined
+    ? tableJson.KeySchema
+    : tableJson.GlobalSecondaryIndexes.find((i) => i.IndexName === index)?.KeySchema
+  )?.find((k) => k.KeyType === 'HASH')?.AttributeName ?? 'PK';
 const text = (value: Attr | undefined): string | undefined => value?.S ?? value?.N;
-const sorted = (values: (string | undefined)[]): string[] => [...new Set(values.filter((v): v is string => v !== undefined))].sort();
+const sorted = (values: (string | undefined)[]): string[] =>
+  [...new Set(values.filter((v): v is string => v !== undefined))].sort();
 
 /** The partition key a Query's key condition fixes (`#pk = :pk` or `PK = :pk`). */
 function queriedKey(input: Input): string | undefined {
   const attribute = partitionKeyOf(input.IndexName);
   for (const [, name, value] of (input.KeyConditionExpression ?? '').matchAll(/([#\w]+)\s*=\s*(:\w+)/g)) {
-    if ((input.ExpressionAttributeNames?.[name!] ?? name) === attribute) return text(input.ExpressionAttributeValues?.[value!]);
+    if ((input.ExpressionAttributeNames?.[name!] ?? name) === attribute)
+      return text(input.ExpressionAttributeValues?.[value!]);
   }
   return undefined;
 }
@@ -72,28 +77,67 @@ function queriedKey(input: Input): string | undefined {
 export function awsCallsOf(functionName: string, service: string, command: string, input: Input): AwsCall[] {
   const operation = command.replace(/Command$/, '');
   const base = { function: functionName };
-  if (service === 'events') return [{ ...base, action: `events:${operation}`, eventBus: [...new Set((input.Entries ?? []).map((e) => e.EventBusName ?? 'default'))].sort().join(',') }];
+  if (service === 'events')
+    return [
+      {
+        ...base,
+        action: `events:${operation}`,
+        eventBus: [...new Set((input.Entries ?? []).map((e) => e.EventBusName ?? 'default'))].sort().join(','),
+      },
+    ];
   if (service !== 'dynamodb') return [{ ...base, action: `${service}:${operation}` }];
   const pk = partitionKeyOf(undefined);
   switch (operation) {
     case 'TransactWriteItems':
     case 'TransactGetItems':
       return (input.TransactItems ?? []).map((item) => {
-        const [kind, body] = Object.entries(item)[0] as [keyof TransactItem, { TableName?: string; Key?: Item; Item?: Item }];
-        const action = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem', Get: 'GetItem' }[kind];
-        return { ...base, action: `dynamodb:${action}`, via: operation, table: body.TableName ?? '', leadingKeys: sorted([text((body.Key ?? body.Item)?.[pk])]) };
+        const [kind, body] = Object.entries(item)[0] as [
+          keyof TransactItem,
+          { TableName?: string; Key?: Item; Item?: Item },
+        ];
+        const action = {
+          Put: 'PutItem',
+          Update: 'UpdateItem',
+          Delete: 'DeleteItem',
+          ConditionCheck: 'ConditionCheckItem',
+          Get: 'GetItem',
+        }[kind];
+        return {
+          ...base,
+          action: `dynamodb:${action}`,
+          via: operation,
+          table: body.TableName ?? '',
+          leadingKeys: sorted([text((body.Key ?? body.Item)?.[pk])]),
+        };
       });
     case 'BatchGetItem':
     case 'BatchWriteItem':
       return Object.entries(input.RequestItems ?? {}).map(([table, request]) => {
-        const keys = Array.isArray(request) ? request.map((r) => text((r.PutRequest?.Item ?? r.DeleteRequest?.Key)?.[pk])) : (request.Keys ?? []).map((k) => text(k[pk]));
+        const keys = Array.isArray(request)
+          ? request.map((r) => text((r.PutRequest?.Item ?? r.DeleteRequest?.Key)?.[pk]))
+          : (request.Keys ?? []).map((k) => text(k[pk]));
         return { ...base, action: `dynamodb:${operation}`, table, leadingKeys: sorted(keys) };
       });
     case 'Query':
-      return [{ ...base, action: 'dynamodb:Query', table: input.TableName ?? '', ...(input.IndexName ? { index: input.IndexName } : {}), leadingKeys: sorted([queriedKey(input)]) }];
+      return [
+        {
+          ...base,
+          action: 'dynamodb:Query',
+          table: input.TableName ?? '',
+          ...(input.IndexName ? { index: input.IndexName } : {}),
+          leadingKeys: sorted([queriedKey(input)]),
+        },
+      ];
     default: {
       const key = text((input.Key ?? input.Item)?.[pk]);
-      return [{ ...base, action: `dynamodb:${operation}`, table: input.TableName ?? '', ...(key !== undefined ? { leadingKeys: [key] } : {}) }];
+      return [
+        {
+          ...base,
+          action: `dynamodb:${operation}`,
+          table: input.TableName ?? '',
+          ...(key !== undefined ? { leadingKeys: [key] } : {}),
+        },
+      ];
     }
   }
 }
@@ -118,15 +162,21 @@ export function recordAwsCalls(client: MiddlewareClient, service: string, log: C
   if (log === undefined) return;
   const seen = new Set<string>();
   client.middlewareStack.add(
-    (next: (args: { input: Input }) => Promise<unknown>, context: { commandName?: string }) => async (args: { input: Input }) => {
-      for (const call of awsCallsOf(functionScope.getStore() ?? log.functionName, service, context.commandName ?? 'Unknown', args.input)) {
-        const line = JSON.stringify(call);
-        if (seen.has(line)) continue;
-        seen.add(line);
-        appendFileSync(log.file, `${line}\n`);
-      }
-      return next(args);
-    },
+    (next: (args: { input: Input }) => Promise<unknown>, context: { commandName?: string }) =>
+      async (args: { input: Input }) => {
+        for (const call of awsCallsOf(
+          functionScope.getStore() ?? log.functionName,
+          service,
+          context.commandName ?? 'Unknown',
+          args.input,
+        )) {
+          const line = JSON.stringify(call);
+          if (seen.has(line)) continue;
+          seen.add(line);
+          appendFileSync(log.file, `${line}\n`);
+        }
+        return next(args);
+      },
     { step: 'initialize', name: 'ipamAwsCallLog' },
   );
 }

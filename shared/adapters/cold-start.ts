@@ -61,7 +61,10 @@ export function tableSettingsGuard(container: Container, log: ColdStartLogger = 
 }
 
 /** A handler that first awaits `ready` (tableSettingsGuard): while it rejects, the handler serves nothing. */
-export function servingAfter<A extends unknown[], R>(ready: () => Promise<void>, handler: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+export function servingAfter<A extends unknown[], R>(
+  ready: () => Promise<void>,
+  handler: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
   return async (...args: A) => {
     await ready();
     return handler(...args);

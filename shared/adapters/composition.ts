@@ -28,7 +28,10 @@ import { crossingsClient, EventBridgeCrossings } from './crossing-events.ts';
  * The wait after the `lost`-th lost race (the legacy allocator's bitmap race, a consumer change): a uniform random whole
  * number of milliseconds in [0, min(2^lost, 64)), on `timer` (setTimeout, or the simulator's virtual time).
  */
-const backoff = (random: Random, timer: Timer) => (lost: number): Promise<void> => timer.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
+const backoff =
+  (random: Random, timer: Timer) =>
+  (lost: number): Promise<void> =>
+    timer.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
 
 export interface Container {
   readonly config: Config;
@@ -81,7 +84,14 @@ function eventBridgeAnnouncer(config: Config): CrossingAnnouncer {
  * retries underneath would multiply each read's attempts without knowing the deadline.
  */
 export function dynamoTable(config: Config, client?: DynamoDBClient): SdkTable {
-  const sdk = client ?? createDynamoClient({ ...(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {}), region: config.region, maxAttempts: 1, requestTimeoutMs: config.requestTimeoutMs });
+  const sdk =
+    client ??
+    createDynamoClient({
+      ...(config.dynamodbEndpoint ? { endpoint: config.dynamodbEndpoint } : {}),
+      region: config.region,
+      maxAttempts: 1,
+      requestTimeoutMs: config.requestTimeoutMs,
+    });
   if (client === undefined) recordAwsCalls(sdk, 'dynamodb', config.callLog);
   return new SdkTable(sdk, config.tableName);
 }
@@ -96,18 +106,60 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const clock = overrides.clock ?? systemClock;
   const pause = backoff(random, overrides.timer ?? systemTimer);
   const { pools, claims, leases, bitmaps, occupancy } = stores;
-  const hints = new HintCache((pool, family, intervals, nowMs) => leases.takenAddresses(pool, family, intervals, nowMs), overrides.hintMaxAgeMs, {
-    read: (pool, family, intervals) => readSummary(occupancy, pool, family, intervals),
-    ...(overrides.summaryMaxAgeMs !== undefined ? { maxAgeMs: overrides.summaryMaxAgeMs } : {}),
-  });
+  const hints = new HintCache(
+    (pool, family, intervals, nowMs) => leases.takenAddresses(pool, family, intervals, nowMs),
+    overrides.hintMaxAgeMs,
+    {
+      read: (pool, family, intervals) => readSummary(occupancy, pool, family, intervals),
+      ...(overrides.summaryMaxAgeMs !== undefined ? { maxAgeMs: overrides.summaryMaxAgeMs } : {}),
+    },
+  );
   const views = new PoolViewCache(pools, overrides.viewMaxAgeMs);
   // Legacy mode (MultiCIDRServiceAllocator=false): the bitmap allocates, and a release clears its bits in its own transaction.
   const allocator: Allocator = gates.MultiCIDRServiceAllocator
-    ? new LeaseAllocator({ claims, hints, clock, random, windowOf: dynamicWindowOf(gates), leaseStates: (pool, addresses) => occupancy.leaseStates(pool, addresses), heldFor: (pool, owner, nowMs) => leases.heldFor(pool, owner, nowMs), seals: stores.seals, ...(overrides.strategy ? { strategy: overrides.strategy } : {}) })
+    ? new LeaseAllocator({
+        claims,
+        hints,
+        clock,
+        random,
+        windowOf: dynamicWindowOf(gates),
+        leaseStates: (pool, addresses) => occupancy.leaseStates(pool, addresses),
+        heldFor: (pool, owner, nowMs) => leases.heldFor(pool, owner, nowMs),
+        seals: stores.seals,
+        ...(overrides.strategy ? { strategy: overrides.strategy } : {}),
+      })
     : new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause });
   const exhaustion = new TableExhaustionStore(table);
-  const deps: Deps = { pools, claims, leases, health: stores.health, clock, random, views, hints, allocator, bitmaps, gates, occupancy, reconcile: stores.reconcile, history: stores.history, exhaustion, pause };
-  const watch = new ExhaustionWatch({ store: exhaustion, utilization: (pool) => poolExhaustionReading(deps, pool), announcer: overrides.announcer ?? eventBridgeAnnouncer(config), clock });
-  const mirror = new LeaseProjections(new SummaryMirror({ store: occupancy, clock }), new LegacyMirror({ pools, leases, bitmaps, gates }), new HistoryRecorder({ store: stores.history, clock }), stores.history, watch);
+  const deps: Deps = {
+    pools,
+    claims,
+    leases,
+    health: stores.health,
+    clock,
+    random,
+    views,
+    hints,
+    allocator,
+    bitmaps,
+    gates,
+    occupancy,
+    reconcile: stores.reconcile,
+    history: stores.history,
+    exhaustion,
+    pause,
+  };
+  const watch = new ExhaustionWatch({
+    store: exhaustion,
+    utilization: (pool) => poolExhaustionReading(deps, pool),
+    announcer: overrides.announcer ?? eventBridgeAnnouncer(config),
+    clock,
+  });
+  const mirror = new LeaseProjections(
+    new SummaryMirror({ store: occupancy, clock }),
+    new LegacyMirror({ pools, leases, bitmaps, gates }),
+    new HistoryRecorder({ store: stores.history, clock }),
+    stores.history,
+    watch,
+  );
   return { config, table, stores, deps, mirror };
 }

@@ -103,7 +103,8 @@ export class IpamMetrics {
     this.powertools.addMetric(MetricName.ReconcileIncomplete, MetricUnit.Count, report.complete ? 0 : 1);
     this.powertools.addMetric(MetricName.SweepChecked, MetricUnit.Count, report.sweep.checked);
     this.powertools.publishStoredMetrics();
-    for (const [pool, lagMs] of Object.entries(report.history.lagMs)) this.single(MetricName.HistoryLag, lagMs, { Pool: pool }, MetricUnit.Milliseconds);
+    for (const [pool, lagMs] of Object.entries(report.history.lagMs))
+      this.single(MetricName.HistoryLag, lagMs, { Pool: pool }, MetricUnit.Milliseconds);
   }
 
   /** The stream function's count of records handed back for retry in one batch (zeros included, so alarms see data). */
@@ -115,12 +116,19 @@ export class IpamMetrics {
 
   /** What the stream function's exhaustion checks read and decided in one batch. */
   publishExhaustion(observed: readonly Observation[], crossings: readonly Crossing[]): void {
-    for (const o of observed) this.single(MetricName.PoolFreePercent, o.freePercent, { Pool: o.pool, Family: o.family }, MetricUnit.Percent);
-    for (const c of crossings) this.single(MetricName.PoolThresholdCrossings, 1, { Pool: c.pool, Family: c.family, Direction: c.direction });
+    for (const o of observed)
+      this.single(MetricName.PoolFreePercent, o.freePercent, { Pool: o.pool, Family: o.family }, MetricUnit.Percent);
+    for (const c of crossings)
+      this.single(MetricName.PoolThresholdCrossings, 1, { Pool: c.pool, Family: c.family, Direction: c.direction });
   }
 
   /** One metric under its own dimensions, written at once (dimensions differ per line in EMF). */
-  private single(name: string, value: number, dimensions: Record<string, string>, unit: (typeof MetricUnit)[keyof typeof MetricUnit] = MetricUnit.Count): void {
+  private single(
+    name: string,
+    value: number,
+    dimensions: Record<string, string>,
+    unit: (typeof MetricUnit)[keyof typeof MetricUnit] = MetricUnit.Count,
+  ): void {
     this.flush();
     this.powertools.addDimensions(dimensions);
     this.powertools.addMetric(name, unit, value);

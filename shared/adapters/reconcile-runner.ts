@@ -50,14 +50,31 @@ const timer: Pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  * One scheduled run: stops `deadlineMarginMs` before the Lambda's own deadline, publishes utilization and repair
  * counters as EMF metrics, and logs a summary line, one line per range and one per failed unit of work.
  */
-export async function runReconciler(deps: Deps, config: ReconcilerConfig, remainingMs: number, options: RunOptions = {}): Promise<RunSummary> {
+export async function runReconciler(
+  deps: Deps,
+  config: ReconcilerConfig,
+  remainingMs: number,
+  options: RunOptions = {},
+): Promise<RunSummary> {
   const log = options.log ?? jsonLog;
   const started = deps.clock.nowMs();
   const reconcileDeps: ReconcileDeps = { ...deps, settings: settingsOf(config), pause: options.pause ?? timer };
   const report = await reconcile(reconcileDeps, { deadlineMs: started + remainingMs - config.deadlineMarginMs });
   options.metrics?.publishRun(report);
   for (const u of report.utilization) {
-    log({ level: 'info', message: 'range utilization', pool: u.pool, range: u.range, cidr: u.cidr, state: u.state, legacy: u.legacy, size: big(u.size), used: big(u.used), free: big(u.free), countedAt: new Date(u.countedAt).toISOString() });
+    log({
+      level: 'info',
+      message: 'range utilization',
+      pool: u.pool,
+      range: u.range,
+      cidr: u.cidr,
+      state: u.state,
+      legacy: u.legacy,
+      size: big(u.size),
+      used: big(u.used),
+      free: big(u.free),
+      countedAt: new Date(u.countedAt).toISOString(),
+    });
   }
   for (const error of report.errors) log({ level: 'warn', message: 'reconcile step failed', error });
   const summary: RunSummary = {

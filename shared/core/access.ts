@@ -45,11 +45,16 @@ const arnShape = /^arn:(aws[a-z-]*):(iam|sts)::(\d{12}):([\x21-\x7e]{1,512})$/;
  */
 export function principalFromArn(text: string, field = 'principal'): Principal {
   const m = arnShape.exec(text);
-  if (!m) throw new InvalidArgumentError(`The ${field} ${quote(text)} is not an IAM or STS principal ARN (arn:aws:iam::123456789012:role/name).`, field);
+  if (!m)
+    throw new InvalidArgumentError(
+      `The ${field} ${quote(text)} is not an IAM or STS principal ARN (arn:aws:iam::123456789012:role/name).`,
+      field,
+    );
   const [, partition, service, account, resource] = m as unknown as [string, string, string, string, string];
   if (service === 'sts' && resource.startsWith('assumed-role/')) {
     const [, role, ...session] = resource.split('/');
-    if (!role || session.length === 0) throw new InvalidArgumentError(`The ${field} ${quote(text)} is an assumed role without a session.`, field);
+    if (!role || session.length === 0)
+      throw new InvalidArgumentError(`The ${field} ${quote(text)} is an assumed role without a session.`, field);
     return { arn: `arn:${partition}:iam::${account}:role/${role}`, session: session.join('/') };
   }
   return { arn: text };
@@ -84,10 +89,19 @@ export function arnMatches(pattern: string, arn: string): boolean {
 
 function checkPatterns(value: unknown, field: string): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || value.length > AccessLimits.patterns) throw new InvalidArgumentError(`${field} must be a list of at most ${AccessLimits.patterns} ARN patterns.`, field);
+  if (!Array.isArray(value) || value.length > AccessLimits.patterns)
+    throw new InvalidArgumentError(`${field} must be a list of at most ${AccessLimits.patterns} ARN patterns.`, field);
   return value.map((pattern: unknown, i) => {
-    if (typeof pattern !== 'string' || !pattern.startsWith('arn:') || pattern.length > AccessLimits.patternLength || !/^[\x21-\x7e]+$/.test(pattern)) {
-      throw new InvalidArgumentError(`${field}[${i}] must be an ARN pattern: 'arn:' then up to ${AccessLimits.patternLength} printable characters, '*' and '?' as wildcards.`, `${field}[${i}]`);
+    if (
+      typeof pattern !== 'string' ||
+      !pattern.startsWith('arn:') ||
+      pattern.length > AccessLimits.patternLength ||
+      !/^[\x21-\x7e]+$/.test(pattern)
+    ) {
+      throw new InvalidArgumentError(
+        `${field}[${i}] must be an ARN pattern: 'arn:' then up to ${AccessLimits.patternLength} printable characters, '*' and '?' as wildcards.`,
+        `${field}[${i}]`,
+      );
     }
     return pattern;
   });
@@ -95,10 +109,16 @@ function checkPatterns(value: unknown, field: string): string[] {
 
 /** Checks a pool's `access` as a client sent it. @throws InvalidArgumentError */
 export function checkAccess(value: { administrators?: unknown; allocators?: unknown }): PoolAccess {
-  const access = { administrators: checkPatterns(value.administrators, 'access.administrators'), allocators: checkPatterns(value.allocators, 'access.allocators') };
+  const access = {
+    administrators: checkPatterns(value.administrators, 'access.administrators'),
+    allocators: checkPatterns(value.allocators, 'access.allocators'),
+  };
   if (access.administrators.length === 0) {
     // A pool nobody administers could never have a range added or be deleted again.
-    throw new InvalidArgumentError('access.administrators must name at least one ARN pattern.', 'access.administrators');
+    throw new InvalidArgumentError(
+      'access.administrators must name at least one ARN pattern.',
+      'access.administrators',
+    );
   }
   return access;
 }
@@ -117,14 +137,25 @@ const who = (caller: Principal | undefined) => (caller ? caller.arn : 'an uniden
 /** Refuses a caller who is neither an administrator nor an allocator of the pool (reads and claims). @throws ForbiddenError */
 export function requireMember(pool: { name: string; access?: PoolAccess }, caller: Principal | undefined): Role {
   const role = roleIn(pool.access, caller);
-  if (role === Role.None) throw new ForbiddenError('members-only', `Pool ${JSON.stringify(pool.name)} names its administrators and allocators, and ${who(caller)} is neither.`);
+  if (role === Role.None)
+    throw new ForbiddenError(
+      'members-only',
+      `Pool ${JSON.stringify(pool.name)} names its administrators and allocators, and ${who(caller)} is neither.`,
+    );
   return role;
 }
 
 /** Refuses a caller who does not administer the pool (ranges, deleting the pool). @throws ForbiddenError */
-export function requireAdministrator(pool: { name: string; access?: PoolAccess }, caller: Principal | undefined, what: string): void {
+export function requireAdministrator(
+  pool: { name: string; access?: PoolAccess },
+  caller: Principal | undefined,
+  what: string,
+): void {
   if (roleIn(pool.access, caller) !== Role.Administrator) {
-    throw new ForbiddenError('administrators-only', `Only an administrator of pool ${JSON.stringify(pool.name)} may ${what}; ${who(caller)} is not one.`);
+    throw new ForbiddenError(
+      'administrators-only',
+      `Only an administrator of pool ${JSON.stringify(pool.name)} may ${what}; ${who(caller)} is not one.`,
+    );
   }
 }
 
@@ -132,9 +163,17 @@ export function requireAdministrator(pool: { name: string; access?: PoolAccess }
  * Refuses to let a caller renew or release a claim it did not create, unless it administers the pool. A claim made
  * before `createdBy` existed has no creator: only an administrator may touch it. @throws ForbiddenError
  */
-export function requireCreatorOrAdministrator(pool: { name: string; access?: PoolAccess }, claim: { name: string; createdBy?: Principal }, caller: Principal | undefined, what: string): void {
+export function requireCreatorOrAdministrator(
+  pool: { name: string; access?: PoolAccess },
+  claim: { name: string; createdBy?: Principal },
+  caller: Principal | undefined,
+  what: string,
+): void {
   const role = requireMember(pool, caller);
   if (role === Role.Administrator) return;
   if (claim.createdBy !== undefined && caller !== undefined && claim.createdBy.arn === caller.arn) return;
-  throw new ForbiddenError('own-claims-only', `In pool ${JSON.stringify(pool.name)} an allocator may ${what} only the claims it created; claim ${JSON.stringify(claim.name)} was created by ${claim.createdBy?.arn ?? 'an unrecorded principal'}, not ${who(caller)}.`);
+  throw new ForbiddenError(
+    'own-claims-only',
+    `In pool ${JSON.stringify(pool.name)} an allocator may ${what} only the claims it created; claim ${JSON.stringify(claim.name)} was created by ${claim.createdBy?.arn ?? 'an unrecorded principal'}, not ${who(caller)}.`,
+  );
 }

@@ -42,7 +42,10 @@ export class IpamError extends Error {
 
 /** Thrown when a request is malformed: bad JSON, unknown fields, wrong types, invalid addresses or CIDRs, bad cursors. */
 export class InvalidArgumentError extends IpamError {
-  constructor(message: string, readonly field?: string) {
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
     super(ErrorCode.InvalidArgument, message);
   }
 }
@@ -52,22 +55,35 @@ export class InvalidArgumentError extends IpamError {
  * rule that refused it, for a client to act on (`administrators-only`, `own-claims-only`, ...).
  */
 export class ForbiddenError extends IpamError {
-  constructor(readonly rule: string, message: string) {
+  constructor(
+    readonly rule: string,
+    message: string,
+  ) {
     super(ErrorCode.Forbidden, message);
   }
 }
 
 /** Thrown when a pool, range, claim or address does not exist. */
 export class NotFoundError extends IpamError {
-  constructor(readonly kind: 'pool' | 'range' | 'claim' | 'address' | 'allocation' | 'route', readonly id: string, message?: string) {
+  constructor(
+    readonly kind: 'pool' | 'range' | 'claim' | 'address' | 'allocation' | 'route',
+    readonly id: string,
+    message?: string,
+  ) {
     super(ErrorCode.NotFound, message ?? `${kind} ${JSON.stringify(id)} was not found.`);
   }
 }
 
 /** Thrown when a specific address is held by another claim; carries the holder. */
 export class AlreadyAllocatedError extends IpamError {
-  constructor(readonly address: string, readonly holder?: { claim: string; owner?: { uid: string } }) {
-    super(ErrorCode.AlreadyAllocated, `Address ${address} is already allocated${holder ? ` to claim ${JSON.stringify(holder.claim)}` : ''}.`);
+  constructor(
+    readonly address: string,
+    readonly holder?: { claim: string; owner?: { uid: string } },
+  ) {
+    super(
+      ErrorCode.AlreadyAllocated,
+      `Address ${address} is already allocated${holder ? ` to claim ${JSON.stringify(holder.claim)}` : ''}.`,
+    );
   }
 }
 
@@ -76,7 +92,11 @@ export class AlreadyAllocatedError extends IpamError {
  * identity; anyone else may have it from `reusableAt` on.
  */
 export class AddressReleasingError extends IpamError {
-  constructor(readonly address: string, readonly previousOwner: { kind: string; name: string }, readonly reusableAt: string) {
+  constructor(
+    readonly address: string,
+    readonly previousOwner: { kind: string; name: string },
+    readonly reusableAt: string,
+  ) {
     super(
       ErrorCode.AddressReleasing,
       `Address ${address} was released recently and is held for its previous owner ${quote(previousOwner.kind)}/${quote(previousOwner.name)} until ${reusableAt}; only that owner may claim it before then.`,
@@ -93,8 +113,14 @@ export class ConflictError extends IpamError {
 
 /** Thrown when a pool still has claims and so cannot be deleted. */
 export class PoolNotEmptyError extends IpamError {
-  constructor(readonly pool: string, readonly claims: number) {
-    super(ErrorCode.PoolNotEmpty, `Pool ${JSON.stringify(pool)} still has claims; release them before deleting the pool.`);
+  constructor(
+    readonly pool: string,
+    readonly claims: number,
+  ) {
+    super(
+      ErrorCode.PoolNotEmpty,
+      `Pool ${JSON.stringify(pool)} still has claims; release them before deleting the pool.`,
+    );
   }
 }
 
@@ -104,21 +130,34 @@ export class PoolNotEmptyError extends IpamError {
  */
 export class PoolTerminatingError extends IpamError {
   constructor(readonly pool: string) {
-    super(ErrorCode.PoolTerminating, `Pool ${JSON.stringify(pool)} is being deleted; its name is free once the deletion has finished (the next reconciler run at the latest). Retry later.`);
+    super(
+      ErrorCode.PoolTerminating,
+      `Pool ${JSON.stringify(pool)} is being deleted; its name is free once the deletion has finished (the next reconciler run at the latest). Retry later.`,
+    );
   }
 }
 
 /** Thrown when no free address is left in the Ready ranges of a family. */
 export class RangeFullError extends IpamError {
-  constructor(readonly pool: string, readonly family: string, unit: 'address' | 'block' = 'address') {
+  constructor(
+    readonly pool: string,
+    readonly family: string,
+    unit: 'address' | 'block' = 'address',
+  ) {
     super(ErrorCode.RangeFull, `No free ${family} ${unit} is left in pool ${JSON.stringify(pool)}.`);
   }
 }
 
 /** Thrown when a requested address lies in no Ready range of the pool, or is a reserved address of every range holding it. */
 export class NotInRangeError extends IpamError {
-  constructor(readonly address: string, message?: string) {
-    super(ErrorCode.NotInRange, message ?? `Address ${address} is not a usable address of any Ready range of the pool.`);
+  constructor(
+    readonly address: string,
+    message?: string,
+  ) {
+    super(
+      ErrorCode.NotInRange,
+      message ?? `Address ${address} is not a usable address of any Ready range of the pool.`,
+    );
   }
 }
 
@@ -134,10 +173,15 @@ export class MismatchedNetworkError extends IpamError {
  * what the object is ("version 2", or "absent").
  */
 export class PreconditionFailedError extends IpamError {
-  constructor(readonly expected: string, readonly actual: string) {
+  constructor(
+    readonly expected: string,
+    readonly actual: string,
+  ) {
     super(
       ErrorCode.PreconditionFailed,
-      actual === 'absent' ? `The object does not exist; If-Match asked for ${expected}.` : `The object is at ${actual}; If-Match asked for ${expected}.`,
+      actual === 'absent'
+        ? `The object does not exist; If-Match asked for ${expected}.`
+        : `The object is at ${actual}; If-Match asked for ${expected}.`,
     );
   }
 }
@@ -151,14 +195,23 @@ export class NotReadyError extends IpamError {
 
 /** Thrown when a consumer would be a claim's 257th (MAX_CONSUMERS). */
 export class TooManyConsumersError extends IpamError {
-  constructor(readonly claim: string, readonly limit: number) {
-    super(ErrorCode.TooManyConsumers, `Claim ${JSON.stringify(claim)} already has ${limit} consumers, the most a claim may have; remove one before adding another.`);
+  constructor(
+    readonly claim: string,
+    readonly limit: number,
+  ) {
+    super(
+      ErrorCode.TooManyConsumers,
+      `Claim ${JSON.stringify(claim)} already has ${limit} consumers, the most a claim may have; remove one before adding another.`,
+    );
   }
 }
 
 /** Thrown when a claim that has consumers is released directly: it is released when its last consumer leaves. */
 export class ClaimInUseError extends IpamError {
-  constructor(readonly claim: string, readonly consumers: number) {
+  constructor(
+    readonly claim: string,
+    readonly consumers: number,
+  ) {
     super(
       ErrorCode.ClaimInUse,
       `Claim ${JSON.stringify(claim)} has ${consumers} consumer${consumers === 1 ? '' : 's'}; it is released when the last one is removed (DELETE .../consumers/{uid}), not directly.`,
@@ -172,7 +225,10 @@ export class ClaimInUseError extends IpamError {
  */
 export class DeadlineExceededError extends IpamError {
   constructor(readonly deadline: string) {
-    super(ErrorCode.DeadlineExceeded, `The request's commit deadline ${deadline} has passed; nothing was written. Retry with a new deadline.`);
+    super(
+      ErrorCode.DeadlineExceeded,
+      `The request's commit deadline ${deadline} has passed; nothing was written. Retry with a new deadline.`,
+    );
   }
 }
 
@@ -181,7 +237,11 @@ export class DeadlineExceededError extends IpamError {
  * is made only from the exact block, as AWS IPAM allocates a child pool's CIDR from its source pool.
  */
 export class SourceMismatchError extends IpamError {
-  constructor(readonly cidr: string, readonly source: { pool: string; claim: string }, readonly blocks: readonly string[]) {
+  constructor(
+    readonly cidr: string,
+    readonly source: { pool: string; claim: string },
+    readonly blocks: readonly string[],
+  ) {
     super(
       ErrorCode.SourceMismatch,
       `Claim ${JSON.stringify(source.claim)} of pool ${JSON.stringify(source.pool)} holds ${blocks.length ? blocks.join(', ') : 'no block'}, not ${cidr}; a range made from it must be exactly one of its blocks.`,
@@ -191,7 +251,10 @@ export class SourceMismatchError extends IpamError {
 
 /** Thrown when a claim whose block is another pool's range (a nested pool) would be released while that range lives. */
 export class ClaimHasChildrenError extends IpamError {
-  constructor(readonly claim: string, readonly children: readonly { pool: string; range: string }[]) {
+  constructor(
+    readonly claim: string,
+    readonly children: readonly { pool: string; range: string }[],
+  ) {
     super(
       ErrorCode.ClaimHasChildren,
       `Claim ${JSON.stringify(claim)} is the source of range ${children.map((c) => `${c.pool}/${c.range}`).join(', ')}; delete ${children.length === 1 ? 'that range' : 'those ranges'} before releasing the claim.`,

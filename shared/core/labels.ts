@@ -28,11 +28,14 @@ function keyProblem(key: string): string | undefined {
   const slash = key.indexOf('/');
   const prefix = slash < 0 ? undefined : key.slice(0, slash);
   const name = slash < 0 ? key : key.slice(slash + 1);
-  if (prefix !== undefined && (prefix.length === 0 || prefix.length > LabelLimits.prefix || !dnsSubdomain.test(prefix))) {
+  if (
+    prefix !== undefined &&
+    (prefix.length === 0 || prefix.length > LabelLimits.prefix || !dnsSubdomain.test(prefix))
+  ) {
     return `its prefix must be a DNS subdomain of at most ${LabelLimits.prefix} characters (lower-case letters, digits, '-' and '.', alphanumeric at both ends of each part)`;
   }
   if (name.length === 0 || name.length > LabelLimits.name || !labelName.test(name)) {
-    return `its name${prefix !== undefined ? ' (after the prefix and \'/\')' : ''} must be 1-${LabelLimits.name} letters, digits, '-', '_' or '.', starting and ending with a letter or digit`;
+    return `its name${prefix !== undefined ? " (after the prefix and '/')" : ''} must be 1-${LabelLimits.name} letters, digits, '-', '_' or '.', starting and ending with a letter or digit`;
   }
   return undefined;
 }
@@ -61,10 +64,14 @@ export function checkLabels(value: unknown, field = 'labels'): Labels {
   }
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length > LabelLimits.count) {
-    throw new InvalidArgumentError(`${field} holds ${entries.length} labels; a claim may have at most ${LabelLimits.count}.`, field);
+    throw new InvalidArgumentError(
+      `${field} holds ${entries.length} labels; a claim may have at most ${LabelLimits.count}.`,
+      field,
+    );
   }
   for (const [key, v] of entries) {
-    if (typeof v !== 'string') throw new InvalidArgumentError(`Label ${quote(key)} must have a string value.`, `${field}.${key}`);
+    if (typeof v !== 'string')
+      throw new InvalidArgumentError(`Label ${quote(key)} must have a string value.`, `${field}.${key}`);
     checkPair(key, v, field);
   }
   return Object.fromEntries(entries) as Labels;
@@ -80,12 +87,18 @@ export function parseLabelSelector(text: string, field = 'labelSelector'): Label
   if (text.trim() === '') return [];
   const parts = text.split(',');
   if (parts.length > LabelLimits.count) {
-    throw new InvalidArgumentError(`${field} holds ${parts.length} pairs; a claim has at most ${LabelLimits.count} labels, so a selector may hold at most ${LabelLimits.count}.`, field);
+    throw new InvalidArgumentError(
+      `${field} holds ${parts.length} pairs; a claim has at most ${LabelLimits.count} labels, so a selector may hold at most ${LabelLimits.count}.`,
+      field,
+    );
   }
   return parts.map((part) => {
     const match = /^\s*([^=!\s]+)\s*==?\s*([^=!\s]*)\s*$/.exec(part);
     if (!match) {
-      throw new InvalidArgumentError(`${field} must be a comma-separated list of key=value pairs (equality only: '!=', set forms and bare keys are not supported); ${quote(part.trim())} is not one.`, field);
+      throw new InvalidArgumentError(
+        `${field} must be a comma-separated list of key=value pairs (equality only: '!=', set forms and bare keys are not supported); ${quote(part.trim())} is not one.`,
+        field,
+      );
     }
     const [, key, value] = match as unknown as [string, string, string];
     checkPair(key, value, field);
@@ -100,5 +113,8 @@ export function matchesSelector(labels: Labels | undefined, selector: LabelSelec
 
 /** Labels as `k=v,k2=v2` (keys in order): the selector that matches them, and how listings print them. */
 export function formatLabels(labels: Labels | undefined): string {
-  return Object.keys(labels ?? {}).sort().map((k) => `${k}=${labels![k]}`).join(',');
+  return Object.keys(labels ?? {})
+    .sort()
+    .map((k) => `${k}=${labels![k]}`)
+    .join(',');
 }

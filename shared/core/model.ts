@@ -308,12 +308,20 @@ export interface HoldIdentity {
 
 /** The identity a claim's released addresses are held for, and that takes held addresses back. */
 export function holdIdentityOf(claim: Pick<Claim, 'spec' | 'createdBy'>): HoldIdentity {
-  return { kind: claim.spec.owner.kind, name: claim.spec.owner.name, ...(claim.createdBy ? { creatorArn: claim.createdBy.arn } : {}) };
+  return {
+    kind: claim.spec.owner.kind,
+    name: claim.spec.owner.name,
+    ...(claim.createdBy ? { creatorArn: claim.createdBy.arn } : {}),
+  };
 }
 
 /** The identity a Released lease is held for (its previous claim's owner and creator, copied onto the lease). */
 export function leaseHoldIdentity(lease: Pick<Lease, 'owner' | 'createdBy'>): HoldIdentity {
-  return { kind: lease.owner.kind, name: lease.owner.name, ...(lease.createdBy ? { creatorArn: lease.createdBy.arn } : {}) };
+  return {
+    kind: lease.owner.kind,
+    name: lease.owner.name,
+    ...(lease.createdBy ? { creatorArn: lease.createdBy.arn } : {}),
+  };
 }
 
 /** Whether two hold identities are the same. */
@@ -326,7 +334,11 @@ export function sameHoldIdentity(a: HoldIdentity, b: HoldIdentity): boolean {
  * recorded no creator (a Released lease written before creators were recorded).
  */
 export function mayTakeBack(held: HoldIdentity, claimant: HoldIdentity): boolean {
-  return held.kind === claimant.kind && held.name === claimant.name && (held.creatorArn === undefined || held.creatorArn === claimant.creatorArn);
+  return (
+    held.kind === claimant.kind &&
+    held.name === claimant.name &&
+    (held.creatorArn === undefined || held.creatorArn === claimant.creatorArn)
+  );
 }
 
 /** What a release holds back for the previous owner: when the addresses become reusable, and when they were released. */
@@ -353,7 +365,12 @@ export function isExpired(item: { readonly expiresAt?: number }, nowMs: number):
  * plus `holdMs` (the pool's reuse delay): an expired claim's addresses stay held for their owner until then, even
  * before the reconciler releases the claim.
  */
-export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: string = claim.createdAt, holdMs = 0): Lease {
+export function leaseOfClaim(
+  claim: Claim,
+  address: ClaimAddress,
+  createdAt: string = claim.createdAt,
+  holdMs = 0,
+): Lease {
   const lease: Lease = {
     pool: claim.pool,
     address: address.address,
@@ -372,5 +389,13 @@ export function leaseOfClaim(claim: Claim, address: ClaimAddress, createdAt: str
 
 /** The Released lease that holds `lease`'s address for its owner after a release with `hold`. */
 export function releasedLease(lease: Lease, hold: Hold, endReason?: EndReason): Lease {
-  return { ...lease, claimUid: '', expiresAt: hold.reusableAt, state: LeaseState.Released, releasedAt: hold.releasedAt, ...(hold.releasedBy ? { releasedBy: hold.releasedBy } : {}), ...(endReason ? { endReason } : {}) };
+  return {
+    ...lease,
+    claimUid: '',
+    expiresAt: hold.reusableAt,
+    state: LeaseState.Released,
+    releasedAt: hold.releasedAt,
+    ...(hold.releasedBy ? { releasedBy: hold.releasedBy } : {}),
+    ...(endReason ? { endReason } : {}),
+  };
 }

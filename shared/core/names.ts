@@ -21,7 +21,10 @@ const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 /** Checks a DNS-1123 label (pool and claim names): lower case alphanumerics and '-', at most 63 characters. */
 export function checkDnsLabel(value: unknown, field: string): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > NameLimits.label || !dnsLabel.test(value)) {
-    throw new InvalidArgumentError(`${field} must be 1-63 lower-case letters, digits or '-', starting and ending with a letter or digit.`, field);
+    throw new InvalidArgumentError(
+      `${field} must be 1-63 lower-case letters, digits or '-', starting and ending with a letter or digit.`,
+      field,
+    );
   }
   return value;
 }
@@ -33,7 +36,10 @@ export function checkDnsLabel(value: unknown, field: string): string {
  */
 export function checkGenerateName(value: unknown, field = 'generateName'): string {
   if (typeof value !== 'string' || value.length > NameLimits.label || !dnsLabel.test(value.replace(/-+$/, ''))) {
-    throw new InvalidArgumentError(`${field} must be 1-63 lower-case letters, digits or '-', starting with a letter or digit.`, field);
+    throw new InvalidArgumentError(
+      `${field} must be 1-63 lower-case letters, digits or '-', starting with a letter or digit.`,
+      field,
+    );
   }
   return value;
 }
@@ -42,8 +48,16 @@ const rangeName = /^[A-Za-z0-9]([A-Za-z0-9._:-]*[A-Za-z0-9])?$/;
 
 /** Checks a range name: letters, digits, '.', ':', '_' and '-' (so the default name, the CIDR with '/' as '-', fits). */
 export function checkRangeName(value: unknown, field = 'name'): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > NameLimits.rangeName || !rangeName.test(value)) {
-    throw new InvalidArgumentError(`${field} must be 1-100 letters, digits, '.', ':', '_' or '-', starting and ending with a letter or digit.`, field);
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > NameLimits.rangeName ||
+    !rangeName.test(value)
+  ) {
+    throw new InvalidArgumentError(
+      `${field} must be 1-100 letters, digits, '.', ':', '_' or '-', starting and ending with a letter or digit.`,
+      field,
+    );
   }
   return value;
 }
@@ -74,7 +88,12 @@ const loneSurrogate = /\p{Cs}/u;
  * stored as U+FFFD by the UTF-8 encoding on the wire, so the owner could never be matched again.
  */
 export function checkOwnerField(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > NameLimits.ownerField || loneSurrogate.test(value)) {
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > NameLimits.ownerField ||
+    loneSurrogate.test(value)
+  ) {
     throw new InvalidArgumentError(`${field} must be 1-253 characters of well-formed Unicode.`, field);
   }
   return value;
@@ -85,6 +104,9 @@ export function checkOwnerField(value: unknown, field: string): string {
  * 63 characters. A trailing '-' of the prefix is dropped so the separator is never doubled.
  */
 export function generatedName(prefix: string, suffix: string): string {
-  const base = prefix.replace(/-+$/, '').slice(0, 63 - 1 - suffix.length).replace(/-+$/, '');
+  const base = prefix
+    .replace(/-+$/, '')
+    .slice(0, 63 - 1 - suffix.length)
+    .replace(/-+$/, '');
   return `${base}-${suffix}`;
 }

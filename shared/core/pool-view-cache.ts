@@ -18,7 +18,10 @@ export const DEFAULT_VIEW_MAX_AGE_MS = 1_000;
 export class PoolViewCache {
   private readonly entries = new Map<string, { view: PoolView; at: number }>();
 
-  constructor(private readonly store: Pick<PoolStore, 'getPoolView' | 'rangeGeneration'>, readonly maxAgeMs = DEFAULT_VIEW_MAX_AGE_MS) {}
+  constructor(
+    private readonly store: Pick<PoolStore, 'getPoolView' | 'rangeGeneration'>,
+    readonly maxAgeMs = DEFAULT_VIEW_MAX_AGE_MS,
+  ) {}
 
   /** The pool's view, read through when stale or when `fresh` is asked for. @throws NotFoundError */
   async get(pool: string, nowMs: number, fresh = false): Promise<PoolView> {

@@ -130,7 +130,11 @@ export interface ClaimStore {
    * 'changed' when the claim is no longer as read (renewed or confirmed meanwhile): read it again and decide anew;
    * 'busy' when another transaction was writing one of its items: nothing written, try again.
    */
-  renewClaim(claim: Claim, expiresAt: number | undefined, holdMs?: number): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'>;
+  renewClaim(
+    claim: Claim,
+    expiresAt: number | undefined,
+    holdMs?: number,
+  ): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'>;
   /**
    * Pins the claim if it is still at the version read (one conditional write of the claim item; its document and
    * version stay as they are): an identical request answers a claim its creator has not yet answered only after this,
@@ -152,7 +156,9 @@ export interface ClaimStore {
 }
 
 /** One consumer added to, or removed from, a claim's list (ClaimStore.changeConsumers). */
-export type ConsumerChange = { readonly add: Consumer; readonly event?: IpamEvent } | { readonly remove: Consumer; readonly event?: IpamEvent };
+export type ConsumerChange =
+  | { readonly add: Consumer; readonly event?: IpamEvent }
+  | { readonly remove: Consumer; readonly event?: IpamEvent };
 
 /** A claim a consumer index item names: the claim's name and the incarnation it was written for. */
 export interface ConsumedClaim {
@@ -172,14 +178,31 @@ export type ReleaseOutcome = 'released' | 'versionMismatch' | 'absent';
 export interface LeaseIndex {
   getLease(pool: string, address: string): Promise<Lease | undefined>;
   /** Leases not expired at `nowMs` whose addresses lie in the scopes (visited in order), each scope in address order. */
-  listLeases(pool: string, scopes: readonly LeaseScope[], nowMs: number, limit: number, cursor?: string): Promise<Page<Lease>>;
+  listLeases(
+    pool: string,
+    scopes: readonly LeaseScope[],
+    nowMs: number,
+    limit: number,
+    cursor?: string,
+  ): Promise<Page<Lease>>;
   /** Addresses with a lease not expired at `nowMs` in the intervals: the allocator's hint. */
-  takenAddresses(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number): Promise<bigint[]>;
+  takenAddresses(
+    pool: string,
+    family: IpFamily,
+    intervals: readonly (readonly [bigint, bigint])[],
+    nowMs: number,
+  ): Promise<bigint[]>;
   /**
    * Counts leases not expired at `nowMs` in each interval (the intervals must not overlap); `releasedOnly` counts the
    * Released ones alone (addresses held for a previous owner).
    */
-  countLeases(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, releasedOnly?: boolean): Promise<bigint>;
+  countLeases(
+    pool: string,
+    family: IpFamily,
+    intervals: readonly (readonly [bigint, bigint])[],
+    nowMs: number,
+    releasedOnly?: boolean,
+  ): Promise<bigint>;
   /** Released leases not expired at `nowMs` held for an owner identity (eventually consistent: the owner index). */
   heldFor(pool: string, identity: HoldIdentity, nowMs: number): Promise<Lease[]>;
 }

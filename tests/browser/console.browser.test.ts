@@ -98,7 +98,9 @@ describe('the web console', () => {
     expect(await page.locator('[role=gridcell].held').count()).toBe(0);
     // 10.96.0.0/29: the network address (reserved) and 10.96.0.1-7 (excluded).
     expect(await page.locator('[role=gridcell].z-excluded').count()).toBe(7);
-    expect(await page.locator('[role=gridcell][aria-label^="10.96.0.255:"]').getAttribute('class')).toContain('z-reserved');
+    expect(await page.locator('[role=gridcell][aria-label^="10.96.0.255:"]').getAttribute('class')).toContain(
+      'z-reserved',
+    );
     await expectAccessible();
   });
 
@@ -151,7 +153,10 @@ describe('the web console', () => {
 
   it('filters claims by owner and pages through them', async () => {
     for (let i = 0; i < 3; i += 1) {
-      const made = await callApi(stack, 'POST', '/v1/pools/services/claims', { name: `batch-${i}`, owner: { kind: 'Job', name: 'batch', uid: 'b-1' } });
+      const made = await callApi(stack, 'POST', '/v1/pools/services/claims', {
+        name: `batch-${i}`,
+        owner: { kind: 'Job', name: 'batch', uid: 'b-1' },
+      });
       expect(made.status).toBe(201);
     }
     await page.goto(`${stack.apiUrl}/console/pools/services/claims`);
@@ -209,19 +214,26 @@ describe('the web console', () => {
     expect((await callApi(stack, 'POST', '/v1/pools', { name: 'history' })).status).toBe(201);
     expect((await callApi(stack, 'POST', '/v1/pools/history/ranges', { cidr: '10.97.0.0/28' })).status).toBe(201);
     const claim = (name: string, owner: string) =>
-      callApi(stack, 'POST', '/v1/pools/history/claims', { name, owner: { kind: 'Pod', name: owner, uid: `${owner}-uid` }, addresses: ['10.97.0.5'] });
+      callApi(stack, 'POST', '/v1/pools/history/claims', {
+        name,
+        owner: { kind: 'Pod', name: owner, uid: `${owner}-uid` },
+        addresses: ['10.97.0.5'],
+      });
     expect((await claim('first', 'alpha')).status).toBe(201);
     expect((await callApi(stack, 'DELETE', '/v1/pools/history/claims/first')).status).toBe(204);
     expect((await claim('second', 'beta')).status).toBe(201);
     const rows = page.locator('table.history tbody tr');
     // The history lags the leases by the stream's delay: reload until the ended holding is recorded.
     await expect
-      .poll(async () => {
-        await page.goto(`${stack.apiUrl}/console/lookup?pool=history&address=10.97.0.5`);
-        await heading('Address lookup');
-        await page.locator('section.history').waitFor();
-        return rows.count();
-      }, { timeout: 60_000, interval: 500 })
+      .poll(
+        async () => {
+          await page.goto(`${stack.apiUrl}/console/lookup?pool=history&address=10.97.0.5`);
+          await heading('Address lookup');
+          await page.locator('section.history').waitFor();
+          return rows.count();
+        },
+        { timeout: 60_000, interval: 500 },
+      )
       .toBe(2);
     expect(await rows.locator('td:first-child').allTextContents()).toEqual(['Pod/beta', 'Pod/alpha']);
     expect(await rows.nth(1).locator('td').nth(5).textContent()).toBe('released');
@@ -232,10 +244,14 @@ describe('the web console', () => {
     await page.locator('section.history').waitFor();
     expect(await rows.locator('td:first-child').allTextContents()).toEqual(['Pod/beta']);
     await page.getByRole('link', { name: 'Older' }).click();
-    await expect.poll(() => rows.locator('td:first-child').allTextContents(), { timeout: 15_000 }).toEqual(['Pod/alpha']);
+    await expect
+      .poll(() => rows.locator('td:first-child').allTextContents(), { timeout: 15_000 })
+      .toEqual(['Pod/alpha']);
     expect(await page.getByRole('link', { name: 'Older' }).count()).toBe(0);
     await page.getByRole('link', { name: 'Newest' }).click();
-    await expect.poll(() => rows.locator('td:first-child').allTextContents(), { timeout: 15_000 }).toEqual(['Pod/beta']);
+    await expect
+      .poll(() => rows.locator('td:first-child').allTextContents(), { timeout: 15_000 })
+      .toEqual(['Pod/beta']);
   });
 
   it('shows the pool with its ranges, utilization and claims, and the pools list with its bars', async () => {
@@ -249,7 +265,13 @@ describe('the web console', () => {
 
     await page.getByRole('link', { name: 'Pools', exact: true }).click();
     await heading('Pools');
-    expect(await page.locator('table.list tbody tr', { hasText: 'services' }).locator('[role=img]').first().getAttribute('aria-label')).toMatch(/IPv4: 4 of 254 used/);
+    expect(
+      await page
+        .locator('table.list tbody tr', { hasText: 'services' })
+        .locator('[role=img]')
+        .first()
+        .getAttribute('aria-label'),
+    ).toMatch(/IPv4: 4 of 254 used/);
     // Deep links and the back button: back to the pool view.
     await page.goBack();
     await heading('Pool services');
@@ -258,11 +280,17 @@ describe('the web console', () => {
   it('renews a claim and releases it after a confirmation, with If-Match', async () => {
     await page.goto(`${stack.apiUrl}/console/pools/services/claims/web`);
     await heading('Claim web');
-    const before = (await callApi(stack, 'GET', '/v1/pools/services/claims/web')).body as { version: number; expiresAt: string };
+    const before = (await callApi(stack, 'GET', '/v1/pools/services/claims/web')).body as {
+      version: number;
+      expiresAt: string;
+    };
     await page.getByLabel('New TTL (seconds)').fill('7200');
     await page.getByRole('button', { name: 'Renew' }).click();
     await page.locator('.flash', { hasText: 'renewed' }).waitFor();
-    const renewed = (await callApi(stack, 'GET', '/v1/pools/services/claims/web')).body as { version: number; expiresAt: string };
+    const renewed = (await callApi(stack, 'GET', '/v1/pools/services/claims/web')).body as {
+      version: number;
+      expiresAt: string;
+    };
     expect(Date.parse(renewed.expiresAt)).toBeGreaterThan(Date.parse(before.expiresAt));
 
     // Someone else changes the claim after the page read it: the release at the old version is refused.
@@ -290,11 +318,21 @@ describe('the web console', () => {
 
   it('shows a pool running out: a warning while its free space is below a threshold, and each crossing in its events (issue 37)', async () => {
     // Prepare: a /29 (6 addresses; thresholds 20 %, 5 % and full), filled
-    const below = async () => ((await callApi(stack, 'GET', '/v1/pools/tiny')).body as { warnings?: { IPv4?: { below: unknown } } }).warnings?.IPv4?.below;
+    const below = async () =>
+      ((await callApi(stack, 'GET', '/v1/pools/tiny')).body as { warnings?: { IPv4?: { below: unknown } } }).warnings
+        ?.IPv4?.below;
     const claims = Array.from({ length: 6 }, (_, i) => `c${i}`);
     expect((await callApi(stack, 'POST', '/v1/pools', { name: 'tiny' })).status).toBe(201);
     expect((await callApi(stack, 'POST', '/v1/pools/tiny/ranges', { cidr: '10.97.0.0/29' })).status).toBe(201);
-    for (const name of claims) expect((await callApi(stack, 'POST', '/v1/pools/tiny/claims', { name, owner: { kind: 'Pod', name, uid: `u-${name}` } })).status).toBe(201);
+    for (const name of claims)
+      expect(
+        (
+          await callApi(stack, 'POST', '/v1/pools/tiny/claims', {
+            name,
+            owner: { kind: 'Pod', name, uid: `u-${name}` },
+          })
+        ).status,
+      ).toBe(201);
     // The stack's stream function decides the crossings a moment after the writes.
     await expect.poll(below, { timeout: 30_000, interval: 250 }).toBe('full');
 
@@ -303,14 +341,22 @@ describe('the web console', () => {
     await heading('Pool tiny');
 
     // Assess 1
-    expect(await page.getByRole('status').filter({ hasText: 'Free space' }).textContent()).toMatch(/^Free space: IPv4 is full \(since .+\)\.$/);
+    expect(await page.getByRole('status').filter({ hasText: 'Free space' }).textContent()).toMatch(
+      /^Free space: IPv4 is full \(since .+\)\.$/,
+    );
     const fell = await page.locator('ul.events').textContent();
-    for (const text of ['IPv4 space of pool tiny fell below 20 % free', 'IPv4 space of pool tiny fell below 5 % free', 'IPv4 space of pool tiny is full']) expect(fell).toContain(text);
+    for (const text of [
+      'IPv4 space of pool tiny fell below 20 % free',
+      'IPv4 space of pool tiny fell below 5 % free',
+      'IPv4 space of pool tiny is full',
+    ])
+      expect(fell).toContain(text);
     expect(fell?.match(/PoolFreeBelowThreshold/g)).toHaveLength(3);
     await expectAccessible();
 
     // Act 2: all released, the crossings back decided
-    for (const name of claims) expect((await callApi(stack, 'DELETE', `/v1/pools/tiny/claims/${name}`)).status).toBe(204);
+    for (const name of claims)
+      expect((await callApi(stack, 'DELETE', `/v1/pools/tiny/claims/${name}`)).status).toBe(204);
     await expect.poll(below, { timeout: 30_000, interval: 250 }).toBe(null);
     await page.reload();
     await heading('Pool tiny');
@@ -318,7 +364,12 @@ describe('the web console', () => {
     // Assess 2
     expect(await page.getByRole('status').filter({ hasText: 'Free space' }).count()).toBe(0);
     const recovered = await page.locator('ul.events').textContent();
-    for (const text of ['IPv4 space of pool tiny is no longer full', 'IPv4 space of pool tiny is back above 5 % free', 'IPv4 space of pool tiny is back above 20 % free']) expect(recovered).toContain(text);
+    for (const text of [
+      'IPv4 space of pool tiny is no longer full',
+      'IPv4 space of pool tiny is back above 5 % free',
+      'IPv4 space of pool tiny is back above 20 % free',
+    ])
+      expect(recovered).toContain(text);
     expect(recovered?.match(/PoolFreeRecovered/g)).toHaveLength(3);
   });
 

@@ -16,7 +16,11 @@ import { callApi, startTestStack } from '../support/local-stack.ts';
  * a credential, and the console refuses requests with a foreign Host or Origin or without the run's token.
  */
 const bin = fileURLToPath(new URL('../../cli/bin/ipam.js', import.meta.url));
-const credentials = { accessKeyId: 'AKIDCONSOLETEST', secretAccessKey: 'console-test-secret', sessionToken: 'console-test-session' };
+const credentials = {
+  accessKeyId: 'AKIDCONSOLETEST',
+  secretAccessKey: 'console-test-secret',
+  sessionToken: 'console-test-session',
+};
 const region = 'eu-west-3';
 
 interface Seen {
@@ -47,7 +51,16 @@ async function signatureValid(method: string, url: URL, headers: IncomingHttpHea
   const signer = new SignatureV4({ credentials, region, service: 'execute-api', sha256: Sha256, applyChecksum: false });
   const date = new Date(amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'));
   const again = await signer.sign(
-    { method, protocol: 'http:', hostname: url.hostname, port: Number(url.port), path: url.pathname, query, headers: signed, ...(body ? { body } : {}) },
+    {
+      method,
+      protocol: 'http:',
+      hostname: url.hostname,
+      port: Number(url.port),
+      path: url.pathname,
+      query,
+      headers: signed,
+      ...(body ? { body } : {}),
+    },
     { signingDate: date },
   );
   return again.headers.authorization === authorization;
@@ -65,11 +78,15 @@ function startEndpoint(): Promise<Server> {
         seen.push({ method: req.method ?? 'GET', path: url.pathname, headers: req.headers, signatureValid: valid });
         const upstream = new URL(stack.apiUrl);
         const headers: Record<string, string> = {};
-        for (const name of ['accept', 'content-type', 'if-match']) if (typeof req.headers[name] === 'string') headers[name] = req.headers[name];
-        const forward = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        });
+        for (const name of ['accept', 'content-type', 'if-match'])
+          if (typeof req.headers[name] === 'string') headers[name] = req.headers[name];
+        const forward = request(
+          { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers },
+          (answer) => {
+            res.writeHead(answer.statusCode ?? 502, answer.headers);
+            answer.pipe(res);
+          },
+        );
         forward.end(body || undefined);
       });
     });
@@ -100,12 +117,17 @@ function startCli(endpointUrl: string): Promise<{ child: ChildProcess; url: URL 
       if (match) resolveUrl({ child, url: new URL(match[1]!) });
     });
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-    child.once('exit', (code) => reject(new Error(`ipam console exited (${code}) before printing its URL:\n${out}\n${err}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`ipam console exited (${code}) before printing its URL:\n${out}\n${err}`)),
+    );
   });
 }
 
 /** A raw request to the console with the given headers (fetch would not let a test set Host). */
-function raw(path: string, headers: Record<string, string>): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
+function raw(
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
   return new Promise((resolveAnswer, reject) => {
     const req = request({ host: '127.0.0.1', port: consoleUrl.port, path, headers }, (res) => {
       let body = '';
@@ -161,7 +183,9 @@ describe('ipam console', () => {
     expect(seen.length).toBeGreaterThan(3);
     expect(seen.some((s) => s.method === 'POST' && s.path === '/v1/pools/edge/claims')).toBe(true);
     for (const request of seen) {
-      expect(request.headers.authorization).toMatch(new RegExp(`^AWS4-HMAC-SHA256 Credential=${credentials.accessKeyId}/\\d{8}/${region}/execute-api/aws4_request`));
+      expect(request.headers.authorization).toMatch(
+        new RegExp(`^AWS4-HMAC-SHA256 Credential=${credentials.accessKeyId}/\\d{8}/${region}/execute-api/aws4_request`),
+      );
       expect(request.headers['x-amz-security-token']).toBe(credentials.sessionToken);
       expect(request.signatureValid).toBe(true);
       // Nothing of the browser's own goes upstream.

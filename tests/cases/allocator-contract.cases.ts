@@ -20,17 +20,40 @@ import type { TestEngine } from '../support/engines.ts';
  * strategy picked by the composition root from its feature gates.
  */
 const strategies = [
-  { name: 'LeaseAllocator (dual-write on)', gates: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false', allocator: LeaseAllocator },
-  { name: 'LeaseAllocator (dual-write off)', gates: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=true', allocator: LeaseAllocator },
+  {
+    name: 'LeaseAllocator (dual-write on)',
+    gates: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false',
+    allocator: LeaseAllocator,
+  },
+  {
+    name: 'LeaseAllocator (dual-write off)',
+    gates: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=true',
+    allocator: LeaseAllocator,
+  },
   { name: 'BitmapAllocator (legacy mode)', gates: 'MultiCIDRServiceAllocator=false', allocator: BitmapAllocator },
 ] as const;
 
 /** Ranges of the contract: every host, the reserved addresses, an address just outside. */
 const rows = [
-  { cidr: '10.20.0.0/29', hosts: ['10.20.0.1', '10.20.0.2', '10.20.0.3', '10.20.0.4', '10.20.0.5', '10.20.0.6'], reserved: ['10.20.0.0', '10.20.0.7'], outside: '10.20.0.8' },
-  { cidr: '10.20.0.0/30', hosts: ['10.20.0.1', '10.20.0.2'], reserved: ['10.20.0.0', '10.20.0.3'], outside: '10.20.0.4' },
+  {
+    cidr: '10.20.0.0/29',
+    hosts: ['10.20.0.1', '10.20.0.2', '10.20.0.3', '10.20.0.4', '10.20.0.5', '10.20.0.6'],
+    reserved: ['10.20.0.0', '10.20.0.7'],
+    outside: '10.20.0.8',
+  },
+  {
+    cidr: '10.20.0.0/30',
+    hosts: ['10.20.0.1', '10.20.0.2'],
+    reserved: ['10.20.0.0', '10.20.0.3'],
+    outside: '10.20.0.4',
+  },
   { cidr: '10.20.0.9/32', hosts: [], reserved: ['10.20.0.9'], outside: '10.20.0.10' },
-  { cidr: 'fd00::/125', hosts: ['fd00::1', 'fd00::2', 'fd00::3', 'fd00::4', 'fd00::5', 'fd00::6', 'fd00::7'], reserved: ['fd00::'], outside: 'fd00::8' },
+  {
+    cidr: 'fd00::/125',
+    hosts: ['fd00::1', 'fd00::2', 'fd00::3', 'fd00::4', 'fd00::5', 'fd00::6', 'fd00::7'],
+    reserved: ['fd00::'],
+    outside: 'fd00::8',
+  },
 ] as const;
 
 const owner = (uid: string) => ({ kind: 'Pod', name: `pod-${uid}`, uid });
@@ -38,7 +61,17 @@ const owner = (uid: string) => ({ kind: 'Pod', name: `pod-${uid}`, uid });
 let pools_ = 0;
 
 /** A container of the strategy on a fresh table, and a pool with one legacy range of the row. */
-async function setup(engine: TestEngine, gates: string, cidr: string, exclude: string[] = []): Promise<{ deps: Deps; pool: string; range: string; bitmaps: ReturnType<typeof buildContainer>['stores']['bitmaps'] }> {
+async function setup(
+  engine: TestEngine,
+  gates: string,
+  cidr: string,
+  exclude: string[] = [],
+): Promise<{
+  deps: Deps;
+  pool: string;
+  range: string;
+  bitmaps: ReturnType<typeof buildContainer>['stores']['bitmaps'];
+}> {
   const { table, env } = await engine.fresh('contract');
   const container = buildContainer(loadConfig({ ...env, LEASE_INDEX_SHARDS: '2', FEATURE_GATES: gates }), { table });
   const pool = `p${(pools_ += 1)}`;
@@ -48,7 +81,9 @@ async function setup(engine: TestEngine, gates: string, cidr: string, exclude: s
 }
 
 const allocate = (deps: Deps, pool: string, name: string, addresses?: string[]) =>
-  claims.createClaim(deps, { pool, name, owner: owner(name), ...(addresses ? { addresses } : {}) }).then((r) => r.claim.addresses[0]!.address);
+  claims
+    .createClaim(deps, { pool, name, owner: owner(name), ...(addresses ? { addresses } : {}) })
+    .then((r) => r.claim.addresses[0]!.address);
 
 /** The allocator contract on one table engine. */
 export function allocatorContract(engine: TestEngine): void {
@@ -80,7 +115,6 @@ export function allocatorContract(engine: TestEngine): void {
           await expect(allocate(deps, pool, `x${i}`, [address])).rejects.toThrow(NotInRangeError);
         }
       });
-
     });
 
     describe.each(rows.filter((r) => r.hosts.length > 0))('range $cidr (with hosts)', ({ cidr, hosts }) => {
@@ -114,9 +148,19 @@ export function allocatorContract(engine: TestEngine): void {
         // Prepare
         const { deps, pool } = await setup(engine, gates, cidr);
         const address = hosts[0]!;
-        const first = await claims.createClaim(deps, { pool, name: 'same', owner: owner('same'), addresses: [address] });
+        const first = await claims.createClaim(deps, {
+          pool,
+          name: 'same',
+          owner: owner('same'),
+          addresses: [address],
+        });
         // Act
-        const again = await claims.createClaim(deps, { pool, name: 'same', owner: owner('same'), addresses: [address] });
+        const again = await claims.createClaim(deps, {
+          pool,
+          name: 'same',
+          owner: owner('same'),
+          addresses: [address],
+        });
         // Assess
         expect(first.created).toBe(true);
         expect(again).toMatchObject({ created: false, claim: { uid: first.claim.uid, addresses: [{ address }] } });
@@ -146,16 +190,31 @@ export function allocatorContract(engine: TestEngine): void {
         await pools.createPool(leaseMode.deps, { name: 'p' });
         await ranges.createRange(leaseMode.deps, { pool: 'p', cidr: '10.50.0.0/29', name: 'v4', legacy: true });
         await ranges.createRange(leaseMode.deps, { pool: 'p', cidr: 'fd00:50::/125', name: 'v6', legacy: true });
-        for (let i = 0; i < 5; i += 1) await claims.createClaim(leaseMode.deps, { pool: 'p', name: `l${i}`, owner: owner(`l${i}`), ipFamilyPolicy: 'RequireDualStack' });
+        for (let i = 0; i < 5; i += 1)
+          await claims.createClaim(leaseMode.deps, {
+            pool: 'p',
+            name: `l${i}`,
+            owner: owner(`l${i}`),
+            ipFamilyPolicy: 'RequireDualStack',
+          });
         await claims.createClaim(leaseMode.deps, { pool: 'p', name: 'l5', owner: owner('l5'), ipFamilies: ['IPv6'] });
-        const held = (await Promise.all(['l0', 'l1', 'l2', 'l3', 'l4', 'l5'].map((n) => claims.getClaim(leaseMode.deps, 'p', n)))).flatMap((c) => c.addresses.map((a) => a.address));
+        const held = (
+          await Promise.all(['l0', 'l1', 'l2', 'l3', 'l4', 'l5'].map((n) => claims.getClaim(leaseMode.deps, 'p', n)))
+        ).flatMap((c) => c.addresses.map((a) => a.address));
         const legacy = buildContainer(loadConfig({ ...env, FEATURE_GATES: strategies[2].gates }), { table });
         // Act
-        const last = await claims.createClaim(legacy.deps, { pool: 'p', name: 'last', owner: owner('last'), ipFamilyPolicy: 'RequireDualStack' });
+        const last = await claims.createClaim(legacy.deps, {
+          pool: 'p',
+          name: 'last',
+          owner: owner('last'),
+          ipFamilyPolicy: 'RequireDualStack',
+        });
         // Assess: the one free address of each family, then full; each bitmap names its own range's CIDR.
         const got = last.claim.addresses.map((a) => a.address);
         expect(got.filter((a) => held.includes(a))).toEqual([]);
-        await expect(claims.createClaim(legacy.deps, { pool: 'p', name: 'more', owner: owner('more'), ipFamilies: ['IPv4'] })).rejects.toThrow(RangeFullError);
+        await expect(
+          claims.createClaim(legacy.deps, { pool: 'p', name: 'more', owner: owner('more'), ipFamilies: ['IPv4'] }),
+        ).rejects.toThrow(RangeFullError);
         const v4 = await legacy.stores.bitmaps.getBitmap('p', 'v4');
         const v6 = await legacy.stores.bitmaps.getBitmap('p', 'v6');
         expect(v4).toMatchObject({ range: '10.50.0.0/29', version: 1 });

@@ -23,11 +23,27 @@ type Step =
 const who = fc.integer({ min: 0, max: 4 });
 const child = fc.integer({ min: 0, max: 1 });
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('claimTop' as const), who, explicit: fc.option(fc.integer({ min: 0, max: 3 })), ttl: fc.boolean() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('claimTop' as const),
+      who,
+      explicit: fc.option(fc.integer({ min: 0, max: 3 })),
+      ttl: fc.boolean(),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseTop' as const), who }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('makeChild' as const), child, who, wrong: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteChild' as const), child }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('claimChild' as const), child, who, explicit: fc.option(fc.integer({ min: 0, max: 3 })) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('claimChild' as const),
+      child,
+      who,
+      explicit: fc.option(fc.integer({ min: 0, max: 3 })),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseChild' as const), child, who }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), seconds: fc.integer({ min: 1, max: 90 }) }) },
 );
@@ -51,10 +67,19 @@ function checkTree(items: readonly Item[], nowMs: number): void {
   const ranges = items.filter((i) => i.entity === 'range');
   const claims = items.filter((i) => i.entity === 'claim' && live(i));
   for (const pool of ['top', 'c0', 'c1']) {
-    const held = leases.filter((l) => l.pool === pool).map((l) => ({ key: `${l.address}/${l.prefixLength}`, at: span(l.address as string, l.prefixLength as number) }));
-    for (const [i, a] of held.entries()) for (const b of held.slice(i + 1)) expect(overlap(a.at, b.at), `${pool}: ${a.key} and ${b.key} overlap`).toBe(false);
+    const held = leases
+      .filter((l) => l.pool === pool)
+      .map((l) => ({ key: `${l.address}/${l.prefixLength}`, at: span(l.address as string, l.prefixLength as number) }));
+    for (const [i, a] of held.entries())
+      for (const b of held.slice(i + 1))
+        expect(overlap(a.at, b.at), `${pool}: ${a.key} and ${b.key} overlap`).toBe(false);
     for (const l of held) {
-      const inRange = ranges.filter((r) => r.pool === pool).some((r) => { const c = parseCidr(r.cidr as string); return c.base <= l.at[0] && l.at[1] <= lastAddress(c); });
+      const inRange = ranges
+        .filter((r) => r.pool === pool)
+        .some((r) => {
+          const c = parseCidr(r.cidr as string);
+          return c.base <= l.at[0] && l.at[1] <= lastAddress(c);
+        });
       expect(inRange, `${pool}: ${l.key} lies in no range of its pool`).toBe(true);
     }
   }
@@ -63,14 +88,24 @@ function checkTree(items: readonly Item[], nowMs: number): void {
     const source = r.source as { pool: string; claim: string };
     const parent = claims.find((c) => c.pool === source.pool && c.name === source.claim);
     expect(parent, `range ${r.pool}/${r.name} outlived its source claim ${source.claim}`).toBeDefined();
-    expect((parent!.children as Item[]).some((c) => c.pool === r.pool && c.range === r.name && c.cidr === r.cidr)).toBe(true);
+    expect((parent!.children as Item[]).some((c) => c.pool === r.pool && c.range === r.name && c.cidr === r.cidr)).toBe(
+      true,
+    );
     expect(parent!.expiresAt).toBeUndefined();
     const base = parseAddress((r.cidr as string).split('/')[0]!).value;
-    expect(leases.some((l) => l.pool === 'top' && l.claim === source.claim && parseAddress(l.address as string).value === base), `the block of ${r.pool}/${r.name} is not held`).toBe(true);
+    expect(
+      leases.some(
+        (l) => l.pool === 'top' && l.claim === source.claim && parseAddress(l.address as string).value === base,
+      ),
+      `the block of ${r.pool}/${r.name} is not held`,
+    ).toBe(true);
     for (const other of children.slice(i + 1)) {
       const a = parseCidr(r.cidr as string);
       const b = parseCidr(other.cidr as string);
-      expect(overlap([a.base, lastAddress(a)], [b.base, lastAddress(b)]), `child ranges ${r.pool}/${r.name} and ${other.pool}/${other.name} overlap`).toBe(false);
+      expect(
+        overlap([a.base, lastAddress(a)], [b.base, lastAddress(b)]),
+        `child ranges ${r.pool}/${r.name} and ${other.pool}/${other.name} overlap`,
+      ).toBe(false);
     }
   }
 }
@@ -86,12 +121,17 @@ export function blocksPropertyCases(engine: TestEngine, runs: number): void {
         await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 26 } });
         await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.0.0.0/24' });
         for (const c of ['c0', 'c1']) await api.call('POST', '/v1/pools', { name: c, blockPrefixLength: { IPv4: 28 } });
-        const blockOf = (body: Record<string, unknown>) => ((body.addresses as { prefix: string }[])[0]!).prefix;
+        const blockOf = (body: Record<string, unknown>) => (body.addresses as { prefix: string }[])[0]!.prefix;
         // Act and assess, step by step
         for (const s of steps) {
           switch (s.op) {
             case 'claimTop': {
-              const r = await api.call('POST', '/v1/pools/top/claims', { name: `t${s.who}`, owner: owner(`t${s.who}`), ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 64}/26`] } : {}), ...(s.ttl ? { ttlSeconds: 60 } : {}) });
+              const r = await api.call('POST', '/v1/pools/top/claims', {
+                name: `t${s.who}`,
+                owner: owner(`t${s.who}`),
+                ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 64}/26`] } : {}),
+                ...(s.ttl ? { ttlSeconds: 60 } : {}),
+              });
               expect([200, 201, 409], JSON.stringify(r.body)).toContain(r.status);
               break;
             }
@@ -106,8 +146,14 @@ export function blocksPropertyCases(engine: TestEngine, runs: number): void {
               if (claim.status !== 200) break;
               const block = blockOf(claim.body);
               const [a, b, c] = block.split('.');
-              const cidr = s.wrong ? `${a}.${b}.${c}.${(Number(block.split('.')[3]!.split('/')[0]) + 64) % 256}/26` : block;
-              const r = await api.call('POST', `/v1/pools/c${s.child}/ranges`, { cidr, name: 'r', source: { pool: 'top', claim: `t${s.who}` } });
+              const cidr = s.wrong
+                ? `${a}.${b}.${c}.${(Number(block.split('.')[3]!.split('/')[0]) + 64) % 256}/26`
+                : block;
+              const r = await api.call('POST', `/v1/pools/c${s.child}/ranges`, {
+                cidr,
+                name: 'r',
+                source: { pool: 'top', claim: `t${s.who}` },
+              });
               // Another block: refused (or, where the child pool already has a range of that name, immutable).
               if (s.wrong) expect(['SourceMismatch', 'Conflict']).toContain(r.body.code);
               else expect([200, 201, 409], JSON.stringify(r.body)).toContain(r.status);
@@ -121,7 +167,11 @@ export function blocksPropertyCases(engine: TestEngine, runs: number): void {
               break;
             }
             case 'claimChild': {
-              const r = await api.call('POST', `/v1/pools/c${s.child}/claims`, { name: `k${s.who}`, owner: owner(`k${s.who}`), ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 16}/28`] } : {}) });
+              const r = await api.call('POST', `/v1/pools/c${s.child}/claims`, {
+                name: `k${s.who}`,
+                owner: owner(`k${s.who}`),
+                ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 16}/28`] } : {}),
+              });
               expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
               break;
             }

@@ -16,8 +16,18 @@ export function blocksCases(engine: TestEngine): void {
   type Block = { address: string; family: string; range: string; prefix?: string };
   const prefixesOf = (body: Record<string, unknown>) => (body.addresses as Block[]).map((a) => a.prefix);
 
-  async function blockPool(api: TestApi, pool: string, block: Record<string, number>, cidrs: string[], exclude?: string[]): Promise<void> {
-    const made = await api.call('POST', '/v1/pools', { name: pool, blockPrefixLength: block, ...(exclude ? { exclude } : {}) });
+  async function blockPool(
+    api: TestApi,
+    pool: string,
+    block: Record<string, number>,
+    cidrs: string[],
+    exclude?: string[],
+  ): Promise<void> {
+    const made = await api.call('POST', '/v1/pools', {
+      name: pool,
+      blockPrefixLength: block,
+      ...(exclude ? { exclude } : {}),
+    });
     expect(made.status).toBe(201);
     for (const cidr of cidrs) expect((await api.call('POST', `/v1/pools/${pool}/ranges`, { cidr })).status).toBe(201);
   }
@@ -30,7 +40,11 @@ export function blocksCases(engine: TestEngine): void {
       const api = await testApi();
       // Act
       const made = await api.call('POST', '/v1/pools', { name: 'pods', blockPrefixLength: { IPv4: 26, IPv6: 122 } });
-      const bad = await Promise.all([{ IPv4: 33 }, { IPv4: 0 }, { IPv6: 129 }, { IPv4: 26.5 }, { IPX: 24 }, {}].map((b, i) => api.call('POST', '/v1/pools', { name: `bad${i}`, blockPrefixLength: b })));
+      const bad = await Promise.all(
+        [{ IPv4: 33 }, { IPv4: 0 }, { IPv6: 129 }, { IPv4: 26.5 }, { IPX: 24 }, {}].map((b, i) =>
+          api.call('POST', '/v1/pools', { name: `bad${i}`, blockPrefixLength: b }),
+        ),
+      );
       // Assess
       expect(made.status).toBe(201);
       expect(made.body.blockPrefixLength).toEqual({ IPv4: 26, IPv6: 122 });
@@ -67,14 +81,26 @@ export function blocksCases(engine: TestEngine): void {
       const api = await testApi();
       await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
       // Act
-      const results = await Promise.all(Array.from({ length: 4 }, (_, i) => [api, api.sibling()][i % 2]!.call('POST', '/v1/pools/pods/claims', { name: `node${i}`, owner: owner(`n${i}`) })));
+      const results = await Promise.all(
+        Array.from({ length: 4 }, (_, i) =>
+          [api, api.sibling()][i % 2]!.call('POST', '/v1/pools/pods/claims', {
+            name: `node${i}`,
+            owner: owner(`n${i}`),
+          }),
+        ),
+      );
       const full = await api.call('POST', '/v1/pools/pods/claims', { name: 'node4', owner: owner('n4') });
       // Assess
       expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201]);
       const prefixes = results.flatMap((r) => prefixesOf(r.body)).sort();
       expect(prefixes).toEqual(['10.244.0.0/26', '10.244.0.128/26', '10.244.0.192/26', '10.244.0.64/26']);
       const leases = await leaseItems(api);
-      expect(leases.map((l) => l.address).sort()).toEqual(['10.244.0.0', '10.244.0.128', '10.244.0.192', '10.244.0.64']);
+      expect(leases.map((l) => l.address).sort()).toEqual([
+        '10.244.0.0',
+        '10.244.0.128',
+        '10.244.0.192',
+        '10.244.0.64',
+      ]);
       expect(leases.every((l) => l.prefixLength === 26)).toBe(true);
       expect(full.status).toBe(409);
       expect(full.body.code).toBe('RangeFull');
@@ -85,7 +111,14 @@ export function blocksCases(engine: TestEngine): void {
       // Prepare
       const api = await testApi();
       await blockPool(api, 'pods', { IPv4: 26, IPv6: 64 }, ['10.244.0.0/24', 'fd00:10::/62']);
-      const request = { name: 'n1', owner: owner('n1'), ipFamilyPolicy: 'RequireDualStack', count: 2, ttlSeconds: 600, labels: { zone: 'a' } };
+      const request = {
+        name: 'n1',
+        owner: owner('n1'),
+        ipFamilyPolicy: 'RequireDualStack',
+        count: 2,
+        ttlSeconds: 600,
+        labels: { zone: 'a' },
+      };
       // Act
       const made = await api.call('POST', '/v1/pools/pods/claims', request);
       const again = await api.call('POST', '/v1/pools/pods/claims', request);
@@ -94,7 +127,9 @@ export function blocksCases(engine: TestEngine): void {
       const blocks = made.body.addresses as Block[];
       expect(blocks.map((b) => b.family)).toEqual(['IPv4', 'IPv4', 'IPv6', 'IPv6']);
       expect(blocks.every((b) => b.prefix === `${b.address}/${b.family === 'IPv4' ? 26 : 64}`)).toBe(true);
-      expect(blocks.filter((b) => b.family === 'IPv6').every((b) => /^fd00:10(:0:[1-3])?::$/.test(b.address))).toBe(true);
+      expect(blocks.filter((b) => b.family === 'IPv6').every((b) => /^fd00:10(:0:[1-3])?::$/.test(b.address))).toBe(
+        true,
+      );
       expect(again.status).toBe(200);
       expect(prefixesOf(again.body)).toEqual(prefixesOf(made.body));
       expect((await leaseItems(api)).length).toBe(4);
@@ -105,13 +140,37 @@ export function blocksCases(engine: TestEngine): void {
       const api = await testApi();
       await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
       // Act
-      const exact = await api.call('POST', '/v1/pools/pods/claims', { name: 'a', owner: owner('a'), prefixes: ['10.244.0.64/26'] });
+      const exact = await api.call('POST', '/v1/pools/pods/claims', {
+        name: 'a',
+        owner: owner('a'),
+        prefixes: ['10.244.0.64/26'],
+      });
       const before = await tableSnapshot(api.container.table);
-      const taken = await api.call('POST', '/v1/pools/pods/claims', { name: 'b', owner: owner('b'), prefixes: ['10.244.0.64/26'] });
-      const size = await api.call('POST', '/v1/pools/pods/claims', { name: 'c', owner: owner('c'), prefixes: ['10.244.0.128/25'] });
-      const crooked = await api.call('POST', '/v1/pools/pods/claims', { name: 'd', owner: owner('d'), prefixes: ['10.244.0.65/26'] });
-      const address = await api.call('POST', '/v1/pools/pods/claims', { name: 'e', owner: owner('e'), addresses: ['10.244.0.130'] });
-      const outside = await api.call('POST', '/v1/pools/pods/claims', { name: 'f', owner: owner('f'), prefixes: ['10.9.0.0/26'] });
+      const taken = await api.call('POST', '/v1/pools/pods/claims', {
+        name: 'b',
+        owner: owner('b'),
+        prefixes: ['10.244.0.64/26'],
+      });
+      const size = await api.call('POST', '/v1/pools/pods/claims', {
+        name: 'c',
+        owner: owner('c'),
+        prefixes: ['10.244.0.128/25'],
+      });
+      const crooked = await api.call('POST', '/v1/pools/pods/claims', {
+        name: 'd',
+        owner: owner('d'),
+        prefixes: ['10.244.0.65/26'],
+      });
+      const address = await api.call('POST', '/v1/pools/pods/claims', {
+        name: 'e',
+        owner: owner('e'),
+        addresses: ['10.244.0.130'],
+      });
+      const outside = await api.call('POST', '/v1/pools/pods/claims', {
+        name: 'f',
+        owner: owner('f'),
+        prefixes: ['10.9.0.0/26'],
+      });
       // Assess
       expect(exact.status).toBe(201);
       expect(prefixesOf(exact.body)).toEqual(['10.244.0.64/26']);
@@ -135,7 +194,11 @@ export function blocksCases(engine: TestEngine): void {
       expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24' })).status).toBe(201);
       // Act
-      const r = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), prefixes: ['10.0.0.0/26'] });
+      const r = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'a',
+        owner: owner('a'),
+        prefixes: ['10.0.0.0/26'],
+      });
       // Assess
       expect(r.status).toBe(400);
       expect(r.body.code).toBe('InvalidArgument');
@@ -148,11 +211,16 @@ export function blocksCases(engine: TestEngine): void {
       await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24'], ['10.244.0.70']);
       // Act
       const made = [];
-      for (let i = 0; i < 3; i += 1) made.push(await api.call('POST', '/v1/pools/pods/claims', { name: `n${i}`, owner: owner(`n${i}`) }));
+      for (let i = 0; i < 3; i += 1)
+        made.push(await api.call('POST', '/v1/pools/pods/claims', { name: `n${i}`, owner: owner(`n${i}`) }));
       const full = await api.call('POST', '/v1/pools/pods/claims', { name: 'n3', owner: owner('n3') });
       // Assess
       expect(made.map((r) => r.status)).toEqual([201, 201, 201]);
-      expect(made.flatMap((r) => prefixesOf(r.body)).sort()).toEqual(['10.244.0.0/26', '10.244.0.128/26', '10.244.0.192/26']);
+      expect(made.flatMap((r) => prefixesOf(r.body)).sort()).toEqual([
+        '10.244.0.0/26',
+        '10.244.0.128/26',
+        '10.244.0.192/26',
+      ]);
       expect(full.status).toBe(409);
       expect(full.body.code).toBe('RangeFull');
     });
@@ -180,13 +248,20 @@ export function blocksCases(engine: TestEngine): void {
     it("holds a released block for its owner, refuses it to others, and gives it back to the owner's next claim", async () => {
       // Prepare: a /25 of two /26 blocks, a reuse delay
       const api = await testApi();
-      expect((await api.call('POST', '/v1/pools', { name: 'pods', blockPrefixLength: { IPv4: 26 }, reuseDelaySeconds: 600 })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools', { name: 'pods', blockPrefixLength: { IPv4: 26 }, reuseDelaySeconds: 600 }))
+          .status,
+      ).toBe(201);
       expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr: '10.244.0.0/25' })).status).toBe(201);
       const first = await api.call('POST', '/v1/pools/pods/claims', { name: 'n1', owner: owner('n1') });
       const [block] = prefixesOf(first.body);
       expect((await api.call('DELETE', '/v1/pools/pods/claims/n1')).status).toBe(204);
       // Act
-      const other = await api.call('POST', '/v1/pools/pods/claims', { name: 'x', owner: owner('x'), prefixes: [block] });
+      const other = await api.call('POST', '/v1/pools/pods/claims', {
+        name: 'x',
+        owner: owner('x'),
+        prefixes: [block],
+      });
       const again = await api.call('POST', '/v1/pools/pods/claims', { name: 'n1-again', owner: owner('n1') });
       // Assess
       expect(other.status).toBe(409);
@@ -201,11 +276,17 @@ export function blocksCases(engine: TestEngine): void {
       // Prepare: top hands out /28 blocks (14 addresses each) of a /26; pods is an address pool that grows from it
       const api = await testApi();
       await blockPool(api, 'top', { IPv4: 28 }, ['10.9.0.0/26']);
-      expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 4, maxBlocks: 2 } })).status).toBe(201);
-      const claim = (i: number, on: TestApi = api) => on.call('POST', '/v1/pools/pods/claims', { name: `p${i}`, owner: owner(`p${i}`) });
+      expect(
+        (await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 4, maxBlocks: 2 } }))
+          .status,
+      ).toBe(201);
+      const claim = (i: number, on: TestApi = api) =>
+        on.call('POST', '/v1/pools/pods/claims', { name: `p${i}`, owner: owner(`p${i}`) });
       const pools = async () => ({
         top: ((await api.call('GET', '/v1/pools/top/claims')).body.items as unknown[]).length,
-        ranges: ((await api.call('GET', '/v1/pools/pods/ranges')).body.items as { source?: unknown }[]).map((r) => r.source),
+        ranges: ((await api.call('GET', '/v1/pools/pods/ranges')).body.items as { source?: unknown }[]).map(
+          (r) => r.source,
+        ),
       });
       // Act: 8 racing first claims on an empty pool, over two containers
       const first = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(i, i % 2 ? api.sibling() : api)));
@@ -233,14 +314,16 @@ export function blocksCases(engine: TestEngine): void {
       expect((await api.call('POST', '/v1/pools', { name: 'plain' })).status).toBe(201);
       const before = await tableSnapshot(api.container.table);
       // Act
-      const answers = await Promise.all([
-        { name: 'a', grow: { pool: 'nope', belowFree: 2 } },
-        { name: 'b', grow: { pool: 'plain', belowFree: 2 } },
-        { name: 'c', grow: { pool: 'c', belowFree: 2 } },
-        { name: 'd', grow: { pool: 'top', belowFree: 0 } },
-        { name: 'e', grow: { pool: 'top', belowFree: 2, maxBlocks: 65 } },
-        { name: 'f', grow: { pool: 'top', belowFree: 2 }, blockPrefixLength: { IPv4: 26 } },
-      ].map((body) => api.call('POST', '/v1/pools', body)));
+      const answers = await Promise.all(
+        [
+          { name: 'a', grow: { pool: 'nope', belowFree: 2 } },
+          { name: 'b', grow: { pool: 'plain', belowFree: 2 } },
+          { name: 'c', grow: { pool: 'c', belowFree: 2 } },
+          { name: 'd', grow: { pool: 'top', belowFree: 0 } },
+          { name: 'e', grow: { pool: 'top', belowFree: 2, maxBlocks: 65 } },
+          { name: 'f', grow: { pool: 'top', belowFree: 2 }, blockPrefixLength: { IPv4: 26 } },
+        ].map((body) => api.call('POST', '/v1/pools', body)),
+      );
       // Assess
       for (const r of answers) {
         expect(r.status, JSON.stringify(r.body)).toBe(400);
@@ -273,9 +356,15 @@ export function blocksCases(engine: TestEngine): void {
   describe(`Nested pools: a range made from a block claim (${engine.name})`, () => {
     async function hierarchy(api: TestApi): Promise<string> {
       await blockPool(api, 'org', { IPv4: 16 }, ['10.0.0.0/8']);
-      const region = await api.call('POST', '/v1/pools/org/claims', { name: 'eu-west', owner: owner('eu', 'Region'), ttlSeconds: 600 });
+      const region = await api.call('POST', '/v1/pools/org/claims', {
+        name: 'eu-west',
+        owner: owner('eu', 'Region'),
+        ttlSeconds: 600,
+      });
       expect(region.status).toBe(201);
-      expect((await api.call('POST', '/v1/pools', { name: 'eu-west', blockPrefixLength: { IPv4: 24 } })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools', { name: 'eu-west', blockPrefixLength: { IPv4: 24 } })).status).toBe(
+        201,
+      );
       return prefixesOf(region.body)[0]!;
     }
 
@@ -286,11 +375,23 @@ export function blocksCases(engine: TestEngine): void {
       const before = await tableSnapshot(api.container.table);
       const [a, b] = block.split('.');
       // Act
-      const narrower = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: `${a}.${b}.0.0/17`, source: { pool: 'org', claim: 'eu-west' } });
-      const other = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: `${a}.${Number(b) ^ 1}.0.0/16`, source: { pool: 'org', claim: 'eu-west' } });
-      const noClaim = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, source: { pool: 'org', claim: 'nope' } });
+      const narrower = await api.call('POST', '/v1/pools/eu-west/ranges', {
+        cidr: `${a}.${b}.0.0/17`,
+        source: { pool: 'org', claim: 'eu-west' },
+      });
+      const other = await api.call('POST', '/v1/pools/eu-west/ranges', {
+        cidr: `${a}.${Number(b) ^ 1}.0.0/16`,
+        source: { pool: 'org', claim: 'eu-west' },
+      });
+      const noClaim = await api.call('POST', '/v1/pools/eu-west/ranges', {
+        cidr: block,
+        source: { pool: 'org', claim: 'nope' },
+      });
       const afterRefusals = await tableSnapshot(api.container.table);
-      const made = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, source: { pool: 'org', claim: 'eu-west' } });
+      const made = await api.call('POST', '/v1/pools/eu-west/ranges', {
+        cidr: block,
+        source: { pool: 'org', claim: 'eu-west' },
+      });
       // Assess
       for (const r of [narrower, other]) {
         expect(r.status).toBe(409);
@@ -305,12 +406,20 @@ export function blocksCases(engine: TestEngine): void {
       expect(prefixesOf(child.body)[0]).toMatch(new RegExp(`^${a}\\.${b}\\.\\d+\\.0/24$`));
     });
 
-    it('refuses the parent claim\'s release with 409 naming the child while the child range lives, and lets it go after', async () => {
+    it("refuses the parent claim's release with 409 naming the child while the child range lives, and lets it go after", async () => {
       // Prepare
       const clock = new ManualClock(T0);
       const api = await testApiOn({ clock }, {}, undefined, engine);
       const block = await hierarchy(api);
-      expect((await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, name: 'main', source: { pool: 'org', claim: 'eu-west' } })).status).toBe(201);
+      expect(
+        (
+          await api.call('POST', '/v1/pools/eu-west/ranges', {
+            cidr: block,
+            name: 'main',
+            source: { pool: 'org', claim: 'eu-west' },
+          })
+        ).status,
+      ).toBe(201);
       // Act
       const refused = await api.call('DELETE', '/v1/pools/org/claims/eu-west');
       const ownerRelease = await api.call('DELETE', '/v1/pools/org/owners/eu');
@@ -337,11 +446,14 @@ export function blocksCases(engine: TestEngine): void {
       expect((await api.call('DELETE', '/v1/pools/org/claims/eu-west')).status).toBe(204);
     });
 
-    it("gives the parent claim back when the child pool is deleted with its range", async () => {
+    it('gives the parent claim back when the child pool is deleted with its range', async () => {
       // Prepare
       const api = await testApi();
       const block = await hierarchy(api);
-      expect((await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, source: { pool: 'org', claim: 'eu-west' } })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, source: { pool: 'org', claim: 'eu-west' } }))
+          .status,
+      ).toBe(201);
       // Act
       const deleted = await api.call('DELETE', '/v1/pools/eu-west');
       // Assess
@@ -354,7 +466,15 @@ export function blocksCases(engine: TestEngine): void {
       // Prepare
       const h = await reconcilerHarness({ engine });
       const block = await hierarchy(h.api);
-      expect((await h.api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, name: 'main', source: { pool: 'org', claim: 'eu-west' } })).status).toBe(201);
+      expect(
+        (
+          await h.api.call('POST', '/v1/pools/eu-west/ranges', {
+            cidr: block,
+            name: 'main',
+            source: { pool: 'org', claim: 'eu-west' },
+          })
+        ).status,
+      ).toBe(201);
       // Act
       h.clock.advance(3_600_000);
       await h.run();

@@ -34,7 +34,12 @@ export function claimsCases(engine: TestEngine): void {
       const containers = [api, api.sibling(), api.sibling(), api.sibling()];
       // Act
       const results = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })),
+        Array.from({ length: 50 }, (_, i) =>
+          containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', {
+            name: `c${i}`,
+            owner: owner(`u${i}`),
+          }),
+        ),
       );
       // Assess
       expect(results.map((r) => r.status)).toEqual(Array(50).fill(201));
@@ -52,7 +57,13 @@ export function claimsCases(engine: TestEngine): void {
       const containers = [api, api.sibling()];
       // Act
       const results = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => containers[i % 2]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`), addresses: ['10.96.0.10'] })),
+        Array.from({ length: 16 }, (_, i) =>
+          containers[i % 2]!.call('POST', '/v1/pools/p/claims', {
+            name: `c${i}`,
+            owner: owner(`u${i}`),
+            addresses: ['10.96.0.10'],
+          }),
+        ),
       );
       // Assess
       const statuses = results.map((r) => r.status).sort();
@@ -76,7 +87,12 @@ export function claimsCases(engine: TestEngine): void {
         Array.from({ length: 16 }, async (_, worker) => {
           while (next < 254) {
             const i = next++;
-            results.push(await containers[worker % 4]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) }));
+            results.push(
+              await containers[worker % 4]!.call('POST', '/v1/pools/p/claims', {
+                name: `c${i}`,
+                owner: owner(`u${i}`),
+              }),
+            );
           }
         }),
       );
@@ -90,14 +106,19 @@ export function claimsCases(engine: TestEngine): void {
       expect(addresses).not.toContain('192.168.7.255');
       expect(extra.status).toBe(409);
       expect(extra.body.code).toBe('RangeFull');
-      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 254, used: 254, releasing: 0, free: 0 } });
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({
+        IPv4: { size: 254, used: 254, releasing: 0, free: 0 },
+      });
     });
 
     it('returns the one freed address after a release on a full /29', async () => {
       // Prepare
       const api = await testApi();
       await poolWith(api, 'p', ['10.1.0.0/29']);
-      for (let i = 0; i < 6; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+      for (let i = 0; i < 6; i += 1)
+        expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(
+          201,
+        );
       const full = await api.call('POST', '/v1/pools/p/claims', { name: 'c6', owner: owner('u6') });
       expect(full.body.code).toBe('RangeFull');
       const freed = addressesOf((await api.call('GET', '/v1/pools/p/claims/c3')).body)[0];
@@ -115,10 +136,20 @@ export function claimsCases(engine: TestEngine): void {
       await poolWith(api, 'p', ['10.2.0.0/28'], ['10.2.0.0/29', '10.2.0.8', '10.2.0.9', '10.2.0.10']);
       // Act
       const dynamic = [];
-      for (let i = 0; i < 5; i += 1) dynamic.push(await api.call('POST', '/v1/pools/p/claims', { name: `d${i}`, owner: owner(`d${i}`) }));
-      const explicit = await api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), addresses: ['10.2.0.9'] });
+      for (let i = 0; i < 5; i += 1)
+        dynamic.push(await api.call('POST', '/v1/pools/p/claims', { name: `d${i}`, owner: owner(`d${i}`) }));
+      const explicit = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'x',
+        owner: owner('x'),
+        addresses: ['10.2.0.9'],
+      });
       // Assess
-      expect(dynamic.slice(0, 4).map((r) => addressesOf(r.body)[0]).sort()).toEqual(['10.2.0.11', '10.2.0.12', '10.2.0.13', '10.2.0.14']);
+      expect(
+        dynamic
+          .slice(0, 4)
+          .map((r) => addressesOf(r.body)[0])
+          .sort(),
+      ).toEqual(['10.2.0.11', '10.2.0.12', '10.2.0.13', '10.2.0.14']);
       expect(dynamic[4]!.body.code).toBe('RangeFull');
       expect(explicit.status).toBe(201);
     });
@@ -128,15 +159,25 @@ export function claimsCases(engine: TestEngine): void {
       const api = await testApi();
       await poolWith(api, 'p', ['2001:db8:0:1::/64']);
       // Act
-      const dynamic = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ipFamilies: ['IPv6'] });
-      const explicit = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['2001:0DB8:0000:0001:0000:0000:0000:00fc'] });
+      const dynamic = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'a',
+        owner: owner('a'),
+        ipFamilies: ['IPv6'],
+      });
+      const explicit = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'b',
+        owner: owner('b'),
+        addresses: ['2001:0DB8:0000:0001:0000:0000:0000:00fc'],
+      });
       const pool = await api.call('GET', '/v1/pools/p');
       // Assess
       expect(dynamic.status).toBe(201);
       expect(addressesOf(dynamic.body)[0]).toMatch(/^2001:db8:0:1:/);
       expect(addressesOf(explicit.body)).toEqual(['2001:db8:0:1::fc']);
       expect((await api.call('GET', '/v1/pools/p/addresses/2001:db8:0:1:0:0:0:fc')).body.claim).toBe('b');
-      expect(pool.body.utilization).toEqual({ IPv6: { size: '18446744073709551615', used: 2, releasing: 0, free: '18446744073709551613' } });
+      expect(pool.body.utilization).toEqual({
+        IPv6: { size: '18446744073709551615', used: 2, releasing: 0, free: '18446744073709551613' },
+      });
     });
   });
 
@@ -144,7 +185,8 @@ export function claimsCases(engine: TestEngine): void {
   async function fullSlash30(): Promise<TestApi> {
     const api = await testApi();
     await poolWith(api, 'p', ['10.1.0.0/30']);
-    for (let i = 0; i < 2; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+    for (let i = 0; i < 2; i += 1)
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
     return api;
   }
 
@@ -178,7 +220,9 @@ export function claimsCases(engine: TestEngine): void {
       const api = await fullSlash30();
       const counts = new Map<string, number>();
       const warm = api.sibling({ wrapStores: countingStores(counts), clock: new ManualClock(Date.now()) });
-      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') })).body.code).toBe('RangeFull');
+      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') })).body.code).toBe(
+        'RangeFull',
+      );
       counts.clear();
       // Act
       const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') });
@@ -197,8 +241,14 @@ export function claimsCases(engine: TestEngine): void {
       await poolWith(api, 'p', ['10.1.0.0/29']);
       const counts = new Map<string, number>();
       const warm = api.sibling({ wrapStores: countingStores(counts), clock: new ManualClock(Date.now()) });
-      for (let i = 0; i < 4; i += 1) expect((await warm.call('POST', '/v1/pools/p/claims', { name: `w${i}`, owner: owner(`w${i}`) })).status).toBe(201);
-      for (let i = 0; i < 2; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `o${i}`, owner: owner(`o${i}`) })).status).toBe(201);
+      for (let i = 0; i < 4; i += 1)
+        expect((await warm.call('POST', '/v1/pools/p/claims', { name: `w${i}`, owner: owner(`w${i}`) })).status).toBe(
+          201,
+        );
+      for (let i = 0; i < 2; i += 1)
+        expect((await api.call('POST', '/v1/pools/p/claims', { name: `o${i}`, owner: owner(`o${i}`) })).status).toBe(
+          201,
+        );
       counts.clear();
       // Act
       const full = await warm.call('POST', '/v1/pools/p/claims', { name: 'w4', owner: owner('w4') });
@@ -221,8 +271,13 @@ export function claimsCases(engine: TestEngine): void {
       const api = await testApi();
       await poolWith(api, 'p', ['10.1.0.0/30']);
       const warm = api.sibling({ clock: new ManualClock(Date.now()) });
-      for (let i = 0; i < 2; i += 1) expect((await warm.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
-      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') })).body.code).toBe('RangeFull');
+      for (let i = 0; i < 2; i += 1)
+        expect((await warm.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(
+          201,
+        );
+      expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') })).body.code).toBe(
+        'RangeFull',
+      );
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/30' })).status).toBe(201);
       // Act: same instant for the warm container, so its view and full hint are both still cached
       const again = await warm.call('POST', '/v1/pools/p/claims', { name: 'c2', owner: owner('u2') });
@@ -259,7 +314,9 @@ export function claimsCases(engine: TestEngine): void {
       expect(counts.get('getPoolView')).toBe(1);
       const leases = await leaseItems(api);
       expect(leases.map((l) => l.claim)).toEqual(['c0']);
-      expect((await allItems(api.container.table)).filter((i) => i.entity === 'claim').map((i) => i.name)).toEqual(['c0']);
+      expect((await allItems(api.container.table)).filter((i) => i.entity === 'claim').map((i) => i.name)).toEqual([
+        'c0',
+      ]);
     });
 
     it('gives the claim an address of a Ready range the warm view did not know yet', async () => {
@@ -271,10 +328,15 @@ export function claimsCases(engine: TestEngine): void {
       const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1') });
       // Assess: one commit in 'old' released, one in 'new' kept; 'old' holds only c0
       expect(res.status).toBe(201);
-      expect(res.body.addresses).toEqual([expect.objectContaining({ range: 'new', address: expect.stringMatching(/^10\.2\.0\.[1-6]$/) })]);
+      expect(res.body.addresses).toEqual([
+        expect.objectContaining({ range: 'new', address: expect.stringMatching(/^10\.2\.0\.[1-6]$/) }),
+      ]);
       expect(counts.get('commitClaim')).toBe(2);
       const leases = await leaseItems(api);
-      expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
+      expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([
+        ['c0', 'old'],
+        ['c1', 'new'],
+      ]);
     });
 
     it('gives back the addresses of a released dual-stack claim as free: the last IPv6 address it had taken is taken again', async () => {
@@ -282,8 +344,13 @@ export function claimsCases(engine: TestEngine): void {
       // cached view; then another container marks 'old' Terminating and adds a Ready IPv4 range 'new'
       const api = await poolWithOld();
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: 'fd00:1::/125', name: 'v6' })).status).toBe(201);
-      const freeV6 = async () => ((await api.call('GET', '/v1/pools/p')).body.utilization as { IPv6: { free: number } }).IPv6.free;
-      for (let i = 0; (await freeV6()) > 1; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `v${i}`, owner: owner(`v${i}`), ipFamilies: ['IPv6'] })).status).toBe(201);
+      const freeV6 = async () =>
+        ((await api.call('GET', '/v1/pools/p')).body.utilization as { IPv6: { free: number } }).IPv6.free;
+      for (let i = 0; (await freeV6()) > 1; i += 1)
+        expect(
+          (await api.call('POST', '/v1/pools/p/claims', { name: `v${i}`, owner: owner(`v${i}`), ipFamilies: ['IPv6'] }))
+            .status,
+        ).toBe(201);
       const counts = new Map<string, number>();
       const warm = api.sibling({ wrapStores: countingStores(counts), clock: new ManualClock(Date.now()) });
       expect((await warm.call('GET', '/v1/pools/p/ranges/old')).body.state).toBe('Ready');
@@ -291,7 +358,12 @@ export function claimsCases(engine: TestEngine): void {
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status).toBe(201);
       // Act: the warm view offers IPv4 only in 'old'; the claim commits there and with the last IPv6 address, is
       // released (its range was retired), and is allocated again on the fresh view
-      const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1'), ipFamilyPolicy: 'RequireDualStack', ipFamilies: ['IPv4', 'IPv6'] });
+      const res = await warm.call('POST', '/v1/pools/p/claims', {
+        name: 'c1',
+        owner: owner('u1'),
+        ipFamilyPolicy: 'RequireDualStack',
+        ipFamilies: ['IPv4', 'IPv6'],
+      });
       // Assess: the released IPv6 address is not kept as taken by the container's own mark
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       expect((res.body.addresses as Addr[]).map((a) => a.range)).toEqual(['new', 'v6']);
@@ -310,7 +382,12 @@ export function claimsCases(engine: TestEngine): void {
       expect((res.body.addresses as Addr[]).map((a) => a.range)).toEqual(['new', 'new', 'new']);
       expect(counts.get('commitClaim')).toBe(2);
       const leases = await leaseItems(api);
-      expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new'], ['c1', 'new'], ['c1', 'new']]);
+      expect(leases.map((l) => [l.claim, l.range]).sort()).toEqual([
+        ['c0', 'old'],
+        ['c1', 'new'],
+        ['c1', 'new'],
+        ['c1', 'new'],
+      ]);
     });
   });
 
@@ -321,7 +398,11 @@ export function claimsCases(engine: TestEngine): void {
    * The shared table as one container sees it: its reads counted per partition key (`reads`), and hooks that run once,
    * right after the first call they match returns (`after`), for another container to act between two of its calls.
    */
-  function watchedTable(table: Table): { table: Table; reads: Map<string, number>; after: (match: CallMatch, run: () => Promise<void>) => void } {
+  function watchedTable(table: Table): {
+    table: Table;
+    reads: Map<string, number>;
+    after: (match: CallMatch, run: () => Promise<void>) => void;
+  } {
     const reads = new Map<string, number>();
     const hooks: { match: CallMatch; run: () => Promise<void> }[] = [];
     const read = (partitions: readonly string[]) => partitions.forEach((pk) => reads.set(pk, (reads.get(pk) ?? 0) + 1));
@@ -350,7 +431,11 @@ export function claimsCases(engine: TestEngine): void {
       write: (op) => table.write(op),
       async transact(ops) {
         const out = await table.transact(ops);
-        await fire('transact', ops.map((op) => (op.kind === 'put' ? (op.item.PK as string) : op.key.PK)), out === undefined);
+        await fire(
+          'transact',
+          ops.map((op) => (op.kind === 'put' ? (op.item.PK as string) : op.key.PK)),
+          out === undefined,
+        );
         return out;
       },
       describe: () => table.describe(),
@@ -371,10 +456,11 @@ export function claimsCases(engine: TestEngine): void {
     return between;
   }
 
-  const readsOf = (reads: Map<string, number>, prefix: string) => [...reads].filter(([pk]) => pk.startsWith(prefix)).reduce((sum, [, n]) => sum + n, 0);
+  const readsOf = (reads: Map<string, number>, prefix: string) =>
+    [...reads].filter(([pk]) => pk.startsWith(prefix)).reduce((sum, [, n]) => sum + n, 0);
 
   describe(`Claims: the post-commit check without the pool's partition (${engine.name})`, () => {
-    it('checks each claim of a warm container with one read of one range-generation copy, and reads nothing of the pool\'s partition', async () => {
+    it("checks each claim of a warm container with one read of one range-generation copy, and reads nothing of the pool's partition", async () => {
       // Prepare: a warm container (its clock does not move, so its view stays cached) that has made one claim
       const api = await testApi();
       await poolWith(api, 'p', ['10.9.0.0/24']);
@@ -384,14 +470,15 @@ export function claimsCases(engine: TestEngine): void {
       watch.reads.clear();
       // Act
       const results = [];
-      for (let i = 1; i <= 5; i += 1) results.push(await warm.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) }));
+      for (let i = 1; i <= 5; i += 1)
+        results.push(await warm.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) }));
       // Assess: every pool-level read of the five allocations was one GetItem of a generation copy (RGEN#p#<copy>)
       expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
       expect(readsOf(watch.reads, 'POOL#')).toBe(0);
       expect(readsOf(watch.reads, 'RGEN#p#')).toBe(5);
     });
 
-    it('keeps a busy container\'s view past its maximum age while each check finds its generation current', async () => {
+    it("keeps a busy container's view past its maximum age while each check finds its generation current", async () => {
       // Prepare: a container whose clock moves 600 ms between claims: past the view's 1 s maximum age every other claim
       const api = await testApi();
       await poolWith(api, 'p', ['10.9.0.0/24']);
@@ -419,14 +506,21 @@ export function claimsCases(engine: TestEngine): void {
       const warm = api.sibling({ table: watch.table, clock: new ManualClock(Date.now()) });
       expect((await warm.call('GET', '/v1/pools/p/ranges/old')).body.state).toBe('Ready');
       // Right after c1's claim transaction commits (before its check), another container marks 'old' Terminating and adds 'new'.
-      const between = retireOldAfter(api, watch, (method, partitions, committed) => method === 'transact' && committed && partitions.includes('CLAIM#p#c1'));
+      const between = retireOldAfter(
+        api,
+        watch,
+        (method, partitions, committed) => method === 'transact' && committed && partitions.includes('CLAIM#p#c1'),
+      );
       // Act
       const res = await warm.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1') });
       // Assess: the hook ran; the claim committed in 'old' was released and taken again from 'new'
       expect(between).toEqual([202, 201]);
       expect(res.status).toBe(201);
       expect((res.body.addresses as Addr[]).map((a) => a.range)).toEqual(['new']);
-      expect((await leaseItems(api)).map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
+      expect((await leaseItems(api)).map((l) => [l.claim, l.range]).sort()).toEqual([
+        ['c0', 'old'],
+        ['c1', 'new'],
+      ]);
     });
 
     it('never frees an address that an identical request was answered with meanwhile (issue 33, item 2)', async () => {
@@ -442,7 +536,9 @@ export function claimsCases(engine: TestEngine): void {
         const between: number[] = [];
         let retry: { status: number; body: Record<string, unknown> } | undefined;
         const isClaimCommit = (method: string, partitions: readonly string[], committed: boolean) =>
-          method === 'transact' && committed && partitions.some((pk) => pk.startsWith('CLAIM#p#c') && pk !== 'CLAIM#p#c0');
+          method === 'transact' &&
+          committed &&
+          partitions.some((pk) => pk.startsWith('CLAIM#p#c') && pk !== 'CLAIM#p#c0');
         watch.after(isClaimCommit, async () => {
           between.push((await api.call('DELETE', '/v1/pools/p/ranges/old')).status);
           between.push((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status);
@@ -470,28 +566,41 @@ export function claimsCases(engine: TestEngine): void {
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.2.0.0/29', name: 'new' })).status).toBe(201);
       // Act: the client's retry of the same request, then another client asking for c's address
       const retry = await api.call('POST', '/v1/pools/p/claims', { name: 'c', owner: owner('uc') });
-      const thief = await api.call('POST', '/v1/pools/p/claims', { name: 'thief', owner: owner('t'), addresses: addressesOf(first.body) });
+      const thief = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'thief',
+        owner: owner('t'),
+        addresses: addressesOf(first.body),
+      });
       // Assess: the same claim, byte for byte; its address still its own
       expect(retry.status).toBe(200);
       expect(JSON.stringify(retry.body)).toBe(JSON.stringify(first.body));
       expect(thief.status).toBe(422);
-      expect((await api.call('GET', `/v1/pools/p/addresses/${addressesOf(first.body)[0]}`)).body).toMatchObject({ claim: 'c' });
+      expect((await api.call('GET', `/v1/pools/p/addresses/${addressesOf(first.body)[0]}`)).body).toMatchObject({
+        claim: 'c',
+      });
     });
 
-    it('catches a range marked Terminating right after the view\'s query, before the claim commits', async () => {
+    it("catches a range marked Terminating right after the view's query, before the claim commits", async () => {
       // Prepare: as above, but the container is cold: the claim reads the view itself, and 'old' is marked right after
       // that read's query of the pool's partition returns (so the view says Ready, and its generation must be the older one)
       const api = await poolWithOld();
       const watch = watchedTable(api.container.table);
       const cold = api.sibling({ table: watch.table, clock: new ManualClock(Date.now()) });
-      const between = retireOldAfter(api, watch, (method, partitions) => method === 'query' && partitions.includes('POOL#p'));
+      const between = retireOldAfter(
+        api,
+        watch,
+        (method, partitions) => method === 'query' && partitions.includes('POOL#p'),
+      );
       // Act
       const res = await cold.call('POST', '/v1/pools/p/claims', { name: 'c1', owner: owner('u1') });
       // Assess
       expect(between).toEqual([202, 201]);
       expect(res.status).toBe(201);
       expect((res.body.addresses as Addr[]).map((a) => a.range)).toEqual(['new']);
-      expect((await leaseItems(api)).map((l) => [l.claim, l.range]).sort()).toEqual([['c0', 'old'], ['c1', 'new']]);
+      expect((await leaseItems(api)).map((l) => [l.claim, l.range]).sort()).toEqual([
+        ['c0', 'old'],
+        ['c1', 'new'],
+      ]);
     });
   });
 
@@ -500,12 +609,20 @@ export function claimsCases(engine: TestEngine): void {
       // Prepare: the IPv6 range holds exactly one address (a /127), then it is taken.
       const api = await testApi();
       await poolWith(api, 'p', ['10.3.0.0/24', 'fd00::/127']);
-      const first = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ipFamilyPolicy: 'RequireDualStack' });
+      const first = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'a',
+        owner: owner('a'),
+        ipFamilyPolicy: 'RequireDualStack',
+      });
       expect(first.status).toBe(201);
       expect((first.body.addresses as Addr[]).map((a) => a.family)).toEqual(['IPv4', 'IPv6']);
       expect(addressesOf(first.body)[1]).toBe('fd00::1');
       // Act
-      const second = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), ipFamilyPolicy: 'RequireDualStack' });
+      const second = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'b',
+        owner: owner('b'),
+        ipFamilyPolicy: 'RequireDualStack',
+      });
       // Assess: no IPv4 lease was left behind by the failed claim.
       expect(second.status).toBe(409);
       expect(second.body.code).toBe('RangeFull');
@@ -539,7 +656,10 @@ export function claimsCases(engine: TestEngine): void {
       // Act
       const first = await api.call('POST', '/v1/pools/p/claims', spec);
       const retry = await api.sibling().call('POST', '/v1/pools/p/claims', spec);
-      const otherOwner = await api.call('POST', '/v1/pools/p/claims', { ...spec, owner: owner('vm-2', 'VirtualMachine') });
+      const otherOwner = await api.call('POST', '/v1/pools/p/claims', {
+        ...spec,
+        owner: owner('vm-2', 'VirtualMachine'),
+      });
       // Assess
       expect(first.status).toBe(201);
       expect(first.body.name).toMatch(/^vm-nic-[a-z0-9]{5}$/);
@@ -554,11 +674,16 @@ export function claimsCases(engine: TestEngine): void {
       // Prepare: claim 'vm-nic-aaaaa' of another owner, and a container whose first suffix is 'aaaaa'
       const api = await testApi();
       await poolWith(api, 'p', ['10.5.0.0/24']);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'vm-nic-aaaaa', owner: owner('vm-0', 'VirtualMachine') })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools/p/claims', { name: 'vm-nic-aaaaa', owner: owner('vm-0', 'VirtualMachine') }))
+          .status,
+      ).toBe(201);
       const suffixes = ['aaaaa', 'bbbbb'];
       const random = { ...cryptoRandom, suffix: (length: number) => suffixes.shift() ?? cryptoRandom.suffix(length) };
       // Act
-      const res = await api.sibling({ random }).call('POST', '/v1/pools/p/claims', { generateName: 'vm-nic-', owner: owner('vm-1', 'VirtualMachine') });
+      const res = await api
+        .sibling({ random })
+        .call('POST', '/v1/pools/p/claims', { generateName: 'vm-nic-', owner: owner('vm-1', 'VirtualMachine') });
       // Assess
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       expect(res.body.name).toBe('vm-nic-bbbbb');
@@ -570,7 +695,12 @@ export function claimsCases(engine: TestEngine): void {
       const clock = new ManualClock();
       const api = await testApi({ clock });
       await poolWith(api, 'p', ['10.6.0.0/30']);
-      const a = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.6.0.1'], ttlSeconds: 30 });
+      const a = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'a',
+        owner: owner('a'),
+        addresses: ['10.6.0.1'],
+        ttlSeconds: 30,
+      });
       expect(a.status).toBe(201);
       // Act: a's lease expires and b takes the address; then a stale delete of a arrives.
       clock.advance(31_000);
@@ -589,7 +719,12 @@ export function claimsCases(engine: TestEngine): void {
   });
 
   describe(`Claims: labels (${engine.name}; issue 21)`, () => {
-    const cni = { 'cni.ipam/network': 'pods', 'cni.ipam/node': 'node-1', 'cni.ipam/container-id': 'f'.repeat(64), 'cni.ipam/ifname': 'eth0' };
+    const cni = {
+      'cni.ipam/network': 'pods',
+      'cni.ipam/node': 'node-1',
+      'cni.ipam/container-id': 'f'.repeat(64),
+      'cni.ipam/ifname': 'eth0',
+    };
 
     /** Every claim name a selector lists, page by page (`limit` each); the pages' sizes too. */
     async function listAll(api: TestApi, query: string, limit: number): Promise<{ names: string[]; pages: number[] }> {
@@ -597,7 +732,10 @@ export function claimsCases(engine: TestEngine): void {
       const pages: number[] = [];
       let cursor: string | undefined;
       do {
-        const res = await api.call('GET', `/v1/pools/p/claims?${query}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const res = await api.call(
+          'GET',
+          `/v1/pools/p/claims?${query}&limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
         expect(res.status).toBe(200);
         const items = res.body.items ?? [];
         names.push(...items.map((c) => c.name as string));
@@ -615,8 +753,13 @@ export function claimsCases(engine: TestEngine): void {
       // Act
       const made = await api.call('POST', '/v1/pools/p/claims', spec);
       // The same labels in another order are the same request.
-      const again = await api.sibling().call('POST', '/v1/pools/p/claims', { ...spec, labels: Object.fromEntries(Object.entries(cni).reverse()) });
-      const otherValue = await api.call('POST', '/v1/pools/p/claims', { ...spec, labels: { ...cni, 'cni.ipam/ifname': 'eth1' } });
+      const again = await api
+        .sibling()
+        .call('POST', '/v1/pools/p/claims', { ...spec, labels: Object.fromEntries(Object.entries(cni).reverse()) });
+      const otherValue = await api.call('POST', '/v1/pools/p/claims', {
+        ...spec,
+        labels: { ...cni, 'cni.ipam/ifname': 'eth1' },
+      });
       const fewer = await api.call('POST', '/v1/pools/p/claims', { ...spec, labels: { 'cni.ipam/network': 'pods' } });
       const none = await api.call('POST', '/v1/pools/p/claims', { name: 'web', owner: owner('w') });
       const got = await api.call('GET', '/v1/pools/p/claims/web');
@@ -645,7 +788,11 @@ export function claimsCases(engine: TestEngine): void {
       // Act
       const made = await api.call('POST', '/v1/pools/p/claims', { name: 'plain', owner: owner('a') });
       const again = await api.call('POST', '/v1/pools/p/claims', { name: 'plain', owner: owner('a'), labels: {} });
-      const labelled = await api.call('POST', '/v1/pools/p/claims', { name: 'plain', owner: owner('a'), labels: { app: 'web' } });
+      const labelled = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'plain',
+        owner: owner('a'),
+        labels: { app: 'web' },
+      });
       // Assess
       expect(made.status).toBe(201);
       expect(made.body.labels).toEqual({});
@@ -675,7 +822,12 @@ export function claimsCases(engine: TestEngine): void {
       expect(answers[2]!.body.detail).toMatch(/^Label "id" is not valid: its value must be empty or 1-128/);
       expect(await tableSnapshot(api.container.table)).toEqual(before);
       // 32 labels at every limit are accepted.
-      const longest = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`${'p'.repeat(250)}${String(i).padStart(2, '0')}/${'n'.repeat(63)}`, 'v'.repeat(128)]));
+      const longest = Object.fromEntries(
+        Array.from({ length: 32 }, (_, i) => [
+          `${'p'.repeat(250)}${String(i).padStart(2, '0')}/${'n'.repeat(63)}`,
+          'v'.repeat(128),
+        ]),
+      );
       const full = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), labels: longest });
       expect(full.status).toBe(201);
       expect(full.body.labels).toEqual(longest);
@@ -686,15 +838,27 @@ export function claimsCases(engine: TestEngine): void {
       const api = await testApi();
       await poolWith(api, 'p', ['10.33.0.0/24']);
       const names = Array.from({ length: 60 }, (_, i) => `c${String(i).padStart(2, '0')}`);
-      const labelsOf = (i: number) => ({ 'cni.ipam/node': i % 3 === 0 ? 'node-1' : 'node-2', 'cni.ipam/network': i % 5 === 0 ? 'storage' : 'pods', ...(i >= 56 ? { last: '' } : {}) });
+      const labelsOf = (i: number) => ({
+        'cni.ipam/node': i % 3 === 0 ? 'node-1' : 'node-2',
+        'cni.ipam/network': i % 5 === 0 ? 'storage' : 'pods',
+        ...(i >= 56 ? { last: '' } : {}),
+      });
       for (let i = 0; i < names.length; i += 10) {
-        const batch = names.slice(i, i + 10).map((name, j) => api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), labels: labelsOf(i + j) }));
+        const batch = names
+          .slice(i, i + 10)
+          .map((name, j) =>
+            api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), labels: labelsOf(i + j) }),
+          );
         expect((await Promise.all(batch)).map((r) => r.status)).toEqual(Array(batch.length).fill(201));
       }
       const expected = (pick: (i: number) => boolean) => names.filter((_, i) => pick(i));
       // Act
       const node1 = await listAll(api, 'labelSelector=cni.ipam/node=node-1', 4);
-      const both = await listAll(api, `labelSelector=${encodeURIComponent('cni.ipam/node=node-1,cni.ipam/network==storage')}`, 3);
+      const both = await listAll(
+        api,
+        `labelSelector=${encodeURIComponent('cni.ipam/node=node-1,cni.ipam/network==storage')}`,
+        3,
+      );
       const last = await listAll(api, 'labelSelector=last=', 5);
       const nothing = await listAll(api, 'labelSelector=cni.ipam/node=node-3', 7);
       const everything = await listAll(api, 'labelSelector=', 25);
@@ -714,8 +878,15 @@ export function claimsCases(engine: TestEngine): void {
       // Prepare
       const api = await testApi();
       await poolWith(api, 'p', ['10.34.0.0/24']);
-      for (const [name, uid, app] of [['a', 'u1', 'web'], ['b', 'u1', 'db'], ['c', 'u2', 'web'], ['d', 'u1', 'web']] as const) {
-        expect((await api.call('POST', '/v1/pools/p/claims', { name, owner: owner(uid), labels: { app } })).status).toBe(201);
+      for (const [name, uid, app] of [
+        ['a', 'u1', 'web'],
+        ['b', 'u1', 'db'],
+        ['c', 'u2', 'web'],
+        ['d', 'u1', 'web'],
+      ] as const) {
+        expect(
+          (await api.call('POST', '/v1/pools/p/claims', { name, owner: owner(uid), labels: { app } })).status,
+        ).toBe(201);
       }
       // Act
       const listed = await listAll(api, 'owner=u1&labelSelector=app=web', 1);
@@ -723,16 +894,19 @@ export function claimsCases(engine: TestEngine): void {
       expect(listed.names).toEqual(['a', 'd']);
     });
 
-    it.each([['app!=web'], ['app'], ['app in (web)'], ['-app=web'], ['app=web,']])('refuses the selector %j with 400 InvalidArgument', async (selector) => {
-      // Prepare
-      const api = await testApi();
-      await poolWith(api, 'p', ['10.35.0.0/24']);
-      // Act
-      const res = await api.call('GET', `/v1/pools/p/claims?labelSelector=${encodeURIComponent(selector)}`);
-      // Assess
-      expect(res.status).toBe(400);
-      expect(res.body.code).toBe('InvalidArgument');
-    });
+    it.each([['app!=web'], ['app'], ['app in (web)'], ['-app=web'], ['app=web,']])(
+      'refuses the selector %j with 400 InvalidArgument',
+      async (selector) => {
+        // Prepare
+        const api = await testApi();
+        await poolWith(api, 'p', ['10.35.0.0/24']);
+        // Act
+        const res = await api.call('GET', `/v1/pools/p/claims?labelSelector=${encodeURIComponent(selector)}`);
+        // Assess
+        expect(res.status).toBe(400);
+        expect(res.body.code).toBe('InvalidArgument');
+      },
+    );
 
     it('refuses a selector of more pairs than a claim may have labels with 400 InvalidArgument, never a 500', async () => {
       // Prepare: a claim could match 32 pairs at most; 33 distinct ones, or 300 (an expression DynamoDB refuses), match nothing
@@ -741,10 +915,15 @@ export function claimsCases(engine: TestEngine): void {
       const selector = (n: number) => Array.from({ length: n }, (_, i) => `k${i}=v`).join(',');
       // Act
       const most = await api.call('GET', `/v1/pools/p/claims?labelSelector=${selector(32)}`);
-      const answers = await Promise.all([33, 300].map((n) => api.call('GET', `/v1/pools/p/claims?labelSelector=${selector(n)}`)));
+      const answers = await Promise.all(
+        [33, 300].map((n) => api.call('GET', `/v1/pools/p/claims?labelSelector=${selector(n)}`)),
+      );
       // Assess
       expect(most.status).toBe(200);
-      expect(answers.map((a) => [a.status, a.body.code])).toEqual([[400, 'InvalidArgument'], [400, 'InvalidArgument']]);
+      expect(answers.map((a) => [a.status, a.body.code])).toEqual([
+        [400, 'InvalidArgument'],
+        [400, 'InvalidArgument'],
+      ]);
       expect(answers[0]!.body.detail).toMatch(/at most 32/);
     });
 
@@ -780,17 +959,24 @@ export function claimsCases(engine: TestEngine): void {
       expect(fits.status).toBe(201);
       expect(new Set(addressesOf(fits.body)).size).toBe(30);
       expect((await leaseItems(api)).every((l) => l.claim === 'fits')).toBe(true);
-      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 30, used: 30, releasing: 0, free: 0 } });
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({
+        IPv4: { size: 30, used: 30, releasing: 0, free: 0 },
+      });
     });
 
     it('refuses a batch bigger than what is left after other claims, and leaves the other claims as they were', async () => {
       // Prepare: a /28 (14 hosts) with 10 taken by single claims leaves 4
       const api = await testApi();
       await poolWith(api, 'p', ['10.8.1.0/28']);
-      for (let i = 0; i < 10; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+      for (let i = 0; i < 10; i += 1)
+        expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(
+          201,
+        );
       const before = await tableSnapshot(api.container.table);
       // Act: from a cold container too, whose view of the summary is fresh
-      const refused = await api.sibling().call('POST', '/v1/pools/p/claims', { name: 'five', owner: owner('five'), count: 5 });
+      const refused = await api
+        .sibling()
+        .call('POST', '/v1/pools/p/claims', { name: 'five', owner: owner('five'), count: 5 });
       const after = await tableSnapshot(api.container.table);
       const four = await api.call('POST', '/v1/pools/p/claims', { name: 'four', owner: owner('four'), count: 4 });
       // Assess
@@ -808,7 +994,13 @@ export function claimsCases(engine: TestEngine): void {
       const containers = [api, api.sibling(), api.sibling(), api.sibling()];
       // Act
       const results = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', { name: `b${i}`, owner: owner(`u${i}`), count: 8 })),
+        Array.from({ length: 16 }, (_, i) =>
+          containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', {
+            name: `b${i}`,
+            owner: owner(`u${i}`),
+            count: 8,
+          }),
+        ),
       );
       // Assess
       expect(results.map((r) => r.status)).toEqual(Array(16).fill(201));
@@ -828,7 +1020,13 @@ export function claimsCases(engine: TestEngine): void {
       const containers = [api, api.sibling(), api.sibling(), api.sibling()];
       // Act
       const results = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', { name: `b${i}`, owner: owner(`u${i}`), count: 8 })),
+        Array.from({ length: 16 }, (_, i) =>
+          containers[i % containers.length]!.call('POST', '/v1/pools/p/claims', {
+            name: `b${i}`,
+            owner: owner(`u${i}`),
+            count: 8,
+          }),
+        ),
       );
       // Assess: every answer is a whole batch or RangeFull (never a 5xx), and the table holds exactly the whole batches
       const won = results.filter((r) => r.status === 201);
@@ -841,9 +1039,18 @@ export function claimsCases(engine: TestEngine): void {
       const leases = await leaseItems(api);
       expect(leases).toHaveLength(8 * won.length);
       expect(new Set(leases.map((l) => l.address)).size).toBe(8 * won.length);
-      const claimItems = (await allItems(api.container.table)).filter((i) => i.entity === 'claim').map((i) => i.name).sort();
+      const claimItems = (await allItems(api.container.table))
+        .filter((i) => i.entity === 'claim')
+        .map((i) => i.name)
+        .sort();
       expect(claimItems).toEqual(won.map((r) => r.body.name).sort());
-      for (const r of won) expect(leases.filter((l) => l.claim === r.body.name).map((l) => l.address).sort()).toEqual([...addressesOf(r.body)].sort());
+      for (const r of won)
+        expect(
+          leases
+            .filter((l) => l.claim === r.body.name)
+            .map((l) => l.address)
+            .sort(),
+        ).toEqual([...addressesOf(r.body)].sort());
     });
 
     it('returns the same set for an idempotent retry, by name and by generateName, and 409 for another count', async () => {
@@ -891,8 +1098,17 @@ export function claimsCases(engine: TestEngine): void {
       await poolWith(api, 'p', ['10.11.0.0/24']);
       const before = await tableSnapshot(api.container.table);
       // Act
-      const withAddresses = await api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count: 2, addresses: ['10.11.0.10'] });
-      const bad = await Promise.all([0, 33, -1, 2.5, '4', true].map((count) => api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count })));
+      const withAddresses = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'x',
+        owner: owner('x'),
+        count: 2,
+        addresses: ['10.11.0.10'],
+      });
+      const bad = await Promise.all(
+        [0, 33, -1, 2.5, '4', true].map((count) =>
+          api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count }),
+        ),
+      );
       // Assess
       expect(withAddresses.status).toBe(400);
       expect(withAddresses.body.code).toBe('InvalidArgument');
@@ -902,7 +1118,16 @@ export function claimsCases(engine: TestEngine): void {
       expect(bad[3]!.body.detail).toBe('Field "count" must be a whole number.');
       expect(await tableSnapshot(api.container.table)).toEqual(before);
       // One explicit address with count 1 is still a plain claim.
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: owner('x'), count: 1, addresses: ['10.11.0.10'] })).status).toBe(201);
+      expect(
+        (
+          await api.call('POST', '/v1/pools/p/claims', {
+            name: 'x',
+            owner: owner('x'),
+            count: 1,
+            addresses: ['10.11.0.10'],
+          })
+        ).status,
+      ).toBe(201);
     });
 
     it('gives a dual-stack batch of 2 two addresses of each family, in family then address order, and releases all four', async () => {
@@ -910,26 +1135,44 @@ export function claimsCases(engine: TestEngine): void {
       const api = await testApi();
       await poolWith(api, 'p', ['10.12.0.0/24', 'fd00:12::/120']);
       // Act
-      const made = await api.call('POST', '/v1/pools/p/claims', { name: 'ds', owner: owner('d'), ipFamilyPolicy: 'RequireDualStack', ipFamilies: ['IPv6', 'IPv4'], count: 2 });
+      const made = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'ds',
+        owner: owner('d'),
+        ipFamilyPolicy: 'RequireDualStack',
+        ipFamilies: ['IPv6', 'IPv4'],
+        count: 2,
+      });
       // Assess
       expect(made.status).toBe(201);
       const addresses = made.body.addresses as Addr[];
       expect(addresses.map((a) => a.family)).toEqual(['IPv6', 'IPv6', 'IPv4', 'IPv4']);
       expect(made.body.ipFamilies).toEqual(['IPv6', 'IPv4']);
       expect(new Set(addressesOf(made.body)).size).toBe(4);
-      const v4 = addressesOf(made.body).slice(2).map((a) => Number(a.split('.')[3]));
+      const v4 = addressesOf(made.body)
+        .slice(2)
+        .map((a) => Number(a.split('.')[3]));
       expect(v4[0]!).toBeLessThan(v4[1]!);
       expect((await leaseItems(api)).map((l) => l.address).sort()).toEqual([...addressesOf(made.body)].sort());
-      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toMatchObject({ IPv4: { used: 2 }, IPv6: { used: 2 } });
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toMatchObject({
+        IPv4: { used: 2 },
+        IPv6: { used: 2 },
+      });
       expect((await api.call('DELETE', '/v1/pools/p/claims/ds')).status).toBe(204);
       expect(await leaseItems(api)).toEqual([]);
     });
 
     it('takes a batch in legacy mode as count bits of the bitmap in the same transaction, refuses one too big whole, and clears all its bits on release', async () => {
       // Prepare: legacy mode; a legacy /28 (14 hosts)
-      const api = await testApiOn({}, { FEATURE_GATES: 'MultiCIDRServiceAllocator=false,DisableAllocatorDualWrite=false' }, undefined, engine);
+      const api = await testApiOn(
+        {},
+        { FEATURE_GATES: 'MultiCIDRServiceAllocator=false,DisableAllocatorDualWrite=false' },
+        undefined,
+        engine,
+      );
       expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.17.0.0/28', name: 'legacy', legacy: true })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.17.0.0/28', name: 'legacy', legacy: true })).status,
+      ).toBe(201);
       // Act
       const made = await api.call('POST', '/v1/pools/p/claims', { name: 'five', owner: owner('f'), count: 5 });
       const bits = await bitmapHolds(api.container, 'p', 'legacy');
@@ -953,7 +1196,9 @@ export function claimsCases(engine: TestEngine): void {
       // free addresses are read first
       const api = await testApi();
       await poolWith(api, 'p', ['10.18.0.0/27']);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'most', owner: owner('m'), count: 24 })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools/p/claims', { name: 'most', owner: owner('m'), count: 24 })).status,
+      ).toBe(201);
       const counts = new Map<string, number>();
       const cold = api.sibling({ wrapStores: countingStores(counts) });
       // Act
@@ -970,7 +1215,13 @@ export function claimsCases(engine: TestEngine): void {
       const api = await testApi();
       await poolWith(api, 'p', ['10.19.0.0/24', 'fd00:19::/120']);
       // Act
-      const made = await api.call('POST', '/v1/pools/p/claims', { generateName: 'big', owner: owner('g'), ipFamilyPolicy: 'RequireDualStack', count: 32, ttlSeconds: 600 });
+      const made = await api.call('POST', '/v1/pools/p/claims', {
+        generateName: 'big',
+        owner: owner('g'),
+        ipFamilyPolicy: 'RequireDualStack',
+        count: 32,
+        ttlSeconds: 600,
+      });
       const name = String(made.body.name);
       const renewed = await api.call('POST', `/v1/pools/p/claims/${name}/renew`, {});
       const confirmed = await api.call('POST', `/v1/pools/p/claims/${name}/renew`, { ttlSeconds: null });
@@ -985,7 +1236,11 @@ export function claimsCases(engine: TestEngine): void {
       expect(leasesHeld).toHaveLength(64);
       expect(leasesHeld.every((l) => l.claim === name && l.expiresAt === undefined)).toBe(true);
       expect(released.status).toBe(204);
-      expect((await allItems(api.container.table)).filter((i) => i.entity === 'lease' || i.entity === 'claim' || i.entity === 'generated')).toEqual([]);
+      expect(
+        (await allItems(api.container.table)).filter(
+          (i) => i.entity === 'lease' || i.entity === 'claim' || i.entity === 'generated',
+        ),
+      ).toEqual([]);
     });
 
     it('refuses a dual-stack batch whole when one family lacks addresses, writing nothing for the other', async () => {
@@ -994,7 +1249,12 @@ export function claimsCases(engine: TestEngine): void {
       await poolWith(api, 'p', ['10.13.0.0/24', 'fd00:13::/126']);
       const before = await tableSnapshot(api.container.table);
       // Act
-      const refused = await api.call('POST', '/v1/pools/p/claims', { name: 'ds', owner: owner('d'), ipFamilyPolicy: 'RequireDualStack', count: 4 });
+      const refused = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'ds',
+        owner: owner('d'),
+        ipFamilyPolicy: 'RequireDualStack',
+        count: 4,
+      });
       // Assess
       expect(refused.status).toBe(409);
       expect(refused.body.code).toBe('RangeFull');
@@ -1009,7 +1269,12 @@ export function claimsCases(engine: TestEngine): void {
       const clock = new ManualClock();
       const api = await testApi({ clock });
       await poolWith(api, 'p', ['10.7.0.0/30']);
-      const made = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.7.0.2'], ttlSeconds: 60 });
+      const made = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'a',
+        owner: owner('a'),
+        addresses: ['10.7.0.2'],
+        ttlSeconds: 60,
+      });
       expect(made.status).toBe(201);
       // Act + Assess: renew at 50 s moves expiry to 110 s.
       clock.advance(50_000);
@@ -1019,13 +1284,23 @@ export function claimsCases(engine: TestEngine): void {
       expect(renewed.body.expiresAt).toBe(new Date(clock.nowMs() + 60_000).toISOString());
       clock.advance(40_000);
       expect((await api.call('GET', '/v1/pools/p/claims/a')).status).toBe(200);
-      const taken = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.7.0.2'] });
+      const taken = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'b',
+        owner: owner('b'),
+        addresses: ['10.7.0.2'],
+      });
       expect(taken.body.code).toBe('AlreadyAllocated');
       clock.advance(30_000);
       expect((await api.call('GET', '/v1/pools/p/claims/a')).status).toBe(404);
       expect((await api.call('GET', '/v1/pools/p/addresses/10.7.0.2')).status).toBe(404);
-      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 2, used: 0, releasing: 0, free: 2 } });
-      const takeover = await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.7.0.2'] });
+      expect((await api.call('GET', '/v1/pools/p')).body.utilization).toEqual({
+        IPv4: { size: 2, used: 0, releasing: 0, free: 2 },
+      });
+      const takeover = await api.call('POST', '/v1/pools/p/claims', {
+        name: 'b',
+        owner: owner('b'),
+        addresses: ['10.7.0.2'],
+      });
       expect(takeover.status).toBe(201);
       const lost = await api.call('POST', '/v1/pools/p/claims/a/renew', {});
       expect(lost.status).toBe(404);
@@ -1036,7 +1311,12 @@ export function claimsCases(engine: TestEngine): void {
       // Prepare: two leased batch claims made from generateName; only the first is confirmed
       const h = await reconcilerHarness({ engine });
       await h.pool('p', ['10.14.0.0/24']);
-      const held = await h.claim('p', { generateName: 'vpn', owner: owner('laptop', 'Client'), ttlSeconds: 60, count: 2 });
+      const held = await h.claim('p', {
+        generateName: 'vpn',
+        owner: owner('laptop', 'Client'),
+        ttlSeconds: 60,
+        count: 2,
+      });
       const other = await h.claim('p', { generateName: 'vpn', owner: owner('phone', 'Client'), ttlSeconds: 60 });
       h.clock.advance(30_000);
       // Act
@@ -1048,17 +1328,24 @@ export function claimsCases(engine: TestEngine): void {
       expect(confirmed.headers.etag).toBe('"2"');
       const items = (await allItems(h.table)).filter((i) => i.claim === held.name || i.name === held.name);
       expect(items.map((i) => i.entity).sort()).toEqual(['claim', 'generated', 'lease', 'lease']);
-      for (const item of items) for (const attribute of ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK']) expect(item).not.toHaveProperty(attribute);
+      for (const item of items)
+        for (const attribute of ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK']) expect(item).not.toHaveProperty(attribute);
       // Time passes far beyond the TTL and the reconciler runs: the confirmed claim stays, the other one is released
       h.clock.advance(3_600_000);
       await h.run();
       expect((await h.api.call('GET', `/v1/pools/p/claims/${held.name}`)).status).toBe(200);
       expect((await h.api.call('GET', `/v1/pools/p/claims/${other.name}`)).status).toBe(404);
-      for (const a of held.addresses) expect((await h.api.call('GET', `/v1/pools/p/addresses/${a.address}`)).body.claim).toBe(held.name);
+      for (const a of held.addresses)
+        expect((await h.api.call('GET', `/v1/pools/p/addresses/${a.address}`)).body.claim).toBe(held.name);
       const leases = (await allItems(h.table)).filter((i) => i.entity === 'lease').map((l) => l.claim);
       expect(leases).toEqual([held.name, held.name]);
       // The owner's retry of its original request still finds the claim (the spec is kept as asked for)
-      const retry = await h.api.call('POST', '/v1/pools/p/claims', { generateName: 'vpn', owner: owner('laptop', 'Client'), ttlSeconds: 60, count: 2 });
+      const retry = await h.api.call('POST', '/v1/pools/p/claims', {
+        generateName: 'vpn',
+        owner: owner('laptop', 'Client'),
+        ttlSeconds: 60,
+        count: 2,
+      });
       expect(retry.status).toBe(200);
       expect(retry.body.name).toBe(held.name);
       expect(retry.body.expiresAt).toBeUndefined();
@@ -1069,7 +1356,9 @@ export function claimsCases(engine: TestEngine): void {
       const clock = new ManualClock(T0);
       const api = await testApi({ clock });
       await poolWith(api, 'p', ['10.15.0.0/24']);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ttlSeconds: 60 })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ttlSeconds: 60 })).status,
+      ).toBe(201);
       expect((await api.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null })).status).toBe(200);
       const before = await tableSnapshot(api.container.table);
       // Act
@@ -1091,10 +1380,17 @@ export function claimsCases(engine: TestEngine): void {
       const clock = new ManualClock(T0);
       const api = await testApi({ clock });
       await poolWith(api, 'p', ['10.17.0.0/24']);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ttlSeconds: 60, count: 2 })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), ttlSeconds: 60, count: 2 }))
+          .status,
+      ).toBe(201);
       const containers = [api, api.sibling({ clock })];
       // Act
-      const renewals = Promise.all(Array.from({ length: 6 }, (_, i) => containers[i % 2]!.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: 100 + i })));
+      const renewals = Promise.all(
+        Array.from({ length: 6 }, (_, i) =>
+          containers[i % 2]!.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: 100 + i }),
+        ),
+      );
       const confirm = containers[1]!.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null });
       const [answers, confirmed] = await Promise.all([renewals, confirm]);
       // Assess: a renewal that lost to the confirmation is told the claim needs none (409); every other one renewed
@@ -1109,7 +1405,8 @@ export function claimsCases(engine: TestEngine): void {
       const leases = await leaseItems(api);
       expect(leases).toHaveLength(2);
       expect(claim.version).toBe(1 + answers.filter((a) => a.status === 200).length + 1);
-      for (const lease of leases) expect(lease.expiresAt).toBe(claim.expiresAt === undefined ? undefined : Date.parse(claim.expiresAt as string));
+      for (const lease of leases)
+        expect(lease.expiresAt).toBe(claim.expiresAt === undefined ? undefined : Date.parse(claim.expiresAt as string));
     });
 
     it('does not confirm a claim whose lease expired and went to another claim', async () => {
@@ -1117,9 +1414,21 @@ export function claimsCases(engine: TestEngine): void {
       const clock = new ManualClock(T0);
       const api = await testApi({ clock });
       await poolWith(api, 'p', ['10.16.0.0/30']);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.16.0.1'], ttlSeconds: 30 })).status).toBe(201);
+      expect(
+        (
+          await api.call('POST', '/v1/pools/p/claims', {
+            name: 'a',
+            owner: owner('a'),
+            addresses: ['10.16.0.1'],
+            ttlSeconds: 30,
+          })
+        ).status,
+      ).toBe(201);
       clock.advance(31_000);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.16.0.1'] })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: owner('b'), addresses: ['10.16.0.1'] }))
+          .status,
+      ).toBe(201);
       // Act
       const lost = await api.call('POST', '/v1/pools/p/claims/a/renew', { ttlSeconds: null });
       // Assess

@@ -25,7 +25,11 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
   });
 
   /** A pool `p` on the engine; `streamed`: on the stream engine, whose stream feeds the address history. */
-  async function stack(cidrs: string[] = ['10.9.0.0/24'], poolBody: Record<string, unknown> = {}, streamed = false): Promise<TestApi> {
+  async function stack(
+    cidrs: string[] = ['10.9.0.0/24'],
+    poolBody: Record<string, unknown> = {},
+    streamed = false,
+  ): Promise<TestApi> {
     const api = await testApi({}, {}, undefined, streamed ? streams.engine : engine);
     if (streamed) opened.push(streams.stream());
     expect((await api.call('POST', '/v1/pools', { name: 'p', ...poolBody })).status).toBe(201);
@@ -39,10 +43,16 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
     return (res.body.addresses as { address: string }[])[0]!.address;
   }
 
-  const add = (api: TestApi, name: string, c: { kind: string; name: string; uid: string }) => api.call('POST', `/v1/pools/p/claims/${name}/consumers`, c);
-  const remove = (api: TestApi, name: string, uid: string) => api.call('DELETE', `/v1/pools/p/claims/${name}/consumers/${encodeURIComponent(uid)}`);
-  const consumerUids = async (api: TestApi, name: string) => ((await api.call('GET', `/v1/pools/p/claims/${name}`)).body.consumers as { uid: string }[] | undefined)?.map((c) => c.uid) ?? [];
-  const indexItems = async (api: TestApi) => (await allItems(api.container.table)).filter((i) => i.entity === 'consumer');
+  const add = (api: TestApi, name: string, c: { kind: string; name: string; uid: string }) =>
+    api.call('POST', `/v1/pools/p/claims/${name}/consumers`, c);
+  const remove = (api: TestApi, name: string, uid: string) =>
+    api.call('DELETE', `/v1/pools/p/claims/${name}/consumers/${encodeURIComponent(uid)}`);
+  const consumerUids = async (api: TestApi, name: string) =>
+    ((await api.call('GET', `/v1/pools/p/claims/${name}`)).body.consumers as { uid: string }[] | undefined)?.map(
+      (c) => c.uid,
+    ) ?? [];
+  const indexItems = async (api: TestApi) =>
+    (await allItems(api.container.table)).filter((i) => i.entity === 'consumer');
 
   describe(`Claim consumers (${engine.name})`, () => {
     it('records 50 consumers added concurrently through 4 containers, each exactly once, with one index item each', async () => {
@@ -52,7 +62,9 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       const containers = [api, api.sibling(), api.sibling(), api.sibling()];
 
       // Act
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => add(containers[i % 4]!, 'vip', consumer(i))));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => add(containers[i % 4]!, 'vip', consumer(i))),
+      );
 
       // Assess
       expect(results.filter((r) => r.status !== 201).map((r) => r.body)).toEqual([]);
@@ -80,16 +92,35 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
 
       // Assess
       expect(repeat.status).toBe(200);
-      expect([first.body.removed, first.body.released, second.body.removed, second.body.released]).toEqual([true, false, true, false]);
+      expect([first.body.removed, first.body.released, second.body.removed, second.body.released]).toEqual([
+        true,
+        false,
+        true,
+        false,
+      ]);
       expect([again.status, again.body.removed]).toEqual([200, false]);
       expect((second.body.claim as { consumers: unknown[] }).consumers).toEqual([consumer(3)]);
       expect([kept.status, kept.body.claim]).toEqual([200, 'vip']);
-      expect([last.status, last.body.removed, last.body.released, last.body.claim]).toEqual([200, true, true, undefined]);
+      expect([last.status, last.body.removed, last.body.released, last.body.claim]).toEqual([
+        200,
+        true,
+        true,
+        undefined,
+      ]);
       expect((await api.call('GET', `/v1/pools/p/addresses/${address}`)).status).toBe(404);
       expect((await api.call('GET', '/v1/pools/p/claims/vip')).status).toBe(404);
       expect(await indexItems(api)).toEqual([]);
-      const reasons = ((await api.call('GET', '/v1/pools/p/events')).body.items as { reason: string }[]).map((e) => e.reason).sort();
-      expect(reasons).toEqual(['ConsumerAdded', 'ConsumerAdded', 'ConsumerAdded', 'ConsumerRemoved', 'ConsumerRemoved', 'ConsumerRemoved']);
+      const reasons = ((await api.call('GET', '/v1/pools/p/events')).body.items as { reason: string }[])
+        .map((e) => e.reason)
+        .sort();
+      expect(reasons).toEqual([
+        'ConsumerAdded',
+        'ConsumerAdded',
+        'ConsumerAdded',
+        'ConsumerRemoved',
+        'ConsumerRemoved',
+        'ConsumerRemoved',
+      ]);
       const { failed } = await streams.stream().drain(mirrorOf(api.container));
       expect(failed).toEqual([]);
       const history = await api.call('GET', `/v1/pools/p/addresses/${address}/history`);
@@ -97,7 +128,7 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       expect(holdings.map((h) => [h.claim, h.to !== undefined, h.endReason])).toEqual([['vip', true, 'released']]);
     });
 
-    it('releases a claim whose last consumer leaves into the pool\'s reuse delay, as any release', async () => {
+    it("releases a claim whose last consumer leaves into the pool's reuse delay, as any release", async () => {
       // Prepare
       const api = await stack(['10.9.0.0/24'], { reuseDelaySeconds: 600 });
       const address = await claim(api, 'vip');
@@ -112,7 +143,7 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       expect([held.body.state, held.body.previousClaim]).toEqual(['Released', 'vip']);
     });
 
-    it('leaves a claim that never had a consumer untouched: removing a stranger, its owner\'s DELETE and owner release work as before', async () => {
+    it("leaves a claim that never had a consumer untouched: removing a stranger, its owner's DELETE and owner release work as before", async () => {
       // Prepare
       const api = await stack();
       const address = await claim(api, 'plain');
@@ -162,7 +193,12 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
     it('removes a gone uid from the three claims it consumes and releases only the one it was the last consumer of', async () => {
       // Prepare
       const api = await stack();
-      const addresses = { a: await claim(api, 'a'), b: await claim(api, 'b'), c: await claim(api, 'c'), own: await claim(api, 'own') };
+      const addresses = {
+        a: await claim(api, 'a'),
+        b: await claim(api, 'b'),
+        c: await claim(api, 'c'),
+        own: await claim(api, 'own'),
+      };
       const gone = { kind: 'Pod', name: 'web-0', uid: 'uid-web-0' };
       for (const name of ['a', 'b', 'c']) expect((await add(api, name, gone)).status).toBe(201);
       expect((await add(api, 'b', consumer('b2'))).status).toBe(201);
@@ -179,7 +215,10 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       expect(res.body.released).toEqual(['a']);
       expect([...(res.body.left as string[])].sort()).toEqual(['a', 'b', 'c']);
       expect((await api.call('GET', `/v1/pools/p/addresses/${addresses.a}`)).status).toBe(404);
-      for (const [name, left] of [['b', 'c-b2'], ['c', 'c-c2']] as const) {
+      for (const [name, left] of [
+        ['b', 'c-b2'],
+        ['c', 'c-c2'],
+      ] as const) {
         expect(await consumerUids(api, name)).toEqual([left]);
         expect((await api.call('GET', `/v1/pools/p/addresses/${addresses[name]}`)).body.claim).toBe(name);
       }
@@ -189,7 +228,7 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       expect((await indexItems(api)).map((i) => i.uid).sort()).toEqual(['c-b2', 'c-c2', 'c-o2']);
     });
 
-    it('the reconciler\'s follow-up of a gone uid removes it from a claim it joined after the report, releasing it if it was the last', async () => {
+    it("the reconciler's follow-up of a gone uid removes it from a claim it joined after the report, releasing it if it was the last", async () => {
       // Prepare: the report finds nothing; a consumer add in flight during it lands afterwards.
       const h = await reconcilerHarness({ engine });
       expect((await h.api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
@@ -211,14 +250,31 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       expect(await consumerUids(h.api, 'shared')).toEqual(['c-1']);
     });
 
-    it('in a pool with access, lets the claim\'s creator and an administrator add and remove consumers, and no other allocator', async () => {
+    it("in a pool with access, lets the claim's creator and an administrator add and remove consumers, and no other allocator", async () => {
       // Prepare
       const account = '123456789012';
       const as = (role: string) => ({ 'x-ipam-principal': `arn:aws:iam::${account}:role/${role}` });
       const api = await testApi({}, {}, undefined, engine);
-      expect((await api.call('POST', '/v1/pools', { name: 'p', access: { administrators: [`arn:aws:iam::${account}:role/netops`], allocators: [`arn:aws:iam::${account}:role/team-?`] } }, as('netops'))).status).toBe(201);
+      expect(
+        (
+          await api.call(
+            'POST',
+            '/v1/pools',
+            {
+              name: 'p',
+              access: {
+                administrators: [`arn:aws:iam::${account}:role/netops`],
+                allocators: [`arn:aws:iam::${account}:role/team-?`],
+              },
+            },
+            as('netops'),
+          )
+        ).status,
+      ).toBe(201);
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.9.0.0/24' }, as('netops'))).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'vip', owner: owner('vip') }, as('team-a'))).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools/p/claims', { name: 'vip', owner: owner('vip') }, as('team-a'))).status,
+      ).toBe(201);
 
       // Act
       const byOther = await api.call('POST', '/v1/pools/p/claims/vip/consumers', consumer(1), as('team-b'));
@@ -235,17 +291,36 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       expect([removeByAdmin.status, removeByAdmin.body.removed]).toEqual([200, true]);
       expect([lastByCreator.status, lastByCreator.body.released]).toEqual([200, true]);
       // The release names who released it, as any release in a pool with access does.
-      const events = (await api.call('GET', '/v1/pools/p/events', undefined, as('netops'))).body.items as { reason: string; by: string }[];
-      expect(events.filter((e) => e.reason === 'ClaimReleased').map((e) => e.by)).toEqual([`arn:aws:iam::${account}:role/team-a`]);
-      expect(events.filter((e) => e.reason === 'ConsumerAdded').map((e) => e.by).sort()).toEqual([`arn:aws:iam::${account}:role/netops`, `arn:aws:iam::${account}:role/team-a`]);
+      const events = (await api.call('GET', '/v1/pools/p/events', undefined, as('netops'))).body.items as {
+        reason: string;
+        by: string;
+      }[];
+      expect(events.filter((e) => e.reason === 'ClaimReleased').map((e) => e.by)).toEqual([
+        `arn:aws:iam::${account}:role/team-a`,
+      ]);
+      expect(
+        events
+          .filter((e) => e.reason === 'ConsumerAdded')
+          .map((e) => e.by)
+          .sort(),
+      ).toEqual([`arn:aws:iam::${account}:role/netops`, `arn:aws:iam::${account}:role/team-a`]);
     });
 
     it('refuses the 257th consumer with TooManyConsumers and a sentence; the widest claim item stays under 400 KB and its release under 100 operations', async () => {
       // Prepare: the widest claim: dual-stack, 32 addresses a family, an owner of 253 three-byte characters a field, 32
       // labels as long as the rest of a 16 KB request body allows, and 256 consumers of 253 bytes a field.
       const api = await stack(['10.9.0.0/24', 'fd00:9::/64']);
-      const labels = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`${'d'.repeat(197)}${String(i).padStart(3, '0')}/${'n'.repeat(63)}`, 'v'.repeat(128)]));
-      const wide = (i: number) => ({ kind: `K${'k'.repeat(249)}${String(i).padStart(3, '0')}`, name: `N${'n'.repeat(249)}${String(i).padStart(3, '0')}`, uid: `U${'u'.repeat(249)}${String(i).padStart(3, '0')}` });
+      const labels = Object.fromEntries(
+        Array.from({ length: 32 }, (_, i) => [
+          `${'d'.repeat(197)}${String(i).padStart(3, '0')}/${'n'.repeat(63)}`,
+          'v'.repeat(128),
+        ]),
+      );
+      const wide = (i: number) => ({
+        kind: `K${'k'.repeat(249)}${String(i).padStart(3, '0')}`,
+        name: `N${'n'.repeat(249)}${String(i).padStart(3, '0')}`,
+        uid: `U${'u'.repeat(249)}${String(i).padStart(3, '0')}`,
+      });
       const made = await api.call('POST', '/v1/pools/p/claims', {
         name: 'w'.repeat(63),
         owner: { kind: '€'.repeat(253), name: '€'.repeat(253), uid: '€'.repeat(253) },
@@ -259,8 +334,12 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       // loaded machine); the 256th goes through the API's write shape, which DynamoDB refuses beyond 400 KB.
       const shards = api.container.config.leaseIndexShards;
       const stored = itemToClaim((await api.container.table.get({ PK: `CLAIM#p#${name}`, SK: 'CLAIM' }))!);
-      await api.container.table.write({ kind: 'put', item: claimToItem({ ...stored, consumers: Array.from({ length: 255 }, (_, i) => wide(i)) }, shards) });
-      for (let i = 0; i < 255; i += 1) await api.container.table.write({ kind: 'put', item: consumerIndexItem(stored, wide(i)) });
+      await api.container.table.write({
+        kind: 'put',
+        item: claimToItem({ ...stored, consumers: Array.from({ length: 255 }, (_, i) => wide(i)) }, shards),
+      });
+      for (let i = 0; i < 255; i += 1)
+        await api.container.table.write({ kind: 'put', item: consumerIndexItem(stored, wide(i)) });
       const widest = await add(api, name, wide(255));
 
       // Act
@@ -269,25 +348,39 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       // The release happens with one consumer left, whatever the claim had before: leave it the first one.
       const full = itemToClaim(item);
       await api.container.table.write({ kind: 'put', item: claimToItem({ ...full, consumers: [wide(0)] }, shards) });
-      for (let i = 1; i < 256; i += 1) await api.container.table.write({ kind: 'delete', key: { PK: `CONSUMER#p#${wide(i).uid}`, SK: `CLAIM#${name}` } });
+      for (let i = 1; i < 256; i += 1)
+        await api.container.table.write({
+          kind: 'delete',
+          key: { PK: `CONSUMER#p#${wide(i).uid}`, SK: `CLAIM#${name}` },
+        });
       const recording = new RecordingTable(api.container.table);
-      const last = await api.sibling({ table: recording }).call('DELETE', `/v1/pools/p/claims/${name}/consumers/${wide(0).uid}`);
+      const last = await api
+        .sibling({ table: recording })
+        .call('DELETE', `/v1/pools/p/claims/${name}/consumers/${wide(0).uid}`);
 
       // Assess
       expect(widest.status, JSON.stringify(widest.body).slice(0, 300)).toBe(201);
       expect([refused.status, refused.body.code]).toEqual([409, 'TooManyConsumers']);
-      expect(refused.body.detail).toBe(`Claim "${name}" already has 256 consumers, the most a claim may have; remove one before adding another.`);
+      expect(refused.body.detail).toBe(
+        `Claim "${name}" already has 256 consumers, the most a claim may have; remove one before adding another.`,
+      );
       expect((item.consumers as unknown[]).length).toBe(256);
       const bytes = dynamoItemBytes(item);
       // Most of it is the consumers' 256 x 759 bytes of values.
       expect(bytes).toBeGreaterThan(256 * 759);
       expect(bytes).toBeLessThan(400 * 1024);
       expect(last.body.released, JSON.stringify(last.body)).toBe(true);
-      const released = recording.transactions.find((ops) => ops.some((op) => op.kind === 'delete' && op.key.SK === 'CLAIM'))!;
+      const released = recording.transactions.find((ops) =>
+        ops.some((op) => op.kind === 'delete' && op.key.SK === 'CLAIM'),
+      )!;
       // The claim, its 64 leases and the freed counters of its two ranges.
       expect(released.length).toBeGreaterThanOrEqual(65);
       expect(released.length).toBeLessThanOrEqual(100);
-      expect((await allItems(api.container.table)).filter((i) => i.entity === 'lease' || i.entity === 'claim' || i.entity === 'consumer')).toEqual([]);
+      expect(
+        (await allItems(api.container.table)).filter(
+          (i) => i.entity === 'lease' || i.entity === 'claim' || i.entity === 'consumer',
+        ),
+      ).toEqual([]);
     });
   });
 }

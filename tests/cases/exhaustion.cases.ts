@@ -52,45 +52,68 @@ export function exhaustionCases(engine: TestEngine): void {
   }
 
   const summary = (crossings: readonly Crossing[]) => crossings.map((c) => `${c.direction} ${c.threshold}`);
-  const poolEvents = async (api: TestApi) => ((await api.call('GET', '/v1/pools/p/events')).body.items ?? []).map((e) => `${e.reason as string}: ${e.message as string}${e.by === 'stream' ? '' : ` (by ${String(e.by)})`}`);
+  const poolEvents = async (api: TestApi) =>
+    ((await api.call('GET', '/v1/pools/p/events')).body.items ?? []).map(
+      (e) => `${e.reason as string}: ${e.message as string}${e.by === 'stream' ? '' : ` (by ${String(e.by)})`}`,
+    );
 
   describe(`Warnings before a pool runs out (${engine.name}; issue 37)`, () => {
-    it(`announces each threshold once while ${CALLERS} callers fill a /27 and ${WATCHERS} stream containers race to decide, and once each on recovery`, { timeout: 120_000 }, async () => {
-      // Prepare
-      const { api, watchers, announced } = await setup();
-      // Act: fill every address, the watchers checking all along
-      const filling = await racing(watchers, () => byCallers(async (i) => expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201)));
-      const full = (await api.call('GET', '/v1/pools/p')).body;
-      // ... then release them all
-      const releasing = await racing(watchers, () => byCallers(async (i) => expect((await api.call('DELETE', `/v1/pools/p/claims/c${i}`)).status).toBe(204)));
-      // Assess: each crossing exactly once, in order, on every channel
-      expect(summary(filling)).toEqual(['below 20', 'below 5', 'below full']);
-      expect(summary(releasing)).toEqual(['recovered full', 'recovered 5', 'recovered 20']);
-      expect(summary(announced)).toEqual([...summary(filling), ...summary(releasing)]);
-      // (how many were free when a check saw the crossing depends on the race: at most the threshold's share)
-      expect(filling.map((c) => c.free <= [5n, 1n, 0n][filling.indexOf(c)]!)).toEqual([true, true, true]);
-      const events = (await poolEvents(api)).map((e) => e.split(': ').slice(0, 2).join(': ')).sort();
-      expect(events.filter((e) => e.startsWith('PoolFree'))).toEqual([
-        'PoolFreeBelowThreshold: IPv4 space of pool p fell below 20 % free',
-        'PoolFreeBelowThreshold: IPv4 space of pool p fell below 5 % free',
-        'PoolFreeBelowThreshold: IPv4 space of pool p is full',
-        'PoolFreeRecovered: IPv4 space of pool p is back above 20 % free',
-        'PoolFreeRecovered: IPv4 space of pool p is back above 5 % free',
-        'PoolFreeRecovered: IPv4 space of pool p is no longer full',
-      ]);
-      // The pool's read carries the same signal (the CNI plugin's STATUS hook)
-      expect(full.warnings).toEqual({ IPv4: { below: 'full', since: expect.any(String) } });
-      expect((await api.call('GET', '/v1/pools/p')).body.warnings).toEqual({ IPv4: { below: null, since: expect.any(String) } });
-    });
+    it(
+      `announces each threshold once while ${CALLERS} callers fill a /27 and ${WATCHERS} stream containers race to decide, and once each on recovery`,
+      { timeout: 120_000 },
+      async () => {
+        // Prepare
+        const { api, watchers, announced } = await setup();
+        // Act: fill every address, the watchers checking all along
+        const filling = await racing(watchers, () =>
+          byCallers(async (i) =>
+            expect(
+              (await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status,
+            ).toBe(201),
+          ),
+        );
+        const full = (await api.call('GET', '/v1/pools/p')).body;
+        // ... then release them all
+        const releasing = await racing(watchers, () =>
+          byCallers(async (i) => expect((await api.call('DELETE', `/v1/pools/p/claims/c${i}`)).status).toBe(204)),
+        );
+        // Assess: each crossing exactly once, in order, on every channel
+        expect(summary(filling)).toEqual(['below 20', 'below 5', 'below full']);
+        expect(summary(releasing)).toEqual(['recovered full', 'recovered 5', 'recovered 20']);
+        expect(summary(announced)).toEqual([...summary(filling), ...summary(releasing)]);
+        // (how many were free when a check saw the crossing depends on the race: at most the threshold's share)
+        expect(filling.map((c) => c.free <= [5n, 1n, 0n][filling.indexOf(c)]!)).toEqual([true, true, true]);
+        const events = (await poolEvents(api)).map((e) => e.split(': ').slice(0, 2).join(': ')).sort();
+        expect(events.filter((e) => e.startsWith('PoolFree'))).toEqual([
+          'PoolFreeBelowThreshold: IPv4 space of pool p fell below 20 % free',
+          'PoolFreeBelowThreshold: IPv4 space of pool p fell below 5 % free',
+          'PoolFreeBelowThreshold: IPv4 space of pool p is full',
+          'PoolFreeRecovered: IPv4 space of pool p is back above 20 % free',
+          'PoolFreeRecovered: IPv4 space of pool p is back above 5 % free',
+          'PoolFreeRecovered: IPv4 space of pool p is no longer full',
+        ]);
+        // The pool's read carries the same signal (the CNI plugin's STATUS hook)
+        expect(full.warnings).toEqual({ IPv4: { below: 'full', since: expect.any(String) } });
+        expect((await api.call('GET', '/v1/pools/p')).body.warnings).toEqual({
+          IPv4: { below: null, since: expect.any(String) },
+        });
+      },
+    );
 
     it('announces nothing while the free share stays between two thresholds, and nothing for a pool without ranges', async () => {
       // Prepare: 20 of 30 taken (33 % free: above 20 %)
       const { api, watchers, announced } = await setup();
-      for (let i = 0; i < 20; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+      for (let i = 0; i < 20; i += 1)
+        expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(
+          201,
+        );
       expect((await api.call('POST', '/v1/pools', { name: 'empty' })).status).toBe(201);
       // Act
       const written = await racing(watchers, async () => {
-        for (let i = 20; i < 23; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
+        for (let i = 20; i < 23; i += 1)
+          expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(
+            201,
+          );
       });
       const empty = await watchers[0]!.container.mirror.exhaustion!.check('empty');
       // Assess
@@ -103,8 +126,12 @@ export function exhaustionCases(engine: TestEngine): void {
     it('runs in the stream function: a batch with a change of the pool reports the crossing it wrote and the free share it read', async () => {
       // Prepare: 25 of 30 taken (16.66 % free), nothing checked yet
       const { api, announced } = await setup();
-      for (let i = 0; i < 25; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
-      const lease = ((await api.call('GET', '/v1/pools/p/claims/c0')).body.addresses as { address: string }[])[0]!.address;
+      for (let i = 0; i < 25; i += 1)
+        expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(
+          201,
+        );
+      const lease = ((await api.call('GET', '/v1/pools/p/claims/c0')).body.addresses as { address: string }[])[0]!
+        .address;
       // Act: the batch the stream would deliver for that lease, through the projections the function runs
       const result = await api.container.mirror.apply([{ id: '1', pool: 'p', address: lease, state: 'held' }]);
       const again = await api.container.mirror.apply([{ id: '2', pool: 'p', address: lease, state: 'held' }]);
@@ -116,17 +143,27 @@ export function exhaustionCases(engine: TestEngine): void {
       expect(summary(announced)).toEqual(['below 20']);
     });
 
-    it('takes the pool\'s own thresholds, and refuses thresholds that are not percentages (400, nothing written)', async () => {
+    it("takes the pool's own thresholds, and refuses thresholds that are not percentages (400, nothing written)", async () => {
       // Prepare
       const { api } = await setup();
       // Act
       const made = await api.call('POST', '/v1/pools', { name: 'q', freeThresholds: [5, 50] });
-      const refused = await Promise.all([[0], [100], [], [10, 10], [1, 2, 3, 4, 5, 6], [12.345]].map((t) => api.call('POST', '/v1/pools', { name: 'r', freeThresholds: t })));
+      const refused = await Promise.all(
+        [[0], [100], [], [10, 10], [1, 2, 3, 4, 5, 6], [12.345]].map((t) =>
+          api.call('POST', '/v1/pools', { name: 'r', freeThresholds: t }),
+        ),
+      );
       // Assess
       expect(made.status).toBe(201);
       expect(made.body.freeThresholds).toEqual([50, 5]);
       expect((await api.call('GET', '/v1/pools/p')).body.freeThresholds).toEqual([20, 5]);
-      expect(refused.map((r) => [r.status, r.body.code, String(r.body.detail).startsWith('freeThresholds must be a list of 1 to 5 distinct percentages')])).toEqual(Array.from({ length: 6 }, () => [400, 'InvalidArgument', true]));
+      expect(
+        refused.map((r) => [
+          r.status,
+          r.body.code,
+          String(r.body.detail).startsWith('freeThresholds must be a list of 1 to 5 distinct percentages'),
+        ]),
+      ).toEqual(Array.from({ length: 6 }, () => [400, 'InvalidArgument', true]));
       expect((await api.call('GET', '/v1/pools/r')).status).toBe(404);
     });
   });

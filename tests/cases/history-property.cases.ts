@@ -17,10 +17,25 @@ type Step =
   | { op: 'stream'; batchSize: number; redeliver: number | null };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('claim' as const), who: fc.integer({ min: 0, max: 7 }), ttl: fc.boolean(), explicit: fc.option(fc.integer({ min: 1, max: 6 })) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('claim' as const),
+      who: fc.integer({ min: 0, max: 7 }),
+      ttl: fc.boolean(),
+      explicit: fc.option(fc.integer({ min: 1, max: 6 })),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('release' as const), who: fc.integer({ min: 0, max: 7 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), seconds: fc.integer({ min: 1, max: 45 }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('stream' as const), batchSize: fc.integer({ min: 1, max: 7 }), redeliver: fc.option(fc.nat()) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('stream' as const),
+      batchSize: fc.integer({ min: 1, max: 7 }),
+      redeliver: fc.option(fc.nat()),
+    }),
+  },
 );
 
 /** What the test's answers say held an address: the claim incarnation, from its 201, to its release or expiry. */
@@ -56,11 +71,13 @@ export function historyPropertyCases(makeEngine: (clock: ManualClock) => StreamE
         const delivered: DynamoDBRecord[][] = [];
         const handler = mirrorOf(api.container);
         const drain = async (batchSize: number, redeliver: number | null) => {
-          for (const list of expected.values()) for (const e of list) if (e.endedAt !== undefined && e.seenBy === undefined) e.seenBy = clock.nowMs();
+          for (const list of expected.values())
+            for (const e of list) if (e.endedAt !== undefined && e.seenBy === undefined) e.seenBy = clock.nowMs();
           const records = await stream.read();
           for (let i = 0; i < records.length; i += batchSize) delivered.push(records.slice(i, i + batchSize));
           expect(await deliverRecords(records, handler, { batchSize })).toEqual([]);
-          if (redeliver !== null && delivered.length > 0) expect(await deliverRecords(delivered[redeliver % delivered.length]!, handler)).toEqual([]);
+          if (redeliver !== null && delivered.length > 0)
+            expect(await deliverRecords(delivered[redeliver % delivered.length]!, handler)).toEqual([]);
         };
         // Act: steps run one after another, each at least a millisecond after the last (holdings are ordered by their
         // claims' createdAt: two claims of one address within one millisecond, or concurrent ones whose allocation
@@ -70,7 +87,12 @@ export function historyPropertyCases(makeEngine: (clock: ManualClock) => StreamE
           if (s.op === 'expire') clock.advance(s.seconds * 1000);
           else if (s.op === 'stream') await drain(s.batchSize, s.redeliver);
           else if (s.op === 'claim') {
-            const res = await api.call('POST', '/v1/pools/p/claims', { name: `c${s.who}`, owner: { kind: 'Pod', name: `pod-${s.who}`, uid: `u${s.who}` }, ...(s.ttl ? { ttlSeconds: 30 } : {}), ...(s.explicit ? { addresses: [`10.0.0.${s.explicit}`] } : {}) });
+            const res = await api.call('POST', '/v1/pools/p/claims', {
+              name: `c${s.who}`,
+              owner: { kind: 'Pod', name: `pod-${s.who}`, uid: `u${s.who}` },
+              ...(s.ttl ? { ttlSeconds: 30 } : {}),
+              ...(s.explicit ? { addresses: [`10.0.0.${s.explicit}`] } : {}),
+            });
             expect(res.status).toBeLessThan(500);
             if (res.status !== 201) continue;
             const uid = res.body.uid as string;
@@ -82,7 +104,12 @@ export function historyPropertyCases(makeEngine: (clock: ManualClock) => StreamE
               const previous = list.at(-1);
               // The address was free: the previous holding (if any) ended, by release or by its expiry
               if (previous && previous.endedAt === undefined) previous.endedAt = previous.expiresAt!;
-              list.push({ uid, claim: `c${s.who}`, from: res.body.createdAt as string, ...(expiresAt !== undefined ? { expiresAt } : {}) });
+              list.push({
+                uid,
+                claim: `c${s.who}`,
+                from: res.body.createdAt as string,
+                ...(expiresAt !== undefined ? { expiresAt } : {}),
+              });
               expected.set(address, list);
             }
           } else {
@@ -93,7 +120,8 @@ export function historyPropertyCases(makeEngine: (clock: ManualClock) => StreamE
             claims.delete(s.who);
             for (const address of held.addresses) {
               const h = expected.get(address)?.at(-1);
-              if (h && h.uid === held.uid && h.endedAt === undefined) h.endedAt = Math.min(h.expiresAt ?? Number.POSITIVE_INFINITY, clock.nowMs());
+              if (h && h.uid === held.uid && h.endedAt === undefined)
+                h.endedAt = Math.min(h.expiresAt ?? Number.POSITIVE_INFINITY, clock.nowMs());
             }
           }
         }
@@ -103,19 +131,28 @@ export function historyPropertyCases(makeEngine: (clock: ManualClock) => StreamE
           const got: Record<string, unknown>[] = [];
           let cursor: string | undefined;
           do {
-            const res = await api.call('GET', `/v1/pools/p/addresses/${address}/history?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+            const res = await api.call(
+              'GET',
+              `/v1/pools/p/addresses/${address}/history?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            );
             expect(res.status).toBe(200);
             got.push(...(res.body.items as Record<string, unknown>[]));
             cursor = res.body.nextCursor as string | undefined;
           } while (cursor);
           const oldestFirst = got.reverse();
-          expect(oldestFirst.map((h) => [h.claimUid, h.from]), address).toEqual(list.map((e) => [e.uid, e.from]));
+          expect(
+            oldestFirst.map((h) => [h.claimUid, h.from]),
+            address,
+          ).toEqual(list.map((e) => [e.uid, e.from]));
           for (let i = 0; i < oldestFirst.length; i += 1) {
             const h = oldestFirst[i]!;
             const e = list[i]!;
             const next = oldestFirst[i + 1];
             if (next) expect(Date.parse(h.to as string), address).toBeLessThanOrEqual(Date.parse(next.from as string));
-            const expiredFirst = e.expiresAt !== undefined && e.expiresAt <= clock.nowMs() && (e.endedAt === undefined || e.endedAt >= e.expiresAt);
+            const expiredFirst =
+              e.expiresAt !== undefined &&
+              e.expiresAt <= clock.nowMs() &&
+              (e.endedAt === undefined || e.endedAt >= e.expiresAt);
             if (e.endedAt === undefined && !expiredFirst) expect(h.to, address).toBeUndefined();
             else if (expiredFirst) expect(h.to, address).toBe(new Date(e.expiresAt!).toISOString());
             else {

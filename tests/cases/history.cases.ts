@@ -20,7 +20,11 @@ export function historyCases(streams: StreamEngine): void {
     for (const s of opened.splice(0)) s.close();
   });
 
-  async function stack(poolBody: Record<string, unknown> = {}, admin: Record<string, string> = {}, engine = streams.engine): Promise<{ api: TestApi; stream: LeaseStream; drain: () => Promise<DynamoDBRecord[]> }> {
+  async function stack(
+    poolBody: Record<string, unknown> = {},
+    admin: Record<string, string> = {},
+    engine = streams.engine,
+  ): Promise<{ api: TestApi; stream: LeaseStream; drain: () => Promise<DynamoDBRecord[]> }> {
     const api = await testApi({}, {}, undefined, engine);
     const stream = streams.stream();
     opened.push(stream);
@@ -34,10 +38,18 @@ export function historyCases(streams: StreamEngine): void {
     return { api, stream, drain };
   }
 
-  async function claim(api: TestApi, name: string, body: Record<string, unknown> = {}): Promise<{ address: string; createdAt: string; uid: string }> {
+  async function claim(
+    api: TestApi,
+    name: string,
+    body: Record<string, unknown> = {},
+  ): Promise<{ address: string; createdAt: string; uid: string }> {
     const res = await api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), ...body });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return { address: (res.body.addresses as { address: string }[])[0]!.address, createdAt: res.body.createdAt as string, uid: res.body.uid as string };
+    return {
+      address: (res.body.addresses as { address: string }[])[0]!.address,
+      createdAt: res.body.createdAt as string,
+      uid: res.body.uid as string,
+    };
   }
 
   const history = async (api: TestApi, address: string, query = '', headers: Record<string, string> = {}) => {
@@ -45,8 +57,10 @@ export function historyCases(streams: StreamEngine): void {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return res.body;
   };
-  const at = async (api: TestApi, address: string, ms: number) => (await history(api, address, `?at=${new Date(ms).toISOString()}`)).holding as Record<string, unknown> | null;
-  const holdingItems = async (api: TestApi, address: string) => (await api.container.table.query({ partition: `HIST#p#${address}`, consistent: true })).items;
+  const at = async (api: TestApi, address: string, ms: number) =>
+    (await history(api, address, `?at=${new Date(ms).toISOString()}`)).holding as Record<string, unknown> | null;
+  const holdingItems = async (api: TestApi, address: string) =>
+    (await api.container.table.query({ partition: `HIST#p#${address}`, consistent: true })).items;
 
   describe(`Address history (${streams.engine.name})`, () => {
     it('a claim, a release and a re-claim by someone else make two holdings with exact boundaries; at answers inside, between and outside them', async () => {
@@ -65,8 +79,29 @@ export function historyCases(streams: StreamEngine): void {
       const body = await history(api, a.address);
       // Assess: newest first, the open one with no end
       expect(body.items).toEqual([
-        { address: a.address, family: 'IPv4', range: expect.any(String), kind: 'claim', claim: 'b', claimUid: b.uid, owner: owner('b'), from: b.createdAt },
-        { address: a.address, family: 'IPv4', range: expect.any(String), kind: 'claim', claim: 'a', claimUid: a.uid, owner: owner('a'), from: a.createdAt, to: ended!.to, toExact: false, endReason: 'released' },
+        {
+          address: a.address,
+          family: 'IPv4',
+          range: expect.any(String),
+          kind: 'claim',
+          claim: 'b',
+          claimUid: b.uid,
+          owner: owner('b'),
+          from: b.createdAt,
+        },
+        {
+          address: a.address,
+          family: 'IPv4',
+          range: expect.any(String),
+          kind: 'claim',
+          claim: 'a',
+          claimUid: a.uid,
+          owner: owner('a'),
+          from: a.createdAt,
+          to: ended!.to,
+          toExact: false,
+          endReason: 'released',
+        },
       ]);
       // A client's release is a deletion, which carries no time: its end is the bound the stream function saw
       expect(endMs).toBeGreaterThanOrEqual(releaseStarted);
@@ -91,7 +126,9 @@ export function historyCases(streams: StreamEngine): void {
       expect(second.nextCursor).toBeUndefined();
       // the owner's history and the block's
       const byOwner = await api.call('GET', '/v1/pools/p/owners/uid-a/history');
-      expect((byOwner.body.items as Record<string, unknown>[]).map((h) => [h.claim, h.endReason])).toEqual([['a', 'released']]);
+      expect((byOwner.body.items as Record<string, unknown>[]).map((h) => [h.claim, h.endReason])).toEqual([
+        ['a', 'released'],
+      ]);
       const block = await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28');
       expect((block.body.items as Record<string, unknown>[]).map((h) => h.claim)).toEqual(['b', 'a']);
     });
@@ -116,7 +153,8 @@ export function historyCases(streams: StreamEngine): void {
       // Prepare: three holdings end in one batch; the first holding write of the batch fails once
       const { api, stream } = await stack();
       const made = [await claim(api, 'a'), await claim(api, 'b'), await claim(api, 'c')];
-      for (const name of ['a', 'b', 'c']) expect((await api.call('DELETE', `/v1/pools/p/claims/${name}`)).status).toBe(204);
+      for (const name of ['a', 'b', 'c'])
+        expect((await api.call('DELETE', `/v1/pools/p/claims/${name}`)).status).toBe(204);
       let failures = 1;
       const faulty = failingHoldingWrites(api.container.table, () => failures-- > 0);
       const streamApi = api.sibling({ table: faulty });
@@ -136,7 +174,8 @@ export function historyCases(streams: StreamEngine): void {
       // the second) so the batches are seconds apart
       const { api, stream } = await stack({}, {}, streams.unfollowed);
       const handler = mirrorOf(api.container);
-      const deliver = async (seconds: number) => expect((await handler({ Records: stamped(await stream.read(), seconds) })).batchItemFailures).toEqual([]);
+      const deliver = async (seconds: number) =>
+        expect((await handler({ Records: stamped(await stream.read(), seconds) })).batchItemFailures).toEqual([]);
       const t = Math.floor(Date.now() / 1000) - 60;
       const a = await claim(api, 'a');
       await deliver(t);
@@ -146,8 +185,12 @@ export function historyCases(streams: StreamEngine): void {
       await deliver(t + 5);
       // Assess: the mark covers the last change, read off the summary chunk the batch wrote anyway
       expect((await history(api, a.address)).completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
-      expect((await api.call('GET', '/v1/pools/p/owners/uid-a/history')).body.completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
-      expect((await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28')).body.completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
+      expect((await api.call('GET', '/v1/pools/p/owners/uid-a/history')).body.completeUntil).toBe(
+        new Date((t + 5) * 1000).toISOString(),
+      );
+      expect((await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28')).body.completeUntil).toBe(
+        new Date((t + 5) * 1000).toISOString(),
+      );
       expect(await markItem(api)).toBeUndefined();
       // Act: a claim and its release in one batch change no summary bit: the mark goes to the pool's mark item, as the
       // last mark put is more than MARK_ITEM_SLACK_MS older
@@ -174,16 +217,22 @@ export function historyCases(streams: StreamEngine): void {
       const { api, stream } = await stack({}, {}, streams.unfollowed);
       const t = Math.floor(Date.now() / 1000) - 60;
       const made = [await claim(api, 'a'), await claim(api, 'b'), await claim(api, 'c')];
-      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual([]);
-      for (const name of ['a', 'b', 'c']) expect((await api.call('DELETE', `/v1/pools/p/claims/${name}`)).status).toBe(204);
+      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual(
+        [],
+      );
+      for (const name of ['a', 'b', 'c'])
+        expect((await api.call('DELETE', `/v1/pools/p/claims/${name}`)).status).toBe(204);
       const records = stamped(await stream.read(), t + 15);
       let failures = 1;
       const faulty = api.sibling({ table: failingHoldingWrites(api.container.table, () => failures-- > 0) });
       // Act
-      const failed = (await mirrorOf(faulty.container)({ Records: records })).batchItemFailures.map((f) => f.itemIdentifier);
+      const failed = (await mirrorOf(faulty.container)({ Records: records })).batchItemFailures.map(
+        (f) => f.itemIdentifier,
+      );
       // Assess: the pool's changes of that batch are not all recorded, so its mark stays at t
       expect(failed.length).toBeGreaterThan(0);
-      for (const m of made) expect((await history(api, m.address)).completeUntil).toBe(new Date(t * 1000).toISOString());
+      for (const m of made)
+        expect((await history(api, m.address)).completeUntil).toBe(new Date(t * 1000).toISOString());
       // Act: the stream delivers again from the lowest failed record
       const first = records.findIndex((r) => failed.includes(r.dynamodb!.SequenceNumber!));
       expect((await mirrorOf(api.container)({ Records: records.slice(first) })).batchItemFailures).toEqual([]);
@@ -200,7 +249,9 @@ export function historyCases(streams: StreamEngine): void {
       const { api, stream } = await stack({}, {}, streams.unfollowed);
       const t = Math.floor(Date.now() / 1000) - 60;
       const [a, b] = [await claim(api, 'a'), await claim(api, 'b')];
-      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual([]);
+      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual(
+        [],
+      );
       expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
       const shardA = stamped(await stream.read(), t + 5);
       expect((await api.call('DELETE', '/v1/pools/p/claims/b')).status).toBe(204);
@@ -215,7 +266,7 @@ export function historyCases(streams: StreamEngine): void {
       expect((await history(api, b.address)).completeUntil).toBe(new Date((t + 5) * 1000).toISOString());
     });
 
-    it('a pool whose holdings of a batch were all recorded gets its mark although another pool\'s failed in the same batch', async () => {
+    it("a pool whose holdings of a batch were all recorded gets its mark although another pool's failed in the same batch", async () => {
       // Prepare: pools p and q, a claim and a release in each, one batch; q's holding writes fail
       const { api, stream } = await stack({}, {}, streams.unfollowed);
       expect((await api.call('POST', '/v1/pools', { name: 'q' })).status).toBe(201);
@@ -223,12 +274,15 @@ export function historyCases(streams: StreamEngine): void {
       const a = await claim(api, 'a');
       expect((await api.call('POST', '/v1/pools/q/claims', { name: 'b', owner: owner('b') })).status).toBe(201);
       const t = Math.floor(Date.now() / 1000) - 60;
-      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual([]);
+      expect((await mirrorOf(api.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures).toEqual(
+        [],
+      );
       expect((await api.call('DELETE', '/v1/pools/q/claims/b')).status).toBe(204);
       expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
       const faulty = api.sibling({ table: failingHoldingWrites(api.container.table, (item) => item.pool === 'q') });
       // Act
-      const failed = (await mirrorOf(faulty.container)({ Records: stamped(await stream.read(), t + 15) })).batchItemFailures;
+      const failed = (await mirrorOf(faulty.container)({ Records: stamped(await stream.read(), t + 15) }))
+        .batchItemFailures;
       // Assess
       expect(failed).toHaveLength(1);
       expect((await history(api, a.address)).completeUntil).toBe(new Date((t + 15) * 1000).toISOString());
@@ -248,7 +302,13 @@ export function historyCases(streams: StreamEngine): void {
       const body = await history(later, a.address);
       const [open, ended] = body.items as Record<string, unknown>[];
       expect(open).toMatchObject({ claim: 'b', from: b.createdAt });
-      expect(ended).toMatchObject({ claim: 'a', from: a.createdAt, to: new Date(Date.parse(a.createdAt) + 60_000).toISOString(), toExact: true, endReason: 'expired' });
+      expect(ended).toMatchObject({
+        claim: 'a',
+        from: a.createdAt,
+        to: new Date(Date.parse(a.createdAt) + 60_000).toISOString(),
+        toExact: true,
+        endReason: 'expired',
+      });
       expect((await at(later, a.address, Date.parse(a.createdAt) + 59_999))?.claim).toBe('a');
       expect(await at(later, a.address, Date.parse(a.createdAt) + 60_000)).toBeNull();
     });
@@ -271,22 +331,33 @@ export function historyCases(streams: StreamEngine): void {
       expect(endedC).toMatchObject({ claim: 'c', endReason: 'released', toExact: true });
     });
 
-    it('holdings carry the claim\'s labels and creator, and who released them where the change says so', async () => {
+    it("holdings carry the claim's labels and creator, and who released them where the change says so", async () => {
       // Prepare: claims made by one principal, released by others; a pool with a reuse delay and one without
       const alice = { 'x-ipam-principal': 'arn:aws:sts::123456789012:assumed-role/alice/laptop' };
       const bob = { 'x-ipam-principal': 'arn:aws:iam::123456789012:user/bob' };
       const delayed = await stack({ reuseDelaySeconds: 600 });
       const plain = await stack();
       const make = async (api: TestApi, name: string) => {
-        const res = await api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), labels: { team: 'blue', 'example.com/job': name } }, alice);
+        const res = await api.call(
+          'POST',
+          '/v1/pools/p/claims',
+          { name, owner: owner(name), labels: { team: 'blue', 'example.com/job': name } },
+          alice,
+        );
         expect(res.status, JSON.stringify(res.body)).toBe(201);
         return (res.body.addresses as { address: string }[])[0]!.address;
       };
-      const [held, gone, deleted] = [await make(delayed.api, 'a'), await make(plain.api, 'b'), await make(plain.api, 'c')];
+      const [held, gone, deleted] = [
+        await make(delayed.api, 'a'),
+        await make(plain.api, 'b'),
+        await make(plain.api, 'c'),
+      ];
       const created = { arn: 'arn:aws:iam::123456789012:role/alice', session: 'laptop' };
       const labels = (name: string) => ({ team: 'blue', 'example.com/job': name });
       // the open holding (the lease itself) already carries them
-      expect((await history(plain.api, gone)).items).toEqual([expect.objectContaining({ claim: 'b', labels: labels('b'), createdBy: created })]);
+      expect((await history(plain.api, gone)).items).toEqual([
+        expect.objectContaining({ claim: 'b', labels: labels('b'), createdBy: created }),
+      ]);
       // Act: bob releases a (into a hold), reports b's owner gone, releases c (a deletion)
       expect((await delayed.api.call('DELETE', '/v1/pools/p/claims/a', undefined, bob)).status).toBe(204);
       expect((await plain.api.call('DELETE', '/v1/pools/p/owners/uid-b', undefined, bob)).status).toBe(200);
@@ -295,25 +366,46 @@ export function historyCases(streams: StreamEngine): void {
       await plain.drain();
       // Assess
       const [hold, endedA] = (await history(delayed.api, held)).items as Record<string, unknown>[];
-      expect(endedA).toMatchObject({ claim: 'a', endReason: 'released', labels: labels('a'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+      expect(endedA).toMatchObject({
+        claim: 'a',
+        endReason: 'released',
+        labels: labels('a'),
+        createdBy: created,
+        releasedBy: { arn: bob['x-ipam-principal'] },
+      });
       expect(hold).toMatchObject({ kind: 'hold', labels: labels('a'), createdBy: created });
       expect(hold!.releasedBy).toBeUndefined();
       const [endedB] = (await history(plain.api, gone)).items as Record<string, unknown>[];
-      expect(endedB).toMatchObject({ claim: 'b', endReason: 'ownerGone', labels: labels('b'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+      expect(endedB).toMatchObject({
+        claim: 'b',
+        endReason: 'ownerGone',
+        labels: labels('b'),
+        createdBy: created,
+        releasedBy: { arn: bob['x-ipam-principal'] },
+      });
       // a client's release in a pool without a reuse delay deletes the lease: the deletion names no principal
       const [endedC] = (await history(plain.api, deleted)).items as Record<string, unknown>[];
       expect(endedC).toMatchObject({ claim: 'c', endReason: 'released', labels: labels('c'), createdBy: created });
       expect(endedC!.releasedBy).toBeUndefined();
       // the owner's listing and the `at` answer say the same
-      expect((await plain.api.call('GET', '/v1/pools/p/owners/uid-b/history')).body.items).toEqual([expect.objectContaining({ createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } })]);
-      expect(await at(delayed.api, held, Date.parse(endedA!.from as string))).toMatchObject({ labels: labels('a'), createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } });
+      expect((await plain.api.call('GET', '/v1/pools/p/owners/uid-b/history')).body.items).toEqual([
+        expect.objectContaining({ createdBy: created, releasedBy: { arn: bob['x-ipam-principal'] } }),
+      ]);
+      expect(await at(delayed.api, held, Date.parse(endedA!.from as string))).toMatchObject({
+        labels: labels('a'),
+        createdBy: created,
+        releasedBy: { arn: bob['x-ipam-principal'] },
+      });
     });
 
-    it('in a pool with access, a client\'s release (a deletion) names who released it, exactly, through its event', async () => {
+    it("in a pool with access, a client's release (a deletion) names who released it, exactly, through its event", async () => {
       // Prepare: alice may allocate, bob administers; no reuse delay, so the release deletes the lease
       const alice = { 'x-ipam-principal': 'arn:aws:sts::123456789012:assumed-role/alice/laptop' };
       const bob = { 'x-ipam-principal': 'arn:aws:iam::123456789012:user/bob' };
-      const { api, drain } = await stack({ access: { administrators: [bob['x-ipam-principal']], allocators: ['arn:aws:iam::123456789012:role/alice'] } }, bob);
+      const { api, drain } = await stack(
+        { access: { administrators: [bob['x-ipam-principal']], allocators: ['arn:aws:iam::123456789012:role/alice'] } },
+        bob,
+      );
       const res = await api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a') }, alice);
       expect(res.status, JSON.stringify(res.body)).toBe(201);
       const address = (res.body.addresses as { address: string }[])[0]!.address;
@@ -324,20 +416,36 @@ export function historyCases(streams: StreamEngine): void {
       await drain();
       // Assess: the end is the release's own time, not the bound the stream function saw
       const [ended] = (await history(api, address, '', bob)).items as Record<string, unknown>[];
-      expect(ended).toMatchObject({ claim: 'a', endReason: 'released', toExact: true, createdBy: { arn: 'arn:aws:iam::123456789012:role/alice', session: 'laptop' }, releasedBy: { arn: bob['x-ipam-principal'] } });
+      expect(ended).toMatchObject({
+        claim: 'a',
+        endReason: 'released',
+        toExact: true,
+        createdBy: { arn: 'arn:aws:iam::123456789012:role/alice', session: 'laptop' },
+        releasedBy: { arn: bob['x-ipam-principal'] },
+      });
       expect(Date.parse(ended!.to as string)).toBeGreaterThanOrEqual(started);
       expect(Date.parse(ended!.to as string)).toBeLessThanOrEqual(answered);
-      const events = (await api.call('GET', '/v1/pools/p/events', undefined, bob)).body.items as Record<string, unknown>[];
+      const events = (await api.call('GET', '/v1/pools/p/events', undefined, bob)).body.items as Record<
+        string,
+        unknown
+      >[];
       expect(events).toEqual([expect.objectContaining({ reason: 'ClaimReleased', object: 'claim/a' })]);
     });
 
     it('reads the reason for a release by the claim it ended, not by every event of the pool (issue 33, item 6)', async () => {
       // Prepare: a pool with access, where every client's release writes an event; 36 releases already recorded
       const bob = { 'x-ipam-principal': 'arn:aws:iam::123456789012:user/bob' };
-      const { api, stream, drain } = await stack({ access: { administrators: [bob['x-ipam-principal']], allocators: [] } }, bob);
+      const { api, stream, drain } = await stack(
+        { access: { administrators: [bob['x-ipam-principal']], allocators: [] } },
+        bob,
+      );
       for (let round = 0; round < 3; round += 1) {
-        for (let i = 0; i < 12; i += 1) expect((await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`c${i}`) }, bob)).status).toBe(201);
-        for (let i = 0; i < 12; i += 1) expect((await api.call('DELETE', `/v1/pools/p/claims/c${i}`, undefined, bob)).status).toBe(204);
+        for (let i = 0; i < 12; i += 1)
+          expect(
+            (await api.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`c${i}`) }, bob)).status,
+          ).toBe(201);
+        for (let i = 0; i < 12; i += 1)
+          expect((await api.call('DELETE', `/v1/pools/p/claims/c${i}`, undefined, bob)).status).toBe(204);
       }
       await drain();
       const last = await api.call('POST', '/v1/pools/p/claims', { name: 'last', owner: owner('last') }, bob);
@@ -347,20 +455,33 @@ export function historyCases(streams: StreamEngine): void {
       const table = api.container.table;
       let eventItemsRead = 0;
       const counting = api.sibling({
-        table: { ...table, name: table.name, get: (k) => table.get(k), batchGet: (k, a) => table.batchGet(k, a), write: (op) => table.write(op), transact: (ops) => table.transact(ops), describe: () => table.describe(),
+        table: {
+          ...table,
+          name: table.name,
+          get: (k) => table.get(k),
+          batchGet: (k, a) => table.batchGet(k, a),
+          write: (op) => table.write(op),
+          transact: (ops) => table.transact(ops),
+          describe: () => table.describe(),
           async query(query) {
             const out = await table.query(query);
             if (query.partition.startsWith('EVENT')) eventItemsRead += out.items.length;
             return out;
-          } },
+          },
+        },
       });
       // Act
       const { failed } = await stream.drain(mirrorOf(counting.container));
       // Assess: the release's reason was found with one event read, whatever the pool wrote before
       expect(failed).toEqual([]);
       expect(eventItemsRead).toBe(1);
-      const [ended] = (await history(api, (last.body.addresses as { address: string }[])[0]!.address, '', bob)).items as Record<string, unknown>[];
-      expect(ended).toMatchObject({ claim: 'last', endReason: 'released', releasedBy: { arn: bob['x-ipam-principal'] } });
+      const [ended] = (await history(api, (last.body.addresses as { address: string }[])[0]!.address, '', bob))
+        .items as Record<string, unknown>[];
+      expect(ended).toMatchObject({
+        claim: 'last',
+        endReason: 'released',
+        releasedBy: { arn: bob['x-ipam-principal'] },
+      });
     });
 
     it('says rangeTerminated for a claim released because its range was retired under the commit', async () => {
@@ -370,7 +491,9 @@ export function historyCases(streams: StreamEngine): void {
       const warm = api.sibling({ viewMaxAgeMs: 3_600_000 });
       expect((await warm.call('POST', '/v1/pools/p/claims', { name: 'w', owner: owner('w') })).status).toBe(201);
       expect((await warm.call('DELETE', '/v1/pools/p/claims/w')).status).toBe(204);
-      const going = ((await api.call('GET', '/v1/pools/p/ranges')).body.items as { name: string; cidr: string }[]).find((r) => r.cidr === '10.7.0.0/28')!.name;
+      const going = ((await api.call('GET', '/v1/pools/p/ranges')).body.items as { name: string; cidr: string }[]).find(
+        (r) => r.cidr === '10.7.0.0/28',
+      )!.name;
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.8.0.0/28' })).status).toBe(201);
       expect((await api.call('DELETE', `/v1/pools/p/ranges/${going}`)).status).toBe(202);
       // Act: the warm container commits in the Terminating range, finds it retired, releases and allocates again
@@ -378,7 +501,10 @@ export function historyCases(streams: StreamEngine): void {
       await drain();
       // Assess
       expect(x.address.startsWith('10.8.0.')).toBe(true);
-      const block = (await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28')).body.items as Record<string, unknown>[];
+      const block = (await api.call('GET', '/v1/pools/p/history?cidr=10.7.0.0/28')).body.items as Record<
+        string,
+        unknown
+      >[];
       const retired = block.filter((h) => h.claim === 'x');
       // (each round of the claim draws a new incarnation: the released one is not the one answered)
       expect(retired).toEqual([expect.objectContaining({ endReason: 'rangeTerminated', toExact: true })]);
@@ -416,7 +542,9 @@ export function historyCases(streams: StreamEngine): void {
       const old = await h.run();
       expect(old.repairs.HistoryGap).toBe(1);
       expect(old.history.eventsChecked).toBe(2);
-      expect(await gaps()).toEqual([expect.objectContaining({ object: 'lease/10.9.0.1', message: expect.stringContaining('ClaimExpired') })]);
+      expect(await gaps()).toEqual([
+        expect.objectContaining({ object: 'lease/10.9.0.1', message: expect.stringContaining('ClaimExpired') }),
+      ]);
       h.clock.advance(15 * 60_000);
       expect((await h.run()).repairs.HistoryGap).toBe(0);
       expect(await gaps()).toHaveLength(1);
@@ -435,7 +563,9 @@ export function historyCases(streams: StreamEngine): void {
       const records = stamped(await stream.read(), t);
       let failures = 1;
       const faulty = h.api.sibling({ table: failingHoldingWrites(h.api.container.table, () => failures-- > 0) });
-      const failed = (await mirrorOf(faulty.container)({ Records: records })).batchItemFailures.map((f) => f.itemIdentifier);
+      const failed = (await mirrorOf(faulty.container)({ Records: records })).batchItemFailures.map(
+        (f) => f.itemIdentifier,
+      );
       expect(failed.length).toBeGreaterThan(0);
       // Act + Assess: pending since t
       expect((await h.run()).history.lagMs).toEqual({ p: h.clock.t - t * 1000, q: 0 });
@@ -448,17 +578,22 @@ export function historyCases(streams: StreamEngine): void {
       expect((await h.get({ PK: 'HISTMARKS', SK: 'p' }))?.pendingSince).toBeUndefined();
     });
 
-    it('a noted change still unrecorded past the stream\'s record age is reported as a HistoryGap once, and the lag goes back to 0', async () => {
+    it("a noted change still unrecorded past the stream's record age is reported as a HistoryGap once, and the lag goes back to 0", async () => {
       // Prepare: a client's release (no event) whose holding write fails, and the stream never delivers it again
       const h = await reconcilerHarness({ engine: streams.unfollowed });
       const stream = streams.stream();
       opened.push(stream);
       await h.pool('p', ['10.9.0.0/29']);
-      expect((await h.api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.9.0.3'] })).status).toBe(201);
+      expect(
+        (await h.api.call('POST', '/v1/pools/p/claims', { name: 'a', owner: owner('a'), addresses: ['10.9.0.3'] }))
+          .status,
+      ).toBe(201);
       expect((await h.api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
       const t = Math.floor(h.clock.t / 1000) - 30;
       const faulty = h.api.sibling({ table: failingHoldingWrites(h.api.container.table, () => true) });
-      expect((await mirrorOf(faulty.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures.length).toBeGreaterThan(0);
+      expect(
+        (await mirrorOf(faulty.container)({ Records: stamped(await stream.read(), t) })).batchItemFailures.length,
+      ).toBeGreaterThan(0);
       const gaps = async () => (await h.events('p')).filter((e) => e.reason === 'HistoryGap');
       // Act + Assess: within the record age it is lag, not a gap
       h.clock.advance(6 * 3_600_000);
@@ -470,7 +605,9 @@ export function historyCases(streams: StreamEngine): void {
       const old = await h.run();
       expect(old.repairs.HistoryGap).toBe(1);
       expect(old.history.lagMs.p).toBe(0);
-      expect(await gaps()).toEqual([expect.objectContaining({ object: 'lease/10.9.0.3', message: expect.stringContaining('failed to record it') })]);
+      expect(await gaps()).toEqual([
+        expect.objectContaining({ object: 'lease/10.9.0.3', message: expect.stringContaining('failed to record it') }),
+      ]);
       h.clock.advance(15 * 60_000);
       expect((await h.run()).repairs.HistoryGap).toBe(0);
       expect(await gaps()).toHaveLength(1);
@@ -529,7 +666,8 @@ function failingHoldingWrites(inner: Table, fail: (item: Item) => boolean): Tabl
     get(target, prop, receiver) {
       if (prop === 'write') {
         return async (op: WriteOp): Promise<WriteResult> => {
-          if (op.kind === 'put' && (op.item as Item).entity === 'holding' && fail(op.item as Item)) throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
+          if (op.kind === 'put' && (op.item as Item).entity === 'holding' && fail(op.item as Item))
+            throw Object.assign(new Error('throttled'), { name: 'ProvisionedThroughputExceededException' });
           return target.write(op);
         };
       }

@@ -35,9 +35,14 @@ export function lifecycleCases(engine: TestEngine): void {
       h.clock.advance(1_000);
       // Act: others fill the range, then ask for the held address by name
       const fills = [];
-      for (let i = 0; i < 5; i += 1) fills.push(await h.api.call('POST', '/v1/pools/p/claims', { name: `o${i}`, owner: other(`${i}`) }));
+      for (let i = 0; i < 5; i += 1)
+        fills.push(await h.api.call('POST', '/v1/pools/p/claims', { name: `o${i}`, owner: other(`${i}`) }));
       const full = await h.api.call('POST', '/v1/pools/p/claims', { name: 'o5', owner: other('5') });
-      const explicit = await h.api.call('POST', '/v1/pools/p/claims', { name: 'o6', owner: other('6'), addresses: [held] });
+      const explicit = await h.api.call('POST', '/v1/pools/p/claims', {
+        name: 'o6',
+        owner: other('6'),
+        addresses: [held],
+      });
       const address = await h.api.call('GET', `/v1/pools/p/addresses/${held}`);
       const pool = await h.api.call('GET', '/v1/pools/p');
       // Assess: within the delay
@@ -47,12 +52,28 @@ export function lifecycleCases(engine: TestEngine): void {
       expect(explicit.status).toBe(409);
       expect(explicit.body).toMatchObject({ code: 'AddressReleasing' });
       const reusableAt = new Date(releasedAt + DELAY_S * 1000).toISOString();
-      expect(explicit.body.detail).toBe(`Address ${held} was released recently and is held for its previous owner "Pod"/"web-0" until ${reusableAt}; only that owner may claim it before then.`);
+      expect(explicit.body.detail).toBe(
+        `Address ${held} was released recently and is held for its previous owner "Pod"/"web-0" until ${reusableAt}; only that owner may claim it before then.`,
+      );
       expect(address.status).toBe(200);
-      expect(address.body).toMatchObject({ address: held, state: 'Released', previousOwner: web('a'), previousClaim: 'web-a', reusableAt });
+      expect(address.body).toMatchObject({
+        address: held,
+        state: 'Released',
+        previousOwner: web('a'),
+        previousClaim: 'web-a',
+        reusableAt,
+      });
       expect(address.body.owner).toBeUndefined();
-      expect(pool.body).toMatchObject({ reuseDelaySeconds: DELAY_S, utilization: { IPv4: { size: 6, used: 5, releasing: 1, free: 0 } } });
-      expect((pool.body.ranges as Record<string, unknown>[])[0]).toMatchObject({ size: 6, used: 5, releasing: 1, free: 0 });
+      expect(pool.body).toMatchObject({
+        reuseDelaySeconds: DELAY_S,
+        utilization: { IPv4: { size: 6, used: 5, releasing: 1, free: 0 } },
+      });
+      expect((pool.body.ranges as Record<string, unknown>[])[0]).toMatchObject({
+        size: 6,
+        used: 5,
+        releasing: 1,
+        free: 0,
+      });
 
       // Act: the delay passes, with no write in between
       h.clock.t = releasedAt + DELAY_S * 1000;
@@ -60,8 +81,14 @@ export function lifecycleCases(engine: TestEngine): void {
       // Assess: the address is anyone's again, and the new claim's lease replaced the Released one
       expect(after.status).toBe(201);
       expect(addressesOf(after.body)).toEqual([held]);
-      expect((await h.api.call('GET', `/v1/pools/p/addresses/${held}`)).body).toMatchObject({ state: 'Allocated', claim: 'o7', owner: other('7') });
-      expect((await h.api.call('GET', '/v1/pools/p')).body.utilization).toEqual({ IPv4: { size: 6, used: 6, releasing: 0, free: 0 } });
+      expect((await h.api.call('GET', `/v1/pools/p/addresses/${held}`)).body).toMatchObject({
+        state: 'Allocated',
+        claim: 'o7',
+        owner: other('7'),
+      });
+      expect((await h.api.call('GET', '/v1/pools/p')).body.utilization).toEqual({
+        IPv4: { size: 6, used: 6, releasing: 0, free: 0 },
+      });
     });
 
     it('gives the same owner identity its addresses back, dual-stack, after its uid changed, with a new claim name and uid', async () => {
@@ -73,16 +100,27 @@ export function lifecycleCases(engine: TestEngine): void {
       expect((await h.api.call('DELETE', '/v1/pools/p/claims/web-a')).status).toBe(204);
       h.clock.advance(10_000);
       // Act: the pod is recreated (new uid) and claims dynamically under a generated name
-      const again = await h.api.call('POST', '/v1/pools/p/claims', { generateName: 'web-', owner: web('b'), ipFamilyPolicy: 'RequireDualStack' });
+      const again = await h.api.call('POST', '/v1/pools/p/claims', {
+        generateName: 'web-',
+        owner: web('b'),
+        ipFamilyPolicy: 'RequireDualStack',
+      });
       // Assess
       expect(again.status).toBe(201);
       expect(addressesOf(again.body)).toEqual(first.addresses.map((a) => a.address));
       expect(again.body.name).not.toBe('web-a');
       expect(again.body.uid).not.toBe(first.uid);
       for (const a of first.addresses) {
-        expect((await h.api.call('GET', `/v1/pools/p/addresses/${a.address}`)).body).toMatchObject({ state: 'Allocated', claim: again.body.name, owner: web('b') });
+        expect((await h.api.call('GET', `/v1/pools/p/addresses/${a.address}`)).body).toMatchObject({
+          state: 'Allocated',
+          claim: again.body.name,
+          owner: web('b'),
+        });
       }
-      expect((await h.api.call('GET', '/v1/pools/p')).body.utilization).toMatchObject({ IPv4: { used: 2, releasing: 0 }, IPv6: { used: 2, releasing: 0 } });
+      expect((await h.api.call('GET', '/v1/pools/p')).body.utilization).toMatchObject({
+        IPv4: { used: 2, releasing: 0 },
+        IPv6: { used: 2, releasing: 0 },
+      });
     });
 
     it('lets the previous owner identity ask for its held address by name, and refuses anyone else', async () => {
@@ -92,9 +130,21 @@ export function lifecycleCases(engine: TestEngine): void {
       const [held] = (await h.claim('p', { name: 'web-a', owner: web('a') })).addresses.map((a) => a.address);
       expect((await h.api.call('DELETE', '/v1/pools/p/claims/web-a')).status).toBe(204);
       // Act
-      const stranger = await h.api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: { kind: 'Pod', name: 'web-1', uid: 'a' }, addresses: [held] });
-      const otherKind = await h.api.call('POST', '/v1/pools/p/claims', { name: 'y', owner: { kind: 'VirtualMachine', name: 'web-0', uid: 'c' }, addresses: [held] });
-      const owner = await h.api.call('POST', '/v1/pools/p/claims', { name: 'web-b', owner: web('b'), addresses: [held] });
+      const stranger = await h.api.call('POST', '/v1/pools/p/claims', {
+        name: 'x',
+        owner: { kind: 'Pod', name: 'web-1', uid: 'a' },
+        addresses: [held],
+      });
+      const otherKind = await h.api.call('POST', '/v1/pools/p/claims', {
+        name: 'y',
+        owner: { kind: 'VirtualMachine', name: 'web-0', uid: 'c' },
+        addresses: [held],
+      });
+      const owner = await h.api.call('POST', '/v1/pools/p/claims', {
+        name: 'web-b',
+        owner: web('b'),
+        addresses: [held],
+      });
       // Assess: the identity is kind and name, not uid
       expect(stranger.body.code).toBe('AddressReleasing');
       expect(otherKind.body.code).toBe('AddressReleasing');
@@ -113,7 +163,9 @@ export function lifecycleCases(engine: TestEngine): void {
       expect(await leaseItems(h)).toEqual([]);
       expect((await h.api.call('GET', `/v1/pools/p/addresses/${address}`)).status).toBe(404);
       expect((await h.api.call('GET', '/v1/pools/p')).body).toMatchObject({ reuseDelaySeconds: 0 });
-      expect((await h.api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: other('b'), addresses: [address] })).status).toBe(201);
+      expect(
+        (await h.api.call('POST', '/v1/pools/p/claims', { name: 'b', owner: other('b'), addresses: [address] })).status,
+      ).toBe(201);
     });
 
     it('counts the delay of an expired claim from its expiresAt, before and after the reconciler releases it, and cleans the item up after', async () => {
@@ -137,9 +189,15 @@ export function lifecycleCases(engine: TestEngine): void {
       // Assess
       expect(beforeRelease.body.code).toBe('RangeFull');
       expect(run.repairs.ClaimExpired).toBe(1);
-      expect(address.body).toMatchObject({ state: 'Released', previousOwner: web('a'), reusableAt: new Date(reusableAt).toISOString() });
+      expect(address.body).toMatchObject({
+        state: 'Released',
+        previousOwner: web('a'),
+        reusableAt: new Date(reusableAt).toISOString(),
+      });
       expect(stillHeld.body.code).toBe('RangeFull');
-      expect(events.find((e) => e.reason === 'ClaimExpired')?.message).toContain(`The addresses are held for Pod/web-0 until ${new Date(reusableAt).toISOString()}`);
+      expect(events.find((e) => e.reason === 'ClaimExpired')?.message).toContain(
+        `The addresses are held for Pod/web-0 until ${new Date(reusableAt).toISOString()}`,
+      );
       // Act 3: the delay is over: free for anyone; a reconciler run after its grace deletes the Released item
       h.clock.t = reusableAt;
       const after = await h.api.call('POST', '/v1/pools/p/claims', { name: 'o3', owner: other('3') });
@@ -151,7 +209,7 @@ export function lifecycleCases(engine: TestEngine): void {
       expect((await leaseItems(h)).map((l) => l.address)).toEqual([neighbour]);
     });
 
-    it('gives an expired claim\'s owner its address back under the same name before the reconciler runs, in one transaction with no lease left behind (issue 20)', async () => {
+    it("gives an expired claim's owner its address back under the same name before the reconciler runs, in one transaction with no lease left behind (issue 20)", async () => {
       // Prepare: a /29 (6 hosts); a 60 s claim of web-0 takes one, and expires; the reconciler has not run
       const h = await reconcilerHarness({ engine, start: T0 });
       await delayedPool(h, ['10.45.0.0/29']);
@@ -167,7 +225,7 @@ export function lifecycleCases(engine: TestEngine): void {
       expect(leases.map((l) => [l.address, l.claim, l.claimUid])).toEqual([[held, 'web', again.body.uid]]);
     });
 
-    it('holds an expired claim\'s addresses for its owner when another owner\'s claim replaces it under the same name (issue 20)', async () => {
+    it("holds an expired claim's addresses for its owner when another owner's claim replaces it under the same name (issue 20)", async () => {
       // Prepare: as above, but the replacing claim belongs to someone else
       const h = await reconcilerHarness({ engine, start: T0 });
       await delayedPool(h, ['10.46.0.0/29']);
@@ -182,7 +240,11 @@ export function lifecycleCases(engine: TestEngine): void {
       // without its claim), and web-0's next claim gets it back
       expect(replaced.status).toBe(201);
       expect(addressesOf(replaced.body)).not.toContain(held);
-      expect(address.body).toMatchObject({ state: 'Released', previousOwner: web('a'), reusableAt: new Date(T0 + 60_000 + DELAY_S * 1000).toISOString() });
+      expect(address.body).toMatchObject({
+        state: 'Released',
+        previousOwner: web('a'),
+        reusableAt: new Date(T0 + 60_000 + DELAY_S * 1000).toISOString(),
+      });
       expect(addressesOf(sticky.body)).toEqual([held]);
     });
 
@@ -199,17 +261,28 @@ export function lifecycleCases(engine: TestEngine): void {
       expect(addressesOf(again.body)).toEqual(first.addresses.map((a) => a.address));
     });
 
-    it('keeps a held address\'s bit set in legacy mode, where the bitmap allocates, and refuses it to others', async () => {
+    it("keeps a held address's bit set in legacy mode, where the bitmap allocates, and refuses it to others", async () => {
       // Prepare: legacy mode; a legacy /29 in a pool with a delay
-      const h = await reconcilerHarness({ engine, start: T0, env: { FEATURE_GATES: 'MultiCIDRServiceAllocator=false,DisableAllocatorDualWrite=false' } });
+      const h = await reconcilerHarness({
+        engine,
+        start: T0,
+        env: { FEATURE_GATES: 'MultiCIDRServiceAllocator=false,DisableAllocatorDualWrite=false' },
+      });
       expect((await h.api.call('POST', '/v1/pools', { name: 'p', reuseDelaySeconds: DELAY_S })).status).toBe(201);
-      expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.46.0.0/29', name: 'legacy', legacy: true })).status).toBe(201);
+      expect(
+        (await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.46.0.0/29', name: 'legacy', legacy: true })).status,
+      ).toBe(201);
       const [held] = (await h.claim('p', { name: 'web-a', owner: web('a') })).addresses.map((a) => a.address);
       // Act
       expect((await h.api.call('DELETE', '/v1/pools/p/claims/web-a')).status).toBe(204);
       const fills = [];
-      for (let i = 0; i < 5; i += 1) fills.push(await h.api.call('POST', '/v1/pools/p/claims', { name: `o${i}`, owner: other(`${i}`) }));
-      const explicit = await h.api.call('POST', '/v1/pools/p/claims', { name: 'x', owner: other('x'), addresses: [held] });
+      for (let i = 0; i < 5; i += 1)
+        fills.push(await h.api.call('POST', '/v1/pools/p/claims', { name: `o${i}`, owner: other(`${i}`) }));
+      const explicit = await h.api.call('POST', '/v1/pools/p/claims', {
+        name: 'x',
+        owner: other('x'),
+        addresses: [held],
+      });
       // Assess: old consumers of the bitmap see it taken; the bitmap allocator never hands it out
       expect((await bitmapHolds(h.api.container, 'p', 'legacy'))?.addresses).toContain(held);
       expect(fills.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
@@ -226,7 +299,9 @@ export function lifecycleCases(engine: TestEngine): void {
         expect(res.body.code).toBe('InvalidArgument');
       }
       expect(await tableSnapshot(h.table)).toEqual(before);
-      expect((await h.api.call('POST', '/v1/pools', { name: 'p', reuseDelaySeconds: 604_800 })).body).toMatchObject({ reuseDelaySeconds: 604_800 });
+      expect((await h.api.call('POST', '/v1/pools', { name: 'p', reuseDelaySeconds: 604_800 })).body).toMatchObject({
+        reuseDelaySeconds: 604_800,
+      });
     });
   });
 }

@@ -27,7 +27,8 @@ import { NameLimits } from '../../shared/core/names.ts';
  * code's release needed 1 + 64 + one per range: over 100 from 36 ranges on, which each case checks first.
  */
 /** The i-th IPv6 block of `bits` host bits in fd<prefix>::/64, as the API writes it (fd33::/125 for the first). */
-const v6 = (prefix: string, i: number, bits = 3): string => `${prefix}::${i === 0 ? '' : (i << bits).toString(16)}/${128 - bits}`;
+const v6 = (prefix: string, i: number, bits = 3): string =>
+  `${prefix}::${i === 0 ? '' : (i << bits).toString(16)}/${128 - bits}`;
 const V4 = Array.from({ length: 40 }, (_, i) => `10.33.${i}.0/29`);
 const V6 = Array.from({ length: 40 }, (_, i) => v6('fd33', i));
 const WIDE = { ipFamilyPolicy: 'RequireDualStack', ipFamilies: ['IPv4', 'IPv6'], count: 32 } as const;
@@ -36,9 +37,13 @@ type Addr = { address: string; family: string; range: string };
 
 /** Wide pool 'p' (with a reuse delay when asked). */
 async function widePool(h: ReconcilerHarness, reuseDelaySeconds = 0): Promise<void> {
-  const created = await h.api.call('POST', '/v1/pools', { name: 'p', ...(reuseDelaySeconds ? { reuseDelaySeconds } : {}) });
+  const created = await h.api.call('POST', '/v1/pools', {
+    name: 'p',
+    ...(reuseDelaySeconds ? { reuseDelaySeconds } : {}),
+  });
   expect(created.status).toBe(201);
-  for (const cidr of [...V4, ...V6]) expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr })).status).toBe(201);
+  for (const cidr of [...V4, ...V6])
+    expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr })).status).toBe(201);
 }
 
 /** The lease items of the table (Allocated and Released). */
@@ -61,9 +66,13 @@ const rangesOf = (addresses: readonly Addr[]): string[] => [...new Set(addresses
 
 export function limitsCases(engine: TestEngine): void {
   describe(`Wide batch claims stay within 100 items a transaction (${engine.name}; issue 33, item 1)`, () => {
-    const harness = (): Promise<ReconcilerHarness> => reconcilerHarness({ engine, overrides: { random: new SeededRandom(33) } });
+    const harness = (): Promise<ReconcilerHarness> =>
+      reconcilerHarness({ engine, overrides: { random: new SeededRandom(33) } });
 
-    async function wideClaim(h: ReconcilerHarness, body: Record<string, unknown> = {}): Promise<{ name: string; uid: string; addresses: Addr[] }> {
+    async function wideClaim(
+      h: ReconcilerHarness,
+      body: Record<string, unknown> = {},
+    ): Promise<{ name: string; uid: string; addresses: Addr[] }> {
       const made = await h.claim('p', { name: 'wide', owner: owner('w'), ...WIDE, ...body });
       expect(made.addresses).toHaveLength(64);
       // The case is only one if the claim is wide (see the pool).
@@ -139,7 +148,12 @@ export function limitsCases(engine: TestEngine): void {
       const old = await wideClaim(h, { ttlSeconds: 60 });
       h.clock.advance(61_000);
       // Act: another owner asks for the same name
-      const res = await h.api.call('POST', '/v1/pools/p/claims', { name: 'wide', owner: owner('x'), ...WIDE, ttlSeconds: 60 });
+      const res = await h.api.call('POST', '/v1/pools/p/claims', {
+        name: 'wide',
+        owner: owner('x'),
+        ...WIDE,
+        ttlSeconds: 60,
+      });
       // Assess: committed; the old claim's addresses are held for its owner, none of them given to the new one
       expect(res.status).toBe(201);
       const mine = new Set((res.body.addresses as Addr[]).map((a) => a.address));
@@ -155,9 +169,13 @@ export function limitsCases(engine: TestEngine): void {
       const h = await harness();
       expect((await h.api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
       for (const cidr of V4) expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr })).status).toBe(201);
-      for (const cidr of Array.from({ length: 30 }, (_, i) => v6('fd36', i, 1))) expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr })).status).toBe(201);
+      for (const cidr of Array.from({ length: 30 }, (_, i) => v6('fd36', i, 1)))
+        expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr })).status).toBe(201);
       expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: 'fd35::/126', name: 'going' })).status).toBe(201);
-      expect((await h.api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('c0'), addresses: ['fd35::3'] })).status).toBe(201);
+      expect(
+        (await h.api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('c0'), addresses: ['fd35::3'] }))
+          .status,
+      ).toBe(201);
       const warm = h.api.sibling({ clock: new ManualClock(Date.now()), viewMaxAgeMs: 3_600_000 });
       expect((await warm.call('GET', '/v1/pools/p/ranges/going')).body.state).toBe('Ready');
       expect((await warm.call('GET', '/v1/pools/p')).status).toBe(200);
@@ -177,13 +195,35 @@ export function limitsCases(engine: TestEngine): void {
       const { table } = await engine.fresh('seals');
       const seals = tableStores(table, { shards: 4, cursorSecret: 'limits' }).seals;
       const cidr = parseCidr('10.40.0.0/16');
-      const range = { range: { pool: 'p', name: 'wide', cidr: '10.40.0.0/16', family: 'IPv4', state: 'Ready', legacy: false, createdAt: '2035-01-01T00:00:00.000Z' }, cidr } as const;
+      const range = {
+        range: {
+          pool: 'p',
+          name: 'wide',
+          cidr: '10.40.0.0/16',
+          family: 'IPv4',
+          state: 'Ready',
+          legacy: false,
+          createdAt: '2035-01-01T00:00:00.000Z',
+        },
+        cidr,
+      } as const;
       const lower = lowerBandSize(cidr);
-      const band = (name: 'upper' | 'lower', from: bigint, to: bigint): Band => ({ name, part: name, range, counters: ['wide'], from, to, excluded: [] });
+      const band = (name: 'upper' | 'lower', from: bigint, to: bigint): Band => ({
+        name,
+        part: name,
+        range,
+        counters: ['wide'],
+        from,
+        to,
+        excluded: [],
+      });
       const parts = [...partsOf(band('upper', lower, capacity(cidr))), ...partsOf(band('lower', 0n, lower))];
       expect(parts).toHaveLength(34);
       const long = (tag: string): string => `${tag}${'\u20AC'.repeat(NameLimits.ownerField - tag.length)}`;
-      const holders = Array.from({ length: TUNING.sealHoldersMax }, (_, i) => ({ kind: long(`K${i}`), name: long(`n${i}`) }));
+      const holders = Array.from({ length: TUNING.sealHoldersMax }, (_, i) => ({
+        kind: long(`K${i}`),
+        name: long(`n${i}`),
+      }));
       const read = await seals.readSeals('p', ['wide']);
       // Act
       for (const part of parts) {

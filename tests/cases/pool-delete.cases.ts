@@ -19,7 +19,8 @@ const mallory = { 'x-ipam-principal': `arn:aws:iam::${ACCOUNT}:role/mallory` };
 const owner = (name: string) => ({ kind: 'Pod', name, uid: `uid-${name}` });
 
 /** Whether a write removes one of pool p's range items (in a transaction or alone). */
-const removesRangeOfP = (op: WriteOp): boolean => op.kind === 'delete' && op.key.PK === 'POOL#p' && op.key.SK.startsWith('RANGE#');
+const removesRangeOfP = (op: WriteOp): boolean =>
+  op.kind === 'delete' && op.key.PK === 'POOL#p' && op.key.SK.startsWith('RANGE#');
 
 /**
  * `inner` with one planned interruption, on any engine: the `nth` call (write or transaction) that removes a range of
@@ -67,13 +68,26 @@ export function poolDeleteCases(streams: StreamEngine): void {
    */
   async function poolWithRanges(api: TestApi, clock: ManualClock, ranges: number): Promise<void> {
     expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
-    const range = (i: number): Range => ({ pool: 'p', name: `r${i}`, cidr: `10.20.${i}.0/30`, family: 'IPv4', state: RangeState.Ready, legacy: false, createdAt: new Date(clock.nowMs()).toISOString() });
-    await Promise.all(Array.from({ length: ranges - 1 }, (_, i) => api.container.table.write({ kind: 'put', item: rangeToItem(range(i + 1)) })));
+    const range = (i: number): Range => ({
+      pool: 'p',
+      name: `r${i}`,
+      cidr: `10.20.${i}.0/30`,
+      family: 'IPv4',
+      state: RangeState.Ready,
+      legacy: false,
+      createdAt: new Date(clock.nowMs()).toISOString(),
+    });
+    await Promise.all(
+      Array.from({ length: ranges - 1 }, (_, i) =>
+        api.container.table.write({ kind: 'put', item: rangeToItem(range(i + 1)) }),
+      ),
+    );
     expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: range(0).cidr, name: 'r0' })).status).toBe(201);
     expect((await api.call('GET', '/v1/pools/p/ranges')).body.items).toHaveLength(ranges);
   }
 
-  const runReconciler = (api: TestApi, clock: ManualClock) => reconcile({ ...api.container.deps, settings: testSettings }, { deadlineMs: clock.nowMs() + 60_000 });
+  const runReconciler = (api: TestApi, clock: ManualClock) =>
+    reconcile({ ...api.container.deps, settings: testSettings }, { deadlineMs: clock.nowMs() + 60_000 });
 
   describe(`Pool deletion and a pool created again under its name (${streams.engine.name})`, () => {
     it('shows the new pool nothing of the old one: no holdings, owners, events, and no old lease holds an address', async () => {
@@ -83,13 +97,20 @@ export function poolDeleteCases(streams: StreamEngine): void {
       const spec = { name: 'p', reuseDelaySeconds: 3600, access: { administrators: [alice['x-ipam-principal']] } };
       expect((await api.call('POST', '/v1/pools', spec, alice)).status).toBe(201);
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.7.0.0/29' }, alice)).status).toBe(201);
-      const made = await api.call('POST', '/v1/pools/p/claims', { name: 'db', owner: owner('db'), labels: { team: 'payments' } }, alice);
+      const made = await api.call(
+        'POST',
+        '/v1/pools/p/claims',
+        { name: 'db', owner: owner('db'), labels: { team: 'payments' } },
+        alice,
+      );
       expect(made.status).toBe(201);
       const address = (made.body.addresses as { address: string }[])[0]!.address;
       expect((await api.call('DELETE', '/v1/pools/p/claims/db', undefined, alice)).status).toBe(204);
       clock.advance(1000);
       await drain();
-      expect(((await api.call('GET', `/v1/pools/p/addresses/${address}/history`, undefined, alice)).body.items ?? []).length).toBeGreaterThan(0);
+      expect(
+        ((await api.call('GET', `/v1/pools/p/addresses/${address}/history`, undefined, alice)).body.items ?? []).length,
+      ).toBeGreaterThan(0);
 
       // Act: the pool goes (no claim is left: the hold is a Released lease), and mallory makes the name again.
       clock.advance(1000);
@@ -111,17 +132,32 @@ export function poolDeleteCases(streams: StreamEngine): void {
       expect(block.body.items).toEqual([]);
       // Asked about an instant, or a window, before the new pool existed: nobody, not an error
       const before = new Date(clock.nowMs() - 60_000).toISOString();
-      const atBefore = await api.call('GET', `/v1/pools/p/addresses/${address}/history?at=${before}`, undefined, mallory);
+      const atBefore = await api.call(
+        'GET',
+        `/v1/pools/p/addresses/${address}/history?at=${before}`,
+        undefined,
+        mallory,
+      );
       expect(atBefore.status, JSON.stringify(atBefore.body)).toBe(200);
       expect(atBefore.body.holding).toBeNull();
-      const windowBefore = await api.call('GET', `/v1/pools/p/addresses/${address}/history?to=${before}`, undefined, mallory);
+      const windowBefore = await api.call(
+        'GET',
+        `/v1/pools/p/addresses/${address}/history?to=${before}`,
+        undefined,
+        mallory,
+      );
       expect(windowBefore.status, JSON.stringify(windowBefore.body)).toBe(200);
       expect(windowBefore.body.items).toEqual([]);
       const events = await api.call('GET', '/v1/pools/p/events', undefined, mallory);
       expect(events.body.items).toEqual([]);
       const pool = await api.call('GET', '/v1/pools/p', undefined, mallory);
       expect(pool.body.utilization).toEqual({ IPv4: { size: 6, used: 0, releasing: 0, free: 6 } });
-      const taken = await api.call('POST', '/v1/pools/p/claims', { name: 'web', owner: owner('web'), addresses: [address] }, mallory);
+      const taken = await api.call(
+        'POST',
+        '/v1/pools/p/claims',
+        { name: 'web', owner: owner('web'), addresses: [address] },
+        mallory,
+      );
       expect(taken.status, JSON.stringify(taken.body)).toBe(201);
     });
 
@@ -131,7 +167,12 @@ export function poolDeleteCases(streams: StreamEngine): void {
       const clock = new ManualClock(Date.now());
       const { api } = await stack(clock);
       await poolWithRanges(api, clock, 45);
-      const table = interruptedTable(api.container.table, { nth: 2, kill: false, meanwhile: async () => void (await api.container.table.write({ kind: 'delete', key: { PK: 'POOL#p', SK: 'RANGE#r9' } })) });
+      const table = interruptedTable(api.container.table, {
+        nth: 2,
+        kill: false,
+        meanwhile: async () =>
+          void (await api.container.table.write({ kind: 'delete', key: { PK: 'POOL#p', SK: 'RANGE#r9' } })),
+      });
       const deleting = api.sibling({ clock, viewMaxAgeMs: 0, table });
       // Act
       const deleted = await deleting.call('DELETE', '/v1/pools/p');
@@ -147,7 +188,11 @@ export function poolDeleteCases(streams: StreamEngine): void {
       const clock = new ManualClock(Date.now());
       const { api } = await stack(clock);
       await poolWithRanges(api, clock, 45);
-      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: interruptedTable(api.container.table, { nth: 2, kill: true }) });
+      const killed = api.sibling({
+        clock,
+        viewMaxAgeMs: 0,
+        table: interruptedTable(api.container.table, { nth: 2, kill: true }),
+      });
       // Act 1: the deletion stops after its first part
       const deleted = await killed.call('DELETE', '/v1/pools/p');
       // Assess 1: accepted, not found nor failed; the pool is gone for reads, and its name is not free yet
@@ -169,7 +214,9 @@ export function poolDeleteCases(streams: StreamEngine): void {
       expect((await api.call('DELETE', '/v1/pools/p')).status).toBe(404);
       expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
       expect((await api.call('GET', '/v1/pools/p/ranges')).body.items).toEqual([]);
-      expect((await api.container.table.query({ partition: 'POOL#p', consistent: true })).items.map((i) => i.SK)).toEqual(['#POOL']);
+      expect(
+        (await api.container.table.query({ partition: 'POOL#p', consistent: true })).items.map((i) => i.SK),
+      ).toEqual(['#POOL']);
     });
 
     it('gives back a claim a warm container commits from a view read before the mark: 404, and nothing of it is left', async () => {
@@ -179,14 +226,24 @@ export function poolDeleteCases(streams: StreamEngine): void {
       await poolWithRanges(api, clock, 2);
       const warm = api.sibling({ clock, viewMaxAgeMs: 60_000 });
       expect((await warm.call('GET', '/v1/pools/p/claims')).status).toBe(200);
-      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: interruptedTable(api.container.table, { nth: 1, kill: true }) });
+      const killed = api.sibling({
+        clock,
+        viewMaxAgeMs: 0,
+        table: interruptedTable(api.container.table, { nth: 1, kill: true }),
+      });
       expect((await killed.call('DELETE', '/v1/pools/p')).status).toBe(202);
       // Act
       const late = await warm.call('POST', '/v1/pools/p/claims', { name: 'late', owner: owner('late') });
       // Assess: refused after its commit (the generation changed, no pool), its leases given back
       expect(late.status, JSON.stringify(late.body)).toBe(404);
       expect(await api.container.table.get({ PK: 'CLAIM#p#late', SK: 'CLAIM' })).toBeUndefined();
-      const leases = await Promise.all(['IPv4'].flatMap((family) => [0, 1, 2, 3].map((shard) => api.container.table.query({ index: 'GSI1', partition: `ADDR#p#${family}#${shard}` }))));
+      const leases = await Promise.all(
+        ['IPv4'].flatMap((family) =>
+          [0, 1, 2, 3].map((shard) =>
+            api.container.table.query({ index: 'GSI1', partition: `ADDR#p#${family}#${shard}` }),
+          ),
+        ),
+      );
       expect(leases.flatMap((page) => page.items)).toEqual([]);
     });
 
@@ -198,7 +255,11 @@ export function poolDeleteCases(streams: StreamEngine): void {
       const ofPool = (pool: string) => new RegExp(`(^|#)${pool}(#|$)`);
       /** What is left of `pool`, but its tombstone and what stays until its TTL by design (holdings, events). */
       const left = async (pool: string) =>
-        (await allItems(api.container.table)).filter((i) => (ofPool(pool).test(i.PK as string) || ofPool(pool).test(i.SK as string)) && !['poolGone', 'holding', 'event'].includes(i.entity as string));
+        (await allItems(api.container.table)).filter(
+          (i) =>
+            (ofPool(pool).test(i.PK as string) || ofPool(pool).test(i.SK as string)) &&
+            !['poolGone', 'holding', 'event'].includes(i.entity as string),
+        );
       const answers: number[] = [];
       // Every position in memory; a sample of them on DynamoDB Local (the same code over the reference engine: the suite's time).
       const positions = streams.engine.name === 'memory' ? Array.from({ length: 30 }, (_, i) => i + 1) : [1, 4, 12, 30];
@@ -213,10 +274,21 @@ export function poolDeleteCases(streams: StreamEngine): void {
           if ((writes += 1) === n) throw new Error('the Lambda was stopped here (test)');
         };
         const inner = api.container.table;
-        const stopping: Table = { ...inner, name: inner.name, get: (k) => inner.get(k), batchGet: (k, a) => inner.batchGet(k, a), query: (q) => inner.query(q), describe: () => inner.describe(), write: async (op) => (await stopAt(), inner.write(op)), transact: async (ops) => (await stopAt(), inner.transact(ops)) };
+        const stopping: Table = {
+          ...inner,
+          name: inner.name,
+          get: (k) => inner.get(k),
+          batchGet: (k, a) => inner.batchGet(k, a),
+          query: (q) => inner.query(q),
+          describe: () => inner.describe(),
+          write: async (op) => (await stopAt(), inner.write(op)),
+          transact: async (ops) => (await stopAt(), inner.transact(ops)),
+        };
         // Act: the deletion stops at its n-th write; then a DELETE again, and the reconciler's step for the pool
         // (finalizePool: a stop after the pool item went leaves only the pending entry, which a DELETE cannot reach)
-        const first = await api.sibling({ clock, viewMaxAgeMs: 0, table: stopping }).call('DELETE', `/v1/pools/${pool}`);
+        const first = await api
+          .sibling({ clock, viewMaxAgeMs: 0, table: stopping })
+          .call('DELETE', `/v1/pools/${pool}`);
         answers.push(first.status);
         const again = await api.call('DELETE', `/v1/pools/${pool}`);
         await api.container.deps.pools.finalizePool(pool);
@@ -236,7 +308,11 @@ export function poolDeleteCases(streams: StreamEngine): void {
       const clock = new ManualClock(Date.now());
       const { api } = await stack(clock);
       await poolWithRanges(api, clock, 3);
-      const killed = api.sibling({ clock, viewMaxAgeMs: 0, table: interruptedTable(api.container.table, { nth: 1, kill: true }) });
+      const killed = api.sibling({
+        clock,
+        viewMaxAgeMs: 0,
+        table: interruptedTable(api.container.table, { nth: 1, kill: true }),
+      });
       expect((await killed.call('DELETE', '/v1/pools/p')).status).toBe(202);
       // Act
       const again = await api.call('DELETE', '/v1/pools/p');

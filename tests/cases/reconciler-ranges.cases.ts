@@ -14,7 +14,10 @@ export function reconcilerRangesCases(engine: TestEngine): void {
   describe(`Reconciler: row 13, leases outside every range (${engine.name}; issue 15, defect 5)`, () => {
     /** Pool 'p' with ranges 'gone' (10.0.0.0/24) and 'kept' (10.1.0.0/24); claim 'web' holds 10.0.0.7 of 'gone'. */
     async function leaseInGoneRange(h: ReconcilerHarness): Promise<{ uid: string }> {
-      await h.pool('p', [{ cidr: '10.0.0.0/24', name: 'gone' }, { cidr: '10.1.0.0/24', name: 'kept' }]);
+      await h.pool('p', [
+        { cidr: '10.0.0.0/24', name: 'gone' },
+        { cidr: '10.1.0.0/24', name: 'kept' },
+      ]);
       const web = await h.claim('p', { name: 'web', owner: owner('a'), addresses: ['10.0.0.7'] });
       // The range item is removed under the claim, as the code before the post-commit check could do.
       await h.remove(keys.range('p', 'gone'));
@@ -32,7 +35,11 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       // Assess
       expect(first.repairs.LeaseOutsideRange).toBe(1);
       expect(second.repairs.LeaseOutsideRange).toBe(0);
-      expect(await h.get(keys.lease('p', '10.0.0.7'))).toMatchObject({ claim: 'web', claimUid: web.uid, range: 'gone' });
+      expect(await h.get(keys.lease('p', '10.0.0.7'))).toMatchObject({
+        claim: 'web',
+        claimUid: web.uid,
+        range: 'gone',
+      });
       expect((await h.api.call('GET', '/v1/pools/p/claims/web')).status).toBe(200);
       const events = await h.events('p');
       expect(events).toEqual([expect.objectContaining({ reason: 'LeaseOutsideRange', object: 'lease/10.0.0.7' })]);
@@ -64,7 +71,10 @@ export function reconcilerRangesCases(engine: TestEngine): void {
     it('does not report leases of a Terminating range, nor a lease whose range is gone but that another range covers', async () => {
       // Prepare: 'lonely' is Terminating with its lease; 'narrow' is removed, but 'wide' (Ready) covers its lease
       const h = await harness();
-      await h.pool('p', [{ cidr: '10.0.0.0/25', name: 'narrow' }, { cidr: '10.1.0.0/24', name: 'lonely' }]);
+      await h.pool('p', [
+        { cidr: '10.0.0.0/25', name: 'narrow' },
+        { cidr: '10.1.0.0/24', name: 'lonely' },
+      ]);
       await h.claim('p', { name: 'in-narrow', owner: owner('a'), addresses: ['10.0.0.5'] });
       await h.claim('p', { name: 'in-lonely', owner: owner('b'), addresses: ['10.1.0.5'] });
       expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24', name: 'wide' })).status).toBe(201);
@@ -78,14 +88,16 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       expect(await h.events('p')).toEqual([]);
     });
 
-    it('confirms with a consistent read of the pool: a range the run\'s views missed prevents the report', async () => {
+    it("confirms with a consistent read of the pool: a range the run's views missed prevents the report", async () => {
       // Prepare: the run's list of pool views lacks 'gone' (as if read before it was created)
       const h = await harness();
       await h.pool('p', [{ cidr: '10.0.0.0/24', name: 'gone' }]);
       await h.claim('p', { name: 'web', owner: owner('a'), addresses: ['10.0.0.7'] });
       h.clock.advance(MIN + 1_000);
       const withoutRanges = (store: ReconcileStore): ReconcileStore =>
-        Object.assign(Object.create(store) as ReconcileStore, { listPoolViews: async () => (await store.listPoolViews()).map((v) => ({ ...v, ranges: [] })) });
+        Object.assign(Object.create(store) as ReconcileStore, {
+          listPoolViews: async () => (await store.listPoolViews()).map((v) => ({ ...v, ranges: [] })),
+        });
       // Act
       const report = await h.run({ wrap: withoutRanges });
       // Assess
@@ -96,7 +108,10 @@ export function reconcilerRangesCases(engine: TestEngine): void {
 
   describe(`Reconciler: row 11, finalizing a legacy range and its slot (${engine.name})`, () => {
     const slots = async (h: ReconcilerHarness) =>
-      (await allItems(h.table)).filter((i) => i.entity === 'legacySlot').map((i) => `${i.SK as string}=${i.range as string}`).sort();
+      (await allItems(h.table))
+        .filter((i) => i.entity === 'legacySlot')
+        .map((i) => `${i.SK as string}=${i.range as string}`)
+        .sort();
 
     /** A pool 'p' whose legacy IPv4 range 'leg' held claim 'c' when its deletion was asked for (202), then lost it. */
     async function terminatingLegacy(h: ReconcilerHarness): Promise<void> {
@@ -113,7 +128,8 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       await terminatingLegacy(h);
       expect(await slots(h)).toEqual(['LEGACY#IPv4=leg']);
       // The release of c bumped one shard of the range's freed counter (writes/freed.ts).
-      const counters = async () => (await allItems(h.table)).filter((i) => i.entity === 'freed' || i.entity === 'seals').map((i) => i.n);
+      const counters = async () =>
+        (await allItems(h.table)).filter((i) => i.entity === 'freed' || i.entity === 'seals').map((i) => i.n);
       expect(await counters()).toEqual([1]);
       // Act
       const report = await h.run();
@@ -122,7 +138,9 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
       expect(await slots(h)).toEqual([]);
       expect(await counters()).toEqual([]);
-      expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.6.0.0/24', name: 'leg2', legacy: true })).status).toBe(201);
+      expect(
+        (await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.6.0.0/24', name: 'leg2', legacy: true })).status,
+      ).toBe(201);
       expect(await slots(h)).toEqual(['LEGACY#IPv4=leg2']);
     });
 
@@ -140,7 +158,7 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       expect(await slots(h)).toEqual([]);
     });
 
-    it('leaves a slot that names another legacy range alone when removing an old table\'s second legacy range', async () => {
+    it("leaves a slot that names another legacy range alone when removing an old table's second legacy range", async () => {
       // Prepare: an old table let two legacy IPv4 ranges in; the slot names the other one, 'keep'
       const h = await harness();
       await terminatingLegacy(h);

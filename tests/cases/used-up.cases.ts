@@ -3,7 +3,14 @@ import { testApi, type ApiResponse, type TestApi } from '../support/api.ts';
 import { withSummaryLag, type TestEngine } from '../support/engines.ts';
 import { owner } from '../support/fakes.ts';
 import { countingStores } from '../support/counting.ts';
-import { leaseOf, owner as harnessOwner, reconcilerHarness, T0, testSettings, type ReconcilerHarness } from '../support/reconciler.ts';
+import {
+  leaseOf,
+  owner as harnessOwner,
+  reconcilerHarness,
+  T0,
+  testSettings,
+  type ReconcilerHarness,
+} from '../support/reconciler.ts';
 import { digestOfCounters } from '../../shared/core/used-up/rule.ts';
 import { releasedLease } from '../../shared/core/model.ts';
 
@@ -29,7 +36,6 @@ export function usedUpCases(engine: TestEngine): void {
 
   const addressOf = (r: ApiResponse): string => (r.body.addresses as { address: string }[])[0]!.address;
 
-
   describe(`Used-up decisions are exact (${lagging.name}; issue 20)`, () => {
     it('keeps all 110 dynamic claims of 8 racing callers on a /25 in its upper band (.17-.126), the lower band untouched', async () => {
       // Prepare: 126 hosts, the lower band .1-.16 kept for static addresses, exactly 110 in the upper band
@@ -43,7 +49,12 @@ export function usedUpCases(engine: TestEngine): void {
         Array.from({ length: 8 }, async (_, caller) => {
           while (next < 110) {
             const i = next++;
-            results.push(await containers[caller % containers.length]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) }));
+            results.push(
+              await containers[caller % containers.length]!.call('POST', '/v1/pools/p/claims', {
+                name: `c${i}`,
+                owner: owner(`u${i}`),
+              }),
+            );
           }
         }),
       );
@@ -53,7 +64,10 @@ export function usedUpCases(engine: TestEngine): void {
       expect(new Set(lastOctets).size).toBe(110);
       expect(lastOctets.filter((o) => o < 17).sort((a, b) => a - b)).toEqual([]);
       // The lower band is still there for a static address.
-      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'dns', owner: owner('dns'), addresses: ['10.0.0.10'] })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools/p/claims', { name: 'dns', owner: owner('dns'), addresses: ['10.0.0.10'] }))
+          .status,
+      ).toBe(201);
     });
 
     it('answers no RangeFull while an address is free when 16 racing callers fill a /24 and take back 24 released addresses (count them: none)', async () => {
@@ -67,8 +81,12 @@ export function usedUpCases(engine: TestEngine): void {
       // Every request's start and end on one counter of events, so "before" and "after" are exact whatever the
       // engine's speed: per address, the requests that took it and those that released it.
       let tick = 0;
-      const spans = new Map<string, { taken: { start: number; end: number }[]; freed: { start: number; end: number }[] }>();
-      const spansOf = (address: string) => spans.get(address) ?? spans.set(address, { taken: [], freed: [{ start: 0, end: 0 }] }).get(address)!;
+      const spans = new Map<
+        string,
+        { taken: { start: number; end: number }[]; freed: { start: number; end: number }[] }
+      >();
+      const spansOf = (address: string) =>
+        spans.get(address) ?? spans.set(address, { taken: [], freed: [{ start: 0, end: 0 }] }).get(address)!;
       const names: string[] = [];
       const refusals: { start: number; end: number }[] = [];
       let filled!: () => void;
@@ -96,7 +114,10 @@ export function usedUpCases(engine: TestEngine): void {
         ...Array.from({ length: 16 }, async (_, caller) => {
           for (let n = 0; names.length < size + released && n < 4 * size; n += 1) {
             const start = (tick += 1);
-            const res = await containers[caller]!.call('POST', '/v1/pools/p/claims', { name: `c${caller}-${n}`, owner: owner(`u${caller}-${n}`) });
+            const res = await containers[caller]!.call('POST', '/v1/pools/p/claims', {
+              name: `c${caller}-${n}`,
+              owner: owner(`u${caller}-${n}`),
+            });
             const end = (tick += 1);
             if (res.status === 201) {
               spansOf(addressOf(res)).taken.push({ start, end });
@@ -105,8 +126,8 @@ export function usedUpCases(engine: TestEngine): void {
             } else if (res.body.code === 'RangeFull') {
               refusals.push({ start, end });
               if (names.length < size + released) await nextRelease();
-            }
-            else if (res.status !== 503) throw new Error(`caller ${caller}: ${res.status} ${JSON.stringify(res.body)}`);
+            } else if (res.status !== 503)
+              throw new Error(`caller ${caller}: ${res.status} ${JSON.stringify(res.body)}`);
           }
         }),
       ]);
@@ -119,8 +140,13 @@ export function usedUpCases(engine: TestEngine): void {
       };
       const hosts = Array.from({ length: size }, (_, i) => `10.0.1.${i + 1}`);
       const falseRangeFull = refusals.filter((r) => hosts.some((h) => surelyFree(h, r.start, r.end)));
-      expect({ allocated: names.length, falseRangeFull: falseRangeFull.length }).toEqual({ allocated: size + released, falseRangeFull: 0 });
-      expect((await api.sibling().call('POST', '/v1/pools/p/claims', { name: 'one-more', owner: owner('x') })).body.code).toBe('RangeFull');
+      expect({ allocated: names.length, falseRangeFull: falseRangeFull.length }).toEqual({
+        allocated: size + released,
+        falseRangeFull: 0,
+      });
+      expect(
+        (await api.sibling().call('POST', '/v1/pools/p/claims', { name: 'one-more', owner: owner('x') })).body.code,
+      ).toBe('RangeFull');
     }, 120_000);
   });
 
@@ -133,21 +159,38 @@ export function usedUpCases(engine: TestEngine): void {
    * The summary stays one lease change behind (the engine's lag), so the next claim's summary still shows a freed
    * upper-band address taken: only the seal check (or its bulk read) can find it.
    */
-  async function sealedUpperBand(h: ReconcilerHarness, pool: Record<string, unknown> = {}, fill: (i: number) => Record<string, unknown> = () => ({})) {
+  async function sealedUpperBand(
+    h: ReconcilerHarness,
+    pool: Record<string, unknown> = {},
+    fill: (i: number) => Record<string, unknown> = () => ({}),
+  ) {
     expect((await h.api.call('POST', '/v1/pools', { name: 'p', ...pool })).status).toBe(201);
     expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.60.0.0/27' })).status).toBe(201);
     const filled: Awaited<ReturnType<ReconcilerHarness['claim']>>[] = [];
-    for (let i = 0; i < 14; i += 1) filled.push(await h.claim('p', { name: `u${i}`, owner: harnessOwner(`u${i}`), ...fill(i) }));
-    expect(filled.map((c) => octet(c.addresses[0]!.address)).sort((a, b) => a - b)).toEqual(Array.from({ length: 14 }, (_, i) => 17 + i));
+    for (let i = 0; i < 14; i += 1)
+      filled.push(await h.claim('p', { name: `u${i}`, owner: harnessOwner(`u${i}`), ...fill(i) }));
+    expect(filled.map((c) => octet(c.addresses[0]!.address)).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 14 }, (_, i) => 17 + i),
+    );
     const sealer = await h.claim('p', { name: 'sealer', owner: harnessOwner('sealer') });
     expect(octet(sealer.addresses[0]!.address)).toBeLessThan(17);
     // The cases below are about what breaks this seal: it must be there (a case would pass with sealing off too).
-    expect(Object.keys((await h.api.container.stores.seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!.seals)).toContain('upper_0');
+    expect(
+      Object.keys((await h.api.container.stores.seals.readSeals('p', ['10.60.0.0-27'])).get('10.60.0.0-27')!.seals),
+    ).toContain('upper_0');
     return { address: (i: number) => filled[i]!.addresses[0]!.address };
   }
 
   /** A container whose owner index shows nothing held (as it lags a release by up to a second or so). */
-  const indexLagging = (h: ReconcilerHarness): TestApi => h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0, wrapStores: (s) => ({ ...s, leases: new Proxy(s.leases, { get: (t, p, r) => (p === 'heldFor' ? async () => [] : Reflect.get(t, p, r)) }) }) });
+  const indexLagging = (h: ReconcilerHarness): TestApi =>
+    h.api.sibling({
+      clock: h.clock,
+      viewMaxAgeMs: 0,
+      wrapStores: (s) => ({
+        ...s,
+        leases: new Proxy(s.leases, { get: (t, p, r) => (p === 'heldFor' ? async () => [] : Reflect.get(t, p, r)) }),
+      }),
+    });
 
   /** Another container: what it frees its own hint knows, the claiming container's does not. */
   const elsewhere = (h: ReconcilerHarness): TestApi => h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0 });
@@ -163,7 +206,9 @@ export function usedUpCases(engine: TestEngine): void {
       const counted = h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0, wrapStores: countingStores(counts) });
       // Act: one more claim while the band stays sealed, then a release of u3 and a claim after it
       const lower = await counted.call('POST', '/v1/pools/p/claims', { name: 'cheap', owner: harnessOwner('cheap') });
-      const sealedCounts = Object.fromEntries([...counts].filter(([k]) => k === 'readSeals' || k === 'leaseStates' || k === 'seal'));
+      const sealedCounts = Object.fromEntries(
+        [...counts].filter(([k]) => k === 'readSeals' || k === 'leaseStates' || k === 'seal'),
+      );
       expect((await elsewhere(h).call('DELETE', '/v1/pools/p/claims/u3')).status).toBe(204);
       const next = await h.claim('p', { name: 'next', owner: harnessOwner('next') });
       // Assess: the sealed band cost one read of its counters (the lower band's few candidates one batch), no bulk read
@@ -199,18 +244,30 @@ export function usedUpCases(engine: TestEngine): void {
       expect((await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.62.0.0/23' })).status).toBe(201);
       const range = '10.62.0.0-23';
       const upper = Array.from({ length: 479 }, (_, i) => `10.62.${Math.floor((32 + i) / 256)}.${(32 + i) % 256}`);
-      for (let i = 0; i < upper.length; i += 32) await Promise.all(upper.slice(i, i + 32).map((address, j) => h.putLease(leaseOf('p', address, range, `seed-${i + j}`, `seed-uid-${i + j}`, T0 - 60_000))));
+      for (let i = 0; i < upper.length; i += 32)
+        await Promise.all(
+          upper
+            .slice(i, i + 32)
+            .map((address, j) =>
+              h.putLease(leaseOf('p', address, range, `seed-${i + j}`, `seed-uid-${i + j}`, T0 - 60_000)),
+            ),
+        );
       const counts = new Map<string, number>();
       const counted = h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0, wrapStores: countingStores(counts) });
       // Act: a claim goes to the lower band (the upper band read and sealed part by part), then another
       const first = await h.claim('p', { name: 'first', owner: harnessOwner('first') });
       const sealed = (await h.api.container.stores.seals.readSeals('p', [range])).get(range)!;
-      const second = await counted.call('POST', '/v1/pools/p/claims', { name: 'second', owner: harnessOwner('second') });
+      const second = await counted.call('POST', '/v1/pools/p/claims', {
+        name: 'second',
+        owner: harnessOwner('second'),
+      });
       // Assess
       const lowerBand = (address: string): boolean => address.startsWith('10.62.0.') && octet(address) < 32;
       expect([lowerBand(first.addresses[0]!.address), lowerBand(addressOf(second))]).toEqual([true, true]);
       expect(Object.keys(sealed.seals).sort()).toEqual(Array.from({ length: 3 }, (_, k) => `upper_${k}`));
-      expect(Object.values(sealed.seals).map((seal) => seal.freed)).toEqual(Array.from({ length: 3 }, () => digestOfCounters([[range, sealed.freed]])));
+      expect(Object.values(sealed.seals).map((seal) => seal.freed)).toEqual(
+        Array.from({ length: 3 }, () => digestOfCounters([[range, sealed.freed]])),
+      );
       expect([counts.get('readSeals'), counts.get('seal') ?? 0]).toEqual([1, 0]);
     });
 
@@ -222,15 +279,32 @@ export function usedUpCases(engine: TestEngine): void {
       const small = Array.from({ length: 29 }, (_, i) => `10.64.0.${4 * i}/30`);
       await h.pool('p', ['10.64.0.0/25', ...small]);
       const hosts = Array.from({ length: 126 }, (_, i) => `10.64.0.${i + 1}`);
-      for (let i = 0; i < hosts.length; i += 32) await Promise.all(hosts.slice(i, i + 32).map((address, j) => h.putLease(leaseOf('p', address, '10.64.0.0-25', `seed-${i + j}`, `seed-uid-${i + j}`, T0 - 60_000))));
+      for (let i = 0; i < hosts.length; i += 32)
+        await Promise.all(
+          hosts
+            .slice(i, i + 32)
+            .map((address, j) =>
+              h.putLease(leaseOf('p', address, '10.64.0.0-25', `seed-${i + j}`, `seed-uid-${i + j}`, T0 - 60_000)),
+            ),
+        );
       // Act: two claims, the second after the first sealed what it read
       const first = await h.api.call('POST', '/v1/pools/p/claims', { name: 'first', owner: harnessOwner('first') });
-      const second = await h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0 }).call('POST', '/v1/pools/p/claims', { name: 'second', owner: harnessOwner('second') });
+      const second = await h.api
+        .sibling({ clock: h.clock, viewMaxAgeMs: 0 })
+        .call('POST', '/v1/pools/p/claims', { name: 'second', owner: harnessOwner('second') });
       // Assess
-      expect([first.status, first.body.code, second.status, second.body.code]).toEqual([409, 'RangeFull', 409, 'RangeFull']);
+      expect([first.status, first.body.code, second.status, second.body.code]).toEqual([
+        409,
+        'RangeFull',
+        409,
+        'RangeFull',
+      ]);
       const sealed = (await h.api.container.stores.seals.readSeals('p', ['10.64.0.0-25'])).get('10.64.0.0-25')!;
       expect(Object.keys(sealed.seals).sort()).toEqual(['lower_0', 'upper_0']);
-      const read = await h.api.container.stores.seals.readSeals('p', ['10.64.0.0-25', ...small.map((c) => c.replace('/', '-'))]);
+      const read = await h.api.container.stores.seals.readSeals('p', [
+        '10.64.0.0-25',
+        ...small.map((c) => c.replace('/', '-')),
+      ]);
       expect(sealed.seals.upper_0!.freed).toBe(digestOfCounters([...read].map(([range, r]) => [range, r.freed])));
       // One digest of the 30 counters, not their shards (~6 KB) nor a digest each (~1.1 KB): the seal stays small
       // whatever the number of overlapping ranges, so a seals item of 32 parts never nears DynamoDB's 400 KB.
@@ -241,7 +315,9 @@ export function usedUpCases(engine: TestEngine): void {
       const h = await reconcilerHarness({ engine: oneBehind });
       const { address } = await sealedUpperBand(h);
       expect((await elsewhere(h).call('DELETE', '/v1/pools/p/owners/u5')).body.released).toEqual(['u5']);
-      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(address(5));
+      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(
+        address(5),
+      );
     });
 
     it('takes an upper-band address whose orphaned lease the reconciler released after the band was sealed', async () => {
@@ -254,7 +330,9 @@ export function usedUpCases(engine: TestEngine): void {
       await h.run();
       // Assess
       expect(await h.get({ PK: `LEASE#p#${address(7)}`, SK: 'LEASE' })).toBeUndefined();
-      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(address(7));
+      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(
+        address(7),
+      );
     });
 
     it('takes an upper-band address whose claim was renewed to an earlier expiry that has passed', async () => {
@@ -262,7 +340,9 @@ export function usedUpCases(engine: TestEngine): void {
       const { address } = await sealedUpperBand(h, {}, () => ({ ttlSeconds: 3600 }));
       expect((await elsewhere(h).call('POST', '/v1/pools/p/claims/u2/renew', { ttlSeconds: 30 })).status).toBe(200);
       h.clock.advance(31_000);
-      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(address(2));
+      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(
+        address(2),
+      );
     });
 
     it('keeps a seal through a renewal that extends an expiry: no counter moves, and the next lower-band claim reads only the seal', async () => {
@@ -281,10 +361,12 @@ export function usedUpCases(engine: TestEngine): void {
       // Assess
       expect(after).toEqual(before);
       expect(octet(addressOf(lower))).toBeLessThan(17);
-      expect(Object.fromEntries([...counts].filter(([k]) => k === 'readSeals' || k === 'leaseStates' || k === 'seal'))).toEqual({ leaseStates: 1, readSeals: 1 });
+      expect(
+        Object.fromEntries([...counts].filter(([k]) => k === 'readSeals' || k === 'leaseStates' || k === 'seal')),
+      ).toEqual({ leaseStates: 1, readSeals: 1 });
     });
 
-    it('renews only while the claim\'s expiry is the one read: a renewal from a stale read is sent back to read again and moves nothing', async () => {
+    it("renews only while the claim's expiry is the one read: a renewal from a stale read is sent back to read again and moves nothing", async () => {
       // Prepare: u2 read with its first expiry, then renewed by another request
       const h = await reconcilerHarness({ engine: oneBehind });
       await sealedUpperBand(h, {}, () => ({ ttlSeconds: 3600 }));
@@ -303,7 +385,9 @@ export function usedUpCases(engine: TestEngine): void {
       const h = await reconcilerHarness({ engine: oneBehind });
       const { address } = await sealedUpperBand(h, {}, (i) => (i === 9 ? { ttlSeconds: 60 } : {}));
       h.clock.advance(61_000);
-      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(address(9));
+      expect((await h.claim('p', { name: 'next', owner: harnessOwner('next') })).addresses[0]!.address).toBe(
+        address(9),
+      );
     });
 
     it('gives an owner its own held upper-band address back though its owner index lags, while another owner goes to the lower band', async () => {
@@ -314,22 +398,30 @@ export function usedUpCases(engine: TestEngine): void {
       // Act: another owner's claim (reads the band again, finds it used up for anyone but pod-u4, seals it so); then
       // pod-u4's new incarnation, whose owner index shows nothing held yet
       const other = await h.claim('p', { name: 'other', owner: harnessOwner('other') });
-      const back = await indexLagging(h).call('POST', '/v1/pools/p/claims', { name: 'back', owner: harnessOwner('u4-new', 'pod-u4') });
+      const back = await indexLagging(h).call('POST', '/v1/pools/p/claims', {
+        name: 'back',
+        owner: harnessOwner('u4-new', 'pod-u4'),
+      });
       // Assess
       expect(octet(other.addresses[0]!.address)).toBeLessThan(17);
       expect(back.status).toBe(201);
       expect(addressOf(back)).toBe(address(4));
     });
 
-    it("gives an owner back the upper-band address a replacing claim of another owner left held for it", async () => {
+    it('gives an owner back the upper-band address a replacing claim of another owner left held for it', async () => {
       // Prepare: a pool with a reuse delay; u6's claim has a TTL and expires (its lease stays held for the delay)
       const h = await reconcilerHarness({ engine: oneBehind });
-      const { address } = await sealedUpperBand(h, { reuseDelaySeconds: 600 }, (i) => (i === 6 ? { ttlSeconds: 60 } : {}));
+      const { address } = await sealedUpperBand(h, { reuseDelaySeconds: 600 }, (i) =>
+        i === 6 ? { ttlSeconds: 60 } : {},
+      );
       h.clock.advance(61_000);
       // Act: another owner takes the name u6 (its commit turns u6's lease into one held for pod-u6); then pod-u6's
       // new incarnation claims, its owner index showing nothing held yet
       const replacing = await h.claim('p', { name: 'u6', owner: harnessOwner('z') });
-      const back = await indexLagging(h).call('POST', '/v1/pools/p/claims', { name: 'back', owner: harnessOwner('u6-new', 'pod-u6') });
+      const back = await indexLagging(h).call('POST', '/v1/pools/p/claims', {
+        name: 'back',
+        owner: harnessOwner('u6-new', 'pod-u6'),
+      });
       // Assess
       expect(octet(replacing.addresses[0]!.address)).toBeLessThan(17);
       expect(back.status).toBe(201);
@@ -347,7 +439,9 @@ export function usedUpCases(engine: TestEngine): void {
       expect((await h.api.call('DELETE', '/v1/pools/p/ranges/10.60.0.0-27')).status).toBe(204);
       // The other 29 hosts through b, then a RangeFull: both bands read used up
       for (let i = 0; i < 29; i += 1) await h.claim('p', { name: `f${i}`, owner: harnessOwner(`f${i}`) });
-      expect((await h.api.call('POST', '/v1/pools/p/claims', { name: 'full', owner: harnessOwner('full') })).body.code).toBe('RangeFull');
+      expect(
+        (await h.api.call('POST', '/v1/pools/p/claims', { name: 'full', owner: harnessOwner('full') })).body.code,
+      ).toBe('RangeFull');
       // Act: x released from another container; the summary (one change behind) still shows its address taken
       expect((await elsewhere(h).call('DELETE', '/v1/pools/p/claims/x')).status).toBe(204);
       const next = await h.api.call('POST', '/v1/pools/p/claims', { name: 'next', owner: harnessOwner('next') });
@@ -365,7 +459,18 @@ export function usedUpCases(engine: TestEngine): void {
       const upper = Array.from({ length: 479 }, (_, i) => `10.62.${Math.floor((32 + i) / 256)}.${(32 + i) % 256}`);
       const hold = { reusableAt: T0 + 600_000, releasedAt: new Date(T0).toISOString() };
       for (let i = 0; i < upper.length; i += 32) {
-        await Promise.all(upper.slice(i, i + 32).map((address, j) => h.putLease(releasedLease(leaseOf('p', address, '10.62.0.0-23', `seed-${i + j}`, `seed-uid-${i + j}`, T0 - 60_000), hold))));
+        await Promise.all(
+          upper
+            .slice(i, i + 32)
+            .map((address, j) =>
+              h.putLease(
+                releasedLease(
+                  leaseOf('p', address, '10.62.0.0-23', `seed-${i + j}`, `seed-uid-${i + j}`, T0 - 60_000),
+                  hold,
+                ),
+              ),
+            ),
+        );
       }
       // Act
       const res = await h.api.call('POST', '/v1/pools/p/claims', { name: 'new', owner: harnessOwner('new') });

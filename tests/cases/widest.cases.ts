@@ -43,17 +43,33 @@ const widest: fc.Arbitrary<Widest> = fc.record({
 });
 
 /** `n` characters of `char` after `tag` (a four-byte character counts two, as JavaScript and the API count it). */
-const filled = (tag: string, char: string, n: number): string => tag + char.repeat(Math.floor((n - tag.length) / char.length));
+const filled = (tag: string, char: string, n: number): string =>
+  tag + char.repeat(Math.floor((n - tag.length) / char.length));
 const dns = (tag: string, n: number): string => tag + 'a'.repeat(n - tag.length);
 
 /** A claim of pool `pool` at its widest: 64 addresses over `input.ranges` ranges, its owner `who`. */
 function wideClaim(pool: string, name: string, who: string, input: Widest, at: number, offset: number): Claim {
   const rangeName = (i: number) => `r${i % input.ranges}`.padEnd(NameLimits.rangeName, 'x');
   const addresses: ClaimAddress[] = [
-    ...Array.from({ length: MAX_BATCH_COUNT }, (_, i): ClaimAddress => ({ address: `10.${offset}.${i}.1`, family: 'IPv4', range: rangeName(i) })),
-    ...Array.from({ length: MAX_BATCH_COUNT }, (_, i): ClaimAddress => ({ address: `fd00:${offset}::${(i + 1).toString(16)}`, family: 'IPv6', range: rangeName(MAX_BATCH_COUNT + i) })),
+    ...Array.from(
+      { length: MAX_BATCH_COUNT },
+      (_, i): ClaimAddress => ({ address: `10.${offset}.${i}.1`, family: 'IPv4', range: rangeName(i) }),
+    ),
+    ...Array.from(
+      { length: MAX_BATCH_COUNT },
+      (_, i): ClaimAddress => ({
+        address: `fd00:${offset}::${(i + 1).toString(16)}`,
+        family: 'IPv6',
+        range: rangeName(MAX_BATCH_COUNT + i),
+      }),
+    ),
   ];
-  const labels = Object.fromEntries(Array.from({ length: LabelLimits.count }, (_, i) => [`${dns(`l${i}.`, LabelLimits.prefix)}/${dns(`k${i}`, LabelLimits.name)}`, filled(`v${i}`, input.char === 'o' ? 'v' : 'v', LabelLimits.value)]));
+  const labels = Object.fromEntries(
+    Array.from({ length: LabelLimits.count }, (_, i) => [
+      `${dns(`l${i}.`, LabelLimits.prefix)}/${dns(`k${i}`, LabelLimits.name)}`,
+      filled(`v${i}`, input.char === 'o' ? 'v' : 'v', LabelLimits.value),
+    ]),
+  );
   const field = (tag: string) => filled(`${tag}${who}`, input.char, NameLimits.ownerField);
   return {
     pool,
@@ -79,7 +95,10 @@ function wideClaim(pool: string, name: string, who: string, input: Widest, at: n
 
 /** Every item of the pool's claim and leases is within 400 KB (the engines refuse more; this names the offender). */
 async function itemsWithin(table: Table, claim: Claim): Promise<void> {
-  const items = await table.batchGet([keys.claim(claim.pool, claim.name), ...claim.addresses.map((a) => keys.lease(claim.pool, a.address))]);
+  const items = await table.batchGet([
+    keys.claim(claim.pool, claim.name),
+    ...claim.addresses.map((a) => keys.lease(claim.pool, a.address)),
+  ]);
   for (const item of items) expect(plainItemSize(item), String(item.PK)).toBeLessThanOrEqual(ITEM_BYTES_LIMIT);
 }
 
@@ -97,62 +116,108 @@ export function widestCases(engine: TestEngine, numRuns: number, timeoutMs = 60_
       return { table, stores: tableStores(table, { shards: 4, cursorSecret: 'widest' }) };
     }
 
-    it('commits, renews earlier, releases and replaces a wide claim, and the reconciler releases one with its event', async () => {
-      const { table, stores } = await storesOf();
-      await fc.assert(
-        fc.asyncProperty(widest, async (input) => {
-          const p = pool();
-          const name = dns('c', NameLimits.label);
-          const claim = wideClaim(p, name, 'a', input, T0, 1);
-          const leases = (c: Claim) => c.addresses.map((a) => leaseOfClaim(c, a));
-          // Commit, then renew to an earlier expiry (every range's counter bumped)
-          expect(await stores.claims.commitClaim(claim, leases(claim), T0)).toEqual({ kind: 'committed' });
-          await itemsWithin(table, claim);
-          expect(await stores.claims.renewClaim(claim, T0 + 60_000)).toBe('renewed');
-          const renewed = { ...claim, expiresAt: T0 + 60_000, version: 2 };
-          // Expired: another owner's claim of the same name replaces it, its leases held for their owner
-          const hold: Hold = { reusableAt: T0 + 7_200_000, releasedAt: new Date(T0 + 61_000).toISOString() };
-          const next = wideClaim(p, name, 'b', input, T0 + 61_000, 2);
-          expect(await stores.claims.commitClaim(next, leases(next), T0 + 61_000, { claim: renewed, hold })).toEqual({ kind: 'committed' });
-          const held = await table.batchGet(claim.addresses.map((a) => keys.lease(p, a.address)));
-          expect(held.map((l) => l.state)).toEqual(Array(claim.addresses.length).fill('Released'));
-          // A client's release of the new one (into a reuse delay or not)
-          expect(await stores.claims.releaseClaim(next, 1, input.hold ? hold : undefined)).toBe('released');
-          const left = await table.batchGet(next.addresses.map((a) => keys.lease(p, a.address)));
-          expect(left.filter((l) => l.state !== 'Released')).toEqual([]);
-          // The reconciler's release of an expired one, with its event (the address list and owner in its message)
-          const third = wideClaim(p, dns('e', NameLimits.label), 'c', input, T0, 3);
-          expect(await stores.claims.commitClaim(third, leases(third), T0)).toEqual({ kind: 'committed' });
-          const expired = events.claimExpired(third, new Date(T0 + 3_700_000).toISOString(), input.hold ? hold : undefined);
-          expect(await stores.reconcile.releaseExpiredClaim(third, T0 + 3_700_000, expired, input.hold ? hold : undefined)).toBe('released');
-          const logged = await queryAll(table, { partition: keys.eventsOfClaim(p, third.uid), consistent: true });
-          expect(logged.map((e) => e.reason)).toEqual(['ClaimExpired']);
-        }),
-        { numRuns, examples: [[WIDEST]] },
-      );
-    }, timeoutMs);
+    it(
+      'commits, renews earlier, releases and replaces a wide claim, and the reconciler releases one with its event',
+      async () => {
+        const { table, stores } = await storesOf();
+        await fc.assert(
+          fc.asyncProperty(widest, async (input) => {
+            const p = pool();
+            const name = dns('c', NameLimits.label);
+            const claim = wideClaim(p, name, 'a', input, T0, 1);
+            const leases = (c: Claim) => c.addresses.map((a) => leaseOfClaim(c, a));
+            // Commit, then renew to an earlier expiry (every range's counter bumped)
+            expect(await stores.claims.commitClaim(claim, leases(claim), T0)).toEqual({ kind: 'committed' });
+            await itemsWithin(table, claim);
+            expect(await stores.claims.renewClaim(claim, T0 + 60_000)).toBe('renewed');
+            const renewed = { ...claim, expiresAt: T0 + 60_000, version: 2 };
+            // Expired: another owner's claim of the same name replaces it, its leases held for their owner
+            const hold: Hold = { reusableAt: T0 + 7_200_000, releasedAt: new Date(T0 + 61_000).toISOString() };
+            const next = wideClaim(p, name, 'b', input, T0 + 61_000, 2);
+            expect(await stores.claims.commitClaim(next, leases(next), T0 + 61_000, { claim: renewed, hold })).toEqual({
+              kind: 'committed',
+            });
+            const held = await table.batchGet(claim.addresses.map((a) => keys.lease(p, a.address)));
+            expect(held.map((l) => l.state)).toEqual(Array(claim.addresses.length).fill('Released'));
+            // A client's release of the new one (into a reuse delay or not)
+            expect(await stores.claims.releaseClaim(next, 1, input.hold ? hold : undefined)).toBe('released');
+            const left = await table.batchGet(next.addresses.map((a) => keys.lease(p, a.address)));
+            expect(left.filter((l) => l.state !== 'Released')).toEqual([]);
+            // The reconciler's release of an expired one, with its event (the address list and owner in its message)
+            const third = wideClaim(p, dns('e', NameLimits.label), 'c', input, T0, 3);
+            expect(await stores.claims.commitClaim(third, leases(third), T0)).toEqual({ kind: 'committed' });
+            const expired = events.claimExpired(
+              third,
+              new Date(T0 + 3_700_000).toISOString(),
+              input.hold ? hold : undefined,
+            );
+            expect(
+              await stores.reconcile.releaseExpiredClaim(third, T0 + 3_700_000, expired, input.hold ? hold : undefined),
+            ).toBe('released');
+            const logged = await queryAll(table, { partition: keys.eventsOfClaim(p, third.uid), consistent: true });
+            expect(logged.map((e) => e.reason)).toEqual(['ClaimExpired']);
+          }),
+          { numRuns, examples: [[WIDEST]] },
+        );
+      },
+      timeoutMs,
+    );
 
-    it('seals every part of a /16 for 32 holders with the longest owner fields', async () => {
-      const { table, stores } = await storesOf();
-      await fc.assert(
-        fc.asyncProperty(fc.constantFrom('o', '\u20AC', '\u{1F600}', '"'), async (char) => {
-          const p = pool();
-          const cidr = parseCidr('10.40.0.0/16');
-          const range = { range: { pool: p, name: 'r'.padEnd(NameLimits.rangeName, 'x'), cidr: '10.40.0.0/16', family: 'IPv4', state: 'Ready', legacy: false, createdAt: '2035-01-01T00:00:00.000Z' }, cidr } as const;
-          const band = (name: 'upper' | 'lower', from: bigint, to: bigint): Band => ({ name, part: name, range, counters: [range.range.name], from, to, excluded: [] });
-          const lower = lowerBandSize(cidr);
-          const parts = [...partsOf(band('upper', lower, capacity(cidr))), ...partsOf(band('lower', 0n, lower))];
-          const read = await stores.seals.readSeals(p, [range.range.name]);
-          for (const part of parts) {
-            const reading = new BandReading();
-            for (let i = 0; i < TUNING.sealHoldersMax; i += 1) reading.taken({ expiring: true, expiresAt: T0 + i, heldFor: ownerIdentity({ kind: filled(`K${i}`, char, NameLimits.ownerField), name: filled(`n${i}`, char, NameLimits.ownerField) }) }, part.counters);
-            await stores.seals.seal(p, range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
-          }
-          const item = await table.get(keys.seals(p, range.range.name));
-          expect(Object.keys(item!).filter((a) => a.startsWith('seal_'))).toHaveLength(parts.length);
-        }),
-        { numRuns: Math.min(numRuns, 4) },
-      );
-    }, timeoutMs);
+    it(
+      'seals every part of a /16 for 32 holders with the longest owner fields',
+      async () => {
+        const { table, stores } = await storesOf();
+        await fc.assert(
+          fc.asyncProperty(fc.constantFrom('o', '\u20AC', '\u{1F600}', '"'), async (char) => {
+            const p = pool();
+            const cidr = parseCidr('10.40.0.0/16');
+            const range = {
+              range: {
+                pool: p,
+                name: 'r'.padEnd(NameLimits.rangeName, 'x'),
+                cidr: '10.40.0.0/16',
+                family: 'IPv4',
+                state: 'Ready',
+                legacy: false,
+                createdAt: '2035-01-01T00:00:00.000Z',
+              },
+              cidr,
+            } as const;
+            const band = (name: 'upper' | 'lower', from: bigint, to: bigint): Band => ({
+              name,
+              part: name,
+              range,
+              counters: [range.range.name],
+              from,
+              to,
+              excluded: [],
+            });
+            const lower = lowerBandSize(cidr);
+            const parts = [...partsOf(band('upper', lower, capacity(cidr))), ...partsOf(band('lower', 0n, lower))];
+            const read = await stores.seals.readSeals(p, [range.range.name]);
+            for (const part of parts) {
+              const reading = new BandReading();
+              for (let i = 0; i < TUNING.sealHoldersMax; i += 1)
+                reading.taken(
+                  {
+                    expiring: true,
+                    expiresAt: T0 + i,
+                    heldFor: ownerIdentity({
+                      kind: filled(`K${i}`, char, NameLimits.ownerField),
+                      name: filled(`n${i}`, char, NameLimits.ownerField),
+                    }),
+                  },
+                  part.counters,
+                );
+              await stores.seals.seal(p, range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
+            }
+            const item = await table.get(keys.seals(p, range.range.name));
+            expect(Object.keys(item!).filter((a) => a.startsWith('seal_'))).toHaveLength(parts.length);
+          }),
+          { numRuns: Math.min(numRuns, 4) },
+        );
+      },
+      timeoutMs,
+    );
   });
 }

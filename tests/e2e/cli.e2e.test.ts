@@ -25,7 +25,8 @@ function ipam(endpoint: string, ...args: string[]): Promise<Run> {
       [bin, ...args],
       // NO_COLOR and no IPAM_POOL from the developer's shell: the output is the same on every machine.
       { env: { ...process.env, IPAM_ENDPOINT: endpoint, IPAM_POOL: '', NO_COLOR: '1' }, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+      (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
     );
   });
 }
@@ -70,34 +71,97 @@ describe('ipam against the local stack', () => {
 
   it('creates, claims, lists in every format, describes, maps and releases', async () => {
     // Prepare: a dual-stack pool whose first ten IPv4 addresses are excluded.
-    expect(await run('create', 'pool', 'services', '--exclude', '10.96.0.0/29', '--exclude', '10.96.0.8,10.96.0.9')).toEqual({ code: 0, stdout: 'pool/services created\n', stderr: '' });
+    expect(
+      await run('create', 'pool', 'services', '--exclude', '10.96.0.0/29', '--exclude', '10.96.0.8,10.96.0.9'),
+    ).toEqual({ code: 0, stdout: 'pool/services created\n', stderr: '' });
     expect((await run('create', 'range', 'services', '10.96.0.0/24')).stdout).toBe('range/10.96.0.0-24 created\n');
-    expect((await run('create', 'range', 'services', 'fd00:10:96::/112')).stdout).toBe('range/fd00:10:96::-112 created\n');
+    expect((await run('create', 'range', 'services', 'fd00:10:96::/112')).stdout).toBe(
+      'range/fd00:10:96::-112 created\n',
+    );
 
     // Act 1: three claims, one dual-stack, one at a chosen address, one leased under a generated name.
-    const web = await run('claim', 'services', '--name', 'web', '--owner', 'Service/web/3f1c', '--dual-stack', 'require', '-l', 'app=web', '-l', 'tier=front');
-    const dns = await run('claim', 'services', '--name', 'dns', '--owner', 'Service/dns/77aa', '--address', '10.96.0.10', '-o', 'json');
-    const vpn = await run('claim', 'services', '--generate-name', 'vpn', '--owner', 'Client/laptop/c-19', '--ttl', '5m', '-o', 'name');
+    const web = await run(
+      'claim',
+      'services',
+      '--name',
+      'web',
+      '--owner',
+      'Service/web/3f1c',
+      '--dual-stack',
+      'require',
+      '-l',
+      'app=web',
+      '-l',
+      'tier=front',
+    );
+    const dns = await run(
+      'claim',
+      'services',
+      '--name',
+      'dns',
+      '--owner',
+      'Service/dns/77aa',
+      '--address',
+      '10.96.0.10',
+      '-o',
+      'json',
+    );
+    const vpn = await run(
+      'claim',
+      'services',
+      '--generate-name',
+      'vpn',
+      '--owner',
+      'Client/laptop/c-19',
+      '--ttl',
+      '5m',
+      '-o',
+      'name',
+    );
 
     // Assess 1
     expect(web.code).toBe(0);
-    expect(web.stdout).toMatch(/^claim\/web created: 10\.96\.0\.\d+ \(10\.96\.0\.0-24\), fd00:10:96::[0-9a-f]+ \(fd00:10:96::-112\)\n$/);
-    expect(JSON.parse(dns.stdout)).toMatchObject({ name: 'dns', version: 1, addresses: [{ address: '10.96.0.10', family: 'IPv4', range: '10.96.0.0-24' }] });
+    expect(web.stdout).toMatch(
+      /^claim\/web created: 10\.96\.0\.\d+ \(10\.96\.0\.0-24\), fd00:10:96::[0-9a-f]+ \(fd00:10:96::-112\)\n$/,
+    );
+    expect(JSON.parse(dns.stdout)).toMatchObject({
+      name: 'dns',
+      version: 1,
+      addresses: [{ address: '10.96.0.10', family: 'IPv4', range: '10.96.0.0-24' }],
+    });
     expect(vpn.stdout).toMatch(/^claim\/vpn-[a-z0-9]{5}\n$/);
     const vpnName = vpn.stdout.trim().slice('claim/'.length);
 
     // Act 2: the same list in every output format, at once.
     const get = (...output: string[]) => run('get', 'claims', '-p', 'services', ...output);
-    const [table, wide, json, yaml, names, selected] = await Promise.all([get(), get('-o', 'wide'), get('-o', 'json'), get('-o', 'yaml'), get('-o', 'name'), get('-l', 'tier=front,app=web', '-o', 'name')]);
+    const [table, wide, json, yaml, names, selected] = await Promise.all([
+      get(),
+      get('-o', 'wide'),
+      get('-o', 'json'),
+      get('-o', 'yaml'),
+      get('-o', 'name'),
+      get('-l', 'tier=front,app=web', '-o', 'name'),
+    ]);
 
     // Assess 2
-    for (const result of [table, wide, json, yaml, names, selected]) expect(result).toMatchObject({ code: 0, stderr: '' });
+    for (const result of [table, wide, json, yaml, names, selected])
+      expect(result).toMatchObject({ code: 0, stderr: '' });
     expect(table.stdout.split('\n')[0]).toMatch(/^NAME +ADDRESSES +OWNER +EXPIRES +AGE$/);
-    expect(table.stdout).toMatch(new RegExp(`\\n${vpnName} +10\\.96\\.0\\.\\d+ +Client/laptop +in [45]m\\d*s? +\\d+s\\n`));
-    expect(wide.stdout.split('\n')[0]).toMatch(/^NAME +ADDRESSES +RANGES +POLICY +OWNER +OWNER-UID +VERSION +LABELS +EXPIRES +AGE$/);
-    expect(wide.stdout).toMatch(/\nweb +10\.96\.0\.\d+,fd00:10:96::[0-9a-f]+ +10\.96\.0\.0-24,fd00:10:96::-112 +RequireDualStack +Service\/web +3f1c +1 +app=web,tier=front +- +\d+s\n/);
+    expect(table.stdout).toMatch(
+      new RegExp(`\\n${vpnName} +10\\.96\\.0\\.\\d+ +Client/laptop +in [45]m\\d*s? +\\d+s\\n`),
+    );
+    expect(wide.stdout.split('\n')[0]).toMatch(
+      /^NAME +ADDRESSES +RANGES +POLICY +OWNER +OWNER-UID +VERSION +LABELS +EXPIRES +AGE$/,
+    );
+    expect(wide.stdout).toMatch(
+      /\nweb +10\.96\.0\.\d+,fd00:10:96::[0-9a-f]+ +10\.96\.0\.0-24,fd00:10:96::-112 +RequireDualStack +Service\/web +3f1c +1 +app=web,tier=front +- +\d+s\n/,
+    );
     expect(selected.stdout).toBe('claim/web\n');
-    expect((JSON.parse(json.stdout) as { items: { name: string }[] }).items.map((c) => c.name)).toEqual(['dns', vpnName, 'web']);
+    expect((JSON.parse(json.stdout) as { items: { name: string }[] }).items.map((c) => c.name)).toEqual([
+      'dns',
+      vpnName,
+      'web',
+    ]);
     expect(parse(yaml.stdout)).toEqual(JSON.parse(json.stdout));
     expect(names.stdout).toBe(`claim/dns\nclaim/${vpnName}\nclaim/web\n`);
 
@@ -111,7 +175,11 @@ describe('ipam against the local stack', () => {
     // Assess 3
     expect(page.stdout.trim().split('\n')).toHaveLength(3);
     expect(page.stderr).toMatch(/^\(more: --cursor \S+\)\n$/);
-    expect(parse(holder.stdout)).toMatchObject({ address: '10.96.0.10', claim: 'dns', owner: { kind: 'Service', name: 'dns', uid: '77aa' } });
+    expect(parse(holder.stdout)).toMatchObject({
+      address: '10.96.0.10',
+      claim: 'dns',
+      owner: { kind: 'Service', name: 'dns', uid: '77aa' },
+    });
     expect(described.stdout).toContain('Exclude:     10.96.0.0/29, 10.96.0.8/32, 10.96.0.9/32\n');
     expect(described.stdout).toMatch(/\n {2}IPv4 {2}\[█░+\] +1\.1% {3}3 used of 254, 251 free\n/);
     expect(described.stdout).toMatch(/\n {2}10\.96\.0\.0-24 +10\.96\.0\.0\/24 +IPv4 +Ready +false +3 +251\n/);
@@ -136,17 +204,37 @@ describe('ipam against the local stack', () => {
     expect(owner).toEqual({ code: 0, stdout: `claim/${vpnName} released\n`, stderr: '' });
     expect(notEmpty.code).toBe(1);
     expect(notEmpty.stderr).toMatch(/^error: PoolNotEmpty: .+\n$/);
-    expect((await runUntil('1 held', 'map', 'services', '10.96.0.0-24')).stdout).toContain('254 usable: 1 held, 244 free, 9 excluded\n');
+    expect((await runUntil('1 held', 'map', 'services', '10.96.0.0-24')).stdout).toContain(
+      '254 usable: 1 held, 244 free, 9 excluded\n',
+    );
   });
 
   it('claims a batch, makes a leased claim permanent, and shows an address held for its previous owner in a pool with a reuse delay', async () => {
     // Prepare: a pool whose released addresses stay held for 10 minutes.
-    expect(await run('create', 'pool', 'pods', '--reuse-delay', '10m')).toEqual({ code: 0, stdout: 'pool/pods created, reuse delay 10m\n', stderr: '' });
+    expect(await run('create', 'pool', 'pods', '--reuse-delay', '10m')).toEqual({
+      code: 0,
+      stdout: 'pool/pods created, reuse delay 10m\n',
+      stderr: '',
+    });
     expect((await run('create', 'range', 'pods', '10.244.0.0/24')).code).toBe(0);
 
     // Act 1: four addresses in one claim; a leased claim confirmed, then its owner gone.
-    const workers = await run('claim', 'pods', '--name', 'workers', '--owner', 'Deployment/workers/9b2e', '--count', '4', '-o', 'json');
-    const web = JSON.parse((await run('claim', 'pods', '--generate-name', 'web-0', '--owner', 'Pod/web-0/a1', '--ttl', '5m', '-o', 'json')).stdout) as { name: string; addresses: { address: string }[] };
+    const workers = await run(
+      'claim',
+      'pods',
+      '--name',
+      'workers',
+      '--owner',
+      'Deployment/workers/9b2e',
+      '--count',
+      '4',
+      '-o',
+      'json',
+    );
+    const web = JSON.parse(
+      (await run('claim', 'pods', '--generate-name', 'web-0', '--owner', 'Pod/web-0/a1', '--ttl', '5m', '-o', 'json'))
+        .stdout,
+    ) as { name: string; addresses: { address: string }[] };
     const address = web.addresses[0]!.address;
     const permanent = await run('renew', 'pods', web.name, '--permanent');
     const confirmed = await run('get', 'claim', web.name, '-p', 'pods');
@@ -154,8 +242,14 @@ describe('ipam against the local stack', () => {
 
     // Assess 1
     expect(JSON.parse(workers.stdout)).toMatchObject({ name: 'workers', count: 4, addresses: [{}, {}, {}, {}] });
-    expect(permanent).toEqual({ code: 0, stdout: `claim/${web.name} made permanent: ${address} (10.244.0.0-24)\n`, stderr: '' });
-    expect(confirmed.stdout).toMatch(new RegExp(`\\n${web.name} +${address.replace(/\./g, '\\.')} +Pod/web-0 +- +\\d+s\\n`));
+    expect(permanent).toEqual({
+      code: 0,
+      stdout: `claim/${web.name} made permanent: ${address} (10.244.0.0-24)\n`,
+      stderr: '',
+    });
+    expect(confirmed.stdout).toMatch(
+      new RegExp(`\\n${web.name} +${address.replace(/\./g, '\\.')} +Pod/web-0 +- +\\d+s\\n`),
+    );
     expect(released).toEqual({ code: 0, stdout: `claim/${web.name} released\n`, stderr: '' });
 
     // Act 2: the held address as listed, described and refused to another owner; the pool's counts.
@@ -167,22 +261,35 @@ describe('ipam against the local stack', () => {
 
     // Assess 2
     expect(listed.stdout.split('\n')[0]).toMatch(/^ADDRESS +STATE +RANGE +CLAIM +OWNER +EXPIRES +AGE$/);
-    expect(listed.stdout).toMatch(new RegExp(`\\n${address.replace(/\./g, '\\.')} +Released +10\\.244\\.0\\.0-24 +${web.name} +Pod/web-0 +in (10m|9m\\d+s) +\\d+s\\n`));
+    expect(listed.stdout).toMatch(
+      new RegExp(
+        `\\n${address.replace(/\./g, '\\.')} +Released +10\\.244\\.0\\.0-24 +${web.name} +Pod/web-0 +in (10m|9m\\d+s) +\\d+s\\n`,
+      ),
+    );
     expect(described.stdout).toContain('State:          Released\n');
     expect(described.stdout).toContain('Previous owner: Pod/web-0 (uid a1)\n');
     expect(described.stdout).toMatch(/\nReusable at: +\S+ \(in (10m|9m\d+s)\)\n/);
-    expect(taken).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(/^error: AddressReleasing: .+\n$/) as unknown as string });
-    expect(pool.stdout).toContain('Reuse delay: 10m (600s): a released address stays held for its previous owner (kind, name, creator)\n');
+    expect(taken).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: expect.stringMatching(/^error: AddressReleasing: .+\n$/) as unknown as string,
+    });
+    expect(pool.stdout).toContain(
+      'Reuse delay: 10m (600s): a released address stays held for its previous owner (kind, name, creator)\n',
+    );
     expect(pool.stdout).toMatch(/\n {2}IPv4 {2}\[█░+\] +1\.5% {3}4 used of 254, 1 releasing, 249 free\n/);
     expect(pool.stdout).toMatch(/\n {2}10\.244\.0\.0-24 +10\.244\.0\.0\/24 +IPv4 +Ready +false +4 +1 +249\n/);
-    expect(ranges.stdout).toMatch(/^NAME +CIDR +FAMILY +STATE +USED +RELEASING +FREE +AGE\n10\.244\.0\.0-24 +10\.244\.0\.0\/24 +IPv4 +Ready +4 +1 +249 +\d+s\n$/);
+    expect(ranges.stdout).toMatch(
+      /^NAME +CIDR +FAMILY +STATE +USED +RELEASING +FREE +AGE\n10\.244\.0\.0-24 +10\.244\.0\.0\/24 +IPv4 +Ready +4 +1 +249 +\d+s\n$/,
+    );
   });
 
   it('answers a full range, a wrong command line and an endpoint with nothing behind it with the documented exit codes', async () => {
     // Prepare: a /30 holds two addresses.
     expect((await run('create', 'pool', 'tiny')).code).toBe(0);
     expect((await run('create', 'range', 'tiny', '192.168.7.0/30')).code).toBe(0);
-    for (const name of ['a', 'b']) expect((await run('claim', 'tiny', '--name', name, '--owner', `Pod/${name}/u-${name}`)).code).toBe(0);
+    for (const name of ['a', 'b'])
+      expect((await run('claim', 'tiny', '--name', name, '--owner', `Pod/${name}/u-${name}`)).code).toBe(0);
 
     // Act
     const full = await run('claim', 'tiny', '--name', 'c', '--owner', 'Pod/c/u-c');
@@ -191,7 +298,11 @@ describe('ipam against the local stack', () => {
     const refused = await ipam(`http://127.0.0.1:${port}`, 'get', 'pools');
 
     // Assess
-    expect(full).toEqual({ code: 1, stdout: '', stderr: expect.stringMatching(/^error: RangeFull: .+\n$/) as unknown as string });
+    expect(full).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: expect.stringMatching(/^error: RangeFull: .+\n$/) as unknown as string,
+    });
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("error: option '--owner <kind/name/uid>' argument 'Pod/c' is invalid.");
     expect(usage.stderr).toContain('Usage: ipam claim [options] <pool>');

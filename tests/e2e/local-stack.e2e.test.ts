@@ -35,19 +35,35 @@ describe('Local stack: startLocalStack()', () => {
 
   it('refuses writes a web page of another origin could send, through the local stack (issue 33, item 8)', async () => {
     // Act: form-like text/plain POSTs (no CORS preflight in a browser) as a browser sends them from another origin
-    const page = (headers: Record<string, string>) => fetch(`${stack.apiUrl}/v1/pools`, { method: 'POST', headers: { 'content-type': 'text/plain', ...headers }, body: JSON.stringify({ name: 'forged' }) });
+    const page = (headers: Record<string, string>) =>
+      fetch(`${stack.apiUrl}/v1/pools`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', ...headers },
+        body: JSON.stringify({ name: 'forged' }),
+      });
     const crossSite = await page({ 'sec-fetch-site': 'cross-site' });
     const otherOrigin = await page({ origin: 'https://evil.example' });
     // Assess: both refused, nothing created; curl's own form-typed POST (no browser headers) is taken
     expect([crossSite.status, otherOrigin.status]).toEqual([403, 403]);
     expect((await callApi(stack, 'GET', '/v1/pools/forged')).status).toBe(404);
-    expect((await fetch(`${stack.apiUrl}/v1/pools`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: JSON.stringify({ name: 'curl-made' }) })).status).toBe(201);
+    expect(
+      (
+        await fetch(`${stack.apiUrl}/v1/pools`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: JSON.stringify({ name: 'curl-made' }),
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it('lets no page of another origin read its answers (no CORS grant to it; black-box run)', async () => {
     // Act: a cross-origin read as a browser sends it, and its preflight
     const read = await fetch(`${stack.apiUrl}/v1/pools`, { headers: { origin: 'https://evil.example' } });
-    const preflight = await fetch(`${stack.apiUrl}/v1/pools`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    const preflight = await fetch(`${stack.apiUrl}/v1/pools`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
     // Assess: neither names that origin, nor allows credentials (a browser then withholds the answer from the page)
     for (const res of [read, preflight]) {
       expect(res.headers.get('access-control-allow-origin')).not.toBe('https://evil.example');
@@ -56,7 +72,7 @@ describe('Local stack: startLocalStack()', () => {
     }
   });
 
-  it('hands the function a decoded path, as API Gateway\'s HTTP API does: a percent-encoded name names the decoded one (issue 33)', async () => {
+  it("hands the function a decoded path, as API Gateway's HTTP API does: a percent-encoded name names the decoded one (issue 33)", async () => {
     // Prepare
     expect((await callApi(stack, 'POST', '/v1/pools', { name: 'pe' })).status).toBe(201);
     // Act
@@ -86,15 +102,21 @@ describe('Local stack: startLocalStack()', () => {
     const before = stack.poller!.stats().recordsDelivered;
     // Act: an item no handler owns, written behind the API's back.
     await client.send(
-      new PutItemCommand({ TableName: stack.tableName, Item: { PK: { S: 'E2E#probe' }, SK: { S: 'PROBE' }, entity: { S: 'e2e-probe' } } }),
+      new PutItemCommand({
+        TableName: stack.tableName,
+        Item: { PK: { S: 'E2E#probe' }, SK: { S: 'PROBE' }, entity: { S: 'e2e-probe' } },
+      }),
     );
     client.destroy();
     // Assess
-    await vi.waitFor(() => expect(stack.poller!.stats().recordsDelivered).toBeGreaterThan(before), { timeout: 30_000, interval: 100 });
+    await vi.waitFor(() => expect(stack.poller!.stats().recordsDelivered).toBeGreaterThan(before), {
+      timeout: 30_000,
+      interval: 100,
+    });
     expect(stack.poller!.failures()).toEqual([]);
   });
 
-  it('runs the reconciler through serverless-offline\'s Lambda API', async () => {
+  it("runs the reconciler through serverless-offline's Lambda API", async () => {
     // Act
     const run = stack.invoke('reconciler', scheduleEvent).then(
       () => 'ran',
@@ -128,10 +150,14 @@ describe('Local stack: the `npm start` command', () => {
     const stateFile = join(dir, 'state.json');
     // tsx's loader in the stack's own process, not tsx's CLI: the CLI relays a signal to its child and SIGKILLs it
     // (exit 143, Java orphaned) when the child does not acknowledge within 30 ms, which a loaded machine misses.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/local-stack.ts', '--port', String(port), '--state-file', stateFile], {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/local-stack.ts', '--port', String(port), '--state-file', stateFile],
+      {
+        cwd: repoRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -169,15 +195,32 @@ describe('Local stack: the `npm start` command', () => {
     const dynamoPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'ipam-stack-'));
     // As above: tsx's loader, so the signal reaches the stack itself.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/local-stack.ts', '--port', String(await freePort()), '--dynamodb-port', String(dynamoPort), '--state-file', join(dir, 'state.json')], {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'scripts/local-stack.ts',
+        '--port',
+        String(await freePort()),
+        '--dynamodb-port',
+        String(dynamoPort),
+        '--state-file',
+        join(dir, 'state.json'),
+      ],
+      {
+        cwd: repoRoot,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    const javaOnPort = () => execFileSync('pgrep', ['-f', `DynamoDBLocal.jar -port ${dynamoPort} `]).toString().trim();
+    const javaOnPort = () =>
+      execFileSync('pgrep', ['-f', `DynamoDBLocal.jar -port ${dynamoPort} `])
+        .toString()
+        .trim();
     try {
       // serverless-offline is starting: DynamoDB Local runs, the stack is not ready yet.
       await vi.waitFor(() => expect(output).toContain('[offline]'), { timeout: 120_000, interval: 50 });

@@ -18,7 +18,11 @@ function packageAsUsersDo(outDir: string): Promise<{ code: number | null; output
   delete env.ESBUILD_WORK_FOLDER;
   delete env.DYNAMODB_ENDPOINT;
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, [osls, 'package', '--stage', 'dev', '--package', outDir], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [osls, 'package', '--stage', 'dev', '--package', outDir], {
+      cwd: repoRoot,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -46,7 +50,10 @@ describe('Local stack: packaging while it runs, and a handler that cannot load',
     // Act
     const packaged = await packageAsUsersDo(outDir);
     // Assess: packaging worked, and cleaned up only its own folder.
-    expect({ code: packaged.code, tail: packaged.code === 0 ? '' : packaged.output.slice(-2000) }).toEqual({ code: 0, tail: '' });
+    expect({ code: packaged.code, tail: packaged.code === 0 ? '' : packaged.output.slice(-2000) }).toEqual({
+      code: 0,
+      tail: '',
+    });
     expect(existsSync(join(outDir, 'api.zip'))).toBe(true);
     const health = await callApi(stack, 'GET', '/v1/health');
     expect({ status: health.status, errorMessage: (health.body as { errorMessage?: string }).errorMessage }).toEqual({
@@ -70,7 +77,10 @@ describe('Local stack: packaging while it runs, and a handler that cannot load',
       const create = await callApi(stack, 'POST', '/v1/pools', { name: 'lost' });
       // Assess: a server error with API Gateway's body, never a 200 carrying the Lambda error object.
       for (const answer of [health, create]) {
-        expect({ status: answer.status, body: answer.body }).toEqual({ status: 500, body: { message: 'Internal Server Error' } });
+        expect({ status: answer.status, body: answer.body }).toEqual({
+          status: 500,
+          body: { message: 'Internal Server Error' },
+        });
       }
       expect(stack.logTail()).toMatch(/Cannot find module/);
     } finally {

@@ -6,10 +6,20 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { callApi, startTestStack } from '../support/local-stack.ts';
-import { extractTours, parseAnswer, shapeDifferences, textShape, type Tour, type TourStep } from '../support/readme-tour.ts';
+import {
+  extractTours,
+  parseAnswer,
+  shapeDifferences,
+  textShape,
+  type Tour,
+  type TourStep,
+} from '../support/readme-tour.ts';
 
 const scheduleEvent: unknown = JSON.parse(readFileSync(new URL('../../events/schedule.json', import.meta.url), 'utf8'));
-type Body = Record<string, unknown> & { items?: Record<string, unknown>[]; addresses?: { address: string; family: string }[] };
+type Body = Record<string, unknown> & {
+  items?: Record<string, unknown>[];
+  addresses?: { address: string; family: string }[];
+};
 
 /**
  * The whole service over HTTP on the local stack, with the real handlers: the API writes leases, the stream poller
@@ -62,7 +72,10 @@ describe('Local stack: allocation, stream mirror and reconciler end to end', () 
     }
 
     // Act 2: once the TTL has passed, one reconciler run (the scheduled function, through offline's Lambda API).
-    await vi.waitFor(async () => expect((await call('GET', '/v1/pools/tour/claims/web')).status).toBe(404), { timeout: 10_000, interval: 200 });
+    await vi.waitFor(async () => expect((await call('GET', '/v1/pools/tour/claims/web')).status).toBe(404), {
+      timeout: 10_000,
+      interval: 200,
+    });
     await stack.invoke('reconciler', scheduleEvent);
 
     // Assess 2: the claim was released with an event, and the mirror cleared both bitmaps.
@@ -74,10 +87,13 @@ describe('Local stack: allocation, stream mirror and reconciler end to end', () 
       { timeout: 30_000, interval: 250 },
     );
     for (const range of ['10.96.0.0-24', 'fd00:10:96::-112']) {
-      await vi.waitFor(async () => expect((await call('GET', `/v1/pools/tour/ranges/${range}/allocation`)).body.data).toBe(''), {
-        timeout: 30_000,
-        interval: 250,
-      });
+      await vi.waitFor(
+        async () => expect((await call('GET', `/v1/pools/tour/ranges/${range}/allocation`)).body.data).toBe(''),
+        {
+          timeout: 30_000,
+          interval: 250,
+        },
+      );
     }
     expect((await call('GET', '/v1/pools/tour/addresses')).body.items).toEqual([]);
     expect(stack.poller!.failures()).toEqual([]);
@@ -111,12 +127,24 @@ async function runTour(tour: Tour, port: number, dir: string): Promise<StepRun[]
   chmodSync(shim, 0o755);
   const script = [
     `curl() { command curl -w '%{stderr}@@status %{http_code}@@\\n' "$@"; }`,
-    ...tour.steps.flatMap((step, i) => [step.command, `__rc=$?; printf '\\n@@step ${i} %d@@\\n' $__rc; printf '\\n@@step ${i} %d@@\\n' $__rc >&2`]),
+    ...tour.steps.flatMap((step, i) => [
+      step.command,
+      `__rc=$?; printf '\\n@@step ${i} %d@@\\n' $__rc; printf '\\n@@step ${i} %d@@\\n' $__rc >&2`,
+    ]),
   ].join('\n');
-  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}`, PORT: String(port), NO_COLOR: '1' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH ?? ''}`,
+    PORT: String(port),
+    NO_COLOR: '1',
+  };
   for (const name of Object.keys(env)) if (name.startsWith('IPAM_')) delete env[name];
   const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolveRun, reject) => {
-    const child = spawn('bash', ['--noprofile', '--norc', '-c', script], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['--noprofile', '--norc', '-c', script], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -175,12 +203,14 @@ describe('README: the tours run as written against a fresh local stack', () => {
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    const where = (run: StepRun) => `README line ${run.step.line}: ${run.step.command}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`;
+    const where = (run: StepRun) =>
+      `README line ${run.step.line}: ${run.step.command}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`;
 
     it('runs every step with exit code 0, and every HTTP call without a shown answer succeeds (2xx)', () => {
       for (const run of runs) {
         expect(run.code, where(run)).toBe(0);
-        if (run.step.answer === undefined) for (const status of run.statuses) expect(status, where(run)).toBeLessThan(300);
+        if (run.step.answer === undefined)
+          for (const status of run.statuses) expect(status, where(run)).toBeLessThan(300);
       }
     });
 
@@ -188,7 +218,10 @@ describe('README: the tours run as written against a fresh local stack', () => {
       for (const run of runs.filter((r) => r.step.answer !== undefined)) {
         const shown = parseAnswer(run.step.answer!);
         // The status of the step's last call, or of the call whose answer a variable kept (POD=$(curl ...); echo "$POD").
-        const status = runs.slice(0, runs.indexOf(run) + 1).flatMap((r) => r.statuses).at(-1);
+        const status = runs
+          .slice(0, runs.indexOf(run) + 1)
+          .flatMap((r) => r.statuses)
+          .at(-1);
         expect(status, where(run)).toBe(shown.status);
         if (shown.body === undefined) continue;
         let actual: unknown;

@@ -10,15 +10,28 @@ describe('HTTP API: pools, ranges and claims', () => {
     expect((await api.call('POST', '/v1/pools', { name: 'demo' })).status).toBe(201);
     const range = await api.call('POST', '/v1/pools/demo/ranges', { cidr: '10.96.0.0/24' });
     expect(range.status).toBe(201);
-    expect(range.body).toMatchObject({ name: '10.96.0.0-24', cidr: '10.96.0.0/24', family: 'IPv4', state: 'Ready', size: 254, used: 0, free: 254 });
+    expect(range.body).toMatchObject({
+      name: '10.96.0.0-24',
+      cidr: '10.96.0.0/24',
+      family: 'IPv4',
+      state: 'Ready',
+      size: 254,
+      used: 0,
+      free: 254,
+    });
     // Act
     const claim = await api.call('POST', '/v1/pools/demo/claims', { name: 'web', owner: owner('u1') });
     // Assess
     expect(claim.status).toBe(201);
     const [address] = claim.body.addresses as { address: string; family: string; range: string }[];
     expect(address).toMatchObject({ family: 'IPv4', range: '10.96.0.0-24' });
-    expect((await api.call('GET', `/v1/pools/demo/addresses/${address!.address}`)).body).toMatchObject({ claim: 'web', owner: owner('u1') });
-    expect((await api.call('GET', '/v1/pools/demo')).body.utilization).toEqual({ IPv4: { size: 254, used: 1, releasing: 0, free: 253 } });
+    expect((await api.call('GET', `/v1/pools/demo/addresses/${address!.address}`)).body).toMatchObject({
+      claim: 'web',
+      owner: owner('u1'),
+    });
+    expect((await api.call('GET', '/v1/pools/demo')).body.utilization).toEqual({
+      IPv4: { size: 254, used: 1, releasing: 0, free: 253 },
+    });
   });
 
   it('answers an idempotent repeat of a claim with 200 and the same document, field for field in the same order', async () => {

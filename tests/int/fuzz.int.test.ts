@@ -27,7 +27,10 @@ import { testApi, type TestApi } from '../support/api.ts';
 
 const SEED = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : randomInt(2 ** 31);
 const RUNS = process.env.FUZZ_RUNS !== undefined ? Number(process.env.FUZZ_RUNS) : 300;
-if (!Number.isInteger(SEED) || !Number.isInteger(RUNS) || RUNS < 1) throw new Error(`FUZZ_SEED and FUZZ_RUNS must be whole numbers (got ${process.env.FUZZ_SEED}, ${process.env.FUZZ_RUNS})`);
+if (!Number.isInteger(SEED) || !Number.isInteger(RUNS) || RUNS < 1)
+  throw new Error(
+    `FUZZ_SEED and FUZZ_RUNS must be whole numbers (got ${process.env.FUZZ_SEED}, ${process.env.FUZZ_RUNS})`,
+  );
 // The run checks that every route was reached: fewer cases could miss one by chance, so they are refused, not
 // allowed to skip that check.
 if (RUNS < 200) throw new Error(`FUZZ_RUNS must be at least 200, so that every route is reached (got ${RUNS})`);
@@ -54,31 +57,82 @@ const routeShapes: readonly RouteShape[] = Object.keys(routes).map((key) => {
 // Building blocks.
 
 const loneSurrogates = ['\ud800', '\udfff', 'a\ud83d', '\ude00b'];
-const huge = (min: number, max: number) => fc.integer({ min, max }).chain((n) => fc.constantFrom('a', 'Z', '9', '-', 'é', '😀').map((c) => c.repeat(n)));
+const huge = (min: number, max: number) =>
+  fc.integer({ min, max }).chain((n) => fc.constantFrom('a', 'Z', '9', '-', 'é', '😀').map((c) => c.repeat(n)));
 const unicode = fc.string({ unit: 'binary', maxLength: 40 });
 const weirdString = fc.oneof(
   unicode,
   fc.string({ unit: 'grapheme', maxLength: 20 }),
-  fc.constantFrom('', ' ', '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'null', 'undefined', 'NaN', '%', '%zz', '%2F', '../..', '\u0000', 'a\nb', ...loneSurrogates),
+  fc.constantFrom(
+    '',
+    ' ',
+    '__proto__',
+    'constructor',
+    'toString',
+    'hasOwnProperty',
+    'null',
+    'undefined',
+    'NaN',
+    '%',
+    '%zz',
+    '%2F',
+    '../..',
+    '\u0000',
+    'a\nb',
+    ...loneSurrogates,
+  ),
   huge(250, 5000),
 );
 
 /** Strings that are certainly not valid addresses. */
 const badAddress = fc.oneof(
-  fc.constantFrom('10.77.0.256', '1.2.3', '1.2.3.4.5', '10.077.0.1', '::g', '1:2:3:4:5:6:7:8:9', 'fe80::1%eth0', '', ' 10.77.0.1', '١٠.٠.٠.١', '0x0a.0.0.1', '::ffff:1.2.3'),
+  fc.constantFrom(
+    '10.77.0.256',
+    '1.2.3',
+    '1.2.3.4.5',
+    '10.077.0.1',
+    '::g',
+    '1:2:3:4:5:6:7:8:9',
+    'fe80::1%eth0',
+    '',
+    ' 10.77.0.1',
+    '١٠.٠.٠.١',
+    '0x0a.0.0.1',
+    '::ffff:1.2.3',
+  ),
   huge(65, 3000),
   fc.ipV4().map((a) => `${a}.1`),
   fc.ipV6().map((a) => `${a}:::`),
 );
 /** Strings that are certainly not canonical CIDRs. */
 const badCidr = fc.oneof(
-  fc.constantFrom('10.77.0.1/24', '10.0.0.0/33', '10.0.0.0', '::/129', 'x/8', '10.0.0.0/08', '10.0.0.0/-1', '/24', 'FD00::/8', '10.0.0.0/24/24', ''),
+  fc.constantFrom(
+    '10.77.0.1/24',
+    '10.0.0.0/33',
+    '10.0.0.0',
+    '::/129',
+    'x/8',
+    '10.0.0.0/08',
+    '10.0.0.0/-1',
+    '/24',
+    'FD00::/8',
+    '10.0.0.0/24/24',
+    '',
+  ),
   fc.ipV4().map((a) => `${a}/`),
   badAddress.map((a) => `${a}/24`),
   huge(100, 3000),
 );
-const maybeValidAddress = fc.oneof(fc.constantFrom('10.77.0.5', '10.77.0.10', 'fd00:77::5', '10.78.0.1'), fc.ipV4(), fc.ipV6(), badAddress);
-const maybeValidCidr = fc.oneof(fc.constantFrom('10.77.0.0/24', '10.77.0.0/28', 'fd00:77::/120', '10.99.0.0/24'), badCidr);
+const maybeValidAddress = fc.oneof(
+  fc.constantFrom('10.77.0.5', '10.77.0.10', 'fd00:77::5', '10.78.0.1'),
+  fc.ipV4(),
+  fc.ipV6(),
+  badAddress,
+);
+const maybeValidCidr = fc.oneof(
+  fc.constantFrom('10.77.0.0/24', '10.77.0.0/28', 'fd00:77::/120', '10.99.0.0/24'),
+  badCidr,
+);
 
 /** Path parameter values: names of the fixture, names that may exist, and strings no object can have. */
 const validish: Record<string, fc.Arbitrary<string>> = {
@@ -93,15 +147,28 @@ const poisonPathValue = fc.oneof(huge(254, 5000), fc.constantFrom(...loneSurroga
 
 /** A value of the wrong JSON type for a field (null is "absent" to the parser, or a value of a nullable field, so it is not among them). */
 function wrongType(spec: FieldSpec): fc.Arbitrary<unknown> {
-  const any = fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), weirdString, fc.array(fc.integer(), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 3 }));
+  const any = fc.oneof(
+    fc.integer(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.boolean(),
+    weirdString,
+    fc.array(fc.integer(), { maxLength: 3 }),
+    fc.dictionary(fc.string({ maxLength: 5 }), fc.integer(), { maxKeys: 3 }),
+  );
   return any.filter((v) => {
     switch (spec.type) {
-      case 'string': return typeof v !== 'string';
-      case 'boolean': return typeof v !== 'boolean';
-      case 'integer': return !(typeof v === 'number' && Number.isInteger(v));
-      case 'string[]': return !(Array.isArray(v) && v.every((e) => typeof e === 'string'));
-      case 'number[]': return !(Array.isArray(v) && v.every((e) => typeof e === 'number' && Number.isFinite(e)));
-      case 'object': return typeof v !== 'object' || Array.isArray(v);
+      case 'string':
+        return typeof v !== 'string';
+      case 'boolean':
+        return typeof v !== 'boolean';
+      case 'integer':
+        return !(typeof v === 'number' && Number.isInteger(v));
+      case 'string[]':
+        return !(Array.isArray(v) && v.every((e) => typeof e === 'string'));
+      case 'number[]':
+        return !(Array.isArray(v) && v.every((e) => typeof e === 'number' && Number.isFinite(e)));
+      case 'object':
+        return typeof v !== 'object' || Array.isArray(v);
     }
   });
 }
@@ -130,13 +197,31 @@ const badValues: Record<string, fc.Arbitrary<unknown>> = {
   count: fc.oneof(fc.constantFrom(0, -1, 33, Number.MAX_SAFE_INTEGER), fc.integer({ max: 0 }), fc.integer({ min: 33 })),
   owner: fc.oneof(
     fc.constant({ kind: 'Pod', name: 'n' }),
-    fc.record({ kind: fc.constant('Pod'), name: fc.constant('n'), uid: fc.oneof(fc.constant(''), huge(254, 3000), fc.constantFrom(...loneSurrogates)) }),
+    fc.record({
+      kind: fc.constant('Pod'),
+      name: fc.constant('n'),
+      uid: fc.oneof(fc.constant(''), huge(254, 3000), fc.constantFrom(...loneSurrogates)),
+    }),
     fc.constant({ kind: '', name: 'n', uid: 'u' }),
   ),
   labels: fc.oneof(
-    fc.constantFrom({ '-a': 'v' }, { 'a/b/c': 'v' }, { '/a': 'v' }, { a: 'v-' }, { a: 7 }, { a: null }, { a: ['v'] }, { a: 'f'.repeat(129) }, { ['n'.repeat(64)]: 'v' }),
+    fc.constantFrom(
+      { '-a': 'v' },
+      { 'a/b/c': 'v' },
+      { '/a': 'v' },
+      { a: 'v-' },
+      { a: 7 },
+      { a: null },
+      { a: ['v'] },
+      { a: 'f'.repeat(129) },
+      { ['n'.repeat(64)]: 'v' },
+    ),
     fc.constant(Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']))),
-    fc.dictionary(weirdString.filter((key) => !labelsAccepted({ [key]: 'v' })), fc.constant('v'), { minKeys: 1, maxKeys: 3 }),
+    fc.dictionary(
+      weirdString.filter((key) => !labelsAccepted({ [key]: 'v' })),
+      fc.constant('v'),
+      { minKeys: 1, maxKeys: 3 },
+    ),
   ),
 };
 /** Values that may or may not be valid. */
@@ -152,10 +237,17 @@ const anyValue: Record<string, fc.Arbitrary<unknown>> = {
   count: fc.oneof(fc.integer({ min: -2, max: 40 }), fc.double({ noNaN: true, noDefaultInfinity: true })),
   legacy: fc.boolean(),
   labels: fc.oneof(
-    fc.dictionary(fc.constantFrom('app', 'cni.ipam/node', 'x/y', 'Tier_1'), fc.constantFrom('', 'web', 'f'.repeat(128)), { maxKeys: 4 }),
+    fc.dictionary(
+      fc.constantFrom('app', 'cni.ipam/node', 'x/y', 'Tier_1'),
+      fc.constantFrom('', 'web', 'f'.repeat(128)),
+      { maxKeys: 4 },
+    ),
     fc.dictionary(weirdString, weirdString, { maxKeys: 3 }),
   ),
-  owner: fc.oneof(fc.record({ kind: fc.constant('Pod'), name: fc.constant('p'), uid: fc.constantFrom('owner-1', 'owner-2') }), fc.record({ kind: weirdString, name: weirdString, uid: weirdString })),
+  owner: fc.oneof(
+    fc.record({ kind: fc.constant('Pod'), name: fc.constant('p'), uid: fc.constantFrom('owner-1', 'owner-2') }),
+    fc.record({ kind: weirdString, name: weirdString, uid: weirdString }),
+  ),
 };
 
 /** Sets a key on a plain object as an own enumerable property, even `__proto__` (an assignment would set the prototype). */
@@ -167,12 +259,14 @@ function withKey(target: Record<string, unknown>, key: string, value: unknown): 
 /** A body object from a route's fields: each field absent, plausible, or of the wrong type. */
 function bodyObject(fields: Readonly<Record<string, FieldSpec>>): fc.Arbitrary<Record<string, unknown>> {
   const entries = Object.entries(fields).map(([key, spec]) =>
-    fc.oneof(
-      { weight: 2, arbitrary: fc.constant(undefined) },
-      { weight: 4, arbitrary: anyValue[key] ?? weirdString },
-      { weight: 1, arbitrary: wrongType(spec) },
-      { weight: 1, arbitrary: fc.constant(null) },
-    ).map((value) => [key, value] as const),
+    fc
+      .oneof(
+        { weight: 2, arbitrary: fc.constant(undefined) },
+        { weight: 4, arbitrary: anyValue[key] ?? weirdString },
+        { weight: 1, arbitrary: wrongType(spec) },
+        { weight: 1, arbitrary: fc.constant(null) },
+      )
+      .map((value) => [key, value] as const),
   );
   return fc.tuple(...entries).map((pairs) => {
     const body: Record<string, unknown> = {};
@@ -182,22 +276,37 @@ function bodyObject(fields: Readonly<Record<string, FieldSpec>>): fc.Arbitrary<R
 }
 
 /** A body change that makes any body of the route certainly invalid. */
-function bodyPoison(fields: Readonly<Record<string, FieldSpec>>): fc.Arbitrary<(body: Record<string, unknown>) => unknown> {
+function bodyPoison(
+  fields: Readonly<Record<string, FieldSpec>>,
+): fc.Arbitrary<(body: Record<string, unknown>) => unknown> {
   const keys = Object.keys(fields);
   const required = keys.filter((k) => fields[k]!.required);
   const poisons: fc.Arbitrary<(body: Record<string, unknown>) => unknown>[] = [
     // An unknown field, including the names that would reach a prototype.
-    fc.oneof(fc.constantFrom('__proto__', 'constructor', 'toString', 'nmae', 'owner.uid', ''), huge(100, 5000)).map((key) => (body) => withKey({ ...body }, key, { polluted: true })),
+    fc
+      .oneof(fc.constantFrom('__proto__', 'constructor', 'toString', 'nmae', 'owner.uid', ''), huge(100, 5000))
+      .map((key) => (body) => withKey({ ...body }, key, { polluted: true })),
     // A field of the wrong type.
-    fc.constantFrom(...keys).chain((key) => wrongType(fields[key]!).map((value) => (body: Record<string, unknown>) => withKey({ ...body }, key, value))),
+    fc
+      .constantFrom(...keys)
+      .chain((key) =>
+        wrongType(fields[key]!).map((value) => (body: Record<string, unknown>) => withKey({ ...body }, key, value)),
+      ),
     // A value of the right type that the field's rule refuses.
-    fc.constantFrom(...keys.filter((k) => badValues[k])).chain((key) => badValues[key]!.map((value) => (body: Record<string, unknown>) => withKey({ ...body }, key, value))),
+    fc
+      .constantFrom(...keys.filter((k) => badValues[k]))
+      .chain((key) =>
+        badValues[key]!.map((value) => (body: Record<string, unknown>) => withKey({ ...body }, key, value)),
+      ),
   ];
-  if (required.length) poisons.push(fc.constantFrom(...required).map((key) => (body) => {
-    const copy = { ...body };
-    delete copy[key];
-    return copy;
-  }));
+  if (required.length)
+    poisons.push(
+      fc.constantFrom(...required).map((key) => (body) => {
+        const copy = { ...body };
+        delete copy[key];
+        return copy;
+      }),
+    );
   if (keys.includes('name') && keys.includes('generateName')) {
     // A claim names exactly one of name and generateName.
     poisons.push(fc.constant((body) => withKey(withKey({ ...body }, 'name', 'both-a'), 'generateName', 'both')));
@@ -207,12 +316,41 @@ function bodyPoison(fields: Readonly<Record<string, FieldSpec>>): fc.Arbitrary<(
 
 /** Raw bodies: not text at all, text that is not JSON, JSON that is not an object, or too large. */
 const rawBody = fc.oneof(
-  fc.oneof(fc.integer(), fc.boolean(), fc.constant(0), fc.constant(false), fc.array(fc.integer(), { maxLength: 2 }), fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 2 })).map((body) => ({ body, text: false })),
-  fc.oneof(fc.string({ maxLength: 30 }).filter((t) => { try { JSON.parse(t); return false; } catch { return true; } }), fc.constantFrom('{', '{"name":', '[1,', '{"a":1}}', '\u0000', '{"name":"x",}'))
+  fc
+    .oneof(
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(0),
+      fc.constant(false),
+      fc.array(fc.integer(), { maxLength: 2 }),
+      fc.dictionary(fc.string({ maxLength: 4 }), fc.integer(), { maxKeys: 2 }),
+    )
+    .map((body) => ({ body, text: false })),
+  fc
+    .oneof(
+      fc.string({ maxLength: 30 }).filter((t) => {
+        try {
+          JSON.parse(t);
+          return false;
+        } catch {
+          return true;
+        }
+      }),
+      fc.constantFrom('{', '{"name":', '[1,', '{"a":1}}', '\u0000', '{"name":"x",}'),
+    )
     .map((body) => ({ body: body as unknown, text: true })),
-  fc.oneof(fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)).map((v) => JSON.stringify(v)), fc.constantFrom('null', '[]', '"owner"', '0', 'false', '1e400'))
+  fc
+    .oneof(
+      fc
+        .jsonValue({ maxDepth: 2 })
+        .filter((v) => typeof v !== 'object' || v === null || Array.isArray(v))
+        .map((v) => JSON.stringify(v)),
+      fc.constantFrom('null', '[]', '"owner"', '0', 'false', '1e400'),
+    )
     .map((body) => ({ body: body as unknown, text: true })),
-  fc.integer({ min: 16 * 1024 + 1, max: 40_000 }).map((n) => ({ body: `{"name":"${'a'.repeat(n)}"}` as unknown, text: true })),
+  fc
+    .integer({ min: 16 * 1024 + 1, max: 40_000 })
+    .map((n) => ({ body: `{"name":"${'a'.repeat(n)}"}` as unknown, text: true })),
 );
 
 /**
@@ -222,17 +360,66 @@ const rawBody = fc.oneof(
  */
 const genuineCursors: string[] = [];
 const genuineCursor = fc.nat(1000).map((i) => genuineCursors[i % Math.max(1, genuineCursors.length)] ?? 'none.yet');
-const queryValue = fc.oneof(fc.constantFrom('0', '1', '1000', '1001', '-1', '1.5', '1e2', ' 5', '', 'abc', 'eyJzIjowLCJrIjoiYSJ9.forged', 'a.b'), weirdString, genuineCursor);
-const queryParams = fc.dictionary(fc.constantFrom('limit', 'cursor', 'owner', 'range', 'labelSelector', '__proto__', 'constructor', 'x'), fc.oneof(queryValue, fc.constantFrom('app=web', 'app!=web', 'a=b,c=d', 'a=,b==c', 'a in (b)')), { maxKeys: 4 });
+const queryValue = fc.oneof(
+  fc.constantFrom('0', '1', '1000', '1001', '-1', '1.5', '1e2', ' 5', '', 'abc', 'eyJzIjowLCJrIjoiYSJ9.forged', 'a.b'),
+  weirdString,
+  genuineCursor,
+);
+const queryParams = fc.dictionary(
+  fc.constantFrom('limit', 'cursor', 'owner', 'range', 'labelSelector', '__proto__', 'constructor', 'x'),
+  fc.oneof(queryValue, fc.constantFrom('app=web', 'app!=web', 'a=b,c=d', 'a=,b==c', 'a in (b)')),
+  { maxKeys: 4 },
+);
 const ifMatchValue = fc.oneof(
-  fc.constantFrom('"1"', '*', 'W/"1"', '"0x1"', '"1.0"', '"01"', '"+1"', '"0o1"', '1', '"1', '"1" "2"', '', ' , ', '"1", *', '"€"', 'W/ "1"', '"2", "1"'),
+  fc.constantFrom(
+    '"1"',
+    '*',
+    'W/"1"',
+    '"0x1"',
+    '"1.0"',
+    '"01"',
+    '"+1"',
+    '"0o1"',
+    '1',
+    '"1',
+    '"1" "2"',
+    '',
+    ' , ',
+    '"1", *',
+    '"€"',
+    'W/ "1"',
+    '"2", "1"',
+  ),
   weirdString,
 );
 /** If-Match values that can match no version of anything: malformed (400) or tags that name no version (412). */
-const poisonIfMatch = fc.constantFrom('"0x1"', '"1.0"', '"01"', '"+1"', '"0o1"', 'W/"1"', 'W/"2"', '"0"', '1', '"1', '"1" "2"', '', ' , ', '"1", *', '"€"', '"-1"');
+const poisonIfMatch = fc.constantFrom(
+  '"0x1"',
+  '"1.0"',
+  '"01"',
+  '"+1"',
+  '"0o1"',
+  'W/"1"',
+  'W/"2"',
+  '"0"',
+  '1',
+  '"1',
+  '"1" "2"',
+  '',
+  ' , ',
+  '"1", *',
+  '"€"',
+  '"-1"',
+);
 const headers = fc.record(
   {
-    accept: fc.constantFrom('application/cbor', 'application/json', '*/*;q=0.5, application/cbor;q=abc', 'text/html', ''),
+    accept: fc.constantFrom(
+      'application/cbor',
+      'application/json',
+      '*/*;q=0.5, application/cbor;q=abc',
+      'text/html',
+      '',
+    ),
     'content-type': fc.constantFrom('application/json', 'text/plain', ''),
     'if-match': ifMatchValue,
     'x-weird': weirdString,
@@ -252,7 +439,8 @@ interface FuzzCase {
 }
 
 /** Every byte percent-encoded, as a client encoding a valid name would never need to (`c1` -> `%63%31`). */
-const percentEncoded = (value: string) => [...Buffer.from(value, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+const percentEncoded = (value: string) =>
+  [...Buffer.from(value, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
 
 const encode = (value: string) => {
   try {
@@ -264,16 +452,25 @@ const encode = (value: string) => {
 
 function eventFor(route: RouteShape): fc.Arbitrary<FuzzCase> {
   const mutating = route.method !== 'GET';
-  const params = fc.tuple(...route.params.map((p) => fc.oneof({ weight: 3, arbitrary: validish[p]! }, { weight: 1, arbitrary: weirdString })));
+  const params = fc.tuple(
+    ...route.params.map((p) => fc.oneof({ weight: 3, arbitrary: validish[p]! }, { weight: 1, arbitrary: weirdString })),
+  );
   // What makes a mutating request certainly invalid: a path name (always available), a body, or an If-Match.
   const poisonKinds: string[] = route.params.length ? ['path'] : [];
-  if (mutating && poisonKinds.length === 0 && !route.fields) throw new Error(`${route.key} changes state but has nothing to poison`);
+  if (mutating && poisonKinds.length === 0 && !route.fields)
+    throw new Error(`${route.key} changes state but has nothing to poison`);
   if (route.fields) poisonKinds.push('body', 'rawBody');
   if (route.key === 'DELETE /v1/pools/{pool}/claims/{claim}') poisonKinds.push('ifMatch');
   return fc
     .record({
       values: params,
-      style: fc.constantFrom('rawPath', 'routeKey', 'rawPathEncodedBadly', 'percentEncoded', 'percentEncodedDecodedParams'),
+      style: fc.constantFrom(
+        'rawPath',
+        'routeKey',
+        'rawPathEncodedBadly',
+        'percentEncoded',
+        'percentEncodedDecodedParams',
+      ),
       body: route.fields ? bodyObject(route.fields) : fc.constant(undefined),
       raw: fc.option(rawBody, { freq: 4 }),
       query: fc.option(queryParams, { freq: 2 }),
@@ -318,14 +515,21 @@ function eventFor(route: RouteShape): fc.Arbitrary<FuzzCase> {
         rawPath,
         rawQueryString: '',
         headers: hdrs,
-        requestContext: { http: { method: route.method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'fuzz' }, routeKey: '$default', stage: '$default' },
+        requestContext: {
+          http: { method: route.method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'fuzz' },
+          routeKey: '$default',
+          stage: '$default',
+        },
         isBase64Encoded: base64,
         ...(g.style === 'routeKey' || g.style === 'percentEncodedDecodedParams' ? { pathParameters } : {}),
         ...(g.query ? { queryStringParameters: g.query } : {}),
         ...(body !== undefined ? { body } : {}),
       };
       // A pool's name is never served decoded: percent-encoded, it is refused whatever else the request holds.
-      const encodedPool = (g.style === 'percentEncoded' || g.style === 'percentEncodedDecodedParams') && route.params[0] === 'pool' && values.every((v) => v !== ''); // an empty segment matches no route (404)
+      const encodedPool =
+        (g.style === 'percentEncoded' || g.style === 'percentEncodedDecodedParams') &&
+        route.params[0] === 'pool' &&
+        values.every((v) => v !== ''); // an empty segment matches no route (404)
       return { route: route.key, mutating, event, ...(encodedPool ? { status: 400 } : {}) };
     });
 }
@@ -333,8 +537,26 @@ function eventFor(route: RouteShape): fc.Arbitrary<FuzzCase> {
 /** Events of shapes API Gateway never sends: the handler must still answer each with a problem document. */
 const strangeEvent: fc.Arbitrary<FuzzCase> = fc
   .oneof(
-    fc.constantFrom(null, undefined, 0, 'GET /v1/pools', [], {}, { routeKey: 'DELETE /v1/pools/{pool}' }, { rawPath: '/v1/pools' }),
-    fc.record({ routeKey: fc.constantFrom('DELETE /v1/pools/{pool}', 'POST /v1/pools', '$default', 7), pathParameters: fc.oneof(fc.constant(null), fc.constant({ pool: 3 }), fc.constant('fz')), headers: fc.oneof(fc.constant(null), fc.constant('x'), fc.constant({ 'if-match': ['"1"'] })), body: fc.oneof(fc.constant(undefined), fc.integer(), fc.constant({ name: 'x' })), requestContext: fc.oneof(fc.constant(null), fc.constant({ http: null }), fc.constant({ http: { method: 5 } })) }, { requiredKeys: [] }),
+    fc.constantFrom(
+      null,
+      undefined,
+      0,
+      'GET /v1/pools',
+      [],
+      {},
+      { routeKey: 'DELETE /v1/pools/{pool}' },
+      { rawPath: '/v1/pools' },
+    ),
+    fc.record(
+      {
+        routeKey: fc.constantFrom('DELETE /v1/pools/{pool}', 'POST /v1/pools', '$default', 7),
+        pathParameters: fc.oneof(fc.constant(null), fc.constant({ pool: 3 }), fc.constant('fz')),
+        headers: fc.oneof(fc.constant(null), fc.constant('x'), fc.constant({ 'if-match': ['"1"'] })),
+        body: fc.oneof(fc.constant(undefined), fc.integer(), fc.constant({ name: 'x' })),
+        requestContext: fc.oneof(fc.constant(null), fc.constant({ http: null }), fc.constant({ http: { method: 5 } })),
+      },
+      { requiredKeys: [] },
+    ),
   )
   .map((event) => ({ route: 'strange event', mutating: true, event }));
 
@@ -352,11 +574,30 @@ describe('Fuzz: the HTTP handler over generated API Gateway events', () => {
       ['POST', '/v1/pools', { name: 'fz2' }],
       ['POST', '/v1/pools/fz/ranges', { cidr: '10.77.0.0/24', legacy: true }],
       ['POST', '/v1/pools/fz/ranges', { cidr: 'fd00:77::/120', name: 'six' }],
-      ['POST', '/v1/pools/fz/claims', { name: 'held', owner: { kind: 'Pod', name: 'p', uid: 'owner-1' }, addresses: ['10.77.0.5'] }],
-      ['POST', '/v1/pools/fz/claims', { name: 'leased', owner: { kind: 'Pod', name: 'p', uid: 'owner-2' }, ipFamilyPolicy: 'PreferDualStack', ttlSeconds: 86_400 }],
+      [
+        'POST',
+        '/v1/pools/fz/claims',
+        { name: 'held', owner: { kind: 'Pod', name: 'p', uid: 'owner-1' }, addresses: ['10.77.0.5'] },
+      ],
+      [
+        'POST',
+        '/v1/pools/fz/claims',
+        {
+          name: 'leased',
+          owner: { kind: 'Pod', name: 'p', uid: 'owner-2' },
+          ipFamilyPolicy: 'PreferDualStack',
+          ttlSeconds: 86_400,
+        },
+      ],
     ];
     for (const [method, path, body] of setup) expect((await api.call(method, path, body)).status).toBe(201);
-    for (const listing of ['/v1/pools?limit=1', '/v1/pools/fz/claims?limit=1', '/v1/pools/fz/claims?limit=1&owner=owner-2', '/v1/pools/fz/addresses?limit=1', '/v1/pools/fz/addresses?limit=1&range=six']) {
+    for (const listing of [
+      '/v1/pools?limit=1',
+      '/v1/pools/fz/claims?limit=1',
+      '/v1/pools/fz/claims?limit=1&owner=owner-2',
+      '/v1/pools/fz/addresses?limit=1',
+      '/v1/pools/fz/addresses?limit=1&range=six',
+    ]) {
       const page = await api.call('GET', listing);
       if (typeof page.body.nextCursor === 'string') genuineCursors.push(page.body.nextCursor);
     }
@@ -364,46 +605,69 @@ describe('Fuzz: the HTTP handler over generated API Gateway events', () => {
     fixture = await tableSnapshot(api.container.table);
   });
 
-  it(`answers ${RUNS} generated requests over every route without a 5xx, refusing each invalid one and changing nothing`, { timeout: Math.max(60_000, RUNS * 200) }, async () => {
-    console.log(`fuzz: seed ${SEED}, ${RUNS} cases over ${routeShapes.length} routes; replay with FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS}`);
-    const started = Date.now();
-    const seen = new Map<string, number>();
-    const statuses = new Map<number, number>();
-    let handlerMs = 0;
-    let scanMs = 0;
-    const arbitrary = fc.oneof({ weight: 20, arbitrary: fc.constantFrom(...routeShapes).chain(eventFor) }, { weight: 1, arbitrary: strangeEvent });
+  it(
+    `answers ${RUNS} generated requests over every route without a 5xx, refusing each invalid one and changing nothing`,
+    { timeout: Math.max(60_000, RUNS * 200) },
+    async () => {
+      console.log(
+        `fuzz: seed ${SEED}, ${RUNS} cases over ${routeShapes.length} routes; replay with FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS}`,
+      );
+      const started = Date.now();
+      const seen = new Map<string, number>();
+      const statuses = new Map<number, number>();
+      let handlerMs = 0;
+      let scanMs = 0;
+      const arbitrary = fc.oneof(
+        { weight: 20, arbitrary: fc.constantFrom(...routeShapes).chain(eventFor) },
+        { weight: 1, arbitrary: strangeEvent },
+      );
 
-    await fc.assert(
-      fc.asyncProperty(arbitrary, async ({ route, mutating, event, status }) => {
-        const t0 = performance.now();
-        const response = await api.invoke(event);
-        handlerMs += performance.now() - t0;
-        seen.set(route, (seen.get(route) ?? 0) + 1);
-        statuses.set(response.statusCode ?? 0, (statuses.get(response.statusCode ?? 0) ?? 0) + 1);
+      await fc.assert(
+        fc.asyncProperty(arbitrary, async ({ route, mutating, event, status }) => {
+          const t0 = performance.now();
+          const response = await api.invoke(event);
+          handlerMs += performance.now() - t0;
+          seen.set(route, (seen.get(route) ?? 0) + 1);
+          statuses.set(response.statusCode ?? 0, (statuses.get(response.statusCode ?? 0) ?? 0) + 1);
 
-        expect(response.statusCode, 'no 5xx').toBeLessThan(500);
-        if (status !== undefined) expect(response.statusCode, 'a percent-encoded pool name is refused').toBe(status);
-        if (mutating) expect(response.statusCode, 'a poisoned request is refused').toBeGreaterThanOrEqual(400);
-        if (response.statusCode! >= 400) {
-          expect(response.headers?.['content-type']).toBe('application/problem+json');
-          const problem = JSON.parse(response.body ?? '') as { type: string; title: string; status: number; detail: string; code: keyof typeof statusOf };
-          expect(Object.keys(statusOf)).toContain(problem.code);
-          expect(problem).toMatchObject({ status: response.statusCode, type: `https://ipam.dev/problems/${problem.code}`, title: expect.any(String) });
-          expect(statusOf[problem.code]).toBe(response.statusCode);
-          expect(problem.detail).toMatch(/^\S[\s\S]{8,}\.$/);
-          expect(problem.detail.length).toBeLessThan(600);
-        }
-        const t1 = performance.now();
-        expect(await tableSnapshot(api.container.table)).toEqual(fixture);
-        scanMs += performance.now() - t1;
-      }),
-      // No shrinking: a case that changed the table would make every shrunk case fail too; the seed replays it.
-      { seed: SEED, numRuns: RUNS, endOnFailure: true },
-    );
+          expect(response.statusCode, 'no 5xx').toBeLessThan(500);
+          if (status !== undefined) expect(response.statusCode, 'a percent-encoded pool name is refused').toBe(status);
+          if (mutating) expect(response.statusCode, 'a poisoned request is refused').toBeGreaterThanOrEqual(400);
+          if (response.statusCode! >= 400) {
+            expect(response.headers?.['content-type']).toBe('application/problem+json');
+            const problem = JSON.parse(response.body ?? '') as {
+              type: string;
+              title: string;
+              status: number;
+              detail: string;
+              code: keyof typeof statusOf;
+            };
+            expect(Object.keys(statusOf)).toContain(problem.code);
+            expect(problem).toMatchObject({
+              status: response.statusCode,
+              type: `https://ipam.dev/problems/${problem.code}`,
+              title: expect.any(String),
+            });
+            expect(statusOf[problem.code]).toBe(response.statusCode);
+            expect(problem.detail).toMatch(/^\S[\s\S]{8,}\.$/);
+            expect(problem.detail.length).toBeLessThan(600);
+          }
+          const t1 = performance.now();
+          expect(await tableSnapshot(api.container.table)).toEqual(fixture);
+          scanMs += performance.now() - t1;
+        }),
+        // No shrinking: a case that changed the table would make every shrunk case fail too; the seed replays it.
+        { seed: SEED, numRuns: RUNS, endOnFailure: true },
+      );
 
-    const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    console.log(`fuzz: ${RUNS} cases in ${seconds} s (handler ${(handlerMs / 1000).toFixed(1)} s, scans ${(scanMs / 1000).toFixed(1)} s); statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
-    // Every route was reached (with a few hundred cases, each of the ~20 routes gets several).
-    expect([...seen.keys()].filter((r) => r !== 'strange event').sort()).toEqual(routeShapes.map((r) => r.key).sort());
-  });
+      const seconds = ((Date.now() - started) / 1000).toFixed(1);
+      console.log(
+        `fuzz: ${RUNS} cases in ${seconds} s (handler ${(handlerMs / 1000).toFixed(1)} s, scans ${(scanMs / 1000).toFixed(1)} s); statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`,
+      );
+      // Every route was reached (with a few hundred cases, each of the ~20 routes gets several).
+      expect([...seen.keys()].filter((r) => r !== 'strange event').sort()).toEqual(
+        routeShapes.map((r) => r.key).sort(),
+      );
+    },
+  );
 });

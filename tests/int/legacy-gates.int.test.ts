@@ -9,9 +9,24 @@ import { bitmapHolds, inWindow, leasedAddresses, mirrorOf, owner } from '../supp
 
 /** The three meaningful rows of the two gates (DisableAllocatorDualWrite means nothing in legacy mode). */
 const gateRows = [
-  { name: 'legacy mode', gates: 'MultiCIDRServiceAllocator=false,DisableAllocatorDualWrite=false', legacy: true, bitmaps: true },
-  { name: 'lease mode, dual-write on', gates: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false', legacy: false, bitmaps: true },
-  { name: 'lease mode, dual-write off', gates: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=true', legacy: false, bitmaps: false },
+  {
+    name: 'legacy mode',
+    gates: 'MultiCIDRServiceAllocator=false,DisableAllocatorDualWrite=false',
+    legacy: true,
+    bitmaps: true,
+  },
+  {
+    name: 'lease mode, dual-write on',
+    gates: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=false',
+    legacy: false,
+    bitmaps: true,
+  },
+  {
+    name: 'lease mode, dual-write off',
+    gates: 'MultiCIDRServiceAllocator=true,DisableAllocatorDualWrite=true',
+    legacy: false,
+    bitmaps: false,
+  },
 ] as const;
 
 const stacks = [
@@ -47,20 +62,34 @@ describe.each(gateRows)('Gates: $name', (row) => {
       for (const family of stack.families) {
         await create(api, '/v1/pools/p/ranges', { cidr: legacyCidr[family], name: `legacy-${family}`, legacy: true });
         if (row.legacy) {
-          const refused = await create(api, '/v1/pools/p/ranges', { cidr: plainCidr[family], name: `plain-${family}` }, 409);
+          const refused = await create(
+            api,
+            '/v1/pools/p/ranges',
+            { cidr: plainCidr[family], name: `plain-${family}` },
+            409,
+          );
           expect(refused.body.detail).toContain('MultiCIDRServiceAllocator');
         } else {
           await create(api, '/v1/pools/p/ranges', { cidr: plainCidr[family], name: `plain-${family}` });
         }
       }
       const claim = (name: string, addresses?: string[]) =>
-        create(api, '/v1/pools/p/claims', { name, owner: owner(name), ipFamilyPolicy: stack.policy, ipFamilies: stack.families, ...(addresses ? { addresses } : {}) });
+        create(api, '/v1/pools/p/claims', {
+          name,
+          owner: owner(name),
+          ipFamilyPolicy: stack.policy,
+          ipFamilies: stack.families,
+          ...(addresses ? { addresses } : {}),
+        });
 
       // Act
       // One address in each family's legacy window, so each bitmap has a change to mirror whatever the dynamic
       // picks choose (random among both ranges: with only dynamic IPv6 picks, about one run in 60 left the IPv6
       // window untouched and its bitmap never written).
-      const named = await claim('named', stack.families.map((family) => explicitAddress[family]));
+      const named = await claim(
+        'named',
+        stack.families.map((family) => explicitAddress[family]),
+      );
       for (let i = 0; i < 5; i += 1) await claim(`c${i}`);
       expect((await api.call('DELETE', '/v1/pools/p/claims/c1')).status).toBe(204);
       expect((await api.call('DELETE', '/v1/pools/p/claims/c3')).status).toBe(204);
@@ -71,13 +100,18 @@ describe.each(gateRows)('Gates: $name', (row) => {
       const leased = await leasedAddresses(api, 'p');
       const claims = (await api.call('GET', '/v1/pools/p/claims')).body.items!;
       expect(claims.map((c) => c.name).sort()).toEqual(['c0', 'c2', 'c4', 'named']);
-      expect(claims.flatMap((c) => (c.addresses as { address: string }[]).map((a) => a.address)).sort()).toEqual(leased);
+      expect(claims.flatMap((c) => (c.addresses as { address: string }[]).map((a) => a.address)).sort()).toEqual(
+        leased,
+      );
       expect(leased).toHaveLength(4 * stack.families.length);
-      expect((named.body.addresses as { address: string }[]).map((a) => a.address)).toEqual(stack.families.map((family) => explicitAddress[family]));
+      expect((named.body.addresses as { address: string }[]).map((a) => a.address)).toEqual(
+        stack.families.map((family) => explicitAddress[family]),
+      );
       for (const family of stack.families) {
         // Bitmaps: equal to the leases of their windows while kept; never written once dual-write is off.
         const bitmap = await bitmapHolds(api.container, 'p', `legacy-${family}`);
-        if (row.bitmaps) expect(bitmap).toMatchObject({ range: legacyCidr[family], addresses: inWindow(legacyCidr[family], leased) });
+        if (row.bitmaps)
+          expect(bitmap).toMatchObject({ range: legacyCidr[family], addresses: inWindow(legacyCidr[family], leased) });
         else expect(bitmap).toBeUndefined();
         // The allocation route agrees with the leases in every row (stored, or computed from the leases).
         const allocation = await api.call('GET', `/v1/pools/p/ranges/legacy-${family}/allocation`);
@@ -87,7 +121,12 @@ describe.each(gateRows)('Gates: $name', (row) => {
         const pool = await api.call('GET', '/v1/pools/p');
         const size = (family === 'IPv6' ? 15 : 14) * (row.legacy ? 1 : 2);
         const used = leased.filter((a) => (family === 'IPv6') === a.includes(':')).length;
-        expect((pool.body.utilization as Record<string, unknown>)[family]).toEqual({ size, used, releasing: 0, free: size - used });
+        expect((pool.body.utilization as Record<string, unknown>)[family]).toEqual({
+          size,
+          used,
+          releasing: 0,
+          free: size - used,
+        });
       }
     });
   });
@@ -95,65 +134,84 @@ describe.each(gateRows)('Gates: $name', (row) => {
 
 describe('Mixed fleet: legacy-mode and lease-mode containers on one pool', () => {
   // Contended on purpose (one bitmap item per family under three fleets): give it room on a loaded 2-core machine.
-  it('never lets two claims hold one address, and the bitmaps end equal to the leases', { timeout: 180_000 }, async () => {
-    // Prepare: one table, three warm containers with different gates, as during a rolling upgrade.
-    const legacy = await testApi({}, { FEATURE_GATES: gateRows[0].gates }, undefined, dynamoLocalWithStream);
-    const dualWrite = legacy.sibling({}, { FEATURE_GATES: gateRows[1].gates });
-    const leaseOnly = legacy.sibling({}, { FEATURE_GATES: gateRows[2].gates });
-    const fleet = [legacy, dualWrite, leaseOnly];
-    const reader = new StreamReader(legacy.endpoint, legacy.tableName);
-    readers.push(reader);
-    const mirror = mirrorOf(dualWrite.container);
-    await create(legacy, '/v1/pools', { name: 'p' });
-    await create(legacy, '/v1/pools/p/ranges', { cidr: '10.98.0.0/28', name: 'v4', legacy: true });
-    await create(legacy, '/v1/pools/p/ranges', { cidr: 'fd00:98::/124', name: 'v6', legacy: true });
-    const capacity = { IPv4: 14, IPv6: 15 } as const;
-    const claim = (api: TestApi, name: string, family: 'IPv4' | 'IPv6') => api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), ipFamilies: [family] });
-    const families = ['IPv4', 'IPv6'] as const;
+  it(
+    'never lets two claims hold one address, and the bitmaps end equal to the leases',
+    { timeout: 180_000 },
+    async () => {
+      // Prepare: one table, three warm containers with different gates, as during a rolling upgrade.
+      const legacy = await testApi({}, { FEATURE_GATES: gateRows[0].gates }, undefined, dynamoLocalWithStream);
+      const dualWrite = legacy.sibling({}, { FEATURE_GATES: gateRows[1].gates });
+      const leaseOnly = legacy.sibling({}, { FEATURE_GATES: gateRows[2].gates });
+      const fleet = [legacy, dualWrite, leaseOnly];
+      const reader = new StreamReader(legacy.endpoint, legacy.tableName);
+      readers.push(reader);
+      const mirror = mirrorOf(dualWrite.container);
+      await create(legacy, '/v1/pools', { name: 'p' });
+      await create(legacy, '/v1/pools/p/ranges', { cidr: '10.98.0.0/28', name: 'v4', legacy: true });
+      await create(legacy, '/v1/pools/p/ranges', { cidr: 'fd00:98::/124', name: 'v6', legacy: true });
+      const capacity = { IPv4: 14, IPv6: 15 } as const;
+      const claim = (api: TestApi, name: string, family: 'IPv4' | 'IPv6') =>
+        api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), ipFamilies: [family] });
+      const families = ['IPv4', 'IPv6'] as const;
 
-    // Act: 20 claims per family at once (more than either range holds), from all three containers.
-    const first = await Promise.all(Array.from({ length: 40 }, (_, i) => claim(fleet[i % 3]!, `a${i}`, families[i % 2]!)));
-    const won = first.map((r, i) => ({ r, name: `a${i}` })).filter(({ r }) => r.status === 201);
-    await reader.drain(mirror);
-    // Releases from other containers than the allocating one, concurrent with new claims.
-    const releases = won.slice(0, 10).map(({ name }, i) => fleet[(i + 1) % 3]!.call('DELETE', `/v1/pools/p/claims/${name}`));
-    const second = await Promise.all([...releases, ...Array.from({ length: 12 }, (_, i) => claim(fleet[i % 3]!, `b${i}`, families[i % 2]!))]);
-    await reader.drain(mirror);
-    // Top up each family until every container in turn answers that it is full.
-    const topUp: { status: number; body: unknown }[] = [];
-    for (const family of families) {
-      for (let i = 0, full = 0; full < 3 && i < 40; i += 1) {
-        const res = await claim(fleet[i % 3]!, `t-${family.toLowerCase()}-${i}`, family);
-        topUp.push(res);
-        full = res.status === 409 ? full + 1 : 0;
+      // Act: 20 claims per family at once (more than either range holds), from all three containers.
+      const first = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => claim(fleet[i % 3]!, `a${i}`, families[i % 2]!)),
+      );
+      const won = first.map((r, i) => ({ r, name: `a${i}` })).filter(({ r }) => r.status === 201);
+      await reader.drain(mirror);
+      // Releases from other containers than the allocating one, concurrent with new claims.
+      const releases = won
+        .slice(0, 10)
+        .map(({ name }, i) => fleet[(i + 1) % 3]!.call('DELETE', `/v1/pools/p/claims/${name}`));
+      const second = await Promise.all([
+        ...releases,
+        ...Array.from({ length: 12 }, (_, i) => claim(fleet[i % 3]!, `b${i}`, families[i % 2]!)),
+      ]);
+      await reader.drain(mirror);
+      // Top up each family until every container in turn answers that it is full.
+      const topUp: { status: number; body: unknown }[] = [];
+      for (const family of families) {
+        for (let i = 0, full = 0; full < 3 && i < 40; i += 1) {
+          const res = await claim(fleet[i % 3]!, `t-${family.toLowerCase()}-${i}`, family);
+          topUp.push(res);
+          full = res.status === 409 ? full + 1 : 0;
+        }
       }
-    }
-    await reader.drain(mirror);
+      await reader.drain(mirror);
 
-    // Assess: every answer is a success, a full range or a retryable contention; never an error.
-    for (const res of [...first, ...second, ...topUp]) expect([201, 204, 409, 503], JSON.stringify(res.body)).toContain(res.status);
-    expect(won.length).toBeGreaterThan(0);
-    expect(won.length).toBeLessThanOrEqual(29);
-    const claims = (await legacy.call('GET', '/v1/pools/p/claims?limit=1000')).body.items!;
-    const addresses = claims.flatMap((c) => (c.addresses as { address: string }[]).map((a) => a.address));
-    expect(new Set(addresses).size).toBe(addresses.length);
-    const leased = await leasedAddresses(legacy, 'p');
-    expect(leased).toEqual([...addresses].sort());
-    for (const lease of leased) {
-      const holder = (await legacy.call('GET', `/v1/pools/p/addresses/${lease}`)).body.claim;
-      expect(claims.find((c) => (c.addresses as { address: string }[]).some((a) => a.address === lease))!.name).toBe(holder);
-    }
-    expect(leased.filter((a) => !a.includes(':'))).toHaveLength(capacity.IPv4);
-    expect(leased.filter((a) => a.includes(':'))).toHaveLength(capacity.IPv6);
-    expect((await bitmapHolds(dualWrite.container, 'p', 'v4'))!.addresses).toEqual(inWindow('10.98.0.0/28', leased));
-    expect((await bitmapHolds(dualWrite.container, 'p', 'v6'))!.addresses).toEqual(inWindow('fd00:98::/124', leased));
-  });
+      // Assess: every answer is a success, a full range or a retryable contention; never an error.
+      for (const res of [...first, ...second, ...topUp])
+        expect([201, 204, 409, 503], JSON.stringify(res.body)).toContain(res.status);
+      expect(won.length).toBeGreaterThan(0);
+      expect(won.length).toBeLessThanOrEqual(29);
+      const claims = (await legacy.call('GET', '/v1/pools/p/claims?limit=1000')).body.items!;
+      const addresses = claims.flatMap((c) => (c.addresses as { address: string }[]).map((a) => a.address));
+      expect(new Set(addresses).size).toBe(addresses.length);
+      const leased = await leasedAddresses(legacy, 'p');
+      expect(leased).toEqual([...addresses].sort());
+      for (const lease of leased) {
+        const holder = (await legacy.call('GET', `/v1/pools/p/addresses/${lease}`)).body.claim;
+        expect(claims.find((c) => (c.addresses as { address: string }[]).some((a) => a.address === lease))!.name).toBe(
+          holder,
+        );
+      }
+      expect(leased.filter((a) => !a.includes(':'))).toHaveLength(capacity.IPv4);
+      expect(leased.filter((a) => a.includes(':'))).toHaveLength(capacity.IPv6);
+      expect((await bitmapHolds(dualWrite.container, 'p', 'v4'))!.addresses).toEqual(inWindow('10.98.0.0/28', leased));
+      expect((await bitmapHolds(dualWrite.container, 'p', 'v6'))!.addresses).toEqual(inWindow('fd00:98::/124', leased));
+    },
+  );
 });
 
 describe('Route: GET /v1/pools/{pool}/ranges/{range}/allocation', () => {
   /** The raw handler of a container, so binary bodies can be read as they leave. */
   const raw = (api: TestApi) => {
-    const handler = createHttpHandler(() => api.container.deps, { version: 'test', health: () => api.container.deps.health.health() }, () => {});
+    const handler = createHttpHandler(
+      () => api.container.deps,
+      { version: 'test', health: () => api.container.deps.health.health() },
+      () => {},
+    );
     return async (path: string, accept?: string) => {
       const out = await handler(httpEvent('GET', path, undefined, accept ? { accept } : {}), {} as Context);
       return typeof out === 'string' ? { statusCode: 0, headers: {}, body: out, isBase64Encoded: false } : out;
@@ -165,7 +223,12 @@ describe('Route: GET /v1/pools/{pool}/ranges/{range}/allocation', () => {
     await create(api, '/v1/pools', { name: 'p' });
     await create(api, '/v1/pools/p/ranges', { cidr: '192.168.0.0/24', name: 'v4', legacy: true });
     await create(api, '/v1/pools/p/ranges', { cidr: 'fd00::/112', name: 'v6', legacy: true });
-    for (const [name, address] of [['a', '192.168.0.1'], ['b', '192.168.0.2'], ['c', '192.168.0.10'], ['d', 'fd00::ffff']] as const) {
+    for (const [name, address] of [
+      ['a', '192.168.0.1'],
+      ['b', '192.168.0.2'],
+      ['c', '192.168.0.10'],
+      ['d', 'fd00::ffff'],
+    ] as const) {
       await create(api, '/v1/pools/p/claims', { name, owner: owner(name), addresses: [address] });
     }
     return api;
@@ -190,9 +253,15 @@ describe('Route: GET /v1/pools/{pool}/ranges/{range}/allocation', () => {
     // Act
     const res = await get('/v1/pools/p/ranges/v6/allocation', 'application/json;q=0.5, application/cbor');
     // Assess
-    expect(res).toMatchObject({ statusCode: 200, isBase64Encoded: true, headers: { 'content-type': 'application/cbor', vary: 'accept' } });
+    expect(res).toMatchObject({
+      statusCode: 200,
+      isBase64Encoded: true,
+      headers: { 'content-type': 'application/cbor', vary: 'accept' },
+    });
     const tagged: number[] = [];
-    const decoded = decodeCbor(Buffer.from(res.body!, 'base64'), { tags: { 22: (decode: () => unknown) => (tagged.push(22), decode()) } }) as { range: string; data: Uint8Array; version: number };
+    const decoded = decodeCbor(Buffer.from(res.body!, 'base64'), {
+      tags: { 22: (decode: () => unknown) => (tagged.push(22), decode()) },
+    }) as { range: string; data: Uint8Array; version: number };
     expect(tagged).toEqual([22]);
     expect({ ...decoded, data: Buffer.from(decoded.data).toString('base64') }).toEqual(json);
     expect(decoded).toMatchObject({ range: 'fd00::/112', version: 1 });

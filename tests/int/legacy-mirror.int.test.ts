@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
-import { BatchGetItemCommand, DynamoDBClient, GetItemCommand, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetItemCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+} from '@aws-sdk/client-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { testApi, type TestApi } from '../support/api.ts';
 import { StreamReader } from '../support/stream.ts';
@@ -17,7 +23,11 @@ afterEach(() => {
 });
 
 /** An API on a fresh table with a dual-stack pool of two legacy ranges, and a reader of the table's stream. */
-async function stack(gates: string, v4 = '10.96.0.0/27', v6 = 'fd00:96::/123'): Promise<{ api: TestApi; reader: StreamReader }> {
+async function stack(
+  gates: string,
+  v4 = '10.96.0.0/27',
+  v6 = 'fd00:96::/123',
+): Promise<{ api: TestApi; reader: StreamReader }> {
   const api = await testApi({}, { FEATURE_GATES: gates }, undefined, dynamoLocalWithStream);
   expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
   expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: v4, name: 'v4', legacy: true })).status).toBe(201);
@@ -28,12 +38,18 @@ async function stack(gates: string, v4 = '10.96.0.0/27', v6 = 'fd00:96::/123'): 
 }
 
 async function claim(api: TestApi, name: string, body: Record<string, unknown> = {}): Promise<string[]> {
-  const res = await api.call('POST', '/v1/pools/p/claims', { name, owner: owner(name), ipFamilyPolicy: 'RequireDualStack', ...body });
+  const res = await api.call('POST', '/v1/pools/p/claims', {
+    name,
+    owner: owner(name),
+    ipFamilyPolicy: 'RequireDualStack',
+    ...body,
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return (res.body.addresses as { address: string }[]).map((a) => a.address);
 }
 
-const release = async (api: TestApi, name: string) => expect((await api.call('DELETE', `/v1/pools/p/claims/${name}`)).status).toBe(204);
+const release = async (api: TestApi, name: string) =>
+  expect((await api.call('DELETE', `/v1/pools/p/claims/${name}`)).status).toBe(204);
 
 /** Both bitmaps equal the leases of their windows. */
 async function expectMirrored(api: TestApi): Promise<void> {
@@ -42,14 +58,17 @@ async function expectMirrored(api: TestApi): Promise<void> {
   expect((await bitmapHolds(api.container, 'p', 'v6'))?.addresses).toEqual(inWindow('fd00:96::/123', leased));
 }
 
-const leaseRecords = (records: DynamoDBRecord[]) => records.filter((r) => (r.dynamodb?.NewImage ?? r.dynamodb?.OldImage)?.entity?.S === 'lease');
+const leaseRecords = (records: DynamoDBRecord[]) =>
+  records.filter((r) => (r.dynamodb?.NewImage ?? r.dynamodb?.OldImage)?.entity?.S === 'lease');
 
 describe('Function: stream mirror (real stream records from DynamoDB Local)', () => {
   it('keeps the bit of an address held after its release (reuse delay) until the held item is gone', async () => {
     // Prepare: a lease-mode fleet with dual-write on, a pool with a reuse delay
     const api = await testApi({}, { FEATURE_GATES: DUAL_WRITE }, undefined, dynamoLocalWithStream);
     expect((await api.call('POST', '/v1/pools', { name: 'p', reuseDelaySeconds: 600 })).status).toBe(201);
-    expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.96.0.0/27', name: 'v4', legacy: true })).status).toBe(201);
+    expect(
+      (await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.96.0.0/27', name: 'v4', legacy: true })).status,
+    ).toBe(201);
     const reader = new StreamReader(api.endpoint, api.tableName);
     readers.push(reader);
     const made = await api.call('POST', '/v1/pools/p/claims', { name: 'web', owner: owner('web') });
@@ -108,13 +127,24 @@ describe('Function: stream mirror (real stream records from DynamoDB Local)', ()
   it('keeps the bit set when another claim takes over an expired lease (a MODIFY), and clears it on release', async () => {
     // Prepare: a clock the test moves.
     let now = Date.parse('2026-06-01T00:00:00Z');
-    const api0 = await testApi({ clock: { nowMs: () => now } }, { FEATURE_GATES: DUAL_WRITE }, undefined, dynamoLocalWithStream);
+    const api0 = await testApi(
+      { clock: { nowMs: () => now } },
+      { FEATURE_GATES: DUAL_WRITE },
+      undefined,
+      dynamoLocalWithStream,
+    );
     expect((await api0.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
-    expect((await api0.call('POST', '/v1/pools/p/ranges', { cidr: '10.96.0.0/27', name: 'v4', legacy: true })).status).toBe(201);
+    expect(
+      (await api0.call('POST', '/v1/pools/p/ranges', { cidr: '10.96.0.0/27', name: 'v4', legacy: true })).status,
+    ).toBe(201);
     const reader = new StreamReader(api0.endpoint, api0.tableName);
     readers.push(reader);
     const mirror = mirrorOf(api0.container);
-    const [address] = await claim(api0, 'old', { ipFamilyPolicy: 'SingleStack', addresses: ['10.96.0.9'], ttlSeconds: 60 });
+    const [address] = await claim(api0, 'old', {
+      ipFamilyPolicy: 'SingleStack',
+      addresses: ['10.96.0.9'],
+      ttlSeconds: 60,
+    });
     await reader.drain(mirror);
     now += 120_000;
     // Act
@@ -133,14 +163,25 @@ describe('Function: stream mirror (real stream records from DynamoDB Local)', ()
     const { api, reader } = await stack(DUAL_WRITE);
     for (let i = 0; i < 3; i += 1) await claim(api, `c${i}`);
     const records = leaseRecords(await reader.read());
-    const real = new DynamoDBClient({ endpoint: api.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-    const flaky = new DynamoDBClient({ endpoint: api.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+    const real = new DynamoDBClient({
+      endpoint: api.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const flaky = new DynamoDBClient({
+      endpoint: api.endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
     const mock = mockClient(flaky);
     mock.on(GetItemCommand).callsFake((input) => real.send(new GetItemCommand(input)));
     mock.on(BatchGetItemCommand).callsFake((input) => real.send(new BatchGetItemCommand(input)));
     mock.on(QueryCommand).callsFake((input) => real.send(new QueryCommand(input)));
     mock.on(PutItemCommand).callsFake((input) => {
-      if (input.Item?.PK?.S === 'BITMAP#p#v6') throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' });
+      if (input.Item?.PK?.S === 'BITMAP#p#v6')
+        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+          name: 'ThrottlingException',
+        });
       return real.send(new PutItemCommand(input));
     });
     const logged: Record<string, unknown>[] = [];
@@ -148,7 +189,9 @@ describe('Function: stream mirror (real stream records from DynamoDB Local)', ()
     // Act
     const answer = await flakyMirror({ Records: records });
     // Assess: exactly the IPv6 lease records come back; the IPv4 bitmap was written.
-    const v6Records = records.filter((r) => r.dynamodb!.NewImage!.family!.S === 'IPv6').map((r) => r.dynamodb!.SequenceNumber);
+    const v6Records = records
+      .filter((r) => r.dynamodb!.NewImage!.family!.S === 'IPv6')
+      .map((r) => r.dynamodb!.SequenceNumber);
     expect(answer.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(v6Records.sort());
     expect(logged).toEqual([expect.objectContaining({ range: 'v6', records: 3, error: 'NotReadyError' })]);
     expect((await bitmapHolds(api.container, 'p', 'v4'))!.addresses).toHaveLength(3);
@@ -198,7 +241,8 @@ describe('Window of a /108 legacy range', () => {
     const { api, reader } = await stack(DUAL_WRITE, '10.96.0.0/27', 'fd00:108::/108');
     // Act: 1 in 16 of the /108's hosts lie in the window; 40 picks outside the window would all but surely show.
     const picked: string[] = [];
-    for (let i = 0; i < 40; i += 1) picked.push(...(await claim(api, `c${i}`, { ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv6'] })));
+    for (let i = 0; i < 40; i += 1)
+      picked.push(...(await claim(api, `c${i}`, { ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv6'] })));
     await reader.drain(mirrorOf(api.container));
     // Assess
     expect(inWindow('fd00:108::/108', picked)).toEqual([...picked].sort());
@@ -210,7 +254,8 @@ describe('Window of a /108 legacy range', () => {
     const { api } = await stack(NO_DUAL_WRITE, '10.96.0.0/27', 'fd00:108::/108');
     // Act
     const picked: string[] = [];
-    for (let i = 0; i < 40; i += 1) picked.push(...(await claim(api, `c${i}`, { ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv6'] })));
+    for (let i = 0; i < 40; i += 1)
+      picked.push(...(await claim(api, `c${i}`, { ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv6'] })));
     // Assess: (1/16)^40 is the chance that all 40 land in the window by luck.
     expect(inWindow('fd00:108::/108', picked).length).toBeLessThan(picked.length);
   });

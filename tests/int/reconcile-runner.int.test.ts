@@ -4,7 +4,9 @@ import { runReconciler } from '../../shared/adapters/reconcile-runner.ts';
 import { owner, reconcilerHarness } from '../support/reconciler.ts';
 
 interface Emf {
-  _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[] };
+  _aws: {
+    CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[];
+  };
   [key: string]: unknown;
 }
 
@@ -32,14 +34,22 @@ describe('Function: runReconciler', () => {
   it('publishes utilization per range (idle ones too) and repairs by kind as EMF, and logs a summary line', async () => {
     // Prepare: one busy range, one idle range, and one claim expired long ago.
     const h = await reconcilerHarness();
-    await h.pool('p', [{ cidr: '10.0.0.0/29', name: 'busy' }, { cidr: '10.0.1.0/30', name: 'idle' }]);
+    await h.pool('p', [
+      { cidr: '10.0.0.0/29', name: 'busy' },
+      { cidr: '10.0.1.0/30', name: 'idle' },
+    ]);
     await h.claim('p', { name: 'held', owner: owner('a'), addresses: ['10.0.0.1'] });
     await h.claim('p', { name: 'gone', owner: owner('b'), addresses: ['10.0.0.2'], ttlSeconds: 60 });
     h.clock.advance(10 * 60_000);
     const logs: Record<string, unknown>[] = [];
     const metrics = IpamMetrics.create({ namespace: 'ipam-test', serviceName: 'ipam' });
     // Act
-    const { result, lines } = await captureEmf(() => runReconciler(h.api.container.deps, h.api.container.config.reconciler, 60_000, { metrics, log: (e) => logs.push(e) }));
+    const { result, lines } = await captureEmf(() =>
+      runReconciler(h.api.container.deps, h.api.container.config.reconciler, 60_000, {
+        metrics,
+        log: (e) => logs.push(e),
+      }),
+    );
     // Assess: the summary.
     expect(result).toMatchObject({ complete: true, repairs: { ClaimExpired: 1 }, ranges: 2, errors: 0 });
     // Utilization, one EMF document per range with its Pool and Range dimensions.
@@ -48,32 +58,53 @@ describe('Function: runReconciler', () => {
       ['p', 'busy', 6, 1, 5],
       ['p', 'idle', 2, 0, 2],
     ]);
-    expect(usage[0]!._aws.CloudWatchMetrics[0]!).toMatchObject({ Namespace: 'ipam-test', Dimensions: [['service', 'Pool', 'Range']] });
+    expect(usage[0]!._aws.CloudWatchMetrics[0]!).toMatchObject({
+      Namespace: 'ipam-test',
+      Dimensions: [['service', 'Pool', 'Range']],
+    });
     // Repairs by kind, zeros included.
     const repairs = Object.fromEntries(lines.filter((l) => 'Repairs' in l).map((l) => [l.Kind, l.Repairs]));
     expect(repairs).toMatchObject({ ClaimExpired: 1, LeaseOrphaned: 0, RangeFinalized: 0, BitmapLeakCleared: 0 });
     expect(lines.find((l) => 'ReconcileIncomplete' in l)).toMatchObject({ ReconcileIncomplete: 0, ReconcileErrors: 0 });
     // Structured logs: a line per range and the run summary.
-    expect(logs).toContainEqual(expect.objectContaining({ message: 'range utilization', pool: 'p', range: 'idle', size: 2, used: 0, free: 2 }));
+    expect(logs).toContainEqual(
+      expect.objectContaining({ message: 'range utilization', pool: 'p', range: 'idle', size: 2, used: 0, free: 2 }),
+    );
     expect(logs.at(-1)).toMatchObject({ level: 'info', message: 'reconcile run', complete: true });
   });
 
-  it('publishes the address history\'s lag per pool as HistoryLag, in milliseconds: a pending change\'s age, 0 for an idle pool', async () => {
+  it("publishes the address history's lag per pool as HistoryLag, in milliseconds: a pending change's age, 0 for an idle pool", async () => {
     // Prepare: p's stream function failed to record a change stamped 1.234 s ago; q's history is idle (marked long ago)
     const h = await reconcilerHarness();
     await h.pool('p', ['10.0.0.0/29']);
     await h.pool('q', ['10.0.1.0/29']);
     await h.api.container.deps.history.advanceMark('p', h.clock.t - 60_000);
-    await h.api.container.deps.history.notePending('p', h.clock.t - 1_234, '10.0.0.1', `${new Date(h.clock.t - 9_000).toISOString()}#uid-1`);
+    await h.api.container.deps.history.notePending(
+      'p',
+      h.clock.t - 1_234,
+      '10.0.0.1',
+      `${new Date(h.clock.t - 9_000).toISOString()}#uid-1`,
+    );
     await h.api.container.deps.history.advanceMark('q', h.clock.t - 3_600_000);
     const logs: Record<string, unknown>[] = [];
     const metrics = IpamMetrics.create({ namespace: 'ipam-test', serviceName: 'ipam' });
     // Act
-    const { result, lines } = await captureEmf(() => runReconciler(h.api.container.deps, h.api.container.config.reconciler, 60_000, { metrics, log: (e) => logs.push(e) }));
+    const { result, lines } = await captureEmf(() =>
+      runReconciler(h.api.container.deps, h.api.container.config.reconciler, 60_000, {
+        metrics,
+        log: (e) => logs.push(e),
+      }),
+    );
     // Assess
     const lag = lines.filter((l) => 'HistoryLag' in l);
-    expect(lag.map((l) => [l.Pool, l.HistoryLag])).toEqual([['p', 1_234], ['q', 0]]);
-    expect(lag[0]!._aws.CloudWatchMetrics[0]!).toMatchObject({ Dimensions: [['service', 'Pool']], Metrics: [{ Name: 'HistoryLag', Unit: 'Milliseconds' }] });
+    expect(lag.map((l) => [l.Pool, l.HistoryLag])).toEqual([
+      ['p', 1_234],
+      ['q', 0],
+    ]);
+    expect(lag[0]!._aws.CloudWatchMetrics[0]!).toMatchObject({
+      Dimensions: [['service', 'Pool']],
+      Metrics: [{ Name: 'HistoryLag', Unit: 'Milliseconds' }],
+    });
     expect(result.historyLagMs).toEqual({ p: 1_234, q: 0 });
   });
 
@@ -82,7 +113,12 @@ describe('Function: runReconciler', () => {
     await h.pool('p', ['10.0.0.0/24']);
     const logs: Record<string, unknown>[] = [];
     // 4 s left and a 5 s margin: no time at all.
-    const result = await runReconciler(h.api.container.deps, { ...h.api.container.config.reconciler, deadlineMarginMs: 5_000 }, 4_000, { log: (e) => logs.push(e) });
+    const result = await runReconciler(
+      h.api.container.deps,
+      { ...h.api.container.config.reconciler, deadlineMarginMs: 5_000 },
+      4_000,
+      { log: (e) => logs.push(e) },
+    );
     expect(result).toMatchObject({ complete: false, stoppedIn: 'expiry', ranges: 0 });
   });
 });

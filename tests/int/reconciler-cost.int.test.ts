@@ -34,7 +34,9 @@ async function batchWrite(client: DynamoDBClient, table: string, items: Record<s
   await Promise.all(
     Array.from({ length: 8 }, async () => {
       while (next < chunks.length) {
-        let pending = chunks[next++]!.map((item) => ({ PutRequest: { Item: marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: false }) } }));
+        let pending = chunks[next++]!.map((item) => ({
+          PutRequest: { Item: marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: false }) },
+        }));
         while (pending.length) {
           const out = await client.send(new BatchWriteItemCommand({ RequestItems: { [table]: pending } }));
           pending = (out.UnprocessedItems?.[table] ?? []) as typeof pending;
@@ -65,7 +67,12 @@ async function measure(live: number): Promise<Figures> {
   const items: Record<string, unknown>[] = [];
   const add = (i: number, expiresAt: number) => {
     const name = `c${i}`;
-    items.push(claimToItem(claimOf('p', name, `uid-${i}`, [{ address: addressOf(i + 1), range: 'r' }], T0 - 3600_000, expiresAt), shards));
+    items.push(
+      claimToItem(
+        claimOf('p', name, `uid-${i}`, [{ address: addressOf(i + 1), range: 'r' }], T0 - 3600_000, expiresAt),
+        shards,
+      ),
+    );
     items.push(leaseToItem(leaseOf('p', addressOf(i + 1), 'r', name, `uid-${i}`, T0 - 3600_000, expiresAt), shards));
   };
   for (let i = 0; i < 100; i += 1) add(i, T0 - 31_000 - i * 5_000);
@@ -83,7 +90,11 @@ async function measure(live: number): Promise<Figures> {
         return store.listPoolViews();
       },
     });
-  const deps = { ...other.container.deps, reconcile: marking(other.container.deps.reconcile), settings: { ...testSettings, sweepItems: 200, countItems: 1000 } };
+  const deps = {
+    ...other.container.deps,
+    reconcile: marking(other.container.deps.reconcile),
+    settings: { ...testSettings, sweepItems: 200, countItems: 1000 },
+  };
   const report = await reconcile(deps, { deadlineMs: h.clock.t + 600_000 });
   return { live, expiryReads, totalReads: counting.read(), report };
 }
@@ -96,7 +107,12 @@ describe('Reconciler: cost follows the work', () => {
     console.log(
       JSON.stringify({
         expiredClaims: 100,
-        runs: [small, large].map((f) => ({ liveClaims: f.live, itemsReadInExpiryPhase: f.expiryReads, itemsReadInRun: f.totalReads, sweepChecked: f.report.sweep.checked })),
+        runs: [small, large].map((f) => ({
+          liveClaims: f.live,
+          itemsReadInExpiryPhase: f.expiryReads,
+          itemsReadInRun: f.totalReads,
+          sweepChecked: f.report.sweep.checked,
+        })),
       }),
     );
     // Assess: every expired claim was released, the run was complete, and nothing failed.

@@ -21,8 +21,16 @@ async function legacyPool(env: Record<string, string> = {}): Promise<ReconcilerH
 async function writeBitmap(h: ReconcilerHarness, addresses: readonly string[], version = 1): Promise<number> {
   const cidr = parseCidr(CIDR);
   const doc = await h.api.container.stores.bitmaps.getBitmap('p', 'legacy');
-  const data = bitmapOf(cidr, addresses.map((a) => parseAddress(a).value)).encode();
-  const written = await h.api.container.stores.bitmaps.putBitmap({ pool: 'p', rangeName: 'legacy', allocation: { range: CIDR, data, version: doc ? doc.version + 1 : version }, expected: doc ? { version: doc.version } : 'absent' });
+  const data = bitmapOf(
+    cidr,
+    addresses.map((a) => parseAddress(a).value),
+  ).encode();
+  const written = await h.api.container.stores.bitmaps.putBitmap({
+    pool: 'p',
+    rangeName: 'legacy',
+    allocation: { range: CIDR, data, version: doc ? doc.version + 1 : version },
+    expected: doc ? { version: doc.version } : 'absent',
+  });
   expect(written).toBe('written');
   return doc ? doc.version + 1 : version;
 }
@@ -33,11 +41,16 @@ async function bitmapHolds(h: ReconcilerHarness): Promise<{ version: number; add
   if (!doc) return undefined;
   const cidr = parseCidr(doc.range);
   const bitmap = Bitmap.decode(doc.data, legacyWindow(cidr));
-  return { version: doc.version, addresses: [...bitmap.setBits()].map((bit) => formatAddress({ family: cidr.family, value: addressOfBit(cidr, bit) })) };
+  return {
+    version: doc.version,
+    addresses: [...bitmap.setBits()].map((bit) =>
+      formatAddress({ family: cidr.family, value: addressOfBit(cidr, bit) }),
+    ),
+  };
 }
 
 describe('Reconciler: row 8, bits missing from a legacy bitmap', () => {
-  it('builds a missing bitmap from the range\'s leases, then leaves an unchanged range alone', async () => {
+  it("builds a missing bitmap from the range's leases, then leaves an unchanged range alone", async () => {
     // Prepare
     const h = await legacyPool();
     await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.0.0.5'] });
@@ -106,14 +119,19 @@ describe('Reconciler: row 8, bits missing from a legacy bitmap', () => {
     expect(report.bitmapsChecked).toBe(0);
   });
 
-  it('scans a big window within the run\'s budget and continues where it stopped', async () => {
+  it("scans a big window within the run's budget and continues where it stopped", async () => {
     // Prepare: a legacy /19 (two spans of 4,096 bits); the lease of the second span has no bit.
     const h = await reconcilerHarness();
     await h.pool('p', [{ cidr: '10.0.0.0/19', name: 'legacy', legacy: true }]);
     await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.0.0.5'] });
     await h.claim('p', { name: 'b', owner: owner('b'), addresses: ['10.0.16.5'] });
     const data = bitmapOf(parseCidr('10.0.0.0/19'), [parseAddress('10.0.0.5').value]).encode();
-    await h.api.container.stores.bitmaps.putBitmap({ pool: 'p', rangeName: 'legacy', allocation: { range: '10.0.0.0/19', data, version: 1 }, expected: 'absent' });
+    await h.api.container.stores.bitmaps.putBitmap({
+      pool: 'p',
+      rangeName: 'legacy',
+      allocation: { range: '10.0.0.0/19', data, version: 1 },
+      expected: 'absent',
+    });
     // Act: one index item of budget per run: one span per run.
     const first = await h.run({ settings: { countItems: 1, sweepItems: 0 } });
     const between = await h.get(keys.strikes('p', 'legacy'));
@@ -129,7 +147,6 @@ describe('Reconciler: row 8, bits missing from a legacy bitmap', () => {
     const bits = [...Bitmap.decode(doc!.data, legacyWindow(parseCidr('10.0.0.0/19'))).setBits()];
     expect(bits).toEqual([4, 16 * 256 + 4]);
   });
-
 });
 
 describe('Reconciler: row 9, leaked bits', () => {
@@ -182,7 +199,14 @@ describe('Reconciler: row 9, leaked bits', () => {
       wrap: (store) =>
         Object.assign(Object.create(store) as ReconcileStore, {
           repairBitmap: async (...args: Parameters<ReconcileStore['repairBitmap']>) => {
-            if (allocated === 0) allocated = (await h.api.call('POST', '/v1/pools/p/claims', { name: 'fresh', owner: owner('f'), addresses: ['10.0.0.7'] })).status;
+            if (allocated === 0)
+              allocated = (
+                await h.api.call('POST', '/v1/pools/p/claims', {
+                  name: 'fresh',
+                  owner: owner('f'),
+                  addresses: ['10.0.0.7'],
+                })
+              ).status;
             return store.repairBitmap(...args);
           },
         }),
@@ -199,7 +223,10 @@ describe('Reconciler: row 9, leaked bits', () => {
     const h = await legacyPool();
     await writeBitmap(h, ['10.0.0.7']);
     const other = h.api.sibling({ clock: h.clock, viewMaxAgeMs: 0 });
-    await Promise.all([h.run(), reconcile({ ...other.container.deps, settings: testSettings }, { deadlineMs: h.clock.t + 60_000 })]);
+    await Promise.all([
+      h.run(),
+      reconcile({ ...other.container.deps, settings: testSettings }, { deadlineMs: h.clock.t + 60_000 }),
+    ]);
     expect(await h.get(keys.strikes('p', 'legacy'))).toMatchObject({ strikes: { '6': 1 } });
     h.clock.advance(60_000);
     await h.run();
@@ -217,7 +244,9 @@ describe('Reconciler: row 10, dual-write off', () => {
     expect(first.repairs.BitmapRemoved).toBe(1);
     expect(second.repairs.BitmapRemoved).toBe(0);
     expect(await bitmapHolds(h)).toBeUndefined();
-    expect(await h.events('p')).toEqual([expect.objectContaining({ reason: 'BitmapRemoved', object: 'bitmap/legacy' })]);
+    expect(await h.events('p')).toEqual([
+      expect.objectContaining({ reason: 'BitmapRemoved', object: 'bitmap/legacy' }),
+    ]);
   });
 
   it('keeps the bitmaps in legacy mode, where they allocate, whatever DisableAllocatorDualWrite says', async () => {

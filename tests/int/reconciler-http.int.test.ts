@@ -35,7 +35,10 @@ describe('HTTP: DELETE /v1/pools/{pool}/owners/{uid} (row 2)', () => {
     await h.pool('p', ['10.0.0.0/24']);
     await h.claim('p', { name: 'a1', owner: owner('A') });
     expect((await h.api.call('DELETE', '/v1/pools/p/owners/A')).body).toMatchObject({ released: ['a1'] });
-    expect(await h.api.call('DELETE', '/v1/pools/p/owners/A')).toMatchObject({ status: 200, body: { owner: { uid: 'A' }, released: [] } });
+    expect(await h.api.call('DELETE', '/v1/pools/p/owners/A')).toMatchObject({
+      status: 200,
+      body: { owner: { uid: 'A' }, released: [] },
+    });
     expect(await h.events('p')).toHaveLength(1);
   });
 
@@ -57,7 +60,11 @@ describe('HTTP: DELETE /v1/pools/{pool}/owners/{uid} (row 2)', () => {
     expect((await h.get(keys.lease('p', other.addresses[0]!.address)))!.claimUid).toBe(other.uid);
     expect((await h.events('p')).map((e) => [e.reason, e.object])).toEqual([['OwnerReleased', 'claim/late']]);
     const [tombstone] = (await h.table.query({ partition: keys.ownersGone('p'), consistent: true })).items;
-    expect(tombstone).toMatchObject({ entity: 'ownerGone', uid: 'A', ttl: Math.ceil((reportedAt + 24 * 3600_000) / 1000) });
+    expect(tombstone).toMatchObject({
+      entity: 'ownerGone',
+      uid: 'A',
+      ttl: Math.ceil((reportedAt + 24 * 3600_000) / 1000),
+    });
     // Past the window the tombstone is not read: a claim made then for the uid is left alone.
     h.clock.t = reportedAt + OWNER_RECHECK_MS + 1;
     await h.claim('p', { name: 'after', owner: owner('A') });
@@ -67,7 +74,10 @@ describe('HTTP: DELETE /v1/pools/{pool}/owners/{uid} (row 2)', () => {
 
   it('answers 404 for an unknown pool', async () => {
     const h = await reconcilerHarness();
-    expect(await h.api.call('DELETE', '/v1/pools/nope/owners/A')).toMatchObject({ status: 404, body: { code: 'NotFound' } });
+    expect(await h.api.call('DELETE', '/v1/pools/nope/owners/A')).toMatchObject({
+      status: 404,
+      body: { code: 'NotFound' },
+    });
   });
 });
 
@@ -80,14 +90,28 @@ describe('HTTP: GET /v1/pools/{pool}/events', () => {
     h.clock.advance(10 * 60_000);
     const at = (minutesAgo: number) => h.clock.iso(h.clock.t - minutesAgo * 60_000);
     for (let i = 0; i < 5; i += 1) {
-      await h.put(eventToItem({ pool: 'p', time: at(i), reason: EventReason.LeaseOrphaned, object: `lease/10.0.0.${i}`, message: `m${i}` }, `id${i}`));
+      await h.put(
+        eventToItem(
+          { pool: 'p', time: at(i), reason: EventReason.LeaseOrphaned, object: `lease/10.0.0.${i}`, message: `m${i}` },
+          `id${i}`,
+        ),
+      );
     }
-    const old = eventToItem({ pool: 'p', time: at(25 * 60), reason: EventReason.ClaimExpired, object: 'claim/old', message: 'old' }, 'old');
+    const old = eventToItem(
+      { pool: 'p', time: at(25 * 60), reason: EventReason.ClaimExpired, object: 'claim/old', message: 'old' },
+      'old',
+    );
     await h.put({ ...old, ttl: Math.ceil(Date.now() / 1000) + 3600 });
     // Act
     const first = await h.api.call('GET', '/v1/pools/p/events?limit=2');
-    const second = await h.api.call('GET', `/v1/pools/p/events?limit=2&cursor=${encodeURIComponent(first.body.nextCursor as string)}`);
-    const third = await h.api.call('GET', `/v1/pools/p/events?limit=2&cursor=${encodeURIComponent(second.body.nextCursor as string)}`);
+    const second = await h.api.call(
+      'GET',
+      `/v1/pools/p/events?limit=2&cursor=${encodeURIComponent(first.body.nextCursor as string)}`,
+    );
+    const third = await h.api.call(
+      'GET',
+      `/v1/pools/p/events?limit=2&cursor=${encodeURIComponent(second.body.nextCursor as string)}`,
+    );
     // Assess
     expect(first.status).toBe(200);
     expect(first.body.items).toEqual([
@@ -111,7 +135,10 @@ describe('HTTP: GET /v1/pools/{pool}/events', () => {
   it('refuses a cursor that was not made here (400) and an unknown pool (404)', async () => {
     const h = await reconcilerHarness();
     await h.pool('p', ['10.0.0.0/24']);
-    expect(await h.api.call('GET', '/v1/pools/p/events?cursor=forged.cursor')).toMatchObject({ status: 400, body: { code: 'InvalidArgument' } });
+    expect(await h.api.call('GET', '/v1/pools/p/events?cursor=forged.cursor')).toMatchObject({
+      status: 400,
+      body: { code: 'InvalidArgument' },
+    });
     expect(await h.api.call('GET', '/v1/pools/nope/events')).toMatchObject({ status: 404 });
     expect(await h.api.call('GET', '/v1/pools/p/events')).toMatchObject({ status: 200, body: { items: [] } });
   });

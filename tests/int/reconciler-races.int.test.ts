@@ -5,7 +5,11 @@ import { reconcile, type ReconcileReport } from '../../shared/core/reconciler/re
 import { claimOf, leaseOf, owner, reconcilerHarness, T0, testSettings } from '../support/reconciler.ts';
 
 /** A store whose `method` first runs `before` (once), so a test can put another writer exactly in between. */
-function interleave<K extends keyof ReconcileStore>(store: ReconcileStore, method: K, before: () => Promise<void>): ReconcileStore {
+function interleave<K extends keyof ReconcileStore>(
+  store: ReconcileStore,
+  method: K,
+  before: () => Promise<void>,
+): ReconcileStore {
   let done = false;
   return Object.assign(Object.create(store) as ReconcileStore, {
     [method]: async (...args: unknown[]) => {
@@ -19,7 +23,7 @@ function interleave<K extends keyof ReconcileStore>(store: ReconcileStore, metho
 }
 
 describe('Reconciler races: renew vs expiry', () => {
-  it('a renew that lands between the reconciler\'s read and its release wins', async () => {
+  it("a renew that lands between the reconciler's read and its release wins", async () => {
     // Prepare
     const h = await reconcilerHarness();
     await h.pool('p', ['10.0.0.0/24']);
@@ -38,7 +42,10 @@ describe('Reconciler races: renew vs expiry', () => {
     expect(renewed).toBe(200);
     expect(report.repairs.ClaimExpired).toBe(0);
     expect(await h.get(keys.claim('p', 'c'))).toMatchObject({ version: 2, expiresAt: h.clock.t + 60_000 });
-    expect(await h.get(keys.lease('p', c.addresses[0]!.address))).toMatchObject({ claimUid: c.uid, expiresAt: h.clock.t + 60_000 });
+    expect(await h.get(keys.lease('p', c.addresses[0]!.address))).toMatchObject({
+      claimUid: c.uid,
+      expiresAt: h.clock.t + 60_000,
+    });
     expect(await h.events('p')).toEqual([]);
   });
 
@@ -47,7 +54,8 @@ describe('Reconciler races: renew vs expiry', () => {
     const h = await reconcilerHarness();
     await h.pool('p', ['10.0.0.0/24']);
     const claims = [];
-    for (let i = 0; i < 24; i += 1) claims.push(await h.claim('p', { name: `c${i}`, owner: owner(`o${i}`), ttlSeconds: 60 }));
+    for (let i = 0; i < 24; i += 1)
+      claims.push(await h.claim('p', { name: `c${i}`, owner: owner(`o${i}`), ttlSeconds: 60 }));
     h.clock.advance(91_000);
     // Act: as the reconciler sends each release, the owner's renew of the same claim goes out too.
     const renews = new Map<string, Promise<number>>();
@@ -56,7 +64,10 @@ describe('Reconciler races: renew vs expiry', () => {
       wrap: (store) =>
         Object.assign(Object.create(store) as ReconcileStore, {
           releaseExpiredClaim: (...args: Parameters<ReconcileStore['releaseExpiredClaim']>) => {
-            renews.set(args[0].name, h.api.call('POST', `/v1/pools/p/claims/${args[0].name}/renew`, {}).then((r) => r.status));
+            renews.set(
+              args[0].name,
+              h.api.call('POST', `/v1/pools/p/claims/${args[0].name}/renew`, {}).then((r) => r.status),
+            );
             return store.releaseExpiredClaim(...args);
           },
         }),
@@ -93,7 +104,8 @@ describe('Reconciler races: two reconcilers at once', () => {
     await h.pool('p', ['10.0.0.0/24']);
     await h.pool('s', [{ cidr: '10.1.0.0/24', name: 'r' }]);
     for (let i = 0; i < 8; i += 1) await h.claim('p', { name: `exp${i}`, owner: owner(`e${i}`), ttlSeconds: 60 });
-    for (let i = 0; i < 6; i += 1) await h.putLease(leaseOf('s', `10.1.0.${200 + i}`, 'r', `gone${i}`, `uid-gone${i}`, T0 - 3600_000));
+    for (let i = 0; i < 6; i += 1)
+      await h.putLease(leaseOf('s', `10.1.0.${200 + i}`, 'r', `gone${i}`, `uid-gone${i}`, T0 - 3600_000));
     await h.putClaim(claimOf('s', 'lost', 'uid-lost', [{ address: '10.1.0.150', range: 'r' }], T0 - 3600_000));
     const holder = await h.claim('s', { name: 'holder', owner: owner('h'), addresses: ['10.1.0.151'] });
     await h.putClaim(claimOf('s', 'dup', 'uid-dup', [{ address: '10.1.0.151', range: 'r' }], T0 - 3600_000));

@@ -24,7 +24,9 @@ describe('Reconciler: row 1, expired claims (found through the expiry index)', (
     expect(await h.get(keys.claim('p', 'kept'))).toBeDefined();
     expect(await h.get(keys.lease('p', kept.addresses[0]!.address))).toBeDefined();
     const events = await h.events('p');
-    expect(events).toEqual([expect.objectContaining({ reason: 'ClaimExpired', object: 'claim/gone', time: h.clock.iso() })]);
+    expect(events).toEqual([
+      expect.objectContaining({ reason: 'ClaimExpired', object: 'claim/gone', time: h.clock.iso() }),
+    ]);
     expect(events[0]!.message).toContain(gone.addresses[0]!.address);
   });
 
@@ -70,7 +72,7 @@ describe('Reconciler: row 1, expired claims (found through the expiry index)', (
     expect((await h.events('p')).map((e) => e.object).sort()).toEqual(['claim/h0', 'claim/h1', 'claim/h2']);
   });
 
-  it('moves a renewed claim\'s leases to the new expiry bucket (so the lease index is never stale)', async () => {
+  it("moves a renewed claim's leases to the new expiry bucket (so the lease index is never stale)", async () => {
     const h = await reconcilerHarness();
     await h.pool('p', ['10.0.0.0/24']);
     const c = await h.claim('p', { name: 'c', owner: owner('a'), ttlSeconds: 60 });
@@ -96,7 +98,9 @@ describe('Reconciler: rows 3-5, orphaned and wrong leases', () => {
     expect(report.repairs.LeaseOrphaned).toBe(1);
     expect(await h.get(keys.lease('p', '10.0.0.5'))).toBeUndefined();
     expect(await h.get(keys.lease('p', '10.0.0.6'))).toBeDefined();
-    expect(await h.events('p')).toEqual([expect.objectContaining({ reason: 'LeaseOrphaned', object: 'lease/10.0.0.5' })]);
+    expect(await h.events('p')).toEqual([
+      expect.objectContaining({ reason: 'LeaseOrphaned', object: 'lease/10.0.0.5' }),
+    ]);
     // Two seconds later the young one is old enough.
     h.clock.advance(2_000);
     expect((await h.run()).repairs.LeaseOrphaned).toBe(1);
@@ -171,7 +175,9 @@ describe('Reconciler: rows 6-7, missing leases and duplicates', () => {
     const lease = await h.get(keys.lease('p', '10.0.0.7'));
     expect(lease).toMatchObject({ claim: 'web', claimUid: c.uid, expiresAt: T0 + 3600_000, ownerUid: 'a' });
     expect((await h.api.call('GET', '/v1/pools/p/addresses/10.0.0.7')).body).toMatchObject({ claim: 'web' });
-    expect(await h.events('p')).toEqual([expect.objectContaining({ reason: 'LeaseNotAllocated', object: 'lease/10.0.0.7' })]);
+    expect(await h.events('p')).toEqual([
+      expect.objectContaining({ reason: 'LeaseNotAllocated', object: 'lease/10.0.0.7' }),
+    ]);
   });
 
   it('reports an address another held claim holds as DuplicateAllocation and changes nothing', async () => {
@@ -215,7 +221,10 @@ describe('Reconciler: rows 11-12, Terminating ranges', () => {
   it('removes a Terminating range once the grace passed and no lease depends on it alone (RangeFinalized)', async () => {
     // Prepare: both ranges hold a lease when their deletion is asked for, so both become Terminating.
     const h = await reconcilerHarness();
-    await h.pool('p', [{ cidr: '10.0.0.0/25', name: 'narrow' }, { cidr: '10.1.0.0/24', name: 'lonely' }]);
+    await h.pool('p', [
+      { cidr: '10.0.0.0/25', name: 'narrow' },
+      { cidr: '10.1.0.0/24', name: 'lonely' },
+    ]);
     await h.claim('p', { name: 'in-narrow', owner: owner('a'), addresses: ['10.0.0.5'] });
     const held = await h.claim('p', { name: 'in-lonely', owner: owner('b'), addresses: ['10.1.0.5'] });
     expect((await h.api.call('DELETE', '/v1/pools/p/ranges/narrow')).status).toBe(202);
@@ -234,7 +243,9 @@ describe('Reconciler: rows 11-12, Terminating ranges', () => {
     expect(late.repairs.RangeFinalized).toBe(1);
     expect(await h.get(keys.range('p', 'narrow'))).toBeUndefined();
     expect(await h.get(keys.range('p', 'lonely'))).toMatchObject({ state: 'Terminating' });
-    expect(await h.events('p')).toEqual([expect.objectContaining({ reason: 'RangeFinalized', object: 'range/narrow' })]);
+    expect(await h.events('p')).toEqual([
+      expect.objectContaining({ reason: 'RangeFinalized', object: 'range/narrow' }),
+    ]);
     // Act 3: the lease goes, the range follows.
     expect((await h.api.call('DELETE', `/v1/pools/p/claims/${held.name}`)).status).toBe(204);
     expect((await h.run()).repairs.RangeFinalized).toBe(1);
@@ -250,7 +261,13 @@ describe('Reconciler: rows 11-12, Terminating ranges', () => {
     const stale = (await h.api.container.deps.reconcile.listPoolViews())[0]!.ranges[0]!;
     // The range's deletion is requested again later (as after being made again): the stale view must not finalize it.
     await h.put({ ...(await h.get(keys.range('p', 'r')))!, deletionRequestedAt: h.clock.iso() });
-    const outcome = await h.api.container.deps.reconcile.finalizeRange(stale, { pool: 'p', time: h.clock.iso(), reason: EventReason.RangeFinalized, object: 'range/r', message: 'test' });
+    const outcome = await h.api.container.deps.reconcile.finalizeRange(stale, {
+      pool: 'p',
+      time: h.clock.iso(),
+      reason: EventReason.RangeFinalized,
+      object: 'range/r',
+      message: 'test',
+    });
     expect(outcome).toBe('changed');
     expect(await h.get(keys.range('p', 'r'))).toBeDefined();
     expect(await h.events('p')).toEqual([]);
@@ -260,24 +277,64 @@ describe('Reconciler: rows 11-12, Terminating ranges', () => {
 describe('Reconciler: utilization', () => {
   it('reports size, used and free for every range, idle and Terminating ones included', async () => {
     const h = await reconcilerHarness();
-    await h.pool('p', [{ cidr: '10.0.0.0/29', name: 'busy' }, { cidr: '10.2.0.0/30', name: 'idle' }]);
+    await h.pool('p', [
+      { cidr: '10.0.0.0/29', name: 'busy' },
+      { cidr: '10.2.0.0/30', name: 'idle' },
+    ]);
     await h.pool('q', [{ cidr: 'fd00::/120', name: 'six' }]);
     await h.claim('p', { name: 'a', owner: owner('a'), addresses: ['10.0.0.1'] });
     await h.claim('p', { name: 'b', owner: owner('b'), addresses: ['10.0.0.2'] });
     const report = await h.run();
     const countedAt = h.clock.t;
     expect(report.utilization).toEqual([
-      { pool: 'p', range: 'busy', cidr: '10.0.0.0/29', family: 'IPv4', state: 'Ready', legacy: false, size: 6n, used: 2n, free: 4n, countedAt },
-      { pool: 'p', range: 'idle', cidr: '10.2.0.0/30', family: 'IPv4', state: 'Ready', legacy: false, size: 2n, used: 0n, free: 2n, countedAt },
-      { pool: 'q', range: 'six', cidr: 'fd00::/120', family: 'IPv6', state: 'Ready', legacy: false, size: 255n, used: 0n, free: 255n, countedAt },
+      {
+        pool: 'p',
+        range: 'busy',
+        cidr: '10.0.0.0/29',
+        family: 'IPv4',
+        state: 'Ready',
+        legacy: false,
+        size: 6n,
+        used: 2n,
+        free: 4n,
+        countedAt,
+      },
+      {
+        pool: 'p',
+        range: 'idle',
+        cidr: '10.2.0.0/30',
+        family: 'IPv4',
+        state: 'Ready',
+        legacy: false,
+        size: 2n,
+        used: 0n,
+        free: 2n,
+        countedAt,
+      },
+      {
+        pool: 'q',
+        range: 'six',
+        cidr: 'fd00::/120',
+        family: 'IPv6',
+        state: 'Ready',
+        legacy: false,
+        size: 255n,
+        used: 0n,
+        free: 255n,
+        countedAt,
+      },
     ]);
   });
 
   it('counts within a budget per run: a big count continues over runs, and the last complete count is published meanwhile', async () => {
     // Prepare: 12 leases in "big" (4 shards of the listing index), none in "small".
     const h = await reconcilerHarness();
-    await h.pool('p', [{ cidr: '10.0.0.0/24', name: 'big' }, { cidr: '10.9.0.0/30', name: 'small' }]);
-    for (let i = 1; i <= 12; i += 1) await h.putLease(leaseOf('p', `10.0.0.${i}`, 'big', `c${i}`, `u${i}`, T0, T0 + 3600_000));
+    await h.pool('p', [
+      { cidr: '10.0.0.0/24', name: 'big' },
+      { cidr: '10.9.0.0/30', name: 'small' },
+    ]);
+    for (let i = 1; i <= 12; i += 1)
+      await h.putLease(leaseOf('p', `10.0.0.${i}`, 'big', `c${i}`, `u${i}`, T0, T0 + 3600_000));
     // Act: a budget of 10 index items per run.
     const runs: ReconcileReport[] = [];
     for (let i = 0; i < 4; i += 1) {
@@ -304,7 +361,8 @@ describe('Reconciler: the slow sweep', () => {
     const h = await reconcilerHarness();
     for (const name of ['a', 'b', 'c']) {
       await h.pool(name, ['10.0.0.0/24']);
-      for (let i = 1; i <= 4; i += 1) await h.putLease(leaseOf(name, `10.0.0.${i}`, '10.0.0.0-24', `x${i}`, `uid-x${i}`, T0 - 3600_000));
+      for (let i = 1; i <= 4; i += 1)
+        await h.putLease(leaseOf(name, `10.0.0.${i}`, '10.0.0.0-24', `x${i}`, `uid-x${i}`, T0 - 3600_000));
     }
     // Act: 5 items per run.
     const runs = [];

@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeleteItemCommand, PutItemCommand, UpdateItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { startStreamPoller, type StreamHandler, type StreamPoller, type StreamPollerOptions } from '../../scripts/stream-poller.ts';
+import {
+  startStreamPoller,
+  type StreamHandler,
+  type StreamPoller,
+  type StreamPollerOptions,
+} from '../../scripts/stream-poller.ts';
 import { freshTable } from '../support/dynamo.ts';
 
 const pollers: StreamPoller[] = [];
@@ -10,7 +15,9 @@ afterEach(async () => {
 });
 
 async function put(client: DynamoDBClient, tableName: string, id: string): Promise<void> {
-  await client.send(new PutItemCommand({ TableName: tableName, Item: { PK: { S: `ITEM#${id}` }, SK: { S: 'ITEM' }, n: { N: '1' } } }));
+  await client.send(
+    new PutItemCommand({ TableName: tableName, Item: { PK: { S: `ITEM#${id}` }, SK: { S: 'ITEM' }, n: { N: '1' } } }),
+  );
 }
 
 /** Writes items 1..count, in order. */
@@ -35,7 +42,12 @@ function recordingHandler(answer: (records: DynamoDBRecord[], call: number) => u
 }
 
 async function start(options: StreamPollerOptions): Promise<StreamPoller> {
-  const poller = await startStreamPoller({ pollIntervalMs: 50, retryDelayMs: 0, onFailure: () => undefined, ...options });
+  const poller = await startStreamPoller({
+    pollIntervalMs: 50,
+    retryDelayMs: 0,
+    onFailure: () => undefined,
+    ...options,
+  });
   pollers.push(poller);
   return poller;
 }
@@ -88,7 +100,9 @@ describe('Function: startStreamPoller (DynamoDB Local)', () => {
       const four = records.find((r) => idOf(r) === '4');
       if (failedOnce || three === undefined) return { batchItemFailures: [] };
       failedOnce = true;
-      return { batchItemFailures: [four, three].filter((r) => r !== undefined).map((r) => ({ itemIdentifier: seqOf(r) })) };
+      return {
+        batchItemFailures: [four, three].filter((r) => r !== undefined).map((r) => ({ itemIdentifier: seqOf(r) })),
+      };
     });
     // Act
     const poller = await start({ endpoint, tableName, handler });
@@ -135,7 +149,10 @@ describe('Function: startStreamPoller (DynamoDB Local)', () => {
     expect(failure?.records.map(idOf)[0]).toBe('2');
     expect(failure?.startSequenceNumber).toBe(seqOf(failure!.records[0]!));
     expect(destination).toEqual([failure]);
-    await vi.waitFor(() => expect(poller.stats().recordsDelivered + poller.stats().recordsFailed).toBe(4), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(() => expect(poller.stats().recordsDelivered + poller.stats().recordsFailed).toBe(4), {
+      timeout: 10_000,
+      interval: 50,
+    });
     expect(poller.stats().recordsFailed).toBe(failure?.records.length);
   });
 
@@ -173,7 +190,10 @@ describe('Function: startStreamPoller (DynamoDB Local)', () => {
     // Assess: a second poller from the start of the stream sees both, the stopped one saw only the first.
     const { handler: witness, batches: witnessed } = recordingHandler(() => undefined);
     await start({ endpoint, tableName, handler: witness });
-    await vi.waitFor(() => expect(witnessed.flat().map(idOf)).toEqual(['before', 'after']), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(() => expect(witnessed.flat().map(idOf)).toEqual(['before', 'after']), {
+      timeout: 10_000,
+      interval: 50,
+    });
     expect(batches.flat().map(idOf)).toEqual(['before']);
   });
 });

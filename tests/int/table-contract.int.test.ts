@@ -1,8 +1,26 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
-import { attributeIs, hasLabels, belongsToClaim, isFreeAt, itemExists, itemIsAbsent, versionIs, type Condition } from '../../shared/adapters/dynamodb/conditions.ts';
-import { BATCH_GET_LIMIT, ITEM_BYTES_LIMIT, queryAll, TRANSACTION_BYTES_LIMIT, TRANSACTION_LIMIT, type Query, type Table, type WriteOp } from '../../shared/adapters/dynamodb/table.ts';
+import {
+  attributeIs,
+  hasLabels,
+  belongsToClaim,
+  isFreeAt,
+  itemExists,
+  itemIsAbsent,
+  versionIs,
+  type Condition,
+} from '../../shared/adapters/dynamodb/conditions.ts';
+import {
+  BATCH_GET_LIMIT,
+  ITEM_BYTES_LIMIT,
+  queryAll,
+  TRANSACTION_BYTES_LIMIT,
+  TRANSACTION_LIMIT,
+  type Query,
+  type Table,
+  type WriteOp,
+} from '../../shared/adapters/dynamodb/table.ts';
 import { plainItemSize } from '../../aws-emulation/item-size.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { freshTable } from '../support/dynamo.ts';
@@ -35,7 +53,12 @@ const rejection = (call: Promise<unknown>): Promise<string> =>
     (error: unknown) => (error as Error).name,
   );
 
-const put = (item: Item, condition?: Condition, returnOld?: boolean): WriteOp => ({ kind: 'put', item, ...(condition ? { condition } : {}), ...(returnOld ? { returnOld } : {}) });
+const put = (item: Item, condition?: Condition, returnOld?: boolean): WriteOp => ({
+  kind: 'put',
+  item,
+  ...(condition ? { condition } : {}),
+  ...(returnOld ? { returnOld } : {}),
+});
 const sks = (items: Item[]): unknown[] => items.map((i) => i.SK);
 
 describe.each(engines)('Table contract: $engine', ({ make, local }) => {
@@ -51,7 +74,8 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
   /** A partition of items with sort keys a..j and n = 0..9. */
   async function tenItems(name: string, extra: (i: number) => Item = () => ({})): Promise<string> {
     const pk = partition(name);
-    for (let i = 0; i < 10; i += 1) await table.write(put({ PK: pk, SK: String.fromCharCode(97 + i), n: i, ...extra(i) }));
+    for (let i = 0; i < 10; i += 1)
+      await table.write(put({ PK: pk, SK: String.fromCharCode(97 + i), n: i, ...extra(i) }));
     return pk;
   }
 
@@ -108,9 +132,23 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       // Prepare
       const key = { PK: partition('update'), SK: 'U' };
       // Act
-      const created = await table.write({ kind: 'update', key, update: { set: { state: 'new' }, setIfAbsent: { createdAt: 't1' }, add: { count: 2 } } });
-      const updated = await table.write({ kind: 'update', key, update: { set: { state: 'old' }, setIfAbsent: { createdAt: 't2' }, add: { count: 3 } }, condition: itemExists() });
-      const refused = await table.write({ kind: 'update', key, update: { set: { state: 'x' } }, condition: versionIs(7) });
+      const created = await table.write({
+        kind: 'update',
+        key,
+        update: { set: { state: 'new' }, setIfAbsent: { createdAt: 't1' }, add: { count: 2 } },
+      });
+      const updated = await table.write({
+        kind: 'update',
+        key,
+        update: { set: { state: 'old' }, setIfAbsent: { createdAt: 't2' }, add: { count: 3 } },
+        condition: itemExists(),
+      });
+      const refused = await table.write({
+        kind: 'update',
+        key,
+        update: { set: { state: 'x' } },
+        condition: versionIs(7),
+      });
       // Assess
       expect(created).toEqual({ ok: true, item: { ...key, state: 'new', createdAt: 't1', count: 2 } });
       expect(updated).toEqual({ ok: true, item: { ...key, state: 'old', createdAt: 't1', count: 5 } });
@@ -124,7 +162,12 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       const key = { PK: pk, SK: 'U' };
       await table.write(put({ ...key, GSI3PK: pk, GSI3SK: 'x', expiresAt: 5, ttl: 6, kept: 'yes' }));
       // Act
-      const removed = await table.write({ kind: 'update', key, update: { remove: ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK', 'neverThere'], add: { version: 1 } }, condition: itemExists() });
+      const removed = await table.write({
+        kind: 'update',
+        key,
+        update: { remove: ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK', 'neverThere'], add: { version: 1 } },
+        condition: itemExists(),
+      });
       // Assess
       expect(removed).toEqual({ ok: true, item: { ...key, kept: 'yes', version: 1 } });
       expect(await table.get(key)).toEqual({ ...key, kept: 'yes', version: 1 });
@@ -133,21 +176,33 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
 
     it('does not create an item when the update condition fails on an absent item', async () => {
       const key = { PK: partition('update-absent'), SK: 'U' };
-      expect(await table.write({ kind: 'update', key, update: { add: { count: 1 } }, condition: itemExists() })).toEqual({ ok: false });
+      expect(
+        await table.write({ kind: 'update', key, update: { add: { count: 1 } }, condition: itemExists() }),
+      ).toEqual({ ok: false });
       expect(await table.get(key)).toBeUndefined();
     });
 
     it('refuses an update of a key attribute and an ADD to a string (ValidationException)', async () => {
       const key = { PK: partition('update-bad'), SK: 'U' };
       await table.write(put({ ...key, label: 'text' }));
-      expect(await rejection(table.write({ kind: 'update', key, update: { set: { SK: 'V' } } }))).toBe('ValidationException');
-      expect(await rejection(table.write({ kind: 'update', key, update: { add: { label: 1 } } }))).toBe('ValidationException');
+      expect(await rejection(table.write({ kind: 'update', key, update: { set: { SK: 'V' } } }))).toBe(
+        'ValidationException',
+      );
+      expect(await rejection(table.write({ kind: 'update', key, update: { add: { label: 1 } } }))).toBe(
+        'ValidationException',
+      );
       expect(await table.get(key)).toEqual({ ...key, label: 'text' });
     });
 
     it('keeps nested values, binary and drops undefined attributes', async () => {
       const key = { PK: partition('values'), SK: 'V' };
-      const item = { ...key, bytes: new Uint8Array([0, 1, 255]), spec: { owner: { uid: 'u' }, list: [1, 'two', { three: true }] }, none: null, gone: undefined };
+      const item = {
+        ...key,
+        bytes: new Uint8Array([0, 1, 255]),
+        spec: { owner: { uid: 'u' }, list: [1, 'two', { three: true }] },
+        none: null,
+        gone: undefined,
+      };
       await table.write(put(item));
       const { gone: _gone, ...stored } = item;
       expect(await table.get(key)).toEqual(stored);
@@ -155,7 +210,9 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
 
     it('throws on a condition check outside a transaction', async () => {
       const key = { PK: partition('check'), SK: 'C' };
-      await expect(table.write({ kind: 'check', key, condition: itemExists() })).rejects.toThrow('only valid inside a transaction');
+      await expect(table.write({ kind: 'check', key, condition: itemExists() })).rejects.toThrow(
+        'only valid inside a transaction',
+      );
     });
   });
 
@@ -183,7 +240,11 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
         { code: 'ConditionalCheckFailed' },
         { code: 'None' },
       ]);
-      expect(sks((await table.query({ partition: pk, consistent: true })).items)).toEqual(['checked', 'taken', 'taken-too']);
+      expect(sks((await table.query({ partition: pk, consistent: true })).items)).toEqual([
+        'checked',
+        'taken',
+        'taken-too',
+      ]);
     });
 
     it('commits every op when every condition holds, a passing condition check included', async () => {
@@ -234,28 +295,63 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       // TransactionCanceledException and a ValidationError reason, which SdkTable passes on unchanged.
       const pk = partition('tx-item');
       const ok = put({ PK: pk, SK: 'fine' });
-      expect(await rejection(table.transact([ok, put({ PK: 'P'.repeat(3000), SK: 'x' })]))).toBe('TransactionCanceledException');
-      expect(await rejection(table.transact([ok, { kind: 'update', key: { PK: pk, SK: 'u' }, update: { set: { SK: 'v' } } }]))).toBe('TransactionCanceledException');
+      expect(await rejection(table.transact([ok, put({ PK: 'P'.repeat(3000), SK: 'x' })]))).toBe(
+        'TransactionCanceledException',
+      );
+      expect(
+        await rejection(
+          table.transact([ok, { kind: 'update', key: { PK: pk, SK: 'u' }, update: { set: { SK: 'v' } } }]),
+        ),
+      ).toBe('TransactionCanceledException');
       expect(await table.get({ PK: pk, SK: 'fine' })).toBeUndefined();
     });
 
     it('reads a failed condition before an ADD to a string, and refuses the ADD when the condition holds', async () => {
       const key = { PK: partition('tx-add'), SK: 'x' };
       await table.write(put({ ...key, label: 'text' }));
-      expect(await table.transact([{ kind: 'update', key, update: { add: { label: 1 } }, condition: itemIsAbsent() }])).toEqual([{ code: 'ConditionalCheckFailed' }]);
-      expect(await table.write({ kind: 'update', key, update: { add: { label: 1 } }, condition: itemIsAbsent() })).toEqual({ ok: false });
-      expect(await rejection(table.transact([{ kind: 'update', key, update: { add: { label: 1 } }, condition: itemExists() }]))).toBe('ValidationException');
+      expect(
+        await table.transact([{ kind: 'update', key, update: { add: { label: 1 } }, condition: itemIsAbsent() }]),
+      ).toEqual([{ code: 'ConditionalCheckFailed' }]);
+      expect(
+        await table.write({ kind: 'update', key, update: { add: { label: 1 } }, condition: itemIsAbsent() }),
+      ).toEqual({ ok: false });
+      expect(
+        await rejection(
+          table.transact([{ kind: 'update', key, update: { add: { label: 1 } }, condition: itemExists() }]),
+        ),
+      ).toBe('ValidationException');
     });
   });
 
   describe('Method: query', () => {
     it('selects sort keys between, after and before, ascending and descending', async () => {
       const pk = await tenItems('range');
-      expect(sks((await table.query({ partition: pk, sort: { between: ['c', 'f'] }, consistent: true })).items)).toEqual(['c', 'd', 'e', 'f']);
-      expect(sks((await table.query({ partition: pk, sort: { after: 'h' }, consistent: true })).items)).toEqual(['i', 'j']);
-      expect(sks((await table.query({ partition: pk, sort: { before: 'c' }, consistent: true })).items)).toEqual(['a', 'b']);
-      expect(sks((await table.query({ partition: pk, sort: { before: 'c' }, descending: true, consistent: true })).items)).toEqual(['b', 'a']);
-      expect(sks((await table.query({ partition: pk, descending: true, consistent: true })).items)).toEqual(['j', 'i', 'h', 'g', 'f', 'e', 'd', 'c', 'b', 'a']);
+      expect(
+        sks((await table.query({ partition: pk, sort: { between: ['c', 'f'] }, consistent: true })).items),
+      ).toEqual(['c', 'd', 'e', 'f']);
+      expect(sks((await table.query({ partition: pk, sort: { after: 'h' }, consistent: true })).items)).toEqual([
+        'i',
+        'j',
+      ]);
+      expect(sks((await table.query({ partition: pk, sort: { before: 'c' }, consistent: true })).items)).toEqual([
+        'a',
+        'b',
+      ]);
+      expect(
+        sks((await table.query({ partition: pk, sort: { before: 'c' }, descending: true, consistent: true })).items),
+      ).toEqual(['b', 'a']);
+      expect(sks((await table.query({ partition: pk, descending: true, consistent: true })).items)).toEqual([
+        'j',
+        'i',
+        'h',
+        'g',
+        'f',
+        'e',
+        'd',
+        'c',
+        'b',
+        'a',
+      ]);
     });
 
     it('orders sort keys by UTF-8 bytes, not by UTF-16 code units', async () => {
@@ -264,7 +360,9 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       await table.write(put({ PK: pk, SK: '\u{1F600}' }));
       await table.write(put({ PK: pk, SK: '\uFFFD' }));
       expect(sks((await table.query({ partition: pk, consistent: true })).items)).toEqual(['\uFFFD', '\u{1F600}']);
-      expect(sks((await table.query({ partition: pk, sort: { after: '\uFFFD' }, consistent: true })).items)).toEqual(['\u{1F600}']);
+      expect(sks((await table.query({ partition: pk, sort: { after: '\uFFFD' }, consistent: true })).items)).toEqual([
+        '\u{1F600}',
+      ]);
     });
 
     it('pages by limit: every item once, in order, with lastKey only while the read stopped at the limit', async () => {
@@ -297,15 +395,35 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
 
     it('pages descending, and queryAll reads every page', async () => {
       const pk = await tenItems('desc');
-      expect(sks(await queryAll(table, { partition: pk, limit: 4, descending: true, consistent: true }))).toEqual(['j', 'i', 'h', 'g', 'f', 'e', 'd', 'c', 'b', 'a']);
+      expect(sks(await queryAll(table, { partition: pk, limit: 4, descending: true, consistent: true }))).toEqual([
+        'j',
+        'i',
+        'h',
+        'g',
+        'f',
+        'e',
+        'd',
+        'c',
+        'b',
+        'a',
+      ]);
     });
 
     it('filters after the limit: count is what passed, scanned what was read; countOnly returns no items', async () => {
       const pk = await tenItems('filter');
       const filter: Condition = { op: 'compare', attribute: 'n', comparison: '>=', value: 3 };
       const page = await table.query({ partition: pk, limit: 5, filter, consistent: true });
-      expect({ sks: sks(page.items), count: page.count, scanned: page.scanned, lastKey: page.lastKey }).toEqual({ sks: ['d', 'e'], count: 2, scanned: 5, lastKey: { PK: pk, SK: 'e' } });
-      expect(await table.query({ partition: pk, filter, countOnly: true, consistent: true })).toEqual({ items: [], count: 7, scanned: 10 });
+      expect({ sks: sks(page.items), count: page.count, scanned: page.scanned, lastKey: page.lastKey }).toEqual({
+        sks: ['d', 'e'],
+        count: 2,
+        scanned: 5,
+        lastKey: { PK: pk, SK: 'e' },
+      });
+      expect(await table.query({ partition: pk, filter, countOnly: true, consistent: true })).toEqual({
+        items: [],
+        count: 7,
+        scanned: 10,
+      });
     });
 
     it('filters on a document path into nested maps, whose steps may hold "/" and "."; a missing step or a non-map never matches', async () => {
@@ -321,7 +439,14 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       const pk = await tenItems('path-filter', (i) => specs[i] ?? {});
       // Act
       const node = await table.query({ partition: pk, filter: hasLabels([['cni.ipam/node', 'n1']]), consistent: true });
-      const both = await table.query({ partition: pk, filter: hasLabels([['cni.ipam/node', 'n1'], ['app', '']]), consistent: true });
+      const both = await table.query({
+        partition: pk,
+        filter: hasLabels([
+          ['cni.ipam/node', 'n1'],
+          ['app', ''],
+        ]),
+        consistent: true,
+      });
       // Assess
       expect(sks(node.items)).toEqual(['a', 'c']);
       expect(sks(both.items)).toEqual(['a']);
@@ -329,15 +454,24 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
 
     it('projects the attributes asked for (absent ones left out)', async () => {
       const pk = await tenItems('projection', (i) => ({ label: `L${i}` }));
-      const page = await table.query({ partition: pk, sort: { before: 'c' }, attributes: ['SK', 'label', 'missing'], consistent: true });
-      expect(page.items).toEqual([{ SK: 'a', label: 'L0' }, { SK: 'b', label: 'L1' }]);
+      const page = await table.query({
+        partition: pk,
+        sort: { before: 'c' },
+        attributes: ['SK', 'label', 'missing'],
+        consistent: true,
+      });
+      expect(page.items).toEqual([
+        { SK: 'a', label: 'L0' },
+        { SK: 'b', label: 'L1' },
+      ]);
     });
 
     it('queries GSI1 (ALL) and continues from a lastKey made of the table and index keys', async () => {
       // Prepare
       const listing = partition('GSI1');
       const pk = partition('gsi1-items');
-      for (let i = 0; i < 5; i += 1) await table.write(put({ PK: `${pk}#${i}`, SK: 'ITEM', GSI1PK: listing, GSI1SK: `s${4 - i}`, n: i }));
+      for (let i = 0; i < 5; i += 1)
+        await table.write(put({ PK: `${pk}#${i}`, SK: 'ITEM', GSI1PK: listing, GSI1SK: `s${4 - i}`, n: i }));
       await table.write(put({ PK: `${pk}#none`, SK: 'ITEM', n: 99 }));
       // Act
       const first = await table.query({ index: 'GSI1', partition: listing, limit: 2 });
@@ -371,23 +505,39 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
 
     it('refuses a start key outside the partition or the sort condition, and one without the index keys', async () => {
       const pk = await tenItems('bad-start');
-      expect(await rejection(table.query({ partition: pk, start: { PK: `${pk}-other`, SK: 'b' } }))).toBe('ValidationException');
-      expect(await rejection(table.query({ partition: pk, sort: { after: 'm' }, start: { PK: pk, SK: 'b' } }))).toBe('ValidationException');
-      expect(await rejection(table.query({ index: 'GSI1', partition: pk, start: { PK: pk, SK: 'b' } }))).toBe('ValidationException');
+      expect(await rejection(table.query({ partition: pk, start: { PK: `${pk}-other`, SK: 'b' } }))).toBe(
+        'ValidationException',
+      );
+      expect(await rejection(table.query({ partition: pk, sort: { after: 'm' }, start: { PK: pk, SK: 'b' } }))).toBe(
+        'ValidationException',
+      );
+      expect(await rejection(table.query({ index: 'GSI1', partition: pk, start: { PK: pk, SK: 'b' } }))).toBe(
+        'ValidationException',
+      );
     });
 
     it('refuses to project or filter the keys-only GSI3 on other attributes', async () => {
       const bucket = partition('EXP-bad');
-      expect(await rejection(table.query({ index: 'GSI3', partition: bucket, attributes: ['PK', 'expiresAt'] }))).toBe('ValidationException');
+      expect(await rejection(table.query({ index: 'GSI3', partition: bucket, attributes: ['PK', 'expiresAt'] }))).toBe(
+        'ValidationException',
+      );
       expect(await rejection(table.query({ index: 'GSI3', partition: bucket, filter: itemExists() }))).toBe('resolved');
-      expect(await rejection(table.query({ index: 'GSI3', partition: bucket, filter: attributeIs('expiresAt', 1) }))).toBe('ValidationException');
+      expect(
+        await rejection(table.query({ index: 'GSI3', partition: bucket, filter: attributeIs('expiresAt', 1) })),
+      ).toBe('ValidationException');
     });
 
     it('refuses a consistent read of an index, BETWEEN bounds out of order, a sort bound over 1024 bytes and a limit of 0 (ValidationException)', async () => {
       const pk = partition('bad-query');
-      expect(await rejection(table.query({ partition: pk, sort: { after: 's'.repeat(1025) } }))).toBe('ValidationException');
-      expect(await rejection(table.query({ index: 'GSI1', partition: pk, consistent: true }))).toBe('ValidationException');
-      expect(await rejection(table.query({ partition: pk, sort: { between: ['b', 'a'] } }))).toBe('ValidationException');
+      expect(await rejection(table.query({ partition: pk, sort: { after: 's'.repeat(1025) } }))).toBe(
+        'ValidationException',
+      );
+      expect(await rejection(table.query({ index: 'GSI1', partition: pk, consistent: true }))).toBe(
+        'ValidationException',
+      );
+      expect(await rejection(table.query({ partition: pk, sort: { between: ['b', 'a'] } }))).toBe(
+        'ValidationException',
+      );
       expect(await rejection(table.query({ partition: pk, limit: 0 } as Query))).toBe('ValidationException');
     });
   });
@@ -395,8 +545,19 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
   describe('Method: batchGet', () => {
     it('returns present items once, leaves absent ones out, and projects', async () => {
       const pk = await tenItems('batch', (i) => ({ label: `L${i}` }));
-      const got = await table.batchGet([{ PK: pk, SK: 'a' }, { PK: pk, SK: 'zz' }, { PK: pk, SK: 'c' }, { PK: pk, SK: 'a' }], ['SK', 'label']);
-      expect(got.sort((x, y) => String(x.SK).localeCompare(String(y.SK)))).toEqual([{ SK: 'a', label: 'L0' }, { SK: 'c', label: 'L2' }]);
+      const got = await table.batchGet(
+        [
+          { PK: pk, SK: 'a' },
+          { PK: pk, SK: 'zz' },
+          { PK: pk, SK: 'c' },
+          { PK: pk, SK: 'a' },
+        ],
+        ['SK', 'label'],
+      );
+      expect(got.sort((x, y) => String(x.SK).localeCompare(String(y.SK)))).toEqual([
+        { SK: 'a', label: 'L0' },
+        { SK: 'c', label: 'L2' },
+      ]);
       expect(await table.batchGet([])).toEqual([]);
     });
   });
@@ -408,7 +569,9 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       expect(await rejection(table.get({ PK: long, SK: 'x' }))).toBe('ValidationException');
       expect(await rejection(table.batchGet([{ PK: long, SK: 'x' }]))).toBe('ValidationException');
       expect(await rejection(table.write(put({ PK: long, SK: 'x' })))).toBe('ValidationException');
-      expect(await rejection(table.write({ kind: 'update', key: { PK: long, SK: 'x' }, update: { set: { a: 1 } } }))).toBe('ValidationException');
+      expect(
+        await rejection(table.write({ kind: 'update', key: { PK: long, SK: 'x' }, update: { set: { a: 1 } } })),
+      ).toBe('ValidationException');
       expect(await rejection(table.write({ kind: 'delete', key: { PK: long, SK: 'x' } }))).toBe('ValidationException');
       // Inside a transaction DynamoDB Local cancels instead, with a ValidationError reason (see Method: transact).
       expect(await rejection(table.transact([put({ PK: long, SK: 'x' })]))).toBe('TransactionCanceledException');
@@ -436,10 +599,18 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
       const pk = partition('empty');
       expect(await rejection(table.get({ PK: '', SK: 'x' }))).toBe('ValidationException');
       expect(await rejection(table.write(put({ PK: pk, SK: '' })))).toBe('ValidationException');
-      expect(await rejection(table.write(put({ PK: pk, SK: 'x', GSI1PK: '', GSI1SK: 'y' })))).toBe('ValidationException');
-      expect(await rejection(table.write(put({ PK: pk, SK: 'x', GSI1PK: 7, GSI1SK: 'y' })))).toBe('ValidationException');
-      expect(await rejection(table.write(put({ PK: pk, SK: 'x', GSI1PK: 'P'.repeat(2049), GSI1SK: 'y' })))).toBe('ValidationException');
-      expect(await rejection(table.write({ kind: 'update', key: { PK: pk, SK: 'x' }, update: { set: { GSI2SK: '' } } }))).toBe('ValidationException');
+      expect(await rejection(table.write(put({ PK: pk, SK: 'x', GSI1PK: '', GSI1SK: 'y' })))).toBe(
+        'ValidationException',
+      );
+      expect(await rejection(table.write(put({ PK: pk, SK: 'x', GSI1PK: 7, GSI1SK: 'y' })))).toBe(
+        'ValidationException',
+      );
+      expect(await rejection(table.write(put({ PK: pk, SK: 'x', GSI1PK: 'P'.repeat(2049), GSI1SK: 'y' })))).toBe(
+        'ValidationException',
+      );
+      expect(
+        await rejection(table.write({ kind: 'update', key: { PK: pk, SK: 'x' }, update: { set: { GSI2SK: '' } } })),
+      ).toBe('ValidationException');
       expect(await rejection(table.query({ partition: '' }))).toBe('ValidationException');
     });
   });
@@ -452,34 +623,67 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
     };
     // Nested values and a long attribute name: sizes count names, a byte per list element and map entry, and numbers
     // by digit pairs aligned on the decimal point, a byte more when negative (item-size.ts).
-    const nested = { ['n'.repeat(300)]: { a: [1, 'yy', { b: true }], c: null }, bin: new Uint8Array(10), num: [12345.678, 120, 1.5, -120, 0] };
+    const nested = {
+      ['n'.repeat(300)]: { a: [1, 'yy', { b: true }], c: null },
+      bin: new Uint8Array(10),
+      num: [12345.678, 120, 1.5, -120, 0],
+    };
 
     it('takes an item of exactly 400 KB and refuses one byte more (ValidationException), nested values and names counted', async () => {
       const pk = partition('item-size');
       expect(await table.write(put(sized({ PK: pk, SK: 'a' }, ITEM_BYTES_LIMIT, nested)))).toEqual({ ok: true });
-      expect(await rejection(table.write(put(sized({ PK: pk, SK: 'b' }, ITEM_BYTES_LIMIT + 1, nested))))).toBe('ValidationException');
-      expect(await rejection(table.write(put(sized({ PK: pk, SK: 'c' }, ITEM_BYTES_LIMIT + 1))))).toBe('ValidationException');
+      expect(await rejection(table.write(put(sized({ PK: pk, SK: 'b' }, ITEM_BYTES_LIMIT + 1, nested))))).toBe(
+        'ValidationException',
+      );
+      expect(await rejection(table.write(put(sized({ PK: pk, SK: 'c' }, ITEM_BYTES_LIMIT + 1))))).toBe(
+        'ValidationException',
+      );
       expect(sks((await table.query({ partition: pk, consistent: true, attributes: ['SK'] })).items)).toEqual(['a']);
     });
 
     it('refuses an update that takes an item past 400 KB, alone (ValidationException) and in a transaction (cancelled)', async () => {
       const key = { PK: partition('update-size'), SK: 'u' };
       await table.write(put(sized(key, 400_000)));
-      const grow = (bytes: number): WriteOp => ({ kind: 'update', key, update: { set: { more: 'm'.repeat(bytes - 4) } } });
+      const grow = (bytes: number): WriteOp => ({
+        kind: 'update',
+        key,
+        update: { set: { more: 'm'.repeat(bytes - 4) } },
+      });
       expect(await rejection(table.write(grow(ITEM_BYTES_LIMIT - 400_000 + 1)))).toBe('ValidationException');
-      expect(await rejection(table.transact([grow(ITEM_BYTES_LIMIT - 400_000 + 1), put({ PK: key.PK, SK: 'other' })]))).toBe('TransactionCanceledException');
-      expect((await table.query({ partition: key.PK, consistent: true, attributes: ['SK'] })).items).toEqual([{ SK: 'u' }]);
+      expect(
+        await rejection(table.transact([grow(ITEM_BYTES_LIMIT - 400_000 + 1), put({ PK: key.PK, SK: 'other' })])),
+      ).toBe('TransactionCanceledException');
+      expect((await table.query({ partition: key.PK, consistent: true, attributes: ['SK'] })).items).toEqual([
+        { SK: 'u' },
+      ]);
       expect(await table.write(grow(ITEM_BYTES_LIMIT - 400_000))).toMatchObject({ ok: true });
     });
 
     it('refuses a transaction putting an item over 400 KB, and one whose items pass 4 MB (ValidationException), and takes 4 MB exactly', async () => {
       // DynamoDB Local answers "Transaction payload size cannot exceed 4MB. Payload Size: N", N the items' sizes.
       const pk = partition('tx-size');
-      const eleven = (total: number, at: string): WriteOp[] => [...Array.from({ length: 10 }, (_, i) => put(sized({ PK: pk, SK: `${at}${i}` }, 400_000))), put(sized({ PK: pk, SK: `${at}x` }, total - 4_000_000))];
-      expect(await rejection(table.transact([put({ PK: pk, SK: 'small' }), put(sized({ PK: pk, SK: 'big' }, ITEM_BYTES_LIMIT + 1))]))).toBe('ValidationException');
+      const eleven = (total: number, at: string): WriteOp[] => [
+        ...Array.from({ length: 10 }, (_, i) => put(sized({ PK: pk, SK: `${at}${i}` }, 400_000))),
+        put(sized({ PK: pk, SK: `${at}x` }, total - 4_000_000)),
+      ];
+      expect(
+        await rejection(
+          table.transact([put({ PK: pk, SK: 'small' }), put(sized({ PK: pk, SK: 'big' }, ITEM_BYTES_LIMIT + 1))]),
+        ),
+      ).toBe('ValidationException');
       expect(await rejection(table.transact(eleven(TRANSACTION_BYTES_LIMIT + 1, 'over')))).toBe('ValidationException');
       // Read by key: a query would stop at DynamoDB's 1 MB page, which MemoryTable does not model.
-      const written = async () => (await table.batchGet(['small', 'big', ...['over', 'at'].flatMap((at) => [...Array.from({ length: 10 }, (_, i) => `${at}${i}`), `${at}x`])].map((sk) => ({ PK: pk, SK: sk })), ['SK'])).length;
+      const written = async () =>
+        (
+          await table.batchGet(
+            [
+              'small',
+              'big',
+              ...['over', 'at'].flatMap((at) => [...Array.from({ length: 10 }, (_, i) => `${at}${i}`), `${at}x`]),
+            ].map((sk) => ({ PK: pk, SK: sk })),
+            ['SK'],
+          )
+        ).length;
       expect(await written()).toBe(0);
       expect(await table.transact(eleven(TRANSACTION_BYTES_LIMIT, 'at'))).toBeUndefined();
       expect(await written()).toBe(11);
@@ -487,13 +691,18 @@ describe.each(engines)('Table contract: $engine', ({ make, local }) => {
 
     it('takes 100 operations in a transaction', async () => {
       const pk = partition('tx-100');
-      expect(await table.transact(Array.from({ length: TRANSACTION_LIMIT }, (_, i) => put({ PK: pk, SK: `k${i}` })))).toBeUndefined();
+      expect(
+        await table.transact(Array.from({ length: TRANSACTION_LIMIT }, (_, i) => put({ PK: pk, SK: `k${i}` }))),
+      ).toBeUndefined();
       expect((await table.query({ partition: pk, consistent: true, countOnly: true })).count).toBe(TRANSACTION_LIMIT);
     });
 
     it('answers a batchGet of more keys than one BatchGetItem takes (DynamoDB refuses 101 a request; the port sends 100 a request)', async () => {
       const pk = partition('batch-wide');
-      const keys = Array.from({ length: 2 * BATCH_GET_LIMIT + 50 }, (_, i) => ({ PK: pk, SK: `k${String(i).padStart(3, '0')}` }));
+      const keys = Array.from({ length: 2 * BATCH_GET_LIMIT + 50 }, (_, i) => ({
+        PK: pk,
+        SK: `k${String(i).padStart(3, '0')}`,
+      }));
       for (const key of keys.filter((_, i) => i % 10 === 0)) await table.write(put(key));
       const got = await table.batchGet(keys, ['SK']);
       expect(got.map((i) => i.SK).sort()).toEqual(keys.filter((_, i) => i % 10 === 0).map((k) => k.SK));

@@ -13,10 +13,16 @@ import { freshTable } from '../support/dynamo.ts';
 // would load it, against a table of DynamoDB Local: LEASE_INDEX_SHARDS is fixed for a table's life, so a function
 // started with another count than the table was first used with must refuse to serve, and say why in one line.
 
-const healthEvent = JSON.parse(readFileSync(new URL('../../events/http-health.json', import.meta.url), 'utf8')) as APIGatewayProxyEventV2;
-const scheduleEvent = JSON.parse(readFileSync(new URL('../../events/schedule.json', import.meta.url), 'utf8')) as ScheduledEvent;
+const healthEvent = JSON.parse(
+  readFileSync(new URL('../../events/http-health.json', import.meta.url), 'utf8'),
+) as APIGatewayProxyEventV2;
+const scheduleEvent = JSON.parse(
+  readFileSync(new URL('../../events/schedule.json', import.meta.url), 'utf8'),
+) as ScheduledEvent;
 
-async function startHttp(shards: string): Promise<(event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2>> {
+async function startHttp(
+  shards: string,
+): Promise<(event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2>> {
   vi.resetModules();
   vi.stubEnv('LEASE_INDEX_SHARDS', shards);
   const { handler } = await import('../../functions/http.ts');
@@ -41,7 +47,7 @@ describe('Table settings: LEASE_INDEX_SHARDS recorded on first use', () => {
     vi.restoreAllMocks();
   });
 
-  it('serves when the function\'s shard count is the one the table was first used with', async () => {
+  it("serves when the function's shard count is the one the table was first used with", async () => {
     // Prepare: the first function records 8.
     expect((await (await startHttp('8'))(healthEvent)).statusCode).toBe(200);
     // Act: a new environment with the same count.
@@ -58,7 +64,10 @@ describe('Table settings: LEASE_INDEX_SHARDS recorded on first use', () => {
     const api = await startHttp('16');
     const first = api(healthEvent);
     // (A fresh module's class, so matched by name.)
-    await expect(first).rejects.toMatchObject({ name: 'TableSettingsMismatchError', recorded: { leaseIndexShards: 8 } });
+    await expect(first).rejects.toMatchObject({
+      name: 'TableSettingsMismatchError',
+      recorded: { leaseIndexShards: 8 },
+    });
     await expect(api(healthEvent)).rejects.toThrow('LEASE_INDEX_SHARDS is 16, but table');
     // Assess: one JSON line for the environment, naming both counts and what to do.
     expect(errors).toHaveBeenCalledTimes(1);
@@ -68,7 +77,9 @@ describe('Table settings: LEASE_INDEX_SHARDS recorded on first use', () => {
       level: 'error',
       message: 'cold start failed',
       error: 'TableSettingsMismatchError',
-      detail: expect.stringMatching(/^LEASE_INDEX_SHARDS is 16, but table ipam-settings-\w+ was first used with 8 .*refuses to serve.*leaseIndexShards back to 8/),
+      detail: expect.stringMatching(
+        /^LEASE_INDEX_SHARDS is 16, but table ipam-settings-\w+ was first used with 8 .*refuses to serve.*leaseIndexShards back to 8/,
+      ),
     });
   });
 
@@ -84,13 +95,20 @@ describe('Table settings: LEASE_INDEX_SHARDS recorded on first use', () => {
     const batch = mirror.handler({ Records: [] });
     // Assess
     const outcomes = await Promise.allSettled([run, batch]);
-    expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as Error).name : o.status))).toEqual(['TableSettingsMismatchError', 'TableSettingsMismatchError']);
+    expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as Error).name : o.status))).toEqual([
+      'TableSettingsMismatchError',
+      'TableSettingsMismatchError',
+    ]);
   });
 
   it('answers 503 NotReady, not 500, while the check itself is throttled, and serves once it passes', async () => {
     // Prepare: the first PutItem of the environment (the settings record) is throttled; nothing else is stubbed.
     const ddb = mockClient(DynamoDBClient);
-    ddb.on(PutItemCommand).rejects(Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' }));
+    ddb
+      .on(PutItemCommand)
+      .rejects(
+        Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' }),
+      );
     let throttled: APIGatewayProxyStructuredResultV2;
     const api = await startHttp('8');
     try {
@@ -122,6 +140,8 @@ describe('Table settings: LEASE_INDEX_SHARDS recorded on first use', () => {
     const recorded = await table.get(keys.tableSettings());
     const winner = outcomes[0]!.status === 'fulfilled' ? 8 : 16;
     expect(recorded?.leaseIndexShards).toBe(winner);
-    await expect(assertTableSettings(table, { leaseIndexShards: winner }, '2026-11-25T00:00:01.000Z')).resolves.toBeUndefined();
+    await expect(
+      assertTableSettings(table, { leaseIndexShards: winner }, '2026-11-25T00:00:01.000Z'),
+    ).resolves.toBeUndefined();
   });
 });

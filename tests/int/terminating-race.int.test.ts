@@ -41,10 +41,16 @@ describe('Terminating under concurrent claims (DynamoDB Local)', () => {
     expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
     expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.70.0.0/26', name: 'going' })).status).toBe(201);
     expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.71.0.0/26', name: 'staying' })).status).toBe(201);
-    expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0'), addresses: ['10.70.0.1'] })).status).toBe(201);
+    expect(
+      (await api.call('POST', '/v1/pools/p/claims', { name: 'c0', owner: owner('u0'), addresses: ['10.70.0.1'] }))
+        .status,
+    ).toBe(201);
     const containers = [api.sibling(), api.sibling(), api.sibling()];
     // Warm views: each container has just allocated once (both ranges Ready in its cache).
-    for (const [i, c] of containers.entries()) expect((await c.call('POST', '/v1/pools/p/claims', { name: `warm${i}`, owner: owner(`w${i}`) })).status).toBe(201);
+    for (const [i, c] of containers.entries())
+      expect((await c.call('POST', '/v1/pools/p/claims', { name: `warm${i}`, owner: owner(`w${i}`) })).status).toBe(
+        201,
+      );
     // Act: claims stream from the warm containers while another container deletes 'going'
     let answeredAt: number | undefined;
     const sent: { at: number; res: Promise<ApiResponse> }[] = [];
@@ -130,14 +136,24 @@ describe('Terminating under concurrent claims (DynamoDB Local)', () => {
     expect([202, 204]).toContain(deleted.status);
     const after = results.filter((r) => r.at > answeredAt!);
     expect(after.length).toBeGreaterThanOrEqual(24);
-    const intoGoing = after.filter((r) => r.res.status !== 201 || (r.res.body.addresses as { range: string }[]).some((a) => a.range !== 'staying'));
-    expect(intoGoing.map((r) => `${r.name}: ${r.res.status} ${JSON.stringify(r.res.body.addresses ?? r.res.body.code)}`)).toEqual([]);
+    const intoGoing = after.filter(
+      (r) => r.res.status !== 201 || (r.res.body.addresses as { range: string }[]).some((a) => a.range !== 'staying'),
+    );
+    expect(
+      intoGoing.map((r) => `${r.name}: ${r.res.status} ${JSON.stringify(r.res.body.addresses ?? r.res.body.code)}`),
+    ).toEqual([]);
     // No lease lies in a range that is gone, and every lease left in 'going' is a claim sent before the DELETE answered.
     const items = await allItems(api.container.table);
     const ranges = new Set(items.filter((x) => x.entity === 'range').map((x) => x.name as string));
-    expect(items.filter((x) => x.entity === 'lease' && !ranges.has(x.range as string)).map((x) => x.address)).toEqual([]);
+    expect(items.filter((x) => x.entity === 'lease' && !ranges.has(x.range as string)).map((x) => x.address)).toEqual(
+      [],
+    );
     const sentBefore = new Set(results.filter((r) => r.at <= answeredAt!).map((r) => r.name));
-    expect(items.filter((x) => x.entity === 'lease' && x.range === 'going' && !sentBefore.has(x.claim as string)).map((x) => x.claim)).toEqual([]);
+    expect(
+      items
+        .filter((x) => x.entity === 'lease' && x.range === 'going' && !sentBefore.has(x.claim as string))
+        .map((x) => x.claim),
+    ).toEqual([]);
   }, 120_000);
 
   it('reliably: a burst of claims from warm containers after the DELETE answered leaves no lease in a deleted range', async () => {
@@ -145,13 +161,23 @@ describe('Terminating under concurrent claims (DynamoDB Local)', () => {
     const { api, containers } = await staleViews();
     // Act: the DELETE, then 12 claims at once, four from each warm container
     const deleted = await api.call('DELETE', '/v1/pools/p/ranges/going');
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => containers[i % 3]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        containers[i % 3]!.call('POST', '/v1/pools/p/claims', { name: `c${i}`, owner: owner(`u${i}`) }),
+      ),
+    );
     // Assess: whatever the DELETE answered, no lease lies in a range that is gone, and no claim holds an address of 'going'
     expect([202, 204]).toContain(deleted.status);
     const items = await allItems(api.container.table);
     const ranges = new Set(items.filter((x) => x.entity === 'range').map((x) => x.name as string));
-    expect(items.filter((x) => x.entity === 'lease' && !ranges.has(x.range as string)).map((x) => `${x.address as string} (${x.range as string})`)).toEqual([]);
-    expect(results.map((r) => [r.status, (r.body.addresses as { range: string }[] | undefined)?.map((a) => a.range)])).toEqual(results.map(() => [201, ['staying']]));
+    expect(
+      items
+        .filter((x) => x.entity === 'lease' && !ranges.has(x.range as string))
+        .map((x) => `${x.address as string} (${x.range as string})`),
+    ).toEqual([]);
+    expect(
+      results.map((r) => [r.status, (r.body.addresses as { range: string }[] | undefined)?.map((a) => a.range)]),
+    ).toEqual(results.map(() => [201, ['staying']]));
     expect(items.filter((x) => x.entity === 'lease' && x.range === 'going')).toEqual([]);
   });
 });

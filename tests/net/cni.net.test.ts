@@ -45,7 +45,8 @@ describe('ipam-cni under the reference bridge plugin', () => {
   });
 
   /** The lease of an address as the API sees it: 200 held, 404 free. */
-  const leaseStatus = async (pool: string, address: string) => (await callApi(stack, 'GET', `/v1/pools/${pool}/addresses/${encodeURIComponent(bare(address))}`)).status;
+  const leaseStatus = async (pool: string, address: string) =>
+    (await callApi(stack, 'GET', `/v1/pools/${pool}/addresses/${encodeURIComponent(bare(address))}`)).status;
 
   beforeAll(async () => {
     await lab.build();
@@ -78,7 +79,11 @@ describe('ipam-cni under the reference bridge plugin', () => {
     const config = bridgeConfig(network, lab.bridgeName(), { range: '10.77.0.0/24' });
     const [a, b] = [await lab.netns(), await lab.netns()];
     // Act
-    const addA = await lab.reference('bridge', 'ADD', config, { containerID: `${a.name}-c`, netns: a.path, args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-a;K8S_POD_UID=uid-${a.name}` });
+    const addA = await lab.reference('bridge', 'ADD', config, {
+      containerID: `${a.name}-c`,
+      netns: a.path,
+      args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-a;K8S_POD_UID=uid-${a.name}`,
+    });
     const addB = await lab.reference('bridge', 'ADD', config, { containerID: `${b.name}-c`, netns: b.path });
     // Assess
     const [ipA] = ipsOf(addA);
@@ -91,16 +96,22 @@ describe('ipam-cni under the reference bridge plugin', () => {
     expect(await lab.ping(a.name, bare(ipB!))).toBe(true);
     expect(await lab.ping(b.name, bare(ipA!))).toBe(true);
     // The pod from CNI_ARGS owns A's claim; B, without CNI_ARGS, is owned by its attachment.
-    const leaseA = (await callApi(stack, 'GET', `/v1/pools/${network}/addresses/${bare(ipA!)}`)).body as { owner: unknown };
+    const leaseA = (await callApi(stack, 'GET', `/v1/pools/${network}/addresses/${bare(ipA!)}`)).body as {
+      owner: unknown;
+    };
     expect(leaseA.owner).toEqual({ kind: 'Pod', name: 'default/web-a', uid: `uid-${a.name}` });
-    const leaseB = (await callApi(stack, 'GET', `/v1/pools/${network}/addresses/${bare(ipB!)}`)).body as { owner: unknown };
+    const leaseB = (await callApi(stack, 'GET', `/v1/pools/${network}/addresses/${bare(ipB!)}`)).body as {
+      owner: unknown;
+    };
     expect(leaseB.owner).toEqual({ kind: 'CNIAttachment', name: `${b.name}-c/eth0`, uid: `${b.name}-c/eth0` });
   });
 
   it('gives a dual-stack network one address per family', async () => {
     // Prepare
     const network = lab.network('dual');
-    const config = bridgeConfig(network, lab.bridgeName(), { ipRanges: [{ range: '10.78.0.0/24' }, { range: 'fd78::/120' }] });
+    const config = bridgeConfig(network, lab.bridgeName(), {
+      ipRanges: [{ range: '10.78.0.0/24' }, { range: 'fd78::/120' }],
+    });
     const ns = await lab.netns();
     // Act
     const ips = ipsOf(await lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path }));
@@ -125,7 +136,10 @@ describe('ipam-cni under the reference bridge plugin', () => {
     const del2 = await lab.reference('bridge', 'DEL', config, { containerID: `${a.name}-c`, netns: a.path });
     await lab.deleteNetns(b.name);
     const delGone = await lab.reference('bridge', 'DEL', config, { containerID: `${b.name}-c`, netns: b.path });
-    const delNever = await lab.reference('bridge', 'DEL', config, { containerID: `never-${lab.id}`, unset: ['CNI_NETNS'] });
+    const delNever = await lab.reference('bridge', 'DEL', config, {
+      containerID: `never-${lab.id}`,
+      unset: ['CNI_NETNS'],
+    });
     // Assess
     for (const run of [del1, del2, delGone, delNever]) expect(run.code, `${run.stdout}${run.stderr}`).toBe(0);
     expect(await leaseStatus(network, ipA!)).toBe(404);
@@ -140,26 +154,41 @@ describe('ipam-cni under the reference bridge plugin', () => {
     const config = bridgeConfig(network, lab.bridgeName(), { range: '10.80.0.0/24', timeoutMs: 180_000 });
     const namespaces = await Promise.all(Array.from({ length: 64 }, () => lab.netns()));
     // Act
-    const runs = await Promise.all(namespaces.map((ns) => lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path, timeoutMs: 240_000 })));
+    const runs = await Promise.all(
+      namespaces.map((ns) =>
+        lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path, timeoutMs: 240_000 }),
+      ),
+    );
     // Assess
     const ips = runs.flatMap(ipsOf);
     expect(ips).toHaveLength(64);
     expect(new Set(ips).size).toBe(64);
-    const page = (await callApi(stack, 'GET', `/v1/pools/${network}/addresses?limit=1000`)).body as { items: { address: string }[] };
+    const page = (await callApi(stack, 'GET', `/v1/pools/${network}/addresses?limit=1000`)).body as {
+      items: { address: string }[];
+    };
     expect(page.items.map((l) => l.address).sort()).toEqual(ips.map(bare).sort());
   }, 300_000);
 
   it('fails CHECK when the claim was released behind its back or holds other addresses', async () => {
     // Prepare: the plugin called directly, as bridge delegates to it (bridge 1.1.1's own CHECK is broken here).
     const network = lab.network('chk');
-    const config = { cniVersion: '1.0.0', name: network, type: 'bridge', ipam: { type: 'ipam-cni', endpoint: stack.apiUrl, stateDir: lab.dir, range: '10.81.0.0/24' } };
+    const config = {
+      cniVersion: '1.0.0',
+      name: network,
+      type: 'bridge',
+      ipam: { type: 'ipam-cni', endpoint: stack.apiUrl, stateDir: lab.dir, range: '10.81.0.0/24' },
+    };
     const call = { containerID: `chk-${lab.id}`, netns: '/var/run/netns/unused' };
     const add = await lab.plugin('ADD', config, call);
     const [ip] = ipsOf(add);
     const prevResult = add.json;
     // Act
     const healthy = await lab.plugin('CHECK', { ...config, prevResult }, call);
-    const other = await lab.plugin('CHECK', { ...config, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.81.0.200/24' }] } }, call);
+    const other = await lab.plugin(
+      'CHECK',
+      { ...config, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.81.0.200/24' }] } },
+      call,
+    );
     const claims = (await callApi(stack, 'GET', `/v1/pools/${network}/claims`)).body as { items: { name: string }[] };
     expect(claims.items).toHaveLength(1);
     expect((await callApi(stack, 'DELETE', `/v1/pools/${network}/claims/${claims.items[0]!.name}`)).status).toBe(204);
@@ -168,7 +197,11 @@ describe('ipam-cni under the reference bridge plugin', () => {
     expect(ip).toMatch(/^10\.81\.0\.\d+\/24$/);
     expect(healthy.code, healthy.stdout).toBe(0);
     expect(other.code).not.toBe(0);
-    expect(other.json).toMatchObject({ cniVersion: '1.0.0', code: 102, msg: 'the claim holds other addresses than prevResult lists' });
+    expect(other.json).toMatchObject({
+      cniVersion: '1.0.0',
+      code: 102,
+      msg: 'the claim holds other addresses than prevResult lists',
+    });
     expect(released.code).not.toBe(0);
     expect(released.json).toMatchObject({ cniVersion: '1.0.0', code: 102, msg: 'the attachment holds no claim' });
   });
@@ -178,9 +211,13 @@ describe('ipam-cni under the reference bridge plugin', () => {
     const network = lab.network('full');
     const config = bridgeConfig(network, lab.bridgeName(), { range: '10.82.0.0/30' });
     const namespaces = [await lab.netns(), await lab.netns(), await lab.netns()];
-    for (const ns of namespaces.slice(0, 2)) ipsOf(await lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path }));
+    for (const ns of namespaces.slice(0, 2))
+      ipsOf(await lab.reference('bridge', 'ADD', config, { containerID: `${ns.name}-c`, netns: ns.path }));
     // Act
-    const third = await lab.reference('bridge', 'ADD', config, { containerID: `${namespaces[2]!.name}-c`, netns: namespaces[2]!.path });
+    const third = await lab.reference('bridge', 'ADD', config, {
+      containerID: `${namespaces[2]!.name}-c`,
+      netns: namespaces[2]!.path,
+    });
     // STATUS answers from the node's memory of that RangeFull (the same state folder), so it says 50 at once; polled
     // with a deadline all the same, as a runtime polls it.
     const statusRun = await vi.waitFor(
@@ -194,21 +231,40 @@ describe('ipam-cni under the reference bridge plugin', () => {
     // Another node, which never ADDed to the pool (its own state folder), says 50 from the service's warning, once the
     // stack's stream function decided the pool full (issue 37). Its first poll reads the pool and is remembered for
     // 30 s, so it is run once the warning is there.
-    await vi.waitFor(async () => expect(((await callApi(stack, 'GET', `/v1/pools/${config.name}`)).body as { warnings?: { IPv4?: { below: unknown } } }).warnings?.IPv4?.below).toBe('full'), { timeout: 30_000, interval: 250 });
-    const otherRun = await lab.plugin('STATUS', { ...config, cniVersion: '1.1.0', ipam: { ...config.ipam, stateDir: join(lab.dir, 'other-node') } });
+    await vi.waitFor(
+      async () =>
+        expect(
+          (
+            (await callApi(stack, 'GET', `/v1/pools/${config.name}`)).body as {
+              warnings?: { IPv4?: { below: unknown } };
+            }
+          ).warnings?.IPv4?.below,
+        ).toBe('full'),
+      { timeout: 30_000, interval: 250 },
+    );
+    const otherRun = await lab.plugin('STATUS', {
+      ...config,
+      cniVersion: '1.1.0',
+      ipam: { ...config.ipam, stateDir: join(lab.dir, 'other-node') },
+    });
     // Assess
     expect(third.code).not.toBe(0);
     expect(third.json).toMatchObject({ code: 100, msg: 'ADD: the pool has no free address' });
     expect(String(third.json?.details)).toMatch(/^RangeFull: /);
     expect(statusRun.json).toMatchObject({ cniVersion: '1.1.0', code: 50 });
     expect(otherRun.json).toMatchObject({ cniVersion: '1.1.0', code: 50, msg: 'the pool has no free address' });
-    expect(String(otherRun.json?.details)).toMatch(/^pool \S+: no free IPv4 address \(the service's warning: IPv4 space full since \S+\)$/);
+    expect(String(otherRun.json?.details)).toMatch(
+      /^pool \S+: no free IPv4 address \(the service's warning: IPv4 space full since \S+\)$/,
+    );
   });
 
   it('answers a stopped service with code 11 on ADD and DEL, and 50 on STATUS', async () => {
     // Prepare
     const network = lab.network('down');
-    const config = bridgeConfig(network, lab.bridgeName(), { range: '10.83.0.0/24', endpoint: `http://127.0.0.1:${await closedPort()}` });
+    const config = bridgeConfig(network, lab.bridgeName(), {
+      range: '10.83.0.0/24',
+      endpoint: `http://127.0.0.1:${await closedPort()}`,
+    });
     const ns = await lab.netns();
     const call = { containerID: `${ns.name}-c`, netns: ns.path };
     // Act
@@ -237,29 +293,77 @@ describe('ipam-cni under the reference bridge plugin', () => {
     const network = lab.network('ver');
     const call = { containerID: `ver-${lab.id}`, netns: '/var/run/netns/unused' };
     // Act
-    const first = await lab.plugin('ADD', directConfig(network, { range: '10.84.0.0/24', gateway: '10.84.0.1', routes: [{ dst: '0.0.0.0/0' }], dns: { nameservers: ['10.84.0.53'] } }, '0.3.1'), call);
-    const retried = await lab.plugin('ADD', directConfig(network, { range: '10.84.0.0/24', gateway: '10.84.0.1', routes: [{ dst: '0.0.0.0/0' }], dns: { nameservers: ['10.84.0.53'] } }, '1.1.0'), call);
+    const first = await lab.plugin(
+      'ADD',
+      directConfig(
+        network,
+        {
+          range: '10.84.0.0/24',
+          gateway: '10.84.0.1',
+          routes: [{ dst: '0.0.0.0/0' }],
+          dns: { nameservers: ['10.84.0.53'] },
+        },
+        '0.3.1',
+      ),
+      call,
+    );
+    const retried = await lab.plugin(
+      'ADD',
+      directConfig(
+        network,
+        {
+          range: '10.84.0.0/24',
+          gateway: '10.84.0.1',
+          routes: [{ dst: '0.0.0.0/0' }],
+          dns: { nameservers: ['10.84.0.53'] },
+        },
+        '1.1.0',
+      ),
+      call,
+    );
     // Assess
     expect(first.code, first.stdout).toBe(0);
     const [ip] = ipsOf(first);
-    expect(first.json).toEqual({ cniVersion: '0.3.1', ips: [{ version: '4', address: ip, gateway: '10.84.0.1' }], routes: [{ dst: '0.0.0.0/0' }], dns: { nameservers: ['10.84.0.53'] } });
+    expect(first.json).toEqual({
+      cniVersion: '0.3.1',
+      ips: [{ version: '4', address: ip, gateway: '10.84.0.1' }],
+      routes: [{ dst: '0.0.0.0/0' }],
+      dns: { nameservers: ['10.84.0.53'] },
+    });
     expect(ip).not.toBe('10.84.0.1/24');
-    expect(retried.json).toEqual({ cniVersion: '1.1.0', ips: [{ address: ip, gateway: '10.84.0.1' }], routes: [{ dst: '0.0.0.0/0' }], dns: { nameservers: ['10.84.0.53'] } });
+    expect(retried.json).toEqual({
+      cniVersion: '1.1.0',
+      ips: [{ address: ip, gateway: '10.84.0.1' }],
+      routes: [{ dst: '0.0.0.0/0' }],
+      dns: { nameservers: ['10.84.0.53'] },
+    });
   });
 
   it('checks a new pool with three requests on a fresh node, and then makes one request per ADD: the claim', async () => {
     // Prepare: a node state folder of its own (a fresh node) and the debug log, which lists every request.
     const network = lab.network('reqs');
     const logFile = `${lab.dir}/reqs.log`;
-    const config = directConfig(network, { range: '10.89.0.0/24', stateDir: `${lab.dir}/reqs-node`, logFile, logLevel: 'debug' });
-    const attach = (id: string) => lab.plugin('ADD', config, { containerID: `${id}-${lab.id}`, netns: '/var/run/netns/unused' });
-    const requests = () => [...readFileSync(logFile, 'utf8').matchAll(/timing: (\S+ \S+ \S+) in \d+ ms/g)].map((m) => m[1]);
+    const config = directConfig(network, {
+      range: '10.89.0.0/24',
+      stateDir: `${lab.dir}/reqs-node`,
+      logFile,
+      logLevel: 'debug',
+    });
+    const attach = (id: string) =>
+      lab.plugin('ADD', config, { containerID: `${id}-${lab.id}`, netns: '/var/run/netns/unused' });
+    const requests = () =>
+      [...readFileSync(logFile, 'utf8').matchAll(/timing: (\S+ \S+ \S+) in \d+ ms/g)].map((m) => m[1]);
     // Act
     ipsOf(await attach('first'));
     const first = requests();
     ipsOf(await attach('second'));
     // Assess
-    expect(first).toEqual([`GET /v1/pools/${network} 404`, 'POST /v1/pools 201', `POST /v1/pools/${network}/ranges 201`, `POST /v1/pools/${network}/claims 201`]);
+    expect(first).toEqual([
+      `GET /v1/pools/${network} 404`,
+      'POST /v1/pools 201',
+      `POST /v1/pools/${network}/ranges 201`,
+      `POST /v1/pools/${network}/claims 201`,
+    ]);
     expect(requests().slice(first.length)).toEqual([`POST /v1/pools/${network}/claims 201`]);
   });
 
@@ -267,7 +371,11 @@ describe('ipam-cni under the reference bridge plugin', () => {
     // Prepare
     const network = lab.network('sts');
     const config = directConfig(network, { range: '10.85.0.0/24', reuseDelaySeconds: 600 });
-    const pod = (container: string, uid: string) => ({ containerID: container, netns: '/var/run/netns/unused', args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=db;K8S_POD_NAME=web-0;K8S_POD_UID=${uid}` });
+    const pod = (container: string, uid: string) => ({
+      containerID: container,
+      netns: '/var/run/netns/unused',
+      args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=db;K8S_POD_NAME=web-0;K8S_POD_UID=${uid}`,
+    });
     const old = pod(`old-${lab.id}`, 'uid-1');
     const [before] = ipsOf(await lab.plugin('ADD', config, old));
     ipsOf(await lab.plugin('ADD', config, pod(`other-${lab.id}`, 'uid-9')));
@@ -278,20 +386,35 @@ describe('ipam-cni under the reference bridge plugin', () => {
     // Assess
     expect(after).toBe(before);
     expect(lateDel.code).toBe(0);
-    const lease = (await callApi(stack, 'GET', `/v1/pools/${network}/addresses/${bare(after!)}`)).body as { state?: string; owner?: { uid: string } };
+    const lease = (await callApi(stack, 'GET', `/v1/pools/${network}/addresses/${bare(after!)}`)).body as {
+      state?: string;
+      owner?: { uid: string };
+    };
     expect(lease.owner?.uid).toBe('uid-2');
   });
 
   it('lets a second node with the same config change nothing, and refuses a conflicting config with code 7', async () => {
     // Prepare: each node has its own state folder, so the second one checks the pool itself.
     const network = lab.network('two-nodes');
-    const ipam = { range: '10.86.0.0/24', range_start: '10.86.0.10', range_end: '10.86.0.100', exclude: ['10.86.0.50/31'] };
+    const ipam = {
+      range: '10.86.0.0/24',
+      range_start: '10.86.0.10',
+      range_end: '10.86.0.100',
+      exclude: ['10.86.0.50/31'],
+    };
     const call = (n: number) => ({ containerID: `node${n}-${lab.id}`, netns: '/var/run/netns/unused' });
     const first = await lab.plugin('ADD', directConfig(network, { ...ipam, stateDir: `${lab.dir}/node1` }), call(1));
-    const poolBefore = (await callApi(stack, 'GET', `/v1/pools/${network}`)).body as { exclude: string[]; ranges: { cidr: string }[] };
+    const poolBefore = (await callApi(stack, 'GET', `/v1/pools/${network}`)).body as {
+      exclude: string[];
+      ranges: { cidr: string }[];
+    };
     // Act
     const second = await lab.plugin('ADD', directConfig(network, { ...ipam, stateDir: `${lab.dir}/node2` }), call(2));
-    const conflicting = await lab.plugin('ADD', directConfig(network, { ...ipam, range_start: '10.86.0.20', stateDir: `${lab.dir}/node3` }), call(3));
+    const conflicting = await lab.plugin(
+      'ADD',
+      directConfig(network, { ...ipam, range_start: '10.86.0.20', stateDir: `${lab.dir}/node3` }),
+      call(3),
+    );
     // Assess
     for (const ip of [...ipsOf(first), ...ipsOf(second)]) {
       const last = Number(bare(ip).split('.')[3]);
@@ -299,7 +422,10 @@ describe('ipam-cni under the reference bridge plugin', () => {
       expect(last).toBeLessThanOrEqual(100);
       expect([50, 51]).not.toContain(last);
     }
-    const poolAfter = (await callApi(stack, 'GET', `/v1/pools/${network}`)).body as { exclude: string[]; ranges: { cidr: string }[] };
+    const poolAfter = (await callApi(stack, 'GET', `/v1/pools/${network}`)).body as {
+      exclude: string[];
+      ranges: { cidr: string }[];
+    };
     expect(poolAfter.exclude).toEqual(poolBefore.exclude);
     expect(poolAfter.ranges.map((r) => r.cidr)).toEqual(['10.86.0.0/24']);
     expect(conflicting.code).not.toBe(0);
@@ -313,10 +439,13 @@ describe('ipam-cni under the reference bridge plugin', () => {
     const network = lab.network('gc');
     const ipam = { pool: network, range: '10.87.0.0/24' };
     const config = directConfig(network, ipam);
-    const attach = (id: string, net = config) => lab.plugin('ADD', net, { containerID: `${id}-${lab.id}`, netns: '/var/run/netns/unused' });
+    const attach = (id: string, net = config) =>
+      lab.plugin('ADD', net, { containerID: `${id}-${lab.id}`, netns: '/var/run/netns/unused' });
     for (const id of ['keep', 'stale1', 'stale2']) ipsOf(await attach(id));
     ipsOf(await attach('other-net', directConfig(`${network}-b`, ipam)));
-    const claims = (await callApi(stack, 'GET', `/v1/pools/${network}/claims`)).body as { items: { name: string; labels: Record<string, string> }[] };
+    const claims = (await callApi(stack, 'GET', `/v1/pools/${network}/claims`)).body as {
+      items: { name: string; labels: Record<string, string> }[];
+    };
     const keep = claims.items.find((c) => c.labels['cni.ipam/container-id'] === `keep-${lab.id}`)!;
     expect(keep.labels).toMatchObject({ 'cni.ipam/network': network, 'cni.ipam/ifname': 'eth0' });
     const otherNode = await callApi(stack, 'POST', `/v1/pools/${network}/claims`, {
@@ -325,25 +454,57 @@ describe('ipam-cni under the reference bridge plugin', () => {
       labels: { ...keep.labels, 'cni.ipam/node': 'some-other-node', 'cni.ipam/container-id': 'x' },
     });
     expect(otherNode.status).toBe(201);
-    expect((await callApi(stack, 'POST', `/v1/pools/${network}/claims`, { name: `unlabelled-${lab.id}`, owner: { kind: 'Service', name: 'dns', uid: 'd1' } })).status).toBe(201);
-    const before = claims.items.map((c) => c.name).concat(`other-node-${lab.id}`, `unlabelled-${lab.id}`).sort();
-    const staleNames = claims.items.filter((c) => ['stale1', 'stale2'].some((id) => c.labels['cni.ipam/container-id'] === `${id}-${lab.id}`)).map((c) => c.name);
+    expect(
+      (
+        await callApi(stack, 'POST', `/v1/pools/${network}/claims`, {
+          name: `unlabelled-${lab.id}`,
+          owner: { kind: 'Service', name: 'dns', uid: 'd1' },
+        })
+      ).status,
+    ).toBe(201);
+    const before = claims.items
+      .map((c) => c.name)
+      .concat(`other-node-${lab.id}`, `unlabelled-${lab.id}`)
+      .sort();
+    const staleNames = claims.items
+      .filter((c) => ['stale1', 'stale2'].some((id) => c.labels['cni.ipam/container-id'] === `${id}-${lab.id}`))
+      .map((c) => c.name);
     expect(staleNames).toHaveLength(2);
     // Act
-    const gcRun = await lab.plugin('GC', { ...config, cniVersion: '1.1.0', 'cni.dev/valid-attachments': [{ containerID: `keep-${lab.id}`, ifname: 'eth0' }] }, { unset: ['CNI_CONTAINERID', 'CNI_IFNAME', 'CNI_NETNS'] });
+    const gcRun = await lab.plugin(
+      'GC',
+      {
+        ...config,
+        cniVersion: '1.1.0',
+        'cni.dev/valid-attachments': [{ containerID: `keep-${lab.id}`, ifname: 'eth0' }],
+      },
+      { unset: ['CNI_CONTAINERID', 'CNI_IFNAME', 'CNI_NETNS'] },
+    );
     // Assess
     expect(gcRun.code, gcRun.stdout).toBe(0);
     expect(gcRun.stdout).toBe('');
-    const after = ((await callApi(stack, 'GET', `/v1/pools/${network}/claims`)).body as { items: { name: string }[] }).items.map((c) => c.name).sort();
+    const after = (
+      (await callApi(stack, 'GET', `/v1/pools/${network}/claims`)).body as { items: { name: string }[] }
+    ).items
+      .map((c) => c.name)
+      .sort();
     expect(after).toEqual(before.filter((name) => !staleNames.includes(name)));
   });
 
   it('signs requests to an https endpoint with the embedded SigV4 signer (credentials from the environment)', async () => {
     // Prepare: nothing listens there, so the signed request fails to connect, after signing.
-    const config = directConfig(lab.network('tls'), { range: '10.88.0.0/24', endpoint: `https://127.0.0.1:${await closedPort()}`, region: 'eu-west-1', timeoutMs: 2000 });
+    const config = directConfig(lab.network('tls'), {
+      range: '10.88.0.0/24',
+      endpoint: `https://127.0.0.1:${await closedPort()}`,
+      region: 'eu-west-1',
+      timeoutMs: 2000,
+    });
     const call = { containerID: `tls-${lab.id}`, netns: '/var/run/netns/unused' };
     // Act
-    const signed = await lab.plugin('ADD', config, { ...call, extraEnv: { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' } });
+    const signed = await lab.plugin('ADD', config, {
+      ...call,
+      extraEnv: { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' },
+    });
     // Assess
     expect(signed.code).not.toBe(0);
     expect(signed.json).toMatchObject({ cniVersion: '1.0.0', code: 11, msg: 'ADD: the IPAM service is unreachable' });

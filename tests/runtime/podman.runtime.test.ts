@@ -29,8 +29,10 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
   const logFile = join(lab.dir, 'plugin.log');
 
   /** The pool's claims of containers of this network, by container id label. */
-  const claims = async (): Promise<ClaimDoc[]> => ((await callApi(stack, 'GET', `/v1/pools/${pool}/claims?limit=1000`)).body as { items: ClaimDoc[] }).items;
-  const claimOf = async (containerID: string) => (await claims()).filter((c) => c.labels['cni.ipam/container-id'] === containerID);
+  const claims = async (): Promise<ClaimDoc[]> =>
+    ((await callApi(stack, 'GET', `/v1/pools/${pool}/claims?limit=1000`)).body as { items: ClaimDoc[] }).items;
+  const claimOf = async (containerID: string) =>
+    (await claims()).filter((c) => c.labels['cni.ipam/container-id'] === containerID);
   const bare = (address: string) => address.slice(0, address.indexOf('/'));
 
   beforeAll(async () => {
@@ -39,7 +41,21 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
     stack = await startTestStack({ inProcess: true, env: { DYNAMODB_REQUEST_TIMEOUT_MS: '30000' } });
     await podman.importImage();
     podman.network(network, [
-      { type: 'bridge', bridge: lab.bridgeName(), isGateway: true, capabilities: { ips: true }, ipam: { type: 'ipam-cni', endpoint: stack.apiUrl, stateDir: join(lab.dir, 'state'), range: '10.91.0.0/24', gateway: '10.91.0.1', logFile, timeoutMs: 60_000 } },
+      {
+        type: 'bridge',
+        bridge: lab.bridgeName(),
+        isGateway: true,
+        capabilities: { ips: true },
+        ipam: {
+          type: 'ipam-cni',
+          endpoint: stack.apiUrl,
+          stateDir: join(lab.dir, 'state'),
+          range: '10.91.0.0/24',
+          gateway: '10.91.0.1',
+          logFile,
+          timeoutMs: 60_000,
+        },
+      },
     ]);
   });
 
@@ -83,7 +99,9 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
     expect(afterStop).toEqual([]);
     expect(await claimOf(id)).toEqual([]);
     expect((await callApi(stack, 'GET', `/v1/pools/${pool}/addresses/${address}`)).status).toBe(404);
-    const dels = readFileSync(logFile, 'utf8').split('\n').filter((line) => line.includes(` DEL ${id}/eth0 `) && line.includes('info'));
+    const dels = readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((line) => line.includes(` DEL ${id}/eth0 `) && line.includes('info'));
     expect(dels.length).toBeGreaterThanOrEqual(1);
   });
 
@@ -94,7 +112,8 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
     const addresses = await Promise.all(names.map((name) => podman.address(name)));
     // Assess
     expect(new Set(addresses).size).toBe(8);
-    for (const [i, id] of ids.entries()) expect((await claimOf(id)).map((c) => c.addresses[0]!.address)).toEqual([bare(addresses[i]!)]);
+    for (const [i, id] of ids.entries())
+      expect((await claimOf(id)).map((c) => c.addresses[0]!.address)).toEqual([bare(addresses[i]!)]);
     await podman.podman(['rm', '-f', '-t', '1', ...names], 180_000);
     for (const id of ids) expect(await claimOf(id)).toEqual([]);
   });
@@ -115,7 +134,10 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
     // Act
     const id = await podman.start(`${network}-ip`, network, ['--ip', '10.91.0.77']);
     const address = await podman.address(`${network}-ip`);
-    const second = await podman.start(`${network}-ip2`, network, ['--ip', '10.91.0.77']).then(() => 'started', (error: unknown) => String(error));
+    const second = await podman.start(`${network}-ip2`, network, ['--ip', '10.91.0.77']).then(
+      () => 'started',
+      (error: unknown) => String(error),
+    );
     // Assess
     expect(address).toBe('10.91.0.77/24');
     expect((await claimOf(id)).map((c) => c.addresses.map((x) => x.address))).toEqual([['10.91.0.77']]);
@@ -123,7 +145,12 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
   });
 
   it('is run by Podman with ADD and DEL only: no CHECK, STATUS or GC (libcni 1.1)', () => {
-    const commands = new Set(readFileSync(logFile, 'utf8').split('\n').filter(Boolean).map((line) => line.split(' ')[3]));
+    const commands = new Set(
+      readFileSync(logFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.split(' ')[3]),
+    );
     expect([...commands].sort()).toEqual(['ADD', 'DEL']);
   });
 });

@@ -27,7 +27,12 @@ export interface TestApi {
 }
 
 /** An API Gateway HTTP API (payload v2) event for a method and path. */
-export function httpEvent(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): APIGatewayProxyEventV2 {
+export function httpEvent(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): APIGatewayProxyEventV2 {
   const [rawPath, query = ''] = path.split('?') as [string, string?];
   const queryStringParameters = query ? Object.fromEntries(new URLSearchParams(query)) : undefined;
   return {
@@ -38,7 +43,15 @@ export function httpEvent(method: string, path: string, body?: unknown, headers:
     headers: { 'content-type': 'application/json', ...headers },
     ...(queryStringParameters ? { queryStringParameters } : {}),
     requestContext: {
-      accountId: '000000000000', apiId: 'local', domainName: 'localhost', domainPrefix: 'localhost', requestId: 'test', routeKey: '$default', stage: '$default', time: '', timeEpoch: 0,
+      accountId: '000000000000',
+      apiId: 'local',
+      domainName: 'localhost',
+      domainPrefix: 'localhost',
+      requestId: 'test',
+      routeKey: '$default',
+      stage: '$default',
+      time: '',
+      timeEpoch: 0,
       http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'vitest' },
     },
     isBase64Encoded: false,
@@ -46,24 +59,43 @@ export function httpEvent(method: string, path: string, body?: unknown, headers:
   };
 }
 
-function makeApi(table: Table, base: Record<string, string>, overrides: ContainerOverrides, env: Record<string, string>, metrics?: RecordedMetrics): TestApi {
+function makeApi(
+  table: Table,
+  base: Record<string, string>,
+  overrides: ContainerOverrides,
+  env: Record<string, string>,
+  metrics?: RecordedMetrics,
+): TestApi {
   const config = loadConfig({ LEASE_INDEX_SHARDS: '4', DYNAMODB_REQUEST_TIMEOUT_MS: '30000', ...base, ...env });
   // A client given by the test (one that counts requests) speaks to the same table, and so does a table given by the test
   // (one that wraps this one); otherwise every container shares the engine.
-  const container = asStreamFunction(buildContainer(config, overrides.client ? overrides : { ...overrides, table: overrides.table ?? table }));
-  const httpHandler = createHttpHandler(() => container.deps, { version: 'test', health: () => container.deps.health.health(), localStack: config.localStack }, () => {}, metrics);
-  const handler = (event: APIGatewayProxyEventV2, context: Context) => asIntFunction('api', () => httpHandler(event, context));
+  const container = asStreamFunction(
+    buildContainer(config, overrides.client ? overrides : { ...overrides, table: overrides.table ?? table }),
+  );
+  const httpHandler = createHttpHandler(
+    () => container.deps,
+    { version: 'test', health: () => container.deps.health.health(), localStack: config.localStack },
+    () => {},
+    metrics,
+  );
+  const handler = (event: APIGatewayProxyEventV2, context: Context) =>
+    asIntFunction('api', () => httpHandler(event, context));
   return {
     container,
     tableName: table.name,
     endpoint: base.DYNAMODB_ENDPOINT ?? '',
     // The handler's declared event type is what API Gateway sends; robustness tests pass other shapes on purpose.
-    invoke: async (event) => (await handler(event as APIGatewayProxyEventV2, {} as Context)) as APIGatewayProxyStructuredResultV2,
+    invoke: async (event) =>
+      (await handler(event as APIGatewayProxyEventV2, {} as Context)) as APIGatewayProxyStructuredResultV2,
 
     async call(method, path, body, headers) {
       const out = await handler(httpEvent(method, path, body, headers), {} as Context);
       const text = typeof out === 'object' && out.body ? out.body : '';
-      const response = { status: out.statusCode ?? 0, headers: (out.headers ?? {}) as Record<string, string>, body: text ? JSON.parse(text) : {} };
+      const response = {
+        status: out.statusCode ?? 0,
+        headers: (out.headers ?? {}) as Record<string, string>,
+        body: text ? JSON.parse(text) : {},
+      };
       // Every answer a test reads is also checked against openapi.yaml (tests/support/contract.ts).
       assertConforms(method, path, response.status, response.headers, text ? response.body : undefined);
       return response;
@@ -78,7 +110,9 @@ function asStreamFunction(container: Container): Container {
     new Proxy(target, {
       get(t, property) {
         const value: unknown = Reflect.get(t, property, t);
-        if (typeof value === 'function') return (...args: unknown[]) => asIntFunction('mirror', () => (value as (...a: unknown[]) => unknown).apply(t, args));
+        if (typeof value === 'function')
+          return (...args: unknown[]) =>
+            asIntFunction('mirror', () => (value as (...a: unknown[]) => unknown).apply(t, args));
         return property === 'exhaustion' && typeof value === 'object' && value !== null ? scoped(value) : value;
       },
     });
@@ -86,7 +120,12 @@ function asStreamFunction(container: Container): Container {
 }
 
 /** The real HTTP handler over a fresh table, on DynamoDB Local unless another engine is given. */
-export async function testApi(overrides: ContainerOverrides = {}, env: Record<string, string> = {}, metrics?: RecordedMetrics, engine: TestEngine = dynamoLocalEngine): Promise<TestApi> {
+export async function testApi(
+  overrides: ContainerOverrides = {},
+  env: Record<string, string> = {},
+  metrics?: RecordedMetrics,
+  engine: TestEngine = dynamoLocalEngine,
+): Promise<TestApi> {
   const { table, env: base } = await engine.fresh();
   return makeApi(table, base, overrides, env, metrics);
 }

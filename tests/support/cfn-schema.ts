@@ -32,15 +32,43 @@ export interface CfnTemplate {
   readonly Parameters?: Record<string, unknown>;
 }
 
-const RESOURCE_KEYS = new Set(['Type', 'Properties', 'DependsOn', 'DeletionPolicy', 'UpdateReplacePolicy', 'Condition', 'Metadata', 'CreationPolicy', 'UpdatePolicy']);
-const INTRINSICS = new Set(['Ref', 'Fn::GetAtt', 'Fn::Sub', 'Fn::Join', 'Fn::If', 'Fn::Select', 'Fn::Split', 'Fn::ImportValue', 'Fn::FindInMap', 'Fn::Base64', 'Fn::GetAZs', 'Fn::Cidr', 'Fn::Length', 'Fn::ToJsonString', 'Fn::Transform']);
+const RESOURCE_KEYS = new Set([
+  'Type',
+  'Properties',
+  'DependsOn',
+  'DeletionPolicy',
+  'UpdateReplacePolicy',
+  'Condition',
+  'Metadata',
+  'CreationPolicy',
+  'UpdatePolicy',
+]);
+const INTRINSICS = new Set([
+  'Ref',
+  'Fn::GetAtt',
+  'Fn::Sub',
+  'Fn::Join',
+  'Fn::If',
+  'Fn::Select',
+  'Fn::Split',
+  'Fn::ImportValue',
+  'Fn::FindInMap',
+  'Fn::Base64',
+  'Fn::GetAZs',
+  'Fn::Cidr',
+  'Fn::Length',
+  'Fn::ToJsonString',
+  'Fn::Transform',
+]);
 
 let loaded: Promise<SpecDatabase> | undefined;
 /** The database, loaded once per process (about 3 s). */
 export const specDatabase = (): Promise<SpecDatabase> => (loaded ??= loadAwsServiceSpec());
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const isIntrinsic = (value: unknown): boolean => isObject(value) && Object.keys(value).length === 1 && INTRINSICS.has(Object.keys(value)[0]!);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isIntrinsic = (value: unknown): boolean =>
+  isObject(value) && Object.keys(value).length === 1 && INTRINSICS.has(Object.keys(value)[0]!);
 
 /** Every problem of the template, one sentence each, `<LogicalId>.<path>: ...`; empty when it passes. */
 export async function cfnSchemaProblems(template: CfnTemplate): Promise<string[]> {
@@ -53,24 +81,35 @@ export async function cfnSchemaProblems(template: CfnTemplate): Promise<string[]
     switch (type.type) {
       case 'string':
       case 'date-time':
-        if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') out.push(`${path}: expected a string, got ${JSON.stringify(value)}`);
+        if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
+          out.push(`${path}: expected a string, got ${JSON.stringify(value)}`);
         return;
       case 'number':
       case 'integer': {
         const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
-        if (typeof n !== 'number' || !Number.isFinite(n) || (type.type === 'integer' && !Number.isInteger(n))) out.push(`${path}: expected ${type.type === 'integer' ? 'an integer' : 'a number'}, got ${JSON.stringify(value)}`);
+        if (typeof n !== 'number' || !Number.isFinite(n) || (type.type === 'integer' && !Number.isInteger(n)))
+          out.push(
+            `${path}: expected ${type.type === 'integer' ? 'an integer' : 'a number'}, got ${JSON.stringify(value)}`,
+          );
         return;
       }
       case 'boolean':
-        if (typeof value !== 'boolean' && value !== 'true' && value !== 'false') out.push(`${path}: expected a boolean, got ${JSON.stringify(value)}`);
+        if (typeof value !== 'boolean' && value !== 'true' && value !== 'false')
+          out.push(`${path}: expected a boolean, got ${JSON.stringify(value)}`);
         return;
       case 'json':
-        if (!isObject(value) && !Array.isArray(value) && typeof value !== 'string') out.push(`${path}: expected a JSON object, got ${JSON.stringify(value)}`);
+        if (!isObject(value) && !Array.isArray(value) && typeof value !== 'string')
+          out.push(`${path}: expected a JSON object, got ${JSON.stringify(value)}`);
         return;
       case 'null':
         return;
       case 'tag':
-        checkObject(path, value, { Key: { type: { type: 'string' }, required: true }, Value: { type: { type: 'string' }, required: true } }, out);
+        checkObject(
+          path,
+          value,
+          { Key: { type: { type: 'string' }, required: true }, Value: { type: { type: 'string' }, required: true } },
+          out,
+        );
         return;
       case 'array':
         if (!Array.isArray(value)) out.push(`${path}: expected a list, got ${JSON.stringify(value)}`);
@@ -78,7 +117,8 @@ export async function cfnSchemaProblems(template: CfnTemplate): Promise<string[]
         return;
       case 'map':
         if (!isObject(value)) out.push(`${path}: expected a map, got ${JSON.stringify(value)}`);
-        else for (const [key, element] of Object.entries(value)) checkValue(`${path}.${key}`, element, type.element, out);
+        else
+          for (const [key, element] of Object.entries(value)) checkValue(`${path}.${key}`, element, type.element, out);
         return;
       case 'union': {
         const tries = type.types.map((t) => {
@@ -86,11 +126,15 @@ export async function cfnSchemaProblems(template: CfnTemplate): Promise<string[]
           checkValue(path, value, t, found);
           return found;
         });
-        if (!tries.some((found) => found.length === 0)) out.push(...tries.reduce((a, b) => (b.length < a.length ? b : a)));
+        if (!tries.some((found) => found.length === 0))
+          out.push(...tries.reduce((a, b) => (b.length < a.length ? b : a)));
         return;
       }
       case 'ref': {
-        const definition = db.get('typeDefinition', type.reference.$ref) as { name: string; properties: Record<string, SpecProperty> };
+        const definition = db.get('typeDefinition', type.reference.$ref) as {
+          name: string;
+          properties: Record<string, SpecProperty>;
+        };
         checkObject(path, value, definition.properties, out);
         return;
       }
@@ -103,10 +147,12 @@ export async function cfnSchemaProblems(template: CfnTemplate): Promise<string[]
       return;
     }
     if (isIntrinsic(value)) return;
-    for (const [name, property] of Object.entries(properties)) if (property.required && !(name in value)) out.push(`${path}.${name}: required, missing`);
+    for (const [name, property] of Object.entries(properties))
+      if (property.required && !(name in value)) out.push(`${path}.${name}: required, missing`);
     for (const [name, given] of Object.entries(value)) {
       const property = properties[name];
-      if (property === undefined) out.push(`${path}.${name}: no such property (known: ${Object.keys(properties).sort().join(', ')})`);
+      if (property === undefined)
+        out.push(`${path}.${name}: no such property (known: ${Object.keys(properties).sort().join(', ')})`);
       else checkValue(`${path}.${name}`, given, property.type, out);
     }
   };
@@ -115,7 +161,14 @@ export async function cfnSchemaProblems(template: CfnTemplate): Promise<string[]
     if (Array.isArray(value)) value.forEach((v, i) => checkReferences(`${path}[${i}]`, v));
     if (!isObject(value)) return;
     for (const [key, inner] of Object.entries(value)) {
-      if (key === 'Ref' && typeof inner === 'string' && !inner.startsWith('AWS::') && !(inner in template.Resources) && !(inner in (template.Parameters ?? {}))) problems.push(`${path}: Ref to ${inner}, which is no resource or parameter`);
+      if (
+        key === 'Ref' &&
+        typeof inner === 'string' &&
+        !inner.startsWith('AWS::') &&
+        !(inner in template.Resources) &&
+        !(inner in (template.Parameters ?? {}))
+      )
+        problems.push(`${path}: Ref to ${inner}, which is no resource or parameter`);
       if (key === 'Fn::GetAtt') {
         const [id, attribute] = Array.isArray(inner) ? (inner as string[]) : String(inner).split(/\.(.*)/);
         checkAttribute(path, id!, attribute!);
@@ -127,7 +180,8 @@ export async function cfnSchemaProblems(template: CfnTemplate): Promise<string[]
           const [id, attribute] = name!.split(/\.(.*)/);
           if (name!.startsWith('AWS::') || bound.includes(name!)) continue;
           if (attribute === undefined) {
-            if (!(id! in template.Resources) && !(id! in (template.Parameters ?? {}))) problems.push(`${path}: Fn::Sub names \${${name}}, which is no resource or parameter`);
+            if (!(id! in template.Resources) && !(id! in (template.Parameters ?? {})))
+              problems.push(`${path}: Fn::Sub names \${${name}}, which is no resource or parameter`);
           } else checkAttribute(path, id!, attribute);
         }
       }
@@ -142,18 +196,28 @@ export async function cfnSchemaProblems(template: CfnTemplate): Promise<string[]
       return;
     }
     const spec = typeOf(target.Type);
-    if (spec && !(attribute in spec.attributes)) problems.push(`${path}: ${id} (${target.Type}) has no attribute ${attribute} (known: ${Object.keys(spec.attributes).sort().join(', ')})`);
+    if (spec && !(attribute in spec.attributes))
+      problems.push(
+        `${path}: ${id} (${target.Type}) has no attribute ${attribute} (known: ${Object.keys(spec.attributes).sort().join(', ')})`,
+      );
   };
 
   for (const [id, resource] of Object.entries(template.Resources)) {
-    for (const key of Object.keys(resource)) if (!RESOURCE_KEYS.has(key)) problems.push(`${id}.${key}: no such resource attribute`);
-    for (const dependency of [resource.DependsOn ?? []].flat() as string[]) if (!(dependency in template.Resources)) problems.push(`${id}.DependsOn: ${dependency} is no resource`);
+    for (const key of Object.keys(resource))
+      if (!RESOURCE_KEYS.has(key)) problems.push(`${id}.${key}: no such resource attribute`);
+    for (const dependency of [resource.DependsOn ?? []].flat() as string[])
+      if (!(dependency in template.Resources)) problems.push(`${id}.DependsOn: ${dependency} is no resource`);
     const spec = typeOf(resource.Type);
     if (spec === undefined) {
       problems.push(`${id}.Type: ${resource.Type} is no CloudFormation resource type`);
       continue;
     }
-    checkObject(`${id}.Properties`, resource.Properties ?? {}, spec.properties as Record<string, SpecProperty>, problems);
+    checkObject(
+      `${id}.Properties`,
+      resource.Properties ?? {},
+      spec.properties as Record<string, SpecProperty>,
+      problems,
+    );
     checkReferences(`${id}.Properties`, resource.Properties ?? {});
   }
   return problems;

@@ -21,12 +21,20 @@ export function fakeFetch(route: FakeRoute): { fetch: typeof fetch; requests: Re
   const fetchFn = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const headers: Record<string, string> = {};
     new Headers(init?.headers).forEach((value, key) => (headers[key] = value));
-    const request: RecordedRequest = { method: init?.method ?? 'GET', url: new URL(String(input)), headers, body: typeof init?.body === 'string' ? init.body : undefined };
+    const request: RecordedRequest = {
+      method: init?.method ?? 'GET',
+      url: new URL(String(input)),
+      headers,
+      body: typeof init?.body === 'string' ? init.body : undefined,
+    };
     requests.push(request);
     const answer = route(request);
     if (answer instanceof Error) throw new TypeError('fetch failed', { cause: answer });
     const body = answer.body === undefined ? null : JSON.stringify(answer.body);
-    return new Response(body, { status: answer.status, headers: { 'content-type': answer.contentType ?? 'application/json' } });
+    return new Response(body, {
+      status: answer.status,
+      headers: { 'content-type': answer.contentType ?? 'application/json' },
+    });
   };
   return { fetch: fetchFn as typeof fetch, requests };
 }
@@ -42,7 +50,15 @@ export interface FakeIo {
 }
 
 /** A CliIo with captured output, a fixed clock that sleep() advances, and the given fetch and environment. */
-export function fakeIo(options: { fetch?: typeof fetch; env?: Record<string, string>; nowMs?: number; isTTY?: boolean; columns?: number } = {}): FakeIo {
+export function fakeIo(
+  options: {
+    fetch?: typeof fetch;
+    env?: Record<string, string>;
+    nowMs?: number;
+    isTTY?: boolean;
+    columns?: number;
+  } = {},
+): FakeIo {
   let out = '';
   let err = '';
   let now = options.nowMs ?? Date.parse('2026-04-02T10:00:00Z');
@@ -67,7 +83,10 @@ export function fakeIo(options: { fetch?: typeof fetch; env?: Record<string, str
 }
 
 /** Runs one command line against a fake io; returns the exit code with what was printed. */
-export async function runCli(argv: readonly string[], options: Parameters<typeof fakeIo>[0] = {}): Promise<{ code: number; out: string; err: string; files: Map<string, string> }> {
+export async function runCli(
+  argv: readonly string[],
+  options: Parameters<typeof fakeIo>[0] = {},
+): Promise<{ code: number; out: string; err: string; files: Map<string, string> }> {
   const fake = fakeIo(options);
   const code = await run(argv, fake.io);
   return { code, out: fake.out(), err: fake.err(), files: fake.files };

@@ -35,7 +35,13 @@ export interface CallOptions {
 }
 
 /** Runs an executable with a stdin and an environment; resolves with its exit code and output, never rejects. */
-export function runWithStdin(file: string, args: readonly string[], env: NodeJS.ProcessEnv, stdin: string, timeoutMs = 60_000): Promise<PluginRun> {
+export function runWithStdin(
+  file: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  stdin: string,
+  timeoutMs = 60_000,
+): Promise<PluginRun> {
   const started = performance.now();
   return new Promise((resolve) => {
     const child = spawn(file, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -46,7 +52,13 @@ export function runWithStdin(file: string, args: readonly string[], env: NodeJS.
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', (error) => {
       clearTimeout(timer);
-      resolve({ code: -1, stdout, stderr: `${stderr}${String(error)}`, json: undefined, ms: performance.now() - started });
+      resolve({
+        code: -1,
+        stdout,
+        stderr: `${stderr}${String(error)}`,
+        json: undefined,
+        ms: performance.now() - started,
+      });
     });
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -118,7 +130,13 @@ export class CniLab {
 
   /** Runs a reference plugin (bridge, host-local) from /usr/lib/cni. */
   reference(type: string, command: string, config: unknown, options: CallOptions = {}): Promise<PluginRun> {
-    return runWithStdin(join(CNI_BIN_DIR, type), [], this.env(command, options), JSON.stringify(config), options.timeoutMs);
+    return runWithStdin(
+      join(CNI_BIN_DIR, type),
+      [],
+      this.env(command, options),
+      JSON.stringify(config),
+      options.timeoutMs,
+    );
   }
 
   /** A new network namespace; answers its name and path. */
@@ -182,7 +200,9 @@ export class CniLab {
     for (const name of [...this.bridges]) {
       try {
         // bridge ADD may never have made it: only an existing link is deleted.
-        const exists = await sh('ip', ['-j', 'link', 'show']).then((out) => (JSON.parse(out) as { ifname: string }[]).some((l) => l.ifname === name));
+        const exists = await sh('ip', ['-j', 'link', 'show']).then((out) =>
+          (JSON.parse(out) as { ifname: string }[]).some((l) => l.ifname === name),
+        );
         if (exists) await sh('ip', ['link', 'del', name]);
         this.bridges.delete(name);
       } catch (error) {

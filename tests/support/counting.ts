@@ -13,5 +13,12 @@ export function countingStores(counts: Map<string, number>): (stores: Stores) =>
         };
       },
     });
-  return (stores) => ({ ...stores, pools: counting(stores.pools), claims: counting(stores.claims), leases: counting(stores.leases), occupancy: counting(stores.occupancy), seals: counting(stores.seals) });
+  return (stores) => ({
+    ...stores,
+    pools: counting(stores.pools),
+    claims: counting(stores.claims),
+    leases: counting(stores.leases),
+    occupancy: counting(stores.occupancy),
+    seals: counting(stores.seals),
+  });
 }

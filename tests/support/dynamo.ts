@@ -9,7 +9,8 @@ import { recordAwsCalls } from '../../shared/adapters/aws-call-log.ts';
 export function localEndpoint(): string {
   const endpoint = inject('dynamoEndpoint');
   const host = new URL(endpoint).hostname;
-  if (host !== '127.0.0.1' && host !== 'localhost') throw new Error(`integration tests refuse non-loopback endpoint ${endpoint}`);
+  if (host !== '127.0.0.1' && host !== 'localhost')
+    throw new Error(`integration tests refuse non-loopback endpoint ${endpoint}`);
   return endpoint;
 }
 
@@ -37,7 +38,10 @@ export async function dropFileTables(): Promise<void> {
  * int tier took 1,194 s in one process against about 300 s file by file). The table is dropped when the test that made it finishes, or, made in beforeAll, when its
  * file does.
  */
-export async function freshTable(prefix = 'ipam-test', options: { stream?: boolean } = {}): Promise<{ client: DynamoDBClient; tableName: string; endpoint: string }> {
+export async function freshTable(
+  prefix = 'ipam-test',
+  options: { stream?: boolean } = {},
+): Promise<{ client: DynamoDBClient; tableName: string; endpoint: string }> {
   const endpoint = localEndpoint();
   const client = createDynamoClient({ endpoint, maxAttempts: 1 });
   const callLog = process.env.AWS_IPAM_CALL_LOG;

@@ -20,7 +20,10 @@ export interface TestEngine {
 /** Every write it takes is audited against the freed-counter rule (FreedAudit: a freeing write bumps its range). */
 export const memoryEngine: TestEngine = {
   name: 'memory',
-  fresh: async (prefix = 'memory') => ({ table: new FollowedTable(new FreedAudit(new MemoryTable({ name: prefix }))), env: { TABLE_NAME: prefix, LOCAL_STACK: 'true' } }),
+  fresh: async (prefix = 'memory') => ({
+    table: new FollowedTable(new FreedAudit(new MemoryTable({ name: prefix }))),
+    env: { TABLE_NAME: prefix, LOCAL_STACK: 'true' },
+  }),
 };
 
 function dynamoLocal(name: string, stream: boolean): TestEngine {
@@ -28,7 +31,10 @@ function dynamoLocal(name: string, stream: boolean): TestEngine {
     name,
     async fresh(prefix) {
       const { client, tableName, endpoint } = await freshTable(prefix, { stream });
-      return { table: new FollowedTable(new SdkTable(client, tableName)), env: { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true' } };
+      return {
+        table: new FollowedTable(new SdkTable(client, tableName)),
+        env: { TABLE_NAME: tableName, DYNAMODB_ENDPOINT: endpoint, LOCAL_STACK: 'true' },
+      };
     },
   };
 }
@@ -42,13 +48,19 @@ export const dynamoLocalWithStream = dynamoLocal('DynamoDB Local', true);
  * The memory engine with an index the test can hold at a moment: while held, the queries `lags` picks see the table
  * as it was then (DynamoDB's eventually consistent index, lagging behind a fresh write).
  */
-export function laggingIndexEngine(name: string, lags: (query: Query) => boolean): { engine: TestEngine; hold(): void; catchUp(): void } {
+export function laggingIndexEngine(
+  name: string,
+  lags: (query: Query) => boolean,
+): { engine: TestEngine; hold(): void; catchUp(): void } {
   let heldAt: number | undefined;
   let memory: MemoryTable | undefined;
   const engine: TestEngine = {
     name,
     fresh: async () => {
-      memory = new MemoryTable({ name: 'lagging', indexLag: (q) => (heldAt !== undefined && lags(q) ? memory!.writes() - heldAt : 0) });
+      memory = new MemoryTable({
+        name: 'lagging',
+        indexLag: (q) => (heldAt !== undefined && lags(q) ? memory!.writes() - heldAt : 0),
+      });
       return { table: new FollowedTable(memory), env: { TABLE_NAME: 'lagging', LOCAL_STACK: 'true' } };
     },
   };
@@ -71,7 +83,13 @@ export function withSummaryLag(engine: TestEngine, lag: number): TestEngine {
 
 /** The memory engine with a hook that sees every table call before it runs (to move a clock, or to fault the call). */
 export function hookedEngine(hook: (call: TableCall) => Fault | undefined): TestEngine {
-  return { name: 'memory, hooked', fresh: async () => ({ table: new FollowedTable(new MemoryTable({ name: 'hooked', faults: hook })), env: { TABLE_NAME: 'hooked', LOCAL_STACK: 'true' } }) };
+  return {
+    name: 'memory, hooked',
+    fresh: async () => ({
+      table: new FollowedTable(new MemoryTable({ name: 'hooked', faults: hook })),
+      env: { TABLE_NAME: 'hooked', LOCAL_STACK: 'true' },
+    }),
+  };
 }
 
 /**
@@ -81,7 +99,12 @@ export function hookedEngine(hook: (call: TableCall) => Fault | undefined): Test
 export function conflictOnceOn(address: string): { engine: TestEngine; conflicts: () => number } {
   let conflicts = 0;
   const engine = hookedEngine((call) => {
-    if (call.method !== 'transact' || conflicts > 0 || !call.ops?.some((op) => op.kind === 'put' && op.item.address === address)) return undefined;
+    if (
+      call.method !== 'transact' ||
+      conflicts > 0 ||
+      !call.ops?.some((op) => op.kind === 'put' && op.item.address === address)
+    )
+      return undefined;
     conflicts += 1;
     return { kind: 'conflict' };
   });

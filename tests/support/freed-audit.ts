@@ -13,7 +13,11 @@ import { PassThroughTable } from './pass-through-table.ts';
  * before the operations run.
  */
 export function freeingWithoutBump(ops: readonly WriteOp[], before: (key: Key) => Item | undefined): string[] {
-  const bumped = new Set(ops.filter((op) => op.kind === 'update' && op.key.PK.startsWith('FREED#') && op.update.add?.n !== undefined).map((op) => (op as { key: Key }).key.PK.split('#').slice(1, 3).join('#')));
+  const bumped = new Set(
+    ops
+      .filter((op) => op.kind === 'update' && op.key.PK.startsWith('FREED#') && op.update.add?.n !== undefined)
+      .map((op) => (op as { key: Key }).key.PK.split('#').slice(1, 3).join('#')),
+  );
   const found: string[] = [];
   for (const op of ops) {
     if (op.kind === 'check') continue;
@@ -24,7 +28,8 @@ export function freeingWithoutBump(ops: readonly WriteOp[], before: (key: Key) =
     if (!frees(op, old)) continue;
     const range = typeof old.range === 'string' ? old.range : '?';
     const pool = key.PK.split('#')[1];
-    if (!bumped.has(`${pool}#${range}`)) found.push(`${op.kind} of ${key.PK} frees an address of range ${range} and bumps none of its freed counters`);
+    if (!bumped.has(`${pool}#${range}`))
+      found.push(`${op.kind} of ${key.PK} frees an address of range ${range} and bumps none of its freed counters`);
   }
   return found;
 }
@@ -36,7 +41,12 @@ function frees(op: Exclude<WriteOp, { kind: 'check' }>, old: Item): boolean {
   const removed = op.kind === 'update' ? (op.update.remove ?? []) : [];
   if (set.state === LeaseState.Released && old.state !== LeaseState.Released) return true;
   const oldExpiry = typeof old.expiresAt === 'number' ? old.expiresAt : undefined;
-  const newExpiry = typeof set.expiresAt === 'number' ? set.expiresAt : removed.includes('expiresAt') || op.kind === 'put' ? undefined : oldExpiry;
+  const newExpiry =
+    typeof set.expiresAt === 'number'
+      ? set.expiresAt
+      : removed.includes('expiresAt') || op.kind === 'put'
+        ? undefined
+        : oldExpiry;
   return newExpiry !== undefined && (oldExpiry === undefined || newExpiry < oldExpiry);
 }
 

@@ -23,8 +23,10 @@ export interface PolicyDocument {
   Statement: PolicyStatement[];
 }
 
-const asArray = <T,>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const asArray = <T>(value: T | T[] | undefined): T[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The ARN (or other attribute) CloudFormation would give `id`'s `attribute` in ACCOUNT and REGION. */
 function attributeOf(template: CfnTemplate, id: string, attribute: string): string {
@@ -52,7 +54,12 @@ function attributeOf(template: CfnTemplate, id: string, attribute: string): stri
 export function resolveIntrinsics(template: CfnTemplate, value: unknown): unknown {
   if (Array.isArray(value)) return value.map((v) => resolveIntrinsics(template, v));
   if (!isObject(value)) return value;
-  const pseudo: Record<string, string> = { 'AWS::Partition': 'aws', 'AWS::Region': REGION, 'AWS::AccountId': ACCOUNT, 'AWS::URLSuffix': 'amazonaws.com' };
+  const pseudo: Record<string, string> = {
+    'AWS::Partition': 'aws',
+    'AWS::Region': REGION,
+    'AWS::AccountId': ACCOUNT,
+    'AWS::URLSuffix': 'amazonaws.com',
+  };
   if ('Ref' in value) return pseudo[value.Ref as string] ?? attributeOf(template, value.Ref as string, 'Ref');
   if ('Fn::GetAtt' in value) {
     const [id, attribute] = value['Fn::GetAtt'] as [string, string];
@@ -74,14 +81,19 @@ export function resolveIntrinsics(template: CfnTemplate, value: unknown): unknow
 
 /** The inline policies of a role, merged into one document, resolved. */
 export function rolePolicy(template: CfnTemplate, roleId: string): PolicyDocument {
-  const policies = asArray(template.Resources[roleId]?.Properties?.Policies as { PolicyDocument: { Statement: unknown[] } }[]);
-  const statements = policies.flatMap((p) => p.PolicyDocument.Statement).map((s) => resolveIntrinsics(template, s) as PolicyStatement);
+  const policies = asArray(
+    template.Resources[roleId]?.Properties?.Policies as { PolicyDocument: { Statement: unknown[] } }[],
+  );
+  const statements = policies
+    .flatMap((p) => p.PolicyDocument.Statement)
+    .map((s) => resolveIntrinsics(template, s) as PolicyStatement);
   return { Version: '2012-10-17', Statement: statements };
 }
 
 /** The ARN a recorded call acts on, in the template's account: the stage's table (whatever stage recorded it), its index, the bus. */
 export function resourceOf(call: AwsCall, tableArn: string): string {
-  if (call.action.startsWith('events:')) return `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${call.eventBus ?? 'default'}`;
+  if (call.action.startsWith('events:'))
+    return `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${call.eventBus ?? 'default'}`;
   if (call.action.startsWith('dynamodb:')) return call.index ? `${tableArn}/index/${call.index}` : tableArn;
   return '*';
 }
@@ -93,7 +105,12 @@ export interface Decision {
 }
 
 /** IAM's answer to one call under one policy document. */
-export async function decide(policy: PolicyDocument, roleArn: string, call: AwsCall, resource: string): Promise<string> {
+export async function decide(
+  policy: PolicyDocument,
+  roleArn: string,
+  call: AwsCall,
+  resource: string,
+): Promise<string> {
   const simulation = await runSimulation(
     {
       request: {
@@ -112,8 +129,19 @@ export async function decide(policy: PolicyDocument, roleArn: string, call: AwsC
 }
 
 /** The calls IAM would not allow under the role (empty: every one is allowed). */
-export async function deniedCalls(policy: PolicyDocument, roleArn: string, calls: readonly AwsCall[], tableArn: string): Promise<Decision[]> {
-  const decisions = await Promise.all(calls.map(async (call) => ({ call, resource: resourceOf(call, tableArn), result: await decide(policy, roleArn, call, resourceOf(call, tableArn)) })));
+export async function deniedCalls(
+  policy: PolicyDocument,
+  roleArn: string,
+  calls: readonly AwsCall[],
+  tableArn: string,
+): Promise<Decision[]> {
+  const decisions = await Promise.all(
+    calls.map(async (call) => ({
+      call,
+      resource: resourceOf(call, tableArn),
+      result: await decide(policy, roleArn, call, resourceOf(call, tableArn)),
+    })),
+  );
   return decisions.filter((d) => d.result !== 'Allowed');
 }
 
@@ -122,14 +150,23 @@ export async function deniedCalls(policy: PolicyDocument, roleArn: string, calls
  * the calls, and a `dynamodb:LeadingKeys` pattern no allowed call's keys fell under. `platform` lists actions the
  * platform uses with the role rather than the function's code (logs, the stream mapping), which count as used.
  */
-export async function unusedGrants(policy: PolicyDocument, roleArn: string, calls: readonly AwsCall[], tableArn: string, platform: ReadonlySet<string>): Promise<string[]> {
+export async function unusedGrants(
+  policy: PolicyDocument,
+  roleArn: string,
+  calls: readonly AwsCall[],
+  tableArn: string,
+  platform: ReadonlySet<string>,
+): Promise<string[]> {
   const unused: string[] = [];
   for (const statement of policy.Statement.filter((s) => s.Effect === 'Allow')) {
     const name = statement.Sid ?? JSON.stringify(statement.Action);
     for (const action of asArray(statement.Action)) {
       if (platform.has(action)) continue;
       for (const resource of asArray(statement.Resource)) {
-        const narrowed = { Version: policy.Version, Statement: [{ ...statement, Action: [action], Resource: [resource] }] };
+        const narrowed = {
+          Version: policy.Version,
+          Statement: [{ ...statement, Action: [action], Resource: [resource] }],
+        };
         const candidates = calls.filter((c) => c.action === action);
         const allowed = await firstAllowed(narrowed, roleArn, candidates, tableArn);
         if (allowed === undefined) {
@@ -139,8 +176,19 @@ export async function unusedGrants(policy: PolicyDocument, roleArn: string, call
         for (const [operator, keys] of Object.entries(statement.Condition ?? {})) {
           const patterns = asArray(keys['dynamodb:LeadingKeys']);
           for (const pattern of patterns) {
-            const one = { Version: policy.Version, Statement: [{ ...statement, Action: [action], Resource: [resource], Condition: { ...statement.Condition, [operator]: { ...keys, 'dynamodb:LeadingKeys': [pattern] } } }] };
-            if ((await firstAllowed(one, roleArn, candidates, tableArn)) === undefined) unused.push(`${name}: ${action} on ${resource} for dynamodb:LeadingKeys ${pattern}`);
+            const one = {
+              Version: policy.Version,
+              Statement: [
+                {
+                  ...statement,
+                  Action: [action],
+                  Resource: [resource],
+                  Condition: { ...statement.Condition, [operator]: { ...keys, 'dynamodb:LeadingKeys': [pattern] } },
+                },
+              ],
+            };
+            if ((await firstAllowed(one, roleArn, candidates, tableArn)) === undefined)
+              unused.push(`${name}: ${action} on ${resource} for dynamodb:LeadingKeys ${pattern}`);
           }
         }
       }
@@ -149,7 +197,13 @@ export async function unusedGrants(policy: PolicyDocument, roleArn: string, call
   return unused;
 }
 
-async function firstAllowed(policy: PolicyDocument, roleArn: string, calls: readonly AwsCall[], tableArn: string): Promise<AwsCall | undefined> {
-  for (const call of calls) if ((await decide(policy, roleArn, call, resourceOf(call, tableArn))) === 'Allowed') return call;
+async function firstAllowed(
+  policy: PolicyDocument,
+  roleArn: string,
+  calls: readonly AwsCall[],
+  tableArn: string,
+): Promise<AwsCall | undefined> {
+  for (const call of calls)
+    if ((await decide(policy, roleArn, call, resourceOf(call, tableArn))) === 'Allowed') return call;
   return undefined;
 }

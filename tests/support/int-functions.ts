@@ -6,7 +6,11 @@ import { asFunction } from '../../shared/adapters/aws-call-log.ts';
  * in the scope of their function; a test's own setup and inspection (tables, direct writes) run in none, and the
  * recording drops them.
  */
-export const INT_FUNCTIONS = { api: 'ipam-int-api', mirror: 'ipam-int-mirror', reconciler: 'ipam-int-reconciler' } as const;
+export const INT_FUNCTIONS = {
+  api: 'ipam-int-api',
+  mirror: 'ipam-int-mirror',
+  reconciler: 'ipam-int-reconciler',
+} as const;
 
 /** Runs `work` as one of the int tier's functions (a no-op unless the recording is on). */
 export function asIntFunction<T>(key: keyof typeof INT_FUNCTIONS, work: () => T): T {

@@ -13,10 +13,12 @@ const utf8 = (text: string): number => new TextEncoder().encode(text).length;
 
 function valueBytes(value: unknown): number {
   if (typeof value === 'string') return utf8(value);
-  if (typeof value === 'number') return Math.ceil(String(Math.abs(value)).replace(/[.-]/g, '').replace(/^0+/, '').length / 2) + 1;
+  if (typeof value === 'number')
+    return Math.ceil(String(Math.abs(value)).replace(/[.-]/g, '').replace(/^0+/, '').length / 2) + 1;
   if (typeof value === 'boolean' || value === null || value === undefined) return 1;
   if (value instanceof Uint8Array) return value.length;
   if (Array.isArray(value)) return 3 + value.reduce((sum: number, v) => sum + 1 + valueBytes(v), 0);
-  if (typeof value === 'object') return 3 + Object.entries(value).reduce((sum, [k, v]) => sum + 1 + utf8(k) + valueBytes(v), 0);
+  if (typeof value === 'object')
+    return 3 + Object.entries(value).reduce((sum, [k, v]) => sum + 1 + utf8(k) + valueBytes(v), 0);
   throw new Error(`dynamoItemBytes: cannot size ${typeof value}`);
 }

@@ -11,13 +11,16 @@ import { StreamedMemoryTable } from './lease-stream.ts';
 export async function allItems(table: Table): Promise<Item[]> {
   if (table instanceof FollowedTable || table instanceof StreamedMemoryTable) return allItems(table.inner);
   // A wrapper of an engine (the memory engine with a stream): its items are the engine's.
-  if ('inner' in table && typeof table.inner === 'object' && table.inner !== null) return allItems(table.inner as Table);
+  if ('inner' in table && typeof table.inner === 'object' && table.inner !== null)
+    return allItems(table.inner as Table);
   if (table instanceof MemoryTable) return table.items();
   if (!(table instanceof SdkTable)) throw new Error('allItems: unknown table engine');
   const items: Item[] = [];
   let start: Record<string, import('@aws-sdk/client-dynamodb').AttributeValue> | undefined;
   do {
-    const out = await table.client.send(new ScanCommand({ TableName: table.name, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start } : {}) }));
+    const out = await table.client.send(
+      new ScanCommand({ TableName: table.name, ConsistentRead: true, ...(start ? { ExclusiveStartKey: start } : {}) }),
+    );
     for (const raw of out.Items ?? []) items.push(unmarshall(raw));
     start = out.LastEvaluatedKey;
   } while (start);

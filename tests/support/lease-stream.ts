@@ -18,10 +18,12 @@ import type { TestEngine } from './engines.ts';
 /** A table's stream as a test reads it: everything new since the last read, and delivery to a handler. */
 export interface LeaseStream {
   read(): Promise<DynamoDBRecord[]>;
-  drain(handler: MirrorHandler, options?: { batchSize?: number; retries?: number }): Promise<{ records: DynamoDBRecord[]; failed: string[] }>;
+  drain(
+    handler: MirrorHandler,
+    options?: { batchSize?: number; retries?: number },
+  ): Promise<{ records: DynamoDBRecord[]; failed: string[] }>;
   close(): void;
 }
-
 
 /**
  * MemoryTable with a stream: every committed write leaves a record shaped as DynamoDB Streams gives it
@@ -34,7 +36,10 @@ export class StreamedMemoryTable extends PassThroughTable<MemoryTable> implement
   private sequence = 0;
 
   /** `clock`: the time stamped on records (a test's manual clock keeps them in the app's time). */
-  constructor(inner: MemoryTable, private readonly clock: Clock = systemClock) {
+  constructor(
+    inner: MemoryTable,
+    private readonly clock: Clock = systemClock,
+  ) {
     super(inner);
   }
 
@@ -58,7 +63,10 @@ export class StreamedMemoryTable extends PassThroughTable<MemoryTable> implement
     return out;
   }
 
-  async drain(handler: MirrorHandler, options: { batchSize?: number; retries?: number } = {}): Promise<{ records: DynamoDBRecord[]; failed: string[] }> {
+  async drain(
+    handler: MirrorHandler,
+    options: { batchSize?: number; retries?: number } = {},
+  ): Promise<{ records: DynamoDBRecord[]; failed: string[] }> {
     const records = await this.read();
     return { records, failed: await deliverRecords(records, handler, options) };
   }
@@ -128,7 +136,10 @@ export function dynamoStreamEngine(): StreamEngine {
       const made = await freshTable(prefix, { stream: true });
       last = new StreamReader(made.endpoint, made.tableName);
       const table = new SdkTable(made.client, made.tableName);
-      return { table: followed ? new FollowedTable(table) : table, env: { TABLE_NAME: made.tableName, DYNAMODB_ENDPOINT: made.endpoint, LOCAL_STACK: 'true' } };
+      return {
+        table: followed ? new FollowedTable(table) : table,
+        env: { TABLE_NAME: made.tableName, DYNAMODB_ENDPOINT: made.endpoint, LOCAL_STACK: 'true' },
+      };
     },
   });
   return { engine: engine(true), unfollowed: engine(false), stream: () => last! };

@@ -43,17 +43,31 @@ export class PodmanLab {
       ].join('\n'),
     );
     const storage = join(this.dir, 'storage.conf');
-    writeFileSync(storage, ['[storage]', 'driver = "vfs"', `runroot = "${join(this.dir, 'run')}"`, `graphroot = "${join(this.dir, 'root')}"`, ''].join('\n'));
+    writeFileSync(
+      storage,
+      [
+        '[storage]',
+        'driver = "vfs"',
+        `runroot = "${join(this.dir, 'run')}"`,
+        `graphroot = "${join(this.dir, 'root')}"`,
+        '',
+      ].join('\n'),
+    );
     this.env = { ...process.env, CONTAINERS_CONF: conf, CONTAINERS_STORAGE_CONF: storage };
   }
 
   /** Runs podman; resolves with stdout, rejects with its stderr. */
   podman(args: readonly string[], timeoutMs = 120_000): Promise<string> {
     return new Promise((resolve, reject) => {
-      execFile('podman', args, { env: this.env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-        if (error) reject(new Error(`podman ${args.join(' ')}: ${error.message}\n${stderr}`));
-        else resolve(stdout);
-      });
+      execFile(
+        'podman',
+        args,
+        { env: this.env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+        (error, stdout, stderr) => {
+          if (error) reject(new Error(`podman ${args.join(' ')}: ${error.message}\n${stderr}`));
+          else resolve(stdout);
+        },
+      );
     });
   }
 
@@ -64,7 +78,9 @@ export class PodmanLab {
     copyFileSync(BUSYBOX, join(root, 'bin/busybox'));
     for (const tool of ['sh', 'ip', 'ping', 'sleep', 'cat']) symlinkSync('busybox', join(root, 'bin', tool));
     const tar = join(this.dir, 'image.tar');
-    await new Promise<void>((resolve, reject) => execFile('tar', ['-C', root, '-cf', tar, '.'], (error) => (error ? reject(error) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      execFile('tar', ['-C', root, '-cf', tar, '.'], (error) => (error ? reject(error) : resolve())),
+    );
     await this.podman(['import', tar, IMAGE]);
   }
 
@@ -75,7 +91,22 @@ export class PodmanLab {
 
   /** Starts a container that sleeps, on `network` (more `podman run` options in `extra`); answers its id. */
   async start(name: string, network: string, extra: readonly string[] = []): Promise<string> {
-    return (await this.podman(['run', '-d', '--name', name, '--network', network, '--cap-add', 'NET_RAW', ...extra, IMAGE, 'sleep', '600'])).trim();
+    return (
+      await this.podman([
+        'run',
+        '-d',
+        '--name',
+        name,
+        '--network',
+        network,
+        '--cap-add',
+        'NET_RAW',
+        ...extra,
+        IMAGE,
+        'sleep',
+        '600',
+      ])
+    ).trim();
   }
 
   /** The IPv4 address/prefix of eth0 inside a container. */

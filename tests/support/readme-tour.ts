@@ -53,7 +53,8 @@ export function extractTours(markdown: string): Tour[] {
     const name = (kind === 'run' ? runnable : transcript).exec(comment)![1]!;
     let fence = end + 1;
     while (fence < lines.length && lines[fence]!.trim() === '') fence += 1;
-    if (!/^```/.test(lines[fence] ?? '')) throw new Error(`README line ${i + 1}: a tour marker must be followed by a fenced block`);
+    if (!/^```/.test(lines[fence] ?? ''))
+      throw new Error(`README line ${i + 1}: a tour marker must be followed by a fenced block`);
     let close = fence + 1;
     while (close < lines.length && !/^```\s*$/.test(lines[close]!)) close += 1;
     const body = lines.slice(fence + 1, close);
@@ -76,7 +77,8 @@ function stepsOf(body: string[], firstLine: number): TourStep[] {
       let joined = answer[1]!;
       while (i + 1 < body.length && /^#\s{2,}\S/.test(body[i + 1]!)) joined += ` ${body[(i += 1)]!.slice(1).trim()}`;
       const last = steps.at(-1);
-      if (last === undefined || last.answer !== undefined) throw new Error(`README line ${firstLine + i}: an answer that follows no command`);
+      if (last === undefined || last.answer !== undefined)
+        throw new Error(`README line ${firstLine + i}: an answer that follows no command`);
       last.answer = joined;
       continue;
     }
@@ -135,7 +137,15 @@ export function parseAnswer(answer: string): { status: number; body: unknown } {
   const json: string[] = [];
   for (let k = 0; k < tokens.length; k += 1) {
     const t = tokens[k]!;
-    if (t === ',' && (json.at(-1) === ',' || json.at(-1) === '[' || json.at(-1) === '{' || tokens[k + 1] === ']' || tokens[k + 1] === '}')) continue;
+    if (
+      t === ',' &&
+      (json.at(-1) === ',' ||
+        json.at(-1) === '[' ||
+        json.at(-1) === '{' ||
+        tokens[k + 1] === ']' ||
+        tokens[k + 1] === '}')
+    )
+      continue;
     json.push(t);
   }
   try {
@@ -154,7 +164,8 @@ const exactKeys = new Set(['code', 'state', 'family', 'status']);
  */
 export function shapeDifferences(shown: unknown, actual: unknown, path = '$', key = ''): string[] {
   const kind = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
-  if (kind(shown) !== kind(actual)) return [`${path}: shown ${kind(shown)}, got ${kind(actual)} (${JSON.stringify(actual)})`];
+  if (kind(shown) !== kind(actual))
+    return [`${path}: shown ${kind(shown)}, got ${kind(actual)} (${JSON.stringify(actual)})`];
   if (Array.isArray(shown)) {
     const got = actual as unknown[];
     if (got.length < shown.length) return [`${path}: shown ${shown.length} elements, got ${got.length}`];
@@ -166,7 +177,8 @@ export function shapeDifferences(shown: unknown, actual: unknown, path = '$', ke
       Object.hasOwn(got, k) ? shapeDifferences(v, got[k], `${path}.${k}`, k) : [`${path}: no key ${k}`],
     );
   }
-  if (typeof shown === 'string' && exactKeys.has(key) && shown !== actual) return [`${path}: shown ${JSON.stringify(shown)}, got ${JSON.stringify(actual)}`];
+  if (typeof shown === 'string' && exactKeys.has(key) && shown !== actual)
+    return [`${path}: shown ${JSON.stringify(shown)}, got ${JSON.stringify(actual)}`];
   return [];
 }
 

@@ -1,7 +1,12 @@
 import type { Claim, Lease } from '../../shared/core/model.ts';
 import type { ReconcileSettings } from '../../shared/core/reconciler/plan.ts';
 import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
-import { EXPIRY_CHECKPOINT, reconcile, type ReconcileDeps, type ReconcileReport } from '../../shared/core/reconciler/reconcile.ts';
+import {
+  EXPIRY_CHECKPOINT,
+  reconcile,
+  type ReconcileDeps,
+  type ReconcileReport,
+} from '../../shared/core/reconciler/reconcile.ts';
 import type { Pause } from '../../shared/core/reconciler/run.ts';
 import { claimToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { EVENT_SHARDS, keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
@@ -53,7 +58,12 @@ export interface ReconcilerHarness {
    * One reconciler pass with the test settings (overridable), a 60 s deadline unless given, an optional store wrapper,
    * and how a retried repair waits (default: at once; a test may move the clock).
    */
-  run(options?: { settings?: Partial<ReconcileSettings>; deadlineMs?: number; wrap?: (store: ReconcileStore) => ReconcileStore; pause?: Pause }): Promise<ReconcileReport>;
+  run(options?: {
+    settings?: Partial<ReconcileSettings>;
+    deadlineMs?: number;
+    wrap?: (store: ReconcileStore) => ReconcileStore;
+    pause?: Pause;
+  }): Promise<ReconcileReport>;
   put(item: Record<string, unknown>): Promise<void>;
   get(key: Key): Promise<Record<string, unknown> | undefined>;
   remove(key: Key): Promise<void>;
@@ -65,7 +75,15 @@ export interface ReconcilerHarness {
   /** Creates a pool with ranges through the API. */
   pool(name: string, cidrs: readonly (string | { cidr: string; name?: string; legacy?: boolean })[]): Promise<void>;
   /** Creates a claim through the API; returns its body. */
-  claim(pool: string, body: Record<string, unknown>): Promise<{ name: string; uid: string; version: number; addresses: { address: string; family: string; range: string }[] }>;
+  claim(
+    pool: string,
+    body: Record<string, unknown>,
+  ): Promise<{
+    name: string;
+    uid: string;
+    version: number;
+    addresses: { address: string; family: string; range: string }[];
+  }>;
 }
 
 export interface HarnessOptions {
@@ -85,8 +103,18 @@ export interface HarnessOptions {
 export async function reconcilerHarness(options: HarnessOptions = {}): Promise<ReconcilerHarness> {
   const start = options.start ?? T0;
   const clock = new ManualClock(start);
-  const api = await testApi({ clock, viewMaxAgeMs: 0, ...options.overrides }, options.env ?? {}, undefined, options.engine ?? dynamoLocalEngine);
-  if (options.ranBefore ?? true) await api.container.deps.reconcile.saveCheckpoint(EXPIRY_CHECKPOINT, { hour: Math.floor(start / 3600_000) - 1 }, undefined);
+  const api = await testApi(
+    { clock, viewMaxAgeMs: 0, ...options.overrides },
+    options.env ?? {},
+    undefined,
+    options.engine ?? dynamoLocalEngine,
+  );
+  if (options.ranBefore ?? true)
+    await api.container.deps.reconcile.saveCheckpoint(
+      EXPIRY_CHECKPOINT,
+      { hour: Math.floor(start / 3600_000) - 1 },
+      undefined,
+    );
   const table = api.container.table;
   const harness: ReconcilerHarness = {
     api,
@@ -111,7 +139,11 @@ export async function reconcilerHarness(options: HarnessOptions = {}): Promise<R
     putClaim: (claim) => harness.put(claimToItem(claim, api.container.config.leaseIndexShards)),
     putLease: (lease) => harness.put(leaseToItem(lease, api.container.config.leaseIndexShards)),
     async events(pool) {
-      const shards = await Promise.all(Array.from({ length: EVENT_SHARDS }, (_, shard) => queryAll(table, { index: 'GSI1', partition: keys.eventsListing(pool, shard) })));
+      const shards = await Promise.all(
+        Array.from({ length: EVENT_SHARDS }, (_, shard) =>
+          queryAll(table, { index: 'GSI1', partition: keys.eventsListing(pool, shard) }),
+        ),
+      );
       const items = shards.flat().sort((a, b) => ((a.GSI1SK as string) < (b.GSI1SK as string) ? -1 : 1));
       return items as { reason: string; object: string; message: string; time: string }[];
     },
@@ -121,12 +153,14 @@ export async function reconcilerHarness(options: HarnessOptions = {}): Promise<R
       for (const c of cidrs) {
         const body = typeof c === 'string' ? { cidr: c } : c;
         const range = await api.call('POST', `/v1/pools/${name}/ranges`, body);
-        if (range.status !== 201) throw new Error(`range ${JSON.stringify(body)}: ${range.status} ${JSON.stringify(range.body)}`);
+        if (range.status !== 201)
+          throw new Error(`range ${JSON.stringify(body)}: ${range.status} ${JSON.stringify(range.body)}`);
       }
     },
     async claim(pool, body) {
       const res = await api.call('POST', `/v1/pools/${pool}/claims`, body);
-      if (res.status !== 201) throw new Error(`claim ${JSON.stringify(body)}: ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status !== 201)
+        throw new Error(`claim ${JSON.stringify(body)}: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body as unknown as Awaited<ReturnType<ReconcilerHarness['claim']>>;
     },
   };
@@ -134,13 +168,24 @@ export async function reconcilerHarness(options: HarnessOptions = {}): Promise<R
 }
 
 /** A claim as the store holds it (for seeding corrupt states directly). */
-export function claimOf(pool: string, name: string, uid: string, addresses: { address: string; range: string }[], at: number, expiresAt?: number): Claim {
+export function claimOf(
+  pool: string,
+  name: string,
+  uid: string,
+  addresses: { address: string; range: string }[],
+  at: number,
+  expiresAt?: number,
+): Claim {
   return {
     pool,
     name,
     uid,
     spec: { owner: owner(`o-${name}`), ipFamilyPolicy: 'SingleStack', ipFamilies: [], addresses: [] },
-    addresses: addresses.map((a) => ({ address: a.address, family: a.address.includes(':') ? 'IPv6' : 'IPv4', range: a.range })),
+    addresses: addresses.map((a) => ({
+      address: a.address,
+      family: a.address.includes(':') ? 'IPv6' : 'IPv4',
+      range: a.range,
+    })),
     createdAt: new Date(at).toISOString(),
     version: 1,
     ...(expiresAt !== undefined ? { expiresAt } : {}),
@@ -148,7 +193,15 @@ export function claimOf(pool: string, name: string, uid: string, addresses: { ad
 }
 
 /** A lease as the store holds it (for seeding corrupt states directly). */
-export function leaseOf(pool: string, address: string, range: string, claim: string, claimUid: string, at: number, expiresAt?: number): Lease {
+export function leaseOf(
+  pool: string,
+  address: string,
+  range: string,
+  claim: string,
+  claimUid: string,
+  at: number,
+  expiresAt?: number,
+): Lease {
   return {
     pool,
     address,
@@ -169,7 +222,11 @@ export const EXPIRED_PAST_GRACE = 60_000 + testSettings.expiredClaimGraceMs + 1;
  * A harness on the memory engine with faults the test plans, pool p (10.0.0.0/24) and claim `web` (owner a, a 60 s
  * TTL), with the clock moved past web's expiry and the grace; `before` runs just before the clock moves.
  */
-export async function expiredWebUnderFaults(before?: (h: ReconcilerHarness) => Promise<unknown>): Promise<{ faults: ReturnType<typeof plannedFaults>; h: ReconcilerHarness; web: Awaited<ReturnType<ReconcilerHarness['claim']>> }> {
+export async function expiredWebUnderFaults(before?: (h: ReconcilerHarness) => Promise<unknown>): Promise<{
+  faults: ReturnType<typeof plannedFaults>;
+  h: ReconcilerHarness;
+  web: Awaited<ReturnType<ReconcilerHarness['claim']>>;
+}> {
   const faults = plannedFaults();
   const h = await reconcilerHarness({ engine: faults.engine });
   await h.pool('p', ['10.0.0.0/24']);

@@ -36,7 +36,10 @@ export class FollowedTable implements Table {
    * applies only the changes older than the last `lag`, as a stream that delivers late: the summary then shows
    * addresses free that are taken, which is what the allocator's near-full and "used up" decisions must survive.
    */
-  constructor(readonly inner: Table, private readonly lag = 0) {
+  constructor(
+    readonly inner: Table,
+    private readonly lag = 0,
+  ) {
     this.name = inner.name;
     this.mirror = new SummaryMirror({ store: new TableOccupancyStore(inner), clock: systemClock });
   }
@@ -71,7 +74,12 @@ export class FollowedTable implements Table {
 
   /** Returns once the summary reflects these writes (a batch with other writers' changes may carry them). */
   private async follow(ops: readonly WriteOp[]): Promise<void> {
-    const changes: LeaseChange[] = leaseKeysOf(ops).map(({ pool, address }) => ({ id: String((this.sequence += 1)), pool, address, state: LeaseItemPresence.Held }));
+    const changes: LeaseChange[] = leaseKeysOf(ops).map(({ pool, address }) => ({
+      id: String((this.sequence += 1)),
+      pool,
+      address,
+      state: LeaseItemPresence.Held,
+    }));
     if (changes.length === 0) return;
     this.pending.push(...changes);
     if (this.lag > 0) return this.catchUpTo(this.lag);

@@ -1,5 +1,10 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
-import { DescribeStreamCommand, DynamoDBStreamsClient, GetRecordsCommand, GetShardIteratorCommand } from '@aws-sdk/client-dynamodb-streams';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { createDynamoClient } from '../../shared/adapters/dynamodb/client.ts';
 import { toLambdaRecord } from '../../aws-emulation/lambda-records.ts';
@@ -17,8 +22,15 @@ export class StreamReader {
   private readonly iterators = new Map<string, string | undefined>();
   private streamArn: string | undefined;
 
-  constructor(private readonly endpoint: string, private readonly tableName: string) {
-    this.streams = new DynamoDBStreamsClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  constructor(
+    private readonly endpoint: string,
+    private readonly tableName: string,
+  ) {
+    this.streams = new DynamoDBStreamsClient({
+      endpoint,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
   }
 
   /** Every record written since the last call, in shard order (records of one key stay in order). */
@@ -29,7 +41,8 @@ export class StreamReader {
       const round = await this.round();
       out.push(...round);
       if (round.length === 0) return out;
-      if (Date.now() > deadline) throw new Error(`the stream of ${this.tableName} did not drain within ${deadlineMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`the stream of ${this.tableName} did not drain within ${deadlineMs} ms`);
     }
   }
 
@@ -38,7 +51,10 @@ export class StreamReader {
    * returns the records and what the handler answered. Failed records are retried from the lowest failed one, up to
    * `retries` times (the mapping's rule), and their final failures are returned.
    */
-  async drain(handler: MirrorHandler, options: { batchSize?: number; retries?: number } = {}): Promise<{ records: DynamoDBRecord[]; failed: string[] }> {
+  async drain(
+    handler: MirrorHandler,
+    options: { batchSize?: number; retries?: number } = {},
+  ): Promise<{ records: DynamoDBRecord[]; failed: string[] }> {
     const records = await this.read();
     return { records, failed: await deliverRecords(records, handler, options) };
   }
@@ -66,7 +82,13 @@ export class StreamReader {
     const { StreamDescription } = await this.streams.send(new DescribeStreamCommand({ StreamArn: this.streamArn }));
     for (const shard of StreamDescription?.Shards ?? []) {
       if (!shard.ShardId || this.iterators.has(shard.ShardId)) continue;
-      const { ShardIterator } = await this.streams.send(new GetShardIteratorCommand({ StreamArn: this.streamArn, ShardId: shard.ShardId, ShardIteratorType: 'TRIM_HORIZON' }));
+      const { ShardIterator } = await this.streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: this.streamArn,
+          ShardId: shard.ShardId,
+          ShardIteratorType: 'TRIM_HORIZON',
+        }),
+      );
       this.iterators.set(shard.ShardId, ShardIterator);
     }
   }
@@ -84,8 +106,17 @@ export const streamEvent = (records: readonly DynamoDBRecord[]): DynamoDBStreamE
  * a batch that reports failures is retried from its lowest failed record, up to `retries` times; the ids the handler
  * last reported for a batch given up on are returned. A handler that throws fails the test (no bisection here).
  */
-export async function deliverRecords(records: readonly DynamoDBRecord[], handler: MirrorHandler, options: { batchSize?: number; retries?: number } = {}): Promise<string[]> {
-  const rules: DeliveryRules = { ...DEPLOYED_MAPPING, batchSize: options.batchSize ?? DEPLOYED_MAPPING.batchSize, maxRetries: options.retries ?? 3, bisectOnError: false };
+export async function deliverRecords(
+  records: readonly DynamoDBRecord[],
+  handler: MirrorHandler,
+  options: { batchSize?: number; retries?: number } = {},
+): Promise<string[]> {
+  const rules: DeliveryRules = {
+    ...DEPLOYED_MAPPING,
+    batchSize: options.batchSize ?? DEPLOYED_MAPPING.batchSize,
+    maxRetries: options.retries ?? 3,
+    bisectOnError: false,
+  };
   const failed: string[] = [];
   let thrown: { error: unknown } | undefined;
   for (let i = 0; i < records.length && !thrown; i += rules.batchSize) {

@@ -19,7 +19,8 @@ export function readZip(archive: Buffer): Map<string, Buffer> {
     const commentLength = archive.readUInt16LE(offset + 32);
     const localHeader = archive.readUInt32LE(offset + 42);
     const name = archive.toString('utf8', offset + 46, offset + 46 + nameLength);
-    const dataStart = localHeader + 30 + archive.readUInt16LE(localHeader + 26) + archive.readUInt16LE(localHeader + 28);
+    const dataStart =
+      localHeader + 30 + archive.readUInt16LE(localHeader + 26) + archive.readUInt16LE(localHeader + 28);
     const data = archive.subarray(dataStart, dataStart + compressedSize);
     if (method !== 0 && method !== 8) throw new Error(`${name}: unsupported compression method ${method}`);
     if (!name.endsWith('/')) entries.set(name, method === 8 ? inflateRawSync(data) : Buffer.from(data));

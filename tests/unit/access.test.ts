@@ -9,8 +9,14 @@ accessCases(memoryEngine);
 
 describe('Function: principalFromArn', () => {
   it.each([
-    ['arn:aws:sts::123456789012:assumed-role/team-a-ci/build-7', { arn: 'arn:aws:iam::123456789012:role/team-a-ci', session: 'build-7' }],
-    ['arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0a1b/alice@example.com', { arn: 'arn:aws:iam::123456789012:role/AWSReservedSSO_Admin_0a1b', session: 'alice@example.com' }],
+    [
+      'arn:aws:sts::123456789012:assumed-role/team-a-ci/build-7',
+      { arn: 'arn:aws:iam::123456789012:role/team-a-ci', session: 'build-7' },
+    ],
+    [
+      'arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0a1b/alice@example.com',
+      { arn: 'arn:aws:iam::123456789012:role/AWSReservedSSO_Admin_0a1b', session: 'alice@example.com' },
+    ],
     ['arn:aws-cn:sts::123456789012:assumed-role/r/s', { arn: 'arn:aws-cn:iam::123456789012:role/r', session: 's' }],
     ['arn:aws:iam::123456789012:user/alice', { arn: 'arn:aws:iam::123456789012:user/alice' }],
     ['arn:aws:iam::123456789012:root', { arn: 'arn:aws:iam::123456789012:root' }],
@@ -23,7 +29,13 @@ describe('Function: principalFromArn', () => {
     expect(principal).toEqual(expected);
   });
 
-  it.each(['alice', 'arn:aws:s3:::bucket', 'arn:aws:iam::12345:user/x', 'arn:aws:sts::123456789012:assumed-role/only-role', 'arn:aws:iam::123456789012:user/a b'])('refuses %j', (text) => {
+  it.each([
+    'alice',
+    'arn:aws:s3:::bucket',
+    'arn:aws:iam::12345:user/x',
+    'arn:aws:sts::123456789012:assumed-role/only-role',
+    'arn:aws:iam::123456789012:user/a b',
+  ])('refuses %j', (text) => {
     // Act
     const read = () => principalFromArn(text);
 

@@ -15,10 +15,16 @@ const v4 = (value: bigint): IpAddress => ({ family: IpFamily.IPv4, value });
 const v6 = (value: bigint): IpAddress => ({ family: IpFamily.IPv6, value });
 
 /** 32-bit values, with the edges where octet arithmetic goes wrong. */
-const v4Value = fc.oneof(fc.bigInt({ min: 0n, max: 2n ** 32n - 1n }), fc.constantFrom(0n, 1n, 255n, 256n, 2n ** 24n, 2n ** 32n - 1n));
+const v4Value = fc.oneof(
+  fc.bigInt({ min: 0n, max: 2n ** 32n - 1n }),
+  fc.constantFrom(0n, 1n, 255n, 256n, 2n ** 24n, 2n ** 32n - 1n),
+);
 
 /** 128-bit values built from groups that are often zero, so runs of zero groups (and ties between runs) are common. */
-const v6Groups = fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 0, max: 0xffff })), { minLength: 8, maxLength: 8 });
+const v6Groups = fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 0, max: 0xffff })), {
+  minLength: 8,
+  maxLength: 8,
+});
 const groupsToValue = (groups: readonly number[]): bigint => groups.reduce((acc, g) => (acc << 16n) | BigInt(g), 0n);
 const v6Value = v6Groups.map(groupsToValue);
 
@@ -38,14 +44,18 @@ const v6AnyText = v6Groups.chain((groups) =>
       });
       const runs: [number, number][] = [];
       for (let i = 0; i < 8; ) {
-        if (groups[i] !== 0) { i += 1; continue; }
+        if (groups[i] !== 0) {
+          i += 1;
+          continue;
+        }
         let j = i;
         while (j < 8 && groups[j] === 0) j += 1;
         runs.push([i, j]);
         i = j;
       }
       const run = runs[pick % Math.max(runs.length, 1)];
-      const text = compress && run ? `${hex.slice(0, run[0]).join(':')}::${hex.slice(run[1]).join(':')}` : hex.join(':');
+      const text =
+        compress && run ? `${hex.slice(0, run[0]).join(':')}::${hex.slice(run[1]).join(':')}` : hex.join(':');
       return { text, value: groupsToValue(groups) };
     }),
 );
@@ -90,7 +100,9 @@ describe('Function: parseAddress', () => {
     const parse = () => parseAddress('10.0.0.256', 'addresses[0]');
 
     // Assess
-    expect(parse).toThrow('addresses[0] "10.0.0.256" is not a valid IPv4 address (four decimal octets, no leading zeros).');
+    expect(parse).toThrow(
+      'addresses[0] "10.0.0.256" is not a valid IPv4 address (four decimal octets, no leading zeros).',
+    );
   });
 
   it('names the field in the error it throws', () => {
@@ -226,7 +238,9 @@ describe('Function: formatAddress', () => {
 
         // Assess: IPv4-mapped addresses keep their dotted tail (RFC 5952 section 5).
         if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
-          expect(text).toBe(`::ffff:${[groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.')}`);
+          expect(text).toBe(
+            `::ffff:${[groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.')}`,
+          );
           return;
         }
         expect(text).toBe(text.toLowerCase());
@@ -234,7 +248,10 @@ describe('Function: formatAddress', () => {
         for (const group of text.split(':').filter(Boolean)) expect(group).toMatch(/^(0|[1-9a-f][0-9a-f]{0,3})$/);
         let best: [number, number] | undefined;
         for (let i = 0; i < 8; ) {
-          if (groups[i] !== 0) { i += 1; continue; }
+          if (groups[i] !== 0) {
+            i += 1;
+            continue;
+          }
           let j = i;
           while (j < 8 && groups[j] === 0) j += 1;
           if (j - i >= 2 && (!best || j - i > best[1] - best[0])) best = [i, j];
@@ -306,15 +323,19 @@ describe('Function: addressSortKey', () => {
 
   it('orders keys as it orders values, and reads them back (IPv6)', () => {
     fc.assert(
-      fc.property(fc.oneof(v6Value, fc.bigInt({ min: 0n, max: 2n ** 128n - 1n })), fc.oneof(v6Value, fc.bigInt({ min: 0n, max: 2n ** 128n - 1n })), (a, b) => {
-        // Act
-        const [ka, kb] = [addressSortKey(v6(a)), addressSortKey(v6(b))];
+      fc.property(
+        fc.oneof(v6Value, fc.bigInt({ min: 0n, max: 2n ** 128n - 1n })),
+        fc.oneof(v6Value, fc.bigInt({ min: 0n, max: 2n ** 128n - 1n })),
+        (a, b) => {
+          // Act
+          const [ka, kb] = [addressSortKey(v6(a)), addressSortKey(v6(b))];
 
-        // Assess
-        expect(ka < kb).toBe(a < b);
-        expect(ka === kb).toBe(a === b);
-        expect(addressFromSortKey(IpFamily.IPv6, ka)).toEqual(v6(a));
-      }),
+          // Assess
+          expect(ka < kb).toBe(a < b);
+          expect(ka === kb).toBe(a === b);
+          expect(addressFromSortKey(IpFamily.IPv6, ka)).toEqual(v6(a));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -12,7 +12,11 @@ const pricer = () => {
   return { ledger, pricer: new Pricer(tableSchema, ledger) };
 };
 /** An item of about `bytes` bytes under key `pk`. */
-const itemOf = (pk: string, bytes: number) => ({ PK: { S: pk }, SK: { S: 'X' }, pad: { S: 'x'.repeat(Math.max(0, bytes - 8 - pk.length)) } });
+const itemOf = (pk: string, bytes: number) => ({
+  PK: { S: pk },
+  SK: { S: 'X' },
+  pad: { S: 'x'.repeat(Math.max(0, bytes - 8 - pk.length)) },
+});
 
 describe('Module: aws-emulation/item-size', () => {
   describe('Function: itemSize', () => {
@@ -23,9 +27,18 @@ describe('Module: aws-emulation/item-size', () => {
       expect(itemSize(item)).toBe(4 + 1 + 4 + 1 + 6);
     });
 
-    it('sizes a plain item (the simulator\'s form) as its wire form (the bench\'s), absent attributes left out', () => {
+    it("sizes a plain item (the simulator's form) as its wire form (the bench's), absent attributes left out", () => {
       // Prepare: strings (one not ASCII), numbers, a boolean, a null, bytes, a list and a nested map
-      const plain = { PK: 'LEASE#p#10.0.0.1', n: 1_700_000_000_123, b: true, z: null, bin: new Uint8Array(7), l: ['a', 2], m: { k: 'é', deep: { x: 1 } }, gone: undefined };
+      const plain = {
+        PK: 'LEASE#p#10.0.0.1',
+        n: 1_700_000_000_123,
+        b: true,
+        z: null,
+        bin: new Uint8Array(7),
+        l: ['a', 2],
+        m: { k: 'é', deep: { x: 1 } },
+        gone: undefined,
+      };
       // Act / Assess
       expect(plainItemSize(plain)).toBe(itemSize(marshall(plain, { removeUndefinedValues: true })));
       // PK 2+16, n 1+8 (13 digits), b 1+1, z 1+1, bin 3+7, l 1+3+(1+1)+(1+2), m 1+3+(1+1+2)+(1+4+(3+1+1+2))
@@ -39,7 +52,25 @@ describe('Module: aws-emulation/item-size', () => {
 
     it('counts digit pairs aligned on the decimal point, and a byte more for a negative number (as DynamoDB Local at the 400 KB limit)', () => {
       // Measured on DynamoDB Local 3.3.0 (issue 33): the largest item it takes holding each number.
-      const measured: [string, number][] = [['120', 3], ['12', 2], ['1200', 2], ['12000', 3], ['120000', 2], ['1234567', 5], ['12345.678', 6], ['0.0012', 2], ['0.00123', 3], ['1.5', 3], ['15.25', 3], ['-120', 4], ['-0.5', 3], ['-7', 3], ['0', 1], ['7', 2], ['1762300000123', 8]];
+      const measured: [string, number][] = [
+        ['120', 3],
+        ['12', 2],
+        ['1200', 2],
+        ['12000', 3],
+        ['120000', 2],
+        ['1234567', 5],
+        ['12345.678', 6],
+        ['0.0012', 2],
+        ['0.00123', 3],
+        ['1.5', 3],
+        ['15.25', 3],
+        ['-120', 4],
+        ['-0.5', 3],
+        ['-7', 3],
+        ['0', 1],
+        ['7', 2],
+        ['1762300000123', 8],
+      ];
       expect(measured.map(([n]) => [n, numberSize(n)])).toEqual(measured);
     });
   });
@@ -69,7 +100,9 @@ describe('Class: Pricer', () => {
       const { pricer: p } = pricer();
       p.assess('PutItem', { TableName: TABLE, Item: itemOf('a', 2500) }, {}, undefined);
       // Act
-      const { usage } = p.assess('PutItem', { TableName: TABLE, Item: itemOf('a', 10) }, undefined, { name: 'ConditionalCheckFailedException' });
+      const { usage } = p.assess('PutItem', { TableName: TABLE, Item: itemOf('a', 10) }, undefined, {
+        name: 'ConditionalCheckFailedException',
+      });
       // Assess
       expect(usage).toMatchObject({ writeUnits: 3, failedConditions: 1 });
     });
@@ -77,10 +110,18 @@ describe('Class: Pricer', () => {
     it('doubles transactional writes, cancelled ones included', () => {
       // Prepare
       const { pricer: p } = pricer();
-      const input = { TransactItems: [{ Put: { TableName: TABLE, Item: itemOf('a', 1500) } }, { Put: { TableName: TABLE, Item: itemOf('b', 10) } }] };
+      const input = {
+        TransactItems: [
+          { Put: { TableName: TABLE, Item: itemOf('a', 1500) } },
+          { Put: { TableName: TABLE, Item: itemOf('b', 10) } },
+        ],
+      };
       // Act
       const committed = p.assess('TransactWriteItems', input, {}, undefined).usage;
-      const cancelled = p.assess('TransactWriteItems', input, undefined, { name: 'TransactionCanceledException', CancellationReasons: [{ Code: 'None' }, { Code: 'ConditionalCheckFailed' }] }).usage;
+      const cancelled = p.assess('TransactWriteItems', input, undefined, {
+        name: 'TransactionCanceledException',
+        CancellationReasons: [{ Code: 'None' }, { Code: 'ConditionalCheckFailed' }],
+      }).usage;
       // Assess
       expect(committed.writeUnits).toBe(2 * (2 + 1));
       expect(cancelled).toMatchObject({ writeUnits: 2 * (2 + 1), failedConditions: 1 });
@@ -106,7 +147,12 @@ describe('Class: PartitionLimiter', () => {
       const limiter = new PartitionLimiter({ writeUnitsPerSecond: 10, readUnitsPerSecond: 30 }, () => 0);
       const hot = { partition: 't||hot', kind: 'write' as const, units: 4 };
       // Act
-      const answers = [limiter.admit([hot]), limiter.admit([hot]), limiter.admit([hot]), limiter.admit([{ ...hot, partition: 't||cold' }])];
+      const answers = [
+        limiter.admit([hot]),
+        limiter.admit([hot]),
+        limiter.admit([hot]),
+        limiter.admit([{ ...hot, partition: 't||cold' }]),
+      ];
       // Assess
       expect(answers).toEqual([[], [], ['t||hot'], []]);
     });

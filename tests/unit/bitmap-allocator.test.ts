@@ -9,14 +9,21 @@ import type { Range } from '../../shared/core/model.ts';
 const rangeOf = (cidr: string) => ({ range: { name: 'r', cidr, legacy: true } as Range, cidr: parseCidr(cidr) });
 
 /** A Random whose below() answers `roll % bound`. */
-const fixed = (roll: bigint): Random => ({ below: (bound) => roll % bound, unit: () => 0, suffix: () => 'x', uid: () => 'u' });
+const fixed = (roll: bigint): Random => ({
+  below: (bound) => roll % bound,
+  unit: () => 0,
+  suffix: () => 'x',
+  uid: () => 'u',
+});
 
 describe('Function: pickBit', () => {
   it('takes the upper band first (KEP-3070): on a /24 no pick falls in the 16-address lower band while the upper has room', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 0n, max: 1000n }), (roll) => {
         const range = rangeOf('10.0.0.0/24');
-        expect(pickBit(Bitmap.empty(legacyWindow(range.cidr)), range, [], new Set(), fixed(roll))).toBeGreaterThanOrEqual(16);
+        expect(
+          pickBit(Bitmap.empty(legacyWindow(range.cidr)), range, [], new Set(), fixed(roll)),
+        ).toBeGreaterThanOrEqual(16);
       }),
     );
   });
@@ -36,7 +43,9 @@ describe('Function: pickBit', () => {
     // Prepare: a /29, .1-.3 excluded, bit 4 (.5) found leased: only .4 (bit 3) and .6 (bit 5) remain.
     const range = rangeOf('10.0.0.0/29');
     const excluded = [[parseCidr('10.0.0.0/30').base, parseCidr('10.0.0.0/30').base + 3n] as const];
-    const got = new Set([0n, 1n, 2n, 3n, 4n, 5n].map((roll) => pickBit(Bitmap.empty(6), range, excluded, new Set([4]), fixed(roll))));
+    const got = new Set(
+      [0n, 1n, 2n, 3n, 4n, 5n].map((roll) => pickBit(Bitmap.empty(6), range, excluded, new Set([4]), fixed(roll))),
+    );
     // Assess
     expect([...got].sort()).toEqual([3, 5]);
   });
@@ -50,6 +59,8 @@ describe('Function: pickBit', () => {
 
   it('stays inside the 65,535-bit window of an IPv6 /108', () => {
     const range = rangeOf('fd00::/108');
-    expect(pickBit(Bitmap.empty(legacyWindow(range.cidr)), range, [], new Set(), fixed(10n ** 9n))).toBeLessThan(65_535);
+    expect(pickBit(Bitmap.empty(legacyWindow(range.cidr)), range, [], new Set(), fixed(10n ** 9n))).toBeLessThan(
+      65_535,
+    );
   });
 });

@@ -18,11 +18,18 @@ function holding(cidrText: string, addresses: readonly string[]): Bitmap {
 
 /** Random sizes and a random subset of [0, size), biased towards the byte edges where off-by-ones live. */
 const sizedBits = fc
-  .oneof(fc.integer({ min: 0, max: 64 }), fc.integer({ min: 0, max: 5000 }), fc.constantFrom(1, 7, 8, 9, 15, 16, 17, 65_535))
+  .oneof(
+    fc.integer({ min: 0, max: 64 }),
+    fc.integer({ min: 0, max: 5000 }),
+    fc.constantFrom(1, 7, 8, 9, 15, 16, 17, 65_535),
+  )
   .chain((size) =>
     fc.record({
       size: fc.constant(size),
-      bits: size === 0 ? fc.constant([] as number[]) : fc.uniqueArray(fc.integer({ min: 0, max: size - 1 }), { maxLength: 200 }),
+      bits:
+        size === 0
+          ? fc.constant([] as number[])
+          : fc.uniqueArray(fc.integer({ min: 0, max: size - 1 }), { maxLength: 200 }),
     }),
   );
 
@@ -279,7 +286,9 @@ describe('Class: Bitmap', () => {
     it('agrees with a linear scan with wrap-around', () => {
       fc.assert(
         fc.property(
-          sizedBits.filter(({ size }) => size > 0).chain((sb) => fc.record({ sb: fc.constant(sb), start: fc.integer({ min: 0, max: sb.size - 1 }) })),
+          sizedBits
+            .filter(({ size }) => size > 0)
+            .chain((sb) => fc.record({ sb: fc.constant(sb), start: fc.integer({ min: 0, max: sb.size - 1 }) })),
           fc.boolean(),
           ({ sb: { size, bits }, start }, fillAll) => {
             // Prepare: sometimes the complement, so nearly-full maps (long runs of 0xff) are covered too

@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chooseWeighted, pickableSize, pickBlind, pickInRange, type PickContext, type PickRange } from '../../shared/core/allocator/candidates.ts';
+import {
+  chooseWeighted,
+  pickableSize,
+  pickBlind,
+  pickInRange,
+  type PickContext,
+  type PickRange,
+} from '../../shared/core/allocator/candidates.ts';
 import type { Interval } from '../../shared/core/base/intervals.ts';
 import { formatAddress, IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { capacity, hostAt, lastAddress, parseCidr } from '../../shared/core/ip/cidr.ts';
@@ -8,12 +15,17 @@ import type { Random } from '../../shared/core/ports.ts';
 import { ScriptedRandom, SeededRandom } from './fakes.ts';
 
 const v = (text: string): bigint => parseAddress(text).value;
-const v4 = (value: bigint | undefined): string | undefined => (value === undefined ? undefined : formatAddress({ family: IpFamily.IPv4, value }));
+const v4 = (value: bigint | undefined): string | undefined =>
+  value === undefined ? undefined : formatAddress({ family: IpFamily.IPv4, value });
 
-const range = (cidr: string, window?: bigint): PickRange => (window === undefined ? { name: 'r', cidr: parseCidr(cidr) } : { name: 'r', cidr: parseCidr(cidr), window });
+const range = (cidr: string, window?: bigint): PickRange =>
+  window === undefined ? { name: 'r', cidr: parseCidr(cidr) } : { name: 'r', cidr: parseCidr(cidr), window };
 
 /** A pick context: exclusions as [from, to] address texts, taken addresses as texts. */
-function context(random: Random, options: { taken?: readonly string[]; excluded?: readonly [string, string][] } = {}): PickContext {
+function context(
+  random: Random,
+  options: { taken?: readonly string[]; excluded?: readonly [string, string][] } = {},
+): PickContext {
   return {
     random,
     taken: new Set((options.taken ?? []).map(v)),
@@ -22,7 +34,8 @@ function context(random: Random, options: { taken?: readonly string[]; excluded?
 }
 
 /** The texts of 10.0.0.<from> .. 10.0.0.<to>. */
-const hosts = (from: number, to: number): string[] => Array.from({ length: to - from + 1 }, (_, i) => `10.0.0.${from + i}`);
+const hosts = (from: number, to: number): string[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => `10.0.0.${from + i}`);
 
 // 10.0.0.0/24: 254 hosts; the lower band is offsets 0..15 (.1-.16), the upper band offsets 16..253 (.17-.254), 238 wide.
 const SLASH24 = '10.0.0.0/24';
@@ -140,7 +153,10 @@ describe('Function: pickInRange', () => {
     const random = new ScriptedRandom([200n - 17n, 0n]);
 
     // Act
-    const picked = pickInRange(range(SLASH24), context(random, { taken: hosts(200, 254), excluded: [['10.0.0.17', '10.0.0.199']] }));
+    const picked = pickInRange(
+      range(SLASH24),
+      context(random, { taken: hosts(200, 254), excluded: [['10.0.0.17', '10.0.0.199']] }),
+    );
 
     // Assess
     expect(v4(picked)).toBe('10.0.0.1');
@@ -173,7 +189,10 @@ describe('Function: pickInRange', () => {
     const random = new SeededRandom(2);
 
     // Act
-    const picked = pickInRange(range(SLASH24), context(random, { taken: hosts(1, 100), excluded: [['10.0.0.101', '10.0.0.254']] }));
+    const picked = pickInRange(
+      range(SLASH24),
+      context(random, { taken: hosts(1, 100), excluded: [['10.0.0.101', '10.0.0.254']] }),
+    );
 
     // Assess
     expect(picked).toBeUndefined();
@@ -184,7 +203,14 @@ describe('Function: pickInRange', () => {
     const cidr = parseCidr('fd00::/64');
     const free = hostAt(cidr, 2n ** 63n);
     const random = new ScriptedRandom([capacity(cidr) - 256n - 1n]);
-    const ctx: PickContext = { random, taken: new Set(), excluded: [[cidr.base, free - 1n], [free + 1n, lastAddress(cidr)]] };
+    const ctx: PickContext = {
+      random,
+      taken: new Set(),
+      excluded: [
+        [cidr.base, free - 1n],
+        [free + 1n, lastAddress(cidr)],
+      ],
+    };
 
     // Act
     const picked = pickInRange({ name: 'r', cidr }, ctx);
@@ -211,7 +237,11 @@ describe('Function: pickInRange', () => {
   it('returns undefined for a /64 whose only host outside the exclusions is taken', () => {
     // Prepare
     const cidr = parseCidr('fd00::/64');
-    const ctx: PickContext = { random: new SeededRandom(8), taken: new Set([hostAt(cidr, 0n)]), excluded: [[hostAt(cidr, 1n), lastAddress(cidr)]] };
+    const ctx: PickContext = {
+      random: new SeededRandom(8),
+      taken: new Set([hostAt(cidr, 0n)]),
+      excluded: [[hostAt(cidr, 1n), lastAddress(cidr)]],
+    };
 
     // Act
     const picked = pickInRange({ name: 'r', cidr }, ctx);
@@ -223,7 +253,11 @@ describe('Function: pickInRange', () => {
   it('returns undefined for a /64 excluded entirely', () => {
     // Prepare
     const cidr = parseCidr('fd00::/64');
-    const ctx: PickContext = { random: new SeededRandom(3), taken: new Set(), excluded: [[cidr.base, lastAddress(cidr)]] };
+    const ctx: PickContext = {
+      random: new SeededRandom(3),
+      taken: new Set(),
+      excluded: [[cidr.base, lastAddress(cidr)]],
+    };
 
     // Act
     const picked = pickInRange({ name: 'r', cidr }, ctx);
@@ -293,16 +327,19 @@ describe('Function: pickInRange', () => {
     expect(random.bounds).toEqual([14n]);
   });
 
-  it.each(['10.0.0.0/31', '10.0.0.0/32', 'fd00::/128'])('returns undefined without rolling for %s, which has no hosts', (cidr) => {
-    // Prepare
-    const random = new ScriptedRandom([]);
+  it.each(['10.0.0.0/31', '10.0.0.0/32', 'fd00::/128'])(
+    'returns undefined without rolling for %s, which has no hosts',
+    (cidr) => {
+      // Prepare
+      const random = new ScriptedRandom([]);
 
-    // Act
-    const picked = pickInRange(range(cidr), context(random));
+      // Act
+      const picked = pickInRange(range(cidr), context(random));
 
-    // Assess
-    expect(picked).toBeUndefined();
-  });
+      // Assess
+      expect(picked).toBeUndefined();
+    },
+  );
 });
 
 describe('Function: pickableSize', () => {
@@ -408,7 +445,13 @@ describe('Function: chooseWeighted', () => {
     const random = new ScriptedRandom([]);
 
     // Act
-    const chosen = chooseWeighted([{ item: 'a', weight: 0n }, { item: 'b', weight: 0n }], random);
+    const chosen = chooseWeighted(
+      [
+        { item: 'a', weight: 0n },
+        { item: 'b', weight: 0n },
+      ],
+      random,
+    );
 
     // Assess
     expect(chosen).toBeUndefined();
@@ -417,7 +460,10 @@ describe('Function: chooseWeighted', () => {
   it('weighs exactly with /64-sized weights', () => {
     // Prepare
     const random = new ScriptedRandom([2n ** 64n - 2n, 2n ** 64n - 1n]);
-    const big = [{ item: 'big', weight: 2n ** 64n - 1n }, { item: 'small', weight: 1n }];
+    const big = [
+      { item: 'big', weight: 2n ** 64n - 1n },
+      { item: 'small', weight: 1n },
+    ];
 
     // Act
     const chosen = [chooseWeighted(big, random), chooseWeighted(big, random)];

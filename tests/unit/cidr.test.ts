@@ -193,7 +193,10 @@ describe('Function: hostOffset', () => {
     const cidr = parseCidr('fd00::/64');
 
     // Act
-    const [network, allOnes] = [hostOffset(cidr, value('fd00::')), hostOffset(cidr, value('fd00::ffff:ffff:ffff:ffff'))];
+    const [network, allOnes] = [
+      hostOffset(cidr, value('fd00::')),
+      hostOffset(cidr, value('fd00::ffff:ffff:ffff:ffff')),
+    ];
 
     // Assess
     expect(network).toBeUndefined();
@@ -301,12 +304,15 @@ describe('Block ranges: slots are aligned blocks (issue 35)', () => {
     ['10.244.0.0/24', 26, 3n, '10.244.0.192'],
     ['10.0.0.0/8', 16, 255n, '10.255.0.0'],
     ['fd00:10::/62', 64, 1n, 'fd00:10:0:1::'],
-  ])('puts slot of %s (/%i) at offset %s on the block network address %s, and back', (text, length, offset, address) => {
-    const cidr = slot(text, length);
-    expect(hostAt(cidr, offset)).toBe(v(address));
-    expect(hostOffset(cidr, v(address))).toBe(offset);
-    expect(isHostOf(cidr, parseAddress(address))).toBe(true);
-  });
+  ])(
+    'puts slot of %s (/%i) at offset %s on the block network address %s, and back',
+    (text, length, offset, address) => {
+      const cidr = slot(text, length);
+      expect(hostAt(cidr, offset)).toBe(v(address));
+      expect(hostOffset(cidr, v(address))).toBe(offset);
+      expect(isHostOf(cidr, parseAddress(address))).toBe(true);
+    },
+  );
 
   it.each([
     ['an address inside a block', '10.244.0.65'],

@@ -3,7 +3,13 @@ import { InvalidArgumentError, MismatchedNetworkError } from '../../shared/core/
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
 import { IpFamilyPolicy, RangeState, type ClaimSpec, type PoolView, type Range } from '../../shared/core/model.ts';
 import { checkDnsLabel, generatedName } from '../../shared/core/names.ts';
-import { MAX_BATCH_COUNT, MAX_TTL_SECONDS, normalizeSpec, resolveFamilies, type CreateClaimCommand } from '../../shared/core/use-cases/claims.ts';
+import {
+  MAX_BATCH_COUNT,
+  MAX_TTL_SECONDS,
+  normalizeSpec,
+  resolveFamilies,
+  type CreateClaimCommand,
+} from '../../shared/core/use-cases/claims.ts';
 import { normalizeExclusion } from '../../shared/core/use-cases/pools.ts';
 
 const { IPv4, IPv6 } = IpFamily;
@@ -11,15 +17,31 @@ const { SingleStack, PreferDualStack, RequireDualStack } = IpFamilyPolicy;
 const OWNER = { kind: 'Pod', name: 'web-0', uid: 'owner-1' };
 
 /** A claim command named `claim-1`; a test changes what it is about. */
-const command = (overrides: Partial<CreateClaimCommand> = {}): CreateClaimCommand => ({ pool: 'pool-a', name: 'claim-1', owner: OWNER, ...overrides });
+const command = (overrides: Partial<CreateClaimCommand> = {}): CreateClaimCommand => ({
+  pool: 'pool-a',
+  name: 'claim-1',
+  owner: OWNER,
+  ...overrides,
+});
 
 function range(cidr: string, state: Range['state'] = RangeState.Ready): Range {
-  return { pool: 'pool-a', name: cidr.replace('/', '-'), cidr, family: cidr.includes(':') ? IPv6 : IPv4, state, legacy: false, createdAt: '2026-11-21T12:00:00.000Z' };
+  return {
+    pool: 'pool-a',
+    name: cidr.replace('/', '-'),
+    cidr,
+    family: cidr.includes(':') ? IPv6 : IPv4,
+    state,
+    legacy: false,
+    createdAt: '2026-11-21T12:00:00.000Z',
+  };
 }
 
 /** Pools serving IPv4, IPv6, both, or nothing (a Terminating range serves nothing). */
 const pools: Record<string, PoolView> = {
-  v4: { pool: { name: 'pool-a', exclude: [], createdAt: '' }, ranges: [range('10.0.0.0/24'), range('fd00::/64', RangeState.Terminating)] },
+  v4: {
+    pool: { name: 'pool-a', exclude: [], createdAt: '' },
+    ranges: [range('10.0.0.0/24'), range('fd00::/64', RangeState.Terminating)],
+  },
   v6: { pool: { name: 'pool-a', exclude: [], createdAt: '' }, ranges: [range('fd00::/64')] },
   both: { pool: { name: 'pool-a', exclude: [], createdAt: '' }, ranges: [range('10.0.0.0/24'), range('fd00::/64')] },
   none: { pool: { name: 'pool-a', exclude: [], createdAt: '' }, ranges: [] },
@@ -40,7 +62,12 @@ describe('Function: normalizeSpec', () => {
     const { spec, explicit } = normalizeSpec(cmd);
 
     // Assess
-    expect(spec).toEqual({ owner: OWNER, ipFamilyPolicy: SingleStack, ipFamilies: [], addresses: [] } satisfies ClaimSpec);
+    expect(spec).toEqual({
+      owner: OWNER,
+      ipFamilyPolicy: SingleStack,
+      ipFamilies: [],
+      addresses: [],
+    } satisfies ClaimSpec);
     expect(explicit).toEqual([]);
   });
 
@@ -88,10 +115,18 @@ describe('Function: normalizeSpec', () => {
     ['a family is unknown', { ipFamilies: ['IPv5' as IpFamily] }, 'ipFamilies'],
     ['ipFamilies repeats a family', { ipFamilyPolicy: PreferDualStack, ipFamilies: [IPv4, IPv4] }, 'ipFamilies'],
     ['a SingleStack claim names two families', { ipFamilies: [IPv4, IPv6] }, 'ipFamilies'],
-    ['two addresses share a family', { ipFamilyPolicy: PreferDualStack, addresses: ['10.0.0.1', '10.0.0.2'] }, 'addresses'],
+    [
+      'two addresses share a family',
+      { ipFamilyPolicy: PreferDualStack, addresses: ['10.0.0.1', '10.0.0.2'] },
+      'addresses',
+    ],
     ['a SingleStack claim names two addresses', { addresses: ['10.0.0.1', 'fd00::1'] }, 'addresses'],
     ['an address is invalid', { addresses: ['10.0.0.256'] }, 'addresses[0]'],
-    ['an address has a triple colon', { ipFamilyPolicy: PreferDualStack, addresses: ['10.0.0.1', '2001:db8:::1'] }, 'addresses[1]'],
+    [
+      'an address has a triple colon',
+      { ipFamilyPolicy: PreferDualStack, addresses: ['10.0.0.1', '2001:db8:::1'] },
+      'addresses[1]',
+    ],
     ['ttlSeconds is zero', { ttlSeconds: 0 }, 'ttlSeconds'],
     ['ttlSeconds is not whole', { ttlSeconds: 1.5 }, 'ttlSeconds'],
     ['ttlSeconds is over a year', { ttlSeconds: MAX_TTL_SECONDS + 1 }, 'ttlSeconds'],
@@ -109,7 +144,10 @@ describe('Function: normalizeSpec', () => {
 
   it.each<[string, Partial<CreateClaimCommand>]>([
     ['an IPv6 address in an IPv4 SingleStack claim', { ipFamilies: [IPv4], addresses: ['fd00::1'] }],
-    ['an IPv4 address in an IPv6-only PreferDualStack claim', { ipFamilyPolicy: PreferDualStack, ipFamilies: [IPv6], addresses: ['10.0.0.1'] }],
+    [
+      'an IPv4 address in an IPv6-only PreferDualStack claim',
+      { ipFamilyPolicy: PreferDualStack, ipFamilies: [IPv6], addresses: ['10.0.0.1'] },
+    ],
   ])('throws MismatchedNetworkError for %s', (_why, overrides) => {
     // Act
     const normalize = () => normalizeSpec(command(overrides));
@@ -127,7 +165,9 @@ describe('Function: normalizeSpec with count (batch claims)', () => {
   });
 
   it.each([0, -1, 33, 1.5, Number.NaN])('refuses count %s with InvalidArgumentError naming the range', (count) => {
-    expect(() => normalizeSpec(command({ count }))).toThrow(new InvalidArgumentError('count must be a whole number from 1 to 32.', 'count'));
+    expect(() => normalizeSpec(command({ count }))).toThrow(
+      new InvalidArgumentError('count must be a whole number from 1 to 32.', 'count'),
+    );
   });
 
   it('refuses count above 1 with explicit addresses, and allows count 1 with them', () => {
@@ -141,7 +181,10 @@ describe('Function: normalizeSpec with count (batch claims)', () => {
     // Act
     const requests = resolveFamilies(pools.both!, spec, explicit);
     // Assess
-    expect(requests).toEqual([{ family: IPv4, count: 3 }, { family: IPv6, count: 3 }]);
+    expect(requests).toEqual([
+      { family: IPv4, count: 3 },
+      { family: IPv6, count: 3 },
+    ]);
   });
 });
 
@@ -162,15 +205,29 @@ describe('Function: resolveFamilies', () => {
     ['both', RequireDualStack, [], [], [[IPv4], [IPv6]]],
     ['both', RequireDualStack, [IPv6], [], [[IPv6], [IPv4]]],
     ['both', RequireDualStack, [IPv6, IPv4], [], [[IPv6], [IPv4]]],
-    ['both', RequireDualStack, [], ['10.0.0.5', 'fd00::5'], [[IPv4, '10.0.0.5'], [IPv6, 'fd00::5']]],
+    [
+      'both',
+      RequireDualStack,
+      [],
+      ['10.0.0.5', 'fd00::5'],
+      [
+        [IPv4, '10.0.0.5'],
+        [IPv6, 'fd00::5'],
+      ],
+    ],
     ['both', RequireDualStack, [], ['fd00::5'], [[IPv6, 'fd00::5'], [IPv4]]],
-  ])('on a pool serving %s, %s with families %j and addresses %j gets %j', (pool, policy, families, addresses, expected) => {
-    // Act
-    const requests = resolve(pool, policy, families, addresses);
+  ])(
+    'on a pool serving %s, %s with families %j and addresses %j gets %j',
+    (pool, policy, families, addresses, expected) => {
+      // Act
+      const requests = resolve(pool, policy, families, addresses);
 
-    // Assess
-    expect(requests).toEqual(expected.map(([family, address]) => (address ? { family, explicit: parseAddress(address) } : { family })));
-  });
+      // Assess
+      expect(requests).toEqual(
+        expected.map(([family, address]) => (address ? { family, explicit: parseAddress(address) } : { family })),
+      );
+    },
+  );
 
   it.each<[keyof typeof pools, IpFamilyPolicy, IpFamily[], string[]]>([
     ['v4', SingleStack, [IPv6], []],
@@ -183,13 +240,16 @@ describe('Function: resolveFamilies', () => {
     ['v6', RequireDualStack, [], []],
     ['v4', RequireDualStack, [IPv4, IPv6], []],
     ['none', RequireDualStack, [], []],
-  ])('throws MismatchedNetworkError on a pool serving %s for %s with families %j and addresses %j', (pool, policy, families, addresses) => {
-    // Act
-    const resolveIt = () => resolve(pool, policy, families, addresses);
+  ])(
+    'throws MismatchedNetworkError on a pool serving %s for %s with families %j and addresses %j',
+    (pool, policy, families, addresses) => {
+      // Act
+      const resolveIt = () => resolve(pool, policy, families, addresses);
 
-    // Assess
-    expect(resolveIt).toThrow(MismatchedNetworkError);
-  });
+      // Assess
+      expect(resolveIt).toThrow(MismatchedNetworkError);
+    },
+  );
 
   it('names the pool and the missing family when RequireDualStack meets an IPv4-only pool', () => {
     // Act

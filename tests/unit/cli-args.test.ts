@@ -19,7 +19,11 @@ const claim = {
 
 /** A server that answers 201 with `claim` to a POST and records what it was sent. */
 function claimServer() {
-  return fakeFetch((request: RecordedRequest) => (request.method === 'POST' ? { status: 201, body: claim } : { status: 404, body: { code: 'NotFound', status: 404, detail: 'no' } }));
+  return fakeFetch((request: RecordedRequest) =>
+    request.method === 'POST'
+      ? { status: 201, body: claim }
+      : { status: 404, body: { code: 'NotFound', status: 404, detail: 'no' } },
+  );
 }
 
 describe('Command line: ipam claim', () => {
@@ -29,7 +33,24 @@ describe('Command line: ipam claim', () => {
 
     // Act
     const result = await runCli(
-      ['claim', 'services', '--name', 'web', '--owner', 'Service/web/3f1c', '--dual-stack', 'require', '--family', 'ipv6', '--family', 'IPv4', '--address', '10.96.0.187,fd00:10:96::9a3c', '--ttl', '1h30m'],
+      [
+        'claim',
+        'services',
+        '--name',
+        'web',
+        '--owner',
+        'Service/web/3f1c',
+        '--dual-stack',
+        'require',
+        '--family',
+        'ipv6',
+        '--family',
+        'IPv4',
+        '--address',
+        '10.96.0.187,fd00:10:96::9a3c',
+        '--ttl',
+        '1h30m',
+      ],
       { fetch: server.fetch },
     );
 
@@ -52,19 +73,50 @@ describe('Command line: ipam claim', () => {
 
   it('takes --generate-name and a bare number of seconds as the TTL', async () => {
     const server = claimServer();
-    const result = await runCli(['claim', 'services', '--generate-name', 'vpn', '--owner', 'Client/laptop/c-19', '--ttl', '300'], { fetch: server.fetch });
+    const result = await runCli(
+      ['claim', 'services', '--generate-name', 'vpn', '--owner', 'Client/laptop/c-19', '--ttl', '300'],
+      { fetch: server.fetch },
+    );
     expect(result.code).toBe(ExitCode.Ok);
-    expect(JSON.parse(server.requests[0]!.body!)).toEqual({ generateName: 'vpn', owner: { kind: 'Client', name: 'laptop', uid: 'c-19' }, ttlSeconds: 300 });
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({
+      generateName: 'vpn',
+      owner: { kind: 'Client', name: 'laptop', uid: 'c-19' },
+      ttlSeconds: 300,
+    });
   });
 
   it.each([
-    ['no name at all', ['claim', 'services', '--owner', 'Service/web/3f1c'], 'give exactly one of --name and --generate-name'],
-    ['both names', ['claim', 'services', '--name', 'a', '--generate-name', 'b', '--owner', 'Service/web/3f1c'], 'give exactly one of --name and --generate-name'],
-    ['an owner without a uid', ['claim', 'services', '--name', 'web', '--owner', 'Service/web'], 'Expected KIND/NAME/UID'],
+    [
+      'no name at all',
+      ['claim', 'services', '--owner', 'Service/web/3f1c'],
+      'give exactly one of --name and --generate-name',
+    ],
+    [
+      'both names',
+      ['claim', 'services', '--name', 'a', '--generate-name', 'b', '--owner', 'Service/web/3f1c'],
+      'give exactly one of --name and --generate-name',
+    ],
+    [
+      'an owner without a uid',
+      ['claim', 'services', '--name', 'web', '--owner', 'Service/web'],
+      'Expected KIND/NAME/UID',
+    ],
     ['no owner', ['claim', 'services', '--name', 'web'], "required option '--owner <kind/name/uid>' not specified"],
-    ['a TTL that is not a duration', ['claim', 'services', '--name', 'web', '--owner', 'S/w/1', '--ttl', '5 minutes'], 'Expected a duration'],
-    ['an unknown dual-stack policy', ['claim', 'services', '--name', 'web', '--owner', 'S/w/1', '--dual-stack', 'maybe'], 'Allowed choices are require, prefer, single'],
-    ['an unknown family', ['claim', 'services', '--name', 'web', '--owner', 'S/w/1', '--family', 'IPv5'], 'Expected IPv4 or IPv6'],
+    [
+      'a TTL that is not a duration',
+      ['claim', 'services', '--name', 'web', '--owner', 'S/w/1', '--ttl', '5 minutes'],
+      'Expected a duration',
+    ],
+    [
+      'an unknown dual-stack policy',
+      ['claim', 'services', '--name', 'web', '--owner', 'S/w/1', '--dual-stack', 'maybe'],
+      'Allowed choices are require, prefer, single',
+    ],
+    [
+      'an unknown family',
+      ['claim', 'services', '--name', 'web', '--owner', 'S/w/1', '--family', 'IPv5'],
+      'Expected IPv4 or IPv6',
+    ],
     ['no pool', ['claim', '--name', 'web', '--owner', 'S/w/1'], "missing required argument 'pool'"],
   ])('refuses %s with exit code 2, the error and the command help, and sends nothing', async (_case, argv, message) => {
     const server = claimServer();
@@ -92,15 +144,28 @@ describe('Command line: ipam claim --count', () => {
     ipFamilyPolicy: 'SingleStack',
     ipFamilies: ['IPv4'],
     count: 3,
-    addresses: ['10.96.0.23', '10.96.0.24', '10.96.0.25'].map((address) => ({ address, family: 'IPv4', range: '10.96.0.0-24' })),
+    addresses: ['10.96.0.23', '10.96.0.24', '10.96.0.25'].map((address) => ({
+      address,
+      family: 'IPv4',
+      range: '10.96.0.0-24',
+    })),
   };
 
   it('sends count in the claim spec and names each range once in the sentence', async () => {
     const server = fakeFetch(() => ({ status: 201, body: batch }));
-    const result = await runCli(['claim', 'services', '--name', 'workers', '--owner', 'Deployment/workers/9b2e', '--count', '3'], { fetch: server.fetch });
+    const result = await runCli(
+      ['claim', 'services', '--name', 'workers', '--owner', 'Deployment/workers/9b2e', '--count', '3'],
+      { fetch: server.fetch },
+    );
     expect(result).toMatchObject({ code: ExitCode.Ok, err: '' });
-    expect(JSON.parse(server.requests[0]!.body!)).toEqual({ name: 'workers', owner: { kind: 'Deployment', name: 'workers', uid: '9b2e' }, count: 3 });
-    expect(result.out).toBe('claim/workers created: 3 addresses per family: 10.96.0.23, 10.96.0.24, 10.96.0.25 (10.96.0.0-24)\n');
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({
+      name: 'workers',
+      owner: { kind: 'Deployment', name: 'workers', uid: '9b2e' },
+      count: 3,
+    });
+    expect(result.out).toBe(
+      'claim/workers created: 3 addresses per family: 10.96.0.23, 10.96.0.24, 10.96.0.25 (10.96.0.0-24)\n',
+    );
   });
 
   it('sends no count without --count', async () => {
@@ -113,11 +178,17 @@ describe('Command line: ipam claim --count', () => {
     ['a count of 0', ['--count', '0'], 'Expected a whole number from 1 to 32'],
     ['a count of 33', ['--count', '33'], 'Expected a whole number from 1 to 32'],
     ['a count that is not a number', ['--count', 'eight'], 'Expected a whole number from 1 to 32'],
-    ['--count with --address', ['--count', '2', '--address', '10.96.0.10'], 'give either --count or --address (one address per family), not both'],
+    [
+      '--count with --address',
+      ['--count', '2', '--address', '10.96.0.10'],
+      'give either --count or --address (one address per family), not both',
+    ],
     ['--count 1 with --address', ['--address', '10.96.0.10', '--count', '1'], 'give either --count or --address'],
   ])('refuses %s with exit code 2 and sends nothing', async (_case, flags, message) => {
     const server = claimServer();
-    const result = await runCli(['claim', 'services', '--name', 'web', '--owner', 'S/w/1', ...flags], { fetch: server.fetch });
+    const result = await runCli(['claim', 'services', '--name', 'web', '--owner', 'S/w/1', ...flags], {
+      fetch: server.fetch,
+    });
     expect(result.code).toBe(ExitCode.Usage);
     expect(result.err).toContain(message);
     expect(result.err).toContain('Usage: ipam claim [options] <pool>');
@@ -131,7 +202,23 @@ describe('Command line: labels (ipam claim -l, ipam get claims -l)', () => {
     const server = claimServer();
 
     // Act
-    const result = await runCli(['claim', 'pods', '--name', 'web', '--owner', 'Pod/web-0/8e1d', '-l', 'cni.ipam/node=node-1', '--label', 'cni.ipam/ifname=eth0,canary=', '-l', 'cni.ipam/node=node-1'], { fetch: server.fetch });
+    const result = await runCli(
+      [
+        'claim',
+        'pods',
+        '--name',
+        'web',
+        '--owner',
+        'Pod/web-0/8e1d',
+        '-l',
+        'cni.ipam/node=node-1',
+        '--label',
+        'cni.ipam/ifname=eth0,canary=',
+        '-l',
+        'cni.ipam/node=node-1',
+      ],
+      { fetch: server.fetch },
+    );
 
     // Assess
     expect(result).toMatchObject({ code: ExitCode.Ok, err: '' });
@@ -156,7 +243,9 @@ describe('Command line: labels (ipam claim -l, ipam get claims -l)', () => {
     ['an empty -l', ['-l', ''], 'Expected KEY=VALUE'],
   ])('refuses %s with exit code 2 and sends nothing', async (_case, flags, message) => {
     const server = claimServer();
-    const result = await runCli(['claim', 'services', '--name', 'web', '--owner', 'S/w/1', ...flags], { fetch: server.fetch });
+    const result = await runCli(['claim', 'services', '--name', 'web', '--owner', 'S/w/1', ...flags], {
+      fetch: server.fetch,
+    });
     expect(result.code).toBe(ExitCode.Usage);
     expect(result.err).toContain(message);
     expect(server.requests).toEqual([]);
@@ -164,10 +253,18 @@ describe('Command line: labels (ipam claim -l, ipam get claims -l)', () => {
 
   it('lists claims with a labelSelector from -l/--selector, repeated flags joined, following every page', async () => {
     // Prepare: the first page is empty (the server filtered it out) and carries a cursor.
-    const server = fakeFetch((request) => ({ status: 200, body: request.url.searchParams.get('cursor') ? { items: [{ ...claim, labels: { app: 'web', tier: 'db' } }] } : { items: [], nextCursor: 'c2' } }));
+    const server = fakeFetch((request) => ({
+      status: 200,
+      body: request.url.searchParams.get('cursor')
+        ? { items: [{ ...claim, labels: { app: 'web', tier: 'db' } }] }
+        : { items: [], nextCursor: 'c2' },
+    }));
 
     // Act
-    const result = await runCli(['get', 'claims', '-p', 'pods', '-l', 'app=web', '--selector', 'tier=db', '-o', 'name'], { fetch: server.fetch });
+    const result = await runCli(
+      ['get', 'claims', '-p', 'pods', '-l', 'app=web', '--selector', 'tier=db', '-o', 'name'],
+      { fetch: server.fetch },
+    );
 
     // Assess
     expect(result).toMatchObject({ code: ExitCode.Ok, out: 'claim/web\n' });
@@ -179,7 +276,11 @@ describe('Command line: labels (ipam claim -l, ipam get claims -l)', () => {
 });
 
 describe('Command line: ipam create pool --reuse-delay', () => {
-  const poolServer = () => fakeFetch((request) => ({ status: 201, body: { reuseDelaySeconds: 0, exclude: [], createdAt: '2026-04-02T09:59:00Z', ...JSON.parse(request.body!) } }));
+  const poolServer = () =>
+    fakeFetch((request) => ({
+      status: 201,
+      body: { reuseDelaySeconds: 0, exclude: [], createdAt: '2026-04-02T09:59:00Z', ...JSON.parse(request.body!) },
+    }));
 
   it.each([
     ['10m', 600, 'pool/pods created, reuse delay 10m\n'],
@@ -199,7 +300,9 @@ describe('Command line: ipam create pool --reuse-delay', () => {
   it('sends no reuseDelaySeconds without the flag, and the exclusions with it', async () => {
     const server = poolServer();
     await runCli(['create', 'pool', 'services', '--exclude', '10.96.0.0/29'], { fetch: server.fetch });
-    await runCli(['create', 'pool', 'pods', '--exclude', '10.244.0.0/30', '--reuse-delay', '5m', '-o', 'json'], { fetch: server.fetch });
+    await runCli(['create', 'pool', 'pods', '--exclude', '10.244.0.0/30', '--reuse-delay', '5m', '-o', 'json'], {
+      fetch: server.fetch,
+    });
     expect(server.requests.map((r) => JSON.parse(r.body!) as unknown)).toEqual([
       { name: 'services', exclude: ['10.96.0.0/29'] },
       { name: 'pods', exclude: ['10.244.0.0/30'], reuseDelaySeconds: 300 },
@@ -225,8 +328,12 @@ describe('Command line: ipam renew --permanent', () => {
     const server = fakeFetch(() => ({ status: 200, body: claim }));
     const result = await runCli(['renew', 'services', 'web', '--permanent'], { fetch: server.fetch });
     expect(result).toMatchObject({ code: ExitCode.Ok, err: '' });
-    expect(server.requests.map((r) => [r.method, r.url.pathname, r.body])).toEqual([['POST', '/v1/pools/services/claims/web/renew', '{"ttlSeconds":null}']]);
-    expect(result.out).toBe('claim/web made permanent: 10.96.0.187 (10.96.0.0-24), fd00:10:96::9a3c (fd00:10:96::-112)\n');
+    expect(server.requests.map((r) => [r.method, r.url.pathname, r.body])).toEqual([
+      ['POST', '/v1/pools/services/claims/web/renew', '{"ttlSeconds":null}'],
+    ]);
+    expect(result.out).toBe(
+      'claim/web made permanent: 10.96.0.187 (10.96.0.0-24), fd00:10:96::9a3c (fd00:10:96::-112)\n',
+    );
   });
 
   it('sends an empty body for a plain renew', async () => {
@@ -246,21 +353,39 @@ describe('Command line: ipam renew --permanent', () => {
 });
 
 describe('Command line: verbs, nouns and global options', () => {
-  const page = fakeFetch((request) => ({ status: 200, body: request.url.pathname === '/v1/pools' ? { items: [] } : { items: [] } }));
+  const page = fakeFetch((request) => ({
+    status: 200,
+    body: request.url.pathname === '/v1/pools' ? { items: [] } : { items: [] },
+  }));
 
   it.each([
     [['get', 'pools'], 'GET', '/v1/pools?limit=1000'],
     [['get', 'po'], 'GET', '/v1/pools?limit=1000'],
     [['get', 'ranges', '-p', 'services'], 'GET', '/v1/pools/services/ranges'],
-    [['get', 'claims', '-p', 'services', '--owner', 'c-19', '--limit', '5'], 'GET', '/v1/pools/services/claims?owner=c-19&limit=5'],
-    [['get', 'addresses', '-p', 'services', '--range', 'fd00:10:96::-112'], 'GET', '/v1/pools/services/addresses?range=fd00%3A10%3A96%3A%3A-112&limit=1000'],
-    [['get', 'events', '-p', 'services', '--limit', '20', '--cursor', 'abc'], 'GET', '/v1/pools/services/events?limit=20&cursor=abc'],
+    [
+      ['get', 'claims', '-p', 'services', '--owner', 'c-19', '--limit', '5'],
+      'GET',
+      '/v1/pools/services/claims?owner=c-19&limit=5',
+    ],
+    [
+      ['get', 'addresses', '-p', 'services', '--range', 'fd00:10:96::-112'],
+      'GET',
+      '/v1/pools/services/addresses?range=fd00%3A10%3A96%3A%3A-112&limit=1000',
+    ],
+    [
+      ['get', 'events', '-p', 'services', '--limit', '20', '--cursor', 'abc'],
+      'GET',
+      '/v1/pools/services/events?limit=20&cursor=abc',
+    ],
     [['release', 'services', 'dns', '--if-version', '3'], 'DELETE', '/v1/pools/services/claims/dns'],
     [['release-owner', 'services', 'c-19'], 'DELETE', '/v1/pools/services/owners/c-19'],
     [['delete', 'range', 'services', 'fd00:10:96::-112'], 'DELETE', '/v1/pools/services/ranges/fd00:10:96::-112'],
     [['renew', 'services', 'vpn-x', '--ttl', '10m'], 'POST', '/v1/pools/services/claims/vpn-x/renew'],
   ])('%j calls %s %s', async (argv, method, pathAndQuery) => {
-    const server = fakeFetch((request) => ({ status: request.method === 'DELETE' ? 204 : 200, body: request.method === 'DELETE' ? undefined : request.method === 'POST' ? claim : { items: [] } }));
+    const server = fakeFetch((request) => ({
+      status: request.method === 'DELETE' ? 204 : 200,
+      body: request.method === 'DELETE' ? undefined : request.method === 'POST' ? claim : { items: [] },
+    }));
     const result = await runCli(argv, { fetch: server.fetch });
     expect(result.code).toBe(ExitCode.Ok);
     expect(server.requests.map((r) => [r.method, r.url.pathname + r.url.search])).toEqual([[method, pathAndQuery]]);
@@ -285,7 +410,10 @@ describe('Command line: verbs, nouns and global options', () => {
   });
 
   it('sends If-Match with --if-version and a TTL body with renew --ttl', async () => {
-    const server = fakeFetch((request) => ({ status: request.method === 'DELETE' ? 204 : 200, body: request.method === 'POST' ? claim : undefined }));
+    const server = fakeFetch((request) => ({
+      status: request.method === 'DELETE' ? 204 : 200,
+      body: request.method === 'POST' ? claim : undefined,
+    }));
     await runCli(['release', 'services', 'dns', '--if-version', '3'], { fetch: server.fetch });
     await runCli(['renew', 'services', 'web', '--ttl', '10m'], { fetch: server.fetch });
     expect(server.requests[0]!.headers['if-match']).toBe('"3"');
@@ -298,22 +426,37 @@ describe('Command line: verbs, nouns and global options', () => {
     await runCli(['get', 'pools'], { fetch: page.fetch, env: { IPAM_PRINCIPAL: arn } });
     await runCli(['get', 'pools'], { fetch: page.fetch });
     expect(page.requests.slice(-3).map((r) => r.headers['x-ipam-principal'])).toEqual([arn, arn, undefined]);
-    const deployed = await runCli(['--endpoint', 'https://abc123.execute-api.eu-west-1.amazonaws.com', '--as', arn, 'get', 'pools'], { fetch: page.fetch });
+    const deployed = await runCli(
+      ['--endpoint', 'https://abc123.execute-api.eu-west-1.amazonaws.com', '--as', arn, 'get', 'pools'],
+      { fetch: page.fetch },
+    );
     expect(deployed.code).toBe(2);
     expect(deployed.err).toContain('--as (or IPAM_PRINCIPAL) names a principal on the local stack only');
   });
 
   it('takes the pool from IPAM_POOL and the endpoint from IPAM_ENDPOINT, flags winning over both', async () => {
-    await runCli(['get', 'ranges'], { fetch: page.fetch, env: { IPAM_POOL: 'envpool', IPAM_ENDPOINT: 'http://127.0.0.1:4000' } });
-    await runCli(['--endpoint', 'http://127.0.0.1:5000/base/', 'get', 'ranges', '-p', 'flagpool'], { fetch: page.fetch, env: { IPAM_POOL: 'envpool', IPAM_ENDPOINT: 'http://127.0.0.1:4000' } });
-    expect(page.requests.slice(-2).map((r) => r.url.href)).toEqual(['http://127.0.0.1:4000/v1/pools/envpool/ranges', 'http://127.0.0.1:5000/base/v1/pools/flagpool/ranges']);
+    await runCli(['get', 'ranges'], {
+      fetch: page.fetch,
+      env: { IPAM_POOL: 'envpool', IPAM_ENDPOINT: 'http://127.0.0.1:4000' },
+    });
+    await runCli(['--endpoint', 'http://127.0.0.1:5000/base/', 'get', 'ranges', '-p', 'flagpool'], {
+      fetch: page.fetch,
+      env: { IPAM_POOL: 'envpool', IPAM_ENDPOINT: 'http://127.0.0.1:4000' },
+    });
+    expect(page.requests.slice(-2).map((r) => r.url.href)).toEqual([
+      'http://127.0.0.1:4000/v1/pools/envpool/ranges',
+      'http://127.0.0.1:5000/base/v1/pools/flagpool/ranges',
+    ]);
   });
 
-  it('accepts an endpoint that ends with the API\'s /v1 (the README\'s $API), and follows $PORT like npm start', async () => {
+  it("accepts an endpoint that ends with the API's /v1 (the README's $API), and follows $PORT like npm start", async () => {
     await runCli(['--endpoint', 'http://127.0.0.1:4000/v1', 'get', 'pools'], { fetch: page.fetch });
     await runCli(['get', 'pools'], { fetch: page.fetch, env: { IPAM_ENDPOINT: 'http://127.0.0.1:4001/v1/' } });
     await runCli(['get', 'pools'], { fetch: page.fetch, env: { PORT: '4002' } });
-    await runCli(['get', 'pools'], { fetch: page.fetch, env: { PORT: '4002', IPAM_ENDPOINT: 'http://127.0.0.1:4003' } });
+    await runCli(['get', 'pools'], {
+      fetch: page.fetch,
+      env: { PORT: '4002', IPAM_ENDPOINT: 'http://127.0.0.1:4003' },
+    });
     expect(page.requests.slice(-4).map((r) => r.url.origin + r.url.pathname)).toEqual([
       'http://127.0.0.1:4000/v1/pools',
       'http://127.0.0.1:4001/v1/pools',
@@ -361,16 +504,35 @@ describe('Command line: errors a person can act on', () => {
     const server = fakeFetch(() => ({
       status: 409,
       contentType: 'application/problem+json',
-      body: { type: 'https://ipam.dev/problems/RangeFull', title: 'Range full', status: 409, detail: 'No free IPv4 address is left in pool "services".', code: 'RangeFull' },
+      body: {
+        type: 'https://ipam.dev/problems/RangeFull',
+        title: 'Range full',
+        status: 409,
+        detail: 'No free IPv4 address is left in pool "services".',
+        code: 'RangeFull',
+      },
     }));
     const result = await runCli(['claim', 'services', '--name', 'x', '--owner', 'S/x/1'], { fetch: server.fetch });
-    expect(result).toEqual({ code: ExitCode.Failure, out: '', err: 'error: RangeFull: No free IPv4 address is left in pool "services".\n', files: new Map() });
+    expect(result).toEqual({
+      code: ExitCode.Failure,
+      out: '',
+      err: 'error: RangeFull: No free IPv4 address is left in pool "services".\n',
+      files: new Map(),
+    });
   });
 
   it('prints AddressReleasing (an address held for its previous owner) the same way', async () => {
-    const detail = 'Address 10.244.0.77 was released recently and is held for its previous owner "Pod"/"web-0" until 2026-04-02T10:10:00.000Z; only that owner may claim it before then.';
-    const server = fakeFetch(() => ({ status: 409, contentType: 'application/problem+json', body: { status: 409, title: 'Address held after release', detail, code: 'AddressReleasing' } }));
-    const result = await runCli(['claim', 'pods', '--name', 'other', '--owner', 'Pod/db-0/d4', '--address', '10.244.0.77'], { fetch: server.fetch });
+    const detail =
+      'Address 10.244.0.77 was released recently and is held for its previous owner "Pod"/"web-0" until 2026-04-02T10:10:00.000Z; only that owner may claim it before then.';
+    const server = fakeFetch(() => ({
+      status: 409,
+      contentType: 'application/problem+json',
+      body: { status: 409, title: 'Address held after release', detail, code: 'AddressReleasing' },
+    }));
+    const result = await runCli(
+      ['claim', 'pods', '--name', 'other', '--owner', 'Pod/db-0/d4', '--address', '10.244.0.77'],
+      { fetch: server.fetch },
+    );
     expect(result).toMatchObject({ code: ExitCode.Failure, out: '', err: `error: AddressReleasing: ${detail}\n` });
   });
 
@@ -384,12 +546,17 @@ describe('Command line: errors a person can act on', () => {
   });
 
   it("prints API Gateway's own refusal (not a problem document) with its status", async () => {
-    const result = await runCli(['get', 'pools'], { fetch: fakeFetch(() => ({ status: 403, body: { message: 'Forbidden' } })).fetch });
+    const result = await runCli(['get', 'pools'], {
+      fetch: fakeFetch(() => ({ status: 403, body: { message: 'Forbidden' } })).fetch,
+    });
     expect(result).toMatchObject({ code: ExitCode.Failure, err: 'error: HTTP 403: Forbidden\n' });
   });
 
   it('prints the request and the response on stderr with --verbose, and the output on stdout as usual', async () => {
-    const server = fakeFetch(() => ({ status: 200, body: { items: [{ name: 'services', exclude: [], createdAt: '2026-04-02T09:00:00Z' }] } }));
+    const server = fakeFetch(() => ({
+      status: 200,
+      body: { items: [{ name: 'services', exclude: [], createdAt: '2026-04-02T09:00:00Z' }] },
+    }));
     const result = await runCli(['get', 'pools', '--verbose'], { fetch: server.fetch });
     expect(result.code).toBe(ExitCode.Ok);
     expect(result.err).toContain('> GET http://127.0.0.1:3000/v1/pools?limit=1000\n');
@@ -400,12 +567,28 @@ describe('Command line: errors a person can act on', () => {
 });
 
 describe('Command line: block pools and nested pools (issue 35)', () => {
-  const echo = (extra: Record<string, unknown>) => fakeFetch((request) => ({ status: 201, body: { exclude: [], reuseDelaySeconds: 0, createdAt: '2026-04-02T09:59:00Z', ...JSON.parse(request.body!), ...extra } }));
+  const echo = (extra: Record<string, unknown>) =>
+    fakeFetch((request) => ({
+      status: 201,
+      body: {
+        exclude: [],
+        reuseDelaySeconds: 0,
+        createdAt: '2026-04-02T09:59:00Z',
+        ...JSON.parse(request.body!),
+        ...extra,
+      },
+    }));
 
   it('sends --block /26 and --block6 /64 as blockPrefixLength and says so', async () => {
     const server = echo({});
-    const result = await runCli(['create', 'pool', 'nodes', '--block', '/26', '--block6', '64'], { fetch: server.fetch });
-    expect(result).toMatchObject({ code: ExitCode.Ok, out: 'pool/nodes created, blocks IPv4 /26, IPv6 /64\n', err: '' });
+    const result = await runCli(['create', 'pool', 'nodes', '--block', '/26', '--block6', '64'], {
+      fetch: server.fetch,
+    });
+    expect(result).toMatchObject({
+      code: ExitCode.Ok,
+      out: 'pool/nodes created, blocks IPv4 /26, IPv6 /64\n',
+      err: '',
+    });
     expect(JSON.parse(server.requests[0]!.body!)).toEqual({ name: 'nodes', blockPrefixLength: { IPv4: 26, IPv6: 64 } });
   });
 
@@ -418,11 +601,31 @@ describe('Command line: block pools and nested pools (issue 35)', () => {
   });
 
   it('sends --source POOL/CLAIM as the range source, and refuses one without a claim', async () => {
-    const server = fakeFetch((request) => ({ status: 201, body: { name: 'r', family: 'IPv4', state: 'Ready', legacy: false, size: 256, used: 0, releasing: 0, free: 256, ...JSON.parse(request.body!) } }));
-    const made = await runCli(['create', 'range', 'eu-west', '10.17.0.0/16', '--source', 'org/eu-west'], { fetch: server.fetch });
-    const bad = await runCli(['create', 'range', 'eu-west', '10.17.0.0/16', '--source', 'org'], { fetch: server.fetch });
+    const server = fakeFetch((request) => ({
+      status: 201,
+      body: {
+        name: 'r',
+        family: 'IPv4',
+        state: 'Ready',
+        legacy: false,
+        size: 256,
+        used: 0,
+        releasing: 0,
+        free: 256,
+        ...JSON.parse(request.body!),
+      },
+    }));
+    const made = await runCli(['create', 'range', 'eu-west', '10.17.0.0/16', '--source', 'org/eu-west'], {
+      fetch: server.fetch,
+    });
+    const bad = await runCli(['create', 'range', 'eu-west', '10.17.0.0/16', '--source', 'org'], {
+      fetch: server.fetch,
+    });
     expect(made.code).toBe(ExitCode.Ok);
-    expect(JSON.parse(server.requests[0]!.body!)).toEqual({ cidr: '10.17.0.0/16', source: { pool: 'org', claim: 'eu-west' } });
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({
+      cidr: '10.17.0.0/16',
+      source: { pool: 'org', claim: 'eu-west' },
+    });
     expect(bad.code).toBe(ExitCode.Usage);
     expect(bad.err).toContain('POOL/CLAIM');
     expect(server.requests).toHaveLength(1);
@@ -431,10 +634,29 @@ describe('Command line: block pools and nested pools (issue 35)', () => {
   it('sends --prefix and --dry-run, and shows a preview with its block as a CIDR', async () => {
     const server = fakeFetch((request) => ({
       status: 200,
-      body: { name: 'n1', uid: 'u', owner: { kind: 'Node', name: 'n1', uid: 'x' }, ipFamilyPolicy: 'SingleStack', ipFamilies: ['IPv4'], labels: {}, createdAt: '2026-04-02T09:59:00Z', version: 1, dryRun: true, detail: 'not a hold', addresses: [{ address: '10.244.0.64', family: 'IPv4', range: 'r', prefix: '10.244.0.64/26' }], ...JSON.parse(request.body!) },
+      body: {
+        name: 'n1',
+        uid: 'u',
+        owner: { kind: 'Node', name: 'n1', uid: 'x' },
+        ipFamilyPolicy: 'SingleStack',
+        ipFamilies: ['IPv4'],
+        labels: {},
+        createdAt: '2026-04-02T09:59:00Z',
+        version: 1,
+        dryRun: true,
+        detail: 'not a hold',
+        addresses: [{ address: '10.244.0.64', family: 'IPv4', range: 'r', prefix: '10.244.0.64/26' }],
+        ...JSON.parse(request.body!),
+      },
     }));
-    const result = await runCli(['claim', 'nodes', '--name', 'n1', '--owner', 'Node/n1/x', '--prefix', '10.244.0.64/26', '--dry-run'], { fetch: server.fetch });
-    expect(result).toMatchObject({ code: ExitCode.Ok, out: 'claim/n1 would be made (dry run, nothing written, not a hold): 10.244.0.64/26 (r)\n' });
+    const result = await runCli(
+      ['claim', 'nodes', '--name', 'n1', '--owner', 'Node/n1/x', '--prefix', '10.244.0.64/26', '--dry-run'],
+      { fetch: server.fetch },
+    );
+    expect(result).toMatchObject({
+      code: ExitCode.Ok,
+      out: 'claim/n1 would be made (dry run, nothing written, not a hold): 10.244.0.64/26 (r)\n',
+    });
     expect(JSON.parse(server.requests[0]!.body!)).toMatchObject({ prefixes: ['10.244.0.64/26'], dryRun: true });
   });
 });

@@ -5,9 +5,28 @@ import type { Claim, Lease, PoolDetails, RepairEvent } from '../../cli/api/types
 import { readList } from '../../cli/api/ipam-api.ts';
 import { bashCompletion } from '../../cli/commands/completion.ts';
 import { describeAddress, describeClaim, describePool, describeRange } from '../../cli/format/describe.ts';
-import { bar, claimView, eventView, leaseView, OutputFormat, percent, poolView, rangeView, renderResources } from '../../cli/format/resources.ts';
+import {
+  bar,
+  claimView,
+  eventView,
+  leaseView,
+  OutputFormat,
+  percent,
+  poolView,
+  rangeView,
+  renderResources,
+} from '../../cli/format/resources.ts';
 import { renderTable } from '../../cli/format/table.ts';
-import { age, ago, expiresColumn, expiry, formatSeconds, humanDuration, parseDuration, relative } from '../../cli/format/time.ts';
+import {
+  age,
+  ago,
+  expiresColumn,
+  expiry,
+  formatSeconds,
+  humanDuration,
+  parseDuration,
+  relative,
+} from '../../cli/format/time.ts';
 import { buildProgram } from '../../cli/program.ts';
 import { watch } from '../../cli/watch.ts';
 import { fakeFetch, fakeIo, runCli } from '../support/cli.ts';
@@ -89,7 +108,15 @@ describe('Times: ages as kubectl prints them', () => {
 
 describe('Tables', () => {
   it('aligns columns by display width with three spaces between them and no trailing spaces', () => {
-    expect(renderTable(['NAME', 'USE'], [['a', '[██░░] 50%'], ['longer-name', '-']])).toBe('NAME          USE\na             [██░░] 50%\nlonger-name   -\n');
+    expect(
+      renderTable(
+        ['NAME', 'USE'],
+        [
+          ['a', '[██░░] 50%'],
+          ['longer-name', '-'],
+        ],
+      ),
+    ).toBe('NAME          USE\na             [██░░] 50%\nlonger-name   -\n');
   });
 
   it('prints nothing for no rows (the caller says "No resources found")', () => {
@@ -122,7 +149,16 @@ const claim: Claim = {
   createdAt: '2026-04-02T09:59:00.000Z',
   version: 2,
 };
-const lease: Lease = { address: '10.96.0.201', state: 'Allocated', family: 'IPv4', range: '10.96.0.0-24', claim: 'vpn-x7k2q', owner: claim.owner, createdAt: claim.createdAt, expiresAt: claim.expiresAt! };
+const lease: Lease = {
+  address: '10.96.0.201',
+  state: 'Allocated',
+  family: 'IPv4',
+  range: '10.96.0.0-24',
+  claim: 'vpn-x7k2q',
+  owner: claim.owner,
+  createdAt: claim.createdAt,
+  expiresAt: claim.expiresAt!,
+};
 const released: Lease = {
   address: '10.244.0.77',
   state: 'Released',
@@ -141,8 +177,16 @@ const batch: Claim = {
   ipFamilies: ['IPv4', 'IPv6'],
   count: 3,
   addresses: [
-    ...['10.96.0.23', '10.96.0.24', '10.96.0.25'].map((address) => ({ address, family: 'IPv4' as const, range: '10.96.0.0-24' })),
-    ...['fd00:10:96::17', 'fd00:10:96::18', 'fd00:10:96::19'].map((address) => ({ address, family: 'IPv6' as const, range: 'fd00:10:96::-112' })),
+    ...['10.96.0.23', '10.96.0.24', '10.96.0.25'].map((address) => ({
+      address,
+      family: 'IPv4' as const,
+      range: '10.96.0.0-24',
+    })),
+    ...['fd00:10:96::17', 'fd00:10:96::18', 'fd00:10:96::19'].map((address) => ({
+      address,
+      family: 'IPv6' as const,
+      range: 'fd00:10:96::-112',
+    })),
   ],
 };
 
@@ -161,20 +205,43 @@ describe('Output formats of get', () => {
 
   it("shows an event's labels (those of the claim it is about) with -o wide only", () => {
     const events: RepairEvent[] = [
-      { time: '2026-04-02T09:59:00.000Z', reason: 'ClaimExpired', object: 'claim/web', message: 'Claim web expired.', labels: { app: 'web' }, by: 'reconciler' },
-      { time: '2026-04-02T09:59:30.000Z', reason: 'LeaseOrphaned', object: 'lease/10.96.0.9', message: 'Lease released.', by: 'reconciler' },
+      {
+        time: '2026-04-02T09:59:00.000Z',
+        reason: 'ClaimExpired',
+        object: 'claim/web',
+        message: 'Claim web expired.',
+        labels: { app: 'web' },
+        by: 'reconciler',
+      },
+      {
+        time: '2026-04-02T09:59:30.000Z',
+        reason: 'LeaseOrphaned',
+        object: 'lease/10.96.0.9',
+        message: 'Lease released.',
+        by: 'reconciler',
+      },
     ];
     const wide = renderResources(eventView, { page: { items: events } }, OutputFormat.Wide, NOW).out.split('\n');
     expect(wide[0]).toMatch(/ MESSAGE +LABELS$/);
     expect(wide[1]).toMatch(/ Claim web expired\. +app=web$/);
     expect(wide[2]).toMatch(/ Lease released\. +<none>$/);
-    expect(renderResources(eventView, { page: { items: events } }, OutputFormat.Table, NOW).out).not.toContain('LABELS');
+    expect(renderResources(eventView, { page: { items: events } }, OutputFormat.Table, NOW).out).not.toContain(
+      'LABELS',
+    );
   });
 
-  it('shows the stream function\'s threshold crossings as any other event (issue 37)', () => {
-    const crossing: RepairEvent = { time: '2026-04-02T09:59:00.000Z', reason: 'PoolFreeBelowThreshold', object: 'pool/pods', message: 'IPv4 space of pool pods fell below 5 % free: 12 of 254 addresses free (4.72 %).', by: 'stream' };
+  it("shows the stream function's threshold crossings as any other event (issue 37)", () => {
+    const crossing: RepairEvent = {
+      time: '2026-04-02T09:59:00.000Z',
+      reason: 'PoolFreeBelowThreshold',
+      object: 'pool/pods',
+      message: 'IPv4 space of pool pods fell below 5 % free: 12 of 254 addresses free (4.72 %).',
+      by: 'stream',
+    };
     const lines = renderResources(eventView, { page: { items: [crossing] } }, OutputFormat.Table, NOW).out.split('\n');
-    expect(lines[1]).toMatch(/PoolFreeBelowThreshold +pool\/pods +IPv4 space of pool pods fell below 5 % free: 12 of 254 addresses free \(4\.72 %\)\.$/);
+    expect(lines[1]).toMatch(
+      /PoolFreeBelowThreshold +pool\/pods +IPv4 space of pool pods fell below 5 % free: 12 of 254 addresses free \(4\.72 %\)\.$/,
+    );
   });
 
   it("shows a claim's labels with -o wide as the selector that matches them", () => {
@@ -188,7 +255,9 @@ describe('Output formats of get', () => {
     const table = renderResources(claimView, { item: batch }, OutputFormat.Table, NOW).out;
     const wide = renderResources(claimView, { item: batch }, OutputFormat.Wide, NOW).out;
     expect(table.split('\n')[1]).toMatch(/^workers {3}10\.96\.0\.23,10\.96\.0\.24 \+4 more {3}Client\/laptop /);
-    expect(wide.split('\n')[1]).toContain(' 10.96.0.23,10.96.0.24,10.96.0.25,fd00:10:96::17,fd00:10:96::18,fd00:10:96::19   10.96.0.0-24,fd00:10:96::-112   RequireDualStack ');
+    expect(wide.split('\n')[1]).toContain(
+      ' 10.96.0.23,10.96.0.24,10.96.0.25,fd00:10:96::17,fd00:10:96::18,fd00:10:96::19   10.96.0.0-24,fd00:10:96::-112   RequireDualStack ',
+    );
   });
 
   it('prints a STATE column for addresses; a Released one shows its previous claim and owner, when it is reusable and its age since release', () => {
@@ -218,7 +287,14 @@ describe('Output formats of get', () => {
         '',
       ].join('\n'),
     );
-    const pools = { page: { items: [{ ...pool, reuseDelaySeconds: 600 }, { ...pool, name: 'services-2', exclude: [], reuseDelaySeconds: 0 }] } };
+    const pools = {
+      page: {
+        items: [
+          { ...pool, reuseDelaySeconds: 600 },
+          { ...pool, name: 'services-2', exclude: [], reuseDelaySeconds: 0 },
+        ],
+      },
+    };
     expect(renderResources(poolView, pools, OutputFormat.Wide, NOW).out).toBe(
       'NAME         EXCLUDE                     REUSE-DELAY   AGE\nservices     10.96.0.0/29,10.96.0.8/32   10m           60m\nservices-2   <none>                      -             60m\n',
     );
@@ -240,25 +316,39 @@ describe('Output formats of get', () => {
 
   it('says where the next page starts when --limit left some, and when nothing was found', () => {
     expect(renderResources(claimView, { page }, OutputFormat.Table, NOW).err).toBe('(more: --cursor c2)\n');
-    expect(renderResources(poolView, { page: { items: [] } }, OutputFormat.Table, NOW)).toEqual({ out: '', err: 'No resources found.\n' });
+    expect(renderResources(poolView, { page: { items: [] } }, OutputFormat.Table, NOW)).toEqual({
+      out: '',
+      err: 'No resources found.\n',
+    });
   });
 });
 
 describe('Lists follow every page', () => {
   it('reads pages of 1,000 until there is no nextCursor, or one page of --limit', async () => {
     const calls: [number, string | undefined][] = [];
-    const pages: Record<string, { items: number[]; nextCursor?: string }> = { start: { items: [1, 2], nextCursor: 'p2' }, p2: { items: [3], nextCursor: 'p3' }, p3: { items: [4] } };
+    const pages: Record<string, { items: number[]; nextCursor?: string }> = {
+      start: { items: [1, 2], nextCursor: 'p2' },
+      p2: { items: [3], nextCursor: 'p3' },
+      p3: { items: [4] },
+    };
     const read = async (limit: number, cursor: string | undefined) => {
       calls.push([limit, cursor]);
       return pages[cursor ?? 'start']!;
     };
     expect(await readList(read)).toEqual({ items: [1, 2, 3, 4] });
     expect(await readList(read, { limit: 2 })).toEqual({ items: [1, 2], nextCursor: 'p2' });
-    expect(calls).toEqual([[1000, undefined], [1000, 'p2'], [1000, 'p3'], [2, undefined]]);
+    expect(calls).toEqual([
+      [1000, undefined],
+      [1000, 'p2'],
+      [1000, 'p3'],
+      [2, undefined],
+    ]);
   });
 
   it('stops on a cursor the server hands back twice instead of looping', async () => {
-    await expect(readList(async () => ({ items: [1], nextCursor: 'same' }))).rejects.toThrow('the server returned the same nextCursor twice');
+    await expect(readList(async () => ({ items: [1], nextCursor: 'same' }))).rejects.toThrow(
+      'the server returned the same nextCursor twice',
+    );
   });
 });
 
@@ -269,12 +359,44 @@ const pool: PoolDetails = {
   historyDays: 90,
   createdAt: '2026-04-02T09:00:00.000Z',
   ranges: [
-    { name: '10.96.0.0-24', cidr: '10.96.0.0/24', family: 'IPv4', state: 'Ready', legacy: false, size: 254, used: 93, releasing: 0, free: 152, createdAt: '2026-04-02T09:00:01.000Z' },
-    { name: 'fd00:10:96::-108', cidr: 'fd00:10:96::/108', family: 'IPv6', state: 'Terminating', legacy: true, size: 1048575, used: 1, releasing: 0, free: 1048574 },
+    {
+      name: '10.96.0.0-24',
+      cidr: '10.96.0.0/24',
+      family: 'IPv4',
+      state: 'Ready',
+      legacy: false,
+      size: 254,
+      used: 93,
+      releasing: 0,
+      free: 152,
+      createdAt: '2026-04-02T09:00:01.000Z',
+    },
+    {
+      name: 'fd00:10:96::-108',
+      cidr: 'fd00:10:96::/108',
+      family: 'IPv6',
+      state: 'Terminating',
+      legacy: true,
+      size: 1048575,
+      used: 1,
+      releasing: 0,
+      free: 1048574,
+    },
   ],
-  utilization: { IPv4: { size: 254, used: 93, releasing: 0, free: 152 }, IPv6: { size: 1048575, used: 1, releasing: 0, free: 1048574 } },
+  utilization: {
+    IPv4: { size: 254, used: 93, releasing: 0, free: 152 },
+    IPv6: { size: 1048575, used: 1, releasing: 0, free: 1048574 },
+  },
 };
-const events: RepairEvent[] = [{ time: '2026-04-02T09:58:00.000Z', reason: 'ClaimExpired', object: 'claim/vpn-a1b2c', message: 'released 10.96.0.77', by: 'reconciler' }];
+const events: RepairEvent[] = [
+  {
+    time: '2026-04-02T09:58:00.000Z',
+    reason: 'ClaimExpired',
+    object: 'claim/vpn-a1b2c',
+    message: 'released 10.96.0.77',
+    by: 'reconciler',
+  },
+];
 
 describe('describe', () => {
   it('shows a pool with a bar per family, its ranges and their states, and recent events', () => {
@@ -297,15 +419,23 @@ describe('describe', () => {
         '',
       ].join('\n'),
     );
-    expect(describePool({ ...pool, ranges: [], utilization: {} }, [], NOW)).toContain('Ranges:      <none>\nEvents:      <none>\n');
+    expect(describePool({ ...pool, ranges: [], utilization: {} }, [], NOW)).toContain(
+      'Ranges:      <none>\nEvents:      <none>\n',
+    );
   });
 
   it('shows the reuse delay, and releasing addresses in the utilization lines and the ranges of a pool with one', () => {
     const delayed: PoolDetails = {
       ...pool,
       reuseDelaySeconds: 600,
-      ranges: [{ ...pool.ranges[0]!, used: 90, releasing: 3 }, { ...pool.ranges[1]!, releasing: 0 }],
-      utilization: { IPv4: { size: 254, used: 90, releasing: 3, free: 152 }, IPv6: { size: 1048575, used: 1, releasing: 0, free: 1048574 } },
+      ranges: [
+        { ...pool.ranges[0]!, used: 90, releasing: 3 },
+        { ...pool.ranges[1]!, releasing: 0 },
+      ],
+      utilization: {
+        IPv4: { size: 254, used: 90, releasing: 3, free: 152 },
+        IPv6: { size: 1048575, used: 1, releasing: 0, free: 1048574 },
+      },
     };
     expect(describePool(delayed, [], NOW)).toBe(
       [
@@ -326,7 +456,9 @@ describe('describe', () => {
     );
     expect(describeRange(delayed, delayed.ranges[0]!, NOW)).toContain('90 used of 254, 3 releasing, 152 free\n');
     // A pool without a delay (the earlier test) keeps the old lines; held addresses are still shown if a server counts some.
-    expect(describeRange(pool, { ...pool.ranges[0]!, releasing: 2 }, NOW)).toContain('93 used of 254, 2 releasing, 152 free\n');
+    expect(describeRange(pool, { ...pool.ranges[0]!, releasing: 2 }, NOW)).toContain(
+      '93 used of 254, 2 releasing, 152 free\n',
+    );
     expect(describePool({ ...pool, reuseDelaySeconds: 45 }, [], NOW)).toContain('Reuse delay: 45s: a released address');
   });
 
@@ -346,13 +478,29 @@ describe('describe', () => {
     expect(text).toContain('Addresses:\n  ADDRESS       FAMILY   RANGE\n  10.96.0.201   IPv4     10.96.0.0-24\n');
     expect(text).not.toContain('Count:');
     expect(text).toContain('Labels:           <none>\n');
-    expect(describeClaim('services', { ...claim, labels: { app: 'vpn' } }, NOW)).toContain('Labels:           app=vpn\n');
-    expect(describeClaim('services', { ...claim, labels: { tier: 'edge', app: 'vpn' } }, NOW)).toContain('Labels:\n  app=vpn\n  tier=edge\n');
-    expect(describeClaim('services', batch, NOW)).toContain('IP family policy: RequireDualStack\nCount:            3 addresses per family\n');
+    expect(describeClaim('services', { ...claim, labels: { app: 'vpn' } }, NOW)).toContain(
+      'Labels:           app=vpn\n',
+    );
+    expect(describeClaim('services', { ...claim, labels: { tier: 'edge', app: 'vpn' } }, NOW)).toContain(
+      'Labels:\n  app=vpn\n  tier=edge\n',
+    );
+    expect(describeClaim('services', batch, NOW)).toContain(
+      'IP family policy: RequireDualStack\nCount:            3 addresses per family\n',
+    );
   });
 
   it("shows a claim's consumers as a table, and no Consumers field for a claim without any", () => {
-    const text = describeClaim('services', { ...claim, consumers: [{ kind: 'Pod', name: 'lb-0', uid: '5d2a' }, { kind: 'Pod', name: 'lb-1', uid: '77c0' }] }, NOW);
+    const text = describeClaim(
+      'services',
+      {
+        ...claim,
+        consumers: [
+          { kind: 'Pod', name: 'lb-0', uid: '5d2a' },
+          { kind: 'Pod', name: 'lb-1', uid: '77c0' },
+        ],
+      },
+      NOW,
+    );
     expect(text).toContain('Consumers:\n  KIND   NAME   UID\n  Pod    lb-0   5d2a\n  Pod    lb-1   77c0\n');
     expect(describeClaim('services', claim, NOW)).not.toContain('Consumers');
   });
@@ -402,7 +550,10 @@ describe('get --watch', () => {
     });
 
     // Act
-    const result = await runCli(['get', 'claims', '-p', 'services', '--watch', '--interval', '2s', '--watch-for', '9s'], { fetch: server.fetch, nowMs: NOW });
+    const result = await runCli(
+      ['get', 'claims', '-p', 'services', '--watch', '--interval', '2s', '--watch-for', '9s'],
+      { fetch: server.fetch, nowMs: NOW },
+    );
 
     // Assess: polls at 0, 2, 4, 6 and 8 s; only two tables printed (ages moving is not a change).
     expect(result.code).toBe(0);
@@ -415,7 +566,11 @@ describe('get --watch', () => {
 
   it('redraws the whole screen each round on a terminal', async () => {
     const fake = fakeIo({ isTTY: true, nowMs: NOW });
-    const rounds = await watch(fake.io, async () => ({ text: 'same\n', key: 'same' }), { intervalMs: 1000, forMs: 3000, title: 'ipam get pools' });
+    const rounds = await watch(fake.io, async () => ({ text: 'same\n', key: 'same' }), {
+      intervalMs: 1000,
+      forMs: 3000,
+      title: 'ipam get pools',
+    });
     expect(rounds).toBe(4);
     expect(fake.out().split('\x1b[H\x1b[2J')).toHaveLength(5);
     expect(fake.out()).toContain('Every 1s: ipam get pools    2026-04-02T10:00:03.000Z\n\nsame\n');

@@ -107,11 +107,21 @@ kind: List
 const CONFLIST = JSON.stringify({
   cniVersion: '1.0.0',
   name: 'storage',
-  plugins: [{ type: 'macvlan', master: 'eth1', ipam: { type: 'ipam-cni', endpoint: 'http://ipam.test', range: '10.70.0.0/24', network_name: 'storage' } }],
+  plugins: [
+    {
+      type: 'macvlan',
+      master: 'eth1',
+      ipam: { type: 'ipam-cni', endpoint: 'http://ipam.test', range: '10.70.0.0/24', network_name: 'storage' },
+    },
+  ],
 });
 
 function files(): { config: string; pools: string; reservations: string } {
-  const paths = { config: join(dir, 'storage.conflist'), pools: join(dir, 'pools.yaml'), reservations: join(dir, 'reservations.yaml') };
+  const paths = {
+    config: join(dir, 'storage.conflist'),
+    pools: join(dir, 'pools.yaml'),
+    reservations: join(dir, 'reservations.yaml'),
+  };
   writeFileSync(paths.config, CONFLIST);
   writeFileSync(paths.pools, IPPOOLS);
   writeFileSync(paths.reservations, RESERVATIONS);
@@ -120,9 +130,16 @@ function files(): { config: string; pools: string; reservations: string } {
 
 const attachmentClaim = (containerID: string) => claimName('storage', { containerID, ifname: 'net1' });
 
-async function claimsOf(api: TestApi): Promise<{ name: string; addresses: string[]; owner: { name: string }; labels: Record<string, string> }[]> {
+async function claimsOf(
+  api: TestApi,
+): Promise<{ name: string; addresses: string[]; owner: { name: string }; labels: Record<string, string> }[]> {
   const page = await api.call('GET', '/v1/pools/storage/claims');
-  return (page.body.items ?? []).map((c) => ({ name: String(c.name), addresses: (c.addresses as { address: string }[]).map((a) => a.address), owner: c.owner as { name: string }, labels: c.labels as Record<string, string> }));
+  return (page.body.items ?? []).map((c) => ({
+    name: String(c.name),
+    addresses: (c.addresses as { address: string }[]).map((a) => a.address),
+    owner: c.owner as { name: string },
+    labels: c.labels as Record<string, string>,
+  }));
 }
 
 describe('Import from whereabouts: the plan', () => {
@@ -141,8 +158,17 @@ describe('Import from whereabouts: the plan', () => {
       ['10.70.0.7', 'default/db-0', 'c-db-new/net1'],
       ['10.70.0.9', 'default/a', 'c-a/net1'],
     ]);
-    expect(plan.skipped).toEqual([expect.stringMatching(/^10\.70\.0\.9: whereabouts holds it for default\/a .* and for default\/b /)]);
-    expect(plan.notes).toEqual(expect.arrayContaining([expect.stringContaining('10.70.0.12: IPPool kube-system/storage-10.70.0.0-25 offset 12 names no ifname; eth0 was assumed'), expect.stringContaining('default/db-0 holds addresses under 2 attachments')]));
+    expect(plan.skipped).toEqual([
+      expect.stringMatching(/^10\.70\.0\.9: whereabouts holds it for default\/a .* and for default\/b /),
+    ]);
+    expect(plan.notes).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining(
+          '10.70.0.12: IPPool kube-system/storage-10.70.0.0-25 offset 12 names no ifname; eth0 was assumed',
+        ),
+        expect.stringContaining('default/db-0 holds addresses under 2 attachments'),
+      ]),
+    );
   });
 
   it('makes one dual-stack claim of an attachment with an address of each family, and an extra claim for a second address of a family', () => {
@@ -159,8 +185,18 @@ spec: { range: "fd71::/64", allocations: { "16": { id: c1, podref: ns/p, ifname:
     const plan = planImport(readWhereabouts([pools]), { network: 'n', clusterId: 'east' });
     // Assess
     const own = plan.claims.find((c) => c.releasedByDel)!;
-    expect(own.spec).toMatchObject({ name: claimName('n', { containerID: 'c1', ifname: 'net1' }), ipFamilyPolicy: 'RequireDualStack', ipFamilies: ['IPv4', 'IPv6'], addresses: ['10.71.0.3', 'fd71::10'] });
-    expect(own.spec.labels).toEqual({ 'cni.ipam/network': 'n', 'cni.ipam/container-id': 'c1', 'cni.ipam/ifname': 'net1', 'cni.ipam/cluster': 'east' });
+    expect(own.spec).toMatchObject({
+      name: claimName('n', { containerID: 'c1', ifname: 'net1' }),
+      ipFamilyPolicy: 'RequireDualStack',
+      ipFamilies: ['IPv4', 'IPv6'],
+      addresses: ['10.71.0.3', 'fd71::10'],
+    });
+    expect(own.spec.labels).toEqual({
+      'cni.ipam/network': 'n',
+      'cni.ipam/container-id': 'c1',
+      'cni.ipam/ifname': 'net1',
+      'cni.ipam/cluster': 'east',
+    });
     const extra = plan.claims.filter((c) => !c.releasedByDel);
     expect(extra.map((c) => c.spec.addresses)).toEqual([['10.71.0.4']]);
     expect(plan.notes).toEqual([expect.stringContaining('10.71.0.4: a second IPv4 address of ns/p')]);
@@ -170,7 +206,9 @@ spec: { range: "fd71::/64", allocations: { "16": { id: c1, podref: ns/p, ifname:
     expect(networkConfigOf(CONFLIST)).toMatchObject({ name: 'storage', ipam: { pool: 'storage' } });
     const nad = `apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata: { name: storage-net }\nspec:\n  config: '${JSON.stringify({ cniVersion: '1.0.0', name: 'storage-net', type: 'macvlan', ipam: { type: 'ipam-cni', endpoint: 'http://x', range: '10.1.0.0/24' } })}'\n`;
     expect(networkConfigOf(nad)).toMatchObject({ name: 'storage-net', ipam: { pool: 'storage-net' } });
-    expect(() => networkConfigOf(JSON.stringify({ cniVersion: '1.0.0', name: 'n', ipam: { type: 'whereabouts' } }))).toThrow('switch the type');
+    expect(() =>
+      networkConfigOf(JSON.stringify({ cniVersion: '1.0.0', name: 'n', ipam: { type: 'whereabouts' } })),
+    ).toThrow('switch the type');
   });
 });
 
@@ -181,11 +219,16 @@ describe('ipam import whereabouts', () => {
     const fetch = cliFetch(api);
     const paths = files();
     // Act
-    const run = await runCli(['import', 'whereabouts', '--config', paths.config, '-f', paths.pools, '-f', paths.reservations, '--dry-run'], { fetch: fetch.fetch });
+    const run = await runCli(
+      ['import', 'whereabouts', '--config', paths.config, '-f', paths.pools, '-f', paths.reservations, '--dry-run'],
+      { fetch: fetch.fetch },
+    );
     // Assess
     expect(run.code, run.err).toBe(0);
     expect(fetch.requests()).toBe(0);
-    expect(run.out).toContain(`claim ${attachmentClaim('c-web-0')} 10.70.0.5 for Pod default/web-0 (c-web-0/net1) in pool storage`);
+    expect(run.out).toContain(
+      `claim ${attachmentClaim('c-web-0')} 10.70.0.5 for Pod default/web-0 (c-web-0/net1) in pool storage`,
+    );
     expect(run.out).toContain('skipped: 10.70.0.9: whereabouts holds it for default/a');
     expect(run.out).toContain('dry run: 7 claims planned in pool storage, 1 addresses skipped; nothing was sent');
   });
@@ -198,7 +241,15 @@ describe('ipam import whereabouts', () => {
     const argv = ['import', 'whereabouts', '--config', paths.config, '-f', paths.pools, '-f', paths.reservations];
     expect((await runCli(['create', 'pool', 'storage'], { fetch: fetch.fetch })).code).toBe(0);
     expect((await runCli(['create', 'range', 'storage', '10.70.0.0/24'], { fetch: fetch.fetch })).code).toBe(0);
-    expect((await api.call('POST', '/v1/pools/storage/claims', { name: 'other', owner: { kind: 'Service', name: 'x', uid: 'x1' }, addresses: ['10.70.0.30'] })).status).toBe(201);
+    expect(
+      (
+        await api.call('POST', '/v1/pools/storage/claims', {
+          name: 'other',
+          owner: { kind: 'Service', name: 'x', uid: 'x1' },
+          addresses: ['10.70.0.30'],
+        })
+      ).status,
+    ).toBe(201);
     // Act
     const first = await runCli(argv, { fetch: fetch.fetch });
     const afterFirst = await claimsOf(api);
@@ -207,16 +258,27 @@ describe('ipam import whereabouts', () => {
     // Assess
     expect(first.code, first.err).toBe(0);
     expect(first.out).toContain('imported into pool storage: 6 created, 0 unchanged, 2 skipped');
-    expect(first.out).toMatch(/skipped: 10\.70\.0\.30 for Pod default\/taken \(c-taken\/net1\) as claim \S+: held by another owner in ipam-cni/);
+    expect(first.out).toMatch(
+      /skipped: 10\.70\.0\.30 for Pod default\/taken \(c-taken\/net1\) as claim \S+: held by another owner in ipam-cni/,
+    );
     expect(second.out).toContain('imported into pool storage: 0 created, 6 unchanged, 2 skipped');
     expect(afterSecond).toEqual(afterFirst);
     const web = afterFirst.find((c) => c.addresses.includes('10.70.0.5'))!;
-    expect(web).toMatchObject({ name: attachmentClaim('c-web-0'), owner: { name: 'default/web-0' }, labels: { 'cni.ipam/network': 'storage', 'cni.ipam/container-id': 'c-web-0', 'cni.ipam/ifname': 'net1' } });
+    expect(web).toMatchObject({
+      name: attachmentClaim('c-web-0'),
+      owner: { name: 'default/web-0' },
+      labels: { 'cni.ipam/network': 'storage', 'cni.ipam/container-id': 'c-web-0', 'cni.ipam/ifname': 'net1' },
+    });
     expect(afterFirst.find((c) => c.addresses.includes('10.70.0.30'))?.name).toBe('other');
     expect(afterFirst.find((c) => c.addresses.includes('10.70.0.9'))?.owner.name).toBe('default/a');
     // A DEL of the pod's attachment, as the plugin runs it after the switch, releases its imported address.
     const config = networkConfigOf(CONFLIST);
-    const ctx = { api: new IpamApi(new HttpClient({ endpoint: new URL('http://ipam.test'), fetch: pluginFetch(api).fetch })), node: 'n1', log: () => undefined, cache: fileCache(join(dir, 'state'), () => undefined, 1000) };
+    const ctx = {
+      api: new IpamApi(new HttpClient({ endpoint: new URL('http://ipam.test'), fetch: pluginFetch(api).fetch })),
+      node: 'n1',
+      log: () => undefined,
+      cache: fileCache(join(dir, 'state'), () => undefined, 1000),
+    };
     await del(ctx, config, { containerID: 'c-web-0', ifname: 'net1' });
     expect((await api.call('GET', '/v1/pools/storage/addresses/10.70.0.5')).status).toBe(404);
   });

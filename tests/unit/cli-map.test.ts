@@ -79,9 +79,12 @@ describe('Map layout: a /16, one cell per 64 addresses', () => {
     expect(model.cellSize).toBe(64n);
     expect(model.rows).toHaveLength(16);
     expect(model.rows.every((row) => row.length === 64)).toBe(true);
-    expect(renderTextMap(model, meta, { colour: false }).split('\n').filter((l) => /^ *10\.64\./.test(l)).map((l) => l.trim().split(' ')[0])).toEqual(
-      Array.from({ length: 16 }, (_, i) => `10.64.${i * 16}.0`),
-    );
+    expect(
+      renderTextMap(model, meta, { colour: false })
+        .split('\n')
+        .filter((l) => /^ *10\.64\./.test(l))
+        .map((l) => l.trim().split(' ')[0]),
+    ).toEqual(Array.from({ length: 16 }, (_, i) => `10.64.${i * 16}.0`));
   });
 
   it('shades cells by fill: full, half, empty; the first and last cells lose network and broadcast', () => {
@@ -92,7 +95,12 @@ describe('Map layout: a /16, one cell per 64 addresses', () => {
     expect(glyphOf(first[2]!)).toBe('█');
     expect(model.rows[15]!.map(glyphOf).join('')).toBe(`${'·'.repeat(63)}·`);
     expect(model.rows[15]![63]!.usable).toBe(63n);
-    expect(model.counts).toEqual({ usable: 65534n, held: BigInt(held.length), excluded: 0n, free: 65534n - BigInt(held.length) });
+    expect(model.counts).toEqual({
+      usable: 65534n,
+      held: BigInt(held.length),
+      excluded: 0n,
+      free: 65534n - BigInt(held.length),
+    });
   });
 
   it('names every shade in the legend, the full cell █ included', () => {
@@ -129,7 +137,13 @@ describe('Map layout: a legacy IPv6 /108 and its bitmap window', () => {
 describe('Map SVG', () => {
   it('draws a title, the counts, the time, a legend and one rect per cell plus one per held cell', () => {
     const cidr = parseCidr('10.96.0.0/24');
-    const model = layoutMap({ cidr, held: [v4('10.96.0.10'), v4('10.96.0.200')], exclude: [], maxCells: 16_384, maxColumns: 128 });
+    const model = layoutMap({
+      cidr,
+      held: [v4('10.96.0.10'), v4('10.96.0.200')],
+      exclude: [],
+      maxCells: 16_384,
+      maxColumns: 128,
+    });
     const svg = renderSvgMap(model, meta, new Date('2026-04-02T10:00:00Z'));
     expect(svg).toMatch(/^<svg xmlns="http:\/\/www.w3.org\/2000\/svg" width="\d+" height="\d+"/);
     expect(svg).toContain('254 usable: 2 held, 252 free, 0 excluded');
@@ -140,7 +154,11 @@ describe('Map SVG', () => {
   });
 
   it('escapes names in text', () => {
-    const svg = renderSvgMap(layoutMap({ cidr: parseCidr('10.0.0.0/30'), held: [], exclude: [], maxCells: 4, maxColumns: 4 }), { ...meta, pool: 'a<b&"c' }, new Date(0));
+    const svg = renderSvgMap(
+      layoutMap({ cidr: parseCidr('10.0.0.0/30'), held: [], exclude: [], maxCells: 4, maxColumns: 4 }),
+      { ...meta, pool: 'a<b&"c' },
+      new Date(0),
+    );
     expect(svg).toContain('a&lt;b&amp;&quot;c');
     expect(svg).not.toContain('a<b');
   });
@@ -158,14 +176,30 @@ describe('Reading addresses for the map', () => {
     fc.assert(fc.property(v6Address, ({ text, value }) => addressValue(text) === value));
   });
 
-  it('reads the range in one request of the occupancy route, its bits LSB first from each slice\'s first address', async () => {
+  it("reads the range in one request of the occupancy route, its bits LSB first from each slice's first address", async () => {
     // Prepare: a pool with one /28 range holding .1, .2 and .14: one slice from the network address, bits 1, 2, 14
-    const range = { name: '10.96.0.0-28', cidr: '10.96.0.0/28', family: 'IPv4', state: 'Ready', legacy: false, size: 14, used: 3, free: 11 };
+    const range = {
+      name: '10.96.0.0-28',
+      cidr: '10.96.0.0/28',
+      family: 'IPv4',
+      state: 'Ready',
+      legacy: false,
+      size: 14,
+      used: 3,
+      free: 11,
+    };
     const bits = Buffer.from([0b0000_0110, 0b0100_0000]).toString('base64');
-    const occupancy = { range: range.name, cidr: range.cidr, used: 3, source: 'summary', slices: [{ first: '10.96.0.0', count: 16, used: 3, bits, asOf: '' }] };
+    const occupancy = {
+      range: range.name,
+      cidr: range.cidr,
+      used: 3,
+      source: 'summary',
+      slices: [{ first: '10.96.0.0', count: 16, used: 3, bits, asOf: '' }],
+    };
     const server = fakeFetch((request) => {
       const path = request.url.pathname;
-      if (path === '/v1/pools') return { status: 200, body: { items: [{ name: 'services', exclude: ['10.96.0.4/31'], createdAt: '' }] } };
+      if (path === '/v1/pools')
+        return { status: 200, body: { items: [{ name: 'services', exclude: ['10.96.0.4/31'], createdAt: '' }] } };
       if (path === '/v1/pools/services/ranges/10.96.0.0-28') return { status: 200, body: range };
       if (path === '/v1/pools/services/ranges/10.96.0.0-28/occupancy') return { status: 200, body: occupancy };
       return { status: 404, body: { status: 404, code: 'NotFound', detail: path } };
@@ -186,7 +220,9 @@ describe('Reading addresses for the map', () => {
 
   it('says which range is missing', async () => {
     const server = fakeFetch((request) =>
-      request.url.pathname.includes('/ranges/') ? { status: 404, body: { status: 404, code: 'NotFound', detail: 'range "nope" was not found.' } } : { status: 200, body: { items: [] } },
+      request.url.pathname.includes('/ranges/')
+        ? { status: 404, body: { status: 404, code: 'NotFound', detail: 'range "nope" was not found.' } }
+        : { status: 200, body: { items: [] } },
     );
     const result = await runCli(['map', 'services', 'nope'], { fetch: server.fetch });
     expect(result).toMatchObject({ code: 1, err: 'error: NotFound: range "nope" was not found.\n' });

@@ -32,10 +32,16 @@ describe('Transport: nodeFetch under HttpClient', () => {
         return;
       }
       if (req.url === '/v1/missing') {
-        res.writeHead(404, { 'content-type': 'application/problem+json' }).end(JSON.stringify({ status: 404, code: 'PoolNotFound', title: 'Not Found', detail: 'pool p does not exist' }));
+        res
+          .writeHead(404, { 'content-type': 'application/problem+json' })
+          .end(
+            JSON.stringify({ status: 404, code: 'PoolNotFound', title: 'Not Found', detail: 'pool p does not exist' }),
+          );
         return;
       }
-      res.writeHead(201, { 'content-type': 'application/json', 'x-answer': 'yes' }).end(JSON.stringify({ name: 'c1', echo: JSON.parse(body || 'null') }));
+      res
+        .writeHead(201, { 'content-type': 'application/json', 'x-answer': 'yes' })
+        .end(JSON.stringify({ name: 'c1', echo: JSON.parse(body || 'null') }));
     });
   });
 
@@ -49,11 +55,19 @@ describe('Transport: nodeFetch under HttpClient', () => {
 
   it('sends the method, path, query and JSON body, and answers status, headers and parsed body', async () => {
     const client = new HttpClient({ endpoint: new URL(origin), fetch: nodeFetch });
-    const res = await client.request('POST', '/v1/pools/p/claims', { body: { name: 'c1', labels: { 'cni.ipam/node': 'n1' } }, query: { limit: 2 } });
+    const res = await client.request('POST', '/v1/pools/p/claims', {
+      body: { name: 'c1', labels: { 'cni.ipam/node': 'n1' } },
+      query: { limit: 2 },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({ name: 'c1', echo: { name: 'c1', labels: { 'cni.ipam/node': 'n1' } } });
     expect(res.headers.get('X-Answer')).toBe('yes');
-    expect(seen.at(-1)).toEqual({ method: 'POST', url: '/v1/pools/p/claims?limit=2', body: '{"name":"c1","labels":{"cni.ipam/node":"n1"}}', type: 'application/json' });
+    expect(seen.at(-1)).toEqual({
+      method: 'POST',
+      url: '/v1/pools/p/claims?limit=2',
+      body: '{"name":"c1","labels":{"cni.ipam/node":"n1"}}',
+      type: 'application/json',
+    });
   });
 
   it("turns a problem answer into the service's ProblemError", async () => {
@@ -67,10 +81,14 @@ describe('Transport: nodeFetch under HttpClient', () => {
     const closed = createServer();
     const closedOrigin = await listen(closed);
     await new Promise((resolve) => closed.close(resolve));
-    const refused = await new HttpClient({ endpoint: new URL(closedOrigin), fetch: nodeFetch }).request('GET', '/v1/health').catch((e: unknown) => e);
+    const refused = await new HttpClient({ endpoint: new URL(closedOrigin), fetch: nodeFetch })
+      .request('GET', '/v1/health')
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ConnectionError);
     expect(refused).toMatchObject({ refused: true });
-    const slow = await new HttpClient({ endpoint: new URL(origin), fetch: nodeFetch, timeoutMs: 100 }).request('GET', '/v1/slow').catch((e: unknown) => e);
+    const slow = await new HttpClient({ endpoint: new URL(origin), fetch: nodeFetch, timeoutMs: 100 })
+      .request('GET', '/v1/slow')
+      .catch((e: unknown) => e);
     expect(slow).toBeInstanceOf(ConnectionError);
     expect(String((slow as Error).message)).toContain('timed out');
   });
@@ -116,7 +134,11 @@ describe('Node cache: fileCache', () => {
     const old = new Date(Date.now() - 60_000);
     utimesSync(join(folder, 'pool-k.lock'), old, old);
     // Act
-    const answer = await cache.exclusive('k', () => Promise.resolve(new Map([['r', 64]])), () => cache.read('k'));
+    const answer = await cache.exclusive(
+      'k',
+      () => Promise.resolve(new Map([['r', 64]])),
+      () => cache.read('k'),
+    );
     // Assess
     expect([...answer]).toEqual([['r', 64]]);
   });

@@ -66,14 +66,34 @@ function countedEngine(reads: Reads): TestEngine {
 }
 
 function configOf(network: string, ipam: Record<string, unknown>, extra: Record<string, unknown> = {}): NetworkConfig {
-  return parseNetworkConfig(JSON.stringify({ cniVersion: '1.1.0', name: network, type: 'bridge', ipam: { type: 'ipam-cni', endpoint: ENDPOINT, ...ipam }, ...extra }));
+  return parseNetworkConfig(
+    JSON.stringify({
+      cniVersion: '1.1.0',
+      name: network,
+      type: 'bridge',
+      ipam: { type: 'ipam-cni', endpoint: ENDPOINT, ...ipam },
+      ...extra,
+    }),
+  );
 }
 
-function contextOf(api: TestApi, options: { node?: string; timeoutMs?: number; fetch?: FetchLike; stateDir?: string } = {}): CommandContext {
+function contextOf(
+  api: TestApi,
+  options: { node?: string; timeoutMs?: number; fetch?: FetchLike; stateDir?: string } = {},
+): CommandContext {
   const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'ipam-cni-node-'));
   dirs.push(stateDir);
-  const http = new HttpClient({ endpoint: new URL(ENDPOINT), fetch: options.fetch ?? pluginFetch(api).fetch, timeoutMs: options.timeoutMs ?? 10_000 });
-  return { api: new IpamApi(http), node: options.node ?? 'node-1', log: () => undefined, cache: fileCache(stateDir, () => undefined, 10_000) };
+  const http = new HttpClient({
+    endpoint: new URL(ENDPOINT),
+    fetch: options.fetch ?? pluginFetch(api).fetch,
+    timeoutMs: options.timeoutMs ?? 10_000,
+  });
+  return {
+    api: new IpamApi(http),
+    node: options.node ?? 'node-1',
+    log: () => undefined,
+    cache: fileCache(stateDir, () => undefined, 10_000),
+  };
 }
 
 const attachment = (id: string) => ({ containerID: id, ifname: 'eth0' });
@@ -137,7 +157,10 @@ describe('ipam-cni with the service: GC', () => {
     await add(westNode, west, attachment('w2'), owner('w2'));
     const westClaims = (await claimNames(api, 'shared')).length;
     // Act: east's node has no pods left.
-    const result = await gc(eastNode, configOf('pods', { ...ipam, clusterId: 'east' }, { 'cni.dev/valid-attachments': [] }));
+    const result = await gc(
+      eastNode,
+      configOf('pods', { ...ipam, clusterId: 'east' }, { 'cni.dev/valid-attachments': [] }),
+    );
     // Assess
     expect(westClaims).toBe(3);
     expect(result.released).toHaveLength(1);
@@ -154,7 +177,10 @@ describe('ipam-cni with the service: GC', () => {
     // Act
     await add(ctx, config, attachment('n1'), owner('n1'));
     const claims = (await api.call('GET', '/v1/pools/named/claims')).body.items ?? [];
-    const result = await gc(ctx, configOf('named', { range: '10.63.0.0/24', nodeName: 'worker-7' }, { 'cni.dev/valid-attachments': [] }));
+    const result = await gc(
+      ctx,
+      configOf('named', { range: '10.63.0.0/24', nodeName: 'worker-7' }, { 'cni.dev/valid-attachments': [] }),
+    );
     // Assess
     expect((claims[0]?.labels as Record<string, string>)['cni.ipam/node']).toBe('worker-7');
     expect(result.released).toHaveLength(1);
@@ -163,11 +189,21 @@ describe('ipam-cni with the service: GC', () => {
 
 describe('ipam-cni with the service: STATUS', () => {
   /** A pool with a reuse delay, `held` claims and `released` released ones, made through the API. */
-  async function poolWithLeases(api: TestApi, pool: string, cidr: string, held: number, released: number): Promise<void> {
+  async function poolWithLeases(
+    api: TestApi,
+    pool: string,
+    cidr: string,
+    held: number,
+    released: number,
+  ): Promise<void> {
     expect((await api.call('POST', '/v1/pools', { name: pool, reuseDelaySeconds: 600 })).status).toBe(201);
     expect((await api.call('POST', `/v1/pools/${pool}/ranges`, { cidr })).status).toBe(201);
-    for (let i = 0; i < held + released; i += 1) expect((await api.call('POST', `/v1/pools/${pool}/claims`, { name: `c${i}`, owner: owner(`u${i}`) })).status).toBe(201);
-    for (let i = 0; i < released; i += 1) expect((await api.call('DELETE', `/v1/pools/${pool}/claims/c${i}`)).status).toBe(204);
+    for (let i = 0; i < held + released; i += 1)
+      expect(
+        (await api.call('POST', `/v1/pools/${pool}/claims`, { name: `c${i}`, owner: owner(`u${i}`) })).status,
+      ).toBe(201);
+    for (let i = 0; i < released; i += 1)
+      expect((await api.call('DELETE', `/v1/pools/${pool}/claims/c${i}`)).status).toBe(204);
   }
 
   it('costs the service the same reads for a /24 and a /16 pool with a reuse delay', async () => {
@@ -212,16 +248,26 @@ describe('ipam-cni with the service: STATUS', () => {
     expect(again).toBe('ready');
   });
 
-  it('answers 50 from the service\'s warning (GET pool\'s warnings) when the family the network needs is full, though no ADD of this node failed; ready once it recovered (issue 37)', async () => {
+  it("answers 50 from the service's warning (GET pool's warnings) when the family the network needs is full, though no ADD of this node failed; ready once it recovered (issue 37)", async () => {
     // Prepare: a /29 (6 addresses) filled by other callers, the stream function's check deciding "full"
-    const api = await testApi({ announcer: { announce: async () => undefined } }, {}, undefined, countedEngine({ calls: 0, items: 0 }));
+    const api = await testApi(
+      { announcer: { announce: async () => undefined } },
+      {},
+      undefined,
+      countedEngine({ calls: 0, items: 0 }),
+    );
     const config = configOf('busy', { range: '10.66.0.0/29' });
     const names = Array.from({ length: 6 }, (_, i) => `c${i}`);
     expect((await api.call('POST', '/v1/pools', { name: 'busy' })).status).toBe(201);
     expect((await api.call('POST', '/v1/pools/busy/ranges', { cidr: '10.66.0.0/29' })).status).toBe(201);
-    for (const name of names) expect((await api.call('POST', '/v1/pools/busy/claims', { name, owner: owner(name) })).status).toBe(201);
+    for (const name of names)
+      expect((await api.call('POST', '/v1/pools/busy/claims', { name, owner: owner(name) })).status).toBe(201);
     await api.container.mirror.exhaustion!.check('busy');
-    const polls = (ctx: CommandContext) => status(ctx, config).then(() => 'ready', (e: unknown) => e);
+    const polls = (ctx: CommandContext) =>
+      status(ctx, config).then(
+        () => 'ready',
+        (e: unknown) => e,
+      );
     // Act 1: a node that never ADDed to the pool
     const full = await polls(contextOf(api, { node: 'node-a' }));
     // ... then the pool emptied and checked again, and another node's first poll
@@ -230,30 +276,50 @@ describe('ipam-cni with the service: STATUS', () => {
     const recovered = await polls(contextOf(api, { node: 'node-b' }));
     // Assess
     expect(full).toBeInstanceOf(CniError);
-    expect({ code: (full as CniError).code, msg: (full as CniError).msg }).toEqual({ code: 50, msg: 'the pool has no free address' });
-    expect((full as CniError).details).toMatch(/^pool busy: no free IPv4 address \(the service's warning: IPv4 space full since \S+\)$/);
+    expect({ code: (full as CniError).code, msg: (full as CniError).msg }).toEqual({
+      code: 50,
+      msg: 'the pool has no free address',
+    });
+    expect((full as CniError).details).toMatch(
+      /^pool busy: no free IPv4 address \(the service's warning: IPv4 space full since \S+\)$/,
+    );
     expect(recovered).toBe('ready');
   });
 
-  it('reads the service\'s warning at most once per node in EXHAUSTED_MEMORY_MS, and not for a family the network does not need (issue 37)', async () => {
+  it("reads the service's warning at most once per node in EXHAUSTED_MEMORY_MS, and not for a family the network does not need (issue 37)", async () => {
     // Prepare: a dual-stack pool whose IPv6 /126 is full; the network asks for IPv4 only
     const reads: Reads = { calls: 0, items: 0 };
     const api = await testApi({ announcer: { announce: async () => undefined } }, {}, undefined, countedEngine(reads));
     expect((await api.call('POST', '/v1/pools', { name: 'mixed' })).status).toBe(201);
     expect((await api.call('POST', '/v1/pools/mixed/ranges', { cidr: '10.67.0.0/24' })).status).toBe(201);
     expect((await api.call('POST', '/v1/pools/mixed/ranges', { cidr: 'fd00:67::/126' })).status).toBe(201);
-    for (let i = 0; (await api.call('POST', '/v1/pools/mixed/claims', { name: `v${i}`, owner: owner(`v${i}`), ipFamilies: ['IPv6'] })).status === 201; i += 1) expect(i).toBeLessThan(4);
+    for (
+      let i = 0;
+      (await api.call('POST', '/v1/pools/mixed/claims', { name: `v${i}`, owner: owner(`v${i}`), ipFamilies: ['IPv6'] }))
+        .status === 201;
+      i += 1
+    )
+      expect(i).toBeLessThan(4);
     await api.container.mirror.exhaustion!.check('mixed');
     expect((await api.call('GET', '/v1/pools/mixed')).body.warnings).toMatchObject({ IPv6: { below: 'full' } });
     const ctx = contextOf(api);
     const v4 = configOf('mixed', { range: '10.67.0.0/24' });
     const v6 = configOf('mixed', { range: 'fd00:67::/126' });
     // Act
-    const first = await status(ctx, v4).then(() => 'ready', (e: unknown) => e);
+    const first = await status(ctx, v4).then(
+      () => 'ready',
+      (e: unknown) => e,
+    );
     reads.calls = reads.items = 0;
-    const second = await status(ctx, v4).then(() => 'ready', (e: unknown) => e);
+    const second = await status(ctx, v4).then(
+      () => 'ready',
+      (e: unknown) => e,
+    );
     const warm = { ...reads };
-    const needsV6 = await status(contextOf(api), v6).then(() => 'ready', (e: unknown) => (e as CniError).code);
+    const needsV6 = await status(contextOf(api), v6).then(
+      () => 'ready',
+      (e: unknown) => (e as CniError).code,
+    );
     // Assess: the warm poll costs what it cost before the warnings (the health route's read)
     expect([first, second, needsV6]).toEqual(['ready', 'ready', 50]);
     expect(warm.items).toBeLessThanOrEqual(2);
@@ -269,7 +335,9 @@ describe('ipam-cni with the service: a static address (runtimeConfig.ips)', () =
     const config = configOf('static', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['10.66.0.10/24'] } });
     const ctx = contextOf(api);
     // Act
-    const outcomes = await Promise.all(['s1', 's2'].map((id) => add(ctx, config, attachment(id), owner(id)).catch((e: unknown) => e)));
+    const outcomes = await Promise.all(
+      ['s1', 's2'].map((id) => add(ctx, config, attachment(id), owner(id)).catch((e: unknown) => e)),
+    );
     // Assess
     expect(race.conflicts()).toBe(1);
     const won = outcomes.filter((o) => !(o instanceof CniError));
@@ -281,14 +349,22 @@ describe('ipam-cni with the service: a static address (runtimeConfig.ips)', () =
   });
 
   it('refuses runtimeConfig.ips that are not addresses, or two of one family, with code 7', () => {
-    expect(() => configOf('n', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['ten'] } })).toThrow('is not an IP address');
-    expect(() => configOf('n', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['10.66.0.1', '10.66.0.2'] } })).toThrow('one address per family');
+    expect(() => configOf('n', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['ten'] } })).toThrow(
+      'is not an IP address',
+    );
+    expect(() =>
+      configOf('n', { range: '10.66.0.0/24' }, { runtimeConfig: { ips: ['10.66.0.1', '10.66.0.2'] } }),
+    ).toThrow('one address per family');
   });
 
   it('reads CNI_ARGS IP= (Podman 4 sends --ip so) and refuses one that is not an address with code 7', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'ipam-cni-args-'));
     dirs.push(stateDir);
-    const stdin = JSON.stringify({ cniVersion: '1.0.0', name: 'n', ipam: { type: 'ipam-cni', endpoint: 'http://127.0.0.1:1', range: '10.66.0.0/24', stateDir } });
+    const stdin = JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'n',
+      ipam: { type: 'ipam-cni', endpoint: 'http://127.0.0.1:1', range: '10.66.0.0/24', stateDir },
+    });
     const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c1', CNI_NETNS: '/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x' };
     const bad = await run({ ...env, CNI_ARGS: 'IgnoreUnknown=1;IP=ten' }, stdin);
     expect(bad.exitCode).toBe(1);

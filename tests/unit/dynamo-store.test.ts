@@ -16,7 +16,15 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { buildContainer } from '../../shared/adapters/composition.ts';
 import { claimToItem, generatedToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
-import { either, hasExpired, hasLabels, belongsToClaim, holds, itemIsAbsent, render } from '../../shared/adapters/dynamodb/conditions.ts';
+import {
+  either,
+  hasExpired,
+  hasLabels,
+  belongsToClaim,
+  holds,
+  itemIsAbsent,
+  render,
+} from '../../shared/adapters/dynamodb/conditions.ts';
 import { SdkTable, translateError } from '../../shared/adapters/dynamodb/sdk-table.ts';
 import { tableStores } from '../../shared/adapters/dynamodb/stores.ts';
 import { loadConfig } from '../../shared/config.ts';
@@ -29,7 +37,10 @@ const TABLE = 'ipam-unit';
 const SHARDS = 4;
 const OWNER = { kind: 'Pod', name: 'web-0', uid: 'owner-1' };
 
-const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' } });
+const client = new DynamoDBClient({
+  region: 'us-east-1',
+  credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' },
+});
 const ddb = mockClient(client);
 const table = new SdkTable(client, TABLE);
 const store = tableStores(table, { shards: SHARDS, cursorSecret: 'unit-secret' }).claims;
@@ -44,8 +55,19 @@ function claimOf(addresses: readonly string[], overrides: Partial<Claim> = {}): 
     pool: 'pool-a',
     name: 'claim-1',
     uid: 'uid-1',
-    spec: { owner: OWNER, ipFamilyPolicy: addresses.length > 1 ? IpFamilyPolicy.RequireDualStack : IpFamilyPolicy.SingleStack, ipFamilies: [], addresses: [] },
-    addresses: addresses.map((address): ClaimAddress => ({ address, family: address.includes(':') ? IpFamily.IPv6 : IpFamily.IPv4, range: address.includes(':') ? 'fd00::-64' : '10.0.0.0-24' })),
+    spec: {
+      owner: OWNER,
+      ipFamilyPolicy: addresses.length > 1 ? IpFamilyPolicy.RequireDualStack : IpFamilyPolicy.SingleStack,
+      ipFamilies: [],
+      addresses: [],
+    },
+    addresses: addresses.map(
+      (address): ClaimAddress => ({
+        address,
+        family: address.includes(':') ? IpFamily.IPv6 : IpFamily.IPv4,
+        range: address.includes(':') ? 'fd00::-64' : '10.0.0.0-24',
+      }),
+    ),
     createdAt: new Date(NOW).toISOString(),
     version: 1,
     ...overrides,
@@ -54,18 +76,42 @@ function claimOf(addresses: readonly string[], overrides: Partial<Claim> = {}): 
 
 /** The leases a claim writes. */
 const leasesOf = (claim: Claim, claimName = claim.name, claimUid = claim.uid): Lease[] =>
-  claim.addresses.map((a) => ({ pool: claim.pool, address: a.address, family: a.family, range: a.range, claim: claimName, claimUid, owner: claim.spec.owner, createdAt: claim.createdAt }));
+  claim.addresses.map((a) => ({
+    pool: claim.pool,
+    address: a.address,
+    family: a.family,
+    range: a.range,
+    claim: claimName,
+    claimUid,
+    owner: claim.spec.owner,
+    createdAt: claim.createdAt,
+  }));
 
 /** A lease of the address held by another claim. */
 const heldBy = (address: string, claim: string): Lease => ({
-  pool: 'pool-a', address, family: address.includes(':') ? IpFamily.IPv6 : IpFamily.IPv4, range: 'r', claim, claimUid: `${claim}-uid`, owner: { kind: 'Pod', name: claim, uid: `${claim}-owner` }, createdAt: new Date(NOW - 60_000).toISOString(),
+  pool: 'pool-a',
+  address,
+  family: address.includes(':') ? IpFamily.IPv6 : IpFamily.IPv4,
+  range: 'r',
+  claim,
+  claimUid: `${claim}-uid`,
+  owner: { kind: 'Pod', name: claim, uid: `${claim}-owner` },
+  createdAt: new Date(NOW - 60_000).toISOString(),
 });
 
 const canceled = (reasons: CancellationReason[]) =>
-  new TransactionCanceledException({ message: 'Transaction cancelled, please refer cancellation reasons for specific reasons', $metadata: {}, CancellationReasons: reasons });
+  new TransactionCanceledException({
+    message: 'Transaction cancelled, please refer cancellation reasons for specific reasons',
+    $metadata: {},
+    CancellationReasons: reasons,
+  });
 
 const none: CancellationReason = { Code: 'None' };
-const conditionFailed = (item?: Record<string, unknown>): CancellationReason => ({ Code: 'ConditionalCheckFailed', Message: 'The conditional request failed', ...(item ? { Item: marshall(item, { removeUndefinedValues: true }) } : {}) });
+const conditionFailed = (item?: Record<string, unknown>): CancellationReason => ({
+  Code: 'ConditionalCheckFailed',
+  Message: 'The conditional request failed',
+  ...(item ? { Item: marshall(item, { removeUndefinedValues: true }) } : {}),
+});
 
 /** The condition every put of commitClaim carries: the item is absent, or has expired at NOW. */
 const absentOrExpired = {
@@ -80,9 +126,22 @@ const absentOrExpired = {
  * identity (kind, name, and creator: none for these unsigned claims).
  */
 const takeableBy = (kind: string, name: string) => ({
-  ConditionExpression: '(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0) OR ((#cn2 = :cv1) AND (#cn3 = :cv2) AND (#cn4 = :cv3) AND (attribute_not_exists(#cn5)))',
-  ExpressionAttributeNames: { '#cn0': 'PK', '#cn1': 'expiresAt', '#cn2': 'state', '#cn3': 'ownerKind', '#cn4': 'ownerName', '#cn5': 'createdBy' },
-  ExpressionAttributeValues: { ':cv0': { N: String(NOW) }, ':cv1': { S: 'Released' }, ':cv2': { S: kind }, ':cv3': { S: name } },
+  ConditionExpression:
+    '(attribute_not_exists(#cn0)) OR (#cn1 <= :cv0) OR ((#cn2 = :cv1) AND (#cn3 = :cv2) AND (#cn4 = :cv3) AND (attribute_not_exists(#cn5)))',
+  ExpressionAttributeNames: {
+    '#cn0': 'PK',
+    '#cn1': 'expiresAt',
+    '#cn2': 'state',
+    '#cn3': 'ownerKind',
+    '#cn4': 'ownerName',
+    '#cn5': 'createdBy',
+  },
+  ExpressionAttributeValues: {
+    ':cv0': { N: String(NOW) },
+    ':cv1': { S: 'Released' },
+    ':cv2': { S: kind },
+    ':cv3': { S: name },
+  },
   ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
 });
 
@@ -92,7 +151,11 @@ describe('Conditions', () => {
     const rendered = render(either(itemIsAbsent(), hasExpired(NOW)));
 
     // Assess
-    expect(rendered).toEqual({ expression: '(attribute_not_exists(#n0)) OR (#n1 <= :v0)', names: { '#n0': 'PK', '#n1': 'expiresAt' }, values: { ':v0': NOW } });
+    expect(rendered).toEqual({
+      expression: '(attribute_not_exists(#n0)) OR (#n1 <= :v0)',
+      names: { '#n0': 'PK', '#n1': 'expiresAt' },
+      values: { ':v0': NOW },
+    });
   });
 
   it('renders "held by this claim incarnation"', () => {
@@ -105,7 +168,13 @@ describe('Conditions', () => {
 
   it('renders "has these labels" as one placeholder per step of each document path, a step shared once', () => {
     // Act
-    const rendered = render(hasLabels([['cni.ipam/node', 'n1'], ['app', '']]), 'f');
+    const rendered = render(
+      hasLabels([
+        ['cni.ipam/node', 'n1'],
+        ['app', ''],
+      ]),
+      'f',
+    );
 
     // Assess: '/' and '.' stay inside a placeholder, so they never read as DynamoDB path syntax.
     expect(rendered).toEqual({
@@ -156,7 +225,14 @@ describe('Class: TableClaimStore on the SDK engine', () => {
           {
             Put: {
               TableName: TABLE,
-              Item: expect.objectContaining({ PK: { S: 'CLAIM#pool-a#claim-1' }, SK: { S: 'CLAIM' }, entity: { S: 'claim' }, schema: { N: '1' }, uid: { S: 'uid-1' }, version: { N: '1' } }),
+              Item: expect.objectContaining({
+                PK: { S: 'CLAIM#pool-a#claim-1' },
+                SK: { S: 'CLAIM' },
+                entity: { S: 'claim' },
+                schema: { N: '1' },
+                uid: { S: 'uid-1' },
+                version: { N: '1' },
+              }),
               ...absentOrExpired,
             },
           },
@@ -164,8 +240,13 @@ describe('Class: TableClaimStore on the SDK engine', () => {
             Put: {
               TableName: TABLE,
               Item: expect.objectContaining({
-                PK: { S: 'LEASE#pool-a#10.0.0.10' }, SK: { S: 'LEASE' }, entity: { S: 'lease' }, claim: { S: 'claim-1' }, claimUid: { S: 'uid-1' },
-                GSI1PK: { S: expect.stringMatching(/^ADDR#pool-a#IPv4#[0-3]$/) }, GSI1SK: { S: '0a00000a' },
+                PK: { S: 'LEASE#pool-a#10.0.0.10' },
+                SK: { S: 'LEASE' },
+                entity: { S: 'lease' },
+                claim: { S: 'claim-1' },
+                claimUid: { S: 'uid-1' },
+                GSI1PK: { S: expect.stringMatching(/^ADDR#pool-a#IPv4#[0-3]$/) },
+                GSI1SK: { S: '0a00000a' },
               }),
               ...takeableBy(claim.spec.owner.kind, claim.spec.owner.name),
             },
@@ -174,8 +255,11 @@ describe('Class: TableClaimStore on the SDK engine', () => {
             Put: {
               TableName: TABLE,
               Item: expect.objectContaining({
-                PK: { S: 'LEASE#pool-a#fd00::10' }, SK: { S: 'LEASE' }, entity: { S: 'lease' },
-                GSI1PK: { S: expect.stringMatching(/^ADDR#pool-a#IPv6#[0-3]$/) }, GSI1SK: { S: `fd00${'0'.repeat(26)}10` },
+                PK: { S: 'LEASE#pool-a#fd00::10' },
+                SK: { S: 'LEASE' },
+                entity: { S: 'lease' },
+                GSI1PK: { S: expect.stringMatching(/^ADDR#pool-a#IPv6#[0-3]$/) },
+                GSI1SK: { S: `fd00${'0'.repeat(26)}10` },
               }),
               ...takeableBy(claim.spec.owner.kind, claim.spec.owner.name),
             },
@@ -194,7 +278,11 @@ describe('Class: TableClaimStore on the SDK engine', () => {
 
       // Assess
       const items = ddb.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input.TransactItems!;
-      expect(items.map((i) => i.Put!.Item!.PK)).toEqual([{ S: 'CLAIM#pool-a#web-x7k2p' }, { S: 'GEN#pool-a#owner-1#web-' }, { S: 'LEASE#pool-a#10.0.0.10' }]);
+      expect(items.map((i) => i.Put!.Item!.PK)).toEqual([
+        { S: 'CLAIM#pool-a#web-x7k2p' },
+        { S: 'GEN#pool-a#owner-1#web-' },
+        { S: 'LEASE#pool-a#10.0.0.10' },
+      ]);
       expect(items[1]!.Put).toMatchObject(absentOrExpired);
       expect(items[1]!.Put!.Item).toMatchObject({ claim: { S: 'web-x7k2p' }, claimUid: { S: 'uid-1' } });
     });
@@ -209,7 +297,11 @@ describe('Class: TableClaimStore on the SDK engine', () => {
 
       // Assess
       const items = ddb.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input.TransactItems!;
-      for (const item of items) expect(item.Put!.Item).toMatchObject({ expiresAt: { N: String(NOW + 60_000) }, ttl: { N: expect.any(String) } });
+      for (const item of items)
+        expect(item.Put!.Item).toMatchObject({
+          expiresAt: { N: String(NOW + 60_000) },
+          ttl: { N: expect.any(String) },
+        });
     });
 
     it('answers claimExists with the existing claim when the claim put failed its condition', async () => {
@@ -231,14 +323,20 @@ describe('Class: TableClaimStore on the SDK engine', () => {
       const existing = claimOf(['10.0.0.99'], { uid: 'uid-0' });
       const claim = claimOf(['10.0.0.10']);
       ddb.on(TransactWriteItemsCommand).rejects(canceled([conditionFailed(), none]));
-      ddb.on(GetItemCommand).resolves({ Item: marshall(claimToItem(existing, SHARDS), { removeUndefinedValues: true }) });
+      ddb
+        .on(GetItemCommand)
+        .resolves({ Item: marshall(claimToItem(existing, SHARDS), { removeUndefinedValues: true }) });
 
       // Act
       const outcome = await store.commitClaim(claim, leasesOf(claim), NOW);
 
       // Assess
       expect(outcome).toEqual({ kind: 'claimExists', existing });
-      expect(ddb.commandCalls(GetItemCommand)[0]!.args[0].input).toEqual({ TableName: TABLE, Key: { PK: { S: 'CLAIM#pool-a#claim-1' }, SK: { S: 'CLAIM' } }, ConsistentRead: true });
+      expect(ddb.commandCalls(GetItemCommand)[0]!.args[0].input).toEqual({
+        TableName: TABLE,
+        Key: { PK: { S: 'CLAIM#pool-a#claim-1' }, SK: { S: 'CLAIM' } },
+        ConsistentRead: true,
+      });
     });
 
     it('answers addressesTaken with the holder when a lease put failed its condition', async () => {
@@ -271,7 +369,9 @@ describe('Class: TableClaimStore on the SDK engine', () => {
     it('counts a transaction conflict on a lease as a taken address without a holder, marked in flight', async () => {
       // Prepare
       const claim = claimOf(['10.0.0.10']);
-      ddb.on(TransactWriteItemsCommand).rejects(canceled([none, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }]));
+      ddb
+        .on(TransactWriteItemsCommand)
+        .rejects(canceled([none, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }]));
 
       // Act
       const outcome = await store.commitClaim(claim, leasesOf(claim), NOW);
@@ -306,25 +406,31 @@ describe('Class: TableClaimStore on the SDK engine', () => {
       expect(ddb.calls()).toHaveLength(1);
     });
 
-    it.each(['ThrottlingError', 'ProvisionedThroughputExceeded'])('throws NotReadyError after one send when a cancellation reason is %s', async (code) => {
-      // Prepare
-      const claim = claimOf(['10.0.0.10']);
-      const error = canceled([none, { Code: code, Message: 'Throughput exceeds the current capacity' }]);
-      ddb.on(TransactWriteItemsCommand).rejectsOnce(error).resolves({});
+    it.each(['ThrottlingError', 'ProvisionedThroughputExceeded'])(
+      'throws NotReadyError after one send when a cancellation reason is %s',
+      async (code) => {
+        // Prepare
+        const claim = claimOf(['10.0.0.10']);
+        const error = canceled([none, { Code: code, Message: 'Throughput exceeds the current capacity' }]);
+        ddb.on(TransactWriteItemsCommand).rejectsOnce(error).resolves({});
 
-      // Act
-      const commit = store.commitClaim(claim, leasesOf(claim), NOW);
+        // Act
+        const commit = store.commitClaim(claim, leasesOf(claim), NOW);
 
-      // Assess
-      await expect(commit).rejects.toThrow(NotReadyError);
-      await expect(commit).rejects.toMatchObject({ cause: error });
-      expect(ddb.calls()).toHaveLength(1);
-    });
+        // Assess
+        await expect(commit).rejects.toThrow(NotReadyError);
+        await expect(commit).rejects.toMatchObject({ cause: error });
+        expect(ddb.calls()).toHaveLength(1);
+      },
+    );
 
     it('passes a cancellation for any other reason through unchanged', async () => {
       // Prepare
       const claim = claimOf(['10.0.0.10']);
-      const error = canceled([{ Code: 'ValidationError', Message: 'Item size has exceeded the maximum allowed size' }, none]);
+      const error = canceled([
+        { Code: 'ValidationError', Message: 'Item size has exceeded the maximum allowed size' },
+        none,
+      ]);
       ddb.on(TransactWriteItemsCommand).rejects(error);
 
       // Act
@@ -335,23 +441,35 @@ describe('Class: TableClaimStore on the SDK engine', () => {
     });
 
     it.each([
-      ['ProvisionedThroughputExceededException', () => new ProvisionedThroughputExceededException({ message: 'Rate exceeded', $metadata: {} })],
-      ['ThrottlingException', () => new ThrottlingException({ message: 'Rate of requests exceeds the allowed throughput', $metadata: {} })],
-      ['RequestLimitExceeded', () => new RequestLimitExceeded({ message: 'Throughput exceeds the account limit', $metadata: {} })],
-    ])('throws NotReadyError after exactly one send on %s, even when a second send would succeed', async (_name, makeError) => {
-      // Prepare
-      const claim = claimOf(['10.0.0.10']);
-      const error = makeError();
-      ddb.on(TransactWriteItemsCommand).rejectsOnce(error).resolves({});
+      [
+        'ProvisionedThroughputExceededException',
+        () => new ProvisionedThroughputExceededException({ message: 'Rate exceeded', $metadata: {} }),
+      ],
+      [
+        'ThrottlingException',
+        () => new ThrottlingException({ message: 'Rate of requests exceeds the allowed throughput', $metadata: {} }),
+      ],
+      [
+        'RequestLimitExceeded',
+        () => new RequestLimitExceeded({ message: 'Throughput exceeds the account limit', $metadata: {} }),
+      ],
+    ])(
+      'throws NotReadyError after exactly one send on %s, even when a second send would succeed',
+      async (_name, makeError) => {
+        // Prepare
+        const claim = claimOf(['10.0.0.10']);
+        const error = makeError();
+        ddb.on(TransactWriteItemsCommand).rejectsOnce(error).resolves({});
 
-      // Act
-      const commit = store.commitClaim(claim, leasesOf(claim), NOW);
+        // Act
+        const commit = store.commitClaim(claim, leasesOf(claim), NOW);
 
-      // Assess
-      await expect(commit).rejects.toThrow(NotReadyError);
-      await expect(commit).rejects.toMatchObject({ cause: error });
-      expect(ddb.calls()).toHaveLength(1);
-    });
+        // Assess
+        await expect(commit).rejects.toThrow(NotReadyError);
+        await expect(commit).rejects.toMatchObject({ cause: error });
+        expect(ddb.calls()).toHaveLength(1);
+      },
+    );
 
     it('throws NotReadyError after exactly one send when the request times out', async () => {
       // Prepare
@@ -368,15 +486,24 @@ describe('Class: TableClaimStore on the SDK engine', () => {
       expect(ddb.calls()).toHaveLength(1);
     });
 
-    it('answers DynamoDB Local\'s lock timeout as DynamoDB answers contention: a cancellation for TransactionConflict', async () => {
+    it("answers DynamoDB Local's lock timeout as DynamoDB answers contention: a cancellation for TransactionConflict", async () => {
       // Prepare: what DynamoDB Local throws when a concurrent transaction holds an item's lock too long
       const claim = claimOf(['10.0.0.10']);
-      ddb.on(TransactWriteItemsCommand).rejects(new InternalServerError({ message: 'This action timed out because it too long waiting for a lock. This request will succeed in actual DynamoDB API', $metadata: {} }));
+      ddb.on(TransactWriteItemsCommand).rejects(
+        new InternalServerError({
+          message:
+            'This action timed out because it too long waiting for a lock. This request will succeed in actual DynamoDB API',
+          $metadata: {},
+        }),
+      );
       // Act
       const commit = store.commitClaim(claim, leasesOf(claim), NOW);
       // Assess: every item in conflict, as a cancellation would say: its lease lost to a transaction in flight (the
       // allocator tries again), not an internal error
-      await expect(commit).resolves.toEqual({ kind: 'addressesTaken', taken: [{ address: '10.0.0.10', inFlight: true }] });
+      await expect(commit).resolves.toEqual({
+        kind: 'addressesTaken',
+        taken: [{ address: '10.0.0.10', inFlight: true }],
+      });
     });
 
     it('passes an unknown error through unchanged after one send', async () => {
@@ -397,7 +524,10 @@ describe('Class: TableClaimStore on the SDK engine', () => {
   describe('Method: getClaim', () => {
     it('throws NotReadyError after one send when the read is throttled', async () => {
       // Prepare
-      ddb.on(GetItemCommand).rejectsOnce(new ProvisionedThroughputExceededException({ message: 'Rate exceeded', $metadata: {} })).resolves({});
+      ddb
+        .on(GetItemCommand)
+        .rejectsOnce(new ProvisionedThroughputExceededException({ message: 'Rate exceeded', $metadata: {} }))
+        .resolves({});
 
       // Act
       const read = store.getClaim('pool-a', 'claim-1');
@@ -420,19 +550,37 @@ describe('Class: TableClaimStore on the SDK engine', () => {
       // Assess
       expect(outcome).toBe('renewed');
       const items = ddb.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input.TransactItems!;
-      expect(items.map((i) => i.Update!.Key!.PK)).toEqual([{ S: 'CLAIM#pool-a#claim-1' }, { S: 'LEASE#pool-a#10.0.0.10' }, { S: 'LEASE#pool-a#10.0.0.11' }]);
+      expect(items.map((i) => i.Update!.Key!.PK)).toEqual([
+        { S: 'CLAIM#pool-a#claim-1' },
+        { S: 'LEASE#pool-a#10.0.0.10' },
+        { S: 'LEASE#pool-a#10.0.0.11' },
+      ]);
       // The claim is this incarnation with the expiry read (a renewal is judged against the expiry it replaces).
       expect(items[0]!.Update).toMatchObject({
         UpdateExpression: 'ADD #a2 :x2 REMOVE #a3, #a4, #a5, #a6',
         ConditionExpression: '(#cn0 = :cv0) AND (#cn1 = :cv1)',
-        ExpressionAttributeNames: { '#cn0': 'uid', '#cn1': 'expiresAt', '#a2': 'version', '#a3': 'expiresAt', '#a4': 'ttl', '#a5': 'GSI3PK', '#a6': 'GSI3SK' },
+        ExpressionAttributeNames: {
+          '#cn0': 'uid',
+          '#cn1': 'expiresAt',
+          '#a2': 'version',
+          '#a3': 'expiresAt',
+          '#a4': 'ttl',
+          '#a5': 'GSI3PK',
+          '#a6': 'GSI3SK',
+        },
         ExpressionAttributeValues: { ':cv0': { S: 'uid-1' }, ':cv1': { N: String(NOW + 60_000) }, ':x2': { N: '1' } },
       });
       for (const lease of items.slice(1)) {
         expect(lease.Update).toMatchObject({
           UpdateExpression: 'REMOVE #a1, #a2, #a3, #a4',
           ConditionExpression: '#cn0 = :cv0',
-          ExpressionAttributeNames: { '#cn0': 'claimUid', '#a1': 'expiresAt', '#a2': 'ttl', '#a3': 'GSI3PK', '#a4': 'GSI3SK' },
+          ExpressionAttributeNames: {
+            '#cn0': 'claimUid',
+            '#a1': 'expiresAt',
+            '#a2': 'ttl',
+            '#a3': 'GSI3PK',
+            '#a4': 'GSI3SK',
+          },
           ExpressionAttributeValues: { ':cv0': { S: 'uid-1' } },
         });
       }
@@ -443,13 +591,32 @@ describe('Class: TableClaimStore on the SDK engine', () => {
     it('answers "busy" when another transaction was writing one of its items (on any item), "changed" when the claim was renewed meanwhile', async () => {
       // Prepare: a renewal to an earlier expiry (claim, lease, freed counter); the engine cancels it three times
       const claim = claimOf(['10.0.0.10'], { expiresAt: NOW + 60_000 });
-      const conflict: CancellationReason = { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' };
-      ddb.on(TransactWriteItemsCommand).rejectsOnce(canceled([conflict, none, none])).rejectsOnce(canceled([none, none, conflict])).rejectsOnce(canceled([conditionFailed(), none, none]));
-      ddb.on(GetItemCommand).resolves({ Item: marshall(claimToItem({ ...claim, expiresAt: NOW + 90_000, version: 2 }, SHARDS), { removeUndefinedValues: true }) });
+      const conflict: CancellationReason = {
+        Code: 'TransactionConflict',
+        Message: 'Transaction is ongoing for the item',
+      };
+      ddb
+        .on(TransactWriteItemsCommand)
+        .rejectsOnce(canceled([conflict, none, none]))
+        .rejectsOnce(canceled([none, none, conflict]))
+        .rejectsOnce(canceled([conditionFailed(), none, none]));
+      ddb.on(GetItemCommand).resolves({
+        Item: marshall(claimToItem({ ...claim, expiresAt: NOW + 90_000, version: 2 }, SHARDS), {
+          removeUndefinedValues: true,
+        }),
+      });
       // Act
-      const outcomes = [await store.renewClaim(claim, NOW + 30_000), await store.renewClaim(claim, NOW + 30_000), await store.renewClaim(claim, NOW + 30_000)];
+      const outcomes = [
+        await store.renewClaim(claim, NOW + 30_000),
+        await store.renewClaim(claim, NOW + 30_000),
+        await store.renewClaim(claim, NOW + 30_000),
+      ];
       // Assess
-      expect(ddb.commandCalls(TransactWriteItemsCommand)[1]!.args[0].input.TransactItems!.map((i) => i.Update!.Key!.PK!.S!.split('#')[0])).toEqual(['CLAIM', 'LEASE', 'FREED']);
+      expect(
+        ddb
+          .commandCalls(TransactWriteItemsCommand)[1]!
+          .args[0].input.TransactItems!.map((i) => i.Update!.Key!.PK!.S!.split('#')[0]),
+      ).toEqual(['CLAIM', 'LEASE', 'FREED']);
       expect(outcomes).toEqual(['busy', 'busy', 'changed']);
     });
   });
@@ -459,7 +626,11 @@ describe('Class: TableClaimStore on the SDK engine', () => {
       // Prepare: 10.0.0.10 is still ours; fd00::10 expired and was taken by another claim meanwhile
       const claim = claimOf(['10.0.0.10', 'fd00::10']);
       const [ours] = leasesOf(claim);
-      ddb.on(BatchGetItemCommand).resolves({ Responses: { [TABLE]: [marshall(leaseToItem(ours!, SHARDS)), marshall(leaseToItem(heldBy('fd00::10', 'other'), SHARDS))] } });
+      ddb.on(BatchGetItemCommand).resolves({
+        Responses: {
+          [TABLE]: [marshall(leaseToItem(ours!, SHARDS)), marshall(leaseToItem(heldBy('fd00::10', 'other'), SHARDS))],
+        },
+      });
       ddb.on(TransactWriteItemsCommand).resolves({});
 
       // Act
@@ -474,7 +645,8 @@ describe('Class: TableClaimStore on the SDK engine', () => {
               TableName: TABLE,
               Key: { PK: { S: 'CLAIM#pool-a#claim-1' }, SK: { S: 'CLAIM' } },
               // A claim that is the source of another pool's range (children) is never released.
-              ConditionExpression: '((#cn0 = :cv0) AND (#cn1 = :cv1) AND (attribute_not_exists(#cn2))) AND (attribute_not_exists(#cn3))',
+              ConditionExpression:
+                '((#cn0 = :cv0) AND (#cn1 = :cv1) AND (attribute_not_exists(#cn2))) AND (attribute_not_exists(#cn3))',
               ExpressionAttributeNames: { '#cn0': 'uid', '#cn1': 'version', '#cn2': 'pinned', '#cn3': 'children' },
               ExpressionAttributeValues: { ':cv0': { S: 'uid-1' }, ':cv1': { N: '1' } },
             },
@@ -528,7 +700,11 @@ describe('Function: translateError', () => {
 
   it('turns TransactionConflictException on a single write into NotReadyError, so a single write a transaction held is retried (issue 20)', async () => {
     // Prepare: DynamoDB refuses a PutItem on an item a transaction is writing
-    ddb.on(PutItemCommand).rejects(Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException' }));
+    ddb
+      .on(PutItemCommand)
+      .rejects(
+        Object.assign(new Error('Transaction is ongoing for the item'), { name: 'TransactionConflictException' }),
+      );
 
     // Act
     const write = table.write({ kind: 'put', item: { PK: 'RECONCILER', SK: 'CHECKPOINT#expiry' } });
@@ -549,7 +725,10 @@ describe('Function: translateError', () => {
   });
 
   it.each([
-    ['an SDK error that is not about capacity', new InternalServerError({ message: 'Internal server error', $metadata: {} })],
+    [
+      'an SDK error that is not about capacity',
+      new InternalServerError({ message: 'Internal server error', $metadata: {} }),
+    ],
     ['a plain Error', new Error('bug')],
     ['a thrown string', 'not an error'],
     ['undefined', undefined],

@@ -7,7 +7,13 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LIMIT = 300;
 
 function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') && !e.name.endsWith('.gen.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? sources(join(dir, e.name))
+      : e.name.endsWith('.ts') && !e.name.endsWith('.gen.ts')
+        ? [join(dir, e.name)]
+        : [],
+  );
 }
 
 describe('shared/: files a reader can hold in their head', () => {

@@ -14,10 +14,12 @@ function cacheOver(taken: readonly bigint[]): HintCache {
   return new HintCache(async () => [...shown], TUNING.hintMaxAgeMs, { read: async () => snapshot });
 }
 
-const hintAt = (cache: HintCache, nowMs: number) => cache.get(POOL, IpFamily.IPv4, INTERVALS, nowMs, false, HintSource.Summary);
+const hintAt = (cache: HintCache, nowMs: number) =>
+  cache.get(POOL, IpFamily.IPv4, INTERVALS, nowMs, false, HintSource.Summary);
 
 /** The container saw these addresses taken (a collision, a commit, a read), each at its time, in this order. */
-const sawTaken = (cache: HintCache, sightings: readonly (readonly [bigint, number])[]) => sightings.forEach(([value, atMs]) => cache.markTaken(POOL, IpFamily.IPv4, value, atMs));
+const sawTaken = (cache: HintCache, sightings: readonly (readonly [bigint, number])[]) =>
+  sightings.forEach(([value, atMs]) => cache.markTaken(POOL, IpFamily.IPv4, value, atMs));
 
 describe('Class: HintCache', () => {
   describe('Method: get (what the container saw itself)', () => {
@@ -33,7 +35,11 @@ describe('Class: HintCache', () => {
 
     it('forgets the oldest sightings first and keeps the younger ones', async () => {
       const cache = cacheOver([]);
-      sawTaken(cache, [[1n, T0], [2n, T0 + 10_000], [3n, T0 + 20_000]]);
+      sawTaken(cache, [
+        [1n, T0],
+        [2n, T0 + 10_000],
+        [3n, T0 + 20_000],
+      ]);
       const hint = await hintAt(cache, T0 + TUNING.localMemoryMs + 10_000);
       expect([1n, 2n, 3n].map((v) => hint.has(v))).toEqual([false, false, true]);
     });
@@ -41,7 +47,11 @@ describe('Class: HintCache', () => {
     it('counts the memory of an address seen again from the last sighting, not the first', async () => {
       const cache = cacheOver([]);
       // 1 seen again later (a collision on it, say): remembered from there.
-      sawTaken(cache, [[1n, T0], [2n, T0 + 5_000], [1n, T0 + 20_000]]);
+      sawTaken(cache, [
+        [1n, T0],
+        [2n, T0 + 5_000],
+        [1n, T0 + 20_000],
+      ]);
       const hint = await hintAt(cache, T0 + TUNING.localMemoryMs + 10_000);
       expect([hint.has(1n), hint.has(2n)]).toEqual([true, false]);
     });

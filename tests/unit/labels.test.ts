@@ -1,13 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../shared/core/errors.ts';
-import { checkLabels, formatLabels, LabelLimits, matchesSelector, parseLabelSelector } from '../../shared/core/labels.ts';
+import {
+  checkLabels,
+  formatLabels,
+  LabelLimits,
+  matchesSelector,
+  parseLabelSelector,
+} from '../../shared/core/labels.ts';
 
 describe('Function: checkLabels', () => {
   it.each<[string, Record<string, string>]>([
     ['no labels', {}],
     ['a plain key', { app: 'web' }],
     ['a prefixed key', { 'cni.ipam/network': 'pods' }],
-    ['the four CNI labels', { 'cni.ipam/network': 'pods', 'cni.ipam/node': 'node-1', 'cni.ipam/container-id': 'f'.repeat(64), 'cni.ipam/ifname': 'eth0' }],
+    [
+      'the four CNI labels',
+      {
+        'cni.ipam/network': 'pods',
+        'cni.ipam/node': 'node-1',
+        'cni.ipam/container-id': 'f'.repeat(64),
+        'cni.ipam/ifname': 'eth0',
+      },
+    ],
     ['an empty value', { canary: '' }],
     ['mixed case, digits, dash, underscore and dot inside', { 'My_App.v-2': 'Blue_green.v-1' }],
     ['a one-character name and value', { a: 'b' }],
@@ -25,15 +39,22 @@ describe('Function: checkLabels', () => {
     ['null', null, 'labels must be an object of label keys to string values.'],
     ['a string', 'a=b', 'labels must be an object of label keys to string values.'],
     ['a number value', { app: 7 }, 'Label "app" must have a string value.'],
-    ['33 labels', Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v'])), 'labels holds 33 labels; a claim may have at most 32.'],
+    [
+      '33 labels',
+      Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v'])),
+      'labels holds 33 labels; a claim may have at most 32.',
+    ],
   ])('refuses %s', (_what, labels, message) => {
     expect(() => checkLabels(labels)).toThrow(message);
   });
 
   const nameRule = "its name must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
-  const prefixedNameRule = "its name (after the prefix and '/') must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
-  const prefixRule = "its prefix must be a DNS subdomain of at most 253 characters (lower-case letters, digits, '-' and '.', alphanumeric at both ends of each part)";
-  const valueRule = "its value must be empty or 1-128 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+  const prefixedNameRule =
+    "its name (after the prefix and '/') must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+  const prefixRule =
+    "its prefix must be a DNS subdomain of at most 253 characters (lower-case letters, digits, '-' and '.', alphanumeric at both ends of each part)";
+  const valueRule =
+    "its value must be empty or 1-128 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 
   it.each<[string, string, string, string]>([
     ['an empty key', '', 'v', nameRule],
@@ -50,7 +71,12 @@ describe('Function: checkLabels', () => {
     ['a prefix with an underscore', 'cni_ipam/app', 'v', prefixRule],
     ['a prefix with an empty part', 'cni..ipam/app', 'v', prefixRule],
     ['a prefix part ending with a dash', 'cni-.ipam/app', 'v', prefixRule],
-    ['a 254-character prefix', `${'a'.repeat(62)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}/n`, 'v', prefixRule],
+    [
+      'a 254-character prefix',
+      `${'a'.repeat(62)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}/n`,
+      'v',
+      prefixRule,
+    ],
     ['a 129-character value', 'id', 'f'.repeat(129), valueRule],
     ['a value ending with a dash', 'app', 'web-', valueRule],
     ['a value with a slash', 'app', 'a/b', valueRule],
@@ -66,7 +92,9 @@ describe('Function: checkLabels', () => {
 
     // Assess
     expect(error).toBeInstanceOf(InvalidArgumentError);
-    expect((error as InvalidArgumentError).message).toBe(`Label ${JSON.stringify(key.length > 64 ? `${key.slice(0, 64)}...` : key)} is not valid: ${rule}.`);
+    expect((error as InvalidArgumentError).message).toBe(
+      `Label ${JSON.stringify(key.length > 64 ? `${key.slice(0, 64)}...` : key)} is not valid: ${rule}.`,
+    );
     expect((error as InvalidArgumentError).field).toBe(`labels.${key}`);
   });
 
@@ -78,24 +106,57 @@ describe('Function: checkLabels', () => {
 describe('Function: parseLabelSelector', () => {
   it.each<[string, string, (readonly [string, string])[]]>([
     ['one pair', 'app=web', [['app', 'web']]],
-    ['two pairs', 'cni.ipam/network=pods,cni.ipam/node=node-1', [['cni.ipam/network', 'pods'], ['cni.ipam/node', 'node-1']]],
+    [
+      'two pairs',
+      'cni.ipam/network=pods,cni.ipam/node=node-1',
+      [
+        ['cni.ipam/network', 'pods'],
+        ['cni.ipam/node', 'node-1'],
+      ],
+    ],
     ['== as equality', 'app==web', [['app', 'web']]],
     ['an empty value', 'canary=', [['canary', '']]],
-    ['spaces around the parts', ' app = web , tier=db ', [['app', 'web'], ['tier', 'db']]],
+    [
+      'spaces around the parts',
+      ' app = web , tier=db ',
+      [
+        ['app', 'web'],
+        ['tier', 'db'],
+      ],
+    ],
     ['the empty selector (everything)', '', []],
     ['a blank selector (everything)', '  ', []],
-    ['one key twice (both must hold)', 'app=a,app=b', [['app', 'a'], ['app', 'b']]],
+    [
+      'one key twice (both must hold)',
+      'app=a,app=b',
+      [
+        ['app', 'a'],
+        ['app', 'b'],
+      ],
+    ],
   ])('parses %s', (_what, text, pairs) => {
     expect(parseLabelSelector(text)).toEqual(pairs);
   });
 
-  it.each([['app!=web'], ['app'], ['!app'], ['app in (web,db)'], ['app notin (web)'], ['app=web,'], [',app=web'], ['app=web=x'], ['app=a b']])('refuses %j with 400 InvalidArgument', (text) => {
+  it.each([
+    ['app!=web'],
+    ['app'],
+    ['!app'],
+    ['app in (web,db)'],
+    ['app notin (web)'],
+    ['app=web,'],
+    [',app=web'],
+    ['app=web=x'],
+    ['app=a b'],
+  ])('refuses %j with 400 InvalidArgument', (text) => {
     expect(() => parseLabelSelector(text)).toThrow(/^labelSelector must be a comma-separated list of key=value pairs/);
   });
 
   it('refuses a pair whose key or value breaks the label rules, naming the rule', () => {
     expect(() => parseLabelSelector('-app=web')).toThrow('Label "-app" is not valid: its name must be');
-    expect(() => parseLabelSelector(`app=${'v'.repeat(129)}`)).toThrow('Label "app" is not valid: its value must be empty or 1-128');
+    expect(() => parseLabelSelector(`app=${'v'.repeat(129)}`)).toThrow(
+      'Label "app" is not valid: its value must be empty or 1-128',
+    );
   });
 });
 

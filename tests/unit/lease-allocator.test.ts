@@ -7,7 +7,15 @@ import { hostIntervals, rangesOf } from '../../shared/core/base/pool-geometry.ts
 import { LeaseAllocator } from '../../shared/core/allocator/lease-allocator.ts';
 import { AlreadyAllocatedError, NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
 import { IpFamily, parseAddress } from '../../shared/core/ip/address.ts';
-import { IpFamilyPolicy, isExpired, RangeState, type Claim, type Lease, type PoolView, type Range } from '../../shared/core/model.ts';
+import {
+  IpFamilyPolicy,
+  isExpired,
+  RangeState,
+  type Claim,
+  type Lease,
+  type PoolView,
+  type Range,
+} from '../../shared/core/model.ts';
 import type { ClaimStore, Clock, CommitOutcome, LeaseIndex, Random } from '../../shared/core/ports.ts';
 import type { LeaseExpiry } from '../../shared/core/occupancy/ports.ts';
 import type { UsedUpSeal, UsedUpSeals } from '../../shared/core/used-up/ports.ts';
@@ -23,7 +31,9 @@ const clockAt = (nowMs: number): Clock => ({ nowMs: () => nowMs });
  * The store's commitClaim in memory, with the adapter's semantics: the claim is written only if absent or expired,
  * each lease only if absent or expired at `nowMs`, all or nothing. `commits` counts every call.
  */
-class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseClaim' | 'getClaim'>, Pick<LeaseIndex, 'takenAddresses'> {
+class InMemoryLeaseStore
+  implements Pick<ClaimStore, 'commitClaim' | 'releaseClaim' | 'getClaim'>, Pick<LeaseIndex, 'takenAddresses'>
+{
   readonly leases = new Map<string, Lease>();
   readonly claims = new Map<string, Claim>();
   readonly commitCalls: { claim: Claim; leases: readonly Lease[]; nowMs: number }[] = [];
@@ -43,7 +53,8 @@ class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseCla
 
   async releaseClaim(claim: Claim): Promise<'released'> {
     this.claims.delete(claim.name);
-    for (const a of claim.addresses) if (this.leases.get(a.address)?.claimUid === claim.uid) this.leases.delete(a.address);
+    for (const a of claim.addresses)
+      if (this.leases.get(a.address)?.claimUid === claim.uid) this.leases.delete(a.address);
     return 'released';
   }
 
@@ -77,12 +88,21 @@ class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseCla
     const out = new Map<string, LeaseExpiry>();
     for (const address of addresses) {
       const lease = this.leases.get(address);
-      if (lease) out.set(address, lease.expiresAt === undefined ? { expiring: false } : { expiring: true, expiresAt: lease.expiresAt });
+      if (lease)
+        out.set(
+          address,
+          lease.expiresAt === undefined ? { expiring: false } : { expiring: true, expiresAt: lease.expiresAt },
+        );
     }
     return out;
   }
 
-  async takenAddresses(_pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number): Promise<bigint[]> {
+  async takenAddresses(
+    _pool: string,
+    family: IpFamily,
+    intervals: readonly Interval[],
+    nowMs: number,
+  ): Promise<bigint[]> {
     this.reads += 1;
     return [...this.leases.values()]
       .filter((l) => l.family === family && !isExpired(l, nowMs))
@@ -95,7 +115,14 @@ class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseCla
     for (const address of addresses) {
       const { family } = parseAddress(address);
       this.leases.set(address, {
-        pool: POOL, address, family, range: 'r', claim, claimUid: `${claim}-uid`, owner: { kind: 'Pod', name: claim, uid: `${claim}-owner` }, createdAt: new Date(NOW).toISOString(),
+        pool: POOL,
+        address,
+        family,
+        range: 'r',
+        claim,
+        claimUid: `${claim}-uid`,
+        owner: { kind: 'Pod', name: claim, uid: `${claim}-owner` },
+        createdAt: new Date(NOW).toISOString(),
         ...(expiresAt === undefined ? {} : { expiresAt }),
       });
     }
@@ -103,11 +130,22 @@ class InMemoryLeaseStore implements Pick<ClaimStore, 'commitClaim' | 'releaseCla
 }
 
 function rangeOf(name: string, cidr: string, state: Range['state'] = RangeState.Ready): Range {
-  return { pool: POOL, name, cidr, family: cidr.includes(':') ? IpFamily.IPv6 : IpFamily.IPv4, state, legacy: false, createdAt: new Date(NOW).toISOString() };
+  return {
+    pool: POOL,
+    name,
+    cidr,
+    family: cidr.includes(':') ? IpFamily.IPv6 : IpFamily.IPv4,
+    state,
+    legacy: false,
+    createdAt: new Date(NOW).toISOString(),
+  };
 }
 
 function viewOf(cidrs: readonly string[], exclude: readonly string[] = []): PoolView {
-  return { pool: { name: POOL, exclude, createdAt: new Date(NOW).toISOString() }, ranges: cidrs.map((cidr) => rangeOf(cidr.replace('/', '-'), cidr)) };
+  return {
+    pool: { name: POOL, exclude, createdAt: new Date(NOW).toISOString() },
+    ranges: cidrs.map((cidr) => rangeOf(cidr.replace('/', '-'), cidr)),
+  };
 }
 
 function draftOf(name = 'claim-1'): ClaimDraft {
@@ -115,7 +153,12 @@ function draftOf(name = 'claim-1'): ClaimDraft {
     pool: POOL,
     name,
     uid: `${name}-uid`,
-    spec: { owner: { kind: 'Pod', name: 'web', uid: 'owner-1' }, ipFamilyPolicy: IpFamilyPolicy.SingleStack, ipFamilies: [], addresses: [] },
+    spec: {
+      owner: { kind: 'Pod', name: 'web', uid: 'owner-1' },
+      ipFamilyPolicy: IpFamilyPolicy.SingleStack,
+      ipFamilies: [],
+      addresses: [],
+    },
     createdAt: new Date(NOW).toISOString(),
     version: 1,
   };
@@ -125,18 +168,31 @@ const dynamic = (family: IpFamily = IpFamily.IPv4): FamilyRequest => ({ family }
 const explicit = (text: string): FamilyRequest => ({ family: parseAddress(text).family, explicit: parseAddress(text) });
 
 /** The texts of <prefix><from> .. <prefix><to>. */
-const hosts = (prefix: string, from: number, to: number): string[] => Array.from({ length: to - from + 1 }, (_, i) => `${prefix}${from + i}`);
+const hosts = (prefix: string, from: number, to: number): string[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => `${prefix}${from + i}`);
 
 /** An allocator over the store with a real HintCache whose reads the store counts. */
 function allocatorOver(store: InMemoryLeaseStore, random: Random = new SeededRandom(1), nowMs = NOW) {
   const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
   // The scripted rolls drive the scan; random probes are covered in candidates.test.ts.
-  const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(nowMs), random, probes: 0, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
+  const allocator = new LeaseAllocator({
+    claims: store,
+    hints,
+    clock: clockAt(nowMs),
+    random,
+    probes: 0,
+    leaseStates: (pool, addresses) => store.leaseStates(pool, addresses),
+  });
   return { allocator, hints };
 }
 
 /** Reads the hint now, as a warm container did before other containers moved on (over the intervals the allocator reads). */
-async function warmHint(hints: HintCache, view: PoolView, family: IpFamily = IpFamily.IPv4, nowMs = NOW): Promise<void> {
+async function warmHint(
+  hints: HintCache,
+  view: PoolView,
+  family: IpFamily = IpFamily.IPv4,
+  nowMs = NOW,
+): Promise<void> {
   await hints.get(POOL, family, hostIntervals(rangesOf(view, family)), nowMs);
 }
 
@@ -155,7 +211,11 @@ describe('Class: LeaseAllocator', () => {
       expect(store.commits).toBe(1);
       const [address] = result.kind === 'allocated' ? result.claim.addresses : [];
       expect(address).toMatchObject({ family: IpFamily.IPv4, range: '10.0.0.0-24' });
-      expect(store.leases.get(address!.address)).toMatchObject({ claim: 'claim-1', claimUid: 'claim-1-uid', range: '10.0.0.0-24' });
+      expect(store.leases.get(address!.address)).toMatchObject({
+        claim: 'claim-1',
+        claimUid: 'claim-1-uid',
+        range: '10.0.0.0-24',
+      });
     });
 
     it('moves to another candidate after a collision with an address the hint did not know was taken', async () => {
@@ -179,7 +239,10 @@ describe('Class: LeaseAllocator', () => {
       // Prepare: every pick scans from .100; the hint was read before another container took .101
       const store = new InMemoryLeaseStore();
       const view = viewOf(['10.0.0.0/24']);
-      const { allocator, hints } = allocatorOver(store, new ScriptedRandom([100n - 17n, 100n - 17n, 100n - 17n, 100n - 17n]));
+      const { allocator, hints } = allocatorOver(
+        store,
+        new ScriptedRandom([100n - 17n, 100n - 17n, 100n - 17n, 100n - 17n]),
+      );
       await warmHint(hints, view);
       store.hold(['10.0.0.101']);
 
@@ -192,7 +255,12 @@ describe('Class: LeaseAllocator', () => {
         ['10.0.0.100', '10.0.0.102', '10.0.0.103'],
       ]);
       expect(result).toMatchObject({ kind: 'allocated', collisions: 1 });
-      expect([...store.leases.values()].filter((l) => l.claim === 'claim-1').map((l) => l.address).sort()).toEqual(['10.0.0.100', '10.0.0.102', '10.0.0.103']);
+      expect(
+        [...store.leases.values()]
+          .filter((l) => l.claim === 'claim-1')
+          .map((l) => l.address)
+          .sort(),
+      ).toEqual(['10.0.0.100', '10.0.0.102', '10.0.0.103']);
       // Nothing stays in flight once the call settles.
       expect(hints.inFlight(POOL, IpFamily.IPv4).size).toBe(0);
     });
@@ -209,7 +277,9 @@ describe('Class: LeaseAllocator', () => {
       // Assess
       await expect(allocation).rejects.toThrow(RangeFullError);
       expect(store.commits).toBe(0);
-      expect((await allocator.allocate(viewOf(['10.0.0.0/29']), draftOf(), [{ family: IpFamily.IPv4, count: 4 }])).kind).toBe('allocated');
+      expect(
+        (await allocator.allocate(viewOf(['10.0.0.0/29']), draftOf(), [{ family: IpFamily.IPv4, count: 4 }])).kind,
+      ).toBe('allocated');
     });
 
     it('refreshes the hint after the second collision, then takes the address the fresh hint shows free', async () => {
@@ -225,7 +295,11 @@ describe('Class: LeaseAllocator', () => {
       const result = await allocator.allocate(view, draftOf(), [dynamic()]);
 
       // Assess
-      expect(store.commitCalls.map((c) => c.claim.addresses[0]!.address)).toEqual(['10.0.0.50', '10.0.0.60', '10.0.0.100']);
+      expect(store.commitCalls.map((c) => c.claim.addresses[0]!.address)).toEqual([
+        '10.0.0.50',
+        '10.0.0.60',
+        '10.0.0.100',
+      ]);
       expect(store.reads - readsBefore).toBe(1);
       expect(result.kind === 'allocated' && result.claim.addresses[0]!.address).toBe('10.0.0.100');
     });
@@ -361,7 +435,14 @@ describe('Class: LeaseAllocator', () => {
       const view = viewOf(['10.0.0.0/24']);
       store.hold(hosts('10.0.0.', 1, 254));
       const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
-      const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random: new SeededRandom(1), fullTrustMs: 0, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
+      const allocator = new LeaseAllocator({
+        claims: store,
+        hints,
+        clock: clockAt(NOW),
+        random: new SeededRandom(1),
+        fullTrustMs: 0,
+        leaseStates: (pool, addresses) => store.leaseStates(pool, addresses),
+      });
       await warmHint(hints, view);
       const readsBefore = store.reads;
 
@@ -427,7 +508,10 @@ describe('Class: LeaseAllocator', () => {
 
       // Assess
       await expect(allocation).rejects.toThrow(AlreadyAllocatedError);
-      await expect(allocation).rejects.toMatchObject({ address: '10.0.0.10', holder: { claim: 'holder-claim', owner: { uid: 'holder-claim-owner' } } });
+      await expect(allocation).rejects.toMatchObject({
+        address: '10.0.0.10',
+        holder: { claim: 'holder-claim', owner: { uid: 'holder-claim-owner' } },
+      });
       expect(store.commits).toBe(1);
     });
 
@@ -452,7 +536,9 @@ describe('Class: LeaseAllocator', () => {
       const { allocator } = allocatorOver(store);
 
       // Act
-      const result = await allocator.allocate(viewOf(['10.0.0.0/24'], ['10.0.0.0/28']), draftOf(), [explicit('10.0.0.3')]);
+      const result = await allocator.allocate(viewOf(['10.0.0.0/24'], ['10.0.0.0/28']), draftOf(), [
+        explicit('10.0.0.3'),
+      ]);
 
       // Assess
       expect(result.kind === 'allocated' && result.claim.addresses[0]!.address).toBe('10.0.0.3');
@@ -516,7 +602,14 @@ describe('Class: LeaseAllocator', () => {
         getClaim: async (): Promise<undefined> => undefined,
       };
       const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
-      const allocator = new LeaseAllocator({ claims: contended, hints, clock: clockAt(NOW), random: new SeededRandom(15), maxCommits: 5, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
+      const allocator = new LeaseAllocator({
+        claims: contended,
+        hints,
+        clock: clockAt(NOW),
+        random: new SeededRandom(15),
+        maxCommits: 5,
+        leaseStates: (pool, addresses) => store.leaseStates(pool, addresses),
+      });
 
       // Act
       const allocation = allocator.allocate(viewOf(['10.0.0.0/24']), draftOf(), [dynamic()]);
@@ -558,7 +651,10 @@ describe('Class: LeaseAllocator', () => {
       const results = await Promise.all([first, second]);
 
       // Assess
-      expect(results.map((r) => r.kind === 'allocated' && r.claim.addresses[0]!.address)).toEqual(['10.0.0.17', '10.0.0.18']);
+      expect(results.map((r) => r.kind === 'allocated' && r.claim.addresses[0]!.address)).toEqual([
+        '10.0.0.17',
+        '10.0.0.18',
+      ]);
       expect(store.commits).toBe(2);
       expect(hints.inFlight(POOL, IpFamily.IPv4).size).toBe(0);
     });
@@ -569,7 +665,10 @@ describe('Class: LeaseAllocator', () => {
       const { allocator } = allocatorOver(store);
 
       // Act
-      const result = await allocator.allocate(viewOf(['10.0.0.0/24', 'fd00::/64']), draftOf(), [dynamic(IpFamily.IPv4), dynamic(IpFamily.IPv6)]);
+      const result = await allocator.allocate(viewOf(['10.0.0.0/24', 'fd00::/64']), draftOf(), [
+        dynamic(IpFamily.IPv4),
+        dynamic(IpFamily.IPv6),
+      ]);
 
       // Assess
       expect(store.commits).toBe(1);
@@ -627,7 +726,10 @@ describe('Class: LeaseAllocator', () => {
       const { allocator } = allocatorOver(store);
 
       // Act
-      const allocation = allocator.allocate(viewOf(['10.0.0.0/24', 'fd00::/64']), draftOf(), [dynamic(IpFamily.IPv4), explicit('fd00::5')]);
+      const allocation = allocator.allocate(viewOf(['10.0.0.0/24', 'fd00::/64']), draftOf(), [
+        dynamic(IpFamily.IPv4),
+        explicit('fd00::5'),
+      ]);
 
       // Assess
       await expect(allocation).rejects.toThrow(AlreadyAllocatedError);
@@ -646,7 +748,8 @@ describe('Class: LeaseAllocator', () => {
       for (let i = 0; i < 20; i += 1) results.push(await allocator.allocate(view, draftOf(`claim-${i}`), [dynamic()]));
 
       // Assess
-      for (const result of results) expect(result.kind === 'allocated' && result.claim.addresses[0]!.range).toBe('10.0.1.0-24');
+      for (const result of results)
+        expect(result.kind === 'allocated' && result.claim.addresses[0]!.range).toBe('10.0.1.0-24');
       expect(store.commits).toBe(20);
     });
 
@@ -741,7 +844,7 @@ describe('Class: LeaseAllocator', () => {
     });
   });
 
-  describe('Method: allocate, near full from a summary copy that lags (issue 20, the HTTP fill\'s last tenth)', () => {
+  describe("Method: allocate, near full from a summary copy that lags (issue 20, the HTTP fill's last tenth)", () => {
     /**
      * A container whose summary copy shows `shown` taken (the stream's view of a moment ago) while the store holds
      * more: the copy was read just now, so nothing makes the allocator read it again before picking.
@@ -753,8 +856,18 @@ describe('Class: LeaseAllocator', () => {
         count: (from: bigint, to: bigint) => BigInt([...taken].filter((v) => v >= from && v <= to).length),
         expiring: false,
       };
-      const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at), TUNING.hintMaxAgeMs, { read: async () => snapshot });
-      return new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
+      const hints = new HintCache(
+        (pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at),
+        TUNING.hintMaxAgeMs,
+        { read: async () => snapshot },
+      );
+      return new LeaseAllocator({
+        claims: store,
+        hints,
+        clock: clockAt(NOW),
+        random,
+        leaseStates: (pool, addresses) => store.leaseStates(pool, addresses),
+      });
     }
     const summarized = (cidr: string): PoolView => {
       const view = viewOf([cidr]);
@@ -765,13 +878,22 @@ describe('Class: LeaseAllocator', () => {
       // Prepare: a /22 (lower band .0.1-.0.63, all free); the copy shows 20 upper-band addresses free, 19 of them taken
       // since by other containers; only 10.0.3.250 is still free
       const store = new InMemoryLeaseStore();
-      const upper = [...hosts('10.0.0.', 64, 255), ...hosts('10.0.1.', 0, 255), ...hosts('10.0.2.', 0, 255), ...hosts('10.0.3.', 0, 254)];
+      const upper = [
+        ...hosts('10.0.0.', 64, 255),
+        ...hosts('10.0.1.', 0, 255),
+        ...hosts('10.0.2.', 0, 255),
+        ...hosts('10.0.3.', 0, 254),
+      ];
       const shownFree = hosts('10.0.3.', 235, 254);
       store.hold(upper.filter((a) => a !== '10.0.3.250'));
       const commits: number[] = [];
       for (let seed = 0; seed < 20; seed += 1) {
         store.commitCalls.length = 0;
-        const allocator = summaryAllocatorOver(store, upper.filter((a) => !shownFree.includes(a)), new SeededRandom(seed));
+        const allocator = summaryAllocatorOver(
+          store,
+          upper.filter((a) => !shownFree.includes(a)),
+          new SeededRandom(seed),
+        );
 
         // Act
         const result = await allocator.allocate(summarized('10.0.0.0/22'), draftOf(`c${seed}`), [dynamic()]);
@@ -788,13 +910,22 @@ describe('Class: LeaseAllocator', () => {
       // Prepare: a /22 whose upper band (.0.64-.3.254) is held, its lower band (.0.1-.0.63) free; the copy shows 5 upper-band
       // addresses free (taken since, as the stream lags) and the whole lower band free
       const store = new InMemoryLeaseStore();
-      const upper = [...hosts('10.0.0.', 64, 255), ...hosts('10.0.1.', 0, 255), ...hosts('10.0.2.', 0, 255), ...hosts('10.0.3.', 0, 254)];
+      const upper = [
+        ...hosts('10.0.0.', 64, 255),
+        ...hosts('10.0.1.', 0, 255),
+        ...hosts('10.0.2.', 0, 255),
+        ...hosts('10.0.3.', 0, 254),
+      ];
       store.hold(upper);
       const shownFree = hosts('10.0.3.', 250, 254);
       const lower = new Set(hosts('10.0.0.', 1, 63));
       for (let seed = 0; seed < 10; seed += 1) {
         store.statesRead.length = 0;
-        const allocator = summaryAllocatorOver(store, upper.filter((a) => !shownFree.includes(a)), new SeededRandom(seed));
+        const allocator = summaryAllocatorOver(
+          store,
+          upper.filter((a) => !shownFree.includes(a)),
+          new SeededRandom(seed),
+        );
 
         // Act
         const result = await allocator.allocate(summarized('10.0.0.0/22'), draftOf(`c${seed}`), [dynamic()]);
@@ -809,13 +940,18 @@ describe('Class: LeaseAllocator', () => {
       }
     });
 
-    it('reads a range\'s freed counters once in a call that decides its upper band used up and later its whole family, the seals alone the second time', async () => {
+    it("reads a range's freed counters once in a call that decides its upper band used up and later its whole family, the seals alone the second time", async () => {
       // Prepare: a /22 whose upper band (.0.64-.3.254) is held; in its lower band every address is held but .0.9, which
       // the copy shows taken (freed since), while it shows .0.20-.0.59 free (taken since): the first pick there needs the
       // upper band decided (a read of the counters), collides, the sample after it finds nothing, and the family is
       // decided (the counters again, before)
       const store = new InMemoryLeaseStore();
-      const upper = [...hosts('10.0.0.', 64, 255), ...hosts('10.0.1.', 0, 255), ...hosts('10.0.2.', 0, 255), ...hosts('10.0.3.', 0, 254)];
+      const upper = [
+        ...hosts('10.0.0.', 64, 255),
+        ...hosts('10.0.1.', 0, 255),
+        ...hosts('10.0.2.', 0, 255),
+        ...hosts('10.0.3.', 0, 254),
+      ];
       const lower = hosts('10.0.0.', 1, 63);
       store.hold([...upper, ...lower.filter((a) => a !== '10.0.0.9')]);
       const shownFree = hosts('10.0.0.', 20, 59);
@@ -824,16 +960,35 @@ describe('Class: LeaseAllocator', () => {
       const seals: UsedUpSeals = {
         readSeals: async (_pool, ranges, only) => {
           reads.push(only ?? 'counters');
-          return new Map(ranges.map((r) => [r, { freed: only ? [] : [0, 0, 0, 0], seals: Object.fromEntries(written) }]));
+          return new Map(
+            ranges.map((r) => [r, { freed: only ? [] : [0, 0, 0, 0], seals: Object.fromEntries(written) }]),
+          );
         },
         seal: async (_pool, _range, part, seal) => {
           written.set(part, seal);
         },
       };
-      const taken = new Set([...upper, ...lower].filter((a) => !shownFree.includes(a)).map((a) => parseAddress(a).value));
-      const snapshot = { has: (v: bigint) => taken.has(v), count: (from: bigint, to: bigint) => BigInt([...taken].filter((v) => v >= from && v <= to).length), expiring: false };
-      const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at), TUNING.hintMaxAgeMs, { read: async () => snapshot });
-      const allocator = new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random: new SeededRandom(3), seals, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
+      const taken = new Set(
+        [...upper, ...lower].filter((a) => !shownFree.includes(a)).map((a) => parseAddress(a).value),
+      );
+      const snapshot = {
+        has: (v: bigint) => taken.has(v),
+        count: (from: bigint, to: bigint) => BigInt([...taken].filter((v) => v >= from && v <= to).length),
+        expiring: false,
+      };
+      const hints = new HintCache(
+        (pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at),
+        TUNING.hintMaxAgeMs,
+        { read: async () => snapshot },
+      );
+      const allocator = new LeaseAllocator({
+        claims: store,
+        hints,
+        clock: clockAt(NOW),
+        random: new SeededRandom(3),
+        seals,
+        leaseStates: (pool, addresses) => store.leaseStates(pool, addresses),
+      });
 
       // Act
       const result = await allocator.allocate(summarized('10.0.0.0/22'), draftOf('c'), [dynamic()]);
@@ -851,15 +1006,24 @@ describe('Class: LeaseAllocator', () => {
       // one, .3.200, after a run of 800 taken. A scan from a random start lands on .3.200 about 8 times in 10.
       const store = new InMemoryLeaseStore();
       const free = [...hosts('10.0.0.', 101, 139), '10.0.3.200'];
-      const all = [...hosts('10.0.0.', 1, 255), ...hosts('10.0.1.', 0, 255), ...hosts('10.0.2.', 0, 255), ...hosts('10.0.3.', 0, 254)];
-      const shownTaken = all.filter((a) => !free.includes(a) && Number(a.split('.')[2]) * 256 + Number(a.split('.')[3]) >= 64);
+      const all = [
+        ...hosts('10.0.0.', 1, 255),
+        ...hosts('10.0.1.', 0, 255),
+        ...hosts('10.0.2.', 0, 255),
+        ...hosts('10.0.3.', 0, 254),
+      ];
+      const shownTaken = all.filter(
+        (a) => !free.includes(a) && Number(a.split('.')[2]) * 256 + Number(a.split('.')[3]) >= 64,
+      );
       // Every commit fails, so each caller's first candidate is what it tried.
       store.failWith = new Error('first candidate only');
       const random = new SeededRandom(5);
 
       // Act: 64 callers, each its own container with the same copy
       for (let caller = 0; caller < 64; caller += 1) {
-        await summaryAllocatorOver(store, shownTaken, random).allocate(summarized('10.0.0.0/22'), draftOf(`c${caller}`), [dynamic()]).catch(() => undefined);
+        await summaryAllocatorOver(store, shownTaken, random)
+          .allocate(summarized('10.0.0.0/22'), draftOf(`c${caller}`), [dynamic()])
+          .catch(() => undefined);
       }
 
       // Assess: 64 first candidates drawn uniformly from 40 (at most 6 on any one in this seed), not most on .3.200
@@ -871,14 +1035,15 @@ describe('Class: LeaseAllocator', () => {
       expect(new Set(tried).size).toBeGreaterThanOrEqual(25);
     });
 
-    it('reads a /20\'s full upper band at most 3.5 times over between them when 32 callers decide it used up at once (8 parts of 480: 4 times)', async () => {
+    it("reads a /20's full upper band at most 3.5 times over between them when 32 callers decide it used up at once (8 parts of 480: 4 times)", async () => {
       // Prepare: a /20 whose upper band (3,839 addresses, .1.0-.15.254) is held, its lower band (.0.1-.0.255) free; seals
       // in memory, and no address is ever freed, so a seal once written holds
       const store = new InMemoryLeaseStore();
       store.hold(Array.from({ length: 3839 }, (_, i) => `10.0.${Math.floor((256 + i) / 256)}.${(256 + i) % 256}`));
       const written = new Map<string, UsedUpSeal>();
       const seals: UsedUpSeals = {
-        readSeals: async (_pool, ranges) => new Map(ranges.map((r) => [r, { freed: [0, 0, 0, 0], seals: Object.fromEntries(written) }])),
+        readSeals: async (_pool, ranges) =>
+          new Map(ranges.map((r) => [r, { freed: [0, 0, 0, 0], seals: Object.fromEntries(written) }])),
         seal: async (_pool, _range, part, seal) => {
           written.set(part, seal);
         },
@@ -887,16 +1052,29 @@ describe('Class: LeaseAllocator', () => {
       const view = viewOf(['10.0.0.0/20']);
       const callers = Array.from({ length: 32 }, () => {
         const hints = new HintCache((pool, family, intervals, at) => store.takenAddresses(pool, family, intervals, at));
-        return new LeaseAllocator({ claims: store, hints, clock: clockAt(NOW), random, seals, leaseStates: (pool, addresses) => store.leaseStates(pool, addresses) });
+        return new LeaseAllocator({
+          claims: store,
+          hints,
+          clock: clockAt(NOW),
+          random,
+          seals,
+          leaseStates: (pool, addresses) => store.leaseStates(pool, addresses),
+        });
       });
 
       // Act
-      const results = await Promise.all(callers.map((allocator, i) => allocator.allocate(view, draftOf(`c${i}`), [dynamic()])));
+      const results = await Promise.all(
+        callers.map((allocator, i) => allocator.allocate(view, draftOf(`c${i}`), [dynamic()])),
+      );
 
       // Assess: every claim in the lower band; the upper band read about 3.3 times over in all, all 32 callers in step
       // (each round every caller reads one unsealed part: parts of ~130 chosen at random among the unsealed ones, not
       // 8 parts of 480 visited in turn, which read it 4 times over)
-      const offsets = results.map((r) => (r.kind === 'allocated' ? parseAddress(r.claim.addresses[0]!.address).value - parseAddress('10.0.0.0').value : -1n));
+      const offsets = results.map((r) =>
+        r.kind === 'allocated'
+          ? parseAddress(r.claim.addresses[0]!.address).value - parseAddress('10.0.0.0').value
+          : -1n,
+      );
       expect(offsets.every((o) => o >= 1n && o <= 255n)).toBe(true);
       expect(store.bulkAddresses).toBeLessThanOrEqual(3.5 * 3839);
     });

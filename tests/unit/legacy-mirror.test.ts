@@ -12,8 +12,19 @@ import { LegacyMirror } from '../../shared/core/mirror/legacy-mirror.ts';
 import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
 import type { PoolView, Range } from '../../shared/core/model.ts';
 
-const range = (name: string, cidr: string): Range => ({ pool: 'p', name, cidr, family: cidr.includes(':') ? 'IPv6' : 'IPv4', state: 'Ready', legacy: true, createdAt: '' });
-const view: PoolView = { pool: { name: 'p', exclude: [], createdAt: '' }, ranges: [range('v4', '10.0.0.0/24'), range('v6', 'fd00::/112')] };
+const range = (name: string, cidr: string): Range => ({
+  pool: 'p',
+  name,
+  cidr,
+  family: cidr.includes(':') ? 'IPv6' : 'IPv4',
+  state: 'Ready',
+  legacy: true,
+  createdAt: '',
+});
+const view: PoolView = {
+  pool: { name: 'p', exclude: [], createdAt: '' },
+  ranges: [range('v4', '10.0.0.0/24'), range('v6', 'fd00::/112')],
+};
 
 /** An in-memory table: lease items by address, bitmap documents by range name, and a log of what was called. */
 class FakeTable {
@@ -32,13 +43,17 @@ class FakeTable {
     },
     takenAddresses: async (_pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[]) => {
       this.calls.push(`taken ${family}`);
-      return [...this.leases.keys()].map((a) => parseAddress(a)).filter((a) => a.family === family && intervals.some(([f, t]) => a.value >= f && a.value <= t)).map((a) => a.value);
+      return [...this.leases.keys()]
+        .map((a) => parseAddress(a))
+        .filter((a) => a.family === family && intervals.some(([f, t]) => a.value >= f && a.value <= t))
+        .map((a) => a.value);
     },
   };
 
   readonly bitmaps = {
     getBitmap: async (_pool: string, name: string) => this.docs.get(name),
-    leaseHolders: async (_pool: string, addresses: readonly string[]) => new Map(addresses.filter((a) => this.leases.has(a)).map((a) => [a, this.leases.get(a)!])),
+    leaseHolders: async (_pool: string, addresses: readonly string[]) =>
+      new Map(addresses.filter((a) => this.leases.has(a)).map((a) => [a, this.leases.get(a)!])),
     putBitmap: async (write: BitmapWrite) => {
       this.calls.push(`put ${write.rangeName}`);
       this.before.get(write.rangeName)?.();
@@ -66,7 +81,12 @@ class FakeTable {
 }
 
 let seq = 0;
-const change = (address: string, state: LeaseItemPresence): LeaseChange => ({ id: String((seq += 1)), pool: 'p', address, state });
+const change = (address: string, state: LeaseItemPresence): LeaseChange => ({
+  id: String((seq += 1)),
+  pool: 'p',
+  address,
+  state,
+});
 
 describe('Class: LegacyMirror', () => {
   describe('Method: apply', () => {
@@ -74,7 +94,9 @@ describe('Class: LegacyMirror', () => {
       // Prepare
       const table = new FakeTable();
       // Act
-      const result = await table.mirror({ MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: true }).apply([change('10.0.0.1', LeaseItemPresence.Held)]);
+      const result = await table
+        .mirror({ MultiCIDRServiceAllocator: true, DisableAllocatorDualWrite: true })
+        .apply([change('10.0.0.1', LeaseItemPresence.Held)]);
       // Assess
       expect(result).toEqual({ failed: [], ranges: [], active: false });
       expect(table.calls).toEqual([]);
@@ -85,7 +107,9 @@ describe('Class: LegacyMirror', () => {
       const table = new FakeTable();
       table.leases.set('10.0.0.1', 'u1');
       // Act
-      const result = await table.mirror({ MultiCIDRServiceAllocator: false, DisableAllocatorDualWrite: true }).apply([change('10.0.0.1', LeaseItemPresence.Held)]);
+      const result = await table
+        .mirror({ MultiCIDRServiceAllocator: false, DisableAllocatorDualWrite: true })
+        .apply([change('10.0.0.1', LeaseItemPresence.Held)]);
       // Assess
       expect(result.active).toBe(true);
       expect(table.held('v4')).toEqual(['10.0.0.1']);
@@ -94,7 +118,12 @@ describe('Class: LegacyMirror', () => {
     it('creates a missing IPv6 bitmap from the IPv6 range own leases, with the IPv6 CIDR as its range', async () => {
       // Prepare: leases in both families; only an IPv6 change arrives.
       const table = new FakeTable();
-      for (const [a, u] of [['10.0.0.1', 'u1'], ['fd00::1', 'u1'], ['fd00::7', 'u2']] as const) table.leases.set(a, u);
+      for (const [a, u] of [
+        ['10.0.0.1', 'u1'],
+        ['fd00::1', 'u1'],
+        ['fd00::7', 'u2'],
+      ] as const)
+        table.leases.set(a, u);
       // Act
       const result = await table.mirror().apply([change('fd00::7', LeaseItemPresence.Held)]);
       // Assess
@@ -108,7 +137,9 @@ describe('Class: LegacyMirror', () => {
       // Prepare
       const table = new FakeTable();
       table.docs.set('v4', { range: '10.0.0.0/24', data: new Uint8Array(0), version: 4 });
-      const changes = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'].map((a) => (table.leases.set(a, 'u'), change(a, LeaseItemPresence.Held)));
+      const changes = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'].map(
+        (a) => (table.leases.set(a, 'u'), change(a, LeaseItemPresence.Held)),
+      );
       // Act
       await table.mirror().apply(changes);
       // Assess
@@ -125,7 +156,9 @@ describe('Class: LegacyMirror', () => {
       bitmap.set(bitOf(parseCidr('10.0.0.0/24'), parseAddress('10.0.0.9').value)!);
       table.docs.set('v4', { range: '10.0.0.0/24', data: bitmap.encode(), version: 2 });
       // Act
-      const result = await table.mirror().apply([change('10.0.0.9', LeaseItemPresence.Held), change('10.0.0.8', LeaseItemPresence.Gone)]);
+      const result = await table
+        .mirror()
+        .apply([change('10.0.0.9', LeaseItemPresence.Held), change('10.0.0.8', LeaseItemPresence.Gone)]);
       // Assess
       expect(result.ranges[0]!.outcome).toBe('unchanged');
       expect(table.calls.filter((c) => c.startsWith('put'))).toEqual([]);
@@ -182,15 +215,33 @@ describe('Class: LegacyMirror', () => {
 });
 
 /** A Lambda stream record of a lease (or another item). */
-function record(eventName: 'INSERT' | 'MODIFY' | 'REMOVE', image: Record<string, string>, extra: Partial<DynamoDBRecord> = {}): DynamoDBRecord {
+function record(
+  eventName: 'INSERT' | 'MODIFY' | 'REMOVE',
+  image: Record<string, string>,
+  extra: Partial<DynamoDBRecord> = {},
+): DynamoDBRecord {
   const attrs = Object.fromEntries(Object.entries(image).map(([k, v]) => [k, { S: v }]));
   return {
     eventName,
-    dynamodb: { SequenceNumber: String((seq += 1)), Keys: { PK: attrs.PK!, SK: attrs.SK! }, ...(eventName === 'REMOVE' ? { OldImage: attrs } : { NewImage: attrs }) },
+    dynamodb: {
+      SequenceNumber: String((seq += 1)),
+      Keys: { PK: attrs.PK!, SK: attrs.SK! },
+      ...(eventName === 'REMOVE' ? { OldImage: attrs } : { NewImage: attrs }),
+    },
     ...extra,
   };
 }
-const leaseImage = (address: string, claim = 'c1') => ({ PK: `LEASE#p#${address}`, SK: 'LEASE', entity: 'lease', pool: 'p', address, family: 'IPv4', range: 'v4', claim, claimUid: `${claim}-uid` });
+const leaseImage = (address: string, claim = 'c1') => ({
+  PK: `LEASE#p#${address}`,
+  SK: 'LEASE',
+  entity: 'lease',
+  pool: 'p',
+  address,
+  family: 'IPv4',
+  range: 'v4',
+  claim,
+  claimUid: `${claim}-uid`,
+});
 
 describe('Function: leaseChangeOf', () => {
   it('reads a lease INSERT as held', () => {
@@ -201,7 +252,11 @@ describe('Function: leaseChangeOf', () => {
       address: '10.0.0.1',
       state: 'held',
       // The history's view of it: a lease after, none before
-      transition: { after: expect.objectContaining({ pool: 'p', address: '10.0.0.1' }), atMs: expect.any(Number), byTtl: false },
+      transition: {
+        after: expect.objectContaining({ pool: 'p', address: '10.0.0.1' }),
+        atMs: expect.any(Number),
+        byTtl: false,
+      },
     });
   });
 
@@ -212,20 +267,29 @@ describe('Function: leaseChangeOf', () => {
   });
 
   it('reads a TTL deletion (userIdentity dynamodb.amazonaws.com) as gone, like any other REMOVE', () => {
-    const r = record('REMOVE', leaseImage('10.0.0.1'), { userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' } });
+    const r = record('REMOVE', leaseImage('10.0.0.1'), {
+      userIdentity: { type: 'Service', principalId: 'dynamodb.amazonaws.com' },
+    });
     expect(isTtlDeletion(r)).toBe(true);
     expect(leaseChangeOf(r)).toMatchObject({ address: '10.0.0.1', state: 'gone' });
     expect(isTtlDeletion(record('REMOVE', leaseImage('10.0.0.1')))).toBe(false);
   });
 
   it('ignores every item that is not a lease: claims, pools, bitmaps', () => {
-    expect(leaseChangeOf(record('INSERT', { PK: 'CLAIM#p#c1', SK: 'CLAIM', entity: 'claim', pool: 'p' }))).toBeUndefined();
-    expect(leaseChangeOf(record('MODIFY', { PK: 'BITMAP#p#v4', SK: 'BITMAP', entity: 'bitmap', pool: 'p' }))).toBeUndefined();
+    expect(
+      leaseChangeOf(record('INSERT', { PK: 'CLAIM#p#c1', SK: 'CLAIM', entity: 'claim', pool: 'p' })),
+    ).toBeUndefined();
+    expect(
+      leaseChangeOf(record('MODIFY', { PK: 'BITMAP#p#v4', SK: 'BITMAP', entity: 'bitmap', pool: 'p' })),
+    ).toBeUndefined();
     expect(leaseChangeOf(record('INSERT', { PK: 'POOL#p', SK: '#POOL', entity: 'pool' }))).toBeUndefined();
   });
 
   it('reads a record without images from its key LEASE#<pool>#<address>', () => {
-    const r: DynamoDBRecord = { eventName: 'REMOVE', dynamodb: { SequenceNumber: '77', Keys: { PK: { S: 'LEASE#p#fd00::1' }, SK: { S: 'LEASE' } } } };
+    const r: DynamoDBRecord = {
+      eventName: 'REMOVE',
+      dynamodb: { SequenceNumber: '77', Keys: { PK: { S: 'LEASE#p#fd00::1' }, SK: { S: 'LEASE' } } },
+    };
     expect(leaseChangeOf(r)).toEqual({ id: '77', pool: 'p', address: 'fd00::1', state: 'gone' });
   });
 });
@@ -240,14 +304,20 @@ describe('Function: createMirrorHandler', () => {
     const other = record('INSERT', { PK: 'CLAIM#p#c1', SK: 'CLAIM', entity: 'claim', pool: 'p' });
     const logged: Record<string, unknown>[] = [];
     const published: number[] = [];
-    const handler = createMirrorHandler(() => table.mirror(), (entry) => logged.push(entry), { publishMirror: (failed) => published.push(failed) });
+    const handler = createMirrorHandler(
+      () => table.mirror(),
+      (entry) => logged.push(entry),
+      { publishMirror: (failed) => published.push(failed) },
+    );
     // Act
     const answer = await handler({ Records: [failing, fine, other] });
     const clean = await handler({ Records: [fine] });
     // Assess
     expect(answer).toEqual({ batchItemFailures: [{ itemIdentifier: failing.dynamodb!.SequenceNumber }] });
     expect(clean).toEqual({ batchItemFailures: [] });
-    expect(logged).toEqual([expect.objectContaining({ level: 'error', pool: 'p', range: 'v4', records: 1, error: 'NotReadyError' })]);
+    expect(logged).toEqual([
+      expect.objectContaining({ level: 'error', pool: 'p', range: 'v4', records: 1, error: 'NotReadyError' }),
+    ]);
     // The MirrorRecordsFailed metric of each batch, zeros included
     expect(published).toEqual([1, 0]);
   });

@@ -83,7 +83,9 @@ describe('Class: MemoryTable', () => {
       let fault: Fault | undefined = { kind: 'timeout', committed: true };
       const table = new MemoryTable({ faults: () => fault });
       // Act
-      await expect(table.transact([put({ PK: 'P', SK: 'a' }), put({ PK: 'P', SK: 'b' })])).rejects.toThrow('did not answer in time');
+      await expect(table.transact([put({ PK: 'P', SK: 'a' }), put({ PK: 'P', SK: 'b' })])).rejects.toThrow(
+        'did not answer in time',
+      );
       fault = { kind: 'timeout', committed: false };
       await expect(table.write(put({ PK: 'P', SK: 'c' }))).rejects.toThrow(NotReadyError);
       fault = undefined;
@@ -91,7 +93,7 @@ describe('Class: MemoryTable', () => {
       expect(table.items().map((i) => i.SK)).toEqual(['a', 'b']);
     });
 
-    it('cancels a transaction with TransactionConflict on the conflicting ops, and refuses a write with NotReadyError (SdkTable\'s TransactionConflictException)', async () => {
+    it("cancels a transaction with TransactionConflict on the conflicting ops, and refuses a write with NotReadyError (SdkTable's TransactionConflictException)", async () => {
       // Prepare
       let fault: Fault | undefined = { kind: 'conflict', ops: [1] };
       const table = new MemoryTable({ faults: () => fault });
@@ -120,7 +122,10 @@ describe('Class: MemoryTable', () => {
       // Act
       const deleted = table.expireTtl(100);
       // Assess
-      expect(deleted).toEqual([{ PK: 'P', SK: 'now' }, { PK: 'P', SK: 'past' }]);
+      expect(deleted).toEqual([
+        { PK: 'P', SK: 'now' },
+        { PK: 'P', SK: 'past' },
+      ]);
       expect(table.items().map((i) => i.SK)).toEqual(['future', 'none', 'text']);
     });
 
@@ -180,7 +185,12 @@ describe('Class: MemoryTable', () => {
       const got = await table.get({ PK: 'P', SK: 'a' });
       (got!.nested as { list: number[] }).list.push(3);
       // Assess
-      expect(await table.get({ PK: 'P', SK: 'a' })).toEqual({ PK: 'P', SK: 'a', bytes: new Uint8Array([1, 2]), nested: { list: [1] } });
+      expect(await table.get({ PK: 'P', SK: 'a' })).toEqual({
+        PK: 'P',
+        SK: 'a',
+        bytes: new Uint8Array([1, 2]),
+        nested: { list: [1] },
+      });
       expect((await table.get({ PK: 'P', SK: 'a' }))!.bytes).toBeInstanceOf(Uint8Array);
     });
 

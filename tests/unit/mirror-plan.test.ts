@@ -22,16 +22,34 @@ const view: PoolView = {
 const viewOf = (pool: string) => (pool === 'p' ? view : undefined);
 
 let seq = 0;
-const held = (address: string, pool = 'p'): LeaseChange => ({ id: String((seq += 1)), pool, address, state: LeaseItemPresence.Held });
-const gone = (address: string, pool = 'p'): LeaseChange => ({ id: String((seq += 1)), pool, address, state: LeaseItemPresence.Gone });
+const held = (address: string, pool = 'p'): LeaseChange => ({
+  id: String((seq += 1)),
+  pool,
+  address,
+  state: LeaseItemPresence.Held,
+});
+const gone = (address: string, pool = 'p'): LeaseChange => ({
+  id: String((seq += 1)),
+  pool,
+  address,
+  state: LeaseItemPresence.Gone,
+});
 
 /** The plan's bits as {bit: held} for compact assertions. */
-const bitsOf = (bits: ReadonlyMap<number, { held: boolean }>) => Object.fromEntries([...bits].map(([bit, { held: h }]) => [bit, h]));
+const bitsOf = (bits: ReadonlyMap<number, { held: boolean }>) =>
+  Object.fromEntries([...bits].map(([bit, { held: h }]) => [bit, h]));
 
 describe('Function: planMirror', () => {
   it('coalesces a batch into one plan per legacy bitmap, the last change of an address winning', () => {
     // Prepare
-    const changes = [held('10.0.0.1'), held('10.0.0.2'), gone('10.0.0.1'), held('10.0.0.10'), gone('10.0.0.2'), held('10.0.0.2')];
+    const changes = [
+      held('10.0.0.1'),
+      held('10.0.0.2'),
+      gone('10.0.0.1'),
+      held('10.0.0.10'),
+      gone('10.0.0.2'),
+      held('10.0.0.2'),
+    ];
     // Act
     const plans = planMirror(changes, viewOf);
     // Assess
@@ -53,7 +71,17 @@ describe('Function: planMirror', () => {
 
   it('ignores addresses no bitmap covers: non-legacy ranges, beyond the IPv6 window, reserved, unknown pools, bad text', () => {
     // Act
-    const plans = planMirror([held('10.1.0.5'), held('fd00::1:0'), held('10.0.0.0'), held('10.0.0.255'), held('10.0.0.7', 'other'), held('not-an-ip')], viewOf);
+    const plans = planMirror(
+      [
+        held('10.1.0.5'),
+        held('fd00::1:0'),
+        held('10.0.0.0'),
+        held('10.0.0.255'),
+        held('10.0.0.7', 'other'),
+        held('not-an-ip'),
+      ],
+      viewOf,
+    );
     // Assess
     expect(plans).toEqual([]);
   });
@@ -86,7 +114,13 @@ describe('Function: applyBits', () => {
     const bitmap = Bitmap.empty(254);
     bitmap.set(0);
     // Act
-    const changed = applyBits(bitmap, new Map([[0, { address: '10.0.0.1', held: true }], [1, { address: '10.0.0.2', held: false }]]));
+    const changed = applyBits(
+      bitmap,
+      new Map([
+        [0, { address: '10.0.0.1', held: true }],
+        [1, { address: '10.0.0.2', held: false }],
+      ]),
+    );
     // Assess
     expect(changed).toBe(false);
     expect([...bitmap.setBits()]).toEqual([0]);

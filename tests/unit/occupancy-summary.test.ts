@@ -27,7 +27,17 @@ async function setLease(table: MemoryTable, address: string, held: boolean, ttl 
     await table.write({ kind: 'delete', key: keys.lease('p', address) });
     return;
   }
-  const lease = { pool: 'p', address, family: IpFamily.IPv4, range: 'r', claim: `c-${address}`, claimUid: `u-${address}`, owner: owner('x'), createdAt: '', ...(ttl ? { expiresAt: clock.nowMs() + 60_000 } : {}) };
+  const lease = {
+    pool: 'p',
+    address,
+    family: IpFamily.IPv4,
+    range: 'r',
+    claim: `c-${address}`,
+    claimUid: `u-${address}`,
+    owner: owner('x'),
+    createdAt: '',
+    ...(ttl ? { expiresAt: clock.nowMs() + 60_000 } : {}),
+  };
   await table.write({ kind: 'put', item: leaseToItem(lease, 4) });
 }
 
@@ -35,7 +45,10 @@ async function setLease(table: MemoryTable, address: string, held: boolean, ttl 
 async function summaryOf(table: MemoryTable): Promise<string[]> {
   const summary = await readSummary(new TableOccupancyStore(table), 'p', IpFamily.IPv4, [[0x0a000000n, 0x0a00ffffn]]);
   const out: string[] = [];
-  for (const chunk of summary.chunks) chunk.bits.forEachSet((bit) => out.push(formatAddress({ family: IpFamily.IPv4, value: chunk.index * CHUNK_SIZE + BigInt(bit) })));
+  for (const chunk of summary.chunks)
+    chunk.bits.forEachSet((bit) =>
+      out.push(formatAddress({ family: IpFamily.IPv4, value: chunk.index * CHUNK_SIZE + BigInt(bit) })),
+    );
   return out.sort();
 }
 
@@ -59,7 +72,9 @@ async function leasesOf(table: MemoryTable): Promise<string[]> {
  */
 function counted<S extends object>(store: S, method: keyof S, count: () => void): S {
   const call = store[method] as (...args: unknown[]) => unknown;
-  return Object.assign(Object.create(store) as S, { [method]: (...args: unknown[]) => (count(), call.apply(store, args)) });
+  return Object.assign(Object.create(store) as S, {
+    [method]: (...args: unknown[]) => (count(), call.apply(store, args)),
+  });
 }
 
 describe('Class: SummaryMirror', () => {
@@ -70,10 +85,18 @@ describe('Class: SummaryMirror', () => {
       const table = new MemoryTable();
       const records: LeaseChange[] = [];
       for (let i = 0; i < 60; i += 1) {
-        const address = formatAddress({ family: IpFamily.IPv4, value: 0x0a000000n + random.below(3n * CHUNK_SIZE) / 97n });
+        const address = formatAddress({
+          family: IpFamily.IPv4,
+          value: 0x0a000000n + random.below(3n * CHUNK_SIZE) / 97n,
+        });
         const held = random.unit() < 0.6;
         await setLease(table, address, held, random.unit() < 0.3);
-        records.push({ id: String(i), pool: 'p', address, state: held ? LeaseItemPresence.Held : LeaseItemPresence.Gone });
+        records.push({
+          id: String(i),
+          pool: 'p',
+          address,
+          state: held ? LeaseItemPresence.Held : LeaseItemPresence.Gone,
+        });
       }
       const mirror = new SummaryMirror({ store: new TableOccupancyStore(table), clock });
       // Act: batches cut at random, some delivered twice, some older ones again after newer ones, shuffled inside
@@ -120,15 +143,31 @@ describe('Class: SummaryMirror', () => {
     const table = new MemoryTable();
     for (let i = 1; i <= 50; i += 1) await setLease(table, `10.0.0.${i}`, true);
     const mirror = new SummaryMirror({ store: new TableOccupancyStore(table), clock });
-    const changes = Array.from({ length: 50 }, (_, i) => ({ id: String(i), pool: 'p', address: `10.0.0.${i + 1}`, state: LeaseItemPresence.Held }));
+    const changes = Array.from({ length: 50 }, (_, i) => ({
+      id: String(i),
+      pool: 'p',
+      address: `10.0.0.${i + 1}`,
+      state: LeaseItemPresence.Held,
+    }));
     // Act
     const before = table.calls().write;
     const result = await mirror.apply(changes);
     const writes = table.calls().write - before;
-    const always = new SummaryMirror({ store: { ...new TableOccupancyStore(table), getChunk: async () => undefined, leaseStates: async () => new Map([['10.0.0.1', { expiring: false }]]), putChunk: async () => 'changed' as const }, clock, maxAttempts: 3 });
+    const always = new SummaryMirror({
+      store: {
+        ...new TableOccupancyStore(table),
+        getChunk: async () => undefined,
+        leaseStates: async () => new Map([['10.0.0.1', { expiring: false }]]),
+        putChunk: async () => 'changed' as const,
+      },
+      clock,
+      maxAttempts: 3,
+    });
     const lost = await always.apply([{ id: 'x', pool: 'p', address: '10.0.0.1', state: LeaseItemPresence.Held }]);
     // Assess
-    expect(result.chunks).toEqual([expect.objectContaining({ outcome: 'written', changes: 50, index: chunkIndexOf(0x0a000001n) })]);
+    expect(result.chunks).toEqual([
+      expect.objectContaining({ outcome: 'written', changes: 50, index: chunkIndexOf(0x0a000001n) }),
+    ]);
     expect(writes).toBe(1);
     expect(lost.failed).toEqual(['x']);
   });
@@ -151,11 +190,21 @@ describe('Allocation with the summary', () => {
   it('never trusts a summary that lags: every address once, then RangeFull, with no stream function at all', async () => {
     // Prepare: a /28 (14 hosts); the summary of this pool is complete but never updated
     const { container } = await unfollowed('10.9.0.0/28', true);
-    const siblings = [container, buildContainer(config, { table: container.table, clock, random: new SeededRandom(8) }), buildContainer(config, { table: container.table, clock, random: new SeededRandom(9) })];
+    const siblings = [
+      container,
+      buildContainer(config, { table: container.table, clock, random: new SeededRandom(8) }),
+      buildContainer(config, { table: container.table, clock, random: new SeededRandom(9) }),
+    ];
     // Act
     const got: string[] = [];
-    for (let i = 0; i < 14; i += 1) got.push((await createClaim(siblings[i % 3]!.deps, { pool: 'p', name: `c${i}`, owner: owner(`u${i}`) })).claim.addresses[0]!.address);
-    const full = await createClaim(siblings[1]!.deps, { pool: 'p', name: 'c14', owner: owner('u14') }).catch((e: unknown) => e);
+    for (let i = 0; i < 14; i += 1)
+      got.push(
+        (await createClaim(siblings[i % 3]!.deps, { pool: 'p', name: `c${i}`, owner: owner(`u${i}`) })).claim
+          .addresses[0]!.address,
+      );
+    const full = await createClaim(siblings[1]!.deps, { pool: 'p', name: 'c14', owner: owner('u14') }).catch(
+      (e: unknown) => e,
+    );
     // Assess
     expect(new Set(got).size).toBe(14);
     expect(full).toBeInstanceOf(RangeFullError);
@@ -169,7 +218,11 @@ describe('Allocation with the summary', () => {
       table,
       clock,
       random: new SeededRandom(3),
-      wrapStores: (s) => ({ ...s, occupancy: counted(s.occupancy, 'readChunks', () => reads.push('chunks')), leases: counted(s.leases, 'takenAddresses', () => reads.push('listing')) }),
+      wrapStores: (s) => ({
+        ...s,
+        occupancy: counted(s.occupancy, 'readChunks', () => reads.push('chunks')),
+        leases: counted(s.leases, 'takenAddresses', () => reads.push('listing')),
+      }),
     });
     // Act
     await createClaim(metered.deps, { pool: 'p', name: 'a', owner: owner('a') });
@@ -181,7 +234,14 @@ describe('Allocation with the summary', () => {
 });
 
 describe('Reconciler: the summary (rows 14-15)', () => {
-  const settings = { expiredClaimGraceMs: 30_000, orphanLeaseGraceMs: 60_000, terminatingRangeGraceMs: 10_000, leakStrikes: 3, sweepItems: 0, countItems: 20_000 } as const;
+  const settings = {
+    expiredClaimGraceMs: 30_000,
+    orphanLeaseGraceMs: 60_000,
+    terminatingRangeGraceMs: 10_000,
+    leakStrikes: 3,
+    sweepItems: 0,
+    countItems: 20_000,
+  } as const;
 
   async function leasedBehindTheStream(summarized: boolean) {
     const table = new MemoryTable();
@@ -228,7 +288,9 @@ describe('Reconciler: the summary (rows 14-15)', () => {
     // Prepare: a summarized pool whose summary missed four leases and holds one that is gone
     const { table, container } = await leasedBehindTheStream(true);
     await setLease(table, '10.0.9.9', true);
-    await new SummaryMirror({ store: new TableOccupancyStore(table), clock }).apply([{ id: '1', pool: 'p', address: '10.0.9.9', state: LeaseItemPresence.Held }]);
+    await new SummaryMirror({ store: new TableOccupancyStore(table), clock }).apply([
+      { id: '1', pool: 'p', address: '10.0.9.9', state: LeaseItemPresence.Held },
+    ]);
     await setLease(table, '10.0.9.9', false);
     // Act
     const first = await reconcile({ ...container.deps, settings }, { deadlineMs: clock.nowMs() + 60_000 });
@@ -257,7 +319,11 @@ describe('Allocation against a summary shown wrong', () => {
     });
     // Act: ten claims from one container
     const got: string[] = [];
-    for (let i = 0; i < 10; i += 1) got.push((await createClaim(caller.deps, { pool: 'p', name: `c${i}`, owner: owner(`u${i}`) })).claim.addresses[0]!.address);
+    for (let i = 0; i < 10; i += 1)
+      got.push(
+        (await createClaim(caller.deps, { pool: 'p', name: `c${i}`, owner: owner(`u${i}`) })).claim.addresses[0]!
+          .address,
+      );
     // Assess: every address a free one; about two transactions a claim (blind commits would take about 4.7)
     expect(got.every((a) => Number(a.split('.')[3]) > 200)).toBe(true);
     expect(new Set(got).size).toBe(10);
@@ -289,7 +355,11 @@ describe('Allocation near full from an old summary copy', () => {
       random: new SeededRandom(seed),
       wrapStores: (s) => ({
         ...s,
-        occupancy: counted(counted(s.occupancy, 'readChunks', () => (counts.summaryReads += 1)), 'leaseStates', () => (counts.leaseReads += 1)),
+        occupancy: counted(
+          counted(s.occupancy, 'readChunks', () => (counts.summaryReads += 1)),
+          'leaseStates',
+          () => (counts.leaseReads += 1),
+        ),
         claims: counted(s.claims, 'commitClaim', () => (counts.commits += 1)),
       }),
     });
@@ -298,7 +368,11 @@ describe('Allocation near full from an old summary copy', () => {
     /** What the calls made after it cost: commits, summary reads and lease reads counted from now. */
     const counting = () => {
       const at = { ...counts };
-      return () => ({ commits: counts.commits - at.commits, summaryReads: counts.summaryReads - at.summaryReads, leaseReads: counts.leaseReads - at.leaseReads });
+      return () => ({
+        commits: counts.commits - at.commits,
+        summaryReads: counts.summaryReads - at.summaryReads,
+        leaseReads: counts.leaseReads - at.leaseReads,
+      });
     };
     return { caller, lease, counting };
   }
@@ -348,7 +422,9 @@ describe('Allocation near full from an old summary copy', () => {
     clock.advance(1_100);
     const spent = counting();
     // Act
-    const refused = await createClaim(caller.deps, { pool: 'p', name: 'none', owner: owner('none') }).catch((e: unknown) => e);
+    const refused = await createClaim(caller.deps, { pool: 'p', name: 'none', owner: owner('none') }).catch(
+      (e: unknown) => e,
+    );
     // Assess
     expect(refused).toBeInstanceOf(RangeFullError);
     expect(spent()).toMatchObject({ commits: 0, summaryReads: 1 });

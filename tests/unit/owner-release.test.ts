@@ -75,13 +75,18 @@ describe('Reconciler: row 2, owners reported gone (DELETE /v1/pools/{pool}/owner
     expect((await h.api.call('DELETE', `/v1/pools/p/owners/${encodeURIComponent(uid)}`)).status).toBe(200);
     const tombstones = (await h.table.query({ partition: keys.ownersGone('p'), consistent: true })).items;
     expect(tombstones).toEqual([
-      expect.objectContaining({ SK: expect.stringMatching(new RegExp(`^${h.clock.iso().replace(/\./g, '\\.')}#[0-9a-f]{16}$`)), entity: 'ownerGone', uid, ttl: Math.ceil((h.clock.t + 24 * 3600_000) / 1000) }),
+      expect.objectContaining({
+        SK: expect.stringMatching(new RegExp(`^${h.clock.iso().replace(/\./g, '\\.')}#[0-9a-f]{16}$`)),
+        entity: 'ownerGone',
+        uid,
+        ttl: Math.ceil((h.clock.t + 24 * 3600_000) / 1000),
+      }),
     ]);
     expect(await h.api.call('DELETE', `/v1/pools/p/owners/${encodeURIComponent(uid)}`)).toMatchObject({ status: 200 });
     expect((await h.table.query({ partition: keys.ownersGone('p'), consistent: true })).items).toHaveLength(1);
   });
 
-  it('holds a released owner\'s addresses for the whole reuse delay from a renewal the owner index has not seen yet (issue 33, item 8)', async () => {
+  it("holds a released owner's addresses for the whole reuse delay from a renewal the owner index has not seen yet (issue 33, item 8)", async () => {
     // Prepare: a leased claim in a pool with a 5 s reuse delay, renewed while the owner index lags: its copy there
     // still has the first expiry, which has passed when the owner is reported gone
     const lag = laggingOwnerIndex();
@@ -97,6 +102,9 @@ describe('Reconciler: row 2, owners reported gone (DELETE /v1/pools/{pool}/owner
     const res = await h.api.call('DELETE', '/v1/pools/p/owners/A');
     // Assess: the claim was held when released, so its address is held for the whole delay from now
     expect(res).toMatchObject({ status: 200, body: { released: ['a'] } });
-    expect(await h.get(keys.lease('p', a.addresses[0]!.address))).toMatchObject({ state: 'Released', expiresAt: h.clock.t + 5_000 });
+    expect(await h.get(keys.lease('p', a.addresses[0]!.address))).toMatchObject({
+      state: 'Released',
+      expiresAt: h.clock.t + 5_000,
+    });
   });
 });

@@ -7,7 +7,8 @@ import { claimOf, owner, reconcilerHarness } from '../support/reconciler.ts';
 const MIN = 60_000;
 
 /** The claims listing (GSI1 `CLAIMS#...`) held at a moment, as an eventually consistent index lags a fresh claim. */
-const laggingClaimsListing = () => laggingIndexEngine('memory, claims listing held', (q) => q.index === 'GSI1' && q.partition.startsWith('CLAIMS#'));
+const laggingClaimsListing = () =>
+  laggingIndexEngine('memory, claims listing held', (q) => q.index === 'GSI1' && q.partition.startsWith('CLAIMS#'));
 
 /** Pool 'p' (10.0.0.0/24) and a claim `name` committed (201) while the claims listing is held, so it does not show it. */
 async function claimTheListingMisses(name: string) {

@@ -18,7 +18,9 @@ function storeOf(initial: PoolView | undefined) {
     state,
     getPoolView: (): Promise<PoolView | undefined> => {
       state.viewReads += 1;
-      return Promise.resolve(state.view && (state.generation === undefined ? state.view : { ...state.view, generation: state.generation }));
+      return Promise.resolve(
+        state.view && (state.generation === undefined ? state.view : { ...state.view, generation: state.generation }),
+      );
     },
     rangeGeneration: (): Promise<string | undefined> => {
       state.generationReads += 1;
@@ -27,7 +29,11 @@ function storeOf(initial: PoolView | undefined) {
   };
 }
 
-const viewOf = (generation?: string): PoolView => ({ pool: { name: 'p', exclude: [], createdAt: '2035-01-01T00:00:00.000Z' }, ranges: [], ...(generation ? { generation } : {}) });
+const viewOf = (generation?: string): PoolView => ({
+  pool: { name: 'p', exclude: [], createdAt: '2035-01-01T00:00:00.000Z' },
+  ranges: [],
+  ...(generation ? { generation } : {}),
+});
 
 describe('Class: PoolViewCache', () => {
   it('serves a copy younger than its age without reading anything', async () => {
@@ -61,7 +67,20 @@ describe('Class: PoolViewCache', () => {
     const store = storeOf(viewOf('g1'));
     const cache = new PoolViewCache(store, 1_000);
     await cache.get('p', 0);
-    store.state.view = { ...viewOf(), ranges: [{ pool: 'p', name: 'r', cidr: '10.0.0.0/24', family: IpFamily.IPv4, state: RangeState.Ready, legacy: false, createdAt: '2035-01-01T00:00:00.000Z' }] };
+    store.state.view = {
+      ...viewOf(),
+      ranges: [
+        {
+          pool: 'p',
+          name: 'r',
+          cidr: '10.0.0.0/24',
+          family: IpFamily.IPv4,
+          state: RangeState.Ready,
+          legacy: false,
+          createdAt: '2035-01-01T00:00:00.000Z',
+        },
+      ],
+    };
     store.state.generation = 'g2';
     // Act
     const { view, readNow } = await cache.read('p', 1_500);
@@ -111,8 +130,16 @@ describe('Class: PoolViewCache', () => {
     // Prepare: container a keeps a view of pool p; container b deletes p and creates it again with another range
     const table = new MemoryTable();
     const clock = new ManualClock();
-    const a = buildContainer(loadConfig({ TABLE_NAME: 'memory', LOCAL_STACK: 'true' }), { table, clock, random: new SeededRandom(1) });
-    const b = buildContainer(loadConfig({ TABLE_NAME: 'memory', LOCAL_STACK: 'true' }), { table, clock, random: new SeededRandom(2) });
+    const a = buildContainer(loadConfig({ TABLE_NAME: 'memory', LOCAL_STACK: 'true' }), {
+      table,
+      clock,
+      random: new SeededRandom(1),
+    });
+    const b = buildContainer(loadConfig({ TABLE_NAME: 'memory', LOCAL_STACK: 'true' }), {
+      table,
+      clock,
+      random: new SeededRandom(2),
+    });
     await createPool(a.deps, { name: 'p' });
     await createRange(a.deps, { pool: 'p', cidr: '10.0.0.0/24' });
     expect((await a.deps.views.get('p', clock.nowMs())).ranges.map((r) => r.cidr)).toEqual(['10.0.0.0/24']);

@@ -36,11 +36,16 @@ function cborToJson(value: unknown, hint: 'base64url' | 'base64' | 'base16' = 'b
   }
   if (value instanceof Uint8Array) {
     const buffer = Buffer.from(value);
-    return hint === 'base64' ? buffer.toString('base64') : hint === 'base16' ? buffer.toString('hex') : buffer.toString('base64url');
+    return hint === 'base64'
+      ? buffer.toString('base64')
+      : hint === 'base16'
+        ? buffer.toString('hex')
+        : buffer.toString('base64url');
   }
   if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), cborToJson(v, hint)]));
   if (Array.isArray(value)) return value.map((item) => cborToJson(item, hint));
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cborToJson(v, hint)]));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cborToJson(v, hint)]));
   if (typeof value === 'bigint') return Number(value);
   return value as Json;
 }
@@ -51,7 +56,11 @@ const cborgDecode = (bytes: Uint8Array): unknown =>
 
 const documents = fc.record({
   range: fc.string({ minLength: 1, maxLength: 43 }),
-  data: fc.uint8Array({ maxLength: 300 }).map((bytes) => bytes.subarray(bytes.findIndex((b) => b !== 0) < 0 ? bytes.length : bytes.findIndex((b) => b !== 0))),
+  data: fc
+    .uint8Array({ maxLength: 300 })
+    .map((bytes) =>
+      bytes.subarray(bytes.findIndex((b) => b !== 0) < 0 ? bytes.length : bytes.findIndex((b) => b !== 0)),
+    ),
   version: fc.oneof(fc.integer({ min: 0, max: 30 }), fc.maxSafeNat()),
 });
 
@@ -93,7 +102,10 @@ describe('Function: toCbor', () => {
 
     // Act
     const ours = toCbor(doc);
-    const theirs = encode({ version: doc.version, range: doc.range, data: new Tagged(22, doc.data) }, rfc8949EncodeOptions);
+    const theirs = encode(
+      { version: doc.version, range: doc.range, data: new Tagged(22, doc.data) },
+      rfc8949EncodeOptions,
+    );
 
     // Assess
     expect(hex(ours)).toBe(hex(theirs));
@@ -166,16 +178,48 @@ describe('Function: fromCbor', () => {
   });
 
   it.each([
-    ['a byte string without tag 22', 'a3 6464617461 420203 6572616e6765 6161 6776657273696f6e 07', /data must be a byte string under tag 22/],
-    ['tag 21 instead of 22', 'a3 6464617461 d5420203 6572616e6765 6161 6776657273696f6e 07', /data must be a byte string under tag 22/],
+    [
+      'a byte string without tag 22',
+      'a3 6464617461 420203 6572616e6765 6161 6776657273696f6e 07',
+      /data must be a byte string under tag 22/,
+    ],
+    [
+      'tag 21 instead of 22',
+      'a3 6464617461 d5420203 6572616e6765 6161 6776657273696f6e 07',
+      /data must be a byte string under tag 22/,
+    ],
     ['a missing version', 'a2 6464617461 d6420203 6572616e6765 6161', /version must be an unsigned integer/],
-    ['an unknown key', 'a4 6464617461 d6420203 6478747261 00 6572616e6765 6161 6776657273696f6e 07', /unknown key\(s\) "xtra"/],
-    ['keys out of bytewise order', 'a3 6572616e6765 6161 6464617461 d6420203 6776657273696f6e 07', /out of the deterministic \(bytewise\) order/],
+    [
+      'an unknown key',
+      'a4 6464617461 d6420203 6478747261 00 6572616e6765 6161 6776657273696f6e 07',
+      /unknown key\(s\) "xtra"/,
+    ],
+    [
+      'keys out of bytewise order',
+      'a3 6572616e6765 6161 6464617461 d6420203 6776657273696f6e 07',
+      /out of the deterministic \(bytewise\) order/,
+    ],
     ['a duplicated key', 'a3 6464617461 d6420203 6464617461 d6420203 6776657273696f6e 07', /duplicated/],
-    ['a version in a longer form than needed', 'a3 6464617461 d6420203 6572616e6765 6161 6776657273696f6e 1807', /not in its shortest form/],
-    ['an indefinite-length map', 'bf 6464617461 d6420203 6572616e6765 6161 6776657273696f6e 07 ff', /indefinite lengths/],
-    ['a negative version', 'a3 6464617461 d6420203 6572616e6765 6161 6776657273696f6e 20', /negative integer is outside the supported subset/],
-    ['data with a leading zero byte', 'a3 6464617461 d643000203 6572616e6765 6161 6776657273696f6e 07', /must not start with a zero byte/],
+    [
+      'a version in a longer form than needed',
+      'a3 6464617461 d6420203 6572616e6765 6161 6776657273696f6e 1807',
+      /not in its shortest form/,
+    ],
+    [
+      'an indefinite-length map',
+      'bf 6464617461 d6420203 6572616e6765 6161 6776657273696f6e 07 ff',
+      /indefinite lengths/,
+    ],
+    [
+      'a negative version',
+      'a3 6464617461 d6420203 6572616e6765 6161 6776657273696f6e 20',
+      /negative integer is outside the supported subset/,
+    ],
+    [
+      'data with a leading zero byte',
+      'a3 6464617461 d643000203 6572616e6765 6161 6776657273696f6e 07',
+      /must not start with a zero byte/,
+    ],
     ['an array instead of a map', '83 01 02 03', /array is outside the supported subset/],
     ['trailing bytes', 'a3 6464617461 d6420203 6572616e6765 6161 6776657273696f6e 07 00', /1 trailing byte/],
     ['a truncated byte string', 'a3 6464617461 d64502', /runs past the end/],

@@ -25,7 +25,12 @@ function claim(overrides: Partial<Claim> = {}): Claim {
     pool: 'p',
     name: 'web',
     uid: 'u1',
-    spec: { owner: { kind: 'Pod', name: 'web-0', uid: 'o1' }, ipFamilyPolicy: 'SingleStack', ipFamilies: [], addresses: [] },
+    spec: {
+      owner: { kind: 'Pod', name: 'web-0', uid: 'o1' },
+      ipFamilyPolicy: 'SingleStack',
+      ipFamilies: [],
+      addresses: [],
+    },
     addresses: [{ address: '10.0.0.5', family: 'IPv4', range: 'r' }],
     createdAt: iso(NOW - 3600_000),
     version: 1,
@@ -34,13 +39,25 @@ function claim(overrides: Partial<Claim> = {}): Claim {
 }
 
 function lease(overrides: Partial<Lease> = {}): Lease {
-  return { pool: 'p', address: '10.0.0.5', family: 'IPv4', range: 'r', claim: 'web', claimUid: 'u1', owner: { kind: 'Pod', name: 'web-0', uid: 'o1' }, createdAt: iso(NOW - 3600_000), ...overrides };
+  return {
+    pool: 'p',
+    address: '10.0.0.5',
+    family: 'IPv4',
+    range: 'r',
+    claim: 'web',
+    claimUid: 'u1',
+    owner: { kind: 'Pod', name: 'web-0', uid: 'o1' },
+    createdAt: iso(NOW - 3600_000),
+    ...overrides,
+  };
 }
 
 describe('Function: expiryHours (row 1)', () => {
   it('reads from the checkpoint hour up to the hour of the cutoff', () => {
     const cutoff = NOW - 30_000;
-    expect(expiryHours(Math.floor(cutoff / HOUR_MS) - 2, cutoff)).toEqual([0, 1, 2].map((i) => Math.floor(cutoff / HOUR_MS) - 2 + i));
+    expect(expiryHours(Math.floor(cutoff / HOUR_MS) - 2, cutoff)).toEqual(
+      [0, 1, 2].map((i) => Math.floor(cutoff / HOUR_MS) - 2 + i),
+    );
   });
 
   it('looks back a fixed number of hours without a checkpoint', () => {
@@ -88,12 +105,16 @@ describe('Function: judgeLease (rows 3-5)', () => {
   });
 
   it('waits while the orphan is younger than the grace, and acts at exactly the grace', () => {
-    expect(judgeLease(lease({ createdAt: iso(NOW - grace + 1) }), undefined, NOW, grace)).toEqual({ kind: 'tooYoung', why: 'claimAbsent' });
+    expect(judgeLease(lease({ createdAt: iso(NOW - grace + 1) }), undefined, NOW, grace)).toEqual({
+      kind: 'tooYoung',
+      why: 'claimAbsent',
+    });
     expect(judgeLease(lease({ createdAt: iso(NOW - grace) }), undefined, NOW, grace).kind).toBe('orphaned');
   });
 
   it('leaves a Released lease alone within its reuse delay and drops it after (row 16), never calling it an orphan', () => {
-    const released = (reusableAt: number) => lease({ claimUid: '', state: 'Released', releasedAt: iso(NOW - 600_000), expiresAt: reusableAt });
+    const released = (reusableAt: number) =>
+      lease({ claimUid: '', state: 'Released', releasedAt: iso(NOW - 600_000), expiresAt: reusableAt });
     expect(judgeLease(released(NOW + 1), undefined, NOW, grace)).toEqual({ kind: 'releasing' });
     expect(judgeLease(released(NOW), undefined, NOW, grace)).toEqual({ kind: 'reusable' });
   });
@@ -113,7 +134,16 @@ describe('Function: judgeClaim (rows 6-7)', () => {
     });
     const expired = lease({ address: '10.0.0.7', claim: 'old', claimUid: 'u0', expiresAt: NOW - 1 });
     const other = lease({ address: '10.0.0.8', claim: 'other', claimUid: 'u9' });
-    const verdict = judgeClaim(c, new Map([['10.0.0.5', lease()], ['10.0.0.7', expired], ['10.0.0.8', other]]), NOW, grace);
+    const verdict = judgeClaim(
+      c,
+      new Map([
+        ['10.0.0.5', lease()],
+        ['10.0.0.7', expired],
+        ['10.0.0.8', other],
+      ]),
+      NOW,
+      grace,
+    );
     expect(verdict).toEqual({
       kind: 'checked',
       addresses: [
@@ -130,14 +160,23 @@ describe('Function: judgeClaim (rows 6-7)', () => {
     expect(judgeClaim(claim({ createdAt: iso(NOW - grace + 1) }), new Map(), NOW, grace)).toEqual({ kind: 'young' });
   });
 
-  it('builds the lease a claim should have, with the claim\'s expiry', () => {
+  it("builds the lease a claim should have, with the claim's expiry", () => {
     const c = claim({ expiresAt: NOW + 5 });
     expect(leaseOfClaim(c, c.addresses[0]!, iso(NOW))).toEqual(lease({ createdAt: iso(NOW), expiresAt: NOW + 5 }));
   });
 });
 
 describe('Function: terminationGraceOver (rows 11-12)', () => {
-  const range = (overrides: Partial<Range>): Range => ({ pool: 'p', name: 'r', cidr: '10.0.0.0/24', family: 'IPv4', state: 'Terminating', legacy: false, createdAt: iso(0), ...overrides });
+  const range = (overrides: Partial<Range>): Range => ({
+    pool: 'p',
+    name: 'r',
+    cidr: '10.0.0.0/24',
+    family: 'IPv4',
+    state: 'Terminating',
+    legacy: false,
+    createdAt: iso(0),
+    ...overrides,
+  });
 
   it('waits the grace after deletion was requested', () => {
     expect(terminationGraceOver(range({ deletionRequestedAt: iso(NOW - 10_000) }), NOW, 10_000)).toBe(true);
@@ -154,16 +193,28 @@ describe('Function: judgeLeaseRange (row 13)', () => {
   const grace = 60_000;
   const view = (...ranges: [string, Range['state']][]): PoolView => ({
     pool: { name: 'p', exclude: [], createdAt: iso(0) },
-    ranges: ranges.map(([cidr, state], i) => ({ pool: 'p', name: `r${i}`, cidr, family: cidr.includes(':') ? 'IPv6' : 'IPv4', state, legacy: false, createdAt: iso(0) })),
+    ranges: ranges.map(([cidr, state], i) => ({
+      pool: 'p',
+      name: `r${i}`,
+      cidr,
+      family: cidr.includes(':') ? 'IPv6' : 'IPv4',
+      state,
+      legacy: false,
+      createdAt: iso(0),
+    })),
   });
 
   it('finds a lease in any range of its pool that holds the address as a host address, Ready or Terminating', () => {
     expect(judgeLeaseRange(lease(), view(['10.0.0.0/24', 'Ready']), NOW, grace)).toBe('inRange');
-    expect(judgeLeaseRange(lease(), view(['10.1.0.0/24', 'Ready'], ['10.0.0.0/29', 'Terminating']), NOW, grace)).toBe('inRange');
+    expect(judgeLeaseRange(lease(), view(['10.1.0.0/24', 'Ready'], ['10.0.0.0/29', 'Terminating']), NOW, grace)).toBe(
+      'inRange',
+    );
   });
 
   it('reports a lease outside every range, on a network or broadcast address, or in a pool that is gone', () => {
-    expect(judgeLeaseRange(lease(), view(['10.1.0.0/24', 'Ready'], ['fd00::/64', 'Ready']), NOW, grace)).toBe('outside');
+    expect(judgeLeaseRange(lease(), view(['10.1.0.0/24', 'Ready'], ['fd00::/64', 'Ready']), NOW, grace)).toBe(
+      'outside',
+    );
     expect(judgeLeaseRange(lease({ address: '10.0.0.7' }), view(['10.0.0.4/30', 'Ready']), NOW, grace)).toBe('outside');
     expect(judgeLeaseRange(lease(), undefined, NOW, grace)).toBe('outside');
   });
@@ -219,12 +270,24 @@ describe('Function: needsScan (rows 8-10)', () => {
 
 describe('Function: planDrift with a partial scan', () => {
   it('keeps the strikes of bits outside the scanned spans', () => {
-    expect(planDrift([], [5], { '5': 1, '9000': 2 }, true, 3, (bit) => bit < 4096)).toEqual({ set: [], clear: [], strikes: { '5': 2, '9000': 2 } });
+    expect(planDrift([], [5], { '5': 1, '9000': 2 }, true, 3, (bit) => bit < 4096)).toEqual({
+      set: [],
+      clear: [],
+      strikes: { '5': 2, '9000': 2 },
+    });
   });
 });
 
 describe('Function: usageIntervals and countOrder (utilization)', () => {
-  const range = (cidr: string, legacy: boolean): Range => ({ pool: 'p', name: 'r', cidr, family: cidr.includes(':') ? 'IPv6' : 'IPv4', state: 'Ready', legacy, createdAt: iso(0) });
+  const range = (cidr: string, legacy: boolean): Range => ({
+    pool: 'p',
+    name: 'r',
+    cidr,
+    family: cidr.includes(':') ? 'IPv6' : 'IPv4',
+    state: 'Ready',
+    legacy,
+    createdAt: iso(0),
+  });
 
   it('counts a legacy IPv6 range in two parts, its bitmap window first', () => {
     const { intervals, window } = usageIntervals(range('fd00::/108', true));

@@ -14,7 +14,8 @@ const expiryCheckpointRead = (call: TableCall) => {
 };
 
 /** A page of the pools listing (listPoolViews). */
-const poolsListing = (call: TableCall) => call.method === 'query' && call.query?.index === 'GSI1' && call.query.partition === keys.poolsListing();
+const poolsListing = (call: TableCall) =>
+  call.method === 'query' && call.query?.index === 'GSI1' && call.query.partition === keys.poolsListing();
 
 /** The first read of each expiry index bucket (every bucket a run reads is throttled once). */
 function firstReadOfEachBucket(): (call: TableCall) => boolean {
@@ -26,7 +27,7 @@ function firstReadOfEachBucket(): (call: TableCall) => boolean {
   };
 }
 
-describe('Reconciler: a phase\'s read that fails transiently is retried, and one that keeps failing ends only its phase', () => {
+describe("Reconciler: a phase's read that fails transiently is retried, and one that keeps failing ends only its phase", () => {
   it('releases an expired claim in the same run when the first read of every expiry bucket was throttled (row 1)', async () => {
     // Prepare
     const { faults, h } = await expiredWebUnderFaults();

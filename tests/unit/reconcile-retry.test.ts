@@ -7,7 +7,9 @@ import { expiredWebUnderFaults, owner, reconcilerHarness, recordingPause } from 
 /** The release transaction of a claim: it deletes the claim item. */
 const releasing = (pool: string, name: string) => {
   const key = keys.claim(pool, name);
-  return (call: TableCall) => call.method === 'transact' && (call.ops ?? []).some((op) => op.kind === 'delete' && op.key.PK === key.PK && op.key.SK === key.SK);
+  return (call: TableCall) =>
+    call.method === 'transact' &&
+    (call.ops ?? []).some((op) => op.kind === 'delete' && op.key.PK === key.PK && op.key.SK === key.SK);
 };
 
 describe('Reconciler: a repair whose write failed transiently is retried within the run (Run.repair)', () => {
@@ -38,7 +40,7 @@ describe('Reconciler: a repair whose write failed transiently is retried within 
     expect((await h.events('p')).map((e) => [e.reason, e.object])).toEqual([['ClaimExpired', 'claim/web']]);
   });
 
-  it('releases a gone owner\'s claim in the same run when its release was throttled (row 2)', async () => {
+  it("releases a gone owner's claim in the same run when its release was throttled (row 2)", async () => {
     // Prepare: the report's own release is throttled (503), so the claim is left to the reconciler's recheck.
     const faults = plannedFaults();
     const h = await reconcilerHarness({ engine: faults.engine });
@@ -77,13 +79,17 @@ describe('Reconciler: a repair whose write failed transiently is retried within 
     expect((await h.run({ settings: { sweepItems: 0 }, pause })).repairs.ClaimExpired).toBe(1);
   });
 
-  it('does not retry when the backoff would end past the run\'s deadline', async () => {
+  it("does not retry when the backoff would end past the run's deadline", async () => {
     // Prepare
     const { faults, h } = await expiredWebUnderFaults();
     faults.plan({ kind: 'throttle' }, releasing('p', 'web'));
     const waits: number[] = [];
     // Act: 50 ms left, less than the shortest wait (100 ms).
-    const report = await h.run({ settings: { sweepItems: 0 }, deadlineMs: h.clock.t + 50, pause: async (ms) => void waits.push(ms) });
+    const report = await h.run({
+      settings: { sweepItems: 0 },
+      deadlineMs: h.clock.t + 50,
+      pause: async (ms) => void waits.push(ms),
+    });
     // Assess
     expect(waits).toEqual([]);
     expect(report.errors).toEqual([expect.stringMatching(/^release expired claim p\/web: NotReadyError/)]);
@@ -93,7 +99,10 @@ describe('Reconciler: a repair whose write failed transiently is retried within 
   it('saves the expiry checkpoint in the same run when its single write met a transaction conflict (issue 20)', async () => {
     // Prepare: the checkpoint's PutItem meets a transaction holding the item once
     const { faults, h } = await expiredWebUnderFaults();
-    faults.plan({ kind: 'conflict' }, (call) => call.method === 'write' && call.keys.some((k) => k.PK === 'RECONCILER'));
+    faults.plan(
+      { kind: 'conflict' },
+      (call) => call.method === 'write' && call.keys.some((k) => k.PK === 'RECONCILER'),
+    );
     const { waits, pause } = recordingPause(h.clock);
     // Act
     const report = await h.run({ settings: { sweepItems: 0 }, pause });
@@ -104,7 +113,7 @@ describe('Reconciler: a repair whose write failed transiently is retried within 
   });
 });
 
-describe('Reconciler: a read inside one item\'s work that failed transiently is retried within the run (issue 20)', () => {
+describe("Reconciler: a read inside one item's work that failed transiently is retried within the run (issue 20)", () => {
   it('counts a range in the same run when its count slice was throttled once', async () => {
     // Prepare
     const { faults, h } = await expiredWebUnderFaults();

@@ -28,7 +28,9 @@ describe('Renewal on a hot freed counter', () => {
     const api = await testApi({ table: new FollowedTable(memory) }, {}, undefined, memoryEngine);
     expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
     expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/24' })).status).toBe(201);
-    expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c', owner: owner('u'), ttlSeconds: 3600 })).status).toBe(201);
+    expect(
+      (await api.call('POST', '/v1/pools/p/claims', { name: 'c', owner: owner('u'), ttlSeconds: 3600 })).status,
+    ).toBe(201);
     // Act: renewals to an earlier expiry (each bumps a counter shard, writes/renew.ts)
     failing = Number.POSITIVE_INFINITY;
     const refused = await api.call('POST', '/v1/pools/p/claims/c/renew', { ttlSeconds: 60 });

@@ -16,13 +16,15 @@ describe('Simulator plants', { timeout: 300_000 }, () => {
     });
 
     // The plants' own scenarios; the others (calm, crowded) are among the seeds `npm run sim -- --quick` runs in `npm test`.
-    const own = [...new Set(PLANT_NAMES.map((name) => PLANTS[name]!.scenario.name))].filter((name) => !SCENARIO_NAMES.includes(name));
+    const own = [...new Set(PLANT_NAMES.map((name) => PLANTS[name]!.scenario.name))].filter(
+      (name) => !SCENARIO_NAMES.includes(name),
+    );
 
     it('runs every plant in a named scenario', () => {
       expect(own).toEqual(['churn', 'late-renewals']);
     });
 
-    it.each(own)('holds every invariant in the plants\' scenario %s without a plant', async (scenario) => {
+    it.each(own)("holds every invariant in the plants' scenario %s without a plant", async (scenario) => {
       // Act
       const outcome = await simulateOutcome(1, scenario, true);
 

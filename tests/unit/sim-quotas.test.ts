@@ -5,7 +5,12 @@ const write = (key: string, units = 1, scope = 'table') => ({ scope, key, kind: 
 const read = (key: string, units = 1, scope = 'table') => ({ scope, key, kind: 'read' as const, units });
 
 /** Admitted units of `charge` over `ms` of calls 1 ms apart. */
-function admitted(t: Throughput, charge: (i: number) => Parameters<Throughput['take']>[0], ms: number, from = 0): number {
+function admitted(
+  t: Throughput,
+  charge: (i: number) => Parameters<Throughput['take']>[0],
+  ms: number,
+  from = 0,
+): number {
   let ok = 0;
   for (let i = 0; i < ms; i += 1) if (t.take(charge(i), from + i) === undefined) ok += 1;
   return ok;
@@ -59,7 +64,12 @@ describe('Throughput', () => {
       // Prepare: 30,000 read and 30,000 write units a second, spread over many keys and partitions
       const both = (i: number) => [write(`w${i}`, 30), read(`r${i}`, 30)];
       const warm = new Throughput({ ...warmed(AWS_DEFAULTS, 40_000, 40_000), partitions: 1000 });
-      const fresh = new Throughput({ ...AWS_DEFAULTS, startReadUnits: 120_000, startWriteUnits: 40_000, partitions: 1000 });
+      const fresh = new Throughput({
+        ...AWS_DEFAULTS,
+        startReadUnits: 120_000,
+        startWriteUnits: 40_000,
+        partitions: 1000,
+      });
 
       // Act: the second second, after the first spent the burst
       admitted(warm, both, 1000);

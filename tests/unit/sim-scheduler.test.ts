@@ -7,7 +7,8 @@ describe('Class: Scheduler', () => {
       // Prepare: sleeps and timers of two delays, set at two moments, some due at the same time
       const scheduler = new Scheduler();
       const seen: string[] = [];
-      const sleep = (ms: number, name: string) => void scheduler.sleep(ms).then(() => seen.push(`${name}@${scheduler.now}`));
+      const sleep = (ms: number, name: string) =>
+        void scheduler.sleep(ms).then(() => seen.push(`${name}@${scheduler.now}`));
       const timer = (ms: number, name: string) => scheduler.timer(ms, () => seen.push(`${name}@${scheduler.now}`));
       timer(30, 'timer-30a');
       sleep(30, 'sleep-30');

@@ -9,7 +9,14 @@ import { NO_FAULTS, World, type Scenario } from '../../sim/world.ts';
 
 /** A short scenario: 15 s of load by 8 clients, a reconciler every 10 s. */
 function small(overrides: Partial<Scenario>): Scenario {
-  return { ...quick(SCENARIOS.calm!), durationMs: 15_000, clients: 8, maxContainers: 6, reconcilePeriodMs: 10_000, ...overrides };
+  return {
+    ...quick(SCENARIOS.calm!),
+    durationMs: 15_000,
+    clients: 8,
+    maxContainers: 6,
+    reconcilePeriodMs: 10_000,
+    ...overrides,
+  };
 }
 
 /** A small scenario whose broken store only the table-only invariants may report (the ledger sees most of them first). */
@@ -18,7 +25,8 @@ function tableOnly(overrides: Partial<Scenario>): Scenario {
 }
 
 const entityOf = (op: WriteOp): unknown => (op.kind === 'put' ? op.item.entity : undefined);
-const isPutOf = (op: WriteOp, entity: string): op is Extract<WriteOp, { kind: 'put' }> => op.kind === 'put' && op.item.entity === entity;
+const isPutOf = (op: WriteOp, entity: string): op is Extract<WriteOp, { kind: 'put' }> =>
+  op.kind === 'put' && op.item.entity === entity;
 const withoutCondition = (op: WriteOp): WriteOp => (op.kind === 'check' ? op : { ...op, condition: undefined });
 
 describe('Simulator', { timeout: 120_000 }, () => {
@@ -79,8 +87,11 @@ describe('Simulator', { timeout: 120_000 }, () => {
       expect(fullText).toContain('replay: npm run sim -- --seed 16 --scenario faults\n');
     });
 
-    it('names the command it is given when the run is not one of `npm run sim`\'s scenarios (the open loop)', () => {
-      const text = formatOutcome({ ...broken, scenario: 'open-loop' }, { replay: 'npm run sim:open-loop -- --case increased --seconds 60' });
+    it("names the command it is given when the run is not one of `npm run sim`'s scenarios (the open loop)", () => {
+      const text = formatOutcome(
+        { ...broken, scenario: 'open-loop' },
+        { replay: 'npm run sim:open-loop -- --case increased --seconds 60' },
+      );
       expect(text).toContain('replay: npm run sim:open-loop -- --case increased --seconds 60\n');
       expect(text).not.toContain('--scenario open-loop');
     });
@@ -91,13 +102,26 @@ describe('Simulator', { timeout: 120_000 }, () => {
 
     it('catches an address held twice when lease puts lose their condition', async () => {
       const mutate = (ops: readonly WriteOp[]) => ops.map((op) => (isPutOf(op, 'lease') ? withoutCondition(op) : op));
-      const violation = await broken(1, tableOnly({ name: 'dup', cidrs: ['10.0.0.0/27'], ipv6: undefined, legacy: false, prefill: 0.5, clients: 12, holdMax: 4, mutate }));
+      const violation = await broken(
+        1,
+        tableOnly({
+          name: 'dup',
+          cidrs: ['10.0.0.0/27'],
+          ipv6: undefined,
+          legacy: false,
+          prefill: 0.5,
+          clients: 12,
+          holdMax: 4,
+          mutate,
+        }),
+      );
 
       expect(violation?.invariant).toBe(Invariant.NoDoubleHold);
     });
 
     it('catches a live claim without its lease when commits drop the lease puts', async () => {
-      const mutate = (ops: readonly WriteOp[]) => (ops.some((op) => isPutOf(op, 'claim')) ? ops.filter((op) => !isPutOf(op, 'lease')) : [...ops]);
+      const mutate = (ops: readonly WriteOp[]) =>
+        ops.some((op) => isPutOf(op, 'claim')) ? ops.filter((op) => !isPutOf(op, 'lease')) : [...ops];
       const violation = await broken(2, tableOnly({ name: 'noLease', mutate }));
 
       expect(violation?.invariant).toBe(Invariant.ClaimLeases);
@@ -105,15 +129,28 @@ describe('Simulator', { timeout: 120_000 }, () => {
 
     it('catches a lease outside every range when marking a range Terminating deletes it instead', async () => {
       const mutate = (ops: readonly WriteOp[]) =>
-        ops.map((op): WriteOp => (op.kind === 'update' && op.key.SK.startsWith('RANGE#') && op.update.set?.state === 'Terminating' ? { kind: 'delete', key: op.key } : op));
-      const violation = await broken(3, tableOnly({ name: 'rangeGone', durationMs: 60_000, faults: { ...NO_FAULTS, rangeChurnPerMinute: 6 }, mutate }));
+        ops.map(
+          (op): WriteOp =>
+            op.kind === 'update' && op.key.SK.startsWith('RANGE#') && op.update.set?.state === 'Terminating'
+              ? { kind: 'delete', key: op.key }
+              : op,
+        );
+      const violation = await broken(
+        3,
+        tableOnly({ name: 'rangeGone', durationMs: 60_000, faults: { ...NO_FAULTS, rangeChurnPerMinute: 6 }, mutate }),
+      );
 
       expect(violation?.invariant).toBe(Invariant.LeaseInRange);
     });
 
     it('catches expired claims left in place when releases that write an event can never commit', async () => {
       const mutate = (ops: readonly WriteOp[]) =>
-        ops.some((op) => isPutOf(op, 'event')) ? ops.map((op): WriteOp => (op.kind === 'delete' && op.key.PK.startsWith('CLAIM#') ? { ...op, condition: itemIsAbsent() } : op)) : [...ops];
+        ops.some((op) => isPutOf(op, 'event'))
+          ? ops.map(
+              (op): WriteOp =>
+                op.kind === 'delete' && op.key.PK.startsWith('CLAIM#') ? { ...op, condition: itemIsAbsent() } : op,
+            )
+          : [...ops];
       const violation = await broken(4, tableOnly({ name: 'noExpiry', ttlShare: 1, ttlSeconds: 10, mutate }));
 
       expect(violation?.invariant).toBe(Invariant.ReleasedInTime);
@@ -161,7 +198,15 @@ describe('Simulator', { timeout: 120_000 }, () => {
 
     it('catches a retry answered with a second claim when claim puts lose their condition', async () => {
       const mutate = (ops: readonly WriteOp[]) => ops.map((op) => (isPutOf(op, 'claim') ? withoutCondition(op) : op));
-      const violation = await broken(7, tableOnly({ name: 'overwrite', durationMs: 30_000, faults: { ...NO_FAULTS, die: 0.05, timeout: 0.05 }, mutate }));
+      const violation = await broken(
+        7,
+        tableOnly({
+          name: 'overwrite',
+          durationMs: 30_000,
+          faults: { ...NO_FAULTS, die: 0.05, timeout: 0.05 },
+          mutate,
+        }),
+      );
 
       expect(violation?.invariant).toBe(Invariant.RetrySameAddresses);
     });
@@ -170,13 +215,22 @@ describe('Simulator', { timeout: 120_000 }, () => {
       // The claims listing of the second pool answers empty: the operator releases nothing and the delete's
       // emptiness check passes, so the pool goes with its claims and leases still in the table.
       const hideQuery = (query: Query) => query.partition.startsWith('CLAIMS#sim-b#');
-      const violation = await broken(10, tableOnly({ name: 'poolGone', durationMs: 30_000, faults: { ...NO_FAULTS, poolDeletesPerMinute: 4 }, hideQuery }));
+      const violation = await broken(
+        10,
+        tableOnly({
+          name: 'poolGone',
+          durationMs: 30_000,
+          faults: { ...NO_FAULTS, poolDeletesPerMinute: 4 },
+          hideQuery,
+        }),
+      );
 
       expect(violation?.invariant).toBe(Invariant.DeletedPoolEmpty);
     });
 
     it('catches a 500 when claim commits become malformed transactions', async () => {
-      const mutate = (ops: readonly WriteOp[]) => (ops.length > 1 && isPutOf(ops[0]!, 'claim') ? [ops[0]!, ...ops] : [...ops]);
+      const mutate = (ops: readonly WriteOp[]) =>
+        ops.length > 1 && isPutOf(ops[0]!, 'claim') ? [ops[0]!, ...ops] : [...ops];
       const violation = await broken(8, tableOnly({ name: 'malformed', mutate }));
 
       expect(violation?.invariant).toBe(Invariant.No5xx);

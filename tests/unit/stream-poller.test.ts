@@ -49,7 +49,9 @@ function collect(): { delivered: string[]; handler: (event: DynamoDBStreamEvent)
 beforeEach(() => {
   dynamo.reset();
   streams.reset();
-  dynamo.on(DescribeTableCommand).resolves({ Table: { LatestStreamArn: streamArn, StreamSpecification: { StreamEnabled: true } } });
+  dynamo
+    .on(DescribeTableCommand)
+    .resolves({ Table: { LatestStreamArn: streamArn, StreamSpecification: { StreamEnabled: true } } });
 });
 
 afterEach(async () => {
@@ -65,10 +67,16 @@ describe('Function: startStreamPoller (mocked streams API)', () => {
     streams.on(DescribeStreamCommand).resolves({ StreamDescription: { StreamArn: streamArn, Shards: [a, b] } });
     streams.on(GetShardIteratorCommand, { ShardId: 'A' }).resolves({ ShardIterator: 'a0' });
     streams.on(GetShardIteratorCommand, { ShardId: 'B' }).resolves({ ShardIterator: 'b0' });
-    streams.on(GetRecordsCommand, { ShardIterator: 'a0' }).resolves({ Records: [record('a1', 1)], NextShardIterator: 'a1' });
-    streams.on(GetRecordsCommand, { ShardIterator: 'a1' }).resolves({ Records: [record('a2', 2)], NextShardIterator: 'a2' });
+    streams
+      .on(GetRecordsCommand, { ShardIterator: 'a0' })
+      .resolves({ Records: [record('a1', 1)], NextShardIterator: 'a1' });
+    streams
+      .on(GetRecordsCommand, { ShardIterator: 'a1' })
+      .resolves({ Records: [record('a2', 2)], NextShardIterator: 'a2' });
     streams.on(GetRecordsCommand, { ShardIterator: 'a2' }).resolves({ Records: [] });
-    streams.on(GetRecordsCommand, { ShardIterator: 'b0' }).resolves({ Records: [record('b1', 3)], NextShardIterator: 'b1' });
+    streams
+      .on(GetRecordsCommand, { ShardIterator: 'b0' })
+      .resolves({ Records: [record('b1', 3)], NextShardIterator: 'b1' });
     streams.on(GetRecordsCommand, { ShardIterator: 'b1' }).resolves({ Records: [], NextShardIterator: 'b1' });
     const { delivered, handler } = collect();
     // Act
@@ -88,16 +96,28 @@ describe('Function: startStreamPoller (mocked streams API)', () => {
       .resolves({ StreamDescription: { StreamArn: streamArn, Shards: [a, b] } });
     streams.on(GetShardIteratorCommand, { ShardId: 'A' }).resolves({ ShardIterator: 'a0' });
     streams.on(GetShardIteratorCommand, { ShardId: 'B' }).resolves({ ShardIterator: 'b0' });
-    streams.on(GetRecordsCommand, { ShardIterator: 'a0' }).resolves({ Records: [record('a1', 1)], NextShardIterator: 'a1' });
+    streams
+      .on(GetRecordsCommand, { ShardIterator: 'a0' })
+      .resolves({ Records: [record('a1', 1)], NextShardIterator: 'a1' });
     streams.on(GetRecordsCommand, { ShardIterator: 'a1' }).resolves({ Records: [] });
-    streams.on(GetRecordsCommand, { ShardIterator: 'b0' }).resolves({ Records: [record('b1', 2)], NextShardIterator: 'b1' });
+    streams
+      .on(GetRecordsCommand, { ShardIterator: 'b0' })
+      .resolves({ Records: [record('b1', 2)], NextShardIterator: 'b1' });
     streams.on(GetRecordsCommand, { ShardIterator: 'b1' }).resolves({ Records: [], NextShardIterator: 'b1' });
     const { delivered, handler } = collect();
     // Act: LATEST applies to the shards present at start only.
-    poller = await startStreamPoller({ endpoint: 'http://127.0.0.1:1', tableName: 't', handler, pollIntervalMs: 5, startingPosition: 'LATEST' });
+    poller = await startStreamPoller({
+      endpoint: 'http://127.0.0.1:1',
+      tableName: 't',
+      handler,
+      pollIntervalMs: 5,
+      startingPosition: 'LATEST',
+    });
     // Assess
     await vi.waitFor(() => expect(delivered).toEqual(['a1', 'b1']), { timeout: 5000, interval: 10 });
-    const iteratorTypes = streams.commandCalls(GetShardIteratorCommand).map((c) => `${c.args[0].input.ShardId}:${c.args[0].input.ShardIteratorType}`);
+    const iteratorTypes = streams
+      .commandCalls(GetShardIteratorCommand)
+      .map((c) => `${c.args[0].input.ShardId}:${c.args[0].input.ShardIteratorType}`);
     expect(iteratorTypes).toEqual(['A:LATEST', 'B:TRIM_HORIZON']);
   });
 
@@ -105,18 +125,36 @@ describe('Function: startStreamPoller (mocked streams API)', () => {
     // Prepare
     const a: Shard = { ShardId: 'A', SequenceNumberRange: { StartingSequenceNumber: '1' } };
     streams.on(DescribeStreamCommand).resolves({ StreamDescription: { StreamArn: streamArn, Shards: [a] } });
-    streams.on(GetShardIteratorCommand, { ShardId: 'A', ShardIteratorType: 'TRIM_HORIZON' }).resolves({ ShardIterator: 'a0' });
     streams
-      .on(GetShardIteratorCommand, { ShardId: 'A', ShardIteratorType: 'AFTER_SEQUENCE_NUMBER', SequenceNumber: record('a1', 1).dynamodb!.SequenceNumber })
+      .on(GetShardIteratorCommand, { ShardId: 'A', ShardIteratorType: 'TRIM_HORIZON' })
+      .resolves({ ShardIterator: 'a0' });
+    streams
+      .on(GetShardIteratorCommand, {
+        ShardId: 'A',
+        ShardIteratorType: 'AFTER_SEQUENCE_NUMBER',
+        SequenceNumber: record('a1', 1).dynamodb!.SequenceNumber,
+      })
       .resolves({ ShardIterator: 'a1-again' });
-    streams.on(GetRecordsCommand, { ShardIterator: 'a0' }).resolves({ Records: [record('a1', 1)], NextShardIterator: 'a1' });
-    streams.on(GetRecordsCommand, { ShardIterator: 'a1' }).rejects(new ExpiredIteratorException({ message: 'expired', $metadata: {} }));
-    streams.on(GetRecordsCommand, { ShardIterator: 'a1-again' }).resolves({ Records: [record('a2', 2)], NextShardIterator: 'a2' });
+    streams
+      .on(GetRecordsCommand, { ShardIterator: 'a0' })
+      .resolves({ Records: [record('a1', 1)], NextShardIterator: 'a1' });
+    streams
+      .on(GetRecordsCommand, { ShardIterator: 'a1' })
+      .rejects(new ExpiredIteratorException({ message: 'expired', $metadata: {} }));
+    streams
+      .on(GetRecordsCommand, { ShardIterator: 'a1-again' })
+      .resolves({ Records: [record('a2', 2)], NextShardIterator: 'a2' });
     streams.on(GetRecordsCommand, { ShardIterator: 'a2' }).resolves({ Records: [], NextShardIterator: 'a2' });
     const { delivered, handler } = collect();
     const errors: unknown[] = [];
     // Act
-    poller = await startStreamPoller({ endpoint: 'http://127.0.0.1:1', tableName: 't', handler, pollIntervalMs: 5, onError: (e) => errors.push(e) });
+    poller = await startStreamPoller({
+      endpoint: 'http://127.0.0.1:1',
+      tableName: 't',
+      handler,
+      pollIntervalMs: 5,
+      onError: (e) => errors.push(e),
+    });
     // Assess
     await vi.waitFor(() => expect(delivered).toEqual(['a1', 'a2']), { timeout: 5000, interval: 10 });
     expect(errors).toEqual([]);
@@ -126,7 +164,11 @@ describe('Function: startStreamPoller (mocked streams API)', () => {
     // Prepare
     dynamo.on(DescribeTableCommand).resolves({ Table: { TableName: 't' } });
     // Act
-    const started = startStreamPoller({ endpoint: 'http://127.0.0.1:1', tableName: 't', handler: async () => undefined });
+    const started = startStreamPoller({
+      endpoint: 'http://127.0.0.1:1',
+      tableName: 't',
+      handler: async () => undefined,
+    });
     // Assess
     await expect(started).rejects.toThrow(/has no stream/);
   });

@@ -74,11 +74,15 @@ describe('Function: toLambdaRecord', () => {
 });
 
 describe('Sample event: events/stream-batch.json', () => {
-  const event = JSON.parse(readFileSync(new URL('../../events/stream-batch.json', import.meta.url), 'utf8')) as DynamoDBStreamEvent;
+  const event = JSON.parse(
+    readFileSync(new URL('../../events/stream-batch.json', import.meta.url), 'utf8'),
+  ) as DynamoDBStreamEvent;
 
   it('has a lease INSERT, a REMOVE and a TTL removal, in sequence order', () => {
     // Act
-    const kinds = event.Records.map((r) => `${r.eventName}${r.userIdentity?.principalId === 'dynamodb.amazonaws.com' ? ' (ttl)' : ''}`);
+    const kinds = event.Records.map(
+      (r) => `${r.eventName}${r.userIdentity?.principalId === 'dynamodb.amazonaws.com' ? ' (ttl)' : ''}`,
+    );
     // Assess
     expect(kinds).toEqual(['INSERT', 'REMOVE', 'REMOVE (ttl)']);
     const sequence = event.Records.map((r) => BigInt(r.dynamodb!.SequenceNumber!));
@@ -89,7 +93,9 @@ describe('Sample event: events/stream-batch.json', () => {
   it('carries lease items whose keys agree with their attributes', () => {
     for (const record of event.Records) {
       // Act
-      const image = unmarshall((record.dynamodb!.NewImage ?? record.dynamodb!.OldImage)! as Parameters<typeof unmarshall>[0]);
+      const image = unmarshall(
+        (record.dynamodb!.NewImage ?? record.dynamodb!.OldImage)! as Parameters<typeof unmarshall>[0],
+      );
       const keys = unmarshall(record.dynamodb!.Keys! as Parameters<typeof unmarshall>[0]);
       // Assess
       expect(image).toMatchObject({ entity: 'lease', SK: 'LEASE', PK: `LEASE#${image.pool}#${image.address}` });

@@ -13,7 +13,14 @@ import { arnMatches } from '../../shared/core/access.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { readZip } from '../support/zip.ts';
 import { cfnSchemaProblems, type CfnTemplate } from '../support/cfn-schema.ts';
-import { ACCOUNT, deniedCalls, resolveIntrinsics, rolePolicy, unusedGrants, type PolicyDocument } from '../support/iam-check.ts';
+import {
+  ACCOUNT,
+  deniedCalls,
+  resolveIntrinsics,
+  rolePolicy,
+  unusedGrants,
+  type PolicyDocument,
+} from '../support/iam-check.ts';
 import type { AwsCall } from '../../shared/adapters/aws-call-log.ts';
 
 // `serverless package` (osls) is run once, as `npm run package` does, with no AWS credentials at all, into a
@@ -22,7 +29,11 @@ import type { AwsCall } from '../../shared/adapters/aws-call-log.ts';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const stage = 'dev';
 
-const functions = { api: 'functions/http.mjs', mirror: 'functions/stream.mjs', reconciler: 'functions/reconcile.mjs' } as const;
+const functions = {
+  api: 'functions/http.mjs',
+  mirror: 'functions/stream.mjs',
+  reconciler: 'functions/reconcile.mjs',
+} as const;
 
 interface Resource {
   Type: string;
@@ -43,7 +54,8 @@ let template: CfnTemplate;
 let resources: Record<string, Resource>;
 
 const ofType = (type: string): [string, Resource][] => Object.entries(resources).filter(([, r]) => r.Type === type);
-const asArray = <T,>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+const asArray = <T>(value: T | T[] | undefined): T[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];
 const functionResource = (key: keyof typeof functions): Resource => {
   const found = ofType('AWS::Lambda::Function').find(([, r]) => r.Properties.FunctionName === `ipam-${stage}-${key}`);
   if (found === undefined) throw new Error(`no function ipam-${stage}-${key} in the template`);
@@ -54,9 +66,14 @@ const roleStatements = (roleLogicalId: string): Statement[] =>
     (p) => p.PolicyDocument.Statement,
   );
 const actionsOf = (statements: Statement[]): string[] => statements.flatMap((s) => asArray(s.Action));
-const roleOf = (key: keyof typeof functions): string => (functionResource(key).Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+const roleOf = (key: keyof typeof functions): string =>
+  (functionResource(key).Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolveRun) => {
     const child = spawn(command, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -70,9 +87,21 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{
 function credentialFreeEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('AWS_') && name !== 'DYNAMODB_ENDPOINT' && name !== 'TABLE_NAME' && name !== 'LOCAL_STACK' && name !== 'CURSOR_SECRET') env[name] = value;
+    if (
+      !name.startsWith('AWS_') &&
+      name !== 'DYNAMODB_ENDPOINT' &&
+      name !== 'TABLE_NAME' &&
+      name !== 'LOCAL_STACK' &&
+      name !== 'CURSOR_SECRET'
+    )
+      env[name] = value;
   }
-  return { ...env, AWS_CONFIG_FILE: '/nonexistent/aws-config', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials', ...extra };
+  return {
+    ...env,
+    AWS_CONFIG_FILE: '/nonexistent/aws-config',
+    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials',
+    ...extra,
+  };
 }
 
 beforeAll(async () => {
@@ -83,7 +112,12 @@ beforeAll(async () => {
     [osls, 'package', '--stage', stage, '--package', outDir],
     // A shell that still exports settings which used to be read from it: stage params in serverless.yml win now. It
     // exports LOCAL_STACK=true too, as a shell that ran `npm start` might: the template must not take it (issue 37).
-    credentialFreeEnv({ ESBUILD_WORK_FOLDER: join('.esbuild', `package-test-${process.pid}`), LEASE_INDEX_SHARDS: '16', RECONCILE_LEAK_STRIKES: '9', LOCAL_STACK: 'true' }),
+    credentialFreeEnv({
+      ESBUILD_WORK_FOLDER: join('.esbuild', `package-test-${process.pid}`),
+      LEASE_INDEX_SHARDS: '16',
+      RECONCILE_LEAK_STRIKES: '9',
+      LOCAL_STACK: 'true',
+    }),
   );
   if (code !== 0) throw new Error(`serverless package failed (${code}):\n${output}`);
   template = JSON.parse(readFileSync(join(outDir, 'cloudformation-template-update-stack.json'), 'utf8')) as CfnTemplate;
@@ -106,14 +140,18 @@ describe('Template: serverless package (no credentials, no network)', () => {
 
     it('names a misspelt property, a missing required one, a wrong type, an unknown attribute and an unknown type in a mutated copy', async () => {
       // Prepare: planted mistakes, each of a kind CloudFormation would refuse at deploy time
-      const mutated = structuredClone(template) as { Resources: Record<string, { Type: string; Properties: Record<string, unknown> }> };
+      const mutated = structuredClone(template) as {
+        Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+      };
       const queue = mutated.Resources.MirrorFailureQueue!.Properties;
       queue.MessageRetentionPeriods = queue.MessageRetentionPeriod;
       delete queue.MessageRetentionPeriod;
       mutated.Resources.Table!.Properties.StreamSpecification = { StreamViewTyp: 'NEW_AND_OLD_IMAGES' };
       delete mutated.Resources.Table!.Properties.KeySchema;
       mutated.Resources.ReconcilerLambdaFunction!.Properties.Timeout = 'sixty';
-      (mutated.Resources.MirrorIteratorAgeAlarm!.Properties.Dimensions as { Value: unknown }[])[0]!.Value = { 'Fn::GetAtt': ['MirrorLambdaFunction', 'Nmae'] };
+      (mutated.Resources.MirrorIteratorAgeAlarm!.Properties.Dimensions as { Value: unknown }[])[0]!.Value = {
+        'Fn::GetAtt': ['MirrorLambdaFunction', 'Nmae'],
+      };
       mutated.Resources.AlarmTopic!.Type = 'AWS::SNS::Topik';
       // Act
       const problems = await cfnSchemaProblems(mutated);
@@ -130,7 +168,9 @@ describe('Template: serverless package (no credentials, no network)', () => {
         ].sort(),
       );
       expect(problems).toContain('Table.Properties.KeySchema: required, missing');
-      expect(problems.find((p) => p.startsWith('MirrorFailureQueue.'))).toMatch(/no such property \(known: .*MessageRetentionPeriod,/);
+      expect(problems.find((p) => p.startsWith('MirrorFailureQueue.'))).toMatch(
+        /no such property \(known: .*MessageRetentionPeriod,/,
+      );
       expect(problems.find((p) => p.startsWith('MirrorIteratorAgeAlarm.'))).toMatch(/has no attribute Nmae/);
     });
   });
@@ -146,15 +186,24 @@ describe('Template: serverless package (no credentials, no network)', () => {
     const tableArn = () => resolveIntrinsics(template, { 'Fn::GetAtt': ['Table', 'Arn'] }) as string;
     // Used with the role by the platform, not the code: Lambda's own logging, and the stream mapping (reads the
     // stream, sends given-up batches to the failure queue).
-    const platform = new Set(['logs:CreateLogStream', 'logs:PutLogEvents', 'dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams', 'sqs:SendMessage']);
+    const platform = new Set([
+      'logs:CreateLogStream',
+      'logs:PutLogEvents',
+      'dynamodb:DescribeStream',
+      'dynamodb:GetRecords',
+      'dynamodb:GetShardIterator',
+      'dynamodb:ListStreams',
+      'sqs:SendMessage',
+    ]);
 
     it('has calls of every function', () => {
       // A bundle imports every command of the table adapter it bundles, used or not, so imports cannot tell which
       // calls a function makes: only the recording can (a new call path needs `npm run record:aws-calls`).
-      for (const key of Object.keys(functions) as (keyof typeof functions)[]) expect({ key, calls: callsOf(key).length > 0 }).toEqual({ key, calls: true });
+      for (const key of Object.keys(functions) as (keyof typeof functions)[])
+        expect({ key, calls: callsOf(key).length > 0 }).toEqual({ key, calls: true });
     });
 
-    it('allows every recorded call under its function\'s role', async () => {
+    it("allows every recorded call under its function's role", async () => {
       for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
         // Act
         const denied = await deniedCalls(rolePolicy(template, roleOf(key)), roleArn(key), callsOf(key), tableArn());
@@ -167,13 +216,21 @@ describe('Template: serverless package (no credentials, no network)', () => {
     it('names every grant no recorded call used', async () => {
       // Act
       const unused = Object.fromEntries(
-        await Promise.all((Object.keys(functions) as (keyof typeof functions)[]).map(async (key) => [key, await unusedGrants(rolePolicy(template, roleOf(key)), roleArn(key), callsOf(key), tableArn(), platform)] as const)),
+        await Promise.all(
+          (Object.keys(functions) as (keyof typeof functions)[]).map(
+            async (key) =>
+              [
+                key,
+                await unusedGrants(rolePolicy(template, roleOf(key)), roleArn(key), callsOf(key), tableArn(), platform),
+              ] as const,
+          ),
+        ),
       );
       // Assess: every grant is used by a recorded call of the int or e2e tier
       expect(unused).toEqual({ api: [], mirror: [], reconciler: [] });
     }, 120_000);
 
-    it('denies the mirror\'s history writes once its role loses PutItem on the history\'s keys (the issue\'s deploy blocker)', async () => {
+    it("denies the mirror's history writes once its role loses PutItem on the history's keys (the issue's deploy blocker)", async () => {
       // Prepare: the mirror's role as it was before the blocker was fixed: no HIST#* in the put's leading keys
       const policy = rolePolicy(template, roleOf('mirror'));
       const blocked: PolicyDocument = {
@@ -181,49 +238,76 @@ describe('Template: serverless package (no credentials, no network)', () => {
         Statement: policy.Statement.map((s) => {
           if (s.Sid !== 'BitmapSummaryAndHistoryWrites') return s;
           const patterns = s.Condition!['ForAllValues:StringLike']!['dynamodb:LeadingKeys'] as string[];
-          return { ...s, Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': patterns.filter((p) => p !== 'HIST#*') } } };
+          return {
+            ...s,
+            Condition: {
+              'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': patterns.filter((p) => p !== 'HIST#*') },
+            },
+          };
         }),
       };
       // Act
       const denied = await deniedCalls(blocked, roleArn('mirror'), callsOf('mirror'), tableArn());
       // Assess
       expect(denied.length).toBeGreaterThan(0);
-      expect(denied.every((d) => d.call.action === 'dynamodb:PutItem' && d.call.leadingKeys!.every((k) => k.startsWith('HIST#')) && d.result === 'ImplicitlyDenied')).toBe(true);
+      expect(
+        denied.every(
+          (d) =>
+            d.call.action === 'dynamodb:PutItem' &&
+            d.call.leadingKeys!.every((k) => k.startsWith('HIST#')) &&
+            d.result === 'ImplicitlyDenied',
+        ),
+      ).toBe(true);
     }, 120_000);
 
-    it('has the mirror\'s crossing announcement (PutEvents on the default bus) allowed, and denied without its statement', async () => {
+    it("has the mirror's crossing announcement (PutEvents on the default bus) allowed, and denied without its statement", async () => {
       // Prepare: the recorded call, and the mirror's role less its ThresholdCrossingEvents statement
       const putEvents = callsOf('mirror').filter((c) => c.action === 'events:PutEvents');
       const policy = rolePolicy(template, roleOf('mirror'));
-      const without: PolicyDocument = { ...policy, Statement: policy.Statement.filter((s) => s.Sid !== 'ThresholdCrossingEvents') };
+      const without: PolicyDocument = {
+        ...policy,
+        Statement: policy.Statement.filter((s) => s.Sid !== 'ThresholdCrossingEvents'),
+      };
       // Act
       const allowed = await deniedCalls(policy, roleArn('mirror'), putEvents, tableArn());
       const denied = await deniedCalls(without, roleArn('mirror'), putEvents, tableArn());
       // Assess
       expect(putEvents).toEqual([{ function: 'mirror', action: 'events:PutEvents', eventBus: 'default' }]);
       expect(allowed).toEqual([]);
-      expect(denied.map((d) => [d.resource, d.result])).toEqual([[`arn:aws:events:us-east-1:${ACCOUNT}:event-bus/default`, 'ImplicitlyDenied']]);
+      expect(denied.map((d) => [d.resource, d.result])).toEqual([
+        [`arn:aws:events:us-east-1:${ACCOUNT}:event-bus/default`, 'ImplicitlyDenied'],
+      ]);
     }, 120_000);
 
-    it('names a grant nobody uses (a DeleteItem planted on the mirror\'s role)', async () => {
+    it("names a grant nobody uses (a DeleteItem planted on the mirror's role)", async () => {
       // Prepare
       const policy = rolePolicy(template, roleOf('mirror'));
-      const widened: PolicyDocument = { ...policy, Statement: [...policy.Statement, { Sid: 'Planted', Effect: 'Allow', Action: ['dynamodb:DeleteItem'], Resource: [tableArn()] }] };
+      const widened: PolicyDocument = {
+        ...policy,
+        Statement: [
+          ...policy.Statement,
+          { Sid: 'Planted', Effect: 'Allow', Action: ['dynamodb:DeleteItem'], Resource: [tableArn()] },
+        ],
+      };
       // Act
       const unused = await unusedGrants(widened, roleArn('mirror'), callsOf('mirror'), tableArn(), platform);
       // Assess
       expect(unused).toEqual([`Planted: dynamodb:DeleteItem on ${TABLE_ARN}`]);
     }, 120_000);
 
-    it('has only `KIND#*` or literal LeadingKeys patterns in its roles, which decide the fixture\'s keys (their kind and a placeholder) exactly', () => {
+    it("has only `KIND#*` or literal LeadingKeys patterns in its roles, which decide the fixture's keys (their kind and a placeholder) exactly", () => {
       // Act
       const patterns = (Object.keys(functions) as (keyof typeof functions)[]).flatMap((key) =>
-        rolePolicy(template, roleOf(key)).Statement.flatMap((s) => Object.values(s.Condition ?? {}).flatMap((c) => asArray(c['dynamodb:LeadingKeys']))),
+        rolePolicy(template, roleOf(key)).Statement.flatMap((s) =>
+          Object.values(s.Condition ?? {}).flatMap((c) => asArray(c['dynamodb:LeadingKeys'])),
+        ),
       );
       // Assess
       expect(patterns.length).toBeGreaterThan(0);
       expect(patterns.filter((p) => !/^[A-Z_]+#\*$|^[A-Z_]+$/.test(p))).toEqual([]);
-      expect(recorded.flatMap((c) => c.leadingKeys ?? []).filter((k) => !/^[A-Z_]+#<key>$/.test(k) && k.includes('#'))).toEqual([]);
+      expect(
+        recorded.flatMap((c) => c.leadingKeys ?? []).filter((k) => !/^[A-Z_]+#<key>$/.test(k) && k.includes('#')),
+      ).toEqual([]);
     });
   });
 
@@ -233,7 +317,11 @@ describe('Template: serverless package (no credentials, no network)', () => {
       const found = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
       // Assess
       expect(found.map((r) => r.RouteKey).sort()).toEqual([...routeKeys].sort());
-      for (const route of found) expect({ route: route.RouteKey, auth: route.AuthorizationType }).toEqual({ route: route.RouteKey, auth: 'AWS_IAM' });
+      for (const route of found)
+        expect({ route: route.RouteKey, auth: route.AuthorizationType }).toEqual({
+          route: route.RouteKey,
+          auth: 'AWS_IAM',
+        });
     });
 
     it('sends every route to the one api function with payload format 2.0', () => {
@@ -244,7 +332,8 @@ describe('Template: serverless package (no credentials, no network)', () => {
       const [logicalId, integration] = integrations[0]!;
       expect(integration.Properties.PayloadFormatVersion).toBe('2.0');
       expect(JSON.stringify(integration.Properties.IntegrationUri)).toContain('ApiLambdaFunction');
-      for (const [, route] of ofType('AWS::ApiGatewayV2::Route')) expect(JSON.stringify(route.Properties.Target)).toContain(logicalId);
+      for (const [, route] of ofType('AWS::ApiGatewayV2::Route'))
+        expect(JSON.stringify(route.Properties.Target)).toContain(logicalId);
     });
 
     it('knows the route of every sample HTTP event', () => {
@@ -278,7 +367,9 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(mapping.MaximumRecordAgeInSeconds).toBeLessThanOrEqual(86_400);
       expect(mapping.BatchSize).toBe(DEPLOYED_MAPPING.batchSize);
       expect(mapping.MaximumBatchingWindowInSeconds).toBe(DEPLOYED_MAPPING.batchWindowMs / 1000);
-      const destination = (mapping.DestinationConfig as { OnFailure: { Destination: { 'Fn::GetAtt': [string, string] } } }).OnFailure.Destination;
+      const destination = (
+        mapping.DestinationConfig as { OnFailure: { Destination: { 'Fn::GetAtt': [string, string] } } }
+      ).OnFailure.Destination;
       expect(destination['Fn::GetAtt'][1]).toBe('Arn');
       expect(resources[destination['Fn::GetAtt'][0]]?.Type).toBe('AWS::SQS::Queue');
     });
@@ -302,7 +393,11 @@ describe('Template: serverless package (no credentials, no network)', () => {
       const tables = ofType('AWS::DynamoDB::Table');
       // Assess
       expect(tables).toHaveLength(1);
-      expect(tables[0]![1].Properties).toEqual({ ...tableJson, TableName: `ipam-${stage}`, DeletionProtectionEnabled: true });
+      expect(tables[0]![1].Properties).toEqual({
+        ...tableJson,
+        TableName: `ipam-${stage}`,
+        DeletionProtectionEnabled: true,
+      });
     });
 
     it('has a NEW_AND_OLD_IMAGES stream, TTL on `ttl` and point-in-time recovery', () => {
@@ -318,18 +413,26 @@ describe('Template: serverless package (no credentials, no network)', () => {
   describe('IAM', () => {
     it('grants no wildcard action anywhere', () => {
       // Act
-      const statements = [...ofType('AWS::IAM::Role'), ...ofType('AWS::IAM::Policy'), ...ofType('AWS::IAM::ManagedPolicy')].flatMap(
-        ([, r]) => [
-          ...asArray(r.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]).flatMap((p) => p.PolicyDocument.Statement),
-          ...asArray((r.Properties.PolicyDocument as { Statement: Statement[] } | undefined)?.Statement),
-        ],
-      );
+      const statements = [
+        ...ofType('AWS::IAM::Role'),
+        ...ofType('AWS::IAM::Policy'),
+        ...ofType('AWS::IAM::ManagedPolicy'),
+      ].flatMap(([, r]) => [
+        ...asArray(r.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]).flatMap(
+          (p) => p.PolicyDocument.Statement,
+        ),
+        ...asArray((r.Properties.PolicyDocument as { Statement: Statement[] } | undefined)?.Statement),
+      ]);
       // Assess
       expect(statements.length).toBeGreaterThan(0);
       for (const statement of statements) expect(statement.NotAction).toBeUndefined();
       const actions = actionsOf(statements);
       expect(actions.filter((a) => a.includes('*'))).toEqual([]); // '*', 'dynamodb:*', 'dynamodb:Get*', ...
-      expect(statements.filter((s) => asArray(s.Action).some((a) => a.startsWith('dynamodb:')) && asArray(s.Resource).includes('*'))).toEqual([]);
+      expect(
+        statements.filter(
+          (s) => asArray(s.Action).some((a) => a.startsWith('dynamodb:')) && asArray(s.Resource).includes('*'),
+        ),
+      ).toEqual([]);
     });
 
     it('gives each function its own role', () => {
@@ -347,7 +450,12 @@ describe('Template: serverless package (no credentials, no network)', () => {
       const mirror = roleStatements(roleOf('mirror'));
       const reconciler = actionsOf(roleStatements(roleOf('reconciler')));
       // Assess
-      const streamRead = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'];
+      const streamRead = [
+        'dynamodb:DescribeStream',
+        'dynamodb:GetRecords',
+        'dynamodb:GetShardIterator',
+        'dynamodb:ListStreams',
+      ];
       const streamStatement = mirror.find((s) => asArray(s.Action).includes('dynamodb:GetRecords'));
       expect(asArray(streamStatement?.Action).sort()).toEqual(streamRead.sort());
       expect(streamStatement?.Resource).toEqual([{ 'Fn::GetAtt': ['Table', 'StreamArn'] }]);
@@ -357,27 +465,49 @@ describe('Template: serverless package (no credentials, no network)', () => {
         expect(reconciler).not.toContain(action);
       }
       expect(api).not.toContain('dynamodb:Scan');
-      expect(api).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:Query']));
+      expect(api).toEqual(
+        expect.arrayContaining([
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:Query',
+        ]),
+      );
     });
   });
 
   describe('Hardening (issue 25)', () => {
-    const alarm = (id: string) => resources[id]?.Properties as Record<string, unknown> & { Dimensions: { Name: string; Value: unknown }[] };
+    const alarm = (id: string) =>
+      resources[id]?.Properties as Record<string, unknown> & { Dimensions: { Name: string; Value: unknown }[] };
 
     it('writes a JSON access log of the HTTP API with request id, route, status, principal and latency', () => {
       // Act
       const stages = ofType('AWS::ApiGatewayV2::Stage');
       // Assess
       expect(stages).toHaveLength(1);
-      const settings = stages[0]![1].Properties.AccessLogSettings as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
+      const settings = stages[0]![1].Properties.AccessLogSettings as {
+        DestinationArn: { 'Fn::GetAtt': [string, string] };
+        Format: string;
+      };
       expect(resources[settings.DestinationArn['Fn::GetAtt'][0]]?.Type).toBe('AWS::Logs::LogGroup');
       const format = JSON.parse(settings.Format) as Record<string, string>;
-      expect(format).toMatchObject({ requestId: '$context.requestId', route: '$context.routeKey', status: '$context.status', principal: '$context.identity.userArn', latencyMs: '$context.responseLatency' });
+      expect(format).toMatchObject({
+        requestId: '$context.requestId',
+        route: '$context.routeKey',
+        status: '$context.status',
+        principal: '$context.identity.userArn',
+        latencyMs: '$context.responseLatency',
+      });
     });
 
     it('throttles the stage by default', () => {
       // Act
-      const settings = ofType('AWS::ApiGatewayV2::Stage')[0]![1].Properties.DefaultRouteSettings as { ThrottlingRateLimit: number; ThrottlingBurstLimit: number };
+      const settings = ofType('AWS::ApiGatewayV2::Stage')[0]![1].Properties.DefaultRouteSettings as {
+        ThrottlingRateLimit: number;
+        ThrottlingBurstLimit: number;
+      };
       // Assess
       expect(settings.ThrottlingRateLimit).toBeGreaterThan(0);
       expect(settings.ThrottlingBurstLimit).toBeGreaterThanOrEqual(settings.ThrottlingRateLimit);
@@ -390,7 +520,7 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(reserved).toBe(1);
     });
 
-    it('alarms, through one SNS topic, on the failure queue, the mirror\'s iterator age, errors and failed records, and the reconciler\'s errors', () => {
+    it("alarms, through one SNS topic, on the failure queue, the mirror's iterator age, errors and failed records, and the reconciler's errors", () => {
       // Act
       const alarms = ofType('AWS::CloudWatch::Alarm').map(([id, r]) => [id, r.Properties] as const);
       const topics = ofType('AWS::SNS::Topic');
@@ -398,9 +528,18 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(topics).toHaveLength(1);
       const topic = topics[0]![0];
       for (const [id, props] of alarms) {
-        expect({ id, actions: props.AlarmActions, ok: props.OKActions }).toEqual({ id, actions: [{ Ref: topic }], ok: [{ Ref: topic }] });
+        expect({ id, actions: props.AlarmActions, ok: props.OKActions }).toEqual({
+          id,
+          actions: [{ Ref: topic }],
+          ok: [{ Ref: topic }],
+        });
       }
-      const watched = alarms.map(([, p]) => `${p.Namespace as string} ${p.MetricName as string} ${JSON.stringify((p.Dimensions as { Value: unknown }[])[0]!.Value)}`).sort();
+      const watched = alarms
+        .map(
+          ([, p]) =>
+            `${p.Namespace as string} ${p.MetricName as string} ${JSON.stringify((p.Dimensions as { Value: unknown }[])[0]!.Value)}`,
+        )
+        .sort();
       expect(watched).toEqual([
         'AWS/Lambda Errors {"Ref":"MirrorLambdaFunction"}',
         'AWS/Lambda Errors {"Ref":"ReconcilerLambdaFunction"}',
@@ -409,7 +548,10 @@ describe('Template: serverless package (no credentials, no network)', () => {
         'ipam MirrorRecordsFailed "ipam"',
         'ipam ReconcileErrors "ipam"',
       ]);
-      expect(alarm('MirrorFailureQueueAlarm')).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+      expect(alarm('MirrorFailureQueueAlarm')).toMatchObject({
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      });
       expect(alarm('MirrorIteratorAgeAlarm').Threshold).toBe(300_000);
     });
 
@@ -420,29 +562,62 @@ describe('Template: serverless package (no credentials, no network)', () => {
       const topic = resources.AlarmTopic!.Properties;
       const keyId = (topic.KmsMasterKeyId as { Ref?: string }).Ref;
       const key = keyId === undefined ? undefined : resources[keyId];
-      const statements = ((key?.Properties.KeyPolicy as { Statement?: (Statement & { Principal?: { Service?: string | string[] } })[] } | undefined)?.Statement ?? []).filter((s) => s.Effect === 'Allow');
-      const allows = (service: string, action: string) => statements.some((s) => asArray(s.Principal?.Service).includes(service) && asArray(s.Action as string | string[]).some((a) => a === action || (a.endsWith('*') && action.startsWith(a.slice(0, -1)))));
+      const statements = (
+        (
+          key?.Properties.KeyPolicy as
+            | { Statement?: (Statement & { Principal?: { Service?: string | string[] } })[] }
+            | undefined
+        )?.Statement ?? []
+      ).filter((s) => s.Effect === 'Allow');
+      const allows = (service: string, action: string) =>
+        statements.some(
+          (s) =>
+            asArray(s.Principal?.Service).includes(service) &&
+            asArray(s.Action as string | string[]).some(
+              (a) => a === action || (a.endsWith('*') && action.startsWith(a.slice(0, -1))),
+            ),
+        );
       // Assess
       expect(key?.Type).toBe('AWS::KMS::Key');
       for (const service of ['cloudwatch.amazonaws.com', 'events.amazonaws.com']) {
-        expect({ service, generate: allows(service, 'kms:GenerateDataKey'), decrypt: allows(service, 'kms:Decrypt') }).toEqual({ service, generate: true, decrypt: true });
+        expect({
+          service,
+          generate: allows(service, 'kms:GenerateDataKey'),
+          decrypt: allows(service, 'kms:Decrypt'),
+        }).toEqual({ service, generate: true, decrypt: true });
       }
       expect(key?.Properties.EnableKeyRotation).toBe(true);
     });
 
-    it('grants no role a DynamoDB action its function\'s bundle never calls', () => {
+    it("grants no role a DynamoDB action its function's bundle never calls", () => {
       // The event source mapping reads the stream and sends to the failure queue with the mirror's role.
-      const usedByTheMapping = new Set(['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams', 'sqs:SendMessage']);
+      const usedByTheMapping = new Set([
+        'dynamodb:DescribeStream',
+        'dynamodb:GetRecords',
+        'dynamodb:GetShardIterator',
+        'dynamodb:ListStreams',
+        'sqs:SendMessage',
+      ]);
       // What a transaction's items are authorized as (TransactWriteItems needs no action of its own).
       const inTransactions = ['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'];
       for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
         // Prepare: the commands the bundle imports from the SDK (not bundled, so the import names them)
-        const code = readZip(readFileSync(join(outDir, `${key}.zip`))).get(functions[key])!.toString('utf8');
-        const imports = [...code.matchAll(/import\s*\{([^}]*)\}\s*from\s*"@aws-sdk\/client-dynamodb"/g)].flatMap((m) => m[1]!.split(','));
-        const commands = new Set(imports.map((i) => /(\w+)Command\b/.exec(i.trim())?.[1]).filter((c): c is string => c !== undefined));
-        const calls = new Set([...commands, ...(commands.has('TransactWriteItems') ? inTransactions : [])].map((c) => `dynamodb:${c}`));
+        const code = readZip(readFileSync(join(outDir, `${key}.zip`)))
+          .get(functions[key])!
+          .toString('utf8');
+        const imports = [...code.matchAll(/import\s*\{([^}]*)\}\s*from\s*"@aws-sdk\/client-dynamodb"/g)].flatMap((m) =>
+          m[1]!.split(','),
+        );
+        const commands = new Set(
+          imports.map((i) => /(\w+)Command\b/.exec(i.trim())?.[1]).filter((c): c is string => c !== undefined),
+        );
+        const calls = new Set(
+          [...commands, ...(commands.has('TransactWriteItems') ? inTransactions : [])].map((c) => `dynamodb:${c}`),
+        );
         // Act
-        const granted = actionsOf(roleStatements(roleOf(key))).filter((a) => a.startsWith('dynamodb:') && !usedByTheMapping.has(a));
+        const granted = actionsOf(roleStatements(roleOf(key))).filter(
+          (a) => a.startsWith('dynamodb:') && !usedByTheMapping.has(a),
+        );
         // Assess
         expect(commands.size).toBeGreaterThan(0);
         expect({ key, unused: [...new Set(granted)].filter((a) => !calls.has(a)) }).toEqual({ key, unused: [] });
@@ -451,15 +626,42 @@ describe('Template: serverless package (no credentials, no network)', () => {
 
     it('lets the mirror put only bitmaps, summary chunks, history holdings, the table settings, exhaustion levels and their events, update only history marks, and never delete', () => {
       // Act
-      const statements = roleStatements(roleOf('mirror')) as (Statement & { Condition?: { 'ForAllValues:StringLike'?: { 'dynamodb:LeadingKeys'?: string[] } } })[];
-      const writes = statements.filter((s) => asArray(s.Action).some((a) => ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem'].includes(a)));
+      const statements = roleStatements(roleOf('mirror')) as (Statement & {
+        Condition?: { 'ForAllValues:StringLike'?: { 'dynamodb:LeadingKeys'?: string[] } };
+      })[];
+      const writes = statements.filter((s) =>
+        asArray(s.Action).some((a) =>
+          [
+            'dynamodb:PutItem',
+            'dynamodb:UpdateItem',
+            'dynamodb:DeleteItem',
+            'dynamodb:BatchWriteItem',
+            'dynamodb:ConditionCheckItem',
+          ].includes(a),
+        ),
+      );
       const allowed = (action: string, partitionKey: string) =>
-        writes.some((s) => asArray(s.Action).includes(action) && (s.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] ?? []).some((pattern) => arnMatches(pattern, partitionKey)));
+        writes.some(
+          (s) =>
+            asArray(s.Action).includes(action) &&
+            (s.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] ?? []).some((pattern) =>
+              arnMatches(pattern, partitionKey),
+            ),
+        );
       // Assess: exactly the keys the stream function writes (from keys.ts, so a new write the role misses fails here)
       expect(writes.map((s) => s.Action)).toEqual([['dynamodb:PutItem'], ['dynamodb:UpdateItem']]);
-      for (const key of [keys.bitmap('p', 'r'), keys.chunk('p', 'IPv4', 0n), keys.holding('p', '10.0.0.7', 'x'), keys.tableSettings(), keys.warning('p', 'IPv4'), keys.event('p', '2035-01-01T00:00:00.000Z', 'x')]) expect({ key, put: allowed('dynamodb:PutItem', key.PK) }).toEqual({ key, put: true });
+      for (const key of [
+        keys.bitmap('p', 'r'),
+        keys.chunk('p', 'IPv4', 0n),
+        keys.holding('p', '10.0.0.7', 'x'),
+        keys.tableSettings(),
+        keys.warning('p', 'IPv4'),
+        keys.event('p', '2035-01-01T00:00:00.000Z', 'x'),
+      ])
+        expect({ key, put: allowed('dynamodb:PutItem', key.PK) }).toEqual({ key, put: true });
       expect(allowed('dynamodb:UpdateItem', keys.historyMark('p').PK)).toBe(true);
-      for (const key of [keys.lease('p', '10.0.0.7'), keys.claim('p', 'c'), keys.pool('p'), keys.historyMark('p')]) expect({ key, put: allowed('dynamodb:PutItem', key.PK) }).toEqual({ key, put: false });
+      for (const key of [keys.lease('p', '10.0.0.7'), keys.claim('p', 'c'), keys.pool('p'), keys.historyMark('p')])
+        expect({ key, put: allowed('dynamodb:PutItem', key.PK) }).toEqual({ key, put: false });
       expect(allowed('dynamodb:UpdateItem', keys.lease('p', '10.0.0.7').PK)).toBe(false);
       expect(actionsOf(roleStatements(roleOf('reconciler')))).not.toEqual(expect.arrayContaining(['dynamodb:Scan']));
     });
@@ -469,7 +671,10 @@ describe('Template: serverless package (no credentials, no network)', () => {
     it('run on nodejs22.x with the table name, stage, default feature gates and no local endpoint', () => {
       for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
         // Act
-        const { Runtime, Environment } = functionResource(key).Properties as { Runtime: string; Environment: { Variables: Record<string, string> } };
+        const { Runtime, Environment } = functionResource(key).Properties as {
+          Runtime: string;
+          Environment: { Variables: Record<string, string> };
+        };
         // Assess
         expect(Runtime).toBe('nodejs22.x');
         expect(Environment.Variables).toMatchObject({
@@ -485,18 +690,28 @@ describe('Template: serverless package (no credentials, no network)', () => {
     it('get the cursor secret as a dynamic reference resolved at deploy time, never as plain text', () => {
       for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
         // Act
-        const { Environment } = functionResource(key).Properties as { Environment: { Variables: Record<string, string> } };
+        const { Environment } = functionResource(key).Properties as {
+          Environment: { Variables: Record<string, string> };
+        };
         // Assess
-        expect({ key, secret: Environment.Variables.CURSOR_SECRET }).toEqual({ key, secret: '{{resolve:secretsmanager:ipam/dev/cursor-secret}}' });
+        expect({ key, secret: Environment.Variables.CURSOR_SECRET }).toEqual({
+          key,
+          secret: '{{resolve:secretsmanager:ipam/dev/cursor-secret}}',
+        });
       }
     });
 
-    it('have an environment that shared/config.ts accepts, with the code\'s own defaults (not the packaging shell\'s)', () => {
+    it("have an environment that shared/config.ts accepts, with the code's own defaults (not the packaging shell's)", () => {
       for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
         // Act
-        const { Environment } = functionResource(key).Properties as { Environment: { Variables: Record<string, string> } };
+        const { Environment } = functionResource(key).Properties as {
+          Environment: { Variables: Record<string, string> };
+        };
         const config = loadConfig(Environment.Variables);
-        const defaults = loadConfig({ TABLE_NAME: `ipam-${stage}`, CURSOR_SECRET: Environment.Variables.CURSOR_SECRET });
+        const defaults = loadConfig({
+          TABLE_NAME: `ipam-${stage}`,
+          CURSOR_SECRET: Environment.Variables.CURSOR_SECRET,
+        });
         // Assess
         expect(config).toEqual({ ...defaults, region: config.region });
         expect(config.localStack).toBe(false);
@@ -527,7 +742,13 @@ describe('Template: serverless package (no credentials, no network)', () => {
           const { code, output } = await run(
             process.execPath,
             ['--input-type=module', '-e', probe],
-            credentialFreeEnv({ TABLE_NAME: `ipam-${stage}`, STAGE: stage, CURSOR_SECRET: 'probe-cursor-secret-0123456789', AWS_REGION: 'us-east-1', NODE_NO_WARNINGS: '1' }),
+            credentialFreeEnv({
+              TABLE_NAME: `ipam-${stage}`,
+              STAGE: stage,
+              CURSOR_SECRET: 'probe-cursor-secret-0123456789',
+              AWS_REGION: 'us-east-1',
+              NODE_NO_WARNINGS: '1',
+            }),
           );
           // Assess
           expect({ key, code, output: output.trim() }).toEqual({ key, code: 0, output: 'function' });
@@ -538,7 +759,7 @@ describe('Template: serverless package (no credentials, no network)', () => {
       console.log(`function artifacts, zip bytes: ${JSON.stringify(sizes)}; bundle bytes: ${JSON.stringify(bundled)}`);
     }, 60_000);
 
-    it('refuse to start on Lambda with LOCAL_STACK=true, and start there with the template\'s own environment', async () => {
+    it("refuse to start on Lambda with LOCAL_STACK=true, and start there with the template's own environment", async () => {
       mkdirSync(join(repoRoot, '.esbuild'), { recursive: true });
       const bundleDir = mkdtempSync(join(repoRoot, '.esbuild', 'probe-'));
       try {
@@ -547,17 +768,46 @@ describe('Template: serverless package (no credentials, no network)', () => {
           const path = join(bundleDir, key, file);
           mkdirSync(dirname(path), { recursive: true });
           writeFileSync(path, readZip(readFileSync(join(outDir, `${key}.zip`))).get(file)!);
-          const { Environment } = functionResource(key).Properties as { Environment: { Variables: Record<string, string> } };
-          const onLambda = { ...Environment.Variables, CURSOR_SECRET: 'probe-cursor-secret-0123456789', AWS_REGION: 'us-east-1', AWS_LAMBDA_FUNCTION_NAME: `ipam-${stage}-${key}`, AWS_LAMBDA_RUNTIME_API: '127.0.0.1:9001', NODE_NO_WARNINGS: '1' };
+          const { Environment } = functionResource(key).Properties as {
+            Environment: { Variables: Record<string, string> };
+          };
+          const onLambda = {
+            ...Environment.Variables,
+            CURSOR_SECRET: 'probe-cursor-secret-0123456789',
+            AWS_REGION: 'us-east-1',
+            AWS_LAMBDA_FUNCTION_NAME: `ipam-${stage}-${key}`,
+            AWS_LAMBDA_RUNTIME_API: '127.0.0.1:9001',
+            NODE_NO_WARNINGS: '1',
+          };
           const probe = `const m = await import(${JSON.stringify(pathToFileURL(path).href)}); console.log(typeof m.handler);`;
           // Act
-          const asPackaged = await run(process.execPath, ['--input-type=module', '-e', probe], credentialFreeEnv(onLambda));
-          const opened = await run(process.execPath, ['--input-type=module', '-e', probe], credentialFreeEnv({ ...onLambda, LOCAL_STACK: 'true' }));
+          const asPackaged = await run(
+            process.execPath,
+            ['--input-type=module', '-e', probe],
+            credentialFreeEnv(onLambda),
+          );
+          const opened = await run(
+            process.execPath,
+            ['--input-type=module', '-e', probe],
+            credentialFreeEnv({ ...onLambda, LOCAL_STACK: 'true' }),
+          );
           // Assess
-          expect({ key, code: asPackaged.code, output: asPackaged.output.trim() }).toEqual({ key, code: 0, output: 'function' });
+          expect({ key, code: asPackaged.code, output: asPackaged.output.trim() }).toEqual({
+            key,
+            code: 0,
+            output: 'function',
+          });
           expect({ key, code: opened.code }).toEqual({ key, code: 1 });
           const line = opened.output.split('\n').find((l) => l.startsWith('{"level":"error"'));
-          expect({ key, line: JSON.parse(line ?? '{}') as unknown }).toEqual({ key, line: { level: 'error', message: 'cold start failed', error: 'Error', detail: expect.stringContaining('LOCAL_STACK') } });
+          expect({ key, line: JSON.parse(line ?? '{}') as unknown }).toEqual({
+            key,
+            line: {
+              level: 'error',
+              message: 'cold start failed',
+              error: 'Error',
+              detail: expect.stringContaining('LOCAL_STACK'),
+            },
+          });
         }
       } finally {
         rmSync(bundleDir, { recursive: true, force: true });

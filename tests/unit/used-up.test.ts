@@ -9,7 +9,18 @@ import { memoryEngine } from '../support/engines.ts';
 usedUpCases(memoryEngine);
 
 describe('Function: sealHolds (issue 20)', () => {
-  const range = { range: { pool: 'p', name: 'b', cidr: '10.0.0.0/27', family: 'IPv4', state: 'Ready', legacy: false, createdAt: '2035-01-01T00:00:00.000Z' }, cidr: parseCidr('10.0.0.0/27') } as const;
+  const range = {
+    range: {
+      pool: 'p',
+      name: 'b',
+      cidr: '10.0.0.0/27',
+      family: 'IPv4',
+      state: 'Ready',
+      legacy: false,
+      createdAt: '2035-01-01T00:00:00.000Z',
+    },
+    cidr: parseCidr('10.0.0.0/27'),
+  } as const;
   // Band .17-.30 of range b, which range a (10.0.0.0/26) overlaps: a lease taken through a is freed on a's counter.
   const band: Band = { name: 'upper', part: 'upper', range, counters: ['b', 'a'], from: 16n, to: 30n, excluded: [] };
   const read = (a: number[], b: number[], seal?: UsedUpSeal): Map<string, RangeSeals> =>
@@ -31,7 +42,17 @@ describe('Function: sealHolds (issue 20)', () => {
     const reading = new BandReading();
     reading.taken({ expiring: true, expiresAt: 1_000 }, band.counters);
     const expiring = reading.sealAt(countersOf(read([1, 0, 0, 2], [0, 3, 0, 0]), band), band);
-    expect(sealHolds(read([1, 0, 0, 2], [0, 3, 0, 0], sealed), { ...band, excluded: [[range.cidr.base + 20n, range.cidr.base + 20n]] }, 'x', 0)).toBe(false);
-    expect([999, 1_000].map((t) => sealHolds(read([1, 0, 0, 2], [0, 3, 0, 0], expiring), band, 'x', t))).toEqual([true, false]);
+    expect(
+      sealHolds(
+        read([1, 0, 0, 2], [0, 3, 0, 0], sealed),
+        { ...band, excluded: [[range.cidr.base + 20n, range.cidr.base + 20n]] },
+        'x',
+        0,
+      ),
+    ).toBe(false);
+    expect([999, 1_000].map((t) => sealHolds(read([1, 0, 0, 2], [0, 3, 0, 0], expiring), band, 'x', t))).toEqual([
+      true,
+      false,
+    ]);
   });
 });

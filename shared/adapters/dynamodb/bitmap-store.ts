@@ -15,7 +15,11 @@ import type { IpamEvent } from '../../core/reconciler/ports.ts';
  * store's (writes/), so either allocator's claims can be read and released by the other.
  */
 export class TableBitmapStore implements BitmapStore {
-  constructor(private readonly table: Table, private readonly shards: number, private readonly claims: TableClaimStore) {}
+  constructor(
+    private readonly table: Table,
+    private readonly shards: number,
+    private readonly claims: TableClaimStore,
+  ) {}
 
   async getBitmap(pool: string, rangeName: string): Promise<RangeAllocation | undefined> {
     const item = await this.table.get(keys.bitmap(pool, rangeName));
@@ -23,10 +27,17 @@ export class TableBitmapStore implements BitmapStore {
   }
 
   async putBitmap(write: BitmapWrite): Promise<'written' | 'changed'> {
-    return (await this.table.write({ kind: 'put', item: bitmapToItem(write), condition: bitmapIs(write.expected) })).ok ? 'written' : 'changed';
+    return (await this.table.write({ kind: 'put', item: bitmapToItem(write), condition: bitmapIs(write.expected) })).ok
+      ? 'written'
+      : 'changed';
   }
 
-  async commitClaim(claim: Claim, leases: readonly Lease[], bitmaps: readonly BitmapWrite[], nowMs: number): Promise<BitmapCommitOutcome> {
+  async commitClaim(
+    claim: Claim,
+    leases: readonly Lease[],
+    bitmaps: readonly BitmapWrite[],
+    nowMs: number,
+  ): Promise<BitmapCommitOutcome> {
     const { ops, decode } = claimCommit(claim, leases, nowMs, this.shards, { bitmaps });
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return { kind: 'committed' };
@@ -34,10 +45,19 @@ export class TableBitmapStore implements BitmapStore {
     return verdict.kind === 'bitmapsChanged' ? verdict : this.claims.outcomeOf(claim, verdict);
   }
 
-  async releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number, event?: IpamEvent): Promise<BitmapReleaseOutcome> {
+  async releaseClaim(
+    claim: Claim,
+    held: readonly string[],
+    bitmaps: readonly BitmapWrite[],
+    expectedVersion?: number,
+    event?: IpamEvent,
+  ): Promise<BitmapReleaseOutcome> {
     const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : claimIsAsRead(claim, expectedVersion);
     const holdings = { addresses: held, marker: await markerHeld(this.table, claim) };
-    const { ops, later, decode } = claimRelease(claim, condition, holdings, { bitmaps, ...(event ? { event: { event, id: newEventId() } } : {}) });
+    const { ops, later, decode } = claimRelease(claim, condition, holdings, {
+      bitmaps,
+      ...(event ? { event: { event, id: newEventId() } } : {}),
+    });
     const verdicts = await this.table.transact(ops);
     if (!verdicts) {
       await releaseLater(this.table, claim, later, {});
@@ -53,7 +73,12 @@ export class TableBitmapStore implements BitmapStore {
   }
 
   async leaseHolders(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, string>> {
-    const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'claimUid', 'entity']);
-    return new Map(items.filter((i) => i.entity === Entity.Lease).map((i) => [i.address as string, i.claimUid as string]));
+    const items = await this.table.batchGet(
+      addresses.map((a) => keys.lease(pool, a)),
+      ['address', 'claimUid', 'entity'],
+    );
+    return new Map(
+      items.filter((i) => i.entity === Entity.Lease).map((i) => [i.address as string, i.claimUid as string]),
+    );
   }
 }

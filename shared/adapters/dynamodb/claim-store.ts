@@ -1,6 +1,15 @@
 import { ClaimHasChildrenError, NotReadyError } from '../../core/errors.ts';
 import type { Claim, Hold, Lease } from '../../core/model.ts';
-import type { ClaimFilter, ClaimStore, CommitOutcome, ConsumedClaim, ConsumerChange, Page, ReleaseOutcome, Replacing } from '../../core/ports.ts';
+import type {
+  ClaimFilter,
+  ClaimStore,
+  CommitOutcome,
+  ConsumedClaim,
+  ConsumerChange,
+  Page,
+  ReleaseOutcome,
+  Replacing,
+} from '../../core/ports.ts';
 import { itemToClaim, newEventId } from './codec.ts';
 import { both, claimIsAsRead, claimUidIs, hasLabels, hasNoChildren, stillAsRead, versionIs } from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
@@ -16,9 +25,18 @@ import type { IpamEvent } from '../../core/reconciler/ports.ts';
 
 /** Claims on the table; each write is one of the write shapes in writes/. */
 export class TableClaimStore implements ClaimStore {
-  constructor(private readonly table: Table, private readonly shards: number, private readonly cursors: CursorCodec) {}
+  constructor(
+    private readonly table: Table,
+    private readonly shards: number,
+    private readonly cursors: CursorCodec,
+  ) {}
 
-  async commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number, replacing?: Replacing): Promise<CommitOutcome> {
+  async commitClaim(
+    claim: Claim,
+    leases: readonly Lease[],
+    nowMs: number,
+    replacing?: Replacing,
+  ): Promise<CommitOutcome> {
     let { ops, decode } = claimCommit(claim, leases, nowMs, this.shards, replacing ? { replacing } : {});
     if (replacing && ops.length > TRANSACTION_LIMIT) {
       // Too wide to hold the replaced claim's leases for its owner in the commit's transaction (issue 33): it is
@@ -69,22 +87,52 @@ export class TableClaimStore implements ClaimStore {
 
   async listClaims(pool: string, limit: number, cursor?: string, filter: ClaimFilter = {}): Promise<Page<Claim>> {
     // The filters are part of the listing: a cursor of another filter (or none) is refused.
-    const scope = ['claims', pool, filter.ownerUid ?? '', (filter.labels ?? []).map(([key, value]) => `${key}=${value}`).join(',')];
+    const scope = [
+      'claims',
+      pool,
+      filter.ownerUid ?? '',
+      (filter.labels ?? []).map(([key, value]) => `${key}=${value}`).join(','),
+    ];
     const after = cursor ? this.cursors.decode(scope, cursor, isSingleScopePosition).k : undefined;
-    const partitions = filter.ownerUid !== undefined
-      ? [{ index: 'GSI2' as const, partition: keys.owner(pool, filter.ownerUid) }]
-      : Array.from({ length: this.shards }, (_, shard) => ({ index: 'GSI1' as const, partition: keys.claimsListing(pool, shard) }));
-    const page = await filteredPage(this.table, partitions, after, filter.labels?.length ? hasLabels(filter.labels) : undefined, limit);
-    return { items: page.items.map(itemToClaim), ...(page.next !== undefined ? { nextCursor: this.cursors.encode(scope, { s: 0, k: page.next }) } : {}) };
+    const partitions =
+      filter.ownerUid !== undefined
+        ? [{ index: 'GSI2' as const, partition: keys.owner(pool, filter.ownerUid) }]
+        : Array.from({ length: this.shards }, (_, shard) => ({
+            index: 'GSI1' as const,
+            partition: keys.claimsListing(pool, shard),
+          }));
+    const page = await filteredPage(
+      this.table,
+      partitions,
+      after,
+      filter.labels?.length ? hasLabels(filter.labels) : undefined,
+      limit,
+    );
+    return {
+      items: page.items.map(itemToClaim),
+      ...(page.next !== undefined ? { nextCursor: this.cursors.encode(scope, { s: 0, k: page.next }) } : {}),
+    };
   }
 
   async releaseClaim(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome> {
     for (let attempt = 0; attempt < 5; attempt += 1) {
       // A claim whose block is another pool's range is never released, whichever path asks (DELETE, its owner's
       // release, its last consumer, its expiry): the range's marker is on the claim (Claim.children).
-      const condition = both(expectedVersion === undefined ? claimUidIs(claim.uid) : claimIsAsRead(claim, expectedVersion), hasNoChildren());
+      const condition = both(
+        expectedVersion === undefined ? claimUidIs(claim.uid) : claimIsAsRead(claim, expectedVersion),
+        hasNoChildren(),
+      );
       // One round each: a lease that changed hands between the read and the write is read again by the next round.
-      const outcome = await releaseWithRetries(this.table, claim, condition, () => ({ ...(hold ? { hold: { hold, shards: this.shards } } : {}), ...(event ? { event: { event, id: newEventId() } } : {}) }), 1);
+      const outcome = await releaseWithRetries(
+        this.table,
+        claim,
+        condition,
+        () => ({
+          ...(hold ? { hold: { hold, shards: this.shards } } : {}),
+          ...(event ? { event: { event, id: newEventId() } } : {}),
+        }),
+        1,
+      );
       if (outcome === 'released') return 'released';
       if (outcome === 'gaveUp') continue;
       const current = await this.getClaim(claim.pool, claim.name);
@@ -98,11 +146,20 @@ export class TableClaimStore implements ClaimStore {
 
   async pinClaim(claim: Claim): Promise<Claim | undefined> {
     const key = keys.claim(claim.pool, claim.name);
-    const out = await this.table.write({ kind: 'update', key, update: { set: { pinned: true } }, condition: both(claimUidIs(claim.uid), versionIs(claim.version)) });
+    const out = await this.table.write({
+      kind: 'update',
+      key,
+      update: { set: { pinned: true } },
+      condition: both(claimUidIs(claim.uid), versionIs(claim.version)),
+    });
     return out.ok ? { ...claim, pinned: true } : undefined;
   }
 
-  async renewClaim(claim: Claim, expiresAt: number | undefined, holdMs = 0): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'> {
+  async renewClaim(
+    claim: Claim,
+    expiresAt: number | undefined,
+    holdMs = 0,
+  ): Promise<'renewed' | 'lost' | 'absent' | 'changed' | 'busy'> {
     const { ops, later, decode } = claimRenewal(claim, expiresAt, await markerHeld(this.table, claim), holdMs);
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return this.renewLater(later, decode);
@@ -121,7 +178,11 @@ export class TableClaimStore implements ClaimStore {
    * claim changed (a later write of it moves every lease itself); 'lost' when a lease went to another claim; after
    * `attempts` cancellations the leases left keep their later expiry, which outlives the claim's.
    */
-  private async renewLater(later: readonly (readonly WriteOp[])[], decode: (verdicts: readonly TxVerdict[], leasesFrom?: number) => RenewVerdict, attempts = 5): Promise<'renewed' | 'lost'> {
+  private async renewLater(
+    later: readonly (readonly WriteOp[])[],
+    decode: (verdicts: readonly TxVerdict[], leasesFrom?: number) => RenewVerdict,
+    attempts = 5,
+  ): Promise<'renewed' | 'lost'> {
     for (const share of later) {
       for (let attempt = 0; attempt < attempts; attempt += 1) {
         const verdicts = await this.table.transact(share);

@@ -1,10 +1,22 @@
+// Over 300 lines: every item kind's encoding and decoding side by side, so an attribute's name and type are written in one place.
 import { randomUUID } from 'node:crypto';
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { EndReason } from '../../core/history/holding.ts';
 import { addressSortKey, parseAddress } from '../../core/ip/address.ts';
 import type { Principal } from '../../core/access.ts';
 import type { Labels } from '../../core/labels.ts';
-import { LeaseState, PoolState, type ChildRange, type Claim, type Consumer, type Lease, type Pool, type Range, type RangeSource, type RangeState } from '../../core/model.ts';
+import {
+  LeaseState,
+  PoolState,
+  type ChildRange,
+  type Claim,
+  type Consumer,
+  type Lease,
+  type Pool,
+  type Range,
+  type RangeSource,
+  type RangeState,
+} from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
 import { EVENT_RETENTION_MS, type IpamEvent } from '../../core/reconciler/ports.ts';
@@ -13,10 +25,28 @@ import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION, shardOf, TTL_SLACK_SECONDS
 /** A plain item (before marshalling). */
 export type Item = Record<string, unknown>;
 
-const ttlOf = (expiresAt: number | undefined) => (expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS });
+const ttlOf = (expiresAt: number | undefined) =>
+  expiresAt === undefined ? {} : { ttl: Math.ceil(expiresAt / 1000) + TTL_SLACK_SECONDS };
 
 export function poolToItem(pool: Pool): Item {
-  return { ...keys.pool(pool.name), entity: Entity.Pool, schema: SCHEMA_VERSION, GSI1PK: keys.poolsListing(), GSI1SK: pool.name, name: pool.name, exclude: [...pool.exclude], createdAt: pool.createdAt, ...(pool.summarySince ? { summarySince: pool.summarySince } : {}), ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}), ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}), ...(pool.access ? { access: pool.access } : {}), ...(pool.freeThresholds ? { freeThresholds: [...pool.freeThresholds] } : {}), ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}), ...(pool.grow ? { grow: { ...pool.grow } } : {}), ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}) };
+  return {
+    ...keys.pool(pool.name),
+    entity: Entity.Pool,
+    schema: SCHEMA_VERSION,
+    GSI1PK: keys.poolsListing(),
+    GSI1SK: pool.name,
+    name: pool.name,
+    exclude: [...pool.exclude],
+    createdAt: pool.createdAt,
+    ...(pool.summarySince ? { summarySince: pool.summarySince } : {}),
+    ...(pool.reuseDelaySeconds ? { reuseDelaySeconds: pool.reuseDelaySeconds } : {}),
+    ...(pool.historyDays !== undefined ? { historyDays: pool.historyDays } : {}),
+    ...(pool.access ? { access: pool.access } : {}),
+    ...(pool.freeThresholds ? { freeThresholds: [...pool.freeThresholds] } : {}),
+    ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}),
+    ...(pool.grow ? { grow: { ...pool.grow } } : {}),
+    ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}),
+  };
 }
 
 export function itemToPool(item: Item): Pool {
@@ -25,20 +55,35 @@ export function itemToPool(item: Item): Pool {
     exclude: (item.exclude as string[] | undefined) ?? [],
     createdAt: item.createdAt as string,
     ...(typeof item.summarySince === 'string' ? { summarySince: item.summarySince } : {}),
-    ...(typeof item.reuseDelaySeconds === 'number' && item.reuseDelaySeconds > 0 ? { reuseDelaySeconds: item.reuseDelaySeconds } : {}),
+    ...(typeof item.reuseDelaySeconds === 'number' && item.reuseDelaySeconds > 0
+      ? { reuseDelaySeconds: item.reuseDelaySeconds }
+      : {}),
     ...(typeof item.historyDays === 'number' ? { historyDays: item.historyDays } : {}),
     ...(item.access !== undefined ? { access: item.access as Pool['access'] } : {}),
     ...(Array.isArray(item.freeThresholds) ? { freeThresholds: (item.freeThresholds as unknown[]).map(Number) } : {}),
-    ...(item.state === PoolState.Terminating ? { state: PoolState.Terminating, deletionRequestedAt: item.deletionRequestedAt as string } : {}),
+    ...(item.state === PoolState.Terminating
+      ? { state: PoolState.Terminating, deletionRequestedAt: item.deletionRequestedAt as string }
+      : {}),
     ...(item.blockPrefixLength !== undefined ? { blockPrefixLength: blockLengthsOf(item.blockPrefixLength) } : {}),
-    ...(item.grow !== undefined ? { grow: { pool: (item.grow as Pool['grow'])!.pool, belowFree: Number((item.grow as Pool['grow'])!.belowFree), maxBlocks: Number((item.grow as Pool['grow'])!.maxBlocks) } } : {}),
+    ...(item.grow !== undefined
+      ? {
+          grow: {
+            pool: (item.grow as Pool['grow'])!.pool,
+            belowFree: Number((item.grow as Pool['grow'])!.belowFree),
+            maxBlocks: Number((item.grow as Pool['grow'])!.maxBlocks),
+          },
+        }
+      : {}),
   };
 }
 
 /** A block pool's lengths, family by family (storage may return a map's attributes in any order, as numbers it decoded). */
 function blockLengthsOf(value: unknown): Pool['blockPrefixLength'] {
   const map = value as Record<string, unknown>;
-  return { ...(map.IPv4 !== undefined ? { IPv4: Number(map.IPv4) } : {}), ...(map.IPv6 !== undefined ? { IPv6: Number(map.IPv6) } : {}) };
+  return {
+    ...(map.IPv4 !== undefined ? { IPv4: Number(map.IPv4) } : {}),
+    ...(map.IPv6 !== undefined ? { IPv6: Number(map.IPv6) } : {}),
+  };
 }
 
 export function rangeToItem(range: Range): Item {
@@ -61,7 +106,15 @@ export function rangeToItem(range: Range): Item {
 
 /** The legacy slot a legacy range holds: one per (pool, family), naming the range (and its incarnation). */
 export function legacySlotToItem(range: Range): Item {
-  return { ...keys.legacySlot(range.pool, range.family), entity: Entity.LegacySlot, schema: SCHEMA_VERSION, pool: range.pool, family: range.family, range: range.name, createdAt: range.createdAt };
+  return {
+    ...keys.legacySlot(range.pool, range.family),
+    entity: Entity.LegacySlot,
+    schema: SCHEMA_VERSION,
+    pool: range.pool,
+    family: range.family,
+    range: range.name,
+    createdAt: range.createdAt,
+  };
 }
 
 export function itemToRange(item: Item): Range {
@@ -74,14 +127,19 @@ export function itemToRange(item: Item): Range {
     legacy: Boolean(item.legacy),
     createdAt: item.createdAt as string,
     ...(item.blockPrefixLength !== undefined ? { blockPrefixLength: Number(item.blockPrefixLength) } : {}),
-    ...(item.source !== undefined ? { source: { pool: (item.source as RangeSource).pool, claim: (item.source as RangeSource).claim } } : {}),
+    ...(item.source !== undefined
+      ? { source: { pool: (item.source as RangeSource).pool, claim: (item.source as RangeSource).claim } }
+      : {}),
   };
   return item.deletionRequestedAt ? { ...range, deletionRequestedAt: item.deletionRequestedAt as string } : range;
 }
 
 /** Index attributes of a claim's (by name) or a lease's (by address) expiry: only items with a TTL are in the index. */
 export function expiryIndex(pool: string, name: string, expiresAt: number): Item {
-  return { GSI3PK: keys.expiryBucket(expiresAt, shardOf(`${pool}/${name}`, EXPIRY_SHARDS)), GSI3SK: keys.expirySort(expiresAt, pool, name) };
+  return {
+    GSI3PK: keys.expiryBucket(expiresAt, shardOf(`${pool}/${name}`, EXPIRY_SHARDS)),
+    GSI3SK: keys.expirySort(expiresAt, pool, name),
+  };
 }
 
 export function claimToItem(claim: Claim, shards: number): Item {
@@ -103,7 +161,9 @@ export function claimToItem(claim: Claim, shards: number): Item {
     ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
     ...(claim.consumers?.length ? { consumers: claim.consumers } : {}),
     ...(claim.children?.length ? { children: claim.children } : {}),
-    ...(claim.expiresAt !== undefined ? { expiresAt: claim.expiresAt, ...expiryIndex(claim.pool, claim.name, claim.expiresAt) } : {}),
+    ...(claim.expiresAt !== undefined
+      ? { expiresAt: claim.expiresAt, ...expiryIndex(claim.pool, claim.name, claim.expiresAt) }
+      : {}),
     ...ttlOf(claim.expiresAt),
   };
 }
@@ -120,8 +180,12 @@ export function itemToClaim(item: Item): Claim {
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Claim['createdBy'] } : {}),
     ...(item.pinned === true ? { pinned: true as const } : {}),
     // Field by field: storage may return a map's attributes in any order.
-    ...(Array.isArray(item.consumers) && item.consumers.length > 0 ? { consumers: (item.consumers as Consumer[]).map((c) => ({ kind: c.kind, name: c.name, uid: c.uid })) } : {}),
-    ...(Array.isArray(item.children) && item.children.length > 0 ? { children: (item.children as ChildRange[]).map((c) => ({ pool: c.pool, range: c.range, cidr: c.cidr })) } : {}),
+    ...(Array.isArray(item.consumers) && item.consumers.length > 0
+      ? { consumers: (item.consumers as Consumer[]).map((c) => ({ kind: c.kind, name: c.name, uid: c.uid })) }
+      : {}),
+    ...(Array.isArray(item.children) && item.children.length > 0
+      ? { children: (item.children as ChildRange[]).map((c) => ({ pool: c.pool, range: c.range, cidr: c.cidr })) }
+      : {}),
   };
   return item.expiresAt === undefined ? claim : { ...claim, expiresAt: item.expiresAt as number };
 }
@@ -161,11 +225,20 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     ...(lease.createdBy ? { createdBy: lease.createdBy } : {}),
     ...(lease.prefixLength !== undefined ? { prefixLength: lease.prefixLength } : {}),
     // Leases with a TTL are in the expiry index too, so the reconciler finds expired orphans without a scan.
-    ...(lease.expiresAt !== undefined ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) } : {}),
+    ...(lease.expiresAt !== undefined
+      ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) }
+      : {}),
     ...ttlOf(lease.expiresAt),
     // A Released lease is found by its previous owner identity, so that owner's next claim gets the address back.
     ...(lease.state === LeaseState.Released
-      ? { state: LeaseState.Released, releasedAt: lease.releasedAt, ...(lease.releasedBy ? { releasedBy: lease.releasedBy } : {}), ...(lease.endReason ? { endReason: lease.endReason } : {}), GSI2PK: keys.held(lease.pool, lease.owner.kind, lease.owner.name), GSI2SK: addressSortKey(address) }
+      ? {
+          state: LeaseState.Released,
+          releasedAt: lease.releasedAt,
+          ...(lease.releasedBy ? { releasedBy: lease.releasedBy } : {}),
+          ...(lease.endReason ? { endReason: lease.endReason } : {}),
+          GSI2PK: keys.held(lease.pool, lease.owner.kind, lease.owner.name),
+          GSI2SK: addressSortKey(address),
+        }
       : {}),
   };
 }
@@ -178,10 +251,20 @@ export function itemToLease(item: Item): Lease {
     range: item.range as string,
     claim: item.claim as string,
     claimUid: item.claimUid as string,
-    owner: { uid: item.ownerUid as string, kind: (item.ownerKind as string) ?? '', name: (item.ownerName as string) ?? '' },
+    owner: {
+      uid: item.ownerUid as string,
+      kind: (item.ownerKind as string) ?? '',
+      name: (item.ownerName as string) ?? '',
+    },
     createdAt: item.createdAt as string,
     ...(item.expiresAt !== undefined ? { expiresAt: item.expiresAt as number } : {}),
-    ...(item.state === LeaseState.Released ? { state: LeaseState.Released, releasedAt: item.releasedAt as string, ...(typeof item.endReason === 'string' ? { endReason: item.endReason as EndReason } : {}) } : {}),
+    ...(item.state === LeaseState.Released
+      ? {
+          state: LeaseState.Released,
+          releasedAt: item.releasedAt as string,
+          ...(typeof item.endReason === 'string' ? { endReason: item.endReason as EndReason } : {}),
+        }
+      : {}),
     ...(item.releasedBy !== undefined ? { releasedBy: item.releasedBy as Lease['releasedBy'] } : {}),
     ...(item.labels !== undefined ? { labels: item.labels as Labels } : {}),
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Principal } : {}),
@@ -236,7 +319,14 @@ export function eventToItem(event: IpamEvent, id: string): Item {
 }
 
 export function itemToEvent(item: Item): IpamEvent {
-  const event: IpamEvent = { pool: item.pool as string, time: item.time as string, reason: item.reason as IpamEvent['reason'], object: item.object as string, message: item.message as string, ...(typeof item.principal === 'string' ? { principal: item.principal } : {}) };
+  const event: IpamEvent = {
+    pool: item.pool as string,
+    time: item.time as string,
+    reason: item.reason as IpamEvent['reason'],
+    object: item.object as string,
+    message: item.message as string,
+    ...(typeof item.principal === 'string' ? { principal: item.principal } : {}),
+  };
   return item.labels === undefined ? event : { ...event, labels: item.labels as Labels };
 }
 

@@ -1,3 +1,4 @@
+// Over 300 lines: every named clause with its DynamoDB rendering and its in-memory evaluation, which must agree, side by side.
 /**
  * Conditions of the table's writes, as data built from named clauses, so each write reads like a sentence:
  * `either(itemIsAbsent(), hasExpired(now))` is "the item is absent or has expired". Being data, one condition is
@@ -62,7 +63,10 @@ export function expiresAtIs(ms: number | undefined): Condition {
 
 /** The item has not expired: it has no expiresAt, or `expiresAt > now`. */
 export function hasNotExpired(nowMs: number): Condition {
-  return either({ op: 'notExists', attribute: 'expiresAt' }, { op: 'compare', attribute: 'expiresAt', comparison: '>', value: nowMs });
+  return either(
+    { op: 'notExists', attribute: 'expiresAt' },
+    { op: 'compare', attribute: 'expiresAt', comparison: '>', value: nowMs },
+  );
 }
 
 /** Nobody holds the item now: it is absent, or what is there has expired (a lease, a claim, a marker). */
@@ -115,8 +119,16 @@ export function belongsToClaim(uid: string): Condition {
 export function heldForOwner(identity: HoldIdentity): Condition {
   // A lease written before creators were recorded (no createdBy) is held for the owner alone, as it was then.
   const unrecorded: Condition = { op: 'notExists', attribute: 'createdBy' };
-  const creator = identity.creatorArn === undefined ? unrecorded : either(attributeIs(['createdBy', 'arn'], identity.creatorArn), unrecorded);
-  return both(attributeIs('state', 'Released'), attributeIs('ownerKind', identity.kind), attributeIs('ownerName', identity.name), creator);
+  const creator =
+    identity.creatorArn === undefined
+      ? unrecorded
+      : either(attributeIs(['createdBy', 'arn'], identity.creatorArn), unrecorded);
+  return both(
+    attributeIs('state', 'Released'),
+    attributeIs('ownerKind', identity.kind),
+    attributeIs('ownerName', identity.name),
+    creator,
+  );
 }
 
 /** An address this owner identity may take: nobody holds it (absent or expired), or it is held for this owner. */
@@ -144,11 +156,19 @@ export function claimUidIs(uid: string): Condition {
  * answered it meanwhile pinned it, and a release decided on the unpinned read no longer applies).
  */
 export function claimIsAsRead(claim: { readonly uid: string; readonly pinned?: true }, version: number): Condition {
-  return both(claimUidIs(claim.uid), versionIs(version), claim.pinned ? attributeIs('pinned', true) : { op: 'notExists', attribute: 'pinned' });
+  return both(
+    claimUidIs(claim.uid),
+    versionIs(version),
+    claim.pinned ? attributeIs('pinned', true) : { op: 'notExists', attribute: 'pinned' },
+  );
 }
 
 /** Whether a claim read again is still the one a release conditioned on `version` was decided on (claimIsAsRead). */
-export function stillAsRead(current: { readonly version: number; readonly pinned?: true }, read: { readonly pinned?: true }, version: number): boolean {
+export function stillAsRead(
+  current: { readonly version: number; readonly pinned?: true },
+  read: { readonly pinned?: true },
+  version: number,
+): boolean {
   return current.version === version && current.pinned === read.pinned;
 }
 
@@ -187,7 +207,14 @@ function valueAt(item: Readonly<Record<string, unknown>> | undefined, attribute:
   if (typeof attribute === 'string') return item?.[attribute];
   let value: unknown = item;
   for (const step of attribute) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Uint8Array || !Object.hasOwn(value, step)) return undefined;
+    if (
+      typeof value !== 'object' ||
+      value === null ||
+      Array.isArray(value) ||
+      value instanceof Uint8Array ||
+      !Object.hasOwn(value, step)
+    )
+      return undefined;
     value = (value as Record<string, unknown>)[step];
   }
   return value;
@@ -228,7 +255,8 @@ export function holds(condition: Condition, item: Readonly<Record<string, unknow
 
 /** Orders two scalars of one type as DynamoDB does: strings by their UTF-8 bytes (not JavaScript's UTF-16 units). */
 function compareScalars(a: Scalar, b: Scalar): number {
-  if (typeof a === 'string' && typeof b === 'string') return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+  if (typeof a === 'string' && typeof b === 'string')
+    return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
   return a === b ? 0 : a < b ? -1 : 1;
 }
 
@@ -251,7 +279,8 @@ export function render(condition: Condition, prefix = ''): RenderedCondition {
     return placeholder;
   };
   // A document path is one placeholder per step, joined by '.', so a step may hold any character ('/', '.').
-  const pathOf = (attribute: Attribute): string => (typeof attribute === 'string' ? nameOf(attribute) : attribute.map(nameOf).join('.'));
+  const pathOf = (attribute: Attribute): string =>
+    typeof attribute === 'string' ? nameOf(attribute) : attribute.map(nameOf).join('.');
   const valueOf = (value: Scalar): string => {
     const placeholder = `:${prefix}v${Object.keys(values).length}`;
     values[placeholder] = value;

@@ -53,10 +53,16 @@ export class CursorCodec {
   }
 
   private sign(scope: CursorScope, body: string): string {
-    return createHmac('sha256', this.secret).update(`${JSON.stringify(scope)}\n${body}`).digest('base64url').slice(0, 22);
+    return createHmac('sha256', this.secret)
+      .update(`${JSON.stringify(scope)}\n${body}`)
+      .digest('base64url')
+      .slice(0, 22);
   }
 
   private invalid(): InvalidArgumentError {
-    return new InvalidArgumentError('cursor is not valid: pass back the nextCursor of a previous page unchanged.', 'cursor');
+    return new InvalidArgumentError(
+      'cursor is not valid: pass back the nextCursor of a previous page unchanged.',
+      'cursor',
+    );
   }
 }

@@ -1,12 +1,21 @@
 import type { IpFamily } from '../../core/ip/address.ts';
-import { crossingMessage, type Crossing, type ExhaustionState, type ExhaustionStore } from '../../core/occupancy/exhaustion.ts';
+import {
+  crossingMessage,
+  type Crossing,
+  type ExhaustionState,
+  type ExhaustionStore,
+} from '../../core/occupancy/exhaustion.ts';
 import { EventReason } from '../../core/reconciler/ports.ts';
 import { eventToItem, newEventId, type Item } from './codec.ts';
 import { both, itemExists, itemIsAbsent, versionIs } from './conditions.ts';
 import { Entity, keys, SCHEMA_VERSION } from './keys.ts';
 import type { Table, WriteOp } from './table.ts';
 
-const stateOf = (item: Item): ExhaustionState => ({ level: item.level as number, version: item.version as number, since: item.since as string });
+const stateOf = (item: Item): ExhaustionState => ({
+  level: item.level as number,
+  version: item.version as number,
+  since: item.since as string,
+});
 
 /** The exhaustion levels on the table: one item a pool family, each change of level written with its crossings' events. */
 export class TableExhaustionStore implements ExhaustionStore {
@@ -23,12 +32,38 @@ export class TableExhaustionStore implements ExhaustionStore {
     return new Map(page.items.map((item) => [item.SK as IpFamily, stateOf(item)]));
   }
 
-  async putState(pool: string, family: IpFamily, state: ExhaustionState, expected: number | 'absent', crossings: readonly Crossing[]): Promise<'written' | 'changed'> {
+  async putState(
+    pool: string,
+    family: IpFamily,
+    state: ExhaustionState,
+    expected: number | 'absent',
+    crossings: readonly Crossing[],
+  ): Promise<'written' | 'changed'> {
     const condition = expected === 'absent' ? itemIsAbsent() : both(itemExists(), versionIs(expected));
-    const put: WriteOp = { kind: 'put', item: { ...keys.warning(pool, family), entity: Entity.Exhaustion, schema: SCHEMA_VERSION, pool, family, ...state }, condition };
+    const put: WriteOp = {
+      kind: 'put',
+      item: {
+        ...keys.warning(pool, family),
+        entity: Entity.Exhaustion,
+        schema: SCHEMA_VERSION,
+        pool,
+        family,
+        ...state,
+      },
+      condition,
+    };
     const events: WriteOp[] = crossings.map((c) => ({
       kind: 'put',
-      item: eventToItem({ pool, time: c.time, reason: c.direction === 'below' ? EventReason.PoolFreeBelowThreshold : EventReason.PoolFreeRecovered, object: `pool/${pool}`, message: crossingMessage(c) }, newEventId()),
+      item: eventToItem(
+        {
+          pool,
+          time: c.time,
+          reason: c.direction === 'below' ? EventReason.PoolFreeBelowThreshold : EventReason.PoolFreeRecovered,
+          object: `pool/${pool}`,
+          message: crossingMessage(c),
+        },
+        newEventId(),
+      ),
       condition: itemIsAbsent(),
     }));
     if (events.length === 0) return (await this.table.write(put)).ok ? 'written' : 'changed';

@@ -16,13 +16,28 @@ export function addressBounds(family: IpFamily, from: bigint, to: bigint): reado
 }
 
 /** One page of one index partition after `after`, up to `limit` items; `more` says whether items may remain. */
-export async function indexPage(table: Table, base: Omit<Query, 'sort' | 'limit' | 'start'>, after: string | undefined, bounds: readonly [string, string] | undefined, limit: number): Promise<{ items: Item[]; more: boolean }> {
+export async function indexPage(
+  table: Table,
+  base: Omit<Query, 'sort' | 'limit' | 'start'>,
+  after: string | undefined,
+  bounds: readonly [string, string] | undefined,
+  limit: number,
+): Promise<{ items: Item[]; more: boolean }> {
   const [, skName] = KEY_ATTRIBUTES[base.index ?? 'table'];
-  const sort = bounds ? { between: [after !== undefined && after >= bounds[0] ? after : bounds[0], bounds[1]] as const } : after !== undefined ? { after } : undefined;
+  const sort = bounds
+    ? { between: [after !== undefined && after >= bounds[0] ? after : bounds[0], bounds[1]] as const }
+    : after !== undefined
+      ? { after }
+      : undefined;
   const items: Item[] = [];
   let start: Item | undefined;
   do {
-    const page = await table.query({ ...base, ...(sort ? { sort } : {}), limit: limit + 1, ...(start ? { start } : {}) });
+    const page = await table.query({
+      ...base,
+      ...(sort ? { sort } : {}),
+      limit: limit + 1,
+      ...(start ? { start } : {}),
+    });
     // BETWEEN is inclusive: skip the cursor's own item.
     for (const item of page.items) if (after === undefined || (item[skName] as string) > after) items.push(item);
     start = page.lastKey;
@@ -31,8 +46,19 @@ export async function indexPage(table: Table, base: Omit<Query, 'sort' | 'limit'
 }
 
 /** Merges one page from every shard of a sharded listing key, in sort-key order. */
-export async function mergeShards(table: Table, shards: number, partitionOf: (shard: number) => string, after: string | undefined, bounds: readonly [string, string] | undefined, limit: number): Promise<{ items: Item[]; more: boolean }> {
-  const pages = await Promise.all(Array.from({ length: shards }, (_, shard) => indexPage(table, { index: 'GSI1', partition: partitionOf(shard) }, after, bounds, limit)));
+export async function mergeShards(
+  table: Table,
+  shards: number,
+  partitionOf: (shard: number) => string,
+  after: string | undefined,
+  bounds: readonly [string, string] | undefined,
+  limit: number,
+): Promise<{ items: Item[]; more: boolean }> {
+  const pages = await Promise.all(
+    Array.from({ length: shards }, (_, shard) =>
+      indexPage(table, { index: 'GSI1', partition: partitionOf(shard) }, after, bounds, limit),
+    ),
+  );
   const all = pages.flatMap((p) => p.items).sort((a, b) => ((a.GSI1SK as string) < (b.GSI1SK as string) ? -1 : 1));
   return { items: all.slice(0, limit), more: all.length > limit || pages.some((p) => p.more) };
 }
@@ -49,8 +75,19 @@ export async function mergeShards(table: Table, shards: number, partitionOf: (sh
  *   shard 1  . b . e |                  (read up to e)                        page: a, b (d and g read again later)
  *   shard 2  . .                        (read to its end)                     next: e
  */
-export async function filteredPage(table: Table, bases: readonly Omit<Query, 'sort' | 'limit' | 'start' | 'filter'>[], after: string | undefined, filter: Condition | undefined, limit: number, bounds?: readonly [string, string]): Promise<{ items: Item[]; next?: string }> {
-  const sort = bounds ? { between: [after !== undefined && after >= bounds[0] ? after : bounds[0], bounds[1]] as const } : after !== undefined ? { after } : undefined;
+export async function filteredPage(
+  table: Table,
+  bases: readonly Omit<Query, 'sort' | 'limit' | 'start' | 'filter'>[],
+  after: string | undefined,
+  filter: Condition | undefined,
+  limit: number,
+  bounds?: readonly [string, string],
+): Promise<{ items: Item[]; next?: string }> {
+  const sort = bounds
+    ? { between: [after !== undefined && after >= bounds[0] ? after : bounds[0], bounds[1]] as const }
+    : after !== undefined
+      ? { after }
+      : undefined;
   const reads = await Promise.all(
     bases.map(async (base) => {
       const [, skName] = KEY_ATTRIBUTES[base.index ?? 'table'];
@@ -58,9 +95,17 @@ export async function filteredPage(table: Table, bases: readonly Omit<Query, 'so
       let scanned = 0;
       let start: Item | undefined;
       do {
-        const page = await table.query({ ...base, ...(sort ? { sort } : {}), ...(filter ? { filter } : {}), limit: limit + 1 - scanned, ...(start ? { start } : {}) });
+        const page = await table.query({
+          ...base,
+          ...(sort ? { sort } : {}),
+          ...(filter ? { filter } : {}),
+          limit: limit + 1 - scanned,
+          ...(start ? { start } : {}),
+        });
         // BETWEEN is inclusive: skip the cursor's own item.
-        items.push(...(after === undefined ? page.items : page.items.filter((item) => (item[skName] as string) > after)));
+        items.push(
+          ...(after === undefined ? page.items : page.items.filter((item) => (item[skName] as string) > after)),
+        );
         scanned += page.scanned;
         start = page.lastKey;
       } while (start && scanned <= limit);
@@ -81,17 +126,38 @@ export async function filteredPage(table: Table, bases: readonly Omit<Query, 'so
 
 /** The lease-listing queries of a family's intervals: one per interval and shard. */
 function leaseQueries(pool: string, family: IpFamily, shards: number, intervals: Intervals): Query[] {
-  return intervals.flatMap(([from, to]) => Array.from({ length: shards }, (_, shard): Query => ({ index: 'GSI1', partition: keys.leasesListing(pool, family, shard), sort: { between: addressBounds(family, from, to) } })));
+  return intervals.flatMap(([from, to]) =>
+    Array.from(
+      { length: shards },
+      (_, shard): Query => ({
+        index: 'GSI1',
+        partition: keys.leasesListing(pool, family, shard),
+        sort: { between: addressBounds(family, from, to) },
+      }),
+    ),
+  );
 }
 
 /** Addresses with a lease not expired at `nowMs` in the intervals (sort keys only are read). */
-export async function takenAddresses(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals, nowMs: number): Promise<bigint[]> {
+export async function takenAddresses(
+  table: Table,
+  shards: number,
+  pool: string,
+  family: IpFamily,
+  intervals: Intervals,
+  nowMs: number,
+): Promise<bigint[]> {
   const out: bigint[] = [];
   await Promise.all(
     leaseQueries(pool, family, shards, intervals).map(async (query) => {
       let start: Item | undefined;
       do {
-        const page = await table.query({ ...query, filter: hasNotExpired(nowMs), attributes: ['GSI1SK'], ...(start ? { start } : {}) });
+        const page = await table.query({
+          ...query,
+          filter: hasNotExpired(nowMs),
+          attributes: ['GSI1SK'],
+          ...(start ? { start } : {}),
+        });
         for (const item of page.items) out.push(BigInt(`0x${item.GSI1SK as string}`));
         start = page.lastKey;
       } while (start);
@@ -101,7 +167,15 @@ export async function takenAddresses(table: Table, shards: number, pool: string,
 }
 
 /** Counts leases not expired at `nowMs` in the intervals (which must not overlap); `releasedOnly`: the Released ones. */
-export async function countLeases(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals, nowMs: number, releasedOnly = false): Promise<bigint> {
+export async function countLeases(
+  table: Table,
+  shards: number,
+  pool: string,
+  family: IpFamily,
+  intervals: Intervals,
+  nowMs: number,
+  releasedOnly = false,
+): Promise<bigint> {
   const filter = releasedOnly ? both(hasNotExpired(nowMs), isReleasedLease()) : hasNotExpired(nowMs);
   const counts = await Promise.all(
     leaseQueries(pool, family, shards, intervals).map(async (query) => {
@@ -119,8 +193,18 @@ export async function countLeases(table: Table, shards: number, pool: string, fa
 }
 
 /** Whether any lease item (expired ones included) lies in the intervals: one item read at most per shard and interval. */
-export async function leaseExists(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals): Promise<boolean> {
-  const pages = await Promise.all(leaseQueries(pool, family, shards, intervals).map((query) => table.query({ ...query, attributes: ['GSI1SK'], limit: 1 })));
+export async function leaseExists(
+  table: Table,
+  shards: number,
+  pool: string,
+  family: IpFamily,
+  intervals: Intervals,
+): Promise<boolean> {
+  const pages = await Promise.all(
+    leaseQueries(pool, family, shards, intervals).map((query) =>
+      table.query({ ...query, attributes: ['GSI1SK'], limit: 1 }),
+    ),
+  );
   return pages.some((page) => page.items.length > 0);
 }
 
@@ -135,7 +219,16 @@ export interface CountPosition {
  * Counts leases in the intervals, reading about `limit` index items from `position` on: `unexpired` is the count,
  * `scanned` the lease items read per interval (expired ones included), `cost` what was read.
  */
-export async function countSlice(table: Table, shards: number, pool: string, family: IpFamily, intervals: Intervals, nowMs: number, limit: number, from: CountPosition): Promise<{ unexpired: number; scanned: number[]; cost: number; next?: CountPosition }> {
+export async function countSlice(
+  table: Table,
+  shards: number,
+  pool: string,
+  family: IpFamily,
+  intervals: Intervals,
+  nowMs: number,
+  limit: number,
+  from: CountPosition,
+): Promise<{ unexpired: number; scanned: number[]; cost: number; next?: CountPosition }> {
   let position = from;
   const scanned = intervals.map(() => 0);
   let unexpired = 0;

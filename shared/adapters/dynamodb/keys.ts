@@ -133,23 +133,39 @@ export const keys = {
    * The owner-index partition of the addresses a pool holds for a previous owner identity (kind and name, not uid:
    * a recreated workload has a new uid). Hashed: kind and name may be 253 characters each, more than a key allows.
    */
-  held: (pool: string, kind: string, name: string): string => `HELD#${pool}#${createHash('sha256').update(JSON.stringify([kind, name])).digest('hex').slice(0, 32)}`,
-  generated: (pool: string, ownerUid: string, generateName: string): Key => ({ PK: `GEN#${pool}#${ownerUid}#${generateName}`, SK: 'GEN' }),
+  held: (pool: string, kind: string, name: string): string =>
+    `HELD#${pool}#${createHash('sha256')
+      .update(JSON.stringify([kind, name]))
+      .digest('hex')
+      .slice(0, 32)}`,
+  generated: (pool: string, ownerUid: string, generateName: string): Key => ({
+    PK: `GEN#${pool}#${ownerUid}#${generateName}`,
+    SK: 'GEN',
+  }),
   /** A uid's consumer index items in a pool: one per claim it consumes (at most one partition per uid). */
   consumerIndex: (pool: string, uid: string): string => `CONSUMER#${pool}#${uid}`,
-  consumer: (pool: string, uid: string, claim: string): Key => ({ PK: `CONSUMER#${pool}#${uid}`, SK: `CLAIM#${claim}` }),
+  consumer: (pool: string, uid: string, claim: string): Key => ({
+    PK: `CONSUMER#${pool}#${uid}`,
+    SK: `CLAIM#${claim}`,
+  }),
   lease: (pool: string, address: string): Key => ({ PK: `LEASE#${pool}#${address}`, SK: 'LEASE' }),
   leasesListing: (pool: string, family: IpFamily, shard: number): string => `ADDR#${pool}#${family}#${shard}`,
   bitmap: (pool: string, range: string): Key => ({ PK: `BITMAP#${pool}#${range}`, SK: 'BITMAP' }),
   /** A pool family's summary chunks share a partition, so a range's chunks are one query; its size bounds it (see below). */
   occupancy: (pool: string, family: IpFamily): string => `OCC#${pool}#${family}`,
-  chunk: (pool: string, family: IpFamily, index: bigint): Key => ({ PK: `OCC#${pool}#${family}`, SK: chunkSortKey(family, index) }),
+  chunk: (pool: string, family: IpFamily, index: bigint): Key => ({
+    PK: `OCC#${pool}#${family}`,
+    SK: chunkSortKey(family, index),
+  }),
   /**
    * An event is kept under the claim it is about (a release repair's reason is read by that claim's uid, however
    * many events the pool writes), or under its own id; the pool's listing reads EVENT_SHARDS index partitions.
    */
   eventsOfClaim: (pool: string, claimUid: string): string => `EVENT#${pool}#${claimUid}`,
-  event: (pool: string, isoTime: string, id: string, claimUid?: string): Key => ({ PK: `EVENT#${pool}#${claimUid ? claimUid : `-${id}`}`, SK: `${isoTime}#${id}` }),
+  event: (pool: string, isoTime: string, id: string, claimUid?: string): Key => ({
+    PK: `EVENT#${pool}#${claimUid ? claimUid : `-${id}`}`,
+    SK: `${isoTime}#${id}`,
+  }),
   eventsListing: (pool: string, shard: number): string => `EVENTS#${pool}#${shard}`,
   /** The listing shard of an event: its id's hash, so writes of one pool spread over EVENT_SHARDS partitions. */
   eventShard: (id: string): number => createHash('sha256').update(id).digest()[0]! % EVENT_SHARDS,
@@ -163,7 +179,10 @@ export const keys = {
   seals: (pool: string, range: string): Key => ({ PK: `SEALS#${pool}#${range}`, SK: 'SEALS' }),
   /** A pool's owner-gone tombstones, in time order; the uid is an attribute (a 253-character uid would not fit a sort key). */
   ownersGone: (pool: string): string => `GONE#${pool}`,
-  ownerGone: (pool: string, isoTime: string, uidHash: string): Key => ({ PK: `GONE#${pool}`, SK: `${isoTime}#${uidHash}` }),
+  ownerGone: (pool: string, isoTime: string, uidHash: string): Key => ({
+    PK: `GONE#${pool}`,
+    SK: `${isoTime}#${uidHash}`,
+  }),
   history: (pool: string, address: string): string => `HIST#${pool}#${address}`,
   holding: (pool: string, address: string, id: string): Key => ({ PK: `HIST#${pool}#${address}`, SK: id }),
   historyOwner: (pool: string, ownerUid: string): string => `HOWNER#${pool}#${ownerUid}`,
@@ -179,7 +198,8 @@ export const keys = {
   warning: (pool: string, family: IpFamily): Key => ({ PK: `WARN#${pool}`, SK: family }),
   /** Expiry buckets are hours; a bucket's sort key orders its claims by expiry, so a query reads only expired ones. */
   expiryBucket: (expiresAt: number, shard: number): string => `EXP#${Math.floor(expiresAt / 3_600_000)}#${shard}`,
-  expirySort: (expiresAt: number, pool: string, name: string): string => `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,
+  expirySort: (expiresAt: number, pool: string, name: string): string =>
+    `${String(expiresAt).padStart(15, '0')}#${pool}#${name}`,
 } as const;
 
 /** The pool and address of a lease's partition key (`keys.lease`'s inverse); undefined for any other key. */

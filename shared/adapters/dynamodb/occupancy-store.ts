@@ -32,7 +32,8 @@ export function chunkToItem(chunk: OccupancyChunk): Item {
 }
 
 export function itemToChunk(item: Item): OccupancyChunk {
-  const bytes = (name: string): Uint8Array => (item[name] instanceof Uint8Array ? (item[name] as Uint8Array) : new Uint8Array(0));
+  const bytes = (name: string): Uint8Array =>
+    item[name] instanceof Uint8Array ? (item[name] as Uint8Array) : new Uint8Array(0);
   return {
     pool: item.pool as string,
     family: item.family as IpFamily,
@@ -56,7 +57,10 @@ export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
   ) {}
 
   async readChunks(pool: string, family: IpFamily, span: readonly [bigint, bigint]): Promise<OccupancyChunk[]> {
-    const items = await queryAll(this.table, { partition: keys.occupancy(pool, family), sort: { between: [chunkSortKey(family, span[0]), chunkSortKey(family, span[1])] } });
+    const items = await queryAll(this.table, {
+      partition: keys.occupancy(pool, family),
+      sort: { between: [chunkSortKey(family, span[0]), chunkSortKey(family, span[1])] },
+    });
     return items.filter((i) => i.entity === Entity.Chunk).map(itemToChunk);
   }
 
@@ -72,21 +76,38 @@ export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
 
   async leaseStates(pool: string, addresses: readonly string[]): Promise<ReadonlyMap<string, LeaseExpiry>> {
     if (addresses.length === 0) return new Map();
-    const items = await this.table.batchGet(addresses.map((a) => keys.lease(pool, a)), ['address', 'entity', 'expiresAt', 'state', 'ownerKind', 'ownerName', 'createdBy', 'range']);
+    const items = await this.table.batchGet(
+      addresses.map((a) => keys.lease(pool, a)),
+      ['address', 'entity', 'expiresAt', 'state', 'ownerKind', 'ownerName', 'createdBy', 'range'],
+    );
     return new Map(
       items
         .filter((i) => i.entity === Entity.Lease)
         .map((i) => {
-          const expiry: LeaseExpiry = typeof i.expiresAt === 'number' ? { expiring: true, expiresAt: i.expiresAt } : { expiring: false };
-          const heldFor = i.state === 'Released' ? { heldFor: ownerIdentity({ kind: String(i.ownerKind ?? ''), name: String(i.ownerName ?? ''), ...(creatorArnOf(i) !== undefined ? { creatorArn: creatorArnOf(i) } : {}) }) } : {};
-          return [i.address as string, { ...expiry, ...heldFor, ...(typeof i.range === 'string' ? { range: i.range } : {}) }];
+          const expiry: LeaseExpiry =
+            typeof i.expiresAt === 'number' ? { expiring: true, expiresAt: i.expiresAt } : { expiring: false };
+          const heldFor =
+            i.state === 'Released'
+              ? {
+                  heldFor: ownerIdentity({
+                    kind: String(i.ownerKind ?? ''),
+                    name: String(i.ownerName ?? ''),
+                    ...(creatorArnOf(i) !== undefined ? { creatorArn: creatorArnOf(i) } : {}),
+                  }),
+                }
+              : {};
+          return [
+            i.address as string,
+            { ...expiry, ...heldFor, ...(typeof i.range === 'string' ? { range: i.range } : {}) },
+          ];
         }),
     );
   }
 
   async readSeals(pool: string, ranges: readonly string[], only?: 'seals'): Promise<ReadonlyMap<string, RangeSeals>> {
     if (ranges.length === 0) return new Map();
-    if (only === 'seals') return sealsOnlyOf(pool, ranges, await this.table.batchGet(ranges.map((range) => keys.seals(pool, range))));
+    if (only === 'seals')
+      return sealsOnlyOf(pool, ranges, await this.table.batchGet(ranges.map((range) => keys.seals(pool, range))));
     return rangeSealsOf(pool, ranges, await this.table.batchGet(freedKeys(pool, ranges)));
   }
 
@@ -102,7 +123,12 @@ export class TableOccupancyStore implements OccupancyStore, UsedUpSeals {
    */
   async markSummarized(pool: string, sinceIso: string): Promise<void> {
     await transactRangeChange(this.table, [
-      { kind: 'update', key: keys.pool(pool), update: { setIfAbsent: { summarySince: sinceIso } }, condition: itemExists() },
+      {
+        kind: 'update',
+        key: keys.pool(pool),
+        update: { setIfAbsent: { summarySince: sinceIso } },
+        condition: itemExists(),
+      },
       ...stampRangeGeneration(pool, this.random.uid()),
     ]);
   }

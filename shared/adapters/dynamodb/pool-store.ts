@@ -1,9 +1,18 @@
+// Over 300 lines: the PoolStore port's one adapter, a method per port method over the pool and range items.
 import { NotReadyError } from '../../core/errors.ts';
 import { PoolState, RangeState, type Claim, type Pool, type PoolView, type Range } from '../../core/model.ts';
 import type { Page, PoolStore, Random } from '../../core/ports.ts';
 import { IpFamily } from '../../core/ip/address.ts';
 import { itemToClaim, itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem, type Item } from './codec.ts';
-import { attributeIs, both, claimIsAsRead, itemExists, itemIsAbsent, poolIsActive, poolIsTerminating } from './conditions.ts';
+import {
+  attributeIs,
+  both,
+  claimIsAsRead,
+  itemExists,
+  itemIsAbsent,
+  poolIsActive,
+  poolIsTerminating,
+} from './conditions.ts';
 import { isSingleScopePosition, type CursorCodec } from './cursor.ts';
 import { indexPage, mergeShards } from './index-reads.ts';
 import { Entity, keys, RANGE_GENERATION_COPIES, SCHEMA_VERSION, type Key } from './keys.ts';
@@ -25,10 +34,20 @@ const keyOf = (item: Item): Key => ({ PK: item.PK as string, SK: item.SK as stri
  * `random`, which also picks the copy each read of the generation goes to.
  */
 export class TablePoolStore implements PoolStore {
-  constructor(private readonly table: Table, private readonly shards: number, private readonly cursors: CursorCodec, private readonly random: Pick<Random, 'below' | 'uid'>) {}
+  constructor(
+    private readonly table: Table,
+    private readonly shards: number,
+    private readonly cursors: CursorCodec,
+    private readonly random: Pick<Random, 'below' | 'uid'>,
+  ) {}
 
   async createPool(pool: Pool): Promise<'created' | 'exists' | 'terminating'> {
-    const result = await this.table.write({ kind: 'put', item: poolToItem(pool), condition: itemIsAbsent(), returnOld: true });
+    const result = await this.table.write({
+      kind: 'put',
+      item: poolToItem(pool),
+      condition: itemIsAbsent(),
+      returnOld: true,
+    });
     if (result.ok) return 'created';
     const old = result.old ?? (await this.table.get(keys.pool(pool.name)));
     return old?.state === PoolState.Terminating ? 'terminating' : 'exists';
@@ -45,7 +64,10 @@ export class TablePoolStore implements PoolStore {
     const poolItem = items.find((i) => i.entity === Entity.Pool);
     // A Terminating pool is gone for every request: its deletion was accepted.
     if (!poolItem || poolItem.state === PoolState.Terminating) return undefined;
-    const view = { pool: itemToPool(poolItem), ranges: items.filter((i) => i.entity === Entity.Range).map(itemToRange) };
+    const view = {
+      pool: itemToPool(poolItem),
+      ranges: items.filter((i) => i.entity === Entity.Range).map(itemToRange),
+    };
     return generation === undefined ? view : { ...view, generation };
   }
 
@@ -57,9 +79,17 @@ export class TablePoolStore implements PoolStore {
 
   async listPools(limit: number, cursor?: string): Promise<Page<Pool>> {
     const after = cursor ? this.cursors.decode(['pools'], cursor, isSingleScopePosition).k : undefined;
-    const page = await indexPage(this.table, { index: 'GSI1', partition: keys.poolsListing() }, after, undefined, limit);
+    const page = await indexPage(
+      this.table,
+      { index: 'GSI1', partition: keys.poolsListing() },
+      after,
+      undefined,
+      limit,
+    );
     const items = page.items.map(itemToPool);
-    return page.more && items.length ? { items, nextCursor: this.cursors.encode(['pools'], { s: 0, k: items[items.length - 1]!.name }) } : { items };
+    return page.more && items.length
+      ? { items, nextCursor: this.cursors.encode(['pools'], { s: 0, k: items[items.length - 1]!.name }) }
+      : { items };
   }
 
   /**
@@ -74,15 +104,39 @@ export class TablePoolStore implements PoolStore {
     const item = await this.table.get(keys.pool(pool));
     if (!item) return 'absent';
     if (item.state === PoolState.Terminating) return 'terminating';
-    const claims = await mergeShards(this.table, this.shards, (shard) => keys.claimsListing(pool, shard), undefined, undefined, 1);
+    const claims = await mergeShards(
+      this.table,
+      this.shards,
+      (shard) => keys.claimsListing(pool, shard),
+      undefined,
+      undefined,
+      1,
+    );
     if (claims.items.length > 0) return 'notEmpty';
     const tombstone = tombstoneItem(Entity.PoolGone, nowMs, (at) => keys.poolGone(pool, at), { pool });
     const deletionRequestedAt = new Date(nowMs).toISOString();
-    const mark: WriteOp = { kind: 'update', key: keys.pool(pool), update: { set: { state: PoolState.Terminating, deletionRequestedAt }, remove: ['GSI1PK', 'GSI1SK'] }, condition: poolIsActive() };
-    const pending = { ...keys.poolTerminating(pool), entity: Entity.PoolTerminating, schema: SCHEMA_VERSION, pool, deletionRequestedAt };
-    const verdicts = await transactRangeChange(this.table, [mark, { kind: 'put', item: tombstone }, { kind: 'put', item: pending }, ...stampRangeGeneration(pool, this.random.uid())]);
+    const mark: WriteOp = {
+      kind: 'update',
+      key: keys.pool(pool),
+      update: { set: { state: PoolState.Terminating, deletionRequestedAt }, remove: ['GSI1PK', 'GSI1SK'] },
+      condition: poolIsActive(),
+    };
+    const pending = {
+      ...keys.poolTerminating(pool),
+      entity: Entity.PoolTerminating,
+      schema: SCHEMA_VERSION,
+      pool,
+      deletionRequestedAt,
+    };
+    const verdicts = await transactRangeChange(this.table, [
+      mark,
+      { kind: 'put', item: tombstone },
+      { kind: 'put', item: pending },
+      ...stampRangeGeneration(pool, this.random.uid()),
+    ]);
     if (!verdicts) return 'terminating';
-    if (verdicts[0]?.code !== 'ConditionalCheckFailed') throw new NotReadyError(`Another change of pool ${JSON.stringify(pool)} was in progress; retry the request.`);
+    if (verdicts[0]?.code !== 'ConditionalCheckFailed')
+      throw new NotReadyError(`Another change of pool ${JSON.stringify(pool)} was in progress; retry the request.`);
     const now = await this.table.get(keys.pool(pool));
     return now ? 'terminating' : 'absent';
   }
@@ -109,7 +163,12 @@ export class TablePoolStore implements PoolStore {
     const pending = await this.table.get(keys.poolTerminating(pool));
     const poolItem = await this.table.get(keys.pool(pool));
     if (poolItem?.state !== PoolState.Terminating) {
-      if (pending) await this.table.write({ kind: 'delete', key: keys.poolTerminating(pool), condition: attributeIs('deletionRequestedAt', pending.deletionRequestedAt as string) });
+      if (pending)
+        await this.table.write({
+          kind: 'delete',
+          key: keys.poolTerminating(pool),
+          condition: attributeIs('deletionRequestedAt', pending.deletionRequestedAt as string),
+        });
       return 'absent';
     }
     // Every item that names a range is read before anything is deleted, and the ranges' own items go first: a stop
@@ -126,31 +185,58 @@ export class TablePoolStore implements PoolStore {
     const leaseKeys: Key[] = [];
     for (const family of [IpFamily.IPv4, IpFamily.IPv6]) {
       for (let shard = 0; shard < this.shards; shard += 1) {
-        const leases = await queryAll(this.table, { index: 'GSI1', partition: keys.leasesListing(pool, family, shard), attributes: ['PK', 'SK', 'range'] });
+        const leases = await queryAll(this.table, {
+          index: 'GSI1',
+          partition: keys.leasesListing(pool, family, shard),
+          attributes: ['PK', 'SK', 'range'],
+        });
         for (const lease of leases) if (typeof lease.range === 'string') ranges.add(lease.range);
         leaseKeys.push(...leases.map(keyOf));
       }
     }
-    const partition = (await queryAll(this.table, { partition: keys.poolPartition(pool), consistent: true, attributes: ['PK', 'SK', 'entity', 'name', 'source'] })).filter((i) => i.entity !== Entity.Pool);
+    const partition = (
+      await queryAll(this.table, {
+        partition: keys.poolPartition(pool),
+        consistent: true,
+        attributes: ['PK', 'SK', 'entity', 'name', 'source'],
+      })
+    ).filter((i) => i.entity !== Entity.Pool);
     for (const item of partition) if (item.entity === Entity.Range) ranges.add(item.name as string);
     const names = [...ranges];
-    await this.removeAll(names.flatMap((range) => [keys.bitmap(pool, range), keys.strikes(pool, range), keys.seals(pool, range)]));
+    await this.removeAll(
+      names.flatMap((range) => [keys.bitmap(pool, range), keys.strikes(pool, range), keys.seals(pool, range)]),
+    );
     await this.removeAll((await this.table.batchGet(freedKeys(pool, names), ['PK', 'SK'])).map(keyOf));
     await this.removeAll(claimKeys);
     await this.removeAll(leaseKeys);
     // A nested pool's ranges give their source claims back (Claim.children) before they go: the parent claims may then
     // be released. A resumed call finds the ranges still there, and a claim no longer listing one needs nothing.
     for (const item of partition) {
-      if (item.entity === Entity.Range && item.source) await this.unmarkUntilDone({ pool, name: item.name as string, source: item.source as Range['source'] });
+      if (item.entity === Entity.Range && item.source)
+        await this.unmarkUntilDone({ pool, name: item.name as string, source: item.source as Range['source'] });
     }
     await this.removeAll(partition.map(keyOf));
-    for (const partitionKey of [keys.occupancy(pool, IpFamily.IPv4), keys.occupancy(pool, IpFamily.IPv6), keys.usagePartition(pool), keys.ownersGone(pool)]) {
-      await this.removeAll((await queryAll(this.table, { partition: partitionKey, attributes: ['PK', 'SK'] })).map(keyOf));
+    for (const partitionKey of [
+      keys.occupancy(pool, IpFamily.IPv4),
+      keys.occupancy(pool, IpFamily.IPv6),
+      keys.usagePartition(pool),
+      keys.ownersGone(pool),
+    ]) {
+      await this.removeAll(
+        (await queryAll(this.table, { partition: partitionKey, attributes: ['PK', 'SK'] })).map(keyOf),
+      );
     }
-    await this.removeAll([keys.historyMark(pool), ...dropRangeGeneration(pool).flatMap((op) => (op.kind === 'delete' ? [op.key] : []))]);
+    await this.removeAll([
+      keys.historyMark(pool),
+      ...dropRangeGeneration(pool).flatMap((op) => (op.kind === 'delete' ? [op.key] : [])),
+    ]);
     const deletionRequestedAt = poolItem.deletionRequestedAt as string;
     const last = await this.table.write({ kind: 'delete', key: keys.pool(pool), condition: poolIsTerminating() });
-    await this.table.write({ kind: 'delete', key: keys.poolTerminating(pool), condition: attributeIs('deletionRequestedAt', deletionRequestedAt) });
+    await this.table.write({
+      kind: 'delete',
+      key: keys.poolTerminating(pool),
+      condition: attributeIs('deletionRequestedAt', deletionRequestedAt),
+    });
     return last.ok ? 'finalized' : 'absent';
   }
 
@@ -160,7 +246,9 @@ export class TablePoolStore implements PoolStore {
       const [op] = await unmarkSource(this.table, range);
       if (!op || (await this.table.write(op)).ok) return;
     }
-    throw new NotReadyError(`Claim ${JSON.stringify(range.source?.claim)} kept changing while pool ${JSON.stringify(range.pool)} was being deleted; retried by the next run.`);
+    throw new NotReadyError(
+      `Claim ${JSON.stringify(range.source?.claim)} kept changing while pool ${JSON.stringify(range.pool)} was being deleted; retried by the next run.`,
+    );
   }
 
   /** Deletes items, REMOVE_PARALLEL at a time (a delete of an absent item is a no-op). */
@@ -184,9 +272,12 @@ export class TablePoolStore implements PoolStore {
       ...stampRangeGeneration(range.pool, this.random.uid()),
     ]);
     if (!verdicts) return 'created';
-    if (verdicts[0]?.code === 'ConditionalCheckFailed') throw new NotReadyError(`Pool ${JSON.stringify(range.pool)} was deleted meanwhile.`);
-    if (parent && verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed') return 'parentChanged';
-    if (verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed') return 'legacyTaken';
+    if (verdicts[0]?.code === 'ConditionalCheckFailed')
+      throw new NotReadyError(`Pool ${JSON.stringify(range.pool)} was deleted meanwhile.`);
+    if (parent && verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed')
+      return 'parentChanged';
+    if (verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed')
+      return 'legacyTaken';
     // The name is taken, or another transaction on the range or the slot was in flight: the caller reads again.
     return 'exists';
   }
@@ -196,11 +287,19 @@ export class TablePoolStore implements PoolStore {
     const key = keys.range(range.pool, range.name);
     const gone = () => new NotReadyError(`Range ${JSON.stringify(range.name)} was deleted meanwhile.`);
     const verdicts = await transactRangeChange(this.table, [
-      { kind: 'update', key, update: { set: { state: RangeState.Terminating }, setIfAbsent: { deletionRequestedAt: atIso } }, condition: itemExists() },
+      {
+        kind: 'update',
+        key,
+        update: { set: { state: RangeState.Terminating }, setIfAbsent: { deletionRequestedAt: atIso } },
+        condition: itemExists(),
+      },
       ...stampRangeGeneration(range.pool, this.random.uid()),
     ]);
     if (verdicts?.[0]?.code === 'ConditionalCheckFailed') throw gone();
-    if (verdicts) throw new NotReadyError(`Another change of pool ${JSON.stringify(range.pool)}'s ranges was in progress; retry the request.`);
+    if (verdicts)
+      throw new NotReadyError(
+        `Another change of pool ${JSON.stringify(range.pool)}'s ranges was in progress; retry the request.`,
+      );
     const item = await this.table.get(key);
     if (!item) throw gone();
     return itemToRange(item);

@@ -17,8 +17,32 @@ import {
   type SweepPage,
   type UsageRecord,
 } from '../../core/reconciler/ports.ts';
-import { bitmapToItem, eventToItem, itemToClaim, itemToEvent, itemToLease, leaseToItem, newEventId, type Item } from './codec.ts';
-import { bitmapIs, both, claimUidIs, createdNoLaterThan, hasExpired, hasNoChildren, hasNoConsumers, belongsToClaim, isFreeAt, isReleasedLease, itemExists, itemIsAbsent, versionIs, type Condition } from './conditions.ts';
+import {
+  bitmapToItem,
+  eventToItem,
+  itemToClaim,
+  itemToEvent,
+  itemToLease,
+  leaseToItem,
+  newEventId,
+  type Item,
+} from './codec.ts';
+import {
+  bitmapIs,
+  both,
+  claimUidIs,
+  createdNoLaterThan,
+  hasExpired,
+  hasNoChildren,
+  hasNoConsumers,
+  belongsToClaim,
+  isFreeAt,
+  isReleasedLease,
+  itemExists,
+  itemIsAbsent,
+  versionIs,
+  type Condition,
+} from './conditions.ts';
 import type { CursorCodec } from './cursor.ts';
 import { countSlice, leaseExists, type CountPosition, type Intervals } from './index-reads.ts';
 import { Entity, EVENT_SHARDS, EXPIRY_SHARDS, keys, SCHEMA_VERSION } from './keys.ts';
@@ -46,7 +70,13 @@ interface SweepPosition {
 
 function isSweepPosition(value: unknown): value is SweepPosition {
   const v = value as SweepPosition;
-  return typeof v === 'object' && v !== null && typeof v.p === 'string' && Number.isInteger(v.i) && (v.a === undefined || typeof v.a === 'string');
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.p === 'string' &&
+    Number.isInteger(v.i) &&
+    (v.a === undefined || typeof v.a === 'string')
+  );
 }
 
 /** A count cursor of this engine: key attributes are plain strings (an older cursor, or a damaged one, restarts its shard). */
@@ -70,11 +100,23 @@ export class TableReconcileStore implements ReconcileStore {
 
   // ---- reads ----
 
-  async expiredRefs(hour: number, shard: number, cutoffMs: number, limit: number, after?: string): Promise<{ refs: ExpiredRef[]; next?: string }> {
+  async expiredRefs(
+    hour: number,
+    shard: number,
+    cutoffMs: number,
+    limit: number,
+    after?: string,
+  ): Promise<{ refs: ExpiredRef[]; next?: string }> {
     // GSI3SK starts with the zero-padded expiry, so "sort key below the padded cutoff + 1" is "expired at the cutoff":
     // the query reads only expired entries, however many live ones share the bucket.
     const upper = String(cutoffMs + 1).padStart(EXPIRY_WIDTH, '0');
-    const page = await this.table.query({ index: 'GSI3', partition: keys.expiryBucket(hour * 3_600_000, shard), sort: { before: upper }, limit, ...(after !== undefined ? { start: JSON.parse(after) as Item } : {}) });
+    const page = await this.table.query({
+      index: 'GSI3',
+      partition: keys.expiryBucket(hour * 3_600_000, shard),
+      sort: { before: upper },
+      limit,
+      ...(after !== undefined ? { start: JSON.parse(after) as Item } : {}),
+    });
     const refs: ExpiredRef[] = [];
     for (const item of page.items) {
       const [, pool, ...rest] = (item.GSI3SK as string).split('#');
@@ -88,18 +130,26 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   async getClaims(refs: readonly { pool: string; name: string }[]): Promise<Claim[]> {
-    return (await this.table.batchGet(refs.map((r) => keys.claim(r.pool, r.name)))).filter((i) => i.entity === Entity.Claim).map(itemToClaim);
+    return (await this.table.batchGet(refs.map((r) => keys.claim(r.pool, r.name))))
+      .filter((i) => i.entity === Entity.Claim)
+      .map(itemToClaim);
   }
 
   async getLeases(refs: readonly { pool: string; address: string }[]): Promise<Lease[]> {
-    return (await this.table.batchGet(refs.map((r) => keys.lease(r.pool, r.address)))).filter((i) => i.entity === Entity.Lease).map(itemToLease);
+    return (await this.table.batchGet(refs.map((r) => keys.lease(r.pool, r.address))))
+      .filter((i) => i.entity === Entity.Lease)
+      .map(itemToLease);
   }
 
   async listPoolViews(): Promise<PoolViewList> {
     const views: PoolView[] = [];
     let start: Item | undefined;
     do {
-      const page = await this.table.query({ index: 'GSI1', partition: keys.poolsListing(), ...(start ? { start } : {}) });
+      const page = await this.table.query({
+        index: 'GSI1',
+        partition: keys.poolsListing(),
+        ...(start ? { start } : {}),
+      });
       for (const item of page.items) {
         const view = await this.pools.getPoolView(item.name as string);
         if (view) views.push(view);
@@ -111,7 +161,11 @@ export class TableReconcileStore implements ReconcileStore {
 
   async listEvents(pool: string, sinceIso: string, limit: number, cursor?: string): Promise<Page<IpamEvent>> {
     const listing = ['events', pool];
-    const before = cursor === undefined ? undefined : this.cursors.decode(listing, cursor, (v): v is { k: string } => typeof (v as { k?: unknown })?.k === 'string').k;
+    const before =
+      cursor === undefined
+        ? undefined
+        : this.cursors.decode(listing, cursor, (v): v is { k: string } => typeof (v as { k?: unknown })?.k === 'string')
+            .k;
     // A cursor older than the retention window points before its start: nothing of that listing is left to read.
     if (before !== undefined && before <= sinceIso) return { items: [] };
     // Newest first from each listing shard (the index's sort key is the event's time and id, unique across shards), then
@@ -122,7 +176,14 @@ export class TableReconcileStore implements ReconcileStore {
         const items: Item[] = [];
         let start: Item | undefined;
         do {
-          const page = await this.table.query({ index: 'GSI1', partition: keys.eventsListing(pool, shard), sort: { between: [sinceIso, before ?? '\uffff'] }, descending: true, limit: limit + 1, ...(start ? { start } : {}) });
+          const page = await this.table.query({
+            index: 'GSI1',
+            partition: keys.eventsListing(pool, shard),
+            sort: { between: [sinceIso, before ?? '\uffff'] },
+            descending: true,
+            limit: limit + 1,
+            ...(start ? { start } : {}),
+          });
           for (const item of page.items) if (before === undefined || (item.GSI1SK as string) < before) items.push(item);
           start = page.lastKey;
         } while (start && items.length <= limit);
@@ -132,7 +193,12 @@ export class TableReconcileStore implements ReconcileStore {
     const items = shards.flatMap((s) => s.items).sort((a, b) => ((a.GSI1SK as string) < (b.GSI1SK as string) ? 1 : -1));
     const page = items.slice(0, limit);
     const more = items.length > limit || shards.some((s) => s.more);
-    return { items: page.map(itemToEvent), ...(more && page.length ? { nextCursor: this.cursors.encode(listing, { k: page[page.length - 1]!.GSI1SK as string }) } : {}) };
+    return {
+      items: page.map(itemToEvent),
+      ...(more && page.length
+        ? { nextCursor: this.cursors.encode(listing, { k: page[page.length - 1]!.GSI1SK as string }) }
+        : {}),
+    };
   }
 
   async getCheckpoint<T>(name: string): Promise<Checkpoint<T> | undefined> {
@@ -141,7 +207,10 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   async saveCheckpoint<T>(name: string, value: T, expectedVersion: number | undefined): Promise<boolean> {
-    return this.putVersioned({ ...keys.checkpoint(name), entity: Entity.Checkpoint, schema: SCHEMA_VERSION, name, value }, expectedVersion);
+    return this.putVersioned(
+      { ...keys.checkpoint(name), entity: Entity.Checkpoint, schema: SCHEMA_VERSION, name, value },
+      expectedVersion,
+    );
   }
 
   async sweep(cursor: string | undefined, limit: number): Promise<SweepPage> {
@@ -155,12 +224,18 @@ export class TableReconcileStore implements ReconcileStore {
     const leases: Lease[] = [];
     while (position !== undefined && claims.length + leases.length < limit) {
       const { partition, kind } = this.sweepPartition(position);
-      const page = await this.table.query({ index: 'GSI1', partition, ...(position.a !== undefined ? { sort: { after: position.a } } : {}), limit: limit - claims.length - leases.length });
+      const page = await this.table.query({
+        index: 'GSI1',
+        partition,
+        ...(position.a !== undefined ? { sort: { after: position.a } } : {}),
+        limit: limit - claims.length - leases.length,
+      });
       for (const item of page.items) {
         if (kind === 'claims' && item.entity === Entity.Claim) claims.push(itemToClaim(item));
         if (kind === 'leases' && item.entity === Entity.Lease) leases.push(itemToLease(item));
       }
-      if (page.lastKey && page.items.length) position = { ...position, a: page.items[page.items.length - 1]!.GSI1SK as string };
+      if (page.lastKey && page.items.length)
+        position = { ...position, a: page.items[page.items.length - 1]!.GSI1SK as string };
       else if (position.i + 1 < 3 * this.shards) position = { p: position.p, i: position.i + 1 };
       else position = await this.poolAfter(position.p);
     }
@@ -171,24 +246,59 @@ export class TableReconcileStore implements ReconcileStore {
     return leaseExists(this.table, this.shards, pool, family, intervals);
   }
 
-  async countSlice(pool: string, family: IpFamily, intervals: Intervals, nowMs: number, limit: number, cursor?: string): Promise<CountSlice> {
-    const slice = await countSlice(this.table, this.shards, pool, family, intervals, nowMs, limit, countPositionOf(cursor));
-    return { unexpired: slice.unexpired, scanned: slice.scanned, cost: slice.cost, ...(slice.next ? { cursor: JSON.stringify(slice.next) } : {}) };
+  async countSlice(
+    pool: string,
+    family: IpFamily,
+    intervals: Intervals,
+    nowMs: number,
+    limit: number,
+    cursor?: string,
+  ): Promise<CountSlice> {
+    const slice = await countSlice(
+      this.table,
+      this.shards,
+      pool,
+      family,
+      intervals,
+      nowMs,
+      limit,
+      countPositionOf(cursor),
+    );
+    return {
+      unexpired: slice.unexpired,
+      scanned: slice.scanned,
+      cost: slice.cost,
+      ...(slice.next ? { cursor: JSON.stringify(slice.next) } : {}),
+    };
   }
 
   async getUsage(pool: string): Promise<Map<string, Checkpoint<UsageRecord>>> {
     let start: Item | undefined;
     const out = new Map<string, Checkpoint<UsageRecord>>();
     do {
-      const page = await this.table.query({ partition: keys.usagePartition(pool), consistent: true, ...(start ? { start } : {}) });
-      for (const i of page.items) if (i.entity === Entity.Usage) out.set(i.range as string, { value: i.record as UsageRecord, version: i.version as number });
+      const page = await this.table.query({
+        partition: keys.usagePartition(pool),
+        consistent: true,
+        ...(start ? { start } : {}),
+      });
+      for (const i of page.items)
+        if (i.entity === Entity.Usage)
+          out.set(i.range as string, { value: i.record as UsageRecord, version: i.version as number });
       start = page.lastKey;
     } while (start);
     return out;
   }
 
-  async saveUsage(pool: string, rangeName: string, record: UsageRecord, expectedVersion: number | undefined): Promise<boolean> {
-    return this.putVersioned({ ...keys.usage(pool, rangeName), entity: Entity.Usage, schema: SCHEMA_VERSION, pool, range: rangeName, record }, expectedVersion);
+  async saveUsage(
+    pool: string,
+    rangeName: string,
+    record: UsageRecord,
+    expectedVersion: number | undefined,
+  ): Promise<boolean> {
+    return this.putVersioned(
+      { ...keys.usage(pool, rangeName), entity: Entity.Usage, schema: SCHEMA_VERSION, pool, range: rangeName, record },
+      expectedVersion,
+    );
   }
 
   async getDriftRecord(pool: string, rangeName: string): Promise<Checkpoint<DriftRecord> | undefined> {
@@ -204,14 +314,30 @@ export class TableReconcileStore implements ReconcileStore {
     return { value, version: item.version as number };
   }
 
-  async saveDriftRecord(pool: string, rangeName: string, record: DriftRecord, expectedVersion: number | undefined): Promise<boolean> {
-    return this.putVersioned({ ...keys.strikes(pool, rangeName), entity: Entity.Strikes, schema: SCHEMA_VERSION, pool, range: rangeName, ...record }, expectedVersion);
+  async saveDriftRecord(
+    pool: string,
+    rangeName: string,
+    record: DriftRecord,
+    expectedVersion: number | undefined,
+  ): Promise<boolean> {
+    return this.putVersioned(
+      {
+        ...keys.strikes(pool, rangeName),
+        entity: Entity.Strikes,
+        schema: SCHEMA_VERSION,
+        pool,
+        range: rangeName,
+        ...record,
+      },
+      expectedVersion,
+    );
   }
 
   /** Puts an item at the next version if it is still at `expectedVersion` (undefined: absent); false when someone else moved it. */
   private async putVersioned(item: Item, expectedVersion: number | undefined): Promise<boolean> {
     const condition = expectedVersion === undefined ? itemIsAbsent() : versionIs(expectedVersion);
-    return (await this.table.write({ kind: 'put', item: { ...item, version: (expectedVersion ?? 0) + 1 }, condition })).ok;
+    return (await this.table.write({ kind: 'put', item: { ...item, version: (expectedVersion ?? 0) + 1 }, condition }))
+      .ok;
   }
 
   async repairBitmap(repair: BitmapRepair, events: readonly IpamEvent[]): Promise<'written' | 'changed'> {
@@ -220,14 +346,23 @@ export class TableReconcileStore implements ReconcileStore {
       { kind: 'put', item: bitmapToItem(repair), condition: bitmapIs(repair.expected) },
       // A bit is set only for a lease that still exists, and cleared only for one that still does not: an allocation
       // landing meanwhile cancels the whole write, and its own stream record sets its bit.
-      ...repair.leasesPresent.map((a): WriteOp => ({ kind: 'check', key: keys.lease(repair.pool, a), condition: itemExists() })),
-      ...repair.leasesAbsent.map((a): WriteOp => ({ kind: 'check', key: keys.lease(repair.pool, a), condition: itemIsAbsent() })),
+      ...repair.leasesPresent.map(
+        (a): WriteOp => ({ kind: 'check', key: keys.lease(repair.pool, a), condition: itemExists() }),
+      ),
+      ...repair.leasesAbsent.map(
+        (a): WriteOp => ({ kind: 'check', key: keys.lease(repair.pool, a), condition: itemIsAbsent() }),
+      ),
       ...events.map((e) => eventPut(e)),
     ]);
     return verdicts ? 'changed' : 'written';
   }
 
-  async removeBitmap(pool: string, rangeName: string, version: number, event: IpamEvent): Promise<'removed' | 'changed'> {
+  async removeBitmap(
+    pool: string,
+    rangeName: string,
+    version: number,
+    event: IpamEvent,
+  ): Promise<'removed' | 'changed'> {
     const verdicts = await this.table.transact([
       { kind: 'delete', key: keys.bitmap(pool, rangeName), condition: bitmapIs({ version }) },
       { kind: 'delete', key: keys.strikes(pool, rangeName) },
@@ -239,35 +374,73 @@ export class TableReconcileStore implements ReconcileStore {
   // ---- repairs: each conditional, each with its event in the same transaction ----
 
   releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
-    return this.release(claim, both(claimUidIs(claim.uid), versionIs(claim.version), hasExpired(cutoffMs)), event, hold);
+    return this.release(
+      claim,
+      both(claimUidIs(claim.uid), versionIs(claim.version), hasExpired(cutoffMs)),
+      event,
+      hold,
+    );
   }
 
-  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold, options: { readonly unconsumed?: boolean } = {}): Promise<'released' | 'changed'> {
+  releaseClaim(
+    claim: Claim,
+    event: IpamEvent,
+    hold?: Hold,
+    options: { readonly unconsumed?: boolean } = {},
+  ): Promise<'released' | 'changed'> {
     // `unconsumed`: not a claim that has consumers (an owner's release leaves those to their last consumer).
-    return this.release(claim, options.unconsumed ? both(claimUidIs(claim.uid), hasNoConsumers()) : claimUidIs(claim.uid), event, hold);
+    return this.release(
+      claim,
+      options.unconsumed ? both(claimUidIs(claim.uid), hasNoConsumers()) : claimUidIs(claim.uid),
+      event,
+      hold,
+    );
   }
 
-  async releaseLease(lease: Lease, createdBeforeIso: string, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
+  async releaseLease(
+    lease: Lease,
+    createdBeforeIso: string,
+    event: IpamEvent,
+    hold?: Hold,
+  ): Promise<'released' | 'changed'> {
     const condition = both(belongsToClaim(lease.claimUid), createdNoLaterThan(createdBeforeIso));
     const release: WriteOp = hold
-      ? { kind: 'put', item: leaseToItem(releasedLease(lease, hold, endReasonOfRepair(event.reason)), this.shards), condition }
+      ? {
+          kind: 'put',
+          item: leaseToItem(releasedLease(lease, hold, endReasonOfRepair(event.reason)), this.shards),
+          condition,
+        }
       : { kind: 'delete', key: keys.lease(lease.pool, lease.address), condition };
-    const verdicts = await this.table.transact([release, eventPut(event), ...freedBumps(lease.pool, [lease.range], lease.claimUid)]);
+    const verdicts = await this.table.transact([
+      release,
+      eventPut(event),
+      ...freedBumps(lease.pool, [lease.range], lease.claimUid),
+    ]);
     return verdicts ? 'changed' : 'released';
   }
 
   async dropReleased(lease: Lease, nowMs: number): Promise<'released' | 'changed'> {
     // Still Released and over its delay: a claim that took the address back meanwhile replaced the item.
-    const { ok } = await this.table.write({ kind: 'delete', key: keys.lease(lease.pool, lease.address), condition: both(isReleasedLease(), hasExpired(nowMs)) });
+    const { ok } = await this.table.write({
+      kind: 'delete',
+      key: keys.lease(lease.pool, lease.address),
+      condition: both(isReleasedLease(), hasExpired(nowMs)),
+    });
     return ok ? 'released' : 'changed';
   }
 
-  async restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'> {
+  async restoreLease(
+    claim: Claim,
+    lease: Lease,
+    nowMs: number,
+    event: IpamEvent,
+  ): Promise<'restored' | 'taken' | 'claimChanged'> {
     const { ops, decode } = leaseRestore(claim, lease, nowMs, this.shards, { event, id: newEventId() });
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'restored';
     const verdict = decode(verdicts);
-    if (verdict === 'conflict') throw new NotReadyError('A concurrent write touched this lease; retried within the run, then by later runs.');
+    if (verdict === 'conflict')
+      throw new NotReadyError('A concurrent write touched this lease; retried within the run, then by later runs.');
     return verdict;
   }
 
@@ -288,15 +461,29 @@ export class TableReconcileStore implements ReconcileStore {
   async reportOnce(event: IpamEvent, what: string, nowMs: number): Promise<boolean> {
     // The marker expires with the event: a finding still there a day later is reported again.
     const expiresAt = nowMs + EVENT_RETENTION_MS;
-    const marker = { ...keys.report(event.pool, what), entity: Entity.Report, schema: SCHEMA_VERSION, pool: event.pool, what, expiresAt, ttl: Math.ceil(expiresAt / 1000) };
-    return (await this.table.transact([{ kind: 'put', item: marker, condition: isFreeAt(nowMs) }, eventPut(event)])) === undefined;
+    const marker = {
+      ...keys.report(event.pool, what),
+      entity: Entity.Report,
+      schema: SCHEMA_VERSION,
+      pool: event.pool,
+      what,
+      expiresAt,
+      ttl: Math.ceil(expiresAt / 1000),
+    };
+    return (
+      (await this.table.transact([{ kind: 'put', item: marker, condition: isFreeAt(nowMs) }, eventPut(event)])) ===
+      undefined
+    );
   }
 
   async markOwnerGone(pool: string, ownerUid: string, nowMs: number): Promise<void> {
     // One item per report, keyed by time: a later run reads only the last minutes of them. The uid's hash keeps two
     // owners reported in the same millisecond apart, and the same owner reported twice in it one item.
     const uidHash = createHash('sha256').update(ownerUid).digest('hex').slice(0, 16);
-    await this.table.write({ kind: 'put', item: tombstoneItem(Entity.OwnerGone, nowMs, (at) => keys.ownerGone(pool, at, uidHash), { pool, uid: ownerUid }) });
+    await this.table.write({
+      kind: 'put',
+      item: tombstoneItem(Entity.OwnerGone, nowMs, (at) => keys.ownerGone(pool, at, uidHash), { pool, uid: ownerUid }),
+    });
   }
 
   ownersGoneSince(pool: string, sinceMs: number): Promise<string[]> {
@@ -311,25 +498,43 @@ export class TableReconcileStore implements ReconcileStore {
   // ---- helpers ----
 
   /** Deletes the claim (under `claimCondition`), its marker and the leases it still holds, with the event. */
-  private async release(claim: Claim, claimCondition: Condition, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
+  private async release(
+    claim: Claim,
+    claimCondition: Condition,
+    event: IpamEvent,
+    hold?: Hold,
+  ): Promise<'released' | 'changed'> {
     // Never a claim whose block is another pool's range (Claim.children): 'changed', as for a claim renewed meanwhile.
-    const outcome = await releaseWithRetries(this.table, claim, both(claimCondition, hasNoChildren()), () => ({ event: { event, id: newEventId() }, ...(hold ? { hold: { hold, shards: this.shards }, ...endReasonOf(event) } : {}) }));
+    const outcome = await releaseWithRetries(this.table, claim, both(claimCondition, hasNoChildren()), () => ({
+      event: { event, id: newEventId() },
+      ...(hold ? { hold: { hold, shards: this.shards }, ...endReasonOf(event) } : {}),
+    }));
     // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
     if (outcome === 'claimChanged') return 'changed';
     if (outcome === 'released') return 'released';
-    throw new NotReadyError(`Claim ${claim.name} kept changing while it was being released; retried within the run, then by later runs.`);
+    throw new NotReadyError(
+      `Claim ${claim.name} kept changing while it was being released; retried within the run, then by later runs.`,
+    );
   }
 
   private sweepPartition(position: SweepPosition): { partition: string; kind: 'claims' | 'leases' } {
     const stage = Math.floor(position.i / this.shards);
     const shard = position.i % this.shards;
     if (stage === 0) return { partition: keys.claimsListing(position.p, shard), kind: 'claims' };
-    return { partition: keys.leasesListing(position.p, stage === 1 ? IpFamily.IPv4 : IpFamily.IPv6, shard), kind: 'leases' };
+    return {
+      partition: keys.leasesListing(position.p, stage === 1 ? IpFamily.IPv4 : IpFamily.IPv6, shard),
+      kind: 'leases',
+    };
   }
 
   /** The first stage of the pool after `pool` in name order (the first pool for undefined), or undefined at the end. */
   private async poolAfter(pool: string | undefined): Promise<SweepPosition | undefined> {
-    const page = await this.table.query({ index: 'GSI1', partition: keys.poolsListing(), ...(pool !== undefined ? { sort: { after: pool } } : {}), limit: 1 });
+    const page = await this.table.query({
+      index: 'GSI1',
+      partition: keys.poolsListing(),
+      ...(pool !== undefined ? { sort: { after: pool } } : {}),
+      limit: 1,
+    });
     const next = page.items[0]?.GSI1SK as string | undefined;
     return next === undefined ? undefined : { p: next, i: 0 };
   }

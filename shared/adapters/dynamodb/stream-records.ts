@@ -12,7 +12,11 @@ export const TTL_PRINCIPAL = 'dynamodb.amazonaws.com';
 
 /** True for a REMOVE made by DynamoDB's TTL (userIdentity type Service, principal dynamodb.amazonaws.com). */
 export function isTtlDeletion(record: DynamoDBRecord): boolean {
-  return record.eventName === 'REMOVE' && record.userIdentity?.type === 'Service' && record.userIdentity?.principalId === TTL_PRINCIPAL;
+  return (
+    record.eventName === 'REMOVE' &&
+    record.userIdentity?.type === 'Service' &&
+    record.userIdentity?.principalId === TTL_PRINCIPAL
+  );
 }
 
 const text = (image: Record<string, AttributeValue> | undefined, name: string): string | undefined => image?.[name]?.S;

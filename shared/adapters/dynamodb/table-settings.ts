@@ -41,7 +41,13 @@ export class TableSettingsMismatchError extends Error {
 export async function assertTableSettings(table: Table, configured: TableSettings, nowIso: string): Promise<void> {
   const result = await table.write({
     kind: 'put',
-    item: { ...keys.tableSettings(), entity: Entity.TableSettings, schema: SCHEMA_VERSION, leaseIndexShards: configured.leaseIndexShards, recordedAt: nowIso },
+    item: {
+      ...keys.tableSettings(),
+      entity: Entity.TableSettings,
+      schema: SCHEMA_VERSION,
+      leaseIndexShards: configured.leaseIndexShards,
+      recordedAt: nowIso,
+    },
     condition: itemIsAbsent(),
     returnOld: true,
   });
@@ -50,5 +56,8 @@ export async function assertTableSettings(table: Table, configured: TableSetting
   const shards = Number(recorded?.leaseIndexShards);
   if (shards === configured.leaseIndexShards) return;
   const recordedAt = typeof recorded?.recordedAt === 'string' ? recorded.recordedAt : undefined;
-  throw new TableSettingsMismatchError(table.name, configured, { leaseIndexShards: shards, ...(recordedAt ? { recordedAt } : {}) });
+  throw new TableSettingsMismatchError(table.name, configured, {
+    leaseIndexShards: shards,
+    ...(recordedAt ? { recordedAt } : {}),
+  });
 }

@@ -12,7 +12,11 @@ import { tableDefinition } from '../../../infra/table.ts';
  * `stream: false` leaves the stream out: DynamoDB Local keeps every stream record of its lifetime and looks the
  * stream up on every write, so a long benchmark that needs no stream slows down more and more with one.
  */
-export async function createTable(client: DynamoDBClient, tableName: string, options: { stream?: boolean } = {}): Promise<void> {
+export async function createTable(
+  client: DynamoDBClient,
+  tableName: string,
+  options: { stream?: boolean } = {},
+): Promise<void> {
   const def = tableDefinition;
   const input: CreateTableCommandInput = {
     TableName: tableName,
@@ -20,7 +24,9 @@ export async function createTable(client: DynamoDBClient, tableName: string, opt
     AttributeDefinitions: def.AttributeDefinitions as CreateTableCommandInput['AttributeDefinitions'],
     KeySchema: def.KeySchema as CreateTableCommandInput['KeySchema'],
     GlobalSecondaryIndexes: def.GlobalSecondaryIndexes as CreateTableCommandInput['GlobalSecondaryIndexes'],
-    ...(options.stream === false ? {} : { StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' } }),
+    ...(options.stream === false
+      ? {}
+      : { StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' } }),
   };
   try {
     await client.send(new CreateTableCommand(input));
@@ -28,15 +34,17 @@ export async function createTable(client: DynamoDBClient, tableName: string, opt
     if ((error as Error).name !== 'ResourceInUseException') throw error;
   }
   await waitForActive(client, tableName);
-  await client.send(
-    new UpdateTimeToLiveCommand({
-      TableName: tableName,
-      TimeToLiveSpecification: { AttributeName: def.TimeToLiveSpecification.AttributeName, Enabled: true },
-    }),
-  ).catch((error: Error) => {
-    // Already enabled on a persisted table.
-    if (!/already enabled|TimeToLive is already/i.test(error.message)) throw error;
-  });
+  await client
+    .send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: { AttributeName: def.TimeToLiveSpecification.AttributeName, Enabled: true },
+      }),
+    )
+    .catch((error: Error) => {
+      // Already enabled on a persisted table.
+      if (!/already enabled|TimeToLive is already/i.test(error.message)) throw error;
+    });
 }
 
 async function waitForActive(client: DynamoDBClient, tableName: string): Promise<void> {

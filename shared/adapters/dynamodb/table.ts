@@ -74,7 +74,10 @@ export interface Query {
   /** The partition key's value. */
   readonly partition: string;
   /** A key condition on the sort key. */
-  readonly sort?: { readonly between: readonly [string, string] } | { readonly after: string } | { readonly before: string };
+  readonly sort?:
+    | { readonly between: readonly [string, string] }
+    | { readonly after: string }
+    | { readonly before: string };
   /** Applied after the read: filtered items still count in `scanned` (and in what DynamoDB charges). */
   readonly filter?: Condition;
   /** Items read (before the filter) at most. */

@@ -11,9 +11,21 @@ import { queryAll, type Table } from './table.ts';
 export const TOMBSTONE_RETENTION_MS = 24 * 3_600_000;
 
 /** A tombstone reported at `nowMs`: its key (from the report's ISO time), `entity`, what it names (`fields`), and its TTL. */
-export function tombstoneItem(entity: Entity, nowMs: number, keyAt: (isoTime: string) => Key, fields: Readonly<Record<string, string>>): Item {
+export function tombstoneItem(
+  entity: Entity,
+  nowMs: number,
+  keyAt: (isoTime: string) => Key,
+  fields: Readonly<Record<string, string>>,
+): Item {
   const at = new Date(nowMs).toISOString();
-  return { ...keyAt(at), entity, schema: SCHEMA_VERSION, ...fields, at, ttl: Math.ceil((nowMs + TOMBSTONE_RETENTION_MS) / 1000) };
+  return {
+    ...keyAt(at),
+    entity,
+    schema: SCHEMA_VERSION,
+    ...fields,
+    at,
+    ttl: Math.ceil((nowMs + TOMBSTONE_RETENTION_MS) / 1000),
+  };
 }
 
 /**
@@ -21,8 +33,18 @@ export function tombstoneItem(entity: Entity, nowMs: number, keyAt: (isoTime: st
  * once, oldest report first. `<ISO time>#...` sorts after the bare ISO time of the same millisecond, so the query
  * starts exactly there and leaves out older tombstones whose TTL deletion is still pending.
  */
-export async function tombstonesSince(table: Table, partition: string, entity: Entity | readonly Entity[], field: string, sinceMs: number): Promise<string[]> {
-  const items = await queryAll(table, { partition, sort: { after: new Date(sinceMs).toISOString() }, consistent: true });
+export async function tombstonesSince(
+  table: Table,
+  partition: string,
+  entity: Entity | readonly Entity[],
+  field: string,
+  sinceMs: number,
+): Promise<string[]> {
+  const items = await queryAll(table, {
+    partition,
+    sort: { after: new Date(sinceMs).toISOString() },
+    consistent: true,
+  });
   const entities: readonly Entity[] = typeof entity === 'string' ? [entity] : entity;
   return [...new Set(items.filter((i) => entities.includes(i.entity as Entity)).map((i) => i[field] as string))];
 }

@@ -5,7 +5,14 @@ import { NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
 import { callerOf, isVerbatimParam, pathParam, percentInPath, readEvent, refuseForgeableWrite } from './request.ts';
-import { compileRoutes, matchRoute, routes as coreRoutes, type ApiMetrics, type Route, type RouteContext } from './routes.ts';
+import {
+  compileRoutes,
+  matchRoute,
+  routes as coreRoutes,
+  type ApiMetrics,
+  type Route,
+  type RouteContext,
+} from './routes.ts';
 import { routeKeys, type RouteKey } from './route-keys.ts';
 import { legacyRoutes } from './legacy-routes.ts';
 import { reconcileRoutes } from './reconcile-routes.ts';
@@ -13,7 +20,13 @@ import { historyRoutes } from './history-routes.ts';
 import { consumerRoutes } from './consumer-routes.ts';
 
 /** Every route of the API, by route key: exactly the keys of route-keys.ts (one missing or extra does not compile). */
-export const routes: { readonly [K in RouteKey]: Route } = { ...coreRoutes, ...legacyRoutes, ...reconcileRoutes, ...historyRoutes, ...consumerRoutes };
+export const routes: { readonly [K in RouteKey]: Route } = {
+  ...coreRoutes,
+  ...legacyRoutes,
+  ...reconcileRoutes,
+  ...historyRoutes,
+  ...consumerRoutes,
+};
 
 /** Logs one JSON line: a failure (5xx details live here, never in the response), or the audit line of a write. */
 export type ErrorLogger = (entry: Record<string, unknown>) => void;
@@ -21,7 +34,9 @@ export type ErrorLogger = (entry: Record<string, unknown>) => void;
 const defaultLogger: ErrorLogger = (entry) => console.error(JSON.stringify(entry));
 
 /** The problem middleware: maps every error to `application/problem+json`, hiding what must not be exposed. */
-function problemMiddleware(log: ErrorLogger): middy.MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2> {
+function problemMiddleware(
+  log: ErrorLogger,
+): middy.MiddlewareObj<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2> {
   return {
     onError: async (request) => {
       const problem = problemOf(request.error);
@@ -29,7 +44,16 @@ function problemMiddleware(log: ErrorLogger): middy.MiddlewareObj<APIGatewayProx
         const error = request.error as Error;
         // The event may be any shape here (readEvent refused it, or never ran): read it optionally.
         const event = request.event as Partial<APIGatewayProxyEventV2> | null | undefined;
-        log({ level: 'error', message: 'request failed', route: event?.routeKey, path: event?.rawPath, status: problem.status, error: error?.name, detail: error?.message, cause: (error?.cause as Error)?.name });
+        log({
+          level: 'error',
+          message: 'request failed',
+          route: event?.routeKey,
+          path: event?.rawPath,
+          status: problem.status,
+          error: error?.name,
+          detail: error?.message,
+          cause: (error?.cause as Error)?.name,
+        });
       }
       request.response = problemResponse(problem);
     },
@@ -66,7 +90,12 @@ const administered: Partial<Record<RouteKey, string>> = {
  * pool alone runs on, told so (`'absent'`), to finish a deletion in progress.
  * @throws ForbiddenError; NotFoundError
  */
-async function authorize(key: RouteKey, event: APIGatewayProxyEventV2, deps: Deps, caller: Principal | undefined): Promise<'absent' | undefined> {
+async function authorize(
+  key: RouteKey,
+  event: APIGatewayProxyEventV2,
+  deps: Deps,
+  caller: Principal | undefined,
+): Promise<'absent' | undefined> {
   if (!key.includes('{pool}')) return undefined;
   let pool;
   try {
@@ -82,10 +111,16 @@ async function authorize(key: RouteKey, event: APIGatewayProxyEventV2, deps: Dep
 }
 
 /** A path value for a log line, cut short (a huge path does not make a huge line). */
-const logged = (value: string | undefined) => (value === undefined ? undefined : value.length > 256 ? `${value.slice(0, 256)}...` : value);
+const logged = (value: string | undefined) =>
+  value === undefined ? undefined : value.length > 256 ? `${value.slice(0, 256)}...` : value;
 
 /** Builds the HTTP API handler: route, call one use case, map the result; errors become problem documents. */
-export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], log: ErrorLogger = defaultLogger, metrics?: ApiMetrics & { flush(): void }) {
+export function createHttpHandler(
+  deps: () => Deps,
+  info: RouteContext['info'],
+  log: ErrorLogger = defaultLogger,
+  metrics?: ApiMetrics & { flush(): void },
+) {
   const compiled = compileRoutes(routeKeys);
   return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Context>()
     .use(problemMiddleware(log))
@@ -100,7 +135,11 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
       if (!match) {
         // The path is echoed for the reader, cut short so a huge path does not make a huge answer.
         const path = event.rawPath.length > 200 ? `${event.rawPath.slice(0, 200)}...` : event.rawPath;
-        throw new NotFoundError('route', path, `No route ${event.requestContext.http.method || '(no method)'} ${path || '(no path)'}.`);
+        throw new NotFoundError(
+          'route',
+          path,
+          `No route ${event.requestContext.http.method || '(no method)'} ${path || '(no path)'}.`,
+        );
       }
       const route = routes[match.key];
       const routed = { ...event, pathParameters: match.pathParameters };
@@ -111,7 +150,18 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
       const audit = (status: number, extra: Record<string, unknown> = {}) => {
         if (!writes) return;
         const names = Object.fromEntries(Object.entries(match.pathParameters).map(([k, v]) => [k, logged(v)]));
-        log({ level: 'info', message: 'write', requestId: event.requestContext.requestId, route: match.key, ...names, principal: caller?.arn ?? null, ...(caller?.session ? { session: caller.session } : {}), status, ...fields, ...extra });
+        log({
+          level: 'info',
+          message: 'write',
+          requestId: event.requestContext.requestId,
+          route: match.key,
+          ...names,
+          principal: caller?.arn ?? null,
+          ...(caller?.session ? { session: caller.session } : {}),
+          status,
+          ...fields,
+          ...extra,
+        });
       };
       try {
         caller = callerOf(event, info.localStack === true);
@@ -120,7 +170,15 @@ export function createHttpHandler(deps: () => Deps, info: RouteContext['info'], 
         refuseForgeableWrite(event);
         const container = deps();
         const poolAbsent = (await authorize(match.key, routed, container, caller)) === 'absent';
-        const response = await route({ event: routed, deps: container, info, ...(poolAbsent ? { poolAbsent } : {}), ...(caller ? { caller } : {}), audit: (more) => Object.assign(fields, more), ...(metrics ? { metrics } : {}) });
+        const response = await route({
+          event: routed,
+          deps: container,
+          info,
+          ...(poolAbsent ? { poolAbsent } : {}),
+          ...(caller ? { caller } : {}),
+          audit: (more) => Object.assign(fields, more),
+          ...(metrics ? { metrics } : {}),
+        });
         audit(response.statusCode ?? 200);
         return response;
       } catch (error) {

@@ -19,8 +19,18 @@ export const consumerRoutes = {
   },
   'DELETE /v1/pools/{pool}/claims/{claim}/consumers/{uid}': async ({ event, deps, caller, audit }) => {
     const uid = pathParam(event, 'uid');
-    const outcome = await removeConsumer(deps, { pool: pathParam(event, 'pool'), claim: pathParam(event, 'claim'), uid, ...(caller ? { caller } : {}) });
+    const outcome = await removeConsumer(deps, {
+      pool: pathParam(event, 'pool'),
+      claim: pathParam(event, 'claim'),
+      uid,
+      ...(caller ? { caller } : {}),
+    });
     audit?.({ claim: pathParam(event, 'claim'), consumer: uid, removed: outcome.removed, released: outcome.released });
-    return json(200, { uid, removed: outcome.removed, released: outcome.released, ...(outcome.claim ? { claim: claimDto(outcome.claim) } : {}) });
+    return json(200, {
+      uid,
+      removed: outcome.removed,
+      released: outcome.released,
+      ...(outcome.claim ? { claim: claimDto(outcome.claim) } : {}),
+    });
   },
 } as const satisfies RouteMap;

@@ -6,10 +6,24 @@ import type { components } from './openapi.gen.ts';
 import type { Principal } from '../../core/access.ts';
 import { countToJson } from '../../core/ip/cidr.ts';
 import { DEFAULT_FREE_THRESHOLDS } from '../../core/occupancy/exhaustion.ts';
-import { historyDaysOf, isReleased, LeaseState, prefixOf, type Claim, type Lease, type Owner, type Pool, type Range, type Utilization } from '../../core/model.ts';
+import {
+  historyDaysOf,
+  isReleased,
+  LeaseState,
+  prefixOf,
+  type Claim,
+  type Lease,
+  type Owner,
+  type Pool,
+  type Range,
+  type Utilization,
+} from '../../core/model.ts';
 
 /** A principal as JSON: its ARN, and an assumed role's session apart. */
-export const principalDto = (p: Principal) => ({ arn: p.arn, ...(p.session !== undefined ? { session: p.session } : {}) });
+export const principalDto = (p: Principal) => ({
+  arn: p.arn,
+  ...(p.session !== undefined ? { session: p.session } : {}),
+});
 
 /** An owner with its fields in one order, whatever order storage returned them in. */
 const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
@@ -20,7 +34,12 @@ type Schemas = components['schemas'];
 
 /** Utilization as JSON: exact counts, decimal strings beyond 2^53. */
 export function utilizationDto(u: Utilization): Schemas['Utilization'] {
-  return { size: countToJson(u.size), used: countToJson(u.used), releasing: countToJson(u.releasing), free: countToJson(u.free) };
+  return {
+    size: countToJson(u.size),
+    used: countToJson(u.used),
+    releasing: countToJson(u.releasing),
+    free: countToJson(u.free),
+  };
 }
 
 export function poolDto(pool: Pool): Schemas['Pool'] {
@@ -30,9 +49,13 @@ export function poolDto(pool: Pool): Schemas['Pool'] {
     reuseDelaySeconds: pool.reuseDelaySeconds ?? 0,
     historyDays: historyDaysOf(pool),
     freeThresholds: pool.freeThresholds ?? DEFAULT_FREE_THRESHOLDS,
-    ...(pool.access ? { access: { administrators: pool.access.administrators, allocators: pool.access.allocators } } : {}),
+    ...(pool.access
+      ? { access: { administrators: pool.access.administrators, allocators: pool.access.allocators } }
+      : {}),
     ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}),
-    ...(pool.grow ? { grow: { pool: pool.grow.pool, belowFree: pool.grow.belowFree, maxBlocks: pool.grow.maxBlocks } } : {}),
+    ...(pool.grow
+      ? { grow: { pool: pool.grow.pool, belowFree: pool.grow.belowFree, maxBlocks: pool.grow.maxBlocks } }
+      : {}),
     createdAt: pool.createdAt,
   };
 }
@@ -55,7 +78,12 @@ export function rangeDto(range: Range, u: Utilization): Schemas['Range'] {
 export function poolDetailsDto(details: PoolDetails): Schemas['PoolDetails'] {
   const utilization: Record<string, Schemas['Utilization']> = {};
   for (const [family, u] of Object.entries(details.utilization)) utilization[family] = utilizationDto(u);
-  return { ...poolDto(details.pool), ranges: details.ranges.map((r) => rangeDto(r.range, r.utilization)), utilization, warnings: details.warnings };
+  return {
+    ...poolDto(details.pool),
+    ranges: details.ranges.map((r) => rangeDto(r.range, r.utilization)),
+    utilization,
+    warnings: details.warnings,
+  };
 }
 
 export function claimDto(claim: Claim): Schemas['Claim'] {
@@ -68,7 +96,12 @@ export function claimDto(claim: Claim): Schemas['Claim'] {
     ipFamilies: [...new Set(claim.addresses.map((a) => a.family))],
     ...(claim.spec.count !== undefined ? { count: claim.spec.count } : {}),
     // Spelled field by field: a claim read back from the table (an idempotent repeat) has them in the codec's order.
-    addresses: claim.addresses.map((a) => ({ address: a.address, family: a.family, range: a.range, ...(a.prefixLength !== undefined ? { prefix: prefixOf(a) } : {}) })),
+    addresses: claim.addresses.map((a) => ({
+      address: a.address,
+      family: a.family,
+      range: a.range,
+      ...(a.prefixLength !== undefined ? { prefix: prefixOf(a) } : {}),
+    })),
     ...(claim.spec.prefixes?.length ? { prefixes: claim.spec.prefixes } : {}),
     ...(claim.spec.generateName !== undefined ? { generateName: claim.spec.generateName } : {}),
     ...(claim.spec.ttlSeconds !== undefined ? { ttlSeconds: claim.spec.ttlSeconds } : {}),
@@ -79,7 +112,9 @@ export function claimDto(claim: Claim): Schemas['Claim'] {
     // Present while it has any: a claim that had consumers is released with its last one.
     ...(claim.consumers?.length ? { consumers: claim.consumers.map(ownerDto) } : {}),
     // Present while it has any: the ranges of other pools made from its blocks (it is not released meanwhile).
-    ...(claim.children?.length ? { children: claim.children.map((c) => ({ pool: c.pool, range: c.range, cidr: c.cidr })) } : {}),
+    ...(claim.children?.length
+      ? { children: claim.children.map((c) => ({ pool: c.pool, range: c.range, cidr: c.cidr })) }
+      : {}),
     version: claim.version,
   };
 }
@@ -122,6 +157,12 @@ export function occupancyDto(o: RangeOccupancy): Record<string, unknown> {
     used: countToJson(o.used),
     source: o.source,
     chunkSize: o.chunkSize,
-    slices: o.slices.map((s) => ({ first: s.first, count: s.count, used: s.used, bits: Buffer.from(s.bits).toString('base64'), asOf: s.asOf })),
+    slices: o.slices.map((s) => ({
+      first: s.first,
+      count: s.count,
+      used: s.used,
+      bits: Buffer.from(s.bits).toString('base64'),
+      asOf: s.asOf,
+    })),
   };
 }

@@ -16,7 +16,10 @@ export interface EntityTag {
 }
 
 const malformed = () =>
-  new InvalidArgumentError('If-Match must be "*" or a comma-separated list of entity tags such as "1", quoted as the ETag header sends them.', 'If-Match');
+  new InvalidArgumentError(
+    'If-Match must be "*" or a comma-separated list of entity tags such as "1", quoted as the ETag header sends them.',
+    'If-Match',
+  );
 
 /** etagc = %x21 / %x23-7E / obs-text (%x80-FF): any visible character but DQUOTE; ',' is allowed inside the quotes. */
 function isEtagChar(code: number): boolean {

@@ -1,6 +1,12 @@
 import { InvalidArgumentError } from '../../core/errors.ts';
 import type { Holding } from '../../core/history/holding.ts';
-import { addressAt, addressHistory, cidrHistory, ownerHistory, type HistoryPage } from '../../core/use-cases/history.ts';
+import {
+  addressAt,
+  addressHistory,
+  cidrHistory,
+  ownerHistory,
+  type HistoryPage,
+} from '../../core/use-cases/history.ts';
 import { principalDto } from './dto.ts';
 import { pageParams, pathParam, queryParam } from './request.ts';
 import { json, type RouteMap } from './routes.ts';
@@ -30,8 +36,14 @@ export function holdingDto(h: Holding): Record<string, unknown> {
 function timeParam(event: APIGatewayProxyEventV2, name: 'from' | 'to' | 'at'): number | undefined {
   const text = queryParam(event, name);
   if (text === undefined) return undefined;
-  const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text) ? Date.parse(text) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new InvalidArgumentError(`${name} must be an RFC 3339 time with its offset, such as 2026-11-25T14:02:00Z.`, name);
+  const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text)
+    ? Date.parse(text)
+    : Number.NaN;
+  if (!Number.isFinite(ms))
+    throw new InvalidArgumentError(
+      `${name} must be an RFC 3339 time with its offset, such as 2026-11-25T14:02:00Z.`,
+      name,
+    );
   return ms;
 }
 
@@ -39,7 +51,8 @@ function timeParam(event: APIGatewayProxyEventV2, name: 'from' | 'to' | 'at'): n
 function windowParams(event: APIGatewayProxyEventV2): { fromMs?: number; toMs?: number } {
   const fromMs = timeParam(event, 'from');
   const toMs = timeParam(event, 'to');
-  if (fromMs !== undefined && toMs !== undefined && toMs <= fromMs) throw new InvalidArgumentError('to must be later than from.', 'to');
+  if (fromMs !== undefined && toMs !== undefined && toMs <= fromMs)
+    throw new InvalidArgumentError('to must be later than from.', 'to');
   return { ...(fromMs !== undefined ? { fromMs } : {}), ...(toMs !== undefined ? { toMs } : {}) };
 }
 
@@ -57,21 +70,33 @@ export const historyRoutes = {
     const atMs = timeParam(event, 'at');
     if (atMs !== undefined) {
       for (const other of ['from', 'to', 'cursor'] as const) {
-        if (queryParam(event, other) !== undefined) throw new InvalidArgumentError(`at asks about one instant: it cannot be combined with ${other}.`, other);
+        if (queryParam(event, other) !== undefined)
+          throw new InvalidArgumentError(`at asks about one instant: it cannot be combined with ${other}.`, other);
       }
       const answer = await addressAt(deps, pool, address, atMs);
-      return json(200, { at: new Date(atMs).toISOString(), holding: answer.holding ? holdingDto(answer.holding) : null, ...(answer.completeUntil ? { completeUntil: answer.completeUntil } : {}) });
+      return json(200, {
+        at: new Date(atMs).toISOString(),
+        holding: answer.holding ? holdingDto(answer.holding) : null,
+        ...(answer.completeUntil ? { completeUntil: answer.completeUntil } : {}),
+      });
     }
     const { limit, cursor } = pageParams(event);
     return json(200, pageBody(await addressHistory(deps, pool, address, windowParams(event), limit, cursor)));
   },
   'GET /v1/pools/{pool}/owners/{uid}/history': async ({ event, deps }) => {
     const { limit, cursor } = pageParams(event);
-    return json(200, pageBody(await ownerHistory(deps, pathParam(event, 'pool'), pathParam(event, 'uid'), limit, cursor)));
+    return json(
+      200,
+      pageBody(await ownerHistory(deps, pathParam(event, 'pool'), pathParam(event, 'uid'), limit, cursor)),
+    );
   },
   'GET /v1/pools/{pool}/history': async ({ event, deps }) => {
     const cidr = queryParam(event, 'cidr');
-    if (cidr === undefined) throw new InvalidArgumentError('The history of a pool is read per block: pass cidr (at most 256 addresses).', 'cidr');
+    if (cidr === undefined)
+      throw new InvalidArgumentError(
+        'The history of a pool is read per block: pass cidr (at most 256 addresses).',
+        'cidr',
+      );
     const { limit } = pageParams(event);
     return json(200, pageBody(await cidrHistory(deps, pathParam(event, 'pool'), cidr, windowParams(event), limit)));
   },

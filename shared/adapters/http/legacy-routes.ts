@@ -21,7 +21,10 @@ export function negotiate(accept: string | undefined): MediaType {
     return { type, q: Number.isFinite(weight) ? weight : 0 };
   });
   const quality = (offered: MediaType): number => {
-    const match = ranges.find((r) => r.type === offered) ?? ranges.find((r) => r.type === 'application/*') ?? ranges.find((r) => r.type === '*/*');
+    const match =
+      ranges.find((r) => r.type === offered) ??
+      ranges.find((r) => r.type === 'application/*') ??
+      ranges.find((r) => r.type === '*/*');
     return match?.q ?? 0;
   };
   return quality(MediaType.Cbor) > quality(MediaType.Json) ? MediaType.Cbor : MediaType.Json;

@@ -42,7 +42,7 @@ const titles: Record<ErrorCode, string> = {
   Internal: 'Internal error',
   TooManyConsumers: 'Too many consumers',
   ClaimInUse: 'Claim in use',
-  SourceMismatch: 'Not the source claim\'s block',
+  SourceMismatch: "Not the source claim's block",
   ClaimHasChildren: 'Claim is the source of a range',
 };
 
@@ -66,9 +66,22 @@ export function problemOf(error: unknown): Problem {
     const status = statusOf[error.code];
     const detail = status < 500 || error.code === ErrorCode.NotReady ? error.message : titles[error.code];
     const rule = error instanceof ForbiddenError ? { rule: error.rule } : {};
-    return { type: `https://ipam.dev/problems/${error.code}`, title: titles[error.code], status, detail, code: error.code, ...rule };
+    return {
+      type: `https://ipam.dev/problems/${error.code}`,
+      title: titles[error.code],
+      status,
+      detail,
+      code: error.code,
+      ...rule,
+    };
   }
-  return { type: 'https://ipam.dev/problems/Internal', title: titles.Internal, status: 500, detail: 'The server failed to handle the request; it has been logged.', code: ErrorCode.Internal };
+  return {
+    type: 'https://ipam.dev/problems/Internal',
+    title: titles.Internal,
+    status: 500,
+    detail: 'The server failed to handle the request; it has been logged.',
+    code: ErrorCode.Internal,
+  };
 }
 
 /** The HTTP response of a problem. */

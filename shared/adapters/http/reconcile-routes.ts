@@ -11,13 +11,29 @@ export const reconcileRoutes = {
     const uid = pathParam(event, 'uid');
     const { released, left } = await releaseOwner(deps, pathParam(event, 'pool'), uid, caller);
     audit?.({ released, ...(left.length ? { left } : {}) });
-    return json(200, { owner: { uid }, released, ...(left.length ? { left } : {}), ...(caller ? { releasedBy: principalDto(caller) } : {}) });
+    return json(200, {
+      owner: { uid },
+      released,
+      ...(left.length ? { left } : {}),
+      ...(caller ? { releasedBy: principalDto(caller) } : {}),
+    });
   },
   'GET /v1/pools/{pool}/events': async ({ event, deps }) => {
     const { limit, cursor } = pageParams(event);
     const page = await listEvents(deps, pathParam(event, 'pool'), limit, cursor);
     return json(200, {
-      items: page.items.map((e) => ({ time: e.time, reason: e.reason, object: e.object, message: e.message, ...(e.labels ? { labels: e.labels } : {}), by: e.principal ?? (e.reason === EventReason.PoolFreeBelowThreshold || e.reason === EventReason.PoolFreeRecovered ? 'stream' : 'reconciler') })),
+      items: page.items.map((e) => ({
+        time: e.time,
+        reason: e.reason,
+        object: e.object,
+        message: e.message,
+        ...(e.labels ? { labels: e.labels } : {}),
+        by:
+          e.principal ??
+          (e.reason === EventReason.PoolFreeBelowThreshold || e.reason === EventReason.PoolFreeRecovered
+            ? 'stream'
+            : 'reconciler'),
+      })),
       ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
     });
   },

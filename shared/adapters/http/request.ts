@@ -24,13 +24,18 @@ export interface FieldSpec {
 }
 
 /** Parses the JSON body strictly: size limit, an object, known fields only, each of its type. @throws InvalidArgumentError */
-export function parseBody(event: APIGatewayProxyEventV2, fields: Readonly<Record<string, FieldSpec>>, optional = false): Record<string, unknown> {
+export function parseBody(
+  event: APIGatewayProxyEventV2,
+  fields: Readonly<Record<string, FieldSpec>>,
+  optional = false,
+): Record<string, unknown> {
   const raw: unknown = event.body ?? '';
   // readEvent refuses such events already; checked again because this function is also called on its own.
   if (typeof raw !== 'string') throw nonTextBody(raw);
   let text = raw;
   if (event.isBase64Encoded && text) text = Buffer.from(text, 'base64').toString('utf8');
-  if (Buffer.byteLength(text, 'utf8') > MAX_BODY_BYTES) throw new InvalidArgumentError(`The request body is larger than ${MAX_BODY_BYTES} bytes.`, 'body');
+  if (Buffer.byteLength(text, 'utf8') > MAX_BODY_BYTES)
+    throw new InvalidArgumentError(`The request body is larger than ${MAX_BODY_BYTES} bytes.`, 'body');
   if (text.trim() === '') {
     if (optional) return {};
     throw new InvalidArgumentError('The request needs a JSON object body.', 'body');
@@ -44,13 +49,21 @@ export function parseBody(event: APIGatewayProxyEventV2, fields: Readonly<Record
   return checkObject(value, fields, '');
 }
 
-function checkObject(value: unknown, fields: Readonly<Record<string, FieldSpec>>, path: string): Record<string, unknown> {
+function checkObject(
+  value: unknown,
+  fields: Readonly<Record<string, FieldSpec>>,
+  path: string,
+): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidArgumentError(`${path || 'The request body'} must be a JSON object.`, path || 'body');
   }
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
-    if (!Object.hasOwn(fields, key)) throw new InvalidArgumentError(`Unknown field ${quote(path + key)}; known fields: ${Object.keys(fields).join(', ')}.`, path + key);
+    if (!Object.hasOwn(fields, key))
+      throw new InvalidArgumentError(
+        `Unknown field ${quote(path + key)}; known fields: ${Object.keys(fields).join(', ')}.`,
+        path + key,
+      );
   }
   for (const [key, spec] of Object.entries(fields)) {
     const field = path + key;
@@ -62,12 +75,17 @@ function checkObject(value: unknown, fields: Readonly<Record<string, FieldSpec>>
       continue;
     }
     const ok =
-      spec.type === 'string' ? typeof v === 'string'
-      : spec.type === 'boolean' ? typeof v === 'boolean'
-      : spec.type === 'integer' ? typeof v === 'number' && Number.isInteger(v)
-      : spec.type === 'string[]' ? Array.isArray(v) && v.length <= 256 && v.every((e) => typeof e === 'string')
-      : spec.type === 'number[]' ? Array.isArray(v) && v.length <= 256 && v.every((e) => typeof e === 'number' && Number.isFinite(e))
-      : typeof v === 'object' && !Array.isArray(v);
+      spec.type === 'string'
+        ? typeof v === 'string'
+        : spec.type === 'boolean'
+          ? typeof v === 'boolean'
+          : spec.type === 'integer'
+            ? typeof v === 'number' && Number.isInteger(v)
+            : spec.type === 'string[]'
+              ? Array.isArray(v) && v.length <= 256 && v.every((e) => typeof e === 'string')
+              : spec.type === 'number[]'
+                ? Array.isArray(v) && v.length <= 256 && v.every((e) => typeof e === 'number' && Number.isFinite(e))
+                : typeof v === 'object' && !Array.isArray(v);
     if (!ok) throw new InvalidArgumentError(`Field ${JSON.stringify(field)} must be ${describe(spec.type)}.`, field);
     if (spec.type === 'object' && spec.fields) checkObject(v, spec.fields, `${field}.`);
   }
@@ -75,7 +93,14 @@ function checkObject(value: unknown, fields: Readonly<Record<string, FieldSpec>>
 }
 
 function describe(type: FieldType): string {
-  return { string: 'a string', boolean: 'true or false', integer: 'a whole number', 'string[]': 'an array of strings', 'number[]': 'an array of numbers', object: 'an object' }[type];
+  return {
+    string: 'a string',
+    boolean: 'true or false',
+    integer: 'a whole number',
+    'string[]': 'an array of strings',
+    'number[]': 'an array of numbers',
+    object: 'an object',
+  }[type];
 }
 
 /** Reads `limit` (1-1000) and `cursor` from the query string. @throws InvalidArgumentError */
@@ -85,11 +110,16 @@ export function pageParams(event: APIGatewayProxyEventV2): { limit?: number; cur
   const out: { limit?: number; cursor?: string } = {};
   if (limitText !== undefined) {
     const limit = Number(limitText);
-    if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000) throw new InvalidArgumentError('limit must be a whole number from 1 to 1000.', 'limit');
+    if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000)
+      throw new InvalidArgumentError('limit must be a whole number from 1 to 1000.', 'limit');
     out.limit = limit;
   }
   if (cursor !== undefined) {
-    if (cursor.length === 0 || cursor.length > 2048) throw new InvalidArgumentError('cursor is not valid: pass back the nextCursor of a previous page unchanged.', 'cursor');
+    if (cursor.length === 0 || cursor.length > 2048)
+      throw new InvalidArgumentError(
+        'cursor is not valid: pass back the nextCursor of a previous page unchanged.',
+        'cursor',
+      );
     out.cursor = cursor;
   }
   return out;
@@ -130,7 +160,10 @@ export function isVerbatimParam(name: string): boolean {
 
 /** The refusal of a percent-encoded name in the path. */
 export function percentInPath(name: string): InvalidArgumentError {
-  return new InvalidArgumentError(`The ${name} in the path contains '%': names are sent as they are, never percent-encoded.`, name);
+  return new InvalidArgumentError(
+    `The ${name} in the path contains '%': names are sent as they are, never percent-encoded.`,
+    name,
+  );
 }
 
 /** A path parameter, checked against its rule (only an owner uid is URL-decoded first). @throws InvalidArgumentError */
@@ -194,7 +227,11 @@ export const PRINCIPAL_HEADER = 'x-ipam-principal';
 export function callerOf(event: APIGatewayProxyEventV2, localStack: boolean): Principal | undefined {
   const claimed = header(event, PRINCIPAL_HEADER);
   if (claimed !== undefined) {
-    if (!localStack) throw new InvalidArgumentError(`The ${PRINCIPAL_HEADER} header is honoured only by the local stack; a deployed stage takes the caller from the request's IAM signature.`, PRINCIPAL_HEADER);
+    if (!localStack)
+      throw new InvalidArgumentError(
+        `The ${PRINCIPAL_HEADER} header is honoured only by the local stack; a deployed stage takes the caller from the request's IAM signature.`,
+        PRINCIPAL_HEADER,
+      );
     return principalFromArn(claimed, PRINCIPAL_HEADER);
   }
   const authorizer = (event.requestContext as { authorizer?: { iam?: { userArn?: unknown } } }).authorizer;
@@ -224,23 +261,38 @@ export function commitDeadline(event: APIGatewayProxyEventV2): number | undefine
   const value = header(event, COMMIT_DEADLINE_HEADER);
   if (value === undefined) return undefined;
   const ms = RFC3339.test(value.trim()) ? Date.parse(value.trim()) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new InvalidArgumentError(`The ${COMMIT_DEADLINE_HEADER} header must be an RFC 3339 time such as 2030-01-01T12:00:00.000Z, not ${quote(value)}.`, COMMIT_DEADLINE_HEADER);
+  if (!Number.isFinite(ms))
+    throw new InvalidArgumentError(
+      `The ${COMMIT_DEADLINE_HEADER} header must be an RFC 3339 time such as 2030-01-01T12:00:00.000Z, not ${quote(value)}.`,
+      COMMIT_DEADLINE_HEADER,
+    );
   return ms;
 }
 
 function nonTextBody(body: unknown): InvalidArgumentError {
-  const kind = Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body === 'object' ? 'an object' : `a ${typeof body}`;
+  const kind = Array.isArray(body)
+    ? 'an array'
+    : body === null
+      ? 'null'
+      : typeof body === 'object'
+        ? 'an object'
+        : `a ${typeof body}`;
   return new InvalidArgumentError(`The request body must arrive as JSON text, not as ${kind}.`, 'body');
 }
 
 /** A record of strings from an event part, with no prototype (so `constructor` or `__proto__` are plain keys). */
 function stringRecord(value: unknown, part: string): Record<string, string> | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'object' || Array.isArray(value)) throw new InvalidArgumentError(`The request's ${part} must be a map of strings.`, part);
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new InvalidArgumentError(`The request's ${part} must be a map of strings.`, part);
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const [key, v] of Object.entries(value)) {
     if (v === undefined || v === null) continue;
-    if (typeof v !== 'string') throw new InvalidArgumentError(`The request's ${part} must be a map of strings; ${JSON.stringify(key.slice(0, 100))} is not a string.`, part);
+    if (typeof v !== 'string')
+      throw new InvalidArgumentError(
+        `The request's ${part} must be a map of strings; ${JSON.stringify(key.slice(0, 100))} is not a string.`,
+        part,
+      );
     out[key] = v;
   }
   return out;
@@ -260,11 +312,16 @@ const optionalString = (value: unknown, part: string): string | undefined => {
  * @throws InvalidArgumentError
  */
 export function readEvent(raw: unknown): APIGatewayProxyEventV2 {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidArgumentError('The request is not an HTTP API event.', 'event');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new InvalidArgumentError('The request is not an HTTP API event.', 'event');
   const event = raw as Record<string, unknown>;
   if (event.body !== undefined && event.body !== null && typeof event.body !== 'string') throw nonTextBody(event.body);
-  const context = typeof event.requestContext === 'object' && event.requestContext !== null ? (event.requestContext as Record<string, unknown>) : {};
-  const http = typeof context.http === 'object' && context.http !== null ? (context.http as Record<string, unknown>) : {};
+  const context =
+    typeof event.requestContext === 'object' && event.requestContext !== null
+      ? (event.requestContext as Record<string, unknown>)
+      : {};
+  const http =
+    typeof context.http === 'object' && context.http !== null ? (context.http as Record<string, unknown>) : {};
   const body = optionalString(event.body, 'body');
   const headers = stringRecord(event.headers, 'headers') ?? (Object.create(null) as Record<string, string>);
   const query = stringRecord(event.queryStringParameters, 'query parameters');
@@ -277,7 +334,13 @@ export function readEvent(raw: unknown): APIGatewayProxyEventV2 {
     rawQueryString: optionalString(event.rawQueryString, 'rawQueryString') ?? '',
     headers,
     isBase64Encoded: event.isBase64Encoded === true,
-    requestContext: { ...(context as unknown as APIGatewayProxyEventV2['requestContext']), http: { ...(http as unknown as APIGatewayProxyEventV2['requestContext']['http']), method: optionalString(http.method, 'method') ?? '' } },
+    requestContext: {
+      ...(context as unknown as APIGatewayProxyEventV2['requestContext']),
+      http: {
+        ...(http as unknown as APIGatewayProxyEventV2['requestContext']['http']),
+        method: optionalString(http.method, 'method') ?? '',
+      },
+    },
     ...(query ? { queryStringParameters: query } : { queryStringParameters: undefined }),
     ...(path ? { pathParameters: path } : { pathParameters: undefined }),
     ...(body !== undefined ? { body } : { body: undefined }),
@@ -299,7 +362,10 @@ export function refuseForgeableWrite(event: APIGatewayProxyEventV2): void {
   const site = header('sec-fetch-site');
   if (site !== undefined) {
     if (site === 'same-origin' || site === 'none') return;
-    throw new ForbiddenError('cross-site-request', `A write sent by a web page of another origin (Sec-Fetch-Site: ${quote(site)}) is refused.`);
+    throw new ForbiddenError(
+      'cross-site-request',
+      `A write sent by a web page of another origin (Sec-Fetch-Site: ${quote(site)}) is refused.`,
+    );
   }
   // A browser without Fetch Metadata: its Origin against the host it asked (the local stack's console server forwards
   // it as x-forwarded-host; a page cannot set that header without a preflight).
@@ -307,7 +373,10 @@ export function refuseForgeableWrite(event: APIGatewayProxyEventV2): void {
   // An opaque origin ('null') or one that is no URL has no host: refused like another origin's.
   const from = origin === undefined ? undefined : hostOf(origin);
   if (origin !== undefined && (from === undefined || from !== (header('x-forwarded-host') ?? header('host')))) {
-    throw new ForbiddenError('cross-site-request', `A write sent by a web page of another origin (Origin: ${quote(origin)}) is refused.`);
+    throw new ForbiddenError(
+      'cross-site-request',
+      `A write sent by a web page of another origin (Origin: ${quote(origin)}) is refused.`,
+    );
   }
 }
 

@@ -1,3 +1,4 @@
+// Over 300 lines: the route table, one entry per route of openapi.yaml, each parsing its input and calling one use case.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { IpamError, type ErrorCode } from '../../core/errors.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
@@ -12,7 +13,17 @@ import { getRangeOccupancy } from '../../core/use-cases/occupancy.ts';
 import { claimDto, leaseDto, occupancyDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
 import { etagOf } from './etag.ts';
 import { createClaimGrowing } from '../../core/use-cases/grow.ts';
-import { commitDeadline, ifMatch, labelSelectorQuery, ownerQuery, pageParams, parseBody, pathParam, rangeQuery, type FieldSpec } from './request.ts';
+import {
+  commitDeadline,
+  ifMatch,
+  labelSelectorQuery,
+  ownerQuery,
+  pageParams,
+  parseBody,
+  pathParam,
+  rangeQuery,
+  type FieldSpec,
+} from './request.ts';
 import type { RouteKey } from './route-keys.ts';
 
 export type Response = APIGatewayProxyStructuredResultV2;
@@ -30,7 +41,11 @@ export interface RouteContext {
   readonly deps: Deps;
   readonly metrics?: ApiMetrics;
   /** Extra facts: the health route's, and whether this is the local stack (which takes the caller from a header). */
-  readonly info: { readonly version: string; readonly health: () => Promise<{ table: string; status: string }>; readonly localStack?: boolean };
+  readonly info: {
+    readonly version: string;
+    readonly health: () => Promise<{ table: string; status: string }>;
+    readonly localStack?: boolean;
+  };
   /** The caller (request.ts callerOf); undefined when nothing names one (a local call without the header). */
   readonly caller?: Principal;
   /** Adds fields to the request's audit log line (api.ts writes one per write): what the write did. */
@@ -51,7 +66,8 @@ const noContent = (): Response => ({ statusCode: 204, headers: {} });
 const claimHeaders = (version: number) => ({ etag: etagOf(version) });
 
 /** What a dryRun's answer says of itself. */
-export const PREVIEW_DETAIL = 'A preview of what this claim would get now; nothing was written and this is not a hold: a later claim may get another block or address.';
+export const PREVIEW_DETAIL =
+  'A preview of what this claim would get now; nothing was written and this is not a hold: a later claim may get another block or address.';
 
 /** The JSON body of each route that reads one, field by field (parseBody checks it; the fuzz test derives its bodies from it). */
 export const bodyFields = {
@@ -72,12 +88,23 @@ export const bodyFields = {
     name: { type: 'string' },
     legacy: { type: 'boolean' },
     // A nested pool's range: the block claim of another pool it is made from.
-    source: { type: 'object', fields: { pool: { type: 'string', required: true }, claim: { type: 'string', required: true } } },
+    source: {
+      type: 'object',
+      fields: { pool: { type: 'string', required: true }, claim: { type: 'string', required: true } },
+    },
   },
   'POST /v1/pools/{pool}/claims': {
     name: { type: 'string' },
     generateName: { type: 'string' },
-    owner: { type: 'object', required: true, fields: { kind: { type: 'string', required: true }, name: { type: 'string', required: true }, uid: { type: 'string', required: true } } },
+    owner: {
+      type: 'object',
+      required: true,
+      fields: {
+        kind: { type: 'string', required: true },
+        name: { type: 'string', required: true },
+        uid: { type: 'string', required: true },
+      },
+    },
     ipFamilyPolicy: { type: 'string' },
     ipFamilies: { type: 'string[]' },
     addresses: { type: 'string[]' },
@@ -93,7 +120,11 @@ export const bodyFields = {
   // ttlSeconds null confirms a hold: the claim becomes permanent.
   'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer', nullable: true } },
   // A consumer of the claim (use-cases/consumers.ts checks each field).
-  'POST /v1/pools/{pool}/claims/{claim}/consumers': { kind: { type: 'string', required: true }, name: { type: 'string', required: true }, uid: { type: 'string', required: true } },
+  'POST /v1/pools/{pool}/claims/{claim}/consumers': {
+    kind: { type: 'string', required: true },
+    name: { type: 'string', required: true },
+    uid: { type: 'string', required: true },
+  },
 } as const satisfies Record<string, Readonly<Record<string, FieldSpec>>>;
 
 /** Some of the routes of route-keys.ts, by key (`satisfies` refuses a key that is not declared there). */
@@ -126,7 +157,8 @@ export const routes = {
     const page = await pools.listPools(deps, limit, cursor, caller);
     return json(200, { items: page.items.map(poolDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },
-  'GET /v1/pools/{pool}': async ({ event, deps }) => json(200, poolDetailsDto(await pools.getPool(deps, pathParam(event, 'pool')))),
+  'GET /v1/pools/{pool}': async ({ event, deps }) =>
+    json(200, poolDetailsDto(await pools.getPool(deps, pathParam(event, 'pool')))),
   'DELETE /v1/pools/{pool}': async ({ event, deps, poolAbsent }) => {
     const name = pathParam(event, 'pool');
     // No Ready pool at the access check: only a deletion already in progress is finished (nothing is marked, so a
@@ -190,7 +222,11 @@ export const routes = {
     });
     // A preview is no hold: said in the answer, and neither audited as a write nor counted as an allocation.
     if (result.preview) return json(200, { ...claimDto(result.claim), dryRun: true, detail: PREVIEW_DETAIL });
-    audit?.({ claim: result.claim.name, created: result.created, addresses: result.claim.addresses.map((a) => a.address) });
+    audit?.({
+      claim: result.claim.name,
+      created: result.created,
+      addresses: result.claim.addresses.map((a) => a.address),
+    });
     if (result.created) metrics?.allocated(scope);
     if (result.collisions) metrics?.collided(scope, result.collisions);
     return json(result.created ? 201 : 200, claimDto(result.claim), claimHeaders(result.claim.version));
@@ -199,7 +235,10 @@ export const routes = {
     const { limit, cursor } = pageParams(event);
     const ownerUid = ownerQuery(event);
     const labels = labelSelectorQuery(event);
-    const page = await claims.listClaims(deps, pathParam(event, 'pool'), limit, cursor, { ...(ownerUid !== undefined ? { ownerUid } : {}), ...(labels ? { labels } : {}) });
+    const page = await claims.listClaims(deps, pathParam(event, 'pool'), limit, cursor, {
+      ...(ownerUid !== undefined ? { ownerUid } : {}),
+      ...(labels ? { labels } : {}),
+    });
     return json(200, { items: page.items.map(claimDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },
   'GET /v1/pools/{pool}/claims/{claim}': async ({ event, deps }) => {
@@ -207,13 +246,28 @@ export const routes = {
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
   'DELETE /v1/pools/{pool}/claims/{claim}': async ({ event, deps, caller, audit }) => {
-    const released = await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), ifMatch(event), caller);
-    audit?.({ released: released ? released.addresses.map((a) => a.address) : [], ...(released?.createdBy ? { createdBy: released.createdBy.arn } : {}) });
+    const released = await claims.deleteClaim(
+      deps,
+      pathParam(event, 'pool'),
+      pathParam(event, 'claim'),
+      ifMatch(event),
+      caller,
+    );
+    audit?.({
+      released: released ? released.addresses.map((a) => a.address) : [],
+      ...(released?.createdBy ? { createdBy: released.createdBy.arn } : {}),
+    });
     return noContent();
   },
   'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps, caller }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/renew'], true);
-    const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), body.ttlSeconds as number | null | undefined, caller);
+    const claim = await claims.renewClaim(
+      deps,
+      pathParam(event, 'pool'),
+      pathParam(event, 'claim'),
+      body.ttlSeconds as number | null | undefined,
+      caller,
+    );
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
 
@@ -248,7 +302,10 @@ export function compileRoutes(keysList: readonly RouteKey[]): Compiled[] {
 }
 
 /** Finds the route of a request, filling path parameters when matched by path. */
-export function matchRoute(compiled: readonly Compiled[], event: APIGatewayProxyEventV2): { key: RouteKey; pathParameters: Record<string, string> } | undefined {
+export function matchRoute(
+  compiled: readonly Compiled[],
+  event: APIGatewayProxyEventV2,
+): { key: RouteKey; pathParameters: Record<string, string> } | undefined {
   if (event.routeKey && event.routeKey !== '$default') {
     const found = compiled.find((c) => c.key === event.routeKey);
     if (found) return { key: found.key, pathParameters: (event.pathParameters ?? {}) as Record<string, string> };

@@ -42,7 +42,20 @@ import type { Item } from '../dynamodb/codec.ts';
 import { holds, type Condition } from '../dynamodb/conditions.ts';
 import type { Key } from '../dynamodb/keys.ts';
 import { plainItemSize, plainValueSize, utf8Length } from '../../../aws-emulation/item-size.ts';
-import { ITEM_BYTES_LIMIT, KEY_ATTRIBUTES, TRANSACTION_BYTES_LIMIT, TRANSACTION_LIMIT, type IndexName, type Query, type QueryPage, type Table, type TxVerdict, type Update, type WriteOp, type WriteResult } from '../dynamodb/table.ts';
+import {
+  ITEM_BYTES_LIMIT,
+  KEY_ATTRIBUTES,
+  TRANSACTION_BYTES_LIMIT,
+  TRANSACTION_LIMIT,
+  type IndexName,
+  type Query,
+  type QueryPage,
+  type Table,
+  type TxVerdict,
+  type Update,
+  type WriteOp,
+  type WriteResult,
+} from '../dynamodb/table.ts';
 
 /** The methods of the Table port, as the fault hook and the call counter name them. */
 export const TableMethod = {
@@ -139,7 +152,8 @@ function copy<T>(value: T): T {
 }
 
 function copyDefined(value: unknown): unknown {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function' && typeof value !== 'symbol')) return value;
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function' && typeof value !== 'symbol'))
+    return value;
   if (Array.isArray(value)) {
     const out: unknown[] = [];
     for (const v of value as unknown[]) if (v !== undefined) out.push(copyDefined(v));
@@ -160,8 +174,12 @@ function project(item: Item, attributes: readonly string[] | undefined): Item {
 
 /** A key attribute's value must be a non-empty string: DynamoDB refuses the whole request otherwise. */
 function checkKeyShape(attribute: string, value: unknown): void {
-  if (typeof value !== 'string') throw validation(`One or more parameter values were invalid: Type mismatch for key ${attribute}; expected S.`);
-  if (value === '') throw validation(`One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: ${attribute}`);
+  if (typeof value !== 'string')
+    throw validation(`One or more parameter values were invalid: Type mismatch for key ${attribute}; expected S.`);
+  if (value === '')
+    throw validation(
+      `One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: ${attribute}`,
+    );
 }
 
 /** Why a key attribute's value is over DynamoDB's size limit (undefined: it is not). */
@@ -183,7 +201,10 @@ function checkKey(key: { readonly PK: unknown; readonly SK: unknown }): void {
 
 /** The key attributes an item carries (table and indexes), with their size limits. */
 function keyValuesOf(item: Item): [string, unknown, number][] {
-  const present: [string, unknown, number][] = [['PK', item.PK, MAX_PARTITION_BYTES], ['SK', item.SK, MAX_SORT_BYTES]];
+  const present: [string, unknown, number][] = [
+    ['PK', item.PK, MAX_PARTITION_BYTES],
+    ['SK', item.SK, MAX_SORT_BYTES],
+  ];
   for (const index of INDEXES) {
     const [pk, sk] = KEY_ATTRIBUTES[index];
     if (item[pk] !== undefined) present.push([pk, item[pk], MAX_PARTITION_BYTES]);
@@ -210,8 +231,11 @@ const tooLarge = (item: Item): boolean => plainItemSize(item) > ITEM_BYTES_LIMIT
  * more an operation (its expression placeholders), which no write shape comes near.
  */
 function payloadBytes(op: WriteOp): number {
-  const values = (record: Readonly<Record<string, unknown>> | undefined) => Object.entries(record ?? {}).reduce((sum, [name, value]) => sum + utf8Length(name) + plainValueSize(value), 0);
-  const condition = op.condition ? conditionValues(op.condition).reduce((sum: number, v) => sum + plainValueSize(v), 0) : 0;
+  const values = (record: Readonly<Record<string, unknown>> | undefined) =>
+    Object.entries(record ?? {}).reduce((sum, [name, value]) => sum + utf8Length(name) + plainValueSize(value), 0);
+  const condition = op.condition
+    ? conditionValues(op.condition).reduce((sum: number, v) => sum + plainValueSize(v), 0)
+    : 0;
   if (op.kind === 'put') return plainItemSize(op.item) + condition;
   const key = plainItemSize({ PK: op.key.PK, SK: op.key.SK });
   if (op.kind !== 'update') return key + condition;
@@ -231,19 +255,32 @@ function clausesOf(condition: Condition): Exclude<Condition, { op: 'and' | 'or' 
 
 /** The request-level checks of an update expression: not empty, no path twice, no key attribute. */
 function checkUpdate(update: Update): void {
-  const paths = [...Object.keys(update.set ?? {}), ...Object.keys(update.setIfAbsent ?? {}), ...Object.keys(update.add ?? {}), ...(update.remove ?? [])];
+  const paths = [
+    ...Object.keys(update.set ?? {}),
+    ...Object.keys(update.setIfAbsent ?? {}),
+    ...Object.keys(update.add ?? {}),
+    ...(update.remove ?? []),
+  ];
   if (paths.length === 0) throw validation('Invalid UpdateExpression: The expression can not be empty;');
   const seen = new Set<string>();
   for (const path of paths) {
-    if (seen.has(path)) throw validation(`Invalid UpdateExpression: Two document paths overlap with each other; path: [${path}]`);
+    if (seen.has(path))
+      throw validation(`Invalid UpdateExpression: Two document paths overlap with each other; path: [${path}]`);
     seen.add(path);
   }
 }
 
 /** An update of a key attribute: refused per item (a cancellation reason inside a transaction). */
 function keyUpdateProblem(update: Update): string | undefined {
-  const path = [...Object.keys(update.set ?? {}), ...Object.keys(update.setIfAbsent ?? {}), ...Object.keys(update.add ?? {}), ...(update.remove ?? [])].find((p) => p === 'PK' || p === 'SK');
-  return path ? `One or more parameter values were invalid: Cannot update attribute ${path}. This attribute is part of the key` : undefined;
+  const path = [
+    ...Object.keys(update.set ?? {}),
+    ...Object.keys(update.setIfAbsent ?? {}),
+    ...Object.keys(update.add ?? {}),
+    ...(update.remove ?? []),
+  ].find((p) => p === 'PK' || p === 'SK');
+  return path
+    ? `One or more parameter values were invalid: Cannot update attribute ${path}. This attribute is part of the key`
+    : undefined;
 }
 
 /** The attributes a condition reads. */
@@ -262,10 +299,12 @@ function applyUpdate(key: Key, current: Item | undefined, update: Update): Item 
   const before: Item = current ?? {};
   const next: Item = { ...(current ?? { PK: key.PK, SK: key.SK }) };
   for (const [attribute, value] of Object.entries(update.set ?? {})) next[attribute] = value;
-  for (const [attribute, value] of Object.entries(update.setIfAbsent ?? {})) next[attribute] = before[attribute] !== undefined ? before[attribute] : value;
+  for (const [attribute, value] of Object.entries(update.setIfAbsent ?? {}))
+    next[attribute] = before[attribute] !== undefined ? before[attribute] : value;
   for (const [attribute, value] of Object.entries(update.add ?? {})) {
     const old = before[attribute];
-    if (old !== undefined && typeof old !== 'number') throw validation('An operand in the update expression has an incorrect data type');
+    if (old !== undefined && typeof old !== 'number')
+      throw validation('An operand in the update expression has an incorrect data type');
     next[attribute] = (old ?? 0) + value;
   }
   for (const attribute of update.remove ?? []) delete next[attribute];
@@ -305,7 +344,14 @@ export class MemoryTable implements Table {
   private journalHead = 0;
   /** The sequence number of the last item write. */
   private sequence = 0;
-  private readonly counts: Record<TableMethod, number> = { get: 0, batchGet: 0, write: 0, transact: 0, query: 0, describe: 0 };
+  private readonly counts: Record<TableMethod, number> = {
+    get: 0,
+    batchGet: 0,
+    write: 0,
+    transact: 0,
+    query: 0,
+    describe: 0,
+  };
 
   constructor(options: MemoryTableOptions = {}) {
     this.name = options.name ?? 'memory';
@@ -357,7 +403,10 @@ export class MemoryTable implements Table {
     if (op.kind === 'check') throw new Error('A condition check is only valid inside a transaction.');
     const fault = this.faults({ method: 'write', keys: [keyOf(op)], ops: [op] });
     // What SdkTable makes of DynamoDB's TransactionConflictException on a single write: nothing applied, retryable.
-    if (fault?.kind === 'conflict') throw new NotReadyError('Another transaction was writing the same item; retry shortly.', { cause: dynamoError('TransactionConflictException', 'Transaction is ongoing for the item') });
+    if (fault?.kind === 'conflict')
+      throw new NotReadyError('Another transaction was writing the same item; retry shortly.', {
+        cause: dynamoError('TransactionConflictException', 'Transaction is ongoing for the item'),
+      });
     return this.faulted(fault, () => this.applyWrite(op));
   }
 
@@ -380,25 +429,39 @@ export class MemoryTable implements Table {
     if (query.limit !== undefined && query.limit < 1) throw validation('Limit must be greater than or equal to 1');
     const sort = query.sort;
     if (sort && 'between' in sort && compareBytes(sort.between[0], sort.between[1]) > 0) {
-      throw validation('Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound');
+      throw validation(
+        'Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound',
+      );
     }
     const inSortRange = (value: string): boolean => {
       if (!sort) return true;
-      if ('between' in sort) return compareBytes(value, sort.between[0]) >= 0 && compareBytes(value, sort.between[1]) <= 0;
+      if ('between' in sort)
+        return compareBytes(value, sort.between[0]) >= 0 && compareBytes(value, sort.between[1]) <= 0;
       if ('after' in sort) return compareBytes(value, sort.after) > 0;
       return compareBytes(value, sort.before) < 0;
     };
     const keyAttributes = index ? [...KEY_ATTRIBUTES.table, pkName, skName] : [...KEY_ATTRIBUTES.table];
     const start = query.start;
-    if (start && keyAttributes.some((a) => typeof start[a] !== 'string')) throw validation('The provided starting key is invalid');
+    if (start && keyAttributes.some((a) => typeof start[a] !== 'string'))
+      throw validation('The provided starting key is invalid');
     const bounds = !sort ? [] : 'between' in sort ? [...sort.between] : 'after' in sort ? [sort.after] : [sort.before];
-    if (bounds.some((b) => sizeProblem(skName, b, MAX_SORT_BYTES))) throw validation('One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes');
-    if (start && (start[pkName] !== query.partition || !inSortRange(start[skName] as string))) throw validation('The provided starting key does not match the range key predicate');
+    if (bounds.some((b) => sizeProblem(skName, b, MAX_SORT_BYTES)))
+      throw validation(
+        'One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes',
+      );
+    if (start && (start[pkName] !== query.partition || !inSortRange(start[skName] as string)))
+      throw validation('The provided starting key does not match the range key predicate');
     if (index && KEYS_ONLY.has(index)) {
       // A keys-only index cannot fetch other attributes from the table: DynamoDB refuses to project or filter on them.
       const outside = (attributes: readonly string[]) => attributes.filter((a) => !keyAttributes.includes(a));
-      if (!query.countOnly && outside(query.attributes ?? []).length) throw validation(`One or more parameter values were invalid: Global secondary index ${index} does not project [${outside(query.attributes ?? []).join(', ')}]`);
-      if (query.filter && outside(attributesOf(query.filter)).length) throw validation(`One or more parameter values were invalid: Secondary index ${index} does not project one or more filter attributes: [${outside(attributesOf(query.filter)).join(', ')}]`);
+      if (!query.countOnly && outside(query.attributes ?? []).length)
+        throw validation(
+          `One or more parameter values were invalid: Global secondary index ${index} does not project [${outside(query.attributes ?? []).join(', ')}]`,
+        );
+      if (query.filter && outside(attributesOf(query.filter)).length)
+        throw validation(
+          `One or more parameter values were invalid: Secondary index ${index} does not project one or more filter attributes: [${outside(attributesOf(query.filter)).join(', ')}]`,
+        );
     }
 
     // Strongly consistent table reads see every write; the others see the state as of `lag` writes ago.
@@ -406,7 +469,10 @@ export class MemoryTable implements Table {
     const asOf = this.sequence - lag;
     const direction = query.descending ? -1 : 1;
     const order = (a: Positioned, b: Positioned): number =>
-      direction * (compareBytes(a.sort, b.sort) || compareBytes(a.item.PK as string, b.item.PK as string) || compareBytes(a.item.SK as string, b.item.SK as string));
+      direction *
+      (compareBytes(a.sort, b.sort) ||
+        compareBytes(a.item.PK as string, b.item.PK as string) ||
+        compareBytes(a.item.SK as string, b.item.SK as string));
 
     const matches: Positioned[] = [];
     for (const item of this.candidates(index, query.partition, asOf)) {
@@ -424,7 +490,10 @@ export class MemoryTable implements Table {
     const passed = read.filter((m) => !query.filter || holds(query.filter, m.item));
     const last = read.at(-1);
     // DynamoDB returns LastEvaluatedKey whenever the read stopped at the Limit, even if nothing is left after it.
-    const lastKey = query.limit !== undefined && read.length === query.limit && last ? copy(project(last.item, keyAttributes)) : undefined;
+    const lastKey =
+      query.limit !== undefined && read.length === query.limit && last
+        ? copy(project(last.item, keyAttributes))
+        : undefined;
     return {
       items: query.countOnly ? [] : passed.map((m) => copy(project(m.item, query.attributes))),
       count: passed.length,
@@ -444,7 +513,10 @@ export class MemoryTable implements Table {
    * Returns the keys deleted, in PK then SK order.
    */
   expireTtl(nowSeconds: number): Key[] {
-    const expired = this.items().filter((item) => typeof item.ttl === 'number' && item.ttl <= nowSeconds && item.ttl > nowSeconds - TTL_IGNORED_AFTER_SECONDS);
+    const expired = this.items().filter(
+      (item) =>
+        typeof item.ttl === 'number' && item.ttl <= nowSeconds && item.ttl > nowSeconds - TTL_IGNORED_AFTER_SECONDS,
+    );
     const deleted = expired.map((item) => ({ PK: item.PK as string, SK: item.SK as string }));
     for (const key of deleted) this.store(key, undefined);
     return deleted;
@@ -491,7 +563,8 @@ export class MemoryTable implements Table {
     this.counts[call.method] += 1;
     const fault = this.faults(call);
     if (!fault) return;
-    if (fault.kind === 'conflict') throw new Error(`A conflict fault applies to writes and transactions, not to ${call.method}.`);
+    if (fault.kind === 'conflict')
+      throw new Error(`A conflict fault applies to writes and transactions, not to ${call.method}.`);
     throw new NotReadyError(fault.kind === 'throttle' ? THROTTLED : TIMED_OUT);
   }
 
@@ -536,7 +609,9 @@ export class MemoryTable implements Table {
    */
   private applyTransaction(ops: readonly WriteOp[]): TxVerdict[] | undefined {
     if (ops.length === 0 || ops.length > TRANSACTION_LIMIT) {
-      throw validation(`1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length between 1 and ${TRANSACTION_LIMIT}`);
+      throw validation(
+        `1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length between 1 and ${TRANSACTION_LIMIT}`,
+      );
     }
     const keys = ops.map(keyOf);
     for (const [i, op] of ops.entries()) {
@@ -548,19 +623,29 @@ export class MemoryTable implements Table {
       if (op.kind === 'put' && tooLarge(op.item)) throw validation(ITEM_TOO_LARGE);
     }
     const payload = ops.reduce((sum, op) => sum + payloadBytes(op), 0);
-    if (payload > TRANSACTION_BYTES_LIMIT) throw validation(`Transaction payload size cannot exceed 4MB. Payload Size: ${payload}`);
+    if (payload > TRANSACTION_BYTES_LIMIT)
+      throw validation(`Transaction payload size cannot exceed 4MB. Payload Size: ${payload}`);
     // Real DynamoDB refuses this up front; DynamoDB Local only once every condition holds (see the contract test).
     if (new Set(keys.map((k) => `${k.PK}\u0000${k.SK}`)).size < keys.length) {
       throw validation('Transaction request cannot include multiple operations on one item');
     }
     const refused = ops.map((op, i) => {
-      const sizes = op.kind === 'put' ? keyValuesOf(op.item) : ([['PK', keys[i]!.PK, MAX_PARTITION_BYTES], ['SK', keys[i]!.SK, MAX_SORT_BYTES]] as const);
+      const sizes =
+        op.kind === 'put'
+          ? keyValuesOf(op.item)
+          : ([
+              ['PK', keys[i]!.PK, MAX_PARTITION_BYTES],
+              ['SK', keys[i]!.SK, MAX_SORT_BYTES],
+            ] as const);
       const tooLong = sizes.map(([attribute, value, max]) => sizeProblem(attribute, value, max)).find(Boolean);
       return tooLong ?? (op.kind === 'update' ? keyUpdateProblem(op.update) : undefined);
     });
     if (refused.some(Boolean)) {
       const reasons = refused.map((problem) => (problem ? 'ValidationError' : 'None'));
-      throw dynamoError('TransactionCanceledException', `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.join(', ')}]`);
+      throw dynamoError(
+        'TransactionCanceledException',
+        `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.join(', ')}]`,
+      );
     }
     const before = keys.map((key) => this.current(key));
     const failed = ops.map((op, i) => op.condition !== undefined && !holds(op.condition, before[i]));
@@ -568,7 +653,10 @@ export class MemoryTable implements Table {
       return ops.map((op, i): TxVerdict => {
         if (!failed[i]) return { code: 'None' };
         const old = before[i];
-        return { code: 'ConditionalCheckFailed', ...(op.kind === 'put' && op.returnOld && old ? { old: copy(old) } : {}) };
+        return {
+          code: 'ConditionalCheckFailed',
+          ...(op.kind === 'put' && op.returnOld && old ? { old: copy(old) } : {}),
+        };
       });
     }
     // Every outcome is computed before anything is stored, so a refused one leaves the table as it was. An update whose
@@ -576,7 +664,10 @@ export class MemoryTable implements Table {
     const outcomes = ops.map((op, i) => (op.kind === 'check' ? before[i] : this.outcome(op, keys[i]!, before[i])));
     const oversize = ops.map((op, i) => op.kind === 'update' && outcomes[i] !== undefined && tooLarge(outcomes[i]!));
     if (oversize.some(Boolean)) {
-      throw dynamoError('TransactionCanceledException', `Transaction cancelled, please refer cancellation reasons for specific reasons [${oversize.map((o) => (o ? 'ValidationError' : 'None')).join(', ')}]`);
+      throw dynamoError(
+        'TransactionCanceledException',
+        `Transaction cancelled, please refer cancellation reasons for specific reasons [${oversize.map((o) => (o ? 'ValidationError' : 'None')).join(', ')}]`,
+      );
     }
     ops.forEach((op, i) => {
       if (op.kind !== 'check') this.store(keys[i]!, outcomes[i]);
@@ -675,7 +766,10 @@ export class MemoryTable implements Table {
    */
   private prune(): void {
     const cutoff = this.sequence - this.history;
-    while (this.journalHead < this.journal.length && this.sequence - (this.journal.length - this.journalHead) < cutoff) {
+    while (
+      this.journalHead < this.journal.length &&
+      this.sequence - (this.journal.length - this.journalHead) < cutoff
+    ) {
       const key = this.journal[this.journalHead]!;
       this.journalHead += 1;
       const partition = this.rows.get(key.PK);

@@ -8,7 +8,12 @@ import { leaseChangeOf } from '../dynamodb/stream-records.ts';
 
 /** What the handler runs a batch through: the lease projections (or one of them, in tests). */
 export interface StreamMirror {
-  apply(changes: readonly LeaseChange[]): Promise<{ readonly failed: readonly string[]; readonly ranges?: readonly RangeOutcome[]; readonly chunks?: readonly ChunkOutcome[]; readonly exhaustion?: ProjectionResult['exhaustion'] }>;
+  apply(changes: readonly LeaseChange[]): Promise<{
+    readonly failed: readonly string[];
+    readonly ranges?: readonly RangeOutcome[];
+    readonly chunks?: readonly ChunkOutcome[];
+    readonly exhaustion?: ProjectionResult['exhaustion'];
+  }>;
 }
 
 /** Logs one JSON line per bitmap or chunk that failed (the records go back to the stream; details stay here). */
@@ -25,22 +30,62 @@ const defaultLogger: MirrorLogger = (entry) => console.error(JSON.stringify(entr
  * mapping then retries from the lowest failed sequence number; records of other bitmaps after it are replayed too,
  * which is harmless (a replay re-reads the lease items, see LegacyMirror and SummaryMirror).
  */
-export function createMirrorHandler(mirror: () => StreamMirror, log: MirrorLogger = defaultLogger, metrics?: { publishMirror(failed: number): void; publishExhaustion?(observed: readonly Observation[], crossings: readonly Crossing[]): void }) {
+export function createMirrorHandler(
+  mirror: () => StreamMirror,
+  log: MirrorLogger = defaultLogger,
+  metrics?: {
+    publishMirror(failed: number): void;
+    publishExhaustion?(observed: readonly Observation[], crossings: readonly Crossing[]): void;
+  },
+) {
   return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const changes = event.Records.map(leaseChangeOf).filter((c): c is LeaseChange => c !== undefined);
     const result = await mirror().apply(changes);
     for (const chunk of result.chunks ?? []) {
       if (chunk.outcome !== 'failed') continue;
       const error = chunk.error as Error | undefined;
-      log({ level: 'error', message: 'summary chunk write failed', pool: chunk.pool, family: chunk.family, chunk: chunk.index.toString(), records: chunk.changes, error: error?.name, detail: error?.message });
+      log({
+        level: 'error',
+        message: 'summary chunk write failed',
+        pool: chunk.pool,
+        family: chunk.family,
+        chunk: chunk.index.toString(),
+        records: chunk.changes,
+        error: error?.name,
+        detail: error?.message,
+      });
     }
     for (const range of result.ranges ?? []) {
       if (range.outcome !== 'failed') continue;
       const error = range.error as Error | undefined;
-      log({ level: 'error', message: 'bitmap mirror write failed', pool: range.pool, range: range.range, records: range.changes, error: error?.name, detail: error?.message });
+      log({
+        level: 'error',
+        message: 'bitmap mirror write failed',
+        pool: range.pool,
+        range: range.range,
+        records: range.changes,
+        error: error?.name,
+        detail: error?.message,
+      });
     }
-    for (const c of result.exhaustion?.crossings ?? []) log({ level: 'warn', message: crossingMessage(c), pool: c.pool, family: c.family, direction: c.direction, threshold: c.threshold, freePercent: c.freePercent });
-    for (const { pool, error } of result.exhaustion?.errors ?? []) log({ level: 'error', message: 'exhaustion check failed', pool, error: (error as Error | undefined)?.name, detail: (error as Error | undefined)?.message });
+    for (const c of result.exhaustion?.crossings ?? [])
+      log({
+        level: 'warn',
+        message: crossingMessage(c),
+        pool: c.pool,
+        family: c.family,
+        direction: c.direction,
+        threshold: c.threshold,
+        freePercent: c.freePercent,
+      });
+    for (const { pool, error } of result.exhaustion?.errors ?? [])
+      log({
+        level: 'error',
+        message: 'exhaustion check failed',
+        pool,
+        error: (error as Error | undefined)?.name,
+        detail: (error as Error | undefined)?.message,
+      });
     if (result.exhaustion) metrics?.publishExhaustion?.(result.exhaustion.observed, result.exhaustion.crossings);
     metrics?.publishMirror(result.failed.length);
     return { batchItemFailures: result.failed.map((itemIdentifier) => ({ itemIdentifier })) };

@@ -36,7 +36,12 @@ export type AllocationResult =
  *   NotInRangeError / MismatchedNetworkError for addresses outside the pool, NotReadyError when the store cannot serve.
  */
 export interface Allocator {
-  allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[], options?: AllocateOptions): Promise<AllocationResult>;
+  allocate(
+    view: PoolView,
+    draft: ClaimDraft,
+    requests: readonly FamilyRequest[],
+    options?: AllocateOptions,
+  ): Promise<AllocationResult>;
   /**
    * Releases a claim and the leases it still holds, in one transaction (at `expectedVersion` when given). The legacy
    * strategy clears the claim's bits in the same transaction, as Kubernetes' legacy allocator releases an IP. With
@@ -56,7 +61,8 @@ export interface AllocateOptions {
 
 /** Called right before each commit is sent. @throws DeadlineExceededError once `nowMs` has reached `commitBy` */
 export function checkCommitDeadline(nowMs: number, options: AllocateOptions): void {
-  if (options.commitBy !== undefined && nowMs >= options.commitBy) throw new DeadlineExceededError(new Date(options.commitBy).toISOString());
+  if (options.commitBy !== undefined && nowMs >= options.commitBy)
+    throw new DeadlineExceededError(new Date(options.commitBy).toISOString());
 }
 
 /** Why an explicit address could not be taken: another claim holds it, or it is held for its previous owner. */
@@ -64,5 +70,8 @@ export function explicitTakenError(address: string, holder: Lease | undefined): 
   if (holder && isReleased(holder) && holder.expiresAt !== undefined) {
     return new AddressReleasingError(address, holder.owner, new Date(holder.expiresAt).toISOString());
   }
-  return new AlreadyAllocatedError(address, holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined);
+  return new AlreadyAllocatedError(
+    address,
+    holder ? { claim: holder.claim, owner: { uid: holder.owner.uid } } : undefined,
+  );
 }

@@ -1,13 +1,30 @@
+// Over 300 lines: the legacy RangeAllocation strategy, one algorithm from read to conditional write.
 import { formatAddress, type IpFamily } from '../ip/address.ts';
 import { isHostOf } from '../ip/cidr.ts';
 import { MismatchedNetworkError, NotInRangeError, NotReadyError, RangeFullError } from '../errors.ts';
-import { isExpired, leaseOfClaim, reuseDelayMs, type Claim, type Hold, type ClaimAddress, type PoolView } from '../model.ts';
+import {
+  isExpired,
+  leaseOfClaim,
+  reuseDelayMs,
+  type Claim,
+  type Hold,
+  type ClaimAddress,
+  type PoolView,
+} from '../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, PoolStore, Random, ReleaseOutcome } from '../ports.ts';
 import { releaseClearingBits } from '../bitmap/bitmap-release.ts';
 import { addressOfBit, bitOf, legacyWindow, type Bitmap } from '../bitmap/bitmap.ts';
 import { bitmapOf, bitmapOfDocument, legacyRangeOf, windowInterval } from '../bitmap/legacy.ts';
 import type { BitmapExpectation, BitmapStore, BitmapWrite } from '../bitmap/ports.ts';
-import { checkCommitDeadline, explicitTakenError, type AllocateOptions, type AllocationResult, type Allocator, type ClaimDraft, type FamilyRequest } from './allocator.ts';
+import {
+  checkCommitDeadline,
+  explicitTakenError,
+  type AllocateOptions,
+  type AllocationResult,
+  type Allocator,
+  type ClaimDraft,
+  type FamilyRequest,
+} from './allocator.ts';
 import { upperBandStart } from './candidates.ts';
 import type { Interval } from '../base/intervals.ts';
 import { excludedIntervals, rangeForExplicit, type ParsedRange } from '../base/pool-geometry.ts';
@@ -73,17 +90,31 @@ export class BitmapAllocator implements Allocator {
     return releaseClearingBits(this.deps, claim, expectedVersion, hold, event);
   }
 
-  async allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[], options: AllocateOptions = {}): Promise<AllocationResult> {
+  async allocate(
+    view: PoolView,
+    draft: ClaimDraft,
+    requests: readonly FamilyRequest[],
+    options: AllocateOptions = {},
+  ): Promise<AllocationResult> {
     const ranges = new Map(requests.map((r) => [r.family, this.legacyRange(view, r.family)]));
     const explicit = new Map<IpFamily, Choice>();
     for (const request of requests) {
-      if (request.explicit) explicit.set(request.family, { range: ranges.get(request.family)!, bit: explicitBit(view, ranges.get(request.family)!, request), explicit: true });
+      if (request.explicit)
+        explicit.set(request.family, {
+          range: ranges.get(request.family)!,
+          bit: explicitBit(view, ranges.get(request.family)!, request),
+          explicit: true,
+        });
     }
     const snapshots = new Map<IpFamily, Snapshot>();
     const skip = new Map<IpFamily, Set<number>>(requests.map((r) => [r.family, new Set<number>()]));
     let lost = 0;
     for (let commit = 0; commit < this.maxCommits; commit += 1) {
-      await Promise.all(requests.filter((r) => !snapshots.has(r.family)).map(async (r) => snapshots.set(r.family, await this.read(view.pool.name, ranges.get(r.family)!))));
+      await Promise.all(
+        requests
+          .filter((r) => !snapshots.has(r.family))
+          .map(async (r) => snapshots.set(r.family, await this.read(view.pool.name, ranges.get(r.family)!))),
+      );
       // Each family's picks, in bit order: its explicit address, or `count` zero bits (a batch sets them all in one write).
       const picks = new Map<IpFamily, Choice[]>();
       for (const request of requests) {
@@ -104,7 +135,10 @@ export class BitmapAllocator implements Allocator {
           skipped.add(bit);
           chosen.push({ range, bit, explicit: false });
         }
-        picks.set(request.family, chosen.sort((a, b) => a.bit - b.bit));
+        picks.set(
+          request.family,
+          chosen.sort((a, b) => a.bit - b.bit),
+        );
       }
       const claim = buildClaim(draft, requests, picks);
       if (options.dryRun) return { kind: 'preview', claim };
@@ -124,7 +158,9 @@ export class BitmapAllocator implements Allocator {
           for (const { address, holder, inFlight } of outcome.taken) {
             const family = claim.addresses.find((a) => a.address === address)?.family;
             if (family === undefined) continue;
-            const pick = picks.get(family)!.find((p) => formatAddress({ family, value: addressOfBit(p.range.cidr, p.bit) }) === address);
+            const pick = picks
+              .get(family)!
+              .find((p) => formatAddress({ family, value: addressOfBit(p.range.cidr, p.bit) }) === address);
             if (pick === undefined) continue;
             // Another transaction was writing it: it may still be free, so the next round sends it again.
             if (pick.explicit && inFlight) continue;
@@ -189,11 +225,17 @@ function explicitBit(view: PoolView, range: ParsedRange, request: FamilyRequest)
   if (bit !== undefined) return bit;
   const text = formatAddress(address);
   if (isHostOf(range.cidr, address)) {
-    throw new NotInRangeError(text, `Address ${text} lies beyond the ${legacyWindow(range.cidr)}-address bitmap window of legacy range ${JSON.stringify(range.range.name)}.`);
+    throw new NotInRangeError(
+      text,
+      `Address ${text} lies beyond the ${legacyWindow(range.cidr)}-address bitmap window of legacy range ${JSON.stringify(range.range.name)}.`,
+    );
   }
   // Reserved addresses and addresses of no Ready range get the lease allocator's explanation.
   rangeForExplicit(view, address);
-  throw new NotInRangeError(text, `Address ${text} is not in legacy range ${JSON.stringify(range.range.name)}; only legacy ranges serve while the MultiCIDRServiceAllocator feature gate is off.`);
+  throw new NotInRangeError(
+    text,
+    `Address ${text} is not in legacy range ${JSON.stringify(range.range.name)}; only legacy ranges serve while the MultiCIDRServiceAllocator feature gate is off.`,
+  );
 }
 
 /**
@@ -203,7 +245,13 @@ function explicitBit(view: PoolView, range: ParsedRange, request: FamilyRequest)
  *   bit 0              L                                  window-1
  *       [ lower band   ][ upper band: random start, wrap  ]
  */
-export function pickBit(bitmap: Bitmap, range: ParsedRange, excluded: readonly Interval[], skip: ReadonlySet<number>, random: Random): number | undefined {
+export function pickBit(
+  bitmap: Bitmap,
+  range: ParsedRange,
+  excluded: readonly Interval[],
+  skip: ReadonlySet<number>,
+  random: Random,
+): number | undefined {
   const size = bitmap.size;
   if (size === 0) return undefined;
   const mask = bitmap.clone();
@@ -232,12 +280,25 @@ function bitmapWrite(pool: string, picks: readonly Choice[], snapshot: Snapshot)
   for (const pick of picks) next.set(pick.bit);
   const version = snapshot.expected === 'absent' ? 1 : snapshot.expected.version + 1;
   const range = picks[0]!.range;
-  return { pool, rangeName: range.range.name, allocation: { range: range.range.cidr, data: next.encode(), version }, expected: snapshot.expected };
+  return {
+    pool,
+    rangeName: range.range.name,
+    allocation: { range: range.range.cidr, data: next.encode(), version },
+    expected: snapshot.expected,
+  };
 }
 
-function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], picks: ReadonlyMap<IpFamily, readonly Choice[]>): Claim {
+function buildClaim(
+  draft: ClaimDraft,
+  requests: readonly FamilyRequest[],
+  picks: ReadonlyMap<IpFamily, readonly Choice[]>,
+): Claim {
   const addresses: ClaimAddress[] = requests.flatMap((r) =>
-    picks.get(r.family)!.map((pick) => ({ address: formatAddress({ family: r.family, value: addressOfBit(pick.range.cidr, pick.bit) }), family: r.family, range: pick.range.range.name })),
+    picks.get(r.family)!.map((pick) => ({
+      address: formatAddress({ family: r.family, value: addressOfBit(pick.range.cidr, pick.bit) }),
+      family: r.family,
+      range: pick.range.range.name,
+    })),
   );
   return { ...draft, addresses };
 }

@@ -47,11 +47,18 @@ export function upperBandStart(range: PickRange, size: bigint = pickableSize(ran
  *   offset 0                 L                                  size-1
  *          [ lower band      ][ upper band: probes, then a scan ]
  */
-export function pickInRange(range: PickRange, ctx: PickContext, skip: ReadonlySet<bigint> = new Set()): bigint | undefined {
+export function pickInRange(
+  range: PickRange,
+  ctx: PickContext,
+  skip: ReadonlySet<bigint> = new Set(),
+): bigint | undefined {
   const size = pickableSize(range);
   if (size <= 0n) return undefined;
   const lower = upperBandStart(range, size);
-  return scanBand(range.cidr, { from: lower, to: size }, ctx, skip) ?? (lower > 0n ? scanBand(range.cidr, { from: 0n, to: lower }, ctx, skip) : undefined);
+  return (
+    scanBand(range.cidr, { from: lower, to: size }, ctx, skip) ??
+    (lower > 0n ? scanBand(range.cidr, { from: 0n, to: lower }, ctx, skip) : undefined)
+  );
 }
 
 function isFree(value: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): boolean {
@@ -59,7 +66,12 @@ function isFree(value: bigint, ctx: PickContext, skip: ReadonlySet<bigint>): boo
 }
 
 /** Scans offsets [from, to) from a random start with wrap-around; jumps over excluded intervals in one step. */
-function scanBand(cidr: Cidr, { from, to }: { readonly from: bigint; readonly to: bigint }, ctx: PickContext, skip: ReadonlySet<bigint>): bigint | undefined {
+function scanBand(
+  cidr: Cidr,
+  { from, to }: { readonly from: bigint; readonly to: bigint },
+  ctx: PickContext,
+  skip: ReadonlySet<bigint>,
+): bigint | undefined {
   const width = to - from;
   if (width <= 0n) return undefined;
   for (let probe = 0; probe < (ctx.probes ?? 0); probe += 1) {
@@ -121,7 +133,12 @@ export function chooseWeighted<T>(items: readonly { item: T; weight: bigint }[],
  * often shows free wrongly, would then go unchecked (docs/decisions/0002-near-full-picks.md). Fewer when the band has fewer; stops early, so on a
  * band with room it reads a few dozen positions.
  */
-export function collectFree(range: PickRange, ctx: Pick<PickContext, 'excluded' | 'taken'>, limit: number, skip: ReadonlySet<bigint> = new Set()): bigint[] {
+export function collectFree(
+  range: PickRange,
+  ctx: Pick<PickContext, 'excluded' | 'taken'>,
+  limit: number,
+  skip: ReadonlySet<bigint> = new Set(),
+): bigint[] {
   const size = pickableSize(range);
   const lower = upperBandStart(range, size);
   const upper = collectIn(range, { from: lower, to: size }, ctx, { limit, skip });
@@ -129,7 +146,12 @@ export function collectFree(range: PickRange, ctx: Pick<PickContext, 'excluded' 
 }
 
 /** The first `limit` addresses the view shows free among offsets [from, to), in address order. */
-function collectIn(range: PickRange, { from, to }: { readonly from: bigint; readonly to: bigint }, ctx: Pick<PickContext, 'excluded' | 'taken'>, { limit, skip }: { readonly limit: number; readonly skip: ReadonlySet<bigint> }): bigint[] {
+function collectIn(
+  range: PickRange,
+  { from, to }: { readonly from: bigint; readonly to: bigint },
+  ctx: Pick<PickContext, 'excluded' | 'taken'>,
+  { limit, skip }: { readonly limit: number; readonly skip: ReadonlySet<bigint> },
+): bigint[] {
   const out: bigint[] = [];
   let offset = from;
   while (offset < to && out.length < limit) {

@@ -3,7 +3,12 @@ import type { Interval } from '../base/intervals.ts';
 import { TUNING } from './tuning.ts';
 
 /** Reads the addresses currently taken in some intervals of a pool's family (the store's takenAddresses). */
-export type TakenReader = (pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number) => Promise<bigint[]>;
+export type TakenReader = (
+  pool: string,
+  family: IpFamily,
+  intervals: readonly Interval[],
+  nowMs: number,
+) => Promise<bigint[]>;
 
 /** What a read of the occupancy summary gives the hint: a membership test and whether any taken address has a TTL. */
 export interface SummarySnapshot {
@@ -15,7 +20,11 @@ export interface SummarySnapshot {
 }
 
 /** Reads the occupancy summary of a pool's family over some intervals. */
-export type SummaryReader = (pool: string, family: IpFamily, intervals: readonly Interval[]) => Promise<SummarySnapshot>;
+export type SummaryReader = (
+  pool: string,
+  family: IpFamily,
+  intervals: readonly Interval[],
+) => Promise<SummarySnapshot>;
 
 /** Where a hint's view came from. */
 export const HintSource = {
@@ -78,14 +87,31 @@ export class HintCache {
    * The hint for a pool's family over these intervals from `source`, read again when forced, older than that
    * source's max age, or covering other intervals. A summary asked for where none is wired is a listing.
    */
-  async get(pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number, force = false, source: HintSource = HintSource.Listing): Promise<Hint> {
+  async get(
+    pool: string,
+    family: IpFamily,
+    intervals: readonly Interval[],
+    nowMs: number,
+    force = false,
+    source: HintSource = HintSource.Listing,
+  ): Promise<Hint> {
     const key = `${pool}\u0000${family}`;
     const wanted = this.summary ? source : HintSource.Listing;
     const intervalsKey = intervals.map(([a, b]) => `${a}-${b}`).join(',');
     let entry = this.entries.get(key);
-    const maxAge = entry?.source === HintSource.Summary ? (this.summary?.maxAgeMs ?? TUNING.summaryMaxAgeMs) : this.maxAgeMs;
-    if (force || !entry || entry.source !== wanted || entry.intervalsKey !== intervalsKey || nowMs - entry.fetchedAt >= maxAge) {
-      entry = wanted === HintSource.Summary ? await this.readSummary(pool, family, intervals, nowMs, intervalsKey) : await this.readListing(pool, family, intervals, nowMs, intervalsKey);
+    const maxAge =
+      entry?.source === HintSource.Summary ? (this.summary?.maxAgeMs ?? TUNING.summaryMaxAgeMs) : this.maxAgeMs;
+    if (
+      force ||
+      !entry ||
+      entry.source !== wanted ||
+      entry.intervalsKey !== intervalsKey ||
+      nowMs - entry.fetchedAt >= maxAge
+    ) {
+      entry =
+        wanted === HintSource.Summary
+          ? await this.readSummary(pool, family, intervals, nowMs, intervalsKey)
+          : await this.readListing(pool, family, intervals, nowMs, intervalsKey);
       this.entries.set(key, entry);
     }
     return this.overlay(key, entry, nowMs);
@@ -120,7 +146,8 @@ export class HintCache {
 
   /** Forgets a pool (after its ranges change). */
   forget(pool: string): void {
-    for (const map of [this.entries, this.seen]) for (const key of map.keys()) if (key.startsWith(`${pool}\u0000`)) map.delete(key);
+    for (const map of [this.entries, this.seen])
+      for (const key of map.keys()) if (key.startsWith(`${pool}\u0000`)) map.delete(key);
   }
 
   private remember(pool: string, family: IpFamily, value: bigint, taken: boolean, nowMs: number): void {
@@ -158,18 +185,44 @@ export class HintCache {
     };
   }
 
-  private async readListing(pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number, intervalsKey: string): Promise<Entry> {
+  private async readListing(
+    pool: string,
+    family: IpFamily,
+    intervals: readonly Interval[],
+    nowMs: number,
+    intervalsKey: string,
+  ): Promise<Entry> {
     const taken = new Set(await this.read(pool, family, intervals, nowMs));
     const count = (from: bigint, to: bigint): bigint => {
       let n = 0n;
       for (const value of taken) if (value >= from && value <= to) n += 1n;
       return n;
     };
-    return { source: HintSource.Listing, fetchedAt: nowMs, intervalsKey, expiring: false, has: (value) => taken.has(value), count };
+    return {
+      source: HintSource.Listing,
+      fetchedAt: nowMs,
+      intervalsKey,
+      expiring: false,
+      has: (value) => taken.has(value),
+      count,
+    };
   }
 
-  private async readSummary(pool: string, family: IpFamily, intervals: readonly Interval[], nowMs: number, intervalsKey: string): Promise<Entry> {
+  private async readSummary(
+    pool: string,
+    family: IpFamily,
+    intervals: readonly Interval[],
+    nowMs: number,
+    intervalsKey: string,
+  ): Promise<Entry> {
     const snapshot = await this.summary!.read(pool, family, intervals);
-    return { source: HintSource.Summary, fetchedAt: nowMs, intervalsKey, expiring: snapshot.expiring, has: (value) => snapshot.has(value), count: (from, to) => snapshot.count(from, to) };
+    return {
+      source: HintSource.Summary,
+      fetchedAt: nowMs,
+      intervalsKey,
+      expiring: snapshot.expiring,
+      has: (value) => snapshot.has(value),
+      count: (from, to) => snapshot.count(from, to),
+    };
   }
 }

@@ -17,7 +17,10 @@ export const PickStrategy = {
 } as const;
 export type PickStrategy = (typeof PickStrategy)[keyof typeof PickStrategy];
 
-const PICKERS: Record<PickStrategy, Picker> = { [PickStrategy.Hinted]: pickWithHints, [PickStrategy.Blind]: pickBlindly };
+const PICKERS: Record<PickStrategy, Picker> = {
+  [PickStrategy.Hinted]: pickWithHints,
+  [PickStrategy.Blind]: pickBlindly,
+};
 
 export interface LeaseAllocatorDeps extends LeasePorts {
   readonly strategy?: PickStrategy;
@@ -47,7 +50,8 @@ export class LeaseAllocator implements Allocator {
       ports: deps,
       units: addressUnits(deps.windowOf),
       knobs: {
-        maxCommits: deps.maxCommits ?? (strategy === PickStrategy.Blind ? TUNING.maxCommitsBlind : TUNING.maxCommitsHinted),
+        maxCommits:
+          deps.maxCommits ?? (strategy === PickStrategy.Blind ? TUNING.maxCommitsBlind : TUNING.maxCommitsHinted),
         fullTrustMs: deps.fullTrustMs ?? TUNING.fullTrustMs,
         probes: deps.probes ?? TUNING.randomProbes,
       },
@@ -58,7 +62,12 @@ export class LeaseAllocator implements Allocator {
     return this.deps.claims.releaseClaim(claim, expectedVersion, hold, event);
   }
 
-  allocate(view: PoolView, draft: ClaimDraft, requests: readonly FamilyRequest[], options: AllocateOptions = {}): Promise<AllocationResult> {
+  allocate(
+    view: PoolView,
+    draft: ClaimDraft,
+    requests: readonly FamilyRequest[],
+    options: AllocateOptions = {},
+  ): Promise<AllocationResult> {
     return allocateInRounds(this.env, this.picker, { view, draft, requests, options });
   }
 }

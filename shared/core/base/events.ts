@@ -106,7 +106,6 @@ export interface IpamEvent {
 /** How long events are kept and listed. */
 export const EVENT_RETENTION_MS = 24 * 3600 * 1000;
 
-
 const whyText = {
   claimAbsent: 'its claim no longer exists',
   otherIncarnation: 'its claim was deleted and made again (another uid)',
@@ -115,9 +114,10 @@ const whyText = {
 
 /** The sentence a release adds when a reuse delay holds the addresses for their owner identity. */
 function heldText(owner: { kind: string; name: string }, hold: Hold | undefined): string {
-  return hold ? ` The addresses are held for ${owner.kind}/${owner.name} until ${new Date(hold.reusableAt).toISOString()} (the pool's reuse delay); that owner gets them back when it claims again.` : '';
+  return hold
+    ? ` The addresses are held for ${owner.kind}/${owner.name} until ${new Date(hold.reusableAt).toISOString()} (the pool's reuse delay); that owner gets them back when it claims again.`
+    : '';
 }
-
 
 /** What every event about a claim carries: its pool, the time, and the claim's labels. */
 function aboutClaim(claim: Claim, time: string): Pick<IpamEvent, 'pool' | 'time' | 'labels' | 'addresses'> {
@@ -133,14 +133,27 @@ export const events = {
     claimUid: claim.uid,
     message: `Claim ${claim.name} (uid ${claim.uid}, owner ${claim.spec.owner.kind}/${claim.spec.owner.name}) expired at ${new Date(claim.expiresAt ?? 0).toISOString()} and was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
-  historyGap: (pool: string, address: string, ended: { readonly claimUid: string; readonly reason: EventReason; readonly atMs: number }, time: string): IpamEvent => ({
+  historyGap: (
+    pool: string,
+    address: string,
+    ended: { readonly claimUid: string; readonly reason: EventReason; readonly atMs: number },
+    time: string,
+  ): IpamEvent => ({
     pool,
     time,
     reason: EventReason.HistoryGap,
     object: `lease/${address}`,
     message: `The address history of ${address} has no holding of claim uid ${ended.claimUid}, which a ${ended.reason} repair released at ${new Date(ended.atMs).toISOString()}: the stream function skipped that lease change past its retries (see MirrorFailureQueue). Holdings of that time are incomplete; nothing was changed.`,
   }),
-  historyGapOfChange: ({ pool, address, holding, atMs }: { readonly pool: string; readonly address: string; readonly holding: string; readonly atMs: number }, time: string): IpamEvent => ({
+  historyGapOfChange: (
+    {
+      pool,
+      address,
+      holding,
+      atMs,
+    }: { readonly pool: string; readonly address: string; readonly holding: string; readonly atMs: number },
+    time: string,
+  ): IpamEvent => ({
     pool,
     time,
     reason: EventReason.HistoryGap,
@@ -177,11 +190,22 @@ export const events = {
     message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
   consumerAdded: (claim: Claim, consumer: Consumer, time: string, by?: Principal): IpamEvent =>
-    consumerEvent(claim, { time, reason: EventReason.ConsumerAdded, by }, `Consumer ${consumerName(consumer)} joined claim ${claim.name} (uid ${claim.uid}), which now has ${(claim.consumers?.length ?? 0) + 1} consumer${claim.consumers?.length ? 's' : ''}.`),
+    consumerEvent(
+      claim,
+      { time, reason: EventReason.ConsumerAdded, by },
+      `Consumer ${consumerName(consumer)} joined claim ${claim.name} (uid ${claim.uid}), which now has ${(claim.consumers?.length ?? 0) + 1} consumer${claim.consumers?.length ? 's' : ''}.`,
+    ),
   consumerRemoved: (claim: Claim, consumer: Consumer, time: string, by?: Principal): IpamEvent => {
     const left = (claim.consumers?.length ?? 1) - 1;
-    const after = left === 0 ? `its last: the claim was released with ${addressList(claim)}` : `which keeps ${left} consumer${left === 1 ? '' : 's'}`;
-    return consumerEvent(claim, { time, reason: EventReason.ConsumerRemoved, by }, `Consumer ${consumerName(consumer)} left claim ${claim.name} (uid ${claim.uid}), ${after}.`);
+    const after =
+      left === 0
+        ? `its last: the claim was released with ${addressList(claim)}`
+        : `which keeps ${left} consumer${left === 1 ? '' : 's'}`;
+    return consumerEvent(
+      claim,
+      { time, reason: EventReason.ConsumerRemoved, by },
+      `Consumer ${consumerName(consumer)} left claim ${claim.name} (uid ${claim.uid}), ${after}.`,
+    );
   },
   leaseOrphaned: (lease: Lease, why: keyof typeof whyText, time: string, hold?: Hold): IpamEvent => ({
     pool: lease.pool,
@@ -223,10 +247,24 @@ export const events = {
 const consumerName = (c: Consumer): string => `${c.kind}/${c.name} (uid ${c.uid})`;
 
 /** An event about a claim's consumers: no claim uid nor addresses (it releases nothing the address history reads). */
-function consumerEvent(claim: Claim, { time, reason, by }: { readonly time: string; readonly reason: EventReason; readonly by: Principal | undefined }, message: string): IpamEvent {
-  return { pool: claim.pool, time, labels: claim.spec.labels ?? {}, reason, object: `claim/${claim.name}`, ...(by ? { principal: by.arn } : {}), message };
+function consumerEvent(
+  claim: Claim,
+  { time, reason, by }: { readonly time: string; readonly reason: EventReason; readonly by: Principal | undefined },
+  message: string,
+): IpamEvent {
+  return {
+    pool: claim.pool,
+    time,
+    labels: claim.spec.labels ?? {},
+    reason,
+    object: `claim/${claim.name}`,
+    ...(by ? { principal: by.arn } : {}),
+    message,
+  };
 }
 
 function addressList(claim: Claim): string {
-  return claim.addresses.length ? `address${claim.addresses.length > 1 ? 'es' : ''} ${claim.addresses.map((a) => a.address).join(', ')}` : 'no address';
+  return claim.addresses.length
+    ? `address${claim.addresses.length > 1 ? 'es' : ''} ${claim.addresses.map((a) => a.address).join(', ')}`
+    : 'no address';
 }

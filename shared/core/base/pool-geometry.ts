@@ -67,17 +67,30 @@ export function rangeForExplicit(view: PoolView, address: IpAddress): ParsedRang
   const ready = rangesOf(view, address.family);
   const text = formatAddress(address);
   if (ready.length === 0) {
-    throw new MismatchedNetworkError(`Address ${text} is ${address.family}, and pool ${JSON.stringify(view.pool.name)} has no Ready ${address.family} range.`);
+    throw new MismatchedNetworkError(
+      `Address ${text} is ${address.family}, and pool ${JSON.stringify(view.pool.name)} has no Ready ${address.family} range.`,
+    );
   }
   const holders = ready.filter((r) => isHostOf(r.cidr, address)).sort((a, b) => b.cidr.prefix - a.cidr.prefix);
   if (holders[0]) return holders[0];
   const reservedIn = ready.find((r) => cidrContains(r.cidr, address));
   if (reservedIn) {
-    throw new NotInRangeError(text, `Address ${text} is a reserved address (network or broadcast) of range ${JSON.stringify(reservedIn.range.name)} and no other Ready range holds it.`);
+    throw new NotInRangeError(
+      text,
+      `Address ${text} is a reserved address (network or broadcast) of range ${JSON.stringify(reservedIn.range.name)} and no other Ready range holds it.`,
+    );
   }
-  const terminating = rangesOf(view, address.family, false).find((r) => r.range.state !== RangeState.Ready && isHostOf(r.cidr, address));
+  const terminating = rangesOf(view, address.family, false).find(
+    (r) => r.range.state !== RangeState.Ready && isHostOf(r.cidr, address),
+  );
   if (terminating) {
-    throw new NotInRangeError(text, `Address ${text} lies only in range ${JSON.stringify(terminating.range.name)}, which is Terminating and serves no new allocations.`);
+    throw new NotInRangeError(
+      text,
+      `Address ${text} lies only in range ${JSON.stringify(terminating.range.name)}, which is Terminating and serves no new allocations.`,
+    );
   }
-  throw new NotInRangeError(text, `Address ${text} is not in any Ready range of pool ${JSON.stringify(view.pool.name)}.`);
+  throw new NotInRangeError(
+    text,
+    `Address ${text} is not in any Ready range of pool ${JSON.stringify(view.pool.name)}.`,
+  );
 }

@@ -25,11 +25,21 @@ export interface BitmapReleaseDeps {
  * them out either. The leases become Released leases; once the reconciler deletes them after the delay, its drift
  * check clears the bits (row 9, after its strikes), as Kubernetes' repair loop frees a leak.
  */
-export async function releaseClearingBits(deps: BitmapReleaseDeps, claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent, maxAttempts = 8): Promise<ReleaseOutcome> {
+export async function releaseClearingBits(
+  deps: BitmapReleaseDeps,
+  claim: Claim,
+  expectedVersion?: number,
+  hold?: Hold,
+  event?: IpamEvent,
+  maxAttempts = 8,
+): Promise<ReleaseOutcome> {
   const view = hold ? undefined : await deps.pools.getPoolView(claim.pool);
   if (view) {
     for (let attempt = 0; attempt < maxAttempts; attempt += 1) {
-      const holders = await deps.bitmaps.leaseHolders(claim.pool, claim.addresses.map((a) => a.address));
+      const holders = await deps.bitmaps.leaseHolders(
+        claim.pool,
+        claim.addresses.map((a) => a.address),
+      );
       const held = claim.addresses.map((a) => a.address).filter((address) => holders.get(address) === claim.uid);
       const writes = await clearing(deps, view, held);
       if (writes === undefined) break;
@@ -41,7 +51,11 @@ export async function releaseClearingBits(deps: BitmapReleaseDeps, claim: Claim,
 }
 
 /** The bitmap writes clearing these addresses' bits; undefined when a bitmap to clear is missing (the mirror's job). */
-async function clearing(deps: BitmapReleaseDeps, view: PoolView, addresses: readonly string[]): Promise<BitmapWrite[] | undefined> {
+async function clearing(
+  deps: BitmapReleaseDeps,
+  view: PoolView,
+  addresses: readonly string[],
+): Promise<BitmapWrite[] | undefined> {
   const byRange = new Map<string, { range: NonNullable<ReturnType<typeof legacyBitOf>>['range']; bits: number[] }>();
   for (const address of addresses) {
     const found = legacyBitOf(view, parseAddress(address));
@@ -58,7 +72,12 @@ async function clearing(deps: BitmapReleaseDeps, view: PoolView, addresses: read
     let changed = false;
     for (const bit of bits) changed = bitmap.clear(bit) || changed;
     if (changed) {
-      writes.push({ pool: view.pool.name, rangeName: range.range.name, allocation: { range: range.range.cidr, data: bitmap.encode(), version: doc.version + 1 }, expected: { version: doc.version } });
+      writes.push({
+        pool: view.pool.name,
+        rangeName: range.range.name,
+        allocation: { range: range.range.cidr, data: bitmap.encode(), version: doc.version + 1 },
+        expected: { version: doc.version },
+      });
     }
   }
   return writes;

@@ -41,7 +41,16 @@ export class CborTag {
 export type CborValue = number | bigint | string | Uint8Array | CborTag | ReadonlyMap<string, CborValue>;
 
 const Major = { Unsigned: 0, Negative: 1, Bytes: 2, Text: 3, Array: 4, Map: 5, Tag: 6, Simple: 7 } as const;
-const MAJOR_NAMES = ['unsigned integer', 'negative integer', 'byte string', 'text string', 'array', 'map', 'tag', 'float or simple value'];
+const MAJOR_NAMES = [
+  'unsigned integer',
+  'negative integer',
+  'byte string',
+  'text string',
+  'array',
+  'map',
+  'tag',
+  'float or simple value',
+];
 const MAX_UINT64 = (1n << 64n) - 1n;
 /** Nesting deeper than this is refused before it can exhaust the stack; our documents nest two levels. */
 const MAX_DEPTH = 32;
@@ -117,7 +126,8 @@ function head(major: number, argument: number | bigint): Uint8Array {
 }
 
 function textBytes(text: string): Uint8Array {
-  if (LONE_SURROGATE.test(text)) throw new RangeError('CBOR text strings must be well-formed Unicode (no lone surrogates).');
+  if (LONE_SURROGATE.test(text))
+    throw new RangeError('CBOR text strings must be well-formed Unicode (no lone surrogates).');
   return utf8Encoder.encode(text);
 }
 
@@ -183,7 +193,10 @@ class Reader {
       if (typeof key !== 'string') this.fail('map keys must be text strings', keyStart);
       const keyBytes = this.bytes.subarray(keyStart, this.pos);
       if (previousKey !== undefined && compareBytes(previousKey, keyBytes) >= 0) {
-        this.fail(`map key ${JSON.stringify(key)} is duplicated or out of the deterministic (bytewise) order`, keyStart);
+        this.fail(
+          `map key ${JSON.stringify(key)} is duplicated or out of the deterministic (bytewise) order`,
+          keyStart,
+        );
       }
       previousKey = keyBytes;
       map.set(key, this.item(depth + 1));
@@ -204,10 +217,13 @@ class Reader {
     const at = this.pos;
     this.take(width);
     const argument =
-      width === 1 ? BigInt(this.#view.getUint8(at))
-      : width === 2 ? BigInt(this.#view.getUint16(at))
-      : width === 4 ? BigInt(this.#view.getUint32(at))
-      : this.#view.getBigUint64(at);
+      width === 1
+        ? BigInt(this.#view.getUint8(at))
+        : width === 2
+          ? BigInt(this.#view.getUint16(at))
+          : width === 4
+            ? BigInt(this.#view.getUint32(at))
+            : this.#view.getBigUint64(at);
     // The shortest form holds the argument only if the next-smaller form could not (§4.2.1).
     const floor = width === 1 ? 24n : 1n << BigInt(4 * width);
     if (argument < floor) this.fail(`argument ${argument} is not in its shortest form`, start);

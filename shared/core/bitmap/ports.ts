@@ -20,7 +20,9 @@ export interface BitmapWrite {
 }
 
 /** A claim commit that also wrote bitmaps: CommitOutcome, or "a bitmap was not at the expected version" (read again). */
-export type BitmapCommitOutcome = CommitOutcome | { readonly kind: 'bitmapsChanged'; readonly ranges: readonly string[] };
+export type BitmapCommitOutcome =
+  | CommitOutcome
+  | { readonly kind: 'bitmapsChanged'; readonly ranges: readonly string[] };
 
 /** A release that also wrote bitmaps, as ClaimStore.releaseClaim answers, or "a bitmap changed" (read again). */
 export type BitmapReleaseOutcome = 'released' | 'versionMismatch' | 'absent' | 'bitmapsChanged';
@@ -42,13 +44,24 @@ export interface BitmapStore {
    * each lease only if absent or expired, each bitmap only as expected. So a legacy allocation's lease and bit are
    * written together or not at all, whatever other allocators run against the table.
    */
-  commitClaim(claim: Claim, leases: readonly Lease[], bitmaps: readonly BitmapWrite[], nowMs: number): Promise<BitmapCommitOutcome>;
+  commitClaim(
+    claim: Claim,
+    leases: readonly Lease[],
+    bitmaps: readonly BitmapWrite[],
+    nowMs: number,
+  ): Promise<BitmapCommitOutcome>;
 
   /**
    * Releases a claim as ClaimStore.releaseClaim does (claim of this uid, at `expectedVersion` when given, and the leases
    * in `held` that it still holds) and writes the bitmaps in the same transaction.
    */
-  releaseClaim(claim: Claim, held: readonly string[], bitmaps: readonly BitmapWrite[], expectedVersion?: number, event?: IpamEvent): Promise<BitmapReleaseOutcome>;
+  releaseClaim(
+    claim: Claim,
+    held: readonly string[],
+    bitmaps: readonly BitmapWrite[],
+    expectedVersion?: number,
+    event?: IpamEvent,
+  ): Promise<BitmapReleaseOutcome>;
 
   /**
    * Which lease items exist now among these addresses of a pool, with the claim incarnation holding each one: a

@@ -85,7 +85,8 @@ function checkDocument(doc: RangeAllocation): void {
   if (!(doc.data instanceof Uint8Array)) throw invalid('data must be bytes');
   // big.Int.Bytes() never starts with a zero byte; allowing one would give one bitmap several wire forms.
   if (doc.data[0] === 0) throw invalid('data must not start with a zero byte (big.Int.Bytes() form)');
-  if (!Number.isSafeInteger(doc.version) || doc.version < 0) throw invalid('version must be an unsigned integer no larger than 2^53-1');
+  if (!Number.isSafeInteger(doc.version) || doc.version < 0)
+    throw invalid('version must be an unsigned integer no larger than 2^53-1');
 }
 
 function invalid(reason: string): InvalidArgumentError {

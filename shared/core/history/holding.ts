@@ -86,11 +86,34 @@ export function holdingOfLease(lease: Lease): Holding {
 export function holdingAt(lease: Lease, nowMs: number): Holding {
   const open = holdingOfLease(lease);
   if (lease.expiresAt === undefined || lease.expiresAt > nowMs) return open;
-  return ended(open, { toMs: Math.max(lease.expiresAt, Date.parse(open.from)), exact: true, reason: open.kind === HoldingKind.Hold ? EndReason.HoldEnded : EndReason.Expired });
+  return ended(open, {
+    toMs: Math.max(lease.expiresAt, Date.parse(open.from)),
+    exact: true,
+    reason: open.kind === HoldingKind.Hold ? EndReason.HoldEnded : EndReason.Expired,
+  });
 }
 
-function ended(h: Holding, { toMs, exact, reason, by }: { readonly toMs: number; readonly exact: boolean; readonly reason: EndReason; readonly by?: Principal | undefined }): Holding {
-  return { ...h, to: new Date(toMs).toISOString(), toExact: exact, endReason: reason, ...(by ? { releasedBy: by } : {}) };
+function ended(
+  h: Holding,
+  {
+    toMs,
+    exact,
+    reason,
+    by,
+  }: {
+    readonly toMs: number;
+    readonly exact: boolean;
+    readonly reason: EndReason;
+    readonly by?: Principal | undefined;
+  },
+): Holding {
+  return {
+    ...h,
+    to: new Date(toMs).toISOString(),
+    toExact: exact,
+    endReason: reason,
+    ...(by ? { releasedBy: by } : {}),
+  };
 }
 
 /** A reconciler repair that released a lease, as its event tells (written in the same transaction as the release). */
@@ -140,7 +163,8 @@ export function endedHolding(change: LeaseTransition, seenMs: number, repair: Re
   const old = holdingOfLease(before);
   const startMs = Date.parse(old.from);
   const expiry = before.expiresAt ?? Number.POSITIVE_INFINITY;
-  const end = (toMs: number, exact: boolean, reason: EndReason, by?: Principal) => ended(old, { toMs: Math.max(startMs, toMs), exact, reason, by });
+  const end = (toMs: number, exact: boolean, reason: EndReason, by?: Principal) =>
+    ended(old, { toMs: Math.max(startMs, toMs), exact, reason, by });
   if (after) {
     const next = holdingOfLease(after);
     if (holdingId(next) === holdingId(old)) return undefined;
@@ -152,10 +176,14 @@ export function endedHolding(change: LeaseTransition, seenMs: number, repair: Re
     }
     return end(Math.min(expiry, nextStart), true, EndReason.Expired);
   }
-  if (old.kind === HoldingKind.Hold) return expiry <= seenMs ? end(expiry, true, EndReason.HoldEnded) : end(seenMs, false, EndReason.HoldEnded);
+  if (old.kind === HoldingKind.Hold)
+    return expiry <= seenMs ? end(expiry, true, EndReason.HoldEnded) : end(seenMs, false, EndReason.HoldEnded);
   if (change.byTtl || expiry <= change.atMs) return end(expiry, true, EndReason.Expired);
   const record = repair(before);
-  if (record) return record.reason !== EndReason.Expired && expiry <= record.atMs ? end(expiry, true, EndReason.Expired) : end(Math.min(expiry, record.atMs), true, record.reason, record.by);
+  if (record)
+    return record.reason !== EndReason.Expired && expiry <= record.atMs
+      ? end(expiry, true, EndReason.Expired)
+      : end(Math.min(expiry, record.atMs), true, record.reason, record.by);
   return end(Math.min(expiry, seenMs), false, EndReason.Released);
 }
 

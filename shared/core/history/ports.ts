@@ -55,7 +55,10 @@ export interface HistoryStore {
    * function's question, one small read a claim), or with no claims given, all of them as the pool's listing has them
    * (eventually consistent: the reconciler's gap check, which reads only spans older than the index's lag).
    */
-  repairEvents(pool: string, span: { readonly fromMs: number; readonly toMs: number; readonly claimUids?: readonly string[] }): Promise<readonly RepairEventRef[]>;
+  repairEvents(
+    pool: string,
+    span: { readonly fromMs: number; readonly toMs: number; readonly claimUids?: readonly string[] },
+  ): Promise<readonly RepairEventRef[]>;
   /** The pool's history retention in days; 0 (keep none) for a pool that is absent or being deleted. */
   historyDays(pool: string): Promise<number | undefined>;
   /** Moves the pool's mark item forward (never back): for a batch that wrote no summary chunk of the pool. */

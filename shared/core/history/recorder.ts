@@ -88,7 +88,11 @@ export class HistoryRecorder {
         }
         failed.push(...mine);
         if (mine.length === 0) marks.set(pool, Math.max(...list.map((c) => c.transition!.atMs)));
-        else await this.notePending(pool, list.filter((c) => mine.includes(c.id)));
+        else
+          await this.notePending(
+            pool,
+            list.filter((c) => mine.includes(c.id)),
+          );
       }),
     );
     return { failed, written, errors, marks };
@@ -113,7 +117,12 @@ export class HistoryRecorder {
     }
   }
 
-  private async applyPool(pool: string, changes: readonly LeaseChange[], failed: string[], errors: unknown[]): Promise<number> {
+  private async applyPool(
+    pool: string,
+    changes: readonly LeaseChange[],
+    failed: string[],
+    errors: unknown[],
+  ): Promise<number> {
     const days = await this.historyDays(pool);
     const seenMs = this.deps.clock.nowMs();
     let repairs: readonly RepairEventRef[] | undefined;
@@ -121,12 +130,20 @@ export class HistoryRecorder {
     if (deletions.length > 0 && days !== 0) {
       const times = deletions.map((c) => c.transition!.atMs);
       const claimUids = deletions.map((c) => c.transition!.before!.claimUid).filter((uid) => uid !== '');
-      repairs = await this.deps.store.repairEvents(pool, { fromMs: Math.min(...times) - REPAIR_LOOKBACK_MS, toMs: seenMs + REPAIR_LOOKAHEAD_MS, claimUids });
+      repairs = await this.deps.store.repairEvents(pool, {
+        fromMs: Math.min(...times) - REPAIR_LOOKBACK_MS,
+        toMs: seenMs + REPAIR_LOOKAHEAD_MS,
+        claimUids,
+      });
     }
     const lookup = (before: { claimUid: string }): RepairRecord | undefined => {
-      const found = repairs?.filter((r) => r.claimUid === before.claimUid && r.claimUid !== '').sort((a, b) => b.atMs - a.atMs)[0];
+      const found = repairs
+        ?.filter((r) => r.claimUid === before.claimUid && r.claimUid !== '')
+        .sort((a, b) => b.atMs - a.atMs)[0];
       const reason = found && endReasonOfRepair(found.reason);
-      return found && reason ? { reason, atMs: found.atMs, ...(found.principal ? { by: { arn: found.principal } } : {}) } : undefined;
+      return found && reason
+        ? { reason, atMs: found.atMs, ...(found.principal ? { by: { arn: found.principal } } : {}) }
+        : undefined;
     };
     const ended: { change: LeaseChange; holding: Holding }[] = [];
     for (const change of changes) {

@@ -32,7 +32,10 @@ export function parseAddress(text: string, field = 'address'): IpAddress {
   }
   const [valid] = Validator.isValidIPv4String(text);
   if (!valid || !/^\d{1,3}(\.\d{1,3}){3}$/.test(text)) {
-    throw new InvalidArgumentError(`${field} ${JSON.stringify(text)} is not a valid IPv4 address (four decimal octets, no leading zeros).`, field);
+    throw new InvalidArgumentError(
+      `${field} ${JSON.stringify(text)} is not a valid IPv4 address (four decimal octets, no leading zeros).`,
+      field,
+    );
   }
   return { family: IpFamily.IPv4, value: IPv4.fromString(text).getValue() };
 }
@@ -67,10 +70,16 @@ export function formatAddress(address: IpAddress): string {
   let bestStart = -1;
   let bestLength = 1;
   for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) { i += 1; continue; }
+    if (groups[i] !== 0) {
+      i += 1;
+      continue;
+    }
     let j = i;
     while (j < 8 && groups[j] === 0) j += 1;
-    if (j - i > bestLength) { bestStart = i; bestLength = j - i; }
+    if (j - i > bestLength) {
+      bestStart = i;
+      bestLength = j - i;
+    }
     i = j;
   }
   const hex = groups.map((g) => g.toString(16));

@@ -30,7 +30,9 @@ function slotShift(cidr: Cidr & { slot: number }): bigint {
  * a block range, `value - base - 1` in an address range. Jumps past an exclusion land on the slot after this one.
  */
 export function slotFloor(cidr: Cidr, value: bigint): bigint {
-  return cidr.slot === undefined ? value - cidr.base - 1n : (value - cidr.base) >> slotShift(cidr as Cidr & { slot: number });
+  return cidr.slot === undefined
+    ? value - cidr.base - 1n
+    : (value - cidr.base) >> slotShift(cidr as Cidr & { slot: number });
 }
 
 /**
@@ -38,20 +40,35 @@ export function slotFloor(cidr: Cidr, value: bigint): bigint {
  * @throws InvalidArgumentError
  */
 export function parseCidr(text: string, field = 'cidr'): Cidr {
-  if (typeof text !== 'string') throw new InvalidArgumentError(`${field} must be a CIDR string such as 10.96.0.0/16.`, field);
+  if (typeof text !== 'string')
+    throw new InvalidArgumentError(`${field} must be a CIDR string such as 10.96.0.0/16.`, field);
   const slash = text.indexOf('/');
-  if (slash < 0) throw new InvalidArgumentError(`${field} ${quote(text)} is not a CIDR: it needs a /prefix, as in 10.96.0.0/16.`, field);
+  if (slash < 0)
+    throw new InvalidArgumentError(
+      `${field} ${quote(text)} is not a CIDR: it needs a /prefix, as in 10.96.0.0/16.`,
+      field,
+    );
   const prefixText = text.slice(slash + 1);
   const address = parseAddress(text.slice(0, slash), field);
   const bits = familyBits(address.family);
-  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > bits || (prefixText.length > 1 && prefixText.startsWith('0'))) {
-    throw new InvalidArgumentError(`${field} ${quote(text)} has an invalid prefix length: ${address.family} prefixes run from 0 to ${bits}.`, field);
+  if (
+    !/^\d{1,3}$/.test(prefixText) ||
+    Number(prefixText) > bits ||
+    (prefixText.length > 1 && prefixText.startsWith('0'))
+  ) {
+    throw new InvalidArgumentError(
+      `${field} ${quote(text)} has an invalid prefix length: ${address.family} prefixes run from 0 to ${bits}.`,
+      field,
+    );
   }
   const prefix = Number(prefixText);
   const cidr: Cidr = { family: address.family, base: address.value & networkMask(address.family, prefix), prefix };
   const canonical = formatCidr(cidr);
   if (cidr.base !== address.value || canonical !== text) {
-    throw new InvalidArgumentError(`${field} ${quote(text)} is not canonical; its canonical form is ${canonical}.`, field);
+    throw new InvalidArgumentError(
+      `${field} ${quote(text)} is not canonical; its canonical form is ${canonical}.`,
+      field,
+    );
   }
   return cidr;
 }
@@ -64,7 +81,7 @@ export function formatCidr(cidr: Cidr): string {
 function networkMask(family: IpFamily, prefix: number): bigint {
   const bits = BigInt(familyBits(family));
   const all = (1n << bits) - 1n;
-  return (all >> (bits - BigInt(prefix))) << (bits - BigInt(prefix)) & all;
+  return ((all >> (bits - BigInt(prefix))) << (bits - BigInt(prefix))) & all;
 }
 
 /** Number of addresses in the block, reserved ones included. */
@@ -117,7 +134,11 @@ export function isHostOf(cidr: Cidr, address: IpAddress): boolean {
 
 /** True when `outer` covers every address of `inner`. */
 export function cidrCovers(outer: Cidr, inner: Cidr): boolean {
-  return outer.family === inner.family && outer.prefix <= inner.prefix && (inner.base & networkMask(outer.family, outer.prefix)) === outer.base;
+  return (
+    outer.family === inner.family &&
+    outer.prefix <= inner.prefix &&
+    (inner.base & networkMask(outer.family, outer.prefix)) === outer.base
+  );
 }
 
 /**

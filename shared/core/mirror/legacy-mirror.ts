@@ -112,7 +112,10 @@ export class LegacyMirror {
       if (!bitmap) {
         // A new environment (or a bitmap of another CIDR): build it from THIS range's leases, expired ones included.
         const window = windowInterval(range.cidr);
-        bitmap = bitmapOf(range.cidr, window ? await this.deps.leases.takenAddresses(pool, range.range.family, [window], 0) : []);
+        bitmap = bitmapOf(
+          range.cidr,
+          window ? await this.deps.leases.takenAddresses(pool, range.range.family, [window], 0) : [],
+        );
       }
       const holders = await this.deps.bitmaps.leaseHolders(pool, addresses);
       const changed = applyBits(bitmap, settle(plan, holders));
@@ -125,6 +128,8 @@ export class LegacyMirror {
       });
       if (written === 'written') return fresh ? 'created' : 'written';
     }
-    throw new NotReadyError(`The bitmap of range ${JSON.stringify(range.range.name)} kept changing during ${this.maxAttempts} rounds.`);
+    throw new NotReadyError(
+      `The bitmap of range ${JSON.stringify(range.range.name)} kept changing during ${this.maxAttempts} rounds.`,
+    );
   }
 }

@@ -30,7 +30,10 @@ export interface RangePlan {
  *   batch:  INSERT a  INSERT b  REMOVE a  MODIFY b  INSERT c(no bitmap)
  *   plan:   a -> clear, b -> set                    (c ignored; ids of a, a, b, b reported together)
  */
-export function planMirror(changes: readonly LeaseChange[], viewOf: (pool: string) => PoolView | undefined): RangePlan[] {
+export function planMirror(
+  changes: readonly LeaseChange[],
+  viewOf: (pool: string) => PoolView | undefined,
+): RangePlan[] {
   const plans = new Map<string, { pool: string; range: ParsedRange; bits: Map<number, BitChange>; ids: string[] }>();
   for (const change of changes) {
     const view = viewOf(change.pool);
@@ -61,7 +64,10 @@ export function planMirror(changes: readonly LeaseChange[], viewOf: (pool: strin
  * run again. Expired-but-present lease items count as held (their claim may still renew them; their deletion clears
  * the bit).
  */
-export function settle(plan: RangePlan, held: ReadonlySet<string> | ReadonlyMap<string, unknown>): Map<number, BitChange> {
+export function settle(
+  plan: RangePlan,
+  held: ReadonlySet<string> | ReadonlyMap<string, unknown>,
+): Map<number, BitChange> {
   const out = new Map<number, BitChange>();
   for (const [bit, change] of plan.bits) out.set(bit, { address: change.address, held: held.has(change.address) });
   return out;

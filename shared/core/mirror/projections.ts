@@ -20,7 +20,11 @@ export interface ProjectionResult {
   /** The address history's writes (absent when the projections run without it). */
   readonly history?: HistoryResult;
   /** The exhaustion levels' checks of the batch's pools (absent when the projections run without them). */
-  readonly exhaustion?: { readonly crossings: readonly Crossing[]; readonly observed: readonly Observation[]; readonly errors: readonly { pool: string; error: unknown }[] };
+  readonly exhaustion?: {
+    readonly crossings: readonly Crossing[];
+    readonly observed: readonly Observation[];
+    readonly errors: readonly { pool: string; error: unknown }[];
+  };
 }
 
 /**
@@ -53,7 +57,14 @@ export class LeaseProjections {
 
   async apply(changes: readonly LeaseChange[]): Promise<ProjectionResult> {
     const recorded = this.history?.apply(changes);
-    const [summary, legacy, history] = await Promise.all([this.summary.apply(changes, recorded?.then((r) => r.marks)), this.legacy.apply(changes), recorded]);
+    const [summary, legacy, history] = await Promise.all([
+      this.summary.apply(
+        changes,
+        recorded?.then((r) => r.marks),
+      ),
+      this.legacy.apply(changes),
+      recorded,
+    ]);
     if (history) await this.markUnchunked(history, summary.chunks);
     const exhaustion = await this.checkExhaustion(changes);
     return {
@@ -93,8 +104,11 @@ export class LeaseProjections {
     const chunked = new Set(chunks.filter((c) => c.outcome === 'written').map((c) => c.pool));
     for (const [pool, through] of history.marks) if (chunked.has(pool)) this.remember(pool, through);
     // A chunk read but left unchanged shows a mark put before (by any container): the slack counts from it too.
-    for (const c of chunks) if (c.historyThrough !== undefined && c.outcome !== 'failed') this.remember(c.pool, c.historyThrough);
-    const left = [...history.marks].filter(([pool, through]) => !chunked.has(pool) && through - (this.marked.get(pool) ?? -Infinity) > MARK_ITEM_SLACK_MS);
+    for (const c of chunks)
+      if (c.historyThrough !== undefined && c.outcome !== 'failed') this.remember(c.pool, c.historyThrough);
+    const left = [...history.marks].filter(
+      ([pool, through]) => !chunked.has(pool) && through - (this.marked.get(pool) ?? -Infinity) > MARK_ITEM_SLACK_MS,
+    );
     await Promise.all(
       left.map(async ([pool, through]) => {
         try {

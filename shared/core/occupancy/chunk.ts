@@ -46,7 +46,15 @@ export const chunkBase = (index: bigint): bigint => index << CHUNK_SHIFT;
 export const bitOf = (address: bigint): number => Number(address & (CHUNK_SIZE - 1n));
 
 export function emptyChunk(pool: string, family: IpFamily, index: bigint): OccupancyChunk {
-  return { pool, family, index, bits: Bitmap.empty(CHUNK_SIZE), expiring: Bitmap.empty(CHUNK_SIZE), version: 0, asOf: new Date(0).toISOString() };
+  return {
+    pool,
+    family,
+    index,
+    bits: Bitmap.empty(CHUNK_SIZE),
+    expiring: Bitmap.empty(CHUNK_SIZE),
+    version: 0,
+    asOf: new Date(0).toISOString(),
+  };
 }
 
 /** The chunk indexes [first, last] that intervals touch (one span: the reader queries it as one key range). */
@@ -68,7 +76,11 @@ export function overlaps(index: bigint, [from, to]: Interval): boolean {
 }
 
 /** Calls `visit` with each set bit's address of the chunk that lies in one of the intervals. */
-export function forEachHeld(chunk: Pick<OccupancyChunk, 'index' | 'bits'>, intervals: readonly Interval[], visit: (address: bigint) => void): void {
+export function forEachHeld(
+  chunk: Pick<OccupancyChunk, 'index' | 'bits'>,
+  intervals: readonly Interval[],
+  visit: (address: bigint) => void,
+): void {
   const base = chunkBase(chunk.index);
   const last = base + CHUNK_SIZE - 1n;
   const inside = intervals.filter((interval) => overlaps(chunk.index, interval));

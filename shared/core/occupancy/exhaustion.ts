@@ -63,7 +63,13 @@ export interface ExhaustionStore {
    * Writes `state` if the item is still at `expected` (its version, or absent), with the crossings' event items in
    * the same transaction; 'changed' when another check got there first.
    */
-  putState(pool: string, family: IpFamily, state: ExhaustionState, expected: number | 'absent', crossings: readonly Crossing[]): Promise<'written' | 'changed'>;
+  putState(
+    pool: string,
+    family: IpFamily,
+    state: ExhaustionState,
+    expected: number | 'absent',
+    crossings: readonly Crossing[],
+  ): Promise<'written' | 'changed'>;
 }
 
 /** Announces the crossings a check wrote, beyond the pool's events: a metric, an EventBridge event. */
@@ -84,7 +90,11 @@ export function levelOf(u: Pick<Utilization, 'size' | 'free'>, thresholds: reado
 }
 
 /** The thresholds passed between two levels, in the order they were crossed. */
-export function crossingsBetween(from: number, to: number, thresholds: readonly number[]): { direction: CrossingDirection; threshold: number | 'full' }[] {
+export function crossingsBetween(
+  from: number,
+  to: number,
+  thresholds: readonly number[],
+): { direction: CrossingDirection; threshold: number | 'full' }[] {
   const named = (level: number): number | 'full' => (level > thresholds.length ? 'full' : thresholds[level - 1]!);
   const out: { direction: CrossingDirection; threshold: number | 'full' }[] = [];
   for (let level = from + 1; level <= to; level += 1) out.push({ direction: 'below', threshold: named(level) });
@@ -95,7 +105,11 @@ export function crossingsBetween(from: number, to: number, thresholds: readonly 
 export interface ExhaustionWatchDeps {
   readonly store: ExhaustionStore;
   /** The pool's thresholds and its utilization per family, read consistently; undefined when the pool is gone. */
-  readonly utilization: (pool: string) => Promise<{ readonly thresholds: readonly number[]; readonly families: Partial<Record<IpFamily, Utilization>> } | undefined>;
+  readonly utilization: (
+    pool: string,
+  ) => Promise<
+    { readonly thresholds: readonly number[]; readonly families: Partial<Record<IpFamily, Utilization>> } | undefined
+  >;
   readonly announcer?: CrossingAnnouncer;
   readonly clock: Clock;
   /** Read-decide-write rounds per family before giving up (the next batch of the pool checks again). Default 8. */
@@ -116,12 +130,18 @@ export class ExhaustionWatch {
     // costs the same reads whatever the number of families (BENCHMARKS.md, "Free-space threshold check").
     const states = await this.deps.store.states(pool);
     const read = await this.deps.utilization(pool);
-    for (const family of [IpFamily.IPv4, IpFamily.IPv6]) await this.checkFamily(pool, family, out, { state: states.get(family), read });
+    for (const family of [IpFamily.IPv4, IpFamily.IPv6])
+      await this.checkFamily(pool, family, out, { state: states.get(family), read });
     if (out.crossings.length > 0) await this.deps.announcer?.announce(out.crossings);
     return out;
   }
 
-  private async checkFamily(pool: string, family: IpFamily, out: { crossings: Crossing[]; observed: Observation[] }, first: { state: ExhaustionState | undefined; read: Awaited<ReturnType<ExhaustionWatchDeps['utilization']>> }): Promise<void> {
+  private async checkFamily(
+    pool: string,
+    family: IpFamily,
+    out: { crossings: Crossing[]; observed: Observation[] },
+    first: { state: ExhaustionState | undefined; read: Awaited<ReturnType<ExhaustionWatchDeps['utilization']>> },
+  ): Promise<void> {
     for (let attempt = 0; attempt < (this.deps.maxAttempts ?? 8); attempt += 1) {
       // After a lost conditional write: the winner's level, then the utilization again.
       const state = attempt === 0 ? first.state : await this.deps.store.getState(pool, family);
@@ -133,9 +153,19 @@ export class ExhaustionWatch {
       const level = levelOf(u, read.thresholds);
       if (level === (state?.level ?? 0)) return;
       const time = new Date(this.deps.clock.nowMs()).toISOString();
-      const crossings = crossingsBetween(state?.level ?? 0, level, read.thresholds).map((c) => ({ pool, family, ...c, size: u.size, free: u.free, freePercent: freePercentOf(u), time }));
+      const crossings = crossingsBetween(state?.level ?? 0, level, read.thresholds).map((c) => ({
+        pool,
+        family,
+        ...c,
+        size: u.size,
+        free: u.free,
+        freePercent: freePercentOf(u),
+        time,
+      }));
       const next: ExhaustionState = { level, version: (state?.version ?? 0) + 1, since: time };
-      if ((await this.deps.store.putState(pool, family, next, state ? state.version : 'absent', crossings)) === 'written') {
+      if (
+        (await this.deps.store.putState(pool, family, next, state ? state.version : 'absent', crossings)) === 'written'
+      ) {
         out.crossings.push(...crossings);
         return;
       }
@@ -146,6 +176,11 @@ export class ExhaustionWatch {
 /** One sentence for the pool's events. */
 export function crossingMessage(c: Crossing): string {
   const free = `${c.free} of ${c.size} addresses free (${c.freePercent} %)`;
-  if (c.threshold === 'full') return c.direction === 'below' ? `${c.family} space of pool ${c.pool} is full: ${free}.` : `${c.family} space of pool ${c.pool} is no longer full: ${free}.`;
-  return c.direction === 'below' ? `${c.family} space of pool ${c.pool} fell below ${c.threshold} % free: ${free}.` : `${c.family} space of pool ${c.pool} is back above ${c.threshold} % free: ${free}.`;
+  if (c.threshold === 'full')
+    return c.direction === 'below'
+      ? `${c.family} space of pool ${c.pool} is full: ${free}.`
+      : `${c.family} space of pool ${c.pool} is no longer full: ${free}.`;
+  return c.direction === 'below'
+    ? `${c.family} space of pool ${c.pool} fell below ${c.threshold} % free: ${free}.`
+    : `${c.family} space of pool ${c.pool} is back above ${c.threshold} % free: ${free}.`;
 }

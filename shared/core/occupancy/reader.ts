@@ -12,13 +12,22 @@ export interface Summary extends SummarySnapshot {
 }
 
 /** Reads the chunks the intervals touch (one query) and answers membership and counts from their bits. */
-export async function readSummary(store: Pick<OccupancyStore, 'readChunks'>, pool: string, family: IpFamily, intervals: readonly Interval[]): Promise<Summary> {
+export async function readSummary(
+  store: Pick<OccupancyStore, 'readChunks'>,
+  pool: string,
+  family: IpFamily,
+  intervals: readonly Interval[],
+): Promise<Summary> {
   const span = chunkSpan(intervals);
-  const chunks = span ? (await store.readChunks(pool, family, span)).filter((c) => intervals.some((i) => overlaps(c.index, i))) : [];
+  const chunks = span
+    ? (await store.readChunks(pool, family, span)).filter((c) => intervals.some((i) => overlaps(c.index, i)))
+    : [];
   const byIndex = new Map(chunks.map((c) => [c.index, c]));
   const used = chunks.reduce((sum, c) => sum + countHeld(c, intervals), 0n);
   const counted = new Map<string, bigint>();
-  const expiring = chunks.some((c) => c.expiring.count() > 0 && countHeld({ index: c.index, bits: c.expiring }, intervals) > 0n);
+  const expiring = chunks.some(
+    (c) => c.expiring.count() > 0 && countHeld({ index: c.index, bits: c.expiring }, intervals) > 0n,
+  );
   return {
     chunks,
     used,

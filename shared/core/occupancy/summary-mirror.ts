@@ -63,7 +63,10 @@ export class SummaryMirror {
    * @param historyMarks the history's marks of this batch (HistoryResult.marks): each chunk of a pool with a mark is
    *   written with it, once the history has recorded the pool's changes (awaited just before the write)
    */
-  async apply(changes: readonly LeaseChange[], historyMarks?: Promise<ReadonlyMap<string, number>>): Promise<SummaryResult> {
+  async apply(
+    changes: readonly LeaseChange[],
+    historyMarks?: Promise<ReadonlyMap<string, number>>,
+  ): Promise<SummaryResult> {
     const plans = new Map<string, ChunkPlan>();
     for (const change of changes) {
       let address;
@@ -89,7 +92,11 @@ export class SummaryMirror {
         try {
           const mark = historyMarks?.then((marks) => marks.get(plan.pool));
           const settled = await this.settle(plan.pool, plan.family, plan.index, [...plan.addresses], mark);
-          return { ...base, outcome: settled.outcome, ...(settled.historyThrough !== undefined ? { historyThrough: settled.historyThrough } : {}) };
+          return {
+            ...base,
+            outcome: settled.outcome,
+            ...(settled.historyThrough !== undefined ? { historyThrough: settled.historyThrough } : {}),
+          };
         } catch (error) {
           failed.push(...plan.ids);
           return { ...base, outcome: 'failed', error };
@@ -104,11 +111,23 @@ export class SummaryMirror {
    * carries `historyThrough` (the newer of its own and the one given); an unchanged one is not written for it.
    * @throws NotReadyError when the chunk keeps changing; store errors as they come
    */
-  async settleChunk(pool: string, family: IpFamily, index: bigint, addresses: readonly string[], historyThrough?: Promise<number | undefined>): Promise<'written' | 'unchanged'> {
+  async settleChunk(
+    pool: string,
+    family: IpFamily,
+    index: bigint,
+    addresses: readonly string[],
+    historyThrough?: Promise<number | undefined>,
+  ): Promise<'written' | 'unchanged'> {
     return (await this.settle(pool, family, index, addresses, historyThrough)).outcome;
   }
 
-  private async settle(pool: string, family: IpFamily, index: bigint, addresses: readonly string[], historyThrough?: Promise<number | undefined>): Promise<{ outcome: 'written' | 'unchanged'; historyThrough?: number }> {
+  private async settle(
+    pool: string,
+    family: IpFamily,
+    index: bigint,
+    addresses: readonly string[],
+    historyThrough?: Promise<number | undefined>,
+  ): Promise<{ outcome: 'written' | 'unchanged'; historyThrough?: number }> {
     for (let attempt = 0; attempt < this.maxAttempts; attempt += 1) {
       const current = await this.deps.store.getChunk(pool, family, index);
       const states = await this.deps.store.leaseStates(pool, addresses);
@@ -123,12 +142,30 @@ export class SummaryMirror {
         changed = (state?.expiring ? expiring.set(bit) : expiring.clear(bit)) || changed;
       }
       // An absent chunk is an empty one: nothing to write until a bit is set.
-      if (!changed) return { outcome: 'unchanged', ...(chunk.historyThrough !== undefined ? { historyThrough: chunk.historyThrough } : {}) };
+      if (!changed)
+        return {
+          outcome: 'unchanged',
+          ...(chunk.historyThrough !== undefined ? { historyThrough: chunk.historyThrough } : {}),
+        };
       const through = await historyThrough;
-      const mark = through !== undefined && through > (chunk.historyThrough ?? -Infinity) ? { historyThrough: through } : {};
-      const next: OccupancyChunk = { ...chunk, bits, expiring, version: chunk.version + 1, asOf: new Date(this.deps.clock.nowMs()).toISOString(), ...mark };
-      if ((await this.deps.store.putChunk(next, current ? current.version : 'absent')) === 'written') return { outcome: 'written', ...(next.historyThrough !== undefined ? { historyThrough: next.historyThrough } : {}) };
+      const mark =
+        through !== undefined && through > (chunk.historyThrough ?? -Infinity) ? { historyThrough: through } : {};
+      const next: OccupancyChunk = {
+        ...chunk,
+        bits,
+        expiring,
+        version: chunk.version + 1,
+        asOf: new Date(this.deps.clock.nowMs()).toISOString(),
+        ...mark,
+      };
+      if ((await this.deps.store.putChunk(next, current ? current.version : 'absent')) === 'written')
+        return {
+          outcome: 'written',
+          ...(next.historyThrough !== undefined ? { historyThrough: next.historyThrough } : {}),
+        };
     }
-    throw new NotReadyError(`A chunk of pool ${JSON.stringify(pool)}'s summary kept changing during ${this.maxAttempts} rounds.`);
+    throw new NotReadyError(
+      `A chunk of pool ${JSON.stringify(pool)}'s summary kept changing during ${this.maxAttempts} rounds.`,
+    );
   }
 }

@@ -21,7 +21,13 @@ export const POOL_RECHECK_MS = 10 * 60_000;
  */
 function servedBy(view: PoolView | undefined, claim: Claim): boolean {
   if (!view || claim.createdAt < view.pool.createdAt) return false;
-  return claim.addresses.every((a) => view.ranges.some((r) => (r.state === RangeState.Ready || r.state === RangeState.Terminating) && isHostOf(rangeCidr(r), parseAddress(a.address))));
+  return claim.addresses.every((a) =>
+    view.ranges.some(
+      (r) =>
+        (r.state === RangeState.Ready || r.state === RangeState.Terminating) &&
+        isHostOf(rangeCidr(r), parseAddress(a.address)),
+    ),
+  );
 }
 
 /**
@@ -38,7 +44,9 @@ function servedBy(view: PoolView | undefined, claim: Claim): boolean {
  */
 export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
   // Retried within the run (Run.read); a listing that still fails leaves the deleted pools to later runs of the window.
-  const deleted = await run.read('list pools deleted', () => run.deps.reconcile.poolsDeletedSince(run.now() - POOL_RECHECK_MS));
+  const deleted = await run.read('list pools deleted', () =>
+    run.deps.reconcile.poolsDeletedSince(run.now() - POOL_RECHECK_MS),
+  );
   if (!deleted.ok) return;
   await run.each(Phase.Owners, deleted.value, (pool) =>
     run.repair(`release claims of deleted pool ${pool}`, async () => {
@@ -48,7 +56,10 @@ export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
         const page = await run.deps.claims.listClaims(pool, PAGE, cursor);
         for (const claim of page.items) {
           if (servedBy(view, claim)) continue;
-          if ((await run.deps.reconcile.releaseClaim(claim, events.poolDeleted(claim, nowIso(run.deps)))) === 'released') run.repairs[EventReason.PoolDeleted] += 1;
+          if (
+            (await run.deps.reconcile.releaseClaim(claim, events.poolDeleted(claim, nowIso(run.deps)))) === 'released'
+          )
+            run.repairs[EventReason.PoolDeleted] += 1;
         }
         cursor = page.nextCursor;
       } while (cursor !== undefined);
@@ -58,4 +69,3 @@ export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
     }),
   );
 }
-

@@ -1,3 +1,4 @@
+// Over 300 lines: the bitmap drift repair and its plan, one decision table with the pass that applies it.
 import { formatAddress } from '../ip/address.ts';
 import { parseCidr } from '../ip/cidr.ts';
 import type { Range } from '../model.ts';
@@ -49,7 +50,9 @@ export async function repairBitmaps(run: Run, views: PoolViewList, usage: UsageB
     return 0;
   }
   // Which sweep cycle the scans compare with; without it (after the retries) the drift check waits for the next run.
-  const sweep = await run.read('read sweep checkpoint for drift', () => run.deps.reconcile.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT));
+  const sweep = await run.read('read sweep checkpoint for drift', () =>
+    run.deps.reconcile.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT),
+  );
   if (!sweep.ok) return 0;
   const cycle = sweep.value?.value.cycles ?? 0;
   const budget = { left: run.deps.settings.countItems };
@@ -80,10 +83,18 @@ async function removeBitmap(run: Run, range: Range): Promise<boolean> {
 }
 
 /** Whether a legacy range can have drifted since its last full scan (see repairBitmaps). */
-export function needsScan(doc: RangeAllocation | undefined, bitmap: Bitmap | undefined, record: DriftRecord | undefined, usage: UsageRecord | undefined, cycle: number): boolean {
+export function needsScan(
+  doc: RangeAllocation | undefined,
+  bitmap: Bitmap | undefined,
+  record: DriftRecord | undefined,
+  usage: UsageRecord | undefined,
+  cycle: number,
+): boolean {
   if (!doc || !bitmap || !record) return true;
-  if (record.checking !== undefined || Object.keys(record.strikes).length > 0 || record.checkedCycle < cycle) return true;
-  const counted = usage?.countedAt !== undefined && usage.windowItems !== undefined && usage.countedAt > record.comparedAt;
+  if (record.checking !== undefined || Object.keys(record.strikes).length > 0 || record.checkedCycle < cycle)
+    return true;
+  const counted =
+    usage?.countedAt !== undefined && usage.windowItems !== undefined && usage.countedAt > record.comparedAt;
   return counted && usage.windowItems !== bitmap.count();
 }
 
@@ -99,7 +110,14 @@ export interface DriftPlan {
  * and are cleared once they reach `threshold`. Strikes of bits in the scanned spans that are no longer leaked are
  * dropped; strikes of bits outside them are kept for the scan to reach them.
  */
-export function planDrift(missing: readonly number[], leaked: readonly number[], previous: Readonly<Record<string, number>>, mayStrike: boolean, threshold: number, scanned: (bit: number) => boolean = () => true): DriftPlan {
+export function planDrift(
+  missing: readonly number[],
+  leaked: readonly number[],
+  previous: Readonly<Record<string, number>>,
+  mayStrike: boolean,
+  threshold: number,
+  scanned: (bit: number) => boolean = () => true,
+): DriftPlan {
   const strikes: Record<string, number> = {};
   for (const [bit, count] of Object.entries(previous)) if (!scanned(Number(bit))) strikes[bit] = count;
   const clear: number[] = [];
@@ -117,7 +135,13 @@ const CHECKS_PER_WRITE = 90;
 const SPAN_BITS = 4096;
 
 /** Rows 8-9 for one legacy range; true when its window was scanned (in part or whole). */
-async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRecord | undefined, budget: { left: number }): Promise<boolean> {
+async function checkRange(
+  run: Run,
+  range: Range,
+  cycle: number,
+  usage: UsageRecord | undefined,
+  budget: { left: number },
+): Promise<boolean> {
   const { bitmaps, reconcile: store, leases, settings } = run.deps;
   const cidr = parseCidr(range.cidr);
   const window = windowInterval(cidr);
@@ -136,14 +160,37 @@ async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRec
     const expected = bitmapOf(cidr, await leases.takenAddresses(range.pool, range.family, [window], 0));
     budget.left -= expected.count() + 1;
     // (An empty bitmap for a range without leases is bookkeeping, not a repair: it is written without an event.)
-    const event = doc || expected.count() > 0 ? bitmapEvent(run, range, EventReason.BitmapRepaired, doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built', expected.count(), []) : undefined;
+    const event =
+      doc || expected.count() > 0
+        ? bitmapEvent(
+            run,
+            range,
+            EventReason.BitmapRepaired,
+            doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built',
+            expected.count(),
+            [],
+          )
+        : undefined;
     const written = await store.repairBitmap(
-      { pool: range.pool, rangeName: range.name, allocation: { range: range.cidr, data: expected.encode(), version: (doc?.version ?? 0) + 1 }, expected: doc ? { version: doc.version } : 'absent', leasesPresent: [], leasesAbsent: [] },
+      {
+        pool: range.pool,
+        rangeName: range.name,
+        allocation: { range: range.cidr, data: expected.encode(), version: (doc?.version ?? 0) + 1 },
+        expected: doc ? { version: doc.version } : 'absent',
+        leasesPresent: [],
+        leasesAbsent: [],
+      },
       event ? [event] : [],
     );
     if (written !== 'written') return true;
     if (event) run.done(event, true);
-    if (mayStrike) await store.saveDriftRecord(range.pool, range.name, { strikes: {}, checkedCycle: cycle, comparedAt, observedAt: run.now() }, record?.version);
+    if (mayStrike)
+      await store.saveDriftRecord(
+        range.pool,
+        range.name,
+        { strikes: {}, checkedCycle: cycle, comparedAt, observedAt: run.now() },
+        record?.version,
+      );
     return true;
   }
   // 2. The next spans of the window, as the index has them, within the run's budget.
@@ -154,7 +201,12 @@ async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRec
   while (offset < size && budget.left > 0 && !run.out(Phase.Drift)) {
     const end = Math.min(offset + SPAN_BITS, size);
     const present = new Set<number>();
-    const values = await leases.takenAddresses(range.pool, range.family, [[addressOfBit(cidr, offset), addressOfBit(cidr, end - 1)]], 0);
+    const values = await leases.takenAddresses(
+      range.pool,
+      range.family,
+      [[addressOfBit(cidr, offset), addressOfBit(cidr, end - 1)]],
+      0,
+    );
     budget.left -= values.length + 1;
     for (const value of values) {
       const bit = bitOf(cidr, value);
@@ -174,11 +226,21 @@ async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRec
   const missing = diff.missing.filter((bit) => holders.has(addressOf(bit)));
   const leaked = diff.leaked.filter((bit) => !holders.has(addressOf(bit)));
   // 4. One strike per run: a run that started before another run's check does not strike again.
-  const plan = planDrift(missing, leaked, record?.value.strikes ?? {}, mayStrike, settings.leakStrikes, (bit) => bit >= from && bit < offset);
+  const plan = planDrift(
+    missing,
+    leaked,
+    record?.value.strikes ?? {},
+    mayStrike,
+    settings.leakStrikes,
+    (bit) => bit >= from && bit < offset,
+  );
   // 5. Write, in chunks of conditions, each chunk at the version the previous one wrote.
   let version = doc.version;
   const bitmap = current.clone();
-  const changes = [...plan.set.map((bit) => ({ bit, set: true })), ...(mayStrike ? plan.clear : []).map((bit) => ({ bit, set: false }))];
+  const changes = [
+    ...plan.set.map((bit) => ({ bit, set: true })),
+    ...(mayStrike ? plan.clear : []).map((bit) => ({ bit, set: false })),
+  ];
   for (let i = 0; i < changes.length; i += CHECKS_PER_WRITE) {
     const chunk = changes.slice(i, i + CHECKS_PER_WRITE);
     for (const c of chunk) {
@@ -188,11 +250,40 @@ async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRec
     const set = chunk.filter((c) => c.set).map((c) => addressOf(c.bit));
     const cleared = chunk.filter((c) => !c.set).map((c) => addressOf(c.bit));
     const events = [
-      ...(set.length ? [bitmapEvent(run, range, EventReason.BitmapRepaired, 'missed the bits of existing leases; they were set', set.length, set)] : []),
-      ...(cleared.length ? [bitmapEvent(run, range, EventReason.BitmapLeakCleared, `held bits with no lease for ${settings.leakStrikes} consecutive runs; they were cleared`, cleared.length, cleared)] : []),
+      ...(set.length
+        ? [
+            bitmapEvent(
+              run,
+              range,
+              EventReason.BitmapRepaired,
+              'missed the bits of existing leases; they were set',
+              set.length,
+              set,
+            ),
+          ]
+        : []),
+      ...(cleared.length
+        ? [
+            bitmapEvent(
+              run,
+              range,
+              EventReason.BitmapLeakCleared,
+              `held bits with no lease for ${settings.leakStrikes} consecutive runs; they were cleared`,
+              cleared.length,
+              cleared,
+            ),
+          ]
+        : []),
     ];
     const written = await store.repairBitmap(
-      { pool: range.pool, rangeName: range.name, allocation: { range: range.cidr, data: bitmap.encode(), version: version + 1 }, expected: { version }, leasesPresent: set, leasesAbsent: cleared },
+      {
+        pool: range.pool,
+        rangeName: range.name,
+        allocation: { range: range.cidr, data: bitmap.encode(), version: version + 1 },
+        expected: { version },
+        leasesPresent: set,
+        leasesAbsent: cleared,
+      },
       events,
     );
     // Lost to a concurrent writer: the next run reads again (strikes are not saved, so none is counted twice).
@@ -204,7 +295,13 @@ async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRec
     await store.saveDriftRecord(
       range.pool,
       range.name,
-      { strikes: plan.strikes, checkedCycle: finished ? cycle : (record?.value.checkedCycle ?? -1), comparedAt, observedAt: run.now(), ...(finished ? {} : { checking: { offset } }) },
+      {
+        strikes: plan.strikes,
+        checkedCycle: finished ? cycle : (record?.value.checkedCycle ?? -1),
+        comparedAt,
+        observedAt: run.now(),
+        ...(finished ? {} : { checking: { offset } }),
+      },
       record?.version,
     );
   }
@@ -214,8 +311,17 @@ async function checkRange(run: Run, range: Range, cycle: number, usage: UsageRec
 /** Addresses listed in an event's message; the count says how many there were in all. */
 const LISTED = 8;
 
-function bitmapEvent(run: Run, range: Range, reason: EventReason, what: string, count: number, addresses: readonly string[]): IpamEvent {
-  const listed = addresses.length ? ` (${addresses.slice(0, LISTED).join(', ')}${addresses.length > LISTED ? `, and ${addresses.length - LISTED} more` : ''})` : '';
+function bitmapEvent(
+  run: Run,
+  range: Range,
+  reason: EventReason,
+  what: string,
+  count: number,
+  addresses: readonly string[],
+): IpamEvent {
+  const listed = addresses.length
+    ? ` (${addresses.slice(0, LISTED).join(', ')}${addresses.length > LISTED ? `, and ${addresses.length - LISTED} more` : ''})`
+    : '';
   return {
     pool: range.pool,
     time: run.iso(),

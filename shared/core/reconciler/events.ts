@@ -9,10 +9,20 @@ import { EVENT_RETENTION_MS, type IpamEvent } from '../base/events.ts';
  * they are never listed).
  * @throws NotFoundError for an unknown pool; InvalidArgumentError for a bad cursor
  */
-export async function listEvents(deps: Pick<Deps, 'clock' | 'views'> & { readonly reconcile: Pick<EventLog, 'listEvents'> }, pool: string, limit?: number, cursor?: string): Promise<Page<IpamEvent>> {
+export async function listEvents(
+  deps: Pick<Deps, 'clock' | 'views'> & { readonly reconcile: Pick<EventLog, 'listEvents'> },
+  pool: string,
+  limit?: number,
+  cursor?: string,
+): Promise<Page<IpamEvent>> {
   const nowMs = deps.clock.nowMs();
   const { pool: current } = await deps.views.get(pool, nowMs);
   // From the pool's creation at the earliest: an earlier pool of the same name left events that stay until their TTL.
   const retained = new Date(nowMs - EVENT_RETENTION_MS).toISOString();
-  return deps.reconcile.listEvents(pool, retained > current.createdAt ? retained : current.createdAt, pageLimit(limit), cursor);
+  return deps.reconcile.listEvents(
+    pool,
+    retained > current.createdAt ? retained : current.createdAt,
+    pageLimit(limit),
+    cursor,
+  );
 }

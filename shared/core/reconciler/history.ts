@@ -68,16 +68,27 @@ async function historyLag(run: Run, pool: string, mark: HistoryMark | undefined)
   const address = mark?.pendingAddress;
   const holding = mark?.pendingHolding;
   if (since === undefined || address === undefined || holding === undefined) return 0;
-  const found = await run.read(`pending holding of ${pool}/${address}`, () => run.deps.history.hasHolding(pool, address, holding));
+  const found = await run.read(`pending holding of ${pool}/${address}`, () =>
+    run.deps.history.hasHolding(pool, address, holding),
+  );
   if (!found.ok) return Math.max(0, run.now() - since);
   const lost = !found.value && run.now() - since > GAP_PROOF_AGE_MS;
   if (lost) {
     const gap = events.historyGapOfChange({ pool, address, holding, atMs: since }, run.iso());
-    const reported = await run.repair(`report history gap of ${pool}/${address}`, async () => (run.done(gap, await run.deps.reconcile.reportOnce(gap, `histgap/${address}/${holding}`, run.now())), true));
+    const reported = await run.repair(
+      `report history gap of ${pool}/${address}`,
+      async () => (
+        run.done(gap, await run.deps.reconcile.reportOnce(gap, `histgap/${address}/${holding}`, run.now())),
+        true
+      ),
+    );
     if (!reported) return Math.max(0, run.now() - since);
   }
   if (found.value || lost) {
-    await run.repair(`history pending note of ${pool}`, async () => (await run.deps.history.clearPending(pool, since), true));
+    await run.repair(
+      `history pending note of ${pool}`,
+      async () => (await run.deps.history.clearPending(pool, since), true),
+    );
     return 0;
   }
   return Math.max(0, run.now() - since);
@@ -90,14 +101,22 @@ async function checkPool(run: Run, pool: string, mark: HistoryMark | undefined):
   // Events older than their retention are gone (and may be half deleted): start inside it.
   const from = Math.max(mark?.gapCheckedThrough ?? 0, nowMs - EVENT_RETENTION_MS + GAP_CHECK_SPAN_MS);
   if (to - from < GAP_CHECK_SPAN_MS) return 0;
-  const listed = await run.read(`history gap check of ${pool}`, () => run.deps.history.repairEvents(pool, { fromMs: from, toMs: to }));
+  const listed = await run.read(`history gap check of ${pool}`, () =>
+    run.deps.history.repairEvents(pool, { fromMs: from, toMs: to }),
+  );
   if (!listed.ok) return 0;
-  const releases = listed.value.filter((e) => e.claimUid !== '' && endReasonOfRepair(e.reason) !== undefined && e.addresses?.length).sort((a, b) => a.atMs - b.atMs);
+  const releases = listed.value
+    .filter((e) => e.claimUid !== '' && endReasonOfRepair(e.reason) !== undefined && e.addresses?.length)
+    .sort((a, b) => a.atMs - b.atMs);
   const checked = releases.slice(0, GAP_CHECK_EVENTS);
   // The position moves only past what was checked: a capped run leaves the rest to the next one.
   const through = releases.length > GAP_CHECK_EVENTS ? checked[checked.length - 1]!.atMs : to;
   const all = await run.each(Phase.History, checked, (event) => checkEvent(run, pool, event));
-  if (all) await run.repair(`history gap position of ${pool}`, async () => (await run.deps.history.advanceGapCheck(pool, through), true));
+  if (all)
+    await run.repair(
+      `history gap position of ${pool}`,
+      async () => (await run.deps.history.advanceGapCheck(pool, through), true),
+    );
   return checked.length;
 }
 
@@ -105,14 +124,23 @@ async function checkPool(run: Run, pool: string, mark: HistoryMark | undefined):
 async function checkEvent(run: Run, pool: string, event: RepairEventRef): Promise<boolean> {
   let ok = true;
   for (const address of event.addresses ?? []) {
-    const page = await run.read(`history of ${pool}/${address}`, () => run.deps.history.addressHoldings(pool, address, 5, { before: afterStart(event.atMs) }));
+    const page = await run.read(`history of ${pool}/${address}`, () =>
+      run.deps.history.addressHoldings(pool, address, 5, { before: afterStart(event.atMs) }),
+    );
     if (!page.ok) {
       ok = false;
       continue;
     }
     if (page.value.items.some((h) => h.claimUid === event.claimUid)) continue;
     const gap = events.historyGap(pool, address, event, run.iso());
-    ok = (await run.repair(`report history gap of ${pool}/${address}`, async () => (run.done(gap, await run.deps.reconcile.reportOnce(gap, `histgap/${address}/${event.claimUid}`, run.now())), true))) && ok;
+    ok =
+      (await run.repair(
+        `report history gap of ${pool}/${address}`,
+        async () => (
+          run.done(gap, await run.deps.reconcile.reportOnce(gap, `histgap/${address}/${event.claimUid}`, run.now())),
+          true
+        ),
+      )) && ok;
   }
   return ok;
 }

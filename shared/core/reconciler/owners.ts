@@ -44,7 +44,12 @@ export const OWNER_RECHECK_MS = 10 * 60_000;
  * @throws NotFoundError for an unknown pool; InvalidArgumentError for a uid that breaks the owner rules (names.ts);
  *   ForbiddenError for a caller the pool's `access` does not name
  */
-export async function releaseOwner(deps: Deps, pool: string, ownerUid: string, caller?: Principal): Promise<{ released: string[]; left: string[] }> {
+export async function releaseOwner(
+  deps: Deps,
+  pool: string,
+  ownerUid: string,
+  caller?: Principal,
+): Promise<{ released: string[]; left: string[] }> {
   checkOwnerField(ownerUid, 'uid');
   const view = await deps.views.get(pool, deps.clock.nowMs());
   if (requireMember(view.pool, caller) !== Role.Administrator) {
@@ -93,7 +98,10 @@ interface ReleaseBy {
  * Releases every claim the owner index lists for the owner uid (row 2's work, without the tombstone), appending the
  * names of those it released to `released` as each commits.
  */
-async function releaseOwnerClaims(deps: Deps, owner: { readonly pool: string; readonly ownerUid: string; readonly released?: string[]; readonly by?: ReleaseBy }): Promise<{ released: string[]; left: string[] }> {
+async function releaseOwnerClaims(
+  deps: Deps,
+  owner: { readonly pool: string; readonly ownerUid: string; readonly released?: string[]; readonly by?: ReleaseBy },
+): Promise<{ released: string[]; left: string[] }> {
   const { pool, ownerUid, released = [], by = {} } = owner;
   // The pool's reuse delay (its view is cached): a released owner's addresses stay held for its kind and name.
   const { pool: poolItem } = await deps.views.get(pool, deps.clock.nowMs());
@@ -109,7 +117,8 @@ async function releaseOwnerClaims(deps: Deps, owner: { readonly pool: string; re
         if (listed.spec.owner.uid !== ownerUid || seen.has(listed.uid)) continue;
         seen.add(listed.uid);
         // An allocator's report releases only what it created (an unrecorded creator is an administrator's to release).
-        if ('onlyCreatedBy' in by && (by.onlyCreatedBy === undefined || listed.createdBy?.arn !== by.onlyCreatedBy)) continue;
+        if ('onlyCreatedBy' in by && (by.onlyCreatedBy === undefined || listed.createdBy?.arn !== by.onlyCreatedBy))
+          continue;
         // A claim with consumers is theirs to release: the last one's leaving does (use-cases/consumers.ts).
         if (listed.consumers?.length) continue;
         found += 1;
@@ -128,12 +137,23 @@ async function releaseOwnerClaims(deps: Deps, owner: { readonly pool: string; re
  * another incarnation is dropped. An allocator's report leaves only the claims it created.
  * @returns the names of the claims the uid left, released or not
  */
-async function leaveConsumedClaims(deps: Deps, consumer: { readonly pool: string; readonly uid: string; readonly released: string[]; readonly by: ReleaseBy }): Promise<string[]> {
+async function leaveConsumedClaims(
+  deps: Deps,
+  consumer: { readonly pool: string; readonly uid: string; readonly released: string[]; readonly by: ReleaseBy },
+): Promise<string[]> {
   const { pool, uid, released, by } = consumer;
   const left: string[] = [];
   for (const consumed of await deps.claims.consumedBy(pool, uid)) {
-    const allowed = (claim: Claim) => claim.uid === consumed.claimUid && (!('onlyCreatedBy' in by) || (by.onlyCreatedBy !== undefined && claim.createdBy?.arn === by.onlyCreatedBy));
-    const outcome = await leave(deps, { pool, claim: consumed.claim, uid, ...(by.caller ? { caller: by.caller } : {}), allowed });
+    const allowed = (claim: Claim) =>
+      claim.uid === consumed.claimUid &&
+      (!('onlyCreatedBy' in by) || (by.onlyCreatedBy !== undefined && claim.createdBy?.arn === by.onlyCreatedBy));
+    const outcome = await leave(deps, {
+      pool,
+      claim: consumed.claim,
+      uid,
+      ...(by.caller ? { caller: by.caller } : {}),
+      allowed,
+    });
     if (outcome.removed) left.push(consumed.claim);
     if (outcome.released) released.push(consumed.claim);
     // Left behind by a release, or by an incarnation made again under the name: nothing lists the uid there.
@@ -153,8 +173,12 @@ async function releaseOne(deps: Deps, pool: Pool, listed: Claim, caller?: Princi
   const held = holdOf(pool, claim, deps.clock.nowMs());
   const hold = held && caller ? { ...held, releasedBy: caller } : held;
   const event = events.ownerReleased(claim, nowIso(deps), hold);
-  const outcome = await deps.reconcile.releaseClaim(claim, caller ? { ...event, principal: caller.arn } : event, hold, { unconsumed: true });
+  const outcome = await deps.reconcile.releaseClaim(claim, caller ? { ...event, principal: caller.arn } : event, hold, {
+    unconsumed: true,
+  });
   if (outcome !== 'released') return false; // Released by someone else, or another incarnation: not this owner's claim any more.
-  if (!hold) for (const a of claim.addresses) deps.hints.markFree(claim.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
+  if (!hold)
+    for (const a of claim.addresses)
+      deps.hints.markFree(claim.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
   return true;
 }

@@ -1,7 +1,16 @@
 import { rangeCidr } from '../base/pool-geometry.ts';
 import { parseAddress } from '../ip/address.ts';
 import { isHostOf } from '../ip/cidr.ts';
-import { isExpired, isReleased, RangeState, type Claim, type ClaimAddress, type Lease, type PoolView, type Range } from '../model.ts';
+import {
+  isExpired,
+  isReleased,
+  RangeState,
+  type Claim,
+  type ClaimAddress,
+  type Lease,
+  type PoolView,
+  type Range,
+} from '../model.ts';
 
 /**
  * The reconciler's pure decisions: what to do about one claim, one lease, one range, given what was read. The table of
@@ -104,7 +113,12 @@ export type ClaimVerdict =
  * of another claim, is missing (free: it is written back); one held by another claim is a duplicate (reported only).
  * Expired claims are row 1's, and claims younger than the grace are left alone.
  */
-export function judgeClaim(claim: Claim, leases: ReadonlyMap<string, Lease>, nowMs: number, graceMs: number): ClaimVerdict {
+export function judgeClaim(
+  claim: Claim,
+  leases: ReadonlyMap<string, Lease>,
+  nowMs: number,
+  graceMs: number,
+): ClaimVerdict {
   if (isExpired(claim, nowMs)) return { kind: 'expired' };
   if (Date.parse(claim.createdAt) > nowMs - graceMs) return { kind: 'young' };
   return {
@@ -144,7 +158,12 @@ export type RangeVerdict = 'inRange' | 'outside' | 'notYet';
  * pool; `notYet` when it does but is younger than the grace (a claim whose range was retired under its commit
  * releases its own lease, see createClaim) or expired (row 1 releases it, or a renew makes it live again).
  */
-export function judgeLeaseRange(lease: Lease, view: PoolView | undefined, nowMs: number, graceMs: number): RangeVerdict {
+export function judgeLeaseRange(
+  lease: Lease,
+  view: PoolView | undefined,
+  nowMs: number,
+  graceMs: number,
+): RangeVerdict {
   if (!outsideEveryRange(view, lease)) return 'inRange';
   return isExpired(lease, nowMs) || Date.parse(lease.createdAt) > nowMs - graceMs ? 'notYet' : 'outside';
 }

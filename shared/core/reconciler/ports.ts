@@ -53,7 +53,12 @@ export interface UsageRecord {
   /** Epoch ms the last complete pass ended. */
   readonly countedAt?: number;
   /** The pass in progress: where it stands and what it has counted so far. */
-  readonly pass?: { readonly cursor: string; readonly used: number; readonly scanned: readonly number[]; readonly startedAt: number };
+  readonly pass?: {
+    readonly cursor: string;
+    readonly used: number;
+    readonly scanned: readonly number[];
+    readonly startedAt: number;
+  };
 }
 
 /** One slice of a bounded count over some intervals of a pool's family. */
@@ -89,7 +94,13 @@ export interface ExpiryRepairs {
    * Claims and leases of one expiry bucket (hour, shard) whose indexed expiry is at or before `cutoffMs`, in expiry
    * order; only those are read, whatever else the bucket holds.
    */
-  expiredRefs(hour: number, shard: number, cutoffMs: number, limit: number, after?: string): Promise<{ refs: ExpiredRef[]; next?: string }>;
+  expiredRefs(
+    hour: number,
+    shard: number,
+    cutoffMs: number,
+    limit: number,
+    after?: string,
+  ): Promise<{ refs: ExpiredRef[]; next?: string }>;
   /** Strongly consistent reads of claims (absent ones are left out). */
   getClaims(refs: readonly { pool: string; name: string }[]): Promise<Claim[]>;
   /** Strongly consistent reads of leases (absent ones are left out). */
@@ -107,7 +118,12 @@ export interface ExpiryRepairs {
   /** Deletes a Released lease whose delay is over at `nowMs` (clean-up: the address is already free); 'changed' otherwise. */
   dropReleased(lease: Lease, nowMs: number): Promise<'released' | 'changed'>;
   /** Writes a lease back for a held claim: only if the claim is unchanged and the address is absent or expired at nowMs. */
-  restoreLease(claim: Claim, lease: Lease, nowMs: number, event: IpamEvent): Promise<'restored' | 'taken' | 'claimChanged'>;
+  restoreLease(
+    claim: Claim,
+    lease: Lease,
+    nowMs: number,
+    event: IpamEvent,
+  ): Promise<'restored' | 'taken' | 'claimChanged'>;
 }
 
 /** A claim released with its event (an owner release, a deleted pool). */
@@ -116,7 +132,12 @@ export interface ClaimRelease {
    * Deletes a claim, its held leases and marker, if it is still this incarnation (release by owner); with `unconsumed`,
    * only while it lists no consumer.
    */
-  releaseClaim(claim: Claim, event: IpamEvent, hold?: Hold, options?: { readonly unconsumed?: boolean }): Promise<'released' | 'changed'>;
+  releaseClaim(
+    claim: Claim,
+    event: IpamEvent,
+    hold?: Hold,
+    options?: { readonly unconsumed?: boolean },
+  ): Promise<'released' | 'changed'>;
 }
 
 /** Ranges and pools as the reconciler finishes them. */
@@ -169,11 +190,23 @@ export interface Checkpoints {
 /** The per-range usage counts. */
 export interface UsageRecords {
   /** Counts leases in the intervals, reading at most about `limit` index items from `cursor` on. */
-  countSlice(pool: string, family: IpFamily, intervals: readonly (readonly [bigint, bigint])[], nowMs: number, limit: number, cursor?: string): Promise<CountSlice>;
+  countSlice(
+    pool: string,
+    family: IpFamily,
+    intervals: readonly (readonly [bigint, bigint])[],
+    nowMs: number,
+    limit: number,
+    cursor?: string,
+  ): Promise<CountSlice>;
   /** The usage records of a pool's ranges, by range name, with their versions. */
   getUsage(pool: string): Promise<Map<string, Checkpoint<UsageRecord>>>;
   /** Saves a range's usage record if it is still at `expectedVersion` (undefined: absent). */
-  saveUsage(pool: string, rangeName: string, record: UsageRecord, expectedVersion: number | undefined): Promise<boolean>;
+  saveUsage(
+    pool: string,
+    rangeName: string,
+    record: UsageRecord,
+    expectedVersion: number | undefined,
+  ): Promise<boolean>;
 }
 
 /** The legacy bitmaps compared and repaired. */
@@ -181,7 +214,12 @@ export interface DriftRepairs {
   /** The drift record of a legacy range, with its optimistic-lock version. */
   getDriftRecord(pool: string, rangeName: string): Promise<Checkpoint<DriftRecord> | undefined>;
   /** Saves a drift record if it is still at `expectedVersion` (undefined: absent); false when another run moved it. */
-  saveDriftRecord(pool: string, rangeName: string, record: DriftRecord, expectedVersion: number | undefined): Promise<boolean>;
+  saveDriftRecord(
+    pool: string,
+    rangeName: string,
+    record: DriftRecord,
+    expectedVersion: number | undefined,
+  ): Promise<boolean>;
   /**
    * Writes a repaired bitmap, its events, and checks of the lease items it relies on, in one transaction: 'changed'
    * when the bitmap moved or a checked lease appeared or went meanwhile (nothing is written then).
@@ -195,4 +233,11 @@ export interface DriftRepairs {
  * The reconciler's persistence port. Every write is conditional and records its event in the same transaction, so
  * a repair and its event happen together exactly once, whatever runs in parallel. DynamoReconcileStore is the adapter.
  */
-export type ReconcileStore = ExpiryRepairs & ClaimRelease & RangeRepairs & EventLog & OwnerRecords & Checkpoints & UsageRecords & DriftRepairs;
+export type ReconcileStore = ExpiryRepairs &
+  ClaimRelease &
+  RangeRepairs &
+  EventLog &
+  OwnerRecords &
+  Checkpoints &
+  UsageRecords &
+  DriftRepairs;

@@ -41,10 +41,28 @@
  * (expiry hour, sweep cursor, count passes, drift scan offsets) let the next run continue.
  */
 import { NotFoundError } from '../errors.ts';
-import { holdOf, leaseOfClaim, reuseDelayMs, type Claim, type Lease, type Pool, type PoolView, type Range } from '../model.ts';
+import {
+  holdOf,
+  leaseOfClaim,
+  reuseDelayMs,
+  type Claim,
+  type Lease,
+  type Pool,
+  type PoolView,
+  type Range,
+} from '../model.ts';
 import { subtractIntervals } from '../base/intervals.ts';
 import { hostInterval, hostIntervals, rangeCidr, rangesOf, type ParsedRange } from '../base/pool-geometry.ts';
-import { expiryHours, isReleasable, judgeClaim, judgeLease, judgeLeaseRange, nextExpiryCheckpoint, outsideEveryRange, terminationGraceOver } from './plan.ts';
+import {
+  expiryHours,
+  isReleasable,
+  judgeClaim,
+  judgeLease,
+  judgeLeaseRange,
+  nextExpiryCheckpoint,
+  outsideEveryRange,
+  terminationGraceOver,
+} from './plan.ts';
 import { events } from '../base/events.ts';
 import type { ExpiredRef, PoolViewList } from './ports.ts';
 import type { EventReason } from '../base/events.ts';
@@ -52,11 +70,27 @@ import { repairBitmaps } from './drift.ts';
 import { releaseDeletedPoolClaims } from './deleted-pools.ts';
 import { recheckGoneOwners } from './owners.ts';
 import { checkHistory, type HistoryCheck } from './history.ts';
-import { EXPIRY_CHECKPOINT, Phase, RETRIES, Run, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
+import {
+  EXPIRY_CHECKPOINT,
+  Phase,
+  RETRIES,
+  Run,
+  SWEEP_CHECKPOINT,
+  type RangeUsage,
+  type ReconcileDeps,
+  type SweepCheckpoint,
+} from './run.ts';
 import { measureUsage } from './usage.ts';
 import { buildMissingSummaries } from './summary.ts';
 
-export { EXPIRY_CHECKPOINT, Phase, SWEEP_CHECKPOINT, type RangeUsage, type ReconcileDeps, type SweepCheckpoint } from './run.ts';
+export {
+  EXPIRY_CHECKPOINT,
+  Phase,
+  SWEEP_CHECKPOINT,
+  type RangeUsage,
+  type ReconcileDeps,
+  type SweepCheckpoint,
+} from './run.ts';
 
 export interface ReconcileOptions {
   /** Clock time (epoch ms) at which the run stops starting new work. */
@@ -113,16 +147,25 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   if (!run.out(Phase.Owners)) await run.phase(Phase.Owners, () => recheckGoneOwners(run, views), undefined);
   if (!run.out(Phase.Owners)) await run.phase(Phase.Owners, () => releaseDeletedPoolClaims(run), undefined);
   if (!run.out(Phase.Ranges)) await run.phase(Phase.Ranges, () => finalizeRanges(run, views), undefined);
-  if (!run.out(Phase.Summary)) run.summary.built += await run.phase(Phase.Summary, () => buildMissingSummaries(run, views), 0);
+  if (!run.out(Phase.Summary))
+    run.summary.built += await run.phase(Phase.Summary, () => buildMissingSummaries(run, views), 0);
   const noUsage = { usage: [], records: new Map() };
-  const measured = run.out(Phase.Utilization) ? noUsage : await run.phase(Phase.Utilization, () => measureUsage(run, views), noUsage);
-  const bitmapsChecked = run.out(Phase.Drift) ? 0 : await run.phase(Phase.Drift, () => repairBitmaps(run, views, measured.records), 0);
+  const measured = run.out(Phase.Utilization)
+    ? noUsage
+    : await run.phase(Phase.Utilization, () => measureUsage(run, views), noUsage);
+  const bitmapsChecked = run.out(Phase.Drift)
+    ? 0
+    : await run.phase(Phase.Drift, () => repairBitmaps(run, views, measured.records), 0);
   const utilization = measured.usage;
   const noHistory = { lagMs: {}, eventsChecked: 0 };
-  const history = run.out(Phase.History) ? noHistory : await run.phase(Phase.History, () => checkHistory(run, views), noHistory);
+  const history = run.out(Phase.History)
+    ? noHistory
+    : await run.phase(Phase.History, () => checkHistory(run, views), noHistory);
   const noSweep = { checked: 0, cycleCompleted: false };
   // Row 13 needs the pools' ranges: without the listing, the sweep leaves held leases alone this run.
-  const sweep = run.out(Phase.Sweep) ? noSweep : await run.phase(Phase.Sweep, () => sweepSlice(run, listed?.ok ? views : undefined), noSweep);
+  const sweep = run.out(Phase.Sweep)
+    ? noSweep
+    : await run.phase(Phase.Sweep, () => sweepSlice(run, listed?.ok ? views : undefined), noSweep);
   return {
     complete: run.stoppedIn === undefined,
     ...(run.stoppedIn !== undefined ? { stoppedIn: run.stoppedIn } : {}),
@@ -157,7 +200,9 @@ async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpoint
       continue;
     }
     hoursRead += chunk.length;
-    const buckets = chunk.flatMap((hour) => Array.from({ length: store.expiryShards }, (_, shard) => ({ hour, shard })));
+    const buckets = chunk.flatMap((hour) =>
+      Array.from({ length: store.expiryShards }, (_, shard) => ({ hour, shard })),
+    );
     await Promise.all(
       buckets.map(async ({ hour, shard }) => {
         let after: string | undefined;
@@ -168,7 +213,10 @@ async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpoint
           }
           let next: string | undefined;
           const drained = await run.attempt(`expiry bucket ${hour}/${shard}`, async () => {
-            const page = await run.retrying(() => store.expiredRefs(hour, shard, cutoff, EXPIRY_PAGE, after), RETRIES.read);
+            const page = await run.retrying(
+              () => store.expiredRefs(hour, shard, cutoff, EXPIRY_PAGE, after),
+              RETRIES.read,
+            );
             next = page.next;
             return handleExpired(run, page.refs, cutoff);
           });
@@ -182,7 +230,11 @@ async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpoint
   const next = nextExpiryCheckpoint(undrained.size ? Math.min(...undrained) : undefined, cutoff);
   const current = checkpoint?.value.hour;
   // Two runs may both try; the one that loses the version check leaves the other's (equal or later) hour alone.
-  if (current === undefined || next > current) await run.repair('save expiry checkpoint', async () => (await store.saveCheckpoint(EXPIRY_CHECKPOINT, { hour: next }, checkpoint?.version), true));
+  if (current === undefined || next > current)
+    await run.repair(
+      'save expiry checkpoint',
+      async () => (await store.saveCheckpoint(EXPIRY_CHECKPOINT, { hour: next }, checkpoint?.version), true),
+    );
   return { hoursRead, checkpointHour: Math.max(next, current ?? next) };
 }
 
@@ -193,8 +245,13 @@ async function handleExpired(run: Run, refs: readonly ExpiredRef[], cutoff: numb
   const leaseRefs = refs.filter((r): r is Extract<ExpiredRef, { kind: 'lease' }> => r.kind === 'lease');
   // Claims first: releasing a claim takes its leases with it, so they need no separate look.
   const claims = claimRefs.length ? await run.retrying(() => store.getClaims(claimRefs), RETRIES.read) : [];
-  const pools = await poolsOf(run, claims.map((c) => c.pool));
-  const claimsDone = await run.each(Phase.Expiry, claims, (claim) => releaseIfExpired(run, claim, cutoff, pools.get(claim.pool)));
+  const pools = await poolsOf(
+    run,
+    claims.map((c) => c.pool),
+  );
+  const claimsDone = await run.each(Phase.Expiry, claims, (claim) =>
+    releaseIfExpired(run, claim, cutoff, pools.get(claim.pool)),
+  );
   const leases = leaseRefs.length ? await run.retrying(() => store.getLeases(leaseRefs), RETRIES.read) : [];
   const leasesDone = await checkLeases(run, Phase.Expiry, leases);
   return claimsDone && leasesDone;
@@ -217,21 +274,40 @@ async function releaseIfExpired(run: Run, claim: Claim, cutoff: number, pool: Po
  * Rows 3-5 for leases read from the expiry index or the sweep, and row 13 for held leases when the run's pool views
  * are given (the sweep); true when none is left waiting.
  */
-async function checkLeases(run: Run, phase: Phase, leases: readonly Lease[], views?: ReadonlyMap<string, PoolView>): Promise<boolean> {
+async function checkLeases(
+  run: Run,
+  phase: Phase,
+  leases: readonly Lease[],
+  views?: ReadonlyMap<string, PoolView>,
+): Promise<boolean> {
   if (leases.length === 0) return true;
-  const refs = uniqueBy(leases.map((l) => ({ pool: l.pool, name: l.claim })), (r) => `${r.pool}/${r.name}`);
+  const refs = uniqueBy(
+    leases.map((l) => ({ pool: l.pool, name: l.claim })),
+    (r) => `${r.pool}/${r.name}`,
+  );
   const claims = await run.retrying(() => run.deps.reconcile.getClaims(refs), RETRIES.read);
   const byName = new Map(claims.map((c) => [`${c.pool}/${c.name}`, c]));
-  const pools = await poolsOf(run, leases.map((l) => l.pool));
+  const pools = await poolsOf(
+    run,
+    leases.map((l) => l.pool),
+  );
   return run.each(phase, leases, async (lease) => {
     const nowMs = run.now();
-    const verdict = judgeLease(lease, byName.get(`${lease.pool}/${lease.claim}`), nowMs, run.deps.settings.orphanLeaseGraceMs);
+    const verdict = judgeLease(
+      lease,
+      byName.get(`${lease.pool}/${lease.claim}`),
+      nowMs,
+      run.deps.settings.orphanLeaseGraceMs,
+    );
     if (verdict.kind === 'held') return views ? reportIfOutside(run, lease, views.get(lease.pool), nowMs) : true;
     if (verdict.kind === 'tooYoung') return false;
     if (verdict.kind === 'releasing') return true;
     if (verdict.kind === 'reusable') {
       // Row 16: clean-up only; the address has been free since the delay ended, whether or not this runs.
-      return run.repair(`drop released lease ${lease.pool}/${lease.address}`, async () => (await run.deps.reconcile.dropReleased(lease, nowMs), true));
+      return run.repair(
+        `drop released lease ${lease.pool}/${lease.address}`,
+        async () => (await run.deps.reconcile.dropReleased(lease, nowMs), true),
+      );
     }
     return run.repair(`release orphaned lease ${lease.pool}/${lease.address}`, async () => {
       const pool = pools.get(lease.pool);
@@ -258,7 +334,10 @@ async function reportIfOutside(run: Run, lease: Lease, view: PoolView | undefine
     if (!current || current.claimUid !== lease.claimUid) return true;
     if (!outsideEveryRange(await run.deps.pools.getPoolView(lease.pool), current)) return true;
     const event = events.leaseOutsideRange(current, run.iso(nowMs));
-    run.done(event, await run.deps.reconcile.reportOnce(event, `outside/${current.address}/${current.claimUid}`, nowMs));
+    run.done(
+      event,
+      await run.deps.reconcile.reportOnce(event, `outside/${current.address}/${current.claimUid}`, nowMs),
+    );
     return true;
   });
 }
@@ -272,7 +351,14 @@ async function finalizeRanges(run: Run, views: PoolViewList): Promise<void> {
       if (run.out(Phase.Ranges)) return;
       if (!terminationGraceOver(range, run.now(), settings.terminatingRangeGraceMs)) continue;
       await run.repair(`finalize range ${range.pool}/${range.name}`, async () => {
-        if (await hasDependentLease(run, range, rangesOf(view, range.family).filter((r) => r.range.name !== range.name))) return true;
+        if (
+          await hasDependentLease(
+            run,
+            range,
+            rangesOf(view, range.family).filter((r) => r.range.name !== range.name),
+          )
+        )
+          return true;
         const event = events.rangeFinalized(range, run.iso());
         run.done(event, (await run.deps.reconcile.finalizeRange(range, event)) === 'finalized');
         run.deps.views.forget(range.pool);
@@ -297,7 +383,10 @@ async function hasDependentLease(run: Run, range: Range, otherReady: readonly Pa
 
 // ---- rows 1, 3-7, 13: the slow sweep ----
 
-async function sweepSlice(run: Run, views: PoolViewList | undefined): Promise<{ checked: number; cycleCompleted: boolean }> {
+async function sweepSlice(
+  run: Run,
+  views: PoolViewList | undefined,
+): Promise<{ checked: number; cycleCompleted: boolean }> {
   const { reconcile: store, settings } = run.deps;
   const byPool = views && new Map(views.map((v) => [v.pool.name, v]));
   const read = await run.read('read sweep checkpoint', () => store.getCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT));
@@ -309,7 +398,9 @@ async function sweepSlice(run: Run, views: PoolViewList | undefined): Promise<{ 
   let cycleCompleted = false;
   while (checked < settings.sweepItems && !run.out(Phase.Sweep)) {
     const from = cursor;
-    const got = await run.read('read sweep page', () => store.sweep(from, Math.min(SWEEP_PAGE, settings.sweepItems - checked)));
+    const got = await run.read('read sweep page', () =>
+      store.sweep(from, Math.min(SWEEP_PAGE, settings.sweepItems - checked)),
+    );
     if (!got.ok) break; // The next run reads it again from the cursor saved below.
     const page = got.value;
     checked += page.claims.length + page.leases.length;
@@ -328,7 +419,17 @@ async function sweepSlice(run: Run, views: PoolViewList | undefined): Promise<{ 
       break;
     }
   }
-  await run.repair('save sweep checkpoint', async () => (await store.saveCheckpoint<SweepCheckpoint>(SWEEP_CHECKPOINT, { ...(cursor !== undefined ? { cursor } : {}), cycles }, checkpoint?.version), true));
+  await run.repair(
+    'save sweep checkpoint',
+    async () => (
+      await store.saveCheckpoint<SweepCheckpoint>(
+        SWEEP_CHECKPOINT,
+        { ...(cursor !== undefined ? { cursor } : {}), cycles },
+        checkpoint?.version,
+      ),
+      true
+    ),
+  );
   return { checked, cycleCompleted };
 }
 
@@ -357,16 +458,24 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
   if (claims.length === 0) return;
   const { reconcile: store, settings } = run.deps;
   const cutoff = run.now() - settings.expiredClaimGraceMs;
-  const refs = uniqueBy(claims.flatMap((c) => c.addresses.map((a) => ({ pool: c.pool, address: a.address }))), (r) => `${r.pool}/${r.address}`);
+  const refs = uniqueBy(
+    claims.flatMap((c) => c.addresses.map((a) => ({ pool: c.pool, address: a.address }))),
+    (r) => `${r.pool}/${r.address}`,
+  );
   const leases = await run.retrying(() => store.getLeases(refs), RETRIES.read);
   const byAddress = new Map(leases.map((l) => [`${l.pool}/${l.address}`, l]));
-  const pools = await poolsOf(run, claims.map((c) => c.pool));
+  const pools = await poolsOf(
+    run,
+    claims.map((c) => c.pool),
+  );
   await run.each(Phase.Sweep, claims, async (claim) => {
     if (isReleasable(claim, cutoff)) return releaseIfExpired(run, claim, cutoff, pools.get(claim.pool));
-    const mine = new Map(claim.addresses.flatMap((a) => {
-      const lease = byAddress.get(`${claim.pool}/${a.address}`);
-      return lease ? [[a.address, lease] as const] : [];
-    }));
+    const mine = new Map(
+      claim.addresses.flatMap((a) => {
+        const lease = byAddress.get(`${claim.pool}/${a.address}`);
+        return lease ? [[a.address, lease] as const] : [];
+      }),
+    );
     const nowMs = run.now();
     const verdict = judgeClaim(claim, mine, nowMs, settings.orphanLeaseGraceMs);
     if (verdict.kind !== 'checked') return true;
@@ -387,7 +496,14 @@ async function checkClaims(run: Run, claims: readonly Claim[]): Promise<void> {
           if (!current || current.uid !== claim.uid) return true;
           const event = events.duplicateAllocation(claim, address.holder, run.iso(nowMs));
           // Reported once a day, however many runs (or parallel runs) see it.
-          run.done(event, await store.reportOnce(event, `dup/${address.address.address}/${claim.uid}/${address.holder.claimUid}`, nowMs));
+          run.done(
+            event,
+            await store.reportOnce(
+              event,
+              `dup/${address.address.address}/${claim.uid}/${address.holder.claimUid}`,
+              nowMs,
+            ),
+          );
           return true;
         });
       }

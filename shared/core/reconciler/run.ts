@@ -14,7 +14,16 @@ export type Pause = (ms: number) => Promise<void>;
  */
 export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings; readonly pause?: Pause };
 
-export const Phase = { Expiry: 'expiry', Owners: 'owners', Ranges: 'ranges', Summary: 'summary', Drift: 'drift', Utilization: 'utilization', History: 'history', Sweep: 'sweep' } as const;
+export const Phase = {
+  Expiry: 'expiry',
+  Owners: 'owners',
+  Ranges: 'ranges',
+  Summary: 'summary',
+  Drift: 'drift',
+  Utilization: 'utilization',
+  History: 'history',
+  Sweep: 'sweep',
+} as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
 
 /** Size, used and free of one range, from its last complete count. */
@@ -73,7 +82,9 @@ export type Read<T> = { readonly ok: true; readonly value: T } | { readonly ok: 
 
 /** One run's state: deadline, counters, errors. */
 export class Run {
-  readonly repairs: Record<EventReason, number> = Object.fromEntries(Object.values(EventReason).map((r) => [r, 0])) as Record<EventReason, number>;
+  readonly repairs: Record<EventReason, number> = Object.fromEntries(
+    Object.values(EventReason).map((r) => [r, 0]),
+  ) as Record<EventReason, number>;
   /** Occupancy summary upkeep: pools whose summary was built, and addresses whose summary bit was corrected. */
   readonly summary = { built: 0, repaired: 0 };
   readonly errors: string[] = [];
@@ -82,7 +93,10 @@ export class Run {
   /** Clock time the run started at. */
   readonly startedAt: number;
 
-  constructor(readonly deps: ReconcileDeps, private readonly deadlineMs: number) {
+  constructor(
+    readonly deps: ReconcileDeps,
+    private readonly deadlineMs: number,
+  ) {
     this.startedAt = deps.clock.nowMs();
   }
 
@@ -124,7 +138,10 @@ export class Run {
       try {
         return await work();
       } catch (error) {
-        const waitMs = error instanceof NotReadyError && retry < retries ? RETRY_BASE_MS * 2 ** retry * (0.5 + this.deps.random.unit() / 2) : undefined;
+        const waitMs =
+          error instanceof NotReadyError && retry < retries
+            ? RETRY_BASE_MS * 2 ** retry * (0.5 + this.deps.random.unit() / 2)
+            : undefined;
         if (waitMs === undefined || this.now() + waitMs >= this.deadlineMs) throw error;
         await this.deps.pause?.(waitMs);
       }
@@ -144,7 +161,9 @@ export class Run {
    * and `{ ok: false }` returned, so the caller ends its phase (or skips its item) and the run goes on.
    */
   read<T>(what: string, work: () => Promise<T>): Promise<Read<T>> {
-    return this.recorded<Read<T>>(what, async () => ({ ok: true, value: await this.retrying(work, RETRIES.read) }), { ok: false });
+    return this.recorded<Read<T>>(what, async () => ({ ok: true, value: await this.retrying(work, RETRIES.read) }), {
+      ok: false,
+    });
   }
 
   /**
@@ -184,4 +203,3 @@ export class Run {
     return all;
   }
 }
-

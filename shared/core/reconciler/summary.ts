@@ -23,7 +23,12 @@ export const SUMMARY_CHECK_EVERY_MS = 15 * 60_000;
  * Settles every chunk of a pool family within `intervals` against the listing; returns the addresses it changed.
  * Reads the listing whole: its cost is the leases of the intervals, which is why checks are spaced out.
  */
-export async function repairSummary(run: Run, pool: string, family: IpFamily, intervals: readonly Interval[]): Promise<number> {
+export async function repairSummary(
+  run: Run,
+  pool: string,
+  family: IpFamily,
+  intervals: readonly Interval[],
+): Promise<number> {
   const { leases, occupancy, clock } = run.deps;
   if (intervals.length === 0) return 0;
   // Reads, retried within the run when they fail transiently (RETRIES.read): a failed read would cost the item a run.
@@ -47,7 +52,8 @@ export async function repairSummary(run: Run, pool: string, family: IpFamily, in
   for (const [index, addresses] of differ) {
     // settleChunk reads each address's lease item itself: a listing behind the table changes nothing wrongly.
     // Its reads and its conditional put are safe to repeat: retried within the run when they fail transiently.
-    if ((await run.retrying(() => mirror.settleChunk(pool, family, index, addresses), RETRIES.read)) === 'written') changed += addresses.length;
+    if ((await run.retrying(() => mirror.settleChunk(pool, family, index, addresses), RETRIES.read)) === 'written')
+      changed += addresses.length;
   }
   return changed;
 }
@@ -59,7 +65,8 @@ export async function buildMissingSummaries(run: Run, views: readonly PoolView[]
     if (view.pool.summarySince !== undefined || run.out(Phase.Summary)) continue;
     const since = run.iso();
     const ok = await run.attempt(`build summary of pool ${view.pool.name}`, async () => {
-      for (const family of [IpFamily.IPv4, IpFamily.IPv6]) await repairSummary(run, view.pool.name, family, hostIntervals(rangesOf(view, family)));
+      for (const family of [IpFamily.IPv4, IpFamily.IPv6])
+        await repairSummary(run, view.pool.name, family, hostIntervals(rangesOf(view, family)));
       // Leases written during the build have stream records of their own, which the stream function applies.
       await run.deps.occupancy.markSummarized(view.pool.name, since);
       return true;
@@ -74,7 +81,10 @@ export async function checkRangeSummary(run: Run, pool: Pool, range: Range, coun
   if (pool.summarySince === undefined) return 0;
   const host = hostInterval(rangeCidr(range));
   if (!host) return 0;
-  const summary = await run.retrying(() => readSummary(run.deps.occupancy, pool.name, range.family, [host]), RETRIES.read);
+  const summary = await run.retrying(
+    () => readSummary(run.deps.occupancy, pool.name, range.family, [host]),
+    RETRIES.read,
+  );
   // The count leaves expired leases out; the summary keeps them until they are deleted: only comparable without TTLs.
   if (summary.expiring || summary.used === BigInt(counted)) return 0;
   return repairSummary(run, pool.name, range.family, [host]);

@@ -32,7 +32,9 @@ export function usageIntervals(range: Range): { intervals: Interval[]; window?: 
   if (!host) return { intervals: [] };
   const window = range.legacy ? windowInterval(cidr) : undefined;
   if (!window) return { intervals: [host] };
-  return window[1] < host[1] ? { intervals: [window, [window[1] + 1n, host[1]]], window: 0 } : { intervals: [host], window: 0 };
+  return window[1] < host[1]
+    ? { intervals: [window, [window[1] + 1n, host[1]]], window: 0 }
+    : { intervals: [host], window: 0 };
 }
 
 /** Which range to count first: passes in progress, then ranges never counted, then the stalest count. */
@@ -46,7 +48,10 @@ export function countOrder(a: UsageRecord | undefined, b: UsageRecord | undefine
 export type UsageByRange = ReadonlyMap<string, UsageRecord>;
 
 /** Counts what the budget allows and returns every range's last complete count. */
-export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usage: RangeUsage[]; records: UsageByRange }> {
+export async function measureUsage(
+  run: Run,
+  views: PoolViewList,
+): Promise<{ usage: RangeUsage[]; records: UsageByRange }> {
   const { reconcile: store, settings } = run.deps;
   const records = new Map<string, Checkpoint<UsageRecord> | undefined>();
   for (const view of views) {
@@ -57,16 +62,31 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
     for (const range of view.ranges) {
       const record = stored.value.get(range.name);
       // A record of an earlier range of that name counts for nothing.
-      records.set(`${range.pool}/${range.name}`, record && record.value.cidr === range.cidr ? record : record ? { value: { cidr: range.cidr }, version: record.version } : undefined);
+      records.set(
+        `${range.pool}/${range.name}`,
+        record && record.value.cidr === range.cidr
+          ? record
+          : record
+            ? { value: { cidr: range.cidr }, version: record.version }
+            : undefined,
+      );
     }
   }
   const poolOf = new Map(views.map((v) => [v.pool.name, v.pool]));
   const checkedLately = (r: Range) => {
     const counted = records.get(`${r.pool}/${r.name}`)?.value;
-    return poolOf.get(r.pool)?.summarySince !== undefined && !r.legacy && counted?.pass === undefined && counted?.countedAt !== undefined && run.now() - counted.countedAt < SUMMARY_CHECK_EVERY_MS;
+    return (
+      poolOf.get(r.pool)?.summarySince !== undefined &&
+      !r.legacy &&
+      counted?.pass === undefined &&
+      counted?.countedAt !== undefined &&
+      run.now() - counted.countedAt < SUMMARY_CHECK_EVERY_MS
+    );
   };
   const ranges = views.flatMap((v) => v.ranges).filter((r) => records.has(`${r.pool}/${r.name}`) && !checkedLately(r));
-  ranges.sort((a, b) => countOrder(records.get(`${a.pool}/${a.name}`)?.value, records.get(`${b.pool}/${b.name}`)?.value));
+  ranges.sort((a, b) =>
+    countOrder(records.get(`${a.pool}/${a.name}`)?.value, records.get(`${b.pool}/${b.name}`)?.value),
+  );
   let budget = settings.countItems;
   for (const range of ranges) {
     if (budget <= 0 || run.out(Phase.Utilization)) break;
@@ -77,18 +97,28 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
       const { intervals, window } = usageIntervals(range);
       const pass = record.pass ?? { cursor: undefined, used: 0, scanned: intervals.map(() => 0), startedAt: run.now() };
       // A read: retried within the run when it fails transiently, as a phase's reads are (an item's failure costs a run).
-      const slice = await run.retrying(() => store.countSlice(range.pool, range.family, intervals, run.now(), budget, pass.cursor), RETRIES.read);
+      const slice = await run.retrying(
+        () => store.countSlice(range.pool, range.family, intervals, run.now(), budget, pass.cursor),
+        RETRIES.read,
+      );
       budget -= slice.cost;
       const used = pass.used + slice.unexpired;
       const scanned = pass.scanned.map((n, i) => n + (slice.scanned[i] ?? 0));
       const next: UsageRecord =
         slice.cursor === undefined
-          ? { cidr: range.cidr, used, ...(window !== undefined ? { windowItems: scanned[window] ?? 0 } : {}), countedAt: run.now() }
+          ? {
+              cidr: range.cidr,
+              used,
+              ...(window !== undefined ? { windowItems: scanned[window] ?? 0 } : {}),
+              countedAt: run.now(),
+            }
           : { ...record, pass: { cursor: slice.cursor, used, scanned, startedAt: pass.startedAt } };
       // Another run counting the same range at the same time: one of the two saves, the other's slice is dropped.
-      if (await store.saveUsage(range.pool, range.name, next, stored?.version)) records.set(key, { value: next, version: (stored?.version ?? 0) + 1 });
+      if (await store.saveUsage(range.pool, range.name, next, stored?.version))
+        records.set(key, { value: next, version: (stored?.version ?? 0) + 1 });
       const pool = poolOf.get(range.pool);
-      if (next.used !== undefined && next.countedAt !== undefined && pool) run.summary.repaired += await checkRangeSummary(run, pool, range, next.used);
+      if (next.used !== undefined && next.countedAt !== undefined && pool)
+        run.summary.repaired += await checkRangeSummary(run, pool, range, next.used);
       return true;
     });
   }
@@ -99,14 +129,37 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
       const record = records.get(`${range.pool}/${range.name}`)?.value;
       if (record) out.set(`${range.pool}/${range.name}`, record);
       const size = capacity(rangeCidr(range));
-      const fromSummary = view.pool.summarySince !== undefined && !run.out(Phase.Utilization) ? await summaryUsed(run, range) : undefined;
+      const fromSummary =
+        view.pool.summarySince !== undefined && !run.out(Phase.Utilization) ? await summaryUsed(run, range) : undefined;
       if (fromSummary !== undefined) {
-        usage.push({ pool: range.pool, range: range.name, cidr: range.cidr, family: range.family, state: range.state, legacy: range.legacy, size, used: fromSummary, free: size - fromSummary, countedAt: run.now() });
+        usage.push({
+          pool: range.pool,
+          range: range.name,
+          cidr: range.cidr,
+          family: range.family,
+          state: range.state,
+          legacy: range.legacy,
+          size,
+          used: fromSummary,
+          free: size - fromSummary,
+          countedAt: run.now(),
+        });
         continue;
       }
       if (record?.used === undefined || record.countedAt === undefined) continue;
       const used = BigInt(record.used);
-      usage.push({ pool: range.pool, range: range.name, cidr: range.cidr, family: range.family, state: range.state, legacy: range.legacy, size, used, free: size - used, countedAt: record.countedAt });
+      usage.push({
+        pool: range.pool,
+        range: range.name,
+        cidr: range.cidr,
+        family: range.family,
+        state: range.state,
+        legacy: range.legacy,
+        size,
+        used,
+        free: size - used,
+        countedAt: record.countedAt,
+      });
     }
   }
   usage.sort((a, b) => (a.pool === b.pool ? (a.range < b.range ? -1 : 1) : a.pool < b.pool ? -1 : 1));
@@ -120,6 +173,8 @@ export async function measureUsage(run: Run, views: PoolViewList): Promise<{ usa
 async function summaryUsed(run: Run, range: Range): Promise<bigint | undefined> {
   const host = hostInterval(rangeCidr(range));
   if (!host) return 0n;
-  const summary = await run.read(`read summary of range ${range.pool}/${range.name}`, () => readSummary(run.deps.occupancy, range.pool, range.family, [host]));
+  const summary = await run.read(`read summary of range ${range.pool}/${range.name}`, () =>
+    readSummary(run.deps.occupancy, range.pool, range.family, [host]),
+  );
   return !summary.ok || summary.value.expiring ? undefined : summary.value.used;
 }

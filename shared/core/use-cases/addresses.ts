@@ -11,12 +11,19 @@ export async function getAddress(deps: Deps, pool: string, text: string): Promis
   await deps.views.get(pool, deps.clock.nowMs());
   const address = formatAddress(parseAddress(text));
   const lease = await deps.leases.getLease(pool, address);
-  if (!lease || isExpired(lease, deps.clock.nowMs())) throw new NotFoundError('address', address, `Address ${address} is not allocated in pool ${JSON.stringify(pool)}.`);
+  if (!lease || isExpired(lease, deps.clock.nowMs()))
+    throw new NotFoundError('address', address, `Address ${address} is not allocated in pool ${JSON.stringify(pool)}.`);
   return lease;
 }
 
 /** Held addresses in address order, of one range or of the whole pool (IPv4 first). @throws NotFoundError */
-export async function listAddresses(deps: Deps, pool: string, rangeName?: string, limit?: number, cursor?: string): Promise<Page<Lease>> {
+export async function listAddresses(
+  deps: Deps,
+  pool: string,
+  rangeName?: string,
+  limit?: number,
+  cursor?: string,
+): Promise<Page<Lease>> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
   let scopes: LeaseScope[];
   if (rangeName !== undefined) {
@@ -25,7 +32,11 @@ export async function listAddresses(deps: Deps, pool: string, rangeName?: string
     const cidr = parseCidr(range.cidr);
     scopes = [{ family: cidr.family, from: cidr.base, to: lastAddress(cidr) }];
   } else {
-    scopes = [IpFamily.IPv4, IpFamily.IPv6].map((family) => ({ family, from: 0n, to: (1n << BigInt(familyBits(family))) - 1n }));
+    scopes = [IpFamily.IPv4, IpFamily.IPv6].map((family) => ({
+      family,
+      from: 0n,
+      to: (1n << BigInt(familyBits(family))) - 1n,
+    }));
   }
   return deps.leases.listLeases(pool, scopes, deps.clock.nowMs(), pageLimit(limit), cursor);
 }

@@ -21,7 +21,11 @@ export async function getRangeAllocation(deps: Deps, pool: string, rangeName: st
   const range = view.ranges.find((r) => r.name === rangeName);
   if (!range) throw new NotFoundError('range', rangeName);
   if (!range.legacy) {
-    throw new NotFoundError('allocation', rangeName, `Range ${JSON.stringify(rangeName)} is not a legacy range and has no RangeAllocation bitmap.`);
+    throw new NotFoundError(
+      'allocation',
+      rangeName,
+      `Range ${JSON.stringify(rangeName)} is not a legacy range and has no RangeAllocation bitmap.`,
+    );
   }
   const parsed = { range, cidr: parseCidr(range.cidr) };
   if (bitmapsMaintained(deps.gates)) {

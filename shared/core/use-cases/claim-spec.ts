@@ -45,7 +45,11 @@ export const MAX_BATCH_COUNT = 32;
 export const MAX_TTL_SECONDS = 365 * 24 * 3600;
 
 function checkOwner(owner: Owner): Owner {
-  return { kind: checkOwnerField(owner?.kind, 'owner.kind'), name: checkOwnerField(owner?.name, 'owner.name'), uid: checkOwnerField(owner?.uid, 'owner.uid') };
+  return {
+    kind: checkOwnerField(owner?.kind, 'owner.kind'),
+    name: checkOwnerField(owner?.name, 'owner.name'),
+    uid: checkOwnerField(owner?.uid, 'owner.uid'),
+  };
 }
 
 export function checkTtl(ttl: number | undefined, field = 'ttlSeconds'): number | undefined {
@@ -65,36 +69,55 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
   if (cmd.generateName !== undefined) checkGenerateName(cmd.generateName);
   const policy = cmd.ipFamilyPolicy ?? IpFamilyPolicy.SingleStack;
   if (!Object.values(IpFamilyPolicy).includes(policy)) {
-    throw new InvalidArgumentError(`ipFamilyPolicy must be one of ${Object.values(IpFamilyPolicy).join(', ')}.`, 'ipFamilyPolicy');
+    throw new InvalidArgumentError(
+      `ipFamilyPolicy must be one of ${Object.values(IpFamilyPolicy).join(', ')}.`,
+      'ipFamilyPolicy',
+    );
   }
   const families = [...(cmd.ipFamilies ?? [])];
   for (const f of families) {
-    if (!Object.values(IpFamily).includes(f)) throw new InvalidArgumentError('ipFamilies entries must be IPv4 or IPv6.', 'ipFamilies');
+    if (!Object.values(IpFamily).includes(f))
+      throw new InvalidArgumentError('ipFamilies entries must be IPv4 or IPv6.', 'ipFamilies');
   }
-  if (new Set(families).size !== families.length) throw new InvalidArgumentError('ipFamilies must not repeat a family.', 'ipFamilies');
+  if (new Set(families).size !== families.length)
+    throw new InvalidArgumentError('ipFamilies must not repeat a family.', 'ipFamilies');
   if (policy === IpFamilyPolicy.SingleStack && families.length > 1) {
-    throw new InvalidArgumentError('A SingleStack claim takes one family; use PreferDualStack or RequireDualStack for two.', 'ipFamilies');
+    throw new InvalidArgumentError(
+      'A SingleStack claim takes one family; use PreferDualStack or RequireDualStack for two.',
+      'ipFamilies',
+    );
   }
   const count = cmd.count ?? 1;
   if (!Number.isInteger(count) || count < 1 || count > MAX_BATCH_COUNT) {
     throw new InvalidArgumentError(`count must be a whole number from 1 to ${MAX_BATCH_COUNT}.`, 'count');
   }
   if (count > 1 && (cmd.addresses ?? []).length > 0) {
-    throw new InvalidArgumentError('A claim with count greater than 1 takes its addresses dynamically; leave out addresses, or ask for one address per family.', 'count');
+    throw new InvalidArgumentError(
+      'A claim with count greater than 1 takes its addresses dynamically; leave out addresses, or ask for one address per family.',
+      'count',
+    );
   }
   const labels = cmd.labels === undefined ? {} : checkLabels(cmd.labels);
   const blocks = checkPrefixes(cmd);
-  const explicit = blocks.length > 0 ? blocks.map((b) => ({ family: b.family, value: b.base })) : (cmd.addresses ?? []).map((a, i) => parseAddress(a, `addresses[${i}]`));
+  const explicit =
+    blocks.length > 0
+      ? blocks.map((b) => ({ family: b.family, value: b.base }))
+      : (cmd.addresses ?? []).map((a, i) => parseAddress(a, `addresses[${i}]`));
   if (new Set(explicit.map((a) => a.family)).size !== explicit.length) {
     const field = blocks.length > 0 ? 'prefixes' : 'addresses';
-    throw new InvalidArgumentError(`${field} may hold at most one ${blocks.length > 0 ? 'block' : 'address'} per family.`, field);
+    throw new InvalidArgumentError(
+      `${field} may hold at most one ${blocks.length > 0 ? 'block' : 'address'} per family.`,
+      field,
+    );
   }
   if (policy === IpFamilyPolicy.SingleStack && explicit.length > 1) {
     throw new InvalidArgumentError('A SingleStack claim takes one address.', 'addresses');
   }
   for (const a of explicit) {
     if (families.length && !families.includes(a.family)) {
-      throw new MismatchedNetworkError(`Address ${formatAddress(a)} is ${a.family}, which is not among the claim's ipFamilies (${families.join(', ')}).`);
+      throw new MismatchedNetworkError(
+        `Address ${formatAddress(a)} is ${a.family}, which is not among the claim's ipFamilies (${families.join(', ')}).`,
+      );
     }
   }
   const spec: ClaimSpec = {
@@ -117,10 +140,16 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
 function checkPrefixes(cmd: CreateClaimCommand): Cidr[] {
   const prefixes = cmd.prefixes ?? [];
   if (prefixes.length > 0 && (cmd.addresses ?? []).length > 0) {
-    throw new InvalidArgumentError('Give explicit blocks in prefixes or explicit addresses in addresses, not both: a pool hands out one or the other.', 'prefixes');
+    throw new InvalidArgumentError(
+      'Give explicit blocks in prefixes or explicit addresses in addresses, not both: a pool hands out one or the other.',
+      'prefixes',
+    );
   }
   if (prefixes.length > 0 && (cmd.count ?? 1) > 1) {
-    throw new InvalidArgumentError('A claim with count greater than 1 takes its blocks dynamically; leave out prefixes, or ask for one block per family.', 'count');
+    throw new InvalidArgumentError(
+      'A claim with count greater than 1 takes its blocks dynamically; leave out prefixes, or ask for one block per family.',
+      'count',
+    );
   }
   return prefixes.map((p, i) => parseCidr(p, `prefixes[${i}]`));
 }
@@ -132,15 +161,26 @@ function checkPrefixes(cmd: CreateClaimCommand): Cidr[] {
 function checkUnit(view: PoolView, spec: ClaimSpec): void {
   const pool = JSON.stringify(view.pool.name);
   if (!isBlockPool(view.pool)) {
-    if (spec.prefixes?.length) throw new InvalidArgumentError(`Pool ${pool} hands out addresses, not blocks: name an explicit address in addresses.`, 'prefixes');
+    if (spec.prefixes?.length)
+      throw new InvalidArgumentError(
+        `Pool ${pool} hands out addresses, not blocks: name an explicit address in addresses.`,
+        'prefixes',
+      );
     return;
   }
-  if (spec.addresses.length > 0) throw new InvalidArgumentError(`Pool ${pool} hands out blocks, not addresses: name an explicit block in prefixes (e.g. 10.244.7.0/26).`, 'addresses');
+  if (spec.addresses.length > 0)
+    throw new InvalidArgumentError(
+      `Pool ${pool} hands out blocks, not addresses: name an explicit block in prefixes (e.g. 10.244.7.0/26).`,
+      'addresses',
+    );
   for (const text of spec.prefixes ?? []) {
     const block = parseCidr(text);
     const size = view.pool.blockPrefixLength?.[block.family];
     if (size !== undefined && block.prefix !== size) {
-      throw new InvalidArgumentError(`Block ${text} is a /${block.prefix}; pool ${pool} hands out ${block.family} blocks of /${size} only.`, 'prefixes');
+      throw new InvalidArgumentError(
+        `Block ${text} is a /${block.prefix}; pool ${pool} hands out ${block.family} blocks of /${size} only.`,
+        'prefixes',
+      );
     }
   }
 }
@@ -175,7 +215,8 @@ export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: reado
     }
   }
   for (const family of families) {
-    if (!served.includes(family)) throw new MismatchedNetworkError(`Pool ${pool} has no Ready ${family} range for this claim.`);
+    if (!served.includes(family))
+      throw new MismatchedNetworkError(`Pool ${pool} has no Ready ${family} range for this claim.`);
   }
   const count = spec.count ?? 1;
   return families.map((family) => {
@@ -187,7 +228,19 @@ export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: reado
 
 function sameSpec(a: ClaimSpec, b: ClaimSpec): boolean {
   const canon = (s: ClaimSpec) =>
-    JSON.stringify([s.owner.kind, s.owner.name, s.owner.uid, s.ipFamilyPolicy, s.ipFamilies, s.addresses, s.ttlSeconds ?? null, s.generateName ?? null, s.count ?? 1, formatLabels(s.labels), s.prefixes ?? []]);
+    JSON.stringify([
+      s.owner.kind,
+      s.owner.name,
+      s.owner.uid,
+      s.ipFamilyPolicy,
+      s.ipFamilies,
+      s.addresses,
+      s.ttlSeconds ?? null,
+      s.generateName ?? null,
+      s.count ?? 1,
+      formatLabels(s.labels),
+      s.prefixes ?? [],
+    ]);
   return canon(a) === canon(b);
 }
 

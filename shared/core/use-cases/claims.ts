@@ -4,7 +4,14 @@
  * another spec is a conflict).
  */
 import { parseAddress } from '../ip/address.ts';
-import { ClaimHasChildrenError, ClaimInUseError, ConflictError, NotFoundError, NotReadyError, PreconditionFailedError } from '../errors.ts';
+import {
+  ClaimHasChildrenError,
+  ClaimInUseError,
+  ConflictError,
+  NotFoundError,
+  NotReadyError,
+  PreconditionFailedError,
+} from '../errors.ts';
 import { holdOf, isExpired, reuseDelayMs, type Claim, type Pool } from '../model.ts';
 import type { ClaimFilter, Page, ReleaseOutcome } from '../ports.ts';
 import type { IpamEvent } from '../base/events.ts';
@@ -13,11 +20,28 @@ import { nowIso, pageLimit } from '../base/time.ts';
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 import { events } from '../base/events.ts';
 import { checkTtl, CLAIM_TRIES } from './claim-spec.ts';
-export { CLAIM_TRIES, MAX_BATCH_COUNT, MAX_TTL_SECONDS, normalizeSpec, resolveFamilies, type CreateClaimCommand } from './claim-spec.ts';
-export { createClaim, RETIRED_RANGE_ROUNDS, servedByReadyRanges, UNSETTLED_MS, type CreateClaimAnswer } from './create-claim.ts';
+export {
+  CLAIM_TRIES,
+  MAX_BATCH_COUNT,
+  MAX_TTL_SECONDS,
+  normalizeSpec,
+  resolveFamilies,
+  type CreateClaimCommand,
+} from './claim-spec.ts';
+export {
+  createClaim,
+  RETIRED_RANGE_ROUNDS,
+  servedByReadyRanges,
+  UNSETTLED_MS,
+  type CreateClaimAnswer,
+} from './create-claim.ts';
 
 /** A claim that is held now. @throws NotFoundError when absent or expired */
-export async function getClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string): Promise<Claim> {
+export async function getClaim(
+  deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
+  pool: string,
+  name: string,
+): Promise<Claim> {
   await deps.views.get(pool, deps.clock.nowMs());
   const claim = await deps.claims.getClaim(pool, name);
   if (!claim || isExpired(claim, deps.clock.nowMs())) throw new NotFoundError('claim', name);
@@ -28,7 +52,13 @@ export async function getClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, p
  * Lists held claims (expired ones are not reported), optionally only those of one owner uid and those whose labels
  * hold every pair of a selector. Filtered pages may be short, even empty, and still carry a cursor: follow it to the end.
  */
-export async function listClaims(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, limit?: number, cursor?: string, filter: ClaimFilter = {}): Promise<Page<Claim>> {
+export async function listClaims(
+  deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
+  pool: string,
+  limit?: number,
+  cursor?: string,
+  filter: ClaimFilter = {},
+): Promise<Page<Claim>> {
   await deps.views.get(pool, deps.clock.nowMs());
   const page = await deps.claims.listClaims(pool, pageLimit(limit), cursor, filter);
   const nowMs = deps.clock.nowMs();
@@ -46,7 +76,6 @@ function describeMatch(match: VersionMatch): string {
   return match.length === 0 ? 'a version no claim can have' : `version ${match.join(' or ')}`;
 }
 
-
 /**
  * A client's release of a claim at the version read (DELETE, or its last consumer leaving): in a pool with a reuse
  * delay its addresses are held for its owner identity, with the caller as `releasedBy`; in a pool with `access` the
@@ -54,14 +83,18 @@ function describeMatch(match: VersionMatch): string {
  * which the address history reads (history/recorder.ts); otherwise `event`, when given, is written with it. Freed
  * addresses (not held ones) are told to the hint.
  */
-export async function releaseAsRead(deps: Pick<Deps, 'allocator' | 'hints' | 'clock'>, args: { pool: Pool; claim: Claim; caller?: Principal; event?: IpamEvent }): Promise<ReleaseOutcome> {
+export async function releaseAsRead(
+  deps: Pick<Deps, 'allocator' | 'hints' | 'clock'>,
+  args: { pool: Pool; claim: Claim; caller?: Principal; event?: IpamEvent },
+): Promise<ReleaseOutcome> {
   const { pool, claim, caller } = args;
   const held = holdOf(pool, claim, deps.clock.nowMs());
   const hold = held && caller ? { ...held, releasedBy: caller } : held;
   const record = !hold && caller && pool.access ? events.claimReleased(claim, nowIso(deps), caller) : args.event;
   const outcome = await deps.allocator.release(claim, claim.version, hold, record);
   if ((outcome === 'released' || outcome === 'absent') && !hold) {
-    for (const a of claim.addresses) deps.hints.markFree(pool.name, a.family, parseAddress(a.address).value, deps.clock.nowMs());
+    for (const a of claim.addresses)
+      deps.hints.markFree(pool.name, a.family, parseAddress(a.address).value, deps.clock.nowMs());
   }
   return outcome;
 }
@@ -78,7 +111,13 @@ export async function releaseAsRead(deps: Pick<Deps, 'allocator' | 'hints' | 'cl
  * @throws PreconditionFailedError when `ifMatch` is given and the claim is absent or at another version;
  *   ForbiddenError when the pool's `access` does not let the caller release it; ClaimInUseError when it has consumers
  */
-export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>, pool: string, name: string, ifMatch?: VersionMatch, caller?: Principal): Promise<Claim | undefined> {
+export async function deleteClaim(
+  deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>,
+  pool: string,
+  name: string,
+  ifMatch?: VersionMatch,
+  caller?: Principal,
+): Promise<Claim | undefined> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
   for (let attempt = 0; attempt < CLAIM_TRIES; attempt += 1) {
     const claim = await deps.claims.getClaim(pool, name);
@@ -98,7 +137,9 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
     if (outcome === 'released' || outcome === 'absent') return outcome === 'released' ? claim : undefined;
     // The claim changed under us (a renew): read it again, and check the precondition against the new version.
   }
-  throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being released; retry the request.`);
+  throw new ConflictError(
+    `Claim ${JSON.stringify(name)} kept changing while it was being released; retry the request.`,
+  );
 }
 
 /**
@@ -111,7 +152,13 @@ export async function deleteClaim(deps: Pick<Deps, 'claims' | 'views' | 'allocat
  *   without an expiry, or when the claim changed under each of its tries (CLAIM_TRIES); NotReadyError when other
  *   transactions cancelled each of them; ForbiddenError when the pool's `access` does not let the caller renew it
  */
-export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>, pool: string, name: string, ttlSeconds?: number | null, caller?: Principal): Promise<Claim> {
+export async function renewClaim(
+  deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
+  pool: string,
+  name: string,
+  ttlSeconds?: number | null,
+  caller?: Principal,
+): Promise<Claim> {
   const view = await deps.views.get(pool, deps.clock.nowMs());
   const ttl = ttlSeconds === null ? undefined : checkTtl(ttlSeconds);
   // A renewal is judged against the claim as read (its expiry decides whether a freed counter moves); when another
@@ -129,7 +176,8 @@ export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
     } else {
       // A confirmed claim has no expiry left to extend, whatever TTL its spec was made with.
       const seconds = ttl ?? (claim.expiresAt === undefined ? undefined : claim.spec.ttlSeconds);
-      if (seconds === undefined) throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
+      if (seconds === undefined)
+        throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
       expiresAt = deps.clock.nowMs() + seconds * 1000;
     }
     const outcome = await deps.claims.renewClaim(claim, expiresAt, reuseDelayMs(view.pool));
@@ -137,12 +185,19 @@ export async function renewClaim(deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
     if (outcome === 'changed' || outcome === 'busy') continue;
     if (outcome === 'absent') throw new NotFoundError('claim', name);
     if (outcome === 'lost') {
-      throw new NotFoundError('claim', name, `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`);
+      throw new NotFoundError(
+        'claim',
+        name,
+        `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`,
+      );
     }
     const { expiresAt: _old, ...rest } = claim;
     return { ...rest, ...(expiresAt !== undefined ? { expiresAt } : {}), version: claim.version + 1 };
   }
   // Still cancelled by other transactions: the engine is busy on these items (a hot freed counter), not the claim.
-  if (busy) throw new NotReadyError(`Other requests kept writing the items of claim ${JSON.stringify(name)}; retry the request.`);
+  if (busy)
+    throw new NotReadyError(
+      `Other requests kept writing the items of claim ${JSON.stringify(name)}; retry the request.`,
+    );
   throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being renewed; retry the request.`);
 }

@@ -36,14 +36,21 @@ type ConsumerDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clo
 function checkConsumerField(value: unknown, field: string): string {
   const text = checkOwnerField(value, field);
   if (new TextEncoder().encode(text).length > CONSUMER_FIELD_BYTES) {
-    throw new InvalidArgumentError(`${field} must be at most ${CONSUMER_FIELD_BYTES} bytes in UTF-8 (253 ASCII characters), so that ${MAX_CONSUMERS} consumers fit one claim.`, field);
+    throw new InvalidArgumentError(
+      `${field} must be at most ${CONSUMER_FIELD_BYTES} bytes in UTF-8 (253 ASCII characters), so that ${MAX_CONSUMERS} consumers fit one claim.`,
+      field,
+    );
   }
   return text;
 }
 
 /** A consumer as the client gave it, checked. @throws InvalidArgumentError */
 export function checkConsumer(consumer: Partial<Consumer> | undefined): Consumer {
-  return { kind: checkConsumerField(consumer?.kind, 'kind'), name: checkConsumerField(consumer?.name, 'name'), uid: checkConsumerField(consumer?.uid, 'uid') };
+  return {
+    kind: checkConsumerField(consumer?.kind, 'kind'),
+    name: checkConsumerField(consumer?.name, 'name'),
+    uid: checkConsumerField(consumer?.uid, 'uid'),
+  };
 }
 
 const consumersOf = (claim: Claim): readonly Consumer[] => claim.consumers ?? [];
@@ -61,7 +68,10 @@ async function heldClaim(deps: ConsumerDeps, pool: string, name: string): Promis
  *   claim kept changing under CONSUMER_TRIES tries); TooManyConsumersError (the 257th); NotReadyError (other
  *   transactions kept cancelling the write); ForbiddenError
  */
-export async function addConsumer(deps: ConsumerDeps, cmd: { pool: string; claim: string; consumer: Partial<Consumer>; caller?: Principal }): Promise<{ claim: Claim; added: boolean }> {
+export async function addConsumer(
+  deps: ConsumerDeps,
+  cmd: { pool: string; claim: string; consumer: Partial<Consumer>; caller?: Principal },
+): Promise<{ claim: Claim; added: boolean }> {
   const consumer = checkConsumer(cmd.consumer);
   const view = await deps.views.get(cmd.pool, deps.clock.nowMs());
   let busy = false;
@@ -72,15 +82,23 @@ export async function addConsumer(deps: ConsumerDeps, cmd: { pool: string; claim
     const listed = consumersOf(claim).find((c) => c.uid === consumer.uid);
     if (listed) {
       if (listed.kind === consumer.kind && listed.name === consumer.name) return { claim, added: false };
-      throw new ConflictError(`Claim ${JSON.stringify(claim.name)} already lists uid ${JSON.stringify(consumer.uid)} as consumer ${listed.kind}/${listed.name}.`);
+      throw new ConflictError(
+        `Claim ${JSON.stringify(claim.name)} already lists uid ${JSON.stringify(consumer.uid)} as consumer ${listed.kind}/${listed.name}.`,
+      );
     }
     if (claim.expiresAt !== undefined) {
-      throw new ConflictError(`Claim ${JSON.stringify(claim.name)} expires at ${new Date(claim.expiresAt).toISOString()}; a claim with consumers is held until its last consumer leaves, so confirm its hold first (renew with ttlSeconds null).`);
+      throw new ConflictError(
+        `Claim ${JSON.stringify(claim.name)} expires at ${new Date(claim.expiresAt).toISOString()}; a claim with consumers is held until its last consumer leaves, so confirm its hold first (renew with ttlSeconds null).`,
+      );
     }
     if (consumersOf(claim).length >= MAX_CONSUMERS) throw new TooManyConsumersError(claim.name, MAX_CONSUMERS);
     const event = events.consumerAdded(claim, consumer, nowIso(deps), cmd.caller);
     const outcome = await deps.claims.changeConsumers(claim, { add: consumer, event });
-    if (outcome === 'written') return { claim: { ...claim, consumers: [...consumersOf(claim), consumer], version: claim.version + 1 }, added: true };
+    if (outcome === 'written')
+      return {
+        claim: { ...claim, consumers: [...consumersOf(claim), consumer], version: claim.version + 1 },
+        added: true,
+      };
     busy = outcome === 'busy';
     await deps.pause?.(attempt + 1);
   }
@@ -101,17 +119,27 @@ export interface ConsumerRemoval {
  * `access`, only the claim's creator or an administrator may remove one.
  * @throws ConflictError (kept changing); NotReadyError (kept cancelled); ForbiddenError
  */
-export async function removeConsumer(deps: ConsumerDeps, cmd: { pool: string; claim: string; uid: string; caller?: Principal }): Promise<ConsumerRemoval> {
+export async function removeConsumer(
+  deps: ConsumerDeps,
+  cmd: { pool: string; claim: string; uid: string; caller?: Principal },
+): Promise<ConsumerRemoval> {
   const uid = checkOwnerField(cmd.uid, 'uid');
   const view = await deps.views.get(cmd.pool, deps.clock.nowMs());
-  return leave(deps, { ...cmd, uid, allowed: (claim) => (requireCreatorOrAdministrator(view.pool, claim, cmd.caller, 'remove consumers from'), true) });
+  return leave(deps, {
+    ...cmd,
+    uid,
+    allowed: (claim) => (requireCreatorOrAdministrator(view.pool, claim, cmd.caller, 'remove consumers from'), true),
+  });
 }
 
 /**
  * Removes `uid` from the claim's consumers, releasing the claim with the last one, for a caller `allowed` lets do it
  * (false: left as it is). The owner release (reconciler/owners.ts) takes this path for every claim a gone uid consumes.
  */
-export async function leave(deps: ConsumerDeps, cmd: { pool: string; claim: string; uid: string; caller?: Principal; allowed: (claim: Claim) => boolean }): Promise<ConsumerRemoval> {
+export async function leave(
+  deps: ConsumerDeps,
+  cmd: { pool: string; claim: string; uid: string; caller?: Principal; allowed: (claim: Claim) => boolean },
+): Promise<ConsumerRemoval> {
   const { uid } = cmd;
   let busy = false;
   for (let attempt = 0; attempt < CONSUMER_TRIES; attempt += 1) {
@@ -123,12 +151,22 @@ export async function leave(deps: ConsumerDeps, cmd: { pool: string; claim: stri
     const event = events.consumerRemoved(claim, leaving, nowIso(deps), cmd.caller);
     if (consumersOf(claim).length > 1) {
       const outcome = await deps.claims.changeConsumers(claim, { remove: leaving, event });
-      if (outcome === 'written') return { removed: true, released: false, claim: { ...claim, consumers: consumersOf(claim).filter((c) => c.uid !== uid), version: claim.version + 1 } };
+      if (outcome === 'written')
+        return {
+          removed: true,
+          released: false,
+          claim: { ...claim, consumers: consumersOf(claim).filter((c) => c.uid !== uid), version: claim.version + 1 },
+        };
       busy = outcome === 'busy';
       await deps.pause?.(attempt + 1);
       continue;
     }
-    const outcome = await releaseWithLastConsumer(deps, { claim, leaving, event, ...(cmd.caller ? { caller: cmd.caller } : {}) });
+    const outcome = await releaseWithLastConsumer(deps, {
+      claim,
+      leaving,
+      event,
+      ...(cmd.caller ? { caller: cmd.caller } : {}),
+    });
     if (outcome === 'released') return { removed: true, released: true };
     // Released by another request meanwhile: nothing left to remove.
     if (outcome === 'absent') return { removed: false, released: false };
@@ -143,11 +181,19 @@ export async function leave(deps: ConsumerDeps, cmd: { pool: string; claim: stri
  * released incarnation (a crash before that write leaves it to be dropped by the next reader: consumedBy's readers
  * drop entries whose claim is another incarnation or gone). 'changed' when the claim changed first (read it again).
  */
-async function releaseWithLastConsumer(deps: ConsumerDeps, args: { claim: Claim; leaving: Consumer; event: IpamEvent; caller?: Principal }): Promise<'released' | 'absent' | 'changed'> {
+async function releaseWithLastConsumer(
+  deps: ConsumerDeps,
+  args: { claim: Claim; leaving: Consumer; event: IpamEvent; caller?: Principal },
+): Promise<'released' | 'absent' | 'changed'> {
   const { claim, caller } = args;
   const view = await deps.views.get(claim.pool, deps.clock.nowMs());
   // As deleteClaim does; with no `access` record, this consumer's leaving is the release's event.
-  const outcome = await releaseAsRead(deps, { pool: view.pool, claim, event: args.event, ...(caller ? { caller } : {}) });
+  const outcome = await releaseAsRead(deps, {
+    pool: view.pool,
+    claim,
+    event: args.event,
+    ...(caller ? { caller } : {}),
+  });
   if (outcome === 'versionMismatch') return 'changed';
   await deps.claims.dropConsumerIndex(claim.pool, args.leaving.uid, { claim: claim.name, claimUid: claim.uid });
   return outcome;
@@ -155,6 +201,11 @@ async function releaseWithLastConsumer(deps: ConsumerDeps, args: { claim: Claim;
 
 function giveUp(claim: string, busy: boolean): Error {
   // Still cancelled by other transactions: the engine is busy on these items, not the claim changing.
-  if (busy) return new NotReadyError(`Other requests kept writing the items of claim ${JSON.stringify(claim)}; retry the request.`);
-  return new ConflictError(`Claim ${JSON.stringify(claim)} kept changing while its consumers were being changed; retry the request.`);
+  if (busy)
+    return new NotReadyError(
+      `Other requests kept writing the items of claim ${JSON.stringify(claim)}; retry the request.`,
+    );
+  return new ConflictError(
+    `Claim ${JSON.stringify(claim)} kept changing while its consumers were being changed; retry the request.`,
+  );
 }

@@ -1,10 +1,19 @@
+// Over 300 lines: the claim round driver with its two retry states, one path read from top to bottom.
 /**
  * Creating a claim: the generateName look-up, then allocation rounds, each on one pool view. Two reasons to go round
  * again, each with its own limit: the view (a refusal from a cached view that changed; a range retired under the
  * commit) and the name (a drawn name that is another claim's; an existing claim that changed before it was pinned).
  */
 import { parseAddress, type IpAddress } from '../ip/address.ts';
-import { ConflictError, DeadlineExceededError, MismatchedNetworkError, NotFoundError, NotInRangeError, NotReadyError, RangeFullError } from '../errors.ts';
+import {
+  ConflictError,
+  DeadlineExceededError,
+  MismatchedNetworkError,
+  NotFoundError,
+  NotInRangeError,
+  NotReadyError,
+  RangeFullError,
+} from '../errors.ts';
 import { generatedName } from '../names.ts';
 import { isHostOf } from '../ip/cidr.ts';
 import { rangeCidr } from '../base/pool-geometry.ts';
@@ -39,9 +48,16 @@ export const UNSETTLED_MS = 60_000;
  * retirement. Nothing here releases a claim: only its creator knows whether it has answered it.
  * @returns undefined when the claim changed before it could be pinned: read it again
  */
-async function answerExisting(deps: Pick<Deps, 'claims' | 'clock'>, existing: Claim, spec: ClaimSpec): Promise<CreateClaimAnswer | undefined> {
+async function answerExisting(
+  deps: Pick<Deps, 'claims' | 'clock'>,
+  existing: Claim,
+  spec: ClaimSpec,
+): Promise<CreateClaimAnswer | undefined> {
   sameOrConflict(existing, spec);
-  const settled = existing.pinned === true || existing.version > 1 || Date.parse(existing.createdAt) + UNSETTLED_MS <= deps.clock.nowMs();
+  const settled =
+    existing.pinned === true ||
+    existing.version > 1 ||
+    Date.parse(existing.createdAt) + UNSETTLED_MS <= deps.clock.nowMs();
   if (settled) return { claim: existing, created: false };
   const pinned = await deps.claims.pinClaim(existing);
   return pinned ? { claim: pinned, created: false } : undefined;
@@ -63,9 +79,12 @@ export const RETIRED_RANGE_ROUNDS = 3;
  * still holding it as a host address). False means the range was marked Terminating, or removed, before the check.
  */
 export function servedByReadyRanges(view: PoolView, claim: Claim): boolean {
-  return claim.addresses.every((a) => view.ranges.some((r) => r.name === a.range && r.state === RangeState.Ready && isHostOf(rangeCidr(r), parseAddress(a.address))));
+  return claim.addresses.every((a) =>
+    view.ranges.some(
+      (r) => r.name === a.range && r.state === RangeState.Ready && isHostOf(rangeCidr(r), parseAddress(a.address)),
+    ),
+  );
 }
-
 
 /**
  * One create request as the rounds see it: what it asks (normalized) and the two retry states, each with its own limit.
@@ -136,7 +155,8 @@ export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Pr
   if (cmd.dryRun) {
     // A preview of a claim that exists answers it as a repeated request would (or its conflict); nothing is written.
     const existing = cmd.name === undefined ? undefined : await deps.claims.getClaim(cmd.pool, cmd.name);
-    if (existing && !isExpired(existing, deps.clock.nowMs())) return { ...sameOrConflict(existing, spec), preview: true };
+    if (existing && !isExpired(existing, deps.clock.nowMs()))
+      return { ...sameOrConflict(existing, spec), preview: true };
   }
   const made = await findMadeFromGenerateName(deps, cmd, spec);
   if (made) return made;
@@ -154,7 +174,10 @@ export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Pr
         break;
       case 'rangeRetired':
         views.retired += 1;
-        if (views.retired >= RETIRED_RANGE_ROUNDS) throw new NotReadyError('The pool\'s ranges kept changing while the claim was being allocated; retry the request.');
+        if (views.retired >= RETIRED_RANGE_ROUNDS)
+          throw new NotReadyError(
+            "The pool's ranges kept changing while the claim was being allocated; retry the request.",
+          );
         views.checked = round.current;
         break;
       case 'nameHeld': {
@@ -168,7 +191,10 @@ export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Pr
         const answer = await answerExisting(deps, existing, spec);
         // Changed before it could be pinned (released by its creator, or renewed): the next round reads it again.
         if (answer) return answer;
-        if (++names.pins >= CLAIM_TRIES) throw new ConflictError(`Claim ${JSON.stringify(existing.name)} kept changing while it was being answered; retry the request.`);
+        if (++names.pins >= CLAIM_TRIES)
+          throw new ConflictError(
+            `Claim ${JSON.stringify(existing.name)} kept changing while it was being answered; retry the request.`,
+          );
         break;
       }
     }
@@ -176,7 +202,11 @@ export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Pr
 }
 
 /** A generateName request repeated (a lost response): the claim this owner made from it, answered again. */
-async function findMadeFromGenerateName(deps: CreateDeps, cmd: CreateClaimCommand, spec: ClaimSpec): Promise<CreateClaimAnswer | undefined> {
+async function findMadeFromGenerateName(
+  deps: CreateDeps,
+  cmd: CreateClaimCommand,
+  spec: ClaimSpec,
+): Promise<CreateClaimAnswer | undefined> {
   if (spec.generateName === undefined) return undefined;
   for (let attempt = 0; attempt < CLAIM_TRIES; attempt += 1) {
     const made = await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
@@ -194,7 +224,9 @@ async function findMadeFromGenerateName(deps: CreateDeps, cmd: CreateClaimComman
  */
 async function allocateRound(creation: Creation, views: ViewRetry, name: string): Promise<Round> {
   const { deps, cmd, spec, explicit } = creation;
-  const { view, readNow } = views.checked ? { view: views.checked, readNow: true } : await deps.views.read(cmd.pool, deps.clock.nowMs(), views.fresh);
+  const { view, readNow } = views.checked
+    ? { view: views.checked, readNow: true }
+    : await deps.views.read(cmd.pool, deps.clock.nowMs(), views.fresh);
   views.checked = undefined;
   try {
     const requests = resolveFamilies(view, spec, explicit);
@@ -209,10 +241,18 @@ async function allocateRound(creation: Creation, views: ViewRetry, name: string)
       version: 1,
       ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),
     };
-    const result = await deps.allocator.allocate(view, draft, requests, { ...(cmd.commitBy !== undefined ? { commitBy: cmd.commitBy } : {}), ...(cmd.dryRun ? { dryRun: true } : {}) });
-    if (result.kind === 'preview') return { kind: 'answered', answer: { claim: result.claim, created: false, preview: true } };
+    const result = await deps.allocator.allocate(view, draft, requests, {
+      ...(cmd.commitBy !== undefined ? { commitBy: cmd.commitBy } : {}),
+      ...(cmd.dryRun ? { dryRun: true } : {}),
+    });
+    if (result.kind === 'preview')
+      return { kind: 'answered', answer: { claim: result.claim, created: false, preview: true } };
     if (result.kind === 'allocated') {
-      const made = { claim: result.claim, created: true, ...(result.collisions ? { collisions: result.collisions } : {}) };
+      const made = {
+        claim: result.claim,
+        created: true,
+        ...(result.collisions ? { collisions: result.collisions } : {}),
+      };
       return checkAfterCommit(creation, view, made);
     }
     const existing = result.kind === 'exists' ? result.claim : await deps.claims.getClaim(cmd.pool, result.claimName);
@@ -222,12 +262,17 @@ async function allocateRound(creation: Creation, views: ViewRetry, name: string)
     if (error instanceof DeadlineExceededError) {
       // Past its deadline nothing is written; a repeated request still answers the claim it made in time.
       const existing = cmd.name === undefined ? undefined : await deps.claims.getClaim(cmd.pool, cmd.name);
-      if (existing && !isExpired(existing, deps.clock.nowMs())) return { kind: 'answered', answer: sameOrConflict(existing, spec) };
+      if (existing && !isExpired(existing, deps.clock.nowMs()))
+        return { kind: 'answered', answer: sameOrConflict(existing, spec) };
       throw error;
     }
-    const refusedByView = error instanceof NotInRangeError || error instanceof MismatchedNetworkError || error instanceof RangeFullError;
+    const refusedByView =
+      error instanceof NotInRangeError || error instanceof MismatchedNetworkError || error instanceof RangeFullError;
     // A block pool's RangeFull says blocks, not addresses.
-    const refusal = error instanceof RangeFullError && isBlockPool(view.pool) ? new RangeFullError(error.pool, error.family, 'block') : error;
+    const refusal =
+      error instanceof RangeFullError && isBlockPool(view.pool)
+        ? new RangeFullError(error.pool, error.family, 'block')
+        : error;
     if (!refusedByView || readNow) throw refusal;
     if (await confirmCurrent(deps, cmd.pool, view)) throw refusal;
     return { kind: 'viewChanged' };
@@ -249,7 +294,8 @@ async function checkAfterCommit(creation: Creation, view: PoolView, made: Create
   const { deps, cmd } = creation;
   const { claim } = made;
   // Taken from ranges Ready in the view, and no range changed since it was read: nothing to read again.
-  if (servedByReadyRanges(view, claim) && (await confirmCurrent(deps, cmd.pool, view))) return { kind: 'answered', answer: made };
+  if (servedByReadyRanges(view, claim) && (await confirmCurrent(deps, cmd.pool, view)))
+    return { kind: 'answered', answer: made };
   const current = await deps.pools.getPoolView(cmd.pool);
   if (current && servedByReadyRanges(current, claim)) {
     // The check's read is the freshest view there is: keep it, so the next request need not read again.
@@ -257,13 +303,19 @@ async function checkAfterCommit(creation: Creation, view: PoolView, made: Create
     return { kind: 'answered', answer: made };
   }
   // Its event, in the release's transaction, tells the address history why the leases went (rangeTerminated).
-  const outcome = await deps.allocator.release(claim, claim.version, undefined, events.rangeRetired(claim, nowIso(deps)));
+  const outcome = await deps.allocator.release(
+    claim,
+    claim.version,
+    undefined,
+    events.rangeRetired(claim, nowIso(deps)),
+  );
   if (outcome === 'versionMismatch') {
     // An identical request answered the claim meanwhile (answerExisting pinned it): it stays, as answered.
     const answered = await deps.claims.getClaim(cmd.pool, claim.name);
     if (answered?.uid === claim.uid) return { kind: 'answered', answer: { claim: answered, created: true } };
   }
-  for (const a of claim.addresses) deps.hints.markFree(cmd.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
+  for (const a of claim.addresses)
+    deps.hints.markFree(cmd.pool, a.family, parseAddress(a.address).value, deps.clock.nowMs());
   if (!current) throw new NotFoundError('pool', cmd.pool);
   deps.views.remember(cmd.pool, current, deps.clock.nowMs());
   return { kind: 'rangeRetired', current };

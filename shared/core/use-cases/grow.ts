@@ -30,13 +30,22 @@ export const MAX_GROW_BLOCKS = 64;
 export function checkGrow(value: unknown, own: string): GrowRule {
   const field = 'grow';
   const sentence = `${field} must name the parent block pool and the free positions below which to take one more block from it, e.g. {"pool": "region-a", "belowFree": 16, "maxBlocks": 8} (maxBlocks 1 to ${MAX_GROW_BLOCKS}, default 16).`;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError(sentence, field);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new InvalidArgumentError(sentence, field);
   const { pool, belowFree, maxBlocks = 16 } = value as Record<string, unknown>;
-  if (typeof pool !== 'string' || !Number.isInteger(belowFree) || (belowFree as number) < 1 || !Number.isInteger(maxBlocks) || (maxBlocks as number) < 1 || (maxBlocks as number) > MAX_GROW_BLOCKS) {
+  if (
+    typeof pool !== 'string' ||
+    !Number.isInteger(belowFree) ||
+    (belowFree as number) < 1 ||
+    !Number.isInteger(maxBlocks) ||
+    (maxBlocks as number) < 1 ||
+    (maxBlocks as number) > MAX_GROW_BLOCKS
+  ) {
     throw new InvalidArgumentError(sentence, field);
   }
   checkDnsLabel(pool, 'grow.pool');
-  if (pool === own) throw new InvalidArgumentError('A pool cannot grow from itself; name its parent block pool.', 'grow.pool');
+  if (pool === own)
+    throw new InvalidArgumentError('A pool cannot grow from itself; name its parent block pool.', 'grow.pool');
   return { pool, belowFree: belowFree as number, maxBlocks: maxBlocks as number };
 }
 
@@ -53,13 +62,19 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
   try {
     answer = await createClaim(deps, cmd);
   } catch (error) {
-    const family = error instanceof RangeFullError ? (error.family as IpFamily) : error instanceof MismatchedNetworkError ? (cmd.ipFamilies?.[0] ?? IpFamily.IPv4) : undefined;
+    const family =
+      error instanceof RangeFullError
+        ? (error.family as IpFamily)
+        : error instanceof MismatchedNetworkError
+          ? (cmd.ipFamilies?.[0] ?? IpFamily.IPv4)
+          : undefined;
     if (family === undefined || !(await growOnce(deps, { pool: view.pool, rule, family, cmd }))) throw error;
     return createClaim(deps, cmd);
   }
   if (answer.created) {
     for (const family of new Set(answer.claim.addresses.map((a) => a.family))) {
-      if ((await freeIn(deps, cmd.pool, family)) < BigInt(rule.belowFree)) await growOnce(deps, { pool: view.pool, rule, family, cmd }).catch(() => false);
+      if ((await freeIn(deps, cmd.pool, family)) < BigInt(rule.belowFree))
+        await growOnce(deps, { pool: view.pool, rule, family, cmd }).catch(() => false);
     }
   }
   return answer;
@@ -74,7 +89,9 @@ async function freeIn(deps: Deps, pool: string, family: IpFamily): Promise<bigin
 async function familyFree(deps: Deps, view: PoolView, family: IpFamily): Promise<bigint> {
   const ranges = rangesOf(view, family);
   const size = ranges.reduce((sum, r) => sum + capacity(r.cidr), 0n);
-  const used = ranges.length ? await deps.leases.countLeases(view.pool.name, family, hostIntervals(ranges), deps.clock.nowMs()) : 0n;
+  const used = ranges.length
+    ? await deps.leases.countLeases(view.pool.name, family, hostIntervals(ranges), deps.clock.nowMs())
+    : 0n;
   return size > used ? size - used : 0n;
 }
 
@@ -82,7 +99,10 @@ async function familyFree(deps: Deps, view: PoolView, family: IpFamily): Promise
  * Takes the pool's next block of a family from its parent (see the file comment): false when the bound is reached,
  * the parent has no block size for the family, or no block left.
  */
-async function growOnce(deps: Deps, args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand }): Promise<boolean> {
+async function growOnce(
+  deps: Deps,
+  args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand },
+): Promise<boolean> {
   const { pool, rule, family, cmd } = args;
   const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch((error: unknown) => {
     if (error instanceof NotFoundError) return undefined;
@@ -110,6 +130,12 @@ async function growOnce(deps: Deps, args: { pool: Pool; rule: GrowRule; family: 
     throw error;
   }
   const block = made.claim.addresses[0]!;
-  await createRange(deps, { pool: pool.name, cidr: `${block.address}/${block.prefixLength}`, name: tag, source: { pool: rule.pool, claim: claimName }, ...(cmd.createdBy ? { caller: cmd.createdBy } : {}) });
+  await createRange(deps, {
+    pool: pool.name,
+    cidr: `${block.address}/${block.prefixLength}`,
+    name: tag,
+    source: { pool: rule.pool, claim: claimName },
+    ...(cmd.createdBy ? { caller: cmd.createdBy } : {}),
+  });
   return true;
 }

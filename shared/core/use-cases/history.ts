@@ -44,22 +44,40 @@ const iso = (ms: number) => new Date(ms).toISOString();
  */
 function completeUntil(mark: HistoryMark | undefined): HistoryAnswer {
   if (mark?.through === undefined) return {};
-  return { completeUntil: iso(mark.pendingSince !== undefined ? Math.min(mark.through, mark.pendingSince) : mark.through) };
+  return {
+    completeUntil: iso(mark.pendingSince !== undefined ? Math.min(mark.through, mark.pendingSince) : mark.through),
+  };
 }
 
 const overlaps = (h: Holding, window: Window) =>
-  (window.toMs === undefined || Date.parse(h.from) < window.toMs) && (window.fromMs === undefined || h.to === undefined || Date.parse(h.to) > window.fromMs);
+  (window.toMs === undefined || Date.parse(h.from) < window.toMs) &&
+  (window.fromMs === undefined || h.to === undefined || Date.parse(h.to) > window.fromMs);
 
 /**
  * One address's holdings, newest first, paged: the lease item (the holding that lasts, or one expired and not yet
  * deleted) joined to the ended holdings the stream function wrote. Each end is cut at the next holding's start (a
  * deletion's end is known to the second only), also across pages (the cursor carries the start). @throws NotFoundError
  */
-export async function addressHistory(deps: HistoryDeps, pool: string, text: string, window: Window, limit?: number, cursor?: string): Promise<HistoryPage> {
+export async function addressHistory(
+  deps: HistoryDeps,
+  pool: string,
+  text: string,
+  window: Window,
+  limit?: number,
+  cursor?: string,
+): Promise<HistoryPage> {
   const since = await poolSince(deps, pool);
   const address = formatAddress(parseAddress(text));
   // The mark first: whatever it vouches for was written before it, so the reads after it see it.
-  return addressPage(deps, pool, address, await deps.history.mark(pool, [address]), { ...window, since }, limit, cursor);
+  return addressPage(
+    deps,
+    pool,
+    address,
+    await deps.history.mark(pool, [address]),
+    { ...window, since },
+    limit,
+    cursor,
+  );
 }
 
 /** A history read's window within the pool's life: holdings from `since` (its createdAt) on. */
@@ -75,7 +93,15 @@ async function poolSince(deps: HistoryDeps, pool: string): Promise<string> {
   return (await deps.views.get(pool, deps.clock.nowMs())).pool.createdAt;
 }
 
-async function addressPage(deps: HistoryDeps, pool: string, address: string, mark: HistoryMark | undefined, window: PoolWindow, limit?: number, cursor?: string): Promise<HistoryPage> {
+async function addressPage(
+  deps: HistoryDeps,
+  pool: string,
+  address: string,
+  mark: HistoryMark | undefined,
+  window: PoolWindow,
+  limit?: number,
+  cursor?: string,
+): Promise<HistoryPage> {
   const size = pageLimit(limit);
   const scope = ['addressHistory', pool, address];
   const position = cursor === undefined ? undefined : deps.history.decode(scope, cursor);
@@ -89,7 +115,10 @@ async function addressPage(deps: HistoryDeps, pool: string, address: string, mar
   let next = before;
   let more = true;
   while (items.length <= size && more) {
-    const page = await deps.history.addressHoldings(pool, address, size + 1 - items.length, { ...(next !== undefined ? { before: next } : {}), since: window.since });
+    const page = await deps.history.addressHoldings(pool, address, size + 1 - items.length, {
+      ...(next !== undefined ? { before: next } : {}),
+      since: window.since,
+    });
     for (const h of page.items) {
       if (current && holdingId(h) === holdingId(current)) continue;
       items.push(h);
@@ -126,14 +155,23 @@ export async function addressAt(deps: HistoryDeps, pool: string, text: string, a
   const since = await poolSince(deps, pool);
   const address = formatAddress(parseAddress(text));
   const mark = await deps.history.mark(pool, [address]);
-  const [lease, older] = await Promise.all([deps.leases.getLease(pool, address), deps.history.addressHoldings(pool, address, 2, { before: afterStart(atMs), since })]);
+  const [lease, older] = await Promise.all([
+    deps.leases.getLease(pool, address),
+    deps.history.addressHoldings(pool, address, 2, { before: afterStart(atMs), since }),
+  ]);
   const current = lease ? holdingAt(lease, deps.clock.nowMs()) : undefined;
   // The newest holding that began at or before the instant, and the one after it (which cuts its end).
-  const candidates = [...(current ? [current] : []), ...older.items.filter((h) => !current || holdingId(h) !== holdingId(current))];
+  const candidates = [
+    ...(current ? [current] : []),
+    ...older.items.filter((h) => !current || holdingId(h) !== holdingId(current)),
+  ];
   const startedBy = candidates.filter((h) => Date.parse(h.from) <= atMs);
   const holder = startedBy[0];
   if (!holder) return completeUntil(mark);
-  const successor = current && Date.parse(current.from) > atMs ? current : await deps.history.addressHoldingAfter(pool, address, holdingId(holder));
+  const successor =
+    current && Date.parse(current.from) > atMs
+      ? current
+      : await deps.history.addressHoldingAfter(pool, address, holdingId(holder));
   const [cut] = effectiveEnds([holder], successor?.from);
   return { ...(cut && heldAt(cut, atMs) ? { holding: cut } : {}), ...completeUntil(mark) };
 }
@@ -142,7 +180,13 @@ export async function addressAt(deps: HistoryDeps, pool: string, text: string, a
  * What an owner held, newest first: its claims' current leases (first page), then its ended holdings from the owner
  * index (eventually consistent). Ends here are not cut by other holdings (each address's own listing does that).
  */
-export async function ownerHistory(deps: HistoryDeps, pool: string, ownerUid: string, limit?: number, cursor?: string): Promise<HistoryPage> {
+export async function ownerHistory(
+  deps: HistoryDeps,
+  pool: string,
+  ownerUid: string,
+  limit?: number,
+  cursor?: string,
+): Promise<HistoryPage> {
   const since = await poolSince(deps, pool);
   const size = pageLimit(limit);
   const scope = ['ownerHistory', pool, ownerUid];
@@ -160,32 +204,61 @@ export async function ownerHistory(deps: HistoryDeps, pool: string, ownerUid: st
   }
   // The index is eventually consistent, so this listing may lag completeUntil by the index's delay whatever the order;
   // the mark is read after the page to see the chunks of the addresses the owner held.
-  const page = await deps.history.ownerHoldings(pool, ownerUid, size + 1, { ...(position ? { before: position.k } : {}), since });
-  const mark = await deps.history.mark(pool, [...open, ...page.items].map((h) => h.address));
+  const page = await deps.history.ownerHoldings(pool, ownerUid, size + 1, {
+    ...(position ? { before: position.k } : {}),
+    since,
+  });
+  const mark = await deps.history.mark(
+    pool,
+    [...open, ...page.items].map((h) => h.address),
+  );
   const seen = new Set(open.map((h) => `${h.address}/${holdingId(h)}`));
-  const all = [...open, ...page.items.filter((h) => !seen.has(`${h.address}/${holdingId(h)}`))].sort((a, b) => (a.from < b.from ? 1 : a.from > b.from ? -1 : 0));
+  const all = [...open, ...page.items.filter((h) => !seen.has(`${h.address}/${holdingId(h)}`))].sort((a, b) =>
+    a.from < b.from ? 1 : a.from > b.from ? -1 : 0,
+  );
   const items = all.slice(0, size);
   const lastEnded = [...items].reverse().find((h) => h.to !== undefined && page.items.includes(h));
   const hasMore = all.length > size || page.next !== undefined;
-  return { items, ...(hasMore && lastEnded ? { nextCursor: deps.history.encode(scope, { k: `${lastEnded.from}#${lastEnded.address}` }) } : {}), ...completeUntil(mark) };
+  return {
+    items,
+    ...(hasMore && lastEnded
+      ? { nextCursor: deps.history.encode(scope, { k: `${lastEnded.from}#${lastEnded.address}` }) }
+      : {}),
+    ...completeUntil(mark),
+  };
 }
 
 /** The holdings of every address of a small block in a window, newest first (at most `limit`). @throws InvalidArgumentError */
-export async function cidrHistory(deps: HistoryDeps, pool: string, cidrText: string, window: Window, limit?: number): Promise<HistoryPage> {
+export async function cidrHistory(
+  deps: HistoryDeps,
+  pool: string,
+  cidrText: string,
+  window: Window,
+  limit?: number,
+): Promise<HistoryPage> {
   const cidr = parseCidr(cidrText, 'cidr');
   const size = blockSize(cidr);
   if (size > BigInt(MAX_CIDR_HISTORY_ADDRESSES)) {
-    throw new InvalidArgumentError(`cidr ${formatCidr(cidr)} holds ${size} addresses; the history of a block reads at most ${MAX_CIDR_HISTORY_ADDRESSES} (an IPv4 /24, an IPv6 /120).`, 'cidr');
+    throw new InvalidArgumentError(
+      `cidr ${formatCidr(cidr)} holds ${size} addresses; the history of a block reads at most ${MAX_CIDR_HISTORY_ADDRESSES} (an IPv4 /24, an IPv6 /120).`,
+      'cidr',
+    );
   }
   const max = pageLimit(limit);
   const since = await poolSince(deps, pool);
-  const addresses = Array.from({ length: Number(size) }, (_, i) => formatAddress({ family: cidr.family, value: cidr.base + BigInt(i) }));
+  const addresses = Array.from({ length: Number(size) }, (_, i) =>
+    formatAddress({ family: cidr.family, value: cidr.base + BigInt(i) }),
+  );
   // One mark for the block (read first, as for one address): a block this small lies in one summary chunk.
   const mark = await deps.history.mark(pool, addresses.slice(0, 1));
   const pages: HistoryPage[] = [];
   // A few addresses at a time: a /24 is 256 reads of one partition each.
   for (let i = 0; i < addresses.length; i += 16) {
-    pages.push(...(await Promise.all(addresses.slice(i, i + 16).map((a) => addressPage(deps, pool, a, mark, { ...window, since }, max)))));
+    pages.push(
+      ...(await Promise.all(
+        addresses.slice(i, i + 16).map((a) => addressPage(deps, pool, a, mark, { ...window, since }, max)),
+      )),
+    );
   }
   const items = pages.flatMap((p) => p.items).sort((a, b) => (a.from < b.from ? 1 : a.from > b.from ? -1 : 0));
   return { items: items.slice(0, max), ...completeUntil(mark) };

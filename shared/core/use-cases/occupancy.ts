@@ -35,7 +35,11 @@ export interface RangeOccupancy {
  * that touch the range, cut to its CIDR. A pool without a summary yet is answered from the lease listing.
  * @throws NotFoundError
  */
-export async function getRangeOccupancy(deps: Pick<Deps, 'views' | 'clock' | 'occupancy' | 'leases'>, pool: string, name: string): Promise<RangeOccupancy> {
+export async function getRangeOccupancy(
+  deps: Pick<Deps, 'views' | 'clock' | 'occupancy' | 'leases'>,
+  pool: string,
+  name: string,
+): Promise<RangeOccupancy> {
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   const range = view.ranges.find((r) => r.name === name);
   if (!range) throw new NotFoundError('range', name);
@@ -81,5 +85,12 @@ export async function getRangeOccupancy(deps: Pick<Deps, 'views' | 'clock' | 'oc
       return { first: formatAddress({ family: range.family, value: from }), count, used: values.length, bits, asOf };
     });
   const size = hosts ? hosts[1] - hosts[0] + 1n : 0n;
-  return { range, size, used: slices.reduce((sum, s) => sum + BigInt(s.used), 0n), source, chunkSize: Number(CHUNK_SIZE), slices };
+  return {
+    range,
+    size,
+    used: slices.reduce((sum, s) => sum + BigInt(s.used), 0n),
+    source,
+    chunkSize: Number(CHUNK_SIZE),
+    slices,
+  };
 }

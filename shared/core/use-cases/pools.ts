@@ -1,9 +1,25 @@
+// Over 300 lines: the pool use cases and the input checks of the pool's settings, which they alone read.
 import { IpFamily, parseAddress } from '../ip/address.ts';
 import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
-import { ConflictError, InvalidArgumentError, NotFoundError, PoolNotEmptyError, PoolTerminatingError } from '../errors.ts';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  NotFoundError,
+  PoolNotEmptyError,
+  PoolTerminatingError,
+} from '../errors.ts';
 import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
-import { freeThresholdsOf, type GrowRule, MAX_HISTORY_DAYS, MAX_REUSE_DELAY_SECONDS, type Pool, type PoolView, type Range, type Utilization } from '../model.ts';
+import {
+  freeThresholdsOf,
+  type GrowRule,
+  MAX_HISTORY_DAYS,
+  MAX_REUSE_DELAY_SECONDS,
+  type Pool,
+  type PoolView,
+  type Range,
+  type Utilization,
+} from '../model.ts';
 import type { Page } from '../ports.ts';
 import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../base/pool-geometry.ts';
 import { intervalsSize, type Interval } from '../base/intervals.ts';
@@ -38,13 +54,15 @@ export interface CreatePoolCommand {
 export function checkBlockPrefixLength(value: unknown): Partial<Record<IpFamily, number>> {
   const field = 'blockPrefixLength';
   const sentence = `${field} must name the block size per family, e.g. {"IPv4": 26} or {"IPv4": 24, "IPv6": 64}: IPv4 from 1 to 32, IPv6 from 1 to 128.`;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError(sentence, field);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new InvalidArgumentError(sentence, field);
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length === 0) throw new InvalidArgumentError(sentence, field);
   const out: Partial<Record<IpFamily, number>> = {};
   for (const [family, length] of entries) {
     const bits = family === IpFamily.IPv4 ? 32 : family === IpFamily.IPv6 ? 128 : 0;
-    if (bits === 0 || typeof length !== 'number' || !Number.isInteger(length) || length < 1 || length > bits) throw new InvalidArgumentError(sentence, field);
+    if (bits === 0 || typeof length !== 'number' || !Number.isInteger(length) || length < 1 || length > bits)
+      throw new InvalidArgumentError(sentence, field);
     out[family as IpFamily] = length;
   }
   return out;
@@ -54,8 +72,11 @@ export function checkBlockPrefixLength(value: unknown): Partial<Record<IpFamily,
 export function checkFreeThresholds(value: unknown): number[] {
   const field = 'freeThresholds';
   const sentence = `${field} must be a list of 1 to ${MAX_FREE_THRESHOLDS} distinct percentages of free space, each above 0 and below 100 (at most two decimals), e.g. [20, 5].`;
-  if (!Array.isArray(value) || value.length < 1 || value.length > MAX_FREE_THRESHOLDS) throw new InvalidArgumentError(sentence, field);
-  for (const t of value) if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t >= 100 || Math.round(t * 100) !== t * 100) throw new InvalidArgumentError(sentence, field);
+  if (!Array.isArray(value) || value.length < 1 || value.length > MAX_FREE_THRESHOLDS)
+    throw new InvalidArgumentError(sentence, field);
+  for (const t of value)
+    if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t >= 100 || Math.round(t * 100) !== t * 100)
+      throw new InvalidArgumentError(sentence, field);
   const sorted = [...new Set(value as number[])].sort((a, b) => b - a);
   if (sorted.length !== value.length) throw new InvalidArgumentError(sentence, field);
   return sorted;
@@ -67,18 +88,29 @@ export function normalizeExclusion(text: string, index: number): string {
   if (typeof text !== 'string') throw new InvalidArgumentError(`${field} must be a CIDR or an address.`, field);
   if (text.includes('/')) return formatCidr(parseCidr(text, field));
   const address = parseAddress(text, field);
-  return formatCidr({ family: address.family, base: address.value, prefix: address.family === IpFamily.IPv4 ? 32 : 128 });
+  return formatCidr({
+    family: address.family,
+    base: address.value,
+    prefix: address.family === IpFamily.IPv4 ? 32 : 128,
+  });
 }
 
 /** A growth rule's parent must be a block pool now (it may be deleted later: growth then stops). @throws InvalidArgumentError */
 async function checkGrowParent(deps: Deps, rule: GrowRule, blocks: Pool['blockPrefixLength']): Promise<GrowRule> {
   const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch(() => undefined);
-  if (!parent?.pool.blockPrefixLength) throw new InvalidArgumentError(`grow.pool ${JSON.stringify(rule.pool)} must be an existing block pool.`, 'grow.pool');
+  if (!parent?.pool.blockPrefixLength)
+    throw new InvalidArgumentError(
+      `grow.pool ${JSON.stringify(rule.pool)} must be an existing block pool.`,
+      'grow.pool',
+    );
   // A block pool grown from a parent takes the parent's blocks as ranges: each must hold at least one of its own.
   for (const [family, length] of Object.entries(blocks ?? {})) {
     const parentLength = parent.pool.blockPrefixLength[family as IpFamily];
     if (parentLength !== undefined && parentLength > length) {
-      throw new InvalidArgumentError(`Pool ${JSON.stringify(rule.pool)} hands out /${parentLength} ${family} blocks, smaller than this pool's /${length} blocks: a block of it could not be a range here.`, 'grow.pool');
+      throw new InvalidArgumentError(
+        `Pool ${JSON.stringify(rule.pool)} hands out /${parentLength} ${family} blocks, smaller than this pool's /${length} blocks: a block of it could not be a range here.`,
+        'grow.pool',
+      );
     }
   }
   return rule;
@@ -90,19 +122,41 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
   const exclude = [...new Set((cmd.exclude ?? []).map(normalizeExclusion))];
   const delay = cmd.reuseDelaySeconds ?? 0;
   if (!Number.isInteger(delay) || delay < 0 || delay > MAX_REUSE_DELAY_SECONDS) {
-    throw new InvalidArgumentError(`reuseDelaySeconds must be a whole number of seconds from 0 to ${MAX_REUSE_DELAY_SECONDS}.`, 'reuseDelaySeconds');
+    throw new InvalidArgumentError(
+      `reuseDelaySeconds must be a whole number of seconds from 0 to ${MAX_REUSE_DELAY_SECONDS}.`,
+      'reuseDelaySeconds',
+    );
   }
   const historyDays = cmd.historyDays;
-  if (historyDays !== undefined && (!Number.isInteger(historyDays) || historyDays < 0 || historyDays > MAX_HISTORY_DAYS)) {
-    throw new InvalidArgumentError(`historyDays must be a whole number of days from 0 to ${MAX_HISTORY_DAYS}.`, 'historyDays');
+  if (
+    historyDays !== undefined &&
+    (!Number.isInteger(historyDays) || historyDays < 0 || historyDays > MAX_HISTORY_DAYS)
+  ) {
+    throw new InvalidArgumentError(
+      `historyDays must be a whole number of days from 0 to ${MAX_HISTORY_DAYS}.`,
+      'historyDays',
+    );
   }
   const access = cmd.access === undefined ? undefined : checkAccess(cmd.access);
   const freeThresholds = cmd.freeThresholds === undefined ? undefined : checkFreeThresholds(cmd.freeThresholds);
-  const blockPrefixLength = cmd.blockPrefixLength === undefined ? undefined : checkBlockPrefixLength(cmd.blockPrefixLength);
-  const grow = cmd.grow === undefined ? undefined : await checkGrowParent(deps, checkGrow(cmd.grow, name), blockPrefixLength);
+  const blockPrefixLength =
+    cmd.blockPrefixLength === undefined ? undefined : checkBlockPrefixLength(cmd.blockPrefixLength);
+  const grow =
+    cmd.grow === undefined ? undefined : await checkGrowParent(deps, checkGrow(cmd.grow, name), blockPrefixLength);
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
-  const pool: Pool = { name, exclude, createdAt, summarySince: createdAt, ...(delay > 0 ? { reuseDelaySeconds: delay } : {}), ...(historyDays !== undefined ? { historyDays } : {}), ...(access ? { access } : {}), ...(freeThresholds ? { freeThresholds } : {}), ...(blockPrefixLength ? { blockPrefixLength } : {}), ...(grow ? { grow } : {}) };
+  const pool: Pool = {
+    name,
+    exclude,
+    createdAt,
+    summarySince: createdAt,
+    ...(delay > 0 ? { reuseDelaySeconds: delay } : {}),
+    ...(historyDays !== undefined ? { historyDays } : {}),
+    ...(access ? { access } : {}),
+    ...(freeThresholds ? { freeThresholds } : {}),
+    ...(blockPrefixLength ? { blockPrefixLength } : {}),
+    ...(grow ? { grow } : {}),
+  };
   const outcome = await deps.pools.createPool(pool);
   if (outcome === 'terminating') throw new PoolTerminatingError(name);
   if (outcome === 'exists') throw new ConflictError(`Pool ${JSON.stringify(name)} already exists.`);
@@ -137,7 +191,10 @@ export interface PoolDetails {
 }
 
 /** A pool's thresholds and its utilization per family, read consistently; undefined when the pool is gone. */
-export async function poolExhaustionReading(deps: Deps, name: string): Promise<{ thresholds: readonly number[]; families: Partial<Record<IpFamily, Utilization>> } | undefined> {
+export async function poolExhaustionReading(
+  deps: Deps,
+  name: string,
+): Promise<{ thresholds: readonly number[]; families: Partial<Record<IpFamily, Utilization>> } | undefined> {
   let view: PoolView;
   try {
     view = await deps.views.get(name, deps.clock.nowMs(), true);
@@ -152,7 +209,11 @@ async function warningsOf(deps: Deps, pool: Pool): Promise<PoolDetails['warnings
   const states = (await deps.exhaustion?.states(pool.name)) ?? new Map<IpFamily, never>();
   const thresholds = freeThresholdsOf(pool);
   const out: Partial<Record<IpFamily, { below: number | 'full' | null; since: string }>> = {};
-  for (const [family, state] of states) out[family] = { below: state.level === 0 ? null : state.level > thresholds.length ? 'full' : thresholds[state.level - 1]!, since: state.since };
+  for (const [family, state] of states)
+    out[family] = {
+      below: state.level === 0 ? null : state.level > thresholds.length ? 'full' : thresholds[state.level - 1]!,
+      since: state.since,
+    };
   return out;
 }
 
@@ -164,7 +225,12 @@ async function warningsOf(deps: Deps, pool: Pool): Promise<PoolDetails['warnings
  * an expired lease, which the rest of the API already treats as gone, from a live one. The two counts are two
  * reads: a release between them moves an address from one to the other, never out of both.
  */
-async function usedIn(deps: Deps, pool: Pool, family: IpFamily, intervals: readonly Interval[]): Promise<{ used: bigint; releasing: bigint }> {
+async function usedIn(
+  deps: Deps,
+  pool: Pool,
+  family: IpFamily,
+  intervals: readonly Interval[],
+): Promise<{ used: bigint; releasing: bigint }> {
   if (intervals.length === 0) return { used: 0n, releasing: 0n };
   if (pool.summarySince !== undefined) {
     const summary = await readSummary(deps.occupancy, pool.name, family, intervals);
@@ -194,8 +260,15 @@ export async function rangeUtilization(deps: Deps, pool: Pool, range: Range): Pr
 /** A pool with its ranges and utilization, read consistently. @throws NotFoundError */
 export async function getPool(deps: Deps, name: string): Promise<PoolDetails> {
   const view = await deps.views.get(name, deps.clock.nowMs(), true);
-  const ranges = await Promise.all(view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, view.pool, range) })));
-  return { pool: view.pool, ranges, utilization: await familyUtilization(deps, view), warnings: await warningsOf(deps, view.pool) };
+  const ranges = await Promise.all(
+    view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, view.pool, range) })),
+  );
+  return {
+    pool: view.pool,
+    ranges,
+    utilization: await familyUtilization(deps, view),
+    warnings: await warningsOf(deps, view.pool),
+  };
 }
 
 /**

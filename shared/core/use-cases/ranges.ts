@@ -1,7 +1,16 @@
 import { capacity, formatCidr, parseCidr, slotted, type Cidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, NotReadyError, SourceMismatchError } from '../errors.ts';
 import { checkDnsLabel, checkRangeName, defaultRangeName } from '../names.ts';
-import { isExpired, prefixOf, RangeState, type Claim, type Pool, type Range, type RangeSource, type Utilization } from '../model.ts';
+import {
+  isExpired,
+  prefixOf,
+  RangeState,
+  type Claim,
+  type Pool,
+  type Range,
+  type RangeSource,
+  type Utilization,
+} from '../model.ts';
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
 import { renewClaim } from './claims.ts';
 import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../base/pool-geometry.ts';
@@ -34,9 +43,21 @@ function checkBlockRange(pool: Pool, cidr: Cidr, legacy: boolean): number | unde
   if (!pool.blockPrefixLength) return undefined;
   const length = pool.blockPrefixLength[cidr.family];
   const name = JSON.stringify(pool.name);
-  if (length === undefined) throw new InvalidArgumentError(`Pool ${name} hands out blocks and has no ${cidr.family} block size (blockPrefixLength); its ranges are of the families it has one for.`, 'cidr');
-  if (cidr.prefix > length) throw new InvalidArgumentError(`Range ${formatCidr(cidr)} is smaller than one /${length} block, the size pool ${name} hands out.`, 'cidr');
-  if (legacy) throw new InvalidArgumentError(`Pool ${name} hands out blocks; a legacy (bitmap) range serves addresses only.`, 'legacy');
+  if (length === undefined)
+    throw new InvalidArgumentError(
+      `Pool ${name} hands out blocks and has no ${cidr.family} block size (blockPrefixLength); its ranges are of the families it has one for.`,
+      'cidr',
+    );
+  if (cidr.prefix > length)
+    throw new InvalidArgumentError(
+      `Range ${formatCidr(cidr)} is smaller than one /${length} block, the size pool ${name} hands out.`,
+      'cidr',
+    );
+  if (legacy)
+    throw new InvalidArgumentError(
+      `Pool ${name} hands out blocks; a legacy (bitmap) range serves addresses only.`,
+      'legacy',
+    );
   return length;
 }
 
@@ -49,10 +70,19 @@ async function sourceClaim(deps: Deps, cmd: CreateRangeCommand, cidrText: string
   const source = cmd.source!;
   checkDnsLabel(source.pool, 'source.pool');
   checkDnsLabel(source.claim, 'source.claim');
-  if (source.pool === cmd.pool) throw new InvalidArgumentError('A range cannot be made from a claim of its own pool; name a claim of the parent pool.', 'source.pool');
-  if (cmd.legacy) throw new InvalidArgumentError('A range made from a block claim is not a legacy (bitmap) range.', 'legacy');
+  if (source.pool === cmd.pool)
+    throw new InvalidArgumentError(
+      'A range cannot be made from a claim of its own pool; name a claim of the parent pool.',
+      'source.pool',
+    );
+  if (cmd.legacy)
+    throw new InvalidArgumentError('A range made from a block claim is not a legacy (bitmap) range.', 'legacy');
   const parent = await deps.views.get(source.pool, deps.clock.nowMs(), true);
-  if (!parent.pool.blockPrefixLength) throw new InvalidArgumentError(`Pool ${JSON.stringify(source.pool)} hands out addresses; a range is made only from a block pool's claim.`, 'source.pool');
+  if (!parent.pool.blockPrefixLength)
+    throw new InvalidArgumentError(
+      `Pool ${JSON.stringify(source.pool)} hands out addresses; a range is made only from a block pool's claim.`,
+      'source.pool',
+    );
   const claim = await deps.claims.getClaim(source.pool, source.claim);
   if (!claim || isExpired(claim, deps.clock.nowMs())) throw new NotFoundError('claim', source.claim);
   requireCreatorOrAdministrator(parent.pool, claim, cmd.caller, 'make a range from');
@@ -60,7 +90,9 @@ async function sourceClaim(deps: Deps, cmd: CreateRangeCommand, cidrText: string
   if (!blocks.includes(cidrText)) throw new SourceMismatchError(cidrText, source, blocks);
   const taken = claim.children?.find((c) => c.cidr === cidrText);
   if (taken && !(taken.pool === cmd.pool && taken.range === (cmd.name ?? defaultRangeName(cidrText)))) {
-    throw new ConflictError(`Block ${cidrText} of claim ${JSON.stringify(source.claim)} is already range ${taken.pool}/${taken.range}.`);
+    throw new ConflictError(
+      `Block ${cidrText} of claim ${JSON.stringify(source.claim)} is already range ${taken.pool}/${taken.range}.`,
+    );
   }
   return claim;
 }
@@ -70,7 +102,10 @@ async function sourceClaim(deps: Deps, cmd: CreateRangeCommand, cidrText: string
  * it (created=false) and posting another CIDR under that name is a conflict.
  * @throws InvalidArgumentError, NotFoundError, ConflictError (legacy rules, feature gates, immutability)
  */
-export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<{ range: Range; utilization: Utilization; created: boolean }> {
+export async function createRange(
+  deps: Deps,
+  cmd: CreateRangeCommand,
+): Promise<{ range: Range; utilization: Utilization; created: boolean }> {
   const cidr = parseCidr(cmd.cidr, 'cidr');
   const cidrText = formatCidr(cidr);
   const name = cmd.name === undefined ? defaultRangeName(cidrText) : checkRangeName(cmd.name);
@@ -80,15 +115,22 @@ export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<
   const existing = view.ranges.find((r) => r.name === name);
   if (existing) {
     if (existing.cidr !== cidrText || existing.legacy !== legacy) {
-      throw new ConflictError(`Range ${JSON.stringify(name)} already exists with cidr ${existing.cidr}${existing.legacy ? ' (legacy)' : ''}; ranges are immutable.`);
+      throw new ConflictError(
+        `Range ${JSON.stringify(name)} already exists with cidr ${existing.cidr}${existing.legacy ? ' (legacy)' : ''}; ranges are immutable.`,
+      );
     }
     return { range: existing, utilization: await rangeUtilization(deps, view.pool, existing), created: false };
   }
   if (!legacy && !deps.gates.MultiCIDRServiceAllocator) {
-    throw new ConflictError('Only legacy ranges can be created while the MultiCIDRServiceAllocator feature gate is off; set legacy: true or enable the gate.');
+    throw new ConflictError(
+      'Only legacy ranges can be created while the MultiCIDRServiceAllocator feature gate is off; set legacy: true or enable the gate.',
+    );
   }
   const blockLength = checkBlockRange(view.pool, cidr, legacy);
-  const legacyTaken = () => new ConflictError(`Pool ${JSON.stringify(cmd.pool)} already has a legacy ${cidr.family} range; a pool has at most one per family.`);
+  const legacyTaken = () =>
+    new ConflictError(
+      `Pool ${JSON.stringify(cmd.pool)} already has a legacy ${cidr.family} range; a pool has at most one per family.`,
+    );
   // The read answers the sequential case (and legacy ranges written before the slots existed); the store's slot
   // condition answers concurrent creates.
   if (legacy && view.ranges.some((r) => r.legacy && r.family === cidr.family)) throw legacyTaken();
@@ -125,18 +167,28 @@ export async function createRange(deps: Deps, cmd: CreateRangeCommand): Promise<
  * condition that the claim is still as read. Refused input writes nothing; a claim confirmed for a range whose write
  * then lost a race stays confirmed (its owner's hold, as a renew with ttlSeconds null would make it).
  */
-async function createNested(deps: Deps, cmd: CreateRangeCommand, range: Range): Promise<'created' | 'exists' | 'legacyTaken'> {
+async function createNested(
+  deps: Deps,
+  cmd: CreateRangeCommand,
+  range: Range,
+): Promise<'created' | 'exists' | 'legacyTaken'> {
   for (let attempt = 0; attempt < SOURCE_TRIES; attempt += 1) {
     let claim = await sourceClaim(deps, cmd, range.cidr);
     if (claim.expiresAt !== undefined) claim = await renewClaim(deps, claim.pool, claim.name, null, cmd.caller);
     const outcome = await deps.pools.createRange(range, claim);
     if (outcome !== 'parentChanged') return outcome;
   }
-  throw new NotReadyError(`Claim ${JSON.stringify(cmd.source!.claim)} kept changing while the range was being made from it; retry the request.`);
+  throw new NotReadyError(
+    `Claim ${JSON.stringify(cmd.source!.claim)} kept changing while the range was being made from it; retry the request.`,
+  );
 }
 
 /** A range with its utilization. @throws NotFoundError */
-export async function getRange(deps: Deps, pool: string, name: string): Promise<{ range: Range; utilization: Utilization }> {
+export async function getRange(
+  deps: Deps,
+  pool: string,
+  name: string,
+): Promise<{ range: Range; utilization: Utilization }> {
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   const range = view.ranges.find((r) => r.name === name);
   if (!range) throw new NotFoundError('range', name);
@@ -146,7 +198,9 @@ export async function getRange(deps: Deps, pool: string, name: string): Promise<
 /** All ranges of a pool with their utilization. @throws NotFoundError */
 export async function listRanges(deps: Deps, pool: string): Promise<{ range: Range; utilization: Utilization }[]> {
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
-  return Promise.all(view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, view.pool, range) })));
+  return Promise.all(
+    view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, view.pool, range) })),
+  );
 }
 
 /** The host addresses of this range that no other Ready range holds as host addresses: where a lease depends on it alone. */
@@ -193,10 +247,13 @@ export async function deleteRange(deps: Deps, pool: string, name: string): Promi
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   const range = view.ranges.find((r) => r.name === name);
   if (!range) return 'gone';
-  const terminating = range.state === RangeState.Terminating ? range : await deps.pools.markRangeTerminating(range, nowIso(deps));
+  const terminating =
+    range.state === RangeState.Terminating ? range : await deps.pools.markRangeTerminating(range, nowIso(deps));
   deps.views.forget(pool);
   deps.hints.forget(pool);
-  const others = rangesOf(view, range.family).map((r) => r.range).filter((r) => r.name !== name);
+  const others = rangesOf(view, range.family)
+    .map((r) => r.range)
+    .filter((r) => r.name !== name);
   const alone = aloneIntervals(terminating, others);
   if (alone.length > 0) {
     if ((await deps.leases.countLeases(pool, range.family, alone, 0)) > 0n) return 'terminating';

@@ -26,13 +26,21 @@ export function partsOf(band: Band): Band[] {
   const fit = width / TUNING.sealPartMin;
   const n = fit < BigInt(TUNING.sealParts) ? fit : BigInt(TUNING.sealParts);
   if (n <= 1n) return [{ ...band, part: `${band.name}_0` }];
-  return Array.from({ length: Number(n) }, (_, k) => ({ ...band, part: `${band.name}_${k}`, from: band.from + (width * BigInt(k)) / n, to: band.from + (width * BigInt(k + 1)) / n }));
+  return Array.from({ length: Number(n) }, (_, k) => ({
+    ...band,
+    part: `${band.name}_${k}`,
+    from: band.from + (width * BigInt(k)) / n,
+    to: band.from + (width * BigInt(k + 1)) / n,
+  }));
 }
 
 /** The band's addresses from offset `start`, wrapping around to `from`, skipping excluded intervals in one step each. */
 export function* bandValues(band: Band, start: bigint): Generator<bigint> {
   const { range, from, to, excluded } = band;
-  for (const [lo, hi] of [[start, to], [from, start]] as const) {
+  for (const [lo, hi] of [
+    [start, to],
+    [from, start],
+  ] as const) {
     let offset = lo;
     while (offset < hi) {
       const value = hostAt(range.cidr, offset);
@@ -86,7 +94,12 @@ function shapeText(band: Band): string {
   if (to <= from) return `${range.range.createdAt}|${range.range.cidr}|empty`;
   const first = hostAt(range.cidr, from);
   const last = hostAt(range.cidr, to - 1n);
-  const cuts = excluded.filter(([lo, hi]) => lo <= last && hi >= first).map(([lo, hi]) => `${formatAddress({ family: range.cidr.family, value: lo })}-${formatAddress({ family: range.cidr.family, value: hi })}`);
+  const cuts = excluded
+    .filter(([lo, hi]) => lo <= last && hi >= first)
+    .map(
+      ([lo, hi]) =>
+        `${formatAddress({ family: range.cidr.family, value: lo })}-${formatAddress({ family: range.cidr.family, value: hi })}`,
+    );
   return `${range.range.createdAt}|${range.range.cidr}|${from}-${to}|${cuts.join(',')}`;
 }
 
@@ -113,7 +126,10 @@ export function sealHolds(read: ReadonlyMap<string, RangeSeals>, band: Band, own
  * address it covers was held at a moment between that counter read and the seal's read, both in this call
  * (writes/freed.ts). It saves reading every counter shard again to see what other callers sealed meanwhile.
  */
-export function withSealsOf(read: ReadonlyMap<string, RangeSeals>, later: ReadonlyMap<string, RangeSeals>): Map<string, RangeSeals> {
+export function withSealsOf(
+  read: ReadonlyMap<string, RangeSeals>,
+  later: ReadonlyMap<string, RangeSeals>,
+): Map<string, RangeSeals> {
   return new Map([...read].map(([range, r]) => [range, { freed: r.freed, seals: later.get(range)?.seals ?? {} }]));
 }
 

@@ -1,5 +1,12 @@
 import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
-import { holdIdentityOf, leaseOfClaim, releasedLease, sameHoldIdentity, type Claim, type Lease } from '../../../core/model.ts';
+import {
+  holdIdentityOf,
+  leaseOfClaim,
+  releasedLease,
+  sameHoldIdentity,
+  type Claim,
+  type Lease,
+} from '../../../core/model.ts';
 import type { CommitOutcome, Replacing } from '../../../core/ports.ts';
 import { bitmapToItem, claimToItem, generatedToItem, itemToClaim, itemToLease, leaseToItem } from '../codec.ts';
 import { bitmapIs, either, belongsToClaim, isFreeAt, isTakeableBy } from '../conditions.ts';
@@ -42,7 +49,13 @@ export type CommitVerdict =
  * Released lease of a pool with a reuse delay, whose previous owner kind and name and creator are the claim's (a
  * sticky address; model.ts HoldIdentity).
  */
-export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: number, shards: number, extras: CommitExtras = {}): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => CommitVerdict } {
+export function claimCommit(
+  claim: Claim,
+  leases: readonly Lease[],
+  nowMs: number,
+  shards: number,
+  extras: CommitExtras = {},
+): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => CommitVerdict } {
   const free = isFreeAt(nowMs);
   const generated = claim.spec.generateName !== undefined;
   const ops: WriteOp[] = [{ kind: 'put', item: claimToItem(claim, shards), condition: free, returnOld: true }];
@@ -53,28 +66,58 @@ export function claimCommit(claim: Claim, leases: readonly Lease[], nowMs: numbe
   // Its owner identity (HoldIdentity) takes its addresses back at once; another owner's claim may not.
   const sameOwner = replaced !== undefined && sameHoldIdentity(holdIdentityOf(replaced), holdIdentityOf(claim));
   const ofReplaced = new Set(sameOwner ? replaced.addresses.map((a) => a.address) : []);
-  for (const lease of leases) ops.push({ kind: 'put', item: leaseToItem(lease, shards), condition: ofReplaced.has(lease.address) ? either(takeable, belongsToClaim(replaced!.uid)) : takeable, returnOld: true });
+  for (const lease of leases)
+    ops.push({
+      kind: 'put',
+      item: leaseToItem(lease, shards),
+      condition: ofReplaced.has(lease.address) ? either(takeable, belongsToClaim(replaced!.uid)) : takeable,
+      returnOld: true,
+    });
   // The replaced claim's other leases: held for its owner until the reuse delay ends, as its release would have.
   const taking = new Set(leases.map((l) => l.address));
   const heldBack = (replaced?.addresses ?? []).filter((a) => !taking.has(a.address));
   for (const address of heldBack) {
-    ops.push({ kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(replaced!, address), extras.replacing!.hold), shards), condition: belongsToClaim(replaced!.uid) });
+    ops.push({
+      kind: 'put',
+      item: leaseToItem(releasedLease(leaseOfClaim(replaced!, address), extras.replacing!.hold), shards),
+      condition: belongsToClaim(replaced!.uid),
+    });
   }
   const firstBitmap = ops.length;
   const bitmaps = extras.bitmaps ?? [];
-  for (const bitmap of bitmaps) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
+  for (const bitmap of bitmaps)
+    ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
   // Held for the replaced claim's owner: free for that owner from now on (a used-up seal must not outlive it).
-  if (replaced && heldBack.length) ops.push(...freedBumps(claim.pool, heldBack.map((a) => a.range), replaced.uid));
+  if (replaced && heldBack.length)
+    ops.push(
+      ...freedBumps(
+        claim.pool,
+        heldBack.map((a) => a.range),
+        replaced.uid,
+      ),
+    );
 
   const decode = (verdicts: readonly TxVerdict[]): CommitVerdict => {
     const claimVerdict = verdicts[0];
-    if (claimVerdict?.code === 'ConditionalCheckFailed') return claimVerdict.old ? { kind: 'claimExists', existing: itemToClaim(claimVerdict.old) } : { kind: 'claimExistsUnread' };
+    if (claimVerdict?.code === 'ConditionalCheckFailed')
+      return claimVerdict.old
+        ? { kind: 'claimExists', existing: itemToClaim(claimVerdict.old) }
+        : { kind: 'claimExistsUnread' };
     const marker = generated ? verdicts[1] : undefined;
-    if (marker?.code === 'ConditionalCheckFailed') return marker.old ? { kind: 'generatedNameExists', claimName: marker.old.claim as string } : { kind: 'generatedNameExistsUnread' };
+    if (marker?.code === 'ConditionalCheckFailed')
+      return marker.old
+        ? { kind: 'generatedNameExists', claimName: marker.old.claim as string }
+        : { kind: 'generatedNameExistsUnread' };
     const taken = leases
       .map((lease, i) => ({ lease, verdict: verdicts[firstLease + i] }))
       .filter(({ verdict }) => lostRace(verdict))
-      .map(({ lease, verdict }) => (verdict?.code === 'ConditionalCheckFailed' && verdict.old ? { address: lease.address, holder: itemToLease(verdict.old) } : verdict?.code === 'TransactionConflict' ? { address: lease.address, inFlight: true as const } : { address: lease.address }));
+      .map(({ lease, verdict }) =>
+        verdict?.code === 'ConditionalCheckFailed' && verdict.old
+          ? { address: lease.address, holder: itemToLease(verdict.old) }
+          : verdict?.code === 'TransactionConflict'
+            ? { address: lease.address, inFlight: true as const }
+            : { address: lease.address },
+      );
     if (taken.length) return { kind: 'addressesTaken', taken };
     const changed = bitmaps.filter((_, i) => lostRace(verdicts[firstBitmap + i])).map((b) => b.rangeName);
     if (changed.length) return { kind: 'bitmapsChanged', ranges: changed };

@@ -13,7 +13,17 @@ export type ConsumerVerdict = 'claimChanged' | 'busy';
 
 /** A consumer's index item: which claim (and incarnation) lists the uid, so its owner release finds it. */
 export function consumerIndexItem(claim: Claim, consumer: Consumer): Item {
-  return { ...keys.consumer(claim.pool, consumer.uid, claim.name), entity: Entity.Consumer, schema: SCHEMA_VERSION, pool: claim.pool, claim: claim.name, claimUid: claim.uid, kind: consumer.kind, name: consumer.name, uid: consumer.uid };
+  return {
+    ...keys.consumer(claim.pool, consumer.uid, claim.name),
+    entity: Entity.Consumer,
+    schema: SCHEMA_VERSION,
+    pool: claim.pool,
+    claim: claim.name,
+    claimUid: claim.uid,
+    kind: consumer.kind,
+    name: consumer.name,
+    uid: consumer.uid,
+  };
 }
 
 /** The claim an index item names. */
@@ -33,21 +43,34 @@ export function consumedOf(item: Item): ConsumedClaim {
  * the others read again), so a uid can never be listed twice. The last consumer's removal is not this write: it is a
  * release (use-cases/consumers.ts).
  */
-export function consumerChange(claim: Claim, change: ConsumerChange): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => ConsumerVerdict } {
+export function consumerChange(
+  claim: Claim,
+  change: ConsumerChange,
+): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => ConsumerVerdict } {
   const before = claim.consumers ?? [];
   const after = 'add' in change ? [...before, change.add] : before.filter((c) => c.uid !== change.remove.uid);
   const ops: WriteOp[] = [
-    { kind: 'update', key: keys.claim(claim.pool, claim.name), update: { set: { consumers: after }, add: { version: 1 } }, condition: both(claimUidIs(claim.uid), versionIs(claim.version)) },
+    {
+      kind: 'update',
+      key: keys.claim(claim.pool, claim.name),
+      update: { set: { consumers: after }, add: { version: 1 } },
+      condition: both(claimUidIs(claim.uid), versionIs(claim.version)),
+    },
     'add' in change
       ? { kind: 'put', item: consumerIndexItem(claim, change.add) }
       : { kind: 'delete', key: keys.consumer(claim.pool, change.remove.uid, claim.name) },
   ];
   if (change.event) ops.push({ kind: 'put', item: eventToItem(change.event, newEventId()), condition: itemIsAbsent() });
-  const decode = (verdicts: readonly TxVerdict[]): ConsumerVerdict => (verdicts[0]?.code === 'ConditionalCheckFailed' ? 'claimChanged' : 'busy');
+  const decode = (verdicts: readonly TxVerdict[]): ConsumerVerdict =>
+    verdicts[0]?.code === 'ConditionalCheckFailed' ? 'claimChanged' : 'busy';
   return { ops, decode };
 }
 
 /** The delete of an index item left by a released incarnation: only while it still names that incarnation. */
 export function consumerIndexDrop(pool: string, uid: string, consumed: ConsumedClaim): WriteOp {
-  return { kind: 'delete', key: keys.consumer(pool, uid, consumed.claim), condition: attributeIs('claimUid', consumed.claimUid) };
+  return {
+    kind: 'delete',
+    key: keys.consumer(pool, uid, consumed.claim),
+    condition: attributeIs('claimUid', consumed.claimUid),
+  };
 }

@@ -21,7 +21,11 @@ export const FREED_SHARDS = 99;
  *   Update freed   (no condition)   ADD n 1     (each range of the freed addresses)
  */
 export function freedBumps(pool: string, ranges: Iterable<string>, by: string): WriteOp[] {
-  return [...new Set(ranges)].map((range) => ({ kind: 'update' as const, key: keys.freed(pool, range, shardOf(by, FREED_SHARDS)), update: { add: { n: 1 }, set: { entity: Entity.Freed, schema: SCHEMA_VERSION } } }));
+  return [...new Set(ranges)].map((range) => ({
+    kind: 'update' as const,
+    key: keys.freed(pool, range, shardOf(by, FREED_SHARDS)),
+    update: { add: { n: 1 }, set: { entity: Entity.Freed, schema: SCHEMA_VERSION } },
+  }));
 }
 
 /**
@@ -33,7 +37,11 @@ export function freedBumps(pool: string, ranges: Iterable<string>, by: string): 
  * placed in the order given; callers group them by range, so most ranges are bumped in one transaction only.
  * Returns one list of entries a transaction, the first one's first (empty when `entries` is).
  */
-export function packFreeing<T>(entries: readonly T[], rangeOf: (entry: T) => string | undefined, fixed: { readonly first: number; readonly later: number }): T[][] {
+export function packFreeing<T>(
+  entries: readonly T[],
+  rangeOf: (entry: T) => string | undefined,
+  fixed: { readonly first: number; readonly later: number },
+): T[][] {
   const shares: T[][] = [[]];
   let ranges = new Set<string>();
   let room = TRANSACTION_LIMIT - fixed.first;
@@ -71,12 +79,19 @@ const sealAttribute = (part: string): string => `${SEAL_PREFIX}${part}`;
  *   Update seals (the band's range)   (no condition)   SET seal_<part>
  */
 export function sealWrite(pool: string, range: string, part: string, seal: UsedUpSeal): WriteOp {
-  return { kind: 'update', key: keys.seals(pool, range), update: { set: { entity: Entity.Seals, schema: SCHEMA_VERSION, [sealAttribute(part)]: JSON.stringify(seal) } } };
+  return {
+    kind: 'update',
+    key: keys.seals(pool, range),
+    update: { set: { entity: Entity.Seals, schema: SCHEMA_VERSION, [sealAttribute(part)]: JSON.stringify(seal) } },
+  };
 }
 
 /** Every shard key of each range and its seals item, for one bulk read (or the range's removal). */
 export function freedKeys(pool: string, ranges: readonly string[]): ReturnType<typeof keys.freed>[] {
-  return ranges.flatMap((range) => [...Array.from({ length: FREED_SHARDS }, (_, shard) => keys.freed(pool, range, shard)), keys.seals(pool, range)]);
+  return ranges.flatMap((range) => [
+    ...Array.from({ length: FREED_SHARDS }, (_, shard) => keys.freed(pool, range, shard)),
+    keys.seals(pool, range),
+  ]);
 }
 
 /** The counters and seals of each range from the items read (absent shards read 0). */
@@ -85,7 +100,13 @@ export function rangeSealsOf(pool: string, ranges: readonly string[], items: rea
   return new Map(
     ranges.map((range) => {
       const shards = Array.from({ length: FREED_SHARDS }, (_, shard) => byKey.get(keys.freed(pool, range, shard).PK));
-      return [range, { freed: shards.map((s) => (typeof s?.n === 'number' ? s.n : 0)), seals: sealsIn(byKey.get(keys.seals(pool, range).PK)) }];
+      return [
+        range,
+        {
+          freed: shards.map((s) => (typeof s?.n === 'number' ? s.n : 0)),
+          seals: sealsIn(byKey.get(keys.seals(pool, range).PK)),
+        },
+      ];
     }),
   );
 }
@@ -100,7 +121,8 @@ export function sealsOnlyOf(pool: string, ranges: readonly string[], items: read
 function sealsIn(item: Item | undefined): Record<string, UsedUpSeal> {
   const seals: Record<string, UsedUpSeal> = {};
   for (const [name, value] of Object.entries(item ?? {})) {
-    if (name.startsWith(SEAL_PREFIX) && typeof value === 'string') seals[name.slice(SEAL_PREFIX.length)] = JSON.parse(value) as UsedUpSeal;
+    if (name.startsWith(SEAL_PREFIX) && typeof value === 'string')
+      seals[name.slice(SEAL_PREFIX.length)] = JSON.parse(value) as UsedUpSeal;
   }
   return seals;
 }
@@ -116,6 +138,12 @@ export async function dropFreed(table: Table, pool: string, ranges: readonly str
   if (ranges.length === 0) return;
   const items = await table.batchGet(freedKeys(pool, ranges), ['PK', 'SK', 'n']);
   await Promise.all(
-    items.map((i) => table.write({ kind: 'delete', key: { PK: i.PK as string, SK: i.SK as string }, ...(typeof i.n === 'number' ? { condition: attributeIs('n', i.n) } : {}) })),
+    items.map((i) =>
+      table.write({
+        kind: 'delete',
+        key: { PK: i.PK as string, SK: i.SK as string },
+        ...(typeof i.n === 'number' ? { condition: attributeIs('n', i.n) } : {}),
+      }),
+    ),
   );
 }

@@ -16,13 +16,22 @@ import type { Table, TxVerdict, WriteOp } from '../table.ts';
 export function stampRangeGeneration(pool: string, generation: string): WriteOp[] {
   return Array.from({ length: RANGE_GENERATION_COPIES }, (_, copy) => ({
     kind: 'put' as const,
-    item: { ...keys.rangeGeneration(pool, copy), entity: Entity.RangeGeneration, schema: SCHEMA_VERSION, pool, generation },
+    item: {
+      ...keys.rangeGeneration(pool, copy),
+      entity: Entity.RangeGeneration,
+      schema: SCHEMA_VERSION,
+      pool,
+      generation,
+    },
   }));
 }
 
 /** The copies' removal, in the transaction that deletes the pool. */
 export function dropRangeGeneration(pool: string): WriteOp[] {
-  return Array.from({ length: RANGE_GENERATION_COPIES }, (_, copy) => ({ kind: 'delete' as const, key: keys.rangeGeneration(pool, copy) }));
+  return Array.from({ length: RANGE_GENERATION_COPIES }, (_, copy) => ({
+    kind: 'delete' as const,
+    key: keys.rangeGeneration(pool, copy),
+  }));
 }
 
 /** Times a range change's transaction is sent when it only met another transaction in flight (TransactionConflict). */
@@ -37,7 +46,10 @@ const RANGE_CHANGE_ATTEMPTS = 3;
 export async function transactRangeChange(table: Table, ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
   for (let attempt = 1; ; attempt += 1) {
     const verdicts = await table.transact(ops);
-    const conflictOnly = verdicts !== undefined && verdicts.some((v) => v.code === 'TransactionConflict') && verdicts.every((v) => v.code !== 'ConditionalCheckFailed');
+    const conflictOnly =
+      verdicts !== undefined &&
+      verdicts.some((v) => v.code === 'TransactionConflict') &&
+      verdicts.every((v) => v.code !== 'ConditionalCheckFailed');
     if (!conflictOnly || attempt >= RANGE_CHANGE_ATTEMPTS) return verdicts;
   }
 }

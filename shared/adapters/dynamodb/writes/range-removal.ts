@@ -7,7 +7,11 @@ import { stampRangeGeneration, transactRangeChange } from './range-generation.ts
 
 /** This Terminating incarnation of the range, still as it was marked (a range made again and deleted again is another). */
 export function isTerminatingAsMarked(range: Range): Condition {
-  return both(attributeIs('state', RangeState.Terminating), attributeIs('deletionRequestedAt', range.deletionRequestedAt ?? ''), attributeIs('createdAt', range.createdAt));
+  return both(
+    attributeIs('state', RangeState.Terminating),
+    attributeIs('deletionRequestedAt', range.deletionRequestedAt ?? ''),
+    attributeIs('createdAt', range.createdAt),
+  );
 }
 
 /**
@@ -23,15 +27,29 @@ export function isTerminatingAsMarked(range: Range): Condition {
  * existed, where two legacy ranges of one family could be created together; the removal is then written again
  * without the slot.
  */
-export async function removeRange(table: Table, range: Range, generation: string, extra: readonly WriteOp[] = []): Promise<'removed' | 'changed'> {
+export async function removeRange(
+  table: Table,
+  range: Range,
+  generation: string,
+  extra: readonly WriteOp[] = [],
+): Promise<'removed' | 'changed'> {
   const more = [...extra, ...(await unmarkSource(table, range))];
-  const rangeOp: WriteOp = { kind: 'delete', key: keys.range(range.pool, range.name), condition: isTerminatingAsMarked(range) };
+  const rangeOp: WriteOp = {
+    kind: 'delete',
+    key: keys.range(range.pool, range.name),
+    condition: isTerminatingAsMarked(range),
+  };
   const stamp = stampRangeGeneration(range.pool, generation);
   if (range.legacy) {
-    const slot: WriteOp = { kind: 'delete', key: keys.legacySlot(range.pool, range.family), condition: either(itemIsAbsent(), attributeIs('range', range.name)) };
+    const slot: WriteOp = {
+      kind: 'delete',
+      key: keys.legacySlot(range.pool, range.family),
+      condition: either(itemIsAbsent(), attributeIs('range', range.name)),
+    };
     const verdicts = await transactRangeChange(table, [rangeOp, slot, ...more, ...stamp]);
     if (!verdicts) return 'removed';
-    if (verdicts[1]?.code !== 'ConditionalCheckFailed' || verdicts[0]?.code === 'ConditionalCheckFailed') return 'changed';
+    if (verdicts[1]?.code !== 'ConditionalCheckFailed' || verdicts[0]?.code === 'ConditionalCheckFailed')
+      return 'changed';
   }
   return (await transactRangeChange(table, [rangeOp, ...more, ...stamp])) ? 'changed' : 'removed';
 }

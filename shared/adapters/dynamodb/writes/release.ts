@@ -17,7 +17,9 @@ export interface Holdings {
 
 /** The key of a claim's generateName marker; undefined for a claim made with a name. */
 export function markerKeyOf(claim: Claim): Key | undefined {
-  return claim.spec.generateName !== undefined ? keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName) : undefined;
+  return claim.spec.generateName !== undefined
+    ? keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName)
+    : undefined;
 }
 
 /** Whether the claim's generateName marker is still this incarnation's: one consistent read (none without a marker). */
@@ -29,7 +31,10 @@ export async function markerHeld(table: Table, claim: Claim): Promise<boolean> {
 /** Reads what a claim still holds, in one strongly consistent batch (its leases and its marker). */
 export async function readHoldings(table: Table, claim: Claim): Promise<Holdings> {
   const markerKey = markerKeyOf(claim);
-  const items = await table.batchGet([...claim.addresses.map((a) => keys.lease(claim.pool, a.address)), ...(markerKey ? [markerKey] : [])], ['PK', 'entity', 'address', 'claimUid']);
+  const items = await table.batchGet(
+    [...claim.addresses.map((a) => keys.lease(claim.pool, a.address)), ...(markerKey ? [markerKey] : [])],
+    ['PK', 'entity', 'address', 'claimUid'],
+  );
   const mine = (item: Item) => item.claimUid === claim.uid;
   return {
     addresses: items.filter((i) => i.entity === Entity.Lease && mine(i)).map((i) => i.address as string),
@@ -77,7 +82,12 @@ export type ReleaseVerdict = 'released' | 'claimChanged' | 'retry';
  * claim is gone with the first, and a lease a later one could not free is an orphan of a claim that no longer
  * exists, which the reconciler releases after its grace (row 3). The legacy bitmaps' leases go in the first.
  */
-export function claimRelease(claim: Claim, claimCondition: Condition, holdings: Holdings, extras: ReleaseExtras = {}): { ops: WriteOp[]; later: string[][]; decode: (verdicts: readonly TxVerdict[]) => ReleaseVerdict } {
+export function claimRelease(
+  claim: Claim,
+  claimCondition: Condition,
+  holdings: Holdings,
+  extras: ReleaseExtras = {},
+): { ops: WriteOp[]; later: string[][]; decode: (verdicts: readonly TxVerdict[]) => ReleaseVerdict } {
   const ops: WriteOp[] = [{ kind: 'delete', key: keys.claim(claim.pool, claim.name), condition: claimCondition }];
   const markerKey = markerKeyOf(claim);
   if (holdings.marker && markerKey) ops.push({ kind: 'delete', key: markerKey, condition: belongsToClaim(claim.uid) });
@@ -87,25 +97,43 @@ export function claimRelease(claim: Claim, claimCondition: Condition, holdings: 
   // Grouped by range, the bitmaps' ranges first.
   const rank = (address: string): string => `${first.has(rangeOf(address) ?? '') ? 0 : 1}${rangeOf(address) ?? ''}`;
   const addresses = [...holdings.addresses].sort((a, b) => rank(a).localeCompare(rank(b)));
-  const [now = [], ...later] = packFreeing(addresses, rangeOf, { first: ops.length + bitmaps.length + (extras.event ? 1 : 0), later: 0 });
+  const [now = [], ...later] = packFreeing(addresses, rangeOf, {
+    first: ops.length + bitmaps.length + (extras.event ? 1 : 0),
+    later: 0,
+  });
   const { leases, bumps } = freeingOps(claim, now, extras);
   ops.push(...leases);
-  for (const bitmap of bitmaps) ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
-  if (extras.event) ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });
+  for (const bitmap of bitmaps)
+    ops.push({ kind: 'put', item: bitmapToItem(bitmap), condition: bitmapIs(bitmap.expected) });
+  if (extras.event)
+    ops.push({ kind: 'put', item: eventToItem(extras.event.event, extras.event.id), condition: itemIsAbsent() });
   ops.push(...bumps);
   const decode = (verdicts: readonly TxVerdict[]): ReleaseVerdict => (lostRace(verdicts[0]) ? 'claimChanged' : 'retry');
   return { ops, later, decode };
 }
 
 /** The lease operations that free these addresses of the claim (a delete, or a Released lease), and their ranges' bumps. */
-function freeingOps(claim: Claim, addresses: readonly string[], extras: Pick<ReleaseExtras, 'hold' | 'endReason'>): { leases: WriteOp[]; bumps: WriteOp[] } {
+function freeingOps(
+  claim: Claim,
+  addresses: readonly string[],
+  extras: Pick<ReleaseExtras, 'hold' | 'endReason'>,
+): { leases: WriteOp[]; bumps: WriteOp[] } {
   const mine = belongsToClaim(claim.uid);
   const freedRanges: string[] = [];
   const leases = addresses.map((address): WriteOp => {
     const entry = claim.addresses.find((a) => a.address === address);
     if (entry) freedRanges.push(entry.range);
     const held = extras.hold && entry;
-    return held ? { kind: 'put', item: leaseToItem(releasedLease(leaseOfClaim(claim, held), extras.hold!.hold, extras.endReason), extras.hold!.shards), condition: mine } : { kind: 'delete', key: keys.lease(claim.pool, address), condition: mine };
+    return held
+      ? {
+          kind: 'put',
+          item: leaseToItem(
+            releasedLease(leaseOfClaim(claim, held), extras.hold!.hold, extras.endReason),
+            extras.hold!.shards,
+          ),
+          condition: mine,
+        }
+      : { kind: 'delete', key: keys.lease(claim.pool, address), condition: mine };
   });
   return { leases, bumps: freedBumps(claim.pool, freedRanges, claim.uid) };
 }
@@ -116,7 +144,13 @@ function freeingOps(claim: Claim, addresses: readonly string[], extras: Pick<Rel
  * fresh read shows the claim still holds, up to `attempts` times; what is left after that is orphaned, for the
  * reconciler (the claim is gone either way).
  */
-export async function releaseLater(table: Table, claim: Claim, later: readonly (readonly string[])[], extras: Pick<ReleaseExtras, 'hold' | 'endReason'>, attempts = 5): Promise<void> {
+export async function releaseLater(
+  table: Table,
+  claim: Claim,
+  later: readonly (readonly string[])[],
+  extras: Pick<ReleaseExtras, 'hold' | 'endReason'>,
+  attempts = 5,
+): Promise<void> {
   for (const share of later) {
     let addresses = share;
     for (let attempt = 0; attempt < attempts && addresses.length > 0; attempt += 1) {
@@ -129,7 +163,13 @@ export async function releaseLater(table: Table, claim: Claim, later: readonly (
 }
 
 /** Runs a release until it commits or the claim changed: `attempts` rounds of reading the holdings and writing. */
-export async function releaseWithRetries(table: Table, claim: Claim, claimCondition: Condition, extras: (holdings: Holdings) => Promise<ReleaseExtras | undefined> | ReleaseExtras, attempts = 5): Promise<'released' | 'claimChanged' | 'gaveUp'> {
+export async function releaseWithRetries(
+  table: Table,
+  claim: Claim,
+  claimCondition: Condition,
+  extras: (holdings: Holdings) => Promise<ReleaseExtras | undefined> | ReleaseExtras,
+  attempts = 5,
+): Promise<'released' | 'claimChanged' | 'gaveUp'> {
   for (let attempt = 0; attempt < attempts; attempt += 1) {
     const holdings = await readHoldings(table, claim);
     const more = await extras(holdings);

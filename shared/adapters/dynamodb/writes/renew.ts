@@ -41,29 +41,80 @@ const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
  *   Update lease       claimUid = claim.uid                 SET expiresAt + holdMs, ttl, expiry index          -> lost
  *   Update freed       ADD n 1 (each range of these leases)
  */
-export function claimRenewal(claim: Claim, expiresAt: number | undefined, markerHeld: boolean, holdMs = 0): { ops: WriteOp[]; later: WriteOp[][]; decode: (verdicts: readonly TxVerdict[], leasesFrom?: number) => RenewVerdict } {
+export function claimRenewal(
+  claim: Claim,
+  expiresAt: number | undefined,
+  markerHeld: boolean,
+  holdMs = 0,
+): {
+  ops: WriteOp[];
+  later: WriteOp[][];
+  decode: (verdicts: readonly TxVerdict[], leasesFrom?: number) => RenewVerdict;
+} {
   const mine = belongsToClaim(claim.uid);
   const moved = (name: string, indexed: boolean, extra = 0): Update =>
     expiresAt === undefined
       ? { remove: indexed ? [...EXPIRY_ATTRIBUTES] : ['expiresAt', 'ttl'] }
-      : { set: { expiresAt: expiresAt + extra, ...ttlOf(expiresAt + extra), ...(indexed ? expiryIndex(claim.pool, name, expiresAt + extra) : {}) } };
+      : {
+          set: {
+            expiresAt: expiresAt + extra,
+            ...ttlOf(expiresAt + extra),
+            ...(indexed ? expiryIndex(claim.pool, name, expiresAt + extra) : {}),
+          },
+        };
   // An expiry is never set on a claim whose block is another pool's range (Claim.children): it would let the block go.
-  const claimCondition = expiresAt === undefined ? both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt)) : both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt), hasNoChildren());
-  const ops: WriteOp[] = [{ kind: 'update', key: keys.claim(claim.pool, claim.name), update: { ...moved(claim.name, true), add: { version: 1 } }, condition: claimCondition }];
-  if (markerHeld) ops.push({ kind: 'update', key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!), update: moved(claim.name, false), condition: mine });
+  const claimCondition =
+    expiresAt === undefined
+      ? both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt))
+      : both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt), hasNoChildren());
+  const ops: WriteOp[] = [
+    {
+      kind: 'update',
+      key: keys.claim(claim.pool, claim.name),
+      update: { ...moved(claim.name, true), add: { version: 1 } },
+      condition: claimCondition,
+    },
+  ];
+  if (markerHeld)
+    ops.push({
+      kind: 'update',
+      key: keys.generated(claim.pool, claim.spec.owner.uid, claim.spec.generateName!),
+      update: moved(claim.name, false),
+      condition: mine,
+    });
   // A used-up seal read each lease's expiry (its `until` is the earliest): only an expiry earlier than that, or one
   // where there was none, can free an address before the seal says. The leases' expiry is the claim's plus the pool's
   // reuse delay, and the claim's write holds only while its expiry is the one read, so a later one needs no bump.
   const earlier = expiresAt !== undefined && (claim.expiresAt === undefined || expiresAt < claim.expiresAt);
   const leaseOps = (addresses: readonly ClaimAddress[]): WriteOp[] => [
-    ...addresses.map((a): WriteOp => ({ kind: 'update', key: keys.lease(claim.pool, a.address), update: moved(a.address, true, holdMs), condition: mine })),
-    ...(earlier ? freedBumps(claim.pool, addresses.map((a) => a.range), claim.uid) : []),
+    ...addresses.map(
+      (a): WriteOp => ({
+        kind: 'update',
+        key: keys.lease(claim.pool, a.address),
+        update: moved(a.address, true, holdMs),
+        condition: mine,
+      }),
+    ),
+    ...(earlier
+      ? freedBumps(
+          claim.pool,
+          addresses.map((a) => a.range),
+          claim.uid,
+        )
+      : []),
   ];
   const byRange = [...claim.addresses].sort((a, b) => a.range.localeCompare(b.range));
   const firstLease = ops.length;
-  const [now = [], ...rest] = packFreeing(byRange, (a) => (earlier ? a.range : undefined), { first: firstLease, later: 1 });
+  const [now = [], ...rest] = packFreeing(byRange, (a) => (earlier ? a.range : undefined), {
+    first: firstLease,
+    later: 1,
+  });
   ops.push(...leaseOps(now));
-  const check: WriteOp = { kind: 'check', key: keys.claim(claim.pool, claim.name), condition: both(claimUidIs(claim.uid), versionIs(claim.version + 1)) };
+  const check: WriteOp = {
+    kind: 'check',
+    key: keys.claim(claim.pool, claim.name),
+    condition: both(claimUidIs(claim.uid), versionIs(claim.version + 1)),
+  };
   const later = rest.map((share) => [check, ...leaseOps(share)]);
   // The claim's verdict comes first in every one of them; the leases' after the marker's (first) or the check (later).
   const decode = (verdicts: readonly TxVerdict[], leasesFrom = firstLease): RenewVerdict => {

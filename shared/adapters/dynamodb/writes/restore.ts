@@ -14,9 +14,19 @@ export type RestoreVerdict = 'claimChanged' | 'taken' | 'conflict';
  *   Put lease     absent OR expired                            -> taken
  *   Put event     absent
  */
-export function leaseRestore(claim: Claim, lease: Lease, nowMs: number, shards: number, event: { event: IpamEvent; id: string }): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => RestoreVerdict } {
+export function leaseRestore(
+  claim: Claim,
+  lease: Lease,
+  nowMs: number,
+  shards: number,
+  event: { event: IpamEvent; id: string },
+): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => RestoreVerdict } {
   const ops: WriteOp[] = [
-    { kind: 'check', key: keys.claim(claim.pool, claim.name), condition: both(claimUidIs(claim.uid), versionIs(claim.version)) },
+    {
+      kind: 'check',
+      key: keys.claim(claim.pool, claim.name),
+      condition: both(claimUidIs(claim.uid), versionIs(claim.version)),
+    },
     { kind: 'put', item: leaseToItem(lease, shards), condition: isFreeAt(nowMs) },
     { kind: 'put', item: eventToItem(event.event, event.id), condition: itemIsAbsent() },
   ];

@@ -1,9 +1,23 @@
 import { formatAddress, type IpFamily } from '../../ip/address.ts';
 import { NotReadyError } from '../../errors.ts';
-import { holdIdentityOf, leaseOfClaim, reuseDelayMs, type Claim, type ClaimAddress, type PoolView } from '../../model.ts';
+import {
+  holdIdentityOf,
+  leaseOfClaim,
+  reuseDelayMs,
+  type Claim,
+  type ClaimAddress,
+  type PoolView,
+} from '../../model.ts';
 import type { CommitOutcome } from '../../ports.ts';
 import { ownerIdentity } from '../../occupancy/ports.ts';
-import { checkCommitDeadline, explicitTakenError, type AllocateOptions, type AllocationResult, type ClaimDraft, type FamilyRequest } from '../allocator.ts';
+import {
+  checkCommitDeadline,
+  explicitTakenError,
+  type AllocateOptions,
+  type AllocationResult,
+  type ClaimDraft,
+  type FamilyRequest,
+} from '../allocator.ts';
 import { rangeForExplicit } from '../../base/pool-geometry.ts';
 import type { AllocatorEnv, CallContext, Choice } from './context.ts';
 import { pickDynamic, type Picker } from './pick.ts';
@@ -23,7 +37,11 @@ export interface AllocateCall {
  * picker), commit all in one conditional transaction, and on a lost race pick only the collided slots again.
  * @throws NotReadyError after knobs.maxCommits rounds without a commit
  */
-export async function allocateInRounds(env: AllocatorEnv, picker: Picker, call: AllocateCall): Promise<AllocationResult> {
+export async function allocateInRounds(
+  env: AllocatorEnv,
+  picker: Picker,
+  call: AllocateCall,
+): Promise<AllocationResult> {
   const { view, draft, requests, options } = call;
   const { ports } = env;
   const slots: Slots = openSlots(view, requests);
@@ -40,12 +58,16 @@ export async function allocateInRounds(env: AllocatorEnv, picker: Picker, call: 
     try {
       // A batch keeps the picks that did not collide: they stay in flight, so the re-picks skip them.
       slots.picks.forEach((pick, i) => {
-        if (pick && !pick.explicit) ctx.reservations.push(ports.hints.reserve(pool, slots.slots[i]!.family, pick.value));
+        if (pick && !pick.explicit)
+          ctx.reservations.push(ports.hints.reserve(pool, slots.slots[i]!.family, pick.value));
       });
       for (const [i, slot] of slots.slots.entries()) {
         if (slots.picks[i]) continue;
         const family = slot.family;
-        slots.picks[i] = await pickDynamic({ call: ctx, family, chosen: chosenOf(slots, family), verified: ctx.verified.get(family)! }, picker);
+        slots.picks[i] = await pickDynamic(
+          { call: ctx, family, chosen: chosenOf(slots, family), verified: ctx.verified.get(family)! },
+          picker,
+        );
       }
       claim = buildClaim(draft, requests, slots);
       // A preview (dryRun) answers the picks it would commit, and writes nothing.
@@ -77,7 +99,9 @@ export async function allocateInRounds(env: AllocatorEnv, picker: Picker, call: 
 /** One slot per address the claim takes: a family's explicit address, or `count` dynamic picks of it. */
 function openSlots(view: PoolView, requests: readonly FamilyRequest[]): Slots {
   const slots = requests.flatMap((r) => (r.explicit ? [r] : Array.from({ length: r.count ?? 1 }, () => r)));
-  const picks: (Choice | undefined)[] = slots.map((r) => (r.explicit ? { value: r.explicit.value, range: rangeForExplicit(view, r.explicit), explicit: true } : undefined));
+  const picks: (Choice | undefined)[] = slots.map((r) =>
+    r.explicit ? { value: r.explicit.value, range: rangeForExplicit(view, r.explicit), explicit: true } : undefined,
+  );
   return { slots, picks };
 }
 
@@ -102,12 +126,19 @@ function newCallContext(env: AllocatorEnv, view: PoolView, owner: string, slots:
  * marked taken in the hint, and the call's reads of the family are known to be behind.
  * @throws AlreadyAllocatedError / AddressReleasingError when an explicit address is held
  */
-function reopenCollided(ctx: CallContext, slots: Slots, lost: { readonly taken: Extract<CommitOutcome, { kind: 'addressesTaken' }>['taken']; readonly nowMs: number }): void {
+function reopenCollided(
+  ctx: CallContext,
+  slots: Slots,
+  lost: { readonly taken: Extract<CommitOutcome, { kind: 'addressesTaken' }>['taken']; readonly nowMs: number },
+): void {
   const { ports } = ctx.env;
   const { nowMs } = lost;
   for (const { address, holder, inFlight } of lost.taken) {
     // Find the slot by the address written: several picks of a batch, or both of a dual-stack claim, may collide.
-    const i = slots.picks.findIndex((pick, j) => pick !== undefined && formatAddress({ family: slots.slots[j]!.family, value: pick.value }) === address);
+    const i = slots.picks.findIndex(
+      (pick, j) =>
+        pick !== undefined && formatAddress({ family: slots.slots[j]!.family, value: pick.value }) === address,
+    );
     const pick = slots.picks[i];
     if (pick === undefined) continue;
     const family = slots.slots[i]!.family;
@@ -140,7 +171,12 @@ function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], { slo
       .filter((_, i) => slots[i]!.family === r.family)
       .sort((a, b) => (a.value < b.value ? -1 : a.value > b.value ? 1 : 0))
       // A block range's position is a block (Cidr.slot): the claim says its length.
-      .map((pick) => ({ address: formatAddress({ family: r.family, value: pick.value }), family: r.family, range: pick.range.range.name, ...(pick.range.cidr.slot !== undefined ? { prefixLength: pick.range.cidr.slot } : {}) })),
+      .map((pick) => ({
+        address: formatAddress({ family: r.family, value: pick.value }),
+        family: r.family,
+        range: pick.range.range.name,
+        ...(pick.range.cidr.slot !== undefined ? { prefixLength: pick.range.cidr.slot } : {}),
+      })),
   );
   return { ...draft, addresses };
 }

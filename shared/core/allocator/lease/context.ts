@@ -65,7 +65,8 @@ export type PickResult =
   | { readonly kind: 'full' }
   | { readonly kind: 'upperFull'; readonly ranges: readonly ParsedRange[] };
 
-export const picked = (choice: Choice | undefined): PickResult => (choice ? { kind: 'picked', choice } : { kind: 'none' });
+export const picked = (choice: Choice | undefined): PickResult =>
+  choice ? { kind: 'picked', choice } : { kind: 'none' };
 
 /** What one allocate call has seen so far: created by the commit rounds, read and written by every stage. */
 export interface CallContext {

@@ -1,5 +1,12 @@
 import { hostAt } from '../../ip/cidr.ts';
-import { chooseWeighted, collectFree, pickableSize, pickInRange, upperBandStart, type PickRange } from '../candidates.ts';
+import {
+  chooseWeighted,
+  collectFree,
+  pickableSize,
+  pickInRange,
+  upperBandStart,
+  type PickRange,
+} from '../candidates.ts';
 import type { Hint } from '../hint.ts';
 import type { ParsedRange } from '../../base/pool-geometry.ts';
 import { TUNING } from '../tuning.ts';
@@ -30,10 +37,14 @@ export async function pickVerified(scope: ViewScope, collided: boolean): Promise
   if (free.length === 0) {
     // All in upper bands of ranges that have a lower band: those upper bands are in question, not the family.
     const ranges = [...new Set(few.map((c) => c.range))];
-    return few.every((c) => !inLowerBand(units, c)) && ranges.every((r) => bandBounds(units, r).lower > 0n) ? { kind: 'upperFull', ranges } : { kind: 'full' };
+    return few.every((c) => !inLowerBand(units, c)) && ranges.every((r) => bandBounds(units, r).lower > 0n)
+      ? { kind: 'upperFull', ranges }
+      : { kind: 'full' };
   }
   // The same pick may have become in flight in this container while the read was out.
-  const live = free.filter((f) => !ports.hints.inFlight(call.pool, family).has(f.value)).map((f) => ({ ...f, explicit: false }));
+  const live = free
+    .filter((f) => !ports.hints.inFlight(call.pool, family).has(f.value))
+    .map((f) => ({ ...f, explicit: false }));
   if (live.length === 0) return { kind: 'none' };
   // The upper bands first (KEP-3070): a lower-band address only when every one read free is in a lower band.
   const upper = live.filter((f) => !inLowerBand(units, f));
@@ -54,7 +65,9 @@ async function pickSampled(scope: ViewScope, spread?: readonly Choice[]): Promis
   // Drawn uniformly from `spread` when the view shows few free (spreadFree), else by probes and scans.
   const rest = spread ? [...spread] : undefined;
   while (sample.length < TUNING.sampleSize) {
-    const next = rest ? rest.splice(Number(ports.random.below(BigInt(Math.max(1, rest.length)))), 1)[0] : pickWithHint(scope, skip);
+    const next = rest
+      ? rest.splice(Number(ports.random.below(BigInt(Math.max(1, rest.length)))), 1)[0]
+      : pickWithHint(scope, skip);
     if (!next) break;
     sample.push(next);
     skip.add(next.value);
@@ -72,10 +85,19 @@ export function pickWithHint(scope: ViewScope, skip: ReadonlySet<bigint>): Choic
   const { ports, units, knobs } = scope.pick.call.env;
   const ctx = { excluded, taken: hint, random: ports.random, probes: knobs.probes };
   // Weighing by free capacity counts the hint once per range: only worth it when there is a choice.
-  const candidates = ranges.length === 1 ? [{ item: ranges[0]!, weight: 1n }] : ranges.map((r) => ({ item: r, weight: freeByHint(units.pickRange(r), hint) }));
+  const candidates =
+    ranges.length === 1
+      ? [{ item: ranges[0]!, weight: 1n }]
+      : ranges.map((r) => ({ item: r, weight: freeByHint(units.pickRange(r), hint) }));
   const tried = new Set<ParsedRange>();
   while (tried.size < ranges.length) {
-    const range = candidates.length === 1 ? candidates[0]!.item : chooseWeighted(candidates.filter((c) => !tried.has(c.item)), ports.random);
+    const range =
+      candidates.length === 1
+        ? candidates[0]!.item
+        : chooseWeighted(
+            candidates.filter((c) => !tried.has(c.item)),
+            ports.random,
+          );
     if (!range) return undefined;
     tried.add(range);
     const value = pickInRange(units.pickRange(range), ctx, skip);

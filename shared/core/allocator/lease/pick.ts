@@ -36,7 +36,10 @@ export function pickDynamic(pick: FamilyPick, picker: Picker): Promise<Choice> {
 export const pickBlindly: Picker = async (pick, { ranges, excluded }) => {
   const { ports, units, knobs } = pick.call.env;
   for (let draw = 0; draw < knobs.maxCommits; draw += 1) {
-    const range = chooseWeighted(ranges.map((r) => ({ item: r, weight: pickableSize(units.pickRange(r)) })), ports.random)!;
+    const range = chooseWeighted(
+      ranges.map((r) => ({ item: r, weight: pickableSize(units.pickRange(r)) })),
+      ports.random,
+    )!;
     const value = pickBlind(units.pickRange(range), { excluded, random: ports.random });
     if (value === undefined) throw new RangeFullError(pick.call.pool, pick.family);
     if (!pick.chosen.has(value)) return { value, range, explicit: false };
@@ -61,7 +64,10 @@ export const pickWithHints: Picker = async (pick, space) => {
   const seen = call.collisions.get(family) ?? 0;
   const force = seen - (call.refreshedAt.get(family) ?? 0) >= TUNING.refreshEveryCollisions;
   // The summary while it keeps up; the listing where the pool has none yet or it is far behind.
-  const source: HintSource = call.view.pool.summarySince !== undefined && ports.hints.summaries && seen < TUNING.summaryCollisionLimit ? HintSource.Summary : HintSource.Listing;
+  const source: HintSource =
+    call.view.pool.summarySince !== undefined && ports.hints.summaries && seen < TUNING.summaryCollisionLimit
+      ? HintSource.Summary
+      : HintSource.Listing;
   const reserve = (choice: Choice): Choice => {
     // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
     call.reservations.push(ports.hints.reserve(pool, family, choice.value));
@@ -75,18 +81,27 @@ export const pickWithHints: Picker = async (pick, space) => {
     const inFlight = ports.hints.inFlight(pool, family);
     // What the copy shows free, collected once for this attempt's synchronous steps (behindNearFull, pickVerified).
     const scope: ViewScope = { pick, ranges, excluded, hint, inFlight, memo: new Map() };
-    if (hint.source === HintSource.Summary && spreadEstimate(scope) <= BigInt(2 * TUNING.spreadLimit)) shownFree(scope, TUNING.spreadLimit + 1);
-    if (!fresh && hint.source === HintSource.Summary && behindNearFull(scope, { nowMs, collided: (call.collidedAt.get(family) ?? -Infinity) >= hint.fetchedAt })) {
+    if (hint.source === HintSource.Summary && spreadEstimate(scope) <= BigInt(2 * TUNING.spreadLimit))
+      shownFree(scope, TUNING.spreadLimit + 1);
+    if (
+      !fresh &&
+      hint.source === HintSource.Summary &&
+      behindNearFull(scope, { nowMs, collided: (call.collidedAt.get(family) ?? -Infinity) >= hint.fetchedAt })
+    ) {
       fresh = true;
       continue;
     }
-    const result: PickResult = hint.source === HintSource.Summary ? await pickVerified(scope, seen > 0) : picked(pickWithHint(scope, inFlight));
+    const result: PickResult =
+      hint.source === HintSource.Summary ? await pickVerified(scope, seen > 0) : picked(pickWithHint(scope, inFlight));
     switch (result.kind) {
       case 'upperFull': {
         // Every address the copy showed free in these upper bands was read taken: whether they are used up is decided
         // for them alone (their seals, or their leases in bulk), and then the copy, which now shows them taken, picks
         // in the lower bands. Not by the whole family's decision below, which would read a lower band in bulk too.
-        const upper = await decideUsedUp(pick, result.ranges.map((r) => bandOf(units, { view: call.view, excluded }, r, BandName.Upper)));
+        const upper = await decideUsedUp(
+          pick,
+          result.ranges.map((r) => bandOf(units, { view: call.view, excluded }, r, BandName.Upper)),
+        );
         if (upper.kind === 'free') return reserve(upper.choice);
         for (const r of result.ranges) call.upperUsedUp.add(r.range.name);
         continue;
@@ -96,7 +111,9 @@ export const pickWithHints: Picker = async (pick, space) => {
         // decide that (KEP-3070 keeps the lower band for static addresses).
         const { choice } = result;
         if (!inLowerBand(units, choice) || call.upperUsedUp.has(choice.range.range.name)) return reserve(choice);
-        const upper = await decideUsedUp(pick, [bandOf(units, { view: call.view, excluded }, choice.range, BandName.Upper)]);
+        const upper = await decideUsedUp(pick, [
+          bandOf(units, { view: call.view, excluded }, choice.range, BandName.Upper),
+        ]);
         if (upper.kind === 'free') return reserve(upper.choice);
         call.upperUsedUp.add(choice.range.range.name);
         return reserve(choice);
@@ -113,7 +130,10 @@ export const pickWithHints: Picker = async (pick, space) => {
   // "Used up" is never the summary's word: every address of the family's ranges is read consistently, upper bands
   // first, and RangeFull is the answer only when none is free at the moment it was read.
   const where = { view: call.view, excluded };
-  const bands = [...ranges.map((r) => bandOf(units, where, r, BandName.Upper)), ...ranges.map((r) => bandOf(units, where, r, BandName.Lower))];
+  const bands = [
+    ...ranges.map((r) => bandOf(units, where, r, BandName.Upper)),
+    ...ranges.map((r) => bandOf(units, where, r, BandName.Lower)),
+  ];
   const decided = await decideUsedUp(pick, bands);
   if (decided.kind === 'usedUp') throw new RangeFullError(pool, family);
   return reserve(decided.choice);

@@ -7,7 +7,12 @@ import type { FamilyPick } from './context.ts';
  * owner (its commit may take it back). The ones read free join `verified`; the taken ones are remembered like
  * collisions and told to `onTaken`.
  */
-export async function readFree<T extends { readonly value: bigint }>(pick: FamilyPick, candidates: readonly T[], onTaken?: (state: LeaseExpiry) => void, verified: Set<bigint> = pick.verified): Promise<T[]> {
+export async function readFree<T extends { readonly value: bigint }>(
+  pick: FamilyPick,
+  candidates: readonly T[],
+  onTaken?: (state: LeaseExpiry) => void,
+  verified: Set<bigint> = pick.verified,
+): Promise<T[]> {
   const { call, family } = pick;
   const { ports, units } = call.env;
   const unread = candidates.filter((c) => !verified.has(c.value)).map((c) => units.keyOf(family, c.value));
@@ -16,7 +21,8 @@ export async function readFree<T extends { readonly value: bigint }>(pick: Famil
   return candidates.filter((c) => {
     if (verified.has(c.value)) return true;
     const state = states.get(units.keyOf(family, c.value));
-    const taken = state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs) && state.heldFor !== call.owner;
+    const taken =
+      state !== undefined && (state.expiresAt === undefined || state.expiresAt > nowMs) && state.heldFor !== call.owner;
     if (taken) {
       ports.hints.markTaken(call.pool, family, c.value, nowMs);
       onTaken?.(state);

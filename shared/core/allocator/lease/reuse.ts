@@ -1,5 +1,14 @@
 import { parseAddress } from '../../ip/address.ts';
-import { holdIdentityOf, holdOf, isExpired, reuseDelayMs, sameHoldIdentity, type Claim, type HoldIdentity, type PoolView } from '../../model.ts';
+import {
+  holdIdentityOf,
+  holdOf,
+  isExpired,
+  reuseDelayMs,
+  sameHoldIdentity,
+  type Claim,
+  type HoldIdentity,
+  type PoolView,
+} from '../../model.ts';
 import type { Replacing } from '../../ports.ts';
 import type { ClaimDraft, FamilyRequest } from '../allocator.ts';
 import { rangeForExplicit, type ParsedRange } from '../../base/pool-geometry.ts';
@@ -44,14 +53,19 @@ export interface Slots {
  * moment ago may be missed, and the claim then gets another one (the held one stays held until its delay is over).
  * The commit's condition lets this owner take its own held addresses (writes/commit.ts).
  */
-export async function pickSticky(env: AllocatorEnv, view: PoolView, claim: { readonly owner: HoldIdentity; readonly replacing?: Replacing; readonly slots: Slots }): Promise<void> {
+export async function pickSticky(
+  env: AllocatorEnv,
+  view: PoolView,
+  claim: { readonly owner: HoldIdentity; readonly replacing?: Replacing; readonly slots: Slots },
+): Promise<void> {
   const { ports } = env;
   const { owner, replacing } = claim;
   const { slots, picks } = claim.slots;
   if (!ports.heldFor || reuseDelayMs(view.pool) === 0 || picks.every((p) => p !== undefined)) return;
   // The expired claim this one replaces, when its owner identity is this one's: its addresses first (the commit
   // converts them in the same transaction), then those the owner index shows held.
-  const previous = replacing && sameHoldIdentity(holdIdentityOf(replacing.claim), owner) ? replacing.claim.addresses : [];
+  const previous =
+    replacing && sameHoldIdentity(holdIdentityOf(replacing.claim), owner) ? replacing.claim.addresses : [];
   const held = [...previous, ...(await ports.heldFor(view.pool.name, owner, ports.clock.nowMs()))];
   const taken = new Set<string>();
   for (const [i, slot] of slots.entries()) {

@@ -26,7 +26,9 @@ export function addressUnits(windowOf?: (range: ParsedRange) => bigint | undefin
   return {
     pickRange(range) {
       const window = windowOf?.(range);
-      return window === undefined ? { name: range.range.name, cidr: range.cidr } : { name: range.range.name, cidr: range.cidr, window };
+      return window === undefined
+        ? { name: range.range.name, cidr: range.cidr }
+        : { name: range.range.name, cidr: range.cidr, window };
     },
     keyOf: (family, value) => formatAddress({ family, value }),
     intervals: hostIntervals,
@@ -53,10 +55,19 @@ export function inLowerBand(units: Units, pick: { readonly value: bigint; readon
  * One band of a range as a "used up" decision reads it: its offsets, minus the pool's exclusions; its counters are its
  * range's and those of every range of the pool (in any state) overlapping it, through which its addresses may be held.
  */
-export function bandOf(units: Units, where: { readonly view: PoolView; readonly excluded: readonly Interval[] }, range: ParsedRange, name: BandName): Band {
+export function bandOf(
+  units: Units,
+  where: { readonly view: PoolView; readonly excluded: readonly Interval[] },
+  range: ParsedRange,
+  name: BandName,
+): Band {
   const { view, excluded } = where;
   const { lower, size } = bandBounds(units, range);
-  const overlapping = rangesOf(view, range.cidr.family, false).filter((o) => o.range.name !== range.range.name && (cidrCovers(o.cidr, range.cidr) || cidrCovers(range.cidr, o.cidr)));
+  const overlapping = rangesOf(view, range.cidr.family, false).filter(
+    (o) => o.range.name !== range.range.name && (cidrCovers(o.cidr, range.cidr) || cidrCovers(range.cidr, o.cidr)),
+  );
   const counters = [range.range.name, ...overlapping.map((o) => o.range.name)];
-  return name === BandName.Upper ? { name, part: name, range, counters, from: lower, to: size, excluded } : { name, part: name, range, counters, from: 0n, to: lower, excluded };
+  return name === BandName.Upper
+    ? { name, part: name, range, counters, from: lower, to: size, excluded }
+    : { name, part: name, range, counters, from: 0n, to: lower, excluded };
 }

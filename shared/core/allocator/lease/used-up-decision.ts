@@ -1,7 +1,16 @@
 import { NotReadyError } from '../../errors.ts';
 import type { RangeSeals, UsedUpSeals } from '../../used-up/ports.ts';
 import { TUNING } from '../tuning.ts';
-import { BandReading, bandValues, countersOf, NO_SEALS, partsOf, sealHolds, withSealsOf, type Band } from '../../used-up/rule.ts';
+import {
+  BandReading,
+  bandValues,
+  countersOf,
+  NO_SEALS,
+  partsOf,
+  sealHolds,
+  withSealsOf,
+  type Band,
+} from '../../used-up/rule.ts';
 import { randomOf, type CallContext, type Choice, type FamilyPick } from './context.ts';
 import { readFree } from './read-leases.ts';
 
@@ -30,7 +39,8 @@ export async function decideUsedUp(pick: FamilyPick, bands: readonly Band[]): Pr
   if (parts.length === 0) return { kind: 'usedUp' };
   const ranges = [...new Set(parts.flatMap((p) => p.counters))];
   const budget = { read: 0 };
-  const holds = (read: ReadonlyMap<string, RangeSeals>, part: Band) => sealHolds(read, part, call.owner, ports.clock.nowMs());
+  const holds = (read: ReadonlyMap<string, RangeSeals>, part: Band) =>
+    sealHolds(read, part, call.owner, ports.clock.nowMs());
   let read = await readCounters(call, seals, ranges);
   // Parts read used up in bulk in this call: decided, whatever their seals say now (a seal write lost to another
   // caller's, or one that cannot hold, such as a part held for too many owners, changes nothing about that read).
@@ -38,7 +48,9 @@ export async function decideUsedUp(pick: FamilyPick, bands: readonly Band[]): Pr
   for (;;) {
     // Every part was read used up in this call or holds in the last read: each of its addresses was held at a moment
     // inside this call, so none was free for the whole of it. That is the decision.
-    const open = bandParts.map((band) => band.filter((part) => !done.has(part) && !holds(read, part))).find((band) => band.length > 0);
+    const open = bandParts
+      .map((band) => band.filter((part) => !done.has(part) && !holds(read, part)))
+      .find((band) => band.length > 0);
     if (!open) return { kind: 'usedUp' };
     const part = randomOf(call.env, open);
     done.add(part);
@@ -48,7 +60,8 @@ export async function decideUsedUp(pick: FamilyPick, bands: readonly Band[]): Pr
     // Free only among this claim's own picks (a batch that cannot grow) is not used up: no seal. Nor is a part
     // holding a lease taken through a range the band's counters leave out (removed since, or newer than the view):
     // that lease's release would bump a counter no seal of the band records.
-    if (!reading.open && !reading.foreign) await seals.seal(call.pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
+    if (!reading.open && !reading.foreign)
+      await seals.seal(call.pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
     if (parts.length === 1 || !ports.seals) continue;
     // What others sealed meanwhile is not read again. The seals alone (one key a range, not the 100 of its
     // counters), checked against the counters read at the start of this call.
@@ -63,10 +76,17 @@ export async function decideUsedUp(pick: FamilyPick, bands: readonly Band[]): Pr
  * for seals read after them (writes/freed.ts), so a request that falls to a lower band and later decides the whole
  * family reads a range's counters once.
  */
-async function readCounters(call: CallContext, seals: UsedUpSeals, ranges: readonly string[]): Promise<ReadonlyMap<string, RangeSeals>> {
+async function readCounters(
+  call: CallContext,
+  seals: UsedUpSeals,
+  ranges: readonly string[],
+): Promise<ReadonlyMap<string, RangeSeals>> {
   const { counters } = call;
   if (call.env.ports.seals && ranges.every((range) => counters.has(range))) {
-    return withSealsOf(new Map(ranges.map((range) => [range, { freed: counters.get(range)!, seals: {} }])), await seals.readSeals(call.pool, ranges, 'seals'));
+    return withSealsOf(
+      new Map(ranges.map((range) => [range, { freed: counters.get(range)!, seals: {} }])),
+      await seals.readSeals(call.pool, ranges, 'seals'),
+    );
   }
   const read = await seals.readSeals(call.pool, ranges);
   for (const [range, { freed }] of read) counters.set(range, freed);
@@ -83,7 +103,12 @@ async function readCounters(call: CallContext, seals: UsedUpSeals, ranges: reado
  * `reading` (for a seal), what it reads free joins `verified`.
  * @throws NotReadyError when the decision has read more than TUNING.confirmLimit addresses (`budget`) and none was free
  */
-async function confirmFree(pick: FamilyPick, band: Band, reading: BandReading, budget: { read: number }): Promise<Choice | undefined> {
+async function confirmFree(
+  pick: FamilyPick,
+  band: Band,
+  reading: BandReading,
+  budget: { read: number },
+): Promise<Choice | undefined> {
   const { call, family } = pick;
   const { ports } = call.env;
   let wave: number = TUNING.confirmWave;
@@ -96,7 +121,10 @@ async function confirmFree(pick: FamilyPick, band: Band, reading: BandReading, b
       batch.push(next.value);
     }
     if (batch.length === 0) return undefined;
-    if ((budget.read += batch.length) > TUNING.confirmLimit) throw new NotReadyError('The pool\'s view shows its ranges used up, and they are too large to confirm that in one request; retry shortly.');
+    if ((budget.read += batch.length) > TUNING.confirmLimit)
+      throw new NotReadyError(
+        "The pool's view shows its ranges used up, and they are too large to confirm that in one request; retry shortly.",
+      );
     const candidates = batch.map((value) => ({ value, range: band.range, explicit: false }));
     const unheld = await readFree(pick, candidates, (state) => reading.taken(state, band.counters), new Set());
     if (unheld.length > 0) reading.open = true;
