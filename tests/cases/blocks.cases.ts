@@ -307,6 +307,29 @@ export function blocksCases(engine: TestEngine): void {
   });
 
   describe(`Grow on demand: bad rules (${engine.name})`, () => {
+    it('never grows from a parent pool the caller is no member of: no block taken there, the claim answered as without growth', async () => {
+      // Prepare: the parent names only its administrator; the child lets a node allocate.
+      const api = await testApi();
+      const admin = 'arn:aws:iam::123456789012:role/netops';
+      const node = 'arn:aws:iam::123456789012:role/node-a';
+      const as = (arn: string) => ({ 'x-ipam-principal': arn });
+      const top = { name: 'top', blockPrefixLength: { IPv4: 28 }, access: { administrators: [admin] } };
+      expect((await api.call('POST', '/v1/pools', top, as(admin))).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.9.0.0/24' }, as(admin))).status).toBe(201);
+      const pods = {
+        name: 'pods',
+        grow: { pool: 'top', belowFree: 1 },
+        access: { administrators: [admin], allocators: [node] },
+      };
+      expect((await api.call('POST', '/v1/pools', pods, as(admin))).status).toBe(201);
+      // Act
+      const claim = await api.call('POST', '/v1/pools/pods/claims', { name: 'p', owner: owner('p') }, as(node));
+      // Assess: the pool has no range yet and may not take one from a parent the node has no role in (as without
+      // growth: 422), and nothing is held in the parent.
+      expect(claim.status).toBe(422);
+      expect((await api.call('GET', '/v1/pools/top/claims', undefined, as(admin))).body.items).toEqual([]);
+    });
+
     it('refuses a growth rule naming no block pool, itself, or a parent with smaller blocks, writing nothing', async () => {
       // Prepare
       const api = await testApi();
@@ -460,6 +483,56 @@ export function blocksCases(engine: TestEngine): void {
       expect(deleted.status).toBe(204);
       expect((await api.call('GET', '/v1/pools/org/claims/eu-west')).body.children).toBeUndefined();
       expect((await api.call('DELETE', '/v1/pools/org/claims/eu-west')).status).toBe(204);
+    });
+
+    it("releases a gone owner's other claims and keeps only the one with a child range (409 naming it)", async () => {
+      // Prepare: the owner holds five blocks; a child range is made from the second.
+      const api = await testApi();
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.0.0.0/8']);
+      const made: Record<string, string> = {};
+      for (const name of ['a1', 'a2', 'a3', 'a4', 'a5']) {
+        const claim = await api.call('POST', '/v1/pools/org/claims', { name, owner: owner('eu', 'Region') });
+        expect(claim.status).toBe(201);
+        made[name] = prefixesOf(claim.body)[0]!;
+      }
+      expect((await api.call('POST', '/v1/pools', { name: 'child', blockPrefixLength: { IPv4: 24 } })).status).toBe(
+        201,
+      );
+      const source = { pool: 'org', claim: 'a2' };
+      expect((await api.call('POST', '/v1/pools/child/ranges', { cidr: made.a2, source })).status).toBe(201);
+      // Act
+      const released = await api.call('DELETE', '/v1/pools/org/owners/eu');
+      // Assess: the one claim is kept and named; the owner's other four are released all the same.
+      expect(released.status).toBe(409);
+      expect(released.body.code).toBe('ClaimHasChildren');
+      const left = (await api.call('GET', '/v1/pools/org/claims')).body.items as { name: string }[];
+      expect(left.map((c) => c.name)).toEqual(['a2']);
+    });
+
+    it('refuses to remove a child range while a claim of the child pool holds space in it, a covering range or not', async () => {
+      // Prepare: the child pool also has a plain range covering its nested one, and a claim inside the nested one.
+      const api = await testApi();
+      const block = await hierarchy(api);
+      const source = { pool: 'org', claim: 'eu-west' };
+      const nested = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, name: 'r', source });
+      expect(nested.status).toBe(201);
+      const [a, b] = block.split('.');
+      const explicit = `${a}.${b}.3.0/24`;
+      const held = await api.call('POST', '/v1/pools/eu-west/claims', {
+        name: 'k',
+        owner: owner('k'),
+        prefixes: [explicit],
+      });
+      expect(held.status).toBe(201);
+      const cover = await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: `${a}.0.0.0/12`, name: 'cover' });
+      expect(cover.status).toBe(201);
+      // Act
+      const removed = await api.call('DELETE', '/v1/pools/eu-west/ranges/r');
+      const parentRelease = await api.call('DELETE', '/v1/pools/org/claims/eu-west');
+      // Assess: the nested range stays while k lives, and so does the parent claim whose block it is.
+      expect(removed.status).toBe(202);
+      expect(parentRelease.status).toBe(409);
+      expect((await api.call('GET', '/v1/pools/org/claims/eu-west')).status).toBe(200);
     });
 
     it('keeps a parent claim with a child range through its TTL and the reconciler', async () => {

@@ -107,6 +107,8 @@ async function releaseOwnerClaims(
   const { pool: poolItem } = await deps.views.get(pool, deps.clock.nowMs());
   const left = await leaveConsumedClaims(deps, { pool, uid: ownerUid, released, by });
   const seen = new Set<string>();
+  // A claim whose block is another pool's range is kept and named at the end; the owner's other claims still go.
+  const kept: ClaimHasChildrenError[] = [];
   for (let pass = 0; pass < PASSES; pass += 1) {
     let found = 0;
     let cursor: string | undefined;
@@ -122,12 +124,15 @@ async function releaseOwnerClaims(
         // A claim with consumers is theirs to release: the last one's leaving does (use-cases/consumers.ts).
         if (listed.consumers?.length) continue;
         found += 1;
-        if (await releaseOne(deps, poolItem, listed, by.caller)) released.push(listed.name);
+        const outcome = await releaseOne(deps, poolItem, listed, by.caller);
+        if (outcome instanceof ClaimHasChildrenError) kept.push(outcome);
+        else if (outcome) released.push(listed.name);
       }
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     if (found === 0) break;
   }
+  if (kept.length > 0) throw kept[0];
   return { released, left };
 }
 
@@ -163,12 +168,17 @@ async function leaveConsumedClaims(
   return left;
 }
 
-async function releaseOne(deps: Deps, pool: Pool, listed: Claim, caller?: Principal): Promise<boolean> {
+async function releaseOne(
+  deps: Deps,
+  pool: Pool,
+  listed: Claim,
+  caller?: Principal,
+): Promise<boolean | ClaimHasChildrenError> {
   // The index's copy may be behind a renewal: whether it is still held is judged on the claim as it is now (one consistent read).
   const claim = await deps.claims.getClaim(listed.pool, listed.name);
   if (claim?.uid !== listed.uid) return false;
   // Its block is another pool's range: kept, and said (the release of such a claim is refused whoever asks).
-  if (claim.children?.length) throw new ClaimHasChildrenError(claim.name, claim.children);
+  if (claim.children?.length) return new ClaimHasChildrenError(claim.name, claim.children);
   // A reuse delay holds the addresses for the owner identity (HoldIdentity): a recreated owner gets them back.
   const held = holdOf(pool, claim, deps.clock.nowMs());
   const hold = held && caller ? { ...held, releasedBy: caller } : held;

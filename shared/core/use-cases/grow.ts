@@ -12,6 +12,7 @@
  * (its RangeFull stops the growth). Each check counts the family's leases (one index query, proportional to them), so
  * growth is meant for node- and region-sized pools.
  */
+import { Role, roleIn } from '../access.ts';
 import { IpFamily } from '../ip/address.ts';
 import { InvalidArgumentError, MismatchedNetworkError, NotFoundError, RangeFullError } from '../errors.ts';
 import { checkDnsLabel } from '../names.ts';
@@ -109,6 +110,8 @@ async function growOnce(
     throw error;
   });
   if (!parent?.pool.blockPrefixLength?.[family]) return false;
+  // The block is taken in the caller's name: only a member of the parent may take one (as a claim there would ask).
+  if (roleIn(parent.pool.access, cmd.createdBy) === Role.None) return false;
   const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
   const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
   if (taken >= rule.maxBlocks) return false;
