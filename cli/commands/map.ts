@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { legacyWindow } from '../../shared/core/bitmap/bitmap.ts';
-import { formatAddress } from '../../shared/core/ip/address.ts';
-import { lastAddress, parseCidr } from '../../shared/core/ip/cidr.ts';
+import { rangeCidr } from '../../shared/core/base/pool-geometry.ts';
+import { lastAddress } from '../../shared/core/ip/cidr.ts';
 import { apiFor } from '../context.ts';
 import type { CliIo } from '../io.ts';
-import { exclusionIntervals, layoutMap } from '../map/layout.ts';
+import { exclusionIntervals, labelOf, layoutMap } from '../map/layout.ts';
 import { readOccupancy } from '../map/occupancy.ts';
 import { renderSvgMap } from '../map/render-svg.ts';
 import { renderTextMap } from '../map/render-text.ts';
@@ -48,15 +48,16 @@ export function addMapCommand(program: Command, io: CliIo): void {
       const api = await apiFor(cmd, io);
       const occupancy = await readOccupancy(api, pool, rangeName);
       const readAt = new Date(io.now());
-      const cidr = parseCidr(occupancy.range.cidr);
+      // A block pool's range is drawn a block to a cell at most (its blockPrefixLength).
+      const cidr = rangeCidr(occupancy.range);
       const base = {
         cidr,
         held: occupancy.held,
         exclude: exclusionIntervals(occupancy.pool.exclude, cidr.family),
         ...(occupancy.range.legacy ? { window: legacyWindow(cidr) } : {}),
       };
-      // Row labels are at most as wide as the block's last address; the cells get the rest of the terminal.
-      const labelWidth = formatAddress({ family: cidr.family, value: lastAddress(cidr) }).length;
+      // Row labels are at most as wide as the block's last address (or block); the cells get the rest of the terminal.
+      const labelWidth = labelOf(cidr, lastAddress(cidr)).length;
       const meta = {
         pool,
         range: occupancy.range.name,

@@ -1,5 +1,5 @@
-import { formatAddress, type IpFamily } from '../../shared/core/ip/address.ts';
-import { blockSize, capacity, lowerBandSize, parseCidr, type Cidr } from '../../shared/core/ip/cidr.ts';
+import { familyBits, formatAddress, type IpFamily } from '../../shared/core/ip/address.ts';
+import { blockSize, capacity, formatCidr, lowerBandSize, parseCidr, type Cidr } from '../../shared/core/ip/cidr.ts';
 import { mergeIntervals, type Interval } from '../../shared/core/base/intervals.ts';
 
 /**
@@ -26,9 +26,12 @@ export interface MapCell {
 }
 
 export interface MapModel {
+  /** The range; with `slot` set (a block pool's range) every count below is in blocks, not addresses. */
   readonly cidr: Cidr;
-  /** Addresses per cell: a power of two. */
+  /** Addresses (blocks in a block range) per cell: a power of two. */
   readonly cellSize: bigint;
+  /** Addresses a counted unit spans: 1, or a block's size in a block range. */
+  readonly unit: bigint;
   readonly columns: number;
   readonly rows: readonly (readonly MapCell[])[];
   readonly counts: { readonly usable: bigint; readonly held: bigint; readonly excluded: bigint; readonly free: bigint };
@@ -39,6 +42,7 @@ export interface MapModel {
 }
 
 export interface MapInput {
+  /** The range; give it `slot` (rangeCidr) to draw a block pool's range a block to a unit. */
   readonly cidr: Cidr;
   /** Values of held addresses (any order; those outside the block are ignored). */
   readonly held: readonly bigint[];
@@ -61,27 +65,47 @@ function overlap(a0: bigint, a1: bigint, b0: bigint, b1: bigint): bigint {
   return hi >= lo ? hi - lo + 1n : 0n;
 }
 
-/** Lays a range out in cells. Work is O(cells x exclusions + held addresses), whatever the range's size. */
+/**
+ * Lays a range out in cells. Work is O(cells x exclusions + held addresses), whatever the range's size. Counting is
+ * done on unit indexes (address - base) / unit: an address range's hosts are indexes 1..capacity (network and
+ * broadcast reserved), a block range's blocks are 0..capacity-1 (none reserved; a held block is its network address).
+ */
 export function layoutMap(input: MapInput): MapModel {
   const { cidr } = input;
-  const total = blockSize(cidr);
+  const unit = cidr.slot === undefined ? 1n : 1n << BigInt(familyBits(cidr.family) - cidr.slot);
+  const total = blockSize(cidr) / unit;
   const maxCells = BigInt(floorPow2(input.maxCells));
   const cellSize = total > maxCells ? total / maxCells : 1n;
   const cellCount = Number(total / cellSize);
   const columns = Math.min(cellCount, floorPow2(input.maxColumns));
   const hosts = capacity(cidr);
-  const firstHost = cidr.base + 1n;
-  const lastHost = cidr.base + hosts; // below firstHost when the block holds no host
+  const firstHost = cidr.slot === undefined ? 1n : 0n;
+  const lastHost = firstHost + hosts - 1n; // below firstHost when the block holds no host
   const lowerBand = lowerBandSize(cidr) < hosts ? lowerBandSize(cidr) : 0n;
   const window = input.window !== undefined && input.window < hosts ? input.window : undefined;
-  const exclude = mergeIntervals(input.exclude.filter(([from, to]) => to >= firstHost && from <= lastHost));
+  const end = cidr.base + blockSize(cidr) - 1n;
+  // Exclusions as unit indexes: a unit is excluded when the exclusion touches any of its addresses.
+  const exclude = mergeIntervals(
+    input.exclude
+      .filter(([from, to]) => to >= cidr.base && from <= end)
+      .map(
+        ([from, to]): Interval => [
+          ((from > cidr.base ? from : cidr.base) - cidr.base) / unit,
+          ((to < end ? to : end) - cidr.base) / unit,
+        ],
+      )
+      .filter(([from, to]) => to >= firstHost && from <= lastHost),
+  );
+  const held = input.held
+    .filter((value) => value >= cidr.base && value <= end)
+    .map((value) => (value - cidr.base) / unit)
+    .filter((index) => index >= firstHost && index <= lastHost);
 
-  // Held addresses per cell: one pass, bucketed by (address - base) / cellSize.
+  // Held units per cell: one pass, bucketed by index / cellSize.
   const heldPerCell = new Map<number, bigint>();
   let heldTotal = 0n;
-  for (const value of input.held) {
-    if (value < firstHost || value > lastHost) continue;
-    const index = Number((value - cidr.base) / cellSize);
+  for (const value of held) {
+    const index = Number(value / cellSize);
     heldPerCell.set(index, (heldPerCell.get(index) ?? 0n) + 1n);
     heldTotal += 1n;
   }
@@ -89,7 +113,7 @@ export function layoutMap(input: MapInput): MapModel {
   const rows: MapCell[][] = [];
   let excludedFree = 0n;
   for (let i = 0; i < cellCount; i += 1) {
-    const first = cidr.base + BigInt(i) * cellSize;
+    const first = BigInt(i) * cellSize;
     const last = first + cellSize - 1n;
     const usable = overlap(first, last, firstHost, lastHost);
     // Exclusions count only where they cover usable addresses (a /29 exclusion also covers the network address).
@@ -97,7 +121,7 @@ export function layoutMap(input: MapInput): MapModel {
     const hostTo = last < lastHost ? last : lastHost;
     const excluded = exclude.reduce((sum, [from, to]) => sum + overlap(hostFrom, hostTo, from, to), 0n);
     const cell: MapCell = {
-      first,
+      first: cidr.base + first * unit,
       usable,
       held: heldPerCell.get(i) ?? 0n,
       excluded,
@@ -109,13 +133,12 @@ export function layoutMap(input: MapInput): MapModel {
     excludedFree += excluded;
   }
   // Held addresses that are also excluded (claimed statically) count as held, not as excluded.
-  const heldExcluded = input.held.filter(
-    (v) => v >= firstHost && v <= lastHost && exclude.some(([from, to]) => v >= from && v <= to),
-  ).length;
+  const heldExcluded = held.filter((v) => exclude.some(([from, to]) => v >= from && v <= to)).length;
   const excludedCount = excludedFree - BigInt(heldExcluded);
   return {
     cidr,
     cellSize,
+    unit,
     columns,
     rows,
     counts: { usable: hosts, held: heldTotal, excluded: excludedCount, free: hosts - heldTotal - excludedCount },
@@ -156,7 +179,15 @@ export function exclusionIntervals(exclude: readonly string[], family: IpFamily)
   });
 }
 
-/** A cell's first address as text, for row labels. */
+/** A cell's first address as text, for row labels: the first block's CIDR in a block range. */
 export function labelOf(cidr: Cidr, value: bigint): string {
-  return formatAddress({ family: cidr.family, value });
+  return cidr.slot === undefined
+    ? formatAddress({ family: cidr.family, value })
+    : formatCidr({ family: cidr.family, base: value, prefix: cidr.slot });
+}
+
+/** "1 address", "4 addresses", "1 block", "4 blocks": the unit the model counts in. */
+export function countOf(model: Pick<MapModel, 'cidr'>, n: bigint): string {
+  if (model.cidr.slot !== undefined) return `${n} block${n === 1n ? '' : 's'}`;
+  return `${n} address${n === 1n ? '' : 'es'}`;
 }

@@ -1,6 +1,6 @@
 import { formatCidr } from '../../shared/core/ip/cidr.ts';
-import { fillOf, labelOf, Zone, zoneOf, type MapModel } from './layout.ts';
-import type { TextMapMeta } from './render-text.ts';
+import { countOf, fillOf, labelOf, Zone, zoneOf, type MapModel } from './layout.ts';
+import { countsLine, type TextMapMeta } from './render-text.ts';
 
 /** Background of a free cell by zone. */
 const FREE_FILL: Readonly<Record<Zone, string>> = {
@@ -42,15 +42,14 @@ export function renderSvgMap(model: MapModel, meta: TextMapMeta, at: Date): stri
   const height = legendTop + 40;
   // A label every few rows when rows are thin, so they do not overlap.
   const labelEvery = Math.max(1, Math.ceil(12 / cell));
-  const { counts } = model;
 
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="ui-monospace, Menlo, Consolas, monospace" font-size="11">`,
     `<title>${escapeXml(`${meta.pool}/${meta.range} ${formatCidr(model.cidr)}`)}</title>`,
     `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
     `<text x="12" y="22" font-size="15" font-weight="bold">${escapeXml(`pool ${meta.pool}, range ${meta.range} (${formatCidr(model.cidr)}, ${meta.state}${meta.legacy ? ', legacy' : ''})`)}</text>`,
-    `<text x="12" y="42">${escapeXml(`${counts.usable} usable: ${counts.held} held, ${counts.free} free, ${counts.excluded} excluded`)}</text>`,
-    `<text x="12" y="60">${escapeXml(`1 cell = ${model.cellSize} address${model.cellSize === 1n ? '' : 'es'}, ${model.columns} per row; lower band ${model.lowerBand} addresses${model.window !== undefined ? `; legacy window ${model.window}` : ''}`)}</text>`,
+    `<text x="12" y="42">${escapeXml(countsLine(model))}</text>`,
+    `<text x="12" y="60">${escapeXml(`1 cell = ${countOf(model, model.cellSize)}, ${model.columns} per row; lower band ${countOf(model, model.lowerBand)}${model.window !== undefined ? `; legacy window ${model.window}` : ''}`)}</text>`,
     `<text x="12" y="78" fill="#555">${escapeXml(`read at ${at.toISOString()}`)}</text>`,
   ];
   model.rows.forEach((row, r) => {

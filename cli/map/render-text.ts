@@ -1,7 +1,6 @@
 import { styleText } from 'node:util';
-import { formatAddress } from '../../shared/core/ip/address.ts';
 import { formatCidr, hostAt } from '../../shared/core/ip/cidr.ts';
-import { fillOf, labelOf, Zone, zoneOf, type MapCell, type MapModel } from './layout.ts';
+import { countOf, fillOf, labelOf, Zone, zoneOf, type MapCell, type MapModel } from './layout.ts';
 
 /** Glyph of a free cell by zone; a cell holding anything is shaded by its fill instead. */
 export const FREE_GLYPH: Readonly<Record<Zone, string>> = {
@@ -41,14 +40,18 @@ export interface TextMapMeta {
   readonly legacy: boolean;
 }
 
-/** `10.96.0.1 - 10.96.0.16 (16)` for host offsets [from, to). */
+/** `10.96.0.1 - 10.96.0.16 (16)` for host offsets [from, to); blocks as CIDRs in a block range. */
 function span(model: MapModel, from: bigint, to: bigint): string {
-  const at = (offset: bigint) => formatAddress({ family: model.cidr.family, value: hostAt(model.cidr, offset) });
+  const at = (offset: bigint) => labelOf(model.cidr, hostAt(model.cidr, offset));
   return `${at(from)} - ${at(to - 1n)} (${to - from})`;
 }
 
-function plural(n: bigint, word: string): string {
-  return `${n} ${word}${n === 1n ? '' : 'es'}`;
+/** The counts line: `30 usable: ...`, or `4 blocks of /26: ...` for a block range. */
+export function countsLine(model: MapModel): string {
+  const { counts, cidr } = model;
+  const total =
+    cidr.slot === undefined ? `${counts.usable} usable` : `${countOf(model, counts.usable)} of /${cidr.slot}`;
+  return `${total}: ${counts.held} held, ${counts.free} free, ${counts.excluded} excluded`;
 }
 
 /**
@@ -60,22 +63,19 @@ export function renderTextMap(model: MapModel, meta: TextMapMeta, options: { col
   const labelWidth = Math.max(...model.rows.map((row) => labelOf(model.cidr, row[0]!.first).length));
   const lines = [
     `pool ${meta.pool}, range ${meta.range} (${formatCidr(model.cidr)}, ${meta.family}, ${meta.state}${meta.legacy ? ', legacy' : ''})`,
-    `${counts.usable} usable: ${counts.held} held, ${counts.free} free, ${counts.excluded} excluded`,
+    countsLine(model),
   ];
   const hosts = counts.usable;
   if (hosts > 0n) {
     lines.push(
       model.lowerBand > 0n
         ? `lower band ${span(model, 0n, model.lowerBand)}, upper band ${span(model, model.lowerBand, hosts)}`
-        : `one band ${span(model, 0n, hosts)} (16 addresses or fewer have no lower band)`,
+        : `one band ${span(model, 0n, hosts)} (16 ${model.cidr.slot === undefined ? 'addresses' : 'blocks'} or fewer have no lower band)`,
     );
   }
   if (model.window !== undefined)
     lines.push(`legacy bitmap window ${span(model, 0n, model.window)}; dynamic picks stay inside it`);
-  lines.push(
-    `1 cell = ${model.cellSize === 1n ? '1 address' : plural(model.cellSize, 'address')}, ${model.columns} per row`,
-    '',
-  );
+  lines.push(`1 cell = ${countOf(model, model.cellSize)}, ${model.columns} per row`, '');
 
   const seen = new Set<string>();
   for (const row of model.rows) {
@@ -92,7 +92,9 @@ export function renderTextMap(model: MapModel, meta: TextMapMeta, options: { col
   const legend: string[] = [];
   const shades = SHADES.filter((s) => seen.has(s));
   if (shades.length)
-    legend.push(`${shades.join('')} held (${model.cellSize === 1n ? 'the address' : 'some ░ ▒ ▓ █ all of the cell'})`);
+    legend.push(
+      `${shades.join('')} held (${model.cellSize === 1n ? `the ${model.cidr.slot === undefined ? 'address' : 'block'}` : 'some ░ ▒ ▓ █ all of the cell'})`,
+    );
   const words: [string, string][] = [
     [FREE_GLYPH.upper, 'free'],
     [FREE_GLYPH.lower, 'free, lower band'],

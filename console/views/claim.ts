@@ -5,6 +5,7 @@ import { flashNext, navigate } from '../nav.ts';
 import type { View } from '../main.ts';
 import { actionForm, input, optionalInt } from './forms.ts';
 import { problemBox } from '../api.ts';
+import { childrenTexts } from './blocks.ts';
 
 /** /console/pools/{pool}/claims/{claim}: the claim; renew it, release it (at the version shown: If-Match). */
 export const claimView: View = async ([poolName, claimName]) => {
@@ -19,7 +20,7 @@ export const claimView: View = async ([poolName, claimName]) => {
         {},
         link(
           `/console/lookup?pool=${encodeURIComponent(pool)}&address=${encodeURIComponent(a.address)}`,
-          h('code', {}, a.address),
+          h('code', {}, a.prefix ?? a.address),
         ),
         ` ${a.family}, range `,
         link(consolePath('pools', pool, 'ranges', a.range), a.range),
@@ -162,6 +163,7 @@ export const claimView: View = async ([poolName, claimName]) => {
     h('h1', { tabindex: '-1' }, 'Claim ', h('span', { class: 'name' }, claim.name)),
     facts([
       ['Addresses', addresses],
+      ['Child ranges', childrenTexts(claim).length ? childrenTexts(claim).join(', ') : undefined],
       ['Owner', `${claim.owner.kind}/${claim.owner.name} (uid ${claim.owner.uid})`],
       ['Family policy', `${claim.ipFamilyPolicy} (${claim.ipFamilies.join(', ')})`],
       ['Labels', labelChips(claim.labels) || 'none'],

@@ -5,6 +5,7 @@ import { duration, expiry, labelChips } from '../format.ts';
 import { navigate } from '../nav.ts';
 import type { View } from '../main.ts';
 import { input, text } from './forms.ts';
+import { heldTexts } from './blocks.ts';
 
 const PAGE = 50;
 /** Pages read for one screen when filtering by name (the API filters by owner only): at most this many. */
@@ -114,7 +115,7 @@ export function claimsTable(pool: string, claims: readonly Claim[]): HTMLTableEl
           h(
             'td',
             {},
-            claim.addresses.map((a) => h('code', { class: 'addr' }, a.address)),
+            heldTexts(claim).map((text) => h('code', { class: 'addr' }, text)),
           ),
           h('td', {}, labelChips(claim.labels)),
           h('td', {}, duration(claim.ttlSeconds)),

@@ -4,6 +4,7 @@ import { consolePath, facts, field, h, link } from '../dom.ts';
 import { duration, time, utilizationBar } from '../format.ts';
 import { flashNext, navigate } from '../nav.ts';
 import type { View } from '../main.ts';
+import { blockSizesText, rangeSourceText } from './blocks.ts';
 import { claimsTable } from './claims.ts';
 import { actionForm, input, list, optionalInt, text } from './forms.ts';
 
@@ -46,7 +47,12 @@ export const poolView: View = async ([name]) => {
       'tr',
       {},
       h('th', { scope: 'row' }, link(consolePath('pools', poolName, 'ranges', range.name), range.name)),
-      h('td', {}, h('code', {}, range.cidr)),
+      h(
+        'td',
+        {},
+        h('code', {}, range.cidr),
+        rangeSourceText(range) ? [h('br'), h('small', { class: 'muted' }, rangeSourceText(range))] : null,
+      ),
       h('td', {}, range.family),
       h('td', {}, h('span', { class: `state state-${range.state.toLowerCase()}` }, range.state)),
       h('td', {}, range.legacy ? 'legacy' : ''),
@@ -88,6 +94,7 @@ export const poolView: View = async ([name]) => {
     h('h1', { tabindex: '-1' }, 'Pool ', h('span', { class: 'name' }, poolName)),
     freeSpaceWarning(pool),
     facts([
+      ['Block size', blockSizesText(pool)],
       ['Exclusions', pool.exclude.length ? pool.exclude.map((c) => h('code', {}, c, ' ')) : 'none'],
       ['Reuse delay', duration(pool.reuseDelaySeconds)],
       ['Created', time(pool.createdAt)],

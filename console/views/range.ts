@@ -3,7 +3,8 @@ import { api } from '../api.ts';
 import type { Lease } from '../../cli/api/types.ts';
 import { legacyWindow } from '../../shared/core/bitmap/bitmap.ts';
 import { formatAddress } from '../../shared/core/ip/address.ts';
-import { formatCidr, hostAt, parseCidr } from '../../shared/core/ip/cidr.ts';
+import { formatCidr, hostAt } from '../../shared/core/ip/cidr.ts';
+import { rangeCidr } from '../../shared/core/base/pool-geometry.ts';
 import {
   exclusionIntervals,
   fillOf,
@@ -15,6 +16,7 @@ import {
   type MapModel,
 } from '../../cli/map/layout.ts';
 import { heldOf } from '../../cli/map/occupancy.ts';
+import { blockSizesText, cellText, mapSummaryText, rangeSourceText } from './blocks.ts';
 import { consolePath, facts, h, link } from '../dom.ts';
 import { time, utilizationBar } from '../format.ts';
 import type { View } from '../main.ts';
@@ -41,7 +43,8 @@ export const rangeView: View = async ([poolName, rangeName]) => {
   const range = details.ranges.find((r) => r.name === rangeName) ?? (await api.getRange(pool, rangeName!));
   performance.clearMarks('map-data');
   performance.mark('map-data');
-  const cidr = parseCidr(range.cidr);
+  // A block pool's range is drawn a block to a cell (at most).
+  const cidr = rangeCidr(range);
   const model = layoutMap({
     cidr,
     held: heldOf(occupancy),
@@ -64,7 +67,7 @@ export const rangeView: View = async ([poolName, rangeName]) => {
     }),
   );
 
-  const at = (offset: bigint) => formatAddress({ family: cidr.family, value: hostAt(cidr, offset) });
+  const at = (offset: bigint) => labelOf(cidr, hostAt(cidr, offset));
   const content = h(
     'div',
     {},
@@ -72,6 +75,8 @@ export const rangeView: View = async ([poolName, rangeName]) => {
     h('h1', { tabindex: '-1' }, 'Range ', h('span', { class: 'name' }, range.name)),
     facts([
       ['CIDR', h('code', {}, formatCidr(cidr))],
+      ['Block size', blockSizesText(details)],
+      ['Made from', rangeSourceText(range)],
       ['State', `${range.state}${range.legacy ? ', legacy' : ''}`],
       ['Utilization', utilizationBar(range.name, range)],
       ['Lower band', model.lowerBand > 0n ? `${at(0n)} – ${at(model.lowerBand - 1n)} (${model.lowerBand})` : 'none'],
@@ -90,11 +95,7 @@ export const rangeView: View = async ([poolName, rangeName]) => {
         ],
       ],
     ]),
-    h(
-      'p',
-      { class: 'map-summary' },
-      `${model.counts.held} held, ${model.counts.free} free, ${model.counts.excluded} excluded of ${model.counts.usable} usable; 1 cell = ${model.cellSize} address${model.cellSize === 1n ? '' : 'es'}.`,
-    ),
+    h('p', { class: 'map-summary' }, mapSummaryText(model)),
     h('div', { class: 'map-wrap' }, grid, info),
     legend(model),
   );
@@ -102,16 +103,6 @@ export const rangeView: View = async ([poolName, rangeName]) => {
 };
 
 const blockCells = (prefix: number): number => 2 ** Math.min(32, 32 - prefix);
-
-function cellText(model: MapModel, cell: MapCell): string {
-  const family = model.cidr.family;
-  const first = formatAddress({ family, value: cell.first });
-  const zone = ZONE_TEXT[zoneOf(cell)];
-  if (model.cellSize === 1n)
-    return `${first}: ${cell.held > 0n ? 'held' : cell.usable === 0n ? 'reserved' : cell.excluded > 0n ? 'excluded' : 'free'}, ${zone}`;
-  const last = formatAddress({ family, value: cell.first + model.cellSize - 1n });
-  return `${first} – ${last}: ${cell.held} of ${cell.usable} held, ${zone}`;
-}
 
 function mapGrid(pool: string, model: MapModel, info: HTMLElement): HTMLElement {
   const cells: { element: HTMLElement; cell: MapCell }[] = [];
@@ -135,7 +126,7 @@ function mapGrid(pool: string, model: MapModel, info: HTMLElement): HTMLElement 
         role: 'gridcell',
         class: `cell z-${zone}${cell.held > 0n ? ' held' : ''}`,
         tabindex: cells.length === 0 ? '0' : '-1',
-        'aria-label': cellText(model, cell),
+        'aria-label': cellText(model, cell, ZONE_TEXT[zone]),
         'data-i': cells.length,
       });
       if (cell.held > 0n && model.cellSize > 1n)
@@ -154,7 +145,7 @@ function mapGrid(pool: string, model: MapModel, info: HTMLElement): HTMLElement 
     if (entry === undefined || index === shown) return;
     shown = index;
     const { cell } = entry;
-    const lines: (Node | string)[] = [h('strong', {}, cellText(model, cell))];
+    const lines: (Node | string)[] = [h('strong', {}, cellText(model, cell, ZONE_TEXT[zoneOf(cell)]))];
     info.replaceChildren(...lines);
     if (model.cellSize !== 1n || cell.held === 0n) return;
     const address = formatAddress({ family: model.cidr.family, value: cell.first });

@@ -373,6 +373,50 @@ describe('the web console', () => {
     expect(recovered?.match(/PoolFreeRecovered/g)).toHaveLength(3);
   });
 
+  it("shows a block pool's block size, its block claims as CIDRs, a nested range's source and the map a block to a cell (issue 35)", async () => {
+    // Prepare: org (/26 blocks) holds 10.244.0.64/26 for claim region-a; node-1 has a range made from that block
+    expect((await callApi(stack, 'POST', '/v1/pools', { name: 'org', blockPrefixLength: { IPv4: 26 } })).status).toBe(
+      201,
+    );
+    expect((await callApi(stack, 'POST', '/v1/pools/org/ranges', { cidr: '10.244.0.0/24', name: 'r' })).status).toBe(
+      201,
+    );
+    const claim = { name: 'region-a', owner: { kind: 'Region', name: 'a', uid: 'a1' }, prefixes: ['10.244.0.64/26'] };
+    expect((await callApi(stack, 'POST', '/v1/pools/org/claims', claim)).status).toBe(201);
+    expect((await callApi(stack, 'POST', '/v1/pools', { name: 'node-1' })).status).toBe(201);
+    const nested = { cidr: '10.244.0.64/26', name: 'n', source: { pool: 'org', claim: 'region-a' } };
+    expect((await callApi(stack, 'POST', '/v1/pools/node-1/ranges', nested)).status).toBe(201);
+
+    await page.goto(`${stack.apiUrl}/console/pools/org`);
+    await heading('Pool org');
+    expect(await page.locator('dl.facts').textContent()).toContain('IPv4 /26');
+    expect(await page.locator('table.claims tbody tr', { hasText: 'region-a' }).textContent()).toContain(
+      '10.244.0.64/26',
+    );
+
+    await page.goto(`${stack.apiUrl}/console/pools/node-1`);
+    await heading('Pool node-1');
+    expect(await page.locator('table.list tbody tr', { hasText: '10.244.0.64/26' }).textContent()).toContain(
+      'block of claim region-a in pool org',
+    );
+
+    // The map reads the stream-kept summary: wait (with a deadline) until it has the block.
+    await expect
+      .poll(
+        async () => ((await callApi(stack, 'GET', '/v1/pools/org/ranges/r/occupancy')).body as { used: number }).used,
+        {
+          timeout: 15_000,
+        },
+      )
+      .toBe(1);
+    await page.goto(`${stack.apiUrl}/console/pools/org/ranges/r`);
+    await heading('Range r');
+    await expect.poll(() => page.locator('[role=gridcell]').count(), { timeout: 15_000 }).toBe(4);
+    expect(await page.locator('[role=gridcell][aria-label^="10.244.0.64/26: held"]').count()).toBe(1);
+    expect(await page.locator('.map-summary').textContent()).toContain('of 4 blocks of /26; 1 cell = 1 block.');
+    await expectAccessible();
+  });
+
   it('shows a view that does not exist as an error, and reported no console errors on the way', async () => {
     await page.goto(`${stack.apiUrl}/console/pools/nope`);
     await heading('Something went wrong');

@@ -244,6 +244,32 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Block pools: occupancy in blocks (${engine.name})`, () => {
+    it("counts a block range's occupancy in blocks, the block at the range's network address included", async () => {
+      // Prepare: a /24 of four /26 blocks; the first and the third held
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      for (const [name, prefix] of [
+        ['a', '10.244.0.0/26'],
+        ['b', '10.244.0.128/26'],
+      ] as const) {
+        expect(
+          (await api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name), prefixes: [prefix] })).status,
+        ).toBe(201);
+      }
+      // Act
+      const map = await api.call('GET', '/v1/pools/pods/ranges/10.244.0.0-24/occupancy');
+      // Assess: bits stay addresses (bit i = first + i), one per held block at its network address
+      expect(map.status).toBe(200);
+      expect(map.body).toMatchObject({ cidr: '10.244.0.0/24', blockPrefixLength: 26, size: 4, used: 2 });
+      const slices = map.body.slices as { first: string; count: number; used: number; bits: string }[];
+      expect(slices.map((s) => [s.first, s.count, s.used])).toEqual([['10.244.0.0', 256, 2]]);
+      const bytes = Buffer.from(slices[0]!.bits, 'base64');
+      const held = [...Array(256).keys()].filter((i) => bytes[i >> 3]! & (1 << (i & 7)));
+      expect(held).toEqual([0, 128]);
+    });
+  });
+
   describe(`Block pools: reuse delay and sticky blocks (${engine.name})`, () => {
     it("holds a released block for its owner, refuses it to others, and gives it back to the owner's next claim", async () => {
       // Prepare: a /25 of two /26 blocks, a reuse delay

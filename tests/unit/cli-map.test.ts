@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseAddress } from '../../shared/core/ip/address.ts';
-import { parseCidr } from '../../shared/core/ip/cidr.ts';
+import { parseCidr, slotted } from '../../shared/core/ip/cidr.ts';
 import { exclusionIntervals, layoutMap, Zone, zoneOf } from '../../cli/map/layout.ts';
 import { addressValue } from '../../cli/map/occupancy.ts';
 import { renderSvgMap } from '../../cli/map/render-svg.ts';
@@ -134,6 +134,55 @@ describe('Map layout: a legacy IPv6 /108 and its bitmap window', () => {
   });
 });
 
+describe('Map layout: a block pool range, one cell per block', () => {
+  // 10.244.0.0/24 in /26 blocks: four blocks, the first (at the range's network address) and the third held.
+  const cidr = slotted(parseCidr('10.244.0.0/24'), 26);
+  const model = layoutMap({
+    cidr,
+    held: [v4('10.244.0.0'), v4('10.244.0.128')],
+    exclude: exclusionIntervals(['10.244.0.200/32'], 'IPv4'),
+    maxCells: 1024,
+    maxColumns: 64,
+  });
+
+  it('counts blocks, none reserved, and widens an exclusion to the block it touches', () => {
+    expect(model.cellSize).toBe(1n);
+    expect(model.rows.map((row) => row.map(glyphOf).join(''))).toEqual(['█·█x']);
+    expect(model.counts).toEqual({ usable: 4n, held: 2n, excluded: 1n, free: 1n });
+  });
+
+  it('labels rows and spans with block CIDRs and says the cell is a block', () => {
+    expect(renderTextMap(model, meta, { colour: false })).toBe(
+      [
+        'pool services, range r (10.244.0.0/24, IPv4, Ready)',
+        '4 blocks of /26: 2 held, 1 free, 1 excluded',
+        'one band 10.244.0.0/26 - 10.244.0.192/26 (4) (16 blocks or fewer have no lower band)',
+        '1 cell = 1 block, 4 per row',
+        '',
+        '10.244.0.0/26  █·█x',
+        '',
+        'legend: █ held (the block)   · free   x excluded',
+        '',
+      ].join('\n'),
+    );
+    expect(renderSvgMap(model, meta, new Date(0))).toContain('4 blocks of /26: 2 held, 1 free, 1 excluded');
+  });
+
+  it('draws a /16 of /24 blocks as 256 cells, one per block', () => {
+    const wide = layoutMap({
+      cidr: slotted(parseCidr('10.0.0.0/16'), 24),
+      held: [v4('10.0.5.0')],
+      exclude: [],
+      maxCells: 1024,
+      maxColumns: 64,
+    });
+    expect(wide.cellSize).toBe(1n);
+    expect(wide.rows.flat()).toHaveLength(256);
+    expect(wide.rows.flat()[5]!.held).toBe(1n);
+    expect(wide.counts).toMatchObject({ usable: 256n, held: 1n, free: 255n });
+  });
+});
+
 describe('Map SVG', () => {
   it('draws a title, the counts, the time, a legend and one rect per cell plus one per held cell', () => {
     const cidr = parseCidr('10.96.0.0/24');
@@ -216,6 +265,44 @@ describe('Reading addresses for the map', () => {
     expect(result.out).toContain('14 usable: 3 held, 9 free, 2 excluded\n');
     expect(result.out).toContain('10.96.0.0  -██·xx········█-\n');
     expect(result.files.get('out.svg')).toContain('14 usable: 3 held, 9 free, 2 excluded');
+  });
+
+  it('draws a block pool range a block to a cell, from the range and the occupancy answer', async () => {
+    // Prepare: a /24 of /26 blocks; the answer holds the blocks at .0 and .64 (bits 0 and 64)
+    const range = {
+      name: 'r',
+      cidr: '10.244.0.0/24',
+      family: 'IPv4',
+      state: 'Ready',
+      legacy: false,
+      blockPrefixLength: 26,
+      size: 4,
+      used: 2,
+      free: 2,
+    };
+    const bits = Buffer.from([1, 0, 0, 0, 0, 0, 0, 0, 1]).toString('base64');
+    const occupancy = {
+      range: 'r',
+      cidr: range.cidr,
+      blockPrefixLength: 26,
+      size: 4,
+      used: 2,
+      source: 'summary',
+      slices: [{ first: '10.244.0.0', count: 256, used: 2, bits, asOf: '' }],
+    };
+    const server = fakeFetch((request) => {
+      const path = request.url.pathname;
+      if (path === '/v1/pools') return { status: 200, body: { items: [{ name: 'pods', exclude: [], createdAt: '' }] } };
+      if (path === '/v1/pools/pods/ranges/r') return { status: 200, body: range };
+      if (path === '/v1/pools/pods/ranges/r/occupancy') return { status: 200, body: occupancy };
+      return { status: 404, body: { status: 404, code: 'NotFound', detail: path } };
+    });
+    // Act
+    const result = await runCli(['map', 'pods', 'r'], { fetch: server.fetch });
+    // Assess
+    expect(result.code).toBe(0);
+    expect(result.out).toContain('4 blocks of /26: 2 held, 2 free, 0 excluded\n');
+    expect(result.out).toContain('10.244.0.0/26  ██··\n');
   });
 
   it('says which range is missing', async () => {

@@ -153,6 +153,7 @@ export function occupancyDto(o: RangeOccupancy): Record<string, unknown> {
     range: o.range.name,
     cidr: o.range.cidr,
     family: o.range.family,
+    ...(o.range.blockPrefixLength !== undefined ? { blockPrefixLength: o.range.blockPrefixLength } : {}),
     size: countToJson(o.size),
     used: countToJson(o.used),
     source: o.source,

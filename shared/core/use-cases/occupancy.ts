@@ -1,9 +1,9 @@
 import { formatAddress } from '../ip/address.ts';
-import { blockSize, parseCidr } from '../ip/cidr.ts';
+import { blockSize, capacity } from '../ip/cidr.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Range } from '../model.ts';
 import type { Interval } from '../base/intervals.ts';
-import { hostInterval } from '../base/pool-geometry.ts';
+import { hostInterval, rangeCidr } from '../base/pool-geometry.ts';
 import { chunkBase, chunkIndexOf, CHUNK_SIZE } from '../occupancy/chunk.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import type { Deps } from './deps.ts';
@@ -20,7 +20,7 @@ export interface OccupancySlice {
 
 export interface RangeOccupancy {
   readonly range: Range;
-  /** Host addresses of the range (its capacity) and how many of them are held. */
+  /** Host addresses of the range (its capacity) and how many of them are held; blocks in a block pool's range. */
   readonly size: bigint;
   readonly used: bigint;
   /** summary: the stream-kept chunks (behind the leases by the stream's lag); listing: read from the leases now. */
@@ -43,7 +43,8 @@ export async function getRangeOccupancy(
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   const range = view.ranges.find((r) => r.name === name);
   if (!range) throw new NotFoundError('range', name);
-  const cidr = parseCidr(range.cidr);
+  // A block range's hosts are its blocks' network addresses (the first block's is the range's own): one lease a block.
+  const cidr = rangeCidr(range);
   const hosts = hostInterval(cidr);
   const span: Interval = [cidr.base, cidr.base + blockSize(cidr) - 1n];
   const nowIso = new Date(deps.clock.nowMs()).toISOString();
@@ -84,10 +85,9 @@ export async function getRangeOccupancy(
       }
       return { first: formatAddress({ family: range.family, value: from }), count, used: values.length, bits, asOf };
     });
-  const size = hosts ? hosts[1] - hosts[0] + 1n : 0n;
   return {
     range,
-    size,
+    size: capacity(cidr),
     used: slices.reduce((sum, s) => sum + BigInt(s.used), 0n),
     source,
     chunkSize: Number(CHUNK_SIZE),
