@@ -400,6 +400,38 @@ export function blocksCases(engine: TestEngine): void {
       expect(prefixesOf(preview.body)[0]).toMatch(/^10\.244\.0\.(0|64|128|192)\/26$/);
       expect(await tableSnapshot(api.container.table)).toEqual(before);
     });
+
+    it('previews a generateName claim just made as a repeat, without pinning it', async () => {
+      // Prepare
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      const body = { generateName: 'p-', owner: owner('p') };
+      const made = await api.call('POST', '/v1/pools/pods/claims', body);
+      expect(made.status).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const preview = await api.call('POST', '/v1/pools/pods/claims', { ...body, dryRun: true });
+      // Assess
+      expect(preview.status).toBe(200);
+      expect(preview.body.dryRun).toBe(true);
+      expect(preview.body.name).toBe(made.body.name);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+
+    it('answers RangeFull on a full pool without sealing it', async () => {
+      // Prepare
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      for (const name of ['a', 'b', 'c', 'd'])
+        expect((await api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) })).status).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const preview = await api.call('POST', '/v1/pools/pods/claims', { name: 'e', owner: owner('e'), dryRun: true });
+      // Assess
+      expect(preview.status).toBe(409);
+      expect(preview.body.code).toBe('RangeFull');
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
   });
 
   describe(`Nested pools: a range made from a block claim (${engine.name})`, () => {
@@ -453,6 +485,25 @@ export function blocksCases(engine: TestEngine): void {
       expect(made.body.source).toEqual({ pool: 'org', claim: 'eu-west' });
       const child = await api.call('POST', '/v1/pools/eu-west/claims', { name: 'node-1', owner: owner('node-1') });
       expect(prefixesOf(child.body)[0]).toMatch(new RegExp(`^${a}\\.${b}\\.\\d+\\.0/24$`));
+    });
+
+    it('refuses with 409 a range of that name and CIDR that exists without the source, writing nothing', async () => {
+      // Prepare
+      const api = await testApi();
+      const block = await hierarchy(api);
+      expect((await api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, name: 'main' })).status).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const nested = await api.call('POST', '/v1/pools/eu-west/ranges', {
+        cidr: block,
+        name: 'main',
+        source: { pool: 'org', claim: 'eu-west' },
+      });
+      // Assess
+      expect(nested.status).toBe(409);
+      expect(nested.body.code).toBe('Conflict');
+      expect(nested.body.detail).toMatch(/source/);
+      expect(await tableSnapshot(api.container.table)).toEqual(before);
     });
 
     it("refuses the parent claim's release with 409 naming the child while the child range lives, and lets it go after", async () => {

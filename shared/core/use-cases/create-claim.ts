@@ -153,8 +153,14 @@ type Round =
 export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Promise<CreateClaimAnswer> {
   const { spec, explicit } = normalizeSpec(cmd);
   if (cmd.dryRun) {
-    // A preview of a claim that exists answers it as a repeated request would (or its conflict); nothing is written.
-    const existing = cmd.name === undefined ? undefined : await deps.claims.getClaim(cmd.pool, cmd.name);
+    // A preview of a claim that exists answers it as a repeated request would (or its conflict); nothing is written:
+    // a claim made from generateName is found read-only, not pinned as answerExisting would.
+    const name =
+      cmd.name ??
+      (spec.generateName === undefined
+        ? undefined
+        : await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName));
+    const existing = name === undefined ? undefined : await deps.claims.getClaim(cmd.pool, name);
     if (existing && !isExpired(existing, deps.clock.nowMs()))
       return { ...sameOrConflict(existing, spec), preview: true };
   }

@@ -97,6 +97,12 @@ async function sourceClaim(deps: Deps, cmd: CreateRangeCommand, cidrText: string
   return claim;
 }
 
+const sameSource = (a: RangeSource | undefined, b: RangeSource | undefined): boolean =>
+  a?.pool === b?.pool && a?.claim === b?.claim;
+
+const sourceText = (source: RangeSource | undefined): string =>
+  source ? `source ${source.pool}/${source.claim}` : 'no source';
+
 /**
  * Adds a range to a pool. Ranges may overlap; a range is immutable, so posting the same name and CIDR again returns
  * it (created=false) and posting another CIDR under that name is a conflict.
@@ -117,6 +123,11 @@ export async function createRange(
     if (existing.cidr !== cidrText || existing.legacy !== legacy) {
       throw new ConflictError(
         `Range ${JSON.stringify(name)} already exists with cidr ${existing.cidr}${existing.legacy ? ' (legacy)' : ''}; ranges are immutable.`,
+      );
+    }
+    if (!sameSource(existing.source, cmd.source)) {
+      throw new ConflictError(
+        `Range ${JSON.stringify(name)} already exists with ${sourceText(existing.source)}, not ${sourceText(cmd.source)}; ranges are immutable.`,
       );
     }
     return { range: existing, utilization: await rangeUtilization(deps, view.pool, existing), created: false };

@@ -50,7 +50,10 @@ export async function allocateInRounds(
   if (predecessor.kind === 'exists') return predecessor;
   const replacing = predecessor.kind === 'replacing' ? predecessor.replacing : undefined;
   await pickSticky(env, view, { owner: holdIdentityOf(draft), slots, ...(replacing ? { replacing } : {}) });
-  const ctx = newCallContext(env, view, ownerIdentity(holdIdentityOf(draft)), slots);
+  const ctx: CallContext = {
+    ...newCallContext(env, view, ownerIdentity(holdIdentityOf(draft)), slots),
+    dryRun: options.dryRun === true,
+  };
   const holdMs = reuseDelayMs(view.pool);
   for (let commit = 0; commit < env.knobs.maxCommits; commit += 1) {
     let claim: Claim;

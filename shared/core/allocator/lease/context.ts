@@ -91,6 +91,8 @@ export interface CallContext {
   readonly verified: Map<IpFamily, Set<bigint>>;
   /** Dynamic candidates in flight, unreserved once their transaction has an answer. */
   readonly reservations: (() => void)[];
+  /** A preview (dryRun): its decisions read as any call's do, and write nothing (no seal). */
+  readonly dryRun?: boolean;
 }
 
 /** One dynamic pick of a family inside a call. */

@@ -59,8 +59,8 @@ export async function decideUsedUp(pick: FamilyPick, bands: readonly Band[]): Pr
     if (choice) return { kind: 'free', choice };
     // Free only among this claim's own picks (a batch that cannot grow) is not used up: no seal. Nor is a part
     // holding a lease taken through a range the band's counters leave out (removed since, or newer than the view):
-    // that lease's release would bump a counter no seal of the band records.
-    if (!reading.open && !reading.foreign)
+    // that lease's release would bump a counter no seal of the band records. A preview (dryRun) writes nothing.
+    if (!reading.open && !reading.foreign && call.dryRun !== true)
       await seals.seal(call.pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
     if (parts.length === 1 || !ports.seals) continue;
     // What others sealed meanwhile is not read again. The seals alone (one key a range, not the 100 of its
