@@ -3,7 +3,7 @@ import { testApi as testApiOn, type TestApi } from '../support/api.ts';
 import type { TestEngine } from '../support/engines.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import { allItems, tableSnapshot } from '../support/items.ts';
-import { reconcilerHarness, T0 } from '../support/reconciler.ts';
+import { EXPIRED_PAST_GRACE, reconcilerHarness, T0 } from '../support/reconciler.ts';
 
 /**
  * Block pools (issue 35): a pool whose claims take aligned blocks instead of addresses, each held block one lease item
@@ -294,6 +294,68 @@ export function blocksCases(engine: TestEngine): void {
       expect(other.body.code).toBe('AddressReleasing');
       expect(again.status).toBe(201);
       expect(prefixesOf(again.body)).toEqual([block]);
+    });
+  });
+
+  describe(`Block pools: the shared claim paths on blocks (${engine.name})`, () => {
+    it("renews a block claim (its block lease's expiry moves), and releases an owner's block claims by owner release, leaving others'", async () => {
+      // Prepare: four /26 blocks; owner n1 holds two claims, n2 one
+      const clock = new ManualClock(T0);
+      const api = await testApiOn({ clock }, {}, undefined, engine);
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      const made = [];
+      for (const [name, uid] of [
+        ['a', 'n1'],
+        ['b', 'n1'],
+        ['c', 'n2'],
+      ] as const)
+        made.push(await api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(uid), ttlSeconds: 600 }));
+      expect(made.map((r) => r.status)).toEqual([201, 201, 201]);
+      const [blockA] = prefixesOf(made[0]!.body);
+      // Act
+      const renewed = await api.call('POST', '/v1/pools/pods/claims/a/renew', { ttlSeconds: 60 });
+      const leaseA = (await leaseItems(api)).find((l) => `${l.address}/26` === blockA);
+      const released = await api.call('DELETE', '/v1/pools/pods/owners/n1');
+      // Assess
+      expect(renewed.status).toBe(200);
+      expect(renewed.body.expiresAt).toBe(new Date(T0 + 60_000).toISOString());
+      expect(prefixesOf(renewed.body)).toEqual([blockA]);
+      expect(leaseA?.expiresAt).toBe(T0 + 60_000);
+      expect(released.status).toBe(200);
+      expect(released.body.released).toHaveLength(2);
+      expect((await leaseItems(api)).map((l) => `${l.address}/${l.prefixLength}`)).toEqual(prefixesOf(made[2]!.body));
+      expect((await api.call('GET', '/v1/pools/pods/claims/a')).status).toBe(404);
+      // The two freed blocks and the one never taken are the next claim's
+      const again = await api.call('POST', '/v1/pools/pods/claims', { name: 'd', owner: owner('n3'), count: 3 });
+      expect(again.status).toBe(201);
+      expect(prefixesOf(again.body)).not.toContain(prefixesOf(made[2]!.body)[0]);
+      expect(prefixesOf(again.body)).toEqual(expect.arrayContaining([blockA, ...prefixesOf(made[1]!.body)]));
+    });
+
+    it('releases an expired block claim from the reconciler, with a ClaimExpired event naming the block', async () => {
+      // Prepare
+      const h = await reconcilerHarness({ engine });
+      await blockPool(h.api, 'pods', { IPv4: 26 }, ['10.244.0.0/25']);
+      const made = await h.api.call('POST', '/v1/pools/pods/claims', { name: 'x', owner: owner('x'), ttlSeconds: 60 });
+      const [block] = prefixesOf(made.body);
+      h.clock.advance(EXPIRED_PAST_GRACE);
+      // Act
+      const report = await h.run();
+      // Assess
+      expect(report.errors ?? []).toEqual([]);
+      expect(report.repairs.ClaimExpired).toBe(1);
+      expect(await leaseItems(h.api)).toEqual([]);
+      expect((await h.api.call('GET', '/v1/pools/pods/claims/x')).status).toBe(404);
+      const events = (await h.api.call('GET', '/v1/pools/pods/events')).body.items as Record<string, string>[];
+      const expired = events.find((e) => e.reason === 'ClaimExpired');
+      expect(expired?.object).toBe('claim/x');
+      expect(expired?.message).toContain(block);
+      const next = await h.api.call('POST', '/v1/pools/pods/claims', {
+        name: 'y',
+        owner: owner('y'),
+        prefixes: [block],
+      });
+      expect(next.status).toBe(201);
     });
   });
 

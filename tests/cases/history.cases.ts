@@ -648,6 +648,39 @@ export function historyCases(streams: StreamEngine): void {
       expect((await api.call('GET', '/v1/pools/nope/addresses/10.7.0.1/history')).status).toBe(404);
     });
   });
+
+  describe(`Address history of a block lease (${streams.engine.name}; issue 35)`, () => {
+    it("records a block claim's holdings under the block's network address: a release, then another owner's claim of the block", async () => {
+      // Prepare: a block pool of two /26 blocks
+      const api = await testApi({}, {}, undefined, streams.engine);
+      const stream = streams.stream();
+      opened.push(stream);
+      expect((await api.call('POST', '/v1/pools', { name: 'p', blockPrefixLength: { IPv4: 26 } })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.9.0.0/25' })).status).toBe(201);
+      const drain = async () => expect((await stream.drain(mirrorOf(api.container))).failed).toEqual([]);
+      const a = await claim(api, 'a');
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      await drain();
+      // Act: the same block claimed again by another owner
+      const b = await claim(api, 'b', { prefixes: [`${a.address}/26`] });
+      await drain();
+      const body = await history(api, a.address);
+      // Assess: two holdings of the block, newest first; `at` and the range's history answer them
+      expect(b.address).toBe(a.address);
+      expect((body.items as Record<string, unknown>[]).map((h) => [h.claim, h.endReason])).toEqual([
+        ['b', undefined],
+        ['a', 'released'],
+      ]);
+      expect(((await history(api, a.address, `?at=${b.createdAt}`)).holding as Record<string, unknown>).claim).toBe(
+        'b',
+      );
+      const block = (await api.call('GET', '/v1/pools/p/history?cidr=10.9.0.0/25')).body.items as Record<
+        string,
+        unknown
+      >[];
+      expect(block.map((h) => h.claim)).toEqual(['b', 'a']);
+    });
+  });
 }
 
 /** Records as a batch stamped at one second (DynamoDB's ApproximateCreationDateTime). */

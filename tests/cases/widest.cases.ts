@@ -5,11 +5,12 @@ import { tableStores, type Stores } from '../../shared/adapters/dynamodb/stores.
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { ITEM_BYTES_LIMIT, queryAll, type Table } from '../../shared/adapters/dynamodb/table.ts';
 import { plainItemSize } from '../../aws-emulation/item-size.ts';
-import { leaseOfClaim, type Claim, type ClaimAddress, type Hold } from '../../shared/core/model.ts';
+import { leaseOfClaim, type Claim, type ClaimAddress, type Hold, type Range } from '../../shared/core/model.ts';
 import { events } from '../../shared/core/reconciler/plan.ts';
 import { BandReading, countersOf, partsOf, type Band } from '../../shared/core/used-up/rule.ts';
 import { TUNING } from '../../shared/core/allocator/tuning.ts';
-import { capacity, lowerBandSize, parseCidr } from '../../shared/core/ip/cidr.ts';
+import { capacity, formatCidr, lowerBandSize, parseCidr } from '../../shared/core/ip/cidr.ts';
+import { ClaimHasChildrenError } from '../../shared/core/errors.ts';
 import { ownerIdentity } from '../../shared/core/occupancy/ports.ts';
 import { LabelLimits } from '../../shared/core/labels.ts';
 import { NameLimits } from '../../shared/core/names.ts';
@@ -102,6 +103,24 @@ async function itemsWithin(table: Table, claim: Claim): Promise<void> {
   for (const item of items) expect(plainItemSize(item), String(item.PK)).toBeLessThanOrEqual(ITEM_BYTES_LIMIT);
 }
 
+/**
+ * The widest claim as a block claim (issue 35): its 64 addresses made blocks whose CIDRs have the longest texts
+ * (IPv4 /30s of 18 characters, IPv6 /120s of 43), no expiry (a claim with child ranges has none).
+ */
+function wideBlockClaim(pool: string, name: string): Claim {
+  const { expiresAt: _, ...claim } = wideClaim(pool, name, 'a', WIDEST, T0, 1);
+  const block = (text: string) => parseCidr(text);
+  const addresses = claim.addresses.map((a, i): ClaimAddress => {
+    const cidr =
+      a.family === 'IPv4'
+        ? block(`200.201.${200 + i}.252/30`)
+        : block(`fd00:ffff:ffff:ffff:ffff:ffff:ffff:${(0xc000 + ((i - MAX_BATCH_COUNT) << 8)).toString(16)}/120`);
+    const [address] = formatCidr(cidr).split('/');
+    return { ...a, address: address!, prefixLength: cidr.prefix };
+  });
+  return { ...claim, addresses };
+}
+
 /** The widest of all, tried first on every engine: every address in its own range, four-byte owner characters. */
 const WIDEST: Widest = { ranges: 2 * MAX_BATCH_COUNT, char: '\u{1F600}', generated: true, hold: true };
 
@@ -159,6 +178,61 @@ export function widestCases(engine: TestEngine, numRuns: number, timeoutMs = 60_
           }),
           { numRuns, examples: [[WIDEST]] },
         );
+      },
+      timeoutMs,
+    );
+
+    it(
+      'marks a widest block claim with a child range of the longest names for each of its 64 blocks, and takes marks off by the reconciler finalize and by delete (issue 35)',
+      async () => {
+        // Prepare: the parent claim (a pool of its own need not exist for the stores) and a child pool
+        const { table, stores } = await storesOf();
+        const p = pool();
+        const child = pool();
+        const name = dns('b', NameLimits.label);
+        expect(await stores.pools.createPool({ name: child, exclude: [], createdAt: new Date(T0).toISOString() })).toBe(
+          'created',
+        );
+        const parent = wideBlockClaim(p, name);
+        expect(
+          await stores.claims.commitClaim(
+            parent,
+            parent.addresses.map((a) => leaseOfClaim(parent, a)),
+            T0,
+          ),
+        ).toEqual({ kind: 'committed' });
+        const ranges: Range[] = parent.addresses.map((a, i) => ({
+          pool: child,
+          name: `n${i}`.padEnd(NameLimits.rangeName, 'x'),
+          cidr: `${a.address}/${a.prefixLength}`,
+          family: a.family,
+          state: 'Ready',
+          legacy: false,
+          createdAt: new Date(T0).toISOString(),
+          source: { pool: p, claim: name },
+        }));
+        const current = async () => (await stores.claims.getClaim(p, name))!;
+        // Act: one transaction per child range (the range, the pool's check, the claim's marker, 16 generation copies)
+        for (const range of ranges) expect(await stores.pools.createRange(range, await current())).toBe('created');
+        const marked = await current();
+        // Assess: 64 children of the longest names on the claim item, within 400 KB
+        expect(marked.children).toHaveLength(2 * MAX_BATCH_COUNT);
+        expect(JSON.stringify(marked.children).length).toBeGreaterThan(13_000);
+        await itemsWithin(table, marked);
+        await expect(stores.claims.releaseClaim(marked)).rejects.toBeInstanceOf(ClaimHasChildrenError);
+        // The reconciler's finalize (range, bitmap, strikes, usage, event, the claim's mark, 16 copies) and an API
+        // delete each take their range's mark off, and the claim stays refused while 62 remain (the release of a
+        // claim of 64 entries over many ranges is the first case's; the child pool's deletion unmarks one claim write
+        // at a time, blocks.cases.ts)
+        const at = new Date(T0 + 1_000).toISOString();
+        const finalizing = await stores.pools.markRangeTerminating(ranges[0]!, at);
+        expect(await stores.reconcile.finalizeRange(finalizing, events.rangeFinalized(finalizing, at))).toBe(
+          'finalized',
+        );
+        expect(await stores.pools.deleteRange(await stores.pools.markRangeTerminating(ranges[1]!, at))).toBe(true);
+        const left = await current();
+        expect(left.children).toHaveLength(2 * MAX_BATCH_COUNT - 2);
+        await expect(stores.claims.releaseClaim(left)).rejects.toBeInstanceOf(ClaimHasChildrenError);
       },
       timeoutMs,
     );

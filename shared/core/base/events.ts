@@ -1,7 +1,7 @@
 /** Events (why addresses went or came back) and why a holding ended: the words every layer of the core shares. */
 import type { Principal } from '../access.ts';
 import type { Labels } from '../labels.ts';
-import type { Claim, Consumer, Hold, Lease, Range } from '../model.ts';
+import { prefixOf, type Claim, type Consumer, type Hold, type Lease, type Range } from '../model.ts';
 
 /** Why a holding ended. */
 export const EndReason = {
@@ -264,7 +264,8 @@ function consumerEvent(
 }
 
 function addressList(claim: Claim): string {
-  return claim.addresses.length
-    ? `address${claim.addresses.length > 1 ? 'es' : ''} ${claim.addresses.map((a) => a.address).join(', ')}`
-    : 'no address';
+  if (!claim.addresses.length) return 'no address';
+  // A block claim's entries are blocks: named as CIDRs, as the API answers them.
+  const noun = claim.addresses[0]!.prefixLength === undefined ? ['address', 'addresses'] : ['block', 'blocks'];
+  return `${noun[claim.addresses.length > 1 ? 1 : 0]} ${claim.addresses.map(prefixOf).join(', ')}`;
 }
