@@ -418,6 +418,28 @@ export function blocksCases(engine: TestEngine): void {
       expect((await api.call('GET', '/v1/pools/top/claims', undefined, as(admin))).body.items).toEqual([]);
     });
 
+    it('takes no parent block for a claim a new block cannot serve: a family without a block size, a named address', async () => {
+      // Prepare: a child block pool with an IPv4 block size only, and a child address pool; both grow from 'top'.
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 24, IPv6: 64 }, ['10.0.0.0/16', 'fd00::/56']);
+      const kid = { name: 'kid', blockPrefixLength: { IPv4: 26 }, grow: { pool: 'top', belowFree: 1 } };
+      expect((await api.call('POST', '/v1/pools', kid)).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools', { name: 'flat', grow: { pool: 'top', belowFree: 1 } })).status).toBe(
+        201,
+      );
+      // Act
+      const answers = [];
+      for (let i = 0; i < 2; i += 1) {
+        const v6 = { name: `v6-${i}`, owner: owner(`v6-${i}`), ipFamilies: ['IPv6'] };
+        answers.push((await api.call('POST', '/v1/pools/kid/claims', v6)).status);
+        const named = { name: `n-${i}`, owner: owner(`n-${i}`), addresses: ['fd00::5'] };
+        answers.push((await api.call('POST', '/v1/pools/flat/claims', named)).status);
+      }
+      // Assess: each refused as without growth, and the parent holds nothing for them.
+      for (const status of answers) expect(status).toBeGreaterThanOrEqual(400);
+      expect((await api.call('GET', '/v1/pools/top/claims')).body.items).toEqual([]);
+    });
+
     it('refuses a growth rule naming no block pool, itself, or a parent with smaller blocks, writing nothing', async () => {
       // Prepare
       const api = await testApi();

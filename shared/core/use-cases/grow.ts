@@ -69,7 +69,8 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
         : error instanceof MismatchedNetworkError
           ? (cmd.ipFamilies?.[0] ?? IpFamily.IPv4)
           : undefined;
-    if (family === undefined || !(await growOnce(deps, { pool: view.pool, rule, family, cmd }))) throw error;
+    if (family === undefined || !mayGrowFor(view.pool, cmd, family)) throw error;
+    if (!(await growOnce(deps, { pool: view.pool, rule, family, cmd }))) throw error;
     return createClaim(deps, cmd);
   }
   if (answer.created) {
@@ -79,6 +80,16 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
     }
   }
   return answer;
+}
+
+/**
+ * Whether a claim that found no room may grow the pool: not for named addresses or blocks (a new block from the
+ * parent would not hold them), nor for a family the pool has no block size for (its range would be refused, leaving
+ * the parent's block held with nothing made of it).
+ */
+function mayGrowFor(pool: Pool, cmd: CreateClaimCommand, family: IpFamily): boolean {
+  if ((cmd.addresses?.length ?? 0) > 0 || (cmd.prefixes?.length ?? 0) > 0) return false;
+  return pool.blockPrefixLength === undefined || pool.blockPrefixLength[family] !== undefined;
 }
 
 /** Free positions of a family in the pool's Ready ranges, from a fresh view and a count of its leases. */
