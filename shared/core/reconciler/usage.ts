@@ -131,24 +131,7 @@ export async function measureUsage(
       const size = capacity(rangeCidr(range));
       const fromSummary =
         view.pool.summarySince !== undefined && !run.out(Phase.Utilization) ? await summaryUsed(run, range) : undefined;
-      if (fromSummary !== undefined) {
-        usage.push({
-          pool: range.pool,
-          range: range.name,
-          cidr: range.cidr,
-          family: range.family,
-          state: range.state,
-          legacy: range.legacy,
-          size,
-          used: fromSummary,
-          free: size - fromSummary,
-          countedAt: run.now(),
-        });
-        continue;
-      }
-      if (record?.used === undefined || record.countedAt === undefined) continue;
-      const used = BigInt(record.used);
-      usage.push({
+      const usageAt = (used: bigint, countedAt: number): RangeUsage => ({
         pool: range.pool,
         range: range.name,
         cidr: range.cidr,
@@ -158,8 +141,14 @@ export async function measureUsage(
         size,
         used,
         free: size - used,
-        countedAt: record.countedAt,
+        countedAt,
       });
+      if (fromSummary !== undefined) {
+        usage.push(usageAt(fromSummary, run.now()));
+        continue;
+      }
+      if (record?.used === undefined || record.countedAt === undefined) continue;
+      usage.push(usageAt(BigInt(record.used), record.countedAt));
     }
   }
   usage.sort((a, b) => (a.pool === b.pool ? (a.range < b.range ? -1 : 1) : a.pool < b.pool ? -1 : 1));
