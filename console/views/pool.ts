@@ -200,7 +200,7 @@ function sourceFields(pool: string): HTMLFieldSetElement {
   };
   return h(
     'fieldset',
-    {},
+    { class: 'group' },
     h('legend', {}, 'Made from a block claim of another pool (optional)'),
     field('Source pool', input('sourcePool', { placeholder: 'org' }), `a block pool other than ${pool}`),
     field('Source claim', input('sourceClaim', { placeholder: 'eu-west' })),

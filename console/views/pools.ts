@@ -77,7 +77,7 @@ export const poolsView: View = async (_params, query) => {
       ),
       h(
         'fieldset',
-        {},
+        { class: 'group' },
         h('legend', {}, 'Block pool (optional)'),
         field(
           'IPv4 block size',
@@ -88,7 +88,7 @@ export const poolsView: View = async (_params, query) => {
       ),
       h(
         'fieldset',
-        {},
+        { class: 'group' },
         h('legend', {}, 'Grow from a parent block pool (optional)'),
         field('Parent pool', input('growPool', { placeholder: 'region-eu-west' })),
         field(

@@ -515,6 +515,7 @@ describe('the web console', () => {
     await page.getByLabel('Source claim').fill('zone-b');
     await page.getByRole('button', { name: 'Fill CIDR from the claim' }).click();
     await expect.poll(() => page.getByLabel('CIDR').inputValue(), { timeout: 15_000 }).toBe('10.244.0.128/26');
+    expect(await form.getByRole('status').textContent()).toBe('Claim zone-b holds 10.244.0.128/26.');
 
     // Another block of org: 409 SourceMismatch in the API's words, nothing written.
     await page.getByLabel('CIDR').fill('10.244.0.0/26');
@@ -544,6 +545,9 @@ describe('the web console', () => {
     await page.getByRole('link', { name: 'block of claim zone-b in pool org' }).click();
     await heading('Claim zone-b');
     expect(await page.locator('dl.facts').textContent()).toContain('site-b/10.244.0.128-26 (10.244.0.128/26)');
+    expect(await page.locator('.card', { hasText: 'Gives the block back' }).textContent()).toContain(
+      'It is the source of site-b/10.244.0.128-26 (10.244.0.128/26): the API refuses its release',
+    );
     await page.getByRole('button', { name: 'Release…' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Release', exact: true }).click();
     const refused = page.locator('.problem', { hasText: '409' });
