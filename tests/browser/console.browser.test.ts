@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { launchBrowser, pageErrors, seriousA11yViolations } from '../support/browser.ts';
@@ -38,6 +38,14 @@ async function heading(text: string): Promise<void> {
 async function claimRows(n: number): Promise<void> {
   // Polled from here: waitForFunction's string form is an eval in the page, which its CSP refuses.
   await expect.poll(() => page.locator('table.claims tbody tr').count(), { timeout: 15_000 }).toBe(n);
+}
+
+/** The problem a refused form shows, once it is there, after checking its status in the title. */
+async function refusal(form: Locator, status: number): Promise<Locator> {
+  const problem = form.locator('.problem');
+  await problem.waitFor();
+  expect(await problem.locator('.problem-title').textContent()).toMatch(new RegExp(`\\(${status}\\)$`));
+  return problem;
 }
 
 async function expectAccessible(): Promise<void> {
@@ -429,9 +437,7 @@ describe('the web console', () => {
     await page.getByRole('button', { name: 'Create pool' }).click();
 
     // services hands out addresses: the API's sentence next to the form, nothing created, the fields kept.
-    const problem = form.locator('.problem');
-    await problem.waitFor();
-    expect(await problem.locator('.problem-title').textContent()).toMatch(/\(400\)$/);
+    const problem = await refusal(form, 400);
     expect(await problem.locator('.problem-detail').textContent()).toBe(
       'grow.pool "services" must be an existing block pool.',
     );
@@ -490,9 +496,7 @@ describe('the web console', () => {
 
     await page.getByLabel('Specific blocks').fill('10.244.0.130/26');
     await page.getByRole('button', { name: 'Claim', exact: true }).click();
-    const problem = form.locator('.problem');
-    await problem.waitFor();
-    expect(await problem.locator('.problem-title').textContent()).toMatch(/\(400\)$/);
+    const problem = await refusal(form, 400);
     expect(await problem.locator('.problem-detail').textContent()).toContain('10.244.0.130/26');
     // A refusal replaces the preview: what is shown is the last answer.
     expect(await preview.count()).toBe(0);
@@ -520,9 +524,7 @@ describe('the web console', () => {
     // Another block of org: 409 SourceMismatch in the API's words, nothing written.
     await page.getByLabel('CIDR').fill('10.244.0.0/26');
     await page.getByRole('button', { name: 'Add range' }).click();
-    const problem = form.locator('.problem');
-    await problem.waitFor();
-    expect(await problem.locator('.problem-title').textContent()).toMatch(/\(409\)$/);
+    const problem = await refusal(form, 409);
     expect(await problem.locator('.problem-detail').textContent()).toBe(
       'Claim "zone-b" of pool "org" holds 10.244.0.128/26, not 10.244.0.0/26; a range made from it must be exactly one of its blocks.',
     );
