@@ -2,7 +2,7 @@ import { familyBits, formatAddress, IpFamily, parseAddress } from '../ip/address
 import { lastAddress, parseCidr } from '../ip/cidr.ts';
 import { NotFoundError } from '../errors.ts';
 import { isExpired, type Lease } from '../model.ts';
-import type { LeaseScope, Page } from '../ports.ts';
+import type { LeaseScope, Page, PageQuery } from '../ports.ts';
 import { type Deps } from './deps.ts';
 import { pageLimit } from '../base/time.ts';
 
@@ -20,10 +20,9 @@ export async function getAddress(deps: Deps, pool: string, text: string): Promis
 export async function listAddresses(
   deps: Deps,
   pool: string,
-  rangeName?: string,
-  limit?: number,
-  cursor?: string,
+  query: PageQuery & { readonly range?: string } = {},
 ): Promise<Page<Lease>> {
+  const { range: rangeName, limit, cursor } = query;
   const view = await deps.views.get(pool, deps.clock.nowMs());
   let scopes: LeaseScope[];
   if (rangeName !== undefined) {

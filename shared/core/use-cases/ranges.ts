@@ -185,7 +185,8 @@ async function createNested(
 ): Promise<'created' | 'exists' | 'legacyTaken'> {
   for (let attempt = 0; attempt < SOURCE_TRIES; attempt += 1) {
     let claim = await sourceClaim(deps, cmd, range.cidr);
-    if (claim.expiresAt !== undefined) claim = await renewClaim(deps, claim.pool, claim.name, null, cmd.caller);
+    if (claim.expiresAt !== undefined)
+      claim = await renewClaim(deps, claim.pool, claim.name, { ttlSeconds: null, caller: cmd.caller });
     const outcome = await deps.pools.createRange(range, claim);
     if (outcome !== 'parentChanged') return outcome;
   }
