@@ -124,7 +124,7 @@ export const historyScenario: Scenario = {
         summary: { apply: (c, marks) => summary.apply(c, marks).then(timing(lag.summary)) },
         legacy: { apply: async () => ({ failed: [], ranges: [], active: false }) },
         history: { apply: (c) => recorder.apply(c).then(timing(lag.history)) },
-        marks: historyContainer.deps.history,
+        marks: historyContainer.stores.history,
       });
       const deliver = async () => {
         const batch = queue.splice(0, BATCH);

@@ -2,7 +2,7 @@ import type { LeaseChange } from './lease-change.ts';
 import type { LegacyMirror, RangeOutcome } from './legacy-mirror.ts';
 import type { ChunkOutcome, SummaryMirror } from '../occupancy/summary-mirror.ts';
 import type { HistoryRecorder, HistoryResult } from '../history/recorder.ts';
-import type { HistoryStore } from '../history/ports.ts';
+import type { HistoryWriter } from '../history/ports.ts';
 import type { Crossing, ExhaustionWatch, Observation } from '../occupancy/exhaustion.ts';
 
 /**
@@ -33,7 +33,7 @@ export interface ProjectionParts {
   readonly legacy: Pick<LegacyMirror, 'apply'>;
   readonly history?: Pick<HistoryRecorder, 'apply'>;
   /** Where a pool's history mark goes when no summary chunk of the batch carries it. */
-  readonly marks?: Pick<HistoryStore, 'advanceMark'>;
+  readonly marks?: Pick<HistoryWriter, 'advanceMark'>;
   readonly exhaustion?: Pick<ExhaustionWatch, 'check'>;
 }
 
@@ -60,7 +60,7 @@ export class LeaseProjections {
   readonly summary: Pick<SummaryMirror, 'apply'>;
   readonly legacy: Pick<LegacyMirror, 'apply'>;
   readonly history?: Pick<HistoryRecorder, 'apply'>;
-  private readonly marks?: Pick<HistoryStore, 'advanceMark'>;
+  private readonly marks?: Pick<HistoryWriter, 'advanceMark'>;
   readonly exhaustion?: Pick<ExhaustionWatch, 'check'>;
 
   constructor(parts: ProjectionParts) {

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../errors.ts';
 import { afterStart, effectiveEnds, heldAt, holdingAt, holdingId, type Holding } from '../history/holding.ts';
-import type { HistoryMark } from '../history/ports.ts';
+import type { HistoryCursors, HistoryMark, HistoryReader } from '../history/ports.ts';
 import { formatAddress, parseAddress } from '../ip/address.ts';
 import { blockSize, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { type Deps } from './deps.ts';
@@ -35,7 +35,10 @@ export interface Window {
 /** Largest block the CIDR form reads (one query per address, like AWS's small-block history). */
 export const MAX_CIDR_HISTORY_ADDRESSES = 256;
 
-type HistoryDeps = Pick<Deps, 'history' | 'leases' | 'claims' | 'views' | 'clock'>;
+/** What the history answers use: the history's reader role and its cursors, the leases, the claims and the pool. */
+type HistoryDeps = Pick<Deps, 'leases' | 'claims' | 'views' | 'clock'> & {
+  readonly history: HistoryReader & HistoryCursors;
+};
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
