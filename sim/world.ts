@@ -1249,7 +1249,7 @@ export class World {
         do {
           let page: { items: readonly Claim[]; nextCursor?: string } = { items: [] };
           const listed = await attempt(`list claims of ${POOL_B}`, async () => {
-            page = await listClaims(admin.deps, POOL_B, 100, cursor);
+            page = await listClaims(admin.deps, POOL_B, { limit: 100, cursor });
           });
           if (!listed.ok) break;
           for (const claim of page.items)
