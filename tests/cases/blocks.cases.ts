@@ -394,6 +394,56 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Grow on demand: giving blocks back (${engine.name})`, () => {
+    // top hands out /29 blocks (6 addresses each); pods is an address pool that grows from it at the last free address.
+    async function growing(api: TestApi): Promise<(name: string) => Promise<number>> {
+      await blockPool(api, 'top', { IPv4: 29 }, ['10.9.0.0/26']);
+      const pods = { name: 'pods', grow: { pool: 'top', belowFree: 1, maxBlocks: 4 } };
+      expect((await api.call('POST', '/v1/pools', pods)).status).toBe(201);
+      return async (name) => (await api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) })).status;
+    }
+    const parentClaims = async (api: TestApi) =>
+      ((await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[]).map((c) => c.name).sort();
+
+    it("releases the parent's grown blocks when the child pool is deleted", async () => {
+      // Prepare: one claim grows pods by one block; then it is released
+      const api = await testApi();
+      const claim = await growing(api);
+      expect(await claim('a')).toBe(201);
+      expect(await parentClaims(api)).toEqual(['pods-g4-1']);
+      expect((await api.call('DELETE', '/v1/pools/pods/claims/a')).status).toBe(204);
+      // Act
+      const deleted = await api.call('DELETE', '/v1/pools/pods');
+      // Assess
+      expect(deleted.status).toBe(204);
+      expect(await parentClaims(api)).toEqual([]);
+    });
+
+    it('releases a grown block with its range, and grows again under the freed name when space runs out', async () => {
+      // Prepare: six claims fill block 1 and grow block 2; block 1's claims are released and its range removed
+      const clock = new ManualClock(T0);
+      const api = await testApiOn({ clock }, {}, undefined, engine);
+      const claim = await growing(api);
+      for (let i = 0; i < 6; i += 1) expect(await claim(`a${i}`)).toBe(201);
+      expect(await parentClaims(api)).toEqual(['pods-g4-1', 'pods-g4-2']);
+      for (let i = 0; i < 6; i += 1) expect((await api.call('DELETE', `/v1/pools/pods/claims/a${i}`)).status).toBe(204);
+      expect((await api.call('DELETE', '/v1/pools/pods/ranges/g4-1')).status).toBe(202);
+      clock.advance(5_000);
+      // Act
+      const removed = await api.call('DELETE', '/v1/pools/pods/ranges/g4-1');
+      const afterRemoval = await parentClaims(api);
+      const statuses = [];
+      for (let i = 0; i < 7; i += 1) statuses.push(await claim(`b${i}`));
+      // Assess: block 2 fills, the crossing takes a block again (as g4-1), and the seventh claim lands in it
+      expect(removed.status).toBe(204);
+      expect(afterRemoval).toEqual(['pods-g4-2']);
+      expect(statuses).toEqual(Array(7).fill(201));
+      const ranges = (await api.call('GET', '/v1/pools/pods/ranges')).body.items as { name: string }[];
+      expect(ranges.map((r) => r.name).sort()).toEqual(['g4-1', 'g4-2']);
+      expect(await parentClaims(api)).toEqual(['pods-g4-1', 'pods-g4-2']);
+    });
+  });
+
   describe(`Grow on demand: bad rules (${engine.name})`, () => {
     it('never grows from a parent pool the caller is no member of: no block taken there, the claim answered as without growth', async () => {
       // Prepare: the parent names only its administrator; the child lets a node allocate.

@@ -157,7 +157,10 @@ export class TablePoolStore implements PoolStore {
    * Holdings (`HIST#<pool>#<address>`, a partition per address, not enumerable by pool) and events stay until their
    * TTL; reads leave out what began before the pool's createdAt (a later pool of the name never sees them).
    */
-  async finalizePool(pool: string): Promise<'finalized' | 'absent'> {
+  async finalizePool(
+    pool: string,
+    unmarked?: (range: Pick<Range, 'pool' | 'name' | 'source'>) => Promise<void>,
+  ): Promise<'finalized' | 'absent'> {
     // The pending entry first: one read after it that finds no Terminating pool proves it stale (a later deletion's
     // mark rewrites it, with its own time, in the transaction that makes the pool Terminating).
     const pending = await this.table.get(keys.poolTerminating(pool));
@@ -212,8 +215,10 @@ export class TablePoolStore implements PoolStore {
     // A nested pool's ranges give their source claims back (Claim.children) before they go: the parent claims may then
     // be released. A resumed call finds the ranges still there, and a claim no longer listing one needs nothing.
     for (const item of partition) {
-      if (item.entity === Entity.Range && item.source)
-        await this.unmarkUntilDone({ pool, name: item.name as string, source: item.source as Range['source'] });
+      if (item.entity !== Entity.Range || !item.source) continue;
+      const range = { pool, name: item.name as string, source: item.source as Range['source'] };
+      await this.unmarkUntilDone(range);
+      await unmarked?.(range);
     }
     await this.removeAll(partition.map(keyOf));
     for (const partitionKey of [

@@ -5,8 +5,8 @@
  * affinity do from a controller, done by the claims themselves.
  *
  * Racing callers never overshoot: the k-th block a pool takes from its parent in a family is a claim of a name fixed
- * by (pool, family, k), with k one more than the pool's ranges already made from the parent, and the range made from
- * it has a name fixed the same way. Callers that see the same k make the same claim and the same range: one wins, the
+ * by (pool, family, k), with k the lowest index no range of the pool is named by yet (freeTag), and the range made
+ * from it has a name fixed the same way. Callers that see the same k make the same claim and the same range: one wins, the
  * others are answered it (idempotency), so a crossing takes one block however many callers saw it. Bounds: at most
  * `maxBlocks` blocks per family from the parent (then the pool is full like any other), and the parent's own space
  * (its RangeFull stops the growth). Each check counts the family's leases (one index query, proportional to them), so
@@ -22,6 +22,7 @@ import { hostIntervals, rangesOf } from '../base/pool-geometry.ts';
 import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
+import { grownOwner } from './grown-blocks.ts';
 import type { Deps } from './deps.ts';
 
 /** Most blocks a pool may take from its parent per family. */
@@ -108,6 +109,19 @@ async function familyFree(deps: Deps, view: PoolView, family: IpFamily): Promise
 }
 
 /**
+ * The name of the pool's next grown range of a family, `g4-<k>` or `g6-<k>`: k is the lowest index from 1 to maxBlocks
+ * that no range of the pool is named by (a removed grown range's name is taken again); undefined when none is free.
+ */
+function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): string | undefined {
+  const names = new Set(own.ranges.map((r) => r.name));
+  for (let k = 1; k <= maxBlocks; k += 1) {
+    const tag = `g${family === IpFamily.IPv4 ? 4 : 6}-${k}`;
+    if (!names.has(tag)) return tag;
+  }
+  return undefined;
+}
+
+/**
  * Takes the pool's next block of a family from its parent (see the file comment): false when the bound is reached,
  * the parent has no block size for the family, or no block left.
  */
@@ -126,15 +140,15 @@ async function growOnce(
   const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
   const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
   if (taken >= rule.maxBlocks) return false;
-  const k = taken + 1;
-  const tag = `g${family === IpFamily.IPv4 ? 4 : 6}-${k}`;
+  const tag = freeTag(own, family, rule.maxBlocks);
+  if (tag === undefined) return false;
   const claimName = `${pool.name.slice(0, 63 - tag.length - 1)}-${tag}`;
   let made: CreateClaimAnswer;
   try {
     made = await createClaim(deps, {
       pool: rule.pool,
       name: claimName,
-      owner: { kind: 'Pool', name: pool.name, uid: `pool-${pool.name}` },
+      owner: grownOwner(pool.name),
       ipFamilies: [family],
       labels: { 'ipam/grown-for': pool.name },
       ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),

@@ -28,6 +28,7 @@ import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { type Deps } from './deps.ts';
 import { nowIso, pageLimit } from '../base/time.ts';
 import { checkGrow } from './grow.ts';
+import { releaseGrownSource } from './grown-blocks.ts';
 
 export interface CreatePoolCommand {
   readonly name: string;
@@ -294,6 +295,14 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
 }
 
 /**
+ * A Terminating pool's second phase (PoolStore.finalizePool), giving back each block the pool took by growing once its
+ * range no longer marks it.
+ */
+export function finalizePool(deps: Deps, name: string): Promise<'finalized' | 'absent'> {
+  return deps.pools.finalizePool(name, (range) => releaseGrownSource(deps, range));
+}
+
+/**
  * Finishes the deletion of a pool that is already Terminating (its second phase), and marks nothing: a repeated DELETE
  * whose pool was not found Ready. A pool Ready again under that name (created meanwhile) is left alone.
  * @returns 'gone' when this request finished it, 'terminating' when the rest is left to the reconciler (as deletePool)
@@ -302,7 +311,7 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
 export async function finishPoolDeletion(deps: Deps, name: string): Promise<'gone' | 'terminating'> {
   let outcome;
   try {
-    outcome = await deps.pools.finalizePool(name);
+    outcome = await finalizePool(deps, name);
   } catch {
     return 'terminating';
   }
@@ -326,7 +335,7 @@ export async function deletePool(deps: Deps, name: string): Promise<'gone' | 'te
   if (outcome === 'absent') throw new NotFoundError('pool', name);
   if (outcome === 'notEmpty') throw new PoolNotEmptyError(name, 1);
   try {
-    await deps.pools.finalizePool(name);
+    await finalizePool(deps, name);
     return 'gone';
   } catch {
     // The deletion was accepted (the pool is Terminating); what is left is the finalizer's, resumed later.

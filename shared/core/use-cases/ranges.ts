@@ -19,6 +19,7 @@ import { validateLegacyCidr } from '../bitmap/bitmap.ts';
 import { type Deps } from './deps.ts';
 import { nowIso } from '../base/time.ts';
 import { rangeUtilization } from './pools.ts';
+import { releaseGrownSource } from './grown-blocks.ts';
 
 export interface CreateRangeCommand {
   readonly pool: string;
@@ -272,6 +273,6 @@ export async function deleteRange(deps: Deps, pool: string, name: string): Promi
     if (!(Number.isFinite(markedAt) && markedAt + INDEX_SETTLE_MS <= deps.clock.nowMs())) return 'terminating';
   }
   // Conditional on this Terminating incarnation: a range made again meanwhile is not removed.
-  await deps.pools.deleteRange(terminating);
+  if (await deps.pools.deleteRange(terminating)) await releaseGrownSource(deps, terminating);
   return 'gone';
 }
