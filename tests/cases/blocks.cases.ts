@@ -720,6 +720,42 @@ export function blocksCases(engine: TestEngine): void {
       expect(left.map((c) => c.name)).toEqual(['a2']);
     });
 
+    it('lets the last consumer of a claim with a child range leave (the claim kept), and releases the claim once the child is gone', async () => {
+      // Prepare: two org claims, each with one consumer and a child range; one consumer leaves, the other's owner goes
+      const clock = new ManualClock(T0);
+      const api = await testApiOn({ clock }, {}, undefined, engine);
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.0.0.0/8']);
+      expect((await api.call('POST', '/v1/pools', { name: 'child', blockPrefixLength: { IPv4: 24 } })).status).toBe(
+        201,
+      );
+      for (const name of ['c', 'd']) {
+        const made = await api.call('POST', '/v1/pools/org/claims', { name, owner: owner('eu', 'Region') });
+        const pod = { kind: 'Pod', name: `pod-${name}`, uid: `pod-${name}` };
+        expect((await api.call('POST', `/v1/pools/org/claims/${name}/consumers`, pod)).status).toBeLessThan(300);
+        const range = { cidr: prefixesOf(made.body)[0], name, source: { pool: 'org', claim: name } };
+        expect((await api.call('POST', '/v1/pools/child/ranges', range)).status).toBe(201);
+      }
+      // Act
+      const leave = await api.call('DELETE', '/v1/pools/org/claims/c/consumers/pod-c');
+      const ownerGone = await api.call('DELETE', '/v1/pools/org/owners/pod-d');
+      const kept = await Promise.all(['c', 'd'].map((name) => api.call('GET', `/v1/pools/org/claims/${name}`)));
+      for (const name of ['c', 'd'])
+        expect((await api.call('DELETE', `/v1/pools/child/ranges/${name}`)).status).toBe(202);
+      clock.advance(5_000);
+      for (const name of ['c', 'd'])
+        expect((await api.call('DELETE', `/v1/pools/child/ranges/${name}`)).status).toBe(204);
+      const released = await Promise.all(['c', 'd'].map((name) => api.call('DELETE', `/v1/pools/org/claims/${name}`)));
+      // Assess
+      expect(leave.status).toBe(200);
+      expect(leave.body).toMatchObject({ removed: true, released: false });
+      expect(ownerGone.status).toBeLessThan(300);
+      for (const claim of kept) {
+        expect(claim.status).toBe(200);
+        expect(claim.body.consumers).toBeUndefined();
+      }
+      expect(released.map((r) => r.status)).toEqual([204, 204]);
+    });
+
     it('refuses to remove a child range while a claim of the child pool holds space in it, a covering range or not', async () => {
       // Prepare: the child pool also has a plain range covering its nested one, and a claim inside the nested one.
       const api = await testApi();
