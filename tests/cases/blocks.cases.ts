@@ -4,6 +4,10 @@ import type { TestEngine } from '../support/engines.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import { allItems, tableSnapshot } from '../support/items.ts';
 import { EXPIRED_PAST_GRACE, reconcilerHarness, T0 } from '../support/reconciler.ts';
+import { PassThroughTable } from '../support/pass-through-table.ts';
+import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
+import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
+import type { Query, QueryPage, Table } from '../../shared/adapters/dynamodb/table.ts';
 
 /**
  * Block pools (issue 35): a pool whose claims take aligned blocks instead of addresses, each held block one lease item
@@ -391,6 +395,34 @@ export function blocksCases(engine: TestEngine): void {
       expect(rest.slice(0, 17)).toEqual(Array(17).fill(201));
       expect(rest[17]).toBe(409);
       expect((await pools()).top).toBe(2);
+    });
+  });
+
+  describe(`Grow on demand: racing crossings (${engine.name})`, () => {
+    it('takes no second block for a crossing when another caller grew the pool after this one measured its free space', async () => {
+      // Prepare: top hands out /29 blocks (6 addresses each); pods grows below 3 free. Three claims leave 3 free.
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 29 }, ['10.9.0.0/26']);
+      expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 3 } })).status).toBe(
+        201,
+      );
+      const claim = (on: TestApi, name: string) =>
+        on.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) });
+      for (const name of ['p0', 'p1', 'p2']) expect((await claim(api, name)).status).toBe(201);
+      // a's claim crosses (2 free); just as a's growth reads the parent, b's claim crosses too and grows the pool.
+      let b: Promise<unknown> | undefined;
+      const hooked = new HookTable(
+        api.container.table,
+        (read) => read.partition === keys.poolPartition('top'),
+        () => (b = claim(api, 'b')),
+      );
+      // Act
+      const a = await claim(api.sibling({ table: hooked }), 'a');
+      await b;
+      // Assess: one crossing, one block (b's); a's growth finds the pool above the threshold again
+      expect(a.status).toBe(201);
+      const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
+      expect(top.map((c) => c.name).sort()).toEqual(['pods-g4-1', 'pods-g4-2']);
     });
   });
 
@@ -803,4 +835,29 @@ export function blocksCases(engine: TestEngine): void {
       expect((await allItems(h.table)).filter((i) => i.entity === 'lease' && i.pool === 'org').length).toBe(1);
     });
   });
+}
+
+/** A table that runs `hook` once, just before the first read `when` picks is passed on: a race made exact. */
+class HookTable extends PassThroughTable {
+  private armed = true;
+  constructor(
+    inner: Table,
+    private readonly when: (read: Partial<Query & Key>) => boolean,
+    private readonly hook: () => Promise<unknown>,
+  ) {
+    super(inner);
+  }
+  private async fire(read: Partial<Query & Key>): Promise<void> {
+    if (!this.armed || !this.when(read)) return;
+    this.armed = false;
+    await this.hook();
+  }
+  override async query(query: Query): Promise<QueryPage> {
+    await this.fire(query);
+    return this.inner.query(query);
+  }
+  override async get(key: Key): Promise<Item | undefined> {
+    await this.fire(key);
+    return this.inner.get(key);
+  }
 }

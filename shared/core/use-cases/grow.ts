@@ -77,7 +77,7 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
   if (answer.created) {
     for (const family of new Set(answer.claim.addresses.map((a) => a.family))) {
       if ((await freeIn(deps, cmd.pool, family)) < BigInt(rule.belowFree))
-        await growOnce(deps, { pool: view.pool, rule, family, cmd }).catch(() => false);
+        await growOnce(deps, { pool: view.pool, rule, family, cmd, crossing: true }).catch(() => false);
     }
   }
   return answer;
@@ -123,11 +123,12 @@ function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): string | u
 
 /**
  * Takes the pool's next block of a family from its parent (see the file comment): false when the bound is reached,
- * the parent has no block size for the family, or no block left.
+ * the parent has no block size for the family, or no block left; and, for a `crossing` (free space found below the
+ * threshold after a claim), when the pool read here is no longer below it.
  */
 async function growOnce(
   deps: Deps,
-  args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand },
+  args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand; crossing?: boolean },
 ): Promise<boolean> {
   const { pool, rule, family, cmd } = args;
   const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch((error: unknown) => {
@@ -140,6 +141,8 @@ async function growOnce(
   const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
   const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
   if (taken >= rule.maxBlocks) return false;
+  // A crossing measured before another caller's growth landed is no crossing any more: that growth was its block.
+  if (args.crossing && (await familyFree(deps, own, family)) >= BigInt(rule.belowFree)) return false;
   const tag = freeTag(own, family, rule.maxBlocks);
   if (tag === undefined) return false;
   const claimName = `${pool.name.slice(0, 63 - tag.length - 1)}-${tag}`;
