@@ -522,6 +522,30 @@ export function blocksCases(engine: TestEngine): void {
       expect((await api.call('GET', '/v1/pools/top/claims')).body.items).toEqual([]);
     });
 
+    it("refuses growth for a pool whose name leaves no room for its grown blocks' claim names, writing nothing", async () => {
+      // Prepare: grown claims are named <pool>-g4-<k> (k up to maxBlocks), and a claim name has at most 63 characters
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 28 }, ['10.9.0.0/24']);
+      const before = await tableSnapshot(api.container.table);
+      const base = 'a'.repeat(58);
+      // Act
+      const long = await Promise.all(
+        [`${base}-one`, `${base}-two`].map((name) =>
+          api.call('POST', '/v1/pools', { name, grow: { pool: 'top', belowFree: 1 } }),
+        ),
+      );
+      const afterRefusals = await tableSnapshot(api.container.table);
+      const fits = await api.call('POST', '/v1/pools', { name: 'b'.repeat(57), grow: { pool: 'top', belowFree: 1 } });
+      // Assess
+      for (const r of long) {
+        expect(r.status).toBe(400);
+        expect(r.body.code).toBe('InvalidArgument');
+        expect(r.body.detail).toMatch(/57 characters/);
+      }
+      expect(afterRefusals).toEqual(before);
+      expect(fits.status).toBe(201);
+    });
+
     it('refuses a growth rule naming no block pool, itself, or a parent with smaller blocks, writing nothing', async () => {
       // Prepare
       const api = await testApi();

@@ -15,7 +15,7 @@
 import { Role, roleIn } from '../access.ts';
 import { IpFamily } from '../ip/address.ts';
 import { InvalidArgumentError, MismatchedNetworkError, NotFoundError, RangeFullError } from '../errors.ts';
-import { checkDnsLabel } from '../names.ts';
+import { checkDnsLabel, NameLimits } from '../names.ts';
 import { capacity } from '../ip/cidr.ts';
 import type { GrowRule, Pool, PoolView } from '../model.ts';
 import { hostIntervals, rangesOf } from '../base/pool-geometry.ts';
@@ -48,6 +48,14 @@ export function checkGrow(value: unknown, own: string): GrowRule {
   checkDnsLabel(pool, 'grow.pool');
   if (pool === own)
     throw new InvalidArgumentError('A pool cannot grow from itself; name its parent block pool.', 'grow.pool');
+  // The blocks it takes are claims named <own>-g4-<k> (k up to maxBlocks): refused rather than cut, so two pools'
+  // names can never meet in the parent.
+  const longest = NameLimits.label - `-g4-${maxBlocks as number}`.length;
+  if (own.length > longest)
+    throw new InvalidArgumentError(
+      `A pool that grows names the blocks it takes from its parent <pool>-g4-<k> (k up to maxBlocks, ${maxBlocks as number}), and a claim name has at most ${NameLimits.label} characters: name this pool with at most ${longest} characters, or lower maxBlocks.`,
+      'name',
+    );
   return { pool, belowFree: belowFree as number, maxBlocks: maxBlocks as number };
 }
 
@@ -145,7 +153,8 @@ async function growOnce(
   if (args.crossing && (await familyFree(deps, own, family)) >= BigInt(rule.belowFree)) return false;
   const tag = freeTag(own, family, rule.maxBlocks);
   if (tag === undefined) return false;
-  const claimName = `${pool.name.slice(0, 63 - tag.length - 1)}-${tag}`;
+  // Cut only for a pool made before checkGrow refused names too long for this (the cut names could meet).
+  const claimName = `${pool.name.slice(0, NameLimits.label - tag.length - 1)}-${tag}`;
   let made: CreateClaimAnswer;
   try {
     made = await createClaim(deps, {
