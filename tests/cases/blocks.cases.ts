@@ -409,7 +409,7 @@ export function blocksCases(engine: TestEngine): void {
       const claim = (on: TestApi, name: string) =>
         on.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) });
       for (const name of ['p0', 'p1', 'p2']) expect((await claim(api, name)).status).toBe(201);
-      // a's claim crosses (2 free); just as a's growth reads the parent, b's claim crosses too and grows the pool.
+      // a's claim crosses (2 free); just after a's growth read the parent, b's claim crosses too and grows the pool.
       let b: Promise<unknown> | undefined;
       const hooked = new HookTable(
         api.container.table,
@@ -838,6 +838,37 @@ export function blocksCases(engine: TestEngine): void {
       expect((await api.call('GET', '/v1/pools/org/claims/eu-west')).status).toBe(200);
     });
 
+    it("answers 204 for a child range's removal only once it is gone, when a sibling's removal changed the parent claim first", async () => {
+      // Prepare: one org claim of two blocks, a child range from each, both marked Terminating and settled
+      const clock = new ManualClock(T0);
+      const api = await testApiOn({ clock }, {}, undefined, engine);
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.0.0.0/8']);
+      const made = await api.call('POST', '/v1/pools/org/claims', { name: 'c', owner: owner('eu'), count: 2 });
+      expect((await api.call('POST', '/v1/pools', { name: 'child', blockPrefixLength: { IPv4: 24 } })).status).toBe(
+        201,
+      );
+      for (const [i, cidr] of prefixesOf(made.body).entries()) {
+        const range = { cidr, name: `r${i}`, source: { pool: 'org', claim: 'c' } };
+        expect((await api.call('POST', '/v1/pools/child/ranges', range)).status).toBe(201);
+      }
+      for (const name of ['r0', 'r1'])
+        expect((await api.call('DELETE', `/v1/pools/child/ranges/${name}`)).status).toBe(202);
+      clock.advance(5_000);
+      // r0's removal reads the parent claim; just then r1's removal takes its own marker off it (a new version)
+      const claimKey = keys.claim('org', 'c');
+      const hooked = new HookTable(
+        api.container.table,
+        (read) => read.PK === claimKey.PK && read.SK === claimKey.SK,
+        () => api.call('DELETE', '/v1/pools/child/ranges/r1'),
+      );
+      // Act
+      const removed = await api.sibling({ clock, table: hooked }).call('DELETE', '/v1/pools/child/ranges/r0');
+      // Assess
+      expect(removed.status).toBe(204);
+      expect((await api.call('GET', '/v1/pools/child/ranges')).body.items).toEqual([]);
+      expect((await api.call('DELETE', '/v1/pools/org/claims/c')).status).toBe(204);
+    });
+
     it('keeps a parent claim with a child range through its TTL and the reconciler', async () => {
       // Prepare
       const h = await reconcilerHarness({ engine });
@@ -861,7 +892,7 @@ export function blocksCases(engine: TestEngine): void {
   });
 }
 
-/** A table that runs `hook` once, just before the first read `when` picks is passed on: a race made exact. */
+/** A table that runs `hook` once, just after the first read `when` picks and before its answer is handed back: a race made exact. */
 class HookTable extends PassThroughTable {
   private armed = true;
   constructor(
@@ -871,17 +902,17 @@ class HookTable extends PassThroughTable {
   ) {
     super(inner);
   }
-  private async fire(read: Partial<Query & Key>): Promise<void> {
-    if (!this.armed || !this.when(read)) return;
-    this.armed = false;
-    await this.hook();
+  private async fire<T>(read: Partial<Query & Key>, answer: T): Promise<T> {
+    if (this.armed && this.when(read)) {
+      this.armed = false;
+      await this.hook();
+    }
+    return answer;
   }
   override async query(query: Query): Promise<QueryPage> {
-    await this.fire(query);
-    return this.inner.query(query);
+    return this.fire(query, await this.inner.query(query));
   }
   override async get(key: Key): Promise<Item | undefined> {
-    await this.fire(key);
-    return this.inner.get(key);
+    return this.fire(key, await this.inner.get(key));
   }
 }
