@@ -7,7 +7,7 @@ import { EXPIRED_PAST_GRACE, reconcilerHarness, T0 } from '../support/reconciler
 import { PassThroughTable } from '../support/pass-through-table.ts';
 import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
-import type { Query, QueryPage, Table } from '../../shared/adapters/dynamodb/table.ts';
+import type { Query, QueryPage, Table, TxVerdict, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 
 /**
  * Block pools (issue 35): a pool whose claims take aligned blocks instead of addresses, each held block one lease item
@@ -869,6 +869,60 @@ export function blocksCases(engine: TestEngine): void {
       expect((await api.call('DELETE', '/v1/pools/org/claims/c')).status).toBe(204);
     });
 
+    it("finishes a parent pool's deletion only after its claims' child ranges are gone, when the listing missed the claim", async () => {
+      // Prepare: the org claim and its child range are made just before org's DELETE, which the index does not show them
+      const h = await reconcilerHarness({ engine });
+      const block = await hierarchy(h.api);
+      const source = { pool: 'org', claim: 'eu-west' };
+      expect((await h.api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, name: 'r', source })).status).toBe(
+        201,
+      );
+      const lagging = h.api.sibling({ clock: h.clock, table: new ListingLagTable(h.table, 'org') });
+      const orgItems = async (entity: string) =>
+        (await allItems(h.table)).filter((i) => i.pool === 'org' && i.entity === entity);
+      // Act
+      const deleted = await lagging.call('DELETE', '/v1/pools/org');
+      const kept = await orgItems('claim');
+      expect((await h.api.call('DELETE', '/v1/pools/eu-west/ranges/r')).status).toBe(202);
+      h.clock.advance(5_000);
+      expect((await h.api.call('DELETE', '/v1/pools/eu-west/ranges/r')).status).toBe(204);
+      await h.run();
+      // Assess: accepted, but the parent claim (and its block) stay while the child range lives; then all goes
+      expect(deleted.status).toBe(202);
+      expect(kept.map((c) => c.name)).toEqual(['eu-west']);
+      expect(await orgItems('claim')).toEqual([]);
+      expect(await orgItems('lease')).toEqual([]);
+      expect(await orgItems('pool')).toEqual([]);
+    });
+
+    it('refuses a nested range whose source pool is Terminating', async () => {
+      // Prepare: the claim is confirmed (no expiry), then org is marked Terminating (its listing missed the claim; its
+      // finalizer not run yet)
+      const api = await testApi();
+      const block = await hierarchy(api);
+      const confirmed = await api.call('POST', '/v1/pools/org/claims/eu-west/renew', { ttlSeconds: null });
+      expect(confirmed.status).toBe(200);
+      const lagging = api.sibling({ table: new ListingLagTable(api.container.table, 'org') });
+      expect(await lagging.container.deps.pools.deletePool('org', Date.now())).toBe('terminating');
+      const claim = (await api.container.deps.claims.getClaim('org', 'eu-west'))!;
+      const range = {
+        pool: 'eu-west',
+        name: 'r',
+        cidr: block,
+        family: 'IPv4',
+        state: 'Ready',
+        legacy: false,
+        createdAt: new Date().toISOString(),
+        blockPrefixLength: 24,
+        source: { pool: 'org', claim: 'eu-west' },
+      } as Parameters<typeof api.container.deps.pools.createRange>[0];
+      // Act
+      const made = api.container.deps.pools.createRange(range, claim);
+      // Assess
+      await expect(made).rejects.toThrow(/org/);
+      expect((await api.container.deps.claims.getClaim('org', 'eu-west'))?.children).toBeUndefined();
+    });
+
     it('keeps a parent claim with a child range through its TTL and the reconciler', async () => {
       // Prepare
       const h = await reconcilerHarness({ engine });
@@ -914,5 +968,26 @@ class HookTable extends PassThroughTable {
   }
   override async get(key: Key): Promise<Item | undefined> {
     return this.fire(key, await this.inner.get(key));
+  }
+}
+
+/** A table whose pool claims listing (the index) shows none of `pool`'s claims until a transaction passes: its lag. */
+class ListingLagTable extends PassThroughTable {
+  private lagging = true;
+  constructor(
+    inner: Table,
+    private readonly pool: string,
+  ) {
+    super(inner);
+  }
+  override query(query: Query): Promise<QueryPage> {
+    if (this.lagging && query.partition.startsWith(keys.claimsListing(this.pool, 0).slice(0, -1)))
+      return Promise.resolve({ items: [], scanned: 0 } as unknown as QueryPage);
+    return this.inner.query(query);
+  }
+  override async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
+    const verdicts = await this.inner.transact(ops);
+    this.lagging = false;
+    return verdicts;
   }
 }
