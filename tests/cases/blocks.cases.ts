@@ -546,6 +546,35 @@ export function blocksCases(engine: TestEngine): void {
       expect(fits.status).toBe(201);
     });
 
+    it('refuses growth for an address pool from a parent whose blocks hold no usable address (/32, /31, /128)', async () => {
+      // Prepare
+      const api = await testApi();
+      for (const [name, block] of [
+        ['p32', { IPv4: 32 }],
+        ['p31', { IPv4: 31 }],
+        ['p128', { IPv4: 24, IPv6: 128 }],
+        ['p30', { IPv4: 30 }],
+      ] as const)
+        expect((await api.call('POST', '/v1/pools', { name, blockPrefixLength: block })).status).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const refused = await Promise.all(
+        ['p32', 'p31', 'p128'].map((pool) =>
+          api.call('POST', '/v1/pools', { name: `from-${pool}`, grow: { pool, belowFree: 1 } }),
+        ),
+      );
+      const afterRefusals = await tableSnapshot(api.container.table);
+      const fits = await api.call('POST', '/v1/pools', { name: 'from-p30', grow: { pool: 'p30', belowFree: 1 } });
+      // Assess
+      for (const r of refused) {
+        expect(r.status).toBe(400);
+        expect(r.body.code).toBe('InvalidArgument');
+        expect(r.body.detail).toMatch(/no usable address/);
+      }
+      expect(afterRefusals).toEqual(before);
+      expect(fits.status).toBe(201);
+    });
+
     it('refuses a growth rule naming no block pool, itself, or a parent with smaller blocks, writing nothing', async () => {
       // Prepare
       const api = await testApi();

@@ -104,6 +104,17 @@ async function checkGrowParent(deps: Deps, rule: GrowRule, blocks: Pool['blockPr
       `grow.pool ${JSON.stringify(rule.pool)} must be an existing block pool.`,
       'grow.pool',
     );
+  // An address pool grown from a parent takes the parent's blocks as ranges of addresses: a block with no usable
+  // address (an IPv4 /31 or /32, an IPv6 /128) would be a range of none, taken again by every claim up to maxBlocks.
+  if (!blocks) {
+    for (const [family, length] of Object.entries(parent.pool.blockPrefixLength)) {
+      if (capacity({ family: family as IpFamily, base: 0n, prefix: length }) === 0n)
+        throw new InvalidArgumentError(
+          `Pool ${JSON.stringify(rule.pool)} hands out /${length} ${family} blocks, which hold no usable address: an address pool cannot grow from it.`,
+          'grow.pool',
+        );
+    }
+  }
   // A block pool grown from a parent takes the parent's blocks as ranges: each must hold at least one of its own.
   for (const [family, length] of Object.entries(blocks ?? {})) {
     const parentLength = parent.pool.blockPrefixLength[family as IpFamily];
