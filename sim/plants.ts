@@ -9,6 +9,7 @@ import type { TxVerdict, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 import type { PoolViewCache } from '../shared/core/pool-view-cache.ts';
 import type { ReconcileStore } from '../shared/core/reconciler/ports.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
+import { RangeFullError } from '../shared/core/errors.ts';
 import { Invariant } from './invariants.ts';
 import type { Prng } from './prng.ts';
 import { SCENARIOS } from './scenarios.ts';
@@ -151,6 +152,13 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     caughtBy: Invariant.ConsumedClaimHeld,
     hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, claims: releasingOnRemoval(deps) } : deps) },
   },
+  'full-without-reading': {
+    name: 'full-without-reading',
+    bug: 'every fourth claim is answered RangeFull without reading the leases (the "used up" decision skipped)',
+    scenario: { ...SCENARIOS.crowded!, name: 'crowded' },
+    caughtBy: Invariant.RangeFullExact,
+    hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, allocator: fullEveryFourth(deps.allocator) } : deps) },
+  },
   'keep-last-consumer': {
     name: 'keep-last-consumer',
     bug: "the last consumer's leaving is answered as a release but the claim is kept",
@@ -177,6 +185,17 @@ function keepingConsumed(allocator: Deps['allocator']): Deps['allocator'] {
   const planted = Object.create(allocator) as Deps['allocator'];
   planted.release = (claim, expectedVersion, hold, event) =>
     claim.consumers?.length ? Promise.resolve('released') : allocator.release(claim, expectedVersion, hold, event);
+  return planted;
+}
+
+/** An allocator that answers every fourth claim of a container RangeFull in its first family, reading nothing. */
+function fullEveryFourth(allocator: Deps['allocator']): Deps['allocator'] {
+  const planted = Object.create(allocator) as Deps['allocator'];
+  let calls = 0;
+  planted.allocate = (view, draft, requests, options) =>
+    (calls += 1) % 4 === 0
+      ? Promise.reject(new RangeFullError(view.pool.name, requests[0]?.family ?? 'IPv4'))
+      : allocator.allocate(view, draft, requests, options);
   return planted;
 }
 
