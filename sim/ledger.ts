@@ -23,8 +23,8 @@ import { parsedAddress, parsedCidr } from './parsed.ts';
 import { isHostOf, type Cidr } from '../shared/core/ip/cidr.ts';
 import { forEachHeld } from '../shared/core/occupancy/chunk.ts';
 import { itemToChunk } from '../shared/adapters/dynamodb/occupancy-store.ts';
-import { RangeState, type Claim } from '../shared/core/model.ts';
-import { Invariant, type Snapshot, type Violation } from './invariants.ts';
+import { RangeState } from '../shared/core/model.ts';
+import { Invariant, type AnsweredClaim, type Snapshot, type Violation } from './invariants.ts';
 
 interface Held {
   readonly pool: string;
@@ -42,7 +42,7 @@ const keyOf = (pool: string, name: string): string => `${pool}/${name}`;
 
 /** What the ledger needs of a claim answer. */
 export interface Told {
-  readonly claim: Claim;
+  readonly claim: AnsweredClaim;
   /** The client received the answer. */
   readonly atMs: number;
   /** The attempt that was answered arrived at its container (for the range-deletion promise). */
@@ -93,7 +93,7 @@ export class ClientLedger {
             pool: c.pool,
             name: c.name,
             uid: c.uid,
-            owner: c.spec.owner.uid,
+            owner: c.owner,
             addresses,
             expiresAt: undefined,
             toldAtMs: t.atMs,
@@ -342,19 +342,22 @@ export class FreeAddresses {
   }
 }
 
+/** A RangeFull answer: its pool and family, its request's window at the container (epoch ms), and what was asked. */
+export interface RangeFullAnswer {
+  readonly pool: string;
+  readonly family: string;
+  readonly fromMs: number;
+  readonly toMs: number;
+  readonly what: string;
+}
+
 /**
  * A RangeFull answer given over [fromMs, toMs] while one host address of its family had no lease item all along: the
  * allocator's promise (a "used up" decision reads each address during the request, so an address free for the whole
  * request is found; core/allocator/lease/used-up-decision.ts). A violation.
  */
-export function checkRangeFull(
-  free: FreeAddresses,
-  pool: string,
-  family: string,
-  fromMs: number,
-  toMs: number,
-  what: string,
-): Violation[] {
+export function checkRangeFull(free: FreeAddresses, answer: RangeFullAnswer): Violation[] {
+  const { pool, family, fromMs, toMs, what } = answer;
   const address = free.freeThroughout(pool, family, fromMs, toMs);
   if (address === undefined) return [];
   return [
@@ -372,14 +375,8 @@ export function checkRangeFull(
  * reads of many addresses are not one snapshot (a release behind its read and a claim ahead of it); the run counts
  * them and prints the first (World's notes).
  */
-export function rangeFullWithoutFullMoment(
-  free: FreeAddresses,
-  pool: string,
-  family: string,
-  fromMs: number,
-  toMs: number,
-  what: string,
-): string | undefined {
+export function rangeFullWithoutFullMoment(free: FreeAddresses, answer: RangeFullAnswer): string | undefined {
+  const { pool, family, fromMs, toMs, what } = answer;
   if (free.hadNone(pool, family, fromMs, toMs)) return undefined;
   const now = free.freeNow(pool, family);
   return `${what} was answered RangeFull (${family}) while pool ${pool} had a free ${family} host address at every moment of the request, never the same one throughout (${Math.round(toMs - fromMs)} ms; ${now.count} free at its end: ${now.some.join(', ')})`;
