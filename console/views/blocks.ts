@@ -1,4 +1,4 @@
-import type { Claim, PoolDetails, Range } from '../../cli/api/types.ts';
+import type { Claim, Pool, PoolDetails, Range } from '../../cli/api/types.ts';
 import { countOf, labelOf, type MapCell, type MapModel } from '../../cli/map/layout.ts';
 
 /**
@@ -14,6 +14,23 @@ export function blockSizesText(pool: Pick<PoolDetails, 'blockPrefixLength'>): st
     sizes[family] === undefined ? [] : [`${family} /${sizes[family]}`],
   );
   return parts.length ? parts.join(', ') : undefined;
+}
+
+/** The pool's block lengths for the pools table, `/26, /64`; empty for an address pool. */
+export function blockLengthsText(pool: Pick<Pool, 'blockPrefixLength'>): string {
+  const sizes = pool.blockPrefixLength ?? {};
+  return (['IPv4', 'IPv6'] as const)
+    .flatMap((family) => (sizes[family] === undefined ? [] : [`/${sizes[family]}`]))
+    .join(', ');
+}
+
+/** When a pool takes one more block from its parent (its grow rule), in its own unit; undefined without a rule. */
+export function growText(pool: Pick<Pool, 'blockPrefixLength' | 'grow'>): string | undefined {
+  if (!pool.grow) return undefined;
+  const { belowFree, maxBlocks = 16 } = pool.grow;
+  const unit = pool.blockPrefixLength ? ['block', 'blocks'] : ['address', 'addresses'];
+  const free = `${belowFree} ${belowFree === 1 ? `${unit[0]} is` : `${unit[1]} are`} free`;
+  return `one more block when fewer than ${free} (at most ${maxBlocks} ${maxBlocks === 1 ? 'block' : 'blocks'} a family)`;
 }
 
 /** What a claim holds, one entry per address: the block's CIDR in a block pool, else the address. */
