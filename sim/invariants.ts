@@ -37,6 +37,9 @@ export const Invariant = {
   // Shared claims (issue 38).
   ConsumedClaimHeld: 'claim-with-consumers-not-released',
   ConsumersLeftReleased: 'claim-whose-consumers-left-released-in-time',
+  // The pool tree (issue 35, tree.ts).
+  PoolTree: 'no-overlap-in-the-pool-tree',
+  GrowthBounded: 'growth-bounded-by-max-blocks',
 } as const;
 export type Invariant = (typeof Invariant)[keyof typeof Invariant];
 

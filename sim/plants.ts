@@ -7,12 +7,15 @@
  */
 import type { TxVerdict, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 import type { PoolViewCache } from '../shared/core/pool-view-cache.ts';
+import type { PoolView } from '../shared/core/model.ts';
+import { familyBits, formatAddress } from '../shared/core/ip/address.ts';
+import { parseCidr } from '../shared/core/ip/cidr.ts';
 import type { ReconcileStore } from '../shared/core/reconciler/ports.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
 import { RangeFullError } from '../shared/core/errors.ts';
 import { Invariant } from './invariants.ts';
 import type { Prng } from './prng.ts';
-import { SCENARIOS } from './scenarios.ts';
+import { NAMED_ONLY, SCENARIOS } from './scenarios.ts';
 import type { Caller } from './sim-table.ts';
 import { NO_FAULTS, type Scenario } from './world.ts';
 
@@ -67,6 +70,30 @@ function skippingCheck(views: PoolViewCache): PoolViewCache {
     return Promise.resolve(true);
   };
   return planted;
+}
+
+/** The view cache answering every growing pool with a bound 3 blocks higher. */
+function raisingBound(views: PoolViewCache): PoolViewCache {
+  const planted = Object.create(views) as PoolViewCache;
+  const raised = (view: PoolView): PoolView =>
+    view.pool.grow
+      ? { ...view, pool: { ...view.pool, grow: { ...view.pool.grow, maxBlocks: view.pool.grow.maxBlocks + 3 } } }
+      : view;
+  planted.get = async (pool, nowMs, fresh) => raised(await views.get(pool, nowMs, fresh));
+  planted.read = async (pool, nowMs, fresh) => {
+    const read = await views.read(pool, nowMs, fresh);
+    return { ...read, view: raised(read.view) };
+  };
+  return planted;
+}
+
+/** A put of a range made from a claim (`source`) with its CIDR moved one block of its size up. */
+function nextBlock(op: WriteOp): WriteOp {
+  if (op.kind !== 'put' || op.item.entity !== 'range' || op.item.source === undefined) return op;
+  const cidr = parseCidr(op.item.cidr as string);
+  const size = 1n << BigInt(familyBits(cidr.family) - cidr.prefix);
+  const moved = `${formatAddress({ family: cidr.family, value: cidr.base + size })}/${cidr.prefix}`;
+  return { ...op, item: { ...op.item, cidr: moved } };
 }
 
 /** The reconciler's store releasing an expired claim on its uid alone: a renewal since the read no longer saves it. */
@@ -158,6 +185,22 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     scenario: { ...SCENARIOS.crowded!, name: 'crowded' },
     caughtBy: Invariant.RangeFullExact,
     hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, allocator: fullEveryFourth(deps.allocator) } : deps) },
+  },
+  'grow-past-bound': {
+    name: 'grow-past-bound',
+    bug: "a growing pool's bound read 3 blocks higher than the pool's (the API containers' view cache)",
+    scenario: { ...NAMED_ONLY.blocks!, name: 'blocks' },
+    caughtBy: Invariant.GrowthBounded,
+    hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, views: raisingBound(deps.views) } : deps) },
+  },
+  'child-off-source': {
+    name: 'child-off-source',
+    bug: "a range made from a block claim is written one block past the claim's (the setup's range writes rewritten)",
+    scenario: { ...NAMED_ONLY.blocks!, name: 'blocks' },
+    caughtBy: Invariant.PoolTree,
+    hooks: {
+      mutate: (ops, caller) => (caller.role === 'setup' ? ops.map(nextBlock) : [...ops]),
+    },
   },
   'keep-last-consumer': {
     name: 'keep-last-consumer',

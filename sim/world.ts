@@ -62,6 +62,7 @@ import {
   type RangeFullAnswer,
 } from './ledger.ts';
 import type { PlantHooks } from './plants.ts';
+import { checkGrowth, checkPoolTree } from './tree.ts';
 import {
   answeredClaim,
   httpOf,
@@ -172,6 +173,12 @@ export interface Scenario {
   readonly ipv6?: string;
   /** A block pool (issue 35): the pool's blockPrefixLength; its claims take blocks of the ranges instead of addresses. */
   readonly blocks?: Readonly<Partial<Record<'IPv4' | 'IPv6', number>>>;
+  /**
+   * A pool tree under the block pool (issue 35): address pool `sim-child` made from an IPv4 block claim of `sim`
+   * (POST ranges with `source`), and address pool `sim-grow`, without ranges at first, growing from `sim` (`grow`:
+   * this threshold and bound). Clients 1 and 2 (mod 4) claim in them.
+   */
+  readonly tree?: { readonly belowFree: number; readonly maxBlocks: number };
   /** Fraction of claims made with a TTL (renewed by their client while it holds them), and that TTL. */
   readonly ttlShare: number;
   readonly ttlSeconds: number;
@@ -256,6 +263,8 @@ export interface Outcome {
   readonly throttledBy: readonly (readonly [string, number])[];
   /** The oldest difference seen between the stream function's projections and the leases (ms). */
   readonly maxProjectionLagMs: number;
+  /** What the pool tree (Scenario.tree) came to: the child's block, the blocks grown, the claims made in each. */
+  readonly tree?: string;
   readonly violation?: Violation;
   readonly trace: readonly string[];
   readonly notes: readonly string[];
@@ -324,6 +333,11 @@ const STREAM_KEPT_READ = 4096;
 const POOL = 'sim';
 /** The second pool, deleted and created again under load (FaultRates.poolDeletesPerMinute); its clients are every fourth. */
 const POOL_B = 'sim-b';
+/** The pool tree's pools (Scenario.tree): one made from a block claim of POOL, one growing from POOL. */
+const POOL_CHILD = 'sim-child';
+const POOL_GROW = 'sim-grow';
+/** The block claim of POOL that POOL_CHILD's range is made from. */
+const CHILD_SOURCE = 'child-source';
 /** The range of the second pool's k-th incarnation: a CIDR of its own, so an address tells which incarnation it was taken in. */
 const poolBCidr = (k: number): string => `10.60.${k % 256}.0/26`;
 
@@ -400,6 +414,8 @@ export class World {
   private readonly inexactFull: string[] = [];
   /** RangeFull answers with no moment of their request the family was full (rangeFullWithoutFullMoment). */
   private readonly noFullMoment: string[] = [];
+  /** Claims answered 201 to the clients, by pool. */
+  private readonly createdIn: Record<string, number> = {};
   private readonly latencyScale: number;
 
   constructor(
@@ -681,6 +697,12 @@ export class World {
       ...checkDeletedPools(s, now, allowance, this.deletedPools),
       ...checkSharedClaims(s, now, allowance, this.shared as readonly SharedClaim[]),
       ...this.ledger.check(s, now),
+      ...(this.scenario.tree
+        ? [
+            ...checkPoolTree(s, now, skew),
+            ...checkGrowth(s, [{ pool: POOL_GROW, parent: POOL, maxBlocks: this.scenario.tree.maxBlocks }]),
+          ]
+        : []),
     ]);
     if (this.scheduler.stoppedBy) return;
     const chunks = [...this.engine.state.values()].filter((item) => item.entity === 'chunk');
@@ -766,6 +788,7 @@ export class World {
       );
       if ((answer.status === 201 || answer.status === 200) && 'claim' in answer && answer.claim) {
         this.allocations += answer.status === 201 ? 1 : 0;
+        if (answer.status === 201) this.count(this.createdIn, pool);
         held.push({ name: answer.claim.name, ttl, renewAt: this.scheduler.now + renewEvery });
         this.tell(answer.claim, answer, answer.status === 201);
       } else if (
@@ -1240,6 +1263,8 @@ export class World {
 
   /** The pool a client claims in: every fourth client uses the second pool when the scenario deletes it. */
   private poolOf(index: number): string {
+    if (this.scenario.tree && index % 4 === 1) return POOL_CHILD;
+    if (this.scenario.tree && index % 4 === 2) return POOL_GROW;
     return this.scenario.faults.poolDeletesPerMinute > 0 && index % 4 === 3 ? POOL_B : POOL;
   }
 
@@ -1369,9 +1394,22 @@ export class World {
       await send('/v1/pools', { name: POOL_B });
       await send(`/v1/pools/${POOL_B}/ranges`, { cidr: poolBCidr(1) });
     }
+    if (this.scenario.tree) await this.plantTree(admin.http, send);
     const fill = Math.floor(this.scenario.prefill * this.hostCount(this.scenario.cidrs[0]!));
     for (let i = 0; i < fill; i += 1)
       await send(`/v1/pools/${POOL}/claims`, { name: `pre-${i}`, owner: { kind: 'Pod', name: 'pre', uid: 'pre' } });
+  }
+
+  /** The pool tree (Scenario.tree): a child pool made from a block claim of POOL, and a pool growing from POOL. */
+  private async plantTree(http: Http, send: (path: string, body: unknown) => Promise<void>): Promise<void> {
+    const owner = { kind: 'Pool', name: POOL_CHILD, uid: `pool-${POOL_CHILD}` };
+    const made = await http('POST', `/v1/pools/${POOL}/claims`, { name: CHILD_SOURCE, owner, ipFamilies: ['IPv4'] });
+    if (made.status !== 201) throw new Error(`setup: the child pool's block answered ${made.status}: ${made.error}`);
+    const block = (made.body as ClaimDocument).addresses[0]!.prefix!;
+    await send('/v1/pools', { name: POOL_CHILD });
+    await send(`/v1/pools/${POOL_CHILD}/ranges`, { cidr: block, source: { pool: POOL, claim: CHILD_SOURCE } });
+    const { belowFree, maxBlocks } = this.scenario.tree!;
+    await send('/v1/pools', { name: POOL_GROW, grow: { pool: POOL, belowFree, maxBlocks } });
   }
 
   private hostCount(cidr: string): number {
@@ -1430,6 +1468,7 @@ export class World {
         .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
         .slice(0, 5),
       maxProjectionLagMs: this.lag.maxLagMs,
+      ...(s.tree ? { tree: this.treeSummary(s.tree.maxBlocks) } : {}),
       ...(violation ? { violation } : {}),
       trace: violation ? this.traceOf(violation) : [],
       notes: [
@@ -1446,6 +1485,14 @@ export class World {
           : []),
       ],
     };
+  }
+
+  /** The pool tree at the end of the run: the child's range and source, the growing pool's ranges, the claims made. */
+  private treeSummary(maxBlocks: number): string {
+    const { ranges } = snapshotOf([...this.engine.state.values()]);
+    const child = ranges.find((r) => r.pool === POOL_CHILD);
+    const grown = ranges.filter((r) => r.pool === POOL_GROW && r.source?.pool === POOL);
+    return `${POOL_CHILD} made from ${POOL}/${CHILD_SOURCE} (${child?.cidr ?? 'gone'}), ${this.createdIn[POOL_CHILD] ?? 0} claims created in it; ${POOL_GROW} grew ${grown.length} of at most ${maxBlocks} IPv4 blocks from ${POOL} (${grown.map((r) => r.cidr).join(', ')}), ${this.createdIn[POOL_GROW] ?? 0} claims created in it`;
   }
 
   /** Where a long run is: virtual seconds since load start, arrivals and allocations so far (for progress lines). */
