@@ -12,19 +12,6 @@ const CORE_PURE = [
   { group: ['**/adapters/**'], message: 'The domain core does not depend on adapters.' },
 ];
 
-/** Files of shared/core with functions of more than 4 parameters, not yet given an options object. */
-const MAX_PARAMS_NOT_YET = [
-  'allocator/bitmap-allocator.ts',
-  'allocator/hint.ts',
-  'bitmap/bitmap-release.ts',
-  'mirror/projections.ts',
-  'occupancy/summary-mirror.ts',
-  'reconciler/drift.ts',
-  'use-cases/addresses.ts',
-  'use-cases/claims.ts',
-  'use-cases/history.ts',
-];
-
 const MECHANISMS = ['allocator', 'bitmap', 'history', 'mirror', 'occupancy', 'used-up'];
 const folders = (names) => names.flatMap((n) => [`**/${n}/**`, `./${n}/**`]);
 
@@ -104,10 +91,8 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: [...CORE_PURE, { group: above, message: why }] }] },
   })),
   {
-    // Functions take an options object past 4 parameters. The files listed still have such functions (issue 34 left
-    // them; each needs its callers changed): a file leaves the list when converted, and no file joins it.
+    // Functions take an options object past 4 parameters: named fields read at the call site, positional ones do not.
     files: ['shared/core/**/*.ts'],
-    ignores: MAX_PARAMS_NOT_YET.map((f) => `shared/core/${f}`),
     rules: { 'max-params': ['error', 4] },
   },
   {

@@ -76,12 +76,12 @@ async function main(): Promise<void> {
             buildContainer(config, { client: bench.extraClient(meter, 3), announcer: quiet });
           const withCheck = shipped(meters.with).mirror;
           const plain = shipped(meters.without);
-          const withoutCheck = new LeaseProjections(
-            plain.mirror.summary,
-            plain.mirror.legacy,
-            plain.mirror.history,
-            plain.stores.history,
-          );
+          const withoutCheck = new LeaseProjections({
+            summary: plain.mirror.summary,
+            legacy: plain.mirror.legacy,
+            history: plain.mirror.history,
+            marks: plain.stores.history,
+          });
           const ms = { without: [] as number[], with: [] as number[] };
           let crossings = 0;
           for (let b = 0; b < batches; b += 1) {

@@ -120,12 +120,12 @@ export const historyScenario: Scenario = {
       // The stream function's projections as deployed (the history first, its mark on the summary's chunk writes),
       // each part timed as it finishes; no legacy ranges here. One instance for the run, as one warm container.
       let timing: (target: number[]) => <R extends { failed: readonly string[] }>(result: R) => R = () => (r) => r;
-      const projections = new LeaseProjections(
-        { apply: (c, marks) => summary.apply(c, marks).then(timing(lag.summary)) },
-        { apply: async () => ({ failed: [], ranges: [], active: false }) },
-        { apply: (c) => recorder.apply(c).then(timing(lag.history)) },
-        historyContainer.deps.history,
-      );
+      const projections = new LeaseProjections({
+        summary: { apply: (c, marks) => summary.apply(c, marks).then(timing(lag.summary)) },
+        legacy: { apply: async () => ({ failed: [], ranges: [], active: false }) },
+        history: { apply: (c) => recorder.apply(c).then(timing(lag.history)) },
+        marks: historyContainer.stores.history,
+      });
       const deliver = async () => {
         const batch = queue.splice(0, BATCH);
         if (!batch.length) return;
@@ -169,7 +169,7 @@ export const historyScenario: Scenario = {
             });
             const lease = leaseOfClaim(claim, claim.addresses[0]!);
             push(undefined, lease);
-            await deleteClaim(container.deps, POOL, name, undefined, nodeRole);
+            await deleteClaim(container.deps, POOL, name, { caller: nodeRole });
             push(lease, undefined);
             cycles.push({ address: lease.address, claimUid: claim.uid });
           }

@@ -67,14 +67,14 @@ export function leaseStrategy(strategy: PickStrategy): Strategy {
               const family = parseCidr(ctx.cidr).family;
               // The same intervals the allocator asks the hint for, so its cache entry is the one refreshed.
               const source = view.pool.summarySince !== undefined ? HintSource.Summary : HintSource.Listing;
-              await deps.hints.get(
-                ctx.pool,
+              await deps.hints.get({
+                pool: ctx.pool,
                 family,
-                hostIntervals(rangesOf(view, family)),
-                deps.clock.nowMs(),
-                true,
+                intervals: hostIntervals(rangesOf(view, family)),
+                nowMs: deps.clock.nowMs(),
+                force: true,
                 source,
-              );
+              });
             },
             async allocate(claimName) {
               try {

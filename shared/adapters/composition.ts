@@ -154,12 +154,12 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
     announcer: overrides.announcer ?? eventBridgeAnnouncer(config),
     clock,
   });
-  const mirror = new LeaseProjections(
-    new SummaryMirror({ store: occupancy, clock }),
-    new LegacyMirror({ pools, leases, bitmaps, gates }),
-    new HistoryRecorder({ store: stores.history, clock }),
-    stores.history,
-    watch,
-  );
+  const mirror = new LeaseProjections({
+    summary: new SummaryMirror({ store: occupancy, clock }),
+    legacy: new LegacyMirror({ pools, leases, bitmaps, gates }),
+    history: new HistoryRecorder({ store: stores.history, clock }),
+    marks: stores.history,
+    exhaustion: watch,
+  });
   return { config, table, stores, deps, mirror };
 }

@@ -31,6 +31,12 @@ export interface Page<T> {
   readonly nextCursor?: string;
 }
 
+/** Which page a listing is asked for: its size (default pageLimit's) and where the previous page stopped. */
+export interface PageQuery {
+  readonly limit?: number;
+  readonly cursor?: string;
+}
+
 /** A family's addresses in [from, to]. */
 export interface LeaseScope {
   readonly family: IpFamily;

@@ -78,14 +78,14 @@ describe('Function: runReconciler', () => {
     const h = await reconcilerHarness();
     await h.pool('p', ['10.0.0.0/29']);
     await h.pool('q', ['10.0.1.0/29']);
-    await h.api.container.deps.history.advanceMark('p', h.clock.t - 60_000);
-    await h.api.container.deps.history.notePending(
+    await h.api.container.stores.history.advanceMark('p', h.clock.t - 60_000);
+    await h.api.container.stores.history.notePending(
       'p',
       h.clock.t - 1_234,
       '10.0.0.1',
       `${new Date(h.clock.t - 9_000).toISOString()}#uid-1`,
     );
-    await h.api.container.deps.history.advanceMark('q', h.clock.t - 3_600_000);
+    await h.api.container.stores.history.advanceMark('q', h.clock.t - 3_600_000);
     const logs: Record<string, unknown>[] = [];
     const metrics = IpamMetrics.create({ namespace: 'ipam-test', serviceName: 'ipam' });
     // Act

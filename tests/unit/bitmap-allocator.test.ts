@@ -22,7 +22,13 @@ describe('Function: pickBit', () => {
       fc.property(fc.bigInt({ min: 0n, max: 1000n }), (roll) => {
         const range = rangeOf('10.0.0.0/24');
         expect(
-          pickBit(Bitmap.empty(legacyWindow(range.cidr)), range, [], new Set(), fixed(roll)),
+          pickBit({
+            bitmap: Bitmap.empty(legacyWindow(range.cidr)),
+            range,
+            excluded: [],
+            skip: new Set(),
+            random: fixed(roll),
+          }),
         ).toBeGreaterThanOrEqual(16);
       }),
     );
@@ -34,9 +40,9 @@ describe('Function: pickBit', () => {
     const bitmap = Bitmap.empty(254);
     for (let bit = 16; bit < 254; bit += 1) if (bit !== 20) bitmap.set(bit);
     // Act, Assess: a start past 20 wraps round to it; with 20 taken too, the lower band serves.
-    expect(pickBit(bitmap, range, [], new Set(), fixed(200n))).toBe(20);
+    expect(pickBit({ bitmap, range, excluded: [], skip: new Set(), random: fixed(200n) })).toBe(20);
     bitmap.set(20);
-    expect(pickBit(bitmap, range, [], new Set(), fixed(3n))).toBe(3);
+    expect(pickBit({ bitmap, range, excluded: [], skip: new Set(), random: fixed(3n) })).toBe(3);
   });
 
   it('never returns an excluded address, nor one this call found leased', () => {
@@ -44,7 +50,9 @@ describe('Function: pickBit', () => {
     const range = rangeOf('10.0.0.0/29');
     const excluded = [[parseCidr('10.0.0.0/30').base, parseCidr('10.0.0.0/30').base + 3n] as const];
     const got = new Set(
-      [0n, 1n, 2n, 3n, 4n, 5n].map((roll) => pickBit(Bitmap.empty(6), range, excluded, new Set([4]), fixed(roll))),
+      [0n, 1n, 2n, 3n, 4n, 5n].map((roll) =>
+        pickBit({ bitmap: Bitmap.empty(6), range, excluded, skip: new Set([4]), random: fixed(roll) }),
+      ),
     );
     // Assess
     expect([...got].sort()).toEqual([3, 5]);
@@ -53,14 +61,30 @@ describe('Function: pickBit', () => {
   it('answers undefined when no bit is left, and for a range without hosts', () => {
     const full = Bitmap.empty(6);
     for (let bit = 0; bit < 6; bit += 1) full.set(bit);
-    expect(pickBit(full, rangeOf('10.0.0.0/29'), [], new Set(), fixed(0n))).toBeUndefined();
-    expect(pickBit(Bitmap.empty(0), rangeOf('10.0.0.9/32'), [], new Set(), fixed(0n))).toBeUndefined();
+    expect(
+      pickBit({ bitmap: full, range: rangeOf('10.0.0.0/29'), excluded: [], skip: new Set(), random: fixed(0n) }),
+    ).toBeUndefined();
+    expect(
+      pickBit({
+        bitmap: Bitmap.empty(0),
+        range: rangeOf('10.0.0.9/32'),
+        excluded: [],
+        skip: new Set(),
+        random: fixed(0n),
+      }),
+    ).toBeUndefined();
   });
 
   it('stays inside the 65,535-bit window of an IPv6 /108', () => {
     const range = rangeOf('fd00::/108');
-    expect(pickBit(Bitmap.empty(legacyWindow(range.cidr)), range, [], new Set(), fixed(10n ** 9n))).toBeLessThan(
-      65_535,
-    );
+    expect(
+      pickBit({
+        bitmap: Bitmap.empty(legacyWindow(range.cidr)),
+        range,
+        excluded: [],
+        skip: new Set(),
+        random: fixed(10n ** 9n),
+      }),
+    ).toBeLessThan(65_535);
   });
 });

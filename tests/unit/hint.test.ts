@@ -15,7 +15,7 @@ function cacheOver(taken: readonly bigint[]): HintCache {
 }
 
 const hintAt = (cache: HintCache, nowMs: number) =>
-  cache.get(POOL, IpFamily.IPv4, INTERVALS, nowMs, false, HintSource.Summary);
+  cache.get({ pool: POOL, family: IpFamily.IPv4, intervals: INTERVALS, nowMs, source: HintSource.Summary });
 
 /** The container saw these addresses taken (a collision, a commit, a read), each at its time, in this order. */
 const sawTaken = (cache: HintCache, sightings: readonly (readonly [bigint, number])[]) =>

@@ -193,7 +193,7 @@ async function warmHint(
   family: IpFamily = IpFamily.IPv4,
   nowMs = NOW,
 ): Promise<void> {
-  await hints.get(POOL, family, hostIntervals(rangesOf(view, family)), nowMs);
+  await hints.get({ pool: POOL, family, intervals: hostIntervals(rangesOf(view, family)), nowMs });
 }
 
 describe('Class: LeaseAllocator', () => {

@@ -228,18 +228,42 @@ describe('Function: judgeLeaseRange (row 13)', () => {
 
 describe('Function: planDrift (rows 8-9)', () => {
   it('sets missing bits at once and clears a leaked bit only at the threshold', () => {
-    expect(planDrift([3], [7], {}, true, 3)).toEqual({ set: [3], clear: [], strikes: { '7': 1 } });
-    expect(planDrift([], [7], { '7': 1 }, true, 3)).toEqual({ set: [], clear: [], strikes: { '7': 2 } });
-    expect(planDrift([], [7], { '7': 2 }, true, 3)).toEqual({ set: [], clear: [7], strikes: {} });
+    expect(planDrift({ missing: [3], leaked: [7], previous: {}, mayStrike: true, threshold: 3 })).toEqual({
+      set: [3],
+      clear: [],
+      strikes: { '7': 1 },
+    });
+    expect(planDrift({ missing: [], leaked: [7], previous: { '7': 1 }, mayStrike: true, threshold: 3 })).toEqual({
+      set: [],
+      clear: [],
+      strikes: { '7': 2 },
+    });
+    expect(planDrift({ missing: [], leaked: [7], previous: { '7': 2 }, mayStrike: true, threshold: 3 })).toEqual({
+      set: [],
+      clear: [7],
+      strikes: {},
+    });
   });
 
   it('drops the strikes of bits no longer leaked, and neither strikes nor clears in a run that may not strike', () => {
-    expect(planDrift([], [], { '7': 2 }, true, 3)).toEqual({ set: [], clear: [], strikes: {} });
-    expect(planDrift([], [7], { '7': 2 }, false, 3)).toEqual({ set: [], clear: [], strikes: { '7': 2 } });
+    expect(planDrift({ missing: [], leaked: [], previous: { '7': 2 }, mayStrike: true, threshold: 3 })).toEqual({
+      set: [],
+      clear: [],
+      strikes: {},
+    });
+    expect(planDrift({ missing: [], leaked: [7], previous: { '7': 2 }, mayStrike: false, threshold: 3 })).toEqual({
+      set: [],
+      clear: [],
+      strikes: { '7': 2 },
+    });
   });
 
   it('clears at the first strike when the threshold is 1', () => {
-    expect(planDrift([], [7], {}, true, 1)).toEqual({ set: [], clear: [7], strikes: {} });
+    expect(planDrift({ missing: [], leaked: [7], previous: {}, mayStrike: true, threshold: 1 })).toEqual({
+      set: [],
+      clear: [7],
+      strikes: {},
+    });
   });
 });
 
@@ -250,9 +274,9 @@ describe('Function: needsScan (rows 8-10)', () => {
   const usage = { cidr: '10.0.0.0/24', used: 1, windowItems: 1, countedAt: 200 };
 
   it('skips a range with nothing pending whose latest count matches its bitmap, or was compared already', () => {
-    expect(needsScan(doc, bitmap, record, usage, 2)).toBe(false);
-    expect(needsScan(doc, bitmap, record, { ...usage, windowItems: 2, countedAt: 100 }, 2)).toBe(false);
-    expect(needsScan({ ...doc, version: 9 }, bitmap, record, usage, 2)).toBe(false);
+    expect(needsScan({ doc, bitmap, record, usage }, 2)).toBe(false);
+    expect(needsScan({ doc, bitmap, record, usage: { ...usage, windowItems: 2, countedAt: 100 } }, 2)).toBe(false);
+    expect(needsScan({ doc: { ...doc, version: 9 }, bitmap, record, usage }, 2)).toBe(false);
   });
 
   it.each([
@@ -264,13 +288,22 @@ describe('Function: needsScan (rows 8-10)', () => {
     ['a scan under way', doc, bitmap, { ...record, checking: { offset: 4096 } }, usage, 2],
     ['a finished sweep cycle', doc, bitmap, record, usage, 3],
   ] as const)('scans a range with %s', (_, d, b, r, u, cycle) => {
-    expect(needsScan(d, b, r, u, cycle)).toBe(true);
+    expect(needsScan({ doc: d, bitmap: b, record: r, usage: u }, cycle)).toBe(true);
   });
 });
 
 describe('Function: planDrift with a partial scan', () => {
   it('keeps the strikes of bits outside the scanned spans', () => {
-    expect(planDrift([], [5], { '5': 1, '9000': 2 }, true, 3, (bit) => bit < 4096)).toEqual({
+    expect(
+      planDrift({
+        missing: [],
+        leaked: [5],
+        previous: { '5': 1, '9000': 2 },
+        mayStrike: true,
+        threshold: 3,
+        scanned: (bit) => bit < 4096,
+      }),
+    ).toEqual({
       set: [],
       clear: [],
       strikes: { '5': 2, '9000': 2 },

@@ -101,13 +101,11 @@ export class TableClaimStore implements ClaimStore {
             index: 'GSI1' as const,
             partition: keys.claimsListing(pool, shard),
           }));
-    const page = await filteredPage(
-      this.table,
-      partitions,
+    const page = await filteredPage(this.table, partitions, {
       after,
-      filter.labels?.length ? hasLabels(filter.labels) : undefined,
+      filter: filter.labels?.length ? hasLabels(filter.labels) : undefined,
       limit,
-    );
+    });
     return {
       items: page.items.map(itemToClaim),
       ...(page.next !== undefined ? { nextCursor: this.cursors.encode(scope, { s: 0, k: page.next }) } : {}),

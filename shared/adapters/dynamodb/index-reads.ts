@@ -10,6 +10,26 @@ import { KEY_ATTRIBUTES, type Query, type Table } from './table.ts';
  */
 export type Intervals = readonly (readonly [bigint, bigint])[];
 
+/** The sharded listing index: the table, and how many partitions a listing is spread over. */
+export interface ShardedIndex {
+  readonly table: Table;
+  readonly shards: number;
+}
+
+/** A family's address intervals of a pool (which must not overlap where leases are counted). */
+export interface LeaseSpan {
+  readonly pool: string;
+  readonly family: IpFamily;
+  readonly intervals: Intervals;
+}
+
+/** Which page of a partition: after which sort key, within which sort-key bounds, and how many items at most. */
+export interface PageWindow {
+  readonly after: string | undefined;
+  readonly bounds?: readonly [string, string] | undefined;
+  readonly limit: number;
+}
+
 /** The GSI1 sort-key bounds of a family's address interval. */
 export function addressBounds(family: IpFamily, from: bigint, to: bigint): readonly [string, string] {
   return [leaseSortKey(family, from), leaseSortKey(family, to)];
@@ -19,10 +39,9 @@ export function addressBounds(family: IpFamily, from: bigint, to: bigint): reado
 export async function indexPage(
   table: Table,
   base: Omit<Query, 'sort' | 'limit' | 'start'>,
-  after: string | undefined,
-  bounds: readonly [string, string] | undefined,
-  limit: number,
+  window: PageWindow,
 ): Promise<{ items: Item[]; more: boolean }> {
+  const { after, bounds, limit } = window;
   const [, skName] = KEY_ATTRIBUTES[base.index ?? 'table'];
   const sort = bounds
     ? { between: [after !== undefined && after >= bounds[0] ? after : bounds[0], bounds[1]] as const }
@@ -47,16 +66,15 @@ export async function indexPage(
 
 /** Merges one page from every shard of a sharded listing key, in sort-key order. */
 export async function mergeShards(
-  table: Table,
-  shards: number,
+  index: ShardedIndex,
   partitionOf: (shard: number) => string,
-  after: string | undefined,
-  bounds: readonly [string, string] | undefined,
-  limit: number,
+  window: PageWindow,
 ): Promise<{ items: Item[]; more: boolean }> {
+  const { table, shards } = index;
+  const { limit } = window;
   const pages = await Promise.all(
     Array.from({ length: shards }, (_, shard) =>
-      indexPage(table, { index: 'GSI1', partition: partitionOf(shard) }, after, bounds, limit),
+      indexPage(table, { index: 'GSI1', partition: partitionOf(shard) }, window),
     ),
   );
   const all = pages.flatMap((p) => p.items).sort((a, b) => ((a.GSI1SK as string) < (b.GSI1SK as string) ? -1 : 1));
@@ -78,11 +96,9 @@ export async function mergeShards(
 export async function filteredPage(
   table: Table,
   bases: readonly Omit<Query, 'sort' | 'limit' | 'start' | 'filter'>[],
-  after: string | undefined,
-  filter: Condition | undefined,
-  limit: number,
-  bounds?: readonly [string, string],
+  window: PageWindow & { readonly filter: Condition | undefined },
 ): Promise<{ items: Item[]; next?: string }> {
+  const { after, bounds, limit, filter } = window;
   const sort = bounds
     ? { between: [after !== undefined && after >= bounds[0] ? after : bounds[0], bounds[1]] as const }
     : after !== undefined
@@ -125,7 +141,8 @@ export async function filteredPage(
 }
 
 /** The lease-listing queries of a family's intervals: one per interval and shard. */
-function leaseQueries(pool: string, family: IpFamily, shards: number, intervals: Intervals): Query[] {
+function leaseQueries(span: LeaseSpan, shards: number): Query[] {
+  const { pool, family, intervals } = span;
   return intervals.flatMap(([from, to]) =>
     Array.from(
       { length: shards },
@@ -139,17 +156,11 @@ function leaseQueries(pool: string, family: IpFamily, shards: number, intervals:
 }
 
 /** Addresses with a lease not expired at `nowMs` in the intervals (sort keys only are read). */
-export async function takenAddresses(
-  table: Table,
-  shards: number,
-  pool: string,
-  family: IpFamily,
-  intervals: Intervals,
-  nowMs: number,
-): Promise<bigint[]> {
+export async function takenAddresses(index: ShardedIndex, span: LeaseSpan, nowMs: number): Promise<bigint[]> {
+  const { table, shards } = index;
   const out: bigint[] = [];
   await Promise.all(
-    leaseQueries(pool, family, shards, intervals).map(async (query) => {
+    leaseQueries(span, shards).map(async (query) => {
       let start: Item | undefined;
       do {
         const page = await table.query({
@@ -168,17 +179,15 @@ export async function takenAddresses(
 
 /** Counts leases not expired at `nowMs` in the intervals (which must not overlap); `releasedOnly`: the Released ones. */
 export async function countLeases(
-  table: Table,
-  shards: number,
-  pool: string,
-  family: IpFamily,
-  intervals: Intervals,
+  index: ShardedIndex,
+  span: LeaseSpan,
   nowMs: number,
   releasedOnly = false,
 ): Promise<bigint> {
+  const { table, shards } = index;
   const filter = releasedOnly ? both(hasNotExpired(nowMs), isReleasedLease()) : hasNotExpired(nowMs);
   const counts = await Promise.all(
-    leaseQueries(pool, family, shards, intervals).map(async (query) => {
+    leaseQueries(span, shards).map(async (query) => {
       let count = 0;
       let start: Item | undefined;
       do {
@@ -193,17 +202,10 @@ export async function countLeases(
 }
 
 /** Whether any lease item (expired ones included) lies in the intervals: one item read at most per shard and interval. */
-export async function leaseExists(
-  table: Table,
-  shards: number,
-  pool: string,
-  family: IpFamily,
-  intervals: Intervals,
-): Promise<boolean> {
+export async function leaseExists(index: ShardedIndex, span: LeaseSpan): Promise<boolean> {
+  const { table, shards } = index;
   const pages = await Promise.all(
-    leaseQueries(pool, family, shards, intervals).map((query) =>
-      table.query({ ...query, attributes: ['GSI1SK'], limit: 1 }),
-    ),
+    leaseQueries(span, shards).map((query) => table.query({ ...query, attributes: ['GSI1SK'], limit: 1 })),
   );
   return pages.some((page) => page.items.length > 0);
 }
@@ -220,15 +222,13 @@ export interface CountPosition {
  * `scanned` the lease items read per interval (expired ones included), `cost` what was read.
  */
 export async function countSlice(
-  table: Table,
-  shards: number,
-  pool: string,
-  family: IpFamily,
-  intervals: Intervals,
-  nowMs: number,
-  limit: number,
-  from: CountPosition,
+  index: ShardedIndex,
+  span: LeaseSpan,
+  slice: { readonly nowMs: number; readonly limit: number; readonly from: CountPosition },
 ): Promise<{ unexpired: number; scanned: number[]; cost: number; next?: CountPosition }> {
+  const { table, shards } = index;
+  const { pool, family, intervals } = span;
+  const { nowMs, limit, from } = slice;
   let position = from;
   const scanned = intervals.map(() => 0);
   let unexpired = 0;

@@ -52,14 +52,12 @@ export class TableLeaseIndex implements LeaseIndex {
         index: 'GSI1' as const,
         partition: keys.leasesListing(pool, scope.family, shard),
       }));
-      const page = await filteredPage(
-        this.table,
-        bases,
+      const page = await filteredPage(this.table, bases, {
         after,
-        hasNotExpired(nowMs),
-        limit - out.length,
-        addressBounds(scope.family, scope.from, scope.to),
-      );
+        filter: hasNotExpired(nowMs),
+        limit: limit - out.length,
+        bounds: addressBounds(scope.family, scope.from, scope.to),
+      });
       out.push(...page.items.map(itemToLease));
       if (page.next !== undefined) return { items: out, nextCursor: this.cursors.encode(listing, { s, k: page.next }) };
       position = undefined;
@@ -70,7 +68,7 @@ export class TableLeaseIndex implements LeaseIndex {
   }
 
   takenAddresses(pool: string, family: IpFamily, intervals: Intervals, nowMs: number): Promise<bigint[]> {
-    return takenAddresses(this.table, this.shards, pool, family, intervals, nowMs);
+    return takenAddresses({ table: this.table, shards: this.shards }, { pool, family, intervals }, nowMs);
   }
 
   countLeases(
@@ -80,7 +78,7 @@ export class TableLeaseIndex implements LeaseIndex {
     nowMs: number,
     releasedOnly = false,
   ): Promise<bigint> {
-    return countLeases(this.table, this.shards, pool, family, intervals, nowMs, releasedOnly);
+    return countLeases({ table: this.table, shards: this.shards }, { pool, family, intervals }, nowMs, releasedOnly);
   }
 
   async heldFor(pool: string, identity: HoldIdentity, nowMs: number): Promise<Lease[]> {

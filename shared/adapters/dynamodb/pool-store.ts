@@ -79,13 +79,7 @@ export class TablePoolStore implements PoolStore {
 
   async listPools(limit: number, cursor?: string): Promise<Page<Pool>> {
     const after = cursor ? this.cursors.decode(['pools'], cursor, isSingleScopePosition).k : undefined;
-    const page = await indexPage(
-      this.table,
-      { index: 'GSI1', partition: keys.poolsListing() },
-      after,
-      undefined,
-      limit,
-    );
+    const page = await indexPage(this.table, { index: 'GSI1', partition: keys.poolsListing() }, { after, limit });
     const items = page.items.map(itemToPool);
     return page.more && items.length
       ? { items, nextCursor: this.cursors.encode(['pools'], { s: 0, k: items[items.length - 1]!.name }) }
@@ -105,12 +99,9 @@ export class TablePoolStore implements PoolStore {
     if (!item) return 'absent';
     if (item.state === PoolState.Terminating) return 'terminating';
     const claims = await mergeShards(
-      this.table,
-      this.shards,
+      { table: this.table, shards: this.shards },
       (shard) => keys.claimsListing(pool, shard),
-      undefined,
-      undefined,
-      1,
+      { after: undefined, limit: 1 },
     );
     if (claims.items.length > 0) return 'notEmpty';
     const tombstone = tombstoneItem(Entity.PoolGone, nowMs, (at) => keys.poolGone(pool, at), { pool });

@@ -243,7 +243,7 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   leaseExists(pool: string, family: IpFamily, intervals: Intervals): Promise<boolean> {
-    return leaseExists(this.table, this.shards, pool, family, intervals);
+    return leaseExists({ table: this.table, shards: this.shards }, { pool, family, intervals });
   }
 
   async countSlice(
@@ -255,14 +255,9 @@ export class TableReconcileStore implements ReconcileStore {
     cursor?: string,
   ): Promise<CountSlice> {
     const slice = await countSlice(
-      this.table,
-      this.shards,
-      pool,
-      family,
-      intervals,
-      nowMs,
-      limit,
-      countPositionOf(cursor),
+      { table: this.table, shards: this.shards },
+      { pool, family, intervals },
+      { nowMs, limit, from: countPositionOf(cursor) },
     );
     return {
       unexpired: slice.unexpired,

@@ -80,14 +80,13 @@ export const historyRoutes = {
         ...(answer.completeUntil ? { completeUntil: answer.completeUntil } : {}),
       });
     }
-    const { limit, cursor } = pageParams(event);
-    return json(200, pageBody(await addressHistory(deps, pool, address, windowParams(event), limit, cursor)));
+    const query = { ...windowParams(event), ...pageParams(event) };
+    return json(200, pageBody(await addressHistory(deps, pool, address, query)));
   },
   'GET /v1/pools/{pool}/owners/{uid}/history': async ({ event, deps }) => {
-    const { limit, cursor } = pageParams(event);
     return json(
       200,
-      pageBody(await ownerHistory(deps, pathParam(event, 'pool'), pathParam(event, 'uid'), limit, cursor)),
+      pageBody(await ownerHistory(deps, pathParam(event, 'pool'), pathParam(event, 'uid'), pageParams(event))),
     );
   },
   'GET /v1/pools/{pool}/history': async ({ event, deps }) => {
@@ -98,6 +97,7 @@ export const historyRoutes = {
         'cidr',
       );
     const { limit } = pageParams(event);
-    return json(200, pageBody(await cidrHistory(deps, pathParam(event, 'pool'), cidr, windowParams(event), limit)));
+    const query = { ...windowParams(event), ...(limit !== undefined ? { limit } : {}) };
+    return json(200, pageBody(await cidrHistory(deps, pathParam(event, 'pool'), cidr, query)));
   },
 } as const satisfies RouteMap;

@@ -232,10 +232,9 @@ export const routes = {
     return json(result.created ? 201 : 200, claimDto(result.claim), claimHeaders(result.claim.version));
   },
   'GET /v1/pools/{pool}/claims': async ({ event, deps }) => {
-    const { limit, cursor } = pageParams(event);
     const ownerUid = ownerQuery(event);
     const labels = labelSelectorQuery(event);
-    const page = await claims.listClaims(deps, pathParam(event, 'pool'), limit, cursor, {
+    const page = await claims.listClaims(deps, pathParam(event, 'pool'), pageParams(event), {
       ...(ownerUid !== undefined ? { ownerUid } : {}),
       ...(labels ? { labels } : {}),
     });
@@ -246,13 +245,10 @@ export const routes = {
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
   'DELETE /v1/pools/{pool}/claims/{claim}': async ({ event, deps, caller, audit }) => {
-    const released = await claims.deleteClaim(
-      deps,
-      pathParam(event, 'pool'),
-      pathParam(event, 'claim'),
-      ifMatch(event),
+    const released = await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), {
+      ifMatch: ifMatch(event),
       caller,
-    );
+    });
     audit?.({
       released: released ? released.addresses.map((a) => a.address) : [],
       ...(released?.createdBy ? { createdBy: released.createdBy.arn } : {}),
@@ -261,20 +257,16 @@ export const routes = {
   },
   'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps, caller }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/renew'], true);
-    const claim = await claims.renewClaim(
-      deps,
-      pathParam(event, 'pool'),
-      pathParam(event, 'claim'),
-      body.ttlSeconds as number | null | undefined,
+    const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), {
+      ttlSeconds: body.ttlSeconds as number | null | undefined,
       caller,
-    );
+    });
     return json(200, claimDto(claim), claimHeaders(claim.version));
   },
 
   'GET /v1/pools/{pool}/addresses': async ({ event, deps }) => {
-    const { limit, cursor } = pageParams(event);
     const range = rangeQuery(event);
-    const page = await addresses.listAddresses(deps, pathParam(event, 'pool'), range, limit, cursor);
+    const page = await addresses.listAddresses(deps, pathParam(event, 'pool'), { ...pageParams(event), range });
     return json(200, { items: page.items.map(leaseDto), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   },
   'GET /v1/pools/{pool}/addresses/{address}': async ({ event, deps }) =>

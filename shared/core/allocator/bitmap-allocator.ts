@@ -87,7 +87,7 @@ export class BitmapAllocator implements Allocator {
    *   bitmap has no zero bit left; NotReadyError when it keeps losing races.
    */
   release(claim: Claim, expectedVersion?: number, hold?: Hold, event?: IpamEvent): Promise<ReleaseOutcome> {
-    return releaseClearingBits(this.deps, claim, expectedVersion, hold, event);
+    return releaseClearingBits(this.deps, claim, { expectedVersion, hold, event });
   }
 
   async allocate(
@@ -130,7 +130,13 @@ export class BitmapAllocator implements Allocator {
         const chosen: Choice[] = [];
         const skipped = new Set(skip.get(request.family)!);
         for (let n = 0; n < (request.count ?? 1); n += 1) {
-          const bit = pickBit(snapshot.bitmap, range, excluded, skipped, this.deps.random);
+          const bit = pickBit({
+            bitmap: snapshot.bitmap,
+            range,
+            excluded,
+            skip: skipped,
+            random: this.deps.random,
+          });
           if (bit === undefined) throw new RangeFullError(view.pool.name, request.family);
           skipped.add(bit);
           chosen.push({ range, bit, explicit: false });
@@ -245,13 +251,16 @@ function explicitBit(view: PoolView, range: ParsedRange, request: FamilyRequest)
  *   bit 0              L                                  window-1
  *       [ lower band   ][ upper band: random start, wrap  ]
  */
-export function pickBit(
-  bitmap: Bitmap,
-  range: ParsedRange,
-  excluded: readonly Interval[],
-  skip: ReadonlySet<number>,
-  random: Random,
-): number | undefined {
+export function pickBit(input: {
+  readonly bitmap: Bitmap;
+  readonly range: ParsedRange;
+  /** Addresses never handed out (the pool's exclusions). */
+  readonly excluded: readonly Interval[];
+  /** Bits this call found leased. */
+  readonly skip: ReadonlySet<number>;
+  readonly random: Random;
+}): number | undefined {
+  const { bitmap, range, excluded, skip, random } = input;
   const size = bitmap.size;
   if (size === 0) return undefined;
   const mask = bitmap.clone();

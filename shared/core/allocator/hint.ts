@@ -47,6 +47,18 @@ export interface Hint {
   count(from: bigint, to: bigint): bigint;
 }
 
+/** What a hint is asked for: a pool's family over some intervals, at a time. */
+export interface HintRequest {
+  readonly pool: string;
+  readonly family: IpFamily;
+  readonly intervals: readonly Interval[];
+  readonly nowMs: number;
+  /** Read again even when the cached view is young enough. */
+  readonly force?: boolean;
+  /** Where to read from (default the listing); a summary asked for where none is wired is a listing. */
+  readonly source?: HintSource;
+}
+
 interface Entry {
   readonly source: HintSource;
   readonly fetchedAt: number;
@@ -87,15 +99,9 @@ export class HintCache {
    * The hint for a pool's family over these intervals from `source`, read again when forced, older than that
    * source's max age, or covering other intervals. A summary asked for where none is wired is a listing.
    */
-  async get(
-    pool: string,
-    family: IpFamily,
-    intervals: readonly Interval[],
-    nowMs: number,
-    force = false,
-    source: HintSource = HintSource.Listing,
-  ): Promise<Hint> {
-    const key = `${pool}\u0000${family}`;
+  async get(request: HintRequest): Promise<Hint> {
+    const { intervals, nowMs, force = false, source = HintSource.Listing } = request;
+    const key = keyOf(request.pool, request.family);
     const wanted = this.summary ? source : HintSource.Listing;
     const intervalsKey = intervals.map(([a, b]) => `${a}-${b}`).join(',');
     let entry = this.entries.get(key);
@@ -110,8 +116,8 @@ export class HintCache {
     ) {
       entry =
         wanted === HintSource.Summary
-          ? await this.readSummary(pool, family, intervals, nowMs, intervalsKey)
-          : await this.readListing(pool, family, intervals, nowMs, intervalsKey);
+          ? await this.readSummary(request, intervalsKey)
+          : await this.readListing(request, intervalsKey);
       this.entries.set(key, entry);
     }
     return this.overlay(key, entry, nowMs);
@@ -119,22 +125,22 @@ export class HintCache {
 
   /** Records a collision or a success so the next pick in this container avoids the address. */
   markTaken(pool: string, family: IpFamily, value: bigint, nowMs: number): void {
-    this.remember(pool, family, value, true, nowMs);
+    this.remember(keyOf(pool, family), value, true, nowMs);
   }
 
   /** Records a release made by this container. */
   markFree(pool: string, family: IpFamily, value: bigint, nowMs: number): void {
-    this.remember(pool, family, value, false, nowMs);
+    this.remember(keyOf(pool, family), value, false, nowMs);
   }
 
   /** The candidates in flight for a pool's family (a live set: callers must not keep it across awaits). */
   inFlight(pool: string, family: IpFamily): ReadonlySet<bigint> {
-    return this.pending.get(`${pool}\u0000${family}`) ?? new Set();
+    return this.pending.get(keyOf(pool, family)) ?? new Set();
   }
 
   /** Marks a candidate as in flight until the function it returns is called (once its transaction has an answer). */
   reserve(pool: string, family: IpFamily, value: bigint): () => void {
-    const key = `${pool}\u0000${family}`;
+    const key = keyOf(pool, family);
     const set = this.pending.get(key) ?? new Set<bigint>();
     this.pending.set(key, set);
     set.add(value);
@@ -150,8 +156,7 @@ export class HintCache {
       for (const key of map.keys()) if (key.startsWith(`${pool}\u0000`)) map.delete(key);
   }
 
-  private remember(pool: string, family: IpFamily, value: bigint, taken: boolean, nowMs: number): void {
-    const key = `${pool}\u0000${family}`;
+  private remember(key: string, value: bigint, taken: boolean, nowMs: number): void {
     let seen = this.seen.get(key);
     if (!seen) {
       seen = new Map();
@@ -185,13 +190,8 @@ export class HintCache {
     };
   }
 
-  private async readListing(
-    pool: string,
-    family: IpFamily,
-    intervals: readonly Interval[],
-    nowMs: number,
-    intervalsKey: string,
-  ): Promise<Entry> {
+  private async readListing(request: HintRequest, intervalsKey: string): Promise<Entry> {
+    const { pool, family, intervals, nowMs } = request;
     const taken = new Set(await this.read(pool, family, intervals, nowMs));
     const count = (from: bigint, to: bigint): bigint => {
       let n = 0n;
@@ -208,21 +208,20 @@ export class HintCache {
     };
   }
 
-  private async readSummary(
-    pool: string,
-    family: IpFamily,
-    intervals: readonly Interval[],
-    nowMs: number,
-    intervalsKey: string,
-  ): Promise<Entry> {
-    const snapshot = await this.summary!.read(pool, family, intervals);
+  private async readSummary(request: HintRequest, intervalsKey: string): Promise<Entry> {
+    const snapshot = await this.summary!.read(request.pool, request.family, request.intervals);
     return {
       source: HintSource.Summary,
-      fetchedAt: nowMs,
+      fetchedAt: request.nowMs,
       intervalsKey,
       expiring: snapshot.expiring,
       has: (value) => snapshot.has(value),
       count: (from, to) => snapshot.count(from, to),
     };
   }
+}
+
+/** The cache key of a pool's family. */
+function keyOf(pool: string, family: IpFamily): string {
+  return `${pool}\u0000${family}`;
 }

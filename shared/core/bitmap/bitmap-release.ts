@@ -12,6 +12,15 @@ export interface BitmapReleaseDeps {
   readonly bitmaps: Pick<BitmapStore, 'getBitmap' | 'releaseClaim' | 'leaseHolders'>;
 }
 
+/** How a legacy release is made: as ClaimStore.releaseClaim's arguments, and how many lost bitmap races it takes. */
+export interface BitmapReleaseOptions {
+  /** The claim's version the release expects, when given. */
+  readonly expectedVersion?: number;
+  readonly hold?: Hold;
+  readonly event?: IpamEvent;
+  readonly maxAttempts?: number;
+}
+
 /**
  * The release of legacy mode (MultiCIDRServiceAllocator=false): the bits of the released leases are cleared in the
  * same transaction that deletes them, as Kubernetes' legacy allocator releases an IP by clearing its bit. So a
@@ -28,11 +37,9 @@ export interface BitmapReleaseDeps {
 export async function releaseClearingBits(
   deps: BitmapReleaseDeps,
   claim: Claim,
-  expectedVersion?: number,
-  hold?: Hold,
-  event?: IpamEvent,
-  maxAttempts = 8,
+  options: BitmapReleaseOptions = {},
 ): Promise<ReleaseOutcome> {
+  const { expectedVersion, hold, event, maxAttempts = 8 } = options;
   const view = hold ? undefined : await deps.pools.getPoolView(claim.pool);
   if (view) {
     for (let attempt = 0; attempt < maxAttempts; attempt += 1) {

@@ -43,8 +43,11 @@ export interface HoldingPage {
   readonly next?: string;
 }
 
-/** The history's storage: ended holdings, the repairs that explain deletions, and the completeness mark. */
-export interface HistoryStore {
+/**
+ * What the stream function writes (history/recorder.ts; mirror/projections.ts puts the mark): ended holdings, with the
+ * repairs that explain deletions, the pool's retention, the mark, and a note of a change not recorded yet.
+ */
+export interface HistoryWriter {
   /**
    * Writes an ended holding unless the item (its key is the lease's version) already has an end no later: a
    * redelivered change leaves it as it was.
@@ -65,19 +68,15 @@ export interface HistoryStore {
   advanceMark(pool: string, throughMs: number): Promise<void>;
   /** Notes a change not recorded yet (the holding it ends), unless an older one is noted. */
   notePending(pool: string, sinceMs: number, address: string, holding: string): Promise<void>;
-  /** Removes the pending note if it is still the one read (its holding is recorded, or it was reported lost). */
-  clearPending(pool: string, sinceMs: number): Promise<void>;
+}
+
+/** What the history's answers read (use-cases/history.ts): the mark, then the holdings it vouches for. */
+export interface HistoryReader {
   /**
    * The pool's mark: its mark item with `through` raised to the newest mark on the summary chunks of `near` (the
    * addresses a read is about). Read it before the holdings it vouches for.
    */
   mark(pool: string, near?: readonly string[]): Promise<HistoryMark | undefined>;
-  /** Every pool's mark item (the reconciler's lag and gap check), without the chunks' marks. */
-  marks(): Promise<ReadonlyMap<string, HistoryMark>>;
-  /** Moves the pool's gap-check position forward (never back), making the pool's mark item if it has none. */
-  advanceGapCheck(pool: string, throughMs: number): Promise<void>;
-  /** Whether the ended holding of this id (holdingId) is recorded. */
-  hasHolding(pool: string, address: string, holding: string): Promise<boolean>;
   /**
    * An address's ended holdings that began before `before` (a sort key; undefined: all) and not before `since` (an ISO
    * time: the pool's createdAt, so a pool made again under a name never reads an earlier pool's), newest first.
@@ -88,6 +87,24 @@ export interface HistoryStore {
   /** An owner's ended holdings, newest first (eventually consistent: an index), within `bounds` as addressHoldings. */
   ownerHoldings(pool: string, ownerUid: string, limit: number, bounds?: HoldingBounds): Promise<HoldingPage>;
 }
+
+/**
+ * What the reconciler's history check uses (reconciler/history.ts): every pool's mark for the lag, the pending note
+ * it clears, and the gap check's repairs, holdings and position.
+ */
+export interface HistoryAuditor extends Pick<HistoryWriter, 'repairEvents'>, Pick<HistoryReader, 'addressHoldings'> {
+  /** Every pool's mark item (the reconciler's lag and gap check), without the chunks' marks. */
+  marks(): Promise<ReadonlyMap<string, HistoryMark>>;
+  /** Removes the pending note if it is still the one read (its holding is recorded, or it was reported lost). */
+  clearPending(pool: string, sinceMs: number): Promise<void>;
+  /** Moves the pool's gap-check position forward (never back), making the pool's mark item if it has none. */
+  advanceGapCheck(pool: string, throughMs: number): Promise<void>;
+  /** Whether the ended holding of this id (holdingId) is recorded. */
+  hasHolding(pool: string, address: string, holding: string): Promise<boolean>;
+}
+
+/** The history's storage, all three roles: ended holdings, the repairs that explain deletions, the completeness mark. */
+export interface HistoryStore extends HistoryWriter, HistoryReader, HistoryAuditor {}
 
 /** Where a history listing stands: the sort key to continue below, and the start of the holding just returned. */
 export interface HistoryPosition {

@@ -4,7 +4,7 @@ import type { LeaseChange } from '../mirror/lease-change.ts';
 import { EventReason } from '../base/events.ts';
 import { endedHolding, endedHoldingId, type Holding, type RepairRecord } from './holding.ts';
 import { EndReason } from '../base/events.ts';
-import type { HistoryStore, RepairEventRef } from './ports.ts';
+import type { HistoryWriter, RepairEventRef } from './ports.ts';
 
 /** The holding end a release repair stands for. */
 export function endReasonOfRepair(reason: EventReason): EndReason | undefined {
@@ -31,7 +31,7 @@ export const REPAIR_LOOKBACK_MS = 15 * 60_000;
 /** How far after the stream function read it (clocks differ a little). */
 export const REPAIR_LOOKAHEAD_MS = 5_000;
 export interface HistoryRecorderDeps {
-  readonly store: HistoryStore;
+  readonly store: Omit<HistoryWriter, 'advanceMark'>;
   readonly clock: Clock;
 }
 

@@ -2,7 +2,7 @@ import type { LeaseChange } from './lease-change.ts';
 import type { LegacyMirror, RangeOutcome } from './legacy-mirror.ts';
 import type { ChunkOutcome, SummaryMirror } from '../occupancy/summary-mirror.ts';
 import type { HistoryRecorder, HistoryResult } from '../history/recorder.ts';
-import type { HistoryStore } from '../history/ports.ts';
+import type { HistoryWriter } from '../history/ports.ts';
 import type { Crossing, ExhaustionWatch, Observation } from '../occupancy/exhaustion.ts';
 
 /**
@@ -27,6 +27,16 @@ export interface ProjectionResult {
   };
 }
 
+/** The parts of the stream function's work: the two mirrors, and the history and exhaustion checks where wired. */
+export interface ProjectionParts {
+  readonly summary: Pick<SummaryMirror, 'apply'>;
+  readonly legacy: Pick<LegacyMirror, 'apply'>;
+  readonly history?: Pick<HistoryRecorder, 'apply'>;
+  /** Where a pool's history mark goes when no summary chunk of the batch carries it. */
+  readonly marks?: Pick<HistoryWriter, 'advanceMark'>;
+  readonly exhaustion?: Pick<ExhaustionWatch, 'check'>;
+}
+
 /**
  * The stream function's work: the occupancy summary, always, the legacy bitmaps behind their gates, and the address
  * history. They write different items, so they run side by side; a change fails when any of its writes failed, and the
@@ -47,13 +57,19 @@ export class LeaseProjections {
   /** Pool -> the newest mark this container put (on a chunk or the mark item) or saw on a chunk it read. */
   private readonly marked = new Map<string, number>();
 
-  constructor(
-    readonly summary: Pick<SummaryMirror, 'apply'>,
-    readonly legacy: Pick<LegacyMirror, 'apply'>,
-    readonly history?: Pick<HistoryRecorder, 'apply'>,
-    private readonly marks?: Pick<HistoryStore, 'advanceMark'>,
-    readonly exhaustion?: Pick<ExhaustionWatch, 'check'>,
-  ) {}
+  readonly summary: Pick<SummaryMirror, 'apply'>;
+  readonly legacy: Pick<LegacyMirror, 'apply'>;
+  readonly history?: Pick<HistoryRecorder, 'apply'>;
+  private readonly marks?: Pick<HistoryWriter, 'advanceMark'>;
+  readonly exhaustion?: Pick<ExhaustionWatch, 'check'>;
+
+  constructor(parts: ProjectionParts) {
+    this.summary = parts.summary;
+    this.legacy = parts.legacy;
+    this.history = parts.history;
+    this.marks = parts.marks;
+    this.exhaustion = parts.exhaustion;
+  }
 
   async apply(changes: readonly LeaseChange[]): Promise<ProjectionResult> {
     const recorded = this.history?.apply(changes);

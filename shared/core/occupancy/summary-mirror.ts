@@ -30,10 +30,14 @@ export interface SummaryResult {
   readonly chunks: readonly ChunkOutcome[];
 }
 
-interface ChunkPlan {
+/** Which chunk: a pool's family's chunk of this index. */
+export interface ChunkAt {
   readonly pool: string;
   readonly family: IpFamily;
   readonly index: bigint;
+}
+
+interface ChunkPlan extends ChunkAt {
   readonly addresses: Set<string>;
   readonly ids: string[];
 }
@@ -91,7 +95,7 @@ export class SummaryMirror {
         const base = { pool: plan.pool, family: plan.family, index: plan.index, changes: plan.ids.length };
         try {
           const mark = historyMarks?.then((marks) => marks.get(plan.pool));
-          const settled = await this.settle(plan.pool, plan.family, plan.index, [...plan.addresses], mark);
+          const settled = await this.settle(plan, [...plan.addresses], mark);
           return {
             ...base,
             outcome: settled.outcome,
@@ -112,22 +116,19 @@ export class SummaryMirror {
    * @throws NotReadyError when the chunk keeps changing; store errors as they come
    */
   async settleChunk(
-    pool: string,
-    family: IpFamily,
-    index: bigint,
+    at: ChunkAt,
     addresses: readonly string[],
     historyThrough?: Promise<number | undefined>,
   ): Promise<'written' | 'unchanged'> {
-    return (await this.settle(pool, family, index, addresses, historyThrough)).outcome;
+    return (await this.settle(at, addresses, historyThrough)).outcome;
   }
 
   private async settle(
-    pool: string,
-    family: IpFamily,
-    index: bigint,
+    at: ChunkAt,
     addresses: readonly string[],
     historyThrough?: Promise<number | undefined>,
   ): Promise<{ outcome: 'written' | 'unchanged'; historyThrough?: number }> {
+    const { pool, family, index } = at;
     for (let attempt = 0; attempt < this.maxAttempts; attempt += 1) {
       const current = await this.deps.store.getChunk(pool, family, index);
       const states = await this.deps.store.leaseStates(pool, addresses);

@@ -60,7 +60,8 @@ export async function repairBitmaps(run: Run, views: PoolViewList, usage: UsageB
   for (const range of legacy) {
     if (run.out(Phase.Drift)) break;
     await run.attempt(`check bitmap ${range.pool}/${range.name}`, async () => {
-      if (await checkRange(run, range, cycle, usage.get(`${range.pool}/${range.name}`), budget)) checked += 1;
+      if (await checkRange(run, range, { cycle, usage: usage.get(`${range.pool}/${range.name}`), budget }))
+        checked += 1;
       return true;
     });
   }
@@ -82,14 +83,17 @@ async function removeBitmap(run: Run, range: Range): Promise<boolean> {
   return true;
 }
 
+/** What is known of a legacy range before its scan: its bitmap, its drift record and its latest count. */
+export interface RangeState {
+  readonly doc: RangeAllocation | undefined;
+  readonly bitmap: Bitmap | undefined;
+  readonly record: DriftRecord | undefined;
+  readonly usage: UsageRecord | undefined;
+}
+
 /** Whether a legacy range can have drifted since its last full scan (see repairBitmaps). */
-export function needsScan(
-  doc: RangeAllocation | undefined,
-  bitmap: Bitmap | undefined,
-  record: DriftRecord | undefined,
-  usage: UsageRecord | undefined,
-  cycle: number,
-): boolean {
+export function needsScan(state: RangeState, cycle: number): boolean {
+  const { doc, bitmap, record, usage } = state;
   if (!doc || !bitmap || !record) return true;
   if (record.checking !== undefined || Object.keys(record.strikes).length > 0 || record.checkedCycle < cycle)
     return true;
@@ -105,19 +109,29 @@ export interface DriftPlan {
   readonly strikes: Readonly<Record<string, number>>;
 }
 
+/** What a check of a legacy range found, and what it may do about it. */
+export interface DriftCheck {
+  /** Bits of existing leases the bitmap does not have (confirmed). */
+  readonly missing: readonly number[];
+  /** Bits the bitmap has with no lease (confirmed). */
+  readonly leaked: readonly number[];
+  /** The strikes remembered from earlier runs, per bit. */
+  readonly previous: Readonly<Record<string, number>>;
+  /** This run may strike (no other run's check started after it). */
+  readonly mayStrike: boolean;
+  /** Strikes at which a leaked bit is cleared. */
+  readonly threshold: number;
+  /** Whether a bit lies in the spans scanned (default: all). */
+  readonly scanned?: (bit: number) => boolean;
+}
+
 /**
  * Rows 8-9, pure: confirmed missing bits are set; confirmed leaked bits get one more strike when this run may strike,
  * and are cleared once they reach `threshold`. Strikes of bits in the scanned spans that are no longer leaked are
  * dropped; strikes of bits outside them are kept for the scan to reach them.
  */
-export function planDrift(
-  missing: readonly number[],
-  leaked: readonly number[],
-  previous: Readonly<Record<string, number>>,
-  mayStrike: boolean,
-  threshold: number,
-  scanned: (bit: number) => boolean = () => true,
-): DriftPlan {
+export function planDrift(check: DriftCheck): DriftPlan {
+  const { missing, leaked, previous, mayStrike, threshold, scanned = () => true } = check;
   const strikes: Record<string, number> = {};
   for (const [bit, count] of Object.entries(previous)) if (!scanned(Number(bit))) strikes[bit] = count;
   const clear: number[] = [];
@@ -138,10 +152,9 @@ const SPAN_BITS = 4096;
 async function checkRange(
   run: Run,
   range: Range,
-  cycle: number,
-  usage: UsageRecord | undefined,
-  budget: { left: number },
+  scan: { readonly cycle: number; readonly usage: UsageRecord | undefined; readonly budget: { left: number } },
 ): Promise<boolean> {
+  const { cycle, usage, budget } = scan;
   const { bitmaps, reconcile: store, leases, settings } = run.deps;
   const cidr = parseCidr(range.cidr);
   const window = windowInterval(cidr);
@@ -151,7 +164,7 @@ async function checkRange(
   const doc = await run.retrying(() => bitmaps.getBitmap(range.pool, range.name), RETRIES.read);
   const current = doc ? bitmapOfDocument(doc, { range, cidr }) : undefined;
   const record = await run.retrying(() => store.getDriftRecord(range.pool, range.name), RETRIES.read);
-  if (!needsScan(doc, current, record?.value, usage, cycle) || budget.left <= 0) return false;
+  if (!needsScan({ doc, bitmap: current, record: record?.value, usage }, cycle) || budget.left <= 0) return false;
   const mayStrike = record === undefined || record.value.observedAt < run.startedAt;
   const comparedAt = usage?.countedAt ?? record?.value.comparedAt ?? 0;
   if (!doc || !current) {
@@ -162,14 +175,12 @@ async function checkRange(
     // (An empty bitmap for a range without leases is bookkeeping, not a repair: it is written without an event.)
     const event =
       doc || expected.count() > 0
-        ? bitmapEvent(
-            run,
-            range,
-            EventReason.BitmapRepaired,
-            doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built',
-            expected.count(),
-            [],
-          )
+        ? bitmapEvent(run, range, {
+            reason: EventReason.BitmapRepaired,
+            what: doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built',
+            count: expected.count(),
+            addresses: [],
+          })
         : undefined;
     const written = await store.repairBitmap(
       {
@@ -226,14 +237,14 @@ async function checkRange(
   const missing = diff.missing.filter((bit) => holders.has(addressOf(bit)));
   const leaked = diff.leaked.filter((bit) => !holders.has(addressOf(bit)));
   // 4. One strike per run: a run that started before another run's check does not strike again.
-  const plan = planDrift(
+  const plan = planDrift({
     missing,
     leaked,
-    record?.value.strikes ?? {},
+    previous: record?.value.strikes ?? {},
     mayStrike,
-    settings.leakStrikes,
-    (bit) => bit >= from && bit < offset,
-  );
+    threshold: settings.leakStrikes,
+    scanned: (bit) => bit >= from && bit < offset,
+  });
   // 5. Write, in chunks of conditions, each chunk at the version the previous one wrote.
   let version = doc.version;
   const bitmap = current.clone();
@@ -252,26 +263,22 @@ async function checkRange(
     const events = [
       ...(set.length
         ? [
-            bitmapEvent(
-              run,
-              range,
-              EventReason.BitmapRepaired,
-              'missed the bits of existing leases; they were set',
-              set.length,
-              set,
-            ),
+            bitmapEvent(run, range, {
+              reason: EventReason.BitmapRepaired,
+              what: 'missed the bits of existing leases; they were set',
+              count: set.length,
+              addresses: set,
+            }),
           ]
         : []),
       ...(cleared.length
         ? [
-            bitmapEvent(
-              run,
-              range,
-              EventReason.BitmapLeakCleared,
-              `held bits with no lease for ${settings.leakStrikes} consecutive runs; they were cleared`,
-              cleared.length,
-              cleared,
-            ),
+            bitmapEvent(run, range, {
+              reason: EventReason.BitmapLeakCleared,
+              what: `held bits with no lease for ${settings.leakStrikes} consecutive runs; they were cleared`,
+              count: cleared.length,
+              addresses: cleared,
+            }),
           ]
         : []),
     ];
@@ -314,11 +321,14 @@ const LISTED = 8;
 function bitmapEvent(
   run: Run,
   range: Range,
-  reason: EventReason,
-  what: string,
-  count: number,
-  addresses: readonly string[],
+  report: {
+    readonly reason: EventReason;
+    readonly what: string;
+    readonly count: number;
+    readonly addresses: readonly string[];
+  },
 ): IpamEvent {
+  const { reason, what, count, addresses } = report;
   const listed = addresses.length
     ? ` (${addresses.slice(0, LISTED).join(', ')}${addresses.length > LISTED ? `, and ${addresses.length - LISTED} more` : ''})`
     : '';

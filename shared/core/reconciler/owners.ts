@@ -11,6 +11,9 @@ import { type PoolViewList } from './ports.ts';
 import { EventReason } from '../base/events.ts';
 import { Phase, type Run } from './run.ts';
 
+/** What an owner's release uses: the claims and their consumers' leave, the reconciler's release and owner marks. */
+type OwnerDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock' | 'pause' | 'reconcile'>;
+
 /** Claims read per page of an owner's listing. */
 const PAGE = 100;
 /** Passes over the owner index: a later pass picks up claims the (eventually consistent) index showed late. */
@@ -45,7 +48,7 @@ export const OWNER_RECHECK_MS = 10 * 60_000;
  *   ForbiddenError for a caller the pool's `access` does not name
  */
 export async function releaseOwner(
-  deps: Deps,
+  deps: OwnerDeps,
   pool: string,
   ownerUid: string,
   caller?: Principal,
@@ -99,7 +102,7 @@ interface ReleaseBy {
  * names of those it released to `released` as each commits.
  */
 async function releaseOwnerClaims(
-  deps: Deps,
+  deps: OwnerDeps,
   owner: { readonly pool: string; readonly ownerUid: string; readonly released?: string[]; readonly by?: ReleaseBy },
 ): Promise<{ released: string[]; left: string[] }> {
   const { pool, ownerUid, released = [], by = {} } = owner;
@@ -143,7 +146,7 @@ async function releaseOwnerClaims(
  * @returns the names of the claims the uid left, released or not
  */
 async function leaveConsumedClaims(
-  deps: Deps,
+  deps: OwnerDeps,
   consumer: { readonly pool: string; readonly uid: string; readonly released: string[]; readonly by: ReleaseBy },
 ): Promise<string[]> {
   const { pool, uid, released, by } = consumer;
@@ -169,7 +172,7 @@ async function leaveConsumedClaims(
 }
 
 async function releaseOne(
-  deps: Deps,
+  deps: OwnerDeps,
   pool: Pool,
   listed: Claim,
   caller?: Principal,

@@ -14,7 +14,7 @@ import {
 
 /**
  * The reconciler's pure decisions: what to do about one claim, one lease, one range, given what was read. The table of
- * cases is at the top of reconcile.ts; each function here names the rows it decides.
+ * cases is docs/reconciler.md, "What it repairs"; each function here names the rows it decides.
  */
 
 /** Settings of one run, all in milliseconds (read once from configuration). */

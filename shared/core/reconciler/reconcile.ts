@@ -1,33 +1,11 @@
-// Over 300 lines: the reconciler's case table and the one pass that walks it; splitting the table from its pass would make a reader hold two files.
+// Over 300 lines: the one pass that walks the reconciler's case table (docs/reconciler.md), phase by phase, in the order a run takes them.
 /**
  * The reconciler: one bounded, resumable pass that keeps the store honest (Kubernetes' repairip.go, the ServiceCIDR
- * and DRA claim controllers, whereabouts' ip-reconciler). Every inconsistency it handles, and what it does:
+ * and DRA claim controllers, whereabouts' ip-reconciler).
  *
- * | #  | Inconsistency                                              | Found by                                   | Action (every write conditional)                                                      | Event               |
- * |----|------------------------------------------------------------|--------------------------------------------|----------------------------------------------------------------------------------------|---------------------|
- * | 1  | Claim expired more than the grace ago                      | expiry index buckets (sweep as backstop)   | release claim + held leases + marker in one transaction, if same uid, same version and still expired (a renew wins) | ClaimExpired        |
- * | 2  | Owner gone (DELETE /v1/pools/{p}/owners/{uid})             | owner index, by uid (never by name); again each run for 10 min from the owner's tombstone | release each claim of that owner uid, if same claim uid (owners.ts)    | OwnerReleased       |
- * | 3  | Lease whose claim does not exist                           | lease expiry buckets; slow sweep           | delete the lease if same claimUid and created before now - grace                      | LeaseOrphaned       |
- * | 4  | Lease whose claim is another incarnation, or does not list the address | same                           | same as 3                                                                              | LeaseOrphaned       |
- * | 5  | Orphaned lease younger than the grace                      | same                                       | nothing; its bucket stays open and a later run looks again                            | -                   |
- * | 6  | Held claim listing an address with no lease (or an expired one of another claim) | slow sweep        | write the lease back, if the claim is unchanged and the address still absent/expired  | LeaseNotAllocated   |
- * | 7  | Held claim listing an address another held claim holds     | slow sweep                                 | nothing changed; reported once a day (a report marker written with the event)        | DuplicateAllocation |
- * | 8  | Legacy bitmap missing the bit of an existing lease         | drift check of ranges that can have drifted | set the bit at once, if the bitmap is at the version read                             | BitmapRepaired      |
- * | 9  | Legacy bitmap bit with no lease                            | same                                       | one strike per run; cleared after N consecutive strikes, if version unchanged and lease still absent | BitmapLeakCleared   |
- * | 10 | Bitmap item while DisableAllocatorDualWrite=true           | pool ranges                                | delete the bitmap item (and its strikes)                                              | BitmapRemoved       |
- * | 11 | Terminating range, grace passed, no lease depending on it alone | pool ranges (a Limit-1 probe per shard) | remove the range (with its bitmap, strikes and usage), if still Terminating        | RangeFinalized      |
- * | 12 | Terminating range within its grace, or with dependent leases | pool ranges                              | nothing; a later run looks again                                                      | -                   |
- * | 13 | Held lease in no Ready or Terminating range of its pool    | slow sweep (consistent reads confirm)      | nothing changed (its claim holds it); reported once a day once older than the grace | LeaseOutsideRange   |
- * | 14 | Pool without an occupancy summary (made before it)         | pool item (no summarySince)                | build it from the listing, chunk by chunk (settle), then mark the pool summarized      | (report: summary.built) |
- * | 15 | Summary chunk bit differing from its lease item            | a range's lease count vs its summary, at most every 15 min | settle the differing addresses from their lease items (summary.ts)       | (report: summary.repaired) |
- * | 16 | Released lease (reuse delay) whose delay is over           | lease expiry buckets (at reusableAt); slow sweep | delete it, if still Released and expired (the address is free already)     | -                   |
- * | 17 | Claim of a deleted pool (committed as it was deleted: the delete's claims listing did not show it yet) | the claims listing of each pool deleted in the last 10 min (its pool-gone tombstone) | release it and its leases, if same claim uid and its addresses lie in no Ready or Terminating range of the pool as it is now (deleted-pools.ts) | PoolDeleted |
- *
- * In a pool with a reuse delay, rows 1-4 release into Released leases held for the owner identity until the delay is
- * over (counted from the claim's expiry for row 1), and their events say until when; a Released lease within its
- * delay is left alone (it is not an orphan).
- *
- * Each row has a test in tests/int/reconciler*.int.test.ts (and the pure decisions in tests/unit/reconcile-plan.test.ts).
+ * Every inconsistency it handles is a row of the table in docs/reconciler.md, "What it repairs" (the one table): how
+ * it is found, the conditional write that repairs it, the event it writes. The code cites its rows by number ("row 9");
+ * tests/unit/reconciler-table.test.ts checks that every row cited exists there and every event it writes is listed.
  *
  * Cost follows the work: row 2 reads one tombstone query per pool, and one owner index query per owner reported gone
  * in the last 10 minutes; rows 1 and 3-5 read only expired index entries (hour buckets from a persisted checkpoint,

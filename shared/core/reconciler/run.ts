@@ -10,9 +10,14 @@ export type Pause = (ms: number) => Promise<void>;
 
 /**
  * What a run needs: the container's dependencies, the reconciler's settings, and how to wait before retrying a repair
- * or a read (without `pause`, a retry goes at once: the tests' manual clocks).
+ * or a read (without `pause`, a retry goes at once: the tests' manual clocks). It drives use cases (an owner's release
+ * runs the consumers' leave; a pool's deletion its finish), so it takes all of Deps but the health probe and the
+ * exhaustion levels, which neither it nor they read.
  */
-export type ReconcileDeps = Deps & { readonly settings: ReconcileSettings; readonly pause?: Pause };
+export type ReconcileDeps = Omit<Deps, 'health' | 'exhaustion'> & {
+  readonly settings: ReconcileSettings;
+  readonly pause?: Pause;
+};
 
 export const Phase = {
   Expiry: 'expiry',

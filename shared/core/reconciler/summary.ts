@@ -52,7 +52,7 @@ export async function repairSummary(
   for (const [index, addresses] of differ) {
     // settleChunk reads each address's lease item itself: a listing behind the table changes nothing wrongly.
     // Its reads and its conditional put are safe to repeat: retried within the run when they fail transiently.
-    if ((await run.retrying(() => mirror.settleChunk(pool, family, index, addresses), RETRIES.read)) === 'written')
+    if ((await run.retrying(() => mirror.settleChunk({ pool, family, index }, addresses), RETRIES.read)) === 'written')
       changed += addresses.length;
   }
   return changed;

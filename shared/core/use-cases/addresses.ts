@@ -2,12 +2,15 @@ import { familyBits, formatAddress, IpFamily, parseAddress } from '../ip/address
 import { lastAddress, parseCidr } from '../ip/cidr.ts';
 import { NotFoundError } from '../errors.ts';
 import { isExpired, type Lease } from '../model.ts';
-import type { LeaseScope, Page } from '../ports.ts';
+import type { LeaseScope, Page, PageQuery } from '../ports.ts';
 import { type Deps } from './deps.ts';
 import { pageLimit } from '../base/time.ts';
 
+/** What the address reads use: the pool (it must exist) and the lease index. */
+type AddressDeps = Pick<Deps, 'views' | 'clock' | 'leases'>;
+
 /** The lease holding an address now. @throws NotFoundError when the address is free (absent or expired lease) */
-export async function getAddress(deps: Deps, pool: string, text: string): Promise<Lease> {
+export async function getAddress(deps: AddressDeps, pool: string, text: string): Promise<Lease> {
   await deps.views.get(pool, deps.clock.nowMs());
   const address = formatAddress(parseAddress(text));
   const lease = await deps.leases.getLease(pool, address);
@@ -18,12 +21,11 @@ export async function getAddress(deps: Deps, pool: string, text: string): Promis
 
 /** Held addresses in address order, of one range or of the whole pool (IPv4 first). @throws NotFoundError */
 export async function listAddresses(
-  deps: Deps,
+  deps: AddressDeps,
   pool: string,
-  rangeName?: string,
-  limit?: number,
-  cursor?: string,
+  query: PageQuery & { readonly range?: string } = {},
 ): Promise<Page<Lease>> {
+  const { range: rangeName, limit, cursor } = query;
   const view = await deps.views.get(pool, deps.clock.nowMs());
   let scopes: LeaseScope[];
   if (rangeName !== undefined) {

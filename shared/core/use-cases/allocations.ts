@@ -16,7 +16,11 @@ import type { Deps } from './deps.ts';
  *
  * @throws NotFoundError when the pool or the range does not exist, or the range is not a legacy range.
  */
-export async function getRangeAllocation(deps: Deps, pool: string, rangeName: string): Promise<RangeAllocation> {
+export async function getRangeAllocation(
+  deps: Pick<Deps, 'views' | 'clock' | 'gates' | 'bitmaps' | 'leases'>,
+  pool: string,
+  rangeName: string,
+): Promise<RangeAllocation> {
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   const range = view.ranges.find((r) => r.name === rangeName);
   if (!range) throw new NotFoundError('range', rangeName);

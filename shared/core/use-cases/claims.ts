@@ -13,7 +13,7 @@ import {
   PreconditionFailedError,
 } from '../errors.ts';
 import { holdOf, isExpired, reuseDelayMs, type Claim, type Pool } from '../model.ts';
-import type { ClaimFilter, Page, ReleaseOutcome } from '../ports.ts';
+import type { ClaimFilter, Page, PageQuery, ReleaseOutcome } from '../ports.ts';
 import type { IpamEvent } from '../base/events.ts';
 import { type Deps } from './deps.ts';
 import { nowIso, pageLimit } from '../base/time.ts';
@@ -55,12 +55,11 @@ export async function getClaim(
 export async function listClaims(
   deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
   pool: string,
-  limit?: number,
-  cursor?: string,
+  query: PageQuery = {},
   filter: ClaimFilter = {},
 ): Promise<Page<Claim>> {
   await deps.views.get(pool, deps.clock.nowMs());
-  const page = await deps.claims.listClaims(pool, pageLimit(limit), cursor, filter);
+  const page = await deps.claims.listClaims(pool, pageLimit(query.limit), query.cursor, filter);
   const nowMs = deps.clock.nowMs();
   return { ...page, items: page.items.filter((c) => !isExpired(c, nowMs)) };
 }
@@ -115,9 +114,9 @@ export async function deleteClaim(
   deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>,
   pool: string,
   name: string,
-  ifMatch?: VersionMatch,
-  caller?: Principal,
+  options: { readonly ifMatch?: VersionMatch; readonly caller?: Principal } = {},
 ): Promise<Claim | undefined> {
+  const { ifMatch, caller } = options;
   const view = await deps.views.get(pool, deps.clock.nowMs());
   for (let attempt = 0; attempt < CLAIM_TRIES; attempt += 1) {
     const claim = await deps.claims.getClaim(pool, name);
@@ -156,9 +155,9 @@ export async function renewClaim(
   deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
   pool: string,
   name: string,
-  ttlSeconds?: number | null,
-  caller?: Principal,
+  options: { readonly ttlSeconds?: number | null; readonly caller?: Principal } = {},
 ): Promise<Claim> {
+  const { ttlSeconds, caller } = options;
   const view = await deps.views.get(pool, deps.clock.nowMs());
   const ttl = ttlSeconds === null ? undefined : checkTtl(ttlSeconds);
   // A renewal is judged against the claim as read (its expiry decides whether a freed counter moves); when another

@@ -5,7 +5,7 @@ import type { HintCache } from '../allocator/hint.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
 import type { ClaimStore, Clock, HealthProbe, LeaseIndex, PoolStore, Random } from '../ports.ts';
 import type { ReconcileStore } from '../reconciler/ports.ts';
-import type { HistoryCursors, HistoryStore } from '../history/ports.ts';
+import type { HistoryAuditor, HistoryCursors, HistoryReader } from '../history/ports.ts';
 import type { ExhaustionState } from '../occupancy/exhaustion.ts';
 import type { IpFamily } from '../ip/address.ts';
 
@@ -33,8 +33,11 @@ export interface Deps {
   readonly occupancy: OccupancyStore;
   /** The reconciler's store: expiry index, repairs with their events, checkpoints; owner release and events too. */
   readonly reconcile: ReconcileStore;
-  /** The address history: ended holdings written by the stream function, and its cursors. */
-  readonly history: HistoryStore & HistoryCursors;
+  /**
+   * The address history as the use cases read it and the reconciler checks it (the stream function writes it through
+   * its own HistoryWriter), and its cursors.
+   */
+  readonly history: HistoryReader & HistoryAuditor & HistoryCursors;
   /**
    * A jittered wait after the `lost`-th lost race of a version-guarded change (a claim's consumers), so concurrent
    * writers spread out instead of all reading and colliding again; absent: no wait (the simulator's own time).

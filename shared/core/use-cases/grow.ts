@@ -93,12 +93,12 @@ function mayGrowFor(pool: Pool, cmd: CreateClaimCommand, family: IpFamily): bool
 }
 
 /** Free positions of a family in the pool's Ready ranges, from a fresh view and a count of its leases. */
-async function freeIn(deps: Deps, pool: string, family: IpFamily): Promise<bigint> {
+async function freeIn(deps: Pick<Deps, 'views' | 'leases' | 'clock'>, pool: string, family: IpFamily): Promise<bigint> {
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   return familyFree(deps, view, family);
 }
 
-async function familyFree(deps: Deps, view: PoolView, family: IpFamily): Promise<bigint> {
+async function familyFree(deps: Pick<Deps, 'leases' | 'clock'>, view: PoolView, family: IpFamily): Promise<bigint> {
   const ranges = rangesOf(view, family);
   const size = ranges.reduce((sum, r) => sum + capacity(r.cidr), 0n);
   const used = ranges.length

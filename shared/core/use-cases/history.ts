@@ -1,10 +1,11 @@
 import { InvalidArgumentError } from '../errors.ts';
 import { afterStart, effectiveEnds, heldAt, holdingAt, holdingId, type Holding } from '../history/holding.ts';
-import type { HistoryMark } from '../history/ports.ts';
+import type { HistoryCursors, HistoryMark, HistoryReader } from '../history/ports.ts';
 import { formatAddress, parseAddress } from '../ip/address.ts';
 import { blockSize, formatCidr, parseCidr } from '../ip/cidr.ts';
 import { type Deps } from './deps.ts';
 import { pageLimit } from '../base/time.ts';
+import type { PageQuery } from '../ports.ts';
 
 /** A history answer says how far the history is complete: it lags the leases by the stream's delay. */
 export interface HistoryAnswer {
@@ -34,7 +35,10 @@ export interface Window {
 /** Largest block the CIDR form reads (one query per address, like AWS's small-block history). */
 export const MAX_CIDR_HISTORY_ADDRESSES = 256;
 
-type HistoryDeps = Pick<Deps, 'history' | 'leases' | 'claims' | 'views' | 'clock'>;
+/** What the history answers use: the history's reader role and its cursors, the leases, the claims and the pool. */
+type HistoryDeps = Pick<Deps, 'leases' | 'claims' | 'views' | 'clock'> & {
+  readonly history: HistoryReader & HistoryCursors;
+};
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -62,22 +66,14 @@ export async function addressHistory(
   deps: HistoryDeps,
   pool: string,
   text: string,
-  window: Window,
-  limit?: number,
-  cursor?: string,
+  query: Window & PageQuery = {},
 ): Promise<HistoryPage> {
+  const { limit, cursor, ...window } = query;
   const since = await poolSince(deps, pool);
   const address = formatAddress(parseAddress(text));
   // The mark first: whatever it vouches for was written before it, so the reads after it see it.
-  return addressPage(
-    deps,
-    pool,
-    address,
-    await deps.history.mark(pool, [address]),
-    { ...window, since },
-    limit,
-    cursor,
-  );
+  const mark = await deps.history.mark(pool, [address]);
+  return addressPage(deps, { pool, address, mark }, { ...window, since }, { limit, cursor });
 }
 
 /** A history read's window within the pool's life: holdings from `since` (its createdAt) on. */
@@ -93,15 +89,21 @@ async function poolSince(deps: HistoryDeps, pool: string): Promise<string> {
   return (await deps.views.get(pool, deps.clock.nowMs())).pool.createdAt;
 }
 
+/** One address of a pool, and the pool's history mark read before its holdings. */
+interface MarkedAddress {
+  readonly pool: string;
+  readonly address: string;
+  readonly mark: HistoryMark | undefined;
+}
+
 async function addressPage(
   deps: HistoryDeps,
-  pool: string,
-  address: string,
-  mark: HistoryMark | undefined,
+  at: MarkedAddress,
   window: PoolWindow,
-  limit?: number,
-  cursor?: string,
+  page: PageQuery,
 ): Promise<HistoryPage> {
+  const { pool, address, mark } = at;
+  const { limit, cursor } = page;
   const size = pageLimit(limit);
   const scope = ['addressHistory', pool, address];
   const position = cursor === undefined ? undefined : deps.history.decode(scope, cursor);
@@ -184,9 +186,9 @@ export async function ownerHistory(
   deps: HistoryDeps,
   pool: string,
   ownerUid: string,
-  limit?: number,
-  cursor?: string,
+  query: PageQuery = {},
 ): Promise<HistoryPage> {
+  const { limit, cursor } = query;
   const since = await poolSince(deps, pool);
   const size = pageLimit(limit);
   const scope = ['ownerHistory', pool, ownerUid];
@@ -233,9 +235,9 @@ export async function cidrHistory(
   deps: HistoryDeps,
   pool: string,
   cidrText: string,
-  window: Window,
-  limit?: number,
+  query: Window & Pick<PageQuery, 'limit'> = {},
 ): Promise<HistoryPage> {
+  const { limit, ...window } = query;
   const cidr = parseCidr(cidrText, 'cidr');
   const size = blockSize(cidr);
   if (size > BigInt(MAX_CIDR_HISTORY_ADDRESSES)) {
@@ -256,7 +258,9 @@ export async function cidrHistory(
   for (let i = 0; i < addresses.length; i += 16) {
     pages.push(
       ...(await Promise.all(
-        addresses.slice(i, i + 16).map((a) => addressPage(deps, pool, a, mark, { ...window, since }, max)),
+        addresses
+          .slice(i, i + 16)
+          .map((a) => addressPage(deps, { pool, address: a, mark }, { ...window, since }, { limit: max })),
       )),
     );
   }

@@ -96,7 +96,11 @@ export function normalizeExclusion(text: string, index: number): string {
 }
 
 /** A growth rule's parent must be a block pool now (it may be deleted later: growth then stops). @throws InvalidArgumentError */
-async function checkGrowParent(deps: Deps, rule: GrowRule, blocks: Pool['blockPrefixLength']): Promise<GrowRule> {
+async function checkGrowParent(
+  deps: Pick<Deps, 'views' | 'clock'>,
+  rule: GrowRule,
+  blocks: Pool['blockPrefixLength'],
+): Promise<GrowRule> {
   const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch(() => undefined);
   if (!parent?.pool.blockPrefixLength)
     throw new InvalidArgumentError(
@@ -117,7 +121,7 @@ async function checkGrowParent(deps: Deps, rule: GrowRule, blocks: Pool['blockPr
 }
 
 /** Creates a pool. @throws ConflictError when a pool of that name exists; PoolTerminatingError while one is being deleted */
-export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Pool> {
+export async function createPool(deps: Pick<Deps, 'pools' | 'views' | 'clock'>, cmd: CreatePoolCommand): Promise<Pool> {
   const name = checkDnsLabel(cmd.name, 'name');
   const exclude = [...new Set((cmd.exclude ?? []).map(normalizeExclusion))];
   const delay = cmd.reuseDelaySeconds ?? 0;
@@ -167,7 +171,12 @@ export async function createPool(deps: Deps, cmd: CreatePoolCommand): Promise<Po
  * Lists pools in name order: those the caller may see (a pool with `access` only to its administrators and
  * allocators; a page may then hold fewer than `limit` pools, and still have a next one).
  */
-export async function listPools(deps: Deps, limit?: number, cursor?: string, caller?: Principal): Promise<Page<Pool>> {
+export async function listPools(
+  deps: Pick<Deps, 'pools'>,
+  limit?: number,
+  cursor?: string,
+  caller?: Principal,
+): Promise<Page<Pool>> {
   const page = await deps.pools.listPools(pageLimit(limit), cursor);
   return { ...page, items: page.items.filter((pool) => roleIn(pool.access, caller) !== Role.None) };
 }
@@ -192,7 +201,7 @@ export interface PoolDetails {
 
 /** A pool's thresholds and its utilization per family, read consistently; undefined when the pool is gone. */
 export async function poolExhaustionReading(
-  deps: Deps,
+  deps: UsageDeps & Pick<Deps, 'views'>,
   name: string,
 ): Promise<{ thresholds: readonly number[]; families: Partial<Record<IpFamily, Utilization>> } | undefined> {
   let view: PoolView;
@@ -205,7 +214,7 @@ export async function poolExhaustionReading(
   return { thresholds: freeThresholdsOf(view.pool), families: await familyUtilization(deps, view) };
 }
 
-async function warningsOf(deps: Deps, pool: Pool): Promise<PoolDetails['warnings']> {
+async function warningsOf(deps: Pick<Deps, 'exhaustion'>, pool: Pool): Promise<PoolDetails['warnings']> {
   const states = (await deps.exhaustion?.states(pool.name)) ?? new Map<IpFamily, never>();
   const thresholds = freeThresholdsOf(pool);
   const out: Partial<Record<IpFamily, { below: number | 'full' | null; since: string }>> = {};
@@ -217,6 +226,9 @@ async function warningsOf(deps: Deps, pool: Pool): Promise<PoolDetails['warnings
   return out;
 }
 
+/** What a utilization count reads: the occupancy summary, or else the lease listing. */
+type UsageDeps = Pick<Deps, 'occupancy' | 'leases' | 'clock'>;
+
 /**
  * Unexpired leases of a pool family in disjoint intervals: `used` held by claims, `releasing` Released (held for a
  * previous owner). From the occupancy summary where the pool has one and none of its leases there has a TTL: reads
@@ -226,7 +238,7 @@ async function warningsOf(deps: Deps, pool: Pool): Promise<PoolDetails['warnings
  * reads: a release between them moves an address from one to the other, never out of both.
  */
 async function usedIn(
-  deps: Deps,
+  deps: UsageDeps,
   pool: Pool,
   family: IpFamily,
   intervals: readonly Interval[],
@@ -250,7 +262,7 @@ function utilizationOf(size: bigint, counts: { used: bigint; releasing: bigint }
 }
 
 /** Utilization of one range of `pool`: its capacity and the leases among its host addresses. */
-export async function rangeUtilization(deps: Deps, pool: Pool, range: Range): Promise<Utilization> {
+export async function rangeUtilization(deps: UsageDeps, pool: Pool, range: Range): Promise<Utilization> {
   const cidr = rangeCidr(range);
   const size = capacity(cidr);
   const interval = hostInterval(cidr);
@@ -258,7 +270,10 @@ export async function rangeUtilization(deps: Deps, pool: Pool, range: Range): Pr
 }
 
 /** A pool with its ranges and utilization, read consistently. @throws NotFoundError */
-export async function getPool(deps: Deps, name: string): Promise<PoolDetails> {
+export async function getPool(
+  deps: UsageDeps & Pick<Deps, 'views' | 'exhaustion'>,
+  name: string,
+): Promise<PoolDetails> {
   const view = await deps.views.get(name, deps.clock.nowMs(), true);
   const ranges = await Promise.all(
     view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, view.pool, range) })),
@@ -281,7 +296,7 @@ function slotsIn(intervals: readonly Interval[], family: IpFamily, block: number
   return intervals.reduce((sum, [lo, hi]) => sum + ((hi - lo) >> shift) + 1n, 0n);
 }
 
-async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Record<IpFamily, Utilization>>> {
+async function familyUtilization(deps: UsageDeps, view: PoolView): Promise<Partial<Record<IpFamily, Utilization>>> {
   const out: Partial<Record<IpFamily, Utilization>> = {};
   for (const family of [IpFamily.IPv4, IpFamily.IPv6]) {
     const ranges = rangesOf(view, family);
@@ -299,7 +314,7 @@ async function familyUtilization(deps: Deps, view: PoolView): Promise<Partial<Re
  * @returns 'gone' when this request finished it, 'terminating' when the rest is left to the reconciler (as deletePool)
  * @throws NotFoundError when no deletion of that name is in progress
  */
-export async function finishPoolDeletion(deps: Deps, name: string): Promise<'gone' | 'terminating'> {
+export async function finishPoolDeletion(deps: Pick<Deps, 'pools'>, name: string): Promise<'gone' | 'terminating'> {
   let outcome;
   try {
     outcome = await deps.pools.finalizePool(name);
@@ -319,7 +334,10 @@ export async function finishPoolDeletion(deps: Deps, name: string): Promise<'gon
  * @returns 'gone' when this request finished the deletion, 'terminating' when the rest is left to the reconciler
  * @throws PoolNotEmptyError while claims exist; NotFoundError when no pool of that name exists
  */
-export async function deletePool(deps: Deps, name: string): Promise<'gone' | 'terminating'> {
+export async function deletePool(
+  deps: Pick<Deps, 'pools' | 'views' | 'hints' | 'clock'>,
+  name: string,
+): Promise<'gone' | 'terminating'> {
   const outcome = await deps.pools.deletePool(name, deps.clock.nowMs());
   deps.views.forget(name);
   deps.hints.forget(name);

@@ -66,7 +66,11 @@ function checkBlockRange(pool: Pool, cidr: Cidr, legacy: boolean): number | unde
  * of its blocks, not yet the source of another range. @throws NotFoundError, InvalidArgumentError, SourceMismatchError,
  *   ConflictError, ForbiddenError (the caller may not pin the claim)
  */
-async function sourceClaim(deps: Deps, cmd: CreateRangeCommand, cidrText: string): Promise<Claim> {
+async function sourceClaim(
+  deps: Pick<Deps, 'views' | 'claims' | 'clock'>,
+  cmd: CreateRangeCommand,
+  cidrText: string,
+): Promise<Claim> {
   const source = cmd.source!;
   checkDnsLabel(source.pool, 'source.pool');
   checkDnsLabel(source.claim, 'source.claim');
@@ -185,7 +189,8 @@ async function createNested(
 ): Promise<'created' | 'exists' | 'legacyTaken'> {
   for (let attempt = 0; attempt < SOURCE_TRIES; attempt += 1) {
     let claim = await sourceClaim(deps, cmd, range.cidr);
-    if (claim.expiresAt !== undefined) claim = await renewClaim(deps, claim.pool, claim.name, null, cmd.caller);
+    if (claim.expiresAt !== undefined)
+      claim = await renewClaim(deps, claim.pool, claim.name, { ttlSeconds: null, caller: cmd.caller });
     const outcome = await deps.pools.createRange(range, claim);
     if (outcome !== 'parentChanged') return outcome;
   }
@@ -196,7 +201,7 @@ async function createNested(
 
 /** A range with its utilization. @throws NotFoundError */
 export async function getRange(
-  deps: Deps,
+  deps: Pick<Deps, 'views' | 'occupancy' | 'leases' | 'clock'>,
   pool: string,
   name: string,
 ): Promise<{ range: Range; utilization: Utilization }> {
@@ -207,7 +212,10 @@ export async function getRange(
 }
 
 /** All ranges of a pool with their utilization. @throws NotFoundError */
-export async function listRanges(deps: Deps, pool: string): Promise<{ range: Range; utilization: Utilization }[]> {
+export async function listRanges(
+  deps: Pick<Deps, 'views' | 'occupancy' | 'leases' | 'clock'>,
+  pool: string,
+): Promise<{ range: Range; utilization: Utilization }[]> {
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   return Promise.all(
     view.ranges.map(async (range) => ({ range, utilization: await rangeUtilization(deps, view.pool, range) })),
@@ -226,7 +234,11 @@ export function aloneIntervals(range: Range, otherReady: readonly Range[]): Inte
  * Counts the leases that depend on this range alone: those among its host addresses that no other Ready range of
  * the pool holds as host addresses. Expired leases count too: their claims may still be renewed.
  */
-export async function dependentLeases(deps: Deps, range: Range, otherReady: readonly Range[]): Promise<bigint> {
+export async function dependentLeases(
+  deps: Pick<Deps, 'leases' | 'clock'>,
+  range: Range,
+  otherReady: readonly Range[],
+): Promise<bigint> {
   const alone = aloneIntervals(range, otherReady);
   return alone.length ? deps.leases.countLeases(range.pool, range.family, alone, 0) : 0n;
 }
@@ -254,7 +266,11 @@ export const INDEX_SETTLE_MS = 2_000;
  * Every removal is conditional on this Terminating incarnation, so a range made again meanwhile is not removed.
  * @returns 'gone' or 'terminating'. @throws NotFoundError for an unknown pool
  */
-export async function deleteRange(deps: Deps, pool: string, name: string): Promise<'gone' | 'terminating'> {
+export async function deleteRange(
+  deps: Pick<Deps, 'views' | 'pools' | 'hints' | 'leases' | 'clock'>,
+  pool: string,
+  name: string,
+): Promise<'gone' | 'terminating'> {
   const view = await deps.views.get(pool, deps.clock.nowMs(), true);
   const range = view.ranges.find((r) => r.name === name);
   if (!range) return 'gone';

@@ -76,7 +76,7 @@ export const pickWithHints: Picker = async (pick, space) => {
   let fresh = force;
   for (let attempt = 0; attempt < TUNING.hintReadsPerPick; attempt += 1) {
     const nowMs = ports.clock.nowMs();
-    const hint = await ports.hints.get(pool, family, intervals, nowMs, fresh, source);
+    const hint = await ports.hints.get({ pool, family, intervals, nowMs, force: fresh, source });
     if (fresh) call.refreshedAt.set(family, seen);
     const inFlight = ports.hints.inFlight(pool, family);
     // What the copy shows free, collected once for this attempt's synchronous steps (behindNearFull, pickVerified).
