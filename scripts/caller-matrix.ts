@@ -32,7 +32,7 @@ export interface CallerPolicy {
 }
 
 /** The JSON block that follows `marker` in a document. */
-function jsonAfter(text: string, marker: string, file: string): unknown {
+export function jsonAfter(text: string, marker: string, file: string): unknown {
   const at = text.indexOf(marker);
   if (at < 0) throw new Error(`${file} no longer has ${JSON.stringify(marker)}: update scripts/caller-matrix.ts`);
   const block = /```json\n([\s\S]*?)\n```/.exec(text.slice(at));

@@ -3,7 +3,7 @@ import { DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamod
 import { randomUUID } from 'node:crypto';
 import { startDynamoDbLocal, type DynamoDbLocal } from '../../scripts/dynamodb-local.ts';
 import { createTable } from '../../shared/adapters/dynamodb/table-setup.ts';
-import { Meter, createBenchClient } from './bench-client.ts';
+import { DEPLOYED_ROUND_TRIP, Meter, createBenchClient } from './bench-client.ts';
 import { SizeLedger } from './ledger.ts';
 import { PartitionLimiter } from './limiter.ts';
 import { Pricer, usageBetween, type Usage } from './meter.ts';
@@ -11,8 +11,11 @@ import { tableSchema } from './schema.ts';
 import { forEachLimit, sleep } from './storage.ts';
 import type { AllocationOutcome, Caller, Strategy, StrategyContext, StrategyRun } from '../strategies/strategy.ts';
 
-/** Raw: DynamoDB Local as it is (no limits). Limited: with the per-partition-key model in the adapter. */
-export const Mode = { Raw: 'raw', Limited: 'limited' } as const;
+/**
+ * Raw: DynamoDB Local as it is (no limits). Limited: with the per-partition-key model in the adapter. Deployed:
+ * limited, and each attempt of the measured clients waits a modelled round trip (DEPLOYED_ROUND_TRIP).
+ */
+export const Mode = { Raw: 'raw', Limited: 'limited', Deployed: 'deployed' } as const;
 export type Mode = (typeof Mode)[keyof typeof Mode];
 
 /** The engine every scenario shares: one DynamoDB Local, a fresh table per scenario and strategy. */
@@ -55,7 +58,8 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
   const ledger = new SizeLedger(tableSchema);
   const pricer = new Pricer(tableSchema, ledger);
   const meter = new Meter();
-  const limiter = mode === Mode.Limited ? new PartitionLimiter() : undefined;
+  const limiter = mode === Mode.Raw ? undefined : new PartitionLimiter();
+  const roundTrip = mode === Mode.Deployed ? DEPLOYED_ROUND_TRIP : undefined;
   const gate = { halted: false };
   const tap: WriteTap = {};
   const client = createBenchClient({
@@ -65,6 +69,7 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
     gate,
     tap,
     ...(limiter ? { limiter } : {}),
+    ...(roundTrip ? { roundTrip } : {}),
   });
   const setupMeter = new Meter();
   setupMeter.recording = false;
@@ -90,6 +95,7 @@ export async function openBench(engine: Engine, prefix: string, mode: Mode): Pro
         maxAttempts,
         gate,
         ...(limiter ? { limiter } : {}),
+        ...(roundTrip ? { roundTrip } : {}),
       }),
     async close() {
       await setupClient.send(new DeleteTableCommand({ TableName: tableName })).catch(() => undefined);

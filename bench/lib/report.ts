@@ -1,4 +1,5 @@
 import type { MachineInfo } from './machine.ts';
+import { blocksGoals } from './blocks-goals.ts';
 import { round, type ScenarioResult } from './results.ts';
 
 /** One goal of the issue with what this run measured. */
@@ -433,6 +434,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
           note: unavailable('history') ?? 'not run',
         },
   );
+  goals.push(...blocksGoals(results));
   return goals;
 }
 

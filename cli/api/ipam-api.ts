@@ -77,12 +77,13 @@ export class IpamApi {
   }
 
   async createPool(spec: PoolSpec): Promise<{ created: boolean; pool: Pool }> {
-    const { name, exclude = [], reuseDelaySeconds, blockPrefixLength } = spec;
+    const { name, exclude = [], reuseDelaySeconds, blockPrefixLength, grow } = spec;
     const body = {
       name,
       ...(exclude.length ? { exclude } : {}),
       ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}),
       ...(blockPrefixLength ? { blockPrefixLength } : {}),
+      ...(grow ? { grow } : {}),
     };
     const res = await this.http.request('POST', '/v1/pools', { body });
     return { created: res.status === 201, pool: res.body as Pool };

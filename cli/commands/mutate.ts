@@ -1,6 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseLabelSelector, type LabelSelector } from '../../shared/core/labels.ts';
-import type { Claim, ClaimSpec, Family, Labels, Owner } from '../api/types.ts';
+import type { Claim, ClaimSpec, Family, Labels, Owner, PoolSpec } from '../api/types.ts';
 import { apiFor, usageError } from '../context.ts';
 import {
   OutputFormat,
@@ -10,6 +10,7 @@ import {
   renderResources,
   type ResourceView,
 } from '../format/resources.ts';
+import { blockSizesText, growText } from '../format/blocks.ts';
 import { expiry, formatSeconds } from '../format/time.ts';
 import type { CliIo } from '../io.ts';
 import { collect, durationArg, formatOf, intArg, outputOption, secondsArg } from '../options.ts';
@@ -74,6 +75,44 @@ function sourceArg(value: string): { pool: string; claim: string } {
 /** The API's bounds: `count` addresses per family, a pool's `reuseDelaySeconds` (7 days). */
 export const MAX_COUNT = 32;
 export const MAX_REUSE_DELAY_SECONDS = 604_800;
+/** The API's bound of a grow rule's `maxBlocks` (blocks taken from the parent per family). */
+export const MAX_GROW_BLOCKS = 64;
+
+interface CreatePoolOptions {
+  readonly exclude?: string[];
+  readonly reuseDelay?: number;
+  readonly block?: number;
+  readonly block6?: number;
+  readonly grow?: string;
+  readonly growBelowFree?: number;
+  readonly growMaxBlocks?: number;
+  readonly output?: string;
+}
+
+/**
+ * The grow rule of `create pool`, or undefined without --grow. Its threshold is required, as the API requires it: a
+ * default here would be a rule the user never chose. @throws the usage error when the flags do not make a rule
+ */
+function growRuleOf(options: CreatePoolOptions, cmd: Command): PoolSpec['grow'] {
+  if (options.grow === undefined) {
+    if (options.growBelowFree !== undefined || options.growMaxBlocks !== undefined)
+      usageError(
+        cmd,
+        '--grow-below-free and --grow-max-blocks belong to a grow rule: give the parent pool with --grow PARENT.',
+      );
+    return undefined;
+  }
+  if (options.growBelowFree === undefined)
+    usageError(
+      cmd,
+      '--grow needs --grow-below-free N: the free positions (addresses, or blocks in a block pool) below which the pool takes one more block from its parent.',
+    );
+  return {
+    pool: options.grow,
+    belowFree: options.growBelowFree,
+    ...(options.growMaxBlocks !== undefined ? { maxBlocks: options.growMaxBlocks } : {}),
+  };
+}
 
 /** The claim spec a command line asks for; TTLs are whole seconds, rounded up so `--ttl 1500ms` is not 1 s. */
 export function claimSpecOf(options: ClaimOptions): ClaimSpec {
@@ -168,38 +207,46 @@ export function addMutationCommands(program: Command, io: CliIo): void {
       blockArg(32),
     )
     .option('--block6 <length>', "the block pool's IPv6 block length (/64)", blockArg(128))
+    .option(
+      '--grow <parent>',
+      'grow on demand: take one more block from this parent block pool when free space falls below --grow-below-free',
+    )
+    .option(
+      '--grow-below-free <n>',
+      'with --grow: the free positions of a family (addresses, or blocks in a block pool) below which to grow',
+      intArg(1, Number.MAX_SAFE_INTEGER),
+    )
+    .option(
+      '--grow-max-blocks <n>',
+      `with --grow: most blocks taken from the parent per family (1-${MAX_GROW_BLOCKS}; default 16)`,
+      intArg(1, MAX_GROW_BLOCKS),
+    )
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Create a pool (409 Conflict if it exists)')
     .addHelpText(
       'after',
-      '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m\n  ipam create pool node-blocks --block /26 --block6 /122',
+      '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m\n  ipam create pool node-blocks --block /26 --block6 /122\n  ipam create pool node-1 --grow region-eu-west --grow-below-free 16 --grow-max-blocks 4',
     )
-    .action(
-      async (
-        name: string,
-        options: { exclude?: string[]; reuseDelay?: number; block?: number; block6?: number; output?: string },
-        cmd: Command,
-      ) => {
-        const blocks = {
-          ...(options.block !== undefined ? { IPv4: options.block } : {}),
-          ...(options.block6 !== undefined ? { IPv6: options.block6 } : {}),
-        };
-        const spec = {
-          name,
-          exclude: options.exclude ?? [],
-          ...(options.reuseDelay !== undefined ? { reuseDelaySeconds: options.reuseDelay } : {}),
-          ...(Object.keys(blocks).length ? { blockPrefixLength: blocks } : {}),
-        };
-        const { pool } = await (await apiFor(cmd, io)).createPool(spec);
-        const delay = pool.reuseDelaySeconds ? `, reuse delay ${formatSeconds(pool.reuseDelaySeconds)}` : '';
-        const block = pool.blockPrefixLength
-          ? `, blocks ${Object.entries(pool.blockPrefixLength)
-              .map(([f, n]) => `${f} /${n}`)
-              .join(', ')}`
-          : '';
-        print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}${block}\n`);
-      },
-    );
+    .action(async (name: string, options: CreatePoolOptions, cmd: Command) => {
+      const grow = growRuleOf(options, cmd);
+      const blocks = {
+        ...(options.block !== undefined ? { IPv4: options.block } : {}),
+        ...(options.block6 !== undefined ? { IPv6: options.block6 } : {}),
+      };
+      const spec = {
+        name,
+        exclude: options.exclude ?? [],
+        ...(options.reuseDelay !== undefined ? { reuseDelaySeconds: options.reuseDelay } : {}),
+        ...(Object.keys(blocks).length ? { blockPrefixLength: blocks } : {}),
+        ...(grow ? { grow } : {}),
+      };
+      const { pool } = await (await apiFor(cmd, io)).createPool(spec);
+      const delay = pool.reuseDelaySeconds ? `, reuse delay ${formatSeconds(pool.reuseDelaySeconds)}` : '';
+      const sizes = blockSizesText(pool);
+      const block = sizes ? `, blocks ${sizes}` : '';
+      const grows = pool.grow ? `, grows from ${pool.grow.pool}: ${growText(pool)}` : '';
+      print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}${block}${grows}\n`);
+    });
 
   create
     .command('range')

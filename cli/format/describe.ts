@@ -12,6 +12,7 @@ import {
   type RepairEvent,
   type Utilization,
 } from '../api/types.ts';
+import { blockSizesText, growText } from './blocks.ts';
 import { bar, percent, toBigInt } from './resources.ts';
 import { renderTable } from './table.ts';
 import { age, ago, expiry, formatSeconds, relative } from './time.ts';
@@ -85,11 +86,23 @@ export function describePool(pool: PoolDetails, events: readonly RepairEvent[], 
     .map((family) => `${family}  ${utilizationLine(pool.utilization[family]!, pool)}`)
     .join('\n');
   const releasing = hasReleasing(pool, pool.ranges);
+  // A nested range (made from another pool's block claim, or by growth) names its source; other pools show no column.
+  const nested = pool.ranges.some((r) => r.source);
   const ranges =
     pool.ranges.length === 0
       ? '<none>'
       : renderTable(
-          ['NAME', 'CIDR', 'FAMILY', 'STATE', 'LEGACY', 'USED', ...(releasing ? ['RELEASING'] : []), 'FREE'],
+          [
+            'NAME',
+            'CIDR',
+            'FAMILY',
+            'STATE',
+            'LEGACY',
+            'USED',
+            ...(releasing ? ['RELEASING'] : []),
+            'FREE',
+            ...(nested ? ['SOURCE'] : []),
+          ],
           pool.ranges.map((r) => [
             r.name,
             r.cidr,
@@ -99,13 +112,18 @@ export function describePool(pool: PoolDetails, events: readonly RepairEvent[], 
             String(r.used),
             ...(releasing ? [String(r.releasing)] : []),
             String(r.free),
+            ...(nested ? [r.source ? `${r.source.pool}/${r.source.claim}` : '-'] : []),
           ]),
         );
+  const blocks = blockSizesText(pool);
   return fields([
     ['Name', pool.name],
     ['Created', when(pool.createdAt, nowMs)],
     ['Exclude', pool.exclude.length ? pool.exclude.join(', ') : '<none>'],
     ['Reuse delay', reuseDelay(pool)],
+    // Only a block pool and a growing pool show these, so an address pool reads as before.
+    ...(blocks ? [['Blocks', blocks] as const] : []),
+    ...(pool.grow ? [['Grows from', `${pool.grow.pool}: ${growText(pool)}`] as const] : []),
     ['Utilization', utilization ? `${utilization}\n` : '<none>'],
     ['Ranges', ranges],
     eventsBlock(events, nowMs),

@@ -10,6 +10,7 @@ import {
   type RepairEvent,
 } from '../api/types.ts';
 import { formatLabels } from '../../shared/core/labels.ts';
+import { blockLengths } from './blocks.ts';
 import { renderTable } from './table.ts';
 import { age, expiresColumn, formatSeconds } from './time.ts';
 
@@ -46,6 +47,8 @@ export const poolView: ResourceView<Pool> = {
       value: (p) => (p.reuseDelaySeconds ? formatSeconds(p.reuseDelaySeconds) : '-'),
       only: 'wide',
     },
+    { header: 'BLOCKS', value: (p) => blockLengths(p).join(',') || '-', only: 'wide' },
+    { header: 'GROWS-FROM', value: (p) => p.grow?.pool ?? '-', only: 'wide' },
     { header: 'AGE', value: (p, now) => age(p.createdAt, now) },
   ],
 };

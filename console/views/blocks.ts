@@ -1,4 +1,5 @@
-import type { Claim, PoolDetails, Range } from '../../cli/api/types.ts';
+import type { Claim, Pool, Range } from '../../cli/api/types.ts';
+import { blockLengths } from '../../cli/format/blocks.ts';
 import { countOf, labelOf, type MapCell, type MapModel } from '../../cli/map/layout.ts';
 
 /**
@@ -6,14 +7,11 @@ import { countOf, labelOf, type MapCell, type MapModel } from '../../cli/map/lay
  * can read it without a browser.
  */
 
-/** The pool's block sizes, `IPv4 /26, IPv6 /122`; undefined for an address pool. */
-export function blockSizesText(pool: Pick<PoolDetails, 'blockPrefixLength'>): string | undefined {
-  const sizes = pool.blockPrefixLength;
-  if (!sizes) return undefined;
-  const parts = (['IPv4', 'IPv6'] as const).flatMap((family) =>
-    sizes[family] === undefined ? [] : [`${family} /${sizes[family]}`],
-  );
-  return parts.length ? parts.join(', ') : undefined;
+export { blockSizesText, growText } from '../../cli/format/blocks.ts';
+
+/** The pool's block lengths for the pools table, `/26, /64`; empty for an address pool. */
+export function blockLengthsText(pool: Pick<Pool, 'blockPrefixLength'>): string {
+  return blockLengths(pool).join(', ');
 }
 
 /** What a claim holds, one entry per address: the block's CIDR in a block pool, else the address. */

@@ -5,7 +5,7 @@ import { flashNext, navigate } from '../nav.ts';
 import type { View } from '../main.ts';
 import { actionForm, input, optionalInt } from './forms.ts';
 import { problemBox } from '../api.ts';
-import { childrenTexts } from './blocks.ts';
+import { childrenTexts, heldTexts } from './blocks.ts';
 
 /** /console/pools/{pool}/claims/{claim}: the claim; renew it, release it (at the version shown: If-Match). */
 export const claimView: View = async ([poolName, claimName]) => {
@@ -55,6 +55,9 @@ export const claimView: View = async ([poolName, claimName]) => {
     },
   );
 
+  const blocks = claim.addresses.some((a) => a.prefix !== undefined);
+  const held = `${blocks ? 'block' : 'address'}${claim.addresses.length === 1 ? '' : blocks ? 's' : 'es'}`;
+
   // Release asks first, and releases only the version on screen: if the claim changed meanwhile, the API answers
   // 412 and the problem is shown instead of releasing something the user has not seen.
   const problem = h('div', { class: 'form-problem' });
@@ -69,7 +72,7 @@ export const claimView: View = async ([poolName, claimName]) => {
       h(
         'p',
         {},
-        `Its ${claim.addresses.length === 1 ? 'address' : 'addresses'} ${claim.addresses.map((a) => a.address).join(', ')} go back to the pool${claim.version ? ` (version ${claim.version})` : ''}.`,
+        `Its ${held} ${heldTexts(claim).join(', ')} go back to the pool${claim.version ? ` (version ${claim.version})` : ''}.`,
       ),
       h(
         'div',
@@ -97,10 +100,18 @@ export const claimView: View = async ([poolName, claimName]) => {
     h(
       'p',
       {},
-      'Gives the addresses back',
+      `Gives the ${held} back`,
       claim.version ? `, only if the claim is still at version ${claim.version}` : '',
       '.',
     ),
+    // A claim whose block is another pool's range is kept while that range lives (the API refuses: 409).
+    childrenTexts(claim).length
+      ? h(
+          'p',
+          { class: 'note' },
+          `It is the source of ${childrenTexts(claim).join(', ')}: the API refuses its release until that range is deleted.`,
+        )
+      : null,
     h('button', { type: 'button', class: 'danger', onclick: () => dialog.showModal() }, 'Release…'),
     problem,
     dialog,

@@ -2,21 +2,28 @@ import { problemBox } from '../api.ts';
 import { h } from '../dom.ts';
 
 /**
- * Wires a form to an action: while it runs the submit button is disabled (no double submits); a refusal shows the
- * problem next to the form, and the fields keep what was typed so it can be corrected.
+ * Wires a form to an action: while it runs the submit buttons are disabled (no double submits); a refusal shows the
+ * problem next to the form, and the fields keep what was typed so it can be corrected. The data holds the pressed
+ * button's name and value, for a form with more than one (Claim and Preview). The action may show its answer in the
+ * slot it is given (a preview); a new submit clears it.
  */
-export function actionForm(form: HTMLFormElement, action: (data: FormData) => Promise<void>): HTMLFormElement {
+export function actionForm(
+  form: HTMLFormElement,
+  action: (data: FormData, slot: HTMLElement) => Promise<void>,
+): HTMLFormElement {
   const slot = h('div', { class: 'form-problem' });
   form.append(slot);
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    const button = form.querySelector<HTMLButtonElement>('button[type=submit]');
-    if (button) button.disabled = true;
+    // Read before disabling: a disabled button is left out of the data.
+    const data = new FormData(form, event.submitter);
+    const buttons = [...form.querySelectorAll<HTMLButtonElement>('button[type=submit]')];
+    for (const button of buttons) button.disabled = true;
     slot.replaceChildren();
-    action(new FormData(form))
+    action(data, slot)
       .catch((error: unknown) => slot.replaceChildren(problemBox(error)))
       .finally(() => {
-        if (button) button.disabled = false;
+        for (const button of buttons) button.disabled = false;
       });
   });
   return form;
@@ -34,9 +41,13 @@ export function list(data: FormData, name: string): string[] {
     .filter((item) => item !== '');
 }
 
-/** An optional whole number; the API's own validation speaks for anything else the user typed. */
-export function optionalInt(data: FormData, name: string): number | undefined {
-  const value = text(data, name);
+/**
+ * An optional whole number, after a `prefix` the user may type (`/26`); the API's own validation speaks for anything
+ * else the user typed.
+ */
+export function optionalInt(data: FormData, name: string, prefix = ''): number | undefined {
+  const typed = text(data, name);
+  const value = prefix && typed.startsWith(prefix) ? typed.slice(prefix.length).trim() : typed;
   return value === '' ? undefined : Number(value);
 }
 

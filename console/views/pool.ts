@@ -1,10 +1,11 @@
 import { api } from '../api.ts';
-import type { ClaimSpec, Family, PoolDetails } from '../../cli/api/types.ts';
+import type { Claim, ClaimSpec, Family, PoolDetails } from '../../cli/api/types.ts';
 import { consolePath, facts, field, h, link } from '../dom.ts';
+import { problemBox } from '../api.ts';
 import { duration, time, utilizationBar } from '../format.ts';
 import { flashNext, navigate } from '../nav.ts';
 import type { View } from '../main.ts';
-import { blockSizesText, rangeSourceText } from './blocks.ts';
+import { blockSizesText, growText, heldTexts, rangeSourceText } from './blocks.ts';
 import { claimsTable } from './claims.ts';
 import { actionForm, input, list, optionalInt, text } from './forms.ts';
 
@@ -95,6 +96,10 @@ export const poolView: View = async ([name]) => {
     freeSpaceWarning(pool),
     facts([
       ['Block size', blockSizesText(pool)],
+      [
+        'Grows from',
+        pool.grow ? [link(consolePath('pools', pool.grow.pool), pool.grow.pool), `: ${growText(pool)}`] : null,
+      ],
       ['Exclusions', pool.exclude.length ? pool.exclude.map((c) => h('code', {}, c, ' ')) : 'none'],
       ['Reuse delay', duration(pool.reuseDelaySeconds)],
       ['Created', time(pool.createdAt)],
@@ -126,7 +131,7 @@ export const poolView: View = async ([name]) => {
     claims.items.length === 0 ? h('p', { class: 'empty' }, 'No claims yet.') : claimsTable(poolName, claims.items),
     h('h2', {}, 'Recent events'),
     eventList,
-    h('div', { class: 'forms' }, rangeForm(poolName), claimForm(poolName)),
+    h('div', { class: 'forms' }, rangeForm(poolName), claimForm(pool)),
   );
   return { title: `Pool ${poolName}`, content };
 };
@@ -145,14 +150,17 @@ function rangeForm(pool: string): HTMLFormElement {
         h('input', { type: 'checkbox', name: 'legacy', id: 'range-legacy' }),
         h('label', { for: 'range-legacy' }, 'Legacy (bitmap-mirrored) range'),
       ),
+      sourceFields(pool),
       h('button', { type: 'submit' }, 'Add range'),
     ),
     async (data) => {
       const name = text(data, 'name');
+      const source = { pool: text(data, 'sourcePool'), claim: text(data, 'sourceClaim') };
       const { created, range } = await api.createRange(pool, {
         cidr: text(data, 'cidr'),
         ...(name ? { name } : {}),
         ...(data.get('legacy') ? { legacy: true } : {}),
+        ...(source.pool || source.claim ? { source } : {}),
       });
       flashNext(created ? `Range ${range.name} (${range.cidr}) added.` : `Range ${range.name} already existed.`);
       await navigate(consolePath('pools', pool, 'ranges', range.name));
@@ -160,7 +168,57 @@ function rangeForm(pool: string): HTMLFormElement {
   );
 }
 
-function claimForm(pool: string): HTMLFormElement {
+/**
+ * A nested pool's range: the parent pool and its block claim, and a button that reads the claim and puts its block
+ * in the CIDR field (the API accepts only that block).
+ */
+function sourceFields(pool: string): HTMLFieldSetElement {
+  const note = h('p', { class: 'note', role: 'status' });
+  const fill = async (form: HTMLFormElement) => {
+    const data = new FormData(form);
+    const [parent, claimName] = [text(data, 'sourcePool'), text(data, 'sourceClaim')];
+    const slot = form.querySelector('.form-problem')!;
+    slot.replaceChildren();
+    note.replaceChildren();
+    if (!parent || !claimName) {
+      note.append('Name the source pool and its claim first.');
+      return;
+    }
+    try {
+      const { addresses } = await api.getClaim(parent, claimName);
+      const blocks = addresses.flatMap((a) => (a.prefix ? [a.prefix] : []));
+      const cidr = form.querySelector<HTMLInputElement>('input[name=cidr]')!;
+      if (blocks[0] !== undefined) cidr.value = blocks[0];
+      note.append(
+        blocks.length === 0
+          ? `Claim ${claimName} of pool ${parent} holds no block: ${parent} is not a block pool.`
+          : `Claim ${claimName} holds ${blocks.join(', ')}${blocks.length > 1 ? '; the first is filled in' : ''}.`,
+      );
+    } catch (error) {
+      slot.replaceChildren(problemBox(error));
+    }
+  };
+  return h(
+    'fieldset',
+    { class: 'group' },
+    h('legend', {}, 'Made from a block claim of another pool (optional)'),
+    field('Source pool', input('sourcePool', { placeholder: 'org' }), `a block pool other than ${pool}`),
+    field('Source claim', input('sourceClaim', { placeholder: 'eu-west' })),
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'ghost',
+        onclick: (event: Event) => void fill((event.currentTarget as HTMLButtonElement).form!),
+      },
+      'Fill CIDR from the claim',
+    ),
+    note,
+  );
+}
+
+function claimForm(pool: PoolDetails): HTMLFormElement {
+  const blocks = blockSizesText(pool);
   const policy = h(
     'select',
     { name: 'ipFamilyPolicy' },
@@ -181,7 +239,7 @@ function claimForm(pool: string): HTMLFormElement {
           name: 'ipFamilies',
           value: family,
           id: `claim-${family}`,
-          checked: family === 'IPv4',
+          checked: family === (pool.blockPrefixLength && !pool.blockPrefixLength.IPv4 ? 'IPv6' : 'IPv4'),
         }),
         h('label', { for: `claim-${family}` }, family),
       ),
@@ -191,7 +249,7 @@ function claimForm(pool: string): HTMLFormElement {
     h(
       'form',
       { class: 'card', 'aria-labelledby': 'make-claim' },
-      h('h2', { id: 'make-claim' }, 'Claim addresses'),
+      h('h2', { id: 'make-claim' }, blocks ? 'Claim blocks' : 'Claim addresses'),
       field('Claim name', input('name', { placeholder: 'web (or leave empty and give a prefix)' })),
       field(
         'Name prefix',
@@ -201,11 +259,17 @@ function claimForm(pool: string): HTMLFormElement {
       field('Owner', input('owner', { required: true, placeholder: 'Service/web/3f1c' }), 'kind/name/uid'),
       field('Family policy', policy),
       families,
-      field(
-        'Specific addresses',
-        input('addresses', { placeholder: '10.96.0.10' }),
-        'optional; one per family, separated by commas',
-      ),
+      blocks
+        ? field(
+            'Specific blocks',
+            input('prefixes', { placeholder: '10.244.7.0/26' }),
+            `optional; one per family, separated by commas, of the pool's block size (${blocks})`,
+          )
+        : field(
+            'Specific addresses',
+            input('addresses', { placeholder: '10.96.0.10' }),
+            'optional; one per family, separated by commas',
+          ),
       field(
         'Labels',
         input('labels', { placeholder: 'tier=web, zone=a' }),
@@ -216,13 +280,34 @@ function claimForm(pool: string): HTMLFormElement {
         input('ttlSeconds', { inputmode: 'numeric' }),
         'optional; without one the claim never expires',
       ),
-      h('button', { type: 'submit' }, 'Claim'),
+      h(
+        'div',
+        { class: 'buttons' },
+        h('button', { type: 'submit', name: 'intent', value: 'claim' }, 'Claim'),
+        h('button', { type: 'submit', name: 'intent', value: 'preview', class: 'ghost' }, 'Preview'),
+      ),
     ),
-    async (data) => {
-      const claim = await api.createClaim(pool, claimSpec(data)).then((r) => r.claim);
-      flashNext(`Claim ${claim.name} holds ${claim.addresses.map((a) => a.address).join(', ')}.`);
-      await navigate(consolePath('pools', pool, 'claims', claim.name));
+    async (data, slot) => {
+      const preview = data.get('intent') === 'preview';
+      const { claim } = await api.createClaim(pool.name, { ...claimSpec(data), ...(preview ? { dryRun: true } : {}) });
+      // A preview holds nothing: say what the claim would get, in the API's words, and stay on the form.
+      if (preview) {
+        slot.replaceChildren(previewBox(claim));
+        return;
+      }
+      flashNext(`Claim ${claim.name} holds ${heldTexts(claim).join(', ')}.`);
+      await navigate(consolePath('pools', pool.name, 'claims', claim.name));
     },
+  );
+}
+
+function previewBox(claim: Claim): HTMLElement {
+  return h(
+    'div',
+    { class: 'preview', role: 'status' },
+    h('strong', {}, `Preview: claim ${claim.name} would get `),
+    claim.addresses.flatMap((a, i) => [i > 0 ? ', ' : '', h('code', {}, a.prefix ?? a.address), ` (range ${a.range})`]),
+    h('p', {}, claim.detail),
   );
 }
 
@@ -232,6 +317,7 @@ export function claimSpec(data: FormData): ClaimSpec {
   const name = text(data, 'name');
   const generateName = text(data, 'generateName');
   const addresses = list(data, 'addresses');
+  const prefixes = list(data, 'prefixes');
   const ttlSeconds = optionalInt(data, 'ttlSeconds');
   // `k=v` pairs; a pair without '=' goes as a key with an empty value, and the API says what it thinks of it.
   const labels = Object.fromEntries(
@@ -248,6 +334,7 @@ export function claimSpec(data: FormData): ClaimSpec {
     ipFamilyPolicy: text(data, 'ipFamilyPolicy') as ClaimSpec['ipFamilyPolicy'],
     ...(ipFamilies.length ? { ipFamilies } : {}),
     ...(addresses.length ? { addresses } : {}),
+    ...(prefixes.length ? { prefixes } : {}),
     ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
     ...(Object.keys(labels).length ? { labels } : {}),
   };

@@ -76,7 +76,12 @@ export const rangeView: View = async ([poolName, rangeName]) => {
     facts([
       ['CIDR', h('code', {}, formatCidr(cidr))],
       ['Block size', blockSizesText(details)],
-      ['Made from', rangeSourceText(range)],
+      [
+        'Made from',
+        range.source
+          ? link(consolePath('pools', range.source.pool, 'claims', range.source.claim), rangeSourceText(range))
+          : null,
+      ],
       ['State', `${range.state}${range.legacy ? ', legacy' : ''}`],
       ['Utilization', utilizationBar(range.name, range)],
       ['Lower band', model.lowerBand > 0n ? `${at(0n)} – ${at(model.lowerBand - 1n)} (${model.lowerBand})` : 'none'],

@@ -92,8 +92,13 @@ export interface PoolStore {
    * The second phase: removes everything a Terminating pool left that a pool created again under its name could
    * inherit, item by item in an order that a stop anywhere leaves resumable, and the pool item last; 'absent' when there
    * is no Terminating pool of that name (finished, or never marked). Idempotent. @throws on a failed write (resume later)
+   * `unmarked` is called for each of its nested ranges once the range's marker is off its source claim, before the
+   * range item goes (a resumed call calls it again), so the caller may give back a block the pool took by growing.
    */
-  finalizePool(pool: string): Promise<'finalized' | 'absent'>;
+  finalizePool(
+    pool: string,
+    unmarked?: (range: Pick<Range, 'pool' | 'name' | 'source'>) => Promise<void>,
+  ): Promise<'finalized' | 'absent'>;
   /**
    * Writes the range if its name is free and, for a legacy range, if no other legacy range of its family holds the
    * pool's slot for that family ('legacyTaken'); 'exists' also when a concurrent write got in the way (read again).

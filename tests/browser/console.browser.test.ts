@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { launchBrowser, pageErrors, seriousA11yViolations } from '../support/browser.ts';
@@ -38,6 +38,14 @@ async function heading(text: string): Promise<void> {
 async function claimRows(n: number): Promise<void> {
   // Polled from here: waitForFunction's string form is an eval in the page, which its CSP refuses.
   await expect.poll(() => page.locator('table.claims tbody tr').count(), { timeout: 15_000 }).toBe(n);
+}
+
+/** The problem a refused form shows, once it is there, after checking its status in the title. */
+async function refusal(form: Locator, status: number): Promise<Locator> {
+  const problem = form.locator('.problem');
+  await problem.waitFor();
+  expect(await problem.locator('.problem-title').textContent()).toMatch(new RegExp(`\\(${status}\\)$`));
+  return problem;
 }
 
 async function expectAccessible(): Promise<void> {
@@ -417,14 +425,152 @@ describe('the web console', () => {
     await expectAccessible();
   });
 
+  it('creates a block pool that grows from a parent from the page, refused first for a parent that hands out addresses; the pools list shows block sizes and parents (issue 35)', async () => {
+    await page.goto(`${stack.apiUrl}/console/`);
+    await heading('Pools');
+    const form = page.locator('form[aria-labelledby=create-pool]');
+    await page.getByLabel('Name', { exact: true }).fill('zone-a');
+    await page.getByLabel('IPv4 block size').fill('/28');
+    await page.getByLabel('Parent pool').fill('services');
+    await page.getByLabel('Below free').fill('2');
+    await page.getByLabel('Most blocks').fill('2');
+    await page.getByRole('button', { name: 'Create pool' }).click();
+
+    // services hands out addresses: the API's sentence next to the form, nothing created, the fields kept.
+    const problem = await refusal(form, 400);
+    expect(await problem.locator('.problem-detail').textContent()).toBe(
+      'grow.pool "services" must be an existing block pool.',
+    );
+    expect((await callApi(stack, 'GET', '/v1/pools/zone-a')).status).toBe(404);
+    expect(await page.getByLabel('IPv4 block size').inputValue()).toBe('/28');
+
+    await page.getByLabel('Parent pool').fill('org');
+    await page.getByRole('button', { name: 'Create pool' }).click();
+    await heading('Pool zone-a');
+    expect((await callApi(stack, 'GET', '/v1/pools/zone-a')).body).toMatchObject({
+      blockPrefixLength: { IPv4: 28 },
+      grow: { pool: 'org', belowFree: 2, maxBlocks: 2 },
+    });
+    const facts = await page.locator('dl.facts').textContent();
+    expect(facts).toContain('IPv4 /28');
+    expect(facts).toContain(
+      'Grows fromorg: one more block when fewer than 2 blocks are free (at most 2 blocks a family)',
+    );
+    await expectAccessible();
+
+    await page.getByRole('link', { name: 'Pools', exact: true }).click();
+    await heading('Pools');
+    const cells = (pool: string) =>
+      page
+        .locator('table.list tbody tr', { has: page.getByRole('rowheader', { name: pool, exact: true }) })
+        .locator('td');
+    // Columns: Blocks, Grows from, IPv4, IPv6, Ranges, Reuse delay.
+    expect(await cells('zone-a').nth(0).textContent()).toBe('/28');
+    expect(await cells('zone-a').nth(1).textContent()).toContain('org');
+    expect(await cells('zone-a').nth(1).getByRole('link', { name: 'org' }).getAttribute('href')).toBe(
+      '/console/pools/org',
+    );
+    expect(await cells('org').nth(0).textContent()).toBe('/26');
+    expect(await cells('org').nth(1).textContent()).toBe('');
+    expect(await cells('services').nth(0).textContent()).toBe('');
+    await expectAccessible();
+  });
+
+  it('previews the next block of a block pool without holding it, then claims an explicit block from the page, refused first for an unaligned one (issue 35)', async () => {
+    await page.goto(`${stack.apiUrl}/console/pools/org`);
+    await heading('Pool org');
+    const form = page.locator('form[aria-labelledby=make-claim]');
+    expect(await form.getByRole('heading').textContent()).toBe('Claim blocks');
+    await page.getByLabel('Claim name').fill('zone-b');
+    await page.getByLabel('Owner').fill('Zone/b/z-1');
+    await page.getByRole('button', { name: 'Preview' }).click();
+
+    // The API's answer as a preview: the block it would take now and its sentence that this is no hold.
+    const preview = form.getByRole('status').filter({ hasText: 'Preview' });
+    await preview.waitFor();
+    const previewed = await preview.textContent();
+    expect(previewed).toMatch(/10\.244\.0\.(0|128|192)\/26/);
+    expect(previewed).toContain('nothing was written and this is not a hold');
+    expect(page.url()).toBe(`${stack.apiUrl}/console/pools/org`);
+    expect((await callApi(stack, 'GET', '/v1/pools/org/claims/zone-b')).status).toBe(404);
+
+    await page.getByLabel('Specific blocks').fill('10.244.0.130/26');
+    await page.getByRole('button', { name: 'Claim', exact: true }).click();
+    const problem = await refusal(form, 400);
+    expect(await problem.locator('.problem-detail').textContent()).toContain('10.244.0.130/26');
+    // A refusal replaces the preview: what is shown is the last answer.
+    expect(await preview.count()).toBe(0);
+    expect((await callApi(stack, 'GET', '/v1/pools/org/claims/zone-b')).status).toBe(404);
+
+    await page.getByLabel('Specific blocks').fill('10.244.0.128/26');
+    await page.getByRole('button', { name: 'Claim', exact: true }).click();
+    await heading('Claim zone-b');
+    expect(await page.locator('.flash').textContent()).toBe('Claim zone-b holds 10.244.0.128/26.');
+    expect(await page.locator('dl.facts').textContent()).toContain('10.244.0.128/26');
+    await expectAccessible();
+  });
+
+  it('adds a nested range from a block claim from the page, its CIDR filled from the claim, refused for another CIDR; the claim then refuses release while its child lives (issue 35)', async () => {
+    expect((await callApi(stack, 'POST', '/v1/pools', { name: 'site-b' })).status).toBe(201);
+    await page.goto(`${stack.apiUrl}/console/pools/site-b`);
+    await heading('Pool site-b');
+    const form = page.locator('form[aria-labelledby=add-range]');
+    await page.getByLabel('Source pool').fill('org');
+    await page.getByLabel('Source claim').fill('zone-b');
+    await page.getByRole('button', { name: 'Fill CIDR from the claim' }).click();
+    await expect.poll(() => page.getByLabel('CIDR').inputValue(), { timeout: 15_000 }).toBe('10.244.0.128/26');
+    expect(await form.getByRole('status').textContent()).toBe('Claim zone-b holds 10.244.0.128/26.');
+
+    // Another block of org: 409 SourceMismatch in the API's words, nothing written.
+    await page.getByLabel('CIDR').fill('10.244.0.0/26');
+    await page.getByRole('button', { name: 'Add range' }).click();
+    const problem = await refusal(form, 409);
+    expect(await problem.locator('.problem-detail').textContent()).toBe(
+      'Claim "zone-b" of pool "org" holds 10.244.0.128/26, not 10.244.0.0/26; a range made from it must be exactly one of its blocks.',
+    );
+    expect(await problem.locator('.problem-code').textContent()).toContain('SourceMismatch');
+    expect(((await callApi(stack, 'GET', '/v1/pools/site-b/ranges')).body as { items: unknown[] }).items).toEqual([]);
+
+    await page.getByRole('button', { name: 'Fill CIDR from the claim' }).click();
+    await expect.poll(() => page.getByLabel('CIDR').inputValue(), { timeout: 15_000 }).toBe('10.244.0.128/26');
+    await page.getByRole('button', { name: 'Add range' }).click();
+    await heading('Range 10.244.0.128-26');
+    expect(
+      ((await callApi(stack, 'GET', '/v1/pools/site-b/ranges/10.244.0.128-26')).body as { source: unknown }).source,
+    ).toEqual({
+      pool: 'org',
+      claim: 'zone-b',
+    });
+    await expectAccessible();
+
+    // The range names its source claim as a link; the claim lists the range and refuses its release.
+    await page.getByRole('link', { name: 'block of claim zone-b in pool org' }).click();
+    await heading('Claim zone-b');
+    expect(await page.locator('dl.facts').textContent()).toContain('site-b/10.244.0.128-26 (10.244.0.128/26)');
+    expect(await page.locator('.card', { hasText: 'Gives the block back' }).textContent()).toContain(
+      'It is the source of site-b/10.244.0.128-26 (10.244.0.128/26): the API refuses its release',
+    );
+    await page.getByRole('button', { name: 'Release…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Release', exact: true }).click();
+    const refused = page.locator('.problem', { hasText: '409' });
+    await refused.waitFor();
+    expect(await refused.locator('.problem-detail').textContent()).toBe(
+      'Claim "zone-b" is the source of range site-b/10.244.0.128-26; delete that range before releasing the claim.',
+    );
+    expect(await refused.locator('.problem-code').textContent()).toContain('ClaimHasChildren');
+    expect((await callApi(stack, 'GET', '/v1/pools/org/claims/zone-b')).status).toBe(200);
+  });
+
   it('shows a view that does not exist as an error, and reported no console errors on the way', async () => {
     await page.goto(`${stack.apiUrl}/console/pools/nope`);
     await heading('Something went wrong');
     expect(await page.locator('.problem-detail').textContent()).toContain('nope');
     // Chromium logs every 4xx answer as a failed resource load: those are the refusals this file provoked (the bad
-    // CIDR, the stale If-Match, the free address and the missing pool); nothing else, and no script error.
+    // CIDR, the stale If-Match, the free address and the missing pool, and issue 35's refused block forms: the
+    // parent that is no block pool, the unaligned block, the mismatched source and the guarded claim); nothing else,
+    // and no script error.
     const refused = /^console\.error: Failed to load resource: the server responded with a status of (\d+)/;
     expect(errors.filter((e) => !refused.test(e))).toEqual([]);
-    expect(new Set(errors.map((e) => refused.exec(e)?.[1]))).toEqual(new Set(['400', '404', '412']));
+    expect(new Set(errors.map((e) => refused.exec(e)?.[1]))).toEqual(new Set(['400', '404', '409', '412']));
   });
 });

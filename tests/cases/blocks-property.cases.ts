@@ -11,6 +11,8 @@ import { parseAddress } from '../../shared/core/ip/address.ts';
 // of ranges made from top's claims. Steps: claim in top (any block or an explicit one, with or without a TTL), release
 // it, make a child range from a top claim (its block, or another block, which must be refused), delete a child range,
 // claim and release in a child pool, and let time pass (TTL claims expire; their blocks are then free to take).
+// A third child pool `g` grows from top (one /26 block at a time, at most 2): claims and releases in it, and removal
+// of a grown range (g4-1 or g4-2), whose parent claim must then be given back.
 type Step =
   | { op: 'claimTop'; who: number; explicit: number | null; ttl: boolean }
   | { op: 'releaseTop'; who: number }
@@ -18,7 +20,10 @@ type Step =
   | { op: 'deleteChild'; child: number }
   | { op: 'claimChild'; child: number; who: number; explicit: number | null }
   | { op: 'releaseChild'; child: number; who: number }
-  | { op: 'expire'; seconds: number };
+  | { op: 'expire'; seconds: number }
+  | { op: 'claimGrow'; who: number }
+  | { op: 'releaseGrow'; who: number }
+  | { op: 'deleteGrown'; k: number };
 
 const who = fc.integer({ min: 0, max: 4 });
 const child = fc.integer({ min: 0, max: 1 });
@@ -46,6 +51,9 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseChild' as const), child, who }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), seconds: fc.integer({ min: 1, max: 90 }) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('claimGrow' as const), who }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseGrow' as const), who }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteGrown' as const), k: fc.integer({ min: 1, max: 2 }) }) },
 );
 
 type Item = Record<string, unknown>;
@@ -59,14 +67,15 @@ const overlap = (a: [bigint, bigint], b: [bigint, bigint]) => a[0] <= b[1] && b[
  * The pool tree's invariants, read from the table: no two live leases overlap within a pool; every live lease lies in
  * a range of its pool (Ready or Terminating); every child range is the block of a live claim of top that lists it,
  * whose lease is live, and no two child ranges overlap; so no two live claims anywhere in the tree overlap except a
- * child pool's claims inside the one parent claim their range was made from.
+ * child pool's claims inside the one parent claim their range was made from; and every block top holds for the growing
+ * pool g (owner Pool/g) is the source of a range of g: none is left held once its range is gone.
  */
 function checkTree(items: readonly Item[], nowMs: number): void {
   const live = (i: Item) => i.expiresAt === undefined || (i.expiresAt as number) > nowMs;
   const leases = items.filter((i) => i.entity === 'lease' && i.state !== 'Released' && live(i));
   const ranges = items.filter((i) => i.entity === 'range');
   const claims = items.filter((i) => i.entity === 'claim' && live(i));
-  for (const pool of ['top', 'c0', 'c1']) {
+  for (const pool of ['top', 'c0', 'c1', 'g']) {
     const held = leases
       .filter((l) => l.pool === pool)
       .map((l) => ({ key: `${l.address}/${l.prefixLength}`, at: span(l.address as string, l.prefixLength as number) }));
@@ -83,6 +92,8 @@ function checkTree(items: readonly Item[], nowMs: number): void {
       expect(inRange, `${pool}: ${l.key} lies in no range of its pool`).toBe(true);
     }
   }
+  for (const grown of claims.filter((c) => c.pool === 'top' && (c.spec as { owner: Item }).owner.kind === 'Pool'))
+    expect(grown.children, `top's grown claim ${grown.name as string} outlived its range`).toBeDefined();
   const children = ranges.filter((r) => r.source !== undefined);
   for (const [i, r] of children.entries()) {
     const source = r.source as { pool: string; claim: string };
@@ -121,6 +132,8 @@ export function blocksPropertyCases(engine: TestEngine, runs: number): void {
         await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 26 } });
         await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.0.0.0/24' });
         for (const c of ['c0', 'c1']) await api.call('POST', '/v1/pools', { name: c, blockPrefixLength: { IPv4: 28 } });
+        const grow = { pool: 'top', belowFree: 1, maxBlocks: 2 };
+        await api.call('POST', '/v1/pools', { name: 'g', blockPrefixLength: { IPv4: 28 }, grow });
         const blockOf = (body: Record<string, unknown>) => (body.addresses as { prefix: string }[])[0]!.prefix;
         // Act and assess, step by step
         for (const s of steps) {
@@ -181,6 +194,21 @@ export function blocksPropertyCases(engine: TestEngine, runs: number): void {
             case 'expire':
               clock.advance(s.seconds * 1000);
               break;
+            case 'claimGrow': {
+              const r = await api.call('POST', '/v1/pools/g/claims', { name: `g${s.who}`, owner: owner(`g${s.who}`) });
+              expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
+              break;
+            }
+            case 'releaseGrow':
+              expect((await api.call('DELETE', `/v1/pools/g/claims/g${s.who}`)).status).toBe(204);
+              break;
+            case 'deleteGrown': {
+              if ((await api.call('DELETE', `/v1/pools/g/ranges/g4-${s.k}`)).status === 202) {
+                clock.advance(5_000);
+                await api.call('DELETE', `/v1/pools/g/ranges/g4-${s.k}`);
+              }
+              break;
+            }
           }
           checkTree(await allItems(api.container.table), clock.nowMs());
         }

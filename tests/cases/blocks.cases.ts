@@ -4,6 +4,10 @@ import type { TestEngine } from '../support/engines.ts';
 import { ManualClock, owner } from '../support/fakes.ts';
 import { allItems, tableSnapshot } from '../support/items.ts';
 import { EXPIRED_PAST_GRACE, reconcilerHarness, T0 } from '../support/reconciler.ts';
+import { PassThroughTable } from '../support/pass-through-table.ts';
+import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
+import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
+import type { Query, QueryPage, Table, TxVerdict, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 
 /**
  * Block pools (issue 35): a pool whose claims take aligned blocks instead of addresses, each held block one lease item
@@ -394,6 +398,84 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Grow on demand: racing crossings (${engine.name})`, () => {
+    it('takes no second block for a crossing when another caller grew the pool after this one measured its free space', async () => {
+      // Prepare: top hands out /29 blocks (6 addresses each); pods grows below 3 free. Three claims leave 3 free.
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 29 }, ['10.9.0.0/26']);
+      expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 3 } })).status).toBe(
+        201,
+      );
+      const claim = (on: TestApi, name: string) =>
+        on.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) });
+      for (const name of ['p0', 'p1', 'p2']) expect((await claim(api, name)).status).toBe(201);
+      // a's claim crosses (2 free); just after a's growth read the parent, b's claim crosses too and grows the pool.
+      let b: Promise<unknown> | undefined;
+      const hooked = new HookTable(
+        api.container.table,
+        (read) => read.partition === keys.poolPartition('top'),
+        () => (b = claim(api, 'b')),
+      );
+      // Act
+      const a = await claim(api.sibling({ table: hooked }), 'a');
+      await b;
+      // Assess: one crossing, one block (b's); a's growth finds the pool above the threshold again
+      expect(a.status).toBe(201);
+      const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
+      expect(top.map((c) => c.name).sort()).toEqual(['pods-g4-1', 'pods-g4-2']);
+    });
+  });
+
+  describe(`Grow on demand: giving blocks back (${engine.name})`, () => {
+    // top hands out /29 blocks (6 addresses each); pods is an address pool that grows from it at the last free address.
+    async function growing(api: TestApi): Promise<(name: string) => Promise<number>> {
+      await blockPool(api, 'top', { IPv4: 29 }, ['10.9.0.0/26']);
+      const pods = { name: 'pods', grow: { pool: 'top', belowFree: 1, maxBlocks: 4 } };
+      expect((await api.call('POST', '/v1/pools', pods)).status).toBe(201);
+      return async (name) => (await api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) })).status;
+    }
+    const parentClaims = async (api: TestApi) =>
+      ((await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[]).map((c) => c.name).sort();
+
+    it("releases the parent's grown blocks when the child pool is deleted", async () => {
+      // Prepare: one claim grows pods by one block; then it is released
+      const api = await testApi();
+      const claim = await growing(api);
+      expect(await claim('a')).toBe(201);
+      expect(await parentClaims(api)).toEqual(['pods-g4-1']);
+      expect((await api.call('DELETE', '/v1/pools/pods/claims/a')).status).toBe(204);
+      // Act
+      const deleted = await api.call('DELETE', '/v1/pools/pods');
+      // Assess
+      expect(deleted.status).toBe(204);
+      expect(await parentClaims(api)).toEqual([]);
+    });
+
+    it('releases a grown block with its range, and grows again under the freed name when space runs out', async () => {
+      // Prepare: six claims fill block 1 and grow block 2; block 1's claims are released and its range removed
+      const clock = new ManualClock(T0);
+      const api = await testApiOn({ clock }, {}, undefined, engine);
+      const claim = await growing(api);
+      for (let i = 0; i < 6; i += 1) expect(await claim(`a${i}`)).toBe(201);
+      expect(await parentClaims(api)).toEqual(['pods-g4-1', 'pods-g4-2']);
+      for (let i = 0; i < 6; i += 1) expect((await api.call('DELETE', `/v1/pools/pods/claims/a${i}`)).status).toBe(204);
+      expect((await api.call('DELETE', '/v1/pools/pods/ranges/g4-1')).status).toBe(202);
+      clock.advance(5_000);
+      // Act
+      const removed = await api.call('DELETE', '/v1/pools/pods/ranges/g4-1');
+      const afterRemoval = await parentClaims(api);
+      const statuses = [];
+      for (let i = 0; i < 7; i += 1) statuses.push(await claim(`b${i}`));
+      // Assess: block 2 fills, the crossing takes a block again (as g4-1), and the seventh claim lands in it
+      expect(removed.status).toBe(204);
+      expect(afterRemoval).toEqual(['pods-g4-2']);
+      expect(statuses).toEqual(Array(7).fill(201));
+      const ranges = (await api.call('GET', '/v1/pools/pods/ranges')).body.items as { name: string }[];
+      expect(ranges.map((r) => r.name).sort()).toEqual(['g4-1', 'g4-2']);
+      expect(await parentClaims(api)).toEqual(['pods-g4-1', 'pods-g4-2']);
+    });
+  });
+
   describe(`Grow on demand: bad rules (${engine.name})`, () => {
     it('never grows from a parent pool the caller is no member of: no block taken there, the claim answered as without growth', async () => {
       // Prepare: the parent names only its administrator; the child lets a node allocate.
@@ -438,6 +520,59 @@ export function blocksCases(engine: TestEngine): void {
       // Assess: each refused as without growth, and the parent holds nothing for them.
       for (const status of answers) expect(status).toBeGreaterThanOrEqual(400);
       expect((await api.call('GET', '/v1/pools/top/claims')).body.items).toEqual([]);
+    });
+
+    it("refuses growth for a pool whose name leaves no room for its grown blocks' claim names, writing nothing", async () => {
+      // Prepare: grown claims are named <pool>-g4-<k> (k up to maxBlocks), and a claim name has at most 63 characters
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 28 }, ['10.9.0.0/24']);
+      const before = await tableSnapshot(api.container.table);
+      const base = 'a'.repeat(58);
+      // Act
+      const long = await Promise.all(
+        [`${base}-one`, `${base}-two`].map((name) =>
+          api.call('POST', '/v1/pools', { name, grow: { pool: 'top', belowFree: 1 } }),
+        ),
+      );
+      const afterRefusals = await tableSnapshot(api.container.table);
+      const fits = await api.call('POST', '/v1/pools', { name: 'b'.repeat(57), grow: { pool: 'top', belowFree: 1 } });
+      // Assess
+      for (const r of long) {
+        expect(r.status).toBe(400);
+        expect(r.body.code).toBe('InvalidArgument');
+        expect(r.body.detail).toMatch(/57 characters/);
+      }
+      expect(afterRefusals).toEqual(before);
+      expect(fits.status).toBe(201);
+    });
+
+    it('refuses growth for an address pool from a parent whose blocks hold no usable address (/32, /31, /128)', async () => {
+      // Prepare
+      const api = await testApi();
+      for (const [name, block] of [
+        ['p32', { IPv4: 32 }],
+        ['p31', { IPv4: 31 }],
+        ['p128', { IPv4: 24, IPv6: 128 }],
+        ['p30', { IPv4: 30 }],
+      ] as const)
+        expect((await api.call('POST', '/v1/pools', { name, blockPrefixLength: block })).status).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const refused = await Promise.all(
+        ['p32', 'p31', 'p128'].map((pool) =>
+          api.call('POST', '/v1/pools', { name: `from-${pool}`, grow: { pool, belowFree: 1 } }),
+        ),
+      );
+      const afterRefusals = await tableSnapshot(api.container.table);
+      const fits = await api.call('POST', '/v1/pools', { name: 'from-p30', grow: { pool: 'p30', belowFree: 1 } });
+      // Assess
+      for (const r of refused) {
+        expect(r.status).toBe(400);
+        expect(r.body.code).toBe('InvalidArgument');
+        expect(r.body.detail).toMatch(/no usable address/);
+      }
+      expect(afterRefusals).toEqual(before);
+      expect(fits.status).toBe(201);
     });
 
     it('refuses a growth rule naming no block pool, itself, or a parent with smaller blocks, writing nothing', async () => {
@@ -670,6 +805,42 @@ export function blocksCases(engine: TestEngine): void {
       expect(left.map((c) => c.name)).toEqual(['a2']);
     });
 
+    it('lets the last consumer of a claim with a child range leave (the claim kept), and releases the claim once the child is gone', async () => {
+      // Prepare: two org claims, each with one consumer and a child range; one consumer leaves, the other's owner goes
+      const clock = new ManualClock(T0);
+      const api = await testApiOn({ clock }, {}, undefined, engine);
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.0.0.0/8']);
+      expect((await api.call('POST', '/v1/pools', { name: 'child', blockPrefixLength: { IPv4: 24 } })).status).toBe(
+        201,
+      );
+      for (const name of ['c', 'd']) {
+        const made = await api.call('POST', '/v1/pools/org/claims', { name, owner: owner('eu', 'Region') });
+        const pod = { kind: 'Pod', name: `pod-${name}`, uid: `pod-${name}` };
+        expect((await api.call('POST', `/v1/pools/org/claims/${name}/consumers`, pod)).status).toBeLessThan(300);
+        const range = { cidr: prefixesOf(made.body)[0], name, source: { pool: 'org', claim: name } };
+        expect((await api.call('POST', '/v1/pools/child/ranges', range)).status).toBe(201);
+      }
+      // Act
+      const leave = await api.call('DELETE', '/v1/pools/org/claims/c/consumers/pod-c');
+      const ownerGone = await api.call('DELETE', '/v1/pools/org/owners/pod-d');
+      const kept = await Promise.all(['c', 'd'].map((name) => api.call('GET', `/v1/pools/org/claims/${name}`)));
+      for (const name of ['c', 'd'])
+        expect((await api.call('DELETE', `/v1/pools/child/ranges/${name}`)).status).toBe(202);
+      clock.advance(5_000);
+      for (const name of ['c', 'd'])
+        expect((await api.call('DELETE', `/v1/pools/child/ranges/${name}`)).status).toBe(204);
+      const released = await Promise.all(['c', 'd'].map((name) => api.call('DELETE', `/v1/pools/org/claims/${name}`)));
+      // Assess
+      expect(leave.status).toBe(200);
+      expect(leave.body).toMatchObject({ removed: true, released: false });
+      expect(ownerGone.status).toBeLessThan(300);
+      for (const claim of kept) {
+        expect(claim.status).toBe(200);
+        expect(claim.body.consumers).toBeUndefined();
+      }
+      expect(released.map((r) => r.status)).toEqual([204, 204]);
+    });
+
     it('refuses to remove a child range while a claim of the child pool holds space in it, a covering range or not', async () => {
       // Prepare: the child pool also has a plain range covering its nested one, and a claim inside the nested one.
       const api = await testApi();
@@ -696,6 +867,91 @@ export function blocksCases(engine: TestEngine): void {
       expect((await api.call('GET', '/v1/pools/org/claims/eu-west')).status).toBe(200);
     });
 
+    it("answers 204 for a child range's removal only once it is gone, when a sibling's removal changed the parent claim first", async () => {
+      // Prepare: one org claim of two blocks, a child range from each, both marked Terminating and settled
+      const clock = new ManualClock(T0);
+      const api = await testApiOn({ clock }, {}, undefined, engine);
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.0.0.0/8']);
+      const made = await api.call('POST', '/v1/pools/org/claims', { name: 'c', owner: owner('eu'), count: 2 });
+      expect((await api.call('POST', '/v1/pools', { name: 'child', blockPrefixLength: { IPv4: 24 } })).status).toBe(
+        201,
+      );
+      for (const [i, cidr] of prefixesOf(made.body).entries()) {
+        const range = { cidr, name: `r${i}`, source: { pool: 'org', claim: 'c' } };
+        expect((await api.call('POST', '/v1/pools/child/ranges', range)).status).toBe(201);
+      }
+      for (const name of ['r0', 'r1'])
+        expect((await api.call('DELETE', `/v1/pools/child/ranges/${name}`)).status).toBe(202);
+      clock.advance(5_000);
+      // r0's removal reads the parent claim; just then r1's removal takes its own marker off it (a new version)
+      const claimKey = keys.claim('org', 'c');
+      const hooked = new HookTable(
+        api.container.table,
+        (read) => read.PK === claimKey.PK && read.SK === claimKey.SK,
+        () => api.call('DELETE', '/v1/pools/child/ranges/r1'),
+      );
+      // Act
+      const removed = await api.sibling({ clock, table: hooked }).call('DELETE', '/v1/pools/child/ranges/r0');
+      // Assess
+      expect(removed.status).toBe(204);
+      expect((await api.call('GET', '/v1/pools/child/ranges')).body.items).toEqual([]);
+      expect((await api.call('DELETE', '/v1/pools/org/claims/c')).status).toBe(204);
+    });
+
+    it("finishes a parent pool's deletion only after its claims' child ranges are gone, when the listing missed the claim", async () => {
+      // Prepare: the org claim and its child range are made just before org's DELETE, which the index does not show them
+      const h = await reconcilerHarness({ engine });
+      const block = await hierarchy(h.api);
+      const source = { pool: 'org', claim: 'eu-west' };
+      expect((await h.api.call('POST', '/v1/pools/eu-west/ranges', { cidr: block, name: 'r', source })).status).toBe(
+        201,
+      );
+      const lagging = h.api.sibling({ clock: h.clock, table: new ListingLagTable(h.table, 'org') });
+      const orgItems = async (entity: string) =>
+        (await allItems(h.table)).filter((i) => i.pool === 'org' && i.entity === entity);
+      // Act
+      const deleted = await lagging.call('DELETE', '/v1/pools/org');
+      const kept = await orgItems('claim');
+      expect((await h.api.call('DELETE', '/v1/pools/eu-west/ranges/r')).status).toBe(202);
+      h.clock.advance(5_000);
+      expect((await h.api.call('DELETE', '/v1/pools/eu-west/ranges/r')).status).toBe(204);
+      await h.run();
+      // Assess: accepted, but the parent claim (and its block) stay while the child range lives; then all goes
+      expect(deleted.status).toBe(202);
+      expect(kept.map((c) => c.name)).toEqual(['eu-west']);
+      expect(await orgItems('claim')).toEqual([]);
+      expect(await orgItems('lease')).toEqual([]);
+      expect(await orgItems('pool')).toEqual([]);
+    });
+
+    it('refuses a nested range whose source pool is Terminating', async () => {
+      // Prepare: the claim is confirmed (no expiry), then org is marked Terminating (its listing missed the claim; its
+      // finalizer not run yet)
+      const api = await testApi();
+      const block = await hierarchy(api);
+      const confirmed = await api.call('POST', '/v1/pools/org/claims/eu-west/renew', { ttlSeconds: null });
+      expect(confirmed.status).toBe(200);
+      const lagging = api.sibling({ table: new ListingLagTable(api.container.table, 'org') });
+      expect(await lagging.container.deps.pools.deletePool('org', Date.now())).toBe('terminating');
+      const claim = (await api.container.deps.claims.getClaim('org', 'eu-west'))!;
+      const range = {
+        pool: 'eu-west',
+        name: 'r',
+        cidr: block,
+        family: 'IPv4',
+        state: 'Ready',
+        legacy: false,
+        createdAt: new Date().toISOString(),
+        blockPrefixLength: 24,
+        source: { pool: 'org', claim: 'eu-west' },
+      } as Parameters<typeof api.container.deps.pools.createRange>[0];
+      // Act
+      const made = api.container.deps.pools.createRange(range, claim);
+      // Assess
+      await expect(made).rejects.toThrow(/org/);
+      expect((await api.container.deps.claims.getClaim('org', 'eu-west'))?.children).toBeUndefined();
+    });
+
     it('keeps a parent claim with a child range through its TTL and the reconciler', async () => {
       // Prepare
       const h = await reconcilerHarness({ engine });
@@ -717,4 +973,50 @@ export function blocksCases(engine: TestEngine): void {
       expect((await allItems(h.table)).filter((i) => i.entity === 'lease' && i.pool === 'org').length).toBe(1);
     });
   });
+}
+
+/** A table that runs `hook` once, just after the first read `when` picks and before its answer is handed back: a race made exact. */
+class HookTable extends PassThroughTable {
+  private armed = true;
+  constructor(
+    inner: Table,
+    private readonly when: (read: Partial<Query & Key>) => boolean,
+    private readonly hook: () => Promise<unknown>,
+  ) {
+    super(inner);
+  }
+  private async fire<T>(read: Partial<Query & Key>, answer: T): Promise<T> {
+    if (this.armed && this.when(read)) {
+      this.armed = false;
+      await this.hook();
+    }
+    return answer;
+  }
+  override async query(query: Query): Promise<QueryPage> {
+    return this.fire(query, await this.inner.query(query));
+  }
+  override async get(key: Key): Promise<Item | undefined> {
+    return this.fire(key, await this.inner.get(key));
+  }
+}
+
+/** A table whose pool claims listing (the index) shows none of `pool`'s claims until a transaction passes: its lag. */
+class ListingLagTable extends PassThroughTable {
+  private lagging = true;
+  constructor(
+    inner: Table,
+    private readonly pool: string,
+  ) {
+    super(inner);
+  }
+  override query(query: Query): Promise<QueryPage> {
+    if (this.lagging && query.partition.startsWith(keys.claimsListing(this.pool, 0).slice(0, -1)))
+      return Promise.resolve({ items: [], scanned: 0 } as unknown as QueryPage);
+    return this.inner.query(query);
+  }
+  override async transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
+    const verdicts = await this.inner.transact(ops);
+    this.lagging = false;
+    return verdicts;
+  }
 }

@@ -284,6 +284,40 @@ describe('ipam against the local stack', () => {
     );
   });
 
+  it('creates a pool that grows from a block pool, claims from it, and shows its blocks and its grow rule (issue 35)', async () => {
+    // Prepare: region hands out /28 blocks of a /26.
+    expect(await run('create', 'pool', 'region', '--block', '/28')).toEqual({
+      code: 0,
+      stdout: 'pool/region created, blocks IPv4 /28\n',
+      stderr: '',
+    });
+    expect((await run('create', 'range', 'region', '10.9.0.0/26')).code).toBe(0);
+
+    // Act: node-1 grows from region; a claim in node-1, which has no range yet.
+    const made = await run(...'create pool node-1 --grow region --grow-below-free 4 --grow-max-blocks 2'.split(' '));
+    const claimed = await run('claim', 'node-1', '--name', 'p0', '--owner', 'Pod/p0/u0');
+    const pools = await run('get', 'pools', '-o', 'wide');
+    const described = await runUntil('region/node-1-g4-1', 'describe', 'pool', 'node-1');
+
+    // Assess: the rule was sent; the claim took one block of region as node-1's range.
+    expect(made).toEqual({
+      code: 0,
+      stdout:
+        'pool/node-1 created, grows from region: one more block when fewer than 4 addresses are free (at most 2 blocks a family)\n',
+      stderr: '',
+    });
+    expect(claimed.stdout).toMatch(/^claim\/p0 created: 10\.9\.0\.\d+ \(g4-1\)\n$/);
+    expect(pools.stdout.split('\n')[0]).toMatch(/^NAME +EXCLUDE +REUSE-DELAY +BLOCKS +GROWS-FROM +AGE$/);
+    expect(pools.stdout).toMatch(/\nregion +<none> +- +\/28 +- +\d+s\n/);
+    expect(pools.stdout).toMatch(/\nnode-1 +<none> +- +- +region +\d+s\n/);
+    expect(described.stdout).toContain(
+      'Grows from:  region: one more block when fewer than 4 addresses are free (at most 2 blocks a family)\n',
+    );
+    expect(described.stdout).toMatch(
+      /\n {2}g4-1 +10\.9\.0\.\d+\/28 +IPv4 +Ready +false +\d+ +\d+ +region\/node-1-g4-1\n/,
+    );
+  });
+
   it('answers a full range, a wrong command line and an endpoint with nothing behind it with the documented exit codes', async () => {
     // Prepare: a /30 holds two addresses.
     expect((await run('create', 'pool', 'tiny')).code).toBe(0);

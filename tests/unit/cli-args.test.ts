@@ -600,6 +600,50 @@ describe('Command line: block pools and nested pools (issue 35)', () => {
     expect(server.requests).toEqual([]);
   });
 
+  it('sends --grow PARENT --grow-below-free N [--grow-max-blocks M] as the grow rule and says so', async () => {
+    const server = echo({});
+    const full = await runCli(
+      'create pool node-1 --block /26 --grow region --grow-below-free 4 --grow-max-blocks 2'.split(' '),
+      { fetch: server.fetch },
+    );
+    const plain = await runCli(['create', 'pool', 'pods', '--grow', 'region', '--grow-below-free', '1'], {
+      fetch: server.fetch,
+    });
+    expect(full).toMatchObject({
+      code: ExitCode.Ok,
+      out: 'pool/node-1 created, blocks IPv4 /26, grows from region: one more block when fewer than 4 blocks are free (at most 2 blocks a family)\n',
+      err: '',
+    });
+    expect(plain.out).toBe(
+      'pool/pods created, grows from region: one more block when fewer than 1 address is free (at most 16 blocks a family)\n',
+    );
+    expect(server.requests.map((r) => JSON.parse(r.body!) as unknown)).toEqual([
+      { name: 'node-1', blockPrefixLength: { IPv4: 26 }, grow: { pool: 'region', belowFree: 4, maxBlocks: 2 } },
+      { name: 'pods', grow: { pool: 'region', belowFree: 1 } },
+    ]);
+  });
+
+  it.each([
+    ['a threshold without a parent', ['--grow-below-free', '4'], 'give the parent pool with --grow PARENT'],
+    ['a bound without a parent', ['--grow-max-blocks', '2'], 'give the parent pool with --grow PARENT'],
+    ['a parent without a threshold', ['--grow', 'region'], '--grow needs --grow-below-free N'],
+    ['a threshold of 0', ['--grow', 'region', '--grow-below-free', '0'], 'Expected a whole number from 1 to'],
+    ['a threshold not a number', ['--grow', 'region', '--grow-below-free', 'four'], 'Expected a whole number'],
+    ['a fractional threshold', ['--grow', 'region', '--grow-below-free', '2.5'], 'Expected a whole number'],
+    [
+      'more than 64 blocks',
+      ['--grow', 'region', '--grow-below-free', '4', '--grow-max-blocks', '65'],
+      'Expected a whole number from 1 to 64.',
+    ],
+  ])('refuses %s with exit code 2 and sends nothing', async (_case, flags, message) => {
+    const server = echo({});
+    const result = await runCli(['create', 'pool', 'node-1', '--block', '/26', ...flags], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain(message);
+    expect(result.err).toContain('Usage: ipam create pool [options] <name>');
+    expect(server.requests).toEqual([]);
+  });
+
   it('sends --source POOL/CLAIM as the range source, and refuses one without a claim', async () => {
     const server = fakeFetch((request) => ({
       status: 201,

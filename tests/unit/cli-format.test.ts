@@ -296,9 +296,28 @@ describe('Output formats of get', () => {
       },
     };
     expect(renderResources(poolView, pools, OutputFormat.Wide, NOW).out).toBe(
-      'NAME         EXCLUDE                     REUSE-DELAY   AGE\nservices     10.96.0.0/29,10.96.0.8/32   10m           60m\nservices-2   <none>                      -             60m\n',
+      'NAME         EXCLUDE                     REUSE-DELAY   BLOCKS   GROWS-FROM   AGE\nservices     10.96.0.0/29,10.96.0.8/32   10m           -        -            60m\nservices-2   <none>                      -             -        -            60m\n',
     );
     expect(renderResources(poolView, pools, OutputFormat.Table, NOW).out).not.toContain('REUSE-DELAY');
+  });
+
+  it("shows a block pool's block lengths and the parent it grows from with -o wide (issue 35)", () => {
+    const pools = {
+      page: {
+        items: [
+          { ...pool, name: 'region', exclude: [], blockPrefixLength: { IPv4: 24, IPv6: 64 } },
+          { ...pool, name: 'node-1', exclude: [], grow: { pool: 'region', belowFree: 4, maxBlocks: 2 } },
+        ],
+      },
+    };
+    expect(renderResources(poolView, pools, OutputFormat.Wide, NOW).out).toBe(
+      [
+        'NAME     EXCLUDE   REUSE-DELAY   BLOCKS    GROWS-FROM   AGE',
+        'region   <none>    -             /24,/64   -            60m',
+        'node-1   <none>    -             -         region       60m',
+        '',
+      ].join('\n'),
+    );
   });
 
   it('prints JSON and YAML documents that read back to what the API sent', () => {
@@ -460,6 +479,45 @@ describe('describe', () => {
       '93 used of 254, 2 releasing, 152 free\n',
     );
     expect(describePool({ ...pool, reuseDelaySeconds: 45 }, [], NOW)).toContain('Reuse delay: 45s: a released address');
+  });
+
+  it("shows a block pool's block sizes, its grow rule, and where each nested range's block comes from (issue 35)", () => {
+    const grown: PoolDetails = {
+      ...pool,
+      name: 'node-1',
+      exclude: [],
+      blockPrefixLength: { IPv4: 26 },
+      grow: { pool: 'region', belowFree: 1, maxBlocks: 1 },
+      ranges: [
+        {
+          ...pool.ranges[0]!,
+          name: 'g4-1',
+          cidr: '10.17.42.0/24',
+          size: 4,
+          used: 1,
+          free: 3,
+          source: { pool: 'region', claim: 'node-1-g4-1' },
+        },
+      ],
+      utilization: { IPv4: { size: 4, used: 1, releasing: 0, free: 3 } },
+    };
+    expect(describePool(grown, [], NOW)).toBe(
+      [
+        'Name:        node-1',
+        'Created:     2026-04-02T09:00:00.000Z (60m ago)',
+        'Exclude:     <none>',
+        'Reuse delay: <none>',
+        'Blocks:      IPv4 /26',
+        'Grows from:  region: one more block when fewer than 1 block is free (at most 1 block a family)',
+        'Utilization:',
+        '  IPv4  [█████░░░░░░░░░░░░░░░]    25%   1 used of 4, 3 free',
+        'Ranges:',
+        '  NAME   CIDR            FAMILY   STATE   LEGACY   USED   FREE   SOURCE',
+        '  g4-1   10.17.42.0/24   IPv4     Ready   false    1      3      region/node-1-g4-1',
+        'Events:      <none>',
+        '',
+      ].join('\n'),
+    );
   });
 
   it("shows a range's bands, and a legacy IPv6 range's bitmap window", () => {

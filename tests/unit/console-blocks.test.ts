@@ -3,9 +3,11 @@ import { parseAddress } from '../../shared/core/ip/address.ts';
 import { parseCidr, slotted } from '../../shared/core/ip/cidr.ts';
 import { layoutMap } from '../../cli/map/layout.ts';
 import {
+  blockLengthsText,
   blockSizesText,
   cellText,
   childrenTexts,
+  growText,
   heldTexts,
   mapSummaryText,
   rangeSourceText,
@@ -18,6 +20,22 @@ describe('Console: what a block pool page says', () => {
     expect(blockSizesText({ blockPrefixLength: { IPv4: 26, IPv6: 122 } })).toBe('IPv4 /26, IPv6 /122');
     expect(blockSizesText({ blockPrefixLength: { IPv6: 64 } })).toBe('IPv6 /64');
     expect(blockSizesText({})).toBeUndefined();
+  });
+
+  it("lists a pool's block lengths for the pools table, empty for an address pool (issue 35)", () => {
+    expect(blockLengthsText({ blockPrefixLength: { IPv4: 26, IPv6: 64 } })).toBe('/26, /64');
+    expect(blockLengthsText({ blockPrefixLength: { IPv6: 122 } })).toBe('/122');
+    expect(blockLengthsText({})).toBe('');
+  });
+
+  it('says when a pool grows from its parent, in blocks for a block pool and in addresses for an address pool (issue 35)', () => {
+    expect(growText({ blockPrefixLength: { IPv4: 28 }, grow: { pool: 'org', belowFree: 2, maxBlocks: 2 } })).toBe(
+      'one more block when fewer than 2 blocks are free (at most 2 blocks a family)',
+    );
+    expect(growText({ grow: { pool: 'org', belowFree: 1, maxBlocks: 1 } })).toBe(
+      'one more block when fewer than 1 address is free (at most 1 block a family)',
+    );
+    expect(growText({})).toBeUndefined();
   });
 
   it("shows a block claim's blocks as CIDRs, an address claim's addresses as they are, and a claim's child ranges", () => {

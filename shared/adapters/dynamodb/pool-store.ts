@@ -148,7 +148,10 @@ export class TablePoolStore implements PoolStore {
    * Holdings (`HIST#<pool>#<address>`, a partition per address, not enumerable by pool) and events stay until their
    * TTL; reads leave out what began before the pool's createdAt (a later pool of the name never sees them).
    */
-  async finalizePool(pool: string): Promise<'finalized' | 'absent'> {
+  async finalizePool(
+    pool: string,
+    unmarked?: (range: Pick<Range, 'pool' | 'name' | 'source'>) => Promise<void>,
+  ): Promise<'finalized' | 'absent'> {
     // The pending entry first: one read after it that finds no Terminating pool proves it stale (a later deletion's
     // mark rewrites it, with its own time, in the transaction that makes the pool Terminating).
     const pending = await this.table.get(keys.poolTerminating(pool));
@@ -169,6 +172,11 @@ export class TablePoolStore implements PoolStore {
     for (let shard = 0; shard < this.shards; shard += 1) {
       for (const item of await queryAll(this.table, { index: 'GSI1', partition: keys.claimsListing(pool, shard) })) {
         const claim = itemToClaim(item);
+        // Its block is another pool's range (made within the listing's lag before the mark): the deletion waits.
+        if (claim.children?.length)
+          throw new NotReadyError(
+            `Claim ${JSON.stringify(claim.name)} of pool ${JSON.stringify(pool)} is the source of ${claim.children.map((c) => `${c.pool}/${c.range}`).join(', ')}; the deletion finishes once that is gone.`,
+          );
         for (const a of claim.addresses) ranges.add(a.range);
         claimKeys.push(keys.claim(pool, claim.name), ...(markerKeyOf(claim) ? [markerKeyOf(claim)!] : []));
       }
@@ -203,8 +211,10 @@ export class TablePoolStore implements PoolStore {
     // A nested pool's ranges give their source claims back (Claim.children) before they go: the parent claims may then
     // be released. A resumed call finds the ranges still there, and a claim no longer listing one needs nothing.
     for (const item of partition) {
-      if (item.entity === Entity.Range && item.source)
-        await this.unmarkUntilDone({ pool, name: item.name as string, source: item.source as Range['source'] });
+      if (item.entity !== Entity.Range || !item.source) continue;
+      const range = { pool, name: item.name as string, source: item.source as Range['source'] };
+      await this.unmarkUntilDone(range);
+      await unmarked?.(range);
     }
     await this.removeAll(partition.map(keyOf));
     for (const partitionKey of [
@@ -251,20 +261,29 @@ export class TablePoolStore implements PoolStore {
 
   /**
    * One transaction: the pool still exists, the range is absent, and for a legacy range its family's slot is absent
-   * (the slot is the shared item concurrent legacy creates meet on: at most one of them commits); and a new range
-   * generation.
+   * (the slot is the shared item concurrent legacy creates meet on: at most one of them commits); for a nested range
+   * its source claim as read gains the marker, while the claim's pool is still active (a Terminating pool's finalizer
+   * may have read its claims already); and a new range generation.
    */
   async createRange(range: Range, parent?: Claim): Promise<'created' | 'exists' | 'legacyTaken' | 'parentChanged'> {
     const verdicts = await transactRangeChange(this.table, [
       { kind: 'check', key: keys.pool(range.pool), condition: poolIsActive() },
       { kind: 'put', item: rangeToItem(range), condition: itemIsAbsent() },
       ...(range.legacy ? [{ kind: 'put', item: legacySlotToItem(range), condition: itemIsAbsent() } as const] : []),
-      ...(parent ? [markChild(parent, { pool: range.pool, range: range.name, cidr: range.cidr })] : []),
+      ...(parent
+        ? [
+            markChild(parent, { pool: range.pool, range: range.name, cidr: range.cidr }),
+            { kind: 'check', key: keys.pool(parent.pool), condition: poolIsActive() } as const,
+          ]
+        : []),
       ...stampRangeGeneration(range.pool, this.random.uid()),
     ]);
     if (!verdicts) return 'created';
     if (verdicts[0]?.code === 'ConditionalCheckFailed')
       throw new NotReadyError(`Pool ${JSON.stringify(range.pool)} was deleted meanwhile.`);
+    // A nested range has no legacy slot: its parent pool's check follows the marker.
+    if (parent && verdicts[3]?.code === 'ConditionalCheckFailed')
+      throw new NotReadyError(`Pool ${JSON.stringify(parent.pool)}, the source claim's, was deleted meanwhile.`);
     if (parent && verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed')
       return 'parentChanged';
     if (verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed')

@@ -6,6 +6,7 @@ import { nowIso } from '../base/time.ts';
 import { events } from '../base/events.ts';
 import { EventReason } from '../base/events.ts';
 import { Phase, type Run } from './run.ts';
+import { finalizePool } from '../use-cases/pools.ts';
 
 /** Claims read per page of a deleted pool's listing. */
 const PAGE = 100;
@@ -64,7 +65,7 @@ export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
         cursor = page.nextCursor;
       } while (cursor !== undefined);
       // A deletion not finished (the DELETE's request failed or stopped on the way): finish it, the pool item last.
-      await run.deps.pools.finalizePool(pool);
+      await finalizePool(run.deps, pool);
       return true;
     }),
   );

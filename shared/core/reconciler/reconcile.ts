@@ -60,6 +60,7 @@ import {
 } from './run.ts';
 import { measureUsage } from './usage.ts';
 import { buildMissingSummaries } from './summary.ts';
+import { releaseGrownSource } from '../use-cases/grown-blocks.ts';
 
 export {
   EXPIRY_CHECKPOINT,
@@ -338,7 +339,9 @@ async function finalizeRanges(run: Run, views: PoolViewList): Promise<void> {
         )
           return true;
         const event = events.rangeFinalized(range, run.iso());
-        run.done(event, (await run.deps.reconcile.finalizeRange(range, event)) === 'finalized');
+        const finalized = (await run.deps.reconcile.finalizeRange(range, event)) === 'finalized';
+        run.done(event, finalized);
+        if (finalized) await releaseGrownSource(run.deps, range);
         run.deps.views.forget(range.pool);
         run.deps.hints.forget(range.pool);
         return true;

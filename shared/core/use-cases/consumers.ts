@@ -13,7 +13,14 @@
  * second lifetime racing the consumers' (make the claim permanent first: renew with ttlSeconds null).
  */
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
-import { ConflictError, InvalidArgumentError, NotFoundError, NotReadyError, TooManyConsumersError } from '../errors.ts';
+import {
+  ClaimHasChildrenError,
+  ConflictError,
+  InvalidArgumentError,
+  NotFoundError,
+  NotReadyError,
+  TooManyConsumersError,
+} from '../errors.ts';
 import { CONSUMER_FIELD_BYTES, isExpired, MAX_CONSUMERS, type Claim, type Consumer } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
 import { events } from '../base/events.ts';
@@ -149,7 +156,9 @@ export async function leave(
     const leaving = consumersOf(claim).find((c) => c.uid === uid);
     if (!leaving) return { removed: false, released: false, claim };
     const event = events.consumerRemoved(claim, leaving, nowIso(deps), cmd.caller);
-    if (consumersOf(claim).length > 1) {
+    // A claim whose block is another pool's range is kept when its last consumer leaves: it is released like any
+    // other once the range is gone (its release would be refused now, and the consumer would stay listed for good).
+    if (consumersOf(claim).length > 1 || claim.children?.length) {
       const outcome = await deps.claims.changeConsumers(claim, { remove: leaving, event });
       if (outcome === 'written')
         return {
@@ -166,6 +175,10 @@ export async function leave(
       leaving,
       event,
       ...(cmd.caller ? { caller: cmd.caller } : {}),
+    }).catch((error: unknown) => {
+      // A child range was made from the claim since the read: read it again (and keep it).
+      if (error instanceof ClaimHasChildrenError) return 'changed' as const;
+      throw error;
     });
     if (outcome === 'released') return { removed: true, released: true };
     // Released by another request meanwhile: nothing left to remove.

@@ -5,8 +5,8 @@
  * affinity do from a controller, done by the claims themselves.
  *
  * Racing callers never overshoot: the k-th block a pool takes from its parent in a family is a claim of a name fixed
- * by (pool, family, k), with k one more than the pool's ranges already made from the parent, and the range made from
- * it has a name fixed the same way. Callers that see the same k make the same claim and the same range: one wins, the
+ * by (pool, family, k), with k the lowest index no range of the pool is named by yet (freeTag), and the range made
+ * from it has a name fixed the same way. Callers that see the same k make the same claim and the same range: one wins, the
  * others are answered it (idempotency), so a crossing takes one block however many callers saw it. Bounds: at most
  * `maxBlocks` blocks per family from the parent (then the pool is full like any other), and the parent's own space
  * (its RangeFull stops the growth). Each check counts the family's leases (one index query, proportional to them), so
@@ -15,13 +15,14 @@
 import { Role, roleIn } from '../access.ts';
 import { IpFamily } from '../ip/address.ts';
 import { InvalidArgumentError, MismatchedNetworkError, NotFoundError, RangeFullError } from '../errors.ts';
-import { checkDnsLabel } from '../names.ts';
+import { checkDnsLabel, NameLimits } from '../names.ts';
 import { capacity } from '../ip/cidr.ts';
 import type { GrowRule, Pool, PoolView } from '../model.ts';
 import { hostIntervals, rangesOf } from '../base/pool-geometry.ts';
 import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
+import { grownOwner } from './grown-blocks.ts';
 import type { Deps } from './deps.ts';
 
 /** Most blocks a pool may take from its parent per family. */
@@ -47,6 +48,14 @@ export function checkGrow(value: unknown, own: string): GrowRule {
   checkDnsLabel(pool, 'grow.pool');
   if (pool === own)
     throw new InvalidArgumentError('A pool cannot grow from itself; name its parent block pool.', 'grow.pool');
+  // The blocks it takes are claims named <own>-g4-<k> (k up to maxBlocks): refused rather than cut, so two pools'
+  // names can never meet in the parent.
+  const longest = NameLimits.label - `-g4-${maxBlocks as number}`.length;
+  if (own.length > longest)
+    throw new InvalidArgumentError(
+      `A pool that grows names the blocks it takes from its parent <pool>-g4-<k> (k up to maxBlocks, ${maxBlocks as number}), and a claim name has at most ${NameLimits.label} characters: name this pool with at most ${longest} characters, or lower maxBlocks.`,
+      'name',
+    );
   return { pool, belowFree: belowFree as number, maxBlocks: maxBlocks as number };
 }
 
@@ -76,7 +85,7 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
   if (answer.created) {
     for (const family of new Set(answer.claim.addresses.map((a) => a.family))) {
       if ((await freeIn(deps, cmd.pool, family)) < BigInt(rule.belowFree))
-        await growOnce(deps, { pool: view.pool, rule, family, cmd }).catch(() => false);
+        await growOnce(deps, { pool: view.pool, rule, family, cmd, crossing: true }).catch(() => false);
     }
   }
   return answer;
@@ -108,12 +117,26 @@ async function familyFree(deps: Pick<Deps, 'leases' | 'clock'>, view: PoolView, 
 }
 
 /**
+ * The name of the pool's next grown range of a family, `g4-<k>` or `g6-<k>`: k is the lowest index from 1 to maxBlocks
+ * that no range of the pool is named by (a removed grown range's name is taken again); undefined when none is free.
+ */
+function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): string | undefined {
+  const names = new Set(own.ranges.map((r) => r.name));
+  for (let k = 1; k <= maxBlocks; k += 1) {
+    const tag = `g${family === IpFamily.IPv4 ? 4 : 6}-${k}`;
+    if (!names.has(tag)) return tag;
+  }
+  return undefined;
+}
+
+/**
  * Takes the pool's next block of a family from its parent (see the file comment): false when the bound is reached,
- * the parent has no block size for the family, or no block left.
+ * the parent has no block size for the family, or no block left; and, for a `crossing` (free space found below the
+ * threshold after a claim), when the pool read here is no longer below it.
  */
 async function growOnce(
   deps: Deps,
-  args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand },
+  args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand; crossing?: boolean },
 ): Promise<boolean> {
   const { pool, rule, family, cmd } = args;
   const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch((error: unknown) => {
@@ -126,15 +149,18 @@ async function growOnce(
   const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
   const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
   if (taken >= rule.maxBlocks) return false;
-  const k = taken + 1;
-  const tag = `g${family === IpFamily.IPv4 ? 4 : 6}-${k}`;
-  const claimName = `${pool.name.slice(0, 63 - tag.length - 1)}-${tag}`;
+  // A crossing measured before another caller's growth landed is no crossing any more: that growth was its block.
+  if (args.crossing && (await familyFree(deps, own, family)) >= BigInt(rule.belowFree)) return false;
+  const tag = freeTag(own, family, rule.maxBlocks);
+  if (tag === undefined) return false;
+  // Cut only for a pool made before checkGrow refused names too long for this (the cut names could meet).
+  const claimName = `${pool.name.slice(0, NameLimits.label - tag.length - 1)}-${tag}`;
   let made: CreateClaimAnswer;
   try {
     made = await createClaim(deps, {
       pool: rule.pool,
       name: claimName,
-      owner: { kind: 'Pool', name: pool.name, uid: `pool-${pool.name}` },
+      owner: grownOwner(pool.name),
       ipFamilies: [family],
       labels: { 'ipam/grown-for': pool.name },
       ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),

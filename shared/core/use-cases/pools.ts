@@ -28,6 +28,7 @@ import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { type Deps } from './deps.ts';
 import { nowIso, pageLimit } from '../base/time.ts';
 import { checkGrow } from './grow.ts';
+import { releaseGrownSource } from './grown-blocks.ts';
 
 export interface CreatePoolCommand {
   readonly name: string;
@@ -107,6 +108,17 @@ async function checkGrowParent(
       `grow.pool ${JSON.stringify(rule.pool)} must be an existing block pool.`,
       'grow.pool',
     );
+  // An address pool grown from a parent takes the parent's blocks as ranges of addresses: a block with no usable
+  // address (an IPv4 /31 or /32, an IPv6 /128) would be a range of none, taken again by every claim up to maxBlocks.
+  if (!blocks) {
+    for (const [family, length] of Object.entries(parent.pool.blockPrefixLength)) {
+      if (capacity({ family: family as IpFamily, base: 0n, prefix: length }) === 0n)
+        throw new InvalidArgumentError(
+          `Pool ${JSON.stringify(rule.pool)} hands out /${length} ${family} blocks, which hold no usable address: an address pool cannot grow from it.`,
+          'grow.pool',
+        );
+    }
+  }
   // A block pool grown from a parent takes the parent's blocks as ranges: each must hold at least one of its own.
   for (const [family, length] of Object.entries(blocks ?? {})) {
     const parentLength = parent.pool.blockPrefixLength[family as IpFamily];
@@ -311,6 +323,14 @@ async function familyUtilization(deps: UsageDeps, view: PoolView): Promise<Parti
 }
 
 /**
+ * A Terminating pool's second phase (PoolStore.finalizePool), giving back each block the pool took by growing once its
+ * range no longer marks it.
+ */
+export function finalizePool(deps: Deps, name: string): Promise<'finalized' | 'absent'> {
+  return deps.pools.finalizePool(name, (range) => releaseGrownSource(deps, range));
+}
+
+/**
  * Finishes the deletion of a pool that is already Terminating (its second phase), and marks nothing: a repeated DELETE
  * whose pool was not found Ready. A pool Ready again under that name (created meanwhile) is left alone.
  * @returns 'gone' when this request finished it, 'terminating' when the rest is left to the reconciler (as deletePool)
@@ -319,7 +339,7 @@ async function familyUtilization(deps: UsageDeps, view: PoolView): Promise<Parti
 export async function finishPoolDeletion(deps: Pick<Deps, 'pools'>, name: string): Promise<'gone' | 'terminating'> {
   let outcome;
   try {
-    outcome = await deps.pools.finalizePool(name);
+    outcome = await finalizePool(deps, name);
   } catch {
     return 'terminating';
   }
@@ -346,7 +366,7 @@ export async function deletePool(
   if (outcome === 'absent') throw new NotFoundError('pool', name);
   if (outcome === 'notEmpty') throw new PoolNotEmptyError(name, 1);
   try {
-    await deps.pools.finalizePool(name);
+    await finalizePool(deps, name);
     return 'gone';
   } catch {
     // The deletion was accepted (the pool is Terminating); what is left is the finalizer's, resumed later.

@@ -19,6 +19,7 @@ import { validateLegacyCidr } from '../bitmap/bitmap.ts';
 import { type Deps } from './deps.ts';
 import { nowIso } from '../base/time.ts';
 import { rangeUtilization } from './pools.ts';
+import { releaseGrownSource } from './grown-blocks.ts';
 
 export interface CreateRangeCommand {
   readonly pool: string;
@@ -287,7 +288,30 @@ export async function deleteRange(
     const markedAt = Date.parse(terminating.deletionRequestedAt ?? '');
     if (!(Number.isFinite(markedAt) && markedAt + INDEX_SETTLE_MS <= deps.clock.nowMs())) return 'terminating';
   }
-  // Conditional on this Terminating incarnation: a range made again meanwhile is not removed.
-  await deps.pools.deleteRange(terminating);
-  return 'gone';
+  return removeTerminating(deps, terminating);
+}
+
+/** Tries of a settled range's removal when it lost a race (its source claim changed between the read and the write). */
+const REMOVAL_TRIES = 3;
+
+/**
+ * Removes a Terminating range that nothing depends on: 'gone' only once it is (by this request or another), else
+ * 'terminating' (the reconciler finishes it). Each removal is conditional on this Terminating incarnation, so a range
+ * made again meanwhile is not removed; a nested range's also on its source claim as read, which a sibling range's
+ * change or a pin may have moved on: read again and retried.
+ */
+async function removeTerminating(deps: Deps, terminating: Range): Promise<'gone' | 'terminating'> {
+  for (let attempt = 0; attempt < REMOVAL_TRIES; attempt += 1) {
+    if (await deps.pools.deleteRange(terminating)) {
+      await releaseGrownSource(deps, terminating);
+      return 'gone';
+    }
+    deps.views.forget(terminating.pool);
+    const now = (await deps.views.get(terminating.pool, deps.clock.nowMs(), true)).ranges.find(
+      (r) => r.name === terminating.name,
+    );
+    if (now?.createdAt !== terminating.createdAt || now.deletionRequestedAt !== terminating.deletionRequestedAt)
+      return 'gone';
+  }
+  return 'terminating';
 }

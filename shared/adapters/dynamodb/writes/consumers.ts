@@ -40,8 +40,8 @@ export function consumedOf(item: Item): ConsumedClaim {
  *   Put event                 absent                                                                             (change.event)
  *
  * The whole list is written, not appended: the version condition is what orders concurrent changes (the first wins,
- * the others read again), so a uid can never be listed twice. The last consumer's removal is not this write: it is a
- * release (use-cases/consumers.ts).
+ * the others read again), so a uid can never be listed twice. The last consumer's removal is not this write but a
+ * release (use-cases/consumers.ts), except on a claim with a child range, which is kept.
  */
 export function consumerChange(
   claim: Claim,
@@ -53,7 +53,11 @@ export function consumerChange(
     {
       kind: 'update',
       key: keys.claim(claim.pool, claim.name),
-      update: { set: { consumers: after }, add: { version: 1 } },
+      // The last one's removal leaves the claim as one that never had a consumer (a claim with a child range is kept).
+      update:
+        after.length > 0
+          ? { set: { consumers: after }, add: { version: 1 } }
+          : { remove: ['consumers'], add: { version: 1 } },
       condition: both(claimUidIs(claim.uid), versionIs(claim.version)),
     },
     'add' in change

@@ -1,0 +1,47 @@
+/**
+ * The parent blocks a pool took by growing (grow.ts) are claims of the parent pool owned by the pool itself
+ * (`Pool/<pool>`): nobody else holds or releases them. Each is given back once the range made from it is gone, by
+ * whichever path removes that range: its DELETE, the reconciler's finalize, the pool's deletion.
+ */
+import type { Claim, Range } from '../model.ts';
+import { releaseAsRead } from './claims.ts';
+import type { Deps } from './deps.ts';
+
+/** Tries of the release when the claim changed between the read and the write (a pin, a growth answered it). */
+const RELEASE_TRIES = 3;
+
+/** The owner of the blocks a pool takes from its parent by growing. */
+export function grownOwner(pool: string): { kind: 'Pool'; name: string; uid: string } {
+  return { kind: 'Pool', name: pool, uid: `pool-${pool}` };
+}
+
+/** Whether a claim is a block `pool` took by growing. */
+export function isGrownFor(claim: Claim, pool: string): boolean {
+  const { kind, name, uid } = claim.spec.owner;
+  const grown = grownOwner(pool);
+  return kind === grown.kind && name === grown.name && uid === grown.uid;
+}
+
+/**
+ * Releases the source claim of a removed range when it is a block the range's pool took by growing and no range is
+ * made from it any more. Best effort, never throws: the range is gone either way; a claim left (the parent pool busy)
+ * is taken again under the same name by the pool's next growth (grow.ts).
+ */
+export async function releaseGrownSource(
+  deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>,
+  range: Pick<Range, 'pool' | 'source'>,
+): Promise<void> {
+  const source = range.source;
+  if (!source) return;
+  try {
+    const parent = await deps.views.get(source.pool, deps.clock.nowMs(), true);
+    for (let attempt = 0; attempt < RELEASE_TRIES; attempt += 1) {
+      const claim = await deps.claims.getClaim(source.pool, source.claim);
+      if (!claim || !isGrownFor(claim, range.pool) || claim.children?.length) return;
+      if ((await releaseAsRead(deps, { pool: parent.pool, claim })) !== 'versionMismatch') return;
+    }
+  } catch {
+    // The parent pool is gone (its deletion takes the claim), a growth made a range from the claim again, or the
+    // table refused: the caller's range is gone all the same, and the claim is left as said above.
+  }
+}
