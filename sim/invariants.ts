@@ -37,6 +37,9 @@ export const Invariant = {
   // Shared claims (issue 38).
   ConsumedClaimHeld: 'claim-with-consumers-not-released',
   ConsumersLeftReleased: 'claim-whose-consumers-left-released-in-time',
+  // The pool tree (issue 35, tree.ts).
+  PoolTree: 'no-overlap-in-the-pool-tree',
+  GrowthBounded: 'growth-bounded-by-max-blocks',
 } as const;
 export type Invariant = (typeof Invariant)[keyof typeof Invariant];
 
@@ -330,13 +333,25 @@ export function checkSummaries(expected: ProjectionCheck): Violation[] {
   return checkProjection(Invariant.Summary, 'occupancy summary', expected);
 }
 
+/** A claim as its answer tells it (the Claim document, read by sim/http.ts), in the pool the request named. */
+export interface AnsweredClaim {
+  readonly pool: string;
+  readonly name: string;
+  readonly uid: string;
+  /** The owner's uid. */
+  readonly owner: string;
+  readonly addresses: readonly { readonly address: string }[];
+  /** Epoch milliseconds (the document's expiresAt); absent without a TTL. */
+  readonly expiresAt?: number;
+}
+
 /**
  * A successful claim answer names the first incarnation the request committed that is still held: a retry after a
  * lost answer whose first attempt committed gets that claim, with the same addresses (not a second one written
  * over it).
  */
 export function checkRetryAnswer(
-  answer: Claim,
+  answer: Pick<AnsweredClaim, 'name' | 'uid' | 'addresses'>,
   firstHeld: { readonly uid: string; readonly addresses: readonly string[] } | undefined,
 ): Violation[] {
   const lastCommitted = firstHeld;

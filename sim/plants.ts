@@ -7,11 +7,15 @@
  */
 import type { TxVerdict, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 import type { PoolViewCache } from '../shared/core/pool-view-cache.ts';
+import type { PoolView } from '../shared/core/model.ts';
+import { familyBits, formatAddress } from '../shared/core/ip/address.ts';
+import { parseCidr } from '../shared/core/ip/cidr.ts';
 import type { ReconcileStore } from '../shared/core/reconciler/ports.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
+import { RangeFullError } from '../shared/core/errors.ts';
 import { Invariant } from './invariants.ts';
 import type { Prng } from './prng.ts';
-import { SCENARIOS } from './scenarios.ts';
+import { NAMED_ONLY, SCENARIOS } from './scenarios.ts';
 import type { Caller } from './sim-table.ts';
 import { NO_FAULTS, type Scenario } from './world.ts';
 
@@ -66,6 +70,30 @@ function skippingCheck(views: PoolViewCache): PoolViewCache {
     return Promise.resolve(true);
   };
   return planted;
+}
+
+/** The view cache answering every growing pool with a bound 3 blocks higher. */
+function raisingBound(views: PoolViewCache): PoolViewCache {
+  const planted = Object.create(views) as PoolViewCache;
+  const raised = (view: PoolView): PoolView =>
+    view.pool.grow
+      ? { ...view, pool: { ...view.pool, grow: { ...view.pool.grow, maxBlocks: view.pool.grow.maxBlocks + 3 } } }
+      : view;
+  planted.get = async (pool, nowMs, fresh) => raised(await views.get(pool, nowMs, fresh));
+  planted.read = async (pool, nowMs, fresh) => {
+    const read = await views.read(pool, nowMs, fresh);
+    return { ...read, view: raised(read.view) };
+  };
+  return planted;
+}
+
+/** A put of a range made from a claim (`source`) with its CIDR moved one block of its size up. */
+function nextBlock(op: WriteOp): WriteOp {
+  if (op.kind !== 'put' || op.item.entity !== 'range' || op.item.source === undefined) return op;
+  const cidr = parseCidr(op.item.cidr as string);
+  const size = 1n << BigInt(familyBits(cidr.family) - cidr.prefix);
+  const moved = `${formatAddress({ family: cidr.family, value: cidr.base + size })}/${cidr.prefix}`;
+  return { ...op, item: { ...op.item, cidr: moved } };
 }
 
 /** The reconciler's store releasing an expired claim on its uid alone: a renewal since the read no longer saves it. */
@@ -151,6 +179,29 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     caughtBy: Invariant.ConsumedClaimHeld,
     hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, claims: releasingOnRemoval(deps) } : deps) },
   },
+  'full-without-reading': {
+    name: 'full-without-reading',
+    bug: 'every fourth claim is answered RangeFull without reading the leases (the "used up" decision skipped)',
+    scenario: { ...SCENARIOS.crowded!, name: 'crowded' },
+    caughtBy: Invariant.RangeFullExact,
+    hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, allocator: fullEveryFourth(deps.allocator) } : deps) },
+  },
+  'grow-past-bound': {
+    name: 'grow-past-bound',
+    bug: "a growing pool's bound read 3 blocks higher than the pool's (the API containers' view cache)",
+    scenario: { ...NAMED_ONLY.blocks!, name: 'blocks' },
+    caughtBy: Invariant.GrowthBounded,
+    hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, views: raisingBound(deps.views) } : deps) },
+  },
+  'child-off-source': {
+    name: 'child-off-source',
+    bug: "a range made from a block claim is written one block past the claim's (the setup's range writes rewritten)",
+    scenario: { ...NAMED_ONLY.blocks!, name: 'blocks' },
+    caughtBy: Invariant.PoolTree,
+    hooks: {
+      mutate: (ops, caller) => (caller.role === 'setup' ? ops.map(nextBlock) : [...ops]),
+    },
+  },
   'keep-last-consumer': {
     name: 'keep-last-consumer',
     bug: "the last consumer's leaving is answered as a release but the claim is kept",
@@ -177,6 +228,17 @@ function keepingConsumed(allocator: Deps['allocator']): Deps['allocator'] {
   const planted = Object.create(allocator) as Deps['allocator'];
   planted.release = (claim, expectedVersion, hold, event) =>
     claim.consumers?.length ? Promise.resolve('released') : allocator.release(claim, expectedVersion, hold, event);
+  return planted;
+}
+
+/** An allocator that answers every fourth claim of a container RangeFull in its first family, reading nothing. */
+function fullEveryFourth(allocator: Deps['allocator']): Deps['allocator'] {
+  const planted = Object.create(allocator) as Deps['allocator'];
+  let calls = 0;
+  planted.allocate = (view, draft, requests, options) =>
+    (calls += 1) % 4 === 0
+      ? Promise.reject(new RangeFullError(view.pool.name, requests[0]?.family ?? 'IPv4'))
+      : allocator.allocate(view, draft, requests, options);
   return planted;
 }
 

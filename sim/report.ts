@@ -42,6 +42,7 @@ export function formatOutcome(o: Outcome, options: { quick?: boolean; plant?: st
   lines.push(
     `client ledger: ${o.told} claim answers; projections' largest lag behind the leases ${o.maxProjectionLagMs} ms`,
   );
+  if (o.tree) lines.push(`pool tree: ${o.tree}`);
   if (o.openLoop) {
     const l = o.openLoop;
     const from = l.bySecond.flatMap((x) => x.latencies).sort((a, b) => a - b);

@@ -18,23 +18,16 @@ import { buildContainer, type Container } from '../shared/adapters/composition.t
 import { itemToClaim, type Item } from '../shared/adapters/dynamodb/codec.ts';
 import { createMirrorHandler } from '../shared/adapters/stream/mirror-handler.ts';
 import { runReconciler } from '../shared/adapters/reconcile-runner.ts';
-import { statusOf } from '../shared/adapters/http/problem.ts';
 import { loadConfig, type Config } from '../shared/config.ts';
 import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
 import { Bitmap, addressOfBit, legacyWindow } from '../shared/core/bitmap/bitmap.ts';
-import { IpamError } from '../shared/core/errors.ts';
 import { formatAddress, parseAddress } from '../shared/core/ip/address.ts';
 import { isHostOf, parseCidr } from '../shared/core/ip/cidr.ts';
 import { hostInterval } from '../shared/core/base/pool-geometry.ts';
 import { forEachHeld } from '../shared/core/occupancy/chunk.ts';
 import { readSummary } from '../shared/core/occupancy/reader.ts';
 import { RangeState, type Claim } from '../shared/core/model.ts';
-import { releaseOwner } from '../shared/core/reconciler/owners.ts';
-import { createClaim, deleteClaim, listClaims, renewClaim } from '../shared/core/use-cases/claims.ts';
-import { addConsumer, removeConsumer } from '../shared/core/use-cases/consumers.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
-import { createPool, deletePool, getPool } from '../shared/core/use-cases/pools.ts';
-import { createRange, deleteRange } from '../shared/core/use-cases/ranges.ts';
 import {
   Invariant,
   checkBitmaps,
@@ -51,6 +44,7 @@ import {
   checkUtilization,
   snapshotOf,
   type DeletedPool,
+  type AnsweredClaim,
   type SharedClaim,
   type Violation,
 } from './invariants.ts';
@@ -59,8 +53,27 @@ import { percentile } from './report.ts';
 import { Scheduler } from './scheduler.ts';
 import { SimEngine, type CallFault, type Caller, type Spend, type StreamChange } from './sim-table.ts';
 import type { Query, WriteOp } from '../shared/adapters/dynamodb/table.ts';
-import { ClientLedger, FreeAddresses, ProjectionLag, checkRangeFull } from './ledger.ts';
+import {
+  ClientLedger,
+  FreeAddresses,
+  ProjectionLag,
+  checkRangeFull,
+  rangeFullWithoutFullMoment,
+  type RangeFullAnswer,
+} from './ledger.ts';
 import type { PlantHooks } from './plants.ts';
+import { checkGrowth, checkPoolTree } from './tree.ts';
+import {
+  answeredClaim,
+  httpOf,
+  segment,
+  type ClaimDocument,
+  type ClaimPage,
+  type Http,
+  type PoolDetailsDocument,
+  type RangeDocument,
+  type Reply,
+} from './http.ts';
 import { DEPLOYED_MAPPING, batchDue, deliverBatch, type DeliveryRules } from '../aws-emulation/stream-delivery.ts';
 import { AWS_DEFAULTS, type Quotas } from './quotas.ts';
 
@@ -75,10 +88,12 @@ const EPOCH_MS = Date.UTC(2026, 0, 1);
 export const PROJECTION_LAG_BOUND_MS = 15_000;
 
 /**
- * Whether a RangeFull answered while the family had a free address all along stops the run. It does since issue 20
- * (a "used up" decision is confirmed by a consistent read of the leases); before it, the allocator decided "full"
- * from the occupancy summary, which lags the leases, and crowded quick seeds 1-5 gave 6-18 such answers each. Set to
- * false, such answers are counted and printed as a note instead (the first with its detail).
+ * Whether a RangeFull answered while one address of the family was free all along stops the run. It does since
+ * issue 20 (a "used up" decision is confirmed by a consistent read of the leases); before it, the allocator decided
+ * "full" from the occupancy summary, which lags the leases, and crowded quick seeds 1-5 gave 6-18 such answers each.
+ * Set to false, such answers are counted and printed as a note instead (the first with its detail). A RangeFull with
+ * no moment the family was full, though no address was free all along, is no promise of the allocator: it is
+ * counted and printed as a note either way (ledger.ts rangeFullWithoutFullMoment).
  */
 export const RANGE_FULL_EXACT_ENFORCED = true;
 
@@ -158,6 +173,12 @@ export interface Scenario {
   readonly ipv6?: string;
   /** A block pool (issue 35): the pool's blockPrefixLength; its claims take blocks of the ranges instead of addresses. */
   readonly blocks?: Readonly<Partial<Record<'IPv4' | 'IPv6', number>>>;
+  /**
+   * A pool tree under the block pool (issue 35): address pool `sim-child` made from an IPv4 block claim of `sim`
+   * (POST ranges with `source`), and address pool `sim-grow`, without ranges at first, growing from `sim` (`grow`:
+   * this threshold and bound). Clients 1 and 2 (mod 4) claim in them.
+   */
+  readonly tree?: { readonly belowFree: number; readonly maxBlocks: number };
   /** Fraction of claims made with a TTL (renewed by their client while it holds them), and that TTL. */
   readonly ttlShare: number;
   readonly ttlSeconds: number;
@@ -242,6 +263,8 @@ export interface Outcome {
   readonly throttledBy: readonly (readonly [string, number])[];
   /** The oldest difference seen between the stream function's projections and the leases (ms). */
   readonly maxProjectionLagMs: number;
+  /** What the pool tree (Scenario.tree) came to: the child's block, the blocks grown, the claims made in each. */
+  readonly tree?: string;
   readonly violation?: Violation;
   readonly trace: readonly string[];
   readonly notes: readonly string[];
@@ -272,14 +295,32 @@ interface ApiContainer {
   readonly caller: Caller;
   readonly container: Container;
   readonly deps: Deps;
+  /** The container's HTTP API (sim/http.ts): every request of the clients, operators and auditor goes through it. */
+  readonly http: Http;
   busy: boolean;
 }
+
+/** What a request came to, as its client reads the answer. */
+interface Asked {
+  readonly status: number;
+  readonly claim?: AnsweredClaim;
+  readonly error?: string;
+}
+
+/** A reply as its client reads it: the status, and an error's line. */
+const asked = (r: Reply): Asked => ({ status: r.status, ...(r.error !== undefined ? { error: r.error } : {}) });
+
+/** A reply whose success carries a Claim document (create, renew), in the pool the request named. */
+const claimAsked =
+  (pool: string) =>
+  (r: Reply): Asked =>
+    r.status < 300 ? { status: r.status, claim: answeredClaim(pool, r.body as ClaimDocument) } : asked(r);
 
 /** An answer, with when its attempt arrived at a container and when that container answered (virtual ms). */
 type Answer =
   | {
       readonly status: number;
-      readonly claim?: Claim;
+      readonly claim?: AnsweredClaim;
       readonly error?: string;
       readonly arrivedAt?: number;
       readonly doneAt?: number;
@@ -292,6 +333,11 @@ const STREAM_KEPT_READ = 4096;
 const POOL = 'sim';
 /** The second pool, deleted and created again under load (FaultRates.poolDeletesPerMinute); its clients are every fourth. */
 const POOL_B = 'sim-b';
+/** The pool tree's pools (Scenario.tree): one made from a block claim of POOL, one growing from POOL. */
+const POOL_CHILD = 'sim-child';
+const POOL_GROW = 'sim-grow';
+/** The block claim of POOL that POOL_CHILD's range is made from. */
+const CHILD_SOURCE = 'child-source';
 /** The range of the second pool's k-th incarnation: a CIDR of its own, so an address tells which incarnation it was taken in. */
 const poolBCidr = (k: number): string => `10.60.${k % 256}.0/26`;
 
@@ -366,6 +412,10 @@ export class World {
   private readonly shardLogs: StreamChange[][] = [];
   /** RangeFull answers given while the family had a free address (RANGE_FULL_EXACT_ENFORCED). */
   private readonly inexactFull: string[] = [];
+  /** RangeFull answers with no moment of their request the family was full (rangeFullWithoutFullMoment). */
+  private readonly noFullMoment: string[] = [];
+  /** Claims answered 201 to the clients, by pool. */
+  private readonly createdIn: Record<string, number> = {};
   private readonly latencyScale: number;
 
   constructor(
@@ -534,14 +584,14 @@ export class World {
     });
     let deps = container.deps;
     if (this.scenario.plant?.deps) deps = this.scenario.plant.deps(deps, role);
-    return { caller, container, deps, busy: false };
+    return { caller, container, deps, http: httpOf(deps, id, this.config.localStack), busy: false };
   }
 
   /** Runs one request on an idle warm container, or a cold one, as Lambda does; 429 past the concurrency limit. */
   private async invoke(
     what: string,
-    work: (deps: Deps) => Promise<{ status: number; claim?: Claim }>,
-    onAnswer?: (a: { status: number; claim?: Claim }) => void,
+    work: (http: Http) => Promise<Asked>,
+    onAnswer?: (a: Asked) => void,
   ): Promise<Answer> {
     const there = this.workRng.lognormal(OUTSIDE.gateway.median, OUTSIDE.gateway.p99) * this.latencyScale;
     await this.scheduler.sleep(there / 2);
@@ -573,12 +623,12 @@ export class World {
     const started = this.scheduler.now;
     let doneAt = started;
     const done = (async (): Promise<Answer> => {
-      let answer: { status: number; claim?: Claim; error?: string };
+      let answer: Asked;
       try {
-        answer = await work(container.deps);
+        answer = await work(container.http);
       } catch (error) {
-        const status = error instanceof IpamError ? statusOf[error.code] : 500;
-        answer = { status, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+        // The handler answers every error with a problem document: a throw out of it is the function failing.
+        answer = { status: 500, error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
       }
       // The container answered: it is free for the next request (a dead one never gets here).
       container.busy = false;
@@ -647,6 +697,12 @@ export class World {
       ...checkDeletedPools(s, now, allowance, this.deletedPools),
       ...checkSharedClaims(s, now, allowance, this.shared as readonly SharedClaim[]),
       ...this.ledger.check(s, now),
+      ...(this.scenario.tree
+        ? [
+            ...checkPoolTree(s, now, skew),
+            ...checkGrowth(s, [{ pool: POOL_GROW, parent: POOL, maxBlocks: this.scenario.tree.maxBlocks }]),
+          ]
+        : []),
     ]);
     if (this.scheduler.stoppedBy) return;
     const chunks = [...this.engine.state.values()].filter((item) => item.entity === 'chunk');
@@ -676,8 +732,8 @@ export class World {
       const now = this.scheduler.now;
       const due = held.find((h) => h.ttl && h.renewAt <= now);
       if (due) {
-        const answer = await this.retrying(rng, `renew ${due.name}`, (deps) =>
-          renewClaim(deps, pool, due.name).then((claim) => ({ status: 200, claim })),
+        const answer = await this.retrying(rng, `renew ${due.name}`, (http) =>
+          http('POST', `/v1/pools/${pool}/claims/${due.name}/renew`).then(claimAsked(pool)),
         );
         if (answer.status === 200 && 'claim' in answer && answer.claim) {
           due.renewAt = this.scheduler.now + renewEvery;
@@ -694,8 +750,8 @@ export class World {
       if (held.length && (held.length >= this.scenario.holdMax || rng.chance(this.scenario.releaseShare))) {
         const victim = held.splice(rng.int(0, held.length - 1), 1)[0]!;
         this.ledger.letGo(pool, victim.name, EPOCH_MS + this.scheduler.now);
-        const answer = await this.retrying(rng, `release ${victim.name}`, (deps) =>
-          deleteClaim(deps, pool, victim.name).then(() => ({ status: 204 })),
+        const answer = await this.retrying(rng, `release ${victim.name}`, (http) =>
+          http('DELETE', `/v1/pools/${pool}/claims/${victim.name}`).then(asked),
         );
         if (answer.status === 204)
           this.violations(
@@ -708,8 +764,7 @@ export class World {
       const generate = rng.chance(this.scenario.generateShare);
       const name = `c${index}-${made}`;
       const generateName = `g${index}-${made}`;
-      const cmd = {
-        pool,
+      const body = {
         ...(generate ? { generateName } : { name }),
         owner: { kind: 'Pod', name: `pod-${index}`, uid: owner },
         ...(this.scenario.ipv6 && rng.chance(0.2) && pool === POOL
@@ -721,7 +776,7 @@ export class World {
       const answer = await this.retrying(
         rng,
         `create ${generate ? generateName : name}`,
-        (deps) => createClaim(deps, cmd).then((r) => ({ status: r.created ? 201 : 200, claim: r.claim })),
+        (http) => http('POST', `/v1/pools/${pool}/claims`, body).then(claimAsked(pool)),
         (a) => {
           if (!a.claim) return;
           // The incarnation this request should be answered with: the first it committed that is still held.
@@ -733,6 +788,7 @@ export class World {
       );
       if ((answer.status === 201 || answer.status === 200) && 'claim' in answer && answer.claim) {
         this.allocations += answer.status === 201 ? 1 : 0;
+        if (answer.status === 201) this.count(this.createdIn, pool);
         held.push({ name: answer.claim.name, ttl, renewAt: this.scheduler.now + renewEvery });
         this.tell(answer.claim, answer, answer.status === 201);
       } else if (
@@ -744,22 +800,28 @@ export class World {
       ) {
         const family = /No free (IPv4|IPv6) address/.exec(answer.error)?.[1];
         if (family)
-          this.rangeFull(
-            checkRangeFull(
-              this.free,
-              pool,
-              family,
-              EPOCH_MS + answer.arrivedAt!,
-              EPOCH_MS + answer.doneAt,
-              `create ${generate ? generateName : name}`,
-            ),
-          );
+          this.rangeFull({
+            pool,
+            family,
+            fromMs: EPOCH_MS + answer.arrivedAt!,
+            toMs: EPOCH_MS + answer.doneAt,
+            what: `create ${generate ? generateName : name}`,
+          });
       }
     }
   }
 
-  /** A RangeFull given while addresses were free: a violation once RANGE_FULL_EXACT_ENFORCED, counted until then. */
-  private rangeFull(found: readonly Violation[]): void {
+  /**
+   * A RangeFull answer over its request's window: a violation once RANGE_FULL_EXACT_ENFORCED when an address was free
+   * all along (counted until then); counted when no moment of it had the family full.
+   */
+  private rangeFull(answer: RangeFullAnswer): void {
+    const unmet = rangeFullWithoutFullMoment(this.free, answer);
+    if (unmet !== undefined) {
+      if (!this.noFullMoment.length) this.log(`NOTE ${unmet}`);
+      this.noFullMoment.push(unmet);
+    }
+    const found = checkRangeFull(this.free, answer);
     if (RANGE_FULL_EXACT_ENFORCED) return this.violations(found);
     const [first] = found;
     if (!first) return;
@@ -836,10 +898,10 @@ export class World {
   ): Promise<void> {
     const rng = this.workRng.fork(`arrival/${n}`);
     const arrived = this.scheduler.now;
-    const cmd = { pool: POOL, name, owner: { kind: 'Pod', name: `pod-a${n}`, uid: `owner-a${n}` } };
-    const create = (deps: Deps) => {
+    const body = { name, owner: { kind: 'Pod', name: `pod-a${n}`, uid: `owner-a${n}` } };
+    const create = (http: Http) => {
       attempts.started();
-      return createClaim(deps, cmd).then((r) => ({ status: r.created ? 201 : 200, claim: r.claim }));
+      return http('POST', `/v1/pools/${POOL}/claims`, body).then(claimAsked(POOL));
     };
     const answer = await this.retrying(rng, `create ${name}`, create, (a) => {
       attempts.answered();
@@ -857,8 +919,8 @@ export class World {
       this.tell(answer.claim, answer, answer.status === 201);
       await this.scheduler.sleep(holdMs);
       this.ledger.letGo(POOL, name, EPOCH_MS + this.scheduler.now);
-      const released = await this.retrying(rng, `release ${name}`, (deps) =>
-        deleteClaim(deps, POOL, name).then(() => ({ status: 204 })),
+      const released = await this.retrying(rng, `release ${name}`, (http) =>
+        http('DELETE', `/v1/pools/${POOL}/claims/${name}`).then(asked),
       );
       if (released.status === 204)
         this.violations(
@@ -877,7 +939,7 @@ export class World {
    * Records a claim answer in the ledger. A claim its client cannot count on (its owner's release or its pool's
    * deletion began, or it lies in an earlier incarnation of the second pool) is let go at once.
    */
-  private tell(claim: Claim, answer: { readonly arrivedAt?: number }, created: boolean): void {
+  private tell(claim: AnsweredClaim, answer: { readonly arrivedAt?: number }, created: boolean): void {
     const now = EPOCH_MS + this.scheduler.now;
     this.violations(
       this.ledger.told({ claim, atMs: now, arrivedAtMs: EPOCH_MS + (answer.arrivedAt ?? this.scheduler.now), created }),
@@ -886,7 +948,7 @@ export class World {
       claim.pool === POOL_B &&
       (this.poolBDeleting ||
         claim.addresses.some((a) => !isHostOf(parseCidr(poolBCidr(this.poolBIncarnation)), parseAddress(a.address))));
-    if (this.ownersLetGo.has(claim.spec.owner.uid) || stale) this.ledger.letGo(claim.pool, claim.name, now);
+    if (this.ownersLetGo.has(claim.owner) || stale) this.ledger.letGo(claim.pool, claim.name, now);
   }
 
   /**
@@ -897,8 +959,8 @@ export class World {
   private async retrying(
     rng: Prng,
     what: string,
-    work: (deps: Deps) => Promise<{ status: number; claim?: Claim }>,
-    onAnswer?: (a: { status: number; claim?: Claim }) => void,
+    work: (http: Http) => Promise<Asked>,
+    onAnswer?: (a: Asked) => void,
   ): Promise<Answer> {
     let answer: Answer = { status: 'lost' };
     for (let attempt = 0; attempt < 8; attempt += 1) {
@@ -1081,34 +1143,30 @@ export class World {
       if (this.scheduler.now >= endMs) return;
       next += 1;
       const cidr = `10.${100 + (next % 100)}.${Math.floor(next / 100)}.0/26`;
-      try {
-        const { range } = await createRange(admin.deps, { pool: POOL, cidr });
+      const made = await admin.http('POST', `/v1/pools/${POOL}/ranges`, { cidr });
+      if (made.status < 300) {
+        const range = made.body as RangeDocument;
         mine.push(range.name);
         cidrOf.set(range.name, cidr);
         this.count(this.faultCounts, 'range-added');
         this.log(`operator created range ${range.name}`);
-      } catch (error) {
-        this.log(`operator create range failed: ${(error as Error).message}`);
-      }
+      } else this.log(`operator create range failed: ${made.status} ${made.error}`);
       if (mine.length < 2) continue;
       const victim = mine.splice(rng.int(0, mine.length - 2), 1)[0]!;
-      try {
-        const first = await deleteRange(admin.deps, POOL, victim);
-        this.ledger.rangeDeleted(POOL, cidrOf.get(victim)!, EPOCH_MS + this.scheduler.now);
-        this.count(this.faultCounts, 'range-deleted-under-load');
-        this.log(`operator DELETE range ${victim} -> ${first}`);
-        await this.scheduler.sleep(rng.int(2500, 6000));
-        const second = await deleteRange(admin.deps, POOL, victim);
-        this.log(`operator DELETE range ${victim} again -> ${second}`);
-      } catch (error) {
-        this.violations(
-          checkStatus(
-            error instanceof IpamError ? statusOf[error.code] : 500,
-            `delete range ${victim}`,
-            (error as Error).message,
-          ),
-        );
+      const path = `/v1/pools/${POOL}/ranges/${victim}`;
+      const first = await admin.http('DELETE', path);
+      if (first.status >= 300) {
+        this.violations(checkStatus(first.status, `delete range ${victim}`, first.error ?? ''));
+        continue;
       }
+      this.ledger.rangeDeleted(POOL, cidrOf.get(victim)!, EPOCH_MS + this.scheduler.now);
+      this.count(this.faultCounts, 'range-deleted-under-load');
+      this.log(`operator DELETE range ${victim} -> ${first.status}`);
+      await this.scheduler.sleep(rng.int(2500, 6000));
+      const second = await admin.http('DELETE', path);
+      this.log(`operator DELETE range ${victim} again -> ${second.status}`);
+      if (second.status >= 300)
+        this.violations(checkStatus(second.status, `delete range ${victim}`, second.error ?? ''));
     }
   }
 
@@ -1139,8 +1197,8 @@ export class World {
       this.ledger.letGoOwner(pool, uid, EPOCH_MS + this.scheduler.now);
       this.owners[index] = `${uid}-gone`;
       this.log(`reaper releases owner ${uid} (claims ${claims.map((c) => c.name).join(', ') || 'none'})`);
-      const answer = await this.retrying(rng, `release-owner ${uid}`, (deps) =>
-        releaseOwner(deps, pool, uid).then(() => ({ status: 200 })),
+      const answer = await this.retrying(rng, `release-owner ${uid}`, (http) =>
+        http('DELETE', `/v1/pools/${pool}/owners/${segment(uid)}`).then(asked),
       );
       // Only a release that was answered 200 promises anything (a client that gave up after 503s got no promise).
       if (answer.status !== 200) {
@@ -1166,11 +1224,10 @@ export class World {
       await this.scheduler.sleep(rng.exponential(4000));
       if (this.scheduler.now >= endMs) return;
       const name = `shared-${n}`;
-      const made = await this.retrying(rng, `claim ${name}`, (deps) =>
-        createClaim(deps, { pool: POOL, name, owner: { kind: 'Service', name, uid: `sharer-${n}` } }).then((r) => ({
-          status: r.created ? 201 : 200,
-          claim: r.claim,
-        })),
+      const made = await this.retrying(rng, `claim ${name}`, (http) =>
+        http('POST', `/v1/pools/${POOL}/claims`, { name, owner: { kind: 'Service', name, uid: `sharer-${n}` } }).then(
+          claimAsked(POOL),
+        ),
       );
       if (!('claim' in made) || !made.claim) continue;
       const track: (typeof this.shared)[number] = { pool: POOL, name, claimUid: made.claim.uid, present: new Set() };
@@ -1178,10 +1235,8 @@ export class World {
       const uids = Array.from({ length: rng.int(1, 3) }, (_, k) => `consumer-${n}-${k}`);
       let unsure = false;
       for (const uid of uids) {
-        const added = await this.retrying(rng, `consume ${name} ${uid}`, (deps) =>
-          addConsumer(deps, { pool: POOL, claim: name, consumer: { kind: 'Pod', name: uid, uid } }).then((r) => ({
-            status: r.added ? 201 : 200,
-          })),
+        const added = await this.retrying(rng, `consume ${name} ${uid}`, (http) =>
+          http('POST', `/v1/pools/${POOL}/claims/${name}/consumers`, { kind: 'Pod', name: uid, uid }).then(asked),
         );
         if (added.status === 201 || added.status === 200) track.present.add(uid);
         else unsure = true;
@@ -1194,11 +1249,11 @@ export class World {
         track.present.delete(uid);
         const left =
           rng.unit() < 0.5
-            ? await this.retrying(rng, `release-owner ${uid}`, (deps) =>
-                releaseOwner(deps, POOL, uid).then(() => ({ status: 200 })),
+            ? await this.retrying(rng, `release-owner ${uid}`, (http) =>
+                http('DELETE', `/v1/pools/${POOL}/owners/${segment(uid)}`).then(asked),
               )
-            : await this.retrying(rng, `unconsume ${name} ${uid}`, (deps) =>
-                removeConsumer(deps, { pool: POOL, claim: name, uid }).then(() => ({ status: 200 })),
+            : await this.retrying(rng, `unconsume ${name} ${uid}`, (http) =>
+                http('DELETE', `/v1/pools/${POOL}/claims/${name}/consumers/${segment(uid)}`).then(asked),
               );
         if (left.status !== 200) unsure = true;
       }
@@ -1208,6 +1263,8 @@ export class World {
 
   /** The pool a client claims in: every fourth client uses the second pool when the scenario deletes it. */
   private poolOf(index: number): string {
+    if (this.scenario.tree && index % 4 === 1) return POOL_CHILD;
+    if (this.scenario.tree && index % 4 === 2) return POOL_GROW;
     return this.scenario.faults.poolDeletesPerMinute > 0 && index % 4 === 3 ? POOL_B : POOL;
   }
 
@@ -1222,18 +1279,16 @@ export class World {
     if (rate <= 0) return;
     const rng = this.rng.fork('pool-operator');
     const admin = this.newContainer('admin');
+    // A request of the operator's: its reply, checked (no 5xx but 503); `ok` for a 2xx.
     const attempt = async (
       what: string,
-      work: () => Promise<unknown>,
-    ): Promise<{ ok: true } | { ok: false; status: number; message: string }> => {
-      try {
-        await work();
-        return { ok: true };
-      } catch (error) {
-        const status = error instanceof IpamError ? statusOf[error.code] : 500;
-        this.violations(checkStatus(status, what, (error as Error).message));
-        return { ok: false, status, message: (error as Error).message };
-      }
+      method: 'GET' | 'POST' | 'DELETE',
+      path: string,
+      body?: unknown,
+    ): Promise<Reply & { ok: boolean }> => {
+      const reply = await admin.http(method, path, body);
+      if (reply.status >= 300) this.violations(checkStatus(reply.status, what, reply.error ?? ''));
+      return { ...reply, ok: reply.status < 300 };
     };
     while (!this.scheduler.stoppedBy) {
       await this.scheduler.sleep(rng.exponential(60_000 / rate));
@@ -1247,19 +1302,18 @@ export class World {
         let cursor: string | undefined;
         let released = 0;
         do {
-          let page: { items: readonly Claim[]; nextCursor?: string } = { items: [] };
-          const listed = await attempt(`list claims of ${POOL_B}`, async () => {
-            page = await listClaims(admin.deps, POOL_B, { limit: 100, cursor });
-          });
+          const query = `limit=100${cursor !== undefined ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+          const listed = await attempt(`list claims of ${POOL_B}`, 'GET', `/v1/pools/${POOL_B}/claims?${query}`);
           if (!listed.ok) break;
+          const page = listed.body as ClaimPage;
           for (const claim of page.items)
-            if ((await attempt(`release ${claim.name}`, () => deleteClaim(admin.deps, POOL_B, claim.name))).ok)
+            if ((await attempt(`release ${claim.name}`, 'DELETE', `/v1/pools/${POOL_B}/claims/${claim.name}`)).ok)
               released += 1;
           cursor = page.nextCursor;
         } while (cursor);
-        const answer = await attempt(`delete pool ${POOL_B}`, () => deletePool(admin.deps, POOL_B));
+        const answer = await attempt(`delete pool ${POOL_B}`, 'DELETE', `/v1/pools/${POOL_B}`);
         this.log(
-          `pool-operator round ${round}: released ${released}, DELETE pool ${POOL_B} -> ${answer.ok ? 204 : `${answer.status} ${answer.message}`}`,
+          `pool-operator round ${round}: released ${released}, DELETE pool ${POOL_B} -> ${answer.status}${answer.ok ? '' : ` ${answer.error}`}`,
         );
         // A 404: an earlier attempt committed and its answer was lost (a storm throttled what followed the commit).
         if (answer.ok || answer.status === 404) deleted = true;
@@ -1277,17 +1331,18 @@ export class World {
       this.poolBIncarnation += 1;
       for (let tries = 0; tries < 10; tries += 1) {
         // A 409 is an earlier attempt's commit whose answer was lost: carry on.
-        const exists = (error: unknown) => {
-          if (!(error instanceof IpamError && statusOf[error.code] === 409)) throw error;
-        };
-        const made = await attempt(`create pool ${POOL_B}`, async () => {
-          await createPool(admin.deps, { name: POOL_B }).catch(exists);
-          await createRange(admin.deps, { pool: POOL_B, cidr: poolBCidr(this.poolBIncarnation) }).catch(exists);
-        });
+        const pool = await attempt(`create pool ${POOL_B}`, 'POST', '/v1/pools', { name: POOL_B });
+        const made =
+          pool.ok || pool.status === 409
+            ? await attempt(`create pool ${POOL_B}`, 'POST', `/v1/pools/${POOL_B}/ranges`, {
+                cidr: poolBCidr(this.poolBIncarnation),
+              })
+            : pool;
+        const ok = made.ok || made.status === 409;
         this.log(
-          `pool-operator creates pool ${POOL_B} again (${poolBCidr(this.poolBIncarnation)}) -> ${made.ok ? 201 : made.status}`,
+          `pool-operator creates pool ${POOL_B} again (${poolBCidr(this.poolBIncarnation)}) -> ${ok ? 201 : made.status}`,
         );
-        if (made.ok) {
+        if (ok) {
           this.poolBDeleting = false;
           break;
         }
@@ -1323,20 +1378,38 @@ export class World {
   /** Creates the pool, its ranges and the prefill, outside the measured load. */
   private async setup(): Promise<void> {
     const admin = this.newContainer('setup', false);
-    await createPool(admin.deps, {
+    // The setup runs outside the faults: every request must succeed.
+    const send = async (path: string, body: unknown): Promise<void> => {
+      const reply = await admin.http('POST', path, body);
+      if (reply.status >= 300) throw new Error(`setup: POST ${path} answered ${reply.status}: ${reply.error}`);
+    };
+    await send('/v1/pools', {
       name: POOL,
       ...(this.scenario.blocks ? { blockPrefixLength: this.scenario.blocks } : {}),
     });
     for (const [i, cidr] of this.scenario.cidrs.entries())
-      await createRange(admin.deps, { pool: POOL, cidr, legacy: this.scenario.legacy && i === 0 });
-    if (this.scenario.ipv6) await createRange(admin.deps, { pool: POOL, cidr: this.scenario.ipv6 });
+      await send(`/v1/pools/${POOL}/ranges`, { cidr, legacy: this.scenario.legacy && i === 0 });
+    if (this.scenario.ipv6) await send(`/v1/pools/${POOL}/ranges`, { cidr: this.scenario.ipv6 });
     if (this.scenario.faults.poolDeletesPerMinute > 0) {
-      await createPool(admin.deps, { name: POOL_B });
-      await createRange(admin.deps, { pool: POOL_B, cidr: poolBCidr(1) });
+      await send('/v1/pools', { name: POOL_B });
+      await send(`/v1/pools/${POOL_B}/ranges`, { cidr: poolBCidr(1) });
     }
+    if (this.scenario.tree) await this.plantTree(admin.http, send);
     const fill = Math.floor(this.scenario.prefill * this.hostCount(this.scenario.cidrs[0]!));
     for (let i = 0; i < fill; i += 1)
-      await createClaim(admin.deps, { pool: POOL, name: `pre-${i}`, owner: { kind: 'Pod', name: 'pre', uid: 'pre' } });
+      await send(`/v1/pools/${POOL}/claims`, { name: `pre-${i}`, owner: { kind: 'Pod', name: 'pre', uid: 'pre' } });
+  }
+
+  /** The pool tree (Scenario.tree): a child pool made from a block claim of POOL, and a pool growing from POOL. */
+  private async plantTree(http: Http, send: (path: string, body: unknown) => Promise<void>): Promise<void> {
+    const owner = { kind: 'Pool', name: POOL_CHILD, uid: `pool-${POOL_CHILD}` };
+    const made = await http('POST', `/v1/pools/${POOL}/claims`, { name: CHILD_SOURCE, owner, ipFamilies: ['IPv4'] });
+    if (made.status !== 201) throw new Error(`setup: the child pool's block answered ${made.status}: ${made.error}`);
+    const block = (made.body as ClaimDocument).addresses[0]!.prefix!;
+    await send('/v1/pools', { name: POOL_CHILD });
+    await send(`/v1/pools/${POOL_CHILD}/ranges`, { cidr: block, source: { pool: POOL, claim: CHILD_SOURCE } });
+    const { belowFree, maxBlocks } = this.scenario.tree!;
+    await send('/v1/pools', { name: POOL_GROW, grow: { pool: POOL, belowFree, maxBlocks } });
   }
 
   private hostCount(cidr: string): number {
@@ -1395,15 +1468,31 @@ export class World {
         .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
         .slice(0, 5),
       maxProjectionLagMs: this.lag.maxLagMs,
+      ...(s.tree ? { tree: this.treeSummary(s.tree.maxBlocks) } : {}),
       ...(violation ? { violation } : {}),
       trace: violation ? this.traceOf(violation) : [],
-      notes: this.inexactFull.length
-        ? [
-            ...this.notes,
-            `${this.inexactFull.length} RangeFull answer(s) while the family had a free address throughout the request (not enforced until issue 20); first: ${this.inexactFull[0]!}`,
-          ]
-        : this.notes,
+      notes: [
+        ...this.notes,
+        ...(this.inexactFull.length
+          ? [
+              `${this.inexactFull.length} RangeFull answer(s) while an address of the family was free throughout the request (not enforced until issue 20); first: ${this.inexactFull[0]!}`,
+            ]
+          : []),
+        ...(this.noFullMoment.length
+          ? [
+              `${this.noFullMoment.length} RangeFull answer(s) with no moment of the request when the family was full (the allocator reads addresses one after another, not one snapshot; no address was free throughout); first: ${this.noFullMoment[0]!}`,
+            ]
+          : []),
+      ],
     };
+  }
+
+  /** The pool tree at the end of the run: the child's range and source, the growing pool's ranges, the claims made. */
+  private treeSummary(maxBlocks: number): string {
+    const { ranges } = snapshotOf([...this.engine.state.values()]);
+    const child = ranges.find((r) => r.pool === POOL_CHILD);
+    const grown = ranges.filter((r) => r.pool === POOL_GROW && r.source?.pool === POOL);
+    return `${POOL_CHILD} made from ${POOL}/${CHILD_SOURCE} (${child?.cidr ?? 'gone'}), ${this.createdIn[POOL_CHILD] ?? 0} claims created in it; ${POOL_GROW} grew ${grown.length} of at most ${maxBlocks} IPv4 blocks from ${POOL} (${grown.map((r) => r.cidr).join(', ')}), ${this.createdIn[POOL_GROW] ?? 0} claims created in it`;
   }
 
   /** Where a long run is: virtual seconds since load start, arrivals and allocations so far (for progress lines). */
@@ -1436,8 +1525,10 @@ export class World {
       const reported = [];
       // Each pool that has ranges (the second one may be deleted at the end).
       for (const pool of [...new Set(snap.ranges.map((r) => r.pool))].sort()) {
-        const details = await getPool(auditor.deps, pool);
-        reported.push(...details.ranges.map((r) => ({ pool, range: r.range.name, used: r.utilization.used })));
+        const reply = await auditor.http('GET', `/v1/pools/${pool}`);
+        if (reply.status !== 200) throw new Error(`GET /v1/pools/${pool} answered ${reply.status}: ${reply.error}`);
+        const details = reply.body as PoolDetailsDocument;
+        reported.push(...details.ranges.map((r) => ({ pool, range: r.name, used: BigInt(r.used) })));
       }
       const now = EPOCH_MS + this.scheduler.now;
       const bitmaps = [];

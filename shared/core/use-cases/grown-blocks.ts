@@ -10,6 +10,9 @@ import type { Deps } from './deps.ts';
 /** Tries of the release when the claim changed between the read and the write (a pin, a growth answered it). */
 const RELEASE_TRIES = 3;
 
+/** What giving a grown block back reads and writes. */
+export type GrownReleaseDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>;
+
 /** The owner of the blocks a pool takes from its parent by growing. */
 export function grownOwner(pool: string): { kind: 'Pool'; name: string; uid: string } {
   return { kind: 'Pool', name: pool, uid: `pool-${pool}` };
@@ -27,10 +30,7 @@ export function isGrownFor(claim: Claim, pool: string): boolean {
  * made from it any more. Best effort, never throws: the range is gone either way; a claim left (the parent pool busy)
  * is taken again under the same name by the pool's next growth (grow.ts).
  */
-export async function releaseGrownSource(
-  deps: Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'>,
-  range: Pick<Range, 'pool' | 'source'>,
-): Promise<void> {
+export async function releaseGrownSource(deps: GrownReleaseDeps, range: Pick<Range, 'pool' | 'source'>): Promise<void> {
   const source = range.source;
   if (!source) return;
   try {

@@ -28,7 +28,7 @@ import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { type Deps } from './deps.ts';
 import { nowIso, pageLimit } from '../base/time.ts';
 import { checkGrow } from './grow.ts';
-import { releaseGrownSource } from './grown-blocks.ts';
+import { releaseGrownSource, type GrownReleaseDeps } from './grown-blocks.ts';
 
 export interface CreatePoolCommand {
   readonly name: string;
@@ -326,7 +326,10 @@ async function familyUtilization(deps: UsageDeps, view: PoolView): Promise<Parti
  * A Terminating pool's second phase (PoolStore.finalizePool), giving back each block the pool took by growing once its
  * range no longer marks it.
  */
-export function finalizePool(deps: Deps, name: string): Promise<'finalized' | 'absent'> {
+export function finalizePool(
+  deps: GrownReleaseDeps & Pick<Deps, 'pools'>,
+  name: string,
+): Promise<'finalized' | 'absent'> {
   return deps.pools.finalizePool(name, (range) => releaseGrownSource(deps, range));
 }
 
@@ -336,7 +339,10 @@ export function finalizePool(deps: Deps, name: string): Promise<'finalized' | 'a
  * @returns 'gone' when this request finished it, 'terminating' when the rest is left to the reconciler (as deletePool)
  * @throws NotFoundError when no deletion of that name is in progress
  */
-export async function finishPoolDeletion(deps: Pick<Deps, 'pools'>, name: string): Promise<'gone' | 'terminating'> {
+export async function finishPoolDeletion(
+  deps: GrownReleaseDeps & Pick<Deps, 'pools'>,
+  name: string,
+): Promise<'gone' | 'terminating'> {
   let outcome;
   try {
     outcome = await finalizePool(deps, name);
@@ -357,7 +363,7 @@ export async function finishPoolDeletion(deps: Pick<Deps, 'pools'>, name: string
  * @throws PoolNotEmptyError while claims exist; NotFoundError when no pool of that name exists
  */
 export async function deletePool(
-  deps: Pick<Deps, 'pools' | 'views' | 'hints' | 'clock'>,
+  deps: GrownReleaseDeps & Pick<Deps, 'pools'>,
   name: string,
 ): Promise<'gone' | 'terminating'> {
   const outcome = await deps.pools.deletePool(name, deps.clock.nowMs());

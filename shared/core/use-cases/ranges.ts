@@ -19,7 +19,7 @@ import { validateLegacyCidr } from '../bitmap/bitmap.ts';
 import { type Deps } from './deps.ts';
 import { nowIso } from '../base/time.ts';
 import { rangeUtilization } from './pools.ts';
-import { releaseGrownSource } from './grown-blocks.ts';
+import { releaseGrownSource, type GrownReleaseDeps } from './grown-blocks.ts';
 
 export interface CreateRangeCommand {
   readonly pool: string;
@@ -268,7 +268,7 @@ export const INDEX_SETTLE_MS = 2_000;
  * @returns 'gone' or 'terminating'. @throws NotFoundError for an unknown pool
  */
 export async function deleteRange(
-  deps: Pick<Deps, 'views' | 'pools' | 'hints' | 'leases' | 'clock'>,
+  deps: GrownReleaseDeps & Pick<Deps, 'pools' | 'leases'>,
   pool: string,
   name: string,
 ): Promise<'gone' | 'terminating'> {
@@ -300,7 +300,10 @@ const REMOVAL_TRIES = 3;
  * made again meanwhile is not removed; a nested range's also on its source claim as read, which a sibling range's
  * change or a pin may have moved on: read again and retried.
  */
-async function removeTerminating(deps: Deps, terminating: Range): Promise<'gone' | 'terminating'> {
+async function removeTerminating(
+  deps: GrownReleaseDeps & Pick<Deps, 'pools'>,
+  terminating: Range,
+): Promise<'gone' | 'terminating'> {
   for (let attempt = 0; attempt < REMOVAL_TRIES; attempt += 1) {
     if (await deps.pools.deleteRange(terminating)) {
       await releaseGrownSource(deps, terminating);
