@@ -1,3 +1,4 @@
+// Over 300 lines: the range use cases and the checks of a range's CIDR, blocks and source claim, which they alone read.
 import { capacity, formatCidr, parseCidr, slotted, type Cidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, NotReadyError, SourceMismatchError } from '../errors.ts';
 import { checkDnsLabel, checkRangeName, defaultRangeName } from '../names.ts';
