@@ -203,7 +203,9 @@ async function main(): Promise<void> {
     counted.items = 0;
     counted.requests = 0;
     const host = hostInterval(cidr);
-    const listingCount = host ? await reader.deps.leases.countLeases('bench-map', cidr.family, [host], Date.now()) : 0n;
+    const listingCount = host
+      ? await reader.deps.leases.countLeases('bench-map', cidr.family, [host], { nowMs: Date.now() })
+      : 0n;
     console.log(
       `GET /v1/pools/bench-map: used ${String(details.utilization[cidr.family]?.used)}, ${poolRead.items} items read in ${poolRead.requests} requests; counting the same leases through the listing: ${String(listingCount)} in ${counted.items} items, ${counted.requests} requests`,
     );

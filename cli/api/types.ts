@@ -5,7 +5,7 @@
  * openapi.yaml is checked against the routes (tests/unit/openapi.test.ts) and the handler's answers against it
  * (tests/support/contract.ts).
  */
-import type { components, operations } from './openapi.gen.ts';
+import type { components } from './openapi.gen.ts';
 
 type Schemas = components['schemas'];
 
@@ -48,7 +48,7 @@ export type RangeSpec = Schemas['RangeSpec'];
 export type ClaimSpec = Schemas['ClaimSpec'];
 
 /** GET .../ranges/{range}/occupancy: slices of the occupancy summary (bit i, LSB first in byte i >> 3, is first + i). */
-export type RangeOccupancy = operations['getRangeOccupancy']['responses'][200]['content']['application/json'];
+export type RangeOccupancy = Schemas['RangeOccupancy'];
 
 /** A page of any list route. */
 export interface Page<T> {

@@ -193,8 +193,7 @@ export interface LeaseIndex {
     pool: string,
     scopes: readonly LeaseScope[],
     nowMs: number,
-    limit: number,
-    cursor?: string,
+    page: PageQuery & { readonly limit: number },
   ): Promise<Page<Lease>>;
   /** Addresses with a lease not expired at `nowMs` in the intervals: the allocator's hint. */
   takenAddresses(
@@ -211,8 +210,7 @@ export interface LeaseIndex {
     pool: string,
     family: IpFamily,
     intervals: readonly (readonly [bigint, bigint])[],
-    nowMs: number,
-    releasedOnly?: boolean,
+    count: { readonly nowMs: number; readonly releasedOnly?: boolean },
   ): Promise<bigint>;
   /** Released leases not expired at `nowMs` held for an owner identity (eventually consistent: the owner index). */
   heldFor(pool: string, identity: HoldIdentity, nowMs: number): Promise<Lease[]>;

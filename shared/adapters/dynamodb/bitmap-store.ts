@@ -49,9 +49,9 @@ export class TableBitmapStore implements BitmapStore {
     claim: Claim,
     held: readonly string[],
     bitmaps: readonly BitmapWrite[],
-    expectedVersion?: number,
-    event?: IpamEvent,
+    options: { readonly expectedVersion?: number; readonly event?: IpamEvent } = {},
   ): Promise<BitmapReleaseOutcome> {
+    const { expectedVersion, event } = options;
     const condition = expectedVersion === undefined ? claimUidIs(claim.uid) : claimIsAsRead(claim, expectedVersion);
     const holdings = { addresses: held, marker: await markerHeld(this.table, claim) };
     const { ops, later, decode } = claimRelease(claim, condition, holdings, {

@@ -35,10 +35,13 @@ export class TableExhaustionStore implements ExhaustionStore {
   async putState(
     pool: string,
     family: IpFamily,
-    state: ExhaustionState,
-    expected: number | 'absent',
-    crossings: readonly Crossing[],
+    write: {
+      readonly state: ExhaustionState;
+      readonly expected: number | 'absent';
+      readonly crossings: readonly Crossing[];
+    },
   ): Promise<'written' | 'changed'> {
+    const { state, expected, crossings } = write;
     const condition = expected === 'absent' ? itemIsAbsent() : both(itemExists(), versionIs(expected));
     const put: WriteOp = {
       kind: 'put',

@@ -1,6 +1,6 @@
 import type { IpFamily } from '../../core/ip/address.ts';
 import { isReleased, leaseHoldIdentity, mayTakeBack, type HoldIdentity, type Lease } from '../../core/model.ts';
-import type { LeaseIndex, LeaseScope, Page } from '../../core/ports.ts';
+import type { LeaseIndex, LeaseScope, Page, PageQuery } from '../../core/ports.ts';
 import { itemToLease } from './codec.ts';
 import { isListPosition, type CursorCodec, type ListPosition } from './cursor.ts';
 import { addressBounds, countLeases, filteredPage, takenAddresses, type Intervals } from './index-reads.ts';
@@ -25,9 +25,9 @@ export class TableLeaseIndex implements LeaseIndex {
     pool: string,
     scopes: readonly LeaseScope[],
     nowMs: number,
-    limit: number,
-    cursor?: string,
+    page: PageQuery & { readonly limit: number },
   ): Promise<Page<Lease>> {
+    const { limit, cursor } = page;
     // The scopes are the listing's filter (one range's CIDR, or both families): a cursor of another range is refused.
     const listing = [
       'addresses',
@@ -75,9 +75,9 @@ export class TableLeaseIndex implements LeaseIndex {
     pool: string,
     family: IpFamily,
     intervals: Intervals,
-    nowMs: number,
-    releasedOnly = false,
+    count: { readonly nowMs: number; readonly releasedOnly?: boolean },
   ): Promise<bigint> {
+    const { nowMs, releasedOnly = false } = count;
     return countLeases({ table: this.table, shards: this.shards }, { pool, family, intervals }, nowMs, releasedOnly);
   }
 

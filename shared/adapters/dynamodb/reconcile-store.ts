@@ -101,12 +101,11 @@ export class TableReconcileStore implements ReconcileStore {
   // ---- reads ----
 
   async expiredRefs(
-    hour: number,
-    shard: number,
-    cutoffMs: number,
-    limit: number,
-    after?: string,
+    bucket: { readonly hour: number; readonly shard: number },
+    read: { readonly cutoffMs: number; readonly limit: number; readonly after?: string },
   ): Promise<{ refs: ExpiredRef[]; next?: string }> {
+    const { hour, shard } = bucket;
+    const { cutoffMs, limit, after } = read;
     // GSI3SK starts with the zero-padded expiry, so "sort key below the padded cutoff + 1" is "expired at the cutoff":
     // the query reads only expired entries, however many live ones share the bucket.
     const upper = String(cutoffMs + 1).padStart(EXPIRY_WIDTH, '0');
@@ -247,18 +246,15 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   async countSlice(
-    pool: string,
-    family: IpFamily,
-    intervals: Intervals,
-    nowMs: number,
-    limit: number,
-    cursor?: string,
+    span: { readonly pool: string; readonly family: IpFamily; readonly intervals: Intervals },
+    page: { readonly nowMs: number; readonly limit: number; readonly cursor?: string },
   ): Promise<CountSlice> {
-    const slice = await countSlice(
-      { table: this.table, shards: this.shards },
-      { pool, family, intervals },
-      { nowMs, limit, from: countPositionOf(cursor) },
-    );
+    const { nowMs, limit, cursor } = page;
+    const slice = await countSlice({ table: this.table, shards: this.shards }, span, {
+      nowMs,
+      limit,
+      from: countPositionOf(cursor),
+    });
     return {
       unexpired: slice.unexpired,
       scanned: slice.scanned,

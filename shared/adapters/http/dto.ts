@@ -147,7 +147,7 @@ export function leaseDto(lease: Lease): Schemas['Lease'] {
 }
 
 /** A range's occupancy as JSON: each slice's bits in base64 (bit i, LSB first in byte i >> 3, is address first + i). */
-export function occupancyDto(o: RangeOccupancy): Record<string, unknown> {
+export function occupancyDto(o: RangeOccupancy): Schemas['RangeOccupancy'] {
   return {
     pool: o.range.pool,
     range: o.range.name,
@@ -157,7 +157,8 @@ export function occupancyDto(o: RangeOccupancy): Record<string, unknown> {
     size: countToJson(o.size),
     used: countToJson(o.used),
     source: o.source,
-    chunkSize: o.chunkSize,
+    // Always the summary's CHUNK_SIZE, which the document pins (a const); the contract check holds answers to it.
+    chunkSize: o.chunkSize as Schemas['RangeOccupancy']['chunkSize'],
     slices: o.slices.map((s) => ({
       first: s.first,
       count: s.count,

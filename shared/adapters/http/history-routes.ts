@@ -11,9 +11,10 @@ import { principalDto } from './dto.ts';
 import { pageParams, pathParam, queryParam } from './request.ts';
 import { json, type RouteMap } from './routes.ts';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { components } from './openapi.gen.ts';
 
 /** A holding as JSON: `to` absent while it lasts; a hold (reuse delay) has no claim uid. */
-export function holdingDto(h: Holding): Record<string, unknown> {
+export function holdingDto(h: Holding): components['schemas']['Holding'] {
   return {
     address: h.address,
     family: h.family,

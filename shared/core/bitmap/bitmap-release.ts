@@ -50,7 +50,7 @@ export async function releaseClearingBits(
       const held = claim.addresses.map((a) => a.address).filter((address) => holders.get(address) === claim.uid);
       const writes = await clearing(deps, view, held);
       if (writes === undefined) break;
-      const outcome = await deps.bitmaps.releaseClaim(claim, held, writes, expectedVersion, event);
+      const outcome = await deps.bitmaps.releaseClaim(claim, held, writes, { expectedVersion, event });
       if (outcome !== 'bitmapsChanged') return outcome;
     }
   }

@@ -59,8 +59,7 @@ export interface BitmapStore {
     claim: Claim,
     held: readonly string[],
     bitmaps: readonly BitmapWrite[],
-    expectedVersion?: number,
-    event?: IpamEvent,
+    options?: { readonly expectedVersion?: number; readonly event?: IpamEvent },
   ): Promise<BitmapReleaseOutcome>;
 
   /**

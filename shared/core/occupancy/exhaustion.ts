@@ -66,9 +66,11 @@ export interface ExhaustionStore {
   putState(
     pool: string,
     family: IpFamily,
-    state: ExhaustionState,
-    expected: number | 'absent',
-    crossings: readonly Crossing[],
+    write: {
+      readonly state: ExhaustionState;
+      readonly expected: number | 'absent';
+      readonly crossings: readonly Crossing[];
+    },
   ): Promise<'written' | 'changed'>;
 }
 
@@ -164,7 +166,11 @@ export class ExhaustionWatch {
       }));
       const next: ExhaustionState = { level, version: (state?.version ?? 0) + 1, since: time };
       if (
-        (await this.deps.store.putState(pool, family, next, state ? state.version : 'absent', crossings)) === 'written'
+        (await this.deps.store.putState(pool, family, {
+          state: next,
+          expected: state ? state.version : 'absent',
+          crossings,
+        })) === 'written'
       ) {
         out.crossings.push(...crossings);
         return;

@@ -95,11 +95,8 @@ export interface ExpiryRepairs {
    * order; only those are read, whatever else the bucket holds.
    */
   expiredRefs(
-    hour: number,
-    shard: number,
-    cutoffMs: number,
-    limit: number,
-    after?: string,
+    bucket: { readonly hour: number; readonly shard: number },
+    page: { readonly cutoffMs: number; readonly limit: number; readonly after?: string },
   ): Promise<{ refs: ExpiredRef[]; next?: string }>;
   /** Strongly consistent reads of claims (absent ones are left out). */
   getClaims(refs: readonly { pool: string; name: string }[]): Promise<Claim[]>;
@@ -191,12 +188,12 @@ export interface Checkpoints {
 export interface UsageRecords {
   /** Counts leases in the intervals, reading at most about `limit` index items from `cursor` on. */
   countSlice(
-    pool: string,
-    family: IpFamily,
-    intervals: readonly (readonly [bigint, bigint])[],
-    nowMs: number,
-    limit: number,
-    cursor?: string,
+    span: {
+      readonly pool: string;
+      readonly family: IpFamily;
+      readonly intervals: readonly (readonly [bigint, bigint])[];
+    },
+    slice: { readonly nowMs: number; readonly limit: number; readonly cursor?: string },
   ): Promise<CountSlice>;
   /** The usage records of a pool's ranges, by range name, with their versions. */
   getUsage(pool: string): Promise<Map<string, Checkpoint<UsageRecord>>>;

@@ -193,7 +193,7 @@ async function releaseExpired(run: Run): Promise<{ hoursRead: number; checkpoint
           let next: string | undefined;
           const drained = await run.attempt(`expiry bucket ${hour}/${shard}`, async () => {
             const page = await run.retrying(
-              () => store.expiredRefs(hour, shard, cutoff, EXPIRY_PAGE, after),
+              () => store.expiredRefs({ hour, shard }, { cutoffMs: cutoff, limit: EXPIRY_PAGE, after }),
               RETRIES.read,
             );
             next = page.next;

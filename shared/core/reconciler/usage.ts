@@ -98,7 +98,11 @@ export async function measureUsage(
       const pass = record.pass ?? { cursor: undefined, used: 0, scanned: intervals.map(() => 0), startedAt: run.now() };
       // A read: retried within the run when it fails transiently, as a phase's reads are (an item's failure costs a run).
       const slice = await run.retrying(
-        () => store.countSlice(range.pool, range.family, intervals, run.now(), budget, pass.cursor),
+        () =>
+          store.countSlice(
+            { pool: range.pool, family: range.family, intervals },
+            { nowMs: run.now(), limit: budget, cursor: pass.cursor },
+          ),
         RETRIES.read,
       );
       budget -= slice.cost;

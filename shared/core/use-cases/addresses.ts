@@ -40,5 +40,5 @@ export async function listAddresses(
       to: (1n << BigInt(familyBits(family))) - 1n,
     }));
   }
-  return deps.leases.listLeases(pool, scopes, deps.clock.nowMs(), pageLimit(limit), cursor);
+  return deps.leases.listLeases(pool, scopes, deps.clock.nowMs(), { limit: pageLimit(limit), cursor });
 }

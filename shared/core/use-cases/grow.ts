@@ -111,7 +111,7 @@ async function familyFree(deps: Pick<Deps, 'leases' | 'clock'>, view: PoolView, 
   const ranges = rangesOf(view, family);
   const size = ranges.reduce((sum, r) => sum + capacity(r.cidr), 0n);
   const used = ranges.length
-    ? await deps.leases.countLeases(view.pool.name, family, hostIntervals(ranges), deps.clock.nowMs())
+    ? await deps.leases.countLeases(view.pool.name, family, hostIntervals(ranges), { nowMs: deps.clock.nowMs() })
     : 0n;
   return size > used ? size - used : 0n;
 }

@@ -262,8 +262,10 @@ async function usedIn(
   }
   const nowMs = deps.clock.nowMs();
   const [taken, releasing] = await Promise.all([
-    deps.leases.countLeases(pool.name, family, intervals, nowMs),
-    pool.reuseDelaySeconds ? deps.leases.countLeases(pool.name, family, intervals, nowMs, true) : Promise.resolve(0n),
+    deps.leases.countLeases(pool.name, family, intervals, { nowMs }),
+    pool.reuseDelaySeconds
+      ? deps.leases.countLeases(pool.name, family, intervals, { nowMs, releasedOnly: true })
+      : Promise.resolve(0n),
   ]);
   return { used: taken > releasing ? taken - releasing : 0n, releasing };
 }

@@ -1,3 +1,4 @@
+// Over 300 lines: the range use cases and the checks of a range's CIDR, blocks and source claim, which they alone read.
 import { capacity, formatCidr, parseCidr, slotted, type Cidr } from '../ip/cidr.ts';
 import { ConflictError, InvalidArgumentError, NotFoundError, NotReadyError, SourceMismatchError } from '../errors.ts';
 import { checkDnsLabel, checkRangeName, defaultRangeName } from '../names.ts';
@@ -241,7 +242,7 @@ export async function dependentLeases(
   otherReady: readonly Range[],
 ): Promise<bigint> {
   const alone = aloneIntervals(range, otherReady);
-  return alone.length ? deps.leases.countLeases(range.pool, range.family, alone, 0) : 0n;
+  return alone.length ? deps.leases.countLeases(range.pool, range.family, alone, { nowMs: 0 }) : 0n;
 }
 
 /**
@@ -284,7 +285,7 @@ export async function deleteRange(
     .filter((r) => r.name !== name);
   const alone = aloneIntervals(terminating, others);
   if (alone.length > 0) {
-    if ((await deps.leases.countLeases(pool, range.family, alone, 0)) > 0n) return 'terminating';
+    if ((await deps.leases.countLeases(pool, range.family, alone, { nowMs: 0 })) > 0n) return 'terminating';
     const markedAt = Date.parse(terminating.deletionRequestedAt ?? '');
     if (!(Number.isFinite(markedAt) && markedAt + INDEX_SETTLE_MS <= deps.clock.nowMs())) return 'terminating';
   }
