@@ -91,6 +91,9 @@ function leaseStrategy(kind: 'blocks' | 'addresses'): BlockStrategy {
   };
 }
 
+const isThrottle = (error: unknown): boolean =>
+  error instanceof Error && error.name === 'ProvisionedThroughputExceededException';
+
 /**
  * The parent-document design (go-ipam's AcquireChildPrefix): one item holding the parent's children, read
  * consistently, a free block picked at random, and the item rewritten under a version condition; a lost race reads
@@ -114,15 +117,15 @@ const parentDocument: BlockStrategy = {
       async warm() {},
       async claim() {
         for (let attempt = 0; attempt < 200; attempt += 1) {
-          const out = await client.send(
-            new GetItemCommand({ TableName: bench.tableName, Key: key, ConsistentRead: true }),
-          );
-          const version = Number(out.Item!.version!.N);
-          const children = new Set(JSON.parse(out.Item!.children!.S!) as number[]);
-          if (children.size >= BLOCKS) return 'full';
-          const free = Array.from({ length: BLOCKS }, (_, i) => i).filter((i) => !children.has(i));
-          children.add(free[Math.floor(Math.random() * free.length)]!);
           try {
+            const out = await client.send(
+              new GetItemCommand({ TableName: bench.tableName, Key: key, ConsistentRead: true }),
+            );
+            const version = Number(out.Item!.version!.N);
+            const children = new Set(JSON.parse(out.Item!.children!.S!) as number[]);
+            if (children.size >= BLOCKS) return 'full';
+            const free = Array.from({ length: BLOCKS }, (_, i) => i).filter((i) => !children.has(i));
+            children.add(free[Math.floor(Math.random() * free.length)]!);
             await client.send(
               new PutItemCommand({
                 TableName: bench.tableName,
@@ -133,7 +136,9 @@ const parentDocument: BlockStrategy = {
             );
             return 'ok';
           } catch (error) {
-            if (!(error instanceof ConditionalCheckFailedException)) throw error;
+            // A lost race, or the item's partition over DynamoDB's per-key limit (limited and deployed modes): read
+            // again at once. No back-off, which favours this design (a refused attempt costs the engine nothing).
+            if (!(error instanceof ConditionalCheckFailedException || isThrottle(error))) throw error;
           }
         }
         return 'busy';
@@ -206,6 +211,7 @@ async function measureCell(cell: {
       claimMsMax: round(took.at(-1) ?? Number.NaN, 1),
       requestsPerClaim: round((after.requests - before.requests) / Math.max(1, ok), 2),
       failedConditions: after.failedConditions - before.failedConditions,
+      throttled: after.throttled - before.throttled,
     };
   } finally {
     await bench.close();
