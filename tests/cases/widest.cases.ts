@@ -185,14 +185,15 @@ export function widestCases(engine: TestEngine, numRuns: number, timeoutMs = 60_
     it(
       'marks a widest block claim with a child range of the longest names for each of its 64 blocks, and takes marks off by the reconciler finalize and by delete (issue 35)',
       async () => {
-        // Prepare: the parent claim (a pool of its own need not exist for the stores) and a child pool
+        // Prepare: the parent pool and its claim, and a child pool
         const { table, stores } = await storesOf();
         const p = pool();
         const child = pool();
         const name = dns('b', NameLimits.label);
-        expect(await stores.pools.createPool({ name: child, exclude: [], createdAt: new Date(T0).toISOString() })).toBe(
-          'created',
-        );
+        for (const made of [p, child])
+          expect(
+            await stores.pools.createPool({ name: made, exclude: [], createdAt: new Date(T0).toISOString() }),
+          ).toBe('created');
         const parent = wideBlockClaim(p, name);
         expect(
           await stores.claims.commitClaim(
@@ -212,7 +213,7 @@ export function widestCases(engine: TestEngine, numRuns: number, timeoutMs = 60_
           source: { pool: p, claim: name },
         }));
         const current = async () => (await stores.claims.getClaim(p, name))!;
-        // Act: one transaction per child range (the range, the pool's check, the claim's marker, 16 generation copies)
+        // Act: one transaction per child range (the range, the two pools' checks, the claim's marker, 16 generation copies)
         for (const range of ranges) expect(await stores.pools.createRange(range, await current())).toBe('created');
         const marked = await current();
         // Assess: 64 children of the longest names on the claim item, within 400 KB
