@@ -8,7 +8,8 @@
  * units per started KB of its item; these items are under 1 KB, so 2 units an operation. Writes bench/results/wide-claim.json.
  */
 import { writeFileSync } from 'node:fs';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { httpEvent } from '../scripts/lib/http-event.ts';
 import { loadConfig } from '../shared/config.ts';
 import { buildContainer } from '../shared/adapters/composition.ts';
 import { createHttpHandler } from '../shared/adapters/http/api.ts';
@@ -62,30 +63,6 @@ class CountingTable implements Table {
 
 const T0 = Date.parse('2035-01-01T00:10:00.000Z');
 
-function event(method: string, path: string, body?: unknown): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath: path,
-    rawQueryString: '',
-    headers: { 'content-type': 'application/json' },
-    isBase64Encoded: false,
-    requestContext: {
-      accountId: '0',
-      apiId: 'local',
-      domainName: 'localhost',
-      domainPrefix: 'localhost',
-      requestId: 'bench',
-      routeKey: '$default',
-      stage: '$default',
-      time: '',
-      timeEpoch: 0,
-      http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'bench' },
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  } as APIGatewayProxyEventV2;
-}
-
 interface Step {
   readonly step: string;
   readonly status: number;
@@ -110,7 +87,10 @@ async function shape(
     () => {},
   );
   const call = async (method: string, path: string, body?: unknown) => {
-    const out = (await handler(event(method, path, body), {} as Context)) as APIGatewayProxyStructuredResultV2;
+    const out = (await handler(
+      httpEvent(method, path, { body, requestId: 'bench' }),
+      {} as Context,
+    )) as APIGatewayProxyStructuredResultV2;
     return { status: out.statusCode ?? 0, body: out.body ? JSON.parse(out.body) : {} };
   };
   await call('POST', '/v1/pools', { name: 'p', reuseDelaySeconds: 3600 });

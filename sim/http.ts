@@ -4,7 +4,8 @@
  * problem mapping), and each answer is read back as a client reads it, from the status and the JSON body. So the
  * simulator maps no error to a status itself: the statuses it counts are the ones the deployed API would send.
  */
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { Context } from 'aws-lambda';
+import { httpEvent } from '../scripts/lib/http-event.ts';
 import { createHttpHandler, type ErrorLogger } from '../shared/adapters/http/api.ts';
 import type { components } from '../shared/adapters/http/openapi.gen.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
@@ -26,33 +27,6 @@ export interface Reply {
 /** Sends one request to the container's handler and reads its answer. */
 export type Http = (method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown) => Promise<Reply>;
 
-/** An event as API Gateway sends it for a request without a signature (the local stack's shape: no principal). */
-function requestEvent(method: string, path: string, body: unknown, requestId: string): APIGatewayProxyEventV2 {
-  const [rawPath, query = ''] = path.split('?') as [string, string?];
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath,
-    rawQueryString: query,
-    headers: { 'content-type': 'application/json' },
-    ...(query ? { queryStringParameters: Object.fromEntries(new URLSearchParams(query)) } : {}),
-    requestContext: {
-      accountId: '000000000000',
-      apiId: 'sim',
-      domainName: 'sim',
-      domainPrefix: 'sim',
-      requestId,
-      routeKey: '$default',
-      stage: '$default',
-      time: '',
-      timeEpoch: 0,
-      http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'sim' },
-    },
-    isBase64Encoded: false,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  };
-}
-
 /**
  * The HTTP API of one container over its dependencies. A container runs one request at a time, so the failure its
  * handler logs for a 5xx (whose details never reach the answer) is that request's, and is put in the reply's `error`.
@@ -71,7 +45,7 @@ export function httpOf(deps: Deps, name: string, localStack: boolean): Http {
   return async (method, path, body) => {
     failure = undefined;
     sent += 1;
-    const out = await handler(requestEvent(method, path, body, `${name}-${sent}`), {} as Context);
+    const out = await handler(httpEvent(method, path, { body, requestId: `${name}-${sent}` }), {} as Context);
     const status = out.statusCode ?? 200;
     const parsed: unknown = out.body ? JSON.parse(out.body) : undefined;
     if (status < 400) return { status, body: parsed };

@@ -2,6 +2,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { loadConfig } from '../../shared/config.ts';
 import { buildContainer, type Container, type ContainerOverrides } from '../../shared/adapters/composition.ts';
 import { createHttpHandler } from '../../shared/adapters/http/api.ts';
+import { httpEvent as eventFor } from '../../scripts/lib/http-event.ts';
 import type { Table } from '../../shared/adapters/dynamodb/table.ts';
 import { assertConforms } from './contract.ts';
 import { dynamoLocalEngine, type TestEngine } from './engines.ts';
@@ -26,37 +27,14 @@ export interface TestApi {
   sibling(overrides?: ContainerOverrides, env?: Record<string, string>): TestApi;
 }
 
-/** An API Gateway HTTP API (payload v2) event for a method and path. */
+/** An API Gateway HTTP API (payload v2) event for a method and path (scripts/lib/http-event.ts). */
 export function httpEvent(
   method: string,
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
 ): APIGatewayProxyEventV2 {
-  const [rawPath, query = ''] = path.split('?') as [string, string?];
-  const queryStringParameters = query ? Object.fromEntries(new URLSearchParams(query)) : undefined;
-  return {
-    version: '2.0',
-    routeKey: '$default',
-    rawPath,
-    rawQueryString: query,
-    headers: { 'content-type': 'application/json', ...headers },
-    ...(queryStringParameters ? { queryStringParameters } : {}),
-    requestContext: {
-      accountId: '000000000000',
-      apiId: 'local',
-      domainName: 'localhost',
-      domainPrefix: 'localhost',
-      requestId: 'test',
-      routeKey: '$default',
-      stage: '$default',
-      time: '',
-      timeEpoch: 0,
-      http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: 'vitest' },
-    },
-    isBase64Encoded: false,
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  };
+  return eventFor(method, path, { body, headers, requestId: 'test' });
 }
 
 function makeApi(
