@@ -310,7 +310,6 @@ async function removeTerminating(
       await releaseGrownSource(deps, terminating);
       return 'gone';
     }
-    deps.views.forget(terminating.pool);
     const now = (await deps.views.get(terminating.pool, deps.clock.nowMs(), true)).ranges.find(
       (r) => r.name === terminating.name,
     );
