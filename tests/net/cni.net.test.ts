@@ -292,35 +292,15 @@ describe('ipam-cni under the reference bridge plugin', () => {
     // Prepare
     const network = lab.network('ver');
     const call = { containerID: `ver-${lab.id}`, netns: '/var/run/netns/unused' };
-    // Act
-    const first = await lab.plugin(
-      'ADD',
-      directConfig(
-        network,
-        {
-          range: '10.84.0.0/24',
-          gateway: '10.84.0.1',
-          routes: [{ dst: '0.0.0.0/0' }],
-          dns: { nameservers: ['10.84.0.53'] },
-        },
-        '0.3.1',
-      ),
-      call,
-    );
-    const retried = await lab.plugin(
-      'ADD',
-      directConfig(
-        network,
-        {
-          range: '10.84.0.0/24',
-          gateway: '10.84.0.1',
-          routes: [{ dst: '0.0.0.0/0' }],
-          dns: { nameservers: ['10.84.0.53'] },
-        },
-        '1.1.0',
-      ),
-      call,
-    );
+    const ipam = {
+      range: '10.84.0.0/24',
+      gateway: '10.84.0.1',
+      routes: [{ dst: '0.0.0.0/0' }],
+      dns: { nameservers: ['10.84.0.53'] },
+    };
+    // Act: the same ipam section under an old and a current CNI version
+    const first = await lab.plugin('ADD', directConfig(network, ipam, '0.3.1'), call);
+    const retried = await lab.plugin('ADD', directConfig(network, ipam, '1.1.0'), call);
     // Assess
     expect(first.code, first.stdout).toBe(0);
     const [ip] = ipsOf(first);
