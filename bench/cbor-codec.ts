@@ -9,7 +9,8 @@ import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decode, encode, rfc8949EncodeOptions, Tagged } from 'cborg';
-import { build, type BuildOptions, type Plugin } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
+import { FUNCTION_BUILD } from './lib/function-build.ts';
 import { EXPECTED_BASE64, fromCbor, toCbor, type RangeAllocation } from '../shared/core/bitmap/range-allocation.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -26,22 +27,6 @@ export function fromCbor(bytes) {
   return doc;
 }
 `;
-
-/** serverless.yml's custom.esbuild settings. */
-const slsBuild: BuildOptions = {
-  bundle: true,
-  minify: true,
-  sourcemap: false,
-  format: 'esm',
-  platform: 'node',
-  target: 'node22',
-  mainFields: ['module', 'main'],
-  external: ['@aws-sdk/*'],
-  logLevel: 'silent',
-  banner: {
-    js: "import { createRequire as __ipamCreateRequire } from 'node:module'; const require = __ipamCreateRequire(import.meta.url);",
-  },
-};
 
 /** Replaces the project's range-allocation.ts by a module re-exporting its JSON side and the cborg codec. */
 const withCborg = (codecFile: string): Plugin => ({
@@ -62,7 +47,7 @@ async function bundleBytes(dir: string): Promise<void> {
   for (const codec of ['hand-written', 'cborg'] as const) {
     const outfile = join(dir, codec, 'http.mjs');
     await build({
-      ...slsBuild,
+      ...FUNCTION_BUILD,
       entryPoints: [join(ROOT, 'functions/http.ts')],
       outfile,
       plugins: codec === 'cborg' ? [withCborg(codecFile)] : [],
@@ -73,7 +58,7 @@ async function bundleBytes(dir: string): Promise<void> {
       entry,
       `export { toCbor, fromCbor } from ${JSON.stringify(codec === 'cborg' ? codecFile : join(ROOT, 'shared/core/bitmap/range-allocation.ts'))};\n`,
     );
-    await build({ ...slsBuild, banner: {}, entryPoints: [entry], outfile: alone });
+    await build({ ...FUNCTION_BUILD, banner: {}, entryPoints: [entry], outfile: alone });
     console.log(
       JSON.stringify({ codec, apiBundleBytes: (await stat(outfile)).size, codecAloneBytes: (await stat(alone)).size }),
     );

@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { FUNCTION_BUILD } from '../lib/function-build.ts';
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -29,23 +30,7 @@ export const coldStartScenario: Scenario = {
       const entries = (await readdir(join(ROOT, 'functions'))).filter((f) => f.endsWith('.ts')).sort();
       for (const entry of entries) {
         const outfile = join(dir, `${basename(entry, '.ts')}.mjs`);
-        await build({
-          entryPoints: [join(ROOT, 'functions', entry)],
-          bundle: true,
-          minify: true,
-          sourcemap: false,
-          format: 'esm',
-          platform: 'node',
-          target: 'node22',
-          mainFields: ['module', 'main'],
-          // As serverless.yml: the nodejs22.x runtime provides AWS SDK v3.
-          external: ['@aws-sdk/*'],
-          outfile,
-          logLevel: 'silent',
-          banner: {
-            js: "import { createRequire as __ipamCreateRequire } from 'node:module'; const require = __ipamCreateRequire(import.meta.url);",
-          },
-        });
+        await build({ ...FUNCTION_BUILD, entryPoints: [join(ROOT, 'functions', entry)], outfile });
         const bytes = (await stat(outfile)).size;
         const times: number[] = [];
         for (let i = 0; i < runs; i += 1) {
