@@ -426,6 +426,69 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Grow on demand: racing callers on a full family (${engine.name})`, () => {
+    // top hands out /29 blocks (6 addresses each) from a /28: room for two. pods grows from it; `own` is its own range.
+    async function racing(api: TestApi, own?: string): Promise<(on: TestApi, name: string) => Promise<number>> {
+      expect((await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 29 } })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 1 } })).status).toBe(
+        201,
+      );
+      const claim = async (on: TestApi, name: string) =>
+        (await on.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) })).status;
+      if (own) {
+        // Filled while top has no range, so the crossing of its last address takes nothing: pods is full.
+        expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr: own })).status).toBe(201);
+        for (const name of ['p0', 'p1']) expect(await claim(api, name)).toBe(201);
+      }
+      expect((await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.9.0.0/28' })).status).toBe(201);
+      return claim;
+    }
+
+    for (const [what, own] of [
+      ['full', '10.8.0.0/30'],
+      ['absent', undefined],
+    ] as const) {
+      it(`takes one block when two callers find the family ${what}: the second claims into the first one's block`, async () => {
+        // Prepare: b's claim finds no room; just after b's growth read the parent, a's claim finds none either, grows
+        // the pool by a block and is answered from it. Then b's growth reads pods, which has room again.
+        const api = await testApi();
+        const claim = await racing(api, own);
+        let a: Promise<number> | undefined;
+        const hooked = new HookTable(
+          api.container.table,
+          (read) => read.partition === keys.poolPartition('top'),
+          () => (a = claim(api, 'a')),
+        );
+        // Act
+        const b = await claim(api.sibling({ table: hooked }), 'b');
+        // Assess: both answered from the one block the parent holds for pods
+        expect([await a, b]).toEqual([201, 201]);
+        const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
+        expect(top.map((c) => c.name)).toEqual(['pods-g4-1']);
+        const ranges = (await api.call('GET', '/v1/pools/pods/ranges')).body.items as { name: string }[];
+        expect(ranges.map((r) => r.name).filter((n) => n.startsWith('g4-'))).toEqual(['g4-1']);
+      });
+    }
+
+    it('still grows a full family whose only free addresses are excluded (its free count is not its room)', async () => {
+      // Prepare: pods' own /29 holds 6 addresses, 2 of them excluded; 4 claims fill the rest. Its free count says 2.
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 29 }, ['10.9.0.0/28']);
+      const pods = { name: 'pods', exclude: ['10.8.0.5', '10.8.0.6'], grow: { pool: 'top', belowFree: 1 } };
+      expect((await api.call('POST', '/v1/pools', pods)).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr: '10.8.0.0/29' })).status).toBe(201);
+      const claim = (name: string) => api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) });
+      for (let i = 0; i < 4; i += 1) expect((await claim(`p${i}`)).status).toBe(201);
+      // Act
+      const next = await claim('p4');
+      // Assess: answered from a block taken from top
+      expect(next.status).toBe(201);
+      expect((next.body.addresses as Block[])[0]!.range).toBe('g4-1');
+      const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
+      expect(top.map((c) => c.name)).toEqual(['pods-g4-1']);
+    });
+  });
+
   describe(`Grow on demand: giving blocks back (${engine.name})`, () => {
     // top hands out /29 blocks (6 addresses each); pods is an address pool that grows from it at the last free address.
     async function growing(api: TestApi): Promise<(name: string) => Promise<number>> {
