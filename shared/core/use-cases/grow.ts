@@ -11,6 +11,12 @@
  * `maxBlocks` blocks per family from the parent (then the pool is full like any other), and the parent's own space
  * (its RangeFull stops the growth). Each check counts the family's leases (one index query, proportional to them), so
  * growth is meant for node- and region-sized pools.
+ *
+ * The same name is not enough where one caller reads the pool after another's range landed: it sees k taken and would
+ * take k+1. So each growth re-reads the pool first: a crossing takes nothing when the family is no longer below the
+ * threshold, and a claim that found the family full or absent takes nothing when the family now has free positions for
+ * its `count` (another caller's block): it is tried again in them. Free positions a claim is refused again on, the
+ * ranges unchanged, are space it cannot take (excluded addresses, a count behind the leases), and then the pool grows.
  */
 import { Role, roleIn } from '../access.ts';
 import { IpFamily } from '../ip/address.ts';
@@ -210,9 +216,7 @@ async function growOnce(
   if (roleIn(parent.pool.access, cmd.createdBy) === Role.None) return NONE;
   const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
   if (trigger.kind === 'noRoom') {
-    // Another caller's growth landed since this claim found no room: that block is the one this claim would take, so
-    // the claim is tried again in it. Not twice on the same ranges: free space a claim found no room in again is space
-    // it cannot take (excluded addresses, a count behind the leases), and then the pool grows.
+    // Another caller's block landed since this claim found no room: the claim is tried in it (file comment).
     const ready = readyRanges(own, family);
     if (ready !== trigger.roomSeen && (await familyFree(deps, own, family)) >= trigger.need)
       return { kind: 'room', ready };
