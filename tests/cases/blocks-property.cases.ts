@@ -6,13 +6,17 @@ import { ManualClock, owner } from '../support/fakes.ts';
 import { allItems } from '../support/items.ts';
 import { parseCidr, lastAddress } from '../../shared/core/ip/cidr.ts';
 import { parseAddress } from '../../shared/core/ip/address.ts';
+import { keys } from '../../shared/adapters/dynamodb/keys.ts';
+import { HookTable } from './blocks.cases.ts';
 
 // A pool tree: `top` hands out /26 blocks of a /24 (4 of them); child pools c0 and c1 hand out /28 blocks (4 per /26)
 // of ranges made from top's claims. Steps: claim in top (any block or an explicit one, with or without a TTL), release
 // it, make a child range from a top claim (its block, or another block, which must be refused), delete a child range,
 // claim and release in a child pool, and let time pass (TTL claims expire; their blocks are then free to take).
 // A third child pool `g` grows from top (one /26 block at a time, at most 2): claims and releases in it, and removal
-// of a grown range (g4-1 or g4-2), whose parent claim must then be given back.
+// of a grown range (g4-1 or g4-2), whose parent claim must then be given back; and two claims in g from two
+// containers, the second run just after the first reads top (its growth, if it grows), which must take at most one
+// block from top between them (no overshoot, on a full family too).
 type Step =
   | { op: 'claimTop'; who: number; explicit: number | null; ttl: boolean }
   | { op: 'releaseTop'; who: number }
@@ -22,6 +26,7 @@ type Step =
   | { op: 'releaseChild'; child: number; who: number }
   | { op: 'expire'; seconds: number }
   | { op: 'claimGrow'; who: number }
+  | { op: 'raceGrow'; who: number }
   | { op: 'releaseGrow'; who: number }
   | { op: 'deleteGrown'; k: number };
 
@@ -52,6 +57,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseChild' as const), child, who }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), seconds: fc.integer({ min: 1, max: 90 }) }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('claimGrow' as const), who }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('raceGrow' as const), who }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseGrow' as const), who }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteGrown' as const), k: fc.integer({ min: 1, max: 2 }) }) },
 );
@@ -121,6 +127,36 @@ function checkTree(items: readonly Item[], nowMs: number): void {
   }
 }
 
+/**
+ * The growing pool g as the table holds it: the blocks top holds for it, and its free /28 blocks (those of its Ready
+ * ranges, 4 in each grown /26, less its live leases there).
+ */
+function growing(items: readonly Item[], nowMs: number): { held: number; free: number } {
+  const live = (i: Item) => i.expiresAt === undefined || (i.expiresAt as number) > nowMs;
+  const held = items.filter(
+    (i) => i.entity === 'claim' && i.pool === 'top' && live(i) && (i.spec as { owner: Item }).owner.kind === 'Pool',
+  ).length;
+  const ready = items
+    .filter((i) => i.entity === 'range' && i.pool === 'g' && i.state === 'Ready')
+    .map((r) => parseCidr(r.cidr as string));
+  const used = items.filter((i) => {
+    if (i.entity !== 'lease' || i.pool !== 'g' || i.state === 'Released' || !live(i)) return false;
+    const at = parseAddress(i.address as string).value;
+    return ready.some((c) => c.base <= at && at <= lastAddress(c));
+  }).length;
+  return { held, free: ready.length * 4 - used };
+}
+
+/**
+ * Growth never overshoots: a step of `claims` claims in g takes at most one block from top (4 free /28s serve them
+ * all), and one only when g's free blocks before it were no more than the claims could take (belowFree 1: a block is
+ * taken when a claim leaves none free, or finds none).
+ */
+function checkGrowth(before: { held: number; free: number }, after: { held: number }, claims: number): void {
+  expect(after.held - before.held, 'g took more than one block from top in one step').toBeLessThanOrEqual(1);
+  if (after.held > before.held) expect(before.free, 'g grew while it had room').toBeLessThanOrEqual(claims);
+}
+
 /** The property on an engine, `runs` random step sequences. */
 export function blocksPropertyCases(engine: TestEngine, runs: number): void {
   it(`never gives two live claims overlapping space in a pool tree, and holds every block inside a range (${runs} runs)`, async () => {
@@ -135,8 +171,12 @@ export function blocksPropertyCases(engine: TestEngine, runs: number): void {
         const grow = { pool: 'top', belowFree: 1, maxBlocks: 2 };
         await api.call('POST', '/v1/pools', { name: 'g', blockPrefixLength: { IPv4: 28 }, grow });
         const blockOf = (body: Record<string, unknown>) => (body.addresses as { prefix: string }[])[0]!.prefix;
+        const claimG = (on: TestApi, w: number) =>
+          on.call('POST', '/v1/pools/g/claims', { name: `g${w}`, owner: owner(`g${w}`) });
+        let items = await allItems(api.container.table);
         // Act and assess, step by step
         for (const s of steps) {
+          const before = growing(items, clock.nowMs());
           switch (s.op) {
             case 'claimTop': {
               const r = await api.call('POST', '/v1/pools/top/claims', {
@@ -195,8 +235,17 @@ export function blocksPropertyCases(engine: TestEngine, runs: number): void {
               clock.advance(s.seconds * 1000);
               break;
             case 'claimGrow': {
-              const r = await api.call('POST', '/v1/pools/g/claims', { name: `g${s.who}`, owner: owner(`g${s.who}`) });
+              const r = await claimG(api, s.who);
               expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
+              break;
+            }
+            case 'raceGrow': {
+              let second: ReturnType<typeof claimG> | undefined;
+              const top = (read: { partition?: string }) => read.partition === keys.poolPartition('top');
+              const hooked = new HookTable(api.container.table, top, () => (second = claimG(api, (s.who + 1) % 5)));
+              const first = await claimG(api.sibling({ table: hooked }), s.who);
+              for (const r of [first, await (second ?? claimG(api, (s.who + 1) % 5))])
+                expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
               break;
             }
             case 'releaseGrow':
@@ -210,7 +259,10 @@ export function blocksPropertyCases(engine: TestEngine, runs: number): void {
               break;
             }
           }
-          checkTree(await allItems(api.container.table), clock.nowMs());
+          items = await allItems(api.container.table);
+          checkTree(items, clock.nowMs());
+          if (s.op === 'claimGrow' || s.op === 'raceGrow')
+            checkGrowth(before, growing(items, clock.nowMs()), s.op === 'raceGrow' ? 2 : 1);
         }
       }),
       { numRuns: runs },

@@ -1039,7 +1039,7 @@ export function blocksCases(engine: TestEngine): void {
 }
 
 /** A table that runs `hook` once, just after the first read `when` picks and before its answer is handed back: a race made exact. */
-class HookTable extends PassThroughTable {
+export class HookTable extends PassThroughTable {
   private armed = true;
   constructor(
     inner: Table,
