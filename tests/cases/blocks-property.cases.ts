@@ -6,8 +6,7 @@ import { ManualClock, owner } from '../support/fakes.ts';
 import { allItems } from '../support/items.ts';
 import { parseCidr, lastAddress } from '../../shared/core/ip/cidr.ts';
 import { parseAddress } from '../../shared/core/ip/address.ts';
-import { keys } from '../../shared/adapters/dynamodb/keys.ts';
-import { HookTable } from './blocks.cases.ts';
+import { afterPoolRead } from './blocks.cases.ts';
 
 // A pool tree: `top` hands out /26 blocks of a /24 (4 of them); child pools c0 and c1 hand out /28 blocks (4 per /26)
 // of ranges made from top's claims. Steps: claim in top (any block or an explicit one, with or without a TTL), release
@@ -241,9 +240,10 @@ export function blocksPropertyCases(engine: TestEngine, runs: number): void {
             }
             case 'raceGrow': {
               let second: ReturnType<typeof claimG> | undefined;
-              const top = (read: { partition?: string }) => read.partition === keys.poolPartition('top');
-              const hooked = new HookTable(api.container.table, top, () => (second = claimG(api, (s.who + 1) % 5)));
-              const first = await claimG(api.sibling({ table: hooked }), s.who);
+              const first = await claimG(
+                afterPoolRead(api, 'top', () => (second = claimG(api, (s.who + 1) % 5))),
+                s.who,
+              );
               for (const r of [first, await (second ?? claimG(api, (s.who + 1) % 5))])
                 expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
               break;

@@ -411,13 +411,11 @@ export function blocksCases(engine: TestEngine): void {
       for (const name of ['p0', 'p1', 'p2']) expect((await claim(api, name)).status).toBe(201);
       // a's claim crosses (2 free); just after a's growth read the parent, b's claim crosses too and grows the pool.
       let b: Promise<unknown> | undefined;
-      const hooked = new HookTable(
-        api.container.table,
-        (read) => read.partition === keys.poolPartition('top'),
-        () => (b = claim(api, 'b')),
-      );
       // Act
-      const a = await claim(api.sibling({ table: hooked }), 'a');
+      const a = await claim(
+        afterPoolRead(api, 'top', () => (b = claim(api, 'b'))),
+        'a',
+      );
       await b;
       // Assess: one crossing, one block (b's); a's growth finds the pool above the threshold again
       expect(a.status).toBe(201);
@@ -454,13 +452,11 @@ export function blocksCases(engine: TestEngine): void {
         const api = await testApi();
         const claim = await racing(api, own);
         let a: Promise<number> | undefined;
-        const hooked = new HookTable(
-          api.container.table,
-          (read) => read.partition === keys.poolPartition('top'),
-          () => (a = claim(api, 'a')),
-        );
         // Act
-        const b = await claim(api.sibling({ table: hooked }), 'b');
+        const b = await claim(
+          afterPoolRead(api, 'top', () => (a = claim(api, 'a'))),
+          'b',
+        );
         // Assess: both answered from the one block the parent holds for pods
         expect([await a, b]).toEqual([201, 201]);
         const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
@@ -1038,8 +1034,14 @@ export function blocksCases(engine: TestEngine): void {
   });
 }
 
+/** A container on `api`'s table that runs `hook` once, just after its first read of `pool`'s partition: a race made exact. */
+export function afterPoolRead(api: TestApi, pool: string, hook: () => Promise<unknown>): TestApi {
+  const when = (read: Partial<Query & Key>) => read.partition === keys.poolPartition(pool);
+  return api.sibling({ table: new HookTable(api.container.table, when, hook) });
+}
+
 /** A table that runs `hook` once, just after the first read `when` picks and before its answer is handed back: a race made exact. */
-export class HookTable extends PassThroughTable {
+class HookTable extends PassThroughTable {
   private armed = true;
   constructor(
     inner: Table,
