@@ -101,6 +101,11 @@ export interface ReconcileReport {
    * transient failure only after its retries within this run (Run.retrying); later runs try them again.
    */
   readonly errors: readonly string[];
+  /**
+   * Work that waits for something expected and is left to later runs, not an error (a deleted pool whose claim is the
+   * source of another pool's range, row 19): one line per item and run, naming what it waits for.
+   */
+  readonly waiting: readonly string[];
 }
 
 /** Index entries read per expiry query page. */
@@ -156,6 +161,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     summary: run.summary,
     history,
     errors: run.errors,
+    waiting: run.waiting,
   };
 }
 
