@@ -11,6 +11,7 @@ import { Meter } from '../lib/bench-client.ts';
 import { round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 import { benchConfig } from '../strategies/lease.ts';
 import { benchOwner } from '../strategies/lease-items.ts';
+import { capacity, lowerBandSize, parseCidr, slotted } from '../../shared/core/ip/cidr.ts';
 
 /**
  * Blocks of the parent: a /16 cut into /26 blocks, Calico's default pool and block size (Kubernetes' node IPAM gives a
@@ -148,6 +149,35 @@ const parentDocument: BlockStrategy = {
   },
 };
 
+/**
+ * Where the 90 % cells stand in the allocator's bands: dynamic picks fill the upper band (KEP-3070) first, so the
+ * pre-fill leaves the lower band empty and the upper band nearly used up, and the measured claims cross into the
+ * lower band (after the one consistent "used up" decision of the upper band a pool makes on that crossing).
+ */
+function bandNote(): string {
+  const band = (cidr: string, slot?: number) => {
+    const c = slotted(parseCidr(cidr), slot);
+    return { size: capacity(c), lower: lowerBandSize(c) };
+  };
+  const [b, a] = [band('10.0.0.0/16', BLOCK_PREFIX), band('10.0.0.0/22')];
+  const upperFree = (x: { size: bigint; lower: bigint }) => x.size - x.lower - BigInt(Math.floor(0.9 * Number(x.size)));
+  return `At 90 % full the upper band is nearly used up: the block pool's lower band is its first ${b.lower} of ${b.size} blocks, the address pool's its first ${a.lower} of ${a.size} addresses, and the pre-fill's dynamic picks take the upper band first, leaving ${upperFree(b)} blocks and ${upperFree(a)} addresses free there. A 90 % cell's claims therefore read the last free positions of the upper band consistently (at most TUNING.verifyLimit of them shown free), make the one "used up" decision of that band (a consistent read of its leases, shared among callers through seals), and go on in the lower band; the parent document has no bands and picks among all free blocks.`;
+}
+
+/**
+ * Requests a claim by kind (GetItem as Get, TransactWriteItems as Tx, ...), largest first: where a cell's requests go
+ * (e.g. near full, BatchGet for consistent reads of free positions, Update for seals of a band read used up).
+ */
+function byKind(before: Readonly<Record<string, number>>, after: Readonly<Record<string, number>>, claims: number) {
+  const short = (op: string) => op.replace(/^TransactWriteItems$/, 'Tx').replace(/Item$/, '');
+  return Object.entries(after)
+    .map(([op, n]) => [short(op), (n - (before[op] ?? 0)) / Math.max(1, claims)] as const)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([op, n]) => `${op} ${round(n, 2)}`)
+    .join(', ');
+}
+
 /** One cell: a fresh table filled to `fill`, warm callers, then `claims` claims at most (half of what is free). */
 async function measureCell(cell: {
   readonly ctx: RunContext;
@@ -210,6 +240,7 @@ async function measureCell(cell: {
       // The cell's claims/s is its claims over the time the last one ended: the slowest claim sets it.
       claimMsMax: round(took.at(-1) ?? Number.NaN, 1),
       requestsPerClaim: round((after.requests - before.requests) / Math.max(1, ok), 2),
+      requestsByKind: byKind(before.operations, after.operations, ok),
       failedConditions: after.failedConditions - before.failedConditions,
       throttled: after.throttled - before.throttled,
     };
@@ -253,7 +284,8 @@ export const blocksScenario: Scenario = {
       notes: [
         `Each cell: a fresh table, the pool pre-filled to the share shown through the same code, then ${claimsPerCell} claims (at most half of those free, so a cell stays near its fill level) by the callers at once. lease-blocks: a block pool of /${BLOCK_PREFIX} blocks over a /16 (${BLOCKS} blocks, Calico's default); lease-addresses: an address pool of a /22 (${ADDRESSES} addresses); parent-document: one item listing the ${BLOCKS} blocks' children, rewritten under a version condition (go-ipam's design). Callers are warm: before the measured claims, each container answers one preview (dryRun), which fills its caches and writes nothing.`,
         'deployed: each measured request first waits a modelled round trip to DynamoDB (5 ms a read, 7 ms a single-item write, 15 ms a transaction; assumed, not measured), which DynamoDB Local on the same host lacks. It is where the designs differ by construction: a parent document takes one claim per contended read-and-write round, per-block leases one per caller.',
-        "requestsPerClaim counts every DynamoDB request of the measured client (reads, transactions, retries) over the claims answered; the stream function's requests are not counted.",
+        "requestsPerClaim counts every DynamoDB request of the measured client (reads, transactions, retries) over the claims answered; the stream function's requests are not counted. requestsByKind splits it by request (Tx: TransactWriteItems; Get: GetItem, after each commit the range-generation check; BatchGet: consistent reads of free positions, freed counters and seals; Query: the occupancy summary; Update: seals of a band read used up).",
+        bandNote(),
       ],
       parameters: { claimsPerCell, blocks: BLOCKS },
       rows,
