@@ -909,7 +909,7 @@ export function blocksCases(engine: TestEngine): void {
       const lagging = h.api.sibling({ clock: h.clock, table: new ListingLagTable(h.table, 'org') });
       const orgItems = async (entity: string) =>
         (await allItems(h.table)).filter((i) => i.pool === 'org' && i.entity === entity);
-      // Act: two reconciler runs while the child range lives wait for it (row 19), then it goes
+      // Act: two reconciler runs while the child range lives wait for it (row 20), then it goes
       const deleted = await lagging.call('DELETE', '/v1/pools/org');
       const kept = await orgItems('claim');
       const waits = [await h.run(), await h.run()];

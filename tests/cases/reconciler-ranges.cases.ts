@@ -9,7 +9,7 @@ import { owner, reconcilerHarness, type ReconcilerHarness } from '../support/rec
 
 const MIN = 60_000;
 
-/** The reconciler and the ranges of a pool (rows 11, 13 and 20), on one table engine. */
+/** The reconciler and the ranges of a pool (rows 11, 13 and 21), on one table engine. */
 export function reconcilerRangesCases(engine: TestEngine): void {
   const harness = (): Promise<ReconcilerHarness> => reconcilerHarness({ engine });
 
@@ -201,7 +201,7 @@ export function reconcilerRangesCases(engine: TestEngine): void {
     });
   });
 
-  describe(`Reconciler: row 20, grown blocks no range is made from (${engine.name}; issue 35)`, () => {
+  describe(`Reconciler: row 21, grown blocks no range is made from (${engine.name}; issue 35)`, () => {
     const topClaims = async (h: ReconcilerHarness) =>
       ((await h.api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[]).map((c) => c.name).sort();
 
