@@ -22,7 +22,7 @@ import { hostIntervals, rangesOf } from '../base/pool-geometry.ts';
 import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
-import { grownClaimName, grownOwner } from './grown-blocks.ts';
+import { grownOwner } from './grown-blocks.ts';
 import type { Deps } from './deps.ts';
 
 /** Most blocks a pool may take from its parent per family. */
@@ -153,7 +153,8 @@ async function growOnce(
   if (args.crossing && (await familyFree(deps, own, family)) >= BigInt(rule.belowFree)) return false;
   const tag = freeTag(own, family, rule.maxBlocks);
   if (tag === undefined) return false;
-  const claimName = grownClaimName(pool.name, tag);
+  // Cut only for a pool made before checkGrow refused names too long for this (the cut names could meet).
+  const claimName = `${pool.name.slice(0, NameLimits.label - tag.length - 1)}-${tag}`;
   let made: CreateClaimAnswer;
   try {
     made = await createClaim(deps, {

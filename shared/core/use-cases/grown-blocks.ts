@@ -20,8 +20,8 @@ export function grownOwner(pool: string): { kind: 'Pool'; name: string; uid: str
 }
 
 /**
- * The name of the parent claim of a pool's grown range `tag` (`g4-<k>`, `g6-<k>`): `<pool>-<tag>`, the pool's name cut
- * only for a pool made before checkGrow refused names too long for this (the cut names could meet).
+ * The name of the parent claim of a pool's grown range `tag` (`g4-<k>`, `g6-<k>`) as growOnce (grow.ts) gives it:
+ * `<pool>-<tag>`, the pool's name cut only for a pool made before checkGrow refused names too long for this.
  */
 export function grownClaimName(pool: string, tag: string): string {
   return `${pool.slice(0, NameLimits.label - tag.length - 1)}-${tag}`;
