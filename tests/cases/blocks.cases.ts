@@ -968,9 +968,10 @@ export function blocksCases(engine: TestEngine): void {
       const lagging = h.api.sibling({ clock: h.clock, table: new ListingLagTable(h.table, 'org') });
       const orgItems = async (entity: string) =>
         (await allItems(h.table)).filter((i) => i.pool === 'org' && i.entity === entity);
-      // Act
+      // Act: two reconciler runs while the child range lives wait for it (row 20), then it goes
       const deleted = await lagging.call('DELETE', '/v1/pools/org');
       const kept = await orgItems('claim');
+      const waits = [await h.run(), await h.run()];
       expect((await h.api.call('DELETE', '/v1/pools/eu-west/ranges/r')).status).toBe(202);
       h.clock.advance(5_000);
       expect((await h.api.call('DELETE', '/v1/pools/eu-west/ranges/r')).status).toBe(204);
@@ -978,6 +979,10 @@ export function blocksCases(engine: TestEngine): void {
       // Assess: accepted, but the parent claim (and its block) stay while the child range lives; then all goes
       expect(deleted.status).toBe(202);
       expect(kept.map((c) => c.name)).toEqual(['eu-west']);
+      for (const run of waits) {
+        expect(run.errors).toEqual([]);
+        expect(run.waiting).toEqual([expect.stringMatching(/^pool org: .*eu-west\/r\b/)]);
+      }
       expect(await orgItems('claim')).toEqual([]);
       expect(await orgItems('lease')).toEqual([]);
       expect(await orgItems('pool')).toEqual([]);
