@@ -28,7 +28,7 @@ import { hostIntervals, rangesOf } from '../base/pool-geometry.ts';
 import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
-import { grownOwner } from './grown-blocks.ts';
+import { grownClaimName, grownOwner } from './grown-blocks.ts';
 import type { Deps } from './deps.ts';
 
 /** Most blocks a pool may take from its parent per family. */
@@ -227,8 +227,7 @@ async function growOnce(
   if (trigger.kind === 'crossing' && (await familyFree(deps, own, family)) >= BigInt(rule.belowFree)) return NONE;
   const tag = freeTag(own, family, rule.maxBlocks);
   if (tag === undefined) return NONE;
-  // Cut only for a pool made before checkGrow refused names too long for this (the cut names could meet).
-  const claimName = `${pool.name.slice(0, NameLimits.label - tag.length - 1)}-${tag}`;
+  const claimName = grownClaimName(pool.name, tag);
   let made: CreateClaimAnswer;
   try {
     made = await createClaim(deps, {
