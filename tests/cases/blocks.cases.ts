@@ -274,6 +274,44 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Block pools: who holds an address inside a block (${engine.name})`, () => {
+    it("answers an address inside a held block with the block's lease (its prefix), a free block's address and one in no range 404", async () => {
+      // Prepare: a /15 of two /16 blocks; 10.17.0.0/16 held
+      const api = await testApi();
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.16.0.0/15']);
+      const made = await api.call('POST', '/v1/pools/org/claims', {
+        name: 'eu',
+        owner: owner('eu'),
+        prefixes: ['10.17.0.0/16'],
+      });
+      expect(made.status).toBe(201);
+      // Act
+      const inside = await api.call('GET', '/v1/pools/org/addresses/10.17.3.4');
+      const last = await api.call('GET', '/v1/pools/org/addresses/10.17.255.255');
+      const network = await api.call('GET', '/v1/pools/org/addresses/10.17.0.0');
+      const freeBlock = await api.call('GET', '/v1/pools/org/addresses/10.16.3.4');
+      const noRange = await api.call('GET', '/v1/pools/org/addresses/10.18.0.1');
+      const listed = await api.call('GET', '/v1/pools/org/addresses');
+      // Assess: the block's lease, whichever of its addresses is asked about
+      expect(inside.status).toBe(200);
+      expect(inside.body).toMatchObject({
+        address: '10.17.0.0',
+        prefix: '10.17.0.0/16',
+        state: 'Allocated',
+        claim: 'eu',
+        range: '10.16.0.0-15',
+      });
+      expect(last.body).toEqual(inside.body);
+      expect(network.body).toEqual(inside.body);
+      for (const r of [freeBlock, noRange]) {
+        expect(r.status).toBe(404);
+        expect(r.body.code).toBe('NotFound');
+      }
+      expect(freeBlock.body.detail).toMatch(/10\.16\.0\.0\/16/);
+      expect(listed.body.items).toEqual([inside.body]);
+    });
+  });
+
   describe(`Block pools: reuse delay and sticky blocks (${engine.name})`, () => {
     it("holds a released block for its owner, refuses it to others, and gives it back to the owner's next claim", async () => {
       // Prepare: a /25 of two /26 blocks, a reuse delay

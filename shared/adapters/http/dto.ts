@@ -132,6 +132,7 @@ export function leaseDto(lease: Lease): Schemas['Lease'] {
       ...(lease.releasedAt ? { releasedAt: lease.releasedAt } : {}),
       ...(lease.releasedBy ? { releasedBy: principalDto(lease.releasedBy) } : {}),
       reusableAt: new Date(lease.expiresAt ?? 0).toISOString(),
+      ...(lease.prefixLength !== undefined ? { prefix: prefixOf(lease) } : {}),
     };
   }
   return {
@@ -143,6 +144,7 @@ export function leaseDto(lease: Lease): Schemas['Lease'] {
     owner: ownerDto(lease.owner),
     createdAt: lease.createdAt,
     ...(lease.expiresAt !== undefined ? { expiresAt: new Date(lease.expiresAt).toISOString() } : {}),
+    ...(lease.prefixLength !== undefined ? { prefix: prefixOf(lease) } : {}),
   };
 }
 
