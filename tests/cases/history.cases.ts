@@ -680,6 +680,36 @@ export function historyCases(streams: StreamEngine): void {
       >[];
       expect(block.map((h) => h.claim)).toEqual(['b', 'a']);
     });
+
+    it('reads the history of a large block by its CIDR, counting a block pool in blocks, up to 256 of them', async () => {
+      // Prepare: a block pool of two /16 blocks; 10.17.0.0/16 held by a, released, then held by b
+      const api = await testApi({}, {}, undefined, streams.engine);
+      const stream = streams.stream();
+      opened.push(stream);
+      expect((await api.call('POST', '/v1/pools', { name: 'p', blockPrefixLength: { IPv4: 16 } })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.16.0.0/15' })).status).toBe(201);
+      await claim(api, 'a', { prefixes: ['10.17.0.0/16'] });
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      await claim(api, 'b', { prefixes: ['10.17.0.0/16'] });
+      expect((await stream.drain(mirrorOf(api.container))).failed).toEqual([]);
+      // Act: the block, the range (two blocks), a CIDR inside the block, and 512 blocks
+      const reads = await Promise.all(
+        ['10.17.0.0/16', '10.16.0.0/15', '10.17.3.0/24', '10.0.0.0/7'].map((cidr) =>
+          api.call('GET', `/v1/pools/p/history?cidr=${cidr}`),
+        ),
+      );
+      // Assess: one block's holdings, newest first, whichever CIDR covers or lies in it
+      for (const r of reads.slice(0, 3)) {
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        expect((r.body.items as Record<string, unknown>[]).map((h) => [h.address, h.claim, h.endReason])).toEqual([
+          ['10.17.0.0', 'b', undefined],
+          ['10.17.0.0', 'a', 'released'],
+        ]);
+      }
+      expect(reads[3]!.status).toBe(400);
+      expect(reads[3]!.body.code).toBe('InvalidArgument');
+      expect(reads[3]!.body.detail).toMatch(/512 blocks/);
+    });
   });
 }
 
