@@ -13,6 +13,8 @@ import { parseAddress } from '../../shared/core/ip/address.ts';
 // claim and release in a child pool, and let time pass (TTL claims expire; their blocks are then free to take).
 // A third child pool `g` grows from top (one /26 block at a time, at most 2): claims and releases in it, and removal
 // of a grown range (g4-1 or g4-2), whose parent claim must then be given back.
+// The steps run one at a time, and in batches run at once whose storage calls fast-check's scheduler orders (its
+// draws shrink like any input); a third property races a parent claim's release against a child range's creation.
 type Step =
   | { op: 'claimTop'; who: number; explicit: number | null; ttl: boolean }
   | { op: 'releaseTop'; who: number }
@@ -25,36 +27,46 @@ type Step =
   | { op: 'releaseGrow'; who: number }
   | { op: 'deleteGrown'; k: number };
 
-const who = fc.integer({ min: 0, max: 4 });
 const child = fc.integer({ min: 0, max: 1 });
-const step: fc.Arbitrary<Step> = fc.oneof(
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      op: fc.constant('claimTop' as const),
-      who,
-      explicit: fc.option(fc.integer({ min: 0, max: 3 })),
-      ttl: fc.boolean(),
-    }),
-  },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseTop' as const), who }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('makeChild' as const), child, who, wrong: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteChild' as const), child }) },
-  {
-    weight: 4,
-    arbitrary: fc.record({
-      op: fc.constant('claimChild' as const),
-      child,
-      who,
-      explicit: fc.option(fc.integer({ min: 0, max: 3 })),
-    }),
-  },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseChild' as const), child, who }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), seconds: fc.integer({ min: 1, max: 90 }) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('claimGrow' as const), who }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseGrow' as const), who }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteGrown' as const), k: fc.integer({ min: 1, max: 2 }) }) },
-);
+/**
+ * A step, among owners 0..`owners - 1`: few owners make steps meet on the same claim (a release beside a child range's
+ * creation from it), which is what concurrent batches are for.
+ */
+const stepAmong = (owners: number): fc.Arbitrary<Step> => {
+  const who = fc.integer({ min: 0, max: owners - 1 });
+  return fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        op: fc.constant('claimTop' as const),
+        who,
+        explicit: fc.option(fc.integer({ min: 0, max: 3 })),
+        ttl: fc.boolean(),
+      }),
+    },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseTop' as const), who }) },
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('makeChild' as const), child, who, wrong: fc.boolean() }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteChild' as const), child }) },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        op: fc.constant('claimChild' as const),
+        child,
+        who,
+        explicit: fc.option(fc.integer({ min: 0, max: 3 })),
+      }),
+    },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseChild' as const), child, who }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ op: fc.constant('expire' as const), seconds: fc.integer({ min: 1, max: 90 }) }),
+    },
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('claimGrow' as const), who }) },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('releaseGrow' as const), who }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('deleteGrown' as const), k: fc.integer({ min: 1, max: 2 }) }) },
+  );
+};
+const step = stepAmong(5);
 
 type Item = Record<string, unknown>;
 const span = (address: string, prefixLength: number): [bigint, bigint] => {
@@ -121,97 +133,211 @@ function checkTree(items: readonly Item[], nowMs: number): void {
   }
 }
 
-/** The property on an engine, `runs` random step sequences. */
-export function blocksPropertyCases(engine: TestEngine, runs: number): void {
+/** The pool tree every run starts from (see the top of the file). */
+async function openTree(engine: TestEngine): Promise<{ api: TestApi; clock: ManualClock }> {
+  const clock = new ManualClock();
+  const api: TestApi = await testApi({ clock }, {}, undefined, engine);
+  await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 26 } });
+  await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.0.0.0/24' });
+  for (const c of ['c0', 'c1']) await api.call('POST', '/v1/pools', { name: c, blockPrefixLength: { IPv4: 28 } });
+  const grow = { pool: 'top', belowFree: 1, maxBlocks: 2 };
+  await api.call('POST', '/v1/pools', { name: 'g', blockPrefixLength: { IPv4: 28 }, grow });
+  return { api, clock };
+}
+
+const blockOf = (body: Record<string, unknown>) => (body.addresses as { prefix: string }[])[0]!.prefix;
+
+/**
+ * Runs one step. `alone`: no other step runs at once, so each answer can be asserted exactly; with others at once, an
+ * answer may be any client error the race explains (a claim released under a child range's creation, say), never a
+ * 5xx, and never the acceptance of a child range of the wrong block. The tree's invariants are what must hold.
+ */
+async function runStep(tree: { api: TestApi; clock: ManualClock }, s: Step, alone: boolean): Promise<void> {
+  const { api, clock } = tree;
+  const answered = (r: { status: number; body: Record<string, unknown> }, exactly: () => void) => {
+    expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
+    if (alone) exactly();
+  };
+  switch (s.op) {
+    case 'claimTop': {
+      const r = await api.call('POST', '/v1/pools/top/claims', {
+        name: `t${s.who}`,
+        owner: owner(`t${s.who}`),
+        ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 64}/26`] } : {}),
+        ...(s.ttl ? { ttlSeconds: 60 } : {}),
+      });
+      answered(r, () => expect([200, 201, 409], JSON.stringify(r.body)).toContain(r.status));
+      break;
+    }
+    case 'releaseTop': {
+      const r = await api.call('DELETE', `/v1/pools/top/claims/t${s.who}`);
+      answered(r, () => {
+        if (r.status === 409) expect(r.body.code).toBe('ClaimHasChildren');
+        else expect(r.status).toBe(204);
+      });
+      break;
+    }
+    case 'makeChild': {
+      const claim = await api.call('GET', `/v1/pools/top/claims/t${s.who}`);
+      if (claim.status !== 200) break;
+      const block = blockOf(claim.body);
+      const [a, b, c] = block.split('.');
+      const cidr = s.wrong ? `${a}.${b}.${c}.${(Number(block.split('.')[3]!.split('/')[0]) + 64) % 256}/26` : block;
+      const r = await api.call('POST', `/v1/pools/c${s.child}/ranges`, {
+        cidr,
+        name: 'r',
+        source: { pool: 'top', claim: `t${s.who}` },
+      });
+      // Another block: refused (or, where the child pool already has a range of that name, immutable).
+      if (s.wrong) expect(['SourceMismatch', 'Conflict', 'NotFound', 'NotReady']).toContain(r.body.code);
+      if (s.wrong && alone) expect(['SourceMismatch', 'Conflict']).toContain(r.body.code);
+      answered(r, () => {
+        if (!s.wrong) expect([200, 201, 409], JSON.stringify(r.body)).toContain(r.status);
+      });
+      break;
+    }
+    case 'deleteChild': {
+      if ((await api.call('DELETE', `/v1/pools/c${s.child}/ranges/r`)).status === 202) {
+        clock.advance(5_000);
+        await api.call('DELETE', `/v1/pools/c${s.child}/ranges/r`);
+      }
+      break;
+    }
+    case 'claimChild': {
+      const r = await api.call('POST', `/v1/pools/c${s.child}/claims`, {
+        name: `k${s.who}`,
+        owner: owner(`k${s.who}`),
+        ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 16}/28`] } : {}),
+      });
+      expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
+      break;
+    }
+    case 'releaseChild': {
+      const r = await api.call('DELETE', `/v1/pools/c${s.child}/claims/k${s.who}`);
+      answered(r, () => expect(r.status).toBe(204));
+      break;
+    }
+    case 'expire':
+      clock.advance(s.seconds * 1000);
+      break;
+    case 'claimGrow': {
+      const r = await api.call('POST', '/v1/pools/g/claims', { name: `g${s.who}`, owner: owner(`g${s.who}`) });
+      expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
+      break;
+    }
+    case 'releaseGrow': {
+      const r = await api.call('DELETE', `/v1/pools/g/claims/g${s.who}`);
+      answered(r, () => expect(r.status).toBe(204));
+      break;
+    }
+    case 'deleteGrown': {
+      if ((await api.call('DELETE', `/v1/pools/g/ranges/g4-${s.k}`)).status === 202) {
+        clock.advance(5_000);
+        await api.call('DELETE', `/v1/pools/g/ranges/g4-${s.k}`);
+      }
+      break;
+    }
+  }
+}
+
+/**
+ * The property on an engine: `runs` random step sequences one step at a time, and `concurrentRuns` sequences of
+ * batches whose steps run at once (their requests interleave at every storage call), the invariants checked after
+ * each step or batch.
+ */
+export function blocksPropertyCases(engine: TestEngine, runs: number, concurrentRuns = 0): void {
   it(`never gives two live claims overlapping space in a pool tree, and holds every block inside a range (${runs} runs)`, async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 25 }), async (steps) => {
-        // Prepare
-        const clock = new ManualClock();
-        const api: TestApi = await testApi({ clock }, {}, undefined, engine);
-        await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 26 } });
-        await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.0.0.0/24' });
-        for (const c of ['c0', 'c1']) await api.call('POST', '/v1/pools', { name: c, blockPrefixLength: { IPv4: 28 } });
-        const grow = { pool: 'top', belowFree: 1, maxBlocks: 2 };
-        await api.call('POST', '/v1/pools', { name: 'g', blockPrefixLength: { IPv4: 28 }, grow });
-        const blockOf = (body: Record<string, unknown>) => (body.addresses as { prefix: string }[])[0]!.prefix;
-        // Act and assess, step by step
+        const tree = await openTree(engine);
         for (const s of steps) {
-          switch (s.op) {
-            case 'claimTop': {
-              const r = await api.call('POST', '/v1/pools/top/claims', {
-                name: `t${s.who}`,
-                owner: owner(`t${s.who}`),
-                ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 64}/26`] } : {}),
-                ...(s.ttl ? { ttlSeconds: 60 } : {}),
-              });
-              expect([200, 201, 409], JSON.stringify(r.body)).toContain(r.status);
-              break;
-            }
-            case 'releaseTop': {
-              const r = await api.call('DELETE', `/v1/pools/top/claims/t${s.who}`);
-              if (r.status === 409) expect(r.body.code).toBe('ClaimHasChildren');
-              else expect(r.status).toBe(204);
-              break;
-            }
-            case 'makeChild': {
-              const claim = await api.call('GET', `/v1/pools/top/claims/t${s.who}`);
-              if (claim.status !== 200) break;
-              const block = blockOf(claim.body);
-              const [a, b, c] = block.split('.');
-              const cidr = s.wrong
-                ? `${a}.${b}.${c}.${(Number(block.split('.')[3]!.split('/')[0]) + 64) % 256}/26`
-                : block;
-              const r = await api.call('POST', `/v1/pools/c${s.child}/ranges`, {
-                cidr,
-                name: 'r',
-                source: { pool: 'top', claim: `t${s.who}` },
-              });
-              // Another block: refused (or, where the child pool already has a range of that name, immutable).
-              if (s.wrong) expect(['SourceMismatch', 'Conflict']).toContain(r.body.code);
-              else expect([200, 201, 409], JSON.stringify(r.body)).toContain(r.status);
-              break;
-            }
-            case 'deleteChild': {
-              if ((await api.call('DELETE', `/v1/pools/c${s.child}/ranges/r`)).status === 202) {
-                clock.advance(5_000);
-                await api.call('DELETE', `/v1/pools/c${s.child}/ranges/r`);
-              }
-              break;
-            }
-            case 'claimChild': {
-              const r = await api.call('POST', `/v1/pools/c${s.child}/claims`, {
-                name: `k${s.who}`,
-                owner: owner(`k${s.who}`),
-                ...(s.explicit !== null ? { prefixes: [`10.0.0.${s.explicit * 16}/28`] } : {}),
-              });
-              expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
-              break;
-            }
-            case 'releaseChild':
-              expect((await api.call('DELETE', `/v1/pools/c${s.child}/claims/k${s.who}`)).status).toBe(204);
-              break;
-            case 'expire':
-              clock.advance(s.seconds * 1000);
-              break;
-            case 'claimGrow': {
-              const r = await api.call('POST', '/v1/pools/g/claims', { name: `g${s.who}`, owner: owner(`g${s.who}`) });
-              expect(r.status, JSON.stringify(r.body)).toBeLessThan(500);
-              break;
-            }
-            case 'releaseGrow':
-              expect((await api.call('DELETE', `/v1/pools/g/claims/g${s.who}`)).status).toBe(204);
-              break;
-            case 'deleteGrown': {
-              if ((await api.call('DELETE', `/v1/pools/g/ranges/g4-${s.k}`)).status === 202) {
-                clock.advance(5_000);
-                await api.call('DELETE', `/v1/pools/g/ranges/g4-${s.k}`);
-              }
-              break;
-            }
-          }
-          checkTree(await allItems(api.container.table), clock.nowMs());
+          await runStep(tree, s, true);
+          checkTree(await allItems(tree.api.container.table), tree.clock.nowMs());
         }
+      }),
+      { numRuns: runs },
+    );
+  });
+
+  if (concurrentRuns > 0)
+    it(`keeps the same invariants when steps run at once, in orders fast-check's scheduler chooses (${concurrentRuns} runs)`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.scheduler(),
+          fc.array(fc.array(stepAmong(2), { minLength: 2, maxLength: 4 }), { minLength: 3, maxLength: 10 }),
+          async (scheduler, batches) => {
+            const gate: Gate = {};
+            const tree = await openTree(scheduledEngine(engine, gate));
+            for (const batch of batches) {
+              gate.scheduler = scheduler;
+              await scheduler.waitFor(Promise.all(batch.map((s) => runStep(tree, s, false))));
+              gate.scheduler = undefined;
+              checkTree(await allItems(tree.api.container.table), tree.clock.nowMs());
+            }
+          },
+        ),
+        { numRuns: concurrentRuns },
+      );
+    });
+}
+
+/** While `scheduler` is set, every storage call of the table waits for the scheduler to let it run. */
+interface Gate {
+  scheduler?: fc.Scheduler;
+}
+
+/**
+ * The engine's tables, each call (read, write, transaction) started only when the scheduler picks it among the calls
+ * waiting: the steps of a batch then interleave at every storage call in an order fast-check draws (and shrinks), as
+ * concurrent requests on separate containers do, rather than in the one order the event loop gives.
+ */
+function scheduledEngine(engine: TestEngine, gate: Gate): TestEngine {
+  return {
+    name: `${engine.name}, scheduled`,
+    async fresh(prefix?: string) {
+      const fresh = await engine.fresh(prefix);
+      const table = new Proxy(fresh.table, {
+        get(target, property, receiver) {
+          const value: unknown = Reflect.get(target, property, receiver);
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            const call = () => (value as (...a: unknown[]) => unknown).apply(target, args);
+            const scheduler = gate.scheduler;
+            return scheduler ? scheduler.schedule(Promise.resolve(), String(property)).then(call) : call();
+          };
+        },
+      });
+      return { ...fresh, table };
+    },
+  };
+}
+
+/** A parent claim's release and a child range's creation from it, at once, in every order the scheduler draws. */
+export function releaseBesideChildCases(engine: TestEngine, runs: number): void {
+  it(`never both releases a claim and makes a range of its block, whatever the order of their storage calls (${runs} runs)`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), async (scheduler) => {
+        // Prepare: top's claim t0 holds a block; c0 may make a range of it.
+        const gate: Gate = {};
+        const tree = await openTree(scheduledEngine(engine, gate));
+        const made = await tree.api.call('POST', '/v1/pools/top/claims', { name: 't0', owner: owner('t0') });
+        const block = blockOf(made.body);
+        // Act: both at once.
+        gate.scheduler = scheduler;
+        const [released, range] = await scheduler.waitFor(
+          Promise.all([
+            tree.api.call('DELETE', '/v1/pools/top/claims/t0'),
+            tree.api.call('POST', '/v1/pools/c0/ranges', {
+              cidr: block,
+              name: 'r',
+              source: { pool: 'top', claim: 't0' },
+            }),
+          ]),
+        );
+        gate.scheduler = undefined;
+        // Assess: one of them won; the tree holds.
+        expect([released.status, range.status], JSON.stringify([released.body, range.body])).not.toEqual([204, 201]);
+        checkTree(await allItems(tree.api.container.table), tree.clock.nowMs());
       }),
       { numRuns: runs },
     );

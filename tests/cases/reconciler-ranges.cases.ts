@@ -68,6 +68,30 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       expect(await h.get(keys.lease('p', '10.0.0.7'))).toBeUndefined();
     });
 
+    it('releases an orphaned block lease (its claim item gone) as LeaseOrphaned, and the block is handed out again (issue 35)', async () => {
+      // Prepare: a block pool of 4 /26 blocks, all claimed; claim b2's item vanishes (a partial write), its lease stays
+      const h = await harness();
+      expect((await h.api.call('POST', '/v1/pools', { name: 'b', blockPrefixLength: { IPv4: 26 } })).status).toBe(201);
+      expect((await h.api.call('POST', '/v1/pools/b/ranges', { cidr: '10.9.0.0/24' })).status).toBe(201);
+      const held = [];
+      for (let i = 0; i < 4; i += 1) held.push(await h.claim('b', { name: `b${i}`, owner: owner(`b${i}`) }));
+      const orphan = held[2]!.addresses[0]!.address;
+      await h.remove(keys.claim('b', 'b2'));
+      expect((await h.api.call('POST', '/v1/pools/b/claims', { name: 'x', owner: owner('x') })).body.code).toBe(
+        'RangeFull',
+      );
+      h.clock.advance(MIN + 1_000);
+      // Act
+      const report = await h.run();
+      const left = await h.get(keys.lease('b', orphan));
+      const again = await h.api.call('POST', '/v1/pools/b/claims', { name: 'x', owner: owner('x') });
+      // Assess: the block's lease is gone, and the next claim gets that block
+      expect(report.repairs).toMatchObject({ LeaseOrphaned: 1 });
+      expect(left).toBeUndefined();
+      expect(again.status, JSON.stringify(again.body)).toBe(201);
+      expect((again.body.addresses as { prefix: string }[])[0]!.prefix).toBe(`${orphan}/26`);
+    });
+
     it('does not report leases of a Terminating range, nor a lease whose range is gone but that another range covers', async () => {
       // Prepare: 'lonely' is Terminating with its lease; 'narrow' is removed, but 'wide' (Ready) covers its lease
       const h = await harness();
