@@ -681,7 +681,7 @@ export function historyCases(streams: StreamEngine): void {
       expect(block.map((h) => h.claim)).toEqual(['b', 'a']);
     });
 
-    it('reads the history of a large block by its CIDR, counting a block pool in blocks, up to 256 of them', async () => {
+    it('reads the history of a large block by its CIDR (counted in blocks, up to 256) or by any address inside it', async () => {
       // Prepare: a block pool of two /16 blocks; 10.17.0.0/16 held by a, released, then held by b
       const api = await testApi({}, {}, undefined, streams.engine);
       const stream = streams.stream();
@@ -690,7 +690,7 @@ export function historyCases(streams: StreamEngine): void {
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.16.0.0/15' })).status).toBe(201);
       await claim(api, 'a', { prefixes: ['10.17.0.0/16'] });
       expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
-      await claim(api, 'b', { prefixes: ['10.17.0.0/16'] });
+      const b = await claim(api, 'b', { prefixes: ['10.17.0.0/16'] });
       expect((await stream.drain(mirrorOf(api.container))).failed).toEqual([]);
       // Act: the block, the range (two blocks), a CIDR inside the block, and 512 blocks
       const reads = await Promise.all(
@@ -709,6 +709,14 @@ export function historyCases(streams: StreamEngine): void {
       expect(reads[3]!.status).toBe(400);
       expect(reads[3]!.body.code).toBe('InvalidArgument');
       expect(reads[3]!.body.detail).toMatch(/512 blocks/);
+      // An address inside the block: the block's holdings, and who held it at an instant
+      const inside = (await history(api, '10.17.3.4')).items as Record<string, unknown>[];
+      expect(inside.map((h) => [h.address, h.claim])).toEqual([
+        ['10.17.0.0', 'b'],
+        ['10.17.0.0', 'a'],
+      ]);
+      expect((await at(api, '10.17.255.255', Date.parse(b.createdAt)))?.claim).toBe('b');
+      expect((await history(api, '10.16.3.4')).items).toEqual([]);
     });
   });
 }

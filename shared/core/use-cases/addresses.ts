@@ -1,5 +1,6 @@
 import { familyBits, formatAddress, IpFamily, parseAddress } from '../ip/address.ts';
-import { blockContaining, formatCidr, lastAddress, parseCidr } from '../ip/cidr.ts';
+import { formatCidr, lastAddress, parseCidr } from '../ip/cidr.ts';
+import { leasePlaceOf } from '../base/pool-geometry.ts';
 import { NotFoundError } from '../errors.ts';
 import { isExpired, type Lease } from '../model.ts';
 import type { LeaseScope, Page, PageQuery } from '../ports.ts';
@@ -18,9 +19,7 @@ export async function getAddress(deps: AddressDeps, pool: string, text: string):
   const view = await deps.views.get(pool, deps.clock.nowMs());
   const asked = parseAddress(text);
   const address = formatAddress(asked);
-  const blockLength = view.pool.blockPrefixLength?.[asked.family];
-  const block = blockLength === undefined ? undefined : blockContaining(asked, blockLength);
-  const key = block ? formatAddress({ family: block.family, value: block.base }) : address;
+  const { key, block } = leasePlaceOf(view.pool, asked);
   const lease = await deps.leases.getLease(pool, key);
   if (!lease || isExpired(lease, deps.clock.nowMs())) {
     const where = block ? `: the block ${formatCidr(block)} holding it is free` : '';

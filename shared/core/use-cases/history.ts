@@ -2,6 +2,7 @@ import { InvalidArgumentError } from '../errors.ts';
 import { afterStart, effectiveEnds, heldAt, holdingAt, holdingId, type Holding } from '../history/holding.ts';
 import type { HistoryCursors, HistoryMark, HistoryReader } from '../history/ports.ts';
 import { formatAddress, parseAddress } from '../ip/address.ts';
+import { leasePlaceOf } from '../base/pool-geometry.ts';
 import { blockContaining, blockSize, capacity, formatCidr, hostAt, parseCidr, slotted, type Cidr } from '../ip/cidr.ts';
 import { type Deps } from './deps.ts';
 import { pageLimit } from '../base/time.ts';
@@ -69,8 +70,7 @@ export async function addressHistory(
   query: Window & PageQuery = {},
 ): Promise<HistoryPage> {
   const { limit, cursor, ...window } = query;
-  const since = await poolSince(deps, pool);
-  const address = formatAddress(parseAddress(text));
+  const { since, address } = await addressIn(deps, pool, text);
   // The mark first: whatever it vouches for was written before it, so the reads after it see it.
   const mark = await deps.history.mark(pool, [address]);
   return addressPage(deps, { pool, address, mark }, { ...window, since }, { limit, cursor });
@@ -87,6 +87,16 @@ interface PoolWindow extends Window {
  */
 async function poolSince(deps: HistoryDeps, pool: string): Promise<string> {
   return (await deps.views.get(pool, deps.clock.nowMs())).pool.createdAt;
+}
+
+/**
+ * The pool's createdAt (as poolSince) and the address whose holdings answer for `text`: the address, or in a block pool
+ * the network address of the block containing it (each held block is one lease, its holdings kept under that address).
+ * @throws NotFoundError
+ */
+async function addressIn(deps: HistoryDeps, pool: string, text: string): Promise<{ since: string; address: string }> {
+  const view = await deps.views.get(pool, deps.clock.nowMs());
+  return { since: view.pool.createdAt, address: leasePlaceOf(view.pool, parseAddress(text)).key };
 }
 
 /** One address of a pool, and the pool's history mark read before its holdings. */
@@ -154,8 +164,7 @@ async function addressPage(
 
 /** Who held an address at an instant (or nobody). @throws NotFoundError */
 export async function addressAt(deps: HistoryDeps, pool: string, text: string, atMs: number): Promise<AtAnswer> {
-  const since = await poolSince(deps, pool);
-  const address = formatAddress(parseAddress(text));
+  const { since, address } = await addressIn(deps, pool, text);
   const mark = await deps.history.mark(pool, [address]);
   const [lease, older] = await Promise.all([
     deps.leases.getLease(pool, address),
