@@ -650,14 +650,20 @@ export function historyCases(streams: StreamEngine): void {
   });
 
   describe(`Address history of a block lease (${streams.engine.name}; issue 35)`, () => {
-    it("records a block claim's holdings under the block's network address: a release, then another owner's claim of the block", async () => {
-      // Prepare: a block pool of two /26 blocks
+    /** A block pool `p` of IPv4 blocks of `block` bits over `cidr`, and a drain of its stream that must not fail. */
+    async function blockStack(block: number, cidr: string): Promise<{ api: TestApi; drain: () => Promise<void> }> {
       const api = await testApi({}, {}, undefined, streams.engine);
       const stream = streams.stream();
       opened.push(stream);
-      expect((await api.call('POST', '/v1/pools', { name: 'p', blockPrefixLength: { IPv4: 26 } })).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.9.0.0/25' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools', { name: 'p', blockPrefixLength: { IPv4: block } })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr })).status).toBe(201);
       const drain = async () => expect((await stream.drain(mirrorOf(api.container))).failed).toEqual([]);
+      return { api, drain };
+    }
+
+    it("records a block claim's holdings under the block's network address: a release, then another owner's claim of the block", async () => {
+      // Prepare: a block pool of two /26 blocks
+      const { api, drain } = await blockStack(26, '10.9.0.0/25');
       const a = await claim(api, 'a');
       expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
       await drain();
@@ -683,15 +689,11 @@ export function historyCases(streams: StreamEngine): void {
 
     it('reads the history of a large block by its CIDR (counted in blocks, up to 256) or by any address inside it', async () => {
       // Prepare: a block pool of two /16 blocks; 10.17.0.0/16 held by a, released, then held by b
-      const api = await testApi({}, {}, undefined, streams.engine);
-      const stream = streams.stream();
-      opened.push(stream);
-      expect((await api.call('POST', '/v1/pools', { name: 'p', blockPrefixLength: { IPv4: 16 } })).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.16.0.0/15' })).status).toBe(201);
+      const { api, drain } = await blockStack(16, '10.16.0.0/15');
       await claim(api, 'a', { prefixes: ['10.17.0.0/16'] });
       expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
       const b = await claim(api, 'b', { prefixes: ['10.17.0.0/16'] });
-      expect((await stream.drain(mirrorOf(api.container))).failed).toEqual([]);
+      await drain();
       // Act: the block, the range (two blocks), a CIDR inside the block, and 512 blocks
       const reads = await Promise.all(
         ['10.17.0.0/16', '10.16.0.0/15', '10.17.3.0/24', '10.0.0.0/7'].map((cidr) =>
