@@ -46,11 +46,15 @@ function when(iso: string | undefined, nowMs: number): string {
 
 /**
  * `[████░░░░]  37%  93 used of 253, 160 free`; in a pool with a reuse delay (or whenever some are held)
- * `93 used of 253, 2 releasing, 158 free`. The bar and the per cent are the used addresses.
+ * `93 used of 253, 2 releasing, 158 free`. The bar and the per cent are the used addresses; a block pool's counts are
+ * blocks, followed by its addresses: `1 used of 4, 3 free (addresses: 64 used of 256, 192 free)`.
  */
 export function utilizationLine(u: Utilization, pool?: Pool): string {
   const releasing = hasReleasing(pool, [u]) ? ` ${u.releasing} releasing,` : '';
-  return `${bar(u.used, u.size)} ${percent(u.used, u.size).padStart(6)}   ${u.used} used of ${u.size},${releasing} ${u.free} free`;
+  const addresses = u.addresses
+    ? ` (addresses: ${u.addresses.used} used of ${u.addresses.size}, ${u.addresses.free} free)`
+    : '';
+  return `${bar(u.used, u.size)} ${percent(u.used, u.size).padStart(6)}   ${u.used} used of ${u.size},${releasing} ${u.free} free${addresses}`;
 }
 
 /**

@@ -242,7 +242,9 @@ export function blocksCases(engine: TestEngine): void {
       const c = await api.call('POST', '/v1/pools/pods/claims', { name: 'c', owner: owner('c') });
       // Assess
       expect(range).toMatchObject({ size: 2, used: 2, free: 0, blockPrefixLength: 26 });
-      expect(pool.utilization).toEqual({ IPv4: { size: 2, used: 2, releasing: 0, free: 0 } });
+      expect(pool.utilization).toEqual({
+        IPv4: { size: 2, used: 2, releasing: 0, free: 0, addresses: { size: 128, used: 128, releasing: 0, free: 0 } },
+      });
       expect(c.status).toBe(201);
       expect(prefixesOf(c.body)).toEqual(prefixesOf(b.body));
     });
@@ -271,6 +273,78 @@ export function blocksCases(engine: TestEngine): void {
       const bytes = Buffer.from(slices[0]!.bits, 'base64');
       const held = [...Array(256).keys()].filter((i) => bytes[i >> 3]! & (1 << (i & 7)));
       expect(held).toEqual([0, 128]);
+    });
+  });
+
+  describe(`Block pools: reads inside blocks, who holds an address and utilization in addresses (${engine.name})`, () => {
+    it("answers an address inside a held block with the block's lease (its prefix), a free block's address and one in no range 404", async () => {
+      // Prepare: a /15 of two /16 blocks; 10.17.0.0/16 held
+      const api = await testApi();
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.16.0.0/15']);
+      const made = await api.call('POST', '/v1/pools/org/claims', {
+        name: 'eu',
+        owner: owner('eu'),
+        prefixes: ['10.17.0.0/16'],
+      });
+      expect(made.status).toBe(201);
+      // Act
+      const inside = await api.call('GET', '/v1/pools/org/addresses/10.17.3.4');
+      const last = await api.call('GET', '/v1/pools/org/addresses/10.17.255.255');
+      const network = await api.call('GET', '/v1/pools/org/addresses/10.17.0.0');
+      const freeBlock = await api.call('GET', '/v1/pools/org/addresses/10.16.3.4');
+      const noRange = await api.call('GET', '/v1/pools/org/addresses/10.18.0.1');
+      const listed = await api.call('GET', '/v1/pools/org/addresses');
+      // Assess: the block's lease, whichever of its addresses is asked about
+      expect(inside.status).toBe(200);
+      expect(inside.body).toMatchObject({
+        address: '10.17.0.0',
+        prefix: '10.17.0.0/16',
+        state: 'Allocated',
+        claim: 'eu',
+        range: '10.16.0.0-15',
+      });
+      expect(last.body).toEqual(inside.body);
+      expect(network.body).toEqual(inside.body);
+      for (const r of [freeBlock, noRange]) {
+        expect(r.status).toBe(404);
+        expect(r.body.code).toBe('NotFound');
+      }
+      expect(freeBlock.body.detail).toMatch(/10\.16\.0\.0\/16/);
+      expect(listed.body.items).toEqual([inside.body]);
+    });
+
+    it('reports utilization in blocks and in addresses, per range and per family, exact beyond 2^53 as decimal strings', async () => {
+      // Prepare: a /8 of /16 blocks and a /48 of /64 blocks; one block of each held
+      const api = await testApi();
+      await blockPool(api, 'org', { IPv4: 16, IPv6: 64 }, ['10.0.0.0/8', 'fd00::/48']);
+      const made = await api.call('POST', '/v1/pools/org/claims', {
+        name: 'eu',
+        owner: owner('eu'),
+        ipFamilyPolicy: 'RequireDualStack',
+      });
+      expect(made.status).toBe(201);
+      // Act
+      const pool = (await api.call('GET', '/v1/pools/org')).body;
+      const range = (await api.call('GET', '/v1/pools/org/ranges/10.0.0.0-8')).body;
+      // Assess: a /16 block is 65,536 addresses, a /64 block 2^64
+      const v4 = { size: 256, used: 1, releasing: 0, free: 255 };
+      const v4Addresses = { size: 16_777_216, used: 65_536, releasing: 0, free: 16_711_680 };
+      expect(pool.utilization).toEqual({
+        IPv4: { ...v4, addresses: v4Addresses },
+        IPv6: {
+          size: 65_536,
+          used: 1,
+          releasing: 0,
+          free: 65_535,
+          addresses: {
+            size: (1n << 80n).toString(),
+            used: (1n << 64n).toString(),
+            releasing: 0,
+            free: ((1n << 80n) - (1n << 64n)).toString(),
+          },
+        },
+      });
+      expect(range).toMatchObject({ ...v4, blockPrefixLength: 16, addresses: v4Addresses });
     });
   });
 

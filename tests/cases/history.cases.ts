@@ -650,14 +650,20 @@ export function historyCases(streams: StreamEngine): void {
   });
 
   describe(`Address history of a block lease (${streams.engine.name}; issue 35)`, () => {
-    it("records a block claim's holdings under the block's network address: a release, then another owner's claim of the block", async () => {
-      // Prepare: a block pool of two /26 blocks
+    /** A block pool `p` of IPv4 blocks of `block` bits over `cidr`, and a drain of its stream that must not fail. */
+    async function blockStack(block: number, cidr: string): Promise<{ api: TestApi; drain: () => Promise<void> }> {
       const api = await testApi({}, {}, undefined, streams.engine);
       const stream = streams.stream();
       opened.push(stream);
-      expect((await api.call('POST', '/v1/pools', { name: 'p', blockPrefixLength: { IPv4: 26 } })).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.9.0.0/25' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools', { name: 'p', blockPrefixLength: { IPv4: block } })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr })).status).toBe(201);
       const drain = async () => expect((await stream.drain(mirrorOf(api.container))).failed).toEqual([]);
+      return { api, drain };
+    }
+
+    it("records a block claim's holdings under the block's network address: a release, then another owner's claim of the block", async () => {
+      // Prepare: a block pool of two /26 blocks
+      const { api, drain } = await blockStack(26, '10.9.0.0/25');
       const a = await claim(api, 'a');
       expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
       await drain();
@@ -679,6 +685,40 @@ export function historyCases(streams: StreamEngine): void {
         unknown
       >[];
       expect(block.map((h) => h.claim)).toEqual(['b', 'a']);
+    });
+
+    it('reads the history of a large block by its CIDR (counted in blocks, up to 256) or by any address inside it', async () => {
+      // Prepare: a block pool of two /16 blocks; 10.17.0.0/16 held by a, released, then held by b
+      const { api, drain } = await blockStack(16, '10.16.0.0/15');
+      await claim(api, 'a', { prefixes: ['10.17.0.0/16'] });
+      expect((await api.call('DELETE', '/v1/pools/p/claims/a')).status).toBe(204);
+      const b = await claim(api, 'b', { prefixes: ['10.17.0.0/16'] });
+      await drain();
+      // Act: the block, the range (two blocks), a CIDR inside the block, and 512 blocks
+      const reads = await Promise.all(
+        ['10.17.0.0/16', '10.16.0.0/15', '10.17.3.0/24', '10.0.0.0/7'].map((cidr) =>
+          api.call('GET', `/v1/pools/p/history?cidr=${cidr}`),
+        ),
+      );
+      // Assess: one block's holdings, newest first, whichever CIDR covers or lies in it
+      for (const r of reads.slice(0, 3)) {
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        expect((r.body.items as Record<string, unknown>[]).map((h) => [h.address, h.claim, h.endReason])).toEqual([
+          ['10.17.0.0', 'b', undefined],
+          ['10.17.0.0', 'a', 'released'],
+        ]);
+      }
+      expect(reads[3]!.status).toBe(400);
+      expect(reads[3]!.body.code).toBe('InvalidArgument');
+      expect(reads[3]!.body.detail).toMatch(/512 blocks/);
+      // An address inside the block: the block's holdings, and who held it at an instant
+      const inside = (await history(api, '10.17.3.4')).items as Record<string, unknown>[];
+      expect(inside.map((h) => [h.address, h.claim])).toEqual([
+        ['10.17.0.0', 'b'],
+        ['10.17.0.0', 'a'],
+      ]);
+      expect((await at(api, '10.17.255.255', Date.parse(b.createdAt)))?.claim).toBe('b');
+      expect((await history(api, '10.16.3.4')).items).toEqual([]);
     });
   });
 }

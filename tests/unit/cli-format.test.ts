@@ -481,7 +481,7 @@ describe('describe', () => {
     expect(describePool({ ...pool, reuseDelaySeconds: 45 }, [], NOW)).toContain('Reuse delay: 45s: a released address');
   });
 
-  it("shows a block pool's block sizes, its grow rule, and where each nested range's block comes from (issue 35)", () => {
+  it("shows a block pool's block sizes, its grow rule, its utilization in addresses, and where each nested range's block comes from (issue 35)", () => {
     const grown: PoolDetails = {
       ...pool,
       name: 'node-1',
@@ -499,7 +499,9 @@ describe('describe', () => {
           source: { pool: 'region', claim: 'node-1-g4-1' },
         },
       ],
-      utilization: { IPv4: { size: 4, used: 1, releasing: 0, free: 3 } },
+      utilization: {
+        IPv4: { size: 4, used: 1, releasing: 0, free: 3, addresses: { size: 256, used: 64, releasing: 0, free: 192 } },
+      },
     };
     expect(describePool(grown, [], NOW)).toBe(
       [
@@ -510,7 +512,7 @@ describe('describe', () => {
         'Blocks:      IPv4 /26',
         'Grows from:  region: one more block when fewer than 1 block is free (at most 1 block a family)',
         'Utilization:',
-        '  IPv4  [█████░░░░░░░░░░░░░░░]    25%   1 used of 4, 3 free',
+        '  IPv4  [█████░░░░░░░░░░░░░░░]    25%   1 used of 4, 3 free (addresses: 64 used of 256, 192 free)',
         'Ranges:',
         '  NAME   CIDR            FAMILY   STATE   LEGACY   USED   FREE   SOURCE',
         '  g4-1   10.17.42.0/24   IPv4     Ready   false    1      3      region/node-1-g4-1',

@@ -27,19 +27,26 @@ export const principalDto = (p: Principal) => ({
 
 /** An owner with its fields in one order, whatever order storage returned them in. */
 const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
-import type { PoolDetails } from '../../core/use-cases/pools.ts';
+import { addressesOfBlocks, type PoolDetails } from '../../core/use-cases/pools.ts';
+import type { IpFamily } from '../../core/ip/address.ts';
 import type { RangeOccupancy } from '../../core/use-cases/occupancy.ts';
 
 type Schemas = components['schemas'];
 
-/** Utilization as JSON: exact counts, decimal strings beyond 2^53. */
-export function utilizationDto(u: Utilization): Schemas['Utilization'] {
-  return {
-    size: countToJson(u.size),
-    used: countToJson(u.used),
-    releasing: countToJson(u.releasing),
-    free: countToJson(u.free),
-  };
+/** Counts as JSON: exact, decimal strings beyond 2^53. */
+const countsDto = (u: Utilization): Schemas['AddressUtilization'] => ({
+  size: countToJson(u.size),
+  used: countToJson(u.used),
+  releasing: countToJson(u.releasing),
+  free: countToJson(u.free),
+});
+
+/** Utilization as JSON; a block pool's (`block` given) with its counts in addresses beside those in blocks. */
+export function utilizationDto(
+  u: Utilization,
+  block?: { family: IpFamily; prefixLength: number },
+): Schemas['Utilization'] {
+  return { ...countsDto(u), ...(block ? { addresses: countsDto(addressesOfBlocks(u, block)) } : {}) };
 }
 
 export function poolDto(pool: Pool): Schemas['Pool'] {
@@ -60,6 +67,10 @@ export function poolDto(pool: Pool): Schemas['Pool'] {
   };
 }
 
+/** A family's block, when it has a block size (a block pool's). */
+const blockOf = (family: IpFamily, prefixLength: number | undefined) =>
+  prefixLength === undefined ? undefined : { family, prefixLength };
+
 export function rangeDto(range: Range, u: Utilization): Schemas['Range'] {
   return {
     name: range.name,
@@ -67,7 +78,7 @@ export function rangeDto(range: Range, u: Utilization): Schemas['Range'] {
     family: range.family,
     state: range.state,
     legacy: range.legacy,
-    ...utilizationDto(u),
+    ...utilizationDto(u, blockOf(range.family, range.blockPrefixLength)),
     createdAt: range.createdAt,
     ...(range.deletionRequestedAt ? { deletionRequestedAt: range.deletionRequestedAt } : {}),
     ...(range.blockPrefixLength !== undefined ? { blockPrefixLength: range.blockPrefixLength } : {}),
@@ -77,7 +88,8 @@ export function rangeDto(range: Range, u: Utilization): Schemas['Range'] {
 
 export function poolDetailsDto(details: PoolDetails): Schemas['PoolDetails'] {
   const utilization: Record<string, Schemas['Utilization']> = {};
-  for (const [family, u] of Object.entries(details.utilization)) utilization[family] = utilizationDto(u);
+  for (const [family, u] of Object.entries(details.utilization) as [IpFamily, Utilization][])
+    utilization[family] = utilizationDto(u, blockOf(family, details.pool.blockPrefixLength?.[family]));
   return {
     ...poolDto(details.pool),
     ranges: details.ranges.map((r) => rangeDto(r.range, r.utilization)),
@@ -132,6 +144,7 @@ export function leaseDto(lease: Lease): Schemas['Lease'] {
       ...(lease.releasedAt ? { releasedAt: lease.releasedAt } : {}),
       ...(lease.releasedBy ? { releasedBy: principalDto(lease.releasedBy) } : {}),
       reusableAt: new Date(lease.expiresAt ?? 0).toISOString(),
+      ...(lease.prefixLength !== undefined ? { prefix: prefixOf(lease) } : {}),
     };
   }
   return {
@@ -143,6 +156,7 @@ export function leaseDto(lease: Lease): Schemas['Lease'] {
     owner: ownerDto(lease.owner),
     createdAt: lease.createdAt,
     ...(lease.expiresAt !== undefined ? { expiresAt: new Date(lease.expiresAt).toISOString() } : {}),
+    ...(lease.prefixLength !== undefined ? { prefix: prefixOf(lease) } : {}),
   };
 }
 

@@ -1,7 +1,17 @@
 import { familyBits, formatAddress, type IpAddress, type IpFamily } from '../ip/address.ts';
-import { capacity, cidrContains, hostAt, isHostOf, lastAddress, parseCidr, slotted, type Cidr } from '../ip/cidr.ts';
+import {
+  blockContaining,
+  capacity,
+  cidrContains,
+  hostAt,
+  isHostOf,
+  lastAddress,
+  parseCidr,
+  slotted,
+  type Cidr,
+} from '../ip/cidr.ts';
 import { MismatchedNetworkError, NotInRangeError } from '../errors.ts';
-import { RangeState, type PoolView, type Range } from '../model.ts';
+import { RangeState, type Pool, type PoolView, type Range } from '../model.ts';
 import { mergeIntervals, type Interval } from './intervals.ts';
 
 /** A range with its parsed CIDR. */
@@ -93,4 +103,20 @@ export function rangeForExplicit(view: PoolView, address: IpAddress): ParsedRang
     text,
     `Address ${text} is not in any Ready range of pool ${JSON.stringify(view.pool.name)}.`,
   );
+}
+
+/** Where an address's lease is kept: the address, or in a block pool the block containing it (keyed by its network address). */
+export interface LeasePlace {
+  /** The lease item's address. */
+  readonly key: string;
+  /** In a block pool: the block of the pool's size (for the address's family) containing the address. */
+  readonly block?: Cidr;
+}
+
+/** The lease place of an address in a pool: each held block is one lease, so any of its addresses reads that one. */
+export function leasePlaceOf(pool: Pick<Pool, 'blockPrefixLength'>, address: IpAddress): LeasePlace {
+  const length = pool.blockPrefixLength?.[address.family];
+  if (length === undefined) return { key: formatAddress(address) };
+  const block = blockContaining(address, length);
+  return { key: formatAddress({ family: block.family, value: block.base }), block };
 }

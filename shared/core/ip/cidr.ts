@@ -141,6 +141,11 @@ export function cidrCovers(outer: Cidr, inner: Cidr): boolean {
   );
 }
 
+/** The aligned block of `prefix` bits that contains the address (a block pool's block holding it). */
+export function blockContaining(address: IpAddress, prefix: number): Cidr {
+  return { family: address.family, base: address.value & networkMask(address.family, prefix), prefix };
+}
+
 /**
  * Size of the lower band (KEP-3070), kept for static allocation: min(max(16, size/16), 256) addresses,
  * none when the range has 16 or fewer. Dynamic allocation takes the upper band first.

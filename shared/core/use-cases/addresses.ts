@@ -1,5 +1,6 @@
 import { familyBits, formatAddress, IpFamily, parseAddress } from '../ip/address.ts';
-import { lastAddress, parseCidr } from '../ip/cidr.ts';
+import { formatCidr, lastAddress, parseCidr } from '../ip/cidr.ts';
+import { leasePlaceOf } from '../base/pool-geometry.ts';
 import { NotFoundError } from '../errors.ts';
 import { isExpired, type Lease } from '../model.ts';
 import type { LeaseScope, Page, PageQuery } from '../ports.ts';
@@ -9,13 +10,25 @@ import { pageLimit } from '../base/time.ts';
 /** What the address reads use: the pool (it must exist) and the lease index. */
 type AddressDeps = Pick<Deps, 'views' | 'clock' | 'leases'>;
 
-/** The lease holding an address now. @throws NotFoundError when the address is free (absent or expired lease) */
+/**
+ * The lease holding an address now. In a block pool that is the lease of the block containing it (keyed by the
+ * block's network address), so any address of a held block answers the claim holding it.
+ * @throws NotFoundError when the address is free (absent or expired lease)
+ */
 export async function getAddress(deps: AddressDeps, pool: string, text: string): Promise<Lease> {
-  await deps.views.get(pool, deps.clock.nowMs());
-  const address = formatAddress(parseAddress(text));
-  const lease = await deps.leases.getLease(pool, address);
-  if (!lease || isExpired(lease, deps.clock.nowMs()))
-    throw new NotFoundError('address', address, `Address ${address} is not allocated in pool ${JSON.stringify(pool)}.`);
+  const view = await deps.views.get(pool, deps.clock.nowMs());
+  const asked = parseAddress(text);
+  const address = formatAddress(asked);
+  const { key, block } = leasePlaceOf(view.pool, asked);
+  const lease = await deps.leases.getLease(pool, key);
+  if (!lease || isExpired(lease, deps.clock.nowMs())) {
+    const where = block ? `: the block ${formatCidr(block)} holding it is free` : '';
+    throw new NotFoundError(
+      'address',
+      address,
+      `Address ${address} is not allocated in pool ${JSON.stringify(pool)}${where}.`,
+    );
+  }
   return lease;
 }
 

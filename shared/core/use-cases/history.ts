@@ -2,7 +2,8 @@ import { InvalidArgumentError } from '../errors.ts';
 import { afterStart, effectiveEnds, heldAt, holdingAt, holdingId, type Holding } from '../history/holding.ts';
 import type { HistoryCursors, HistoryMark, HistoryReader } from '../history/ports.ts';
 import { formatAddress, parseAddress } from '../ip/address.ts';
-import { blockSize, formatCidr, parseCidr } from '../ip/cidr.ts';
+import { leasePlaceOf } from '../base/pool-geometry.ts';
+import { blockContaining, blockSize, capacity, formatCidr, hostAt, parseCidr, slotted, type Cidr } from '../ip/cidr.ts';
 import { type Deps } from './deps.ts';
 import { pageLimit } from '../base/time.ts';
 import type { PageQuery } from '../ports.ts';
@@ -32,7 +33,7 @@ export interface Window {
   readonly toMs?: number;
 }
 
-/** Largest block the CIDR form reads (one query per address, like AWS's small-block history). */
+/** Largest CIDR the CIDR form reads: addresses, or in a block pool blocks (one query per position, like AWS's small-block history). */
 export const MAX_CIDR_HISTORY_ADDRESSES = 256;
 
 /** What the history answers use: the history's reader role and its cursors, the leases, the claims and the pool. */
@@ -69,8 +70,7 @@ export async function addressHistory(
   query: Window & PageQuery = {},
 ): Promise<HistoryPage> {
   const { limit, cursor, ...window } = query;
-  const since = await poolSince(deps, pool);
-  const address = formatAddress(parseAddress(text));
+  const { since, address } = await addressIn(deps, pool, text);
   // The mark first: whatever it vouches for was written before it, so the reads after it see it.
   const mark = await deps.history.mark(pool, [address]);
   return addressPage(deps, { pool, address, mark }, { ...window, since }, { limit, cursor });
@@ -87,6 +87,16 @@ interface PoolWindow extends Window {
  */
 async function poolSince(deps: HistoryDeps, pool: string): Promise<string> {
   return (await deps.views.get(pool, deps.clock.nowMs())).pool.createdAt;
+}
+
+/**
+ * The pool's createdAt (as poolSince) and the address whose holdings answer for `text`: the address, or in a block pool
+ * the network address of the block containing it (each held block is one lease, its holdings kept under that address).
+ * @throws NotFoundError
+ */
+async function addressIn(deps: HistoryDeps, pool: string, text: string): Promise<{ since: string; address: string }> {
+  const view = await deps.views.get(pool, deps.clock.nowMs());
+  return { since: view.pool.createdAt, address: leasePlaceOf(view.pool, parseAddress(text)).key };
 }
 
 /** One address of a pool, and the pool's history mark read before its holdings. */
@@ -154,8 +164,7 @@ async function addressPage(
 
 /** Who held an address at an instant (or nobody). @throws NotFoundError */
 export async function addressAt(deps: HistoryDeps, pool: string, text: string, atMs: number): Promise<AtAnswer> {
-  const since = await poolSince(deps, pool);
-  const address = formatAddress(parseAddress(text));
+  const { since, address } = await addressIn(deps, pool, text);
   const mark = await deps.history.mark(pool, [address]);
   const [lease, older] = await Promise.all([
     deps.leases.getLease(pool, address),
@@ -230,7 +239,19 @@ export async function ownerHistory(
   };
 }
 
-/** The holdings of every address of a small block in a window, newest first (at most `limit`). @throws InvalidArgumentError */
+/**
+ * What a CIDR's history reads: each of its addresses, or in a block pool (a block size for the CIDR's family) the
+ * network address of each block it overlaps (a CIDR inside one block reads that block), counted as slots.
+ */
+function historySpan(cidr: Cidr, block: number | undefined): Cidr {
+  if (block === undefined) return cidr;
+  return slotted(cidr.prefix > block ? blockContaining({ family: cidr.family, value: cidr.base }, block) : cidr, block);
+}
+
+/**
+ * The holdings of every address of a small block in a window, newest first (at most `limit`); in a block pool, of every
+ * block the CIDR overlaps, so the limit counts blocks there. @throws InvalidArgumentError
+ */
 export async function cidrHistory(
   deps: HistoryDeps,
   pool: string,
@@ -239,19 +260,26 @@ export async function cidrHistory(
 ): Promise<HistoryPage> {
   const { limit, ...window } = query;
   const cidr = parseCidr(cidrText, 'cidr');
-  const size = blockSize(cidr);
+  const view = await deps.views.get(pool, deps.clock.nowMs());
+  const span = historySpan(cidr, view.pool.blockPrefixLength?.[cidr.family]);
+  const size = span.slot === undefined ? blockSize(span) : capacity(span);
   if (size > BigInt(MAX_CIDR_HISTORY_ADDRESSES)) {
     throw new InvalidArgumentError(
-      `cidr ${formatCidr(cidr)} holds ${size} addresses; the history of a block reads at most ${MAX_CIDR_HISTORY_ADDRESSES} (an IPv4 /24, an IPv6 /120).`,
+      span.slot === undefined
+        ? `cidr ${formatCidr(cidr)} holds ${size} addresses; the history of a block reads at most ${MAX_CIDR_HISTORY_ADDRESSES} (an IPv4 /24, an IPv6 /120).`
+        : `cidr ${formatCidr(cidr)} holds ${size} blocks of /${span.slot}; the history of a block pool's CIDR reads at most ${MAX_CIDR_HISTORY_ADDRESSES} blocks.`,
       'cidr',
     );
   }
   const max = pageLimit(limit);
-  const since = await poolSince(deps, pool);
+  const since = view.pool.createdAt;
   const addresses = Array.from({ length: Number(size) }, (_, i) =>
-    formatAddress({ family: cidr.family, value: cidr.base + BigInt(i) }),
+    formatAddress({
+      family: cidr.family,
+      value: span.slot === undefined ? span.base + BigInt(i) : hostAt(span, BigInt(i)),
+    }),
   );
-  // One mark for the block (read first, as for one address): a block this small lies in one summary chunk.
+  // One mark for the CIDR (read first, as for one address): any summary chunk's mark is true for the whole pool.
   const mark = await deps.history.mark(pool, addresses.slice(0, 1));
   const pages: HistoryPage[] = [];
   // A few addresses at a time: a /24 is 256 reads of one partition each.

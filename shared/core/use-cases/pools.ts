@@ -1,5 +1,5 @@
 // Over 300 lines: the pool use cases and the input checks of the pool's settings, which they alone read.
-import { IpFamily, parseAddress } from '../ip/address.ts';
+import { familyBits, IpFamily, parseAddress } from '../ip/address.ts';
 import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import {
   ConflictError,
@@ -273,6 +273,12 @@ async function usedIn(
 function utilizationOf(size: bigint, counts: { used: bigint; releasing: bigint }): Utilization {
   const free = size - counts.used - counts.releasing;
   return { size, used: counts.used, releasing: counts.releasing, free: free > 0n ? free : 0n };
+}
+
+/** A block pool's utilization in addresses: each block counts every address it covers (it is handed out whole). */
+export function addressesOfBlocks(u: Utilization, block: { family: IpFamily; prefixLength: number }): Utilization {
+  const per = 1n << BigInt(familyBits(block.family) - block.prefixLength);
+  return { size: u.size * per, used: u.used * per, releasing: u.releasing * per, free: u.free * per };
 }
 
 /** Utilization of one range of `pool`: its capacity and the leases among its host addresses. */
