@@ -973,6 +973,38 @@ export function blocksCases(engine: TestEngine): void {
       expect((await allItems(h.table)).filter((i) => i.entity === 'lease' && i.pool === 'org').length).toBe(1);
     });
   });
+
+  // Review of issue 35's block claims (claims35): explicit blocks and exclusions, renewal of a parent claim, dryRun in
+  // a growing pool, and the coverage gaps (lower band, access rules, a repeated generateName claim).
+  describe(`Block claims: explicit blocks holding an excluded address (${engine.name})`, () => {
+    it('refuses an explicit block that holds an excluded address (422 NotInRange naming both), preview or not, writing nothing', async () => {
+      // Prepare: 10.244.0.70 lies in 10.244.0.64/26; the exclusion 10.244.1.0/25 covers 10.244.1.0/26 and .64/26
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/23'], ['10.244.0.70', '10.244.1.0/25']);
+      const before = await tableSnapshot(api.container.table);
+      const claim = (name: string, prefix: string, extra: Record<string, unknown> = {}) =>
+        api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name), prefixes: [prefix], ...extra });
+      // Act
+      const address = await claim('a', '10.244.0.64/26');
+      const covered = await claim('b', '10.244.1.64/26');
+      const preview = await claim('c', '10.244.0.64/26', { dryRun: true });
+      const afterRefusals = await tableSnapshot(api.container.table);
+      const clean = await claim('d', '10.244.0.128/26');
+      // Assess
+      for (const [r, block, excluded] of [
+        [address, '10.244.0.64/26', '10.244.0.70'],
+        [covered, '10.244.1.64/26', '10.244.1.0/25'],
+        [preview, '10.244.0.64/26', '10.244.0.70'],
+      ] as const) {
+        expect(r.status, JSON.stringify(r.body)).toBe(422);
+        expect(r.body.code).toBe('NotInRange');
+        expect(r.body.detail).toContain(block);
+        expect(r.body.detail).toContain(excluded);
+      }
+      expect(afterRefusals).toEqual(before);
+      expect(clean.status).toBe(201);
+    });
+  });
 }
 
 /** A table that runs `hook` once, just after the first read `when` picks and before its answer is handed back: a race made exact. */
