@@ -1005,6 +1005,42 @@ export function blocksCases(engine: TestEngine): void {
       expect(clean.status).toBe(201);
     });
   });
+
+  describe(`Block claims: renewing a claim with a child range (${engine.name})`, () => {
+    it('refuses a TTL on a parent claim in words of renewal, and confirms it (ttlSeconds null) as it is', async () => {
+      // Prepare: org's claim eu-west (made with a TTL) is the source of range eu-west/main, which confirmed it
+      const api = await testApi();
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.0.0.0/8']);
+      const made = await api.call('POST', '/v1/pools/org/claims', {
+        name: 'eu-west',
+        owner: owner('eu', 'Region'),
+        ttlSeconds: 600,
+      });
+      expect((await api.call('POST', '/v1/pools', { name: 'eu-west', blockPrefixLength: { IPv4: 24 } })).status).toBe(
+        201,
+      );
+      const source = { pool: 'org', claim: 'eu-west' };
+      const range = { cidr: prefixesOf(made.body)[0], name: 'main', source };
+      expect((await api.call('POST', '/v1/pools/eu-west/ranges', range)).status).toBe(201);
+      const parent = await api.call('GET', '/v1/pools/org/claims/eu-west');
+      // Act
+      const ttl = await api.call('POST', '/v1/pools/org/claims/eu-west/renew', { ttlSeconds: 60 });
+      const ownTtl = await api.call('POST', '/v1/pools/org/claims/eu-west/renew');
+      const confirmed = await api.call('POST', '/v1/pools/org/claims/eu-west/renew', { ttlSeconds: null });
+      // Assess
+      for (const r of [ttl, ownTtl]) {
+        expect(r.status).toBe(409);
+        expect(r.body.code).toBe('ClaimHasChildren');
+        expect(r.body.detail).toContain('range "main" of pool "eu-west"');
+        expect(r.body.detail).toMatch(/cannot take a TTL/);
+        expect(r.body.detail).not.toMatch(/releasing/);
+      }
+      expect(confirmed.status).toBe(200);
+      expect(confirmed.body.expiresAt).toBeUndefined();
+      expect(confirmed.body.version).toBe(parent.body.version);
+      expect(await api.call('GET', '/v1/pools/org/claims/eu-west')).toMatchObject({ status: 200, body: parent.body });
+    });
+  });
 }
 
 /** A table that runs `hook` once, just after the first read `when` picks and before its answer is handed back: a race made exact. */
