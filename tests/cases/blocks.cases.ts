@@ -8,6 +8,7 @@ import { PassThroughTable } from '../support/pass-through-table.ts';
 import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import type { Query, QueryPage, Table, TxVerdict, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
+import { createClaim } from '../../shared/core/use-cases/create-claim.ts';
 
 /**
  * Block pools (issue 35): a pool whose claims take aligned blocks instead of addresses, each held block one lease item
@@ -1039,6 +1040,51 @@ export function blocksCases(engine: TestEngine): void {
       expect(confirmed.body.expiresAt).toBeUndefined();
       expect(confirmed.body.version).toBe(parent.body.version);
       expect(await api.call('GET', '/v1/pools/org/claims/eu-west')).toMatchObject({ status: 200, body: parent.body });
+    });
+  });
+
+  describe(`Block claims: dryRun in a pool that grows (${engine.name})`, () => {
+    it('previews the block the pool would take from its parent when it has no range or is full, writing nothing', async () => {
+      // Prepare: top hands out /29 blocks of a /28 (two). `fresh` grows from it and has no range; `pods` grows from it
+      // and has a /30 range its two addresses are taken from (claimed past the growth, which a claim would set off).
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 29 }, ['10.9.0.0/28']);
+      const grow = { pool: 'top', belowFree: 1, maxBlocks: 2 };
+      for (const name of ['fresh', 'pods'])
+        expect((await api.call('POST', '/v1/pools', { name, grow })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr: '10.8.0.0/30' })).status).toBe(201);
+      await createClaim(api.container.deps, { pool: 'pods', name: 'full', owner: owner('full'), count: 2 });
+      const before = await tableSnapshot(api.container.table);
+      const preview = (pool: string, name: string) =>
+        api.call('POST', `/v1/pools/${pool}/claims`, { name, owner: owner(name), dryRun: true });
+      // Act
+      const previews = [await preview('fresh', 'a'), await preview('pods', 'b')];
+      const afterPreviews = await tableSnapshot(api.container.table);
+      const real = await api.call('POST', '/v1/pools/pods/claims', { name: 'b', owner: owner('b') });
+      await api.call('POST', '/v1/pools/top/claims', { name: 'other', owner: owner('other') });
+      await createClaim(api.container.deps, { pool: 'pods', name: 'rest', owner: owner('rest'), count: 5 });
+      const parentFull = await preview('pods', 'c');
+      // Assess: each preview names the parent's block, its claim and range, and answers an address inside that block
+      for (const [r, pool] of [
+        [previews[0]!, 'fresh'],
+        [previews[1]!, 'pods'],
+      ] as const) {
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        expect(r.body.dryRun).toBe(true);
+        const grows = r.body.grows as { pool: string; claim: string; range: string; cidr: string };
+        expect(grows).toMatchObject({ pool: 'top', claim: `${pool}-g4-1`, range: 'g4-1' });
+        expect(['10.9.0.0/29', '10.9.0.8/29']).toContain(grows.cidr);
+        const [address] = r.body.addresses as Block[];
+        expect(address!.range).toBe('g4-1');
+        expect(address!.address.startsWith(grows.cidr.slice(0, -4))).toBe(true);
+        expect(r.body.detail).toContain(`take block ${grows.cidr} from pool "top"`);
+        expect(r.body.detail).toMatch(/not a hold/);
+      }
+      expect(afterPreviews).toEqual(before);
+      expect(real.status).toBe(201);
+      expect((real.body.addresses as Block[])[0]!.range).toBe('g4-1');
+      expect(parentFull.status).toBe(409);
+      expect(parentFull.body.code).toBe('RangeFull');
     });
   });
 }

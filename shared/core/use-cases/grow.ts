@@ -23,6 +23,7 @@ import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
 import { grownOwner } from './grown-blocks.ts';
+import { previewGrowing } from './grow-preview.ts';
 import type { Deps } from './deps.ts';
 
 /** Most blocks a pool may take from its parent per family. */
@@ -62,12 +63,13 @@ export function checkGrow(value: unknown, own: string): GrowRule {
 /**
  * Creates a claim, growing the pool first when the claim finds its family full or absent, and after it when the
  * family's free space fell below the threshold. A growth that fails after the claim leaves the claim as made (the
- * next claim tries again). A dryRun never grows.
+ * next claim tries again). A dryRun grows nothing: it previews the growth (grow-preview.ts).
  */
 export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): Promise<CreateClaimAnswer> {
   const view = await deps.views.get(cmd.pool, deps.clock.nowMs());
   const rule = view.pool.grow;
-  if (!rule || cmd.dryRun) return createClaim(deps, cmd);
+  if (!rule) return createClaim(deps, cmd);
+  if (cmd.dryRun) return previewGrowing(deps, { pool: view.pool, rule, cmd });
   let answer: CreateClaimAnswer;
   try {
     answer = await createClaim(deps, cmd);
@@ -96,7 +98,7 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
  * parent would not hold them), nor for a family the pool has no block size for (its range would be refused, leaving
  * the parent's block held with nothing made of it).
  */
-function mayGrowFor(pool: Pool, cmd: CreateClaimCommand, family: IpFamily): boolean {
+export function mayGrowFor(pool: Pool, cmd: CreateClaimCommand, family: IpFamily): boolean {
   if ((cmd.addresses?.length ?? 0) > 0 || (cmd.prefixes?.length ?? 0) > 0) return false;
   return pool.blockPrefixLength === undefined || pool.blockPrefixLength[family] !== undefined;
 }
@@ -120,7 +122,7 @@ async function familyFree(deps: Pick<Deps, 'leases' | 'clock'>, view: PoolView, 
  * The name of the pool's next grown range of a family, `g4-<k>` or `g6-<k>`: k is the lowest index from 1 to maxBlocks
  * that no range of the pool is named by (a removed grown range's name is taken again); undefined when none is free.
  */
-function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): string | undefined {
+export function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): string | undefined {
   const names = new Set(own.ranges.map((r) => r.name));
   for (let k = 1; k <= maxBlocks; k += 1) {
     const tag = `g${family === IpFamily.IPv4 ? 4 : 6}-${k}`;
