@@ -1087,6 +1087,116 @@ export function blocksCases(engine: TestEngine): void {
       expect(parentFull.body.code).toBe('RangeFull');
     });
   });
+
+  describe(`Block claims: the lower band (${engine.name})`, () => {
+    it('takes upper-band blocks first in a range of more than 16 blocks, and gives a named lower-band block', async () => {
+      // Prepare: a /21 of /26 is 32 blocks; its lower band is the first 16 (10.0.0.0-10.0.3.192), the upper 10.0.4.0/22
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.0.0.0/21']);
+      const claim = (name: string, extra: Record<string, unknown>) =>
+        api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name), ...extra });
+      const third = (prefix: string) => Number(prefix.split('.')[2]);
+      // Act
+      const first = await claim('a', { count: 3 });
+      const named = await claim('b', { prefixes: ['10.0.1.64/26'] });
+      const rest = await claim('c', { count: 13 });
+      const lower = await claim('d', {});
+      // Assess: the 16 upper-band blocks went to the dynamic claims; then the lower band, less the named block
+      for (const r of [first, named, rest, lower]) expect(r.status, JSON.stringify(r.body)).toBe(201);
+      const upper = [...prefixesOf(first.body), ...prefixesOf(rest.body)] as string[];
+      expect(new Set(upper).size).toBe(16);
+      expect(upper.every((p) => third(p) >= 4)).toBe(true);
+      expect(prefixesOf(named.body)).toEqual(['10.0.1.64/26']);
+      const [low] = prefixesOf(lower.body) as string[];
+      expect(third(low!)).toBeLessThan(4);
+      expect(low).not.toBe('10.0.1.64/26');
+    });
+  });
+
+  describe(`Block claims: access rules (${engine.name})`, () => {
+    const arn = (role: string) => `arn:aws:iam::123456789012:role/${role}`;
+    const as = (role: string) => ({ 'x-ipam-principal': arn(role) });
+
+    it("refuses a block claim to a caller with no role in the pool, and another allocator's release of a block claim", async () => {
+      // Prepare
+      const api = await testApi();
+      const access = { administrators: [arn('netops')], allocators: [arn('team-a'), arn('team-b')] };
+      const org = { name: 'org', blockPrefixLength: { IPv4: 16 }, access };
+      expect((await api.call('POST', '/v1/pools', org, as('netops'))).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/org/ranges', { cidr: '10.0.0.0/8' }, as('netops'))).status).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const stranger = await api.call('POST', '/v1/pools/org/claims', { name: 's', owner: owner('s') }, as('mallory'));
+      const afterStranger = await tableSnapshot(api.container.table);
+      const a = await api.call('POST', '/v1/pools/org/claims', { name: 'a', owner: owner('a') }, as('team-a'));
+      const releasedByB = await api.call('DELETE', '/v1/pools/org/claims/a', undefined, as('team-b'));
+      // Assess
+      expect(stranger.status).toBe(403);
+      expect(stranger.body.code).toBe('Forbidden');
+      expect(afterStranger).toEqual(before);
+      expect(a.status).toBe(201);
+      expect(releasedByB.status).toBe(403);
+      expect((await api.call('GET', '/v1/pools/org/claims/a', undefined, as('netops'))).status).toBe(200);
+    });
+
+    it("lets only the parent claim's creator or a parent administrator make a range from it", async () => {
+      // Prepare: team A and team B each claim a /16 of org; the child pool kid has no access list (IAM decides)
+      const api = await testApi();
+      const access = { administrators: [arn('netops')], allocators: [arn('team-a'), arn('team-b')] };
+      const org = { name: 'org', blockPrefixLength: { IPv4: 16 }, access };
+      expect((await api.call('POST', '/v1/pools', org, as('netops'))).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/org/ranges', { cidr: '10.0.0.0/8' }, as('netops'))).status).toBe(201);
+      const blocks: Record<string, string> = {};
+      for (const team of ['a', 'b']) {
+        const made = await api.call(
+          'POST',
+          '/v1/pools/org/claims',
+          { name: team, owner: owner(team) },
+          as(`team-${team}`),
+        );
+        expect(made.status).toBe(201);
+        blocks[team] = prefixesOf(made.body)[0]!;
+      }
+      expect((await api.call('POST', '/v1/pools', { name: 'kid', blockPrefixLength: { IPv4: 24 } })).status).toBe(201);
+      const range = (team: string, name: string) => ({
+        cidr: blocks[team],
+        name,
+        source: { pool: 'org', claim: team },
+      });
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const byOther = await api.call('POST', '/v1/pools/kid/ranges', range('a', 'ra'), as('team-b'));
+      const afterRefusal = await tableSnapshot(api.container.table);
+      const byCreator = await api.call('POST', '/v1/pools/kid/ranges', range('a', 'ra'), as('team-a'));
+      const byAdministrator = await api.call('POST', '/v1/pools/kid/ranges', range('b', 'rb'), as('netops'));
+      // Assess
+      expect(byOther.status).toBe(403);
+      expect(byOther.body.code).toBe('Forbidden');
+      expect(afterRefusal).toEqual(before);
+      expect(byCreator.status).toBe(201);
+      expect(byAdministrator.status).toBe(201);
+    });
+  });
+
+  describe(`Block claims: a repeated generateName claim (${engine.name})`, () => {
+    it('answers a repeated (owner uid, generateName) block claim with the claim the first made, taking nothing more', async () => {
+      // Prepare
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      const body = { generateName: 'node-', owner: owner('n1'), count: 2 };
+      // Act
+      const made = await api.call('POST', '/v1/pools/pods/claims', body);
+      const again = await api.call('POST', '/v1/pools/pods/claims', body);
+      // Assess
+      expect(made.status).toBe(201);
+      expect(made.body.name).toMatch(/^node-/);
+      expect(again.status).toBe(200);
+      expect(again.body.name).toBe(made.body.name);
+      expect(prefixesOf(again.body)).toEqual(prefixesOf(made.body));
+      expect((await leaseItems(api)).length).toBe(2);
+      expect(((await api.call('GET', '/v1/pools/pods/claims')).body.items as unknown[]).length).toBe(1);
+    });
+  });
 }
 
 /** A table that runs `hook` once, just after the first read `when` picks and before its answer is handed back: a race made exact. */
