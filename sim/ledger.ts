@@ -17,10 +17,20 @@ import type { Item } from '../shared/adapters/dynamodb/codec.ts';
 import { itemToBitmap } from '../shared/adapters/dynamodb/codec.ts';
 import { Entity } from '../shared/adapters/dynamodb/keys.ts';
 import { Bitmap, addressOfBit, legacyWindow } from '../shared/core/bitmap/bitmap.ts';
+import { intervalsSize, mergeIntervals, type Interval } from '../shared/core/base/intervals.ts';
 import { hostInterval } from '../shared/core/base/pool-geometry.ts';
-import { formatAddress } from '../shared/core/ip/address.ts';
+import { familyBits, formatAddress } from '../shared/core/ip/address.ts';
 import { parsedAddress, parsedCidr } from './parsed.ts';
-import { isHostOf, type Cidr } from '../shared/core/ip/cidr.ts';
+import {
+  capacity,
+  hostAt,
+  hostOffset,
+  isHostOf,
+  lastAddress,
+  slotFloor,
+  slotted,
+  type Cidr,
+} from '../shared/core/ip/cidr.ts';
 import { forEachHeld } from '../shared/core/occupancy/chunk.ts';
 import { itemToChunk } from '../shared/adapters/dynamodb/occupancy-store.ts';
 import { RangeState } from '../shared/core/model.ts';
@@ -212,18 +222,33 @@ export class ClientLedger {
 }
 
 /**
- * Free host addresses of each pool family (a host of a Ready range with no lease item at all: an expired or
- * orphaned lease counts as taken until it is removed), kept from the commit log, and the moments each family had
- * none. A RangeFull answer must overlap such a moment.
+ * Free positions of each pool family, kept from the commit log, and the moments each family had none. A position is
+ * what the pool hands out: a host address of a Ready range, or in a block pool (the range's blockPrefixLength) an
+ * aligned block of it, whose lease item is keyed by the block's first address. It is free when it has no lease item
+ * at all (an expired or orphaned lease counts as taken until it is removed) and holds no address the pool excludes
+ * (an excluded address is never handed out dynamically, nor a block holding one). A RangeFull answer must overlap a
+ * moment with none.
  */
 /** How long FreeAddresses keeps an address's lease changes: longer than any request (the gateway gives up at 30 s). */
 const TOGGLES_KEPT_MS = 60_000;
 
+interface TrackedRange {
+  readonly pool: string;
+  readonly family: string;
+  /** The range's CIDR, slotted in blocks for a block pool's range (capacity, hostAt, hostOffset count positions). */
+  readonly cidr: Cidr;
+  readonly ready: boolean;
+  readonly readySince: number;
+}
+
+/** Addresses a position of the range spans: one, or a block's. */
+const spanOf = (cidr: Cidr): bigint =>
+  cidr.slot === undefined ? 1n : 1n << BigInt(familyBits(cidr.family) - cidr.slot);
+
 export class FreeAddresses {
-  private readonly ranges = new Map<
-    string,
-    { pool: string; family: string; cidr: Cidr; lo: bigint; hi: bigint; ready: boolean; readySince: number }
-  >();
+  private readonly ranges = new Map<string, TrackedRange>();
+  /** Per pool: its exclusions (fixed at its creation; a pool created again may have others). */
+  private readonly excluded = new Map<string, readonly Cidr[]>();
   private readonly leased = new Map<string, Set<bigint>>();
   /** Per pool family and address: when its lease item came or went, over the last TOGGLES_KEPT_MS. */
   private readonly toggles = new Map<string, Map<bigint, number[]>>();
@@ -242,17 +267,53 @@ export class FreeAddresses {
     else if (after > 0n && open && open.to === undefined) open.to = atMs;
   }
 
-  private rangeFree(r: { pool: string; family: string; lo: bigint; hi: bigint }): bigint {
-    let taken = 0n;
-    for (const v of this.leased.get(`${r.pool}|${r.family}`) ?? []) if (v >= r.lo && v <= r.hi) taken += 1n;
-    return r.hi - r.lo + 1n - taken;
+  /** Whether the position at `value` holds an address its pool excludes. */
+  private isExcluded(r: TrackedRange, value: bigint): boolean {
+    const last = value + spanOf(r.cidr) - 1n;
+    return (this.excluded.get(r.pool) ?? []).some(
+      (c) => c.family === r.family && c.base <= last && lastAddress(c) >= value,
+    );
   }
 
-  /** One committed item change (ranges and leases matter). */
+  /** The range's positions holding an excluded address, counted by offset (overlapping exclusions once). */
+  private excludedCount(r: TrackedRange): bigint {
+    const last = capacity(r.cidr) - 1n;
+    const offsets: Interval[] = [];
+    for (const c of this.excluded.get(r.pool) ?? []) {
+      if (c.family !== r.family || c.base > lastAddress(r.cidr) || lastAddress(c) < r.cidr.base) continue;
+      const from = slotFloor(r.cidr, c.base > r.cidr.base ? c.base : r.cidr.base);
+      const to = slotFloor(r.cidr, lastAddress(c) < lastAddress(r.cidr) ? lastAddress(c) : lastAddress(r.cidr));
+      const clipped: Interval = [from < 0n ? 0n : from, to > last ? last : to];
+      if (clipped[0] <= clipped[1]) offsets.push(clipped);
+    }
+    return intervalsSize(mergeIntervals(offsets));
+  }
+
+  private rangeFree(r: TrackedRange): bigint {
+    let taken = this.excludedCount(r);
+    for (const v of this.leased.get(`${r.pool}|${r.family}`) ?? [])
+      if (hostOffset(r.cidr, v) !== undefined && !this.isExcluded(r, v)) taken += 1n;
+    return capacity(r.cidr) - taken;
+  }
+
+  /** The free positions of the pool's Ready ranges leave the count while `change` runs, and come back after it. */
+  private recount(pool: string, atMs: number, change: () => void): void {
+    const ready = [...this.ranges.values()].filter((r) => r.ready && r.pool === pool);
+    for (const r of ready) this.adjust(r.pool, r.family, -this.rangeFree(r), atMs);
+    change();
+    for (const r of ready) this.adjust(r.pool, r.family, this.rangeFree(r), atMs);
+  }
+
+  /** One committed item change (pools' exclusions, ranges and leases matter). */
   commit(before: Item | undefined, after: Item | undefined, atMs: number): void {
     const item = after ?? before;
     if (!item) return;
-    if (item.entity === Entity.Range) {
+    if (item.entity === Entity.Pool) {
+      const exclude = ((after?.exclude as string[] | undefined) ?? []).map((text) => parsedCidr(text));
+      const old = this.excluded.get(item.name as string) ?? [];
+      if (exclude.length || old.length)
+        this.recount(item.name as string, atMs, () => this.excluded.set(item.name as string, exclude));
+    } else if (item.entity === Entity.Range) {
       const id = `${item.pool as string}/${item.name as string}`;
       const old = this.ranges.get(id);
       if (old?.ready) this.adjust(old.pool, old.family, -this.rangeFree(old), atMs);
@@ -260,15 +321,15 @@ export class FreeAddresses {
         this.ranges.delete(id);
         return;
       }
-      const cidr = parsedCidr(after.cidr as string);
-      const hosts = hostInterval(cidr);
-      if (!hosts) return;
-      const r = {
+      const cidr = slotted(
+        parsedCidr(after.cidr as string),
+        after.blockPrefixLength === undefined ? undefined : Number(after.blockPrefixLength),
+      );
+      if (capacity(cidr) === 0n) return;
+      const r: TrackedRange = {
         pool: after.pool as string,
         family: cidr.family,
         cidr,
-        lo: hosts[0],
-        hi: hosts[1],
         ready: after.state === RangeState.Ready,
         readySince: old?.ready && after.state === RangeState.Ready ? old.readySince : atMs,
       };
@@ -288,98 +349,115 @@ export class FreeAddresses {
       byAddress.set(address.value, times);
       times.push(atMs);
       while (times[0]! < atMs - TOGGLES_KEPT_MS) times.shift();
-      const inReady = [...this.ranges.values()].some(
+      const counted = [...this.ranges.values()].some(
         (r) =>
           r.ready &&
           r.pool === item.pool &&
           r.family === address.family &&
-          address.value >= r.lo &&
-          address.value <= r.hi,
+          hostOffset(r.cidr, address.value) !== undefined &&
+          !this.isExcluded(r, address.value),
       );
-      if (inReady) this.adjust(item.pool as string, address.family, after ? -1n : 1n, atMs);
+      if (counted) this.adjust(item.pool as string, address.family, after ? -1n : 1n, atMs);
     }
   }
 
-  /** The pool's family's free host addresses now (a few of them, for a violation's detail). */
+  /** A position as the answer names it: an address, or a block with its prefix length. */
+  private named(r: TrackedRange, value: bigint): string {
+    const address = formatAddress({ family: r.family as 'IPv4' | 'IPv6', value });
+    return r.cidr.slot === undefined ? address : `${address}/${r.cidr.slot}`;
+  }
+
+  /** The Ready ranges' positions of the pool family that hold no excluded address, in order. */
+  private *positions(pool: string, family: string, readyBy = Infinity): Generator<[TrackedRange, bigint]> {
+    for (const r of this.ranges.values()) {
+      if (!r.ready || r.readySince > readyBy || r.pool !== pool || r.family !== family) continue;
+      for (let offset = 0n; offset < capacity(r.cidr); offset += 1n) {
+        const v = hostAt(r.cidr, offset);
+        if (!this.isExcluded(r, v)) yield [r, v];
+      }
+    }
+  }
+
+  /** The pool's family's free positions now (a few of them, for a violation's detail). */
   freeNow(pool: string, family: string, limit = 5): { count: bigint; some: string[] } {
     const count = this.free.get(`${pool}|${family}`) ?? 0n;
     const some: string[] = [];
     const leased = this.leased.get(`${pool}|${family}`) ?? new Set<bigint>();
-    for (const r of this.ranges.values()) {
-      if (!r.ready || r.pool !== pool || r.family !== family) continue;
-      for (let v = r.lo; v <= r.hi && some.length < limit; v += 1n)
-        if (!leased.has(v)) some.push(formatAddress({ family: r.family as 'IPv4' | 'IPv6', value: v }));
+    for (const [r, v] of this.positions(pool, family)) {
+      if (some.length >= limit) break;
+      if (!leased.has(v)) some.push(this.named(r, v));
     }
     return { count, some };
   }
 
   /**
-   * A host address of the pool's family that had no lease item for the whole of [fromMs, toMs] (a window within the
-   * last TOGGLES_KEPT_MS), in a range Ready all along; undefined when each had one at some moment of it.
+   * A position of the pool's family that had no lease item for the whole of [fromMs, toMs] (a window within the last
+   * TOGGLES_KEPT_MS), in a range Ready all along; undefined when each had one at some moment of it.
    */
   freeThroughout(pool: string, family: string, fromMs: number, toMs: number): string | undefined {
     const id = `${pool}|${family}`;
     const leased = this.leased.get(id) ?? new Set<bigint>();
     const byAddress = this.toggles.get(id);
-    for (const r of this.ranges.values()) {
-      if (!r.ready || r.readySince > fromMs || r.pool !== pool || r.family !== family) continue;
-      for (let v = r.lo; v <= r.hi; v += 1n) {
-        const times = byAddress?.get(v) ?? [];
-        if (times.some((t) => t >= fromMs && t <= toMs)) continue;
-        // No change within the window: its state then is its state now, undone by each change since.
-        const changedSince = times.filter((t) => t > toMs).length;
-        if (leased.has(v) === (changedSince % 2 === 1))
-          return formatAddress({ family: r.family as 'IPv4' | 'IPv6', value: v });
-      }
+    for (const [r, v] of this.positions(pool, family, fromMs)) {
+      const times = byAddress?.get(v) ?? [];
+      if (times.some((t) => t >= fromMs && t <= toMs)) continue;
+      // No change within the window: its state then is its state now, undone by each change since.
+      const changedSince = times.filter((t) => t > toMs).length;
+      if (leased.has(v) === (changedSince % 2 === 1)) return this.named(r, v);
     }
     return undefined;
   }
 
-  /** Whether the pool's family had no free address at some moment of [fromMs, toMs]. */
+  /** Whether the pool's family had no free position at some moment of [fromMs, toMs]. */
   hadNone(pool: string, family: string, fromMs: number, toMs: number): boolean {
     const spans = this.empty.get(`${pool}|${family}`) ?? [{ from: -Infinity }];
     return spans.some((s) => s.from <= toMs && (s.to === undefined || s.to >= fromMs));
   }
 }
 
-/** A RangeFull answer: its pool and family, its request's window at the container (epoch ms), and what was asked. */
+/**
+ * A RangeFull answer: its pool and family, what the pool hands out (the error's word), its request's window at the
+ * container (epoch ms), and what was asked.
+ */
 export interface RangeFullAnswer {
   readonly pool: string;
   readonly family: string;
+  readonly unit: 'address' | 'block';
   readonly fromMs: number;
   readonly toMs: number;
   readonly what: string;
 }
 
 /**
- * A RangeFull answer given over [fromMs, toMs] while one host address of its family had no lease item all along: the
- * allocator's promise (a "used up" decision reads each address during the request, so an address free for the whole
- * request is found; core/allocator/lease/used-up-decision.ts). A violation.
+ * A RangeFull answer given over [fromMs, toMs] while one position of its family (a host address, or a block of a
+ * block pool) had no lease item all along: the allocator's promise (a "used up" decision reads each position during
+ * the request, so one free for the whole request is found; core/allocator/lease/used-up-decision.ts). A violation.
  */
 export function checkRangeFull(free: FreeAddresses, answer: RangeFullAnswer): Violation[] {
   const { pool, family, fromMs, toMs, what } = answer;
-  const address = free.freeThroughout(pool, family, fromMs, toMs);
-  if (address === undefined) return [];
+  const position = free.freeThroughout(pool, family, fromMs, toMs);
+  if (position === undefined) return [];
   return [
     {
       invariant: Invariant.RangeFullExact,
-      detail: `${what} was answered RangeFull (${family}) while ${address} of pool ${pool} had no lease throughout the request (${Math.round(toMs - fromMs)} ms)`,
-      subjects: [what.split(' ')[1] ?? what, address],
+      detail: `${what} was answered RangeFull (${family}) while ${position} of pool ${pool} had no lease throughout the request (${Math.round(toMs - fromMs)} ms)`,
+      subjects: [what.split(' ')[1] ?? what, position],
     },
   ];
 }
 
 /**
  * A RangeFull answer that no moment of its request bears out: the family's free count never reached zero over
- * [fromMs, toMs], though no single address was free all along (checkRangeFull). Not a promise of the allocator, whose
- * reads of many addresses are not one snapshot (a release behind its read and a claim ahead of it); the run counts
+ * [fromMs, toMs], though no single position was free all along (checkRangeFull). Not a promise of the allocator, whose
+ * reads of many positions are not one snapshot (a release behind its read and a claim ahead of it); the run counts
  * them and prints the first (World's notes).
  */
 export function rangeFullWithoutFullMoment(free: FreeAddresses, answer: RangeFullAnswer): string | undefined {
-  const { pool, family, fromMs, toMs, what } = answer;
+  const { pool, family, unit, fromMs, toMs, what } = answer;
   if (free.hadNone(pool, family, fromMs, toMs)) return undefined;
   const now = free.freeNow(pool, family);
-  return `${what} was answered RangeFull (${family}) while pool ${pool} had a free ${family} host address at every moment of the request, never the same one throughout (${Math.round(toMs - fromMs)} ms; ${now.count} free at its end: ${now.some.join(', ')})`;
+  const position = unit === 'block' ? 'block' : 'host address';
+  return `${what} was answered RangeFull (${family}) while pool ${pool} had a free ${family} ${position} at every moment of the request, never the same one throughout (${Math.round(toMs - fromMs)} ms; ${now.count} free at its end: ${now.some.join(', ')})`;
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import type { TxVerdict, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 import type { PoolViewCache } from '../shared/core/pool-view-cache.ts';
-import type { PoolView } from '../shared/core/model.ts';
+import { isBlockPool, type PoolView } from '../shared/core/model.ts';
 import { familyBits, formatAddress } from '../shared/core/ip/address.ts';
 import { parseCidr } from '../shared/core/ip/cidr.ts';
 import type { ReconcileStore } from '../shared/core/reconciler/ports.ts';
@@ -184,7 +184,19 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     bug: 'every fourth claim is answered RangeFull without reading the leases (the "used up" decision skipped)',
     scenario: { ...SCENARIOS.crowded!, name: 'crowded' },
     caughtBy: Invariant.RangeFullExact,
-    hooks: { deps: (deps, role) => (role === 'api' ? { ...deps, allocator: fullEveryFourth(deps.allocator) } : deps) },
+    hooks: {
+      deps: (deps, role) =>
+        role === 'api' ? { ...deps, allocator: fullEveryFourth(deps.allocator, 'address') } : deps,
+    },
+  },
+  'block-full-without-reading': {
+    name: 'block-full-without-reading',
+    bug: 'every fourth claim of a block pool is answered RangeFull without reading the block leases',
+    scenario: { ...NAMED_ONLY.blocks!, name: 'blocks' },
+    caughtBy: Invariant.RangeFullExact,
+    hooks: {
+      deps: (deps, role) => (role === 'api' ? { ...deps, allocator: fullEveryFourth(deps.allocator, 'block') } : deps),
+    },
   },
   'grow-past-bound': {
     name: 'grow-past-bound',
@@ -231,13 +243,16 @@ function keepingConsumed(allocator: Deps['allocator']): Deps['allocator'] {
   return planted;
 }
 
-/** An allocator that answers every fourth claim of a container RangeFull in its first family, reading nothing. */
-function fullEveryFourth(allocator: Deps['allocator']): Deps['allocator'] {
+/**
+ * An allocator that answers every fourth claim of a container in a pool handing out `unit`s (address or block pools)
+ * RangeFull in its first family, reading nothing; claims in the other kind of pool are left alone and not counted.
+ */
+function fullEveryFourth(allocator: Deps['allocator'], unit: 'address' | 'block'): Deps['allocator'] {
   const planted = Object.create(allocator) as Deps['allocator'];
   let calls = 0;
   planted.allocate = (view, draft, requests, options) =>
-    (calls += 1) % 4 === 0
-      ? Promise.reject(new RangeFullError(view.pool.name, requests[0]?.family ?? 'IPv4'))
+    isBlockPool(view.pool) === (unit === 'block') && (calls += 1) % 4 === 0
+      ? Promise.reject(new RangeFullError(view.pool.name, requests[0]?.family ?? 'IPv4', unit))
       : allocator.allocate(view, draft, requests, options);
   return planted;
 }

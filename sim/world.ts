@@ -391,7 +391,7 @@ export class World {
   private readonly owners: string[] = [];
   /** What clients were told, and the checks over it (ledger.ts). */
   private readonly ledger: ClientLedger;
-  /** Free host addresses per pool family over time, for RangeFull answers. */
+  /** Free positions (host addresses, a block pool's blocks) per pool family over time, for RangeFull answers. */
   private readonly free = new FreeAddresses();
   /** The stream function's projections against the leases, during load. */
   private readonly lag = new ProjectionLag(PROJECTION_LAG_BOUND_MS);
@@ -798,11 +798,12 @@ export class World {
         'doneAt' in answer &&
         answer.doneAt !== undefined
       ) {
-        const family = /No free (IPv4|IPv6) address/.exec(answer.error)?.[1];
+        const [, family, unit] = /No free (IPv4|IPv6) (address|block)/.exec(answer.error) ?? [];
         if (family)
           this.rangeFull({
             pool,
             family,
+            unit: unit as RangeFullAnswer['unit'],
             fromMs: EPOCH_MS + answer.arrivedAt!,
             toMs: EPOCH_MS + answer.doneAt,
             what: `create ${generate ? generateName : name}`,
@@ -812,16 +813,17 @@ export class World {
   }
 
   /**
-   * A RangeFull answer over its request's window: a violation once RANGE_FULL_EXACT_ENFORCED when an address was free
-   * all along (counted until then); counted when no moment of it had the family full.
+   * A RangeFull answer over its request's window: a violation once RANGE_FULL_EXACT_ENFORCED when an address (a block
+   * pool's block) was free all along (counted until then); counted when no moment of it had the family full.
    */
   private rangeFull(answer: RangeFullAnswer): void {
-    const unmet = rangeFullWithoutFullMoment(this.free, answer);
+    const found = checkRangeFull(this.free, answer);
+    // The note says no position was free throughout: only true when checkRangeFull found none.
+    const unmet = found.length ? undefined : rangeFullWithoutFullMoment(this.free, answer);
     if (unmet !== undefined) {
       if (!this.noFullMoment.length) this.log(`NOTE ${unmet}`);
       this.noFullMoment.push(unmet);
     }
-    const found = checkRangeFull(this.free, answer);
     if (RANGE_FULL_EXACT_ENFORCED) return this.violations(found);
     const [first] = found;
     if (!first) return;

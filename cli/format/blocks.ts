@@ -1,4 +1,4 @@
-import type { Pool } from '../api/types.ts';
+import type { Claim, Pool } from '../api/types.ts';
 
 /**
  * What the CLI and the console say of a block pool's sizes and of a pool's grow rule (issue 35), as text: one wording
@@ -28,3 +28,6 @@ export function growText(pool: Pick<Pool, 'blockPrefixLength' | 'grow'>): string
   const free = `${belowFree} ${belowFree === 1 ? `${unit[0]} is` : `${unit[1]} are`} free`;
   return `one more block when fewer than ${free} (at most ${maxBlocks} ${maxBlocks === 1 ? 'block' : 'blocks'} a family)`;
 }
+
+/** What a claim holds in one family: an address, or in a block pool the block as a CIDR. */
+export const held = (a: Pick<Claim['addresses'][number], 'address' | 'prefix'>): string => a.prefix ?? a.address;

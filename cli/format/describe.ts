@@ -12,7 +12,7 @@ import {
   type RepairEvent,
   type Utilization,
 } from '../api/types.ts';
-import { blockSizesText, growText } from './blocks.ts';
+import { blockSizesText, growText, held } from './blocks.ts';
 import { bar, percent, toBigInt } from './resources.ts';
 import { renderTable } from './table.ts';
 import { age, ago, expiry, formatSeconds, relative } from './time.ts';
@@ -196,11 +196,23 @@ export function describeClaim(pool: string, claim: Claim, nowMs: number): string
       'Addresses',
       claim.addresses.length
         ? renderTable(
-            ['ADDRESS', 'FAMILY', 'RANGE'],
-            claim.addresses.map((a) => [a.address, a.family, a.range]),
+            [claim.addresses.some((a) => a.prefix) ? 'BLOCK' : 'ADDRESS', 'FAMILY', 'RANGE'],
+            claim.addresses.map((a) => [held(a), a.family, a.range]),
           )
         : '<none>',
     ],
+    // Only a block claim that other pools' ranges were made from: the API refuses its release while they live.
+    ...(claim.children?.length
+      ? [
+          [
+            'Children',
+            renderTable(
+              ['POOL', 'RANGE', 'CIDR'],
+              claim.children.map((c) => [c.pool, c.range, c.cidr]),
+            ),
+          ] as const,
+        ]
+      : []),
     // One label a line: no key or value may hold ','.
     ['Labels', formatLabels(claim.labels).replaceAll(',', '\n') || '<none>'],
     // Only a claim that has consumers shows them: it is released when the last one is removed.

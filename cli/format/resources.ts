@@ -10,7 +10,7 @@ import {
   type RepairEvent,
 } from '../api/types.ts';
 import { formatLabels } from '../../shared/core/labels.ts';
-import { blockLengths } from './blocks.ts';
+import { blockLengths, held } from './blocks.ts';
 import { renderTable } from './table.ts';
 import { age, expiresColumn, formatSeconds } from './time.ts';
 
@@ -79,14 +79,10 @@ export const claimView: ResourceView<Claim> = {
     // A batch claim (count) holds up to 64 addresses: the table shows two and how many more, -o wide all of them.
     {
       header: 'ADDRESSES',
-      value: (c) =>
-        summarize(
-          c.addresses.map((a) => a.address),
-          2,
-        ),
+      value: (c) => summarize(c.addresses.map(held), 2),
       only: 'narrow',
     },
-    { header: 'ADDRESSES', value: (c) => c.addresses.map((a) => a.address).join(',') || '<none>', only: 'wide' },
+    { header: 'ADDRESSES', value: (c) => c.addresses.map(held).join(',') || '<none>', only: 'wide' },
     {
       header: 'RANGES',
       value: (c) => [...new Set(c.addresses.map((a) => a.range))].join(',') || '<none>',

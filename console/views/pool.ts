@@ -259,6 +259,11 @@ function claimForm(pool: PoolDetails): HTMLFormElement {
       field('Owner', input('owner', { required: true, placeholder: 'Service/web/3f1c' }), 'kind/name/uid'),
       field('Family policy', policy),
       families,
+      field(
+        'Count',
+        input('count', { inputmode: 'numeric', value: '1' }),
+        `${blocks ? 'blocks' : 'addresses'} of each family, taken together: all or none`,
+      ),
       blocks
         ? field(
             'Specific blocks',
@@ -319,6 +324,8 @@ export function claimSpec(data: FormData): ClaimSpec {
   const addresses = list(data, 'addresses');
   const prefixes = list(data, 'prefixes');
   const ttlSeconds = optionalInt(data, 'ttlSeconds');
+  // 1 is the API's default: left out, so the body is the one a claim without the field sends.
+  const count = optionalInt(data, 'count');
   // `k=v` pairs; a pair without '=' goes as a key with an empty value, and the API says what it thinks of it.
   const labels = Object.fromEntries(
     list(data, 'labels').map((pair) => [
@@ -336,6 +343,7 @@ export function claimSpec(data: FormData): ClaimSpec {
     ...(addresses.length ? { addresses } : {}),
     ...(prefixes.length ? { prefixes } : {}),
     ...(ttlSeconds !== undefined ? { ttlSeconds } : {}),
+    ...(count !== undefined && count !== 1 ? { count } : {}),
     ...(Object.keys(labels).length ? { labels } : {}),
   };
 }

@@ -35,6 +35,8 @@ export interface RunSummary {
   readonly historyLagMs: Readonly<Record<string, number>>;
   readonly ranges: number;
   readonly errors: number;
+  /** Items left to a later run because they wait for something expected (not errors; one log line each). */
+  readonly waiting: number;
 }
 
 export interface RunOptions {
@@ -48,7 +50,8 @@ const timer: Pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * One scheduled run: stops `deadlineMarginMs` before the Lambda's own deadline, publishes utilization and repair
- * counters as EMF metrics, and logs a summary line, one line per range and one per failed unit of work.
+ * counters as EMF metrics, and logs a summary line, one line per range, one per failed unit of work and one per
+ * unit of work that waits.
  */
 export async function runReconciler(
   deps: Deps,
@@ -77,6 +80,7 @@ export async function runReconciler(
     });
   }
   for (const error of report.errors) log({ level: 'warn', message: 'reconcile step failed', error });
+  for (const waiting of report.waiting) log({ level: 'info', message: 'reconcile step waits', waiting });
   const summary: RunSummary = {
     complete: report.complete,
     ...(report.stoppedIn !== undefined ? { stoppedIn: report.stoppedIn } : {}),
@@ -88,6 +92,7 @@ export async function runReconciler(
     historyLagMs: report.history.lagMs,
     ranges: report.utilization.length,
     errors: report.errors.length,
+    waiting: report.waiting.length,
   };
   log({ level: report.errors.length ? 'warn' : 'info', message: 'reconcile run', ...summary });
   return summary;

@@ -94,6 +94,8 @@ export interface PoolStore {
    * is no Terminating pool of that name (finished, or never marked). Idempotent. @throws on a failed write (resume later)
    * `unmarked` is called for each of its nested ranges once the range's marker is off its source claim, before the
    * range item goes (a resumed call calls it again), so the caller may give back a block the pool took by growing.
+   * @throws ClaimHasChildrenError, before anything is removed, while a claim of the pool is the source of another
+   *   pool's range (Claim.children): the deletion waits for that range to go (a later call finishes it)
    */
   finalizePool(
     pool: string,

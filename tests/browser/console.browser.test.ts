@@ -561,14 +561,64 @@ describe('the web console', () => {
     expect((await callApi(stack, 'GET', '/v1/pools/org/claims/zone-b')).status).toBe(200);
   });
 
+  it("claims several blocks, and several addresses, at once with the claim form's Count (1 unless changed), refused first for a count past the API's limit (issue 35)", async () => {
+    // Prepare: org's /26 blocks of 10.244.0.0/24: .64 (region-a) and .128 (zone-b) are held, .0 and .192 free
+    await page.goto(`${stack.apiUrl}/console/pools/org`);
+    await heading('Pool org');
+    const form = page.locator('form[aria-labelledby=make-claim]');
+    const count = page.getByLabel('Count', { exact: true });
+    expect(await count.inputValue()).toBe('1');
+    await page.getByLabel('Claim name').fill('pair');
+    await page.getByLabel('Owner').fill('Zone/c/z-2');
+
+    // Act 1: one past the API's limit
+    await count.fill('33');
+    await page.getByRole('button', { name: 'Claim', exact: true }).click();
+
+    // Assess 1: the API's sentence next to the form, nothing written, the typed count kept
+    const problem = await refusal(form, 400);
+    expect(await problem.locator('.problem-detail').textContent()).toBe('count must be a whole number from 1 to 32.');
+    expect(await problem.locator('.problem-code').textContent()).toContain('InvalidArgument');
+    expect((await callApi(stack, 'GET', '/v1/pools/org/claims/pair')).status).toBe(404);
+    expect(await count.inputValue()).toBe('33');
+
+    // Act 2: both free blocks in one claim
+    await count.fill('2');
+    await page.getByRole('button', { name: 'Claim', exact: true }).click();
+
+    // Assess 2
+    await heading('Claim pair');
+    expect(await page.locator('.flash').textContent()).toBe('Claim pair holds 10.244.0.0/26, 10.244.0.192/26.');
+    expect((await callApi(stack, 'GET', '/v1/pools/org/claims/pair')).body).toMatchObject({ count: 2 });
+    await expectAccessible();
+
+    // Act 3: an address pool's form has the same field
+    await page.goto(`${stack.apiUrl}/console/pools/services`);
+    await heading('Pool services');
+    expect(await count.inputValue()).toBe('1');
+    await page.getByLabel('Claim name').fill('trio');
+    await page.getByLabel('Owner').fill('Job/trio/t-1');
+    await count.fill('3');
+    await page.getByRole('button', { name: 'Claim', exact: true }).click();
+
+    // Assess 3
+    await heading('Claim trio');
+    const trio = (await callApi(stack, 'GET', '/v1/pools/services/claims/trio')).body as {
+      count: number;
+      addresses: unknown[];
+    };
+    expect(trio.count).toBe(3);
+    expect(trio.addresses).toHaveLength(3);
+  });
+
   it('shows a view that does not exist as an error, and reported no console errors on the way', async () => {
     await page.goto(`${stack.apiUrl}/console/pools/nope`);
     await heading('Something went wrong');
     expect(await page.locator('.problem-detail').textContent()).toContain('nope');
     // Chromium logs every 4xx answer as a failed resource load: those are the refusals this file provoked (the bad
     // CIDR, the stale If-Match, the free address and the missing pool, and issue 35's refused block forms: the
-    // parent that is no block pool, the unaligned block, the mismatched source and the guarded claim); nothing else,
-    // and no script error.
+    // parent that is no block pool, the unaligned block, the mismatched source and the guarded claim, and the count
+    // past the limit); nothing else, and no script error.
     const refused = /^console\.error: Failed to load resource: the server responded with a status of (\d+)/;
     expect(errors.filter((e) => !refused.test(e))).toEqual([]);
     expect(new Set(errors.map((e) => refused.exec(e)?.[1]))).toEqual(new Set(['400', '404', '409', '412']));

@@ -412,18 +412,77 @@ export function blocksCases(engine: TestEngine): void {
       for (const name of ['p0', 'p1', 'p2']) expect((await claim(api, name)).status).toBe(201);
       // a's claim crosses (2 free); just after a's growth read the parent, b's claim crosses too and grows the pool.
       let b: Promise<unknown> | undefined;
-      const hooked = new HookTable(
-        api.container.table,
-        (read) => read.partition === keys.poolPartition('top'),
-        () => (b = claim(api, 'b')),
-      );
       // Act
-      const a = await claim(api.sibling({ table: hooked }), 'a');
+      const a = await claim(
+        afterPoolRead(api, 'top', () => (b = claim(api, 'b'))),
+        'a',
+      );
       await b;
       // Assess: one crossing, one block (b's); a's growth finds the pool above the threshold again
       expect(a.status).toBe(201);
       const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
       expect(top.map((c) => c.name).sort()).toEqual(['pods-g4-1', 'pods-g4-2']);
+    });
+  });
+
+  describe(`Grow on demand: racing callers on a full family (${engine.name})`, () => {
+    // top hands out /29 blocks (6 addresses each) from a /28: room for two. pods grows from it; `own` is its own range.
+    async function racing(api: TestApi, own?: string): Promise<(on: TestApi, name: string) => Promise<number>> {
+      expect((await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 29 } })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 1 } })).status).toBe(
+        201,
+      );
+      const claim = async (on: TestApi, name: string) =>
+        (await on.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) })).status;
+      if (own) {
+        // Filled while top has no range, so the crossing of its last address takes nothing: pods is full.
+        expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr: own })).status).toBe(201);
+        for (const name of ['p0', 'p1']) expect(await claim(api, name)).toBe(201);
+      }
+      expect((await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.9.0.0/28' })).status).toBe(201);
+      return claim;
+    }
+
+    for (const [what, own] of [
+      ['full', '10.8.0.0/30'],
+      ['absent', undefined],
+    ] as const) {
+      it(`takes one block when two callers find the family ${what}: the second claims into the first one's block`, async () => {
+        // Prepare: b's claim finds no room; just after b's growth read the parent, a's claim finds none either, grows
+        // the pool by a block and is answered from it. Then b's growth reads pods, which has room again.
+        const api = await testApi();
+        const claim = await racing(api, own);
+        let a: Promise<number> | undefined;
+        // Act
+        const b = await claim(
+          afterPoolRead(api, 'top', () => (a = claim(api, 'a'))),
+          'b',
+        );
+        // Assess: both answered from the one block the parent holds for pods
+        expect([await a, b]).toEqual([201, 201]);
+        const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
+        expect(top.map((c) => c.name)).toEqual(['pods-g4-1']);
+        const ranges = (await api.call('GET', '/v1/pools/pods/ranges')).body.items as { name: string }[];
+        expect(ranges.map((r) => r.name).filter((n) => n.startsWith('g4-'))).toEqual(['g4-1']);
+      });
+    }
+
+    it('still grows a full family whose only free addresses are excluded (its free count is not its room)', async () => {
+      // Prepare: pods' own /29 holds 6 addresses, 2 of them excluded; 4 claims fill the rest. Its free count says 2.
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 29 }, ['10.9.0.0/28']);
+      const pods = { name: 'pods', exclude: ['10.8.0.5', '10.8.0.6'], grow: { pool: 'top', belowFree: 1 } };
+      expect((await api.call('POST', '/v1/pools', pods)).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr: '10.8.0.0/29' })).status).toBe(201);
+      const claim = (name: string) => api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) });
+      for (let i = 0; i < 4; i += 1) expect((await claim(`p${i}`)).status).toBe(201);
+      // Act
+      const next = await claim('p4');
+      // Assess: answered from a block taken from top
+      expect(next.status).toBe(201);
+      expect((next.body.addresses as Block[])[0]!.range).toBe('g4-1');
+      const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
+      expect(top.map((c) => c.name)).toEqual(['pods-g4-1']);
     });
   });
 
@@ -910,9 +969,10 @@ export function blocksCases(engine: TestEngine): void {
       const lagging = h.api.sibling({ clock: h.clock, table: new ListingLagTable(h.table, 'org') });
       const orgItems = async (entity: string) =>
         (await allItems(h.table)).filter((i) => i.pool === 'org' && i.entity === entity);
-      // Act
+      // Act: two reconciler runs while the child range lives wait for it (row 20), then it goes
       const deleted = await lagging.call('DELETE', '/v1/pools/org');
       const kept = await orgItems('claim');
+      const waits = [await h.run(), await h.run()];
       expect((await h.api.call('DELETE', '/v1/pools/eu-west/ranges/r')).status).toBe(202);
       h.clock.advance(5_000);
       expect((await h.api.call('DELETE', '/v1/pools/eu-west/ranges/r')).status).toBe(204);
@@ -920,6 +980,10 @@ export function blocksCases(engine: TestEngine): void {
       // Assess: accepted, but the parent claim (and its block) stay while the child range lives; then all goes
       expect(deleted.status).toBe(202);
       expect(kept.map((c) => c.name)).toEqual(['eu-west']);
+      for (const run of waits) {
+        expect(run.errors).toEqual([]);
+        expect(run.waiting).toEqual([expect.stringMatching(/^pool org: .*eu-west\/r\b/)]);
+      }
       expect(await orgItems('claim')).toEqual([]);
       expect(await orgItems('lease')).toEqual([]);
       expect(await orgItems('pool')).toEqual([]);
@@ -1197,6 +1261,12 @@ export function blocksCases(engine: TestEngine): void {
       expect(((await api.call('GET', '/v1/pools/pods/claims')).body.items as unknown[]).length).toBe(1);
     });
   });
+}
+
+/** A container on `api`'s table that runs `hook` once, just after its first read of `pool`'s partition: a race made exact. */
+export function afterPoolRead(api: TestApi, pool: string, hook: () => Promise<unknown>): TestApi {
+  const when = (read: Partial<Query & Key>) => read.partition === keys.poolPartition(pool);
+  return api.sibling({ table: new HookTable(api.container.table, when, hook) });
 }
 
 /** A table that runs `hook` once, just after the first read `when` picks and before its answer is handed back: a race made exact. */

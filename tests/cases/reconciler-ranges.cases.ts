@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../../shared/adapters/dynamodb/keys.ts';
+import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
+import type { TxVerdict, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
 import type { TestEngine } from '../support/engines.ts';
 import { allItems } from '../support/items.ts';
+import { PassThroughTable } from '../support/pass-through-table.ts';
 import { owner, reconcilerHarness, type ReconcilerHarness } from '../support/reconciler.ts';
 
 const MIN = 60_000;
 
-/** The reconciler and the ranges of a pool (rows 11 and 13), on one table engine. */
+/** The reconciler and the ranges of a pool (rows 11, 13 and 21), on one table engine. */
 export function reconcilerRangesCases(engine: TestEngine): void {
   const harness = (): Promise<ReconcilerHarness> => reconcilerHarness({ engine });
 
@@ -66,6 +68,30 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       // Assess
       expect(report.repairs).toMatchObject({ LeaseOrphaned: 1, LeaseOutsideRange: 0 });
       expect(await h.get(keys.lease('p', '10.0.0.7'))).toBeUndefined();
+    });
+
+    it('releases an orphaned block lease (its claim item gone) as LeaseOrphaned, and the block is handed out again (issue 35)', async () => {
+      // Prepare: a block pool of 4 /26 blocks, all claimed; claim b2's item vanishes (a partial write), its lease stays
+      const h = await harness();
+      expect((await h.api.call('POST', '/v1/pools', { name: 'b', blockPrefixLength: { IPv4: 26 } })).status).toBe(201);
+      expect((await h.api.call('POST', '/v1/pools/b/ranges', { cidr: '10.9.0.0/24' })).status).toBe(201);
+      const held = [];
+      for (let i = 0; i < 4; i += 1) held.push(await h.claim('b', { name: `b${i}`, owner: owner(`b${i}`) }));
+      const orphan = held[2]!.addresses[0]!.address;
+      await h.remove(keys.claim('b', 'b2'));
+      expect((await h.api.call('POST', '/v1/pools/b/claims', { name: 'x', owner: owner('x') })).body.code).toBe(
+        'RangeFull',
+      );
+      h.clock.advance(MIN + 1_000);
+      // Act
+      const report = await h.run();
+      const left = await h.get(keys.lease('b', orphan));
+      const again = await h.api.call('POST', '/v1/pools/b/claims', { name: 'x', owner: owner('x') });
+      // Assess: the block's lease is gone, and the next claim gets that block
+      expect(report.repairs).toMatchObject({ LeaseOrphaned: 1 });
+      expect(left).toBeUndefined();
+      expect(again.status, JSON.stringify(again.body)).toBe(201);
+      expect((again.body.addresses as { prefix: string }[])[0]!.prefix).toBe(`${orphan}/26`);
     });
 
     it('does not report leases of a Terminating range, nor a lease whose range is gone but that another range covers', async () => {
@@ -174,4 +200,71 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       expect(await slots(h)).toEqual(['LEGACY#IPv4=keep']);
     });
   });
+
+  describe(`Reconciler: row 21, grown blocks no range is made from (${engine.name}; issue 35)`, () => {
+    const topClaims = async (h: ReconcilerHarness) =>
+      ((await h.api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[]).map((c) => c.name).sort();
+
+    it("releases a grown block whose range went without giving it back, once past the orphan grace, and keeps the young, the used and others'", async () => {
+      // Prepare: top hands out /29 blocks (6 addresses); pods grows from it below 6 free, so claim 'a' takes block 1
+      // (pods-g4-1, range g4-1) and claim 'b''s crossing block 2. Both go, then g4-1 is removed while the release of its
+      // block times out (releaseGrownSource is best effort): the block is left held by Pool/pods.
+      const h = await harness();
+      expect((await h.api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 29 } })).status).toBe(
+        201,
+      );
+      expect((await h.api.call('POST', '/v1/pools/top/ranges', { cidr: '10.9.0.0/26' })).status).toBe(201);
+      const pods = { name: 'pods', grow: { pool: 'top', belowFree: 6, maxBlocks: 4 } };
+      expect((await h.api.call('POST', '/v1/pools', pods)).status).toBe(201);
+      for (const name of ['a', 'b']) await h.claim('pods', { name, owner: owner(name) });
+      // A block of a pool that is gone, and a claim of a Pool owner that no growth names so.
+      await h.claim('top', { name: 'gone-g4-1', owner: { kind: 'Pool', name: 'gone', uid: 'pool-gone' } });
+      await h.claim('top', { name: 'web', owner: { kind: 'Pool', name: 'x', uid: 'pool-x' } });
+      for (const name of ['a', 'b'])
+        expect((await h.api.call('DELETE', `/v1/pools/pods/claims/${name}`)).status).toBe(204);
+      const block = (await h.api.call('GET', '/v1/pools/pods/ranges/g4-1')).body.cidr as string;
+      const timingOut = h.api.sibling({
+        clock: h.clock,
+        table: new FailingWrites(h.table, keys.claim('top', 'pods-g4-1')),
+      });
+      expect((await timingOut.call('DELETE', '/v1/pools/pods/ranges/g4-1')).status).toBe(202);
+      h.clock.advance(5_000);
+      expect((await timingOut.call('DELETE', '/v1/pools/pods/ranges/g4-1')).status).toBe(204);
+      expect(await topClaims(h)).toEqual(['gone-g4-1', 'pods-g4-1', 'pods-g4-2', 'web']);
+      // Act: a run within the grace; a growth's claim made (its range not yet); a run past the grace
+      h.clock.advance(25_000);
+      const young = await h.run();
+      h.clock.advance(10_000);
+      await h.claim('top', { name: 'pods-g4-3', owner: { kind: 'Pool', name: 'pods', uid: 'pool-pods' } });
+      h.clock.advance(MIN - 10_000);
+      const old = await h.run();
+      // Assess: only the two blocks no range is made from, once past the grace, each with its event
+      expect(young.repairs.GrownBlockReleased ?? 0).toBe(0);
+      expect(old.errors).toEqual([]);
+      expect(old.repairs.GrownBlockReleased).toBe(2);
+      expect(await topClaims(h)).toEqual(['pods-g4-2', 'pods-g4-3', 'web']);
+      const events = await h.events('top');
+      expect(events.map((e) => `${e.reason} ${e.object}`).sort()).toEqual([
+        'GrownBlockReleased claim/gone-g4-1',
+        'GrownBlockReleased claim/pods-g4-1',
+      ]);
+      expect(events.find((e) => e.object === 'claim/pods-g4-1')!.message).toContain(block);
+      expect((await allItems(h.table)).filter((i) => i.entity === 'lease' && i.pool === 'top')).toHaveLength(3);
+    });
+  });
+}
+
+/** A table whose transactions that delete `key` time out (nothing written): a best-effort release that failed. */
+class FailingWrites extends PassThroughTable {
+  constructor(
+    inner: ConstructorParameters<typeof PassThroughTable>[0],
+    private readonly key: Key,
+  ) {
+    super(inner);
+  }
+  override transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
+    const deletesKey = ops.some((op) => op.kind === 'delete' && op.key.PK === this.key.PK && op.key.SK === this.key.SK);
+    if (deletesKey) return Promise.reject(new Error('the request timed out (test)'));
+    return this.inner.transact(ops);
+  }
 }

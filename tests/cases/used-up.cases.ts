@@ -70,14 +70,25 @@ export function usedUpCases(engine: TestEngine): void {
       ).toBe(201);
     });
 
-    it('answers no RangeFull while an address is free when 16 racing callers fill a /24 and take back 24 released addresses (count them: none)', async () => {
+    /**
+     * 16 racing callers, one container each, fill the pool's one range (`size` positions: addresses, or blocks by their
+     * network address), a client then releases `released` of the claims one after the other, and the callers take them
+     * back. No RangeFull may be answered while some position was surely free during the whole refused request.
+     */
+    async function fillAndRefill(fill: {
+      readonly pool: Record<string, unknown>;
+      readonly cidr: string;
+      readonly size: number;
+      readonly released: number;
+      readonly position: (i: number) => string;
+    }): Promise<void> {
       // Prepare
       const api = await testApi({}, {}, undefined, lagging);
-      await poolWith(api, '10.0.1.0/24');
+      expect((await api.call('POST', '/v1/pools', { name: 'p', ...fill.pool })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: fill.cidr })).status).toBe(201);
       // One container per caller, as serverless-offline and a busy deployment give each concurrent request its own.
       const containers = [api, ...Array.from({ length: 15 }, () => api.sibling())];
-      const size = 254;
-      const released = 24;
+      const { size, released } = fill;
       // Every request's start and end on one counter of events, so "before" and "after" are exact whatever the
       // engine's speed: per address, the requests that took it and those that released it.
       let tick = 0;
@@ -138,7 +149,7 @@ export function usedUpCases(engine: TestEngine): void {
         const { taken, freed } = spansOf(address);
         return freed.some((r) => r.end < from && !taken.some((t) => t.end > r.start && t.start < to));
       };
-      const hosts = Array.from({ length: size }, (_, i) => `10.0.1.${i + 1}`);
+      const hosts = Array.from({ length: size }, (_, i) => fill.position(i));
       const falseRangeFull = refusals.filter((r) => hosts.some((h) => surelyFree(h, r.start, r.end)));
       expect({ allocated: names.length, falseRangeFull: falseRangeFull.length }).toEqual({
         allocated: size + released,
@@ -147,6 +158,26 @@ export function usedUpCases(engine: TestEngine): void {
       expect(
         (await api.sibling().call('POST', '/v1/pools/p/claims', { name: 'one-more', owner: owner('x') })).body.code,
       ).toBe('RangeFull');
+    }
+
+    it('answers no RangeFull while an address is free when 16 racing callers fill a /24 and take back 24 released addresses (count them: none)', async () => {
+      await fillAndRefill({
+        pool: {},
+        cidr: '10.0.1.0/24',
+        size: 254,
+        released: 24,
+        position: (i) => `10.0.1.${i + 1}`,
+      });
+    }, 120_000);
+
+    it('answers no RangeFull while a block is free when 16 racing callers fill a block pool (64 /28 blocks of a /22) and take back 8 released blocks (issue 35)', async () => {
+      await fillAndRefill({
+        pool: { blockPrefixLength: { IPv4: 28 } },
+        cidr: '10.0.4.0/22',
+        size: 64,
+        released: 8,
+        position: (i) => `10.0.${4 + Math.floor(i / 16)}.${(i % 16) * 16}`,
+      });
     }, 120_000);
   });
 

@@ -547,6 +547,23 @@ describe('describe', () => {
     );
   });
 
+  it("shows a block claim's blocks as CIDRs and the ranges made from them (issue 35)", () => {
+    const parent: Claim = {
+      ...claim,
+      name: 'region-a',
+      addresses: [{ address: '10.17.0.0', family: 'IPv4', range: '10.0.0.0-8', prefix: '10.17.0.0/16' }],
+      children: [{ pool: 'region-a', range: 'r1', cidr: '10.17.0.0/16' }],
+    };
+    const text = describeClaim('org', parent, NOW);
+    expect(text).toContain('Addresses:\n  BLOCK          FAMILY   RANGE\n  10.17.0.0/16   IPv4     10.0.0.0-8\n');
+    expect(text).toContain('Children:\n  POOL       RANGE   CIDR\n  region-a   r1      10.17.0.0/16\n');
+    expect(describeClaim('services', claim, NOW)).not.toContain('Children');
+    const table = renderResources(claimView, { item: parent }, OutputFormat.Table, NOW).out;
+    const wide = renderResources(claimView, { item: parent }, OutputFormat.Wide, NOW).out;
+    expect(table.split('\n')[1]).toMatch(/^region-a {3}10\.17\.0\.0\/16 {3}Client\/laptop /);
+    expect(wide.split('\n')[1]).toMatch(/^region-a {3}10\.17\.0\.0\/16 {3}10\.0\.0\.0-8 /);
+  });
+
   it("shows a claim's consumers as a table, and no Consumers field for a claim without any", () => {
     const text = describeClaim(
       'services',

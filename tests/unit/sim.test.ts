@@ -3,6 +3,7 @@ import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { itemIsAbsent } from '../../shared/adapters/dynamodb/conditions.ts';
 import type { Query, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
 import { Invariant } from '../../sim/invariants.ts';
+import { checkRangeFull, FreeAddresses, type RangeFullAnswer } from '../../sim/ledger.ts';
 import { formatOutcome } from '../../sim/report.ts';
 import { quick, SCENARIOS } from '../../sim/scenarios.ts';
 import { NO_FAULTS, World, type Scenario } from '../../sim/world.ts';
@@ -234,6 +235,92 @@ describe('Simulator', { timeout: 120_000 }, () => {
       const violation = await broken(8, tableOnly({ name: 'malformed', mutate }));
 
       expect(violation?.invariant).toBe(Invariant.No5xx);
+    });
+  });
+  // The RangeFull check over the commit log (ledger.ts FreeAddresses): a family is full when every position it hands
+  // out has a lease item; a block pool's positions are its blocks, each leased at its first address.
+  describe('Method: checkRangeFull', () => {
+    const T0 = Date.UTC(2026, 0, 1);
+    const answer = (pool: string, unit: RangeFullAnswer['unit']): RangeFullAnswer => ({
+      pool,
+      family: 'IPv4',
+      unit,
+      fromMs: T0 + 1000,
+      toMs: T0 + 1200,
+      what: 'create c1',
+    });
+
+    /** A tracker fed a pool (block size, exclusions), one Ready range and leases at the given addresses, at T0. */
+    function tracker(options: { block?: number; cidr: string; exclude?: string[]; leases: string[] }): FreeAddresses {
+      const free = new FreeAddresses();
+      const block = options.block === undefined ? {} : { blockPrefixLength: options.block };
+      free.commit(
+        undefined,
+        {
+          entity: 'pool',
+          name: 'p',
+          exclude: options.exclude ?? [],
+          ...(options.block === undefined ? {} : { blockPrefixLength: { IPv4: options.block } }),
+        },
+        T0,
+      );
+      free.commit(
+        undefined,
+        { entity: 'range', pool: 'p', name: 'r', cidr: options.cidr, state: 'Ready', ...block },
+        T0,
+      );
+      for (const address of options.leases) free.commit(undefined, { entity: 'lease', pool: 'p', address }, T0);
+      return free;
+    }
+
+    it('names the block no lease item held throughout the request of a block pool', () => {
+      // Prepare: /26 blocks of a /24, three of the four leased at their first addresses
+      const free = tracker({ block: 26, cidr: '10.0.0.0/24', leases: ['10.0.0.0', '10.0.0.64', '10.0.0.128'] });
+
+      // Act
+      const found = checkRangeFull(free, answer('p', 'block'));
+
+      // Assess
+      expect(found.map((v) => v.invariant)).toEqual([Invariant.RangeFullExact]);
+      expect(found[0]!.detail).toContain('10.0.0.192/26 of pool p had no lease throughout the request');
+    });
+
+    it('takes a block pool with every block leased at its first address as full', () => {
+      const free = tracker({
+        block: 26,
+        cidr: '10.0.0.0/24',
+        leases: ['10.0.0.0', '10.0.0.64', '10.0.0.128', '10.0.0.192'],
+      });
+
+      expect(checkRangeFull(free, answer('p', 'block'))).toEqual([]);
+    });
+
+    it('counts no block holding an excluded address as free', () => {
+      // Prepare: the unleased block holds the excluded 10.0.0.200, so it is never handed out
+      const free = tracker({
+        block: 26,
+        cidr: '10.0.0.0/24',
+        exclude: ['10.0.0.200/32'],
+        leases: ['10.0.0.0', '10.0.0.64', '10.0.0.128'],
+      });
+
+      expect(checkRangeFull(free, answer('p', 'block'))).toEqual([]);
+    });
+
+    it('counts no excluded address of an address pool as free, and finds the one host left', () => {
+      // Prepare: a /29's hosts .1-.6, .5 and .6 excluded, .1-.3 leased
+      const leases = ['10.0.0.1', '10.0.0.2', '10.0.0.3'];
+      const exclude = ['10.0.0.5/32', '10.0.0.6/32'];
+      const full = tracker({ cidr: '10.0.0.0/29', exclude: [...exclude, '10.0.0.4/32'], leases });
+      const oneLeft = tracker({ cidr: '10.0.0.0/29', exclude, leases });
+
+      // Act
+      const none = checkRangeFull(full, answer('p', 'address'));
+      const found = checkRangeFull(oneLeft, answer('p', 'address'));
+
+      // Assess
+      expect(none).toEqual([]);
+      expect(found[0]?.detail).toContain('10.0.0.4 of pool p had no lease throughout the request');
     });
   });
 });

@@ -1,5 +1,5 @@
 // Over 300 lines: the PoolStore port's one adapter, a method per port method over the pool and range items.
-import { NotReadyError } from '../../core/errors.ts';
+import { ClaimHasChildrenError, NotReadyError } from '../../core/errors.ts';
 import { PoolState, RangeState, type Claim, type Pool, type PoolView, type Range } from '../../core/model.ts';
 import type { Page, PoolStore, Random } from '../../core/ports.ts';
 import { IpFamily } from '../../core/ip/address.ts';
@@ -172,11 +172,9 @@ export class TablePoolStore implements PoolStore {
     for (let shard = 0; shard < this.shards; shard += 1) {
       for (const item of await queryAll(this.table, { index: 'GSI1', partition: keys.claimsListing(pool, shard) })) {
         const claim = itemToClaim(item);
-        // Its block is another pool's range (made within the listing's lag before the mark): the deletion waits.
-        if (claim.children?.length)
-          throw new NotReadyError(
-            `Claim ${JSON.stringify(claim.name)} of pool ${JSON.stringify(pool)} is the source of ${claim.children.map((c) => `${c.pool}/${c.range}`).join(', ')}; the deletion finishes once that is gone.`,
-          );
+        // Its block is another pool's range (made within the listing's lag before the mark): the deletion waits, an
+        // expected outcome (not a failure: no retry helps until that range goes), told apart by its class.
+        if (claim.children?.length) throw new ClaimHasChildrenError(claim.name, claim.children);
         for (const a of claim.addresses) ranges.add(a.range);
         claimKeys.push(keys.claim(pool, claim.name), ...(markerKeyOf(claim) ? [markerKeyOf(claim)!] : []));
       }

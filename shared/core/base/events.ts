@@ -70,6 +70,11 @@ export const EventReason = {
    * last one's leaving releases the claim in the same transaction, recorded as any release.
    */
   ConsumerRemoved: 'ConsumerRemoved',
+  /**
+   * A block a pool took from its parent by growing (owner `Pool/<pool>`) that no range of that pool is made from any
+   * more, and that its range's removal did not give back (a failed best-effort release), was released by the reconciler.
+   */
+  GrownBlockReleased: 'GrownBlockReleased',
   /** A family of the pool fell below one of its free-space thresholds, or filled up (core/occupancy/exhaustion.ts). */
   PoolFreeBelowThreshold: 'PoolFreeBelowThreshold',
   /** A family of the pool is back above a threshold it had fallen below, or no longer full. */
@@ -188,6 +193,13 @@ export const events = {
     object: `claim/${claim.name}`,
     claimUid: claim.uid,
     message: `Owner ${claim.spec.owner.kind}/${claim.spec.owner.name} (uid ${claim.spec.owner.uid}) is gone; claim ${claim.name} was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
+  }),
+  grownBlockReleased: (claim: Claim, grower: string, time: string, hold?: Hold): IpamEvent => ({
+    ...aboutClaim(claim, time),
+    reason: EventReason.GrownBlockReleased,
+    object: `claim/${claim.name}`,
+    claimUid: claim.uid,
+    message: `Claim ${claim.name} (uid ${claim.uid}) is a block pool ${grower} took by growing, and no range of ${grower} is made from it any more (its range went without giving it back, or the pool is gone); it was released with ${addressList(claim)}.${heldText(claim.spec.owner, hold)}`,
   }),
   consumerAdded: (claim: Claim, consumer: Consumer, time: string, by?: Principal): IpamEvent =>
     consumerEvent(

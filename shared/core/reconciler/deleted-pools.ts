@@ -7,6 +7,7 @@ import { events } from '../base/events.ts';
 import { EventReason } from '../base/events.ts';
 import { Phase, type Run } from './run.ts';
 import { finalizePool } from '../use-cases/pools.ts';
+import { ClaimHasChildrenError } from '../errors.ts';
 
 /** Claims read per page of a deleted pool's listing. */
 const PAGE = 100;
@@ -41,7 +42,8 @@ function servedBy(view: PoolView | undefined, claim: Claim): boolean {
  * now was created is an earlier pool's, whatever its addresses.
  *
  * The same read lists every pool whose deletion is not finished (still Terminating: its DELETE's request failed or
- * stopped on the way), whenever it was deleted; each run finishes it (PoolStore.finalizePool, the pool item last).
+ * stopped on the way), whenever it was deleted; each run finishes it (PoolStore.finalizePool, the pool item last),
+ * row 19, or, while one of its claims is the source of another pool's range, reports that it waits (row 20).
  */
 export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
   // Retried within the run (Run.read); a listing that still fails leaves the deleted pools to later runs of the window.
@@ -65,8 +67,21 @@ export async function releaseDeletedPoolClaims(run: Run): Promise<void> {
         cursor = page.nextCursor;
       } while (cursor !== undefined);
       // A deletion not finished (the DELETE's request failed or stopped on the way): finish it, the pool item last.
-      await finalizePool(run.deps, pool);
+      try {
+        await finalizePool(run.deps, pool);
+      } catch (error) {
+        // Row 20: a claim of the pool is the source of another pool's range, an expected wait, reported as one.
+        if (!(error instanceof ClaimHasChildrenError)) throw error;
+        run.waiting.push(`pool ${pool}: ${waitText(error)}`);
+      }
       return true;
     }),
   );
+}
+
+/** What a deleted pool's deletion waits for: the ranges of other pools made from one of its claims. */
+function waitText(error: ClaimHasChildrenError): string {
+  const ranges = error.children.map((c) => `${c.pool}/${c.range}`).join(', ');
+  const one = error.children.length === 1;
+  return `its deletion waits for range${one ? '' : 's'} ${ranges}, made from its claim ${error.claim}; a run after ${one ? 'that range is' : 'those ranges are'} gone finishes it.`;
 }

@@ -61,6 +61,7 @@ import {
 import { measureUsage } from './usage.ts';
 import { buildMissingSummaries } from './summary.ts';
 import { releaseGrownSource } from '../use-cases/grown-blocks.ts';
+import { releaseLeftGrownBlocks } from './grown-blocks.ts';
 
 export {
   EXPIRY_CHECKPOINT,
@@ -101,6 +102,11 @@ export interface ReconcileReport {
    * transient failure only after its retries within this run (Run.retrying); later runs try them again.
    */
   readonly errors: readonly string[];
+  /**
+   * Work that waits for something expected and is left to later runs, not an error (a deleted pool whose claim is the
+   * source of another pool's range, row 19): one line per item and run, naming what it waits for.
+   */
+  readonly waiting: readonly string[];
 }
 
 /** Index entries read per expiry query page. */
@@ -156,6 +162,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     summary: run.summary,
     history,
     errors: run.errors,
+    waiting: run.waiting,
   };
 }
 
@@ -362,7 +369,7 @@ async function hasDependentLease(run: Run, range: Range, otherReady: readonly Pa
   return alone.length > 0 && run.deps.reconcile.leaseExists(range.pool, range.family, alone);
 }
 
-// ---- rows 1, 3-7, 13: the slow sweep ----
+// ---- rows 1, 3-7, 13, 21: the slow sweep ----
 
 async function sweepSlice(
   run: Run,
@@ -389,6 +396,8 @@ async function sweepSlice(
     const handled = await run.attempt('check sweep page', async () => {
       await checkClaims(run, page.claims);
       await checkLeases(run, Phase.Sweep, page.leases, byPool);
+      // Row 21 needs the pools' ranges, as row 13 does.
+      if (byPool) await releaseLeftGrownBlocks(run, page.claims, byPool);
       return true;
     });
     // The page was not finished (the deadline, or a read of its items failed): keep the cursor where it was.

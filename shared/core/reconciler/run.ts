@@ -93,6 +93,8 @@ export class Run {
   /** Occupancy summary upkeep: pools whose summary was built, and addresses whose summary bit was corrected. */
   readonly summary = { built: 0, repaired: 0 };
   readonly errors: string[] = [];
+  /** Work left for a later run because it waits for something expected (not a failure): one line each. */
+  readonly waiting: string[] = [];
   stoppedIn: Phase | undefined;
 
   /** Clock time the run started at. */

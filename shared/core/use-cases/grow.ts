@@ -11,6 +11,12 @@
  * `maxBlocks` blocks per family from the parent (then the pool is full like any other), and the parent's own space
  * (its RangeFull stops the growth). Each check counts the family's leases (one index query, proportional to them), so
  * growth is meant for node- and region-sized pools.
+ *
+ * The same name is not enough where one caller reads the pool after another's range landed: it sees k taken and would
+ * take k+1. So each growth re-reads the pool first: a crossing takes nothing when the family is no longer below the
+ * threshold, and a claim that found the family full or absent takes nothing when the family now has free positions for
+ * its `count` (another caller's block): it is tried again in them. Free positions a claim is refused again on, the
+ * ranges unchanged, are space it cannot take (excluded addresses, a count behind the leases), and then the pool grows.
  */
 import { Role, roleIn } from '../access.ts';
 import { IpFamily } from '../ip/address.ts';
@@ -74,23 +80,59 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
   try {
     answer = await createClaim(deps, cmd);
   } catch (error) {
-    const family =
-      error instanceof RangeFullError
-        ? (error.family as IpFamily)
-        : error instanceof MismatchedNetworkError
-          ? (cmd.ipFamilies?.[0] ?? IpFamily.IPv4)
-          : undefined;
-    if (family === undefined || !mayGrowFor(view.pool, cmd, family)) throw error;
-    if (!(await growOnce(deps, { pool: view.pool, rule, family, cmd }))) throw error;
-    return createClaim(deps, cmd);
+    return claimAfterNoRoom(deps, { pool: view.pool, rule, cmd, error });
   }
   if (answer.created) {
     for (const family of new Set(answer.claim.addresses.map((a) => a.family))) {
       if ((await freeIn(deps, cmd.pool, family)) < BigInt(rule.belowFree))
-        await growOnce(deps, { pool: view.pool, rule, family, cmd, crossing: true }).catch(() => false);
+        await growOnce(deps, { pool: view.pool, rule, family, cmd, trigger: { kind: 'crossing' } }).catch(() => NONE);
     }
   }
   return answer;
+}
+
+/**
+ * Rounds of "grow or find room, claim again" for a claim that found no room: one to claim in another caller's block,
+ * one to grow when that room was gone by then (or was free space the claim cannot take), one for a dual-stack claim's
+ * other family.
+ */
+const NO_ROOM_ROUNDS = 3;
+
+/**
+ * A claim that found its family full or absent: claimed again after the pool grew by a block, or without growing when
+ * the pool read now has room for it (see growOnce). @throws the last refusal when no round could serve the claim
+ */
+async function claimAfterNoRoom(
+  deps: Deps,
+  args: { pool: Pool; rule: GrowRule; cmd: CreateClaimCommand; error: unknown },
+): Promise<CreateClaimAnswer> {
+  const { pool, rule, cmd } = args;
+  let { error } = args;
+  let roomSeen: string | undefined;
+  for (let round = 0; round < NO_ROOM_ROUNDS; round += 1) {
+    const family = refusedFamily(error, cmd);
+    if (family === undefined || !mayGrowFor(pool, cmd, family)) throw error;
+    const need = BigInt(cmd.count ?? 1);
+    const growth = await growOnce(deps, { pool, rule, family, cmd, trigger: { kind: 'noRoom', need, roomSeen } });
+    if (growth.kind === 'none') throw error;
+    roomSeen = growth.kind === 'room' ? growth.ready : undefined;
+    try {
+      return await createClaim(deps, cmd);
+    } catch (again) {
+      // An absent family's refusal does not say which family (the first named one is assumed above): asked again, it
+      // could make this claim grow a family it already has room in.
+      if (again instanceof MismatchedNetworkError) throw again;
+      error = again;
+    }
+  }
+  throw error;
+}
+
+/** The family a claim's refusal found without room (full, or absent from the pool), or undefined for other errors. */
+function refusedFamily(error: unknown, cmd: CreateClaimCommand): IpFamily | undefined {
+  if (error instanceof RangeFullError) return error.family as IpFamily;
+  if (error instanceof MismatchedNetworkError) return cmd.ipFamilies?.[0] ?? IpFamily.IPv4;
+  return undefined;
 }
 
 /**
@@ -131,30 +173,62 @@ export function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): str
   return undefined;
 }
 
+/** What set a growth off. */
+type Trigger =
+  /** The family's free space fell below the threshold after a claim. */
+  | { readonly kind: 'crossing' }
+  /**
+   * A claim found the family full or absent. `need`: the positions it asks for in the family; `roomSeen`: the family's
+   * Ready ranges (readyRanges) when this claim last found room and was refused again.
+   */
+  | { readonly kind: 'noRoom'; readonly need: bigint; readonly roomSeen: string | undefined };
+
+/** What a growth did: took a block, found room for the claim in the pool as read now (`ready`: its ranges), or neither. */
+type Growth =
+  | { readonly kind: 'grown' }
+  | { readonly kind: 'room'; readonly ready: string }
+  | { readonly kind: 'none' };
+
+const NONE: Growth = { kind: 'none' };
+
+/** The names of a family's Ready ranges in a view, in one string (to tell whether they changed). */
+function readyRanges(view: PoolView, family: IpFamily): string {
+  return rangesOf(view, family)
+    .map((r) => r.range.name)
+    .sort()
+    .join(' ');
+}
+
 /**
- * Takes the pool's next block of a family from its parent (see the file comment): false when the bound is reached,
- * the parent has no block size for the family, or no block left; and, for a `crossing` (free space found below the
- * threshold after a claim), when the pool read here is no longer below it.
+ * Takes the pool's next block of a family from its parent (see the file comment). None when the bound is reached, the
+ * parent has no block size for the family, or no block left; and, for a crossing, when the pool read here is no longer
+ * below the threshold. Room, and no block, for a claim that found no room when the pool read here has room for it.
  */
 async function growOnce(
   deps: Deps,
-  args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand; crossing?: boolean },
-): Promise<boolean> {
-  const { pool, rule, family, cmd } = args;
+  args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand; trigger: Trigger },
+): Promise<Growth> {
+  const { pool, rule, family, cmd, trigger } = args;
   const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch((error: unknown) => {
     if (error instanceof NotFoundError) return undefined;
     throw error;
   });
-  if (!parent?.pool.blockPrefixLength?.[family]) return false;
+  if (!parent?.pool.blockPrefixLength?.[family]) return NONE;
   // The block is taken in the caller's name: only a member of the parent may take one (as a claim there would ask).
-  if (roleIn(parent.pool.access, cmd.createdBy) === Role.None) return false;
+  if (roleIn(parent.pool.access, cmd.createdBy) === Role.None) return NONE;
   const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
+  if (trigger.kind === 'noRoom') {
+    // Another caller's block landed since this claim found no room: the claim is tried in it (file comment).
+    const ready = readyRanges(own, family);
+    if (ready !== trigger.roomSeen && (await familyFree(deps, own, family)) >= trigger.need)
+      return { kind: 'room', ready };
+  }
   const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
-  if (taken >= rule.maxBlocks) return false;
+  if (taken >= rule.maxBlocks) return NONE;
   // A crossing measured before another caller's growth landed is no crossing any more: that growth was its block.
-  if (args.crossing && (await familyFree(deps, own, family)) >= BigInt(rule.belowFree)) return false;
+  if (trigger.kind === 'crossing' && (await familyFree(deps, own, family)) >= BigInt(rule.belowFree)) return NONE;
   const tag = freeTag(own, family, rule.maxBlocks);
-  if (tag === undefined) return false;
+  if (tag === undefined) return NONE;
   // Cut only for a pool made before checkGrow refused names too long for this (the cut names could meet).
   const claimName = `${pool.name.slice(0, NameLimits.label - tag.length - 1)}-${tag}`;
   let made: CreateClaimAnswer;
@@ -168,7 +242,7 @@ async function growOnce(
       ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),
     });
   } catch (error) {
-    if (error instanceof RangeFullError) return false;
+    if (error instanceof RangeFullError) return NONE;
     throw error;
   }
   const block = made.claim.addresses[0]!;
@@ -179,5 +253,5 @@ async function growOnce(
     source: { pool: rule.pool, claim: claimName },
     ...(cmd.createdBy ? { caller: cmd.createdBy } : {}),
   });
-  return true;
+  return { kind: 'grown' };
 }

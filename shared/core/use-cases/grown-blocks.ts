@@ -4,6 +4,7 @@
  * whichever path removes that range: its DELETE, the reconciler's finalize, the pool's deletion.
  */
 import type { Claim, Range } from '../model.ts';
+import { NameLimits } from '../names.ts';
 import { releaseAsRead } from './claims.ts';
 import type { Deps } from './deps.ts';
 
@@ -18,6 +19,24 @@ export function grownOwner(pool: string): { kind: 'Pool'; name: string; uid: str
   return { kind: 'Pool', name: pool, uid: `pool-${pool}` };
 }
 
+/**
+ * The name of the parent claim of a pool's grown range `tag` (`g4-<k>`, `g6-<k>`) as growOnce (grow.ts) gives it:
+ * `<pool>-<tag>`, the pool's name cut only for a pool made before checkGrow refused names too long for this.
+ */
+export function grownClaimName(pool: string, tag: string): string {
+  return `${pool.slice(0, NameLimits.label - tag.length - 1)}-${tag}`;
+}
+
+/**
+ * The pool a claim is a grown block of (its owner `Pool/<pool>` as grownOwner makes it, its name as grownClaimName
+ * does), or undefined: what the reconciler's row 21 looks for.
+ */
+export function grownBlockOf(claim: Claim): string | undefined {
+  const pool = claim.spec.owner.name;
+  const tag = /-(g[46]-[1-9]\d*)$/.exec(claim.name)?.[1];
+  return tag && isGrownFor(claim, pool) && claim.name === grownClaimName(pool, tag) ? pool : undefined;
+}
+
 /** Whether a claim is a block `pool` took by growing. */
 export function isGrownFor(claim: Claim, pool: string): boolean {
   const { kind, name, uid } = claim.spec.owner;
@@ -28,7 +47,8 @@ export function isGrownFor(claim: Claim, pool: string): boolean {
 /**
  * Releases the source claim of a removed range when it is a block the range's pool took by growing and no range is
  * made from it any more. Best effort, never throws: the range is gone either way; a claim left (the parent pool busy)
- * is taken again under the same name by the pool's next growth (grow.ts).
+ * is taken again under the same name by the pool's next growth (grow.ts), and otherwise released by the reconciler
+ * once past its grace (row 21, reconciler/grown-blocks.ts).
  */
 export async function releaseGrownSource(deps: GrownReleaseDeps, range: Pick<Range, 'pool' | 'source'>): Promise<void> {
   const source = range.source;
