@@ -1123,6 +1123,8 @@ export function blocksCases(engine: TestEngine): void {
         api.call('POST', `/v1/pools/${pool}/claims`, { name, owner: owner(name), dryRun: true });
       // Act
       const previews = [await preview('fresh', 'a'), await preview('pods', 'b')];
+      const eight = { name: 'e', owner: owner('e'), count: 8, dryRun: true };
+      const twoBlocks = await api.call('POST', '/v1/pools/fresh/claims', eight);
       const afterPreviews = await tableSnapshot(api.container.table);
       const real = await api.call('POST', '/v1/pools/pods/claims', { name: 'b', owner: owner('b') });
       await api.call('POST', '/v1/pools/top/claims', { name: 'other', owner: owner('other') });
@@ -1135,15 +1137,22 @@ export function blocksCases(engine: TestEngine): void {
       ] as const) {
         expect(r.status, JSON.stringify(r.body)).toBe(200);
         expect(r.body.dryRun).toBe(true);
-        const grows = r.body.grows as { pool: string; claim: string; range: string; cidr: string };
+        const [grows, more] = r.body.grows as { pool: string; claim: string; range: string; cidr: string }[];
+        expect(more).toBeUndefined();
         expect(grows).toMatchObject({ pool: 'top', claim: `${pool}-g4-1`, range: 'g4-1' });
-        expect(['10.9.0.0/29', '10.9.0.8/29']).toContain(grows.cidr);
+        expect(['10.9.0.0/29', '10.9.0.8/29']).toContain(grows!.cidr);
         const [address] = r.body.addresses as Block[];
         expect(address!.range).toBe('g4-1');
-        expect(address!.address.startsWith(grows.cidr.slice(0, -4))).toBe(true);
-        expect(r.body.detail).toContain(`take block ${grows.cidr} from pool "top"`);
+        expect(address!.address.startsWith(grows!.cidr.slice(0, -4))).toBe(true);
+        expect(r.body.detail).toContain(`take block ${grows!.cidr} from pool "top"`);
         expect(r.body.detail).toMatch(/not a hold/);
       }
+      // Eight addresses need both /29 blocks of top (six each), as a real claim's second round would take them.
+      expect(twoBlocks.status, JSON.stringify(twoBlocks.body)).toBe(200);
+      const two = twoBlocks.body.grows as { range: string; cidr: string }[];
+      expect(two.map((g) => g.range)).toEqual(['g4-1', 'g4-2']);
+      expect(two.map((g) => g.cidr).sort()).toEqual(['10.9.0.0/29', '10.9.0.8/29']);
+      expect(twoBlocks.body.addresses).toHaveLength(8);
       expect(afterPreviews).toEqual(before);
       expect(real.status).toBe(201);
       expect((real.body.addresses as Block[])[0]!.range).toBe('g4-1');

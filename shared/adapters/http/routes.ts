@@ -69,11 +69,17 @@ const claimHeaders = (version: number) => ({ etag: etagOf(version) });
 export const PREVIEW_DETAIL =
   'A preview of what this claim would get now; nothing was written and this is not a hold: a later claim may get another block or address.';
 
-/** A dryRun's answer: the claim it would make, and in a pool that grows the block it would first take (`grows`). */
+/** A dryRun's answer: the claim it would make, and in a pool that grows the blocks it would first take (`grows`). */
 function previewDto(result: claims.CreateClaimAnswer): Record<string, unknown> {
   const { grows } = result;
-  if (!grows) return { ...claimDto(result.claim), dryRun: true, detail: PREVIEW_DETAIL };
-  const growth = `The pool has no room for this claim: a real claim would first take block ${grows.cidr} from pool ${JSON.stringify(grows.pool)} (its claim ${JSON.stringify(grows.claim)}) as range ${JSON.stringify(grows.range)}, and get this in it.`;
+  if (!grows?.length) return { ...claimDto(result.claim), dryRun: true, detail: PREVIEW_DETAIL };
+  const blocks = grows
+    .map(
+      (g) =>
+        `block ${g.cidr} from pool ${JSON.stringify(g.pool)} (its claim ${JSON.stringify(g.claim)}) as range ${JSON.stringify(g.range)}`,
+    )
+    .join(' and ');
+  const growth = `The pool has no room for this claim: a real claim would first take ${blocks}, and get this in it.`;
   return { ...claimDto(result.claim), dryRun: true, grows, detail: `${growth} ${PREVIEW_DETAIL}` };
 }
 

@@ -2,20 +2,20 @@
  * A dryRun in a pool that grows (issue 35): what the claim would get, growth included, with nothing written. A claim
  * that finds its family full or absent would first take one more block from the parent (grow.ts): the preview asks
  * the parent for that block as a dryRun of the claim the growth would make there, then previews the claim on the pool
- * as it would be with that block as its range, and names the block in its answer (`grows`). The growth a claim sets
+ * as it would be with that block as its range, and names the block in its answer (`grows`; a dual-stack claim may
+ * need one of each family, as the real claim's rounds take them). The growth a claim sets
  * off after it (its family's free space falling below the threshold) is not previewed: the claim's answer is the same.
  */
 import { Role, roleIn } from '../access.ts';
-import { IpFamily } from '../ip/address.ts';
+import type { IpFamily } from '../ip/address.ts';
 import { MismatchedNetworkError, NotFoundError, RangeFullError } from '../errors.ts';
-import { NameLimits } from '../names.ts';
 import { RangeState, type GrowRule, type Pool, type PoolView, type Range } from '../model.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
 import { nowIso } from '../base/time.ts';
 import { createClaim, type CreateClaimAnswer, type GrowthPreview } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
-import { freeTag, mayGrowFor } from './grow.ts';
-import { grownOwner } from './grown-blocks.ts';
+import { freeTag, mayGrowFor, NO_ROOM_ROUNDS, refusedFamily } from './grow.ts';
+import { grownClaimName, grownOwner } from './grown-blocks.ts';
 import type { Deps } from './deps.ts';
 
 /** The dryRun of createClaimGrowing (see the file comment). @throws the claim's refusal when the pool would not grow */
@@ -26,18 +26,26 @@ export async function previewGrowing(
   const { pool, cmd } = args;
   try {
     return await createClaim(deps, cmd);
-  } catch (error) {
-    const family =
-      error instanceof RangeFullError
-        ? (error.family as IpFamily)
-        : error instanceof MismatchedNetworkError
-          ? (cmd.ipFamilies?.[0] ?? IpFamily.IPv4)
-          : undefined;
-    if (family === undefined || !mayGrowFor(pool, cmd, family)) throw error;
-    const grown = await previewBlock(deps, { ...args, family });
-    if (!grown) throw error;
-    const answer = await createClaim(onView(deps, grown.view), cmd);
-    return { ...answer, grows: grown.grows };
+  } catch (refusal) {
+    // As claimAfterNoRoom's rounds: a block for the family refused, the claim again on the pool grown by it.
+    let error = refusal;
+    let view: PoolView | undefined;
+    const grows: GrowthPreview[] = [];
+    for (let round = 0; round < NO_ROOM_ROUNDS; round += 1) {
+      const family = refusedFamily(error, cmd);
+      if (family === undefined || !mayGrowFor(pool, cmd, family)) throw error;
+      const grown = await previewBlock(deps, { ...args, family, own: view, previewed: grows.map((g) => g.cidr) });
+      if (!grown) throw error;
+      view = grown.view;
+      grows.push(grown.grows);
+      try {
+        return { ...(await createClaim(onView(deps, view), cmd)), grows };
+      } catch (again) {
+        if (again instanceof MismatchedNetworkError) throw again;
+        error = again;
+      }
+    }
+    throw error;
   }
 }
 
@@ -47,7 +55,15 @@ export async function previewGrowing(
  */
 async function previewBlock(
   deps: Deps,
-  args: { pool: Pool; rule: GrowRule; cmd: CreateClaimCommand; family: IpFamily },
+  args: {
+    pool: Pool;
+    rule: GrowRule;
+    cmd: CreateClaimCommand;
+    family: IpFamily;
+    own: PoolView | undefined;
+    /** Blocks this preview has taken from the parent already (none is): the parent's preview leaves them out. */
+    previewed: readonly string[];
+  },
 ): Promise<{ view: PoolView; grows: GrowthPreview } | undefined> {
   const { pool, rule, cmd, family } = args;
   const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch((error: unknown) => {
@@ -56,14 +72,16 @@ async function previewBlock(
   });
   if (!parent?.pool.blockPrefixLength?.[family] || roleIn(parent.pool.access, cmd.createdBy) === Role.None)
     return undefined;
-  const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
+  const own = args.own ?? (await deps.views.get(pool.name, deps.clock.nowMs(), true));
   const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
   const tag = taken < rule.maxBlocks ? freeTag(own, family, rule.maxBlocks) : undefined;
   if (tag === undefined) return undefined;
-  const claimName = `${pool.name.slice(0, NameLimits.label - tag.length - 1)}-${tag}`;
+  const claimName = grownClaimName(pool.name, tag);
   let block;
   try {
-    const made = await createClaim(deps, {
+    // Nothing is taken, so the parent would preview a block it previewed already again: excluded from its view here.
+    const exclude = [...parent.pool.exclude, ...args.previewed];
+    const made = await createClaim(onView(deps, { ...parent, pool: { ...parent.pool, exclude } }), {
       pool: rule.pool,
       name: claimName,
       owner: grownOwner(pool.name),

@@ -96,7 +96,7 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
  * one to grow when that room was gone by then (or was free space the claim cannot take), one for a dual-stack claim's
  * other family.
  */
-const NO_ROOM_ROUNDS = 3;
+export const NO_ROOM_ROUNDS = 3;
 
 /**
  * A claim that found its family full or absent: claimed again after the pool grew by a block, or without growing when
@@ -129,7 +129,7 @@ async function claimAfterNoRoom(
 }
 
 /** The family a claim's refusal found without room (full, or absent from the pool), or undefined for other errors. */
-function refusedFamily(error: unknown, cmd: CreateClaimCommand): IpFamily | undefined {
+export function refusedFamily(error: unknown, cmd: CreateClaimCommand): IpFamily | undefined {
   if (error instanceof RangeFullError) return error.family as IpFamily;
   if (error instanceof MismatchedNetworkError) return cmd.ipFamilies?.[0] ?? IpFamily.IPv4;
   return undefined;
