@@ -1189,14 +1189,19 @@ export function blocksCases(engine: TestEngine): void {
   describe(`Block claims: access rules (${engine.name})`, () => {
     const arn = (role: string) => `arn:aws:iam::123456789012:role/${role}`;
     const as = (role: string) => ({ 'x-ipam-principal': arn(role) });
-
-    it("refuses a block claim to a caller with no role in the pool, and another allocator's release of a block claim", async () => {
-      // Prepare
+    /** A block pool org of /16 blocks, administered by netops, team-a and team-b its allocators. */
+    async function orgWithAccess(): Promise<TestApi> {
       const api = await testApi();
       const access = { administrators: [arn('netops')], allocators: [arn('team-a'), arn('team-b')] };
       const org = { name: 'org', blockPrefixLength: { IPv4: 16 }, access };
       expect((await api.call('POST', '/v1/pools', org, as('netops'))).status).toBe(201);
       expect((await api.call('POST', '/v1/pools/org/ranges', { cidr: '10.0.0.0/8' }, as('netops'))).status).toBe(201);
+      return api;
+    }
+
+    it("refuses a block claim to a caller with no role in the pool, and another allocator's release of a block claim", async () => {
+      // Prepare
+      const api = await orgWithAccess();
       const before = await tableSnapshot(api.container.table);
       // Act
       const stranger = await api.call('POST', '/v1/pools/org/claims', { name: 's', owner: owner('s') }, as('mallory'));
@@ -1214,11 +1219,7 @@ export function blocksCases(engine: TestEngine): void {
 
     it("lets only the parent claim's creator or a parent administrator make a range from it", async () => {
       // Prepare: team A and team B each claim a /16 of org; the child pool kid has no access list (IAM decides)
-      const api = await testApi();
-      const access = { administrators: [arn('netops')], allocators: [arn('team-a'), arn('team-b')] };
-      const org = { name: 'org', blockPrefixLength: { IPv4: 16 }, access };
-      expect((await api.call('POST', '/v1/pools', org, as('netops'))).status).toBe(201);
-      expect((await api.call('POST', '/v1/pools/org/ranges', { cidr: '10.0.0.0/8' }, as('netops'))).status).toBe(201);
+      const api = await orgWithAccess();
       const blocks: Record<string, string> = {};
       for (const team of ['a', 'b']) {
         const made = await api.call(
