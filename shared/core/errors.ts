@@ -249,15 +249,22 @@ export class SourceMismatchError extends IpamError {
   }
 }
 
-/** Thrown when a claim whose block is another pool's range (a nested pool) would be released while that range lives. */
+/**
+ * Thrown when a claim whose block is another pool's range (a nested pool) would be released while that range lives,
+ * or (`renewal`) given a TTL, under which it could expire out from under the range.
+ */
 export class ClaimHasChildrenError extends IpamError {
   constructor(
     readonly claim: string,
     readonly children: readonly { pool: string; range: string }[],
+    renewal = false,
   ) {
+    const those = children.length === 1 ? 'that range' : 'those ranges';
     super(
       ErrorCode.ClaimHasChildren,
-      `Claim ${JSON.stringify(claim)} is the source of range ${children.map((c) => `${c.pool}/${c.range}`).join(', ')}; delete ${children.length === 1 ? 'that range' : 'those ranges'} before releasing the claim.`,
+      renewal
+        ? `Claim ${JSON.stringify(claim)} holds the block of ${children.map((c) => `range ${JSON.stringify(c.range)} of pool ${JSON.stringify(c.pool)}`).join(', ')}; a claim with a child range is held without expiry and cannot take a TTL: renew it with ttlSeconds null (it stays permanent), or delete ${those} first.`
+        : `Claim ${JSON.stringify(claim)} is the source of range ${children.map((c) => `${c.pool}/${c.range}`).join(', ')}; delete ${those} before releasing the claim.`,
     );
   }
 }

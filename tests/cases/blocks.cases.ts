@@ -8,6 +8,7 @@ import { PassThroughTable } from '../support/pass-through-table.ts';
 import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import type { Query, QueryPage, Table, TxVerdict, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
+import { createClaim } from '../../shared/core/use-cases/create-claim.ts';
 
 /**
  * Block pools (issue 35): a pool whose claims take aligned blocks instead of addresses, each held block one lease item
@@ -1109,6 +1110,239 @@ export function blocksCases(engine: TestEngine): void {
       // Assess
       expect((await h.api.call('GET', '/v1/pools/org/claims/eu-west')).status).toBe(200);
       expect((await allItems(h.table)).filter((i) => i.entity === 'lease' && i.pool === 'org').length).toBe(1);
+    });
+  });
+
+  // Review of issue 35's block claims (claims35): explicit blocks and exclusions, renewal of a parent claim, dryRun in
+  // a growing pool, and the coverage gaps (lower band, access rules, a repeated generateName claim).
+  describe(`Block claims: explicit blocks holding an excluded address (${engine.name})`, () => {
+    it('refuses an explicit block that holds an excluded address (422 NotInRange naming both), preview or not, writing nothing', async () => {
+      // Prepare: 10.244.0.70 lies in 10.244.0.64/26; the exclusion 10.244.1.0/25 covers 10.244.1.0/26 and .64/26
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/23'], ['10.244.0.70', '10.244.1.0/25']);
+      const before = await tableSnapshot(api.container.table);
+      const claim = (name: string, prefix: string, extra: Record<string, unknown> = {}) =>
+        api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name), prefixes: [prefix], ...extra });
+      // Act
+      const address = await claim('a', '10.244.0.64/26');
+      const covered = await claim('b', '10.244.1.64/26');
+      const preview = await claim('c', '10.244.0.64/26', { dryRun: true });
+      const afterRefusals = await tableSnapshot(api.container.table);
+      const clean = await claim('d', '10.244.0.128/26');
+      // Assess
+      for (const [r, block, excluded] of [
+        [address, '10.244.0.64/26', '10.244.0.70'],
+        [covered, '10.244.1.64/26', '10.244.1.0/25'],
+        [preview, '10.244.0.64/26', '10.244.0.70'],
+      ] as const) {
+        expect(r.status, JSON.stringify(r.body)).toBe(422);
+        expect(r.body.code).toBe('NotInRange');
+        expect(r.body.detail).toContain(block);
+        expect(r.body.detail).toContain(excluded);
+      }
+      expect(afterRefusals).toEqual(before);
+      expect(clean.status).toBe(201);
+    });
+  });
+
+  describe(`Block claims: renewing a claim with a child range (${engine.name})`, () => {
+    it('refuses a TTL on a parent claim in words of renewal, and confirms it (ttlSeconds null) as it is', async () => {
+      // Prepare: org's claim eu-west (made with a TTL) is the source of range eu-west/main, which confirmed it
+      const api = await testApi();
+      await blockPool(api, 'org', { IPv4: 16 }, ['10.0.0.0/8']);
+      const made = await api.call('POST', '/v1/pools/org/claims', {
+        name: 'eu-west',
+        owner: owner('eu', 'Region'),
+        ttlSeconds: 600,
+      });
+      expect((await api.call('POST', '/v1/pools', { name: 'eu-west', blockPrefixLength: { IPv4: 24 } })).status).toBe(
+        201,
+      );
+      const source = { pool: 'org', claim: 'eu-west' };
+      const range = { cidr: prefixesOf(made.body)[0], name: 'main', source };
+      expect((await api.call('POST', '/v1/pools/eu-west/ranges', range)).status).toBe(201);
+      const parent = await api.call('GET', '/v1/pools/org/claims/eu-west');
+      // Act
+      const ttl = await api.call('POST', '/v1/pools/org/claims/eu-west/renew', { ttlSeconds: 60 });
+      const ownTtl = await api.call('POST', '/v1/pools/org/claims/eu-west/renew');
+      const confirmed = await api.call('POST', '/v1/pools/org/claims/eu-west/renew', { ttlSeconds: null });
+      // Assess
+      for (const r of [ttl, ownTtl]) {
+        expect(r.status).toBe(409);
+        expect(r.body.code).toBe('ClaimHasChildren');
+        expect(r.body.detail).toContain('range "main" of pool "eu-west"');
+        expect(r.body.detail).toMatch(/cannot take a TTL/);
+        expect(r.body.detail).not.toMatch(/releasing/);
+      }
+      expect(confirmed.status).toBe(200);
+      expect(confirmed.body.expiresAt).toBeUndefined();
+      expect(confirmed.body.version).toBe(parent.body.version);
+      expect(await api.call('GET', '/v1/pools/org/claims/eu-west')).toMatchObject({ status: 200, body: parent.body });
+    });
+  });
+
+  describe(`Block claims: dryRun in a pool that grows (${engine.name})`, () => {
+    it('previews the block the pool would take from its parent when it has no range or is full, writing nothing', async () => {
+      // Prepare: top hands out /29 blocks of a /28 (two). `fresh` grows from it and has no range; `pods` grows from it
+      // and has a /30 range its two addresses are taken from (claimed past the growth, which a claim would set off).
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 29 }, ['10.9.0.0/28']);
+      const grow = { pool: 'top', belowFree: 1, maxBlocks: 2 };
+      for (const name of ['fresh', 'pods'])
+        expect((await api.call('POST', '/v1/pools', { name, grow })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr: '10.8.0.0/30' })).status).toBe(201);
+      await createClaim(api.container.deps, { pool: 'pods', name: 'full', owner: owner('full'), count: 2 });
+      const before = await tableSnapshot(api.container.table);
+      const preview = (pool: string, name: string) =>
+        api.call('POST', `/v1/pools/${pool}/claims`, { name, owner: owner(name), dryRun: true });
+      // Act
+      const previews = [await preview('fresh', 'a'), await preview('pods', 'b')];
+      const eight = { name: 'e', owner: owner('e'), count: 8, dryRun: true };
+      const twoBlocks = await api.call('POST', '/v1/pools/fresh/claims', eight);
+      const afterPreviews = await tableSnapshot(api.container.table);
+      const real = await api.call('POST', '/v1/pools/pods/claims', { name: 'b', owner: owner('b') });
+      await api.call('POST', '/v1/pools/top/claims', { name: 'other', owner: owner('other') });
+      await createClaim(api.container.deps, { pool: 'pods', name: 'rest', owner: owner('rest'), count: 5 });
+      const parentFull = await preview('pods', 'c');
+      // Assess: each preview names the parent's block, its claim and range, and answers an address inside that block
+      for (const [r, pool] of [
+        [previews[0]!, 'fresh'],
+        [previews[1]!, 'pods'],
+      ] as const) {
+        expect(r.status, JSON.stringify(r.body)).toBe(200);
+        expect(r.body.dryRun).toBe(true);
+        const [grows, more] = r.body.grows as { pool: string; claim: string; range: string; cidr: string }[];
+        expect(more).toBeUndefined();
+        expect(grows).toMatchObject({ pool: 'top', claim: `${pool}-g4-1`, range: 'g4-1' });
+        expect(['10.9.0.0/29', '10.9.0.8/29']).toContain(grows!.cidr);
+        const [address] = r.body.addresses as Block[];
+        expect(address!.range).toBe('g4-1');
+        expect(address!.address.startsWith(grows!.cidr.slice(0, -4))).toBe(true);
+        expect(r.body.detail).toContain(`take block ${grows!.cidr} from pool "top"`);
+        expect(r.body.detail).toMatch(/not a hold/);
+      }
+      // Eight addresses need both /29 blocks of top (six each), as a real claim's second round would take them.
+      expect(twoBlocks.status, JSON.stringify(twoBlocks.body)).toBe(200);
+      const two = twoBlocks.body.grows as { range: string; cidr: string }[];
+      expect(two.map((g) => g.range)).toEqual(['g4-1', 'g4-2']);
+      expect(two.map((g) => g.cidr).sort()).toEqual(['10.9.0.0/29', '10.9.0.8/29']);
+      expect(twoBlocks.body.addresses).toHaveLength(8);
+      expect(afterPreviews).toEqual(before);
+      expect(real.status).toBe(201);
+      expect((real.body.addresses as Block[])[0]!.range).toBe('g4-1');
+      expect(parentFull.status).toBe(409);
+      expect(parentFull.body.code).toBe('RangeFull');
+    });
+  });
+
+  describe(`Block claims: the lower band (${engine.name})`, () => {
+    it('takes upper-band blocks first in a range of more than 16 blocks, and gives a named lower-band block', async () => {
+      // Prepare: a /21 of /26 is 32 blocks; its lower band is the first 16 (10.0.0.0-10.0.3.192), the upper 10.0.4.0/22
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.0.0.0/21']);
+      const claim = (name: string, extra: Record<string, unknown>) =>
+        api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name), ...extra });
+      const third = (prefix: string) => Number(prefix.split('.')[2]);
+      // Act
+      const first = await claim('a', { count: 3 });
+      const named = await claim('b', { prefixes: ['10.0.1.64/26'] });
+      const rest = await claim('c', { count: 13 });
+      const lower = await claim('d', {});
+      // Assess: the 16 upper-band blocks went to the dynamic claims; then the lower band, less the named block
+      for (const r of [first, named, rest, lower]) expect(r.status, JSON.stringify(r.body)).toBe(201);
+      const upper = [...prefixesOf(first.body), ...prefixesOf(rest.body)] as string[];
+      expect(new Set(upper).size).toBe(16);
+      expect(upper.every((p) => third(p) >= 4)).toBe(true);
+      expect(prefixesOf(named.body)).toEqual(['10.0.1.64/26']);
+      const [low] = prefixesOf(lower.body) as string[];
+      expect(third(low!)).toBeLessThan(4);
+      expect(low).not.toBe('10.0.1.64/26');
+    });
+  });
+
+  describe(`Block claims: access rules (${engine.name})`, () => {
+    const arn = (role: string) => `arn:aws:iam::123456789012:role/${role}`;
+    const as = (role: string) => ({ 'x-ipam-principal': arn(role) });
+    /** A block pool org of /16 blocks, administered by netops, team-a and team-b its allocators. */
+    async function orgWithAccess(): Promise<TestApi> {
+      const api = await testApi();
+      const access = { administrators: [arn('netops')], allocators: [arn('team-a'), arn('team-b')] };
+      const org = { name: 'org', blockPrefixLength: { IPv4: 16 }, access };
+      expect((await api.call('POST', '/v1/pools', org, as('netops'))).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/org/ranges', { cidr: '10.0.0.0/8' }, as('netops'))).status).toBe(201);
+      return api;
+    }
+
+    it("refuses a block claim to a caller with no role in the pool, and another allocator's release of a block claim", async () => {
+      // Prepare
+      const api = await orgWithAccess();
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const stranger = await api.call('POST', '/v1/pools/org/claims', { name: 's', owner: owner('s') }, as('mallory'));
+      const afterStranger = await tableSnapshot(api.container.table);
+      const a = await api.call('POST', '/v1/pools/org/claims', { name: 'a', owner: owner('a') }, as('team-a'));
+      const releasedByB = await api.call('DELETE', '/v1/pools/org/claims/a', undefined, as('team-b'));
+      // Assess
+      expect(stranger.status).toBe(403);
+      expect(stranger.body.code).toBe('Forbidden');
+      expect(afterStranger).toEqual(before);
+      expect(a.status).toBe(201);
+      expect(releasedByB.status).toBe(403);
+      expect((await api.call('GET', '/v1/pools/org/claims/a', undefined, as('netops'))).status).toBe(200);
+    });
+
+    it("lets only the parent claim's creator or a parent administrator make a range from it", async () => {
+      // Prepare: team A and team B each claim a /16 of org; the child pool kid has no access list (IAM decides)
+      const api = await orgWithAccess();
+      const blocks: Record<string, string> = {};
+      for (const team of ['a', 'b']) {
+        const made = await api.call(
+          'POST',
+          '/v1/pools/org/claims',
+          { name: team, owner: owner(team) },
+          as(`team-${team}`),
+        );
+        expect(made.status).toBe(201);
+        blocks[team] = prefixesOf(made.body)[0]!;
+      }
+      expect((await api.call('POST', '/v1/pools', { name: 'kid', blockPrefixLength: { IPv4: 24 } })).status).toBe(201);
+      const range = (team: string, name: string) => ({
+        cidr: blocks[team],
+        name,
+        source: { pool: 'org', claim: team },
+      });
+      const before = await tableSnapshot(api.container.table);
+      // Act
+      const byOther = await api.call('POST', '/v1/pools/kid/ranges', range('a', 'ra'), as('team-b'));
+      const afterRefusal = await tableSnapshot(api.container.table);
+      const byCreator = await api.call('POST', '/v1/pools/kid/ranges', range('a', 'ra'), as('team-a'));
+      const byAdministrator = await api.call('POST', '/v1/pools/kid/ranges', range('b', 'rb'), as('netops'));
+      // Assess
+      expect(byOther.status).toBe(403);
+      expect(byOther.body.code).toBe('Forbidden');
+      expect(afterRefusal).toEqual(before);
+      expect(byCreator.status).toBe(201);
+      expect(byAdministrator.status).toBe(201);
+    });
+  });
+
+  describe(`Block claims: a repeated generateName claim (${engine.name})`, () => {
+    it('answers a repeated (owner uid, generateName) block claim with the claim the first made, taking nothing more', async () => {
+      // Prepare
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      const body = { generateName: 'node-', owner: owner('n1'), count: 2 };
+      // Act
+      const made = await api.call('POST', '/v1/pools/pods/claims', body);
+      const again = await api.call('POST', '/v1/pools/pods/claims', body);
+      // Assess
+      expect(made.status).toBe(201);
+      expect(made.body.name).toMatch(/^node-/);
+      expect(again.status).toBe(200);
+      expect(again.body.name).toBe(made.body.name);
+      expect(prefixesOf(again.body)).toEqual(prefixesOf(made.body));
+      expect((await leaseItems(api)).length).toBe(2);
+      expect(((await api.call('GET', '/v1/pools/pods/claims')).body.items as unknown[]).length).toBe(1);
     });
   });
 }

@@ -69,6 +69,20 @@ const claimHeaders = (version: number) => ({ etag: etagOf(version) });
 export const PREVIEW_DETAIL =
   'A preview of what this claim would get now; nothing was written and this is not a hold: a later claim may get another block or address.';
 
+/** A dryRun's answer: the claim it would make, and in a pool that grows the blocks it would first take (`grows`). */
+function previewDto(result: claims.CreateClaimAnswer): Record<string, unknown> {
+  const { grows } = result;
+  if (!grows?.length) return { ...claimDto(result.claim), dryRun: true, detail: PREVIEW_DETAIL };
+  const blocks = grows
+    .map(
+      (g) =>
+        `block ${g.cidr} from pool ${JSON.stringify(g.pool)} (its claim ${JSON.stringify(g.claim)}) as range ${JSON.stringify(g.range)}`,
+    )
+    .join(' and ');
+  const growth = `The pool has no room for this claim: a real claim would first take ${blocks}, and get this in it.`;
+  return { ...claimDto(result.claim), dryRun: true, grows, detail: `${growth} ${PREVIEW_DETAIL}` };
+}
+
 /** The JSON body of each route that reads one, field by field (parseBody checks it; the fuzz test derives its bodies from it). */
 export const bodyFields = {
   'POST /v1/pools': {
@@ -221,7 +235,7 @@ export const routes = {
       throw error;
     });
     // A preview is no hold: said in the answer, and neither audited as a write nor counted as an allocation.
-    if (result.preview) return json(200, { ...claimDto(result.claim), dryRun: true, detail: PREVIEW_DETAIL });
+    if (result.preview) return json(200, previewDto(result));
     audit?.({
       claim: result.claim.name,
       created: result.created,

@@ -1,7 +1,7 @@
 /** What a client asks for when it creates a claim, normalized so equal requests compare equal, and the idempotency rule. */
-import { formatAddress, IpFamily, parseAddress, type IpAddress } from '../ip/address.ts';
-import { ConflictError, InvalidArgumentError, MismatchedNetworkError } from '../errors.ts';
-import { formatCidr, parseCidr, type Cidr } from '../ip/cidr.ts';
+import { familyBits, formatAddress, IpFamily, parseAddress, type IpAddress } from '../ip/address.ts';
+import { ConflictError, InvalidArgumentError, MismatchedNetworkError, NotInRangeError } from '../errors.ts';
+import { formatCidr, lastAddress, parseCidr, type Cidr } from '../ip/cidr.ts';
 import { checkDnsLabel, checkGenerateName, checkOwnerField } from '../names.ts';
 import { checkLabels, formatLabels, type Labels } from '../labels.ts';
 import { IpFamilyPolicy, isBlockPool, type Claim, type ClaimSpec, type Owner, type PoolView } from '../model.ts';
@@ -182,6 +182,28 @@ function checkUnit(view: PoolView, spec: ClaimSpec): void {
         'prefixes',
       );
     }
+    checkNotExcluded(view, block);
+  }
+}
+
+/**
+ * A block that holds an excluded address is never handed out, named or not: unlike an address pool's explicit address
+ * (given when named), a named block would hand out with it addresses its client never named. @throws NotInRangeError
+ */
+function checkNotExcluded(view: PoolView, block: Cidr): void {
+  const last = lastAddress(block);
+  for (const text of view.pool.exclude) {
+    const excluded = parseCidr(text);
+    const overlaps = excluded.family === block.family && excluded.base <= last && lastAddress(excluded) >= block.base;
+    if (!overlaps) continue;
+    const what =
+      excluded.prefix === familyBits(excluded.family)
+        ? `address ${formatAddress({ family: excluded.family, value: excluded.base })}`
+        : `addresses of ${text}`;
+    throw new NotInRangeError(
+      formatCidr(block),
+      `Block ${formatCidr(block)} holds ${what}, excluded in pool ${JSON.stringify(view.pool.name)}; a block that holds an excluded address is never handed out: name another block.`,
+    );
   }
 }
 

@@ -168,7 +168,8 @@ export async function renewClaim(
     if (!claim) throw new NotFoundError('claim', name);
     requireCreatorOrAdministrator(view.pool, claim, caller, 'renew');
     // Its block is another pool's range: held without expiry while that range lives (a renewal would give it one).
-    if (claim.children?.length && ttlSeconds !== null) throw new ClaimHasChildrenError(claim.name, claim.children);
+    if (claim.children?.length && ttlSeconds !== null)
+      throw new ClaimHasChildrenError(claim.name, claim.children, true);
     let expiresAt: number | undefined;
     if (ttlSeconds === null) {
       if (claim.expiresAt === undefined) return claim;

@@ -32,6 +32,16 @@ export interface CreateClaimAnswer {
   readonly collisions?: number;
   /** A dryRun's answer: the claim as it would be made now, not written (not a hold). */
   readonly preview?: true;
+  /** A dryRun's answer in a pool that grows: the blocks the pool would first take from its parent (grow-preview.ts). */
+  readonly grows?: readonly GrowthPreview[];
+}
+
+/** The block a pool would take from its parent for a claim: the parent's claim, and the range it would become. */
+export interface GrowthPreview {
+  readonly pool: string;
+  readonly claim: string;
+  readonly range: string;
+  readonly cidr: string;
 }
 
 /**

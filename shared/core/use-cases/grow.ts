@@ -29,6 +29,7 @@ import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
 import { grownClaimName, grownOwner } from './grown-blocks.ts';
+import { previewGrowing } from './grow-preview.ts';
 import type { Deps } from './deps.ts';
 
 /** Most blocks a pool may take from its parent per family. */
@@ -68,12 +69,13 @@ export function checkGrow(value: unknown, own: string): GrowRule {
 /**
  * Creates a claim, growing the pool first when the claim finds its family full or absent, and after it when the
  * family's free space fell below the threshold. A growth that fails after the claim leaves the claim as made (the
- * next claim tries again). A dryRun never grows.
+ * next claim tries again). A dryRun grows nothing: it previews the growth (grow-preview.ts).
  */
 export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): Promise<CreateClaimAnswer> {
   const view = await deps.views.get(cmd.pool, deps.clock.nowMs());
   const rule = view.pool.grow;
-  if (!rule || cmd.dryRun) return createClaim(deps, cmd);
+  if (!rule) return createClaim(deps, cmd);
+  if (cmd.dryRun) return previewGrowing(deps, { pool: view.pool, rule, cmd });
   let answer: CreateClaimAnswer;
   try {
     answer = await createClaim(deps, cmd);
@@ -94,7 +96,7 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
  * one to grow when that room was gone by then (or was free space the claim cannot take), one for a dual-stack claim's
  * other family.
  */
-const NO_ROOM_ROUNDS = 3;
+export const NO_ROOM_ROUNDS = 3;
 
 /**
  * A claim that found its family full or absent: claimed again after the pool grew by a block, or without growing when
@@ -127,7 +129,7 @@ async function claimAfterNoRoom(
 }
 
 /** The family a claim's refusal found without room (full, or absent from the pool), or undefined for other errors. */
-function refusedFamily(error: unknown, cmd: CreateClaimCommand): IpFamily | undefined {
+export function refusedFamily(error: unknown, cmd: CreateClaimCommand): IpFamily | undefined {
   if (error instanceof RangeFullError) return error.family as IpFamily;
   if (error instanceof MismatchedNetworkError) return cmd.ipFamilies?.[0] ?? IpFamily.IPv4;
   return undefined;
@@ -138,7 +140,7 @@ function refusedFamily(error: unknown, cmd: CreateClaimCommand): IpFamily | unde
  * parent would not hold them), nor for a family the pool has no block size for (its range would be refused, leaving
  * the parent's block held with nothing made of it).
  */
-function mayGrowFor(pool: Pool, cmd: CreateClaimCommand, family: IpFamily): boolean {
+export function mayGrowFor(pool: Pool, cmd: CreateClaimCommand, family: IpFamily): boolean {
   if ((cmd.addresses?.length ?? 0) > 0 || (cmd.prefixes?.length ?? 0) > 0) return false;
   return pool.blockPrefixLength === undefined || pool.blockPrefixLength[family] !== undefined;
 }
@@ -162,7 +164,7 @@ async function familyFree(deps: Pick<Deps, 'leases' | 'clock'>, view: PoolView, 
  * The name of the pool's next grown range of a family, `g4-<k>` or `g6-<k>`: k is the lowest index from 1 to maxBlocks
  * that no range of the pool is named by (a removed grown range's name is taken again); undefined when none is free.
  */
-function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): string | undefined {
+export function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): string | undefined {
   const names = new Set(own.ranges.map((r) => r.name));
   for (let k = 1; k <= maxBlocks; k += 1) {
     const tag = `g${family === IpFamily.IPv4 ? 4 : 6}-${k}`;
