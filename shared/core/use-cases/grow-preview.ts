@@ -15,7 +15,7 @@ import { nowIso } from '../base/time.ts';
 import { createClaim, type CreateClaimAnswer, type GrowthPreview } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { freeTag, mayGrowFor, NO_ROOM_ROUNDS, refusedFamily } from './grow.ts';
-import { grownClaimName, grownOwner } from './grown-blocks.ts';
+import { grownClaimCommand } from './grown-blocks.ts';
 import type { Deps } from './deps.ts';
 
 /** The dryRun of createClaimGrowing (see the file comment). @throws the claim's refusal when the pool would not grow */
@@ -76,18 +76,14 @@ async function previewBlock(
   const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
   const tag = taken < rule.maxBlocks ? freeTag(own, family, rule.maxBlocks) : undefined;
   if (tag === undefined) return undefined;
-  const claimName = grownClaimName(pool.name, tag);
+  const parentClaim = grownClaimCommand({ pool: pool.name, parent: rule.pool, tag, family, createdBy: cmd.createdBy });
+  const claimName = parentClaim.name!;
   let block;
   try {
     // Nothing is taken, so the parent would preview a block it previewed already again: excluded from its view here.
     const exclude = [...parent.pool.exclude, ...args.previewed];
     const made = await createClaim(onView(deps, { ...parent, pool: { ...parent.pool, exclude } }), {
-      pool: rule.pool,
-      name: claimName,
-      owner: grownOwner(pool.name),
-      ipFamilies: [family],
-      labels: { 'ipam/grown-for': pool.name },
-      ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),
+      ...parentClaim,
       dryRun: true,
     });
     block = made.claim.addresses[0]!;

@@ -28,7 +28,7 @@ import { hostIntervals, rangesOf } from '../base/pool-geometry.ts';
 import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
-import { grownClaimName, grownOwner } from './grown-blocks.ts';
+import { grownClaimCommand } from './grown-blocks.ts';
 import { previewGrowing } from './grow-preview.ts';
 import type { Deps } from './deps.ts';
 
@@ -229,17 +229,10 @@ async function growOnce(
   if (trigger.kind === 'crossing' && (await familyFree(deps, own, family)) >= BigInt(rule.belowFree)) return NONE;
   const tag = freeTag(own, family, rule.maxBlocks);
   if (tag === undefined) return NONE;
-  const claimName = grownClaimName(pool.name, tag);
+  const parentClaim = grownClaimCommand({ pool: pool.name, parent: rule.pool, tag, family, createdBy: cmd.createdBy });
   let made: CreateClaimAnswer;
   try {
-    made = await createClaim(deps, {
-      pool: rule.pool,
-      name: claimName,
-      owner: grownOwner(pool.name),
-      ipFamilies: [family],
-      labels: { 'ipam/grown-for': pool.name },
-      ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),
-    });
+    made = await createClaim(deps, parentClaim);
   } catch (error) {
     if (error instanceof RangeFullError) return NONE;
     throw error;
@@ -249,7 +242,7 @@ async function growOnce(
     pool: pool.name,
     cidr: `${block.address}/${block.prefixLength}`,
     name: tag,
-    source: { pool: rule.pool, claim: claimName },
+    source: { pool: rule.pool, claim: parentClaim.name! },
     ...(cmd.createdBy ? { caller: cmd.createdBy } : {}),
   });
   return { kind: 'grown' };

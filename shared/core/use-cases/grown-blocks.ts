@@ -3,7 +3,10 @@
  * (`Pool/<pool>`): nobody else holds or releases them. Each is given back once the range made from it is gone, by
  * whichever path removes that range: its DELETE, the reconciler's finalize, the pool's deletion.
  */
+import type { IpFamily } from '../ip/address.ts';
+import type { Principal } from '../access.ts';
 import type { Claim, Range } from '../model.ts';
+import type { CreateClaimCommand } from './claim-spec.ts';
 import { NameLimits } from '../names.ts';
 import { releaseAsRead } from './claims.ts';
 import type { Deps } from './deps.ts';
@@ -17,6 +20,27 @@ export type GrownReleaseDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'hi
 /** The owner of the blocks a pool takes from its parent by growing. */
 export function grownOwner(pool: string): { kind: 'Pool'; name: string; uid: string } {
   return { kind: 'Pool', name: pool, uid: `pool-${pool}` };
+}
+
+/**
+ * The parent claim a pool's growth makes for its grown range `tag` of `family` (grow.ts takes it, grow-preview.ts
+ * previews it): a name fixed by (pool, tag), owned by the pool, labelled with it, in the name of the caller.
+ */
+export function grownClaimCommand(args: {
+  readonly pool: string;
+  readonly parent: string;
+  readonly tag: string;
+  readonly family: IpFamily;
+  readonly createdBy?: Principal;
+}): CreateClaimCommand {
+  return {
+    pool: args.parent,
+    name: grownClaimName(args.pool, args.tag),
+    owner: grownOwner(args.pool),
+    ipFamilies: [args.family],
+    labels: { 'ipam/grown-for': args.pool },
+    ...(args.createdBy ? { createdBy: args.createdBy } : {}),
+  };
 }
 
 /**
