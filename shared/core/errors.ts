@@ -163,7 +163,14 @@ export class NotInRangeError extends IpamError {
 
 /** Thrown when an address or family does not match what the pool or the claim's families allow. */
 export class MismatchedNetworkError extends IpamError {
-  constructor(message: string) {
+  /**
+   * `absent`: the family the pool has no Ready range of, when that is the mismatch (not a client's address outside
+   * the claim's families): a pool that grows takes a block of that family.
+   */
+  constructor(
+    message: string,
+    readonly absent?: 'IPv4' | 'IPv6',
+  ) {
     super(ErrorCode.MismatchedNetwork, message);
   }
 }

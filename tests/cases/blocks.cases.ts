@@ -541,6 +541,29 @@ export function blocksCases(engine: TestEngine): void {
       });
     }
 
+    it('grows one block of each family for a dual-stack claim in a pool with no range yet, and previews the same', async () => {
+      // Prepare: top serves both families in blocks; pods (an address pool) grows from it and has no range
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 29, IPv6: 125 }, ['10.9.0.0/28', 'fd00:9::/124']);
+      expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 1 } })).status).toBe(
+        201,
+      );
+      const body = { name: 'dual', owner: owner('dual'), ipFamilyPolicy: 'RequireDualStack' };
+      // Act
+      const preview = await api.call('POST', '/v1/pools/pods/claims', { ...body, dryRun: true });
+      const made = await api.call('POST', '/v1/pools/pods/claims', body);
+      // Assess: one block of each family, the claim's addresses in them, as the preview said
+      expect(preview.status, JSON.stringify(preview.body)).toBe(200);
+      expect((preview.body.grows as { range: string }[]).map((g) => g.range)).toEqual(['g4-1', 'g6-1']);
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+      expect((made.body.addresses as Block[]).map((a) => [a.family, a.range])).toEqual([
+        ['IPv4', 'g4-1'],
+        ['IPv6', 'g6-1'],
+      ]);
+      const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
+      expect(top.map((c) => c.name).sort()).toEqual(['pods-g4-1', 'pods-g6-1']);
+    });
+
     it('still grows a full family whose only free addresses are excluded (its free count is not its room)', async () => {
       // Prepare: pods' own /29 holds 6 addresses, 2 of them excluded; 4 claims fill the rest. Its free count says 2.
       const api = await testApi();

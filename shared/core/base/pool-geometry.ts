@@ -79,6 +79,7 @@ export function rangeForExplicit(view: PoolView, address: IpAddress): ParsedRang
   if (ready.length === 0) {
     throw new MismatchedNetworkError(
       `Address ${text} is ${address.family}, and pool ${JSON.stringify(view.pool.name)} has no Ready ${address.family} range.`,
+      address.family,
     );
   }
   const holders = ready.filter((r) => isHostOf(r.cidr, address)).sort((a, b) => b.cidr.prefix - a.cidr.prefix);

@@ -238,7 +238,7 @@ export function resolveFamilies(view: PoolView, spec: ClaimSpec, explicit: reado
   }
   for (const family of families) {
     if (!served.includes(family))
-      throw new MismatchedNetworkError(`Pool ${pool} has no Ready ${family} range for this claim.`);
+      throw new MismatchedNetworkError(`Pool ${pool} has no Ready ${family} range for this claim.`, family);
   }
   const count = spec.count ?? 1;
   return families.map((family) => {

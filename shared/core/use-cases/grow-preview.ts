@@ -8,7 +8,7 @@
  */
 import { Role, roleIn } from '../access.ts';
 import type { IpFamily } from '../ip/address.ts';
-import { MismatchedNetworkError, NotFoundError, RangeFullError } from '../errors.ts';
+import { NotFoundError, RangeFullError } from '../errors.ts';
 import { RangeState, type GrowRule, type Pool, type PoolView, type Range } from '../model.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
 import { nowIso } from '../base/time.ts';
@@ -32,7 +32,7 @@ export async function previewGrowing(
     let view: PoolView | undefined;
     const grows: GrowthPreview[] = [];
     for (let round = 0; round < NO_ROOM_ROUNDS; round += 1) {
-      const family = refusedFamily(error, cmd);
+      const family = refusedFamily(error);
       if (family === undefined || !mayGrowFor(pool, cmd, family)) throw error;
       const grown = await previewBlock(deps, { ...args, family, own: view, previewed: grows.map((g) => g.cidr) });
       if (!grown) throw error;
@@ -41,7 +41,6 @@ export async function previewGrowing(
       try {
         return { ...(await createClaim(onView(deps, view), cmd)), grows };
       } catch (again) {
-        if (again instanceof MismatchedNetworkError) throw again;
         error = again;
       }
     }

@@ -110,7 +110,7 @@ async function claimAfterNoRoom(
   let { error } = args;
   let roomSeen: string | undefined;
   for (let round = 0; round < NO_ROOM_ROUNDS; round += 1) {
-    const family = refusedFamily(error, cmd);
+    const family = refusedFamily(error);
     if (family === undefined || !mayGrowFor(pool, cmd, family)) throw error;
     const need = BigInt(cmd.count ?? 1);
     const growth = await growOnce(deps, { pool, rule, family, cmd, trigger: { kind: 'noRoom', need, roomSeen } });
@@ -119,9 +119,7 @@ async function claimAfterNoRoom(
     try {
       return await createClaim(deps, cmd);
     } catch (again) {
-      // An absent family's refusal does not say which family (the first named one is assumed above): asked again, it
-      // could make this claim grow a family it already has room in.
-      if (again instanceof MismatchedNetworkError) throw again;
+      // Full again, or another family absent (a dual-stack claim's second): the next round grows for it.
       error = again;
     }
   }
@@ -129,9 +127,9 @@ async function claimAfterNoRoom(
 }
 
 /** The family a claim's refusal found without room (full, or absent from the pool), or undefined for other errors. */
-export function refusedFamily(error: unknown, cmd: CreateClaimCommand): IpFamily | undefined {
+export function refusedFamily(error: unknown): IpFamily | undefined {
   if (error instanceof RangeFullError) return error.family as IpFamily;
-  if (error instanceof MismatchedNetworkError) return cmd.ipFamilies?.[0] ?? IpFamily.IPv4;
+  if (error instanceof MismatchedNetworkError) return error.absent;
   return undefined;
 }
 
