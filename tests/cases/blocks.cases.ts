@@ -564,6 +564,28 @@ export function blocksCases(engine: TestEngine): void {
       expect(top.map((c) => c.name).sort()).toEqual(['pods-g4-1', 'pods-g6-1']);
     });
 
+    it('grows both families for a dual-stack claim when each shows only excluded room (two rounds a family)', async () => {
+      // Prepare: pods' IPv4 /29 and IPv6 /125 are full but for excluded addresses, which their free counts include
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 29, IPv6: 125 }, ['10.9.0.0/26', 'fd00:9::/120']);
+      const pods = {
+        name: 'pods',
+        exclude: ['10.8.0.6', 'fd00:8::6', 'fd00:8::7'],
+        grow: { pool: 'top', belowFree: 1 },
+      };
+      expect((await api.call('POST', '/v1/pools', pods)).status).toBe(201);
+      for (const cidr of ['10.8.0.0/29', 'fd00:8::/125'])
+        expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr })).status).toBe(201);
+      const claim = (name: string) =>
+        api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name), ipFamilyPolicy: 'RequireDualStack' });
+      for (let i = 0; i < 5; i += 1) expect((await claim(`p${i}`)).status).toBe(201);
+      // Act
+      const next = await claim('d');
+      // Assess: answered from one new block of each family
+      expect(next.status, JSON.stringify(next.body)).toBe(201);
+      expect((next.body.addresses as Block[]).map((a) => a.range)).toEqual(['g4-1', 'g6-1']);
+    });
+
     it('still grows a full family whose only free addresses are excluded (its free count is not its room)', async () => {
       // Prepare: pods' own /29 holds 6 addresses, 2 of them excluded; 4 claims fill the rest. Its free count says 2.
       const api = await testApi();
@@ -655,6 +677,33 @@ export function blocksCases(engine: TestEngine): void {
       // growth: 422), and nothing is held in the parent.
       expect(claim.status).toBe(422);
       expect((await api.call('GET', '/v1/pools/top/claims', undefined, as(admin))).body.items).toEqual([]);
+    });
+
+    it("grows into a parent claim another allocator's growth made (a race, or a growth that stopped before its range)", async () => {
+      // Prepare: top lets two allocators claim; team-a's growth of pods took pods-g4-1 and stopped before its range.
+      const api = await testApi();
+      const arn = (role: string) => `arn:aws:iam::123456789012:role/${role}`;
+      const as = (role: string) => ({ 'x-ipam-principal': arn(role) });
+      const access = { administrators: [arn('netops')], allocators: [arn('team-a'), arn('team-b')] };
+      const top = { name: 'top', blockPrefixLength: { IPv4: 29 }, access };
+      expect((await api.call('POST', '/v1/pools', top, as('netops'))).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.9.0.0/26' }, as('netops'))).status).toBe(201);
+      const pods = { name: 'pods', grow: { pool: 'top', belowFree: 1 } };
+      expect((await api.call('POST', '/v1/pools', pods, as('netops'))).status).toBe(201);
+      const grown = {
+        name: 'pods-g4-1',
+        owner: { kind: 'Pool', name: 'pods', uid: 'pool-pods' },
+        ipFamilies: ['IPv4'],
+        labels: { 'ipam/grown-for': 'pods' },
+      };
+      expect((await api.call('POST', '/v1/pools/top/claims', grown, as('team-a'))).status).toBe(201);
+      // Act: team-b's claim in pods, which has no range yet
+      const claim = await api.call('POST', '/v1/pools/pods/claims', { name: 'b', owner: owner('b') }, as('team-b'));
+      // Assess: answered from that block, made pods' range g4-1; no second block taken
+      expect(claim.status, JSON.stringify(claim.body)).toBe(201);
+      expect((claim.body.addresses as Block[])[0]!.range).toBe('g4-1');
+      const held = (await api.call('GET', '/v1/pools/top/claims', undefined, as('netops'))).body.items as Block[];
+      expect(held.map((c) => (c as unknown as { name: string }).name)).toEqual(['pods-g4-1']);
     });
 
     it('takes no parent block for a claim a new block cannot serve: a family without a block size, a named address', async () => {

@@ -104,7 +104,7 @@ export interface ReconcileReport {
   readonly errors: readonly string[];
   /**
    * Work that waits for something expected and is left to later runs, not an error (a deleted pool whose claim is the
-   * source of another pool's range, row 19): one line per item and run, naming what it waits for.
+   * source of another pool's range, row 20): one line per item and run, naming what it waits for.
    */
   readonly waiting: readonly string[];
 }

@@ -3,7 +3,9 @@
  * that finds its family full or absent would first take one more block from the parent (grow.ts): the preview asks
  * the parent for that block as a dryRun of the claim the growth would make there, then previews the claim on the pool
  * as it would be with that block as its range, and names the block in its answer (`grows`; a dual-stack claim may
- * need one of each family, as the real claim's rounds take them). The growth a claim sets
+ * need one of each family, as the real claim's rounds take them). It has no round that finds room instead of growing
+ * (nothing is taken meanwhile): where the claim is refused on free positions it cannot take, the preview shows the
+ * block a real claim would take after its room round. The growth a claim sets
  * off after it (its family's free space falling below the threshold) is not previewed: the claim's answer is the same.
  */
 import { Role, roleIn } from '../access.ts';

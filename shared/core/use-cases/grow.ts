@@ -92,11 +92,11 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
 }
 
 /**
- * Rounds of "grow or find room, claim again" for a claim that found no room: one to claim in another caller's block,
- * one to grow when that room was gone by then (or was free space the claim cannot take), one for a dual-stack claim's
- * other family.
+ * Rounds of "grow or find room, claim again" for a claim that found no room, two per family of a dual-stack claim:
+ * one to claim in another caller's block, one to grow when that room was gone by then (or was free space the claim
+ * cannot take).
  */
-export const NO_ROOM_ROUNDS = 3;
+export const NO_ROOM_ROUNDS = 4;
 
 /**
  * A claim that found its family full or absent: claimed again after the pool grew by a block, or without growing when

@@ -12,7 +12,7 @@ import {
   type RangeSource,
   type Utilization,
 } from '../model.ts';
-import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
+import { requireCreatorOrAdministrator, Role, roleIn, type Principal } from '../access.ts';
 import { renewClaim } from './claims.ts';
 import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../base/pool-geometry.ts';
 import { subtractIntervals, type Interval } from '../base/intervals.ts';
@@ -20,7 +20,7 @@ import { validateLegacyCidr } from '../bitmap/bitmap.ts';
 import { type Deps } from './deps.ts';
 import { nowIso } from '../base/time.ts';
 import { rangeUtilization } from './pools.ts';
-import { releaseGrownSource, type GrownReleaseDeps } from './grown-blocks.ts';
+import { grownBlockOf, grownClaimName, releaseGrownSource, type GrownReleaseDeps } from './grown-blocks.ts';
 
 export interface CreateRangeCommand {
   readonly pool: string;
@@ -91,7 +91,11 @@ async function sourceClaim(
     );
   const claim = await deps.claims.getClaim(source.pool, source.claim);
   if (!claim || isExpired(claim, deps.clock.nowMs())) throw new NotFoundError('claim', source.claim);
-  requireCreatorOrAdministrator(parent.pool, claim, cmd.caller, 'make a range from');
+  // A block this pool took by growing is made its range by whichever member of the parent grows the pool next (racing
+  // growers are answered one claim; a growth may stop before its range): any member may, as any may set off growth.
+  const grownHere = grownBlockOf(claim) === cmd.pool && claim.name === grownClaimName(cmd.pool, cmd.name ?? '');
+  if (!grownHere || roleIn(parent.pool.access, cmd.caller) === Role.None)
+    requireCreatorOrAdministrator(parent.pool, claim, cmd.caller, 'make a range from');
   const blocks = claim.addresses.filter((a) => a.prefixLength !== undefined).map(prefixOf);
   if (!blocks.includes(cidrText)) throw new SourceMismatchError(cidrText, source, blocks);
   const taken = claim.children?.find((c) => c.cidr === cidrText);
