@@ -169,7 +169,12 @@ export function claimSentence(claim: Claim, verb: string, nowMs: number): string
   }
   const addresses = groups.map((g) => `${g.addresses.join(', ')} (${g.range})`).join(', ');
   const count = claim.count !== undefined && claim.count > 1 ? `${claim.count} addresses per family: ` : '';
-  return `claim/${claim.name} ${verb}: ${count}${addresses || 'no address'}${claim.expiresAt ? `, ${expiry(claim.expiresAt, nowMs)}` : ''}\n`;
+  // A preview in a pool that grows names the blocks a real claim would first take from the parent.
+  const grows = (claim.grows ?? []).map(
+    (g) => `block ${g.cidr} of pool ${g.pool} (its claim ${g.claim}) as range ${g.range}`,
+  );
+  const growth = grows.length ? `The pool would first grow: ${grows.join(', and ')}.\n` : '';
+  return `claim/${claim.name} ${verb}: ${count}${addresses || 'no address'}${claim.expiresAt ? `, ${expiry(claim.expiresAt, nowMs)}` : ''}\n${growth}`;
 }
 
 function print<T>(io: CliIo, view: ResourceView<T>, item: T, output: string | undefined, sentence: string): void {

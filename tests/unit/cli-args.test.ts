@@ -675,6 +675,35 @@ describe('Command line: block pools and nested pools (issue 35)', () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  it("shows a preview's growth: the blocks a real claim would first take from the parent", async () => {
+    const server = fakeFetch(() => ({
+      status: 200,
+      body: {
+        name: 'p1',
+        uid: 'u',
+        owner: { kind: 'Pod', name: 'p1', uid: 'x' },
+        ipFamilyPolicy: 'SingleStack',
+        ipFamilies: ['IPv4'],
+        labels: {},
+        createdAt: '2026-04-02T09:59:00Z',
+        version: 1,
+        dryRun: true,
+        detail: 'not a hold',
+        addresses: [{ address: '10.9.0.9', family: 'IPv4', range: 'g4-1' }],
+        grows: [{ pool: 'top', claim: 'pods-g4-1', range: 'g4-1', cidr: '10.9.0.8/29' }],
+      },
+    }));
+    const result = await runCli(['claim', 'pods', '--name', 'p1', '--owner', 'Pod/p1/x', '--dry-run'], {
+      fetch: server.fetch,
+    });
+    expect(result).toMatchObject({
+      code: ExitCode.Ok,
+      out:
+        'claim/p1 would be made (dry run, nothing written, not a hold): 10.9.0.9 (g4-1)\n' +
+        'The pool would first grow: block 10.9.0.8/29 of pool top (its claim pods-g4-1) as range g4-1.\n',
+    });
+  });
+
   it('sends --prefix and --dry-run, and shows a preview with its block as a CIDR', async () => {
     const server = fakeFetch((request) => ({
       status: 200,
