@@ -138,6 +138,10 @@ export function blocksCases(engine: TestEngine): void {
       expect(again.status).toBe(200);
       expect(prefixesOf(again.body)).toEqual(prefixesOf(made.body));
       expect((await leaseItems(api)).length).toBe(4);
+      expect(made.body.labels).toEqual({ zone: 'a' });
+      const zone = (value: string) => api.call('GET', `/v1/pools/pods/claims?labelSelector=zone=${value}`);
+      expect(((await zone('a')).body.items as { name: string }[]).map((c) => c.name)).toEqual(['n1']);
+      expect((await zone('b')).body.items).toEqual([]);
     });
 
     it('takes an explicit block, and refuses a block of another size, a non-canonical one, an address, or one held by another claim', async () => {
