@@ -8,15 +8,14 @@
  * block a real claim would take after its room round. The growth a claim sets
  * off after it (its family's free space falling below the threshold) is not previewed: the claim's answer is the same.
  */
-import { Role, roleIn } from '../access.ts';
 import type { IpFamily } from '../ip/address.ts';
-import { NotFoundError, RangeFullError } from '../errors.ts';
+import { RangeFullError } from '../errors.ts';
 import { RangeState, type GrowRule, type Pool, type PoolView, type Range } from '../model.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
 import { nowIso } from '../base/time.ts';
 import { createClaim, type CreateClaimAnswer, type GrowthPreview } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
-import { freeTag, mayGrowFor, NO_ROOM_ROUNDS, refusedFamily } from './grow.ts';
+import { growthParent, mayGrowFor, nextTag, NO_ROOM_ROUNDS, refusedFamily } from './grow.ts';
 import { grownClaimCommand } from './grown-blocks.ts';
 import type { Deps } from './deps.ts';
 
@@ -67,18 +66,13 @@ async function previewBlock(
   },
 ): Promise<{ view: PoolView; grows: GrowthPreview } | undefined> {
   const { pool, rule, cmd, family } = args;
-  const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch((error: unknown) => {
-    if (error instanceof NotFoundError) return undefined;
-    throw error;
-  });
-  if (!parent?.pool.blockPrefixLength?.[family] || roleIn(parent.pool.access, cmd.createdBy) === Role.None)
-    return undefined;
+  const parent = await growthParent(deps, { rule, family, caller: cmd.createdBy });
+  if (!parent) return undefined;
   const own = args.own ?? (await deps.views.get(pool.name, deps.clock.nowMs(), true));
-  const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
-  const tag = taken < rule.maxBlocks ? freeTag(own, family, rule.maxBlocks) : undefined;
+  const tag = nextTag(own, rule, family);
   if (tag === undefined) return undefined;
   const parentClaim = grownClaimCommand({ pool: pool.name, parent: rule.pool, tag, family, createdBy: cmd.createdBy });
-  const claimName = parentClaim.name!;
+  const claimName = parentClaim.name;
   let block;
   try {
     // Nothing is taken, so the parent would preview a block it previewed already again: excluded from its view here.

@@ -159,10 +159,33 @@ async function familyFree(deps: Pick<Deps, 'leases' | 'clock'>, view: PoolView, 
 }
 
 /**
- * The name of the pool's next grown range of a family, `g4-<k>` or `g6-<k>`: k is the lowest index from 1 to maxBlocks
- * that no range of the pool is named by (a removed grown range's name is taken again); undefined when none is free.
+ * The parent's view when the pool may take a block of `family` from it for `caller` (growOnce takes it, the preview
+ * previews it): undefined when the parent is gone, has no block size for the family, or the caller is no member of it
+ * (the block is taken in the caller's name, as a claim there would ask).
  */
-export function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): string | undefined {
+export async function growthParent(
+  deps: Pick<Deps, 'views' | 'clock'>,
+  args: { rule: GrowRule; family: IpFamily; caller: CreateClaimCommand['createdBy'] },
+): Promise<PoolView | undefined> {
+  const parent = await deps.views.get(args.rule.pool, deps.clock.nowMs(), true).catch((error: unknown) => {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
+  });
+  if (!parent?.pool.blockPrefixLength?.[args.family]) return undefined;
+  return roleIn(parent.pool.access, args.caller) === Role.None ? undefined : parent;
+}
+
+/**
+ * The name of the pool's next grown range of a family, `g4-<k>` or `g6-<k>`: k is the lowest index from 1 to maxBlocks
+ * that no range of the pool is named by (a removed grown range's name is taken again); undefined when the pool holds
+ * `maxBlocks` blocks of the family from the parent already, or no name is free.
+ */
+export function nextTag(own: PoolView, rule: GrowRule, family: IpFamily): string | undefined {
+  const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
+  return taken < rule.maxBlocks ? freeTag(own, family, rule.maxBlocks) : undefined;
+}
+
+function freeTag(own: PoolView, family: IpFamily, maxBlocks: number): string | undefined {
   const names = new Set(own.ranges.map((r) => r.name));
   for (let k = 1; k <= maxBlocks; k += 1) {
     const tag = `g${family === IpFamily.IPv4 ? 4 : 6}-${k}`;
@@ -207,13 +230,7 @@ async function growOnce(
   args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand; trigger: Trigger },
 ): Promise<Growth> {
   const { pool, rule, family, cmd, trigger } = args;
-  const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch((error: unknown) => {
-    if (error instanceof NotFoundError) return undefined;
-    throw error;
-  });
-  if (!parent?.pool.blockPrefixLength?.[family]) return NONE;
-  // The block is taken in the caller's name: only a member of the parent may take one (as a claim there would ask).
-  if (roleIn(parent.pool.access, cmd.createdBy) === Role.None) return NONE;
+  if (!(await growthParent(deps, { rule, family, caller: cmd.createdBy }))) return NONE;
   const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
   if (trigger.kind === 'noRoom') {
     // Another caller's block landed since this claim found no room: the claim is tried in it (file comment).
@@ -221,12 +238,10 @@ async function growOnce(
     if (ready !== trigger.roomSeen && (await familyFree(deps, own, family)) >= trigger.need)
       return { kind: 'room', ready };
   }
-  const taken = own.ranges.filter((r) => r.source?.pool === rule.pool && r.family === family).length;
-  if (taken >= rule.maxBlocks) return NONE;
+  const tag = nextTag(own, rule, family);
+  if (tag === undefined) return NONE;
   // A crossing measured before another caller's growth landed is no crossing any more: that growth was its block.
   if (trigger.kind === 'crossing' && (await familyFree(deps, own, family)) >= BigInt(rule.belowFree)) return NONE;
-  const tag = freeTag(own, family, rule.maxBlocks);
-  if (tag === undefined) return NONE;
   const parentClaim = grownClaimCommand({ pool: pool.name, parent: rule.pool, tag, family, createdBy: cmd.createdBy });
   let made: CreateClaimAnswer;
   try {
@@ -240,7 +255,7 @@ async function growOnce(
     pool: pool.name,
     cidr: `${block.address}/${block.prefixLength}`,
     name: tag,
-    source: { pool: rule.pool, claim: parentClaim.name! },
+    source: { pool: rule.pool, claim: parentClaim.name },
     ...(cmd.createdBy ? { caller: cmd.createdBy } : {}),
   });
   return { kind: 'grown' };

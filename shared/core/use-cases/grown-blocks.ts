@@ -32,7 +32,7 @@ export function grownClaimCommand(args: {
   readonly tag: string;
   readonly family: IpFamily;
   readonly createdBy?: Principal;
-}): CreateClaimCommand {
+}): CreateClaimCommand & { readonly name: string } {
   return {
     pool: args.parent,
     name: grownClaimName(args.pool, args.tag),
