@@ -675,24 +675,28 @@ describe('Command line: block pools and nested pools (issue 35)', () => {
     expect(server.requests).toHaveLength(1);
   });
 
-  it("shows a preview's growth: the blocks a real claim would first take from the parent", async () => {
-    const server = fakeFetch(() => ({
+  /** A server answering a claim request with a preview of it (the request's fields, and `extra`). */
+  const previewing = (extra: Record<string, unknown>) =>
+    fakeFetch((request) => ({
       status: 200,
       body: {
-        name: 'p1',
         uid: 'u',
-        owner: { kind: 'Pod', name: 'p1', uid: 'x' },
         ipFamilyPolicy: 'SingleStack',
         ipFamilies: ['IPv4'],
         labels: {},
         createdAt: '2026-04-02T09:59:00Z',
         version: 1,
-        dryRun: true,
         detail: 'not a hold',
-        addresses: [{ address: '10.9.0.9', family: 'IPv4', range: 'g4-1' }],
-        grows: [{ pool: 'top', claim: 'pods-g4-1', range: 'g4-1', cidr: '10.9.0.8/29' }],
+        ...JSON.parse(request.body!),
+        ...extra,
       },
     }));
+
+  it("shows a preview's growth: the blocks a real claim would first take from the parent", async () => {
+    const server = previewing({
+      addresses: [{ address: '10.9.0.9', family: 'IPv4', range: 'g4-1' }],
+      grows: [{ pool: 'top', claim: 'pods-g4-1', range: 'g4-1', cidr: '10.9.0.8/29' }],
+    });
     const result = await runCli(['claim', 'pods', '--name', 'p1', '--owner', 'Pod/p1/x', '--dry-run'], {
       fetch: server.fetch,
     });
@@ -705,23 +709,9 @@ describe('Command line: block pools and nested pools (issue 35)', () => {
   });
 
   it('sends --prefix and --dry-run, and shows a preview with its block as a CIDR', async () => {
-    const server = fakeFetch((request) => ({
-      status: 200,
-      body: {
-        name: 'n1',
-        uid: 'u',
-        owner: { kind: 'Node', name: 'n1', uid: 'x' },
-        ipFamilyPolicy: 'SingleStack',
-        ipFamilies: ['IPv4'],
-        labels: {},
-        createdAt: '2026-04-02T09:59:00Z',
-        version: 1,
-        dryRun: true,
-        detail: 'not a hold',
-        addresses: [{ address: '10.244.0.64', family: 'IPv4', range: 'r', prefix: '10.244.0.64/26' }],
-        ...JSON.parse(request.body!),
-      },
-    }));
+    const server = previewing({
+      addresses: [{ address: '10.244.0.64', family: 'IPv4', range: 'r', prefix: '10.244.0.64/26' }],
+    });
     const result = await runCli(
       ['claim', 'nodes', '--name', 'n1', '--owner', 'Node/n1/x', '--prefix', '10.244.0.64/26', '--dry-run'],
       { fetch: server.fetch },
