@@ -1,6 +1,6 @@
 // Over 300 lines: the pool use cases and the input checks of the pool's settings, which they alone read.
-import { familyBits, IpFamily, parseAddress } from '../ip/address.ts';
-import { capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
+import { IpFamily, parseAddress } from '../ip/address.ts';
+import { blockSize, capacity, formatCidr, parseCidr } from '../ip/cidr.ts';
 import {
   ConflictError,
   InvalidArgumentError,
@@ -277,7 +277,7 @@ function utilizationOf(size: bigint, counts: { used: bigint; releasing: bigint }
 
 /** A block pool's utilization in addresses: each block counts every address it covers (it is handed out whole). */
 export function addressesOfBlocks(u: Utilization, block: { family: IpFamily; prefixLength: number }): Utilization {
-  const per = 1n << BigInt(familyBits(block.family) - block.prefixLength);
+  const per = blockSize({ family: block.family, base: 0n, prefix: block.prefixLength });
   return { size: u.size * per, used: u.used * per, releasing: u.releasing * per, free: u.free * per };
 }
 
