@@ -184,9 +184,11 @@ describe('ipam-cni under the reference bridge plugin', () => {
     const prevResult = add.json;
     // Act
     const healthy = await lab.plugin('CHECK', { ...config, prevResult }, call);
+    // Another address than the one ADD picked at random.
+    const otherAddress = ip === '10.81.0.200/24' ? '10.81.0.201/24' : '10.81.0.200/24';
     const other = await lab.plugin(
       'CHECK',
-      { ...config, prevResult: { cniVersion: '1.0.0', ips: [{ address: '10.81.0.200/24' }] } },
+      { ...config, prevResult: { cniVersion: '1.0.0', ips: [{ address: otherAddress }] } },
       call,
     );
     const claims = (await callApi(stack, 'GET', `/v1/pools/${network}/claims`)).body as { items: { name: string }[] };

@@ -131,16 +131,20 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
   });
 
   it('gives a container the address asked for with --ip (Podman 4 sends it as CNI_ARGS IP=), and refuses it to a second one', async () => {
+    // Prepare: the earlier cases' containers still hold addresses the service picked at random, so the address asked
+    // for is one none of them holds (a fixed .77 was refused to the first container when one of them had it).
+    const held = new Set((await claims()).flatMap((c) => c.addresses.map((x) => x.address)));
+    const wanted = Array.from({ length: 100 }, (_, i) => `10.91.0.${77 + i}`).find((a) => !held.has(a))!;
     // Act
-    const id = await podman.start(`${network}-ip`, network, ['--ip', '10.91.0.77']);
+    const id = await podman.start(`${network}-ip`, network, ['--ip', wanted]);
     const address = await podman.address(`${network}-ip`);
-    const second = await podman.start(`${network}-ip2`, network, ['--ip', '10.91.0.77']).then(
+    const second = await podman.start(`${network}-ip2`, network, ['--ip', wanted]).then(
       () => 'started',
       (error: unknown) => String(error),
     );
     // Assess
-    expect(address).toBe('10.91.0.77/24');
-    expect((await claimOf(id)).map((c) => c.addresses.map((x) => x.address))).toEqual([['10.91.0.77']]);
+    expect(address).toBe(`${wanted}/24`);
+    expect((await claimOf(id)).map((c) => c.addresses.map((x) => x.address))).toEqual([[wanted]]);
     expect(second).toContain('AlreadyAllocated');
   });
 
