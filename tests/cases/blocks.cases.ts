@@ -38,6 +38,9 @@ export function blocksCases(engine: TestEngine): void {
   }
 
   const leaseItems = async (api: TestApi) => (await allItems(api.container.table)).filter((i) => i.entity === 'lease');
+  /** The names of pool top's claims, sorted: the blocks a growing pool took from it. */
+  const parentClaims = async (api: TestApi) =>
+    ((await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[]).map((c) => c.name).sort();
 
   describe(`Block pools: the pool and its ranges (${engine.name})`, () => {
     it('keeps blockPrefixLength per family on the pool and refuses sizes no family has, with the field named', async () => {
@@ -477,6 +480,46 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Grow on demand: the threshold counts positions a claim can take (${engine.name})`, () => {
+    // top hands out /26 blocks. In each pool, `leaving` claims leave exactly belowFree positions free, and one more
+    // claim crosses: an excluded position, or space two ranges share, is not one more free position.
+    for (const { what, pool, cidrs, belowFree, leaving } of [
+      {
+        what: 'excluded addresses',
+        pool: { exclude: ['10.8.0.5', '10.8.0.6'] },
+        cidrs: ['10.8.0.0/29'],
+        belowFree: 2,
+        leaving: 2,
+      },
+      { what: 'space two ranges share', pool: {}, cidrs: ['10.8.0.0/29', '10.8.0.0/30'], belowFree: 3, leaving: 3 },
+      {
+        what: 'blocks of a block pool that overlap or touch an exclusion',
+        pool: { blockPrefixLength: { IPv4: 28 }, exclude: ['10.8.0.20'] },
+        cidrs: ['10.8.0.0/26', '10.8.0.0/27'],
+        belowFree: 2,
+        leaving: 1,
+      },
+    ]) {
+      it(`grows at the claim that leaves fewer than belowFree positions free, not counting ${what}`, async () => {
+        // Prepare
+        const api = await testApi();
+        await blockPool(api, 'top', { IPv4: 26 }, ['10.9.0.0/24']);
+        const made = await api.call('POST', '/v1/pools', { name: 'pods', ...pool, grow: { pool: 'top', belowFree } });
+        expect(made.status).toBe(201);
+        for (const cidr of cidrs) expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr })).status).toBe(201);
+        const claim = (name: string) => api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) });
+        for (let i = 0; i < leaving; i += 1) expect((await claim(`p${i}`)).status).toBe(201);
+        const atThreshold = await parentClaims(api);
+        // Act
+        const crossing = await claim('crossing');
+        // Assess: no block while belowFree positions were free, one at the claim that crossed
+        expect(crossing.status).toBe(201);
+        expect(atThreshold).toEqual([]);
+        expect(await parentClaims(api)).toEqual(['pods-g4-1']);
+      });
+    }
+  });
+
   describe(`Grow on demand: racing crossings (${engine.name})`, () => {
     it('takes no second block for a crossing when another caller grew the pool after this one measured its free space', async () => {
       // Prepare: top hands out /29 blocks (6 addresses each); pods grows below 3 free. Three claims leave 3 free.
@@ -568,10 +611,11 @@ export function blocksCases(engine: TestEngine): void {
       expect(top.map((c) => c.name).sort()).toEqual(['pods-g4-1', 'pods-g6-1']);
     });
 
-    it('grows both families for a dual-stack claim when each shows only excluded room (two rounds a family)', async () => {
-      // Prepare: pods' IPv4 /29 and IPv6 /125 are full but for excluded addresses, which their free counts include
+    it('grows both families for a dual-stack claim that finds each full but for excluded addresses', async () => {
+      // Prepare: pods' IPv4 /29 and IPv6 /125 are full but for excluded addresses, filled while top had no range (so
+      // no crossing grew them)
       const api = await testApi();
-      await blockPool(api, 'top', { IPv4: 29, IPv6: 125 }, ['10.9.0.0/26', 'fd00:9::/120']);
+      await blockPool(api, 'top', { IPv4: 29, IPv6: 125 }, []);
       const pods = {
         name: 'pods',
         exclude: ['10.8.0.6', 'fd00:8::6', 'fd00:8::7'],
@@ -583,6 +627,8 @@ export function blocksCases(engine: TestEngine): void {
       const claim = (name: string) =>
         api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name), ipFamilyPolicy: 'RequireDualStack' });
       for (let i = 0; i < 5; i += 1) expect((await claim(`p${i}`)).status).toBe(201);
+      for (const cidr of ['10.9.0.0/26', 'fd00:9::/120'])
+        expect((await api.call('POST', '/v1/pools/top/ranges', { cidr })).status).toBe(201);
       // Act
       const next = await claim('d');
       // Assess: answered from one new block of each family
@@ -590,22 +636,22 @@ export function blocksCases(engine: TestEngine): void {
       expect((next.body.addresses as Block[]).map((a) => a.range)).toEqual(['g4-1', 'g6-1']);
     });
 
-    it('still grows a full family whose only free addresses are excluded (its free count is not its room)', async () => {
-      // Prepare: pods' own /29 holds 6 addresses, 2 of them excluded; 4 claims fill the rest. Its free count says 2.
+    it('grows a full family whose only free addresses are excluded', async () => {
+      // Prepare: pods' own /29 holds 6 addresses, 2 of them excluded; 4 claims fill the rest while top has no range
       const api = await testApi();
-      await blockPool(api, 'top', { IPv4: 29 }, ['10.9.0.0/28']);
+      await blockPool(api, 'top', { IPv4: 29 }, []);
       const pods = { name: 'pods', exclude: ['10.8.0.5', '10.8.0.6'], grow: { pool: 'top', belowFree: 1 } };
       expect((await api.call('POST', '/v1/pools', pods)).status).toBe(201);
       expect((await api.call('POST', '/v1/pools/pods/ranges', { cidr: '10.8.0.0/29' })).status).toBe(201);
       const claim = (name: string) => api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) });
       for (let i = 0; i < 4; i += 1) expect((await claim(`p${i}`)).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.9.0.0/28' })).status).toBe(201);
       // Act
       const next = await claim('p4');
       // Assess: answered from a block taken from top
       expect(next.status).toBe(201);
       expect((next.body.addresses as Block[])[0]!.range).toBe('g4-1');
-      const top = (await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[];
-      expect(top.map((c) => c.name)).toEqual(['pods-g4-1']);
+      expect(await parentClaims(api)).toEqual(['pods-g4-1']);
     });
   });
 
@@ -617,8 +663,6 @@ export function blocksCases(engine: TestEngine): void {
       expect((await api.call('POST', '/v1/pools', pods)).status).toBe(201);
       return async (name) => (await api.call('POST', '/v1/pools/pods/claims', { name, owner: owner(name) })).status;
     }
-    const parentClaims = async (api: TestApi) =>
-      ((await api.call('GET', '/v1/pools/top/claims')).body.items as { name: string }[]).map((c) => c.name).sort();
 
     it("releases the parent's grown blocks when the child pool is deleted", async () => {
       // Prepare: one claim grows pods by one block; then it is released

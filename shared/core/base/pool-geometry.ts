@@ -12,7 +12,7 @@ import {
 } from '../ip/cidr.ts';
 import { MismatchedNetworkError, NotInRangeError } from '../errors.ts';
 import { RangeState, type Pool, type PoolView, type Range } from '../model.ts';
-import { mergeIntervals, type Interval } from './intervals.ts';
+import { intervalsSize, mergeIntervals, subtractIntervals, type Interval } from './intervals.ts';
 
 /** A range with its parsed CIDR. */
 export interface ParsedRange {
@@ -46,6 +46,26 @@ export function hostIntervals(ranges: readonly ParsedRange[]): Interval[] {
 /** Whole blocks of several ranges, merged (for reading leases, reserved addresses included). */
 export function blockIntervals(ranges: readonly ParsedRange[]): Interval[] {
   return mergeIntervals(ranges.map((r): Interval => [r.cidr.base, lastAddress(r.cidr)]));
+}
+
+/**
+ * Positions in disjoint intervals of host positions: addresses, or in a block pool blocks. A block pool's interval runs
+ * from a block's network address to the last block's, or to a block's last address where an exclusion cut it, so it
+ * holds (hi - lo) / block size + 1 of them.
+ */
+export function slotsIn(intervals: readonly Interval[], family: IpFamily, block: number | undefined): bigint {
+  if (block === undefined) return intervalsSize(intervals);
+  const shift = BigInt(familyBits(family) - block);
+  return intervals.reduce((sum, [lo, hi]) => sum + ((hi - lo) >> shift) + 1n, 0n);
+}
+
+/**
+ * The positions a dynamic claim of a family may be given, as sorted, disjoint intervals: the host positions of the
+ * pool's Ready ranges merged (space two ranges share counted once), less its exclusions (in a block pool, every block
+ * one touches).
+ */
+export function claimableIntervals(view: PoolView, family: IpFamily): Interval[] {
+  return subtractIntervals(hostIntervals(rangesOf(view, family)), excludedIntervals(view, family));
 }
 
 /** The pool's exclusions of a family as sorted, disjoint intervals. */

@@ -21,8 +21,8 @@ import {
   type Utilization,
 } from '../model.ts';
 import type { Page } from '../ports.ts';
-import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../base/pool-geometry.ts';
-import { intervalsSize, type Interval } from '../base/intervals.ts';
+import { hostInterval, hostIntervals, rangesOf, rangeCidr, slotsIn } from '../base/pool-geometry.ts';
+import type { Interval } from '../base/intervals.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { type Deps } from './deps.ts';
@@ -304,16 +304,6 @@ export async function getPool(
     utilization: await familyUtilization(deps, view),
     warnings: await warningsOf(deps, view.pool),
   };
-}
-
-/**
- * Positions in merged host intervals: addresses, or in a block pool blocks (an interval of a block pool runs from a
- * block's network address to the last block's, so it holds (hi - lo) / block size + 1 of them).
- */
-function slotsIn(intervals: readonly Interval[], family: IpFamily, block: number | undefined): bigint {
-  if (block === undefined) return intervalsSize(intervals);
-  const shift = BigInt((family === IpFamily.IPv4 ? 32 : 128) - block);
-  return intervals.reduce((sum, [lo, hi]) => sum + ((hi - lo) >> shift) + 1n, 0n);
 }
 
 async function familyUtilization(deps: UsageDeps, view: PoolView): Promise<Partial<Record<IpFamily, Utilization>>> {
