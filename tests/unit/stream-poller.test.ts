@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mockClient } from 'aws-sdk-client-mock';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
@@ -57,6 +57,12 @@ beforeEach(() => {
 afterEach(async () => {
   await poller?.stop();
   poller = undefined;
+});
+
+// The mocks replace the clients' send for every instance: the next file in this worker (isolate: false) gets them back.
+afterAll(() => {
+  dynamo.restore();
+  streams.restore();
 });
 
 describe('Function: startStreamPoller (mocked streams API)', () => {
