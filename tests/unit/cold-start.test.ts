@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
 
 // Each function module is imported fresh (vi.resetModules) under a stubbed environment, as Lambda's init phase
 // would load it: a bad setting must make the import itself fail, with one log line naming the setting.
@@ -36,6 +36,10 @@ describe.each(Object.keys(modules) as (keyof typeof modules)[])('Module: %s', (n
     vi.unstubAllEnvs();
     vi.restoreAllMocks();
   });
+
+  // The function modules last imported hold containers built for this file's settings: later files of the worker
+  // (isolate: false) import their own.
+  afterAll(() => vi.resetModules());
 
   it.each([
     ['TABLE_NAME is missing', {}, 'TABLE_NAME is not set'],
