@@ -281,7 +281,7 @@ describe('the web console', () => {
         .locator('[role=img]')
         .first()
         .getAttribute('aria-label'),
-    ).toMatch(/IPv4: 4 of 254 used/);
+    ).toMatch(/IPv4: 4 of 247 used/); // the pool's space less its 7 excluded addresses
     // Deep links and the back button: back to the pool view.
     await page.goBack();
     await heading('Pool services');

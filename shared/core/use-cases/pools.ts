@@ -21,7 +21,7 @@ import {
   type Utilization,
 } from '../model.ts';
 import type { Page } from '../ports.ts';
-import { hostInterval, hostIntervals, rangesOf, rangeCidr, slotsIn } from '../base/pool-geometry.ts';
+import { claimableIntervals, hostInterval, rangesOf, rangeCidr, slotsIn } from '../base/pool-geometry.ts';
 import type { Interval } from '../base/intervals.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
@@ -201,7 +201,10 @@ export interface RangeWithUsage {
 export interface PoolDetails {
   readonly pool: Pool;
   readonly ranges: readonly RangeWithUsage[];
-  /** Per family over the union of its Ready ranges: overlapping space is counted once. */
+  /**
+   * Per family over the space a dynamic claim may be given (claimableIntervals): the union of its Ready ranges (space
+   * they share counted once) less the pool's exclusions (in a block pool, every block one touches).
+   */
   readonly utilization: Partial<Record<IpFamily, Utilization>>;
   /**
    * Per family, the lowest free-space threshold it is below, as the stream function last decided (the same signal as
@@ -281,7 +284,10 @@ export function addressesOfBlocks(u: Utilization, block: { family: IpFamily; pre
   return { size: u.size * per, used: u.used * per, releasing: u.releasing * per, free: u.free * per };
 }
 
-/** Utilization of one range of `pool`: its capacity and the leases among its host addresses. */
+/**
+ * Utilization of one range of `pool`: its capacity and the leases among its host addresses. The pool's exclusions are
+ * not taken out here (a range reads as its CIDR holds); the pool's utilization leaves them out.
+ */
 export async function rangeUtilization(deps: UsageDeps, pool: Pool, range: Range): Promise<Utilization> {
   const cidr = rangeCidr(range);
   const size = capacity(cidr);
@@ -306,12 +312,15 @@ export async function getPool(
   };
 }
 
+/**
+ * Per family with a Ready range: its claimable space and the leases in it. A lease outside it (an excluded address an
+ * address pool gave to a claim naming it) is in neither size nor used, so used + releasing + free = size still holds.
+ */
 async function familyUtilization(deps: UsageDeps, view: PoolView): Promise<Partial<Record<IpFamily, Utilization>>> {
   const out: Partial<Record<IpFamily, Utilization>> = {};
   for (const family of [IpFamily.IPv4, IpFamily.IPv6]) {
-    const ranges = rangesOf(view, family);
-    if (ranges.length === 0) continue;
-    const intervals = hostIntervals(ranges);
+    if (rangesOf(view, family).length === 0) continue;
+    const intervals = claimableIntervals(view, family);
     const size = slotsIn(intervals, family, view.pool.blockPrefixLength?.[family]);
     out[family] = utilizationOf(size, await usedIn(deps, view.pool, family, intervals));
   }
