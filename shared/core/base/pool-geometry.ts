@@ -49,23 +49,24 @@ export function blockIntervals(ranges: readonly ParsedRange[]): Interval[] {
 }
 
 /**
+ * The positions a dynamic claim of a family may be given, as sorted, disjoint intervals: the host positions of the
+ * pool's Ready ranges merged (space two ranges share counted once), less its exclusions (in a block pool, every block
+ * one touches); and how many positions they hold (addresses, or in a block pool blocks).
+ */
+export function claimableSpace(view: PoolView, family: IpFamily): { intervals: Interval[]; size: bigint } {
+  const intervals = subtractIntervals(hostIntervals(rangesOf(view, family)), excludedIntervals(view, family));
+  return { intervals, size: slotsIn(intervals, family, view.pool.blockPrefixLength?.[family]) };
+}
+
+/**
  * Positions in disjoint intervals of host positions: addresses, or in a block pool blocks. A block pool's interval runs
  * from a block's network address to the last block's, or to a block's last address where an exclusion cut it, so it
  * holds (hi - lo) / block size + 1 of them.
  */
-export function slotsIn(intervals: readonly Interval[], family: IpFamily, block: number | undefined): bigint {
+function slotsIn(intervals: readonly Interval[], family: IpFamily, block: number | undefined): bigint {
   if (block === undefined) return intervalsSize(intervals);
   const shift = BigInt(familyBits(family) - block);
   return intervals.reduce((sum, [lo, hi]) => sum + ((hi - lo) >> shift) + 1n, 0n);
-}
-
-/**
- * The positions a dynamic claim of a family may be given, as sorted, disjoint intervals: the host positions of the
- * pool's Ready ranges merged (space two ranges share counted once), less its exclusions (in a block pool, every block
- * one touches).
- */
-export function claimableIntervals(view: PoolView, family: IpFamily): Interval[] {
-  return subtractIntervals(hostIntervals(rangesOf(view, family)), excludedIntervals(view, family));
 }
 
 /** The pool's exclusions of a family as sorted, disjoint intervals. */

@@ -9,22 +9,22 @@
  * from it has a name fixed the same way. Callers that see the same k make the same claim and the same range: one wins, the
  * others are answered it (idempotency), so a crossing takes one block however many callers saw it. Bounds: at most
  * `maxBlocks` blocks per family from the parent (then the pool is full like any other), and the parent's own space
- * (its RangeFull stops the growth). Each check counts the family's leases (an index query per stretch of its claimable space, reading them all), so
- * growth is meant for node- and region-sized pools.
+ * (its RangeFull stops the growth). Each check counts the family's leases (an index query per stretch of its
+ * claimable space, reading them all), so growth is meant for node- and region-sized pools.
  *
  * The same name is not enough where one caller reads the pool after another's range landed: it sees k taken and would
  * take k+1. So each growth re-reads the pool first: a crossing takes nothing when the family is no longer below the
  * threshold, and a claim that found the family full or absent takes nothing when the family now has free positions for
  * its `count` (another caller's block): it is tried again in them. Free positions a claim is refused again on, the
  * ranges unchanged, are space it cannot take (a count behind the leases), and then the pool grows. Free positions are
- * claimable ones (pool-geometry.ts's claimableIntervals): no excluded one, and space two ranges share counted once.
+ * claimable ones (pool-geometry.ts's claimableSpace): no excluded one, and space two ranges share counted once.
  */
 import { Role, roleIn } from '../access.ts';
 import { IpFamily } from '../ip/address.ts';
 import { InvalidArgumentError, MismatchedNetworkError, NotFoundError, RangeFullError } from '../errors.ts';
 import { checkDnsLabel, NameLimits } from '../names.ts';
 import type { GrowRule, Pool, PoolView } from '../model.ts';
-import { claimableIntervals, rangesOf, slotsIn } from '../base/pool-geometry.ts';
+import { claimableSpace, rangesOf } from '../base/pool-geometry.ts';
 import { createClaim, type CreateClaimAnswer } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
@@ -154,10 +154,9 @@ async function freeIn(deps: Pick<Deps, 'views' | 'leases' | 'clock'>, pool: stri
  * less the leases among them, counted now. A named claim of an excluded address is in neither.
  */
 async function familyFree(deps: Pick<Deps, 'leases' | 'clock'>, view: PoolView, family: IpFamily): Promise<bigint> {
-  const space = claimableIntervals(view, family);
-  if (space.length === 0) return 0n;
-  const size = slotsIn(space, family, view.pool.blockPrefixLength?.[family]);
-  const used = await deps.leases.countLeases(view.pool.name, family, space, { nowMs: deps.clock.nowMs() });
+  const { intervals, size } = claimableSpace(view, family);
+  if (intervals.length === 0) return 0n;
+  const used = await deps.leases.countLeases(view.pool.name, family, intervals, { nowMs: deps.clock.nowMs() });
   return size > used ? size - used : 0n;
 }
 

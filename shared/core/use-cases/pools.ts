@@ -21,7 +21,7 @@ import {
   type Utilization,
 } from '../model.ts';
 import type { Page } from '../ports.ts';
-import { claimableIntervals, hostInterval, rangesOf, rangeCidr, slotsIn } from '../base/pool-geometry.ts';
+import { claimableSpace, hostInterval, rangesOf, rangeCidr } from '../base/pool-geometry.ts';
 import type { Interval } from '../base/intervals.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
@@ -202,7 +202,7 @@ export interface PoolDetails {
   readonly pool: Pool;
   readonly ranges: readonly RangeWithUsage[];
   /**
-   * Per family over the space a dynamic claim may be given (claimableIntervals): the union of its Ready ranges (space
+   * Per family over the space a dynamic claim may be given (claimableSpace): the union of its Ready ranges (space
    * they share counted once) less the pool's exclusions (in a block pool, every block one touches).
    */
   readonly utilization: Partial<Record<IpFamily, Utilization>>;
@@ -320,8 +320,7 @@ async function familyUtilization(deps: UsageDeps, view: PoolView): Promise<Parti
   const out: Partial<Record<IpFamily, Utilization>> = {};
   for (const family of [IpFamily.IPv4, IpFamily.IPv6]) {
     if (rangesOf(view, family).length === 0) continue;
-    const intervals = claimableIntervals(view, family);
-    const size = slotsIn(intervals, family, view.pool.blockPrefixLength?.[family]);
+    const { intervals, size } = claimableSpace(view, family);
     out[family] = utilizationOf(size, await usedIn(deps, view.pool, family, intervals));
   }
   return out;
