@@ -195,8 +195,12 @@ async function createNested(
 ): Promise<'created' | 'exists' | 'legacyTaken'> {
   for (let attempt = 0; attempt < SOURCE_TRIES; attempt += 1) {
     let claim = await sourceClaim(deps, cmd, range.cidr);
-    if (claim.expiresAt !== undefined)
-      claim = await renewClaim(deps, claim.pool, claim.name, { ttlSeconds: null, caller: cmd.caller });
+    if (claim.expiresAt !== undefined) {
+      await renewClaim(deps, claim.pool, claim.name, { ttlSeconds: null, caller: cmd.caller });
+      // Read and checked again as renewed: a range made from the block meanwhile (another request's renewal and
+      // marker) is then a child of the claim the marker's version condition holds to, and refused here.
+      claim = await sourceClaim(deps, cmd, range.cidr);
+    }
     const outcome = await deps.pools.createRange(range, claim);
     if (outcome !== 'parentChanged') return outcome;
   }
