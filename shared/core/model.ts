@@ -1,8 +1,26 @@
 // Over 300 lines: the domain's types and their small pure helpers, the one vocabulary every layer imports.
 import type { PoolAccess, Principal } from './access.ts';
 import type { IpFamily } from './ip/address.ts';
-import type { EndReason } from './base/events.ts';
 import type { Labels } from './labels.ts';
+
+/** Why a holding ended. */
+export const EndReason = {
+  /** Its claim was released (DELETE .../claims/{claim}). */
+  Released: 'released',
+  /** Its claim's TTL passed (taken over, released by the reconciler, or deleted by DynamoDB's TTL). */
+  Expired: 'expired',
+  /** Its owner was reported gone (DELETE .../owners/{uid}) and the reconciler released the claim. */
+  OwnerGone: 'ownerGone',
+  /** The reconciler released a lease its claim no longer held (an orphan). */
+  Repaired: 'repaired',
+  /** The range was marked Terminating while the claim was being committed; the claim was released before its answer. */
+  RangeTerminated: 'rangeTerminated',
+  /** The pool was deleted while the claim was being committed; the reconciler released it. */
+  PoolDeleted: 'poolDeleted',
+  /** A reuse-delay hold ended: its delay passed, or its owner identity took the address back. */
+  HoldEnded: 'holdEnded',
+} as const;
+export type EndReason = (typeof EndReason)[keyof typeof EndReason];
 
 /** Range lifecycle, as Kubernetes' ServiceCIDR: Ready serves allocations; Terminating serves none and waits for its leases to go. */
 export const RangeState = { Ready: 'Ready', Terminating: 'Terminating' } as const;

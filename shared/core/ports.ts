@@ -1,7 +1,7 @@
 import type { IpFamily } from './ip/address.ts';
 import type { LabelSelector } from './labels.ts';
 import type { Claim, Consumer, Hold, HoldIdentity, Lease, Pool, PoolView, Range } from './model.ts';
-import type { IpamEvent } from './base/events.ts';
+import type { IpamEvent } from './events.ts';
 
 /** Time, passed in so the core never reads the system clock. */
 export interface Clock {
@@ -103,12 +103,12 @@ export interface PoolStore {
   ): Promise<'finalized' | 'absent'>;
   /**
    * Writes the range if its name is free and, for a legacy range, if no other legacy range of its family holds the
-   * pool's slot for that family ('legacyTaken'); 'exists' also when a concurrent write got in the way (read again).
+   * pool's lock for that family ('legacyTaken'); 'exists' also when a concurrent write got in the way (read again).
    */
   createRange(range: Range, parent?: Claim): Promise<'created' | 'exists' | 'legacyTaken' | 'parentChanged'>;
   /** Moves a Ready range to Terminating; idempotent. */
   markRangeTerminating(range: Range, atIso: string): Promise<Range>;
-  /** Removes a range (and its legacy slot) that is still this Terminating incarnation; false when it changed or is gone. */
+  /** Removes a range (and its legacy lock) that is still this Terminating incarnation; false when it changed or is gone. */
   deleteRange(range: Range): Promise<boolean>;
 }
 

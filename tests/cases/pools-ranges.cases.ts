@@ -221,29 +221,29 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       const ranges = (await api.call('GET', '/v1/pools/p/ranges')).body.items ?? [];
       expect(ranges.filter((r) => r.legacy)).toHaveLength(1);
       const winner = results.find((r) => r.status === 201)!.body.name;
-      const slots = (await allItems(api.container.table)).filter((i) => i.entity === 'legacySlot');
-      expect(slots).toEqual([expect.objectContaining({ PK: 'POOL#p', SK: 'LEGACY#IPv4', range: winner })]);
+      const locks = (await allItems(api.container.table)).filter((i) => i.entity === 'legacySlot');
+      expect(locks).toEqual([expect.objectContaining({ PK: 'POOL#p', SK: 'LEGACY#IPv4', range: winner })]);
     });
 
-    it('frees the legacy slot with the legacy range, and deleting the pool leaves nothing behind', async () => {
+    it('frees the legacy lock with the legacy range, and deleting the pool leaves nothing behind', async () => {
       // Prepare
       const clock = new ManualClock(Date.now());
       const api = await testApi({ clock });
       await api.call('POST', '/v1/pools', { name: 'p' });
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.66.0.0/24', legacy: true })).status).toBe(201);
       expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: 'fd00::/120', legacy: true })).status).toBe(201);
-      // Act: the IPv4 legacy range has no lease: a DELETE once the index settled after the mark removes it with its slot
+      // Act: the IPv4 legacy range has no lease: a DELETE once the index settled after the mark removes it with its lock
       expect((await api.call('DELETE', '/v1/pools/p/ranges/10.66.0.0-24')).status).toBe(202);
       clock.advance(INDEX_SETTLE_MS);
       expect((await api.call('DELETE', '/v1/pools/p/ranges/10.66.0.0-24')).status).toBe(204);
       const again = await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.67.0.0/24', legacy: true });
       // Assess
       expect(again.status).toBe(201);
-      const slots = (await allItems(api.container.table))
+      const locks = (await allItems(api.container.table))
         .filter((i) => i.entity === 'legacySlot')
         .map((i) => [i.SK, i.range])
         .sort();
-      expect(slots).toEqual([
+      expect(locks).toEqual([
         ['LEGACY#IPv4', '10.67.0.0-24'],
         ['LEGACY#IPv6', 'fd00::-120'],
       ]);
@@ -251,41 +251,41 @@ export function poolsAndRangesCases(engine: TestEngine): void {
       expect(await itemCount(api)).toBe(0);
     });
 
-    it('deletes a legacy range of a table written before slots existed: no slot item, or a slot naming another range', async () => {
-      // Prepare: legacy range 'a' without its slot item; then legacy range 'b' whose slot names a third range 'c',
-      // as a table where two legacy ranges of one family were created together before slots would look
+    it('deletes a legacy range of a table written before locks existed: no lock item, or a lock naming another range', async () => {
+      // Prepare: legacy range 'a' without its lock item; then legacy range 'b' whose lock names a third range 'c',
+      // as a table where two legacy ranges of one family were created together before locks would look
       const clock = new ManualClock(Date.now());
       const api = await testApi({ clock });
       await api.call('POST', '/v1/pools', { name: 'p' });
-      const slot = keys.legacySlot('p', 'IPv4');
-      const slots = async () =>
+      const lock = keys.legacyLock('p', 'IPv4');
+      const locks = async () =>
         (await allItems(api.container.table)).filter((i) => i.entity === 'legacySlot').map((i) => i.range);
       expect(
         (await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.66.0.0/24', name: 'a', legacy: true })).status,
       ).toBe(201);
-      await api.container.table.write({ kind: 'delete', key: slot });
+      await api.container.table.write({ kind: 'delete', key: lock });
       expect(
         (await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.67.0.0/24', name: 'b', legacy: true })).status,
       ).toBe(409);
-      // Act 1: 'a' goes (the DELETE once the index settled after the mark), though no slot names it
+      // Act 1: 'a' goes (the DELETE once the index settled after the mark), though no lock names it
       expect((await api.call('DELETE', '/v1/pools/p/ranges/a')).status).toBe(202);
       clock.advance(INDEX_SETTLE_MS);
       expect((await api.call('DELETE', '/v1/pools/p/ranges/a')).status).toBe(204);
       // Assess 1
       expect((await api.call('GET', '/v1/pools/p/ranges/a')).status).toBe(404);
-      expect(await slots()).toEqual([]);
-      // Prepare 2: 'b' is created with its slot, which is then made to name 'c'
+      expect(await locks()).toEqual([]);
+      // Prepare 2: 'b' is created with its lock, which is then made to name 'c'
       expect(
         (await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.67.0.0/24', name: 'b', legacy: true })).status,
       ).toBe(201);
-      await api.container.table.write({ kind: 'put', item: { ...(await api.container.table.get(slot))!, range: 'c' } });
+      await api.container.table.write({ kind: 'put', item: { ...(await api.container.table.get(lock))!, range: 'c' } });
       // Act 2
       expect((await api.call('DELETE', '/v1/pools/p/ranges/b')).status).toBe(202);
       clock.advance(INDEX_SETTLE_MS);
       expect((await api.call('DELETE', '/v1/pools/p/ranges/b')).status).toBe(204);
-      // Assess 2: 'b' is gone, and the slot naming 'c' is left alone
+      // Assess 2: 'b' is gone, and the lock naming 'c' is left alone
       expect((await api.call('GET', '/v1/pools/p/ranges/b')).status).toBe(404);
-      expect(await slots()).toEqual(['c']);
+      expect(await locks()).toEqual(['c']);
     });
 
     it('answers 409 for an existing pool name and lists pools in pages', async () => {

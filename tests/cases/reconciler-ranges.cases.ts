@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { TxVerdict, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
-import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
+import type { ReconcileStore } from '../../shared/core/use-cases/reconcile-ports.ts';
 import type { TestEngine } from '../support/engines.ts';
 import { allItems } from '../support/items.ts';
 import { PassThroughTable } from '../support/pass-through-table.ts';
@@ -132,8 +132,8 @@ export function reconcilerRangesCases(engine: TestEngine): void {
     });
   });
 
-  describe(`Reconciler: row 11, finalizing a legacy range and its slot (${engine.name})`, () => {
-    const slots = async (h: ReconcilerHarness) =>
+  describe(`Reconciler: row 11, finalizing a legacy range and its lock (${engine.name})`, () => {
+    const locks = async (h: ReconcilerHarness) =>
       (await allItems(h.table))
         .filter((i) => i.entity === 'legacySlot')
         .map((i) => `${i.SK as string}=${i.range as string}`)
@@ -148,56 +148,56 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       h.clock.advance(11_000);
     }
 
-    it('removes the legacy slot with the range, so a new legacy range of the family can be created', async () => {
+    it('removes the legacy lock with the range, so a new legacy range of the family can be created', async () => {
       // Prepare
       const h = await harness();
       await terminatingLegacy(h);
-      expect(await slots(h)).toEqual(['LEGACY#IPv4=leg']);
+      expect(await locks(h)).toEqual(['LEGACY#IPv4=leg']);
       // The release of c bumped one shard of the range's freed counter (writes/freed.ts).
       const counters = async () =>
         (await allItems(h.table)).filter((i) => i.entity === 'freed' || i.entity === 'seals').map((i) => i.n);
       expect(await counters()).toEqual([1]);
       // Act
       const report = await h.run();
-      // Assess: the range goes with its slot, and after it its counter (dropFreed)
+      // Assess: the range goes with its lock, and after it its counter (dropFreed)
       expect(report.repairs.RangeFinalized).toBe(1);
       expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
-      expect(await slots(h)).toEqual([]);
+      expect(await locks(h)).toEqual([]);
       expect(await counters()).toEqual([]);
       expect(
         (await h.api.call('POST', '/v1/pools/p/ranges', { cidr: '10.6.0.0/24', name: 'leg2', legacy: true })).status,
       ).toBe(201);
-      expect(await slots(h)).toEqual(['LEGACY#IPv4=leg2']);
+      expect(await locks(h)).toEqual(['LEGACY#IPv4=leg2']);
     });
 
-    it('removes a legacy range of a table written before slots existed (no slot item)', async () => {
-      // Prepare: the slot item is missing, as on an old table
+    it('removes a legacy range of a table written before locks existed (no lock item)', async () => {
+      // Prepare: the lock item is missing, as on an old table
       const h = await harness();
       await terminatingLegacy(h);
-      await h.remove(keys.legacySlot('p', 'IPv4'));
+      await h.remove(keys.legacyLock('p', 'IPv4'));
       // Act
       const report = await h.run();
       // Assess
       expect(report.repairs.RangeFinalized).toBe(1);
       expect(report.errors).toEqual([]);
       expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
-      expect(await slots(h)).toEqual([]);
+      expect(await locks(h)).toEqual([]);
     });
 
-    it("leaves a slot that names another legacy range alone when removing an old table's second legacy range", async () => {
-      // Prepare: an old table let two legacy IPv4 ranges in; the slot names the other one, 'keep'
+    it("leaves a lock that names another legacy range alone when removing an old table's second legacy range", async () => {
+      // Prepare: an old table let two legacy IPv4 ranges in; the lock names the other one, 'keep'
       const h = await harness();
       await terminatingLegacy(h);
       const { deletionRequestedAt: _, ...leg } = (await h.get(keys.range('p', 'leg')))!;
       await h.put({ ...leg, ...keys.range('p', 'keep'), name: 'keep', cidr: '10.7.0.0/24', state: 'Ready' });
-      await h.put({ ...(await h.get(keys.legacySlot('p', 'IPv4')))!, range: 'keep' });
+      await h.put({ ...(await h.get(keys.legacyLock('p', 'IPv4')))!, range: 'keep' });
       // Act
       const report = await h.run();
       // Assess
       expect(report.repairs.RangeFinalized).toBe(1);
       expect(await h.get(keys.range('p', 'leg'))).toBeUndefined();
       expect(await h.get(keys.range('p', 'keep'))).toBeDefined();
-      expect(await slots(h)).toEqual(['LEGACY#IPv4=keep']);
+      expect(await locks(h)).toEqual(['LEGACY#IPv4=keep']);
     });
   });
 

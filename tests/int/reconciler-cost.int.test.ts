@@ -5,7 +5,7 @@ import { BatchWriteItemCommand, type DynamoDBClient } from '@aws-sdk/client-dyna
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { claimToItem, leaseToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { createDynamoClient } from '../../shared/adapters/dynamodb/client.ts';
-import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
+import type { ReconcileStore } from '../../shared/core/use-cases/reconcile-ports.ts';
 import { reconcile, type ReconcileReport } from '../../shared/core/reconciler/reconcile.ts';
 import { claimOf, leaseOf, reconcilerHarness, T0, testSettings } from '../support/reconciler.ts';
 

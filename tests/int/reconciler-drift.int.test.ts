@@ -4,7 +4,7 @@ import { addressOfBit, Bitmap, legacyWindow } from '../../shared/core/bitmap/bit
 import { bitmapOf } from '../../shared/core/bitmap/legacy.ts';
 import { formatAddress, parseAddress } from '../../shared/core/ip/address.ts';
 import { parseCidr } from '../../shared/core/ip/cidr.ts';
-import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
+import type { ReconcileStore } from '../../shared/core/use-cases/reconcile-ports.ts';
 import { reconcile } from '../../shared/core/reconciler/reconcile.ts';
 import { owner, reconcilerHarness, testSettings, type ReconcilerHarness } from '../support/reconciler.ts';
 

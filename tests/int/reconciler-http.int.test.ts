@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { eventToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { OWNER_RECHECK_MS } from '../../shared/core/reconciler/owners.ts';
-import { EventReason } from '../../shared/core/reconciler/ports.ts';
+import { EventReason } from '../../shared/core/use-cases/reconcile-ports.ts';
 import { owner, reconcilerHarness } from '../support/reconciler.ts';
 
 describe('HTTP: DELETE /v1/pools/{pool}/owners/{uid} (row 2)', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
-import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
+import type { ReconcileStore } from '../../shared/core/use-cases/reconcile-ports.ts';
 import { reconcile, type ReconcileReport } from '../../shared/core/reconciler/reconcile.ts';
 import { claimOf, leaseOf, owner, reconcilerHarness, T0, testSettings } from '../support/reconciler.ts';
 

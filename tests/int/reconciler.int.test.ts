@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { expiryIndex } from '../../shared/adapters/dynamodb/codec.ts';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
-import { EventReason } from '../../shared/core/reconciler/ports.ts';
+import { EventReason } from '../../shared/core/use-cases/reconcile-ports.ts';
 import type { ReconcileReport } from '../../shared/core/reconciler/reconcile.ts';
 import { claimOf, leaseOf, owner, reconcilerHarness, T0 } from '../support/reconciler.ts';
 
@@ -383,7 +383,7 @@ describe('Reconciler: bounded and resumable', () => {
     for (let i = 0; i < 20; i += 1) await h.claim('p', { name: `c${i}`, owner: owner(`o${i}`), ttlSeconds: 60 });
     h.clock.advance(91_000);
     const deadline = h.clock.t + 5_000;
-    const ticking = (store: import('../../shared/core/reconciler/ports.ts').ReconcileStore) =>
+    const ticking = (store: import('../../shared/core/use-cases/reconcile-ports.ts').ReconcileStore) =>
       Object.assign(Object.create(store) as typeof store, {
         releaseExpiredClaim: async (...args: Parameters<typeof store.releaseExpiredClaim>) => {
           h.clock.advance(1_000);

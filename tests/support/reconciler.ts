@@ -1,6 +1,6 @@
 import type { Claim, Lease } from '../../shared/core/model.ts';
 import type { ReconcileSettings } from '../../shared/core/reconciler/plan.ts';
-import type { ReconcileStore } from '../../shared/core/reconciler/ports.ts';
+import type { ReconcileStore } from '../../shared/core/use-cases/reconcile-ports.ts';
 import {
   EXPIRY_CHECKPOINT,
   reconcile,

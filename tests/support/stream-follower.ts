@@ -3,7 +3,7 @@ import { leaseOfKey, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { Query, QueryPage, Table, TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
 import { systemClock } from '../../shared/adapters/system.ts';
-import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/base/lease-change.ts';
 import { SummaryMirror } from '../../shared/core/occupancy/summary-mirror.ts';
 import { asIntFunction } from './int-functions.ts';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { HintCache, HintSource, type SummarySnapshot } from '../../shared/core/allocator/hint.ts';
+import { HintCache, HintSource } from '../../shared/core/allocator/hint.ts';
+import type { SummarySnapshot } from '../../shared/core/occupancy/reader.ts';
 import { TUNING } from '../../shared/core/allocator/tuning.ts';
 import { IpFamily } from '../../shared/core/ip/address.ts';
 

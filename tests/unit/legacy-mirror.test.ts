@@ -9,7 +9,7 @@ import { NotReadyError } from '../../shared/core/errors.ts';
 import { formatAddress, parseAddress, type IpFamily } from '../../shared/core/ip/address.ts';
 import { parseCidr } from '../../shared/core/ip/cidr.ts';
 import { LegacyMirror } from '../../shared/core/mirror/legacy-mirror.ts';
-import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/base/lease-change.ts';
 import type { PoolView, Range } from '../../shared/core/model.ts';
 
 const range = (name: string, cidr: string): Range => ({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Bitmap } from '../../shared/core/bitmap/bitmap.ts';
-import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/base/lease-change.ts';
 import { applyBits, planMirror, settle } from '../../shared/core/mirror/plan.ts';
 import type { PoolView, Range } from '../../shared/core/model.ts';
 

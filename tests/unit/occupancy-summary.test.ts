@@ -6,7 +6,7 @@ import { TableOccupancyStore } from '../../shared/adapters/dynamodb/occupancy-st
 import { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { loadConfig } from '../../shared/config.ts';
 import { formatAddress, IpFamily } from '../../shared/core/ip/address.ts';
-import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/base/lease-change.ts';
 import { chunkIndexOf, CHUNK_SIZE } from '../../shared/core/occupancy/chunk.ts';
 import { readSummary } from '../../shared/core/occupancy/reader.ts';
 import { SummaryMirror } from '../../shared/core/occupancy/summary-mirror.ts';

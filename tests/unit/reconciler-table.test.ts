@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { EventReason } from '../../shared/core/base/events.ts';
+import { EventReason } from '../../shared/core/events.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CODE_DIR = join(ROOT, 'shared/core/reconciler');

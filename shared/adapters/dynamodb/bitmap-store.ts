@@ -8,7 +8,7 @@ import type { TableClaimStore } from './claim-store.ts';
 import type { Table } from './table.ts';
 import { claimCommit } from './writes/commit.ts';
 import { claimRelease, markerHeld, releaseLater } from './writes/release.ts';
-import type { IpamEvent } from '../../core/reconciler/ports.ts';
+import type { IpamEvent } from '../../core/use-cases/reconcile-ports.ts';
 
 /**
  * The legacy bitmaps on the table. The claim and lease items it writes come from the same write shapes as the claim

@@ -21,7 +21,7 @@ import { markerHeld, releaseWithRetries } from './writes/release.ts';
 import { claimRenewal, type RenewVerdict } from './writes/renew.ts';
 import { consumedOf, consumerChange, consumerIndexDrop } from './writes/consumers.ts';
 import { queryAll } from './table.ts';
-import type { IpamEvent } from '../../core/reconciler/ports.ts';
+import type { IpamEvent } from '../../core/use-cases/reconcile-ports.ts';
 
 /** Claims on the table; each write is one of the write shapes in writes/. */
 export class TableClaimStore implements ClaimStore {

@@ -19,7 +19,7 @@ import {
 } from '../../core/model.ts';
 import type { BitmapWrite } from '../../core/bitmap/ports.ts';
 import type { RangeAllocation } from '../../core/bitmap/range-allocation.ts';
-import { EVENT_RETENTION_MS, type IpamEvent } from '../../core/reconciler/ports.ts';
+import { EVENT_RETENTION_MS, type IpamEvent } from '../../core/use-cases/reconcile-ports.ts';
 import { Entity, EXPIRY_SHARDS, keys, SCHEMA_VERSION, shardOf, TTL_SLACK_SECONDS } from './keys.ts';
 
 /** A plain item (before marshalling). */
@@ -104,11 +104,11 @@ export function rangeToItem(range: Range): Item {
   };
 }
 
-/** The legacy slot a legacy range holds: one per (pool, family), naming the range (and its incarnation). */
-export function legacySlotToItem(range: Range): Item {
+/** The legacy lock a legacy range holds: one per (pool, family), naming the range (and its incarnation). */
+export function legacyLockToItem(range: Range): Item {
   return {
-    ...keys.legacySlot(range.pool, range.family),
-    entity: Entity.LegacySlot,
+    ...keys.legacyLock(range.pool, range.family),
+    entity: Entity.LegacyLock,
     schema: SCHEMA_VERSION,
     pool: range.pool,
     family: range.family,

@@ -5,7 +5,7 @@ import {
   type ExhaustionState,
   type ExhaustionStore,
 } from '../../core/occupancy/exhaustion.ts';
-import { EventReason } from '../../core/reconciler/ports.ts';
+import { EventReason } from '../../core/use-cases/reconcile-ports.ts';
 import { eventToItem, newEventId, type Item } from './codec.ts';
 import { both, itemExists, itemIsAbsent, versionIs } from './conditions.ts';
 import { Entity, keys, SCHEMA_VERSION } from './keys.ts';

@@ -14,7 +14,7 @@ import type {
 } from '../../core/history/ports.ts';
 import type { CursorCodec } from './cursor.ts';
 import { historyDaysOf } from '../../core/model.ts';
-import type { EventReason } from '../../core/reconciler/ports.ts';
+import type { EventReason } from '../../core/use-cases/reconcile-ports.ts';
 import { itemToPool, type Item } from './codec.ts';
 import { attributeIs, either, isAbsentOrAbove, isAbsentOrBelow, isAfter, itemIsAbsent } from './conditions.ts';
 import { Entity, EVENT_SHARDS, keys, SCHEMA_VERSION, type Key } from './keys.ts';

@@ -15,7 +15,7 @@ export const EVENT_SHARDS = 8;
  *   item        PK                                  SK           GSI1 (listing)                 GSI2 (owner)            GSI3 (expiry)
  *   pool        POOL#<pool>                         #POOL        POOLS / <pool>   (none while Terminating)
  *   range       POOL#<pool>                         RANGE#<name>
- *   legacy slot POOL#<pool>                         LEGACY#<family>
+ *   legacy lock POOL#<pool>                         LEGACY#<family>
  *   range gen   RGEN#<pool>#<copy>                  RGEN
  *   claim       CLAIM#<pool>#<name>                 CLAIM        CLAIMS#<pool>#<s> / <name>     OWNER#<pool>#<uid> / <name>   EXP#<hour>#<s> / <expiresAt>#<pool>#<name>
  *   generated   GEN#<pool>#<ownerUid>#<generateName> GEN
@@ -60,7 +60,8 @@ export const Entity = {
   Pool: 'pool',
   Range: 'range',
   /** The one legacy range a pool may have per family: its name, so concurrent legacy creates meet on one item. */
-  LegacySlot: 'legacySlot',
+  // The stored value keeps its first spelling: it is data in every table.
+  LegacyLock: 'legacySlot',
   /** One copy of a pool's range generation (RANGE_GENERATION_COPIES of them, always equal). */
   RangeGeneration: 'rangeGeneration',
   Claim: 'claim',
@@ -122,7 +123,7 @@ export const keys = {
   pool: (pool: string): Key => ({ PK: `POOL#${pool}`, SK: '#POOL' }),
   poolPartition: (pool: string): string => `POOL#${pool}`,
   /** In the pool's partition, so a pool view's one query reads it (and skips it: it is not a range). */
-  legacySlot: (pool: string, family: IpFamily): Key => ({ PK: `POOL#${pool}`, SK: `LEGACY#${family}` }),
+  legacyLock: (pool: string, family: IpFamily): Key => ({ PK: `POOL#${pool}`, SK: `LEGACY#${family}` }),
   poolsListing: (): string => 'POOLS',
   range: (pool: string, name: string): Key => ({ PK: `POOL#${pool}`, SK: `RANGE#${name}` }),
   rangeGeneration: (pool: string, copy: number): Key => ({ PK: `RGEN#${pool}#${copy}`, SK: 'RGEN' }),

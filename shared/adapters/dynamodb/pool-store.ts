@@ -3,7 +3,7 @@ import { ClaimHasChildrenError, NotReadyError } from '../../core/errors.ts';
 import { PoolState, RangeState, type Claim, type Pool, type PoolView, type Range } from '../../core/model.ts';
 import type { Page, PoolStore, Random } from '../../core/ports.ts';
 import { IpFamily } from '../../core/ip/address.ts';
-import { itemToClaim, itemToPool, itemToRange, legacySlotToItem, poolToItem, rangeToItem, type Item } from './codec.ts';
+import { itemToClaim, itemToPool, itemToRange, legacyLockToItem, poolToItem, rangeToItem, type Item } from './codec.ts';
 import {
   attributeIs,
   both,
@@ -141,7 +141,7 @@ export class TablePoolStore implements PoolStore {
    *      counters; before the items that name the ranges, so a resumed call still finds every name
    *   2. claims (every shard of the listing) with their generateName markers; leases of both families, Released and
    *      orphaned ones too: nothing the old pool left may keep an address of a pool made again under the name
-   *   3. the pool's partition but the pool item: ranges and legacy slots
+   *   3. the pool's partition but the pool item: ranges and legacy locks
    *   4. the occupancy summary, range usage, owner-gone tombstones, the history mark, the generation's copies
    *   5. the pool item, while still Terminating; then the pending entry of that deletion
    *
@@ -258,8 +258,8 @@ export class TablePoolStore implements PoolStore {
   }
 
   /**
-   * One transaction: the pool still exists, the range is absent, and for a legacy range its family's slot is absent
-   * (the slot is the shared item concurrent legacy creates meet on: at most one of them commits); for a nested range
+   * One transaction: the pool still exists, the range is absent, and for a legacy range its family's lock is absent
+   * (the lock is the shared item concurrent legacy creates meet on: at most one of them commits); for a nested range
    * its source claim as read gains the marker, while the claim's pool is still active (a Terminating pool's finalizer
    * may have read its claims already); and a new range generation.
    */
@@ -267,7 +267,7 @@ export class TablePoolStore implements PoolStore {
     const verdicts = await transactRangeChange(this.table, [
       { kind: 'check', key: keys.pool(range.pool), condition: poolIsActive() },
       { kind: 'put', item: rangeToItem(range), condition: itemIsAbsent() },
-      ...(range.legacy ? [{ kind: 'put', item: legacySlotToItem(range), condition: itemIsAbsent() } as const] : []),
+      ...(range.legacy ? [{ kind: 'put', item: legacyLockToItem(range), condition: itemIsAbsent() } as const] : []),
       ...(parent
         ? [
             markChild(parent, { pool: range.pool, range: range.name, cidr: range.cidr }),
@@ -279,14 +279,14 @@ export class TablePoolStore implements PoolStore {
     if (!verdicts) return 'created';
     if (verdicts[0]?.code === 'ConditionalCheckFailed')
       throw new NotReadyError(`Pool ${JSON.stringify(range.pool)} was deleted meanwhile.`);
-    // A nested range has no legacy slot: its parent pool's check follows the marker.
+    // A nested range has no legacy lock: its parent pool's check follows the marker.
     if (parent && verdicts[3]?.code === 'ConditionalCheckFailed')
       throw new NotReadyError(`Pool ${JSON.stringify(parent.pool)}, the source claim's, was deleted meanwhile.`);
     if (parent && verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed')
       return 'parentChanged';
     if (verdicts[1]?.code !== 'ConditionalCheckFailed' && verdicts[2]?.code === 'ConditionalCheckFailed')
       return 'legacyTaken';
-    // The name is taken, or another transaction on the range or the slot was in flight: the caller reads again.
+    // The name is taken, or another transaction on the range or the lock was in flight: the caller reads again.
     return 'exists';
   }
 

@@ -16,7 +16,7 @@ import {
   type ReconcileStore,
   type SweepPage,
   type UsageRecord,
-} from '../../core/reconciler/ports.ts';
+} from '../../core/use-cases/reconcile-ports.ts';
 import {
   bitmapToItem,
   eventToItem,
@@ -436,7 +436,7 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   async finalizeRange(range: Range, event: IpamEvent): Promise<'finalized' | 'changed'> {
-    // The range (with its legacy slot), its bitmap, strikes and usage, and the event: all or none; then its freed
+    // The range (with its legacy lock), its bitmap, strikes and usage, and the event: all or none; then its freed
     // counters and seals (dropFreed: too many for the transaction, and a leftover is harmless).
     const outcome = await this.pools.removeRange(range, [
       { kind: 'delete', key: keys.bitmap(range.pool, range.name) },

@@ -2,7 +2,7 @@ import type { BitmapStore } from '../../core/bitmap/ports.ts';
 import type { OccupancyStore } from '../../core/occupancy/ports.ts';
 import type { UsedUpSeals } from '../../core/used-up/ports.ts';
 import type { ClaimStore, HealthProbe, LeaseIndex, PoolStore, Random } from '../../core/ports.ts';
-import type { ReconcileStore } from '../../core/reconciler/ports.ts';
+import type { ReconcileStore } from '../../core/use-cases/reconcile-ports.ts';
 import { cryptoRandom } from '../system.ts';
 import { TableBitmapStore } from './bitmap-store.ts';
 import { TableClaimStore } from './claim-store.ts';

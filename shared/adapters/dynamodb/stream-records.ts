@@ -1,8 +1,8 @@
 import type { AttributeValue as SdkAttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue, DynamoDBRecord } from 'aws-lambda';
-import type { LeaseTransition } from '../../core/history/holding.ts';
-import { LeaseItemPresence, type LeaseChange } from '../../core/mirror/lease-change.ts';
+import type { LeaseTransition } from '../../core/base/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../core/base/lease-change.ts';
 import type { Lease } from '../../core/model.ts';
 import { itemToLease } from './codec.ts';
 import { Entity, leaseOfKey } from './keys.ts';

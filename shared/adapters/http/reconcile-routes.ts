@@ -1,5 +1,5 @@
 import { listEvents } from '../../core/reconciler/events.ts';
-import { EventReason } from '../../core/reconciler/ports.ts';
+import { EventReason } from '../../core/use-cases/reconcile-ports.ts';
 import { releaseOwner } from '../../core/reconciler/owners.ts';
 import { pageParams, pathParam } from './request.ts';
 import { principalDto } from './dto.ts';

@@ -1,6 +1,6 @@
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import type { RangeOutcome } from '../../core/mirror/legacy-mirror.ts';
-import type { LeaseChange } from '../../core/mirror/lease-change.ts';
+import type { LeaseChange } from '../../core/base/lease-change.ts';
 import type { ChunkOutcome } from '../../core/occupancy/summary-mirror.ts';
 import type { ProjectionResult } from '../../core/mirror/projections.ts';
 import { crossingMessage, type Crossing, type Observation } from '../../core/occupancy/exhaustion.ts';

@@ -2,7 +2,7 @@ import type { IpAddress, IpFamily } from '../ip/address.ts';
 import { AddressReleasingError, AlreadyAllocatedError, DeadlineExceededError, type IpamError } from '../errors.ts';
 import { isReleased, type Claim, type Hold, type Lease, type PoolView } from '../model.ts';
 import type { ReleaseOutcome } from '../ports.ts';
-import type { IpamEvent } from '../base/events.ts';
+import type { IpamEvent } from '../events.ts';
 
 /**
  * The addresses a claim needs of one family: the exact address when the client named one, otherwise `count`

@@ -28,7 +28,7 @@ import {
 import { upperBandStart } from './candidates.ts';
 import type { Interval } from '../base/intervals.ts';
 import { excludedIntervals, rangeForExplicit, type ParsedRange } from '../base/pool-geometry.ts';
-import type { IpamEvent } from '../base/events.ts';
+import type { IpamEvent } from '../events.ts';
 
 export interface BitmapAllocatorDeps {
   readonly claims: Pick<ClaimStore, 'getClaim' | 'releaseClaim'>;

@@ -1,6 +1,7 @@
 import type { IpFamily } from '../ip/address.ts';
 import type { Interval } from '../base/intervals.ts';
 import { TUNING } from './tuning.ts';
+import type { SummarySnapshot } from '../occupancy/reader.ts';
 
 /** Reads the addresses currently taken in some intervals of a pool's family (the store's takenAddresses). */
 export type TakenReader = (
@@ -9,15 +10,6 @@ export type TakenReader = (
   intervals: readonly Interval[],
   nowMs: number,
 ) => Promise<bigint[]>;
-
-/** What a read of the occupancy summary gives the hint: a membership test and whether any taken address has a TTL. */
-export interface SummarySnapshot {
-  has(value: bigint): boolean;
-  /** Taken addresses in [from, to] by the summary. */
-  count(from: bigint, to: bigint): bigint;
-  /** Some lease it shows in the intervals has a TTL (it may be expired, so free to take, before the reconciler acts). */
-  readonly expiring: boolean;
-}
 
 /** Reads the occupancy summary of a pool's family over some intervals. */
 export type SummaryReader = (

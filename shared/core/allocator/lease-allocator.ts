@@ -1,6 +1,6 @@
 import type { Claim, Hold, PoolView } from '../model.ts';
 import type { ReleaseOutcome } from '../ports.ts';
-import type { IpamEvent } from '../base/events.ts';
+import type { IpamEvent } from '../events.ts';
 import type { AllocateOptions, AllocationResult, Allocator, ClaimDraft, FamilyRequest } from './allocator.ts';
 import type { ParsedRange } from '../base/pool-geometry.ts';
 import { TUNING } from './tuning.ts';

@@ -1,8 +1,11 @@
 /**
  * Every knob of the allocation path, in one object: its unit and why it has its value. The stages read them from
- * here (a LeaseAllocator's deps may override the four marked "per allocator"); nothing else on the path holds a number.
+ * here (a LeaseAllocator's deps may override the four marked "per allocator"); nothing else on the path holds a number
+ * but the used-up rule's own seal knobs (used-up/tuning.ts), which this object includes.
  * The measurements and history behind the values are in docs/decisions/ (0002, 0003) and BENCHMARKS.md.
  */
+import { SEAL_TUNING } from '../used-up/tuning.ts';
+
 export const TUNING = {
   /**
    * Transactions (commit rounds) one allocate call tries before answering NotReady, per allocator: a hinted pick
@@ -90,21 +93,8 @@ export const TUNING = {
    */
   confirmLimit: 65_536,
 
-  /**
-   * Owner identities a seal lists (those with a Released lease in the band). Past this many it lists 'many', and no
-   * caller can rely on it: the band is read again (only a pool with a reuse delay has Released leases).
-   */
-  sealHoldersMax: 32,
-
-  /**
-   * Parts a band is sealed in: slices of at least sealPartMin addresses, at most sealParts of them (a band under twice
-   * sealPartMin is one part). Callers deciding at once each read a part no seal covers yet, chosen at random among
-   * them, and skip what others sealed meanwhile, so a band used up is read about once, not once per caller. More parts
-   * mean a larger seals item (each seal about 150 bytes, 32 of them about 5 KB: 2 read units instead of 1) and more
-   * seal writes.
-   */
-  sealParts: 32,
-  sealPartMin: 128n,
+  /** The used-up rule's seals (used-up/tuning.ts). */
+  ...SEAL_TUNING,
 
   /**
    * Milliseconds a container keeps a listing read when nothing says it is stale. Collisions and a view that shows the

@@ -4,7 +4,7 @@ import type { ClaimStore, PoolStore, ReleaseOutcome } from '../ports.ts';
 import type { Bitmap } from './bitmap.ts';
 import { bitmapOfDocument, legacyBitOf } from './legacy.ts';
 import type { BitmapStore, BitmapWrite } from './ports.ts';
-import type { IpamEvent } from '../base/events.ts';
+import type { IpamEvent } from '../events.ts';
 
 export interface BitmapReleaseDeps {
   readonly pools: Pick<PoolStore, 'getPoolView'>;

@@ -1,7 +1,7 @@
 import type { Claim, Lease } from '../model.ts';
 import type { CommitOutcome } from '../ports.ts';
 import type { RangeAllocation } from './range-allocation.ts';
-import type { IpamEvent } from '../base/events.ts';
+import type { IpamEvent } from '../events.ts';
 
 /**
  * What a conditional bitmap write expects to find: the version it read, or no bitmap item at all (a new environment,

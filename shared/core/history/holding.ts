@@ -1,14 +1,14 @@
 import type { Principal } from '../access.ts';
 import type { IpFamily } from '../ip/address.ts';
 import type { Labels } from '../labels.ts';
-import { isReleased, type Lease, type Owner } from '../model.ts';
+import { EndReason, isReleased, type Lease, type Owner } from '../model.ts';
+import type { LeaseTransition } from '../base/lease-change.ts';
 
 /** What held an address: a claim, or a reuse-delay hold kept for a previous owner identity after its claim let go. */
 export const HoldingKind = { Claim: 'claim', Hold: 'hold' } as const;
 export type HoldingKind = (typeof HoldingKind)[keyof typeof HoldingKind];
 
-export { EndReason } from '../base/events.ts';
-import { EndReason } from '../base/events.ts';
+export { EndReason } from '../model.ts';
 
 /**
  * One holding of an address: from its lease's creation (or, for a hold, its release) to its end. Open holdings
@@ -123,16 +123,6 @@ export interface RepairRecord {
   readonly atMs: number;
   /** The caller whose request made it (an owner reported gone through the API); absent: the reconciler's own. */
   readonly by?: Principal;
-}
-
-/** What one lease change says: the lease before and after (either may be absent), and how DynamoDB saw it. */
-export interface LeaseTransition {
-  readonly before?: Lease;
-  readonly after?: Lease;
-  /** The stream record's time (epoch ms; DynamoDB gives it rounded down to the second, DynamoDB Local to the minute). */
-  readonly atMs: number;
-  /** Deleted by DynamoDB's TTL (the record's principal is dynamodb.amazonaws.com). */
-  readonly byTtl: boolean;
 }
 
 /** Which facts a deletion needs from outside the change: a repair's event (undefined when none). */

@@ -1,4 +1,4 @@
-import type { EventReason } from '../base/events.ts';
+import type { EventReason } from '../events.ts';
 import type { Holding } from './holding.ts';
 
 /** A release repair's event, as the history needs it: which claim incarnation, why, when. */

@@ -1,9 +1,9 @@
 import type { Clock } from '../ports.ts';
 import { DEFAULT_HISTORY_DAYS } from '../model.ts';
-import type { LeaseChange } from '../mirror/lease-change.ts';
-import { EventReason } from '../base/events.ts';
+import type { LeaseChange } from '../base/lease-change.ts';
+import { EventReason } from '../events.ts';
 import { endedHolding, endedHoldingId, type Holding, type RepairRecord } from './holding.ts';
-import { EndReason } from '../base/events.ts';
+import { EndReason } from '../events.ts';
 import type { HistoryWriter, RepairEventRef } from './ports.ts';
 
 /** The holding end a release repair stands for. */

@@ -4,7 +4,7 @@ import type { LeaseIndex, PoolStore } from '../ports.ts';
 import type { AllocationGates } from '../ports.ts';
 import { bitmapOf, bitmapOfDocument, bitmapsMaintained, windowInterval } from '../bitmap/legacy.ts';
 import type { BitmapStore } from '../bitmap/ports.ts';
-import type { LeaseChange } from './lease-change.ts';
+import type { LeaseChange } from '../base/lease-change.ts';
 import { applyBits, planMirror, settle, type RangePlan } from './plan.ts';
 
 export interface LegacyMirrorDeps {

@@ -3,7 +3,7 @@ import type { Bitmap } from '../bitmap/bitmap.ts';
 import { legacyBitOf } from '../bitmap/legacy.ts';
 import type { ParsedRange } from '../base/pool-geometry.ts';
 import type { PoolView } from '../model.ts';
-import { LeaseItemPresence, type LeaseChange } from './lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../base/lease-change.ts';
 
 /** The wanted state of one bit: its address, and whether its lease is held. */
 export interface BitChange {

@@ -1,4 +1,4 @@
-import type { LeaseChange } from './lease-change.ts';
+import type { LeaseChange } from '../base/lease-change.ts';
 import type { LegacyMirror, RangeOutcome } from './legacy-mirror.ts';
 import type { ChunkOutcome, SummaryMirror } from '../occupancy/summary-mirror.ts';
 import type { HistoryRecorder, HistoryResult } from '../history/recorder.ts';

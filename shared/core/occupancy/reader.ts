@@ -1,8 +1,16 @@
 import type { IpFamily } from '../ip/address.ts';
 import type { Interval } from '../base/intervals.ts';
-import type { SummarySnapshot } from '../allocator/hint.ts';
 import { bitOf, chunkIndexOf, chunkSpan, countHeld, overlaps, type OccupancyChunk } from './chunk.ts';
 import type { OccupancyStore } from './ports.ts';
+
+/** What a read of the occupancy summary gives the hint: a membership test and whether any taken address has a TTL. */
+export interface SummarySnapshot {
+  has(value: bigint): boolean;
+  /** Taken addresses in [from, to] by the summary. */
+  count(from: bigint, to: bigint): bigint;
+  /** Some lease it shows in the intervals has a TTL (it may be expired, so free to take, before the reconciler acts). */
+  readonly expiring: boolean;
+}
 
 /** A read of a pool family's summary over some intervals. */
 export interface Summary extends SummarySnapshot {

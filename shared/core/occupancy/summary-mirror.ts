@@ -1,6 +1,6 @@
 import { NotReadyError } from '../errors.ts';
 import { parseAddress, type IpFamily } from '../ip/address.ts';
-import type { LeaseChange } from '../mirror/lease-change.ts';
+import type { LeaseChange } from '../base/lease-change.ts';
 import type { Clock } from '../ports.ts';
 import { bitOf, chunkIndexOf, emptyChunk, type OccupancyChunk } from './chunk.ts';
 import type { OccupancyStore } from './ports.ts';

@@ -5,8 +5,8 @@ import type { Range } from '../model.ts';
 import { addressOfBit, bitOf, type Bitmap } from '../bitmap/bitmap.ts';
 import { bitmapOf, bitmapOfDocument, bitmapsMaintained, windowInterval } from '../bitmap/legacy.ts';
 import type { RangeAllocation } from '../bitmap/range-allocation.ts';
-import { type DriftRecord, type PoolViewList, type UsageRecord } from './ports.ts';
-import { EventReason, type IpamEvent } from '../base/events.ts';
+import { type DriftRecord, type PoolViewList, type UsageRecord } from '../use-cases/reconcile-ports.ts';
+import { EventReason, type IpamEvent } from '../events.ts';
 import type { UsageByRange } from './usage.ts';
 import { Phase, RETRIES, SWEEP_CHECKPOINT, type Run, type SweepCheckpoint } from './run.ts';
 

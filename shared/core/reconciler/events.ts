@@ -1,8 +1,8 @@
 import type { Page } from '../ports.ts';
-import type { EventLog } from './ports.ts';
+import type { EventLog } from '../use-cases/reconcile-ports.ts';
 import { type Deps } from '../use-cases/deps.ts';
 import { pageLimit } from '../base/time.ts';
-import { EVENT_RETENTION_MS, type IpamEvent } from '../base/events.ts';
+import { EVENT_RETENTION_MS, type IpamEvent } from '../events.ts';
 
 /**
  * The pool's events of the last 24 hours, newest first (older items may linger until DynamoDB's TTL deletes them;

@@ -13,7 +13,7 @@
  * is conditioned on the claim as read, the release on the claim having no marker, so one of them wins and nothing is
  * left half done.
  */
-import { events } from '../base/events.ts';
+import { events } from '../events.ts';
 import { holdOf, type Claim, type PoolView } from '../model.ts';
 import { grownBlockOf } from '../use-cases/grown-blocks.ts';
 import { Phase, type Run } from './run.ts';

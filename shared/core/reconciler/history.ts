@@ -2,8 +2,8 @@ import { endReasonOfRepair } from '../history/recorder.ts';
 import { afterStart } from '../history/holding.ts';
 import type { HistoryMark, RepairEventRef } from '../history/ports.ts';
 import { historyDaysOf, type PoolView } from '../model.ts';
-import { events } from '../base/events.ts';
-import { EVENT_RETENTION_MS } from '../base/events.ts';
+import { events } from '../events.ts';
+import { EVENT_RETENTION_MS } from '../events.ts';
 import { Phase, type Run } from './run.ts';
 
 /**

@@ -5,10 +5,10 @@ import { ClaimHasChildrenError } from '../errors.ts';
 import { checkOwnerField } from '../names.ts';
 import { type Deps } from '../use-cases/deps.ts';
 import { nowIso } from '../base/time.ts';
-import { events } from '../base/events.ts';
+import { events } from '../events.ts';
 import { leave } from '../use-cases/consumers.ts';
-import { type PoolViewList } from './ports.ts';
-import { EventReason } from '../base/events.ts';
+import { type PoolViewList } from '../use-cases/reconcile-ports.ts';
+import { EventReason } from '../events.ts';
 import { Phase, type Run } from './run.ts';
 
 /** What an owner's release uses: the claims and their consumers' leave, the reconciler's release and owner marks. */

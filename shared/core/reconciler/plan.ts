@@ -168,4 +168,4 @@ export function judgeLeaseRange(
   return isExpired(lease, nowMs) || Date.parse(lease.createdAt) > nowMs - graceMs ? 'notYet' : 'outside';
 }
 
-export { events } from '../base/events.ts';
+export { events } from '../events.ts';

@@ -41,9 +41,9 @@ import {
   outsideEveryRange,
   terminationGraceOver,
 } from './plan.ts';
-import { events } from '../base/events.ts';
-import type { ExpiredRef, PoolViewList } from './ports.ts';
-import type { EventReason } from '../base/events.ts';
+import { events } from '../events.ts';
+import type { ExpiredRef, PoolViewList } from '../use-cases/reconcile-ports.ts';
+import type { EventReason } from '../events.ts';
 import { repairBitmaps } from './drift.ts';
 import { releaseDeletedPoolClaims } from './deleted-pools.ts';
 import { recheckGoneOwners } from './owners.ts';

@@ -3,7 +3,7 @@ import type { IpFamily } from '../ip/address.ts';
 import type { RangeState } from '../model.ts';
 import type { Deps } from '../use-cases/deps.ts';
 import type { ReconcileSettings } from './plan.ts';
-import { EventReason, type IpamEvent } from '../base/events.ts';
+import { EventReason, type IpamEvent } from '../events.ts';
 
 /** Waits `ms` (a timer in Lambda, virtual time in the simulator). */
 export type Pause = (ms: number) => Promise<void>;

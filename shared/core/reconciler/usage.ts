@@ -3,7 +3,7 @@ import type { Range } from '../model.ts';
 import type { Interval } from '../base/intervals.ts';
 import { hostInterval, rangeCidr } from '../base/pool-geometry.ts';
 import { windowInterval } from '../bitmap/legacy.ts';
-import type { Checkpoint, PoolViewList, UsageRecord } from './ports.ts';
+import type { Checkpoint, PoolViewList, UsageRecord } from '../use-cases/reconcile-ports.ts';
 import { Phase, RETRIES, type RangeUsage, type Run } from './run.ts';
 import { readSummary } from '../occupancy/reader.ts';
 import { checkRangeSummary, SUMMARY_CHECK_EVERY_MS } from './summary.ts';

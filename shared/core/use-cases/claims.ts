@@ -14,11 +14,11 @@ import {
 } from '../errors.ts';
 import { holdOf, isExpired, reuseDelayMs, type Claim, type Pool } from '../model.ts';
 import type { ClaimFilter, Page, PageQuery, ReleaseOutcome } from '../ports.ts';
-import type { IpamEvent } from '../base/events.ts';
+import type { IpamEvent } from '../events.ts';
 import { type Deps } from './deps.ts';
 import { nowIso, pageLimit } from '../base/time.ts';
 import { requireCreatorOrAdministrator, type Principal } from '../access.ts';
-import { events } from '../base/events.ts';
+import { events } from '../events.ts';
 import { checkTtl, CLAIM_TRIES } from './claim-spec.ts';
 export {
   CLAIM_TRIES,

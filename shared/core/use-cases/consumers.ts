@@ -23,8 +23,8 @@ import {
 } from '../errors.ts';
 import { CONSUMER_FIELD_BYTES, isExpired, MAX_CONSUMERS, type Claim, type Consumer } from '../model.ts';
 import { checkOwnerField } from '../names.ts';
-import { events } from '../base/events.ts';
-import type { IpamEvent } from '../base/events.ts';
+import { events } from '../events.ts';
+import type { IpamEvent } from '../events.ts';
 import { type Deps } from './deps.ts';
 import { nowIso } from '../base/time.ts';
 import { releaseAsRead } from './claims.ts';

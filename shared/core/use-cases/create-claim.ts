@@ -20,7 +20,7 @@ import { rangeCidr } from '../base/pool-geometry.ts';
 import { isBlockPool, isExpired, RangeState, type Claim, type ClaimSpec, type PoolView } from '../model.ts';
 import { type Deps } from './deps.ts';
 import { nowIso } from '../base/time.ts';
-import { events } from '../base/events.ts';
+import { events } from '../events.ts';
 import { CLAIM_TRIES, normalizeSpec, resolveFamilies, sameOrConflict, type CreateClaimCommand } from './claim-spec.ts';
 
 type CreateDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints'>;

@@ -4,7 +4,7 @@ import type { OccupancyStore } from '../occupancy/ports.ts';
 import type { HintCache } from '../allocator/hint.ts';
 import type { PoolViewCache } from '../pool-view-cache.ts';
 import type { ClaimStore, Clock, HealthProbe, LeaseIndex, PoolStore, Random } from '../ports.ts';
-import type { ReconcileStore } from '../reconciler/ports.ts';
+import type { ReconcileStore } from './reconcile-ports.ts';
 import type { HistoryAuditor, HistoryCursors, HistoryReader } from '../history/ports.ts';
 import type { ExhaustionState } from '../occupancy/exhaustion.ts';
 import type { IpFamily } from '../ip/address.ts';

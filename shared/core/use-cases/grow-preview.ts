@@ -15,7 +15,7 @@ import type { PoolViewCache } from '../pool-view-cache.ts';
 import { nowIso } from '../base/time.ts';
 import { createClaim, type CreateClaimAnswer, type GrowthPreview } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
-import { growthParent, mayGrowFor, nextTag, NO_ROOM_ROUNDS, refusedFamily } from './grow.ts';
+import { growthParent, mayGrowFor, nextTag, NO_ROOM_ROUNDS, refusedFamily } from './growth-rule.ts';
 import { grownClaimCommand } from './grown-blocks.ts';
 import type { Deps } from './deps.ts';
 

@@ -27,7 +27,7 @@ import { readSummary } from '../occupancy/reader.ts';
 import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { type Deps } from './deps.ts';
 import { nowIso, pageLimit } from '../base/time.ts';
-import { checkGrow } from './grow.ts';
+import { checkGrow } from './growth-rule.ts';
 import { releaseGrownSource, type GrownReleaseDeps } from './grown-blocks.ts';
 
 export interface CreatePoolCommand {

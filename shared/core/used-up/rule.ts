@@ -5,7 +5,7 @@ import type { LeaseExpiry } from '../occupancy/ports.ts';
 import type { BandName, RangeSeals, UsedUpSeal, UsedUpSeals } from './ports.ts';
 import { intervalHolding, type Interval } from '../base/intervals.ts';
 import type { ParsedRange } from '../base/pool-geometry.ts';
-import { TUNING } from '../allocator/tuning.ts';
+import { SEAL_TUNING } from './tuning.ts';
 
 /** Offsets [from, to) of a range, minus exclusions: a band, or a part of one (what one seal covers). */
 export interface Band {
@@ -20,11 +20,11 @@ export interface Band {
   readonly excluded: readonly Interval[];
 }
 
-/** The parts of a band (see TUNING.sealParts), in offset order. */
+/** The parts of a band (see SEAL_TUNING.sealParts), in offset order. */
 export function partsOf(band: Band): Band[] {
   const width = band.to - band.from;
-  const fit = width / TUNING.sealPartMin;
-  const n = fit < BigInt(TUNING.sealParts) ? fit : BigInt(TUNING.sealParts);
+  const fit = width / SEAL_TUNING.sealPartMin;
+  const n = fit < BigInt(SEAL_TUNING.sealParts) ? fit : BigInt(SEAL_TUNING.sealParts);
   if (n <= 1n) return [{ ...band, part: `${band.name}_0` }];
   return Array.from({ length: Number(n) }, (_, k) => ({
     ...band,
@@ -146,7 +146,7 @@ export function countersDigest(shards: readonly number[]): string {
 }
 
 /**
- * Digests by the array read: one read's counters are checked against the seal of every part (up to TUNING.sealParts a
+ * Digests by the array read: one read's counters are checked against the seal of every part (up to SEAL_TUNING.sealParts a
  * band), and a read's arrays are never changed (RangeSeals.freed is readonly), so each is hashed once.
  */
 const digests = new WeakMap<readonly number[], string>();
@@ -184,7 +184,7 @@ export class BandReading {
   }
 
   sealAt(freed: string, band: Band): UsedUpSeal {
-    const holders = this.holders.size > TUNING.sealHoldersMax ? 'many' : [...this.holders].map(holderDigest);
+    const holders = this.holders.size > SEAL_TUNING.sealHoldersMax ? 'many' : [...this.holders].map(holderDigest);
     return { freed, shape: shapeOf(band), holders, ...(this.until !== undefined ? { until: this.until } : {}) };
   }
 }

@@ -18,14 +18,14 @@ export function isTerminatingAsMarked(range: Range): Condition {
  * A range's removal: one TransactWriteItems, in this order:
  *
  *   Delete range         still this Terminating incarnation (isTerminatingAsMarked)    -> changed
- *   Delete legacy slot   absent OR names this range                                     (legacy ranges only)
+ *   Delete legacy lock   absent OR names this range                                     (legacy ranges only)
  *   ...more              what goes with the range (bitmap, strikes, usage, the event)
  *   Put generation x16   the pool's new range generation (`generation`, a fresh id)
  *
- * A legacy range's slot (keys.legacySlot) goes with it, so the family's slot is free exactly when no legacy range of
- * the family is left. A slot naming another range is left alone: that happens only on a table written before slots
+ * A legacy range's lock (keys.legacyLock) goes with it, so the family's lock is free exactly when no legacy range of
+ * the family is left. A lock naming another range is left alone: that happens only on a table written before locks
  * existed, where two legacy ranges of one family could be created together; the removal is then written again
- * without the slot.
+ * without the lock.
  */
 export async function removeRange(
   table: Table,
@@ -41,12 +41,12 @@ export async function removeRange(
   };
   const stamp = stampRangeGeneration(range.pool, generation);
   if (range.legacy) {
-    const slot: WriteOp = {
+    const lock: WriteOp = {
       kind: 'delete',
-      key: keys.legacySlot(range.pool, range.family),
+      key: keys.legacyLock(range.pool, range.family),
       condition: either(itemIsAbsent(), attributeIs('range', range.name)),
     };
-    const verdicts = await transactRangeChange(table, [rangeOp, slot, ...more, ...stamp]);
+    const verdicts = await transactRangeChange(table, [rangeOp, lock, ...more, ...stamp]);
     if (!verdicts) return 'removed';
     if (verdicts[1]?.code !== 'ConditionalCheckFailed' || verdicts[0]?.code === 'ConditionalCheckFailed')
       return 'changed';

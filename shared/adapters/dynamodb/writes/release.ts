@@ -1,6 +1,6 @@
 import type { BitmapWrite } from '../../../core/bitmap/ports.ts';
 import { leaseOfClaim, releasedLease, type Claim, type Hold } from '../../../core/model.ts';
-import type { IpamEvent } from '../../../core/reconciler/ports.ts';
+import type { IpamEvent } from '../../../core/use-cases/reconcile-ports.ts';
 import type { EndReason } from '../../../core/history/holding.ts';
 import { bitmapToItem, eventToItem, leaseToItem, type Item } from '../codec.ts';
 import { bitmapIs, belongsToClaim, itemIsAbsent, type Condition } from '../conditions.ts';

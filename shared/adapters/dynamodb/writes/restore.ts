@@ -1,5 +1,5 @@
 import type { Claim, Lease } from '../../../core/model.ts';
-import type { IpamEvent } from '../../../core/reconciler/ports.ts';
+import type { IpamEvent } from '../../../core/use-cases/reconcile-ports.ts';
 import { eventToItem, leaseToItem } from '../codec.ts';
 import { both, claimUidIs, isFreeAt, itemIsAbsent, versionIs } from '../conditions.ts';
 import { keys } from '../keys.ts';

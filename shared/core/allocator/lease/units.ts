@@ -9,8 +9,8 @@ import type { Band } from '../../used-up/rule.ts';
 
 /**
  * What the stages allocate: positions of a range, each one lease item. The stages never ask what a position is;
- * they ask this object. `addressUnits` is the only kind today (a position is a host address); another kind (aligned
- * blocks of a range) plugs in here without editing the stages.
+ * they ask this object. `addressUnits` serves both kinds of pool: a position is a host address in an address pool and
+ * an aligned block in a block pool, since a block range's `Cidr` already counts in blocks (ip/cidr.ts, `slotted`).
  */
 export interface Units {
   /** The positions a range offers dynamic picks: its hosts, under a window while a legacy range is dual-written. */

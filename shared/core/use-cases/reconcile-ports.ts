@@ -1,11 +1,15 @@
+/**
+ * The reconciler's store, as a port: it sits beside Deps (deps.ts), which names it for the container, so the use cases
+ * never import the reconciler that drives them.
+ */
 import type { IpFamily } from '../ip/address.ts';
 import type { Claim, Hold, Lease, PoolView, Range } from '../model.ts';
 import type { Page } from '../ports.ts';
 import type { BitmapExpectation } from '../bitmap/ports.ts';
 import type { RangeAllocation } from '../bitmap/range-allocation.ts';
 
-export { EventReason, EVENT_RETENTION_MS, type IpamEvent } from '../base/events.ts';
-import type { IpamEvent } from '../base/events.ts';
+export { EventReason, EVENT_RETENTION_MS, type IpamEvent } from '../events.ts';
+import type { IpamEvent } from '../events.ts';
 
 /** A claim or a lease found in the expiry index with an indexed expiry at or before the cutoff. */
 export type ExpiredRef =

@@ -1,4 +1,4 @@
-import type { LeaseTransition } from '../history/holding.ts';
+import type { Lease } from '../model.ts';
 
 /** What a stream record says about one lease item, once the adapter has read it. */
 export const LeaseItemPresence = {
@@ -18,4 +18,14 @@ export interface LeaseChange {
   readonly state: LeaseItemPresence;
   /** The lease before and after, read off the record's images (the address history's input); absent without images. */
   readonly transition?: LeaseTransition;
+}
+
+/** What one lease change says: the lease before and after (either may be absent), and how DynamoDB saw it. */
+export interface LeaseTransition {
+  readonly before?: Lease;
+  readonly after?: Lease;
+  /** The stream record's time (epoch ms; DynamoDB gives it rounded down to the second, DynamoDB Local to the minute). */
+  readonly atMs: number;
+  /** Deleted by DynamoDB's TTL (the record's principal is dynamodb.amazonaws.com). */
+  readonly byTtl: boolean;
 }

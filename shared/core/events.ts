@@ -1,26 +1,9 @@
-/** Events (why addresses went or came back) and why a holding ended: the words every layer of the core shares. */
-import type { Principal } from '../access.ts';
-import type { Labels } from '../labels.ts';
-import { prefixOf, type Claim, type Consumer, type Hold, type Lease, type Range } from '../model.ts';
+/** Events: why addresses went or came back, with a sentence an operator can act on; the words every layer shares. */
+import type { Principal } from './access.ts';
+import type { Labels } from './labels.ts';
+import { EndReason, prefixOf, type Claim, type Consumer, type Hold, type Lease, type Range } from './model.ts';
 
-/** Why a holding ended. */
-export const EndReason = {
-  /** Its claim was released (DELETE .../claims/{claim}). */
-  Released: 'released',
-  /** Its claim's TTL passed (taken over, released by the reconciler, or deleted by DynamoDB's TTL). */
-  Expired: 'expired',
-  /** Its owner was reported gone (DELETE .../owners/{uid}) and the reconciler released the claim. */
-  OwnerGone: 'ownerGone',
-  /** The reconciler released a lease its claim no longer held (an orphan). */
-  Repaired: 'repaired',
-  /** The range was marked Terminating while the claim was being committed; the claim was released before its answer. */
-  RangeTerminated: 'rangeTerminated',
-  /** The pool was deleted while the claim was being committed; the reconciler released it. */
-  PoolDeleted: 'poolDeleted',
-  /** A reuse-delay hold ended: its delay passed, or its owner identity took the address back. */
-  HoldEnded: 'holdEnded',
-} as const;
-export type EndReason = (typeof EndReason)[keyof typeof EndReason];
+export { EndReason };
 
 /** Why an event was recorded; one reason per kind of repair (or report) in the reconciler's table. */
 export const EventReason = {
