@@ -30,7 +30,7 @@ import { getPool } from '../shared/core/use-cases/pools.ts';
 import { hostInterval } from '../shared/core/base/pool-geometry.ts';
 import { buildContainer } from '../shared/adapters/composition.ts';
 import { loadConfig } from '../shared/config.ts';
-import { LeaseItemPresence } from '../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence } from '../shared/core/base/lease-change.ts';
 
 const run = promisify(execFile);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');

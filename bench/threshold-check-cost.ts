@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { buildContainer } from '../shared/adapters/composition.ts';
 import { LeaseProjections } from '../shared/core/mirror/projections.ts';
-import { LeaseItemPresence, type LeaseChange } from '../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../shared/core/base/lease-change.ts';
 import { formatAddress } from '../shared/core/ip/address.ts';
 import { hostAt, parseCidr } from '../shared/core/ip/cidr.ts';
 import { createPool } from '../shared/core/use-cases/pools.ts';

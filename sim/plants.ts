@@ -10,7 +10,7 @@ import type { PoolViewCache } from '../shared/core/pool-view-cache.ts';
 import { isBlockPool, type PoolView } from '../shared/core/model.ts';
 import { familyBits, formatAddress } from '../shared/core/ip/address.ts';
 import { parseCidr } from '../shared/core/ip/cidr.ts';
-import type { ReconcileStore } from '../shared/core/reconciler/ports.ts';
+import type { ReconcileStore } from '../shared/core/use-cases/reconcile-ports.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
 import { RangeFullError } from '../shared/core/errors.ts';
 import { Invariant } from './invariants.ts';

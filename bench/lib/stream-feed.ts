@@ -1,6 +1,6 @@
 import type { TransactWriteItemsCommandInput, AttributeValue } from '@aws-sdk/client-dynamodb';
 import { leaseOfKey } from '../../shared/adapters/dynamodb/keys.ts';
-import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/base/lease-change.ts';
 import { usageBetween, type Usage } from './meter.ts';
 
 /** Where a bench client reports the lease keys of each write that succeeded. */

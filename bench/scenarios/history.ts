@@ -10,7 +10,7 @@ import { systemClock } from '../../shared/adapters/system.ts';
 import type { Principal } from '../../shared/core/access.ts';
 import { holdingOfLease, type Holding } from '../../shared/core/history/holding.ts';
 import type { Labels } from '../../shared/core/labels.ts';
-import { LeaseItemPresence, type LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import { LeaseItemPresence, type LeaseChange } from '../../shared/core/base/lease-change.ts';
 import { leaseOfClaim, type Lease } from '../../shared/core/model.ts';
 import { createClaim, deleteClaim } from '../../shared/core/use-cases/claims.ts';
 import { createPool } from '../../shared/core/use-cases/pools.ts';

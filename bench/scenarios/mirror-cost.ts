@@ -1,5 +1,5 @@
 import { leaseChangeOf } from '../../shared/adapters/dynamodb/stream-records.ts';
-import type { LeaseChange } from '../../shared/core/mirror/lease-change.ts';
+import type { LeaseChange } from '../../shared/core/base/lease-change.ts';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { marshall } from '@aws-sdk/util-dynamodb';
