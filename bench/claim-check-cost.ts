@@ -2,7 +2,7 @@
  * `npx tsx bench/claim-check-cost.ts [--allocations 200] [--ranges 1] [--occupancy 0]`: what one dynamic allocation
  * costs through createClaim (the `lease` strategy: warm containers, the shipped code path) on its own DynamoDB Local,
  * metered as the benchmarks meter (bench/lib/meter.ts): requests, read and write units, and requests by operation.
- * Made for issue 15, defect 5a: the post-commit consistent read of the pool view was one Query per allocation, so the
+ * The post-commit consistent read of the pool view was one Query per allocation, so the
  * figure before it (a checkout without it) and after it differ by that Query; the check is now one GetItem of a copy
  * of the pool's range generation (docs/architecture.md has the three). `--ranges` adds IPv6 ranges to the pool (the
  * Query reads every item of the pool's partition); `--occupancy` pre-fills the measured range.

@@ -1,6 +1,6 @@
 /**
  * Fills a range over HTTP against the local stack, as many clients of a deployed stage would: a benchmark figure,
- * not a test (issue 10's end-to-end goal).
+ * not a test (the end-to-end fill goal in BENCHMARKS.md).
  *
  *   npm run bench:http -- [--prefix 20] [--callers 32]
  *
@@ -170,7 +170,7 @@ async function main(): Promise<number> {
       Math.round(((got[Math.min(got.length - 1, to)]?.at ?? 0) - (got[from]?.at ?? 0)) / 10) / 100;
     const lastTenthSeconds = { upperTail: span(9 * tenth, size - lower - 1), lowerBand: span(size - lower, size - 1) };
     // A fill releases nothing: an address handed out by a request that started after a RangeFull arrived was free
-    // during the whole refused request (issue 20).
+    // during the whole refused request.
     const lastStart = Math.max(...got.map((g) => g.start));
     const falseRangeFull = refusedAt.filter((at) => at < lastStart).length;
     const last = rates[9]!;

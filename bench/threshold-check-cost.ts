@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/threshold-check-cost.ts [--batches 20] [--out FILE]`: what the free-space threshold check (issue 37)
+ * `npx tsx bench/threshold-check-cost.ts [--batches 20] [--out FILE]`: what the free-space threshold check
  * adds to each batch of the stream function, side by side with the same projections without it, on its own DynamoDB
  * Local. For stream batch sizes 1, 10 and 100 and 1 or 4 pools in a batch, the same kind of lease INSERT changes are
  * fed to two LeaseProjections of the shipped composition, one with the ExhaustionWatch and one without, batch for

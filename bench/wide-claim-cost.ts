@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/wide-claim-cost.ts`: what the writes of a dual-stack count-32 batch claim cost (issue 33, item 1),
+ * `npx tsx bench/wide-claim-cost.ts`: what the writes of a dual-stack count-32 batch claim cost,
  * as the Table port sees them: requests by method, and operations per transaction, for a claim whose 64 addresses
  * lie in 2 ranges (a /24 and a /120) and one in about 44 (the issue's pool: 40 IPv4 /29s and 40 IPv6 /125s), each
  * made, renewed to an earlier expiry, released, and replaced when expired by another owner's claim in a reuse-delay

@@ -2,7 +2,7 @@
  * The plugin's HTTP transport: node:http and node:https behind the client's fetch port (cli/api/http-client.ts).
  *
  * Why not the global fetch: it is undici, compiled and set up on the first call of every process, and a plugin is
- * a process per pod attach. Measured on the 2-core machine (issue 21), one request through fetch cost a node
+ * a process per pod attach. Measured on the 2-core machine, one request through fetch cost a node
  * process about 115 ms more CPU than through node:http, more than half of an ADD's CPU, and fetch's idle keep-alive
  * socket kept the process alive 0.3-0.7 s after its answer was written (bridge waits for the exit). Node's
  * own agent unrefs a free socket, so the process exits once its work is done.

@@ -27,7 +27,7 @@ const run = promisify(execFile);
 /**
  * ip-num builds its named ranges (private, documentation, multicast, loopback...: 13 class constants of IPv4 and
  * IPv6, each parsed and validated from text) when the module loads. The plugin never reads them, yet paid 5-14 ms
- * of CPU for them on every call (of about 90 for an ADD on the 2-core machine, issue 21). In the plugin's
+ * of CPU for them on every call (of about 90 for an ADD on the 2-core machine). In the plugin's
  * bundle each becomes a getter that builds it on first read: the same value, built only if read. The server's
  * bundles keep ip-num as it is. When ip-num's text no longer matches, the build says so and keeps it eager.
  */

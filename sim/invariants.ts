@@ -34,10 +34,10 @@ export const Invariant = {
   NoClaimInDeletedRange: 'no-201-in-a-range-deleted-before-the-request',
   ProjectionLagBounded: 'mirror-and-summary-lag-bounded-under-load',
   RangeFullExact: 'range-full-only-when-the-family-is-full',
-  // Shared claims (issue 38).
+  // Shared claims.
   ConsumedClaimHeld: 'claim-with-consumers-not-released',
   ConsumersLeftReleased: 'claim-whose-consumers-left-released-in-time',
-  // The pool tree (issue 35, tree.ts).
+  // The pool tree: nested pools and growth (tree.ts).
   PoolTree: 'no-overlap-in-the-pool-tree',
   GrowthBounded: 'growth-bounded-by-max-blocks',
 } as const;

@@ -41,7 +41,7 @@ export const CASES: Readonly<
   increased: {
     what: 'table and index quotas 150,000 units, warmed to it; API Gateway 25,000 rps; Lambda 3,000 concurrent; LEASE_INDEX_SHARDS 256',
     rate: 10_000,
-    // A cycle costs about 10 table write units since the freed counters (issue 20): 100,000 would cap it near 9,800/s.
+    // A cycle costs about 10 table write units since the freed counters: 100,000 would cap it near 9,800/s.
     // 256 shards: on the warmed index's 150 partitions the fullest holds about 9 of the 512 listing keys
     // (docs/deploy.md's sizing table), ~700 write units a second at 10,000 cycles.
     scenario: {

@@ -80,7 +80,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
  */
 export const NAMED_ONLY: Readonly<Record<string, Scenario>> = {
   /**
-   * A block pool (issue 35): claims take /26 blocks of two /22s (32 blocks) and /120 blocks of an IPv6 /112 (256),
+   * A block pool: claims take /26 blocks of two /22s (32 blocks) and /120 blocks of an IPv6 /112 (256),
    * with every fault; range churn adds /26 ranges, one block each. The same invariants: no block held twice, every
    * held block in a Ready or Terminating range, released in time, utilization equal to the table.
    */

@@ -1,5 +1,5 @@
 /**
- * The pool tree's invariants (issue 35: nested pools and grow on demand), pure checks of the table's items, as
+ * The pool tree's invariants (nested pools and grow on demand), pure checks of the table's items, as
  * invariants.ts's are:
  *
  * - no two live claims of the tree hold overlapping space unless one is the other's ancestor: a claim of a pool lies

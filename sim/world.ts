@@ -89,8 +89,8 @@ export const PROJECTION_LAG_BOUND_MS = 15_000;
 
 /**
  * Whether a RangeFull answered while one address of the family was free all along stops the run. It does since
- * issue 20 (a "used up" decision is confirmed by a consistent read of the leases); before it, the allocator decided
- * "full" from the occupancy summary, which lags the leases, and crowded quick seeds 1-5 gave 6-18 such answers each.
+ * a "used up" decision is confirmed by a consistent read of the leases (used-up/rule.ts); an allocator deciding
+ * "full" from the occupancy summary, which lags the leases, gave several such answers in each crowded quick run.
  * Set to false, such answers are counted and printed as a note instead (the first with its detail). A RangeFull with
  * no moment the family was full, though no address was free all along, is no promise of the allocator: it is
  * counted and printed as a note either way (ledger.ts rangeFullWithoutFullMoment).
@@ -171,10 +171,10 @@ export interface Scenario {
   readonly cidrs: readonly string[];
   readonly legacy: boolean;
   readonly ipv6?: string;
-  /** A block pool (issue 35): the pool's blockPrefixLength; its claims take blocks of the ranges instead of addresses. */
+  /** A block pool: the pool's blockPrefixLength; its claims take blocks of the ranges instead of addresses. */
   readonly blocks?: Readonly<Partial<Record<'IPv4' | 'IPv6', number>>>;
   /**
-   * A pool tree under the block pool (issue 35): address pool `sim-child` made from an IPv4 block claim of `sim`
+   * A pool tree under the block pool: address pool `sim-child` made from an IPv4 block claim of `sim`
    * (POST ranges with `source`), and address pool `sim-grow`, without ranges at first, growing from `sim` (`grow`:
    * this threshold and bound). Clients 1 and 2 (mod 4) claim in them.
    */
@@ -1216,7 +1216,7 @@ export class World {
   }
 
   /**
-   * Shared claims (issue 38): every few seconds a claim is made for 1-3 consumers, which join, stay a while, and
+   * Shared claims: every few seconds a claim is made for 1-3 consumers, which join, stay a while, and
    * leave one by one, each removed (DELETE .../consumers/{uid}) or reported gone as an owner (DELETE .../owners/{uid});
    * the last one's leaving releases the claim. In the first pool, which is never deleted.
    */

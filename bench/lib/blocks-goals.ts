@@ -4,7 +4,7 @@ import type { GoalRow } from './report.ts';
 type Row = Record<string, unknown>;
 
 /**
- * Issue 35's two goals, read off the blocks scenario's rows in every mode it ran: a goal is met only where every mode
+ * The block pools' two goals, read off the blocks scenario's rows in every mode it ran: a goal is met only where every mode
  * meets it, so the modelled round trip (deployed) cannot carry a goal the engine as it is (raw) misses.
  */
 export function blocksGoals(results: readonly ScenarioResult[]): GoalRow[] {

@@ -138,7 +138,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
         : `The shipped legacy allocator writes the claim and the lease too (one transaction with the bitmap), so bitmap-cas costs lease's writes plus the bitmap's, and the ratio depends on the bitmap's size. On ${ocCidr} the bitmap item is 1 write unit. Estimated from measured parts for a /16 (its bitmap item is ${fmt(bitmap16, 0)} write units, see mirror-cost): bitmap-cas about ${fmt(bitmapWcu16, 1)} units, lease/bitmap-cas ${fmt(leaseWcu / bitmapWcu16)}x with index writes, ${fmt((leaseWcu - num(find(oc, { mode: 'raw', strategy: 'lease', occupancy: 0.99, callers: 1 })?.indexWriteUnitsPerAllocation)) / (bitmapWcu16 - num(find(oc, { mode: 'raw', strategy: 'bitmap-cas', occupancy: 0.99, callers: 1 })?.indexWriteUnitsPerAllocation)))}x table units only. What would close it: a lease item without index entries the allocation does not need (the claim's owner index entry is written for every allocation), or measuring on a /16 pre-filled (too slow on DynamoDB Local here).`,
   });
 
-  // Near full, many callers (issue 10), raw rows.
+  // Near full, many callers, raw rows.
   const raw = (strategy: string, occupancy: number, callers: number) =>
     find(tp, { mode: 'raw', strategy, occupancy, callers });
   const r90 = {
@@ -356,7 +356,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
           : 'The AWS SDK v3 is already left to the runtime (`exclude` in serverless.yml), so the bytes are our code and its other dependencies: see which module grew (esbuild --analyze).',
     });
   }
-  // The CNI plugin (issue 21).
+  // The CNI plugin.
   const cni = results.find((r) => r.name === 'cni');
   const cniRow = (c: string, plugin: string) => find(cni?.rows ?? [], { case: c, plugin });
   const adds = cniRow('100 parallel bridge ADDs', 'ipam-cni');
@@ -379,7 +379,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
           note: cni?.unavailable ?? 'not run',
         },
   );
-  // Issue 36: the self-contained executable.
+  // The self-contained executable.
   const version = cniRow('VERSION start to exit', 'ipam-cni');
   const versionGoal = 'the executable starts and exits in <= 15 ms (VERSION p50)';
   const cniParameters = (cni?.parameters ?? {}) as {
@@ -412,7 +412,7 @@ export function evaluateGoals(results: readonly ScenarioResult[]): GoalRow[] {
         }
       : { scenario: 'cni', goal: ratioGoal, measured: 'n/a', met: undefined, note: cni?.unavailable ?? 'not run' },
   );
-  // Address history (issue 22): write units per allocate-and-release cycle, and its lag beside the mirror's.
+  // Address history: write units per allocate-and-release cycle, and its lag beside the mirror's.
   const hist = rowsOf(results, 'history').find((r) => r.row === 'cycles');
   const typical = rowsOf(results, 'history').find(
     (r) => r.row === 'item sizes' && String(r.carries).startsWith('3 CNI'),
@@ -454,7 +454,7 @@ export interface HttpFill {
   readonly at: string;
 }
 
-/** Issue 10's end-to-end goal, from the last `npm run bench:http` (its own run: it needs the local stack). */
+/** The end-to-end fill goal, from the last `npm run bench:http` (its own run: it needs the local stack). */
 export function httpFillGoal(fill: HttpFill | undefined): GoalRow {
   const goal =
     'over HTTP against the local stack: 32 callers fill a /20 from empty, every address once, no 503, the last tenth at >= half the rate of a typical tenth';

@@ -10,8 +10,8 @@ import { CNI_BIN_DIR, whyTierCannotRun } from '../../scripts/system-tiers.ts';
 import { PodmanLab } from '../../tests/support/podman.ts';
 
 /**
- * The goals: 100 parallel ADDs on one node in 10 s or less (issue 21) and within 2.5x host-local's time (issue 36);
- * the executable starts and exits in 15 ms (VERSION p50; issue 36, after 150 ms in issue 21).
+ * The goals: 100 parallel ADDs on one node in 10 s or less and within 2.5x host-local's time;
+ * the executable starts and exits in 15 ms (VERSION p50).
  */
 export const CNI_GOALS = { addsSeconds: 10, addsN: 100, addsRatio: 2.5, versionMs: 15 } as const;
 
@@ -19,8 +19,8 @@ export const CNI_GOALS = { addsSeconds: 10, addsN: 100, addsRatio: 2.5, versionM
 export const PODMAN_CONTAINERS = 8;
 
 /**
- * The figures before issue 21's speed-up (`npm run bench -- --only cni` at main 7a32cae, 2026-11-25 16:07 UTC, the
- * machine idle: load average 1.5 at start), shown beside each run's own.
+ * The figures before the plugin's speed-up (`npm run bench -- --only cni` on 2026-11-25 16:07 UTC, the machine idle:
+ * load average 1.5 at start; `commit` names the checkout), shown beside each run's own.
  */
 export const CNI_BEFORE = {
   commit: '7a32cae',

@@ -51,7 +51,7 @@ function markUnits(chunk: OccupancyChunk): number {
 }
 
 /**
- * The address history's cost and lag (issue 22). Callers (Lambda containers) run allocate-and-release cycles through
+ * The address history's cost and lag. Callers (Lambda containers) run allocate-and-release cycles through
  * the use cases, each claim with CNI-like labels and a principal; every lease change they made is fed, with its
  * before and after images as the stream carries them, to the stream function's lease projections (LeaseProjections),
  * one batch of up to 100 per 250 ms poll: the occupancy summary (the mirror) and the history, each on its own

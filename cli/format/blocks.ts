@@ -1,7 +1,7 @@
 import type { Claim, Pool } from '../api/types.ts';
 
 /**
- * What the CLI and the console say of a block pool's sizes and of a pool's grow rule (issue 35), as text: one wording
+ * What the CLI and the console say of a block pool's sizes and of a pool's grow rule, as text: one wording
  * for both (the console re-exports these from console/views/blocks.ts).
  */
 

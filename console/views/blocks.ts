@@ -3,7 +3,7 @@ import { blockLengths } from '../../cli/format/blocks.ts';
 import { countOf, labelOf, type MapCell, type MapModel } from '../../cli/map/layout.ts';
 
 /**
- * What the console says of block pools (issue 35), as text: kept apart from the views (no DOM here) so the unit tests
+ * What the console says of block pools, as text: kept apart from the views (no DOM here) so the unit tests
  * can read it without a browser.
  */
 

@@ -240,7 +240,7 @@ export class DeadlineExceededError extends IpamError {
 }
 
 /**
- * Thrown when a nested pool's range names a CIDR other than the block its source claim holds (issue 35): a child range
+ * Thrown when a nested pool's range names a CIDR other than the block its source claim holds: a child range
  * is made only from the exact block, as AWS IPAM allocates a child pool's CIDR from its source pool.
  */
 export class SourceMismatchError extends IpamError {

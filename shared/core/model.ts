@@ -69,7 +69,7 @@ export interface Pool {
    */
   readonly freeThresholds?: readonly number[];
   /**
-   * A block pool (issue 35): per family, the prefix length of the aligned blocks its claims take instead of addresses
+   * A block pool: per family, the prefix length of the aligned blocks its claims take instead of addresses
    * (Calico's block size, AWS IPAM's allocation netmask). A pool hands out addresses or blocks, never both, so no
    * address lease and block overlap in it. Absent: an address pool. Fixed at creation.
    */

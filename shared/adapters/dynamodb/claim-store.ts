@@ -39,7 +39,7 @@ export class TableClaimStore implements ClaimStore {
   ): Promise<CommitOutcome> {
     let { ops, decode } = claimCommit(claim, leases, nowMs, this.shards, replacing ? { replacing } : {});
     if (replacing && ops.length > TRANSACTION_LIMIT) {
-      // Too wide to hold the replaced claim's leases for its owner in the commit's transaction (issue 33): it is
+      // Too wide to hold the replaced claim's leases for its owner in the commit's transaction: it is
       // released into its hold first, as the reconciler would release it, and the commit is made over a free name
       // (its owner's own addresses are takeable by it as Released ones). One more transaction, for such claims only.
       await this.releaseClaim(replacing.claim, replacing.claim.version, replacing.hold);

@@ -4,7 +4,7 @@ import { etagOf } from './etag.ts';
 import { parseBody, pathParam } from './request.ts';
 import { bodyFields, json, type RouteMap } from './routes.ts';
 
-/** A claim's consumers (issue 38): add one, remove one (the last one's removal releases the claim). */
+/** A claim's consumers: add one, remove one (the last one's removal releases the claim). */
 export const consumerRoutes = {
   'POST /v1/pools/{pool}/claims/{claim}/consumers': async ({ event, deps, caller, audit }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/consumers']);

@@ -1,20 +1,11 @@
 import { InvalidArgumentError } from '../errors.ts';
 
 /*
- * Why a hand-written codec and not `cborg` (measured with `npx tsx bench/cbor-codec.ts`, Node 20, shared 2-core box):
- *
- *                                 this file        cborg (RFC 8949 options, strict decode)
- *   api bundle (serverless.yml)   148.6 KB         169.2 KB  (+20.6 KB, +14 %; the other functions use no CBOR)
- *   codec alone, minified           5.8 KB          26.1 KB
- *   encode /24 | /16 (8 KB data)   ~14 | ~28 us      ~7 | ~22 us
- *   decode /24 | /16               ~6 | ~9 us        ~5 | ~5 us, before the key-order check it would need
- *
- * Speed is a wash at this scale (one DynamoDB round trip is milliseconds), and only the encoder runs in production.
- * What decides it: cborg's decoder cannot refuse map keys out of deterministic order (its README says so), so a
- * cborg fromCbor would still need our own check (a re-encode and compare); and the api bundle would grow by a
- * seventh for one legacy route. The byte form is pinned against cborg instead: tests/unit/range-allocation.test.ts
- * checks every document against cborg's RFC 8949 encoder and strict decoder (cborg stays a devDependency for that).
- * Revisit if a second CBOR document appears or the subset has to grow (negative integers, arrays, floats).
+ * Why a hand-written codec and not `cborg`: cborg's decoder cannot refuse map keys out of deterministic order (its
+ * README says so), so a cborg fromCbor would still need our own check (a re-encode and compare), and the api bundle
+ * would grow by about a seventh for one legacy route; speed is a wash at this scale. The byte form is pinned against
+ * cborg instead: tests/unit/range-allocation.test.ts checks every document against cborg's RFC 8949 encoder and
+ * strict decoder (cborg stays a devDependency for that). Measurements: docs/decisions/0005-hand-written-cbor.md.
  */
 
 /**

@@ -7,7 +7,7 @@ export interface Cidr {
   readonly base: bigint;
   readonly prefix: number;
   /**
-   * A block pool's block prefix length (issue 35): the range is then counted in aligned blocks of that length, not in
+   * A block pool's block prefix length: the range is then counted in aligned blocks of that length, not in
    * addresses. Slot i is the i-th block and its value is the block's network address, so capacity, hostAt, hostOffset
    * and the lower band count blocks, and every caller of them (the picker, the used-up rule, utilization) serves
    * blocks unchanged. Absent: an address range (the network and broadcast addresses reserved).

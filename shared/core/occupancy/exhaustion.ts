@@ -3,7 +3,7 @@ import type { Clock } from '../ports.ts';
 import type { Utilization } from '../model.ts';
 
 /**
- * Warnings before a pool runs out (issue 37). Per pool and family, the free share of the address space sits at a
+ * Warnings before a pool runs out. Per pool and family, the free share of the address space sits at a
  * level: 0 above every threshold of the pool (freeThresholds, percent free, highest first), i below the i-th, and one
  * more, "full", with no address free. A change of level is announced once per threshold crossed, each way.
  *

@@ -64,8 +64,8 @@ const PARALLELISM = 8;
  * meeting others), within the run and while its deadline allows (Run.retrying). Repairs and the phases' reads both go
  * through it. Without them one failed write leaves an expired claim (or a gone owner's) held a whole period longer:
  * past "released within the period plus the grace", which the simulator checks (sim/invariants.ts
- * checkReleasedInTime; full-length `faults` seed 10 broke it); and one throttled read of a phase (the expiry
- * checkpoint, the pool listing) ended the whole run (seed 25 at 94d2fc1, runs failing in throttling storms). Each
+ * checkReleasedInTime, under the `faults` scenario); and one throttled read of a phase (the expiry checkpoint, the
+ * pool listing) would end the whole run, as throttling storms do. Each
  * repair is conditional (same uid, same version, still expired), so a retry after a write that did commit finds
  * nothing to do: 'changed', no second event; reads and conditional checkpoint saves are as safe to repeat.
  */

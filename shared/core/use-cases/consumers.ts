@@ -1,5 +1,5 @@
 /**
- * A claim's consumers (issue 38; the DRA claim's `reservedFor`): workloads that share a claim's addresses on purpose
+ * A claim's consumers (the DRA claim's `reservedFor`): workloads that share a claim's addresses on purpose
  * (a VIP of a keepalived pair, a LoadBalancer IP shared by Services, a DRA claim shared by pods). A claim that has
  * consumers is released on the transition "was used -> is not used any more": removing its last consumer releases it
  * in the same transaction (the claim's delete, conditioned on the version read, takes its list with it). A claim that

@@ -1,5 +1,5 @@
 /**
- * A dryRun in a pool that grows (issue 35): what the claim would get, growth included, with nothing written. A claim
+ * A dryRun in a pool that grows: what the claim would get, growth included, with nothing written. A claim
  * that finds its family full or absent would first take one more block from the parent (grow.ts): the preview asks
  * the parent for that block as a dryRun of the claim the growth would make there, then previews the claim on the pool
  * as it would be with that block as its range, and names the block in its answer (`grows`; a dual-stack claim may

@@ -1,5 +1,5 @@
 /**
- * Grow on demand (issue 35): a pool that names a parent block pool and a threshold claims one more block from the
+ * Grow on demand: a pool that names a parent block pool and a threshold claims one more block from the
  * parent, and makes it a range of its own (a nested range), when a family's free space falls below the threshold
  * after a claim, or when a claim finds the family full or absent. What Cilium's cluster-pool v2 and Calico's block
  * affinity do from a controller, done by the claims themselves.

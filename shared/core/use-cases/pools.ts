@@ -41,7 +41,7 @@ export interface CreatePoolCommand {
   readonly access?: { readonly administrators?: unknown; readonly allocators?: unknown };
   /** Percent free below which the pool warns (occupancy/exhaustion.ts); absent: DEFAULT_FREE_THRESHOLDS. */
   readonly freeThresholds?: unknown;
-  /** A block pool's block prefix length per family (issue 35), e.g. { IPv4: 26, IPv6: 64 }; absent: an address pool. */
+  /** A block pool's block prefix length per family, e.g. { IPv4: 26, IPv6: 64 }; absent: an address pool. */
   readonly blockPrefixLength?: unknown;
   /** Grow on demand from a parent block pool (use-cases/grow.ts). */
   readonly grow?: unknown;

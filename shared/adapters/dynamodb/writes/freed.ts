@@ -9,8 +9,8 @@ import { TRANSACTION_LIMIT, type Table, type WriteOp } from '../table.ts';
  * transaction, and DynamoDB cancels a transaction that meets another in flight on one of its items: the transactions
  * in flight on one shard at once are about (the range's releases a second x a transaction's ~10 ms) / shards, so
  * many shards keep a busy range's releases from cancelling each other. 99: a range's shards and its seals item are
- * 100 keys, one BatchGetItem request. Shards 0-3 keep their keys: writers of an older 4-shard layout bump items this
- * one reads. Figures: docs/decisions/0001-freed-counter-shards.md.
+ * 100 keys, one BatchGetItem request. Shard numbers start at 0 and keep their keys, so a table whose writers used
+ * fewer shards holds only items this layout reads. Figures: docs/decisions/0001-freed-counter-shards.md.
  */
 export const FREED_SHARDS = 99;
 
@@ -32,7 +32,7 @@ export function freedBumps(pool: string, ranges: Iterable<string>, by: string): 
  * A write that frees addresses, cut into transactions of at most TRANSACTION_LIMIT operations: each address's
  * operation goes with the bump of its range in the same transaction (every freeing does), so one transaction holds
  * its addresses' operations plus one bump per distinct range among them. A claim of 64 addresses in 64 ranges needs
- * 128 such operations besides its own: one transaction cannot hold them (issue 33). `fixed`: the operations the first
+ * 128 such operations besides its own: one transaction cannot hold them. `fixed`: the operations the first
  * transaction holds besides (the claim, its marker, an event), and each later one (a condition check). Entries are
  * placed in the order given; callers group them by range, so most ranges are bumped in one transaction only.
  * Returns one list of entries a transaction, the first one's first (empty when `entries` is).

@@ -31,7 +31,7 @@ const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
  * expiry index keys instead, so the claim is permanent (the reconciler's expiry query and DynamoDB's TTL no longer
  * see any of them) and its leases are held like those of a claim made without a TTL.
  *
- * An earlier expiry over more ranges than one transaction holds with their bumps (packFreeing, issue 33) moves the
+ * An earlier expiry over more ranges than one transaction holds with their bumps (packFreeing) moves the
  * other leases in `later` transactions once the first committed, each with its ranges' bumps and a check that the
  * claim is still the one this renewal wrote (its version): a renewal that wrote it since moves every lease itself.
  * Until they commit, those leases keep their later expiry: they outlive the claim, as a reuse delay makes them, never
