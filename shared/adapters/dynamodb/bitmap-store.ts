@@ -38,7 +38,7 @@ export class TableBitmapStore implements BitmapStore {
     bitmaps: readonly BitmapWrite[],
     nowMs: number,
   ): Promise<BitmapCommitOutcome> {
-    const { ops, decode } = claimCommit(claim, leases, nowMs, this.shards, { bitmaps });
+    const { ops, decode } = claimCommit({ claim, leases, nowMs, shards: this.shards }, { bitmaps });
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return { kind: 'committed' };
     const verdict = decode(verdicts);

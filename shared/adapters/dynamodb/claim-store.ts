@@ -37,13 +37,13 @@ export class TableClaimStore implements ClaimStore {
     nowMs: number,
     replacing?: Replacing,
   ): Promise<CommitOutcome> {
-    let { ops, decode } = claimCommit(claim, leases, nowMs, this.shards, replacing ? { replacing } : {});
+    let { ops, decode } = claimCommit({ claim, leases, nowMs, shards: this.shards }, replacing ? { replacing } : {});
     if (replacing && ops.length > TRANSACTION_LIMIT) {
       // Too wide to hold the replaced claim's leases for its owner in the commit's transaction: it is
       // released into its hold first, as the reconciler would release it, and the commit is made over a free name
       // (its owner's own addresses are takeable by it as Released ones). One more transaction, for such claims only.
       await this.releaseClaim(replacing.claim, replacing.claim.version, replacing.hold);
-      ({ ops, decode } = claimCommit(claim, leases, nowMs, this.shards));
+      ({ ops, decode } = claimCommit({ claim, leases, nowMs, shards: this.shards }));
     }
     const verdicts = await this.table.transact(ops);
     return verdicts ? this.outcomeOf(claim, decode(verdicts)) : { kind: 'committed' };
@@ -121,16 +121,14 @@ export class TableClaimStore implements ClaimStore {
         hasNoChildren(),
       );
       // One round each: a lease that changed hands between the read and the write is read again by the next round.
-      const outcome = await releaseWithRetries(
-        this.table,
-        claim,
+      const outcome = await releaseWithRetries(this.table, claim, {
         condition,
-        () => ({
+        extras: () => ({
           ...(hold ? { hold: { hold, shards: this.shards } } : {}),
           ...(event ? { event: { event, id: newEventId() } } : {}),
         }),
-        1,
-      );
+        attempts: 1,
+      });
       if (outcome === 'released') return 'released';
       if (outcome === 'gaveUp') continue;
       const current = await this.getClaim(claim.pool, claim.name);

@@ -426,7 +426,7 @@ export class TableReconcileStore implements ReconcileStore {
     nowMs: number,
     event: IpamEvent,
   ): Promise<'restored' | 'taken' | 'claimChanged'> {
-    const { ops, decode } = leaseRestore(claim, lease, nowMs, this.shards, { event, id: newEventId() });
+    const { ops, decode } = leaseRestore({ claim, lease, nowMs, shards: this.shards }, { event, id: newEventId() });
     const verdicts = await this.table.transact(ops);
     if (!verdicts) return 'restored';
     const verdict = decode(verdicts);
@@ -478,12 +478,22 @@ export class TableReconcileStore implements ReconcileStore {
   }
 
   ownersGoneSince(pool: string, sinceMs: number): Promise<string[]> {
-    return tombstonesSince(this.table, keys.ownersGone(pool), Entity.OwnerGone, 'uid', sinceMs);
+    return tombstonesSince(this.table, {
+      partition: keys.ownersGone(pool),
+      entity: Entity.OwnerGone,
+      field: 'uid',
+      sinceMs,
+    });
   }
 
   poolsDeletedSince(sinceMs: number): Promise<string[]> {
     // The same query reads the deletions not finished (keys.poolTerminating sorts after every time): no read of its own.
-    return tombstonesSince(this.table, keys.poolsGone(), [Entity.PoolGone, Entity.PoolTerminating], 'pool', sinceMs);
+    return tombstonesSince(this.table, {
+      partition: keys.poolsGone(),
+      entity: [Entity.PoolGone, Entity.PoolTerminating],
+      field: 'pool',
+      sinceMs,
+    });
   }
 
   // ---- helpers ----
@@ -496,10 +506,13 @@ export class TableReconcileStore implements ReconcileStore {
     hold?: Hold,
   ): Promise<'released' | 'changed'> {
     // Never a claim whose block is another pool's range (Claim.children): 'changed', as for a claim renewed meanwhile.
-    const outcome = await releaseWithRetries(this.table, claim, both(claimCondition, hasNoChildren()), () => ({
-      event: { event, id: newEventId() },
-      ...(hold ? { hold: { hold, shards: this.shards }, ...endReasonOf(event) } : {}),
-    }));
+    const outcome = await releaseWithRetries(this.table, claim, {
+      condition: both(claimCondition, hasNoChildren()),
+      extras: () => ({
+        event: { event, id: newEventId() },
+        ...(hold ? { hold: { hold, shards: this.shards }, ...endReasonOf(event) } : {}),
+      }),
+    });
     // The claim changed (renewed, released, replaced): the caller's view is stale and there is nothing to do.
     if (outcome === 'claimChanged') return 'changed';
     if (outcome === 'released') return 'released';

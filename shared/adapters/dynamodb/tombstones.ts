@@ -35,11 +35,14 @@ export function tombstoneItem(
  */
 export async function tombstonesSince(
   table: Table,
-  partition: string,
-  entity: Entity | readonly Entity[],
-  field: string,
-  sinceMs: number,
+  of: {
+    readonly partition: string;
+    readonly entity: Entity | readonly Entity[];
+    readonly field: string;
+    readonly sinceMs: number;
+  },
 ): Promise<string[]> {
+  const { partition, entity, field, sinceMs } = of;
   const items = await queryAll(table, {
     partition,
     sort: { after: new Date(sinceMs).toISOString() },

@@ -424,45 +424,10 @@ export class MemoryTable implements Table {
     this.enter({ method: 'query', keys: [], query });
     const index = query.index;
     const [pkName, skName] = KEY_ATTRIBUTES[index ?? 'table'];
-    checkKeyValue(pkName, query.partition, MAX_PARTITION_BYTES);
-    if (index && query.consistent) throw validation('Consistent reads are not supported on global secondary indexes');
-    if (query.limit !== undefined && query.limit < 1) throw validation('Limit must be greater than or equal to 1');
-    const sort = query.sort;
-    if (sort && 'between' in sort && compareBytes(sort.between[0], sort.between[1]) > 0) {
-      throw validation(
-        'Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound',
-      );
-    }
-    const inSortRange = (value: string): boolean => {
-      if (!sort) return true;
-      if ('between' in sort)
-        return compareBytes(value, sort.between[0]) >= 0 && compareBytes(value, sort.between[1]) <= 0;
-      if ('after' in sort) return compareBytes(value, sort.after) > 0;
-      return compareBytes(value, sort.before) < 0;
-    };
     const keyAttributes = index ? [...KEY_ATTRIBUTES.table, pkName, skName] : [...KEY_ATTRIBUTES.table];
+    const inSortRange = sortRangeOf(query.sort);
+    refuseInvalidQuery(query, { pkName, skName, keyAttributes, inSortRange });
     const start = query.start;
-    if (start && keyAttributes.some((a) => typeof start[a] !== 'string'))
-      throw validation('The provided starting key is invalid');
-    const bounds = !sort ? [] : 'between' in sort ? [...sort.between] : 'after' in sort ? [sort.after] : [sort.before];
-    if (bounds.some((b) => sizeProblem(skName, b, MAX_SORT_BYTES)))
-      throw validation(
-        'One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes',
-      );
-    if (start && (start[pkName] !== query.partition || !inSortRange(start[skName] as string)))
-      throw validation('The provided starting key does not match the range key predicate');
-    if (index && KEYS_ONLY.has(index)) {
-      // A keys-only index cannot fetch other attributes from the table: DynamoDB refuses to project or filter on them.
-      const outside = (attributes: readonly string[]) => attributes.filter((a) => !keyAttributes.includes(a));
-      if (!query.countOnly && outside(query.attributes ?? []).length)
-        throw validation(
-          `One or more parameter values were invalid: Global secondary index ${index} does not project [${outside(query.attributes ?? []).join(', ')}]`,
-        );
-      if (query.filter && outside(attributesOf(query.filter)).length)
-        throw validation(
-          `One or more parameter values were invalid: Secondary index ${index} does not project one or more filter attributes: [${outside(attributesOf(query.filter)).join(', ')}]`,
-        );
-    }
 
     // Strongly consistent table reads see every write; the others see the state as of `lag` writes ago.
     const lag = !index && query.consistent ? 0 : Math.min(this.history, Math.max(0, Math.floor(this.indexLag(query))));
@@ -797,4 +762,60 @@ export class MemoryTable implements Table {
 function versionAt(versions: readonly Version[], asOf: number): Item | undefined {
   for (let i = versions.length - 1; i >= 0; i -= 1) if (versions[i]!.seq <= asOf) return versions[i]!.item;
   return undefined;
+}
+
+/** Whether a sort key value meets a query's sort condition (every value when it has none). */
+function sortRangeOf(sort: Query['sort']): (value: string) => boolean {
+  return (value) => {
+    if (!sort) return true;
+    if ('between' in sort)
+      return compareBytes(value, sort.between[0]) >= 0 && compareBytes(value, sort.between[1]) <= 0;
+    if ('after' in sort) return compareBytes(value, sort.after) > 0;
+    return compareBytes(value, sort.before) < 0;
+  };
+}
+
+/** Refuses a query as DynamoDB does, with its messages. @throws a ValidationException */
+function refuseInvalidQuery(
+  query: Query,
+  keys: {
+    readonly pkName: string;
+    readonly skName: string;
+    readonly keyAttributes: readonly string[];
+    readonly inSortRange: (value: string) => boolean;
+  },
+): void {
+  const { pkName, skName, keyAttributes, inSortRange } = keys;
+  const index = query.index;
+  checkKeyValue(pkName, query.partition, MAX_PARTITION_BYTES);
+  if (index && query.consistent) throw validation('Consistent reads are not supported on global secondary indexes');
+  if (query.limit !== undefined && query.limit < 1) throw validation('Limit must be greater than or equal to 1');
+  const sort = query.sort;
+  if (sort && 'between' in sort && compareBytes(sort.between[0], sort.between[1]) > 0) {
+    throw validation(
+      'Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound',
+    );
+  }
+  const start = query.start;
+  if (start && keyAttributes.some((a) => typeof start[a] !== 'string'))
+    throw validation('The provided starting key is invalid');
+  const bounds = !sort ? [] : 'between' in sort ? [...sort.between] : 'after' in sort ? [sort.after] : [sort.before];
+  if (bounds.some((b) => sizeProblem(skName, b, MAX_SORT_BYTES)))
+    throw validation(
+      'One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes',
+    );
+  if (start && (start[pkName] !== query.partition || !inSortRange(start[skName] as string)))
+    throw validation('The provided starting key does not match the range key predicate');
+  if (index && KEYS_ONLY.has(index)) {
+    // A keys-only index cannot fetch other attributes from the table: DynamoDB refuses to project or filter on them.
+    const outside = (attributes: readonly string[]) => attributes.filter((a) => !keyAttributes.includes(a));
+    if (!query.countOnly && outside(query.attributes ?? []).length)
+      throw validation(
+        `One or more parameter values were invalid: Global secondary index ${index} does not project [${outside(query.attributes ?? []).join(', ')}]`,
+      );
+    if (query.filter && outside(attributesOf(query.filter)).length)
+      throw validation(
+        `One or more parameter values were invalid: Secondary index ${index} does not project one or more filter attributes: [${outside(attributesOf(query.filter)).join(', ')}]`,
+      );
+  }
 }

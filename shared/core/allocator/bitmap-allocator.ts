@@ -11,7 +11,7 @@ import {
   type ClaimAddress,
   type PoolView,
 } from '../model.ts';
-import type { ClaimStore, Clock, LeaseIndex, PoolStore, Random, ReleaseOutcome } from '../ports.ts';
+import type { ClaimStore, Clock, CommitOutcome, LeaseIndex, PoolStore, Random, ReleaseOutcome } from '../ports.ts';
 import { releaseClearingBits } from '../bitmap/bitmap-release.ts';
 import { addressOfBit, bitOf, legacyWindow, type Bitmap } from '../bitmap/bitmap.ts';
 import { bitmapOf, bitmapOfDocument, legacyRangeOf, windowInterval } from '../bitmap/legacy.ts';
@@ -115,37 +115,9 @@ export class BitmapAllocator implements Allocator {
           .filter((r) => !snapshots.has(r.family))
           .map(async (r) => snapshots.set(r.family, await this.read(view.pool.name, ranges.get(r.family)!))),
       );
-      // Each family's picks, in bit order: its explicit address, or `count` zero bits (a batch sets them all in one write).
-      const picks = new Map<IpFamily, Choice[]>();
-      for (const request of requests) {
-        const snapshot = snapshots.get(request.family)!;
-        const fixed = explicit.get(request.family);
-        if (fixed) {
-          if (snapshot.bitmap.has(fixed.bit)) return this.explicitHeld(view, draft, fixed);
-          picks.set(request.family, [fixed]);
-          continue;
-        }
-        const range = ranges.get(request.family)!;
-        const excluded = excludedIntervals(view, request.family);
-        const chosen: Choice[] = [];
-        const skipped = new Set(skip.get(request.family)!);
-        for (let n = 0; n < (request.count ?? 1); n += 1) {
-          const bit = pickBit({
-            bitmap: snapshot.bitmap,
-            range,
-            excluded,
-            skip: skipped,
-            random: this.deps.random,
-          });
-          if (bit === undefined) throw new RangeFullError(view.pool.name, request.family);
-          skipped.add(bit);
-          chosen.push({ range, bit, explicit: false });
-        }
-        picks.set(
-          request.family,
-          chosen.sort((a, b) => a.bit - b.bit),
-        );
-      }
+      const round = this.pickRound(view, draft, { requests, ranges, explicit, snapshots, skip });
+      if ('result' in round) return round.result;
+      const { picks } = round;
       const claim = buildClaim(draft, requests, picks);
       if (options.dryRun) return { kind: 'preview', claim };
       const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, reuseDelayMs(view.pool)));
@@ -161,19 +133,7 @@ export class BitmapAllocator implements Allocator {
         case 'generatedNameExists':
           return { kind: 'generatedExists', claimName: outcome.claimName };
         case 'addressesTaken':
-          for (const { address, holder, inFlight } of outcome.taken) {
-            const family = claim.addresses.find((a) => a.address === address)?.family;
-            if (family === undefined) continue;
-            const pick = picks
-              .get(family)!
-              .find((p) => formatAddress({ family, value: addressOfBit(p.range.cidr, p.bit) }) === address);
-            if (pick === undefined) continue;
-            // Another transaction was writing it: it may still be free, so the next round sends it again.
-            if (pick.explicit && inFlight) continue;
-            if (pick.explicit) throw explicitTakenError(address, holder);
-            // Leased but not yet mirrored into the bitmap: the mirror will set the bit; this call just avoids it.
-            skip.get(family)!.add(pick.bit);
-          }
+          skipTaken({ claim, picks, taken: outcome.taken, skip });
           // The bitmaps may have moved on too (the transaction reports one reason per item): read them again.
           snapshots.clear();
           break;
@@ -187,6 +147,48 @@ export class BitmapAllocator implements Allocator {
       }
     }
     throw new NotReadyError('The legacy bitmap is heavily contended right now; retry the request shortly.');
+  }
+
+  /**
+   * Each family's picks, in bit order: its explicit address, or `count` zero bits (a batch sets them all in one
+   * write); or the answer when an explicit address's bit is set.
+   */
+  private pickRound(
+    view: PoolView,
+    draft: ClaimDraft,
+    round: {
+      readonly requests: readonly FamilyRequest[];
+      readonly ranges: ReadonlyMap<IpFamily, ParsedRange>;
+      readonly explicit: ReadonlyMap<IpFamily, Choice>;
+      readonly snapshots: ReadonlyMap<IpFamily, Snapshot>;
+      readonly skip: ReadonlyMap<IpFamily, Set<number>>;
+    },
+  ): { picks: Map<IpFamily, Choice[]> } | { result: Promise<AllocationResult> } {
+    const picks = new Map<IpFamily, Choice[]>();
+    for (const request of round.requests) {
+      const snapshot = round.snapshots.get(request.family)!;
+      const fixed = round.explicit.get(request.family);
+      if (fixed) {
+        if (snapshot.bitmap.has(fixed.bit)) return { result: this.explicitHeld(view, draft, fixed) };
+        picks.set(request.family, [fixed]);
+        continue;
+      }
+      const range = round.ranges.get(request.family)!;
+      const excluded = excludedIntervals(view, request.family);
+      const chosen: Choice[] = [];
+      const skipped = new Set(round.skip.get(request.family)!);
+      for (let n = 0; n < (request.count ?? 1); n += 1) {
+        const bit = pickBit({ bitmap: snapshot.bitmap, range, excluded, skip: skipped, random: this.deps.random });
+        if (bit === undefined) throw new RangeFullError(view.pool.name, request.family);
+        skipped.add(bit);
+        chosen.push({ range, bit, explicit: false });
+      }
+      picks.set(
+        request.family,
+        chosen.sort((a, b) => a.bit - b.bit),
+      );
+    }
+    return { picks };
   }
 
   /** The Ready legacy range of a family. @throws MismatchedNetworkError when there is none. */
@@ -310,4 +312,30 @@ function buildClaim(
     })),
   );
   return { ...draft, addresses };
+}
+
+/**
+ * After a commit that found addresses taken: a dynamic pick leased but not yet mirrored into the bitmap is skipped
+ * next round (the mirror will set its bit), an explicit one in flight is sent again, an explicit one held is refused.
+ * @throws AlreadyAllocatedError for an explicit address another claim holds
+ */
+function skipTaken(args: {
+  readonly claim: Claim;
+  readonly picks: ReadonlyMap<IpFamily, readonly Choice[]>;
+  readonly taken: Extract<CommitOutcome, { kind: 'addressesTaken' }>['taken'];
+  readonly skip: ReadonlyMap<IpFamily, Set<number>>;
+}): void {
+  for (const { address, holder, inFlight } of args.taken) {
+    const family = args.claim.addresses.find((a) => a.address === address)?.family;
+    if (family === undefined) continue;
+    const pick = args.picks
+      .get(family)!
+      .find((p) => formatAddress({ family, value: addressOfBit(p.range.cidr, p.bit) }) === address);
+    if (pick === undefined) continue;
+    // Another transaction was writing it: it may still be free, so the next round sends it again.
+    if (pick.explicit && inFlight) continue;
+    if (pick.explicit) throw explicitTakenError(address, holder);
+    // Leased but not yet mirrored into the bitmap: the mirror will set the bit; this call just avoids it.
+    args.skip.get(family)!.add(pick.bit);
+  }
 }

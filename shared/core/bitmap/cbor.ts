@@ -5,7 +5,7 @@ import { InvalidArgumentError } from '../errors.ts';
  * README says so), so a cborg fromCbor would still need our own check (a re-encode and compare), and the api bundle
  * would grow by about a seventh for one legacy route; speed is a wash at this scale. The byte form is pinned against
  * cborg instead: tests/unit/range-allocation.test.ts checks every document against cborg's RFC 8949 encoder and
- * strict decoder (cborg stays a devDependency for that). Measurements: docs/decisions/0005-hand-written-cbor.md.
+ * strict decoder (cborg stays a devDependency for that). Measurements: docs/decisions/0006-hand-written-cbor.md.
  */
 
 /**

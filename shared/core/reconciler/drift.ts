@@ -1,11 +1,17 @@
 // Over 300 lines: the bitmap drift repair and its plan, one decision table with the pass that applies it.
 import { formatAddress } from '../ip/address.ts';
-import { parseCidr } from '../ip/cidr.ts';
+import { parseCidr, type Cidr } from '../ip/cidr.ts';
+import type { Interval } from '../base/intervals.ts';
 import type { Range } from '../model.ts';
 import { addressOfBit, bitOf, type Bitmap } from '../bitmap/bitmap.ts';
 import { bitmapOf, bitmapOfDocument, bitmapsMaintained, windowInterval } from '../bitmap/legacy.ts';
 import type { RangeAllocation } from '../bitmap/range-allocation.ts';
-import { type DriftRecord, type PoolViewList, type UsageRecord } from '../use-cases/reconcile-ports.ts';
+import {
+  type Checkpoint,
+  type DriftRecord,
+  type PoolViewList,
+  type UsageRecord,
+} from '../use-cases/reconcile-ports.ts';
 import { EventReason, type IpamEvent } from '../events.ts';
 import type { UsageByRange } from './usage.ts';
 import { Phase, RETRIES, SWEEP_CHECKPOINT, type Run, type SweepCheckpoint } from './run.ts';
@@ -148,6 +154,18 @@ const CHECKS_PER_WRITE = 90;
 /** Bits of the window listed per index read: a span's lease items are read from every shard at once. */
 const SPAN_BITS = 4096;
 
+/** What one legacy range's check reads before it decides: its bitmap, its drift record, and whether strikes count. */
+interface RangeCheck {
+  readonly run: Run;
+  readonly range: Range;
+  readonly cidr: Cidr;
+  readonly cycle: number;
+  readonly record: Checkpoint<DriftRecord> | undefined;
+  /** Whether this run may strike (no other run checked the range since this one started). */
+  readonly mayStrike: boolean;
+  readonly comparedAt: number;
+}
+
 /** Rows 8-9 for one legacy range; true when its window was scanned (in part or whole). */
 async function checkRange(
   run: Run,
@@ -155,7 +173,7 @@ async function checkRange(
   scan: { readonly cycle: number; readonly usage: UsageRecord | undefined; readonly budget: { left: number } },
 ): Promise<boolean> {
   const { cycle, usage, budget } = scan;
-  const { bitmaps, reconcile: store, leases, settings } = run.deps;
+  const { bitmaps, reconcile: store } = run.deps;
   const cidr = parseCidr(range.cidr);
   const window = windowInterval(cidr);
   if (!window) return false;
@@ -165,54 +183,116 @@ async function checkRange(
   const current = doc ? bitmapOfDocument(doc, { range, cidr }) : undefined;
   const record = await run.retrying(() => store.getDriftRecord(range.pool, range.name), RETRIES.read);
   if (!needsScan({ doc, bitmap: current, record: record?.value, usage }, cycle) || budget.left <= 0) return false;
-  const mayStrike = record === undefined || record.value.observedAt < run.startedAt;
-  const comparedAt = usage?.countedAt ?? record?.value.comparedAt ?? 0;
+  const check: RangeCheck = {
+    run,
+    range,
+    cidr,
+    cycle,
+    record,
+    mayStrike: record === undefined || record.value.observedAt < run.startedAt,
+    comparedAt: usage?.countedAt ?? record?.value.comparedAt ?? 0,
+  };
   if (!doc || !current) {
-    // No bitmap (or one of another CIDR): written whole from the leases, as the mirror does when it finds none (a
-    // partial bitmap could let a legacy-mode allocator hand out an address that is held).
-    const expected = bitmapOf(cidr, await leases.takenAddresses(range.pool, range.family, [window], 0));
-    budget.left -= expected.count() + 1;
-    // (An empty bitmap for a range without leases is bookkeeping, not a repair: it is written without an event.)
-    const event =
-      doc || expected.count() > 0
-        ? bitmapEvent(run, range, {
-            reason: EventReason.BitmapRepaired,
-            what: doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built',
-            count: expected.count(),
-            addresses: [],
-          })
-        : undefined;
-    const written = await store.repairBitmap(
-      {
-        pool: range.pool,
-        rangeName: range.name,
-        allocation: { range: range.cidr, data: expected.encode(), version: (doc?.version ?? 0) + 1 },
-        expected: doc ? { version: doc.version } : 'absent',
-        leasesPresent: [],
-        leasesAbsent: [],
-      },
-      event ? [event] : [],
-    );
-    if (written !== 'written') return true;
-    if (event) run.done(event, true);
-    if (mayStrike)
-      await store.saveDriftRecord(
-        range.pool,
-        range.name,
-        { strikes: {}, checkedCycle: cycle, comparedAt, observedAt: run.now() },
-        record?.version,
-      );
+    await rebuildBitmap(check, { doc, window, budget });
     return true;
   }
   // 2. The next spans of the window, as the index has them, within the run's budget.
-  const size = current.size;
   const from = record?.value.checking?.offset ?? 0;
-  let offset = from;
+  const { offset, diff } = await scanSpans(check, { bitmap: current, from, budget });
+  const finished = offset >= current.size;
+  // 3. Each difference confirmed by a consistent read (the index may lag a write of the last moments).
+  const addressOf = (bit: number) => formatAddress({ family: range.family, value: addressOfBit(cidr, bit) });
+  const holders = await bitmaps.leaseHolders(range.pool, [...diff.missing, ...diff.leaked].map(addressOf));
+  // 4. One strike per run: a run that started before another run's check does not strike again.
+  const plan = planDrift({
+    missing: diff.missing.filter((bit) => holders.has(addressOf(bit))),
+    leaked: diff.leaked.filter((bit) => !holders.has(addressOf(bit))),
+    previous: record?.value.strikes ?? {},
+    mayStrike: check.mayStrike,
+    threshold: run.deps.settings.leakStrikes,
+    scanned: (bit) => bit >= from && bit < offset,
+  });
+  // 5. Write, in chunks of conditions, each chunk at the version the previous one wrote.
+  const changes = [
+    ...plan.set.map((bit) => ({ bit, set: true })),
+    ...(check.mayStrike ? plan.clear : []).map((bit) => ({ bit, set: false })),
+  ];
+  if (!(await writeChanges(check, { bitmap: current.clone(), version: doc.version, changes, addressOf }))) return true;
+  if (check.mayStrike) {
+    await store.saveDriftRecord(
+      range.pool,
+      range.name,
+      {
+        strikes: plan.strikes,
+        checkedCycle: finished ? cycle : (record?.value.checkedCycle ?? -1),
+        comparedAt: check.comparedAt,
+        observedAt: run.now(),
+        ...(finished ? {} : { checking: { offset } }),
+      },
+      record?.version,
+    );
+  }
+  return true;
+}
+
+/**
+ * No bitmap (or one of another CIDR): written whole from the leases, as the mirror does when it finds none (a partial
+ * bitmap could let a legacy-mode allocator hand out an address that is held).
+ */
+async function rebuildBitmap(
+  check: RangeCheck,
+  args: { readonly doc: RangeAllocation | undefined; readonly window: Interval; readonly budget: { left: number } },
+): Promise<void> {
+  const { run, range, cidr, record } = check;
+  const { doc, window, budget } = args;
+  const { reconcile: store, leases } = run.deps;
+  const expected = bitmapOf(cidr, await leases.takenAddresses(range.pool, range.family, [window], 0));
+  budget.left -= expected.count() + 1;
+  // (An empty bitmap for a range without leases is bookkeeping, not a repair: it is written without an event.)
+  const event =
+    doc || expected.count() > 0
+      ? bitmapEvent(run, range, {
+          reason: EventReason.BitmapRepaired,
+          what: doc ? `stood for ${doc.range}, not ${range.cidr}; it was rebuilt` : 'was missing; it was built',
+          count: expected.count(),
+          addresses: [],
+        })
+      : undefined;
+  const written = await store.repairBitmap(
+    {
+      pool: range.pool,
+      rangeName: range.name,
+      allocation: { range: range.cidr, data: expected.encode(), version: (doc?.version ?? 0) + 1 },
+      expected: doc ? { version: doc.version } : 'absent',
+      leasesPresent: [],
+      leasesAbsent: [],
+    },
+    event ? [event] : [],
+  );
+  if (written !== 'written') return;
+  if (event) run.done(event, true);
+  if (check.mayStrike)
+    await store.saveDriftRecord(
+      range.pool,
+      range.name,
+      { strikes: {}, checkedCycle: check.cycle, comparedAt: check.comparedAt, observedAt: run.now() },
+      record?.version,
+    );
+}
+
+/** Compares the bitmap with the index, span by span from `from`, while the budget and the run allow. */
+async function scanSpans(
+  check: RangeCheck,
+  args: { readonly bitmap: Bitmap; readonly from: number; readonly budget: { left: number } },
+): Promise<{ offset: number; diff: { missing: number[]; leaked: number[] } }> {
+  const { run, range, cidr } = check;
+  const { bitmap, budget } = args;
+  let offset = args.from;
   const diff = { missing: [] as number[], leaked: [] as number[] };
-  while (offset < size && budget.left > 0 && !run.out(Phase.Drift)) {
-    const end = Math.min(offset + SPAN_BITS, size);
+  while (offset < bitmap.size && budget.left > 0 && !run.out(Phase.Drift)) {
+    const end = Math.min(offset + SPAN_BITS, bitmap.size);
     const present = new Set<number>();
-    const values = await leases.takenAddresses(
+    const values = await run.deps.leases.takenAddresses(
       range.pool,
       range.family,
       [[addressOfBit(cidr, offset), addressOfBit(cidr, end - 1)]],
@@ -224,34 +304,28 @@ async function checkRange(
       if (bit !== undefined) present.add(bit);
     }
     for (let bit = offset; bit < end; bit += 1) {
-      const set = current.has(bit);
+      const set = bitmap.has(bit);
       if (present.has(bit) && !set) diff.missing.push(bit);
       else if (set && !present.has(bit)) diff.leaked.push(bit);
     }
     offset = end;
   }
-  const finished = offset >= size;
-  // 3. Each difference confirmed by a consistent read (the index may lag a write of the last moments).
-  const addressOf = (bit: number) => formatAddress({ family: range.family, value: addressOfBit(cidr, bit) });
-  const holders = await bitmaps.leaseHolders(range.pool, [...diff.missing, ...diff.leaked].map(addressOf));
-  const missing = diff.missing.filter((bit) => holders.has(addressOf(bit)));
-  const leaked = diff.leaked.filter((bit) => !holders.has(addressOf(bit)));
-  // 4. One strike per run: a run that started before another run's check does not strike again.
-  const plan = planDrift({
-    missing,
-    leaked,
-    previous: record?.value.strikes ?? {},
-    mayStrike,
-    threshold: settings.leakStrikes,
-    scanned: (bit) => bit >= from && bit < offset,
-  });
-  // 5. Write, in chunks of conditions, each chunk at the version the previous one wrote.
-  let version = doc.version;
-  const bitmap = current.clone();
-  const changes = [
-    ...plan.set.map((bit) => ({ bit, set: true })),
-    ...(mayStrike ? plan.clear : []).map((bit) => ({ bit, set: false })),
-  ];
+  return { offset, diff };
+}
+
+/** Writes the bit changes in chunks, each with its events; false when a concurrent writer moved the bitmap. */
+async function writeChanges(
+  check: RangeCheck,
+  args: {
+    readonly bitmap: Bitmap;
+    readonly version: number;
+    readonly changes: readonly { readonly bit: number; readonly set: boolean }[];
+    readonly addressOf: (bit: number) => string;
+  },
+): Promise<boolean> {
+  const { run, range } = check;
+  const { bitmap, changes, addressOf } = args;
+  let version = args.version;
   for (let i = 0; i < changes.length; i += CHECKS_PER_WRITE) {
     const chunk = changes.slice(i, i + CHECKS_PER_WRITE);
     for (const c of chunk) {
@@ -260,29 +334,8 @@ async function checkRange(
     }
     const set = chunk.filter((c) => c.set).map((c) => addressOf(c.bit));
     const cleared = chunk.filter((c) => !c.set).map((c) => addressOf(c.bit));
-    const events = [
-      ...(set.length
-        ? [
-            bitmapEvent(run, range, {
-              reason: EventReason.BitmapRepaired,
-              what: 'missed the bits of existing leases; they were set',
-              count: set.length,
-              addresses: set,
-            }),
-          ]
-        : []),
-      ...(cleared.length
-        ? [
-            bitmapEvent(run, range, {
-              reason: EventReason.BitmapLeakCleared,
-              what: `held bits with no lease for ${settings.leakStrikes} consecutive runs; they were cleared`,
-              count: cleared.length,
-              addresses: cleared,
-            }),
-          ]
-        : []),
-    ];
-    const written = await store.repairBitmap(
+    const events = chunkEvents(check, { set, cleared });
+    const written = await run.deps.reconcile.repairBitmap(
       {
         pool: range.pool,
         rangeName: range.name,
@@ -294,25 +347,38 @@ async function checkRange(
       events,
     );
     // Lost to a concurrent writer: the next run reads again (strikes are not saved, so none is counted twice).
-    if (written === 'changed') return true;
+    if (written === 'changed') return false;
     for (const e of events) run.done(e, true);
     version += 1;
   }
-  if (mayStrike) {
-    await store.saveDriftRecord(
-      range.pool,
-      range.name,
-      {
-        strikes: plan.strikes,
-        checkedCycle: finished ? cycle : (record?.value.checkedCycle ?? -1),
-        comparedAt,
-        observedAt: run.now(),
-        ...(finished ? {} : { checking: { offset } }),
-      },
-      record?.version,
-    );
-  }
   return true;
+}
+
+/** The events of one chunk: bits set for existing leases, bits cleared after their strikes. */
+function chunkEvents(check: RangeCheck, bits: { readonly set: string[]; readonly cleared: string[] }): IpamEvent[] {
+  const { run, range } = check;
+  return [
+    ...(bits.set.length
+      ? [
+          bitmapEvent(run, range, {
+            reason: EventReason.BitmapRepaired,
+            what: 'missed the bits of existing leases; they were set',
+            count: bits.set.length,
+            addresses: bits.set,
+          }),
+        ]
+      : []),
+    ...(bits.cleared.length
+      ? [
+          bitmapEvent(run, range, {
+            reason: EventReason.BitmapLeakCleared,
+            what: `held bits with no lease for ${run.deps.settings.leakStrikes} consecutive runs; they were cleared`,
+            count: bits.cleared.length,
+            addresses: bits.cleared,
+          }),
+        ]
+      : []),
+  ];
 }
 
 /** Addresses listed in an event's message; the count says how many there were in all. */

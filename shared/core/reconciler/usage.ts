@@ -1,5 +1,5 @@
 import { capacity } from '../ip/cidr.ts';
-import type { Range } from '../model.ts';
+import type { Pool, Range } from '../model.ts';
 import type { Interval } from '../base/intervals.ts';
 import { hostInterval, rangeCidr } from '../base/pool-geometry.ts';
 import { windowInterval } from '../bitmap/legacy.ts';
@@ -47,31 +47,15 @@ export function countOrder(a: UsageRecord | undefined, b: UsageRecord | undefine
 /** Usage records of every range counted or looked at in this run, by `pool/range`. */
 export type UsageByRange = ReadonlyMap<string, UsageRecord>;
 
+/** Usage records as read this run, by `pool/range`; undefined: the range has no record yet. */
+type StoredUsage = Map<string, Checkpoint<UsageRecord> | undefined>;
+
 /** Counts what the budget allows and returns every range's last complete count. */
 export async function measureUsage(
   run: Run,
   views: PoolViewList,
 ): Promise<{ usage: RangeUsage[]; records: UsageByRange }> {
-  const { reconcile: store, settings } = run.deps;
-  const records = new Map<string, Checkpoint<UsageRecord> | undefined>();
-  for (const view of views) {
-    if (run.out(Phase.Utilization)) break;
-    // A pool whose records cannot be read (after the retries) is neither counted nor reported from its records this run.
-    const stored = await run.read(`read usage of pool ${view.pool.name}`, () => store.getUsage(view.pool.name));
-    if (!stored.ok) continue;
-    for (const range of view.ranges) {
-      const record = stored.value.get(range.name);
-      // A record of an earlier range of that name counts for nothing.
-      records.set(
-        `${range.pool}/${range.name}`,
-        record && record.value.cidr === range.cidr
-          ? record
-          : record
-            ? { value: { cidr: range.cidr }, version: record.version }
-            : undefined,
-      );
-    }
-  }
+  const records = await readUsageRecords(run, views);
   const poolOf = new Map(views.map((v) => [v.pool.name, v.pool]));
   const checkedLately = (r: Range) => {
     const counted = records.get(`${r.pool}/${r.name}`)?.value;
@@ -87,45 +71,94 @@ export async function measureUsage(
   ranges.sort((a, b) =>
     countOrder(records.get(`${a.pool}/${a.name}`)?.value, records.get(`${b.pool}/${b.name}`)?.value),
   );
-  let budget = settings.countItems;
+  const budget = { left: run.deps.settings.countItems };
   for (const range of ranges) {
-    if (budget <= 0 || run.out(Phase.Utilization)) break;
+    if (budget.left <= 0 || run.out(Phase.Utilization)) break;
     const key = `${range.pool}/${range.name}`;
-    await run.attempt(`count range ${key}`, async () => {
-      const stored = records.get(key);
-      const record: UsageRecord = stored?.value ?? { cidr: range.cidr };
-      const { intervals, window } = usageIntervals(range);
-      const pass = record.pass ?? { cursor: undefined, used: 0, scanned: intervals.map(() => 0), startedAt: run.now() };
-      // A read: retried within the run when it fails transiently, as a phase's reads are (an item's failure costs a run).
-      const slice = await run.retrying(
-        () =>
-          store.countSlice(
-            { pool: range.pool, family: range.family, intervals },
-            { nowMs: run.now(), limit: budget, cursor: pass.cursor },
-          ),
-        RETRIES.read,
-      );
-      budget -= slice.cost;
-      const used = pass.used + slice.unexpired;
-      const scanned = pass.scanned.map((n, i) => n + (slice.scanned[i] ?? 0));
-      const next: UsageRecord =
-        slice.cursor === undefined
-          ? {
-              cidr: range.cidr,
-              used,
-              ...(window !== undefined ? { windowItems: scanned[window] ?? 0 } : {}),
-              countedAt: run.now(),
-            }
-          : { ...record, pass: { cursor: slice.cursor, used, scanned, startedAt: pass.startedAt } };
-      // Another run counting the same range at the same time: one of the two saves, the other's slice is dropped.
-      if (await store.saveUsage(range.pool, range.name, next, stored?.version))
-        records.set(key, { value: next, version: (stored?.version ?? 0) + 1 });
-      const pool = poolOf.get(range.pool);
-      if (next.used !== undefined && next.countedAt !== undefined && pool)
-        run.summary.repaired += await checkRangeSummary(run, pool, range, next.used);
-      return true;
-    });
+    await run.attempt(`count range ${key}`, () =>
+      countRange(run, { range, pool: poolOf.get(range.pool), records, budget }),
+    );
   }
+  return reportUsage(run, views, records);
+}
+
+/** Each pool's usage records; a pool whose records cannot be read (after the retries) has none this run. */
+async function readUsageRecords(run: Run, views: PoolViewList): Promise<StoredUsage> {
+  const records: StoredUsage = new Map();
+  for (const view of views) {
+    if (run.out(Phase.Utilization)) break;
+    const stored = await run.read(`read usage of pool ${view.pool.name}`, () =>
+      run.deps.reconcile.getUsage(view.pool.name),
+    );
+    if (!stored.ok) continue;
+    for (const range of view.ranges) {
+      const record = stored.value.get(range.name);
+      // A record of an earlier range of that name counts for nothing.
+      records.set(
+        `${range.pool}/${range.name}`,
+        record && record.value.cidr === range.cidr
+          ? record
+          : record
+            ? { value: { cidr: range.cidr }, version: record.version }
+            : undefined,
+      );
+    }
+  }
+  return records;
+}
+
+/** Counts one slice of a range's leases within the budget, saves the pass or the count, and checks its summary. */
+async function countRange(
+  run: Run,
+  args: {
+    readonly range: Range;
+    readonly pool: Pool | undefined;
+    readonly records: StoredUsage;
+    readonly budget: { left: number };
+  },
+): Promise<boolean> {
+  const { range, pool, records, budget } = args;
+  const store = run.deps.reconcile;
+  const key = `${range.pool}/${range.name}`;
+  const stored = records.get(key);
+  const record: UsageRecord = stored?.value ?? { cidr: range.cidr };
+  const { intervals, window } = usageIntervals(range);
+  const pass = record.pass ?? { cursor: undefined, used: 0, scanned: intervals.map(() => 0), startedAt: run.now() };
+  // A read: retried within the run when it fails transiently, as a phase's reads are (an item's failure costs a run).
+  const slice = await run.retrying(
+    () =>
+      store.countSlice(
+        { pool: range.pool, family: range.family, intervals },
+        { nowMs: run.now(), limit: budget.left, cursor: pass.cursor },
+      ),
+    RETRIES.read,
+  );
+  budget.left -= slice.cost;
+  const used = pass.used + slice.unexpired;
+  const scanned = pass.scanned.map((n, i) => n + (slice.scanned[i] ?? 0));
+  const next: UsageRecord =
+    slice.cursor === undefined
+      ? {
+          cidr: range.cidr,
+          used,
+          ...(window !== undefined ? { windowItems: scanned[window] ?? 0 } : {}),
+          countedAt: run.now(),
+        }
+      : { ...record, pass: { cursor: slice.cursor, used, scanned, startedAt: pass.startedAt } };
+  // Another run counting the same range at the same time: one of the two saves, the other's slice is dropped.
+  if (await store.saveUsage(range.pool, range.name, next, stored?.version))
+    records.set(key, { value: next, version: (stored?.version ?? 0) + 1 });
+  if (next.used !== undefined && next.countedAt !== undefined && pool)
+    run.summary.repaired += await checkRangeSummary(run, pool, range, next.used);
+  return true;
+}
+
+/** Every range's last complete count (the summary's where the pool keeps one), and the records read or written. */
+async function reportUsage(
+  run: Run,
+  views: PoolViewList,
+  records: StoredUsage,
+): Promise<{ usage: RangeUsage[]; records: UsageByRange }> {
   const usage: RangeUsage[] = [];
   const out = new Map<string, UsageRecord>();
   for (const view of views) {

@@ -67,36 +67,8 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
   }
   if (cmd.name !== undefined) checkDnsLabel(cmd.name, 'name');
   if (cmd.generateName !== undefined) checkGenerateName(cmd.generateName);
-  const policy = cmd.ipFamilyPolicy ?? IpFamilyPolicy.SingleStack;
-  if (!Object.values(IpFamilyPolicy).includes(policy)) {
-    throw new InvalidArgumentError(
-      `ipFamilyPolicy must be one of ${Object.values(IpFamilyPolicy).join(', ')}.`,
-      'ipFamilyPolicy',
-    );
-  }
-  const families = [...(cmd.ipFamilies ?? [])];
-  for (const f of families) {
-    if (!Object.values(IpFamily).includes(f))
-      throw new InvalidArgumentError('ipFamilies entries must be IPv4 or IPv6.', 'ipFamilies');
-  }
-  if (new Set(families).size !== families.length)
-    throw new InvalidArgumentError('ipFamilies must not repeat a family.', 'ipFamilies');
-  if (policy === IpFamilyPolicy.SingleStack && families.length > 1) {
-    throw new InvalidArgumentError(
-      'A SingleStack claim takes one family; use PreferDualStack or RequireDualStack for two.',
-      'ipFamilies',
-    );
-  }
-  const count = cmd.count ?? 1;
-  if (!Number.isInteger(count) || count < 1 || count > MAX_BATCH_COUNT) {
-    throw new InvalidArgumentError(`count must be a whole number from 1 to ${MAX_BATCH_COUNT}.`, 'count');
-  }
-  if (count > 1 && (cmd.addresses ?? []).length > 0) {
-    throw new InvalidArgumentError(
-      'A claim with count greater than 1 takes its addresses dynamically; leave out addresses, or ask for one address per family.',
-      'count',
-    );
-  }
+  const { policy, families } = checkFamilies(cmd);
+  const count = checkCount(cmd);
   const labels = cmd.labels === undefined ? {} : checkLabels(cmd.labels);
   const blocks = checkPrefixes(cmd);
   const explicit =
@@ -134,6 +106,46 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
     ...(Object.keys(labels).length > 0 ? { labels } : {}),
   };
   return { spec, explicit };
+}
+
+/** The claim's family policy and families, checked against each other. @throws InvalidArgumentError */
+function checkFamilies(cmd: CreateClaimCommand): { policy: IpFamilyPolicy; families: IpFamily[] } {
+  const policy = cmd.ipFamilyPolicy ?? IpFamilyPolicy.SingleStack;
+  if (!Object.values(IpFamilyPolicy).includes(policy)) {
+    throw new InvalidArgumentError(
+      `ipFamilyPolicy must be one of ${Object.values(IpFamilyPolicy).join(', ')}.`,
+      'ipFamilyPolicy',
+    );
+  }
+  const families = [...(cmd.ipFamilies ?? [])];
+  for (const f of families) {
+    if (!Object.values(IpFamily).includes(f))
+      throw new InvalidArgumentError('ipFamilies entries must be IPv4 or IPv6.', 'ipFamilies');
+  }
+  if (new Set(families).size !== families.length)
+    throw new InvalidArgumentError('ipFamilies must not repeat a family.', 'ipFamilies');
+  if (policy === IpFamilyPolicy.SingleStack && families.length > 1) {
+    throw new InvalidArgumentError(
+      'A SingleStack claim takes one family; use PreferDualStack or RequireDualStack for two.',
+      'ipFamilies',
+    );
+  }
+  return { policy, families };
+}
+
+/** The claim's count: 1 to MAX_BATCH_COUNT, and 1 when it names addresses. @throws InvalidArgumentError */
+function checkCount(cmd: CreateClaimCommand): number {
+  const count = cmd.count ?? 1;
+  if (!Number.isInteger(count) || count < 1 || count > MAX_BATCH_COUNT) {
+    throw new InvalidArgumentError(`count must be a whole number from 1 to ${MAX_BATCH_COUNT}.`, 'count');
+  }
+  if (count > 1 && (cmd.addresses ?? []).length > 0) {
+    throw new InvalidArgumentError(
+      'A claim with count greater than 1 takes its addresses dynamically; leave out addresses, or ask for one address per family.',
+      'count',
+    );
+  }
+  return count;
 }
 
 /** A claim's explicit blocks (`prefixes`), canonical; none when it names none. @throws InvalidArgumentError */

@@ -50,12 +50,10 @@ export type CommitVerdict =
  * sticky address; model.ts HoldIdentity).
  */
 export function claimCommit(
-  claim: Claim,
-  leases: readonly Lease[],
-  nowMs: number,
-  shards: number,
+  commit: { readonly claim: Claim; readonly leases: readonly Lease[]; readonly nowMs: number; readonly shards: number },
   extras: CommitExtras = {},
 ): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => CommitVerdict } {
+  const { claim, leases, nowMs, shards } = commit;
   const free = isFreeAt(nowMs);
   const generated = claim.spec.generateName !== undefined;
   const ops: WriteOp[] = [{ kind: 'put', item: claimToItem(claim, shards), condition: free, returnOld: true }];
@@ -97,31 +95,45 @@ export function claimCommit(
       ),
     );
 
-  const decode = (verdicts: readonly TxVerdict[]): CommitVerdict => {
-    const claimVerdict = verdicts[0];
-    if (claimVerdict?.code === 'ConditionalCheckFailed')
-      return claimVerdict.old
-        ? { kind: 'claimExists', existing: itemToClaim(claimVerdict.old) }
-        : { kind: 'claimExistsUnread' };
-    const marker = generated ? verdicts[1] : undefined;
-    if (marker?.code === 'ConditionalCheckFailed')
-      return marker.old
-        ? { kind: 'generatedNameExists', claimName: marker.old.claim as string }
-        : { kind: 'generatedNameExistsUnread' };
-    const taken = leases
-      .map((lease, i) => ({ lease, verdict: verdicts[firstLease + i] }))
-      .filter(({ verdict }) => lostRace(verdict))
-      .map(({ lease, verdict }) =>
-        verdict?.code === 'ConditionalCheckFailed' && verdict.old
-          ? { address: lease.address, holder: itemToLease(verdict.old) }
-          : verdict?.code === 'TransactionConflict'
-            ? { address: lease.address, inFlight: true as const }
-            : { address: lease.address },
-      );
-    if (taken.length) return { kind: 'addressesTaken', taken };
-    const changed = bitmaps.filter((_, i) => lostRace(verdicts[firstBitmap + i])).map((b) => b.rangeName);
-    if (changed.length) return { kind: 'bitmapsChanged', ranges: changed };
-    return { kind: 'conflict' };
-  };
+  const decode = (verdicts: readonly TxVerdict[]): CommitVerdict =>
+    decodeCommit(verdicts, { leases, generated, firstLease, bitmaps, firstBitmap });
   return { ops, decode };
+}
+
+/** Which condition of a commit failed, first the claim's, then the generated name's, the leases', the bitmaps'. */
+function decodeCommit(
+  verdicts: readonly TxVerdict[],
+  shape: {
+    readonly leases: readonly Lease[];
+    readonly generated: boolean;
+    readonly firstLease: number;
+    readonly bitmaps: readonly BitmapWrite[];
+    readonly firstBitmap: number;
+  },
+): CommitVerdict {
+  const { leases, generated, firstLease, bitmaps, firstBitmap } = shape;
+  const claimVerdict = verdicts[0];
+  if (claimVerdict?.code === 'ConditionalCheckFailed')
+    return claimVerdict.old
+      ? { kind: 'claimExists', existing: itemToClaim(claimVerdict.old) }
+      : { kind: 'claimExistsUnread' };
+  const marker = generated ? verdicts[1] : undefined;
+  if (marker?.code === 'ConditionalCheckFailed')
+    return marker.old
+      ? { kind: 'generatedNameExists', claimName: marker.old.claim as string }
+      : { kind: 'generatedNameExistsUnread' };
+  const taken = leases
+    .map((lease, i) => ({ lease, verdict: verdicts[firstLease + i] }))
+    .filter(({ verdict }) => lostRace(verdict))
+    .map(({ lease, verdict }) =>
+      verdict?.code === 'ConditionalCheckFailed' && verdict.old
+        ? { address: lease.address, holder: itemToLease(verdict.old) }
+        : verdict?.code === 'TransactionConflict'
+          ? { address: lease.address, inFlight: true as const }
+          : { address: lease.address },
+    );
+  if (taken.length) return { kind: 'addressesTaken', taken };
+  const changed = bitmaps.filter((_, i) => lostRace(verdicts[firstBitmap + i])).map((b) => b.rangeName);
+  if (changed.length) return { kind: 'bitmapsChanged', ranges: changed };
+  return { kind: 'conflict' };
 }

@@ -138,6 +138,9 @@ function freeingOps(
   return { leases, bumps: freedBumps(claim.pool, freedRanges, claim.uid) };
 }
 
+/** Rounds a release (or a later transaction of one) is written again after a cancellation. */
+const RELEASE_ATTEMPTS = 5;
+
 /**
  * The later transactions of a release whose first one committed (claimRelease's `later`): each frees its addresses
  * while they are still the claim's, with its ranges' bumps. A cancelled one is written again with the addresses a
@@ -148,9 +151,9 @@ export async function releaseLater(
   table: Table,
   claim: Claim,
   later: readonly (readonly string[])[],
-  extras: Pick<ReleaseExtras, 'hold' | 'endReason'>,
-  attempts = 5,
+  extras: Pick<ReleaseExtras, 'hold' | 'endReason'> & { readonly attempts?: number },
 ): Promise<void> {
+  const attempts = extras.attempts ?? RELEASE_ATTEMPTS;
   for (const share of later) {
     let addresses = share;
     for (let attempt = 0; attempt < attempts && addresses.length > 0; attempt += 1) {
@@ -166,10 +169,14 @@ export async function releaseLater(
 export async function releaseWithRetries(
   table: Table,
   claim: Claim,
-  claimCondition: Condition,
-  extras: (holdings: Holdings) => Promise<ReleaseExtras | undefined> | ReleaseExtras,
-  attempts = 5,
+  release: {
+    readonly condition: Condition;
+    readonly extras: (holdings: Holdings) => Promise<ReleaseExtras | undefined> | ReleaseExtras;
+    /** Rounds before giving up (RELEASE_ATTEMPTS unless given). */
+    readonly attempts?: number;
+  },
 ): Promise<'released' | 'claimChanged' | 'gaveUp'> {
+  const { condition: claimCondition, extras, attempts = RELEASE_ATTEMPTS } = release;
   for (let attempt = 0; attempt < attempts; attempt += 1) {
     const holdings = await readHoldings(table, claim);
     const more = await extras(holdings);

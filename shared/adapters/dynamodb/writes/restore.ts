@@ -15,12 +15,10 @@ export type RestoreVerdict = 'claimChanged' | 'taken' | 'conflict';
  *   Put event     absent
  */
 export function leaseRestore(
-  claim: Claim,
-  lease: Lease,
-  nowMs: number,
-  shards: number,
+  restore: { readonly claim: Claim; readonly lease: Lease; readonly nowMs: number; readonly shards: number },
   event: { event: IpamEvent; id: string },
 ): { ops: WriteOp[]; decode: (verdicts: readonly TxVerdict[]) => RestoreVerdict } {
+  const { claim, lease, nowMs, shards } = restore;
   const ops: WriteOp[] = [
     {
       kind: 'check',
