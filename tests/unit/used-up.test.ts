@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { usedUpCases } from '../cases/used-up.cases.ts';
+import { rangeFullCostCases } from '../cases/rangefull-cost.cases.ts';
 import { BandReading, countersOf, sealHolds, type Band } from '../../shared/core/used-up/rule.ts';
 import { parseCidr } from '../../shared/core/ip/cidr.ts';
 import type { RangeSeals, UsedUpSeal } from '../../shared/core/used-up/ports.ts';
@@ -7,6 +8,7 @@ import { memoryEngine } from '../support/engines.ts';
 
 // On the memory engine: the same cases tests/int/used-up.int.test.ts runs on DynamoDB Local.
 usedUpCases(memoryEngine);
+rangeFullCostCases(memoryEngine);
 
 describe('Function: sealHolds (issue 20)', () => {
   const range = {

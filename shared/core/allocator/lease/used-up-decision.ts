@@ -45,6 +45,8 @@ export async function decideUsedUp(pick: FamilyPick, bands: readonly Band[]): Pr
   // Parts read used up in bulk in this call: decided, whatever their seals say now (a seal write lost to another
   // caller's, or one that cannot hold, such as a part held for too many owners, changes nothing about that read).
   const done = new Set<Band>();
+  const hasOpen = (last: ReadonlyMap<string, RangeSeals>): boolean =>
+    parts.some((part) => !done.has(part) && !holds(last, part));
   for (;;) {
     // Every part was read used up in this call or holds in the last read: each of its addresses was held at a moment
     // inside this call, so none was free for the whole of it. That is the decision.
@@ -62,9 +64,11 @@ export async function decideUsedUp(pick: FamilyPick, bands: readonly Band[]): Pr
     // that lease's release would bump a counter no seal of the band records. A preview (dryRun) writes nothing.
     if (!reading.open && !reading.foreign && call.dryRun !== true)
       await seals.seal(call.pool, part.range.range.name, part.part, reading.sealAt(countersOf(read, part), part));
-    if (parts.length === 1 || !ports.seals) continue;
-    // What others sealed meanwhile is not read again. The seals alone (one key a range, not the 100 of its
-    // counters), checked against the counters read at the start of this call.
+    // What others sealed meanwhile: the seals alone (one key a range, not the 100 of its counters), checked against
+    // the counters read at the start of this call. Not when no part is left open in the last read (the part just read
+    // was the last): a later read could only vouch for parts already decided, and a warm RangeFull would pay a request
+    // for nothing.
+    if (parts.length === 1 || !ports.seals || !hasOpen(read)) continue;
     read = withSealsOf(read, await seals.readSeals(call.pool, ranges, 'seals'));
   }
 }
