@@ -334,7 +334,10 @@ export function finalizePool(
   deps: GrownReleaseDeps & Pick<Deps, 'pools'>,
   name: string,
 ): Promise<'finalized' | 'absent'> {
-  return deps.pools.finalizePool(name, (range) => releaseGrownSource(deps, range));
+  return deps.pools.finalizePool(name, {
+    nowMs: deps.clock.nowMs(),
+    unmarked: (range) => releaseGrownSource(deps, range),
+  });
 }
 
 /**
