@@ -98,5 +98,33 @@ export function poolTreeDeleteCases(engine: TestEngine): void {
       const node1Blocks = items.filter((i) => i.entity === 'claim' && i.pool === 'top' && i.name === 'node-1-g4-1');
       if (leases.some((l) => l.pool === 'node-1')) expect(node1Blocks).toHaveLength(1);
     });
+
+    it("shows a pool made again under a deleted pool's name none of its exhaustion warnings", async () => {
+      // Prepare: p's one /30 is full (its two addresses claimed) and the stream function said so
+      const api = await testApi({}, {}, undefined, engine);
+      expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/30' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/claims', { name: 'c', owner: owner('c'), count: 2 })).status).toBe(
+        201,
+      );
+      await api.container.mirror.exhaustion!.check('p');
+      expect((await api.call('GET', '/v1/pools/p')).body.warnings).toEqual({
+        IPv4: { below: 'full', since: expect.any(String) },
+      });
+      // Act: the claim and the pool go, and p is made again
+      expect((await api.call('DELETE', '/v1/pools/p/claims/c')).status).toBe(204);
+      expect((await api.call('DELETE', '/v1/pools/p')).status).toBe(204);
+      expect((await api.call('POST', '/v1/pools', { name: 'p' })).status).toBe(201);
+      expect((await api.call('POST', '/v1/pools/p/ranges', { cidr: '10.0.0.0/30' })).status).toBe(201);
+      const again = await api.call('GET', '/v1/pools/p');
+      // Assess
+      expect(again.body.warnings).toEqual({});
+      expect((await allItems(api.container.table)).filter((i) => i.entity === 'exhaustion')).toEqual([]);
+      // A level an earlier pool of the name left (a deletion before WARN# was deleted with the pool) is not shown
+      const stale = { PK: 'WARN#p', SK: 'IPv4', entity: 'exhaustion', schema: 1, pool: 'p', family: 'IPv4' };
+      const since = new Date(Date.parse(again.body.createdAt as string) - 60_000).toISOString();
+      await api.container.table.write({ kind: 'put', item: { ...stale, level: 3, version: 7, since } });
+      expect((await api.call('GET', '/v1/pools/p')).body.warnings).toEqual({});
+    });
   });
 }

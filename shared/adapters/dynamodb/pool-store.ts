@@ -146,7 +146,8 @@ export class TablePoolStore implements PoolStore {
    *   2. claims with their generateName markers, each while it has no child range; leases of both families, Released
    *      and orphaned ones too: nothing the old pool left may keep an address of a pool made again under the name
    *   3. the pool's partition but the pool item: ranges and legacy slots (a nested range's source claim unmarked first)
-   *   4. the occupancy summary, range usage, owner-gone tombstones, the history mark, the generation's copies
+   *   4. the occupancy summary, range usage, owner-gone tombstones, exhaustion levels (WARN#), the history mark, the
+   *      generation's copies
    *   5. the pool item, while still Terminating; then the pending entry of that deletion
    *
    * Holdings (`HIST#<pool>#<address>`, a partition per address, not enumerable by pool) and events stay until their
@@ -191,6 +192,7 @@ export class TablePoolStore implements PoolStore {
       keys.occupancy(pool, IpFamily.IPv6),
       keys.usagePartition(pool),
       keys.ownersGone(pool),
+      keys.warnings(pool),
     ]) {
       await this.removeAll(
         (await queryAll(this.table, { partition: partitionKey, attributes: ['PK', 'SK'] })).map(keyOf),

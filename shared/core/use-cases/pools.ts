@@ -233,11 +233,14 @@ async function warningsOf(deps: Pick<Deps, 'exhaustion'>, pool: Pool): Promise<P
   const states = (await deps.exhaustion?.states(pool.name)) ?? new Map<IpFamily, never>();
   const thresholds = freeThresholdsOf(pool);
   const out: Partial<Record<IpFamily, { below: number | 'full' | null; since: string }>> = {};
-  for (const [family, state] of states)
+  for (const [family, state] of states) {
+    // A level from before the pool was made is an earlier pool's of the name (its deletion or the stream raced it).
+    if (state.since < pool.createdAt) continue;
     out[family] = {
       below: state.level === 0 ? null : state.level > thresholds.length ? 'full' : thresholds[state.level - 1]!,
       since: state.since,
     };
+  }
   return out;
 }
 
