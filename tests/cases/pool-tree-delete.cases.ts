@@ -127,4 +127,38 @@ export function poolTreeDeleteCases(engine: TestEngine): void {
       expect((await api.call('GET', '/v1/pools/p')).body.warnings).toEqual({});
     });
   });
+
+  describe(`Growth from a parent pool made again (${engine.name})`, () => {
+    it('refuses a claim that would grow from a parent whose blocks no longer fit the pool, taking nothing, with the growth rule named', async () => {
+      // Prepare: g (/28 blocks) and a (addresses) grow from top; top is deleted and made again with /32 blocks
+      const api = await testApi({}, {}, undefined, engine);
+      const top = async (length: number) => {
+        expect((await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: length } })).status).toBe(
+          201,
+        );
+        expect((await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.0.0.0/24' })).status).toBe(201);
+      };
+      await top(26);
+      const grow = { pool: 'top', belowFree: 1, maxBlocks: 2 };
+      const g = await api.call('POST', '/v1/pools', { name: 'g', blockPrefixLength: { IPv4: 28 }, grow });
+      expect(g.status).toBe(201);
+      expect((await api.call('POST', '/v1/pools', { name: 'a', grow })).status).toBe(201);
+      expect((await api.call('DELETE', '/v1/pools/top')).status).toBe(204);
+      await top(32);
+      // Act
+      const refused = await Promise.all(
+        ['g', 'a'].map((pool) => api.call('POST', `/v1/pools/${pool}/claims`, { name: 'c', owner: owner('c') })),
+      );
+      // Assess: a 4xx about the growth rule, not about a range; nothing taken from top, no range made
+      for (const [i, r] of refused.entries()) {
+        expect(r.status, JSON.stringify(r.body)).toBe(409);
+        expect(r.body.code).toBe('Conflict');
+        expect(r.body.detail).toMatch(/grow/);
+        expect(r.body.detail).toContain('/32');
+        expect(r.body.detail).toContain(i === 0 ? '"g"' : '"a"');
+      }
+      expect((await api.call('GET', '/v1/pools/top/claims')).body.items).toEqual([]);
+      for (const pool of ['g', 'a']) expect((await api.call('GET', `/v1/pools/${pool}/ranges`)).body.items).toEqual([]);
+    });
+  });
 }

@@ -21,7 +21,14 @@
  */
 import { Role, roleIn } from '../access.ts';
 import { IpFamily } from '../ip/address.ts';
-import { InvalidArgumentError, MismatchedNetworkError, NotFoundError, RangeFullError } from '../errors.ts';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  MismatchedNetworkError,
+  NotFoundError,
+  RangeFullError,
+} from '../errors.ts';
+import { capacity } from '../ip/cidr.ts';
 import { checkDnsLabel, NameLimits } from '../names.ts';
 import type { GrowRule, Pool, PoolView } from '../model.ts';
 import { claimableSpace, rangesOf } from '../base/pool-geometry.ts';
@@ -178,6 +185,41 @@ export async function growthParent(
 }
 
 /**
+ * Why the parent's blocks cannot be ranges of the pool (`family`: that family only; else every family the parent has a
+ * block size for), or undefined: an address pool needs a block with a usable address (an IPv4 /31 or /32, an IPv6 /128
+ * would be a range of none, taken again by every claim up to maxBlocks), and a block pool a block at least one of its
+ * own blocks large. Checked when the pool is made and again at each growth: the parent may have been made again since.
+ */
+export function parentBlockMisfit(
+  rule: GrowRule,
+  parent: Pool,
+  own: Pick<Pool, 'blockPrefixLength'>,
+  family?: IpFamily,
+): string | undefined {
+  for (const [f, length] of Object.entries(parent.blockPrefixLength ?? {})) {
+    if (family !== undefined && f !== family) continue;
+    const mine = own.blockPrefixLength?.[f as IpFamily];
+    if (!own.blockPrefixLength && capacity({ family: f as IpFamily, base: 0n, prefix: length }) === 0n)
+      return `Pool ${JSON.stringify(rule.pool)} hands out /${length} ${f} blocks, which hold no usable address: an address pool cannot grow from it.`;
+    if (mine !== undefined && length > mine)
+      return `Pool ${JSON.stringify(rule.pool)} hands out /${length} ${f} blocks, smaller than this pool's /${mine} blocks: a block of it could not be a range here.`;
+  }
+  return undefined;
+}
+
+/**
+ * Refuses a growth whose rule no longer fits its parent (parentBlockMisfit), before anything is taken from it.
+ * @throws ConflictError naming the pool, its grow rule and the parent's blocks
+ */
+export function checkParentFits(pool: Pool, rule: GrowRule, parent: Pool, family: IpFamily): void {
+  const misfit = parentBlockMisfit(rule, parent, pool, family);
+  if (misfit)
+    throw new ConflictError(
+      `Pool ${JSON.stringify(pool.name)} cannot grow from pool ${JSON.stringify(rule.pool)}, its grow rule's parent, any more: ${misfit} Nothing was taken from it; claim in a range the pool holds, or make the pool again with a grow rule that fits.`,
+    );
+}
+
+/**
  * The name of the pool's next grown range of a family, `g4-<k>` or `g6-<k>`: k is the lowest index from 1 to maxBlocks
  * that no range of the pool is named by (a removed grown range's name is taken again); undefined when the pool holds
  * `maxBlocks` blocks of the family from the parent already, or no name is free.
@@ -232,7 +274,9 @@ async function growOnce(
   args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand; trigger: Trigger },
 ): Promise<Growth> {
   const { pool, rule, family, cmd, trigger } = args;
-  if (!(await growthParent(deps, { rule, family, caller: cmd.createdBy }))) return NONE;
+  const parent = await growthParent(deps, { rule, family, caller: cmd.createdBy });
+  if (!parent) return NONE;
+  checkParentFits(pool, rule, parent.pool, family);
   const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
   if (trigger.kind === 'noRoom') {
     // Another caller's block landed since this claim found no room: the claim is tried in it (file comment).
