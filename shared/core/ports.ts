@@ -94,12 +94,18 @@ export interface PoolStore {
    * is no Terminating pool of that name (finished, or never marked). Idempotent. @throws on a failed write (resume later)
    * `unmarked` is called for each of its nested ranges once the range's marker is off its source claim, before the
    * range item goes (a resumed call calls it again), so the caller may give back a block the pool took by growing.
+   * Nothing is deleted on an eventually consistent listing's word alone: what a listing shows is read again, and a
+   * nested range's block goes back only once no lease of the pool is left in it (read key by key, or, for a range
+   * too large for that, once the mark is INDEX_SETTLE_MS older than `nowMs`).
    * @throws ClaimHasChildrenError, before anything is removed, while a claim of the pool is the source of another
    *   pool's range (Claim.children): the deletion waits for that range to go (a later call finishes it)
    */
   finalizePool(
     pool: string,
-    unmarked?: (range: Pick<Range, 'pool' | 'name' | 'source'>) => Promise<void>,
+    options?: {
+      readonly nowMs?: number;
+      readonly unmarked?: (range: Pick<Range, 'pool' | 'name' | 'source'>) => Promise<void>;
+    },
   ): Promise<'finalized' | 'absent'>;
   /**
    * Writes the range if its name is free and, for a legacy range, if no other legacy range of its family holds the

@@ -1,6 +1,6 @@
-import { LeaseState } from '../../shared/core/model.ts';
+import { LeaseState, PoolState } from '../../shared/core/model.ts';
 import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
-import type { Key } from '../../shared/adapters/dynamodb/keys.ts';
+import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 import type { TxVerdict, WriteOp, WriteResult } from '../../shared/adapters/dynamodb/table.ts';
 import type { MemoryTable } from '../../shared/adapters/memory/memory-table.ts';
 import { PassThroughTable } from './pass-through-table.ts';
@@ -9,7 +9,7 @@ import { PassThroughTable } from './pass-through-table.ts';
  * The "used up" rule's write-side half, checked on every write instead of kept by care: a write that can free an
  * address (deletes a lease item, makes it Released, or gives it an earlier expiry or a first one) must bump a freed
  * counter of the lease's range in the same transaction (writes/freed.ts: freedBumps), or a seal read before it would
- * still hold. Answers one sentence per such write found in `ops` without its bump; `before` reads an item as stored
+ * still hold (but in a Terminating pool, whose finalizer removes its seals and counters before its leases). Answers one sentence per such write found in `ops` without its bump; `before` reads an item as stored
  * before the operations run.
  */
 export function freeingWithoutBump(ops: readonly WriteOp[], before: (key: Key) => Item | undefined): string[] {
@@ -27,7 +27,9 @@ export function freeingWithoutBump(ops: readonly WriteOp[], before: (key: Key) =
     if (!old) continue;
     if (!frees(op, old)) continue;
     const range = typeof old.range === 'string' ? old.range : '?';
-    const pool = key.PK.split('#')[1];
+    const pool = key.PK.split('#')[1]!;
+    // A Terminating pool's finalizer: nothing allocates there, and its seals and counters went first.
+    if (before(keys.pool(pool))?.state === PoolState.Terminating) continue;
     if (!bumped.has(`${pool}#${range}`))
       found.push(`${op.kind} of ${key.PK} frees an address of range ${range} and bumps none of its freed counters`);
   }

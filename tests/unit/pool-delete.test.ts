@@ -6,11 +6,17 @@ import { claimOf, owner, reconcilerHarness } from '../support/reconciler.ts';
 
 const MIN = 60_000;
 
-/** The claims listing (GSI1 `CLAIMS#...`) held at a moment, as an eventually consistent index lags a fresh claim. */
+/**
+ * The claims and leases listings (GSI1 `CLAIMS#...`, `ADDR#...`) held at a moment, as an eventually consistent index
+ * lags a fresh claim (the finalizer reads what either listing shows, so a claim one of them shows goes with the pool).
+ */
 const laggingClaimsListing = () =>
-  laggingIndexEngine('memory, claims listing held', (q) => q.index === 'GSI1' && q.partition.startsWith('CLAIMS#'));
+  laggingIndexEngine(
+    'memory, claims and leases listings held',
+    (q) => q.index === 'GSI1' && (q.partition.startsWith('CLAIMS#') || q.partition.startsWith('ADDR#')),
+  );
 
-/** Pool 'p' (10.0.0.0/24) and a claim `name` committed (201) while the claims listing is held, so it does not show it. */
+/** Pool 'p' (10.0.0.0/24) and a claim `name` committed (201) while the listings are held, so they do not show it. */
 async function claimTheListingMisses(name: string) {
   const lag = laggingClaimsListing();
   const h = await reconcilerHarness({ engine: lag.engine });

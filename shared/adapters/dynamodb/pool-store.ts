@@ -2,12 +2,15 @@
 import { ClaimHasChildrenError, NotReadyError } from '../../core/errors.ts';
 import { PoolState, RangeState, type Claim, type Pool, type PoolView, type Range } from '../../core/model.ts';
 import type { Page, PoolStore, Random } from '../../core/ports.ts';
-import { IpFamily } from '../../core/ip/address.ts';
+import { familyBits, formatAddress, IpFamily } from '../../core/ip/address.ts';
+import { parseCidr } from '../../core/ip/cidr.ts';
+import { INDEX_SETTLE_MS } from '../../core/use-cases/ranges.ts';
 import { itemToClaim, itemToPool, itemToRange, legacyLockToItem, poolToItem, rangeToItem, type Item } from './codec.ts';
 import {
   attributeIs,
   both,
   claimIsAsRead,
+  hasNoChildren,
   itemExists,
   itemIsAbsent,
   poolIsActive,
@@ -137,21 +140,22 @@ export class TablePoolStore implements PoolStore {
    * pool's items, so no step needs another's atomicity, and no step's size depends on the pool), and every step is
    * read from the table again on a resumed run, so a stop anywhere leaves the rest for the next call:
    *
+   *   0. what it holds (readHoldings), read before anything is deleted; nothing is deleted on a listing's word alone
    *   1. per range (named by the pool's partition, a claim or a lease, all read first): bitmap, strikes, seals, freed
    *      counters; before the items that name the ranges, so a resumed call still finds every name
-   *   2. claims (every shard of the listing) with their generateName markers; leases of both families, Released and
-   *      orphaned ones too: nothing the old pool left may keep an address of a pool made again under the name
-   *   3. the pool's partition but the pool item: ranges and legacy locks
-   *   4. the occupancy summary, range usage, owner-gone tombstones, the history mark, the generation's copies
+   *   2. claims with their generateName markers, each while it has no child range; leases of both families, Released
+   *      and orphaned ones too: nothing the old pool left may keep an address of a pool made again under the name
+   *   3. the pool's partition but the pool item: ranges and legacy locks (a nested range's source claim unmarked first)
+   *   4. the occupancy summary, range usage, owner-gone tombstones, exhaustion levels (WARN#), the history mark, the
+   *      generation's copies
    *   5. the pool item, while still Terminating; then the pending entry of that deletion
    *
    * Holdings (`HIST#<pool>#<address>`, a partition per address, not enumerable by pool) and events stay until their
-   * TTL; reads leave out what began before the pool's createdAt (a later pool of the name never sees them).
+   * TTL; reads leave out what began before the pool's createdAt (a later pool of the name never sees them). A claim
+   * and a lease that no listing showed yet and no nested range's enumeration found stay too (the reconciler releases
+   * such claims, row 19); they keep their addresses held, which is what makes leaving them safe.
    */
-  async finalizePool(
-    pool: string,
-    unmarked?: (range: Pick<Range, 'pool' | 'name' | 'source'>) => Promise<void>,
-  ): Promise<'finalized' | 'absent'> {
+  async finalizePool(pool: string, options: FinalizeOptions = {}): Promise<'finalized' | 'absent'> {
     // The pending entry first: one read after it that finds no Terminating pool proves it stale (a later deletion's
     // mark rewrites it, with its own time, in the transaction that makes the pool Terminating).
     const pending = await this.table.get(keys.poolTerminating(pool));
@@ -165,61 +169,30 @@ export class TablePoolStore implements PoolStore {
         });
       return 'absent';
     }
-    // Every item that names a range is read before anything is deleted, and the ranges' own items go first: a stop
-    // after any step leaves each range name on an item a resumed call reads again.
-    const ranges = new Set<string>();
-    const claimKeys: Key[] = [];
-    for (let shard = 0; shard < this.shards; shard += 1) {
-      for (const item of await queryAll(this.table, { index: 'GSI1', partition: keys.claimsListing(pool, shard) })) {
-        const claim = itemToClaim(item);
-        // Its block is another pool's range (made within the listing's lag before the mark): the deletion waits, an
-        // expected outcome (not a failure: no retry helps until that range goes), told apart by its class.
-        if (claim.children?.length) throw new ClaimHasChildrenError(claim.name, claim.children);
-        for (const a of claim.addresses) ranges.add(a.range);
-        claimKeys.push(keys.claim(pool, claim.name), ...(markerKeyOf(claim) ? [markerKeyOf(claim)!] : []));
-      }
-    }
-    const leaseKeys: Key[] = [];
-    for (const family of [IpFamily.IPv4, IpFamily.IPv6]) {
-      for (let shard = 0; shard < this.shards; shard += 1) {
-        const leases = await queryAll(this.table, {
-          index: 'GSI1',
-          partition: keys.leasesListing(pool, family, shard),
-          attributes: ['PK', 'SK', 'range'],
-        });
-        for (const lease of leases) if (typeof lease.range === 'string') ranges.add(lease.range);
-        leaseKeys.push(...leases.map(keyOf));
-      }
-    }
-    const partition = (
-      await queryAll(this.table, {
-        partition: keys.poolPartition(pool),
-        consistent: true,
-        attributes: ['PK', 'SK', 'entity', 'name', 'source'],
-      })
-    ).filter((i) => i.entity !== Entity.Pool);
-    for (const item of partition) if (item.entity === Entity.Range) ranges.add(item.name as string);
-    const names = [...ranges];
+    const deletionRequestedAt = poolItem.deletionRequestedAt as string;
+    const held = await this.readHoldings(pool, { deletionRequestedAt, nowMs: options.nowMs });
+    const names = [...held.ranges];
     await this.removeAll(
       names.flatMap((range) => [keys.bitmap(pool, range), keys.strikes(pool, range), keys.seals(pool, range)]),
     );
     await this.removeAll((await this.table.batchGet(freedKeys(pool, names), ['PK', 'SK'])).map(keyOf));
-    await this.removeAll(claimKeys);
-    await this.removeAll(leaseKeys);
+    await this.removeClaims(held.claims);
+    await this.removeAll(held.leaseKeys);
     // A nested pool's ranges give their source claims back (Claim.children) before they go: the parent claims may then
     // be released. A resumed call finds the ranges still there, and a claim no longer listing one needs nothing.
-    for (const item of partition) {
+    for (const item of held.partition) {
       if (item.entity !== Entity.Range || !item.source) continue;
       const range = { pool, name: item.name as string, source: item.source as Range['source'] };
       await this.unmarkUntilDone(range);
-      await unmarked?.(range);
+      await options.unmarked?.(range);
     }
-    await this.removeAll(partition.map(keyOf));
+    await this.removeAll(held.partition.map(keyOf));
     for (const partitionKey of [
       keys.occupancy(pool, IpFamily.IPv4),
       keys.occupancy(pool, IpFamily.IPv6),
       keys.usagePartition(pool),
       keys.ownersGone(pool),
+      keys.warnings(pool),
     ]) {
       await this.removeAll(
         (await queryAll(this.table, { partition: partitionKey, attributes: ['PK', 'SK'] })).map(keyOf),
@@ -229,7 +202,6 @@ export class TablePoolStore implements PoolStore {
       keys.historyMark(pool),
       ...dropRangeGeneration(pool).flatMap((op) => (op.kind === 'delete' ? [op.key] : [])),
     ]);
-    const deletionRequestedAt = poolItem.deletionRequestedAt as string;
     const last = await this.table.write({ kind: 'delete', key: keys.pool(pool), condition: poolIsTerminating() });
     await this.table.write({
       kind: 'delete',
@@ -237,6 +209,91 @@ export class TablePoolStore implements PoolStore {
       condition: attributeIs('deletionRequestedAt', deletionRequestedAt),
     });
     return last.ok ? 'finalized' : 'absent';
+  }
+
+  /**
+   * What a Terminating pool holds, read before anything is deleted. The listings are eventually consistent indexes,
+   * so nothing is deleted on their word: each listed lease is read again (its claim may have changed), and each claim
+   * a listing or a lease names is read (it may have gained a child range since it was listed, or not be listed yet);
+   * none is deleted while a claim read so is the source of another pool's range. After the mark nothing gains a child
+   * (createRange checks the parent pool is active), so a claim read without one stays without one.
+   *
+   * A nested range's block goes back to its source (the parent pool may hand it out again) only once no lease of this
+   * pool is left in it, which no listing can say: its lease keys are read, each one (a range of at most
+   * NESTED_ENUMERATION_LIMIT of them; leases found join the deletion, with their claims). A larger nested range is
+   * unmarked only once the mark is INDEX_SETTLE_MS old, when the listings read are trusted to show every lease
+   * committed before it (as a range's removal trusts them); before that the deletion waits (NotReadyError).
+   * @throws ClaimHasChildrenError while a claim is the source of another pool's range: the deletion waits for it
+   */
+  private async readHoldings(
+    pool: string,
+    mark: { readonly deletionRequestedAt: string; readonly nowMs?: number },
+  ): Promise<{ ranges: Set<string>; claims: Claim[]; leaseKeys: Key[]; partition: Item[] }> {
+    const partition = (
+      await queryAll(this.table, {
+        partition: keys.poolPartition(pool),
+        consistent: true,
+        attributes: ['PK', 'SK', 'entity', 'name', 'source', 'cidr', 'family', 'blockPrefixLength'],
+      })
+    ).filter((i) => i.entity !== Entity.Pool);
+    const nested = partition.filter((i) => i.entity === Entity.Range && i.source !== undefined);
+    const large = nested.filter((r) => leaseKeysIn(pool, r) === undefined);
+    const settled = mark.nowMs !== undefined && Date.parse(mark.deletionRequestedAt) + INDEX_SETTLE_MS <= mark.nowMs;
+    if (large.length > 0 && !settled)
+      throw new NotReadyError(
+        `Pool ${JSON.stringify(pool)}'s range ${JSON.stringify(large[0]!.name)} goes back to its source once the pool's listings have settled; retried by the next run.`,
+      );
+    const listedClaims = new Set<string>();
+    for (let shard = 0; shard < this.shards; shard += 1)
+      for (const item of await queryAll(this.table, {
+        index: 'GSI1',
+        partition: keys.claimsListing(pool, shard),
+        attributes: ['PK', 'SK', 'name'],
+      }))
+        listedClaims.add(item.name as string);
+    const leaseKeys = new Map<string, Key>();
+    const add = (key: Key) => leaseKeys.set(`${key.PK}|${key.SK}`, key);
+    for (const family of [IpFamily.IPv4, IpFamily.IPv6])
+      for (let shard = 0; shard < this.shards; shard += 1)
+        for (const lease of await queryAll(this.table, {
+          index: 'GSI1',
+          partition: keys.leasesListing(pool, family, shard),
+          attributes: ['PK', 'SK'],
+        }))
+          add(keyOf(lease));
+    for (const range of nested) for (const key of leaseKeysIn(pool, range) ?? []) add(key);
+    const leases = await this.table.batchGet([...leaseKeys.values()], ['PK', 'SK', 'range', 'claim']);
+    for (const lease of leases) if (typeof lease.claim === 'string') listedClaims.add(lease.claim);
+    const claims = (await this.table.batchGet([...listedClaims].map((name) => keys.claim(pool, name)))).map(
+      itemToClaim,
+    );
+    // Its block is another pool's range: the deletion waits, an expected outcome (not a failure: no retry helps until
+    // that range goes), told apart by its class.
+    const parent = claims.find((c) => c.children?.length);
+    if (parent) throw new ClaimHasChildrenError(parent.name, parent.children!);
+    const ranges = new Set<string>();
+    for (const claim of claims) for (const a of claim.addresses) ranges.add(a.range);
+    for (const lease of leases) if (typeof lease.range === 'string') ranges.add(lease.range);
+    for (const item of partition) if (item.entity === Entity.Range) ranges.add(item.name as string);
+    return { ranges, claims, leaseKeys: leases.map(keyOf), partition };
+  }
+
+  /** Deletes claims with their generateName markers, each only while it has no child range (readHoldings read none). */
+  private async removeClaims(claims: readonly Claim[]): Promise<void> {
+    await this.removeAll(claims.flatMap((c) => (markerKeyOf(c) ? [markerKeyOf(c)!] : [])));
+    for (let i = 0; i < claims.length; i += REMOVE_PARALLEL) {
+      const results = await Promise.all(
+        claims
+          .slice(i, i + REMOVE_PARALLEL)
+          .map((c) =>
+            this.table.write({ kind: 'delete', key: keys.claim(c.pool, c.name), condition: hasNoChildren() }),
+          ),
+      );
+      if (results.some((r) => !r.ok))
+        throw new NotReadyError(
+          `A claim of pool ${JSON.stringify(claims[0]!.pool)} changed while the pool was being deleted; retried by the next run.`,
+        );
+    }
   }
 
   /** Takes a range's marker off its source claim, reading the claim again when it changed meanwhile. */
@@ -340,4 +397,29 @@ function markChild(parent: Claim, child: { pool: string; range: string; cidr: st
     update: { set: { children: [...(parent.children ?? []), child], version: parent.version + 1 } },
     condition: both(claimIsAsRead(parent, parent.version), { op: 'notExists', attribute: 'expiresAt' }),
   };
+}
+
+/** What a pool's finalizer is told: the caller's time (when the listings are trusted) and what it does per nested range. */
+export interface FinalizeOptions {
+  readonly nowMs?: number;
+  readonly unmarked?: (range: Pick<Range, 'pool' | 'name' | 'source'>) => Promise<void>;
+}
+
+/** The most lease keys of one nested range a pool's finalizer reads, each (ceil(n / 100) batch reads). */
+export const NESTED_ENUMERATION_LIMIT = 4096;
+
+/**
+ * Every key a lease of `pool` inside the range item may have: one per address, or per block in a block range (a
+ * block's lease is keyed by its network address); undefined past NESTED_ENUMERATION_LIMIT.
+ */
+function leaseKeysIn(pool: string, range: Item): Key[] | undefined {
+  const cidr = parseCidr(range.cidr as string);
+  const bits = familyBits(cidr.family);
+  const unit = typeof range.blockPrefixLength === 'number' ? range.blockPrefixLength : bits;
+  if (unit - cidr.prefix > 30 || 2 ** (unit - cidr.prefix) > NESTED_ENUMERATION_LIMIT) return undefined;
+  const step = 1n << BigInt(bits - unit);
+  const count = 1n << BigInt(unit - cidr.prefix);
+  return Array.from({ length: Number(count) }, (_, i) =>
+    keys.lease(pool, formatAddress({ family: cidr.family, value: cidr.base + BigInt(i) * step })),
+  );
 }

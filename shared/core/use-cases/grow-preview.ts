@@ -15,7 +15,7 @@ import type { PoolViewCache } from '../pool-view-cache.ts';
 import { nowIso } from '../base/time.ts';
 import { createClaim, type CreateClaimAnswer, type GrowthPreview } from './create-claim.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
-import { growthParent, mayGrowFor, nextTag, NO_ROOM_ROUNDS, refusedFamily } from './growth-rule.ts';
+import { checkParentFits, growthParent, mayGrowFor, nextTag, NO_ROOM_ROUNDS, refusedFamily } from './growth-rule.ts';
 import { grownClaimCommand } from './grown-blocks.ts';
 import type { Deps } from './deps.ts';
 
@@ -68,6 +68,7 @@ async function previewBlock(
   const { pool, rule, cmd, family } = args;
   const parent = await growthParent(deps, { rule, family, caller: cmd.createdBy });
   if (!parent) return undefined;
+  checkParentFits(pool, rule, parent.pool, family);
   const own = args.own ?? (await deps.views.get(pool.name, deps.clock.nowMs(), true));
   const tag = nextTag(own, rule, family);
   if (tag === undefined) return undefined;

@@ -28,7 +28,7 @@ import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
 import { grownClaimCommand } from './grown-blocks.ts';
 import { previewGrowing } from './grow-preview.ts';
-import { growthParent, mayGrowFor, nextTag, NO_ROOM_ROUNDS, refusedFamily } from './growth-rule.ts';
+import { checkParentFits, growthParent, mayGrowFor, nextTag, NO_ROOM_ROUNDS, refusedFamily } from './growth-rule.ts';
 import type { Deps } from './deps.ts';
 
 /**
@@ -137,7 +137,9 @@ async function growOnce(
   args: { pool: Pool; rule: GrowRule; family: IpFamily; cmd: CreateClaimCommand; trigger: Trigger },
 ): Promise<Growth> {
   const { pool, rule, family, cmd, trigger } = args;
-  if (!(await growthParent(deps, { rule, family, caller: cmd.createdBy }))) return NONE;
+  const parent = await growthParent(deps, { rule, family, caller: cmd.createdBy });
+  if (!parent) return NONE;
+  checkParentFits(pool, rule, parent.pool, family);
   const own = await deps.views.get(pool.name, deps.clock.nowMs(), true);
   if (trigger.kind === 'noRoom') {
     // Another caller's block landed since this claim found no room: the claim is tried in it (file comment).

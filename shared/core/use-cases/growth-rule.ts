@@ -5,7 +5,14 @@
  */
 import { Role, roleIn } from '../access.ts';
 import { IpFamily } from '../ip/address.ts';
-import { InvalidArgumentError, MismatchedNetworkError, NotFoundError, RangeFullError } from '../errors.ts';
+import {
+  ConflictError,
+  InvalidArgumentError,
+  MismatchedNetworkError,
+  NotFoundError,
+  RangeFullError,
+} from '../errors.ts';
+import { capacity } from '../ip/cidr.ts';
 import { checkDnsLabel, NameLimits } from '../names.ts';
 import type { GrowRule, Pool, PoolView } from '../model.ts';
 import type { CreateClaimCommand } from './claim-spec.ts';
@@ -84,6 +91,41 @@ export async function growthParent(
   });
   if (!parent?.pool.blockPrefixLength?.[args.family]) return undefined;
   return roleIn(parent.pool.access, args.caller) === Role.None ? undefined : parent;
+}
+
+/**
+ * Why the parent's blocks cannot be ranges of the pool (`family`: that family only; else every family the parent has a
+ * block size for), or undefined: an address pool needs a block with a usable address (an IPv4 /31 or /32, an IPv6 /128
+ * would be a range of none, taken again by every claim up to maxBlocks), and a block pool a block at least one of its
+ * own blocks large. Checked when the pool is made and again at each growth: the parent may have been made again since.
+ */
+export function parentBlockMisfit(
+  rule: GrowRule,
+  parent: Pool,
+  own: Pick<Pool, 'blockPrefixLength'>,
+  family?: IpFamily,
+): string | undefined {
+  for (const [f, length] of Object.entries(parent.blockPrefixLength ?? {})) {
+    if (family !== undefined && f !== family) continue;
+    const mine = own.blockPrefixLength?.[f as IpFamily];
+    if (!own.blockPrefixLength && capacity({ family: f as IpFamily, base: 0n, prefix: length }) === 0n)
+      return `Pool ${JSON.stringify(rule.pool)} hands out /${length} ${f} blocks, which hold no usable address: an address pool cannot grow from it.`;
+    if (mine !== undefined && length > mine)
+      return `Pool ${JSON.stringify(rule.pool)} hands out /${length} ${f} blocks, smaller than this pool's /${mine} blocks: a block of it could not be a range here.`;
+  }
+  return undefined;
+}
+
+/**
+ * Refuses a growth whose rule no longer fits its parent (parentBlockMisfit), before anything is taken from it.
+ * @throws ConflictError naming the pool, its grow rule and the parent's blocks
+ */
+export function checkParentFits(pool: Pool, rule: GrowRule, parent: Pool, family: IpFamily): void {
+  const misfit = parentBlockMisfit(rule, parent, pool, family);
+  if (misfit)
+    throw new ConflictError(
+      `Pool ${JSON.stringify(pool.name)} cannot grow from pool ${JSON.stringify(rule.pool)}, its grow rule's parent, any more: ${misfit} Nothing was taken from it; claim in a range the pool holds, or make the pool again with a grow rule that fits.`,
+    );
 }
 
 /**

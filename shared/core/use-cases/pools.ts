@@ -27,7 +27,7 @@ import { readSummary } from '../occupancy/reader.ts';
 import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { type Deps } from './deps.ts';
 import { nowIso, pageLimit } from '../base/time.ts';
-import { checkGrow } from './growth-rule.ts';
+import { checkGrow, parentBlockMisfit } from './growth-rule.ts';
 import { releaseGrownSource, type GrownReleaseDeps } from './grown-blocks.ts';
 
 export interface CreatePoolCommand {
@@ -108,27 +108,8 @@ async function checkGrowParent(
       `grow.pool ${JSON.stringify(rule.pool)} must be an existing block pool.`,
       'grow.pool',
     );
-  // An address pool grown from a parent takes the parent's blocks as ranges of addresses: a block with no usable
-  // address (an IPv4 /31 or /32, an IPv6 /128) would be a range of none, taken again by every claim up to maxBlocks.
-  if (!blocks) {
-    for (const [family, length] of Object.entries(parent.pool.blockPrefixLength)) {
-      if (capacity({ family: family as IpFamily, base: 0n, prefix: length }) === 0n)
-        throw new InvalidArgumentError(
-          `Pool ${JSON.stringify(rule.pool)} hands out /${length} ${family} blocks, which hold no usable address: an address pool cannot grow from it.`,
-          'grow.pool',
-        );
-    }
-  }
-  // A block pool grown from a parent takes the parent's blocks as ranges: each must hold at least one of its own.
-  for (const [family, length] of Object.entries(blocks ?? {})) {
-    const parentLength = parent.pool.blockPrefixLength[family as IpFamily];
-    if (parentLength !== undefined && parentLength > length) {
-      throw new InvalidArgumentError(
-        `Pool ${JSON.stringify(rule.pool)} hands out /${parentLength} ${family} blocks, smaller than this pool's /${length} blocks: a block of it could not be a range here.`,
-        'grow.pool',
-      );
-    }
-  }
+  const misfit = parentBlockMisfit(rule, parent.pool, { blockPrefixLength: blocks });
+  if (misfit) throw new InvalidArgumentError(misfit, 'grow.pool');
   return rule;
 }
 
@@ -233,11 +214,14 @@ async function warningsOf(deps: Pick<Deps, 'exhaustion'>, pool: Pool): Promise<P
   const states = (await deps.exhaustion?.states(pool.name)) ?? new Map<IpFamily, never>();
   const thresholds = freeThresholdsOf(pool);
   const out: Partial<Record<IpFamily, { below: number | 'full' | null; since: string }>> = {};
-  for (const [family, state] of states)
+  for (const [family, state] of states) {
+    // A level from before the pool was made is an earlier pool's of the name (its deletion or the stream raced it).
+    if (state.since < pool.createdAt) continue;
     out[family] = {
       below: state.level === 0 ? null : state.level > thresholds.length ? 'full' : thresholds[state.level - 1]!,
       since: state.since,
     };
+  }
   return out;
 }
 
@@ -334,7 +318,10 @@ export function finalizePool(
   deps: GrownReleaseDeps & Pick<Deps, 'pools'>,
   name: string,
 ): Promise<'finalized' | 'absent'> {
-  return deps.pools.finalizePool(name, (range) => releaseGrownSource(deps, range));
+  return deps.pools.finalizePool(name, {
+    nowMs: deps.clock.nowMs(),
+    unmarked: (range) => releaseGrownSource(deps, range),
+  });
 }
 
 /**
