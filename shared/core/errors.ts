@@ -22,6 +22,7 @@ export const ErrorCode = {
   ClaimInUse: 'ClaimInUse',
   SourceMismatch: 'SourceMismatch',
   ClaimHasChildren: 'ClaimHasChildren',
+  OwnerGone: 'OwnerGone',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -272,6 +273,25 @@ export class ClaimHasChildrenError extends IpamError {
       renewal
         ? `Claim ${JSON.stringify(claim)} holds the block of ${children.map((c) => `range ${JSON.stringify(c.range)} of pool ${JSON.stringify(c.pool)}`).join(', ')}; a claim with a child range is held without expiry and cannot take a TTL: renew it with ttlSeconds null (it stays permanent), or delete ${those} first.`
         : `Claim ${JSON.stringify(claim)} is the source of range ${children.map((c) => `${c.pool}/${c.range}`).join(', ')}; delete ${those} before releasing the claim.`,
+    );
+  }
+}
+
+/**
+ * Thrown when a claim names an owner uid reported gone (DELETE .../owners/{uid}) less than the owner mark's window
+ * ago: the reconciler would release such a claim within that window, so it is refused at once instead of answered
+ * and then dropped. Owner uids are never reused (a Kubernetes uid names one object for ever), so such a request is a
+ * late or retried one for an owner that no longer exists.
+ */
+export class OwnerGoneError extends IpamError {
+  constructor(
+    readonly uid: string,
+    readonly reportedAt: string,
+    readonly until: string,
+  ) {
+    super(
+      ErrorCode.OwnerGone,
+      `Owner uid ${quote(uid)} was reported gone at ${reportedAt} (DELETE .../owners/${uid.length > 64 ? `${uid.slice(0, 64)}...` : uid}): claims for it are refused until ${until}, so a late or retried request cannot take addresses for an owner that no longer exists. A new owner has a new uid.`,
     );
   }
 }
