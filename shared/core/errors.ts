@@ -1,3 +1,4 @@
+// Over 300 lines: the one error hierarchy, a class a code, each with the sentence a client reads.
 /**
  * The domain's one error hierarchy. Each error carries a machine-readable `code` and the data that explains it;
  * the HTTP adapter maps codes to statuses in one table (shared/adapters/http/problem.ts).
@@ -138,14 +139,23 @@ export class PoolTerminatingError extends IpamError {
   }
 }
 
-/** Thrown when no free address is left in the Ready ranges of a family. */
+/**
+ * Thrown when no free address is left in the Ready ranges of a family, or, for a batch (`count`), fewer than it asked:
+ * `batch` then says how many were asked for and how many were free when the allocator gave up.
+ */
 export class RangeFullError extends IpamError {
   constructor(
     readonly pool: string,
     readonly family: string,
-    unit: 'address' | 'block' = 'address',
+    readonly unit: 'address' | 'block' = 'address',
+    readonly batch?: { readonly asked: number; readonly free: number },
   ) {
-    super(ErrorCode.RangeFull, `No free ${family} ${unit} is left in pool ${JSON.stringify(pool)}.`);
+    super(
+      ErrorCode.RangeFull,
+      batch
+        ? `${batch.asked} ${family} ${unit === 'address' ? 'addresses' : 'blocks'} were asked for and ${batch.free} ${batch.free === 1 ? 'is' : 'are'} free in pool ${JSON.stringify(pool)}.`
+        : `No free ${family} ${unit} is left in pool ${JSON.stringify(pool)}.`,
+    );
   }
 }
 

@@ -289,7 +289,7 @@ async function allocateRound(creation: Creation, views: ViewRetry, name: string)
     // A block pool's RangeFull says blocks, not addresses.
     const refusal =
       error instanceof RangeFullError && isBlockPool(view.pool)
-        ? new RangeFullError(error.pool, error.family, 'block')
+        ? new RangeFullError(error.pool, error.family, 'block', error.batch)
         : error;
     if (!refusedByView || readNow) throw refusal;
     if (await confirmCurrent(deps, cmd.pool, view)) throw refusal;
