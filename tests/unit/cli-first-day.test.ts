@@ -57,4 +57,11 @@ describe('ipam on the first day', () => {
       detail: '32 IPv4 addresses were asked for and 11 are free in pool "tiny".',
     });
   });
+
+  it('prints its version with `ipam version`, as `ipam --version` does', async () => {
+    const version = await cli(['version']);
+    const flag = await cli(['--version']);
+    expect([version.code, version.out]).toEqual([0, 'ipam 0.1.0\n']);
+    expect(flag.out).toBe('0.1.0\n');
+  });
 });
