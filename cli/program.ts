@@ -55,6 +55,11 @@ export function buildProgram(io: CliIo): Command {
   addHistoryCommand(program, io);
   addCompletionCommand(program, io);
   addImportCommand(program, io);
+  // kubectl's and the AWS CLI's habit: a `version` command beside the --version flag.
+  program
+    .command('version')
+    .description("Print this client's version")
+    .action(() => io.stdout(`ipam ${packageJson.version}\n`));
   return program;
 }
 

@@ -2,6 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseLabelSelector, type LabelSelector } from '../../shared/core/labels.ts';
 import type { Claim, ClaimSpec, Family, Labels, Owner, PoolSpec } from '../api/types.ts';
 import { apiFor, usageError } from '../context.ts';
+import { isNotFound } from '../errors.ts';
 import {
   OutputFormat,
   claimView,
@@ -390,21 +391,39 @@ export function addMutationCommands(program: Command, io: CliIo): void {
       },
     );
 
-  program
-    .command('release')
-    .argument('<pool>')
-    .argument('<claim>')
-    .option(
-      '--if-version <version>',
-      'only if the claim is still at this version (PreconditionFailed otherwise)',
-      intArg(1, Number.MAX_SAFE_INTEGER),
-    )
-    .description('Release a claim and its addresses (nothing to do if it is already gone)')
-    .addHelpText('after', '\nExample:\n  ipam release services dns --if-version 1')
-    .action(async (pool: string, claim: string, options: { ifVersion?: number }, cmd: Command) => {
-      await (await apiFor(cmd, io)).releaseClaim(pool, claim, options.ifVersion);
-      io.stdout(`claim/${claim} released\n`);
-    });
+  // The API's DELETE is idempotent (204 for a claim already gone); the CLI reads the claim first, as kubectl delete
+  // does, so a typo is NotFound rather than reported as a release (one GET more a release).
+  const releaseCommand = (command: Command, example: string) =>
+    command
+      .argument('<pool>')
+      .argument('<claim>')
+      .option(
+        '--if-version <version>',
+        'only if the claim is still at this version (PreconditionFailed otherwise)',
+        intArg(1, Number.MAX_SAFE_INTEGER),
+      )
+      .option('--ignore-not-found', 'a claim that does not exist is not an error (exit 0, nothing printed)')
+      .description('Release a claim and its addresses (NotFound if there is no such claim)')
+      .addHelpText('after', `\nExample:\n  ${example}`)
+      .action(
+        async (
+          pool: string,
+          claim: string,
+          options: { ifVersion?: number; ignoreNotFound?: boolean },
+          cmd: Command,
+        ) => {
+          const api = await apiFor(cmd, io);
+          try {
+            await api.getClaim(pool, claim);
+          } catch (error) {
+            if (options.ignoreNotFound && isNotFound(error)) return;
+            throw error;
+          }
+          await api.releaseClaim(pool, claim, options.ifVersion);
+          io.stdout(`claim/${claim} released\n`);
+        },
+      );
+  releaseCommand(program.command('release'), 'ipam release services dns --if-version 1');
 
   program
     .command('release-owner')
@@ -463,8 +482,13 @@ export function addMutationCommands(program: Command, io: CliIo): void {
 
   const del = program
     .command('delete')
-    .description('Delete a pool or a range')
-    .addHelpText('after', '\nExamples:\n  ipam delete range services 10.96.0.0-24\n  ipam delete pool services');
+    .description('Delete a pool, a range, or a claim (release)')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  ipam delete range services 10.96.0.0-24\n  ipam delete pool services\n  ipam delete claim services dns',
+    );
+
+  releaseCommand(del.command('claim'), 'ipam delete claim services dns (the same as ipam release services dns)');
 
   del
     .command('pool')

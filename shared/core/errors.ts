@@ -1,3 +1,4 @@
+// Over 300 lines: the one error hierarchy, a class a code, each with the sentence a client reads.
 /**
  * The domain's one error hierarchy. Each error carries a machine-readable `code` and the data that explains it;
  * the HTTP adapter maps codes to statuses in one table (shared/adapters/http/problem.ts).
@@ -22,6 +23,7 @@ export const ErrorCode = {
   ClaimInUse: 'ClaimInUse',
   SourceMismatch: 'SourceMismatch',
   ClaimHasChildren: 'ClaimHasChildren',
+  OwnerGone: 'OwnerGone',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -137,14 +139,23 @@ export class PoolTerminatingError extends IpamError {
   }
 }
 
-/** Thrown when no free address is left in the Ready ranges of a family. */
+/**
+ * Thrown when no free address is left in the Ready ranges of a family, or, for a batch (`count`), fewer than it asked:
+ * `batch` then says how many were asked for and how many were free when the allocator gave up.
+ */
 export class RangeFullError extends IpamError {
   constructor(
     readonly pool: string,
     readonly family: string,
-    unit: 'address' | 'block' = 'address',
+    readonly unit: 'address' | 'block' = 'address',
+    readonly batch?: { readonly asked: number; readonly free: number },
   ) {
-    super(ErrorCode.RangeFull, `No free ${family} ${unit} is left in pool ${JSON.stringify(pool)}.`);
+    super(
+      ErrorCode.RangeFull,
+      batch
+        ? `${batch.asked} ${family} ${unit === 'address' ? 'addresses' : 'blocks'} were asked for and ${batch.free} ${batch.free === 1 ? 'is' : 'are'} free in pool ${JSON.stringify(pool)}.`
+        : `No free ${family} ${unit} is left in pool ${JSON.stringify(pool)}.`,
+    );
   }
 }
 
@@ -272,6 +283,25 @@ export class ClaimHasChildrenError extends IpamError {
       renewal
         ? `Claim ${JSON.stringify(claim)} holds the block of ${children.map((c) => `range ${JSON.stringify(c.range)} of pool ${JSON.stringify(c.pool)}`).join(', ')}; a claim with a child range is held without expiry and cannot take a TTL: renew it with ttlSeconds null (it stays permanent), or delete ${those} first.`
         : `Claim ${JSON.stringify(claim)} is the source of range ${children.map((c) => `${c.pool}/${c.range}`).join(', ')}; delete ${those} before releasing the claim.`,
+    );
+  }
+}
+
+/**
+ * Thrown when a claim names an owner uid reported gone (DELETE .../owners/{uid}) less than the owner mark's window
+ * ago: the reconciler would release such a claim within that window, so it is refused at once instead of answered
+ * and then dropped. Owner uids are never reused (a Kubernetes uid names one object for ever), so such a request is a
+ * late or retried one for an owner that no longer exists.
+ */
+export class OwnerGoneError extends IpamError {
+  constructor(
+    readonly uid: string,
+    readonly reportedAt: string,
+    readonly until: string,
+  ) {
+    super(
+      ErrorCode.OwnerGone,
+      `Owner uid ${quote(uid)} was reported gone at ${reportedAt} (DELETE .../owners/${uid.length > 64 ? `${uid.slice(0, 64)}...` : uid}): claims for it are refused until ${until}, so a late or retried request cannot take addresses for an owner that no longer exists. A new owner has a new uid.`,
     );
   }
 }

@@ -87,6 +87,8 @@ export interface IpamEvent {
   readonly addresses?: readonly string[];
   /** The caller whose request made the repair (an owner reported gone through the API); absent: the reconciler's own. */
   readonly principal?: string;
+  /** Made by a request that named no principal (an unsigned call to the local stack), not by the reconciler. */
+  readonly anonymous?: boolean;
   /** The labels of the claim the event is about (`{}` when it has none); absent on events about no claim. */
   readonly labels?: Labels;
 }

@@ -45,14 +45,17 @@ describe('Reconciler: row 2, owners reported gone (DELETE /v1/pools/{pool}/owner
     ]);
   });
 
-  it('releases a claim committed after the report (a create in flight), and stops looking OWNER_RECHECK_MS after the report', async () => {
-    // Prepare
-    const h = await reconcilerHarness({ engine: laggingOwnerIndex().engine });
+  it('releases a claim the owner index did not list at the report (a create in flight), and stops looking OWNER_RECHECK_MS after the report', async () => {
+    // Prepare: the claim commits as the report runs (a claim made after it is refused: OwnerGone, tests/cases/owner-gone.cases.ts)
+    const lag = laggingOwnerIndex();
+    const h = await reconcilerHarness({ engine: lag.engine });
     await h.pool('p', ['10.0.0.0/24']);
+    lag.hold();
+    const late = await h.claim('p', { name: 'late', owner: owner('A') });
     const reportedAt = h.clock.t;
     expect(await h.api.call('DELETE', '/v1/pools/p/owners/A')).toMatchObject({ status: 200, body: { released: [] } });
-    const late = await h.claim('p', { name: 'late', owner: owner('A') });
     // Act 1
+    lag.catchUp();
     h.clock.advance(MIN);
     const first = await h.run();
     // Assess 1

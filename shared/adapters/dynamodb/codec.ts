@@ -313,6 +313,7 @@ export function eventToItem(event: IpamEvent, id: string): Item {
     ...(event.claimUid !== undefined ? { claimUid: event.claimUid } : {}),
     ...(event.addresses?.length ? { addresses: [...event.addresses] } : {}),
     ...(event.principal ? { principal: event.principal } : {}),
+    ...(event.anonymous ? { anonymous: true } : {}),
     ...(event.labels ? { labels: event.labels } : {}),
     ttl: Math.ceil((Date.parse(event.time) + EVENT_RETENTION_MS) / 1000),
   };
@@ -326,6 +327,7 @@ export function itemToEvent(item: Item): IpamEvent {
     object: item.object as string,
     message: item.message as string,
     ...(typeof item.principal === 'string' ? { principal: item.principal } : {}),
+    ...(item.anonymous === true ? { anonymous: true } : {}),
   };
   return item.labels === undefined ? event : { ...event, labels: item.labels as Labels };
 }

@@ -77,6 +77,8 @@ export const Entity = {
   Usage: 'usage',
   /** An owner reported gone (DELETE .../owners/{uid}): the reconciler looks for its claims again for a while. */
   OwnerGone: 'ownerGone',
+  /** The last report of an owner uid as gone, by uid: a claim for it reads this one item (OwnerGone refusal). */
+  OwnerMark: 'ownerMark',
   /** A pool deleted: the reconciler releases claims its (eventually consistent) claims listing did not show then. */
   PoolGone: 'poolGone',
   /** A pool's deletion not finished (the pool is Terminating): the reconciler finishes it. No TTL. */
@@ -184,6 +186,8 @@ export const keys = {
     PK: `GONE#${pool}`,
     SK: `${isoTime}#${uidHash}`,
   }),
+  /** One partition an owner: the uid's hash (a 253-character uid would make a long key), the uid an attribute. */
+  ownerMark: (pool: string, uidHash: string): Key => ({ PK: `GONEUID#${pool}#${uidHash}`, SK: 'MARK' }),
   history: (pool: string, address: string): string => `HIST#${pool}#${address}`,
   holding: (pool: string, address: string, id: string): Key => ({ PK: `HIST#${pool}#${address}`, SK: id }),
   historyOwner: (pool: string, ownerUid: string): string => `HOWNER#${pool}#${ownerUid}`,

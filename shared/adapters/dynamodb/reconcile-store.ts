@@ -470,11 +470,31 @@ export class TableReconcileStore implements ReconcileStore {
   async markOwnerGone(pool: string, ownerUid: string, nowMs: number): Promise<void> {
     // One item per report, keyed by time: a later run reads only the last minutes of them. The uid's hash keeps two
     // owners reported in the same millisecond apart, and the same owner reported twice in it one item.
-    const uidHash = createHash('sha256').update(ownerUid).digest('hex').slice(0, 16);
-    await this.table.write({
-      kind: 'put',
-      item: tombstoneItem(Entity.OwnerGone, nowMs, (at) => keys.ownerGone(pool, at, uidHash), { pool, uid: ownerUid }),
-    });
+    // The mark by uid beside it, in one transaction: a claim for the uid reads that one item (ownerReportedGoneAt).
+    const uidHash = ownerUidHash(ownerUid);
+    const refused = await this.table.transact([
+      {
+        kind: 'put',
+        item: tombstoneItem(Entity.OwnerGone, nowMs, (at) => keys.ownerGone(pool, at, uidHash), {
+          pool,
+          uid: ownerUid,
+        }),
+      },
+      {
+        kind: 'put',
+        item: {
+          ...tombstoneItem(Entity.OwnerMark, nowMs, () => keys.ownerMark(pool, uidHash), { pool, uid: ownerUid }),
+          atMs: nowMs,
+        },
+      },
+    ]);
+    // Unconditional puts are refused only by a concurrent transaction on the same items: the client repeats the report.
+    if (refused) throw new NotReadyError(`The report of owner ${ownerUid} collided with another; repeat it.`);
+  }
+
+  async ownerReportedGoneAt(pool: string, ownerUid: string): Promise<number | undefined> {
+    const item = await this.table.get(keys.ownerMark(pool, ownerUidHash(ownerUid)));
+    return item?.uid === ownerUid && typeof item.atMs === 'number' ? item.atMs : undefined;
   }
 
   ownersGoneSince(pool: string, sinceMs: number): Promise<string[]> {
@@ -553,4 +573,9 @@ function endReasonOf(event: IpamEvent): { endReason?: EndReason } {
 /** An event's put: a fresh id, so a repair's event is written exactly once with it. */
 function eventPut(event: IpamEvent): WriteOp {
   return { kind: 'put', item: eventToItem(event, newEventId()), condition: itemIsAbsent() };
+}
+
+/** An owner uid's key part: a uid may be 253 characters, its hash keeps keys short (two uids of one hash: the uid is compared). */
+function ownerUidHash(ownerUid: string): string {
+  return createHash('sha256').update(ownerUid).digest('hex').slice(0, 16);
 }

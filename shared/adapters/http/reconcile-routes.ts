@@ -30,6 +30,7 @@ export const reconcileRoutes = {
         ...(e.labels ? { labels: e.labels } : {}),
         by:
           e.principal ??
+          (e.anonymous ? 'anonymous' : undefined) ??
           (e.reason === EventReason.PoolFreeBelowThreshold || e.reason === EventReason.PoolFreeRecovered
             ? 'stream'
             : 'reconciler'),

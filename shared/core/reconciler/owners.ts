@@ -2,6 +2,7 @@ import { requireMember, Role, type Principal } from '../access.ts';
 import { parseAddress } from '../ip/address.ts';
 import { holdOf, type Claim, type Pool } from '../model.ts';
 import { ClaimHasChildrenError } from '../errors.ts';
+import { OWNER_RECHECK_MS } from '../use-cases/owner-gone.ts';
 import { checkOwnerField } from '../names.ts';
 import { type Deps } from '../use-cases/deps.ts';
 import { nowIso } from '../base/time.ts';
@@ -18,13 +19,7 @@ type OwnerDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'hints' | 'clock'
 const PAGE = 100;
 /** Passes over the owner index: a later pass picks up claims the (eventually consistent) index showed late. */
 const PASSES = 3;
-/**
- * How long after an owner is reported gone each reconciler run looks for its claims again. It must exceed the owner
- * index's lag plus the longest claim request (29 s, the API function's timeout: a create in flight during the report
- * commits within it) plus the reconciler's period (1 minute by default) and a run (60 s); ten minutes leaves room for
- * several failed runs. Owners reported longer ago cost nothing: their tombstones are not read.
- */
-export const OWNER_RECHECK_MS = 10 * 60_000;
+export { OWNER_RECHECK_MS };
 
 /**
  * Row 2 of the reconciler's table: an owner (pod, VM, service) is gone, so every claim it holds in the pool is
@@ -56,10 +51,14 @@ export async function releaseOwner(
   checkOwnerField(ownerUid, 'uid');
   const view = await deps.views.get(pool, deps.clock.nowMs());
   if (requireMember(view.pool, caller) !== Role.Administrator) {
-    return releaseOwnerClaims(deps, { pool, ownerUid, by: { caller, onlyCreatedBy: caller?.arn } });
+    return releaseOwnerClaims(deps, {
+      pool,
+      ownerUid,
+      by: { caller, onlyCreatedBy: caller?.arn, ...(caller ? {} : { anonymous: true }) },
+    });
   }
   await deps.reconcile.markOwnerGone(pool, ownerUid, deps.clock.nowMs());
-  return releaseOwnerClaims(deps, { pool, ownerUid, by: caller ? { caller } : {} });
+  return releaseOwnerClaims(deps, { pool, ownerUid, by: caller ? { caller } : { anonymous: true } });
 }
 
 /**
@@ -80,8 +79,11 @@ export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<
       run.repair(`release gone owner ${pool}/${uid}`, async () => {
         // Counted as they commit: a release that fails after some of the owner's claims went keeps their count.
         const released: string[] = [];
+        // A claim made once the uid's last report window ended was accepted (refuseGoneOwner): it is not released.
+        const reportedAt = await run.deps.reconcile.ownerReportedGoneAt(pool, uid);
+        const createdBefore = reportedAt === undefined ? undefined : reportedAt + OWNER_RECHECK_MS;
         try {
-          await releaseOwnerClaims(run.deps, { pool, ownerUid: uid, released });
+          await releaseOwnerClaims(run.deps, { pool, ownerUid: uid, released, createdBefore });
         } finally {
           run.repairs[EventReason.OwnerReleased] += released.length;
         }
@@ -95,6 +97,8 @@ export async function recheckGoneOwners(run: Run, views: PoolViewList): Promise<
 interface ReleaseBy {
   readonly caller?: Principal;
   readonly onlyCreatedBy?: string;
+  /** A request that named no principal (its events say `anonymous`, not the reconciler). */
+  readonly anonymous?: boolean;
 }
 
 /**
@@ -103,9 +107,16 @@ interface ReleaseBy {
  */
 async function releaseOwnerClaims(
   deps: OwnerDeps,
-  owner: { readonly pool: string; readonly ownerUid: string; readonly released?: string[]; readonly by?: ReleaseBy },
+  owner: {
+    readonly pool: string;
+    readonly ownerUid: string;
+    readonly released?: string[];
+    readonly by?: ReleaseBy;
+    /** Only claims created before this time (epoch ms): a recheck leaves those made after its report's window. */
+    readonly createdBefore?: number | undefined;
+  },
 ): Promise<{ released: string[]; left: string[] }> {
-  const { pool, ownerUid, released = [], by = {} } = owner;
+  const { pool, ownerUid, released = [], by = {}, createdBefore } = owner;
   // The pool's reuse delay (its view is cached): a released owner's addresses stay held for its kind and name.
   const { pool: poolItem } = await deps.views.get(pool, deps.clock.nowMs());
   const left = await leaveConsumedClaims(deps, { pool, uid: ownerUid, released, by });
@@ -120,6 +131,7 @@ async function releaseOwnerClaims(
       for (const listed of page.items) {
         // The index may still list a claim released a moment ago: each incarnation is tried once.
         if (listed.spec.owner.uid !== ownerUid || seen.has(listed.uid)) continue;
+        if (createdBefore !== undefined && Date.parse(listed.createdAt) >= createdBefore) continue;
         seen.add(listed.uid);
         // An allocator's report releases only what it created (an unrecorded creator is an administrator's to release).
         if ('onlyCreatedBy' in by && (by.onlyCreatedBy === undefined || listed.createdBy?.arn !== by.onlyCreatedBy))
@@ -127,7 +139,7 @@ async function releaseOwnerClaims(
         // A claim with consumers is theirs to release: the last one's leaving does (use-cases/consumers.ts).
         if (listed.consumers?.length) continue;
         found += 1;
-        const outcome = await releaseOne(deps, poolItem, listed, by.caller);
+        const outcome = await releaseOne(deps, poolItem, listed, by);
         if (outcome instanceof ClaimHasChildrenError) kept.push(outcome);
         else if (outcome) released.push(listed.name);
       }
@@ -175,7 +187,7 @@ async function releaseOne(
   deps: OwnerDeps,
   pool: Pool,
   listed: Claim,
-  caller?: Principal,
+  { caller, anonymous }: ReleaseBy,
 ): Promise<boolean | ClaimHasChildrenError> {
   // The index's copy may be behind a renewal: whether it is still held is judged on the claim as it is now (one consistent read).
   const claim = await deps.claims.getClaim(listed.pool, listed.name);
@@ -185,8 +197,9 @@ async function releaseOne(
   // A reuse delay holds the addresses for the owner identity (HoldIdentity): a recreated owner gets them back.
   const held = holdOf(pool, claim, deps.clock.nowMs());
   const hold = held && caller ? { ...held, releasedBy: caller } : held;
-  const event = events.ownerReleased(claim, nowIso(deps), hold);
-  const outcome = await deps.reconcile.releaseClaim(claim, caller ? { ...event, principal: caller.arn } : event, hold, {
+  const released = events.ownerReleased(claim, nowIso(deps), hold);
+  const event = caller ? { ...released, principal: caller.arn } : anonymous ? { ...released, anonymous } : released;
+  const outcome = await deps.reconcile.releaseClaim(claim, event, hold, {
     unconsumed: true,
   });
   if (outcome !== 'released') return false; // Released by someone else, or another incarnation: not this owner's claim any more.

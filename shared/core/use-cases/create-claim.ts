@@ -21,9 +21,10 @@ import { isBlockPool, isExpired, RangeState, type Claim, type ClaimSpec, type Po
 import { type Deps } from './deps.ts';
 import { nowIso } from '../base/time.ts';
 import { events } from '../events.ts';
+import { refuseGoneOwner } from './owner-gone.ts';
 import { CLAIM_TRIES, normalizeSpec, resolveFamilies, sameOrConflict, type CreateClaimCommand } from './claim-spec.ts';
 
-type CreateDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints'>;
+type CreateDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints' | 'reconcile'>;
 
 /** createClaim's answer: `created` false when the request was a repeat of one that made the claim. */
 export interface CreateClaimAnswer {
@@ -162,6 +163,7 @@ type Round =
  */
 export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Promise<CreateClaimAnswer> {
   const { spec, explicit } = normalizeSpec(cmd);
+  await refuseGoneOwner(deps, cmd.pool, spec.owner.uid);
   if (cmd.dryRun) {
     // A preview of a claim that exists answers it as a repeated request would (or its conflict); nothing is written:
     // a claim made from generateName is found read-only, not pinned as answerExisting would.
@@ -287,7 +289,7 @@ async function allocateRound(creation: Creation, views: ViewRetry, name: string)
     // A block pool's RangeFull says blocks, not addresses.
     const refusal =
       error instanceof RangeFullError && isBlockPool(view.pool)
-        ? new RangeFullError(error.pool, error.family, 'block')
+        ? new RangeFullError(error.pool, error.family, 'block', error.batch)
         : error;
     if (!refusedByView || readNow) throw refusal;
     if (await confirmCurrent(deps, cmd.pool, view)) throw refusal;

@@ -177,6 +177,8 @@ export interface OwnerRecords {
   markOwnerGone(pool: string, ownerUid: string, nowMs: number): Promise<void>;
   /** The owner uids of a pool reported gone at or after `sinceMs` (consistent read), each once, oldest report first. */
   ownersGoneSince(pool: string, sinceMs: number): Promise<string[]>;
+  /** When the owner uid was last reported gone in the pool (epoch ms, consistent read), or undefined if never (in a day). */
+  ownerReportedGoneAt(pool: string, ownerUid: string): Promise<number | undefined>;
 }
 
 /** Where a run resumes. */

@@ -1,5 +1,5 @@
 import { formatAddress, type IpFamily } from '../../ip/address.ts';
-import { NotReadyError } from '../../errors.ts';
+import { NotReadyError, RangeFullError } from '../../errors.ts';
 import {
   holdIdentityOf,
   leaseOfClaim,
@@ -70,7 +70,9 @@ export async function allocateInRounds(
         slots.picks[i] = await pickDynamic(
           { call: ctx, family, chosen: chosenOf(slots, family), verified: ctx.verified.get(family)! },
           picker,
-        );
+        ).catch((error: unknown) => {
+          throw batchRefusal(error, slots, family);
+        });
       }
       claim = buildClaim(draft, requests, slots);
       // A preview (dryRun) answers the picks it would commit, and writes nothing.
@@ -182,4 +184,16 @@ function buildClaim(draft: ClaimDraft, requests: readonly FamilyRequest[], { slo
       })),
   );
   return { ...draft, addresses };
+}
+
+/**
+ * A batch's RangeFull says how many addresses of the family it asked for and how many were free: the picks it had
+ * made (each read free, and held back from every other pick of this container) when no further one was left.
+ */
+function batchRefusal(error: unknown, slots: Slots, family: IpFamily): unknown {
+  if (!(error instanceof RangeFullError)) return error;
+  const asked = slots.slots.filter((s) => s.family === family).length;
+  if (asked < 2) return error;
+  const free = slots.picks.filter((p, i) => p && slots.slots[i]!.family === family).length;
+  return new RangeFullError(error.pool, error.family, error.unit, { asked, free });
 }

@@ -1,0 +1,67 @@
+/**
+ * What a new user's first day tried through `ipam` against the real handler in process (MemoryTable): a typo in a
+ * release is NotFound, not success (also under kubectl's `delete claim`); a batch refusal says what was asked and what
+ * is free.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { testApi, type TestApi } from '../support/api.ts';
+import { runCli } from '../support/cli.ts';
+import { memoryEngine } from '../support/engines.ts';
+import { cliFetch } from '../support/in-process-fetch.ts';
+
+describe('ipam on the first day', () => {
+  let api: TestApi;
+  let cli: (argv: string[]) => ReturnType<typeof runCli>;
+
+  beforeEach(async () => {
+    api = await testApi({}, {}, undefined, memoryEngine);
+    const { fetch } = cliFetch(api);
+    cli = (argv) => runCli(argv, { fetch, env: { IPAM_ENDPOINT: 'http://127.0.0.1:3000' } });
+    for (const argv of [
+      ['create', 'pool', 'services'],
+      ['create', 'range', 'services', '10.96.0.0/24'],
+      ['claim', 'services', '--name', 'dns', '--owner', 'Service/dns/77aa', '--address', '10.96.0.10'],
+    ])
+      expect((await cli(argv)).code, argv.join(' ')).toBe(0);
+  });
+
+  it('answers NotFound (exit 1) for the release of an unknown claim, exit 0 and nothing printed with --ignore-not-found', async () => {
+    const typo = await cli(['release', 'services', 'nosuch']);
+    const ignored = await cli(['release', 'services', 'nosuch', '--ignore-not-found']);
+    const real = await cli(['release', 'services', 'dns']);
+    expect([typo.code, typo.out, typo.err]).toEqual([1, '', 'error: NotFound: claim "nosuch" was not found.\n']);
+    expect([ignored.code, ignored.out, ignored.err]).toEqual([0, '', '']);
+    expect([real.code, real.out]).toEqual([0, 'claim/dns released\n']);
+    expect((await api.call('GET', '/v1/pools/services/claims/dns')).status).toBe(404);
+  });
+
+  it("releases a claim with `delete claim` (release under kubectl's verb), NotFound the same way", async () => {
+    const deleted = await cli(['delete', 'claim', 'services', 'dns']);
+    const again = await cli(['delete', 'claim', 'services', 'dns']);
+    expect([deleted.code, deleted.out]).toEqual([0, 'claim/dns released\n']);
+    expect([again.code, again.err]).toEqual([1, 'error: NotFound: claim "dns" was not found.\n']);
+  });
+
+  it('says, when a batch is refused, how many addresses were asked for and how many are free', async () => {
+    expect((await cli(['create', 'pool', 'tiny'])).code).toBe(0);
+    expect((await cli(['create', 'range', 'tiny', '10.97.0.0/28'])).code).toBe(0); // 14 hosts
+    expect((await cli(['claim', 'tiny', '--name', 'three', '--owner', 'Service/a/a1', '--count', '3'])).code).toBe(0);
+    const batch = await api.call('POST', '/v1/pools/tiny/claims', {
+      name: 'big',
+      owner: { kind: 'Deployment', name: 'big', uid: 'b1' },
+      count: 32,
+    });
+    expect(batch.status).toBe(409);
+    expect(batch.body).toMatchObject({
+      code: 'RangeFull',
+      detail: '32 IPv4 addresses were asked for and 11 are free in pool "tiny".',
+    });
+  });
+
+  it('prints its version with `ipam version`, as `ipam --version` does', async () => {
+    const version = await cli(['version']);
+    const flag = await cli(['--version']);
+    expect([version.code, version.out]).toEqual([0, 'ipam 0.1.0\n']);
+    expect(flag.out).toBe('0.1.0\n');
+  });
+});
