@@ -391,11 +391,19 @@ export function responseBody(
     });
     if (bytes(out) <= MAX_RESPONSE_BYTES) return out;
   }
-  const reason = answer.reason ?? '';
-  let keep = Math.max(0, reason.length - (bytes(out) - MAX_RESPONSE_BYTES) - 3);
-  do {
-    out = body({ ...answer, data: undefined, reason: `${reason.slice(0, keep)}...` } as ResourceAnswer);
-    keep -= 64;
-  } while (bytes(out) > MAX_RESPONSE_BYTES && keep > 0);
-  return out;
+  // Cut the Reason to what fits, counting each character as JSON escapes and UTF-8 encodes it.
+  const short: ResourceAnswer = {
+    status: answer.status,
+    physicalResourceId: answer.physicalResourceId,
+    reason: '...',
+  };
+  let budget = MAX_RESPONSE_BYTES - bytes(body(short));
+  let kept = '';
+  for (const ch of answer.reason ?? '') {
+    const cost = bytes(JSON.stringify(ch)) - 2;
+    if (cost > budget) break;
+    budget -= cost;
+    kept += ch;
+  }
+  return body({ ...short, reason: `${kept}...` });
 }
