@@ -39,7 +39,7 @@ export interface Config {
   readonly callLog?: { readonly file: string; readonly functionName: string };
   /**
    * The role the claim provider acts as in a pool's `access` (PROVIDER_ROLE_ARN: serverless.yml gives the provider
-   * function its own role's ARN); absent elsewhere, and on the local stack unless set.
+   * function its own role's ARN); absent elsewhere, and always on the local stack.
    */
   readonly providerRole?: Principal;
 }
@@ -166,7 +166,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       namespace: env.POWERTOOLS_METRICS_NAMESPACE || 'ipam',
       serviceName: env.POWERTOOLS_SERVICE_NAME || 'ipam',
     },
-    ...(env.PROVIDER_ROLE_ARN ? { providerRole: principalFromArn(env.PROVIDER_ROLE_ARN, 'PROVIDER_ROLE_ARN') } : {}),
+    // The local stack has no IAM (and serverless-offline cannot render the template's Fn::GetAtt of the role).
+    ...(env.PROVIDER_ROLE_ARN && !localStack
+      ? { providerRole: principalFromArn(env.PROVIDER_ROLE_ARN, 'PROVIDER_ROLE_ARN') }
+      : {}),
     ...(env.AWS_IPAM_CALL_LOG
       ? { callLog: { file: env.AWS_IPAM_CALL_LOG, functionName: env.AWS_LAMBDA_FUNCTION_NAME || 'unknown' } }
       : {}),
