@@ -125,6 +125,7 @@ export function claimResourceCases(engine: TestEngine): void {
         Cidrs: data.Cidr,
         Ipv4Cidr: data.Cidr,
         Ipv6Cidr: '',
+        RangeCidr: '10.0.0.0/14',
         ClaimName: data.ClaimName,
         Pool: 'org',
       });
@@ -274,6 +275,29 @@ export function claimResourceCases(engine: TestEngine): void {
       expect(deleted).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: failed.PhysicalResourceId });
       const held = await claimsOf(api);
       expect(held.map((c) => [c.name, c.owner.uid])).toEqual([['shared-vpc', OTHER_STACK]]);
+    });
+
+    it("answers RangeCidr: a subnet's /24 from a pool that grows from org, and the VPC's /16 it grew by", async () => {
+      // Prepare: one VPC's pool of /24 blocks, growing by one /16 of org
+      const { api, server } = await setup();
+      const made = await api.call('POST', '/v1/pools', {
+        name: 'vpc-a',
+        blockPrefixLength: { IPv4: 24 },
+        grow: { pool: 'org', belowFree: 1, maxBlocks: 1 },
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+      const invoke = provider(api);
+      // Act
+      await invoke(event(server, 'Create', { Pool: 'vpc-a' }, { LogicalResourceId: 'SubnetA' }));
+      const a = last(server).Data!;
+      await invoke(event(server, 'Create', { Pool: 'vpc-a' }, { LogicalResourceId: 'SubnetB' }));
+      const b = last(server).Data!;
+      // Assess
+      expect(a.RangeCidr).toMatch(/^10\.[0-3]\.0\.0\/16$/);
+      expect(b.RangeCidr).toBe(a.RangeCidr);
+      const sixteen = a.RangeCidr!.split('.').slice(0, 2).join('.');
+      expect([a.Cidr, b.Cidr].every((c) => c!.startsWith(`${sixteen}.`) && c!.endsWith('.0/24'))).toBe(true);
+      expect(a.Cidr).not.toBe(b.Cidr);
     });
 
     it("refuses to release a claim whose block is a nested pool's range, naming that range", async () => {

@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import { requireMember, type Principal } from '../access.ts';
 import { InvalidArgumentError, IpamError, NotFoundError, PreconditionFailedError } from '../errors.ts';
 import { IpFamily } from '../ip/address.ts';
-import { IpFamilyPolicy, prefixOf, type Claim } from '../model.ts';
+import { IpFamilyPolicy, prefixOf, type Claim, type Range } from '../model.ts';
 import { checkDnsLabel } from '../names.ts';
 import type { Deps } from './deps.ts';
 import { createClaimGrowing } from './grow.ts';
@@ -56,8 +56,8 @@ export interface ResourceAnswer {
   readonly data?: Readonly<Record<string, string>>;
 }
 
-/** The properties of `Custom::IpamClaim` (ServiceToken is CloudFormation's own). */
-const PROPERTIES = [
+/** The properties of `Custom::IpamClaim` (ServiceToken and ServiceTimeout are CloudFormation's own). */
+export const CLAIM_PROPERTIES = [
   'ServiceToken',
   'ServiceTimeout',
   'Pool',
@@ -183,10 +183,10 @@ function labelsOf(value: unknown, logicalId: string): Record<string, string> {
  */
 export function claimCommandOf(request: ResourceRequest, name: string): CreateClaimCommand {
   const props = request.properties;
-  const unknown = Object.keys(props).filter((k) => !(PROPERTIES as readonly string[]).includes(k));
+  const unknown = Object.keys(props).filter((k) => !(CLAIM_PROPERTIES as readonly string[]).includes(k));
   if (unknown.length)
     throw new InvalidArgumentError(
-      `Custom::IpamClaim has no propert${unknown.length === 1 ? 'y' : 'ies'} ${unknown.join(', ')}; it takes ${PROPERTIES.slice(2).join(', ')}.`,
+      `Custom::IpamClaim has no propert${unknown.length === 1 ? 'y' : 'ies'} ${unknown.join(', ')}; it takes ${CLAIM_PROPERTIES.slice(2).join(', ')}.`,
     );
   if (typeof props.Pool !== 'string' || props.Pool === '')
     throw new InvalidArgumentError('Custom::IpamClaim needs Pool: the name of the pool to claim from.', 'Pool');
@@ -215,8 +215,15 @@ export function claimCommandOf(request: ResourceRequest, name: string): CreateCl
   };
 }
 
-/** The answer's Data: what `Fn::GetAtt` reads. A family the claim has none of is an empty string. */
-export function dataOf(claim: Claim): Record<string, string> {
+/** The attributes of `Custom::IpamClaim`: what `Fn::GetAtt` reads from an answer's Data. */
+export const CLAIM_ATTRIBUTES = ['Cidr', 'Cidrs', 'Ipv4Cidr', 'Ipv6Cidr', 'RangeCidr', 'ClaimName', 'Pool'] as const;
+
+/**
+ * The answer's Data. A family the claim has none of is an empty string. `RangeCidr` is the CIDR of the range its first
+ * block or address is in: in a pool that grows from another, the block it grew by (a VPC's /16 whose subnets are
+ * the claims).
+ */
+export function dataOf(claim: Claim, ranges: readonly Range[] = []): Record<(typeof CLAIM_ATTRIBUTES)[number], string> {
   const cidrs = claim.addresses.map((a) => (a.prefixLength !== undefined ? prefixOf(a) : a.address));
   const first = (family: IpFamily) => {
     const i = claim.addresses.findIndex((a) => a.family === family);
@@ -227,6 +234,7 @@ export function dataOf(claim: Claim): Record<string, string> {
     Cidrs: cidrs.join(','),
     Ipv4Cidr: first(IpFamily.IPv4),
     Ipv6Cidr: first(IpFamily.IPv6),
+    RangeCidr: ranges.find((r) => r.name === claim.addresses[0]?.range)?.cidr ?? '',
     ClaimName: claim.name,
     Pool: claim.pool,
   };
@@ -298,7 +306,9 @@ async function claimResource(
     ...(options.caller ? { createdBy: options.caller } : {}),
     ...(options.commitBy !== undefined ? { commitBy: options.commitBy } : {}),
   });
-  return { status: 'SUCCESS', physicalResourceId: physicalIdOf(cmd.pool, name), data: dataOf(result.claim) };
+  // Read afresh: a claim that grew the pool is in a range the view read before it did not have.
+  const { ranges } = await deps.views.get(cmd.pool, deps.clock.nowMs(), true);
+  return { status: 'SUCCESS', physicalResourceId: physicalIdOf(cmd.pool, name), data: dataOf(result.claim, ranges) };
 }
 
 /** An Update that changes only Labels: the claim stays; SUCCESS when it already has them (a rollback's Update). */
@@ -310,10 +320,11 @@ async function keepResource(
 ): Promise<ResourceAnswer> {
   const id = physicalIdOf(held.pool, held.claim);
   const wanted = labelsOf(request.properties.Labels, request.logicalResourceId);
-  requireMember((await deps.views.get(held.pool, deps.clock.nowMs())).pool, options.caller);
+  const view = await deps.views.get(held.pool, deps.clock.nowMs(), true);
+  requireMember(view.pool, options.caller);
   const claim = await getClaim(deps, held.pool, held.claim);
   if (sameValue(Object.entries(claim.spec.labels ?? {}).sort(), Object.entries(wanted).sort()))
-    return { status: 'SUCCESS', physicalResourceId: id, data: dataOf(claim) };
+    return { status: 'SUCCESS', physicalResourceId: id, data: dataOf(claim, view.ranges) };
   return {
     status: 'FAILED',
     reason: `Labels cannot change in place: they are part of claim ${JSON.stringify(held.claim)}'s request and of each of its leases. Nothing changed; to relabel, change Name too (or, without Name, change Pool or the size), and CloudFormation replaces the claim.`,
