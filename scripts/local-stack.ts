@@ -33,7 +33,7 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SDK_NODE_WARNING_OFF = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } as const;
 
 /** The functions of serverless.yml, by their key there. */
-export type FunctionKey = 'api' | 'mirror' | 'reconciler';
+export type FunctionKey = 'api' | 'mirror' | 'reconciler' | 'claimResource';
 
 export interface LocalStackOptions {
   /** HTTP API port. Default: a free port (the CLI defaults to $PORT or 3000). */
@@ -293,6 +293,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       api: `${service}-${stage}-api`,
       mirror: `${service}-${stage}-mirror`,
       reconciler: `${service}-${stage}-reconciler`,
+      claimResource: `${service}-${stage}-claimResource`,
     };
     const invokers = new Map<FunctionKey, ReturnType<typeof offlineLambda>>();
     cleanups.push(() => invokers.forEach((i) => i.destroy()));

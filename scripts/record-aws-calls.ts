@@ -22,7 +22,7 @@ import type { AwsCall } from '../shared/adapters/aws-call-log.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const FIXTURE = join(repoRoot, 'tests', 'fixtures', 'aws-calls.jsonl');
-const FUNCTIONS = ['api', 'mirror', 'reconciler'] as const;
+const FUNCTIONS = ['api', 'mirror', 'reconciler', 'claimResource'] as const;
 
 /**
  * A partition key as the roles' `dynamodb:LeadingKeys` patterns read it: its kind (the text before the first `#`) and

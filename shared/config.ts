@@ -3,6 +3,8 @@
  * This is the only module of ours that reads process.env (eslint enforces it); libraries may still read their own
  * variables (Powertools reads POWERTOOLS_DEV and the like, the AWS SDK its credentials chain).
  */
+import { principalFromArn, type Principal } from './core/access.ts';
+
 export interface Config {
   readonly tableName: string;
   /** DynamoDB Local endpoint; empty in AWS. */
@@ -35,6 +37,11 @@ export interface Config {
    * (shared/adapters/aws-call-log.ts). serverless-offline hands every AWS_* variable of its shell to the functions.
    */
   readonly callLog?: { readonly file: string; readonly functionName: string };
+  /**
+   * The role the claim provider acts as in a pool's `access` (PROVIDER_ROLE_ARN: serverless.yml gives the provider
+   * function its own role's ARN); absent elsewhere, and always on the local stack.
+   */
+  readonly providerRole?: Principal;
 }
 
 /** Where the CloudWatch metrics go (serverless.yml sets both to the service name). */
@@ -159,6 +166,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       namespace: env.POWERTOOLS_METRICS_NAMESPACE || 'ipam',
       serviceName: env.POWERTOOLS_SERVICE_NAME || 'ipam',
     },
+    // The local stack has no IAM (and serverless-offline cannot render the template's Fn::GetAtt of the role).
+    ...(env.PROVIDER_ROLE_ARN && !localStack
+      ? { providerRole: principalFromArn(env.PROVIDER_ROLE_ARN, 'PROVIDER_ROLE_ARN') }
+      : {}),
     ...(env.AWS_IPAM_CALL_LOG
       ? { callLog: { file: env.AWS_IPAM_CALL_LOG, functionName: env.AWS_LAMBDA_FUNCTION_NAME || 'unknown' } }
       : {}),

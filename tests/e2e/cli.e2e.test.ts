@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { LocalStack } from '../../scripts/local-stack.ts';
 import { startTestStack } from '../support/local-stack.ts';
+import { responseServer } from '../support/response-server.ts';
 
 const bin = fileURLToPath(new URL('../../cli/bin/ipam.js', import.meta.url));
 
@@ -317,6 +318,45 @@ describe('ipam against the local stack', () => {
     expect(described.stdout).toMatch(
       /\n {2}g4-1 +10\.9\.0\.\d+\/28 +IPv4 +Ready +false +\d+ +\d+ +region\/node-1-g4-1\n/,
     );
+  });
+
+  it("claims a stack's /16 through the Custom::IpamClaim provider, shows the stack as its owner, and releases it on Delete", async () => {
+    // Prepare: an organisation pool of /16 blocks, and a local server in place of the pre-signed ResponseURL
+    expect((await run('create', 'pool', 'org', '--block', '/16')).code).toBe(0);
+    expect((await run('create', 'range', 'org', '10.0.0.0/8')).code).toBe(0);
+    const server = await responseServer();
+    const stackId = 'arn:aws:cloudformation:us-east-1:123456789012:stack/network/0f0e0d0c-0b0a-4909-8807-060504030201';
+    const request = (type: string, extra: Record<string, unknown>) => ({
+      RequestType: type,
+      RequestId: `e2e-${type}`,
+      ResponseURL: server.url(type),
+      ResourceType: 'Custom::IpamClaim',
+      LogicalResourceId: 'VpcCidr',
+      StackId: stackId,
+      ResourceProperties: { ServiceToken: 'arn:aws:lambda:us-east-1:123456789012:function:x', Pool: 'org' },
+      ...extra,
+    });
+    try {
+      // Act: Create through the stack's Lambda API (the bundle, as deployed), then list the pool's claims
+      await stack.invoke('claimResource', request('Create', {}));
+      const created = server.answered()[0]!.body;
+      const listed = await run('get', 'claims', '-p', 'org', '-o', 'json');
+      await stack.invoke('claimResource', request('Delete', { PhysicalResourceId: created.PhysicalResourceId }));
+      const deleted = server.answered()[1]!.body;
+      const after = await run('get', 'claims', '-p', 'org', '-o', 'name');
+      // Assess
+      expect(created).toMatchObject({ Status: 'SUCCESS', StackId: stackId, RequestId: 'e2e-Create' });
+      expect(created.Data!.Cidr).toMatch(/^10\.\d+\.0\.0\/16$/);
+      expect(server.received[0]!.contentType).toBe('');
+      const claims = (JSON.parse(listed.stdout) as { items: { name: string; owner: unknown }[] }).items;
+      expect(claims.map((c) => [`org/${c.name}`, c.owner])).toEqual([
+        [created.PhysicalResourceId, { kind: 'CloudFormationStack', name: 'network', uid: stackId }],
+      ]);
+      expect(deleted).toMatchObject({ Status: 'SUCCESS', PhysicalResourceId: created.PhysicalResourceId });
+      expect(after).toEqual({ code: 0, stdout: '', stderr: '' });
+    } finally {
+      await server.close();
+    }
   });
 
   it('answers a full range, a wrong command line and an endpoint with nothing behind it with the documented exit codes', async () => {

@@ -12,12 +12,12 @@
 import { loadAwsServiceSpec } from '@aws-cdk/aws-service-spec';
 
 type SpecDatabase = Awaited<ReturnType<typeof loadAwsServiceSpec>>;
-type PropertyType =
+export type PropertyType =
   | { type: 'string' | 'number' | 'integer' | 'boolean' | 'json' | 'date-time' | 'null' | 'tag' }
   | { type: 'ref'; reference: { $ref: string } }
   | { type: 'array' | 'map'; element: PropertyType }
   | { type: 'union'; types: PropertyType[] };
-interface SpecProperty {
+export interface SpecProperty {
   readonly type: PropertyType;
   readonly required?: boolean;
 }
@@ -71,10 +71,24 @@ const isIntrinsic = (value: unknown): boolean =>
   isObject(value) && Object.keys(value).length === 1 && INTRINSICS.has(Object.keys(value)[0]!);
 
 /** Every problem of the template, one sentence each, `<LogicalId>.<path>: ...`; empty when it passes. */
-export async function cfnSchemaProblems(template: CfnTemplate): Promise<string[]> {
+/** A custom resource type's schema, as its provider defines it (CloudFormation publishes none for `Custom::*`). */
+export interface CustomTypeSchema {
+  readonly properties: Record<string, SpecProperty>;
+  readonly attributes: readonly string[];
+}
+
+export async function cfnSchemaProblems(
+  template: CfnTemplate,
+  customTypes: Readonly<Record<string, CustomTypeSchema>> = {},
+): Promise<string[]> {
   const db = await specDatabase();
   const problems: string[] = [];
-  const typeOf = (cfnType: string) => db.lookup('resource', 'cloudFormationType', 'equals', cfnType)[0];
+  const typeOf = (cfnType: string): { properties: unknown; attributes: Record<string, unknown> } | undefined => {
+    const custom = customTypes[cfnType];
+    if (custom)
+      return { properties: custom.properties, attributes: Object.fromEntries(custom.attributes.map((a) => [a, {}])) };
+    return db.lookup('resource', 'cloudFormationType', 'equals', cfnType)[0];
+  };
 
   const checkValue = (path: string, value: unknown, type: PropertyType, out: string[]): void => {
     if (isIntrinsic(value)) return;

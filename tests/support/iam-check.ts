@@ -40,6 +40,8 @@ function attributeOf(template: CfnTemplate, id: string, attribute: string): stri
       return `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/${name('TableName')}/stream/2026-01-01T00:00:00.000`;
     case 'AWS::SQS::Queue.Arn':
       return `arn:aws:sqs:${REGION}:${ACCOUNT}:${name('QueueName')}`;
+    case 'AWS::IAM::Role.Arn':
+      return `arn:aws:iam::${ACCOUNT}:role/${name('RoleName')}`;
     case 'AWS::SNS::Topic.Ref':
     case 'AWS::SNS::Topic.TopicArn':
       return `arn:aws:sns:${REGION}:${ACCOUNT}:${name('TopicName')}`;

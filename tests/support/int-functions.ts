@@ -10,6 +10,7 @@ export const INT_FUNCTIONS = {
   api: 'ipam-int-api',
   mirror: 'ipam-int-mirror',
   reconciler: 'ipam-int-reconciler',
+  claimResource: 'ipam-int-claimResource',
 } as const;
 
 /** Runs `work` as one of the int tier's functions (a no-op unless the recording is on). */

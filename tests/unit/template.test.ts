@@ -33,6 +33,7 @@ const functions = {
   api: 'functions/http.mjs',
   mirror: 'functions/stream.mjs',
   reconciler: 'functions/reconcile.mjs',
+  claimResource: 'functions/claim-resource.mjs',
 } as const;
 
 interface Resource {
@@ -227,7 +228,7 @@ describe('Template: serverless package (no credentials, no network)', () => {
         ),
       );
       // Assess: every grant is used by a recorded call of the int or e2e tier
-      expect(unused).toEqual({ api: [], mirror: [], reconciler: [] });
+      expect(unused).toEqual({ api: [], mirror: [], reconciler: [], claimResource: [] });
     }, 120_000);
 
     it("denies the mirror's history writes once its role loses PutItem on the history's keys (the issue's deploy blocker)", async () => {
@@ -439,7 +440,7 @@ describe('Template: serverless package (no credentials, no network)', () => {
       // Act
       const roles = (Object.keys(functions) as (keyof typeof functions)[]).map(roleOf);
       // Assess
-      expect(new Set(roles).size).toBe(3);
+      expect(new Set(roles).size).toBe(4);
       for (const role of roles) expect(resources[role]?.Type).toBe('AWS::IAM::Role');
       expect(resources.IamRoleLambdaExecution).toBeUndefined();
     });
@@ -707,13 +708,16 @@ describe('Template: serverless package (no credentials, no network)', () => {
         const { Environment } = functionResource(key).Properties as {
           Environment: { Variables: Record<string, string> };
         };
-        const config = loadConfig(Environment.Variables);
+        // The provider's own role ARN is a Fn::GetAtt, resolved as CloudFormation would.
+        const variables = resolveIntrinsics(template, Environment.Variables) as Record<string, string>;
+        const config = loadConfig(variables);
         const defaults = loadConfig({
           TABLE_NAME: `ipam-${stage}`,
           CURSOR_SECRET: Environment.Variables.CURSOR_SECRET,
         });
+        const role = key === 'claimResource' ? { providerRole: { arn: variables.PROVIDER_ROLE_ARN } } : {};
         // Assess
-        expect(config).toEqual({ ...defaults, region: config.region });
+        expect(config).toEqual({ ...defaults, region: config.region, ...role });
         expect(config.localStack).toBe(false);
       }
     });
@@ -772,7 +776,7 @@ describe('Template: serverless package (no credentials, no network)', () => {
             Environment: { Variables: Record<string, string> };
           };
           const onLambda = {
-            ...Environment.Variables,
+            ...(resolveIntrinsics(template, Environment.Variables) as Record<string, string>),
             CURSOR_SECRET: 'probe-cursor-secret-0123456789',
             AWS_REGION: 'us-east-1',
             AWS_LAMBDA_FUNCTION_NAME: `ipam-${stage}-${key}`,
