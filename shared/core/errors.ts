@@ -22,6 +22,7 @@ export const ErrorCode = {
   ClaimInUse: 'ClaimInUse',
   SourceMismatch: 'SourceMismatch',
   ClaimHasChildren: 'ClaimHasChildren',
+  ClaimHasConsumers: 'ClaimHasConsumers',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -272,6 +273,22 @@ export class ClaimHasChildrenError extends IpamError {
       renewal
         ? `Claim ${JSON.stringify(claim)} holds the block of ${children.map((c) => `range ${JSON.stringify(c.range)} of pool ${JSON.stringify(c.pool)}`).join(', ')}; a claim with a child range is held without expiry and cannot take a TTL: renew it with ttlSeconds null (it stays permanent), or delete ${those} first.`
         : `Claim ${JSON.stringify(claim)} is the source of range ${children.map((c) => `${c.pool}/${c.range}`).join(', ')}; delete ${those} before releasing the claim.`,
+    );
+  }
+}
+
+/**
+ * Thrown when a claim that has consumers would be given a TTL: it is held until its last consumer leaves, and an
+ * expiry would let the reconciler release it under them.
+ */
+export class ClaimHasConsumersError extends IpamError {
+  constructor(
+    readonly claim: string,
+    readonly consumers: number,
+  ) {
+    super(
+      ErrorCode.ClaimHasConsumers,
+      `Claim ${JSON.stringify(claim)} has ${consumers} consumer${consumers === 1 ? '' : 's'}; a claim with consumers is held until the last one leaves and cannot take a TTL: renew it with ttlSeconds null (it stays permanent), or remove its consumers first.`,
     );
   }
 }

@@ -113,6 +113,7 @@ describe('Function: problemOf', () => {
       ClaimInUse: 409,
       SourceMismatch: 409,
       ClaimHasChildren: 409,
+      ClaimHasConsumers: 409,
     });
   });
 

@@ -22,6 +22,7 @@ export const statusOf: Record<ErrorCode, number> = {
   ClaimInUse: 409,
   SourceMismatch: 409,
   ClaimHasChildren: 409,
+  ClaimHasConsumers: 409,
 };
 
 const titles: Record<ErrorCode, string> = {
@@ -44,6 +45,7 @@ const titles: Record<ErrorCode, string> = {
   ClaimInUse: 'Claim in use',
   SourceMismatch: "Not the source claim's block",
   ClaimHasChildren: 'Claim is the source of a range',
+  ClaimHasConsumers: 'Claim has consumers',
 };
 
 /** An RFC 9457 problem document: `{type, title, status, detail, code}`. */
