@@ -28,9 +28,11 @@ export function blocksCases(engine: TestEngine): void {
     cidrs: string[],
     exclude?: string[],
   ): Promise<void> {
+    // Open to child pools: most of these are parents of nested ranges or growth.
     const made = await api.call('POST', '/v1/pools', {
       name: pool,
       blockPrefixLength: block,
+      openToChildPools: true,
       ...(exclude ? { exclude } : {}),
     });
     expect(made.status).toBe(201);
@@ -549,7 +551,10 @@ export function blocksCases(engine: TestEngine): void {
   describe(`Grow on demand: racing callers on a full family (${engine.name})`, () => {
     // top hands out /29 blocks (6 addresses each) from a /28: room for two. pods grows from it; `own` is its own range.
     async function racing(api: TestApi, own?: string): Promise<(on: TestApi, name: string) => Promise<number>> {
-      expect((await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 29 } })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools', { name: 'top', openToChildPools: true, blockPrefixLength: { IPv4: 29 } }))
+          .status,
+      ).toBe(201);
       expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 1 } })).status).toBe(
         201,
       );
@@ -809,7 +814,9 @@ export function blocksCases(engine: TestEngine): void {
         ['p128', { IPv4: 24, IPv6: 128 }],
         ['p30', { IPv4: 30 }],
       ] as const)
-        expect((await api.call('POST', '/v1/pools', { name, blockPrefixLength: block })).status).toBe(201);
+        expect(
+          (await api.call('POST', '/v1/pools', { name, blockPrefixLength: block, openToChildPools: true })).status,
+        ).toBe(201);
       const before = await tableSnapshot(api.container.table);
       // Act
       const refused = await Promise.all(
@@ -1443,6 +1450,108 @@ export function blocksCases(engine: TestEngine): void {
       expect(afterRefusal).toEqual(before);
       expect(byCreator.status).toBe(201);
       expect(byAdministrator.status).toBe(201);
+    });
+  });
+
+  describe(`Cross-pool writes need the parent's consent (${engine.name})`, () => {
+    const arn = (role: string) => `arn:aws:iam::123456789012:role/${role}`;
+    const as = (role: string) => ({ 'x-ipam-principal': arn(role) });
+
+    it('refuses a nested range and a growth rule into a parent without access that is not openToChildPools, writing nothing; allows them once it is', async () => {
+      // Prepare: team B's pool has no access list; B holds a TTL block claim in it.
+      const api = await testApi();
+      for (const [name, open] of [
+        ['team-b', false],
+        ['shared', true],
+      ] as const) {
+        const body = { name, blockPrefixLength: { IPv4: 24 }, ...(open ? { openToChildPools: true } : {}) };
+        expect((await api.call('POST', '/v1/pools', body)).status).toBe(201);
+        expect((await api.call('POST', `/v1/pools/${name}/ranges`, { cidr: '10.8.0.0/16' })).status).toBe(201);
+      }
+      const held = await api.call('POST', '/v1/pools/team-b/claims', { name: 'b', owner: owner('b'), ttlSeconds: 600 });
+      const sharedClaim = await api.call('POST', '/v1/pools/shared/claims', { name: 's', owner: owner('s') });
+      expect(
+        (await api.call('POST', '/v1/pools', { name: 'team-a-kid', blockPrefixLength: { IPv4: 26 } })).status,
+      ).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+
+      // Act: team A, on its own pool's routes, into team B's pool
+      const nested = await api.call(
+        'POST',
+        '/v1/pools/team-a-kid/ranges',
+        { cidr: prefixesOf(held.body)[0], source: { pool: 'team-b', claim: 'b' } },
+        as('team-a'),
+      );
+      const rule = await api.call(
+        'POST',
+        '/v1/pools',
+        { name: 'team-a-grow', grow: { pool: 'team-b', belowFree: 1 } },
+        as('team-a'),
+      );
+      const afterRefusals = await tableSnapshot(api.container.table);
+      const openNested = await api.call(
+        'POST',
+        '/v1/pools/team-a-kid/ranges',
+        { cidr: prefixesOf(sharedClaim.body)[0], source: { pool: 'shared', claim: 's' } },
+        as('team-a'),
+      );
+      const openRule = await api.call(
+        'POST',
+        '/v1/pools',
+        { name: 'team-a-grow', grow: { pool: 'shared', belowFree: 1 } },
+        as('team-a'),
+      );
+      const withAccess = await api.call('POST', '/v1/pools', {
+        name: 'x',
+        openToChildPools: true,
+        access: { administrators: [arn('a')] },
+      });
+
+      // Assess: both refused with the rule named and nothing written (B's claim keeps its TTL); both allowed into the open pool.
+      for (const res of [nested, rule]) {
+        expect([res.status, res.body.code, res.body.rule], JSON.stringify(res.body)).toEqual([
+          403,
+          'Forbidden',
+          'parent-consent',
+        ]);
+        expect(res.body.detail).toMatch(/"team-b" has no access list and is not open to child pools/);
+      }
+      expect(afterRefusals).toEqual(before);
+      expect((await api.call('GET', '/v1/pools/team-b/claims/b')).body.expiresAt).toBe(held.body.expiresAt);
+      expect([openNested.status, openRule.status]).toEqual([201, 201]);
+      expect((await api.call('GET', '/v1/pools/shared')).body.openToChildPools).toBe(true);
+      expect([withAccess.status, withAccess.body.detail]).toEqual([
+        400,
+        expect.stringMatching(/^openToChildPools is for a pool without access/),
+      ]);
+    });
+
+    it('refuses a growth rule to a caller with no role in a parent with access, and takes it from a member', async () => {
+      // Prepare
+      const api = await testApi();
+      const top = {
+        name: 'top',
+        blockPrefixLength: { IPv4: 28 },
+        access: { administrators: [arn('netops')], allocators: [arn('node')] },
+      };
+      expect((await api.call('POST', '/v1/pools', top, as('netops'))).status).toBe(201);
+      // Act
+      const stranger = await api.call(
+        'POST',
+        '/v1/pools',
+        { name: 'p1', grow: { pool: 'top', belowFree: 1 } },
+        as('mallory'),
+      );
+      const member = await api.call(
+        'POST',
+        '/v1/pools',
+        { name: 'p2', grow: { pool: 'top', belowFree: 1 } },
+        as('node'),
+      );
+      // Assess
+      expect([stranger.status, stranger.body.rule]).toEqual([403, 'members-only']);
+      expect((await api.call('GET', '/v1/pools/p1')).status).toBe(404);
+      expect(member.status).toBe(201);
     });
   });
 

@@ -96,6 +96,8 @@ export const bodyFields = {
     blockPrefixLength: { type: 'object' },
     // Grow on demand from a parent block pool: grow.ts checks it.
     grow: { type: 'object' },
+    // Lets other pools use this one's blocks (a pool without access): access.ts requireChildPoolConsent.
+    openToChildPools: { type: 'boolean' },
   },
   'POST /v1/pools/{pool}/ranges': {
     cidr: { type: 'string', required: true },
@@ -152,7 +154,7 @@ export const routes = {
     return json(200, { status: table.status === 'ACTIVE' ? 'ok' : 'degraded' });
   },
 
-  'POST /v1/pools': async ({ event, deps }) => {
+  'POST /v1/pools': async ({ event, deps, caller }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools']);
     const pool = await pools.createPool(deps, {
       name: body.name as string,
@@ -163,6 +165,8 @@ export const routes = {
       ...(body.freeThresholds !== undefined ? { freeThresholds: body.freeThresholds } : {}),
       ...(body.blockPrefixLength !== undefined ? { blockPrefixLength: body.blockPrefixLength } : {}),
       ...(body.grow !== undefined ? { grow: body.grow } : {}),
+      ...(body.openToChildPools !== undefined ? { openToChildPools: body.openToChildPools as boolean } : {}),
+      ...(caller ? { caller } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },
