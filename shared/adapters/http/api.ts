@@ -14,6 +14,7 @@ import {
   type RouteContext,
 } from './routes.ts';
 import { routeKeys, type RouteKey } from './route-keys.ts';
+import { refuseUnknownQuery } from './query-params.ts';
 import { legacyRoutes } from './legacy-routes.ts';
 import { reconcileRoutes } from './reconcile-routes.ts';
 import { historyRoutes } from './history-routes.ts';
@@ -167,6 +168,7 @@ export function createHttpHandler(
         caller = callerOf(event, info.localStack === true);
         // Inside the try: a write refused for a percent-encoded name leaves its audit line too.
         refusePercentEncodedNames(compiled, match.key, event.rawPath);
+        refuseUnknownQuery(match.key, event.queryStringParameters);
         refuseForgeableWrite(event);
         const container = deps();
         const poolAbsent = (await authorize(match.key, routed, container, caller)) === 'absent';
