@@ -708,6 +708,41 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Grow on demand: after the commit (${engine.name})`, () => {
+    it('answers a committed claim 201 when the free-space count after it fails (a throttled read), and grows at the next claim', async () => {
+      // Prepare: pods grows from top; its free-space counts fail until told otherwise.
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 28 }, ['10.9.0.0/26']);
+      expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 13 } })).status).toBe(
+        201,
+      );
+      expect((await api.call('POST', '/v1/pools/pods/claims', { name: 'p0', owner: owner('p0') })).status).toBe(201);
+      let throttled = true;
+      const flaky = api.sibling({
+        wrapStores: (stores) => {
+          const countLeases: typeof stores.leases.countLeases = (...args) => {
+            if (throttled)
+              return Promise.reject(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }));
+            return stores.leases.countLeases(...args);
+          };
+          return {
+            ...stores,
+            leases: Object.assign(Object.create(stores.leases) as typeof stores.leases, { countLeases }),
+          };
+        },
+      });
+      // Act
+      const committed = await flaky.call('POST', '/v1/pools/pods/claims', { name: 'p1', owner: owner('p1') });
+      throttled = false;
+      const next = await flaky.call('POST', '/v1/pools/pods/claims', { name: 'p2', owner: owner('p2') });
+      // Assess: answered as committed, no block taken for it; the next claim's crossing takes the second block.
+      expect(committed.status, JSON.stringify(committed.body)).toBe(201);
+      expect((await api.call('GET', '/v1/pools/pods/claims/p1')).status).toBe(200);
+      expect(next.status).toBe(201);
+      expect(await parentClaims(api)).toEqual(['pods-g4-1', 'pods-g4-2']);
+    });
+  });
+
   describe(`Grow on demand: bad rules (${engine.name})`, () => {
     it('never grows from a parent pool the caller is no member of: no block taken there, the claim answered as without growth', async () => {
       // Prepare: the parent names only its administrator; the child lets a node allocate.
@@ -879,6 +914,30 @@ export function blocksCases(engine: TestEngine): void {
       expect(prefixesOf(preview.body)).toHaveLength(1);
       expect(prefixesOf(preview.body)[0]).toMatch(/^10\.244\.0\.(0|64|128|192)\/26$/);
       expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+
+    it('writes nothing for a preview that a real claim of the same owner and generateName races: the claim it finds is answered, not pinned', async () => {
+      // Prepare: the real claim commits just after the preview's first look for the owner's generateName found nothing.
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      const body = { generateName: 'c-', owner: owner('c') };
+      let snapshot: Awaited<ReturnType<typeof tableSnapshot>> | undefined;
+      const racing = api.sibling({
+        table: new HookTable(
+          api.container.table,
+          (read) => read.PK === keys.generated('pods', owner('c').uid, 'c-').PK,
+          async () => {
+            expect((await api.call('POST', '/v1/pools/pods/claims', body)).status).toBe(201);
+            snapshot = await tableSnapshot(api.container.table);
+          },
+        ),
+      });
+      // Act
+      const preview = await racing.call('POST', '/v1/pools/pods/claims', { ...body, dryRun: true });
+      // Assess: the preview answers the claim as it is; the table is as the real claim left it (no pin).
+      expect([preview.status, preview.body.dryRun]).toEqual([200, true]);
+      expect(snapshot).toBeDefined();
+      expect(await tableSnapshot(api.container.table)).toEqual(snapshot);
     });
 
     it('previews a generateName claim just made as a repeat, without pinning it', async () => {
