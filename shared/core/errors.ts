@@ -23,6 +23,7 @@ export const ErrorCode = {
   SourceMismatch: 'SourceMismatch',
   ClaimHasChildren: 'ClaimHasChildren',
   ClaimHasConsumers: 'ClaimHasConsumers',
+  MethodNotAllowed: 'MethodNotAllowed',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -290,5 +291,16 @@ export class ClaimHasConsumersError extends IpamError {
       ErrorCode.ClaimHasConsumers,
       `Claim ${JSON.stringify(claim)} has ${consumers} consumer${consumers === 1 ? '' : 's'}; a claim with consumers is held until the last one leaves and cannot take a TTL: renew it with ttlSeconds null (it stays permanent), or remove its consumers first.`,
     );
+  }
+}
+
+/** Thrown for a method no route of a known path takes: the methods it takes go in the answer's `Allow` header. */
+export class MethodNotAllowedError extends IpamError {
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly allow: readonly string[],
+  ) {
+    super(ErrorCode.MethodNotAllowed, `${path} takes ${allow.join(', ')}, not ${method || '(no method)'}.`);
   }
 }

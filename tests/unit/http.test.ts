@@ -114,6 +114,7 @@ describe('Function: problemOf', () => {
       SourceMismatch: 409,
       ClaimHasChildren: 409,
       ClaimHasConsumers: 409,
+      MethodNotAllowed: 405,
     });
   });
 
@@ -186,7 +187,7 @@ describe('Function: problemResponse', () => {
     expect(response).toEqual({
       statusCode: 503,
       headers: { 'content-type': 'application/problem+json', 'retry-after': '1' },
-      body: JSON.stringify(problemOf(new NotReadyError())),
+      body: `${JSON.stringify(problemOf(new NotReadyError()))}\n`,
     });
   });
 
@@ -673,13 +674,13 @@ describe('Function: createHttpHandler', () => {
     expect(response).toEqual({
       statusCode: 500,
       headers: { 'content-type': 'application/problem+json' },
-      body: JSON.stringify({
+      body: `${JSON.stringify({
         type: 'https://ipam.dev/problems/Internal',
         title: 'Internal error',
         status: 500,
         detail: 'The server failed to handle the request; it has been logged.',
         code: 'Internal',
-      }),
+      })}\n`,
     });
     expect(response.body).not.toContain('arn:aws');
     expect(logged).toEqual([

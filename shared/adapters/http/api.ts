@@ -1,13 +1,14 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { requireAdministrator, requireMember, type Principal } from '../../core/access.ts';
-import { NotFoundError } from '../../core/errors.ts';
+import { MethodNotAllowedError, NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
 import { callerOf, isVerbatimParam, pathParam, percentInPath, readEvent, refuseForgeableWrite } from './request.ts';
 import {
   compileRoutes,
   matchRoute,
+  methodsOf,
   routes as coreRoutes,
   type ApiMetrics,
   type Route,
@@ -136,6 +137,12 @@ export function createHttpHandler(
       if (!match) {
         // The path is echoed for the reader, cut short so a huge path does not make a huge answer.
         const path = event.rawPath.length > 200 ? `${event.rawPath.slice(0, 200)}...` : event.rawPath;
+        const allow = methodsOf(compiled, event.rawPath);
+        if (allow.length) {
+          const problem = problemOf(new MethodNotAllowedError(event.requestContext.http.method, path, allow));
+          const response = problemResponse(problem);
+          return { ...response, headers: { ...response.headers, allow: allow.join(', ') } };
+        }
         throw new NotFoundError(
           'route',
           path,

@@ -58,7 +58,8 @@ export type Route = (ctx: RouteContext) => Promise<Response>;
 
 /** A JSON response. */
 export function json(statusCode: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return { statusCode, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) };
+  // A newline at the end, as curl users expect of a JSON answer (a shell prompt is not glued to it).
+  return { statusCode, headers: { 'content-type': 'application/json', ...headers }, body: `${JSON.stringify(body)}\n` };
 }
 
 const noContent = (): Response => ({ statusCode: 204, headers: {} });
@@ -312,6 +313,11 @@ export function compileRoutes(keysList: readonly RouteKey[]): Compiled[] {
 }
 
 /** Finds the route of a request, filling path parameters when matched by path. */
+/** The methods the routes of a path take (none: no route has this path). */
+export function methodsOf(compiled: readonly Compiled[], path: string): string[] {
+  return [...new Set(compiled.filter((c) => c.pattern.test(path)).map((c) => c.method))];
+}
+
 export function matchRoute(
   compiled: readonly Compiled[],
   event: APIGatewayProxyEventV2,
