@@ -5,6 +5,9 @@
  *
  *   npm run docs:caller-matrix      rewrites the matrix between its markers in docs/deploy.md
  *
+ * Below it, the cross-pool writes: a request on a team-a pool's route that writes into team B's pool (a nested range,
+ * growth), which IAM allows on the child's path; the function decides them by the parent's consent (access.ts).
+ *
  * tests/unit/caller-matrix.test.ts fails when the docs' matrix is not what this computes from the docs' policies.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -12,6 +15,14 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runSimulation } from '@cloud-copilot/iam-simulate';
 import { routeKeys, type RouteKey } from '../shared/adapters/http/route-keys.ts';
+import {
+  requireChildPoolConsent,
+  requireCreatorOrAdministrator,
+  type ChildPoolUse,
+  type PoolAccess,
+  type Principal,
+} from '../shared/core/access.ts';
+import { ForbiddenError } from '../shared/core/errors.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const DEPLOY_DOC = join(repoRoot, 'docs', 'deploy.md');
@@ -103,6 +114,69 @@ export async function allowed(policy: unknown, resource: string): Promise<boolea
   return result.overallResult === 'Allowed';
 }
 
+const CALLER: Principal = { arn: 'arn:aws:iam::123456789012:role/team-a-ci' };
+const OTHERS = 'arn:aws:iam::123456789012:role/team-b-ci';
+
+/** The parent pools of the cross-pool rows: team B's pool in each way it can (not) consent. */
+const parents: readonly { title: string; access?: PoolAccess; openToChildPools?: true }[] = [
+  { title: 'no `access`' },
+  { title: 'no `access`, `openToChildPools`', openToChildPools: true },
+  { title: '`access`: caller an allocator', access: { administrators: [OTHERS], allocators: [CALLER.arn] } },
+  { title: '`access`: caller not named', access: { administrators: [OTHERS], allocators: [] } },
+];
+
+/** The cross-pool writes, each with what the function checks beyond the consent. */
+const crossPoolWrites: readonly { title: string; use: ChildPoolUse; ownClaim?: boolean }[] = [
+  {
+    title: "Nested range from the caller's own claim in team B's pool (`POST .../team-a-kid/ranges`, `source`)",
+    use: 'make a range from a block of',
+    ownClaim: true,
+  },
+  {
+    title: "Nested range from another's claim in team B's pool (`POST .../team-a-kid/ranges`, `source`)",
+    use: 'make a range from a block of',
+    ownClaim: false,
+  },
+  { title: "Growth rule naming team B's pool (`POST /v1/pools`, `grow`)", use: 'grow from' },
+  { title: "Growth into team B's pool (`POST .../team-a-grown/claims`)", use: 'take a block of' },
+];
+
+/** What the function answers a cross-pool write into `parent`: 'allowed', or the 403's rule. */
+function crossPoolDecision(parent: (typeof parents)[number], write: (typeof crossPoolWrites)[number]): string {
+  const pool = { name: OTHER_POOL, ...parent };
+  try {
+    requireChildPoolConsent(pool, CALLER, write.use);
+    if (write.ownClaim !== undefined)
+      requireCreatorOrAdministrator(
+        pool,
+        { name: 'b', createdBy: write.ownClaim ? CALLER : { arn: OTHERS } },
+        CALLER,
+        'use',
+      );
+    return 'allowed';
+  } catch (error) {
+    if (error instanceof ForbiddenError)
+      return write.use === 'take a block of' ? `takes nothing (\`${error.rule}\`)` : `403 \`${error.rule}\``;
+    throw error;
+  }
+}
+
+/** The cross-pool rows, as Markdown. */
+function crossPoolMatrix(): string[] {
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  const header = ['Write from a team-a pool into `team-b-services`', ...parents.map((p) => `Parent: ${p.title}`)];
+  return [
+    "Writes into another pool from the child pool's routes (nested ranges, growth): IAM sees only the child's path",
+    "(allowed above for the team's own pools), so the function decides by the parent's consent (docs/blocks.md, \"The",
+    "parent's consent\"); the caller is team A's CI role. A growth without consent takes nothing: the claim is answered",
+    'as in a pool without a growth rule.',
+    '',
+    line(header),
+    line(header.map(() => '---')),
+    ...crossPoolWrites.map((w) => line([w.title, ...parents.map((p) => crossPoolDecision(p, w))])),
+  ];
+}
+
 /** The matrix, as the Markdown between the markers. */
 export async function callerMatrix(policies: readonly CallerPolicy[] = docPolicies()): Promise<string> {
   const header = ['Route', ...policies.flatMap((p) => [`${p.name}: ${p.pool}`, `${p.name}: ${OTHER_POOL}`])];
@@ -124,6 +198,8 @@ export async function callerMatrix(policies: readonly CallerPolicy[] = docPolici
     line(header),
     line(header.map(() => '---')),
     ...rows.map(line),
+    '',
+    ...crossPoolMatrix(),
   ].join('\n');
 }
 

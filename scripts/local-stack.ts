@@ -256,6 +256,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       // offline's route table gives each route a second line, the Lambda invoke URL on the HTTP port, where nothing
       // answers it (the Lambda API is on --lambda-port, which the banner prints): leave those out.
       if (/\/2015-03-31\/functions\/[^/\s]+\/invocations/.test(line)) return;
+      // offline's "Server ready" names its own, internal port; the stack's banner names the one to call.
+      if (/Server ready:/.test(line)) return;
       log(`[offline] ${line}`);
     };
     forEachLine(child.stdout, onLine);

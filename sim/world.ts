@@ -1388,6 +1388,8 @@ export class World {
     await send('/v1/pools', {
       name: POOL,
       ...(this.scenario.blocks ? { blockPrefixLength: this.scenario.blocks } : {}),
+      // The pool tree's child and growing pools use its blocks: a parent without access consents explicitly.
+      ...(this.scenario.tree ? { openToChildPools: true } : {}),
     });
     for (const [i, cidr] of this.scenario.cidrs.entries())
       await send(`/v1/pools/${POOL}/ranges`, { cidr, legacy: this.scenario.legacy && i === 0 });

@@ -77,13 +77,14 @@ export class IpamApi {
   }
 
   async createPool(spec: PoolSpec): Promise<{ created: boolean; pool: Pool }> {
-    const { name, exclude = [], reuseDelaySeconds, blockPrefixLength, grow } = spec;
+    const { name, exclude = [], reuseDelaySeconds, blockPrefixLength, grow, openToChildPools } = spec;
     const body = {
       name,
       ...(exclude.length ? { exclude } : {}),
       ...(reuseDelaySeconds !== undefined ? { reuseDelaySeconds } : {}),
       ...(blockPrefixLength ? { blockPrefixLength } : {}),
       ...(grow ? { grow } : {}),
+      ...(openToChildPools ? { openToChildPools } : {}),
     };
     const res = await this.http.request('POST', '/v1/pools', { body });
     return { created: res.status === 201, pool: res.body as Pool };

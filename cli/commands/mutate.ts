@@ -87,6 +87,7 @@ interface CreatePoolOptions {
   readonly grow?: string;
   readonly growBelowFree?: number;
   readonly growMaxBlocks?: number;
+  readonly openToChildPools?: boolean;
   readonly output?: string;
 }
 
@@ -227,11 +228,15 @@ export function addMutationCommands(program: Command, io: CliIo): void {
       `with --grow: most blocks taken from the parent per family (1-${MAX_GROW_BLOCKS}; default 16)`,
       intArg(1, MAX_GROW_BLOCKS),
     )
+    .option(
+      '--open-to-child-pools',
+      "let other pools use this pool's blocks (nested ranges with --source, growth with --grow): a pool without access must consent (docs/blocks.md)",
+    )
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Create a pool (409 Conflict if it exists)')
     .addHelpText(
       'after',
-      '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m\n  ipam create pool node-blocks --block /26 --block6 /122\n  ipam create pool node-1 --grow region-eu-west --grow-below-free 16 --grow-max-blocks 4',
+      '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m\n  ipam create pool node-blocks --block /26 --block6 /122\n  ipam create pool region-eu-west --block /24 --open-to-child-pools\n  ipam create pool node-1 --grow region-eu-west --grow-below-free 16 --grow-max-blocks 4',
     )
     .action(async (name: string, options: CreatePoolOptions, cmd: Command) => {
       const grow = growRuleOf(options, cmd);
@@ -245,13 +250,15 @@ export function addMutationCommands(program: Command, io: CliIo): void {
         ...(options.reuseDelay !== undefined ? { reuseDelaySeconds: options.reuseDelay } : {}),
         ...(Object.keys(blocks).length ? { blockPrefixLength: blocks } : {}),
         ...(grow ? { grow } : {}),
+        ...(options.openToChildPools ? { openToChildPools: true } : {}),
       };
       const { pool } = await (await apiFor(cmd, io)).createPool(spec);
       const delay = pool.reuseDelaySeconds ? `, reuse delay ${formatSeconds(pool.reuseDelaySeconds)}` : '';
       const sizes = blockSizesText(pool);
       const block = sizes ? `, blocks ${sizes}` : '';
       const grows = pool.grow ? `, grows from ${pool.grow.pool}: ${growText(pool)}` : '';
-      print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}${block}${grows}\n`);
+      const open = pool.openToChildPools ? ', open to child pools' : '';
+      print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}${block}${grows}${open}\n`);
     });
 
   create

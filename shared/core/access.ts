@@ -11,6 +11,9 @@ import { ForbiddenError, InvalidArgumentError, quote } from './errors.ts';
  *                   owner release releases only the claims it created
  *   anyone else     nothing in the pool, and the pool is left out of GET /v1/pools
  *
+ * Another pool's use of a pool's blocks (a nested range, growth) needs the parent's consent: a role in its `access`,
+ * or, without `access`, its `openToChildPools` (requireChildPoolConsent).
+ *
  * Principals are matched by ARN pattern (`*` any run of characters, `?` one), against the caller's normalized ARN: an
  * assumed role's session is not part of it (`arn:aws:iam::123456789012:role/ci`, not `...:assumed-role/ci/build-7`),
  * so a claim made by one session of a role may be released by another session of the same role.
@@ -157,6 +160,34 @@ export function requireAdministrator(
       `Only an administrator of pool ${JSON.stringify(pool.name)} may ${what}; ${who(caller)} is not one.`,
     );
   }
+}
+
+/** What another pool does with a parent's blocks, in a refusal's sentence. */
+export type ChildPoolUse = 'make a range from a block of' | 'grow from' | 'take a block of';
+
+/**
+ * Refuses a use of a pool's blocks from another pool's routes (a nested range's `source`, a growth rule, a growth)
+ * without the parent's consent. Those writes arrive on the child's path, where IAM never sees the parent, so a
+ * parent without `access` (every caller its administrator) must opt in with `openToChildPools`; a parent with
+ * `access` consents through it: the caller must be one of its members. @throws ForbiddenError
+ */
+export function requireChildPoolConsent(
+  parent: { name: string; access?: PoolAccess; openToChildPools?: true },
+  caller: Principal | undefined,
+  use: ChildPoolUse,
+): void {
+  if (parent.access === undefined) {
+    if (parent.openToChildPools) return;
+    throw new ForbiddenError(
+      'parent-consent',
+      `Pool ${JSON.stringify(parent.name)} has no access list and is not open to child pools, so no other pool may ${use} it; create it with "openToChildPools": true, or with an access list naming who may.`,
+    );
+  }
+  if (roleIn(parent.access, caller) === Role.None)
+    throw new ForbiddenError(
+      'members-only',
+      `Only a member of pool ${JSON.stringify(parent.name)} may ${use} it from another pool; ${who(caller)} is neither an administrator nor an allocator of it.`,
+    );
 }
 
 /**

@@ -24,6 +24,8 @@ export const ErrorCode = {
   SourceMismatch: 'SourceMismatch',
   ClaimHasChildren: 'ClaimHasChildren',
   OwnerGone: 'OwnerGone',
+  ClaimHasConsumers: 'ClaimHasConsumers',
+  MethodNotAllowed: 'MethodNotAllowed',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -303,5 +305,32 @@ export class OwnerGoneError extends IpamError {
       ErrorCode.OwnerGone,
       `Owner uid ${quote(uid)} was reported gone at ${reportedAt} (DELETE .../owners/${uid.length > 64 ? `${uid.slice(0, 64)}...` : uid}): claims for it are refused until ${until}, so a late or retried request cannot take addresses for an owner that no longer exists. A new owner has a new uid.`,
     );
+  }
+}
+
+/**
+ * Thrown when a claim that has consumers would be given a TTL: it is held until its last consumer leaves, and an
+ * expiry would let the reconciler release it under them.
+ */
+export class ClaimHasConsumersError extends IpamError {
+  constructor(
+    readonly claim: string,
+    readonly consumers: number,
+  ) {
+    super(
+      ErrorCode.ClaimHasConsumers,
+      `Claim ${JSON.stringify(claim)} has ${consumers} consumer${consumers === 1 ? '' : 's'}; a claim with consumers is held until the last one leaves and cannot take a TTL: renew it with ttlSeconds null (it stays permanent), or remove its consumers first.`,
+    );
+  }
+}
+
+/** Thrown for a method no route of a known path takes: the methods it takes go in the answer's `Allow` header. */
+export class MethodNotAllowedError extends IpamError {
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly allow: readonly string[],
+  ) {
+    super(ErrorCode.MethodNotAllowed, `${path} takes ${allow.join(', ')}, not ${method || '(no method)'}.`);
   }
 }

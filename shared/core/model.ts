@@ -76,6 +76,11 @@ export interface Pool {
   readonly blockPrefixLength?: Readonly<Partial<Record<IpFamily, number>>>;
   /** Grow on demand (use-cases/grow.ts): the parent block pool this pool takes more blocks from. Fixed at creation. */
   readonly grow?: GrowRule;
+  /**
+   * A pool without `access` whose blocks other pools may use (nested ranges, growth): its explicit consent, since
+   * those writes arrive on the child's routes where IAM never sees this pool (access.ts requireChildPoolConsent).
+   */
+  readonly openToChildPools?: true;
 }
 
 /** A pool's growth rule: one more block of `pool` when a family's free positions fall below `belowFree`, at most `maxBlocks`. */

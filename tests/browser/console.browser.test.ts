@@ -385,9 +385,15 @@ describe('the web console', () => {
 
   it("shows a block pool's block size, its block claims as CIDRs, a nested range's source and the map a block to a cell (issue 35)", async () => {
     // Prepare: org (/26 blocks) holds 10.244.0.64/26 for claim region-a; node-1 has a range made from that block
-    expect((await callApi(stack, 'POST', '/v1/pools', { name: 'org', blockPrefixLength: { IPv4: 26 } })).status).toBe(
-      201,
-    );
+    expect(
+      (
+        await callApi(stack, 'POST', '/v1/pools', {
+          name: 'org',
+          blockPrefixLength: { IPv4: 26 },
+          openToChildPools: true,
+        })
+      ).status,
+    ).toBe(201);
     expect((await callApi(stack, 'POST', '/v1/pools/org/ranges', { cidr: '10.244.0.0/24', name: 'r' })).status).toBe(
       201,
     );

@@ -181,7 +181,7 @@ function checkGrowth(before: { held: number; free: number }, after: { held: numb
 async function openTree(engine: TestEngine): Promise<{ api: TestApi; clock: ManualClock }> {
   const clock = new ManualClock();
   const api: TestApi = await testApi({ clock }, {}, undefined, engine);
-  await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 26 } });
+  await api.call('POST', '/v1/pools', { name: 'top', openToChildPools: true, blockPrefixLength: { IPv4: 26 } });
   await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.0.0.0/24' });
   for (const c of ['c0', 'c1']) await api.call('POST', '/v1/pools', { name: c, blockPrefixLength: { IPv4: 28 } });
   const grow = { pool: 'top', belowFree: 1, maxBlocks: 2 };

@@ -28,9 +28,11 @@ export function blocksCases(engine: TestEngine): void {
     cidrs: string[],
     exclude?: string[],
   ): Promise<void> {
+    // Open to child pools: most of these are parents of nested ranges or growth.
     const made = await api.call('POST', '/v1/pools', {
       name: pool,
       blockPrefixLength: block,
+      openToChildPools: true,
       ...(exclude ? { exclude } : {}),
     });
     expect(made.status).toBe(201);
@@ -549,7 +551,10 @@ export function blocksCases(engine: TestEngine): void {
   describe(`Grow on demand: racing callers on a full family (${engine.name})`, () => {
     // top hands out /29 blocks (6 addresses each) from a /28: room for two. pods grows from it; `own` is its own range.
     async function racing(api: TestApi, own?: string): Promise<(on: TestApi, name: string) => Promise<number>> {
-      expect((await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 29 } })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools', { name: 'top', openToChildPools: true, blockPrefixLength: { IPv4: 29 } }))
+          .status,
+      ).toBe(201);
       expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 1 } })).status).toBe(
         201,
       );
@@ -703,6 +708,41 @@ export function blocksCases(engine: TestEngine): void {
     });
   });
 
+  describe(`Grow on demand: after the commit (${engine.name})`, () => {
+    it('answers a committed claim 201 when the free-space count after it fails (a throttled read), and grows at the next claim', async () => {
+      // Prepare: pods grows from top; its free-space counts fail until told otherwise.
+      const api = await testApi();
+      await blockPool(api, 'top', { IPv4: 28 }, ['10.9.0.0/26']);
+      expect((await api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 13 } })).status).toBe(
+        201,
+      );
+      expect((await api.call('POST', '/v1/pools/pods/claims', { name: 'p0', owner: owner('p0') })).status).toBe(201);
+      let throttled = true;
+      const flaky = api.sibling({
+        wrapStores: (stores) => {
+          const countLeases: typeof stores.leases.countLeases = (...args) => {
+            if (throttled)
+              return Promise.reject(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }));
+            return stores.leases.countLeases(...args);
+          };
+          return {
+            ...stores,
+            leases: Object.assign(Object.create(stores.leases) as typeof stores.leases, { countLeases }),
+          };
+        },
+      });
+      // Act
+      const committed = await flaky.call('POST', '/v1/pools/pods/claims', { name: 'p1', owner: owner('p1') });
+      throttled = false;
+      const next = await flaky.call('POST', '/v1/pools/pods/claims', { name: 'p2', owner: owner('p2') });
+      // Assess: answered as committed, no block taken for it; the next claim's crossing takes the second block.
+      expect(committed.status, JSON.stringify(committed.body)).toBe(201);
+      expect((await api.call('GET', '/v1/pools/pods/claims/p1')).status).toBe(200);
+      expect(next.status).toBe(201);
+      expect(await parentClaims(api)).toEqual(['pods-g4-1', 'pods-g4-2']);
+    });
+  });
+
   describe(`Grow on demand: bad rules (${engine.name})`, () => {
     it('never grows from a parent pool the caller is no member of: no block taken there, the claim answered as without growth', async () => {
       // Prepare: the parent names only its administrator; the child lets a node allocate.
@@ -809,7 +849,9 @@ export function blocksCases(engine: TestEngine): void {
         ['p128', { IPv4: 24, IPv6: 128 }],
         ['p30', { IPv4: 30 }],
       ] as const)
-        expect((await api.call('POST', '/v1/pools', { name, blockPrefixLength: block })).status).toBe(201);
+        expect(
+          (await api.call('POST', '/v1/pools', { name, blockPrefixLength: block, openToChildPools: true })).status,
+        ).toBe(201);
       const before = await tableSnapshot(api.container.table);
       // Act
       const refused = await Promise.all(
@@ -872,6 +914,30 @@ export function blocksCases(engine: TestEngine): void {
       expect(prefixesOf(preview.body)).toHaveLength(1);
       expect(prefixesOf(preview.body)[0]).toMatch(/^10\.244\.0\.(0|64|128|192)\/26$/);
       expect(await tableSnapshot(api.container.table)).toEqual(before);
+    });
+
+    it('writes nothing for a preview that a real claim of the same owner and generateName races: the claim it finds is answered, not pinned', async () => {
+      // Prepare: the real claim commits just after the preview's first look for the owner's generateName found nothing.
+      const api = await testApi();
+      await blockPool(api, 'pods', { IPv4: 26 }, ['10.244.0.0/24']);
+      const body = { generateName: 'c-', owner: owner('c') };
+      let snapshot: Awaited<ReturnType<typeof tableSnapshot>> | undefined;
+      const racing = api.sibling({
+        table: new HookTable(
+          api.container.table,
+          (read) => read.PK === keys.generated('pods', owner('c').uid, 'c-').PK,
+          async () => {
+            expect((await api.call('POST', '/v1/pools/pods/claims', body)).status).toBe(201);
+            snapshot = await tableSnapshot(api.container.table);
+          },
+        ),
+      });
+      // Act
+      const preview = await racing.call('POST', '/v1/pools/pods/claims', { ...body, dryRun: true });
+      // Assess: the preview answers the claim as it is; the table is as the real claim left it (no pin).
+      expect([preview.status, preview.body.dryRun]).toEqual([200, true]);
+      expect(snapshot).toBeDefined();
+      expect(await tableSnapshot(api.container.table)).toEqual(snapshot);
     });
 
     it('previews a generateName claim just made as a repeat, without pinning it', async () => {
@@ -1443,6 +1509,108 @@ export function blocksCases(engine: TestEngine): void {
       expect(afterRefusal).toEqual(before);
       expect(byCreator.status).toBe(201);
       expect(byAdministrator.status).toBe(201);
+    });
+  });
+
+  describe(`Cross-pool writes need the parent's consent (${engine.name})`, () => {
+    const arn = (role: string) => `arn:aws:iam::123456789012:role/${role}`;
+    const as = (role: string) => ({ 'x-ipam-principal': arn(role) });
+
+    it('refuses a nested range and a growth rule into a parent without access that is not openToChildPools, writing nothing; allows them once it is', async () => {
+      // Prepare: team B's pool has no access list; B holds a TTL block claim in it.
+      const api = await testApi();
+      for (const [name, open] of [
+        ['team-b', false],
+        ['shared', true],
+      ] as const) {
+        const body = { name, blockPrefixLength: { IPv4: 24 }, ...(open ? { openToChildPools: true } : {}) };
+        expect((await api.call('POST', '/v1/pools', body)).status).toBe(201);
+        expect((await api.call('POST', `/v1/pools/${name}/ranges`, { cidr: '10.8.0.0/16' })).status).toBe(201);
+      }
+      const held = await api.call('POST', '/v1/pools/team-b/claims', { name: 'b', owner: owner('b'), ttlSeconds: 600 });
+      const sharedClaim = await api.call('POST', '/v1/pools/shared/claims', { name: 's', owner: owner('s') });
+      expect(
+        (await api.call('POST', '/v1/pools', { name: 'team-a-kid', blockPrefixLength: { IPv4: 26 } })).status,
+      ).toBe(201);
+      const before = await tableSnapshot(api.container.table);
+
+      // Act: team A, on its own pool's routes, into team B's pool
+      const nested = await api.call(
+        'POST',
+        '/v1/pools/team-a-kid/ranges',
+        { cidr: prefixesOf(held.body)[0], source: { pool: 'team-b', claim: 'b' } },
+        as('team-a'),
+      );
+      const rule = await api.call(
+        'POST',
+        '/v1/pools',
+        { name: 'team-a-grow', grow: { pool: 'team-b', belowFree: 1 } },
+        as('team-a'),
+      );
+      const afterRefusals = await tableSnapshot(api.container.table);
+      const openNested = await api.call(
+        'POST',
+        '/v1/pools/team-a-kid/ranges',
+        { cidr: prefixesOf(sharedClaim.body)[0], source: { pool: 'shared', claim: 's' } },
+        as('team-a'),
+      );
+      const openRule = await api.call(
+        'POST',
+        '/v1/pools',
+        { name: 'team-a-grow', grow: { pool: 'shared', belowFree: 1 } },
+        as('team-a'),
+      );
+      const withAccess = await api.call('POST', '/v1/pools', {
+        name: 'x',
+        openToChildPools: true,
+        access: { administrators: [arn('a')] },
+      });
+
+      // Assess: both refused with the rule named and nothing written (B's claim keeps its TTL); both allowed into the open pool.
+      for (const res of [nested, rule]) {
+        expect([res.status, res.body.code, res.body.rule], JSON.stringify(res.body)).toEqual([
+          403,
+          'Forbidden',
+          'parent-consent',
+        ]);
+        expect(res.body.detail).toMatch(/"team-b" has no access list and is not open to child pools/);
+      }
+      expect(afterRefusals).toEqual(before);
+      expect((await api.call('GET', '/v1/pools/team-b/claims/b')).body.expiresAt).toBe(held.body.expiresAt);
+      expect([openNested.status, openRule.status]).toEqual([201, 201]);
+      expect((await api.call('GET', '/v1/pools/shared')).body.openToChildPools).toBe(true);
+      expect([withAccess.status, withAccess.body.detail]).toEqual([
+        400,
+        expect.stringMatching(/^openToChildPools is for a pool without access/),
+      ]);
+    });
+
+    it('refuses a growth rule to a caller with no role in a parent with access, and takes it from a member', async () => {
+      // Prepare
+      const api = await testApi();
+      const top = {
+        name: 'top',
+        blockPrefixLength: { IPv4: 28 },
+        access: { administrators: [arn('netops')], allocators: [arn('node')] },
+      };
+      expect((await api.call('POST', '/v1/pools', top, as('netops'))).status).toBe(201);
+      // Act
+      const stranger = await api.call(
+        'POST',
+        '/v1/pools',
+        { name: 'p1', grow: { pool: 'top', belowFree: 1 } },
+        as('mallory'),
+      );
+      const member = await api.call(
+        'POST',
+        '/v1/pools',
+        { name: 'p2', grow: { pool: 'top', belowFree: 1 } },
+        as('node'),
+      );
+      // Assess
+      expect([stranger.status, stranger.body.rule]).toEqual([403, 'members-only']);
+      expect((await api.call('GET', '/v1/pools/p1')).status).toBe(404);
+      expect(member.status).toBe(201);
     });
   });
 

@@ -5,11 +5,15 @@ import { mirrorOf } from '../support/legacy.ts';
 import type { LeaseStream, StreamEngine } from '../support/lease-stream.ts';
 import type { TestEngine } from '../support/engines.ts';
 import { dynamoItemBytes } from '../support/item-size.ts';
-import { reconcilerHarness } from '../support/reconciler.ts';
+import { reconcilerHarness, T0 } from '../support/reconciler.ts';
+import { events } from '../../shared/core/events.ts';
 import { PassThroughTable } from '../support/pass-through-table.ts';
 import { claimToItem, itemToClaim } from '../../shared/adapters/dynamodb/codec.ts';
 import { consumerIndexItem } from '../../shared/adapters/dynamodb/writes/consumers.ts';
 import type { TxVerdict, WriteOp } from '../../shared/adapters/dynamodb/table.ts';
+import type { Table } from '../../shared/adapters/dynamodb/table.ts';
+import type { Item } from '../../shared/adapters/dynamodb/codec.ts';
+import { keys, type Key } from '../../shared/adapters/dynamodb/keys.ts';
 
 /**
  * Issue 38: a claim's consumers (the DRA claim's `reservedFor`) through the real HTTP handler, on one table engine:
@@ -188,6 +192,60 @@ export function consumersCases(engine: TestEngine, streams: StreamEngine): void 
       expect([badField.status, badField.body.code]).toEqual([400, 'InvalidArgument']);
       expect(await consumerUids(api, 'vip')).toEqual(['c-1']);
       expect((await api.call('GET', '/v1/pools/p/claims/vip')).status).toBe(200);
+    });
+
+    it("refuses a TTL for a claim with consumers (ClaimHasConsumers), also when the consumer lands between the renewal's read and its write", async () => {
+      // Prepare: `vip` has a consumer; `raced` gets its first one just after the renewal has read it (no consumers yet).
+      const api = await stack();
+      await claim(api, 'vip');
+      await claim(api, 'raced');
+      expect((await add(api, 'vip', consumer(1))).status).toBe(201);
+      const racing = api.sibling({
+        table: new AfterGet(api.container.table, keys.claim('p', 'raced'), () => add(api, 'raced', consumer(2))),
+      });
+
+      // Act
+      const renewed = await api.call('POST', '/v1/pools/p/claims/vip/renew', { ttlSeconds: 60 });
+      const racedRenewal = await racing.call('POST', '/v1/pools/p/claims/raced/renew', { ttlSeconds: 60 });
+      const confirmed = await api.call('POST', '/v1/pools/p/claims/vip/renew', { ttlSeconds: null });
+
+      // Assess: both refused with the code and a sentence; neither claim took an expiry; confirming stays allowed.
+      for (const res of [renewed, racedRenewal]) {
+        expect([res.status, res.body.code], JSON.stringify(res.body)).toEqual([409, 'ClaimHasConsumers']);
+        expect(res.body.detail).toMatch(/has 1 consumer; a claim with consumers is held until the last one leaves/);
+      }
+      expect(confirmed.status).toBe(200);
+      for (const name of ['vip', 'raced']) {
+        const read = await api.call('GET', `/v1/pools/p/claims/${name}`);
+        expect([read.body.expiresAt, (read.body.consumers as unknown[]).length]).toEqual([undefined, 1]);
+      }
+    });
+
+    it("the reconciler's expiry release leaves a claim that has consumers (one given an expiry before the renewal's guard)", async () => {
+      // Prepare: a claim with a consumer and an expiry, as a renewal without the consumers condition left it.
+      const h = await reconcilerHarness({ engine });
+      await h.pool('p', ['10.9.0.0/24']);
+      const address = await claim(h.api, 'vip');
+      expect((await add(h.api, 'vip', consumer(1))).status).toBe(201);
+      const stored = itemToClaim((await h.get(keys.claim('p', 'vip')))!);
+      await h.putClaim({ ...stored, expiresAt: h.clock.t + 60_000 });
+
+      // Act
+      h.clock.advance(10 * 60_000);
+      const report = await h.run();
+      // The release's own condition, for a reader that saw the claim before its consumer arrived.
+      const early = { ...stored, consumers: undefined, expiresAt: T0 + 60_000 };
+      const direct = await h.api.container.deps.reconcile.releaseExpiredClaim(
+        early,
+        h.clock.t,
+        events.claimExpired(early, h.clock.iso()),
+      );
+
+      // Assess
+      expect(report.errors).toEqual([]);
+      expect(direct).toBe('changed');
+      expect((await h.api.call('GET', `/v1/pools/p/addresses/${address}`)).body.claim).toBe('vip');
+      expect(itemToClaim((await h.get(keys.claim('p', 'vip')))!).consumers).toEqual([consumer(1)]);
     });
 
     it('removes a gone uid from the three claims it consumes and releases only the one it was the last consumer of', async () => {
@@ -391,5 +449,25 @@ class RecordingTable extends PassThroughTable {
   override transact(ops: readonly WriteOp[]): Promise<TxVerdict[] | undefined> {
     this.transactions.push([...ops]);
     return this.inner.transact(ops);
+  }
+}
+
+/** A table that runs `hook` once, just after its first read of `key` and before handing the answer back: a race made exact. */
+class AfterGet extends PassThroughTable {
+  private armed = true;
+  constructor(
+    inner: Table,
+    private readonly key: Key,
+    private readonly hook: () => Promise<unknown>,
+  ) {
+    super(inner);
+  }
+  override async get(key: Key): Promise<Item | undefined> {
+    const answer = await this.inner.get(key);
+    if (this.armed && key.PK === this.key.PK && key.SK === this.key.SK) {
+      this.armed = false;
+      await this.hook();
+    }
+    return answer;
   }
 }

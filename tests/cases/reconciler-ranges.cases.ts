@@ -210,9 +210,15 @@ export function reconcilerRangesCases(engine: TestEngine): void {
       // (pods-g4-1, range g4-1) and claim 'b''s crossing block 2. Both go, then g4-1 is removed while the release of its
       // block times out (releaseGrownSource is best effort): the block is left held by Pool/pods.
       const h = await harness();
-      expect((await h.api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 29 } })).status).toBe(
-        201,
-      );
+      expect(
+        (
+          await h.api.call('POST', '/v1/pools', {
+            name: 'top',
+            openToChildPools: true,
+            blockPrefixLength: { IPv4: 29 },
+          })
+        ).status,
+      ).toBe(201);
       expect((await h.api.call('POST', '/v1/pools/top/ranges', { cidr: '10.9.0.0/26' })).status).toBe(201);
       const pods = { name: 'pods', grow: { pool: 'top', belowFree: 6, maxBlocks: 4 } };
       expect((await h.api.call('POST', '/v1/pools', pods)).status).toBe(201);

@@ -288,9 +288,9 @@ describe('ipam against the local stack', () => {
 
   it('creates a pool that grows from a block pool, claims from it, and shows its blocks and its grow rule (issue 35)', async () => {
     // Prepare: region hands out /28 blocks of a /26.
-    expect(await run('create', 'pool', 'region', '--block', '/28')).toEqual({
+    expect(await run('create', 'pool', 'region', '--block', '/28', '--open-to-child-pools')).toEqual({
       code: 0,
-      stdout: 'pool/region created, blocks IPv4 /28\n',
+      stdout: 'pool/region created, blocks IPv4 /28, open to child pools\n',
       stderr: '',
     });
     expect((await run('create', 'range', 'region', '10.9.0.0/26')).code).toBe(0);

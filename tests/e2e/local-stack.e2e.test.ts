@@ -83,6 +83,24 @@ describe('Local stack: startLocalStack()', () => {
     expect((encoded.body as { name: string }).name).toBe('pe');
   });
 
+  it('answers its own edges: an unknown path 404 and a wrong method 405 with Allow as problem documents, JSON ending in a newline', async () => {
+    // Prepare
+    expect((await callApi(stack, 'POST', '/v1/pools', { name: 'edges' })).status).toBe(201);
+    const send = (method: string, path: string) =>
+      fetch(`${stack.apiUrl}${path}`, { method, signal: AbortSignal.timeout(30_000) });
+    // Act
+    const nothing = await send('GET', '/v1/nothing');
+    const put = await send('PUT', '/v1/pools/edges');
+    const read = await send('GET', '/v1/pools/edges');
+    const [nothingText, putText, readText] = await Promise.all([nothing.text(), put.text(), read.text()]);
+    // Assess: the function's answers (serverless-offline's own route list is never shown)
+    expect([nothing.status, nothing.headers.get('content-type')]).toEqual([404, 'application/problem+json']);
+    expect(JSON.parse(nothingText)).toMatchObject({ code: 'NotFound' });
+    expect([put.status, put.headers.get('allow')]).toEqual([405, 'GET, DELETE']);
+    expect(JSON.parse(putText)).toMatchObject({ code: 'MethodNotAllowed' });
+    for (const text of [nothingText, putText, readText]) expect(text.endsWith('}\n')).toBe(true);
+  });
+
   it('runs its functions with LOCAL_STACK=true (from --param, not the shell): the principal header names the caller', async () => {
     // Act: a pool created by a principal the header names
     const pool = `e2e-principal-${process.pid}`;

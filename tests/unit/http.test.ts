@@ -114,6 +114,8 @@ describe('Function: problemOf', () => {
       SourceMismatch: 409,
       ClaimHasChildren: 409,
       OwnerGone: 409,
+      ClaimHasConsumers: 409,
+      MethodNotAllowed: 405,
     });
   });
 
@@ -186,7 +188,7 @@ describe('Function: problemResponse', () => {
     expect(response).toEqual({
       statusCode: 503,
       headers: { 'content-type': 'application/problem+json', 'retry-after': '1' },
-      body: JSON.stringify(problemOf(new NotReadyError())),
+      body: `${JSON.stringify(problemOf(new NotReadyError()))}\n`,
     });
   });
 
@@ -673,13 +675,13 @@ describe('Function: createHttpHandler', () => {
     expect(response).toEqual({
       statusCode: 500,
       headers: { 'content-type': 'application/problem+json' },
-      body: JSON.stringify({
+      body: `${JSON.stringify({
         type: 'https://ipam.dev/problems/Internal',
         title: 'Internal error',
         status: 500,
         detail: 'The server failed to handle the request; it has been logged.',
         code: 'Internal',
-      }),
+      })}\n`,
     });
     expect(response.body).not.toContain('arn:aws');
     expect(logged).toEqual([
@@ -750,7 +752,7 @@ describe('Function: createHttpHandler', () => {
     expect(JSON.parse(response.body!)).toMatchObject({
       code: 'InvalidArgument',
       detail:
-        'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds, blockPrefixLength, grow.',
+        'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds, blockPrefixLength, grow, openToChildPools.',
     });
     expect(ddb.calls()).toHaveLength(0);
   });

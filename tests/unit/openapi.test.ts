@@ -90,7 +90,7 @@ describe('Contract: the request bodies in openapi.yaml', () => {
 });
 
 describe('Contract: serverless.yml', () => {
-  it('declares an IAM-authorized httpApi event for exactly the declared routes', () => {
+  it('declares an IAM-authorized httpApi event for exactly the declared routes, and the catch-all $default', () => {
     const sls = parse(readFileSync(new URL('../../serverless.yml', import.meta.url), 'utf8')) as {
       functions: Record<
         string,
@@ -100,7 +100,7 @@ describe('Contract: serverless.yml', () => {
     const events = Object.values(sls.functions).flatMap((f) =>
       (f.events ?? []).flatMap((e) => (e.httpApi ? [e.httpApi] : [])),
     );
-    expect(events.map((e) => `${e.method.toUpperCase()} ${e.path}`).sort()).toEqual([...routeKeys].sort());
+    expect(events.map((e) => `${e.method.toUpperCase()} ${e.path}`).sort()).toEqual(['* *', ...routeKeys].sort());
     expect(events.every((e) => e.authorizer?.type === 'aws_iam')).toBe(true);
   });
 });

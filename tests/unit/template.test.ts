@@ -313,11 +313,11 @@ describe('Template: serverless package (no credentials, no network)', () => {
   });
 
   describe('HTTP API', () => {
-    it('has exactly the declared routes (route-keys.ts), every one with IAM authorization', () => {
+    it('has exactly the declared routes (route-keys.ts) and $default (the function answers 404 and 405), every one with IAM authorization', () => {
       // Act
       const found = ofType('AWS::ApiGatewayV2::Route').map(([, r]) => r.Properties);
       // Assess
-      expect(found.map((r) => r.RouteKey).sort()).toEqual([...routeKeys].sort());
+      expect(found.map((r) => r.RouteKey).sort()).toEqual(['$default', ...routeKeys].sort());
       for (const route of found)
         expect({ route: route.RouteKey, auth: route.AuthorizationType }).toEqual({
           route: route.RouteKey,

@@ -45,6 +45,7 @@ export function poolToItem(pool: Pool): Item {
     ...(pool.freeThresholds ? { freeThresholds: [...pool.freeThresholds] } : {}),
     ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}),
     ...(pool.grow ? { grow: { ...pool.grow } } : {}),
+    ...(pool.openToChildPools ? { openToChildPools: true } : {}),
     ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}),
   };
 }
@@ -65,6 +66,7 @@ export function itemToPool(item: Item): Pool {
       ? { state: PoolState.Terminating, deletionRequestedAt: item.deletionRequestedAt as string }
       : {}),
     ...(item.blockPrefixLength !== undefined ? { blockPrefixLength: blockLengthsOf(item.blockPrefixLength) } : {}),
+    ...(item.openToChildPools === true ? { openToChildPools: true as const } : {}),
     ...(item.grow !== undefined
       ? {
           grow: {

@@ -367,7 +367,8 @@ export class TableReconcileStore implements ReconcileStore {
   releaseExpiredClaim(claim: Claim, cutoffMs: number, event: IpamEvent, hold?: Hold): Promise<'released' | 'changed'> {
     return this.release(
       claim,
-      both(claimUidIs(claim.uid), versionIs(claim.version), hasExpired(cutoffMs)),
+      // Never one with consumers: it is held until the last one leaves, whatever expiry it carries.
+      both(claimUidIs(claim.uid), versionIs(claim.version), hasExpired(cutoffMs), hasNoConsumers()),
       event,
       hold,
     );

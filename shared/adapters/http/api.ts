@@ -1,19 +1,21 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { requireAdministrator, requireMember, type Principal } from '../../core/access.ts';
-import { NotFoundError } from '../../core/errors.ts';
+import { MethodNotAllowedError, NotFoundError } from '../../core/errors.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import { problemOf, problemResponse } from './problem.ts';
 import { callerOf, isVerbatimParam, pathParam, percentInPath, readEvent, refuseForgeableWrite } from './request.ts';
 import {
   compileRoutes,
   matchRoute,
+  methodsOf,
   routes as coreRoutes,
   type ApiMetrics,
   type Route,
   type RouteContext,
 } from './routes.ts';
 import { routeKeys, type RouteKey } from './route-keys.ts';
+import { refuseUnknownQuery } from './query-params.ts';
 import { legacyRoutes } from './legacy-routes.ts';
 import { reconcileRoutes } from './reconcile-routes.ts';
 import { historyRoutes } from './history-routes.ts';
@@ -135,6 +137,12 @@ export function createHttpHandler(
       if (!match) {
         // The path is echoed for the reader, cut short so a huge path does not make a huge answer.
         const path = event.rawPath.length > 200 ? `${event.rawPath.slice(0, 200)}...` : event.rawPath;
+        const allow = methodsOf(compiled, event.rawPath);
+        if (allow.length) {
+          const problem = problemOf(new MethodNotAllowedError(event.requestContext.http.method, path, allow));
+          const response = problemResponse(problem);
+          return { ...response, headers: { ...response.headers, allow: allow.join(', ') } };
+        }
         throw new NotFoundError(
           'route',
           path,
@@ -167,6 +175,7 @@ export function createHttpHandler(
         caller = callerOf(event, info.localStack === true);
         // Inside the try: a write refused for a percent-encoded name leaves its audit line too.
         refusePercentEncodedNames(compiled, match.key, event.rawPath);
+        refuseUnknownQuery(match.key, event.queryStringParameters);
         refuseForgeableWrite(event);
         const container = deps();
         const poolAbsent = (await authorize(match.key, routed, container, caller)) === 'absent';

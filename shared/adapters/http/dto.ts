@@ -63,6 +63,7 @@ export function poolDto(pool: Pool): Schemas['Pool'] {
     ...(pool.grow
       ? { grow: { pool: pool.grow.pool, belowFree: pool.grow.belowFree, maxBlocks: pool.grow.maxBlocks } }
       : {}),
+    ...(pool.openToChildPools ? { openToChildPools: true } : {}),
     createdAt: pool.createdAt,
   };
 }

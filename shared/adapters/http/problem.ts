@@ -23,6 +23,8 @@ export const statusOf: Record<ErrorCode, number> = {
   SourceMismatch: 409,
   ClaimHasChildren: 409,
   OwnerGone: 409,
+  ClaimHasConsumers: 409,
+  MethodNotAllowed: 405,
 };
 
 const titles: Record<ErrorCode, string> = {
@@ -46,6 +48,8 @@ const titles: Record<ErrorCode, string> = {
   SourceMismatch: "Not the source claim's block",
   ClaimHasChildren: 'Claim is the source of a range',
   OwnerGone: 'Owner reported gone',
+  ClaimHasConsumers: 'Claim has consumers',
+  MethodNotAllowed: 'Method not allowed',
 };
 
 /** An RFC 9457 problem document: `{type, title, status, detail, code}`. */
@@ -90,5 +94,6 @@ export function problemOf(error: unknown): Problem {
 export function problemResponse(problem: Problem): APIGatewayProxyStructuredResultV2 {
   const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
   if (problem.code === ErrorCode.NotReady) headers['retry-after'] = '1';
-  return { statusCode: problem.status, headers, body: JSON.stringify(problem) };
+  // A newline at the end, as curl users expect of a JSON answer (a shell prompt is not glued to it).
+  return { statusCode: problem.status, headers, body: `${JSON.stringify(problem)}\n` };
 }

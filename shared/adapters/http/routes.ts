@@ -58,7 +58,8 @@ export type Route = (ctx: RouteContext) => Promise<Response>;
 
 /** A JSON response. */
 export function json(statusCode: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return { statusCode, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) };
+  // A newline at the end, as curl users expect of a JSON answer (a shell prompt is not glued to it).
+  return { statusCode, headers: { 'content-type': 'application/json', ...headers }, body: `${JSON.stringify(body)}\n` };
 }
 
 const noContent = (): Response => ({ statusCode: 204, headers: {} });
@@ -96,6 +97,8 @@ export const bodyFields = {
     blockPrefixLength: { type: 'object' },
     // Grow on demand from a parent block pool: grow.ts checks it.
     grow: { type: 'object' },
+    // Lets other pools use this one's blocks (a pool without access): access.ts requireChildPoolConsent.
+    openToChildPools: { type: 'boolean' },
   },
   'POST /v1/pools/{pool}/ranges': {
     cidr: { type: 'string', required: true },
@@ -152,7 +155,7 @@ export const routes = {
     return json(200, { status: table.status === 'ACTIVE' ? 'ok' : 'degraded' });
   },
 
-  'POST /v1/pools': async ({ event, deps }) => {
+  'POST /v1/pools': async ({ event, deps, caller }) => {
     const body = parseBody(event, bodyFields['POST /v1/pools']);
     const pool = await pools.createPool(deps, {
       name: body.name as string,
@@ -163,6 +166,8 @@ export const routes = {
       ...(body.freeThresholds !== undefined ? { freeThresholds: body.freeThresholds } : {}),
       ...(body.blockPrefixLength !== undefined ? { blockPrefixLength: body.blockPrefixLength } : {}),
       ...(body.grow !== undefined ? { grow: body.grow } : {}),
+      ...(body.openToChildPools !== undefined ? { openToChildPools: body.openToChildPools as boolean } : {}),
+      ...(caller ? { caller } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },
@@ -308,6 +313,11 @@ export function compileRoutes(keysList: readonly RouteKey[]): Compiled[] {
 }
 
 /** Finds the route of a request, filling path parameters when matched by path. */
+/** The methods the routes of a path take (none: no route has this path). */
+export function methodsOf(compiled: readonly Compiled[], path: string): string[] {
+  return [...new Set(compiled.filter((c) => c.pattern.test(path)).map((c) => c.method))];
+}
+
 export function matchRoute(
   compiled: readonly Compiled[],
   event: APIGatewayProxyEventV2,

@@ -71,7 +71,8 @@ export function nextExpiryCheckpoint(firstUndrained: number | undefined, cutoffM
 
 /** Row 1: a claim is released once its expiry is at or before the cutoff (now minus the grace). */
 export function isReleasable(claim: Claim, cutoffMs: number): boolean {
-  return claim.expiresAt !== undefined && claim.expiresAt <= cutoffMs;
+  // A claim with consumers is released only by its last one's leaving, whatever expiry it carries.
+  return claim.expiresAt !== undefined && claim.expiresAt <= cutoffMs && !claim.consumers?.length;
 }
 
 export type LeaseVerdict =

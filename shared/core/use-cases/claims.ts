@@ -6,6 +6,7 @@
 import { parseAddress } from '../ip/address.ts';
 import {
   ClaimHasChildrenError,
+  ClaimHasConsumersError,
   ClaimInUseError,
   ConflictError,
   NotFoundError,
@@ -147,7 +148,8 @@ export async function deleteClaim(
  * The claim's spec is kept as it was asked for, so a retry of the original request still finds it (idempotency).
  * Confirming a claim that has no expiry changes nothing and answers it as it is.
  * In a pool with `access`, only the claim's creator or an administrator may renew it.
- * @throws NotFoundError when gone or its addresses were taken; ConflictError when renewing (not confirming) a claim
+ * @throws NotFoundError when gone or its addresses were taken; ClaimHasChildrenError / ClaimHasConsumersError when
+ *   giving a TTL to a claim whose block is a range or that has consumers; ConflictError when renewing (not confirming) a claim
  *   without an expiry, or when the claim changed under each of its tries (CLAIM_TRIES); NotReadyError when other
  *   transactions cancelled each of them; ForbiddenError when the pool's `access` does not let the caller renew it
  */
@@ -170,6 +172,10 @@ export async function renewClaim(
     // Its block is another pool's range: held without expiry while that range lives (a renewal would give it one).
     if (claim.children?.length && ttlSeconds !== null)
       throw new ClaimHasChildrenError(claim.name, claim.children, true);
+    // It has consumers: held until the last one leaves (a TTL would let the reconciler release it under them). The
+    // renewal's write is conditioned on this too, for a consumer that arrives after this read.
+    if (claim.consumers?.length && ttlSeconds !== null)
+      throw new ClaimHasConsumersError(claim.name, claim.consumers.length);
     let expiresAt: number | undefined;
     if (ttlSeconds === null) {
       if (claim.expiresAt === undefined) return claim;

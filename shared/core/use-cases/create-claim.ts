@@ -63,8 +63,11 @@ async function answerExisting(
   deps: Pick<Deps, 'claims' | 'clock'>,
   existing: Claim,
   spec: ClaimSpec,
+  preview = false,
 ): Promise<CreateClaimAnswer | undefined> {
   sameOrConflict(existing, spec);
+  // A preview writes nothing, ever: a claim that appeared during it (a real request racing it) is answered unpinned.
+  if (preview) return { claim: existing, created: false, preview: true };
   const settled =
     existing.pinned === true ||
     existing.version > 1 ||
@@ -206,7 +209,7 @@ export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Pr
           names.draws += 1;
           break;
         }
-        const answer = await answerExisting(deps, existing, spec);
+        const answer = await answerExisting(deps, existing, spec, cmd.dryRun === true);
         // Changed before it could be pinned (released by its creator, or renewed): the next round reads it again.
         if (answer) return answer;
         if (++names.pins >= CLAIM_TRIES)
@@ -230,7 +233,7 @@ async function findMadeFromGenerateName(
     const made = await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
     const existing = made === undefined ? undefined : await deps.claims.getClaim(cmd.pool, made);
     if (!existing || isExpired(existing, deps.clock.nowMs())) return undefined;
-    const answer = await answerExisting(deps, existing, spec);
+    const answer = await answerExisting(deps, existing, spec, cmd.dryRun === true);
     if (answer) return answer;
   }
   return undefined;

@@ -47,13 +47,28 @@ export async function createClaimGrowing(deps: Deps, cmd: CreateClaimCommand): P
   } catch (error) {
     return claimAfterNoRoom(deps, { pool: view.pool, rule, cmd, error });
   }
-  if (answer.created) {
-    for (const family of new Set(answer.claim.addresses.map((a) => a.family))) {
+  if (answer.created) await growOnCrossing(deps, { pool: view.pool, rule, cmd, claim: answer.claim });
+  return answer;
+}
+
+/**
+ * After a committed claim: one more block for each family its claim left below the threshold. Best effort: the claim
+ * is committed and answered whatever happens here (a throttled count, a failed growth); a crossing missed now is
+ * measured again by the family's next claim.
+ */
+async function growOnCrossing(
+  deps: Deps,
+  args: { pool: Pool; rule: GrowRule; cmd: CreateClaimCommand; claim: CreateClaimAnswer['claim'] },
+): Promise<void> {
+  const { pool, rule, cmd } = args;
+  for (const family of new Set(args.claim.addresses.map((a) => a.family))) {
+    try {
       if ((await freeIn(deps, cmd.pool, family)) < BigInt(rule.belowFree))
-        await growOnce(deps, { pool: view.pool, rule, family, cmd, trigger: { kind: 'crossing' } }).catch(() => NONE);
+        await growOnce(deps, { pool, rule, family, cmd, trigger: { kind: 'crossing' } });
+    } catch {
+      // Left to the family's next claim (above).
     }
   }
-  return answer;
 }
 
 /**

@@ -78,8 +78,9 @@ export function mayGrowFor(pool: Pool, cmd: CreateClaimCommand, family: IpFamily
 
 /**
  * The parent's view when the pool may take a block of `family` from it for `caller` (growOnce takes it, the preview
- * previews it): undefined when the parent is gone, has no block size for the family, or the caller is no member of it
- * (the block is taken in the caller's name, as a claim there would ask).
+ * previews it): undefined when the parent is gone, has no block size for the family, or does not consent: the caller
+ * is no member of it (the block is taken in the caller's name, as a claim there would ask), or a parent without
+ * `access` is not openToChildPools.
  */
 export async function growthParent(
   deps: Pick<Deps, 'views' | 'clock'>,
@@ -90,6 +91,8 @@ export async function growthParent(
     throw error;
   });
   if (!parent?.pool.blockPrefixLength?.[args.family]) return undefined;
+  // Without the parent's consent (a role in its access, or openToChildPools) the pool does not grow from it.
+  if (parent.pool.access === undefined) return parent.pool.openToChildPools ? parent : undefined;
   return roleIn(parent.pool.access, args.caller) === Role.None ? undefined : parent;
 }
 

@@ -8,7 +8,7 @@ import {
   PoolNotEmptyError,
   PoolTerminatingError,
 } from '../errors.ts';
-import { checkAccess, Role, roleIn, type Principal } from '../access.ts';
+import { checkAccess, requireChildPoolConsent, Role, roleIn, type Principal } from '../access.ts';
 import { checkDnsLabel } from '../names.ts';
 import {
   freeThresholdsOf,
@@ -45,6 +45,10 @@ export interface CreatePoolCommand {
   readonly blockPrefixLength?: unknown;
   /** Grow on demand from a parent block pool (use-cases/grow.ts). */
   readonly grow?: unknown;
+  /** A pool without `access` that lets other pools use its blocks (access.ts requireChildPoolConsent). */
+  readonly openToChildPools?: boolean;
+  /** The caller: a growth rule needs the parent's consent for it (a role in the parent's access). */
+  readonly caller?: Principal;
 }
 
 /**
@@ -96,11 +100,15 @@ export function normalizeExclusion(text: string, index: number): string {
   });
 }
 
-/** A growth rule's parent must be a block pool now (it may be deleted later: growth then stops). @throws InvalidArgumentError */
+/**
+ * A growth rule's parent must be a block pool now (it may be deleted later: growth then stops) that consents to the
+ * caller growing from it. @throws InvalidArgumentError, ForbiddenError
+ */
 async function checkGrowParent(
   deps: Pick<Deps, 'views' | 'clock'>,
   rule: GrowRule,
   blocks: Pool['blockPrefixLength'],
+  caller: Principal | undefined,
 ): Promise<GrowRule> {
   const parent = await deps.views.get(rule.pool, deps.clock.nowMs(), true).catch(() => undefined);
   if (!parent?.pool.blockPrefixLength)
@@ -108,6 +116,7 @@ async function checkGrowParent(
       `grow.pool ${JSON.stringify(rule.pool)} must be an existing block pool.`,
       'grow.pool',
     );
+  requireChildPoolConsent(parent.pool, caller, 'grow from');
   const misfit = parentBlockMisfit(rule, parent.pool, { blockPrefixLength: blocks });
   if (misfit) throw new InvalidArgumentError(misfit, 'grow.pool');
   return rule;
@@ -135,11 +144,19 @@ export async function createPool(deps: Pick<Deps, 'pools' | 'views' | 'clock'>, 
     );
   }
   const access = cmd.access === undefined ? undefined : checkAccess(cmd.access);
+  const open = cmd.openToChildPools === true;
+  if (open && access)
+    throw new InvalidArgumentError(
+      'openToChildPools is for a pool without access; a pool with access lets its members use its blocks from other pools.',
+      'openToChildPools',
+    );
   const freeThresholds = cmd.freeThresholds === undefined ? undefined : checkFreeThresholds(cmd.freeThresholds);
   const blockPrefixLength =
     cmd.blockPrefixLength === undefined ? undefined : checkBlockPrefixLength(cmd.blockPrefixLength);
   const grow =
-    cmd.grow === undefined ? undefined : await checkGrowParent(deps, checkGrow(cmd.grow, name), blockPrefixLength);
+    cmd.grow === undefined
+      ? undefined
+      : await checkGrowParent(deps, checkGrow(cmd.grow, name), blockPrefixLength, cmd.caller);
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
   const pool: Pool = {
@@ -153,6 +170,7 @@ export async function createPool(deps: Pick<Deps, 'pools' | 'views' | 'clock'>, 
     ...(freeThresholds ? { freeThresholds } : {}),
     ...(blockPrefixLength ? { blockPrefixLength } : {}),
     ...(grow ? { grow } : {}),
+    ...(open ? { openToChildPools: true as const } : {}),
   };
   const outcome = await deps.pools.createPool(pool);
   if (outcome === 'terminating') throw new PoolTerminatingError(name);

@@ -12,7 +12,7 @@ import {
   type RangeSource,
   type Utilization,
 } from '../model.ts';
-import { requireCreatorOrAdministrator, Role, roleIn, type Principal } from '../access.ts';
+import { requireChildPoolConsent, requireCreatorOrAdministrator, Role, roleIn, type Principal } from '../access.ts';
 import { renewClaim } from './claims.ts';
 import { hostInterval, hostIntervals, rangesOf, rangeCidr } from '../base/pool-geometry.ts';
 import { subtractIntervals, type Interval } from '../base/intervals.ts';
@@ -89,6 +89,7 @@ async function sourceClaim(
       `Pool ${JSON.stringify(source.pool)} hands out addresses; a range is made only from a block pool's claim.`,
       'source.pool',
     );
+  requireChildPoolConsent(parent.pool, cmd.caller, 'make a range from a block of');
   const claim = await deps.claims.getClaim(source.pool, source.claim);
   if (!claim || isExpired(claim, deps.clock.nowMs())) throw new NotFoundError('claim', source.claim);
   // A block this pool took by growing is made its range by whichever member of the parent grows the pool next (racing

@@ -1,6 +1,14 @@
 import type { Claim, ClaimAddress } from '../../../core/model.ts';
 import { expiryIndex, ttlOf } from '../codec.ts';
-import { both, claimUidIs, expiresAtIs, belongsToClaim, hasNoChildren, versionIs } from '../conditions.ts';
+import {
+  both,
+  claimUidIs,
+  expiresAtIs,
+  belongsToClaim,
+  hasNoChildren,
+  hasNoConsumers,
+  versionIs,
+} from '../conditions.ts';
 import { keys } from '../keys.ts';
 import type { TxVerdict, Update, WriteOp } from '../table.ts';
 import { freedBumps, packFreeing } from './freed.ts';
@@ -19,6 +27,7 @@ const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
  * A renewal: one TransactWriteItems moving the claim, its marker and every lease to the new expiry together:
  *
  *   Update claim       uid = claim.uid, expiresAt as read   SET expiresAt, ttl, expiry index; ADD version 1   -> claimChanged
+ *                      (for an expiry: no children, no consumers)
  *   Update generated   claimUid = claim.uid                 SET expiresAt, ttl                                 (when held)
  *   Update lease       claimUid = claim.uid                 SET expiresAt + holdMs, ttl, expiry index          -> lost
  *   Update freed       ADD n 1 (one shard per range; only for an expiry earlier than the one read, or a first one)
@@ -62,11 +71,12 @@ export function claimRenewal(
             ...(indexed ? expiryIndex(claim.pool, name, expiresAt + extra) : {}),
           },
         };
-  // An expiry is never set on a claim whose block is another pool's range (Claim.children): it would let the block go.
+  // An expiry is never set on a claim whose block is another pool's range (Claim.children), nor on one with consumers:
+  // it would let the block go, or the reconciler release the addresses its consumers share.
   const claimCondition =
     expiresAt === undefined
       ? both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt))
-      : both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt), hasNoChildren());
+      : both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt), hasNoChildren(), hasNoConsumers());
   const ops: WriteOp[] = [
     {
       kind: 'update',
