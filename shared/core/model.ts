@@ -3,6 +3,7 @@ import type { PoolAccess, Principal } from './access.ts';
 import type { IpFamily } from './ip/address.ts';
 import type { EndReason } from './base/events.ts';
 import type { Labels } from './labels.ts';
+import type { DnsSettings } from './dns/settings.ts';
 
 /** Range lifecycle, as Kubernetes' ServiceCIDR: Ready serves allocations; Terminating serves none and waits for its leases to go. */
 export const RangeState = { Ready: 'Ready', Terminating: 'Terminating' } as const;
@@ -58,6 +59,8 @@ export interface Pool {
   readonly blockPrefixLength?: Readonly<Partial<Record<IpFamily, number>>>;
   /** Grow on demand (use-cases/grow.ts): the parent block pool this pool takes more blocks from. Fixed at creation. */
   readonly grow?: GrowRule;
+  /** The DNS zone its claims' names are published in (core/dns); absent: none. Fixed at creation. */
+  readonly dns?: DnsSettings;
 }
 
 /** A pool's growth rule: one more block of `pool` when a family's free positions fall below `belowFree`, at most `maxBlocks`. */
@@ -167,6 +170,8 @@ export interface ClaimSpec {
   readonly labels?: Labels;
   /** Explicit blocks of a block-pool claim, canonical CIDRs (one per family); absent means none. */
   readonly prefixes?: readonly string[];
+  /** The DNS label the claim's addresses are published under in a pool with `dns`; absent: the claim's name. */
+  readonly hostname?: string;
 }
 
 /** The owner-facing unit: the addresses of one owner's request, written in one transaction with their leases. */
@@ -261,6 +266,11 @@ export interface Lease {
   readonly createdBy?: Principal;
   /** In a block pool: the held block's prefix length (`address` is its network address). */
   readonly prefixLength?: number;
+  /**
+   * The claim's `hostname`, copied like its labels: a released lease's image names the DNS records to remove even
+   * though the claim is gone. Absent: the claim's name is its DNS label.
+   */
+  readonly hostname?: string;
 }
 
 /** Size, used, releasing (held for a previous owner) and free addresses; `used + releasing + free = size`. Exact, so BigInt. */
@@ -383,6 +393,7 @@ export function leaseOfClaim(
     ...(claim.spec.labels && Object.keys(claim.spec.labels).length > 0 ? { labels: claim.spec.labels } : {}),
     ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
     ...(address.prefixLength !== undefined ? { prefixLength: address.prefixLength } : {}),
+    ...(claim.spec.hostname ? { hostname: claim.spec.hostname } : {}),
   };
   return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt + holdMs };
 }

@@ -45,6 +45,7 @@ export function poolToItem(pool: Pool): Item {
     ...(pool.freeThresholds ? { freeThresholds: [...pool.freeThresholds] } : {}),
     ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}),
     ...(pool.grow ? { grow: { ...pool.grow } } : {}),
+    ...(pool.dns ? { dns: pool.dns } : {}),
     ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}),
   };
 }
@@ -64,6 +65,7 @@ export function itemToPool(item: Item): Pool {
     ...(item.state === PoolState.Terminating
       ? { state: PoolState.Terminating, deletionRequestedAt: item.deletionRequestedAt as string }
       : {}),
+    ...(item.dns !== undefined ? { dns: item.dns as Pool['dns'] } : {}),
     ...(item.blockPrefixLength !== undefined ? { blockPrefixLength: blockLengthsOf(item.blockPrefixLength) } : {}),
     ...(item.grow !== undefined
       ? {
@@ -224,6 +226,7 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     ...(lease.labels ? { labels: lease.labels } : {}),
     ...(lease.createdBy ? { createdBy: lease.createdBy } : {}),
     ...(lease.prefixLength !== undefined ? { prefixLength: lease.prefixLength } : {}),
+    ...(lease.hostname ? { hostname: lease.hostname } : {}),
     // Leases with a TTL are in the expiry index too, so the reconciler finds expired orphans without a scan.
     ...(lease.expiresAt !== undefined
       ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) }
@@ -269,6 +272,7 @@ export function itemToLease(item: Item): Lease {
     ...(item.labels !== undefined ? { labels: item.labels as Labels } : {}),
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Principal } : {}),
     ...(item.prefixLength !== undefined ? { prefixLength: Number(item.prefixLength) } : {}),
+    ...(typeof item.hostname === 'string' ? { hostname: item.hostname } : {}),
   };
   return lease;
 }

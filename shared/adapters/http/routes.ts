@@ -96,6 +96,8 @@ export const bodyFields = {
     blockPrefixLength: { type: 'object' },
     // Grow on demand from a parent block pool: grow.ts checks it.
     grow: { type: 'object' },
+    // The pool's DNS zone and target: dns/settings.ts checks it.
+    dns: { type: 'object' },
   },
   'POST /v1/pools/{pool}/ranges': {
     cidr: { type: 'string', required: true },
@@ -128,6 +130,7 @@ export const bodyFields = {
     labels: { type: 'object' },
     // Explicit blocks of a block pool's claim.
     prefixes: { type: 'string[]' },
+    hostname: { type: 'string' },
     // Answer what the claim would get now; write nothing.
     dryRun: { type: 'boolean' },
   },
@@ -163,6 +166,7 @@ export const routes = {
       ...(body.freeThresholds !== undefined ? { freeThresholds: body.freeThresholds } : {}),
       ...(body.blockPrefixLength !== undefined ? { blockPrefixLength: body.blockPrefixLength } : {}),
       ...(body.grow !== undefined ? { grow: body.grow } : {}),
+      ...(body.dns !== undefined ? { dns: body.dns } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },
@@ -229,6 +233,7 @@ export const routes = {
       ...(body.count !== undefined ? { count: body.count as number } : {}),
       ...(caller ? { createdBy: caller } : {}),
       ...(body.labels !== undefined ? { labels: body.labels as Record<string, string> } : {}),
+      ...(body.hostname !== undefined ? { hostname: body.hostname as string } : {}),
       ...(commitBy !== undefined ? { commitBy } : {}),
     }).catch((error: unknown) => {
       if (error instanceof IpamError) metrics?.failed(scope, error.code);

@@ -28,6 +28,7 @@ import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { type Deps } from './deps.ts';
 import { nowIso, pageLimit } from '../base/time.ts';
 import { checkGrow } from './grow.ts';
+import { checkDnsSettings } from '../dns/settings.ts';
 import { releaseGrownSource, type GrownReleaseDeps } from './grown-blocks.ts';
 
 export interface CreatePoolCommand {
@@ -45,6 +46,8 @@ export interface CreatePoolCommand {
   readonly blockPrefixLength?: unknown;
   /** Grow on demand from a parent block pool (use-cases/grow.ts). */
   readonly grow?: unknown;
+  /** The DNS zone its claims are published in (dns/settings.ts); absent: none. */
+  readonly dns?: unknown;
 }
 
 /**
@@ -159,6 +162,8 @@ export async function createPool(deps: Pick<Deps, 'pools' | 'views' | 'clock'>, 
     cmd.blockPrefixLength === undefined ? undefined : checkBlockPrefixLength(cmd.blockPrefixLength);
   const grow =
     cmd.grow === undefined ? undefined : await checkGrowParent(deps, checkGrow(cmd.grow, name), blockPrefixLength);
+  const dns =
+    cmd.dns === undefined ? undefined : checkDnsSettings(cmd.dns, { blockPool: blockPrefixLength !== undefined });
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
   const pool: Pool = {
@@ -172,6 +177,7 @@ export async function createPool(deps: Pick<Deps, 'pools' | 'views' | 'clock'>, 
     ...(freeThresholds ? { freeThresholds } : {}),
     ...(blockPrefixLength ? { blockPrefixLength } : {}),
     ...(grow ? { grow } : {}),
+    ...(dns ? { dns } : {}),
   };
   const outcome = await deps.pools.createPool(pool);
   if (outcome === 'terminating') throw new PoolTerminatingError(name);
