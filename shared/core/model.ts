@@ -204,6 +204,8 @@ export interface Claim {
    * (ClaimHasChildrenError), and it has no expiry (a child range's creation confirms the hold). Absent: none.
    */
   readonly children?: readonly ChildRange[];
+  /** In a pool with `dns`: the label its addresses are published under (spec.hostname, or the name); set at creation. */
+  readonly dnsLabel?: string;
 }
 
 /** A claim's blocks as CIDRs (`address/prefixLength`); an address claim's addresses as they are. */
@@ -267,10 +269,11 @@ export interface Lease {
   /** In a block pool: the held block's prefix length (`address` is its network address). */
   readonly prefixLength?: number;
   /**
-   * The claim's `hostname`, copied like its labels: a released lease's image names the DNS records to remove even
-   * though the claim is gone. Absent: the claim's name is its DNS label.
+   * In a pool with `dns`: the claim's DNS label (its hostname, or its name), copied like its labels, so a released
+   * lease's image names the records to remove though the claim is gone, and the stream function's DNS upkeep reads
+   * nothing for the leases of pools without dns. Absent: a pool without dns.
    */
-  readonly hostname?: string;
+  readonly dnsLabel?: string;
 }
 
 /** Size, used, releasing (held for a previous owner) and free addresses; `used + releasing + free = size`. Exact, so BigInt. */
@@ -393,7 +396,7 @@ export function leaseOfClaim(
     ...(claim.spec.labels && Object.keys(claim.spec.labels).length > 0 ? { labels: claim.spec.labels } : {}),
     ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
     ...(address.prefixLength !== undefined ? { prefixLength: address.prefixLength } : {}),
-    ...(claim.spec.hostname ? { hostname: claim.spec.hostname } : {}),
+    ...(claim.dnsLabel ? { dnsLabel: claim.dnsLabel } : {}),
   };
   return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt + holdMs };
 }

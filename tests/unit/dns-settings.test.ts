@@ -28,7 +28,7 @@ describe('Pool dns settings and claim hostname', () => {
     expect(claim.status).toBe(201);
     expect(claim.body.hostname).toBe('www');
     const address = (claim.body.addresses as { address: string }[])[0]!.address;
-    expect((await api.container.deps.leases.getLease('pods', address))?.hostname).toBe('www');
+    expect((await api.container.deps.leases.getLease('pods', address))?.dnsLabel).toBe('www');
   });
 
   it.each<[string, unknown, string]>([

@@ -163,6 +163,7 @@ export function claimToItem(claim: Claim, shards: number): Item {
     ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
     ...(claim.consumers?.length ? { consumers: claim.consumers } : {}),
     ...(claim.children?.length ? { children: claim.children } : {}),
+    ...(claim.dnsLabel ? { dnsLabel: claim.dnsLabel } : {}),
     ...(claim.expiresAt !== undefined
       ? { expiresAt: claim.expiresAt, ...expiryIndex(claim.pool, claim.name, claim.expiresAt) }
       : {}),
@@ -181,6 +182,7 @@ export function itemToClaim(item: Item): Claim {
     version: item.version as number,
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Claim['createdBy'] } : {}),
     ...(item.pinned === true ? { pinned: true as const } : {}),
+    ...(typeof item.dnsLabel === 'string' ? { dnsLabel: item.dnsLabel } : {}),
     // Field by field: storage may return a map's attributes in any order.
     ...(Array.isArray(item.consumers) && item.consumers.length > 0
       ? { consumers: (item.consumers as Consumer[]).map((c) => ({ kind: c.kind, name: c.name, uid: c.uid })) }
@@ -226,7 +228,7 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     ...(lease.labels ? { labels: lease.labels } : {}),
     ...(lease.createdBy ? { createdBy: lease.createdBy } : {}),
     ...(lease.prefixLength !== undefined ? { prefixLength: lease.prefixLength } : {}),
-    ...(lease.hostname ? { hostname: lease.hostname } : {}),
+    ...(lease.dnsLabel ? { dnsLabel: lease.dnsLabel } : {}),
     // Leases with a TTL are in the expiry index too, so the reconciler finds expired orphans without a scan.
     ...(lease.expiresAt !== undefined
       ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) }
@@ -272,7 +274,7 @@ export function itemToLease(item: Item): Lease {
     ...(item.labels !== undefined ? { labels: item.labels as Labels } : {}),
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Principal } : {}),
     ...(item.prefixLength !== undefined ? { prefixLength: Number(item.prefixLength) } : {}),
-    ...(typeof item.hostname === 'string' ? { hostname: item.hostname } : {}),
+    ...(typeof item.dnsLabel === 'string' ? { dnsLabel: item.dnsLabel } : {}),
   };
   return lease;
 }

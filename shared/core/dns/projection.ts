@@ -10,7 +10,7 @@
  * told the name is taken, as when a foreign record holds it.
  */
 import type { LeaseChange } from '../mirror/lease-change.ts';
-import { isExpired, isReleased, type Claim, type Lease, type Pool, type PoolView } from '../model.ts';
+import { isExpired, isReleased, type Claim, type Pool, type PoolView } from '../model.ts';
 import type { ClaimStore, Clock, LeaseIndex, PoolStore } from '../ports.ts';
 import { planName, ownerAt } from './plan.ts';
 import { forwardName, reverseName, reverseZoneOf, type RecordOwner, type RecordSet } from './records.ts';
@@ -59,8 +59,7 @@ interface Subject {
 /** How often a name whose guard failed (written meanwhile) is read and planned again within one batch. */
 const STALE_TRIES = 3;
 
-const labelOf = (lease: Lease): string => lease.hostname ?? lease.claim;
-export const claimLabel = (claim: Claim): string => claim.spec.hostname ?? claim.name;
+export const claimLabel = (claim: Claim): string => claim.dnsLabel ?? claim.spec.hostname ?? claim.name;
 
 export class DnsProjection {
   constructor(private readonly deps: DnsProjectionDeps) {}
@@ -80,10 +79,13 @@ export class DnsProjection {
       if (candidate !== undefined) subject.candidates.add(candidate);
     };
     for (const change of changes) {
+      const leases = [change.transition?.before, change.transition?.after].filter((l) => l?.dnsLabel !== undefined);
+      // Only the leases of pools with dns carry a label: the others cost no read here.
+      if (leases.length === 0) continue;
       const dns = (await viewOf(change.pool))?.pool.dns;
       if (!dns) continue;
-      for (const lease of [change.transition?.before, change.transition?.after])
-        if (lease) add({ pool: change.pool, kind: 'forward', label: labelOf(lease) }, change.id, lease.claim);
+      for (const lease of leases)
+        add({ pool: change.pool, kind: 'forward', label: lease!.dnsLabel! }, change.id, lease!.claim);
       if (dns.reverse)
         add({ pool: change.pool, kind: 'reverse', label: change.address, address: change.address }, change.id);
     }
@@ -155,9 +157,9 @@ export class DnsProjection {
     const now = this.deps.clock.nowMs();
     if (subject.kind === 'reverse') {
       const lease = await this.deps.leases.getLease(pool.name, subject.address!);
-      if (!lease || isReleased(lease) || isExpired(lease, now)) return {};
+      if (!lease?.dnsLabel || isReleased(lease) || isExpired(lease, now)) return {};
       const owner = { pool: pool.name, claim: lease.claim, uid: lease.claimUid };
-      const ptr = forwardName(labelOf(lease), dns.zone);
+      const ptr = forwardName(lease.dnsLabel, dns.zone);
       const name = reverseName(subject.address!);
       return { holder: { owner, sets: [{ name, type: 'PTR', ttl: dns.ttlSeconds, values: [ptr] }] } };
     }
