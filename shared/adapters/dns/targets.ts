@@ -1,10 +1,14 @@
-import type { Config } from '../../config.ts';
+import { readFile } from 'node:fs/promises';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { environmentSecret, type Config } from '../../config.ts';
 import type { DnsTarget, DnsTargets } from '../../core/dns/ports.ts';
-import type { DnsTargetSpec } from '../../core/dns/settings.ts';
+import type { DnsTargetSpec, Rfc2136Target as Rfc2136Spec } from '../../core/dns/settings.ts';
+import { Rfc2136Target } from './rfc2136-target.ts';
+import type { TsigKey } from './tsig.ts';
 
 /**
  * The DNS targets of the deployed functions, one adapter per target spec, made on first use and kept for the
- * container's life (a TSIG secret is read once per container).
+ * container's life (a TSIG secret is read once per container, and again after a failed read).
  */
 export function dnsTargets(config: Config): DnsTargets {
   const made = new Map<string, DnsTarget>();
@@ -16,6 +20,36 @@ export function dnsTargets(config: Config): DnsTargets {
   };
 }
 
-function makeTarget(spec: DnsTargetSpec, _config: Config): DnsTarget {
-  throw new Error(`No adapter for DNS target ${spec.kind} yet`);
+function makeTarget(spec: DnsTargetSpec, config: Config): DnsTarget {
+  if (spec.kind === 'rfc2136') {
+    let key: Promise<TsigKey> | undefined;
+    const read = () =>
+      (key ??= readSecret(spec, config).then(
+        (secret) => ({ name: spec.keyName, secret }),
+        (error: unknown) => {
+          key = undefined;
+          throw error;
+        },
+      ));
+    return new Rfc2136Target({ server: spec.server, port: spec.port, key: read });
+  }
+  throw new Error(`The ${spec.kind} DNS target has no adapter in this build`);
+}
+
+/** The TSIG secret's bytes from where the pool's secretFrom says: env:NAME, file:/path or ssm:/parameter. */
+async function readSecret(spec: Rfc2136Spec, config: Config): Promise<Buffer> {
+  const from = spec.secretFrom;
+  const [scheme] = from.split(':', 1);
+  const rest = from.slice(scheme!.length + 1);
+  let text: string | undefined;
+  if (scheme === 'env') text = environmentSecret(rest);
+  else if (scheme === 'file') text = await readFile(rest, 'utf8');
+  else if (scheme === 'ssm') {
+    const ssm = new SSMClient({ region: config.region });
+    const out = await ssm.send(new GetParameterCommand({ Name: rest, WithDecryption: true }));
+    text = out.Parameter?.Value;
+  } else throw new Error(`TSIG secrets from ${scheme}: are not read by this build (use env:, file: or ssm:)`);
+  const secret = text?.trim();
+  if (!secret) throw new Error(`No TSIG secret at ${from}`);
+  return Buffer.from(secret, 'base64');
 }

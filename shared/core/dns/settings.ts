@@ -3,7 +3,7 @@ import { InvalidArgumentError } from '../errors.ts';
 import { checkDnsLabel } from '../names.ts';
 
 /** Where the TSIG secret of an RFC 2136 target comes from: never the secret itself (it stays out of the table). */
-export const SECRET_SOURCES = ['env:', 'file:', 'ssm:', 'secretsmanager:'] as const;
+export const SECRET_SOURCES = ['env:', 'file:', 'ssm:'] as const;
 
 /** An RFC 2136 server (BIND, Knot, PowerDNS, Windows DNS) that takes TSIG-signed dynamic updates. */
 export interface Rfc2136Target {
@@ -15,7 +15,7 @@ export interface Rfc2136Target {
   readonly keyName: string;
   /** The TSIG algorithm; only HMAC-SHA256 (RFC 8945's mandatory one). */
   readonly keyAlgorithm: 'hmac-sha256';
-  /** Where the function reads the key's base64 secret: `env:NAME`, `file:/path`, `ssm:/param`, `secretsmanager:id`. */
+  /** Where the function reads the key's base64 secret: `env:NAME`, `file:/path` or `ssm:/param` (a SecureString). */
   readonly secretFrom: string;
 }
 
