@@ -13,7 +13,10 @@ const fqdn = (label: string) => `${label}.${ZONE}`;
  * The stream function's DNS upkeep through the real HTTP handler and the table's own stream records, into memory
  * zones: what a claim publishes, what each kind of release removes, and what it leaves alone.
  */
-export function dnsCases(streams: StreamEngine): void {
+export function dnsCases(streams: StreamEngine, options: { readonly everyReleaseKind: boolean }): void {
+  // Each case costs DynamoDB Local's stream about 10 s on a loaded machine: the int tier runs the release kinds the
+  // memory tier covers once (the claim release) and every other case.
+  const releaseKind = (options.everyReleaseKind ? it : () => undefined) as typeof it;
   const opened: LeaseStream[] = [];
   afterEach(() => {
     for (const s of opened.splice(0)) s.close();
@@ -57,7 +60,7 @@ export function dnsCases(streams: StreamEngine): void {
       );
     });
 
-    it('publishes a claim hostname instead of its name, and no PTR without reverse', async () => {
+    releaseKind('publishes a claim hostname instead of its name, and no PTR without reverse', async () => {
       const { h, zones, drain } = await stack({ reverse: false });
       await claim(h, 'web-0', { hostname: 'www', addresses: ['10.0.0.11'] });
       expect(await drain()).toEqual([]);
@@ -84,7 +87,7 @@ export function dnsCases(streams: StreamEngine): void {
       await gone(zones, '10.0.0.20');
     });
 
-    it('removes them on an owner release', async () => {
+    releaseKind('removes them on an owner release', async () => {
       const { h, zones, drain } = await stack();
       await claim(h, 'web-0', { addresses: ['10.0.0.21'] });
       await drain();
@@ -94,7 +97,7 @@ export function dnsCases(streams: StreamEngine): void {
       await gone(zones, '10.0.0.21');
     });
 
-    it("removes them when the claim's last consumer leaves", async () => {
+    releaseKind("removes them when the claim's last consumer leaves", async () => {
       const { h, zones, drain } = await stack();
       await claim(h, 'web-0', { addresses: ['10.0.0.22'] });
       const consumer = { kind: 'Pod', name: 'c', uid: 'c-1' };
@@ -106,7 +109,7 @@ export function dnsCases(streams: StreamEngine): void {
       await gone(zones, '10.0.0.22');
     });
 
-    it('removes them when the claim expires and the reconciler releases it', async () => {
+    releaseKind('removes them when the claim expires and the reconciler releases it', async () => {
       const { h, zones, drain } = await stack();
       await claim(h, 'web-0', { addresses: ['10.0.0.23'], ttlSeconds: 60 });
       await drain();

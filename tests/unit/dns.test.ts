@@ -2,4 +2,4 @@ import { dnsCases } from '../cases/dns.cases.ts';
 import { memoryStreamEngine } from '../support/lease-stream.ts';
 
 // In memory; tests/int/dns.int.test.ts runs the same cases on DynamoDB Local and its stream.
-dnsCases(memoryStreamEngine());
+dnsCases(memoryStreamEngine(), { everyReleaseKind: true });
