@@ -749,7 +749,7 @@ describe('Function: createHttpHandler', () => {
     expect(JSON.parse(response.body!)).toMatchObject({
       code: 'InvalidArgument',
       detail:
-        'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds, blockPrefixLength, grow.',
+        'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds, blockPrefixLength, grow, dns.',
     });
     expect(ddb.calls()).toHaveLength(0);
   });
