@@ -25,7 +25,6 @@ import { TableExhaustionStore } from './dynamodb/exhaustion-store.ts';
 import { crossingsClient, EventBridgeCrossings } from './crossing-events.ts';
 import { DnsProjection } from '../core/dns/projection.ts';
 import type { DnsTargets } from '../core/dns/ports.ts';
-import { dnsTargets } from './dns/targets.ts';
 
 /**
  * The wait after the `lost`-th lost race (the legacy allocator's bitmap race, a consumer change): a uniform random whole
@@ -35,6 +34,11 @@ const backoff =
   (random: Random, timer: Timer) =>
   (lost: number): Promise<void> =>
     timer.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
+
+/** Only the stream function writes DNS (functions/stream.ts gives it the targets): the others bundle no DNS client. */
+const noDnsTargets: DnsTargets = (spec) => {
+  throw new Error(`This function writes no DNS (${spec.kind} target)`);
+};
 
 /** How long the stream function keeps a pool's view for its DNS settings before checking its range generation. */
 const DNS_VIEW_MAX_AGE_MS = 60_000;
@@ -174,7 +178,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
       pools: { getPoolView: (pool) => dnsViews.get(pool, clock.nowMs()).catch(() => undefined) },
       claims,
       leases,
-      targets: overrides.dnsTargets ?? dnsTargets(config),
+      targets: overrides.dnsTargets ?? noDnsTargets,
       clock,
     }),
   });

@@ -3,7 +3,7 @@ import { InvalidArgumentError } from '../errors.ts';
 import { checkDnsLabel } from '../names.ts';
 
 /** Where the TSIG secret of an RFC 2136 target comes from: never the secret itself (it stays out of the table). */
-export const SECRET_SOURCES = ['env:', 'file:', 'ssm:'] as const;
+export const SECRET_SOURCES = ['env:', 'file:'] as const;
 
 /** An RFC 2136 server (BIND, Knot, PowerDNS, Windows DNS) that takes TSIG-signed dynamic updates. */
 export interface Rfc2136Target {
@@ -15,7 +15,7 @@ export interface Rfc2136Target {
   readonly keyName: string;
   /** The TSIG algorithm; only HMAC-SHA256 (RFC 8945's mandatory one). */
   readonly keyAlgorithm: 'hmac-sha256';
-  /** Where the function reads the key's base64 secret: `env:NAME`, `file:/path` or `ssm:/param` (a SecureString). */
+  /** Where the function reads the key's base64 secret: `env:NAME` or `file:/path` (a deployment fills the variable from SSM). */
   readonly secretFrom: string;
 }
 
@@ -65,7 +65,7 @@ export function checkZoneName(value: unknown, field: string): string {
 
 function checkTarget(value: unknown): DnsTargetSpec {
   const field = 'dns.target';
-  const sentence = `${field} must be {"route53": {"hostedZoneId": "Z..."}} or {"rfc2136": {"server": "10.0.0.53", "port": 53, "keyName": "ipam", "secretFrom": "ssm:/ipam/tsig"}}.`;
+  const sentence = `${field} must be {"route53": {"hostedZoneId": "Z..."}} or {"rfc2136": {"server": "10.0.0.53", "port": 53, "keyName": "ipam", "secretFrom": "env:IPAM_TSIG_SECRET"}}.`;
   if (!isObject(value) || Object.keys(value).length !== 1) throw new InvalidArgumentError(sentence, field);
   if (isObject(value.route53)) return checkRoute53(value.route53);
   if (isObject(value.rfc2136)) return checkRfc2136(value.rfc2136);
