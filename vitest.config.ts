@@ -3,9 +3,9 @@ import { runnableTiers } from './scripts/system-tiers.ts';
 
 // Tiers, visible in file names: *.test.ts (no network), *.int.test.ts (DynamoDB Local), *.e2e.test.ts (local stack
 // over HTTP), *.net.test.ts (real network namespaces and the reference CNI plugins, root), *.browser.test.ts
-// (Debian's chromium) and *.runtime.test.ts (Podman running containers). The last three run only where the machine
+// (Debian's chromium), *.runtime.test.ts (Podman running containers) and *.dns.test.ts (a real BIND 9). The last four run only where the machine
 // can; scripts/system-tiers.ts says in one line why not, and fails the run under CI.
-const systemTiers = runnableTiers(['net', 'browser', 'runtime']);
+const systemTiers = runnableTiers(['net', 'browser', 'runtime', 'dns']);
 
 export default defineConfig({
   test: {

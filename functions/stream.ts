@@ -1,9 +1,10 @@
 import { buildContainerAtColdStart, servingAfter, tableSettingsGuard } from '../shared/adapters/cold-start.ts';
 import { IpamMetrics } from '../shared/adapters/metrics.ts';
 import { createMirrorHandler } from '../shared/adapters/stream/mirror-handler.ts';
+import { dnsTargets } from '../shared/adapters/dns/targets.ts';
 
 // Built when the module loads (Lambda's init phase): a bad setting fails the cold start with one log line naming it.
-const container = buildContainerAtColdStart();
+const container = buildContainerAtColdStart(undefined, { dnsTargets: dnsTargets() });
 
 /**
  * Stream entry: keeps the occupancy summary (one chunk write per batch and chunk touched), writes the address

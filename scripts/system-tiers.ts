@@ -8,11 +8,13 @@
  * - browser: the console in Debian's chromium (tests/browser): /usr/bin/chromium.
  * - runtime: the CNI plugin under a real container runtime, Podman with its CNI backend and runc (tests/runtime):
  *   what net needs, and podman, runc and busybox-static's /bin/busybox (the image is built from it).
+ * - dns: the RFC 2136 target against a real BIND 9 (tests/dns): named, tsig-keygen, dig and nsupdate (bind9 and
+ *   bind9-dnsutils).
  */
 import { accessSync, constants } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
-export type SystemTier = 'net' | 'browser' | 'runtime';
+export type SystemTier = 'net' | 'browser' | 'runtime' | 'dns';
 
 export const CNI_BIN_DIR = '/usr/lib/cni';
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -37,6 +39,12 @@ function onPath(command: string): boolean {
 
 /** Why `tier` cannot run here, or undefined when it can. */
 export function whyTierCannotRun(tier: SystemTier): string | undefined {
+  if (tier === 'dns') {
+    const tools = ['named', 'tsig-keygen', 'dig', 'nsupdate'].filter((t) => !onPath(t));
+    return tools.length > 0
+      ? `${tools.join(', ')} not on PATH (bind9, bind9-dnsutils: npm run setup:system)`
+      : undefined;
+  }
   if (tier === 'runtime') {
     const net = whyTierCannotRun('net');
     if (net !== undefined) return net;

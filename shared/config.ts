@@ -184,3 +184,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
   };
 }
+
+/**
+ * A secret named by a setting stored in the table (a DNS target's `secretFrom: env:NAME`), read when first needed:
+ * which variable is the pool's choice, so it cannot be part of the config read at cold start.
+ */
+export function environmentSecret(name: string): string | undefined {
+  return process.env[name];
+}

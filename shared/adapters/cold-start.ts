@@ -1,5 +1,5 @@
 import { loadConfig } from '../config.ts';
-import { buildContainer, type Container } from './composition.ts';
+import { buildContainer, type Container, type ContainerOverrides } from './composition.ts';
 import { assertTableSettings, TableSettingsMismatchError } from './dynamodb/table-settings.ts';
 import { problemOf, problemResponse } from './http/problem.ts';
 import { NotReadyError } from '../core/errors.ts';
@@ -19,9 +19,12 @@ const defaultLogger: ColdStartLogger = (entry) => console.error(JSON.stringify(e
  *
  * and then rethrown, so the runtime reports the init as failed with the same message.
  */
-export function buildContainerAtColdStart(log: ColdStartLogger = defaultLogger): Container {
+export function buildContainerAtColdStart(
+  log: ColdStartLogger = defaultLogger,
+  overrides: ContainerOverrides = {},
+): Container {
   try {
-    return buildContainer(loadConfig());
+    return buildContainer(loadConfig(), overrides);
   } catch (error) {
     const failure = error instanceof Error ? error : new Error(String(error));
     log({ level: 'error', message: 'cold start failed', error: failure.name, detail: failure.message });

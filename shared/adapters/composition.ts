@@ -23,6 +23,8 @@ import { ExhaustionWatch, type CrossingAnnouncer } from '../core/occupancy/exhau
 import { poolExhaustionReading } from '../core/use-cases/pools.ts';
 import { TableExhaustionStore } from './dynamodb/exhaustion-store.ts';
 import { crossingsClient, EventBridgeCrossings } from './crossing-events.ts';
+import { DnsProjection } from '../core/dns/projection.ts';
+import type { DnsTargets } from '../core/dns/ports.ts';
 
 /**
  * The wait after the `lost`-th lost race (the legacy allocator's bitmap race, a consumer change): a uniform random whole
@@ -32,6 +34,14 @@ const backoff =
   (random: Random, timer: Timer) =>
   (lost: number): Promise<void> =>
     timer.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
+
+/** Only the stream function writes DNS (functions/stream.ts gives it the targets): the others bundle no DNS client. */
+const noDnsTargets: DnsTargets = (spec) => {
+  throw new Error(`This function writes no DNS (${spec.kind} target)`);
+};
+
+/** How long the stream function keeps a pool's view for its DNS settings before checking its range generation. */
+const DNS_VIEW_MAX_AGE_MS = 60_000;
 
 export interface Container {
   readonly config: Config;
@@ -60,6 +70,8 @@ export interface ContainerOverrides {
   readonly wrapStores?: (stores: Stores) => Stores;
   /** Where the stream function's crossings of free-space thresholds go beyond the pool's events (default: EventBridge). */
   readonly announcer?: CrossingAnnouncer;
+  /** The DNS servers the pools' `dns` targets name (default: Route 53 and RFC 2136 adapters; tests give memory zones). */
+  readonly dnsTargets?: DnsTargets;
 }
 
 /** The EventBridge announcer of a config, its client made on the first crossing (most containers never announce one). */
@@ -115,6 +127,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
     },
   );
   const views = new PoolViewCache(pools, overrides.viewMaxAgeMs);
+  const dnsViews = new PoolViewCache(pools, DNS_VIEW_MAX_AGE_MS);
   // Legacy mode (MultiCIDRServiceAllocator=false): the bitmap allocates, and a release clears its bits in its own transaction.
   const allocator: Allocator = gates.MultiCIDRServiceAllocator
     ? new LeaseAllocator({
@@ -160,6 +173,14 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
     history: new HistoryRecorder({ store: stores.history, clock }),
     marks: stores.history,
     exhaustion: watch,
+    dns: new DnsProjection({
+      // Pools and their dns are fixed at creation: a long-lived copy, checked against the range generation when old.
+      pools: { getPoolView: (pool) => dnsViews.get(pool, clock.nowMs()).catch(() => undefined) },
+      claims,
+      leases,
+      targets: overrides.dnsTargets ?? noDnsTargets,
+      clock,
+    }),
   });
   return { config, table, stores, deps, mirror };
 }

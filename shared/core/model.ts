@@ -22,6 +22,41 @@ export const EndReason = {
 } as const;
 export type EndReason = (typeof EndReason)[keyof typeof EndReason];
 
+/** A pool's DNS settings (dns/settings.ts checks them): the zone its claims' names go in, and the server holding it. */
+/** An RFC 2136 server (BIND, Knot, PowerDNS, Windows DNS) that takes TSIG-signed dynamic updates. */
+export interface Rfc2136Target {
+  readonly kind: 'rfc2136';
+  /** The server's address (IPv4 or IPv6 literal, or a host name). */
+  readonly server: string;
+  readonly port: number;
+  /** The TSIG key's name, as the server's `key` clause spells it. */
+  readonly keyName: string;
+  /** The TSIG algorithm; only HMAC-SHA256 (RFC 8945's mandatory one). */
+  readonly keyAlgorithm: 'hmac-sha256';
+  /** Where the function reads the key's base64 secret: `env:NAME` or `file:/path` (a deployment fills the variable from SSM). */
+  readonly secretFrom: string;
+}
+
+/** A Route 53 hosted zone (private or public) by id; `reverseZoneIds` names the hosted zone of each reverse zone. */
+export interface Route53Target {
+  readonly kind: 'route53';
+  readonly hostedZoneId: string;
+  readonly reverseZoneIds?: Readonly<Record<string, string>>;
+}
+
+export type DnsTargetSpec = Rfc2136Target | Route53Target;
+
+export interface DnsSettings {
+  /** The forward zone, absolute and lower-case (`pods.example.internal.`). */
+  readonly zone: string;
+  readonly ttlSeconds: number;
+  /** Publish a PTR per address in the reverse zones (`reverseZones`, or the zone a range's CIDR falls in). */
+  readonly reverse: boolean;
+  /** The reverse zones the target holds, absolute, longest match first wins; absent: derived from each range. */
+  readonly reverseZones?: readonly string[];
+  readonly target: DnsTargetSpec;
+}
+
 /** Range lifecycle, as Kubernetes' ServiceCIDR: Ready serves allocations; Terminating serves none and waits for its leases to go. */
 export const RangeState = { Ready: 'Ready', Terminating: 'Terminating' } as const;
 export type RangeState = (typeof RangeState)[keyof typeof RangeState];
@@ -81,6 +116,8 @@ export interface Pool {
    * those writes arrive on the child's routes where IAM never sees this pool (access.ts requireChildPoolConsent).
    */
   readonly openToChildPools?: true;
+  /** The DNS zone its claims' names are published in (core/dns); absent: none. Fixed at creation. */
+  readonly dns?: DnsSettings;
 }
 
 /** A pool's growth rule: one more block of `pool` when a family's free positions fall below `belowFree`, at most `maxBlocks`. */
@@ -190,6 +227,8 @@ export interface ClaimSpec {
   readonly labels?: Labels;
   /** Explicit blocks of a block-pool claim, canonical CIDRs (one per family); absent means none. */
   readonly prefixes?: readonly string[];
+  /** The DNS label the claim's addresses are published under in a pool with `dns`; absent: the claim's name. */
+  readonly hostname?: string;
 }
 
 /** The owner-facing unit: the addresses of one owner's request, written in one transaction with their leases. */
@@ -222,6 +261,8 @@ export interface Claim {
    * (ClaimHasChildrenError), and it has no expiry (a child range's creation confirms the hold). Absent: none.
    */
   readonly children?: readonly ChildRange[];
+  /** In a pool with `dns`: the label its addresses are published under (spec.hostname, or the name); set at creation. */
+  readonly dnsLabel?: string;
 }
 
 /** A claim's blocks as CIDRs (`address/prefixLength`); an address claim's addresses as they are. */
@@ -284,6 +325,12 @@ export interface Lease {
   readonly createdBy?: Principal;
   /** In a block pool: the held block's prefix length (`address` is its network address). */
   readonly prefixLength?: number;
+  /**
+   * In a pool with `dns`: the claim's DNS label (its hostname, or its name), copied like its labels, so a released
+   * lease's image names the records to remove though the claim is gone, and the stream function's DNS upkeep reads
+   * nothing for the leases of pools without dns. Absent: a pool without dns.
+   */
+  readonly dnsLabel?: string;
 }
 
 /** Size, used, releasing (held for a previous owner) and free addresses; `used + releasing + free = size`. Exact, so BigInt. */
@@ -406,6 +453,7 @@ export function leaseOfClaim(
     ...(claim.spec.labels && Object.keys(claim.spec.labels).length > 0 ? { labels: claim.spec.labels } : {}),
     ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
     ...(address.prefixLength !== undefined ? { prefixLength: address.prefixLength } : {}),
+    ...(claim.dnsLabel ? { dnsLabel: claim.dnsLabel } : {}),
   };
   return claim.expiresAt === undefined ? lease : { ...lease, expiresAt: claim.expiresAt + holdMs };
 }

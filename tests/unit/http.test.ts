@@ -752,7 +752,7 @@ describe('Function: createHttpHandler', () => {
     expect(JSON.parse(response.body!)).toMatchObject({
       code: 'InvalidArgument',
       detail:
-        'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds, blockPrefixLength, grow, openToChildPools.',
+        'Unknown field "colour"; known fields: name, exclude, reuseDelaySeconds, historyDays, access, freeThresholds, blockPrefixLength, grow, openToChildPools, dns.',
     });
     expect(ddb.calls()).toHaveLength(0);
   });

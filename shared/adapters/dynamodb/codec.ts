@@ -46,6 +46,7 @@ export function poolToItem(pool: Pool): Item {
     ...(pool.blockPrefixLength ? { blockPrefixLength: { ...pool.blockPrefixLength } } : {}),
     ...(pool.grow ? { grow: { ...pool.grow } } : {}),
     ...(pool.openToChildPools ? { openToChildPools: true } : {}),
+    ...(pool.dns ? { dns: pool.dns } : {}),
     ...(pool.state ? { state: pool.state, deletionRequestedAt: pool.deletionRequestedAt } : {}),
   };
 }
@@ -65,6 +66,7 @@ export function itemToPool(item: Item): Pool {
     ...(item.state === PoolState.Terminating
       ? { state: PoolState.Terminating, deletionRequestedAt: item.deletionRequestedAt as string }
       : {}),
+    ...(item.dns !== undefined ? { dns: item.dns as Pool['dns'] } : {}),
     ...(item.blockPrefixLength !== undefined ? { blockPrefixLength: blockLengthsOf(item.blockPrefixLength) } : {}),
     ...(item.openToChildPools === true ? { openToChildPools: true as const } : {}),
     ...(item.grow !== undefined
@@ -163,6 +165,7 @@ export function claimToItem(claim: Claim, shards: number): Item {
     ...(claim.createdBy ? { createdBy: claim.createdBy } : {}),
     ...(claim.consumers?.length ? { consumers: claim.consumers } : {}),
     ...(claim.children?.length ? { children: claim.children } : {}),
+    ...(claim.dnsLabel ? { dnsLabel: claim.dnsLabel } : {}),
     ...(claim.expiresAt !== undefined
       ? { expiresAt: claim.expiresAt, ...expiryIndex(claim.pool, claim.name, claim.expiresAt) }
       : {}),
@@ -181,6 +184,7 @@ export function itemToClaim(item: Item): Claim {
     version: item.version as number,
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Claim['createdBy'] } : {}),
     ...(item.pinned === true ? { pinned: true as const } : {}),
+    ...(typeof item.dnsLabel === 'string' ? { dnsLabel: item.dnsLabel } : {}),
     // Field by field: storage may return a map's attributes in any order.
     ...(Array.isArray(item.consumers) && item.consumers.length > 0
       ? { consumers: (item.consumers as Consumer[]).map((c) => ({ kind: c.kind, name: c.name, uid: c.uid })) }
@@ -226,6 +230,7 @@ export function leaseToItem(lease: Lease, shards: number): Item {
     ...(lease.labels ? { labels: lease.labels } : {}),
     ...(lease.createdBy ? { createdBy: lease.createdBy } : {}),
     ...(lease.prefixLength !== undefined ? { prefixLength: lease.prefixLength } : {}),
+    ...(lease.dnsLabel ? { dnsLabel: lease.dnsLabel } : {}),
     // Leases with a TTL are in the expiry index too, so the reconciler finds expired orphans without a scan.
     ...(lease.expiresAt !== undefined
       ? { expiresAt: lease.expiresAt, ...expiryIndex(lease.pool, lease.address, lease.expiresAt) }
@@ -271,6 +276,7 @@ export function itemToLease(item: Item): Lease {
     ...(item.labels !== undefined ? { labels: item.labels as Labels } : {}),
     ...(item.createdBy !== undefined ? { createdBy: item.createdBy as Principal } : {}),
     ...(item.prefixLength !== undefined ? { prefixLength: Number(item.prefixLength) } : {}),
+    ...(typeof item.dnsLabel === 'string' ? { dnsLabel: item.dnsLabel } : {}),
   };
   return lease;
 }

@@ -31,6 +31,8 @@ import { addressesOfBlocks, type PoolDetails } from '../../core/use-cases/pools.
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { RangeOccupancy } from '../../core/use-cases/occupancy.ts';
 
+import type { DnsSettings } from '../../core/dns/settings.ts';
+
 type Schemas = components['schemas'];
 
 /** Counts as JSON: exact, decimal strings beyond 2^53. */
@@ -49,6 +51,18 @@ export function utilizationDto(
   return { ...countsDto(u), ...(block ? { addresses: countsDto(addressesOfBlocks(u, block)) } : {}) };
 }
 
+/** A pool's DNS settings as the client gave them (the target under its kind's key). */
+function dnsSettingsDto(dns: DnsSettings): Schemas['DnsSettings'] {
+  const { kind, ...target } = dns.target;
+  return {
+    zone: dns.zone,
+    ttlSeconds: dns.ttlSeconds,
+    reverse: dns.reverse,
+    ...(dns.reverseZones ? { reverseZones: dns.reverseZones } : {}),
+    target: { [kind]: target },
+  };
+}
+
 export function poolDto(pool: Pool): Schemas['Pool'] {
   return {
     name: pool.name,
@@ -64,6 +78,7 @@ export function poolDto(pool: Pool): Schemas['Pool'] {
       ? { grow: { pool: pool.grow.pool, belowFree: pool.grow.belowFree, maxBlocks: pool.grow.maxBlocks } }
       : {}),
     ...(pool.openToChildPools ? { openToChildPools: true } : {}),
+    ...(pool.dns ? { dns: dnsSettingsDto(pool.dns) } : {}),
     createdAt: pool.createdAt,
   };
 }
@@ -119,6 +134,7 @@ export function claimDto(claim: Claim): Schemas['Claim'] {
     ...(claim.spec.generateName !== undefined ? { generateName: claim.spec.generateName } : {}),
     ...(claim.spec.ttlSeconds !== undefined ? { ttlSeconds: claim.spec.ttlSeconds } : {}),
     labels: claim.spec.labels ?? {},
+    ...(claim.spec.hostname !== undefined ? { hostname: claim.spec.hostname } : {}),
     ...(claim.expiresAt !== undefined ? { expiresAt: new Date(claim.expiresAt).toISOString() } : {}),
     createdAt: claim.createdAt,
     ...(claim.createdBy ? { createdBy: principalDto(claim.createdBy) } : {}),

@@ -99,6 +99,8 @@ export const bodyFields = {
     grow: { type: 'object' },
     // Lets other pools use this one's blocks (a pool without access): access.ts requireChildPoolConsent.
     openToChildPools: { type: 'boolean' },
+    // The pool's DNS zone and target: dns/settings.ts checks it.
+    dns: { type: 'object' },
   },
   'POST /v1/pools/{pool}/ranges': {
     cidr: { type: 'string', required: true },
@@ -131,6 +133,7 @@ export const bodyFields = {
     labels: { type: 'object' },
     // Explicit blocks of a block pool's claim.
     prefixes: { type: 'string[]' },
+    hostname: { type: 'string' },
     // Answer what the claim would get now; write nothing.
     dryRun: { type: 'boolean' },
   },
@@ -168,6 +171,7 @@ export const routes = {
       ...(body.grow !== undefined ? { grow: body.grow } : {}),
       ...(body.openToChildPools !== undefined ? { openToChildPools: body.openToChildPools as boolean } : {}),
       ...(caller ? { caller } : {}),
+      ...(body.dns !== undefined ? { dns: body.dns } : {}),
     });
     return json(201, poolDto(pool), { location: `/v1/pools/${pool.name}` });
   },
@@ -234,6 +238,7 @@ export const routes = {
       ...(body.count !== undefined ? { count: body.count as number } : {}),
       ...(caller ? { createdBy: caller } : {}),
       ...(body.labels !== undefined ? { labels: body.labels as Record<string, string> } : {}),
+      ...(body.hostname !== undefined ? { hostname: body.hostname as string } : {}),
       ...(commitBy !== undefined ? { commitBy } : {}),
     }).catch((error: unknown) => {
       if (error instanceof IpamError) metrics?.failed(scope, error.code);

@@ -13,6 +13,7 @@ export interface StreamMirror {
     readonly ranges?: readonly RangeOutcome[];
     readonly chunks?: readonly ChunkOutcome[];
     readonly exhaustion?: ProjectionResult['exhaustion'];
+    readonly dns?: ProjectionResult['dns'];
   }>;
 }
 
@@ -86,6 +87,19 @@ export function createMirrorHandler(
         error: (error as Error | undefined)?.name,
         detail: (error as Error | undefined)?.message,
       });
+    for (const n of result.dns?.names ?? []) {
+      if (n.outcome === 'taken')
+        log({ level: 'warn', message: 'dns name taken', pool: n.pool, claim: n.claim, name: n.name, holder: n.holder });
+      if (n.outcome === 'failed')
+        log({
+          level: 'error',
+          message: 'dns update failed',
+          pool: n.pool,
+          name: n.name,
+          error: (n.error as Error | undefined)?.name,
+          detail: (n.error as Error | undefined)?.message,
+        });
+    }
     if (result.exhaustion) metrics?.publishExhaustion?.(result.exhaustion.observed, result.exhaustion.crossings);
     metrics?.publishMirror(result.failed.length);
     return { batchItemFailures: result.failed.map((itemIdentifier) => ({ itemIdentifier })) };

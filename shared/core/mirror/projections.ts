@@ -4,6 +4,7 @@ import type { ChunkOutcome, SummaryMirror } from '../occupancy/summary-mirror.ts
 import type { HistoryRecorder, HistoryResult } from '../history/recorder.ts';
 import type { HistoryWriter } from '../history/ports.ts';
 import type { Crossing, ExhaustionWatch, Observation } from '../occupancy/exhaustion.ts';
+import type { DnsProjection, DnsResult } from '../dns/projection.ts';
 
 /**
  * How far (stream time) the newest mark a container put for a pool may trail a batch that wrote no chunk of the pool
@@ -25,6 +26,8 @@ export interface ProjectionResult {
     readonly observed: readonly Observation[];
     readonly errors: readonly { pool: string; error: unknown }[];
   };
+  /** The DNS records' upkeep (absent when the projections run without it). */
+  readonly dns?: DnsResult;
 }
 
 /** The parts of the stream function's work: the two mirrors, and the history and exhaustion checks where wired. */
@@ -35,6 +38,8 @@ export interface ProjectionParts {
   /** Where a pool's history mark goes when no summary chunk of the batch carries it. */
   readonly marks?: Pick<HistoryWriter, 'advanceMark'>;
   readonly exhaustion?: Pick<ExhaustionWatch, 'check'>;
+  /** The pools' DNS records (core/dns), kept after the leases' own projections. */
+  readonly dns?: Pick<DnsProjection, 'apply'>;
 }
 
 /**
@@ -62,6 +67,7 @@ export class LeaseProjections {
   readonly history?: Pick<HistoryRecorder, 'apply'>;
   private readonly marks?: Pick<HistoryWriter, 'advanceMark'>;
   readonly exhaustion?: Pick<ExhaustionWatch, 'check'>;
+  readonly dns?: Pick<DnsProjection, 'apply'>;
 
   constructor(parts: ProjectionParts) {
     this.summary = parts.summary;
@@ -69,6 +75,7 @@ export class LeaseProjections {
     this.history = parts.history;
     this.marks = parts.marks;
     this.exhaustion = parts.exhaustion;
+    this.dns = parts.dns;
   }
 
   async apply(changes: readonly LeaseChange[]): Promise<ProjectionResult> {
@@ -83,12 +90,15 @@ export class LeaseProjections {
     ]);
     if (history) await this.markUnchunked(history, summary.chunks);
     const exhaustion = await this.checkExhaustion(changes);
+    // DNS last: it reads the leases and claims as they are, and a failed name fails only its own records.
+    const dns = await this.dns?.apply(changes);
     return {
-      failed: [...new Set([...summary.failed, ...legacy.failed, ...(history?.failed ?? [])])],
+      failed: [...new Set([...summary.failed, ...legacy.failed, ...(history?.failed ?? []), ...(dns?.failed ?? [])])],
       ranges: legacy.ranges,
       chunks: summary.chunks,
       ...(history ? { history } : {}),
       ...(exhaustion ? { exhaustion } : {}),
+      ...(dns ? { dns } : {}),
     };
   }
 

@@ -8,6 +8,7 @@ import { IpFamilyPolicy, isBlockPool, type Claim, type ClaimSpec, type Owner, ty
 import type { FamilyRequest } from '../allocator/allocator.ts';
 import { rangesOf } from '../base/pool-geometry.ts';
 import type { Principal } from '../access.ts';
+import { checkHostname } from '../dns/settings.ts';
 
 export interface CreateClaimCommand {
   readonly pool: string;
@@ -33,6 +34,8 @@ export interface CreateClaimCommand {
   readonly prefixes?: readonly string[];
   /** Answer what the claim would get now and write nothing (a preview is not a hold). */
   readonly dryRun?: boolean;
+  /** The DNS label to publish instead of the claim's name (dns/settings.ts); part of the spec. */
+  readonly hostname?: string;
 }
 
 /**
@@ -104,6 +107,7 @@ export function normalizeSpec(cmd: CreateClaimCommand): { spec: ClaimSpec; expli
     ...(count > 1 ? { count } : {}),
     // Kept only when there are some: a request with `labels: {}` and one without are the same request.
     ...(Object.keys(labels).length > 0 ? { labels } : {}),
+    ...(cmd.hostname !== undefined ? { hostname: checkHostname(cmd.hostname) } : {}),
   };
   return { spec, explicit };
 }
@@ -274,6 +278,7 @@ function sameSpec(a: ClaimSpec, b: ClaimSpec): boolean {
       s.count ?? 1,
       formatLabels(s.labels),
       s.prefixes ?? [],
+      s.hostname ?? null,
     ]);
   return canon(a) === canon(b);
 }

@@ -261,6 +261,7 @@ async function allocateRound(creation: Creation, views: ViewRetry, name: string)
       ...(spec.ttlSeconds !== undefined ? { expiresAt: nowMs + spec.ttlSeconds * 1000 } : {}),
       version: 1,
       ...(cmd.createdBy ? { createdBy: cmd.createdBy } : {}),
+      ...(view.pool.dns ? { dnsLabel: spec.hostname ?? name } : {}),
     };
     const result = await deps.allocator.allocate(view, draft, requests, {
       ...(cmd.commitBy !== undefined ? { commitBy: cmd.commitBy } : {}),

@@ -28,6 +28,7 @@ import { MAX_FREE_THRESHOLDS } from '../occupancy/exhaustion.ts';
 import { type Deps } from './deps.ts';
 import { nowIso, pageLimit } from '../base/time.ts';
 import { checkGrow, parentBlockMisfit } from './growth-rule.ts';
+import { checkDnsSettings } from '../dns/settings.ts';
 import { releaseGrownSource, type GrownReleaseDeps } from './grown-blocks.ts';
 
 export interface CreatePoolCommand {
@@ -49,6 +50,8 @@ export interface CreatePoolCommand {
   readonly openToChildPools?: boolean;
   /** The caller: a growth rule needs the parent's consent for it (a role in the parent's access). */
   readonly caller?: Principal;
+  /** The DNS zone its claims are published in (dns/settings.ts); absent: none. */
+  readonly dns?: unknown;
 }
 
 /**
@@ -157,6 +160,8 @@ export async function createPool(deps: Pick<Deps, 'pools' | 'views' | 'clock'>, 
     cmd.grow === undefined
       ? undefined
       : await checkGrowParent(deps, checkGrow(cmd.grow, name), blockPrefixLength, cmd.caller);
+  const dns =
+    cmd.dns === undefined ? undefined : checkDnsSettings(cmd.dns, { blockPool: blockPrefixLength !== undefined });
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
   const pool: Pool = {
@@ -171,6 +176,7 @@ export async function createPool(deps: Pick<Deps, 'pools' | 'views' | 'clock'>, 
     ...(blockPrefixLength ? { blockPrefixLength } : {}),
     ...(grow ? { grow } : {}),
     ...(open ? { openToChildPools: true as const } : {}),
+    ...(dns ? { dns } : {}),
   };
   const outcome = await deps.pools.createPool(pool);
   if (outcome === 'terminating') throw new PoolTerminatingError(name);

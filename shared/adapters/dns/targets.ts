@@ -1,0 +1,53 @@
+import { readFile } from 'node:fs/promises';
+import { environmentSecret } from '../../config.ts';
+import type { DnsTarget, DnsTargets } from '../../core/dns/ports.ts';
+import type { DnsTargetSpec, Rfc2136Target as Rfc2136Spec } from '../../core/dns/settings.ts';
+import { Rfc2136Target } from './rfc2136-target.ts';
+import type { TsigKey } from './tsig.ts';
+
+/**
+ * The DNS targets of the deployed functions, one adapter per target spec, made on first use and kept for the
+ * container's life (a TSIG secret is read once per container, and again after a failed read).
+ */
+export function dnsTargets(): DnsTargets {
+  const made = new Map<string, DnsTarget>();
+  return (spec: DnsTargetSpec) => {
+    const key = JSON.stringify(spec);
+    let target = made.get(key);
+    if (!target) made.set(key, (target = makeTarget(spec)));
+    return target;
+  };
+}
+
+function makeTarget(spec: DnsTargetSpec): DnsTarget {
+  if (spec.kind === 'rfc2136') {
+    let key: Promise<TsigKey> | undefined;
+    const read = () =>
+      (key ??= readSecret(spec).then(
+        (secret) => ({ name: spec.keyName, secret }),
+        (error: unknown) => {
+          key = undefined;
+          throw error;
+        },
+      ));
+    return new Rfc2136Target({ server: spec.server, port: spec.port, key: read });
+  }
+  throw new Error(`The ${spec.kind} DNS target has no adapter in this build`);
+}
+
+/**
+ * The TSIG secret's bytes from where the pool's secretFrom says: env:NAME or file:/path. No SSM client here: it would
+ * push every function's bundle past its size budget; a deployment fills the variable from SSM instead.
+ */
+async function readSecret(spec: Rfc2136Spec): Promise<Buffer> {
+  const from = spec.secretFrom;
+  const [scheme] = from.split(':', 1);
+  const rest = from.slice(scheme!.length + 1);
+  let text: string | undefined;
+  if (scheme === 'env') text = environmentSecret(rest);
+  else if (scheme === 'file') text = await readFile(rest, 'utf8');
+  else throw new Error(`TSIG secrets from ${scheme}: are not read by this build (use env: or file:)`);
+  const secret = text?.trim();
+  if (!secret) throw new Error(`No TSIG secret at ${from}`);
+  return Buffer.from(secret, 'base64');
+}

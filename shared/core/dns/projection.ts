@@ -1,0 +1,202 @@
+/**
+ * The DNS projection of the leases: run by the stream function after the lease changes are committed, like the
+ * mirrors, and never on the allocation's path. Level-triggered: a change only says which names to look at; what they
+ * should hold is read again from the claims and leases (consistent reads), and what they hold from the zone, so a
+ * repeated, late or out-of-order record, a crash between two writes and a failed call all converge on redelivery.
+ *
+ * Per lease change it looks at three names: the forward name of the claim before and after (its hostname, or its
+ * name) and, with `reverse`, the address's PTR name. A forward name's rightful holder is the live claim its TXT
+ * names, else the first live claim (by name) of the change whose label it is; another live claim wanting it is
+ * told the name is taken, as when a foreign record holds it.
+ */
+import type { LeaseChange } from '../base/lease-change.ts';
+import { isExpired, isReleased, type Claim, type Pool, type PoolView } from '../model.ts';
+import type { ClaimStore, Clock, LeaseIndex, PoolStore } from '../ports.ts';
+import { planName, ownerAt } from './plan.ts';
+import { forwardName, reverseName, reverseZoneOf, type RecordOwner, type RecordSet } from './records.ts';
+import type { DnsTargets } from './ports.ts';
+import type { DnsSettings } from './settings.ts';
+import { IpFamily, parseAddress } from '../ip/address.ts';
+import { cidrContains, parseCidr } from '../ip/cidr.ts';
+
+export interface DnsProjectionDeps {
+  readonly pools: Pick<PoolStore, 'getPoolView'>;
+  readonly claims: Pick<ClaimStore, 'getClaim'>;
+  readonly leases: Pick<LeaseIndex, 'getLease'>;
+  readonly targets: DnsTargets;
+  readonly clock: Clock;
+}
+
+/** What the projection did with one name. */
+export interface NameOutcome {
+  readonly pool: string;
+  readonly name: string;
+  readonly kind: 'forward' | 'reverse';
+  /** The claim that holds (or wanted) the name; absent when nobody does. */
+  readonly claim?: string;
+  readonly outcome: 'published' | 'removed' | 'unchanged' | 'taken' | 'failed';
+  /** For `taken`: who holds it (another claim's name, or the foreign TXT's text). */
+  readonly holder?: string;
+  readonly error?: unknown;
+}
+
+export interface DnsResult {
+  /** Ids of the changes whose names failed: reported as batch item failures, so the stream delivers them again. */
+  readonly failed: readonly string[];
+  readonly names: readonly NameOutcome[];
+}
+
+/** One name to look at, the claims that may want it, and the changes that pointed at it. */
+interface Subject {
+  readonly pool: string;
+  readonly kind: 'forward' | 'reverse';
+  readonly label: string;
+  readonly candidates: Set<string>;
+  readonly address?: string;
+  readonly ids: string[];
+}
+
+/** How often a name whose guard failed (written meanwhile) is read and planned again within one batch. */
+const STALE_TRIES = 3;
+
+export const claimLabel = (claim: Claim): string => claim.dnsLabel ?? claim.spec.hostname ?? claim.name;
+
+export class DnsProjection {
+  constructor(private readonly deps: DnsProjectionDeps) {}
+
+  async apply(changes: readonly LeaseChange[]): Promise<DnsResult> {
+    const views = new Map<string, Promise<PoolView | undefined>>();
+    const viewOf = (pool: string) => {
+      if (!views.has(pool)) views.set(pool, this.deps.pools.getPoolView(pool));
+      return views.get(pool)!;
+    };
+    const subjects = new Map<string, Subject>();
+    const add = (s: Omit<Subject, 'candidates' | 'ids'>, id: string, candidate?: string) => {
+      const key = `${s.pool}\u0000${s.kind}\u0000${s.label}`;
+      const subject = subjects.get(key) ?? { ...s, candidates: new Set<string>(), ids: [] };
+      subjects.set(key, subject);
+      subject.ids.push(id);
+      if (candidate !== undefined) subject.candidates.add(candidate);
+    };
+    for (const change of changes) {
+      const leases = [change.transition?.before, change.transition?.after].filter((l) => l?.dnsLabel !== undefined);
+      // Only the leases of pools with dns carry a label: the others cost no read here.
+      if (leases.length === 0) continue;
+      const dns = (await viewOf(change.pool))?.pool.dns;
+      if (!dns) continue;
+      for (const lease of leases)
+        add({ pool: change.pool, kind: 'forward', label: lease!.dnsLabel! }, change.id, lease!.claim);
+      if (dns.reverse)
+        add({ pool: change.pool, kind: 'reverse', label: change.address, address: change.address }, change.id);
+    }
+    const names: NameOutcome[] = [];
+    const failed = new Set<string>();
+    // Names one after another: a batch's names are few, and each name's reads and write stay in order.
+    for (const subject of subjects.values()) {
+      const view = (await viewOf(subject.pool))!;
+      const outcomes = await this.settle(subject, view);
+      names.push(...outcomes);
+      if (outcomes.some((o) => o.outcome === 'failed')) for (const id of subject.ids) failed.add(id);
+    }
+    return { failed: [...failed], names };
+  }
+
+  /** Reads, plans and writes one name until it is settled, or reports why not. */
+  private async settle(subject: Subject, view: PoolView): Promise<NameOutcome[]> {
+    const dns = view.pool.dns!;
+    const target = this.deps.targets(dns.target);
+    const { zone, name } = this.placeOf(subject, view, dns);
+    const base = { pool: subject.pool, name, kind: subject.kind };
+    try {
+      for (let attempt = 0; attempt < STALE_TRIES; attempt++) {
+        const existing = (await target.read(zone, [name])).get(name) ?? [];
+        const wanted = await this.wanted(subject, view.pool, dns, existing);
+        const plan = planName({
+          zone,
+          name,
+          pool: subject.pool,
+          existing,
+          ttl: dns.ttlSeconds,
+          ...(wanted.holder ? { wanted: wanted.holder } : {}),
+        });
+        const claim = wanted.holder?.owner.claim;
+        const held = { ...base, ...(claim ? { claim } : {}) };
+        // A live claim that wants a name another live claim of the pool holds is told so; the holder keeps it.
+        const rivals = (wanted.rivals ?? []).map(
+          (r): NameOutcome => ({ ...base, claim: r, outcome: 'taken', holder: `claim ${claim}` }),
+        );
+        if (plan.kind === 'taken')
+          return [{ ...held, outcome: 'taken', ...(plan.holder ? { holder: plan.holder } : {}) }, ...rivals];
+        if (plan.kind === 'unchanged') return [{ ...held, outcome: 'unchanged' }, ...rivals];
+        const [outcome] = await target.change(zone, [plan.change]);
+        if (outcome?.kind === 'applied')
+          return [{ ...held, outcome: plan.change.after.length ? 'published' : 'removed' }, ...rivals];
+        if (outcome?.kind === 'failed') return [{ ...held, outcome: 'failed', error: outcome.error }];
+      }
+      return [{ ...base, outcome: 'failed', error: new Error(`${name} kept changing under the update`) }];
+    } catch (error) {
+      return [{ ...base, outcome: 'failed', error }];
+    }
+  }
+
+  private placeOf(subject: Subject, view: PoolView, dns: DnsSettings): { zone: string; name: string } {
+    if (subject.kind === 'forward') return { zone: dns.zone, name: forwardName(subject.label, dns.zone) };
+    const address = subject.address!;
+    const parsed = parseAddress(address);
+    const range = view.ranges.find((r) => r.family === parsed.family && cidrContains(parseCidr(r.cidr), parsed));
+    return { zone: reverseZoneOf(address, range?.cidr, dns.reverseZones), name: reverseName(address) };
+  }
+
+  /** Who should hold the name, read from the claims (forward) or the lease (reverse) as they are now. */
+  private async wanted(
+    subject: Subject,
+    pool: Pool,
+    dns: DnsSettings,
+    existing: readonly RecordSet[],
+  ): Promise<Wanted> {
+    const now = this.deps.clock.nowMs();
+    if (subject.kind === 'reverse') {
+      const lease = await this.deps.leases.getLease(pool.name, subject.address!);
+      if (!lease?.dnsLabel || isReleased(lease) || isExpired(lease, now)) return {};
+      const owner = { pool: pool.name, claim: lease.claim, uid: lease.claimUid };
+      const ptr = forwardName(lease.dnsLabel, dns.zone);
+      const name = reverseName(subject.address!);
+      return { holder: { owner, sets: [{ name, type: 'PTR', ttl: dns.ttlSeconds, values: [ptr] }] } };
+    }
+    const current = ownerAt(existing, pool.name);
+    const names = [...new Set([...(current ? [current.claim] : []), ...[...subject.candidates].sort()])];
+    const live: Claim[] = [];
+    for (const claimName of names) {
+      const claim = await this.deps.claims.getClaim(pool.name, claimName);
+      if (claim && !isExpired(claim, now) && claimLabel(claim) === subject.label) live.push(claim);
+    }
+    // The claim the TXT names keeps the name while it lives; otherwise the first live one takes it.
+    const holder = live.find((c) => current && c.uid === current.uid) ?? live[0];
+    if (!holder) return {};
+    const rival = live.find((c) => c !== holder);
+    const owner: RecordOwner = { pool: pool.name, claim: holder.name, uid: holder.uid };
+    return {
+      holder: { owner, sets: addressSets(holder, forwardName(subject.label, dns.zone), dns.ttlSeconds) },
+      ...(rival ? { rival: `claim ${holder.name}` } : {}),
+    };
+  }
+}
+
+interface Wanted {
+  readonly holder?: { readonly owner: RecordOwner; readonly sets: readonly RecordSet[] };
+  /** Other live claims of the pool that want the same name (each reported as taken by the holder). */
+  readonly rivals?: readonly string[];
+}
+
+/** A claim's A and AAAA sets at `name`. */
+function addressSets(claim: Claim, name: string, ttl: number): RecordSet[] {
+  const sets: RecordSet[] = [];
+  for (const [family, type] of [
+    [IpFamily.IPv4, 'A'],
+    [IpFamily.IPv6, 'AAAA'],
+  ] as const) {
+    const values = claim.addresses.filter((a) => a.family === family).map((a) => a.address);
+    if (values.length > 0) sets.push({ name, type, ttl, values });
+  }
+  return sets;
+}
