@@ -142,12 +142,20 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       out: { type: 'string' },
       only: { type: 'string' },
+      // design:full:containers, repeatable: just those cells of the full grid (e.g. the goals' cells).
+      case: { type: 'string', multiple: true },
     },
   });
   const quick = values.quick;
   const ranOn = commit();
   const rows: CompareRow[] = [];
-  for (const cell of compareGrid(quick, values.only)) {
+  const picked = (values.case ?? []).map((c) => c.split(':'));
+  const cells = compareGrid(quick, values.only).filter(
+    (c) =>
+      !picked.length ||
+      picked.some(([d, p, n]) => c.design === d && c.fullPercent === Number(p) && c.containers === Number(n)),
+  );
+  for (const cell of cells) {
     const started = performance.now();
     const row = await compareCell(cell);
     rows.push(row);
@@ -170,7 +178,7 @@ async function main(): Promise<void> {
   mkdirSync(RESULTS, { recursive: true });
   const file = values.out ?? new URL(quick ? 'compare-quick.json' : 'compare.json', RESULTS).pathname;
   writeFileSync(file, json);
-  if (!quick && !values.only && !values.out)
+  if (!quick && !values.only && !values.out && !picked.length)
     publish(rows, `Grid run on ${ranOn} ([sim/results/compare.json](sim/results/compare.json)).`);
 }
 

@@ -80,7 +80,7 @@ export interface CompareCell {
   readonly windowMs: number;
   readonly seed: number;
   readonly geometry?: Geometry;
-  /** No capacity limit and no latency: the model check's count-only run. */
+  /** No capacity limit: the model check's count-only run. */
   readonly unlimited?: boolean;
 }
 
@@ -96,6 +96,8 @@ export interface CompareRow {
   readonly readUnitsPerClaim: number;
   readonly usdPerMillionClaims: number;
   readonly firstLimit: string;
+  /** The claim alone, its release left out: what the bench's model check compares. */
+  readonly claimOnly: { readonly requests: number; readonly readUnits: number; readonly writeUnits: number };
   readonly claims: number;
   readonly busy: number;
   readonly full: number;
@@ -384,7 +386,7 @@ export async function compareCell(cell: CompareCell): Promise<CompareRow> {
     scheduler,
     rng: rng.fork('storage'),
     requestTimeoutMs: 3000,
-    ...(cell.unlimited ? { unlimited: true, latencyScale: 0 } : { quotas: COMPARE_QUOTAS }),
+    ...(cell.unlimited ? { unlimited: true } : { quotas: COMPARE_QUOTAS }),
   });
   const w: World = {
     cell,
@@ -439,6 +441,7 @@ export async function compareCell(cell: CompareCell): Promise<CompareRow> {
     readUnitsPerClaim: cycle.readUnits,
     usdPerMillionClaims: usdPerMillionCycles(cycle),
     firstLimit: firstLimit(w, throttledBefore, measure),
+    claimOnly: { requests: alloc.requests / n, readUnits: alloc.readUnits / n, writeUnits: alloc.writeUnits / n },
     claims: measure.claims,
     busy: measure.busy,
     full: measure.full,
