@@ -883,7 +883,25 @@ function costSection(rows: readonly Row[], commit: string): string[] {
     '| design | $ / million cycles | $ / address-month at 10,000 | at 100,000 | VPC IPAM $ / address-month |',
     '|---|---|---|---|---|',
   );
-  for (const r of rows.filter((x) => x.fullPercent === 90 && x.containers === 10)) {
+  let quick: Row[] = [];
+  try {
+    quick = (
+      JSON.parse(readFileSync(new URL('../../sim/results/compare-quick.json', import.meta.url), 'utf8')) as {
+        rows: Row[];
+      }
+    ).rows;
+  } catch {
+    // No quick grid saved: designs the full grid has not reached are left out.
+  }
+  const designs = ['lease', 'lease-blind', 'bitmap-cas', 'global-lock', 'block-lease', 'parent-document'];
+  const cells = designs.flatMap((design) => {
+    const pick = (from: readonly Row[]) =>
+      from.find((x) => x.design === design && x.fullPercent === 90 && x.containers === 10);
+    const full = pick(rows);
+    const small = full ? undefined : pick(quick);
+    return full ? [{ r: full, note: '' }] : small ? [{ r: small, note: ' (quick grid: a /20, a /16 parent)' }] : [];
+  });
+  for (const { r, note } of cells) {
     const usd = Number(r.usdPerMillionClaims);
     const month = (addresses: number) =>
       perAddressMonth({
@@ -893,7 +911,7 @@ function costSection(rows: readonly Row[], commit: string): string[] {
         bytesPerHolding: BYTES_PER_HOLDING,
       });
     out.push(
-      `| ${String(r.design)} | ${usd.toFixed(2)} | ${month(10_000).ours.toFixed(4)} | ${month(100_000).ours.toFixed(4)} | ${month(10_000).ipam.toFixed(4)} |`,
+      `| ${String(r.design)}${note} | ${usd.toFixed(2)} | ${month(10_000).ours.toFixed(4)} | ${month(100_000).ours.toFixed(4)} | ${month(10_000).ipam.toFixed(4)} |`,
     );
   }
   out.push('');
