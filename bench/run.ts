@@ -31,6 +31,7 @@ import { coldStartScenario } from './scenarios/cold-start.ts';
 import { exhaustionScenario } from './scenarios/exhaustion.ts';
 import { historyScenario } from './scenarios/history.ts';
 import { mirrorCostScenario } from './scenarios/mirror-cost.ts';
+import { modelCheckScenario } from './scenarios/model-check.ts';
 import { occupancyCostScenario } from './scenarios/occupancy-cost.ts';
 import { reconcilerCostScenario } from './scenarios/reconciler-cost.ts';
 import { throughputScenario } from './scenarios/throughput.ts';
@@ -61,6 +62,7 @@ export const SCENARIOS: readonly Scenario[] = [
   cniScenario,
   historyScenario,
   blocksScenario,
+  modelCheckScenario,
 ];
 
 async function main(): Promise<number> {

@@ -279,6 +279,11 @@ export class Throughput {
     }
   }
 
+  /** Whether `key` lies in the partition of `scope` that starts at `start` now. */
+  holds(scope: string, start: number, key: string): boolean {
+    return this.scope(scope).partitionOf(hashOf(key)) === start;
+  }
+
   /** Partitions of each scope now, and how many splits made them. */
   partitions(): Record<string, { partitions: number; splits: number }> {
     return Object.fromEntries(

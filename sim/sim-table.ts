@@ -168,6 +168,8 @@ export class SimEngine {
   readonly throughput: Throughput;
   /** Refusals per bucket (`partition|write|GSI1|<start>`, `partition|read|table|<start>`, `ramp|table`, `quota|write|GSI1`): what was short. */
   readonly throttledBy = new Map<string, number>();
+  /** Keys charged in refused calls, per scope and kind (`table|write`): what `describeBucket` names a partition by. */
+  private readonly chargedKeys = new Map<string, Set<string>>();
   /** Items held by transactions in flight. */
   private readonly locks = new Set<string>();
   /** Virtual time of each item write MemoryTable stored, oldest first (for lag in writes). */
@@ -255,7 +257,29 @@ export class SimEngine {
     );
     if (short === undefined) return true;
     this.throttledBy.set(short, (this.throttledBy.get(short) ?? 0) + 1);
+    if (short.startsWith('partition|'))
+      for (const c of charges) {
+        const bar = c.partition.indexOf('|');
+        const id = `${c.partition.slice(0, bar)}|${c.kind}`;
+        let keys = this.chargedKeys.get(id);
+        if (!keys) this.chargedKeys.set(id, (keys = new Set()));
+        if (keys.size < 10_000) keys.add(c.partition.slice(bar + 1));
+      }
     return false;
+  }
+
+  /**
+   * A refused bucket in words: `partition|write|table|<start>` as the partition holding the keys that were charged
+   * there (`write units of the table's partition holding BENCHMAP#p`), the quota and ramp buckets as they are.
+   */
+  describeBucket(id: string): string {
+    const [kind, what, scope, start] = id.split('|');
+    if (kind !== 'partition' || scope === undefined || start === undefined) return id;
+    const keys = [...(this.chargedKeys.get(`${scope}|${what}`) ?? [])]
+      .filter((k) => this.throughput.holds(scope, Number(start), k))
+      .sort();
+    const shown = keys.slice(0, 3).join(', ') + (keys.length > 3 ? ` and ${keys.length - 3} more` : '');
+    return `${what} units of a ${scope === 'table' ? 'table' : scope} partition (${shown || 'no key seen'})`;
   }
 
   isLocked(keys: readonly Key[]): boolean[] {

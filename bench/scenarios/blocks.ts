@@ -1,6 +1,7 @@
-import { GetItemCommand, PutItemCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { buildContainer } from '../../shared/adapters/composition.ts';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { SdkTable } from '../../shared/adapters/dynamodb/sdk-table.ts';
+import { blocksOf, parentDocumentCaller, parentItem } from '../../scripts/lib/designs.ts';
+import { sleep } from '../lib/storage.ts';
 import { NotReadyError, RangeFullError } from '../../shared/core/errors.ts';
 import { createClaim } from '../../shared/core/use-cases/claims.ts';
 import { createPool } from '../../shared/core/use-cases/pools.ts';
@@ -19,11 +20,12 @@ import { capacity, lowerBandSize, parseCidr, slotted } from '../../shared/core/i
  */
 const BLOCKS = 1024;
 const BLOCK_PREFIX = 26;
+const PARENT = '10.0.0.0/16';
 /** The address pool of the same size beside it: a /22 holds 1,022 addresses. */
 const ADDRESSES = 1022;
 
 /** A strategy of this scenario: prefill `filled` positions, then answer one claim per call. */
-interface BlockStrategy {
+export interface BlockStrategy {
   readonly name: string;
   open(
     bench: Bench,
@@ -41,7 +43,7 @@ interface BlockStrategy {
  * function keeping the summary as in the lease strategy), and address claims of an address pool of the same size in the
  * same cell: the requests a block claim costs beside an address claim's.
  */
-function leaseStrategy(kind: 'blocks' | 'addresses'): BlockStrategy {
+export function leaseStrategy(kind: 'blocks' | 'addresses'): BlockStrategy {
   return {
     name: kind === 'blocks' ? 'lease-blocks' : 'lease-addresses',
     async open(bench, filled) {
@@ -51,7 +53,7 @@ function leaseStrategy(kind: 'blocks' | 'addresses'): BlockStrategy {
         name: 'p',
         ...(kind === 'blocks' ? { blockPrefixLength: { IPv4: BLOCK_PREFIX } } : {}),
       });
-      await createRange(setup.deps, { pool: 'p', cidr: kind === 'blocks' ? '10.0.0.0/16' : '10.0.0.0/22' });
+      await createRange(setup.deps, { pool: 'p', cidr: kind === 'blocks' ? PARENT : '10.0.0.0/22' });
       const feed = new StreamFeed(buildContainer(config, { client: bench.extraClient(new Meter()) }).mirror);
       bench.tap.listener = (leases) => feed.push(leases);
       feed.start();
@@ -92,57 +94,33 @@ function leaseStrategy(kind: 'blocks' | 'addresses'): BlockStrategy {
   };
 }
 
-const isThrottle = (error: unknown): boolean =>
-  error instanceof Error && error.name === 'ProvisionedThroughputExceededException';
-
 /**
- * The parent-document design (go-ipam's AcquireChildPrefix): one item holding the parent's children, read
- * consistently, a free block picked at random, and the item rewritten under a version condition; a lost race reads
- * again. Written here for the comparison only.
+ * The parent-document design (go-ipam's AcquireChildPrefix): scripts/lib/designs.ts, the code the simulator's
+ * comparison runs, on the metered client. The parent is go-ipam's document of the /16 with every child it lists.
  */
-const parentDocument: BlockStrategy = {
+export const parentDocument: BlockStrategy = {
   name: 'parent-document',
   async open(bench, filled) {
-    const key = { PK: { S: 'PARENT#p' }, SK: { S: 'doc' } };
+    const all = blocksOf(PARENT, BLOCK_PREFIX);
     const taken = new Set<number>();
     while (taken.size < filled) taken.add(Math.floor(Math.random() * BLOCKS));
-    await bench.setupClient.send(
-      new PutItemCommand({
-        TableName: bench.tableName,
-        Item: { ...key, version: { N: '1' }, children: { S: JSON.stringify([...taken]) } },
-      }),
-    );
-    const client: DynamoDBClient = bench.client;
+    const children = new Map([...taken].map((i) => [all[i]!, false]));
+    await new SdkTable(bench.setupClient, bench.tableName).write({
+      kind: 'put',
+      item: parentItem({ pool: 'p', parent: PARENT, blockPrefix: BLOCK_PREFIX, children, version: 1 }),
+    });
+    const design = parentDocumentCaller({
+      table: new SdkTable(bench.client, bench.tableName),
+      pool: 'p',
+      parent: PARENT,
+      blockPrefix: BLOCK_PREFIX,
+      ports: { nowMs: () => Date.now(), unit: () => Math.random(), sleep },
+    });
     return {
       // Nothing to warm: the design keeps no state between claims.
       async warm() {},
       async claim() {
-        for (let attempt = 0; attempt < 200; attempt += 1) {
-          try {
-            const out = await client.send(
-              new GetItemCommand({ TableName: bench.tableName, Key: key, ConsistentRead: true }),
-            );
-            const version = Number(out.Item!.version!.N);
-            const children = new Set(JSON.parse(out.Item!.children!.S!) as number[]);
-            if (children.size >= BLOCKS) return 'full';
-            const free = Array.from({ length: BLOCKS }, (_, i) => i).filter((i) => !children.has(i));
-            children.add(free[Math.floor(Math.random() * free.length)]!);
-            await client.send(
-              new PutItemCommand({
-                TableName: bench.tableName,
-                Item: { ...key, version: { N: String(version + 1) }, children: { S: JSON.stringify([...children]) } },
-                ConditionExpression: 'version = :v',
-                ExpressionAttributeValues: { ':v': { N: String(version) } },
-              }),
-            );
-            return 'ok';
-          } catch (error) {
-            // A lost race, or the item's partition over DynamoDB's per-key limit (limited and deployed modes): read
-            // again at once. No back-off, which favours this design (a refused attempt costs the engine nothing).
-            if (!(error instanceof ConditionalCheckFailedException || isThrottle(error))) throw error;
-          }
-        }
-        return 'busy';
+        return (await design.claim()).kind;
       },
       async close() {},
     };
@@ -282,7 +260,7 @@ export const blocksScenario: Scenario = {
       status: failures.length ? 'failed' : 'ok',
       failures,
       notes: [
-        `Each cell: a fresh table, the pool pre-filled to the share shown through the same code, then ${claimsPerCell} claims (at most half of those free, so a cell stays near its fill level) by the callers at once. lease-blocks: a block pool of /${BLOCK_PREFIX} blocks over a /16 (${BLOCKS} blocks, Calico's default); lease-addresses: an address pool of a /22 (${ADDRESSES} addresses); parent-document: one item listing the ${BLOCKS} blocks' children, rewritten under a version condition (go-ipam's design). Callers are warm: before the measured claims, each container answers one preview (dryRun), which fills its caches and writes nothing.`,
+        `Each cell: a fresh table, the pool pre-filled to the share shown through the same code, then ${claimsPerCell} claims (at most half of those free, so a cell stays near its fill level) by the callers at once. lease-blocks: a block pool of /${BLOCK_PREFIX} blocks over a /16 (${BLOCKS} blocks, Calico's default); lease-addresses: an address pool of a /22 (${ADDRESSES} addresses); parent-document: go-ipam's design (scripts/lib/designs.ts): its parent document (every child handed out, as go-ipam's JSON) read consistently and rewritten under its version, then the child's own document written. Callers are warm: before the measured claims, each container answers one preview (dryRun), which fills its caches and writes nothing.`,
         'deployed: each measured request first waits a modelled round trip to DynamoDB (5 ms a read, 7 ms a single-item write, 15 ms a transaction; assumed, not measured), which DynamoDB Local on the same host lacks. It is where the designs differ by construction: a parent document takes one claim per contended read-and-write round, per-block leases one per caller.',
         "requestsPerClaim counts every DynamoDB request of the measured client (reads, transactions, retries) over the claims answered; the stream function's requests are not counted. requestsByKind splits it by request (Tx: TransactWriteItems; Get: GetItem, after each commit the range-generation check; BatchGet: consistent reads of free positions, freed counters and seals; Query: the occupancy summary; Update: seals of a band read used up).",
         bandNote(),

@@ -15,6 +15,7 @@ const scenarios = [
   'reconciler-cost',
   'cni',
   'history',
+  'model-check',
 ];
 
 /** Runs `npm run bench -- --quick --out <dir>` in a child process; resolves with its exit code and output. */

@@ -1,0 +1,185 @@
+/**
+ * npm run sim:compare -- [--quick] [--out FILE] [--only DESIGN]
+ *
+ * The designs side by side at AWS's limits (compare.ts): every design at 0, 50 and 90 % full with 1, 10, 100 and
+ * 1,000 containers. Writes sim/results/compare.json (the commit it ran on, the settings, one row a cell), the chart
+ * and the table between the compare markers of SIMULATION.md. `--quick` runs a small grid on smaller pools (a /20 of
+ * addresses, a /16 parent of /26 blocks; 0 and 90 % full; 1 and 10 containers) and writes only its JSON
+ * (sim/results/compare-quick.json, or --out). Deterministic: the same commit and arguments write the same bytes.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { lineChart } from '../scripts/lib/svg.ts';
+import {
+  COMPARE_QUOTAS,
+  compareCell,
+  DESIGNS,
+  GEOMETRY,
+  SHARDS,
+  type CompareCell,
+  type CompareRow,
+  type Design,
+  type Geometry,
+} from './compare.ts';
+
+const RESULTS = new URL('./results/', import.meta.url);
+const DOC = new URL('../SIMULATION.md', import.meta.url);
+const START = '<!-- compare:start -->';
+const END = '<!-- compare:end -->';
+
+export const QUICK_GEOMETRY: Geometry = { addresses: '10.0.0.0/20', parent: '10.0.0.0/16', blockPrefix: 26 };
+
+function windowFor(containers: number): { warmupMs: number; windowMs: number } {
+  if (containers >= 100) return { warmupMs: 1500, windowMs: 1000 };
+  if (containers >= 10) return { warmupMs: 1000, windowMs: 2000 };
+  return { warmupMs: 1000, windowMs: 4000 };
+}
+
+/** The grid's cells, in the order they run. */
+export function compareGrid(quick: boolean, only?: string): CompareCell[] {
+  const cells: CompareCell[] = [];
+  for (const design of Object.keys(DESIGNS) as Design[]) {
+    if (only && design !== only) continue;
+    for (const fullPercent of quick ? [0, 90] : [0, 50, 90])
+      for (const containers of quick ? [1, 10] : [1, 10, 100, 1000])
+        cells.push({
+          design,
+          fullPercent,
+          containers,
+          seed: 1,
+          ...(quick ? { warmupMs: 1000, windowMs: 1000, geometry: QUICK_GEOMETRY } : windowFor(containers)),
+        });
+  }
+  return cells;
+}
+
+const round = (n: number): number => Number(n.toFixed(3));
+
+/** The commit the run is on (`-dirty` when the tree has changes), so a saved grid says what it measured. */
+function commit(): string {
+  try {
+    return execFileSync('git', ['describe', '--always', '--dirty', '--abbrev=12'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The two rate goals, read off the rows: at 90 % full and 1,000 containers. */
+export function compareGoals(rows: readonly CompareRow[]) {
+  const at = (design: Design) => rows.find((r) => r.design === design && r.fullPercent === 90 && r.containers === 1000);
+  const goal = (what: string, a: Design, b: Design, target: number) => {
+    const [x, y] = [at(a), at(b)];
+    const ratio = x && y ? x.perSecond / Math.max(y.perSecond, 1e-9) : Number.NaN;
+    return {
+      goal: what,
+      ratio,
+      met: Number.isFinite(ratio) ? ratio >= target : undefined,
+      figure: x && y ? `${f(ratio, 1)}x (${f(x.perSecond, 0)}/s vs ${f(y.perSecond, 1)}/s)` : 'not in this grid',
+      limits: x && y ? `${a}: ${x.firstLimit}; ${b}: ${y.firstLimit}` : '',
+    };
+  };
+  return [
+    goal(
+      'block claims >= 5x the parent-document design (90 % full, 1,000 containers)',
+      'block-lease',
+      'parent-document',
+      5,
+    ),
+    goal('lease >= 50x bitmap-cas (90 % full, 1,000 containers)', 'lease', 'bitmap-cas', 50),
+  ];
+}
+
+const f = (n: number, d = 1): string =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '-';
+
+export function compareTable(rows: readonly CompareRow[]): string {
+  const lines = [
+    '| design | unit | full | containers | claims/s | p99 ms | requests | WCU | RCU | $/M cycles | first limit |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const r of rows)
+    lines.push(
+      `| ${r.design} | ${r.unit} | ${r.fullPercent} % | ${r.containers} | ${f(r.perSecond, r.perSecond < 10 ? 1 : 0)} | ${f(r.p99Ms)} | ${f(r.requestsPerClaim, 2)} | ${f(r.writeUnitsPerClaim, 2)} | ${f(r.readUnitsPerClaim, 2)} | ${f(r.usdPerMillionClaims, 2)} | ${r.firstLimit} |`,
+    );
+  return lines.join('\n');
+}
+
+function chart(rows: readonly CompareRow[], fullPercent: number): string {
+  return lineChart({
+    title: `claims/s at AWS's limits, ${fullPercent} % full (simulated)`,
+    xLabel: 'containers',
+    yLabel: 'claims/s',
+    logX: true,
+    logY: true,
+    series: (Object.keys(DESIGNS) as Design[]).map((design) => ({
+      name: design,
+      points: rows
+        .filter((r) => r.design === design && r.fullPercent === fullPercent)
+        .map((r) => [r.containers, Math.max(r.perSecond, 0.1)] as const),
+    })),
+  });
+}
+
+function publish(rows: readonly CompareRow[], saved: string): void {
+  for (const full of [0, 90]) writeFileSync(new URL(`compare-${full}.svg`, RESULTS), chart(rows, full));
+  const doc = readFileSync(DOC, 'utf8');
+  const at = doc.indexOf(START);
+  const to = doc.indexOf(END);
+  if (at < 0 || to < 0) throw new Error('SIMULATION.md has no compare markers');
+  const goals = compareGoals(rows)
+    .map((g) => `- ${g.goal}: ${g.figure}, ${g.met ? 'met' : 'not met'} (first limits: ${g.limits})`)
+    .join('\n');
+  writeFileSync(
+    DOC,
+    `${doc.slice(0, at + START.length)}\n${saved}\n\n${goals}\n\n${compareTable(rows)}\n${doc.slice(to)}`,
+  );
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      out: { type: 'string' },
+      only: { type: 'string' },
+      // design:full:containers, repeatable: just those cells of the full grid (e.g. the goals' cells).
+      case: { type: 'string', multiple: true },
+    },
+  });
+  const quick = values.quick;
+  const ranOn = commit();
+  const rows: CompareRow[] = [];
+  const picked = (values.case ?? []).map((c) => c.split(':'));
+  const cells = compareGrid(quick, values.only).filter(
+    (c) =>
+      !picked.length ||
+      picked.some(([d, p, n]) => c.design === d && c.fullPercent === Number(p) && c.containers === Number(n)),
+  );
+  for (const cell of cells) {
+    const started = performance.now();
+    const row = await compareCell(cell);
+    rows.push(row);
+    // Wall time on stderr: stdout and the files stay the same bytes for the same commit and arguments.
+    process.stdout.write(
+      `${row.design} ${row.fullPercent}% x${row.containers}: ${f(row.perSecond, 1)}/s p99 ${f(row.p99Ms)} ms, ${f(row.requestsPerClaim, 2)} req, ${f(row.writeUnitsPerClaim, 2)} WCU, ${f(row.readUnitsPerClaim, 2)} RCU, $${f(row.usdPerMillionClaims, 2)}/M; ${row.firstLimit}\n`,
+    );
+    process.stderr.write(`  (${((performance.now() - started) / 1000).toFixed(1)} s wall)\n`);
+  }
+  const out = {
+    commit: ranOn,
+    quick,
+    geometry: quick ? QUICK_GEOMETRY : GEOMETRY,
+    quotas: COMPARE_QUOTAS,
+    leaseIndexShards: SHARDS,
+    goals: compareGoals(rows).map((g) => ({ ...g, ratio: round(g.ratio) })),
+    rows,
+  };
+  const json = `${JSON.stringify(out, (_k, v: unknown) => (typeof v === 'number' ? round(v) : v), 2)}\n`;
+  mkdirSync(RESULTS, { recursive: true });
+  const file = values.out ?? new URL(quick ? 'compare-quick.json' : 'compare.json', RESULTS).pathname;
+  writeFileSync(file, json);
+  if (!quick && !values.only && !values.out && !picked.length)
+    publish(rows, `Grid run on ${ranOn} ([sim/results/compare.json](sim/results/compare.json)).`);
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
