@@ -664,7 +664,7 @@ export interface ReportInput {
 /**
  * Goals of this bench that DynamoDB Local cannot measure (every caller on one engine and two cores, no partition, no
  * per-item limit): rate ratios between designs and partition-bound scaling. The simulator's comparison carries them
- * (docs/decisions/0005-goals-where-measurable.md); the archive keeps their rows as measured here.
+ * (docs/decisions/0009-goals-where-measurable.md); the archive keeps their rows as measured here.
  */
 export const MOVED_TO_SIMULATOR: readonly string[] = [
   'lease >= 10x bitmap-cas',
@@ -719,7 +719,7 @@ export function renderSummary(input: ReportInput, goals: readonly GoalRow[], arc
     );
   out.push('## Goals (DynamoDB Local: counts and same-engine figures)\n');
   out.push(
-    "Rate ratios between designs and anything partitions decide are measured in the simulator at AWS's limits (below and [SIMULATION.md](SIMULATION.md)); docs/decisions/0005-goals-where-measurable.md lists each goal moved and why.\n",
+    "Rate ratios between designs and anything partitions decide are measured in the simulator at AWS's limits (below and [SIMULATION.md](SIMULATION.md)); docs/decisions/0009-goals-where-measurable.md lists each goal moved and why.\n",
   );
   out.push('| Goal | Figure | Met |\n|---|---|---|');
   const order = (met: boolean | undefined) => (met === false ? 0 : met === undefined ? 1 : 2);
