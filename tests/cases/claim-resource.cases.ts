@@ -49,7 +49,12 @@ export function claimResourceCases(engine: TestEngine): void {
 
   async function setup(poolBody: Record<string, unknown> = {}) {
     const api = await testApi({}, {}, undefined, engine);
-    const org = await api.call('POST', '/v1/pools', { name: 'org', blockPrefixLength: { IPv4: 16 }, ...poolBody });
+    const org = await api.call('POST', '/v1/pools', {
+      name: 'org',
+      blockPrefixLength: { IPv4: 16 },
+      ...(poolBody.access ? {} : { openToChildPools: true }),
+      ...poolBody,
+    });
     expect(org.status, JSON.stringify(org.body)).toBe(201);
     const admin: Record<string, string> = poolBody.access
       ? { 'x-ipam-principal': 'arn:aws:iam::123456789012:role/netadmin' }

@@ -93,7 +93,7 @@ function checkNoDoubleHold(items: readonly Item[], nowMs: number): void {
 }
 
 const SPECS: Record<'top' | 'c' | 'g', Record<string, unknown>> = {
-  top: { name: 'top', blockPrefixLength: { IPv4: 26 } },
+  top: { name: 'top', openToChildPools: true, blockPrefixLength: { IPv4: 26 } },
   c: { name: 'c', blockPrefixLength: { IPv4: 28 } },
   g: { name: 'g', blockPrefixLength: { IPv4: 28 }, grow: { pool: 'top', belowFree: 1, maxBlocks: 2 } },
 };

@@ -38,7 +38,10 @@ export function poolTreeDeleteCases(engine: TestEngine): void {
       // Prepare: org's claim eu-west is the block of range eu-west/main; org's claims listing never shows it, its
       // leases listing has caught up.
       const { api, clock, listings } = await laggingApi(engine, (p) => p.startsWith('CLAIM#org#'));
-      expect((await api.call('POST', '/v1/pools', { name: 'org', blockPrefixLength: { IPv4: 16 } })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools', { name: 'org', openToChildPools: true, blockPrefixLength: { IPv4: 16 } }))
+          .status,
+      ).toBe(201);
       expect((await api.call('POST', '/v1/pools/org/ranges', { cidr: '10.0.0.0/8' })).status).toBe(201);
       const region = await api.call('POST', '/v1/pools/org/claims', { name: 'eu-west', owner: owner('eu') });
       expect(region.status).toBe(201);
@@ -52,7 +55,11 @@ export function poolTreeDeleteCases(engine: TestEngine): void {
       );
       // Act
       const deleted = await api.call('DELETE', '/v1/pools/org');
-      const again = await api.call('POST', '/v1/pools', { name: 'org', blockPrefixLength: { IPv4: 16 } });
+      const again = await api.call('POST', '/v1/pools', {
+        name: 'org',
+        openToChildPools: true,
+        blockPrefixLength: { IPv4: 16 },
+      });
       const items = await allItems(listings.inner);
       // Assess: accepted, but the claim and its block stay while the child range lives; the name is not free
       expect(deleted.status, JSON.stringify(deleted.body)).toBe(202);
@@ -78,7 +85,10 @@ export function poolTreeDeleteCases(engine: TestEngine): void {
         engine,
         (p) => p.startsWith('CLAIM#node-1#') || p.startsWith('LEASE#node-1#'),
       );
-      expect((await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 28 } })).status).toBe(201);
+      expect(
+        (await api.call('POST', '/v1/pools', { name: 'top', openToChildPools: true, blockPrefixLength: { IPv4: 28 } }))
+          .status,
+      ).toBe(201);
       expect((await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.0.0.0/24' })).status).toBe(201);
       const grow = { pool: 'top', belowFree: 1, maxBlocks: 2 };
       for (const name of ['node-1', 'node-2'])
@@ -133,9 +143,15 @@ export function poolTreeDeleteCases(engine: TestEngine): void {
       // Prepare: g (/28 blocks) and a (addresses) grow from top; top is deleted and made again with /32 blocks
       const api = await testApi({}, {}, undefined, engine);
       const top = async (length: number) => {
-        expect((await api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: length } })).status).toBe(
-          201,
-        );
+        expect(
+          (
+            await api.call('POST', '/v1/pools', {
+              name: 'top',
+              openToChildPools: true,
+              blockPrefixLength: { IPv4: length },
+            })
+          ).status,
+        ).toBe(201);
         expect((await api.call('POST', '/v1/pools/top/ranges', { cidr: '10.0.0.0/24' })).status).toBe(201);
       };
       await top(26);

@@ -1,3 +1,4 @@
+// Over 300 lines: one protocol's decisions (Create, Update and Delete, and the answer each sends), which read each other's rules.
 /**
  * The decisions of the `Custom::IpamClaim` provider (CloudFormation's custom resource protocol): a request read and
  * checked, the claim use cases it calls (the same ones the HTTP routes call), and the answer it gets. Sending the
