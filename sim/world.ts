@@ -1381,9 +1381,10 @@ export class World {
       this.violations(checkStatus(reply.status, `${method} ${path}`, reply.error ?? ''));
       return reply;
     };
+    // Not the owner a growth gives its blocks (grown-blocks.ts): the child pool's deletion must not release the block.
     const claimBody = (name: string, pool: string) => ({
       name,
-      owner: { kind: 'Pool', name: pool, uid: `pool-${pool}` },
+      owner: { kind: 'Pool', name: pool, uid: `tree-operator-${pool}` },
       ipFamilies: ['IPv4'],
     });
     for (let k = 1; k <= rounds && !this.scheduler.stoppedBy; k += 1) {
