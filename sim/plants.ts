@@ -5,7 +5,7 @@
  * of the same scenario holds (tests/unit/sim-plants.test.ts pins both). They keep the checker honest: a check that
  * cannot see a bug it was written for shows up here, not in production.
  */
-import type { TxVerdict, WriteOp } from '../shared/adapters/dynamodb/table.ts';
+import type { Table, TxVerdict, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 import type { PoolViewCache } from '../shared/core/pool-view-cache.ts';
 import { isBlockPool, type PoolView } from '../shared/core/model.ts';
 import { familyBits, formatAddress } from '../shared/core/ip/address.ts';
@@ -100,6 +100,25 @@ function nextBlock(op: WriteOp): WriteOp {
 function releasingRenewed(store: ReconcileStore): ReconcileStore {
   const planted = Object.create(store) as ReconcileStore;
   planted.releaseExpiredClaim = (claim, _cutoffMs, event, hold) => store.releaseClaim(claim, event, hold);
+  return planted;
+}
+
+/**
+ * The pool store with its deletion's second phase trusting the claims listing: the leases it re-reads name no claim,
+ * so a claim the lagging listing misses is never read for its child ranges, and its leases go while it stays.
+ */
+function trustingClaimsListing(pools: Deps['pools']): Deps['pools'] {
+  const store = pools as unknown as { table: Table; finalizePool: Deps['pools']['finalizePool'] };
+  const table = Object.create(store.table) as Table;
+  table.batchGet = async (keys, attributes) =>
+    (await store.table.batchGet(keys, attributes)).map((item) => {
+      if (item.entity !== undefined || !attributes?.includes('claim')) return item;
+      const { claim: _claim, ...rest } = item;
+      return rest;
+    });
+  const finalizing = Object.create(store, { table: { value: table } }) as typeof store;
+  const planted = Object.create(pools) as Deps['pools'];
+  planted.finalizePool = (pool, options) => store.finalizePool.call(finalizing, pool, options);
   return planted;
 }
 
@@ -213,6 +232,13 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     hooks: {
       mutate: (ops, caller) => (caller.role === 'setup' ? ops.map(nextBlock) : [...ops]),
     },
+  },
+  'delete-parent-on-listing': {
+    name: 'delete-parent-on-listing',
+    bug: "a pool's deletion trusts its claims listing: a lease's claim is not read, so a claim the listing misses keeps its child range while its lease is deleted",
+    scenario: { ...NAMED_ONLY.blocks!, name: 'blocks' },
+    caughtBy: Invariant.NoDoubleHold,
+    hooks: { deps: (deps) => ({ ...deps, pools: trustingClaimsListing(deps.pools) }) },
   },
   'keep-last-consumer': {
     name: 'keep-last-consumer',

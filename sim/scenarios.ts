@@ -91,7 +91,7 @@ export const NAMED_ONLY: Readonly<Record<string, Scenario>> = {
     cidrs: ['10.0.0.0/22', '10.0.4.0/22'],
     ipv6: 'fd00::/112',
     blocks: { IPv4: 26, IPv6: 120 },
-    tree: { belowFree: 200, maxBlocks: 3 },
+    tree: { belowFree: 200, maxBlocks: 3, parentDeletes: 60 },
     faults: ALL_FAULTS,
   },
 };

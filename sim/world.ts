@@ -176,9 +176,10 @@ export interface Scenario {
   /**
    * A pool tree under the block pool: address pool `sim-child` made from an IPv4 block claim of `sim`
    * (POST ranges with `source`), and address pool `sim-grow`, without ranges at first, growing from `sim` (`grow`:
-   * this threshold and bound). Clients 1 and 2 (mod 4) claim in them.
+   * this threshold and bound). Clients 1 and 2 (mod 4) claim in them. `parentDeletes`: the tree operator's rounds
+   * (treeOperator) on a parent pool of one block, deleted right after a child range is made from that block.
    */
-  readonly tree?: { readonly belowFree: number; readonly maxBlocks: number };
+  readonly tree?: { readonly belowFree: number; readonly maxBlocks: number; readonly parentDeletes?: number };
   /** Fraction of claims made with a TTL (renewed by their client while it holds them), and that TTL. */
   readonly ttlShare: number;
   readonly ttlSeconds: number;
@@ -336,6 +337,9 @@ const POOL_B = 'sim-b';
 /** The pool tree's pools (Scenario.tree): one made from a block claim of POOL, one growing from POOL. */
 const POOL_CHILD = 'sim-child';
 const POOL_GROW = 'sim-grow';
+/** The tree operator's parent pool (one block: a second hand-out of it is a double hold) and its range. */
+const POOL_PARENT = 'sim-parent';
+const PARENT_CIDR = '10.70.0.0/26';
 /** The block claim of POOL that POOL_CHILD's range is made from. */
 const CHILD_SOURCE = 'child-source';
 /** The range of the second pool's k-th incarnation: a CIDR of its own, so an address tells which incarnation it was taken in. */
@@ -1354,6 +1358,88 @@ export class World {
     }
   }
 
+  /**
+   * The tree operator (Scenario.tree.parentDeletes rounds over the load): makes a child pool's range from the one
+   * block of POOL_PARENT and deletes POOL_PARENT at once, while its listings may still lag behind the block's claim
+   * (the index lag of sim-table.ts). The deletion must refuse or wait while the block is the child's range: one that
+   * freed it would hand the block out again once the parent is made again, which the round then does (a claim of the
+   * parent made again would be the block's second holder). Then it takes the tree down and makes the parent again.
+   */
+  private async treeOperator(endMs: number): Promise<void> {
+    const rounds = this.scenario.tree?.parentDeletes ?? 0;
+    if (rounds <= 0) return;
+    const rng = this.rng.fork('tree-operator');
+    const admin = this.newContainer('admin');
+    // A request, again while the answer is 429 or 5xx (a storm); a 5xx but 503 is a violation.
+    const send = async (method: 'POST' | 'DELETE', path: string, body?: unknown): Promise<Reply> => {
+      let reply = await admin.http(method, path, body);
+      for (let tries = 1; tries < 10 && (reply.status === 429 || reply.status >= 500); tries += 1) {
+        this.violations(checkStatus(reply.status, `${method} ${path}`, reply.error ?? ''));
+        await this.scheduler.sleep(rng.int(200, 1000));
+        reply = await admin.http(method, path, body);
+      }
+      this.violations(checkStatus(reply.status, `${method} ${path}`, reply.error ?? ''));
+      return reply;
+    };
+    // Not the owner a growth gives its blocks (grown-blocks.ts): the child pool's deletion must not release the block.
+    const claimBody = (name: string, pool: string) => ({
+      name,
+      owner: { kind: 'Pool', name: pool, uid: `tree-operator-${pool}` },
+      ipFamilies: ['IPv4'],
+    });
+    for (let k = 1; k <= rounds && !this.scheduler.stoppedBy; k += 1) {
+      await this.scheduler.sleep(rng.exponential(this.scenario.durationMs / rounds));
+      if (this.scheduler.now >= endMs) return;
+      const child = `sim-nested-${k}`;
+      await send('POST', '/v1/pools', { name: child });
+      const made = await send('POST', `/v1/pools/${POOL_PARENT}/claims`, claimBody(`block-${k}`, child));
+      const block = made.status === 201 ? (made.body as ClaimDocument).addresses[0]?.prefix : undefined;
+      if (block) {
+        const source = { pool: POOL_PARENT, claim: `block-${k}` };
+        const range = await send('POST', `/v1/pools/${child}/ranges`, { cidr: block, source });
+        const deleted = await send('DELETE', `/v1/pools/${POOL_PARENT}`);
+        this.log(
+          `tree-operator round ${k}: ${child} made from ${POOL_PARENT}/block-${k} (${block}) -> ${range.status}; DELETE pool ${POOL_PARENT} -> ${deleted.status}`,
+        );
+        this.count(this.faultCounts, `parent-delete-${deleted.status}`);
+        if (deleted.status === 204) {
+          await this.makeParent(send);
+          const again = await send('POST', `/v1/pools/${POOL_PARENT}/claims`, claimBody(`again-${k}`, POOL_PARENT));
+          this.log(`tree-operator round ${k}: ${POOL_PARENT} made again; a claim of its one block -> ${again.status}`);
+          this.check();
+        }
+      }
+      await this.untilGone(child, send, rng);
+      for (const name of [`again-${k}`, `block-${k}`]) await send('DELETE', `/v1/pools/${POOL_PARENT}/claims/${name}`);
+      await this.untilGone(POOL_PARENT, send, rng);
+      await this.makeParent(send);
+    }
+  }
+
+  /** DELETE a pool again while it answers 409 (claims listed) or 202 (Terminating), up to 30 times. */
+  private async untilGone(
+    pool: string,
+    send: (method: 'DELETE', path: string) => Promise<Reply>,
+    rng: Prng,
+  ): Promise<void> {
+    for (let tries = 0; tries < 30 && !this.scheduler.stoppedBy; tries += 1) {
+      const answer = await send('DELETE', `/v1/pools/${pool}`);
+      if (answer.status === 204 || answer.status === 404) return;
+      await this.scheduler.sleep(rng.int(50, 300));
+    }
+    this.count(this.faultCounts, 'tree-delete-gave-up');
+  }
+
+  /** The tree operator's parent: a block pool of /26 blocks with one /26 range (a 409 is an earlier attempt's commit). */
+  private async makeParent(send: (method: 'POST', path: string, body: unknown) => Promise<Reply>): Promise<void> {
+    for (let tries = 0; tries < 10 && !this.scheduler.stoppedBy; tries += 1) {
+      await send('POST', '/v1/pools', { name: POOL_PARENT, blockPrefixLength: { IPv4: 26 } });
+      const range = await send('POST', `/v1/pools/${POOL_PARENT}/ranges`, { cidr: PARENT_CIDR });
+      if (range.status === 201 || range.status === 409) return;
+      await this.scheduler.sleep(500);
+    }
+  }
+
   private async storms(endMs: number): Promise<void> {
     const rate = this.scenario.faults.stormsPerMinute;
     if (rate <= 0) return;
@@ -1399,6 +1485,10 @@ export class World {
       await send(`/v1/pools/${POOL_B}/ranges`, { cidr: poolBCidr(1) });
     }
     if (this.scenario.tree) await this.plantTree(admin.http, send);
+    if (this.scenario.tree?.parentDeletes) {
+      await send('/v1/pools', { name: POOL_PARENT, blockPrefixLength: { IPv4: 26 } });
+      await send(`/v1/pools/${POOL_PARENT}/ranges`, { cidr: PARENT_CIDR });
+    }
     const fill = Math.floor(this.scenario.prefill * this.hostCount(this.scenario.cidrs[0]!));
     for (let i = 0; i < fill; i += 1)
       await send(`/v1/pools/${POOL}/claims`, { name: `pre-${i}`, owner: { kind: 'Pod', name: 'pre', uid: 'pre' } });
@@ -1438,6 +1528,7 @@ export class World {
     void this.ownerReaper(end);
     void this.consumerActor(end);
     void this.poolOperator(end);
+    void this.treeOperator(end);
     void this.storms(end);
     void this.checker();
     await this.scheduler.runUntil(end);
