@@ -108,6 +108,34 @@ export function dynamoTable(config: Config, client?: DynamoDBClient): SdkTable {
   return new SdkTable(sdk, config.tableName);
 }
 
+/** The allocator the gates choose, over the container's stores. */
+function allocatorOf(parts: {
+  readonly gates: Config['featureGates'];
+  readonly stores: Stores;
+  readonly hints: HintCache;
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly pause: (lost: number) => Promise<void>;
+  readonly strategy: ContainerOverrides['strategy'];
+}): Allocator {
+  const { gates, stores, hints, clock, random, pause, strategy } = parts;
+  const { pools, claims, leases, bitmaps, occupancy } = stores;
+  // Legacy mode (MultiCIDRServiceAllocator=false): the bitmap allocates, and a release clears its bits in its own transaction.
+  return gates.MultiCIDRServiceAllocator
+    ? new LeaseAllocator({
+        claims,
+        hints,
+        clock,
+        random,
+        windowOf: dynamicWindowOf(gates),
+        leaseStates: (pool, addresses) => occupancy.leaseStates(pool, addresses),
+        heldFor: (pool, owner, nowMs) => leases.heldFor(pool, owner, nowMs),
+        seals: stores.seals,
+        ...(strategy ? { strategy } : {}),
+      })
+    : new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause });
+}
+
 /** The one composition root: builds the adapters once per container and binds them to the use cases. */
 export function buildContainer(config: Config, overrides: ContainerOverrides = {}): Container {
   const table = overrides.table ?? dynamoTable(config, overrides.client);
@@ -128,20 +156,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   );
   const views = new PoolViewCache(pools, overrides.viewMaxAgeMs);
   const dnsViews = new PoolViewCache(pools, DNS_VIEW_MAX_AGE_MS);
-  // Legacy mode (MultiCIDRServiceAllocator=false): the bitmap allocates, and a release clears its bits in its own transaction.
-  const allocator: Allocator = gates.MultiCIDRServiceAllocator
-    ? new LeaseAllocator({
-        claims,
-        hints,
-        clock,
-        random,
-        windowOf: dynamicWindowOf(gates),
-        leaseStates: (pool, addresses) => occupancy.leaseStates(pool, addresses),
-        heldFor: (pool, owner, nowMs) => leases.heldFor(pool, owner, nowMs),
-        seals: stores.seals,
-        ...(overrides.strategy ? { strategy: overrides.strategy } : {}),
-      })
-    : new BitmapAllocator({ claims, leases, pools, bitmaps, clock, random, pause });
+  const allocator = allocatorOf({ gates, stores, hints, clock, random, pause, strategy: overrides.strategy });
   const exhaustion = new TableExhaustionStore(table);
   const deps: Deps = {
     pools,

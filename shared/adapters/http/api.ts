@@ -116,6 +116,26 @@ async function authorize(
 const logged = (value: string | undefined) =>
   value === undefined ? undefined : value.length > 256 ? `${value.slice(0, 256)}...` : value;
 
+/** A request no route takes: 405 with `Allow` when its path is known for other methods, else 404. @throws NotFoundError */
+function noRoute(
+  compiled: ReturnType<typeof compileRoutes>,
+  event: ReturnType<typeof readEvent>,
+): APIGatewayProxyStructuredResultV2 {
+  // The path is echoed for the reader, cut short so a huge path does not make a huge answer.
+  const path = event.rawPath.length > 200 ? `${event.rawPath.slice(0, 200)}...` : event.rawPath;
+  const allow = methodsOf(compiled, event.rawPath);
+  if (allow.length) {
+    const problem = problemOf(new MethodNotAllowedError(event.requestContext.http.method, path, allow));
+    const response = problemResponse(problem);
+    return { ...response, headers: { ...response.headers, allow: allow.join(', ') } };
+  }
+  throw new NotFoundError(
+    'route',
+    path,
+    `No route ${event.requestContext.http.method || '(no method)'} ${path || '(no path)'}.`,
+  );
+}
+
 /** Builds the HTTP API handler: route, call one use case, map the result; errors become problem documents. */
 export function createHttpHandler(
   deps: () => Deps,
@@ -134,21 +154,7 @@ export function createHttpHandler(
     .handler(async (raw) => {
       const event = readEvent(raw);
       const match = matchRoute(compiled, event);
-      if (!match) {
-        // The path is echoed for the reader, cut short so a huge path does not make a huge answer.
-        const path = event.rawPath.length > 200 ? `${event.rawPath.slice(0, 200)}...` : event.rawPath;
-        const allow = methodsOf(compiled, event.rawPath);
-        if (allow.length) {
-          const problem = problemOf(new MethodNotAllowedError(event.requestContext.http.method, path, allow));
-          const response = problemResponse(problem);
-          return { ...response, headers: { ...response.headers, allow: allow.join(', ') } };
-        }
-        throw new NotFoundError(
-          'route',
-          path,
-          `No route ${event.requestContext.http.method || '(no method)'} ${path || '(no path)'}.`,
-        );
-      }
+      if (!match) return noRoute(compiled, event);
       const route = routes[match.key];
       const routed = { ...event, pathParameters: match.pathParameters };
       // Every write leaves one audit line: who (the principal), what (route, names), and how it ended.

@@ -22,6 +22,68 @@ export type MirrorLogger = (entry: Record<string, unknown>) => void;
 
 const defaultLogger: MirrorLogger = (entry) => console.error(JSON.stringify(entry));
 
+/** One log line per failed part of a batch, per exhaustion crossing, and per DNS name taken or failed. */
+function logOutcomes(result: Awaited<ReturnType<StreamMirror['apply']>>, log: MirrorLogger): void {
+  for (const chunk of result.chunks ?? []) {
+    if (chunk.outcome !== 'failed') continue;
+    const error = chunk.error as Error | undefined;
+    log({
+      level: 'error',
+      message: 'summary chunk write failed',
+      pool: chunk.pool,
+      family: chunk.family,
+      chunk: chunk.index.toString(),
+      records: chunk.changes,
+      error: error?.name,
+      detail: error?.message,
+    });
+  }
+  for (const range of result.ranges ?? []) {
+    if (range.outcome !== 'failed') continue;
+    const error = range.error as Error | undefined;
+    log({
+      level: 'error',
+      message: 'bitmap mirror write failed',
+      pool: range.pool,
+      range: range.range,
+      records: range.changes,
+      error: error?.name,
+      detail: error?.message,
+    });
+  }
+  for (const c of result.exhaustion?.crossings ?? [])
+    log({
+      level: 'warn',
+      message: crossingMessage(c),
+      pool: c.pool,
+      family: c.family,
+      direction: c.direction,
+      threshold: c.threshold,
+      freePercent: c.freePercent,
+    });
+  for (const { pool, error } of result.exhaustion?.errors ?? [])
+    log({
+      level: 'error',
+      message: 'exhaustion check failed',
+      pool,
+      error: (error as Error | undefined)?.name,
+      detail: (error as Error | undefined)?.message,
+    });
+  for (const n of result.dns?.names ?? []) {
+    if (n.outcome === 'taken')
+      log({ level: 'warn', message: 'dns name taken', pool: n.pool, claim: n.claim, name: n.name, holder: n.holder });
+    if (n.outcome === 'failed')
+      log({
+        level: 'error',
+        message: 'dns update failed',
+        pool: n.pool,
+        name: n.name,
+        error: (n.error as Error | undefined)?.name,
+        detail: (n.error as Error | undefined)?.message,
+      });
+  }
+}
+
 /**
  * The stream function: lease records -> one conditional write per summary chunk and per legacy bitmap -> partial
  * batch response.
@@ -42,64 +104,7 @@ export function createMirrorHandler(
   return async (event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
     const changes = event.Records.map(leaseChangeOf).filter((c): c is LeaseChange => c !== undefined);
     const result = await mirror().apply(changes);
-    for (const chunk of result.chunks ?? []) {
-      if (chunk.outcome !== 'failed') continue;
-      const error = chunk.error as Error | undefined;
-      log({
-        level: 'error',
-        message: 'summary chunk write failed',
-        pool: chunk.pool,
-        family: chunk.family,
-        chunk: chunk.index.toString(),
-        records: chunk.changes,
-        error: error?.name,
-        detail: error?.message,
-      });
-    }
-    for (const range of result.ranges ?? []) {
-      if (range.outcome !== 'failed') continue;
-      const error = range.error as Error | undefined;
-      log({
-        level: 'error',
-        message: 'bitmap mirror write failed',
-        pool: range.pool,
-        range: range.range,
-        records: range.changes,
-        error: error?.name,
-        detail: error?.message,
-      });
-    }
-    for (const c of result.exhaustion?.crossings ?? [])
-      log({
-        level: 'warn',
-        message: crossingMessage(c),
-        pool: c.pool,
-        family: c.family,
-        direction: c.direction,
-        threshold: c.threshold,
-        freePercent: c.freePercent,
-      });
-    for (const { pool, error } of result.exhaustion?.errors ?? [])
-      log({
-        level: 'error',
-        message: 'exhaustion check failed',
-        pool,
-        error: (error as Error | undefined)?.name,
-        detail: (error as Error | undefined)?.message,
-      });
-    for (const n of result.dns?.names ?? []) {
-      if (n.outcome === 'taken')
-        log({ level: 'warn', message: 'dns name taken', pool: n.pool, claim: n.claim, name: n.name, holder: n.holder });
-      if (n.outcome === 'failed')
-        log({
-          level: 'error',
-          message: 'dns update failed',
-          pool: n.pool,
-          name: n.name,
-          error: (n.error as Error | undefined)?.name,
-          detail: (n.error as Error | undefined)?.message,
-        });
-    }
+    logOutcomes(result, log);
     if (result.exhaustion) metrics?.publishExhaustion?.(result.exhaustion.observed, result.exhaustion.crossings);
     metrics?.publishMirror(result.failed.length);
     return { batchItemFailures: result.failed.map((itemIdentifier) => ({ itemIdentifier })) };

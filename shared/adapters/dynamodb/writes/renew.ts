@@ -8,6 +8,7 @@ import {
   hasNoChildren,
   hasNoConsumers,
   versionIs,
+  type Condition,
 } from '../conditions.ts';
 import { keys } from '../keys.ts';
 import type { TxVerdict, Update, WriteOp } from '../table.ts';
@@ -22,6 +23,35 @@ export type RenewVerdict = 'claimChanged' | 'lost' | 'conflict';
 
 /** What a claim without an expiry drops: its expiry, DynamoDB's TTL attribute and its expiry index keys. */
 const EXPIRY_ATTRIBUTES = ['expiresAt', 'ttl', 'GSI3PK', 'GSI3SK'] as const;
+
+/** The expiry an item moves to: `expiresAt` plus `extra`, with its TTL and (indexed items) its expiry index entry. */
+function movedExpiry(
+  to: { readonly pool: string; readonly expiresAt: number | undefined },
+  name: string,
+  indexed: boolean,
+  extra: number,
+): Update {
+  const { pool, expiresAt } = to;
+  if (expiresAt === undefined) return { remove: indexed ? [...EXPIRY_ATTRIBUTES] : ['expiresAt', 'ttl'] };
+  return {
+    set: {
+      expiresAt: expiresAt + extra,
+      ...ttlOf(expiresAt + extra),
+      ...(indexed ? expiryIndex(pool, name, expiresAt + extra) : {}),
+    },
+  };
+}
+
+/**
+ * The renewal's claim condition: still this incarnation at the expiry read. An expiry is never set on a claim whose
+ * block is another pool's range (Claim.children), nor on one with consumers: it would let the block go, or the
+ * reconciler release the addresses its consumers share.
+ */
+function renewalCondition(claim: Claim, expiresAt: number | undefined): Condition {
+  return expiresAt === undefined
+    ? both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt))
+    : both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt), hasNoChildren(), hasNoConsumers());
+}
 
 /**
  * A renewal: one TransactWriteItems moving the claim, its marker and every lease to the new expiry together:
@@ -62,27 +92,13 @@ export function claimRenewal(
 } {
   const mine = belongsToClaim(claim.uid);
   const moved = (name: string, indexed: boolean, extra = 0): Update =>
-    expiresAt === undefined
-      ? { remove: indexed ? [...EXPIRY_ATTRIBUTES] : ['expiresAt', 'ttl'] }
-      : {
-          set: {
-            expiresAt: expiresAt + extra,
-            ...ttlOf(expiresAt + extra),
-            ...(indexed ? expiryIndex(claim.pool, name, expiresAt + extra) : {}),
-          },
-        };
-  // An expiry is never set on a claim whose block is another pool's range (Claim.children), nor on one with consumers:
-  // it would let the block go, or the reconciler release the addresses its consumers share.
-  const claimCondition =
-    expiresAt === undefined
-      ? both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt))
-      : both(claimUidIs(claim.uid), expiresAtIs(claim.expiresAt), hasNoChildren(), hasNoConsumers());
+    movedExpiry({ pool: claim.pool, expiresAt }, name, indexed, extra);
   const ops: WriteOp[] = [
     {
       kind: 'update',
       key: keys.claim(claim.pool, claim.name),
       update: { ...moved(claim.name, true), add: { version: 1 } },
-      condition: claimCondition,
+      condition: renewalCondition(claim, expiresAt),
     },
   ];
   if (markerHeld)

@@ -47,6 +47,22 @@ export const pickBlindly: Picker = async (pick, { ranges, excluded }) => {
   throw new RangeFullError(pick.call.pool, pick.family);
 };
 
+/** The summary while it keeps up; the listing where the pool has none yet or it is far behind. */
+function hintSourceOf(pick: FamilyPick, seen: number): HintSource {
+  const { call } = pick;
+  return call.view.pool.summarySince !== undefined &&
+    call.env.ports.hints.summaries &&
+    seen < TUNING.summaryCollisionLimit
+    ? HintSource.Summary
+    : HintSource.Listing;
+}
+
+/** Reserves a choice in this container's hint, to be let go when the call ends. */
+function reserveFor(pick: FamilyPick, choice: Choice): Choice {
+  pick.call.reservations.push(pick.call.env.ports.hints.reserve(pick.call.pool, pick.family, choice.value));
+  return choice;
+}
+
 /**
  * Upper bands first, from a random start, steered by the container's hint of what is taken. Up to
  * TUNING.hintReadsPerPick reads of the hint: a copy likely behind near full, or one showing nothing free that this
@@ -63,16 +79,9 @@ export const pickWithHints: Picker = async (pick, space) => {
   // more than a couple of probes. `refreshedAt` holds the collision count at this call's last read of the hint.
   const seen = call.collisions.get(family) ?? 0;
   const force = seen - (call.refreshedAt.get(family) ?? 0) >= TUNING.refreshEveryCollisions;
-  // The summary while it keeps up; the listing where the pool has none yet or it is far behind.
-  const source: HintSource =
-    call.view.pool.summarySince !== undefined && ports.hints.summaries && seen < TUNING.summaryCollisionLimit
-      ? HintSource.Summary
-      : HintSource.Listing;
-  const reserve = (choice: Choice): Choice => {
-    // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
-    call.reservations.push(ports.hints.reserve(pool, family, choice.value));
-    return choice;
-  };
+  const source = hintSourceOf(pick, seen);
+  // Reserved in the same synchronous step as the pick, so no other request of this container can take it too.
+  const reserve = (choice: Choice): Choice => reserveFor(pick, choice);
   let fresh = force;
   for (let attempt = 0; attempt < TUNING.hintReadsPerPick; attempt += 1) {
     const nowMs = ports.clock.nowMs();
