@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -191,5 +192,18 @@ describe('Contract: the name rules in openapi.yaml', () => {
       expect(admits(schemas.LabelValue!, value), `LabelValue ${JSON.stringify(value)}`).toBe(
         accepts((v) => checkLabels({ k: v }), value),
       );
+  });
+});
+
+describe('the routes read typed bodies', () => {
+  it('casts no body field: each body is typed from openapi.gen.ts (bodyOf), after parseBody checked it', () => {
+    const files = ['routes.ts', 'consumer-routes.ts', 'history-routes.ts', 'legacy-routes.ts', 'reconcile-routes.ts'];
+    const casts = files.flatMap((file) =>
+      readFileSync(fileURLToPath(new URL(`../../shared/adapters/http/${file}`, import.meta.url)), 'utf8')
+        .split('\n')
+        .filter((line) => /\bbody\.\w+\s+as\s/.test(line))
+        .map((line) => `${file}: ${line.trim()}`),
+    );
+    expect(casts).toEqual([]);
   });
 });

@@ -1,17 +1,17 @@
 import { addConsumer, removeConsumer } from '../../core/use-cases/consumers.ts';
 import { claimDto } from './dto.ts';
 import { etagOf } from './etag.ts';
-import { parseBody, pathParam } from './request.ts';
-import { bodyFields, json, type RouteMap } from './routes.ts';
+import { pathParam } from './request.ts';
+import { bodyOf, json, type RouteMap } from './routes.ts';
 
 /** A claim's consumers: add one, remove one (the last one's removal releases the claim). */
 export const consumerRoutes = {
   'POST /v1/pools/{pool}/claims/{claim}/consumers': async ({ event, deps, caller, audit }) => {
-    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/consumers']);
+    const body = bodyOf(event, 'POST /v1/pools/{pool}/claims/{claim}/consumers');
     const { claim, added } = await addConsumer(deps, {
       pool: pathParam(event, 'pool'),
       claim: pathParam(event, 'claim'),
-      consumer: { kind: body.kind as string, name: body.name as string, uid: body.uid as string },
+      consumer: { kind: body.kind, name: body.name, uid: body.uid },
       ...(caller ? { caller } : {}),
     });
     audit?.({ claim: claim.name, consumer: body.uid, added });

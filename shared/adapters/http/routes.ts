@@ -1,8 +1,7 @@
 // Over 300 lines: the route table, one entry per route of openapi.yaml, each parsing its input and calling one use case.
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { components, operations } from './openapi.gen.ts';
 import { IpamError, type ErrorCode } from '../../core/errors.ts';
-import type { IpFamily } from '../../core/ip/address.ts';
-import type { IpFamilyPolicy } from '../../core/model.ts';
 import type { Principal } from '../../core/access.ts';
 import type { Deps } from '../../core/use-cases/deps.ts';
 import * as pools from '../../core/use-cases/pools.ts';
@@ -147,6 +146,32 @@ export const bodyFields = {
   },
 } as const satisfies Record<string, Readonly<Record<string, FieldSpec>>>;
 
+type Schemas = components['schemas'];
+
+/**
+ * Each body route's body as openapi.yaml declares it (openapi.gen.ts). parseBody has checked every field against
+ * bodyFields (known fields only, each of its type, the required ones present), and tests/unit/openapi.test.ts holds
+ * bodyFields to the document, so the routes read typed fields and cast nothing.
+ */
+interface Bodies {
+  readonly 'POST /v1/pools': Schemas['PoolSpec'];
+  readonly 'POST /v1/pools/{pool}/ranges': Schemas['RangeSpec'];
+  readonly 'POST /v1/pools/{pool}/claims': Schemas['ClaimSpec'];
+  readonly 'POST /v1/pools/{pool}/claims/{claim}/renew': NonNullable<
+    operations['renewClaim']['requestBody']
+  >['content']['application/json'];
+  readonly 'POST /v1/pools/{pool}/claims/{claim}/consumers': Schemas['Consumer'];
+}
+
+/** A route's body, parsed and checked by its bodyFields, typed by the document. @throws InvalidArgumentError */
+export function bodyOf<K extends keyof Bodies & keyof typeof bodyFields>(
+  event: APIGatewayProxyEventV2,
+  key: K,
+  optional = false,
+): Bodies[K] {
+  return parseBody(event, bodyFields[key], optional) as Bodies[K];
+}
+
 /** Some of the routes of route-keys.ts, by key (`satisfies` refuses a key that is not declared there). */
 export type RouteMap = Readonly<Partial<Record<RouteKey, Route>>>;
 
@@ -159,17 +184,17 @@ export const routes = {
   },
 
   'POST /v1/pools': async ({ event, deps, caller }) => {
-    const body = parseBody(event, bodyFields['POST /v1/pools']);
+    const body = bodyOf(event, 'POST /v1/pools');
     const pool = await pools.createPool(deps, {
-      name: body.name as string,
-      ...(body.exclude ? { exclude: body.exclude as string[] } : {}),
-      ...(body.reuseDelaySeconds !== undefined ? { reuseDelaySeconds: body.reuseDelaySeconds as number } : {}),
-      ...(body.historyDays !== undefined ? { historyDays: body.historyDays as number } : {}),
-      ...(body.access !== undefined ? { access: body.access as pools.CreatePoolCommand['access'] & object } : {}),
+      name: body.name,
+      ...(body.exclude ? { exclude: body.exclude } : {}),
+      ...(body.reuseDelaySeconds !== undefined ? { reuseDelaySeconds: body.reuseDelaySeconds } : {}),
+      ...(body.historyDays !== undefined ? { historyDays: body.historyDays } : {}),
+      ...(body.access !== undefined ? { access: body.access } : {}),
       ...(body.freeThresholds !== undefined ? { freeThresholds: body.freeThresholds } : {}),
       ...(body.blockPrefixLength !== undefined ? { blockPrefixLength: body.blockPrefixLength } : {}),
       ...(body.grow !== undefined ? { grow: body.grow } : {}),
-      ...(body.openToChildPools !== undefined ? { openToChildPools: body.openToChildPools as boolean } : {}),
+      ...(body.openToChildPools !== undefined ? { openToChildPools: body.openToChildPools } : {}),
       ...(caller ? { caller } : {}),
       ...(body.dns !== undefined ? { dns: body.dns } : {}),
     });
@@ -192,13 +217,13 @@ export const routes = {
   },
 
   'POST /v1/pools/{pool}/ranges': async ({ event, deps, caller }) => {
-    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/ranges']);
+    const body = bodyOf(event, 'POST /v1/pools/{pool}/ranges');
     const result = await ranges.createRange(deps, {
       pool: pathParam(event, 'pool'),
-      cidr: body.cidr as string,
-      ...(body.name !== undefined ? { name: body.name as string } : {}),
-      ...(body.legacy !== undefined ? { legacy: body.legacy as boolean } : {}),
-      ...(body.source !== undefined ? { source: body.source as { pool: string; claim: string } } : {}),
+      cidr: body.cidr,
+      ...(body.name !== undefined ? { name: body.name } : {}),
+      ...(body.legacy !== undefined ? { legacy: body.legacy } : {}),
+      ...(body.source !== undefined ? { source: body.source } : {}),
       ...(caller ? { caller } : {}),
     });
     return json(result.created ? 201 : 200, rangeDto(result.range, result.utilization));
@@ -220,25 +245,25 @@ export const routes = {
   },
 
   'POST /v1/pools/{pool}/claims': async ({ event, deps, metrics, caller, audit }) => {
-    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims']);
+    const body = bodyOf(event, 'POST /v1/pools/{pool}/claims');
     // Static when the client named its addresses; the scope splits the allocation counters.
     const scope = Array.isArray(body.addresses) && body.addresses.length > 0 ? 'static' : 'dynamic';
     const commitBy = commitDeadline(event);
     const result = await createClaimGrowing(deps, {
       pool: pathParam(event, 'pool'),
-      owner: body.owner as claims.CreateClaimCommand['owner'],
-      ...(body.name !== undefined ? { name: body.name as string } : {}),
-      ...(body.generateName !== undefined ? { generateName: body.generateName as string } : {}),
-      ...(body.ipFamilyPolicy !== undefined ? { ipFamilyPolicy: body.ipFamilyPolicy as IpFamilyPolicy } : {}),
-      ...(body.ipFamilies !== undefined ? { ipFamilies: body.ipFamilies as IpFamily[] } : {}),
-      ...(body.addresses !== undefined ? { addresses: body.addresses as string[] } : {}),
-      ...(body.prefixes !== undefined ? { prefixes: body.prefixes as string[] } : {}),
+      owner: body.owner,
+      ...(body.name !== undefined ? { name: body.name } : {}),
+      ...(body.generateName !== undefined ? { generateName: body.generateName } : {}),
+      ...(body.ipFamilyPolicy !== undefined ? { ipFamilyPolicy: body.ipFamilyPolicy } : {}),
+      ...(body.ipFamilies !== undefined ? { ipFamilies: body.ipFamilies } : {}),
+      ...(body.addresses !== undefined ? { addresses: body.addresses } : {}),
+      ...(body.prefixes !== undefined ? { prefixes: body.prefixes } : {}),
       ...(body.dryRun === true ? { dryRun: true } : {}),
-      ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds as number } : {}),
-      ...(body.count !== undefined ? { count: body.count as number } : {}),
+      ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds } : {}),
+      ...(body.count !== undefined ? { count: body.count } : {}),
       ...(caller ? { createdBy: caller } : {}),
-      ...(body.labels !== undefined ? { labels: body.labels as Record<string, string> } : {}),
-      ...(body.hostname !== undefined ? { hostname: body.hostname as string } : {}),
+      ...(body.labels !== undefined ? { labels: body.labels } : {}),
+      ...(body.hostname !== undefined ? { hostname: body.hostname } : {}),
       ...(commitBy !== undefined ? { commitBy } : {}),
     }).catch((error: unknown) => {
       if (error instanceof IpamError) metrics?.failed(scope, error.code);
@@ -280,9 +305,9 @@ export const routes = {
     return noContent();
   },
   'POST /v1/pools/{pool}/claims/{claim}/renew': async ({ event, deps, caller }) => {
-    const body = parseBody(event, bodyFields['POST /v1/pools/{pool}/claims/{claim}/renew'], true);
+    const body = bodyOf(event, 'POST /v1/pools/{pool}/claims/{claim}/renew', true);
     const claim = await claims.renewClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), {
-      ttlSeconds: body.ttlSeconds as number | null | undefined,
+      ttlSeconds: body.ttlSeconds,
       caller,
     });
     return json(200, claimDto(claim), claimHeaders(claim.version));
