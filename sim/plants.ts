@@ -38,6 +38,8 @@ export interface Plant {
   readonly scenario: Scenario;
   /** The invariant that catches it. */
   readonly caughtBy: Invariant;
+  /** The quick seed whose run shows it (1 unless said): the one tests/unit/sim-plants.test.ts runs. */
+  readonly seed?: number;
   readonly hooks: PlantHooks;
 }
 
@@ -237,7 +239,11 @@ export const PLANTS: Readonly<Record<string, Plant>> = {
     name: 'delete-parent-on-listing',
     bug: "a pool's deletion trusts its claims listing: a lease's claim is not read, so a claim the listing misses keeps its child range while its lease is deleted",
     scenario: { ...NAMED_ONLY.blocks!, name: 'blocks' },
-    caughtBy: Invariant.NoDoubleHold,
+    // The deleted lease shows first as a live claim without it, or, once the parent is made again and its one block
+    // claimed, as a block held twice; which one, and whether a lagging listing lets the DELETE through at all in a
+    // quick run, depends on the seed (quick seeds 1-12 on this tree: 5 and 8 break, the others hold).
+    caughtBy: Invariant.ClaimLeases,
+    seed: 8,
     hooks: { deps: (deps) => ({ ...deps, pools: trustingClaimsListing(deps.pools) }) },
   },
   'keep-last-consumer': {

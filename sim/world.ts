@@ -1433,7 +1433,7 @@ export class World {
   /** The tree operator's parent: a block pool of /26 blocks with one /26 range (a 409 is an earlier attempt's commit). */
   private async makeParent(send: (method: 'POST', path: string, body: unknown) => Promise<Reply>): Promise<void> {
     for (let tries = 0; tries < 10 && !this.scheduler.stoppedBy; tries += 1) {
-      await send('POST', '/v1/pools', { name: POOL_PARENT, blockPrefixLength: { IPv4: 26 } });
+      await send('POST', '/v1/pools', { name: POOL_PARENT, openToChildPools: true, blockPrefixLength: { IPv4: 26 } });
       const range = await send('POST', `/v1/pools/${POOL_PARENT}/ranges`, { cidr: PARENT_CIDR });
       if (range.status === 201 || range.status === 409) return;
       await this.scheduler.sleep(500);

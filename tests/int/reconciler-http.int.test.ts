@@ -3,6 +3,7 @@ import { eventToItem } from '../../shared/adapters/dynamodb/codec.ts';
 import { keys } from '../../shared/adapters/dynamodb/keys.ts';
 import { OWNER_RECHECK_MS } from '../../shared/core/reconciler/owners.ts';
 import { EventReason } from '../../shared/core/use-cases/reconcile-ports.ts';
+import { createClaim } from '../../shared/core/use-cases/create-claim.ts';
 import { owner, reconcilerHarness } from '../support/reconciler.ts';
 
 describe('HTTP: DELETE /v1/pools/{pool}/owners/{uid} (row 2)', () => {
@@ -43,12 +44,24 @@ describe('HTTP: DELETE /v1/pools/{pool}/owners/{uid} (row 2)', () => {
   });
 
   it('leaves a tombstone, so runs in the next 10 minutes release a claim the owner made after the report (a create in flight)', async () => {
-    // Prepare: the report finds nothing; then a create that was in flight commits a claim for the gone owner.
+    // Prepare: the report finds nothing; then a create that was in flight commits a claim for the gone owner: its
+    // check of the owner's gone-mark ran before the report (a claim asked for after it is refused: OwnerGone).
     const h = await reconcilerHarness();
     await h.pool('p', ['10.0.0.0/24']);
     const reportedAt = h.clock.t;
     expect(await h.api.call('DELETE', '/v1/pools/p/owners/A')).toMatchObject({ status: 200, body: { released: [] } });
-    const late = await h.claim('p', { name: 'late', owner: owner('A') });
+    const deps = h.api.container.deps;
+    const checkedBeforeReport = new Proxy(deps.reconcile, {
+      get(target, prop) {
+        if (prop === 'ownerReportedGoneAt') return async () => undefined;
+        const value: unknown = Reflect.get(target, prop);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const { claim: late } = await createClaim(
+      { ...deps, reconcile: checkedBeforeReport },
+      { pool: 'p', name: 'late', owner: owner('A') },
+    );
     const other = await h.claim('p', { name: 'other', owner: owner('B') });
     // Act
     h.clock.advance(60_000);
