@@ -64,4 +64,23 @@ describe('ipam on the first day', () => {
     expect([version.code, version.out]).toEqual([0, 'ipam 0.1.0\n']);
     expect(flag.out).toBe('0.1.0\n');
   });
+
+  it("makes a nested range from --source POOL/CLAIM alone: the claim's block is the CIDR", async () => {
+    for (const argv of [
+      ['create', 'pool', 'org', '--block', '/16'],
+      ['create', 'range', 'org', '10.0.0.0/8'],
+      ['claim', 'org', '--name', 'eu-west', '--owner', 'Region/eu-west/eu-west-1'],
+      ['create', 'pool', 'region-eu-west', '--block', '/24'],
+    ])
+      expect((await cli(argv)).code, argv.join(' ')).toBe(0);
+    const block = String(
+      ((await api.call('GET', '/v1/pools/org/claims/eu-west')).body.addresses as { prefix: string }[])[0]!.prefix,
+    );
+    const made = await cli(['create', 'range', 'region-eu-west', '--source', 'org/eu-west', '--name', 'main']);
+    const neither = await cli(['create', 'range', 'region-eu-west']);
+    expect([made.code, made.out, made.err]).toEqual([0, 'range/main created\n', '']);
+    expect((await api.call('GET', '/v1/pools/region-eu-west/ranges/main')).body).toMatchObject({ cidr: block });
+    expect(neither.code).toBe(2);
+    expect(neither.err).toContain('a CIDR, or --source POOL/CLAIM to take its block');
+  });
 });
