@@ -574,7 +574,8 @@ function nodeSelector(ctx: CommandContext, config: NetworkConfig): { selector: s
  * RENEW (not a CNI command: the node's renewer, run by a systemd timer or a DaemonSet loop with the network's
  * config): moves every lease-carrying claim of this network and node identity to `leaseSeconds` from now. A node
  * that stops running it (crashed, cut off, deleted) has its claims expire, and the reconciler releases them. The API
- * renews one claim a request, so a run costs one listing page per 500 claims plus one request per claim.
+ * renews one claim a request, so a run costs the listing (the label filter runs on the server over the pool's
+ * claims: a request per 1000 of them) plus one request per claim of the node.
  * A claim released meanwhile is skipped; a claim without an expiry (made before leaseSeconds was set) needs none.
  * @throws CniError 7 without ipam.leaseSeconds; 11 when the listing or a renewal failed for a transient reason.
  */
