@@ -199,24 +199,29 @@ describe('README: the tours run as written against a fresh local stack', () => {
     expect(documents[1]!.tours.map((t) => t.name)).toEqual(['blocks-doc']);
   });
 
-  // Each tour on a fresh stack of its own: the README's tours share pool names (services, pods), and a pool's create
-  // is refused once it exists, so they do not run one after the other on one stack.
-  describe.each(documents.flatMap((d) => d.tours.map((t) => [`${d.file} ${t.name}`, d.file, t] as const)))(
-    'tour %s',
-    (_title, file, tour) => {
-      let stack: LocalStack;
-      let dir: string;
+  // One fresh stack a document: its tours run one after another on it, in document order, as a user following the
+  // document on one `npm start` would run them.
+  describe.each(documents.map((d) => [d.file, d] as const))('%s', (file, document) => {
+    let stack: LocalStack;
+    let dir: string;
+    const runsOf = new Map<string, StepRun[]>();
+
+    beforeAll(async () => {
+      stack = await startTestStack();
+      dir = mkdtempSync(join(tmpdir(), 'ipam-tour-'));
+      for (const tour of document.tours)
+        runsOf.set(tour.name, await runTour(tour, Number(new URL(stack.apiUrl).port), dir));
+    }, 600_000);
+
+    afterAll(async () => {
+      await stack?.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    describe.each(document.tours.map((t) => [t.name, t] as const))('tour %s', (_name, tour) => {
       let runs: StepRun[];
-
-      beforeAll(async () => {
-        stack = await startTestStack();
-        dir = mkdtempSync(join(tmpdir(), 'ipam-tour-'));
-        runs = await runTour(tour, Number(new URL(stack.apiUrl).port), dir);
-      }, 400_000);
-
-      afterAll(async () => {
-        await stack?.stop();
-        if (dir) rmSync(dir, { recursive: true, force: true });
+      beforeAll(() => {
+        runs = runsOf.get(tour.name)!;
       });
 
       const where = (run: StepRun) =>
@@ -253,6 +258,6 @@ describe('README: the tours run as written against a fresh local stack', () => {
           expect(run!.stdout.split('\n').map(textShape), where(run!)).toEqual(shown.output.map(textShape));
         }
       });
-    },
-  );
+    });
+  });
 });
