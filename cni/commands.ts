@@ -275,6 +275,7 @@ export function claimRequest(
     ...(ipam.ipFamilies.length > 0 ? { ipFamilies: ipam.ipFamilies } : {}),
     ...(config.staticAddresses ? { addresses: [...config.staticAddresses] } : {}),
     labels: labelsOf(config.name, identity, attachment),
+    ...(ipam.leaseSeconds !== undefined ? { ttlSeconds: ipam.leaseSeconds } : {}),
   };
 }
 
@@ -558,4 +559,70 @@ export async function gc(ctx: CommandContext, config: NetworkConfig): Promise<{ 
     );
   }
   return { released };
+}
+
+/** The selector of this network's claims on this node (the cluster label is checked on each claim). */
+function nodeSelector(ctx: CommandContext, config: NetworkConfig): { selector: string; cluster: string | undefined } {
+  const labels = labelsOf(config.name, identityOf(ctx, config.ipam), { containerID: '', ifname: '' });
+  return {
+    selector: `${LabelKey.network}=${labels[LabelKey.network]},${LabelKey.node}=${labels[LabelKey.node]}`,
+    cluster: labels[LabelKey.cluster],
+  };
+}
+
+/**
+ * RENEW (not a CNI command: the node's renewer, run by a systemd timer or a DaemonSet loop with the network's
+ * config): moves every lease-carrying claim of this network and node identity to `leaseSeconds` from now. A node
+ * that stops running it (crashed, cut off, deleted) has its claims expire, and the reconciler releases them. The API
+ * renews one claim a request, so a run costs the listing (the label filter runs on the server over the pool's
+ * claims: a request per 1000 of them) plus one request per claim of the node.
+ * A claim released meanwhile is skipped; a claim without an expiry (made before leaseSeconds was set) needs none.
+ * @throws CniError 7 without ipam.leaseSeconds; 11 when the listing or a renewal failed for a transient reason.
+ */
+export async function renew(
+  ctx: CommandContext,
+  config: NetworkConfig,
+): Promise<{ renewed: string[]; requests: number }> {
+  const { ipam } = config;
+  const ttl = ipam.leaseSeconds;
+  if (ttl === undefined)
+    throw new CniError(
+      CniCode.InvalidConfig,
+      'RENEW needs ipam.leaseSeconds',
+      'the network makes claims without a lease',
+    );
+  const { selector, cluster } = nodeSelector(ctx, config);
+  let requests = 0;
+  let leased: Claim[];
+  try {
+    const claims = await retrying(ctx, 'RENEW listing', () => {
+      requests += 1;
+      return ctx.api.listClaims(ipam.pool, { labelSelector: selector });
+    });
+    leased = claims.items.filter((c) => c.labels?.[LabelKey.cluster] === cluster && c.expiresAt !== undefined);
+  } catch (error) {
+    if (isNotFound(error)) return { renewed: [], requests };
+    throw toCniError(error, 'RENEW');
+  }
+  const renewed: string[] = [];
+  const failures: CniError[] = [];
+  for (const claim of leased) {
+    try {
+      await retrying(ctx, `RENEW ${claim.name}`, () => {
+        requests += 1;
+        return ctx.api.renewClaim(ipam.pool, claim.name, ttl);
+      });
+      renewed.push(claim.name);
+    } catch (error) {
+      if (!isNotFound(error)) failures.push(toCniError(error, `RENEW of ${claim.name}`));
+    }
+  }
+  ctx.log('info', `RENEW: ${renewed.length} claims renewed for ${ttl} s in ${requests} requests`);
+  if (failures.length > 0)
+    throw new CniError(
+      failures.some((f) => f.code === CniCode.TryAgainLater) ? CniCode.TryAgainLater : CniCode.Refused,
+      `RENEW renewed ${renewed.length} of ${leased.length} claims`,
+      failures.map((f) => f.message).join('; '),
+    );
+  return { renewed, requests };
 }

@@ -13,6 +13,8 @@
  *   ipFamilyPolicy                 SingleStack | PreferDualStack | RequireDualStack (default: from the ranges)
  *   timeoutMs                      per request to the service (default 10000)
  *   reuseDelaySeconds              the reuse delay of a pool this config creates (default 0): sticky pod addresses
+ *   leaseSeconds                   claims expire this long after ADD unless the node's RENEW moves them on (default:
+ *                                  none, claims held until DEL): a crashed node's addresses come back on their own
  *   gateway                        an address, or one per family: returned with the family's address, never handed out
  *   routes, dns                    returned as given
  *   logFile, logLevel              a file the plugin appends lines to (none by default); error, warn, info, debug
@@ -79,6 +81,8 @@ export interface IpamConfig {
   readonly exclude: readonly string[];
   /** The pool's reuse delay when the config names ranges (0: none). */
   readonly reuseDelaySeconds: number;
+  /** The claims' lease (ttlSeconds) when set: the node renews them (RENEW), a dead node's expire. */
+  readonly leaseSeconds?: number;
   /** The node's name on its claims (label cni.ipam/node); default: the host name. */
   readonly nodeName?: string;
   /** The cluster's id on its claims (label cni.ipam/cluster): GC of one cluster never touches another's. */
@@ -136,6 +140,7 @@ const IPAM_FIELDS = new Set([
   'ipFamilyPolicy',
   'timeoutMs',
   'reuseDelaySeconds',
+  'leaseSeconds',
   'gateway',
   'routes',
   'dns',
@@ -483,6 +488,15 @@ export function parseIpamConfig(
       throw invalid('ipam.reuseDelaySeconds must be a whole number of seconds from 0 to 604800');
     reuseDelaySeconds = ipam.reuseDelaySeconds;
   }
+  const leaseSeconds = ipam.leaseSeconds;
+  if (
+    leaseSeconds !== undefined &&
+    (typeof leaseSeconds !== 'number' ||
+      !Number.isInteger(leaseSeconds) ||
+      leaseSeconds < 1 ||
+      leaseSeconds > 31_536_000)
+  )
+    throw invalid('ipam.leaseSeconds must be a whole number of seconds from 1 to 31536000');
   if (ipam.logFile !== undefined && ipam.log_file !== undefined)
     throw invalid('give either ipam.logFile or ipam.log_file, not both');
   if (ipam.logLevel !== undefined && ipam.log_level !== undefined)
@@ -515,6 +529,7 @@ export function parseIpamConfig(
     ranges: parsed.map((p) => p.range),
     exclude: [...exclude].sort(),
     reuseDelaySeconds,
+    ...(leaseSeconds !== undefined ? { leaseSeconds } : {}),
     ...(nodeName !== undefined ? { nodeName } : {}),
     ...(clusterId !== undefined ? { clusterId } : {}),
   };

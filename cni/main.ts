@@ -12,7 +12,7 @@ import { hostname } from 'node:os';
 import { HttpClient, type HttpClientOptions, type HttpResponse, type RequestOptions } from '../cli/api/http-client.ts';
 import { ProblemError } from '../cli/errors.ts';
 import { checkAttachment, ownerOf, parseCniArgs } from './attachment.ts';
-import { add, check, del, gc, status, type CommandContext } from './commands.ts';
+import { add, check, del, gc, renew, status, type CommandContext } from './commands.ts';
 import { IpamApi } from '../cli/api/ipam-api.ts';
 import { fileCache } from './node-cache.ts';
 import { LogLevel, parseNetworkConfig, parseStaticAddresses, type IpamConfig, type NetworkConfig } from './config.ts';
@@ -28,7 +28,8 @@ export interface Outcome {
   readonly stdout: string;
 }
 
-const COMMANDS = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION'] as const;
+// RENEW is this plugin's own (the node's renewer, docs/cni.md); the rest are the spec's.
+const COMMANDS = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION', 'RENEW'] as const;
 type Command = (typeof COMMANDS)[number];
 
 /** Which variables each command needs (skel's table). */
@@ -39,6 +40,7 @@ const REQUIRED: Record<Command, readonly string[]> = {
   STATUS: ['CNI_PATH'],
   GC: ['CNI_PATH'],
   VERSION: [],
+  RENEW: [],
 };
 
 /** The cniVersion of an input that may not parse: for the error document's own cniVersion. */
@@ -190,6 +192,10 @@ export async function run(env: Env, stdin: string, node: string = hostname()): P
       case 'GC':
         await gc(ctx, config);
         return { exitCode: 0, stdout: '' };
+      case 'RENEW': {
+        const { renewed, requests } = await renew(ctx, config);
+        return { exitCode: 0, stdout: JSON.stringify({ renewed: renewed.length, requests }) };
+      }
     }
   } catch (error) {
     const failure = toCniError(error, command || 'CNI');

@@ -412,7 +412,37 @@ export interface LocalStackState {
   pids: { dynamodb: number; offline: number; stack: number };
 }
 
+/** The stack's flags, as npm names a flag it took for itself: `npm start --port 4003` sets npm_config_port. */
+const NPM_TAKEN_FLAGS = ['port', 'lambda-port', 'dynamodb-port', 'data', 'stage', 'state-file'] as const;
+
+/**
+ * The sentence for a stack flag given to npm instead of the stack (`npm start --port 4003`, without `--`): npm keeps
+ * such a flag as its own config (npm_config_port=true) and hands the script only the value, as an argument, so the
+ * stack would start on its default port. `argv`: the script's arguments, where those values end up, in order.
+ */
+export function flagGivenToNpm(
+  env: Readonly<Record<string, string | undefined>>,
+  argv: readonly string[],
+): string | undefined {
+  const variable = (flag: string) => `npm_config_${flag.replaceAll('-', '_')}`;
+  const taken = NPM_TAKEN_FLAGS.filter((flag) => env[variable(flag)] !== undefined);
+  if (taken.length === 0) return undefined;
+  const values = argv.filter((arg) => !arg.startsWith('-'));
+  const given = taken
+    .map((flag) => {
+      const value = env[variable(flag)];
+      return `--${flag} ${value === 'true' ? (values.shift() ?? 'VALUE') : value}`;
+    })
+    .join(' ');
+  return `npm took ${taken.map((f) => `--${f}`).join(' ')} for itself (${variable(taken[0]!)}), not for the stack: pass the stack's flags after --, as in: npm start -- ${given}`;
+}
+
 async function main(argv: string[]): Promise<void> {
+  const misplaced = flagGivenToNpm(process.env, argv);
+  if (misplaced !== undefined) {
+    console.error(misplaced);
+    process.exit(2);
+  }
   const { values } = parseArgs({
     args: argv,
     options: {

@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import type { IpamApi } from '../api/ipam-api.ts';
 import type { Claim, Lease, Page, Pool, Range, RepairEvent } from '../api/types.ts';
 import { apiFor, poolOf } from '../context.ts';
+import { isNotFound, ProblemError } from '../errors.ts';
 import {
   claimView,
   eventView,
@@ -26,6 +27,7 @@ interface GetOptions {
   readonly owner?: string;
   readonly selector?: string[];
   readonly range?: string;
+  readonly allPools?: boolean;
 }
 
 type Read<T> = (
@@ -41,6 +43,11 @@ interface Noun<T> {
   /** The NAME argument, when one item can be read by name. */
   readonly argument?: string;
   readonly needsPool: boolean;
+  /**
+   * Read across every pool instead (kubectl's -A): `list` when the noun has --all-pools and it is given; `lookup` for a
+   * NAME given without -p or IPAM_POOL. Items gain their pool, shown in a POOL column.
+   */
+  readonly acrossPools?: 'list' | 'lookup';
   readonly view: ResourceView<T>;
   readonly read: Read<T>;
   /** Options of this noun only; a factory, since a commander Option belongs to one command tree. */
@@ -89,7 +96,9 @@ const nouns = [
               ...(o.selector?.length ? { labelSelector: o.selector.join(',') } : {}),
             }),
           },
+    acrossPools: 'list',
     extra: () => [
+      new Option('-A, --all-pools', "every pool's claims (kubectl's --all-namespaces)"),
       new Option('--owner <uid>', 'only claims of this owner uid'),
       new Option(
         '-l, --selector <key=value,...>',
@@ -97,7 +106,7 @@ const nouns = [
       ).argParser(collect),
     ],
     example:
-      'ipam get claims -p services\n  ipam get claims -p services --owner c-19 -o name\n  ipam get claims -p pods -l cni.ipam/node=node-1,cni.ipam/network=pods -o wide',
+      'ipam get claims -p services\n  ipam get claims -A\n  ipam get claims -p services --owner c-19 -o name\n  ipam get claims -p pods -l cni.ipam/node=node-1,cni.ipam/network=pods -o wide',
   } satisfies Noun<Claim>,
   {
     name: 'addresses',
@@ -110,8 +119,10 @@ const nouns = [
       name
         ? { item: await api.getAddress(o.pool!, name) }
         : { page: await api.listAddresses(o.pool!, { ...o, ...(o.range ? { range: o.range } : {}) }) },
+    acrossPools: 'lookup',
     extra: () => [new Option('--range <name>', 'only addresses of this range')],
-    example: 'ipam get addresses -p services --range 10.96.0.0-24\n  ipam get address 10.96.0.10 -p services',
+    example:
+      'ipam get addresses -p services --range 10.96.0.0-24\n  ipam get address 10.96.0.10 -p services\n  ipam get address 10.96.0.10     # found in whichever pool holds it',
   } satisfies Noun<Lease>,
   {
     name: 'events',
@@ -167,9 +178,23 @@ function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
     const command = args[args.length - 1] as Command;
     const name = noun.argument ? (args[0] as string | undefined) : undefined;
     const parsed = command.opts<GetOptions>();
-    const options: GetOptions = noun.needsPool ? { ...parsed, pool: poolOf(command, io) } : parsed;
+    const across =
+      (noun.acrossPools === 'list' && parsed.allPools) ||
+      (noun.acrossPools === 'lookup' && name !== undefined && parsed.pool === undefined && !io.env.IPAM_POOL);
+    const options: GetOptions = noun.needsPool && !across ? { ...parsed, pool: poolOf(command, io) } : parsed;
     const api = await apiFor(command, io);
     const format = formatOf(options.output);
+    if (across) {
+      const view = withPool(noun.view);
+      const read =
+        noun.acrossPools === 'list'
+          ? await listAcross(api, noun, options)
+          : await lookupAcross(api, noun, options, name!);
+      const { out, err } = renderResources(view, read, format, io.now());
+      io.stdout(out);
+      if (err) io.stderr(err);
+      return;
+    }
     if (!options.watch) {
       const { out, err } = renderResources(noun.view, await noun.read(api, options, name), format, io.now());
       io.stdout(out);
@@ -190,4 +215,39 @@ function addNoun<T>(get: Command, io: CliIo, noun: Noun<T>): void {
       },
     );
   });
+}
+
+type InPool<T> = T & { readonly pool: string };
+
+/** A view with the item's pool as its first column (kubectl -A's NAMESPACE). */
+function withPool<T>(view: ResourceView<T>): ResourceView<InPool<T>> {
+  return { ...view, columns: [{ header: 'POOL', value: (item) => item.pool }, ...view.columns] };
+}
+
+/** Every pool's page of the noun, one pool after another (one listing of pools, then the noun's reads per pool). */
+async function listAcross<T>(api: IpamApi, noun: Noun<T>, options: GetOptions): Promise<{ page: Page<InPool<T>> }> {
+  const items: InPool<T>[] = [];
+  for (const pool of (await api.listPools()).items) {
+    const read = await noun.read(api, { ...options, pool: pool.name }, undefined);
+    if ('page' in read) items.push(...read.page.items.map((item) => ({ ...item, pool: pool.name })));
+  }
+  return { page: { items } };
+}
+
+/** The named item in the first pool that has it (pools in listing order); NotFound naming none. */
+async function lookupAcross<T>(
+  api: IpamApi,
+  noun: Noun<T>,
+  options: GetOptions,
+  name: string,
+): Promise<{ item: InPool<T> }> {
+  for (const pool of (await api.listPools()).items) {
+    try {
+      const read = await noun.read(api, { ...options, pool: pool.name }, name);
+      if ('item' in read) return { item: { ...read.item, pool: pool.name } };
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+  throw new ProblemError(404, 'NotFound', `address ${name} is held in no pool.`);
 }

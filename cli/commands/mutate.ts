@@ -73,6 +73,22 @@ function sourceArg(value: string): { pool: string; claim: string } {
   return { pool, claim };
 }
 
+/** The block a nested range's source claim holds: the CIDR `create range` takes when none is given. */
+async function sourceBlock(
+  api: Awaited<ReturnType<typeof apiFor>>,
+  source: { pool: string; claim: string } | undefined,
+  cmd: Command,
+): Promise<string> {
+  if (!source) usageError(cmd, 'create range needs a CIDR, or --source POOL/CLAIM to take its block.');
+  const { addresses } = await api.getClaim(source.pool, source.claim);
+  const blocks = addresses.flatMap((a) => (a.prefix ? [a.prefix] : []));
+  if (blocks.length === 0)
+    usageError(cmd, `claim ${source.claim} of pool ${source.pool} holds no block: ${source.pool} is not a block pool.`);
+  if (blocks.length > 1)
+    usageError(cmd, `claim ${source.claim} holds ${blocks.join(' and ')}: name the one to use as the CIDR.`);
+  return blocks[0]!;
+}
+
 /** The API's bounds: `count` addresses per family, a pool's `reuseDelaySeconds` (7 days). */
 export const MAX_COUNT = 32;
 export const MAX_REUSE_DELAY_SECONDS = 604_800;
@@ -264,7 +280,10 @@ export function addMutationCommands(program: Command, io: CliIo): void {
   create
     .command('range')
     .argument('<pool>')
-    .argument('<cidr>', 'a canonical CIDR such as 10.96.0.0/24 or fd00:10:96::/112')
+    .argument(
+      '[cidr]',
+      "a canonical CIDR such as 10.96.0.0/24 or fd00:10:96::/112 (with --source, default: the claim's block)",
+    )
     .option('--name <name>', "the range's name (default: the CIDR with '/' as '-')")
     .option('--legacy', "the pool's bitmap-mirrored range of its family")
     .option(
@@ -276,22 +295,23 @@ export function addMutationCommands(program: Command, io: CliIo): void {
     .description('Add a range to a pool (an identical range is left as it is)')
     .addHelpText(
       'after',
-      '\nExamples:\n  ipam create range services 10.96.0.0/24\n  ipam create range services fd00:10:96::/112 --legacy\n  ipam create range eu-west 10.17.0.0/16 --source org/eu-west',
+      '\nExamples:\n  ipam create range services 10.96.0.0/24\n  ipam create range services fd00:10:96::/112 --legacy\n  ipam create range eu-west --source org/eu-west          # the block claim eu-west of org holds',
     )
     .action(
       async (
         pool: string,
-        cidr: string,
+        cidr: string | undefined,
         options: { name?: string; legacy?: boolean; source?: { pool: string; claim: string }; output?: string },
         cmd: Command,
       ) => {
+        const api = await apiFor(cmd, io);
         const spec = {
-          cidr,
+          cidr: cidr ?? (await sourceBlock(api, options.source, cmd)),
           ...(options.name ? { name: options.name } : {}),
           ...(options.legacy ? { legacy: true } : {}),
           ...(options.source ? { source: options.source } : {}),
         };
-        const { created, range } = await (await apiFor(cmd, io)).createRange(pool, spec);
+        const { created, range } = await api.createRange(pool, spec);
         print(io, rangeView, range, options.output, `range/${range.name} ${created ? 'created' : 'unchanged'}\n`);
       },
     );

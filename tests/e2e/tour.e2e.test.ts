@@ -102,6 +102,14 @@ describe('Local stack: allocation, stream mirror and reconciler end to end', () 
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 const tours = extractTours(readme);
+/** Each document whose marked blocks run, and its tours in document order (they run in sequence on one stack). */
+const documents = [
+  { file: 'README.md', tours },
+  {
+    file: 'docs/blocks.md',
+    tours: extractTours(readFileSync(new URL('../../docs/blocks.md', import.meta.url), 'utf8')),
+  },
+];
 const ipamBin = fileURLToPath(new URL('../../cli/bin/ipam.js', import.meta.url));
 
 interface StepRun {
@@ -187,55 +195,69 @@ describe('README: the tours run as written against a fresh local stack', () => {
     expect(tours.find((t) => t.name === 'ipam')!.transcripts.length).toBeGreaterThan(0);
   });
 
-  describe.each(tours.map((t) => [t.name, t] as const))('tour %s', (_name, tour) => {
+  it('runs the tours of docs/blocks.md too', () => {
+    expect(documents[1]!.tours.map((t) => t.name)).toEqual(['blocks-doc']);
+  });
+
+  // One fresh stack a document: its tours run one after another on it, in document order, as a user following the
+  // document on one `npm start` would run them.
+  describe.each(documents.map((d) => [d.file, d] as const))('%s', (file, document) => {
     let stack: LocalStack;
     let dir: string;
-    let runs: StepRun[];
+    const runsOf = new Map<string, StepRun[]>();
 
     beforeAll(async () => {
       stack = await startTestStack();
       dir = mkdtempSync(join(tmpdir(), 'ipam-tour-'));
-      runs = await runTour(tour, Number(new URL(stack.apiUrl).port), dir);
-    }, 400_000);
+      for (const tour of document.tours)
+        runsOf.set(tour.name, await runTour(tour, Number(new URL(stack.apiUrl).port), dir));
+    }, 600_000);
 
     afterAll(async () => {
       await stack?.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    const where = (run: StepRun) =>
-      `README line ${run.step.line}: ${run.step.command}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`;
+    describe.each(document.tours.map((t) => [t.name, t] as const))('tour %s', (_name, tour) => {
+      let runs: StepRun[];
+      beforeAll(() => {
+        runs = runsOf.get(tour.name)!;
+      });
 
-    it('runs every step with exit code 0, and every HTTP call without a shown answer succeeds (2xx)', () => {
-      for (const run of runs) {
-        expect(run.code, where(run)).toBe(0);
-        if (run.step.answer === undefined)
-          for (const status of run.statuses) expect(status, where(run)).toBeLessThan(300);
-      }
-    });
+      const where = (run: StepRun) =>
+        `${file} line ${run.step.line}: ${run.step.command}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`;
 
-    it('answers each shown `# -> STATUS JSON` with that status and a JSON document of that shape', () => {
-      for (const run of runs.filter((r) => r.step.answer !== undefined)) {
-        const shown = parseAnswer(run.step.answer!);
-        // The status of the step's last call, or of the call whose answer a variable kept (POD=$(curl ...); echo "$POD").
-        const status = runs
-          .slice(0, runs.indexOf(run) + 1)
-          .flatMap((r) => r.statuses)
-          .at(-1);
-        expect(status, where(run)).toBe(shown.status);
-        if (shown.body === undefined) continue;
-        let actual: unknown;
-        expect(() => (actual = JSON.parse(run.stdout)), where(run)).not.toThrow();
-        expect(shapeDifferences(shown.body, actual), where(run)).toEqual([]);
-      }
-    });
+      it('runs every step with exit code 0, and every HTTP call without a shown answer succeeds (2xx)', () => {
+        for (const run of runs) {
+          expect(run.code, where(run)).toBe(0);
+          if (run.step.answer === undefined)
+            for (const status of run.statuses) expect(status, where(run)).toBeLessThan(300);
+        }
+      });
 
-    it('prints what each transcript shows, in shape', () => {
-      for (const shown of tour.transcripts) {
-        const run = runs.find((r) => r.step.command.trim().startsWith(shown.command));
-        expect(run, `no step of the tour starts with \`${shown.command}\``).toBeDefined();
-        expect(run!.stdout.split('\n').map(textShape), where(run!)).toEqual(shown.output.map(textShape));
-      }
+      it('answers each shown `# -> STATUS JSON` with that status and a JSON document of that shape', () => {
+        for (const run of runs.filter((r) => r.step.answer !== undefined)) {
+          const shown = parseAnswer(run.step.answer!);
+          // The status of the step's last call, or of the call whose answer a variable kept (POD=$(curl ...); echo "$POD").
+          const status = runs
+            .slice(0, runs.indexOf(run) + 1)
+            .flatMap((r) => r.statuses)
+            .at(-1);
+          expect(status, where(run)).toBe(shown.status);
+          if (shown.body === undefined) continue;
+          let actual: unknown;
+          expect(() => (actual = JSON.parse(run.stdout)), where(run)).not.toThrow();
+          expect(shapeDifferences(shown.body, actual), where(run)).toEqual([]);
+        }
+      });
+
+      it('prints what each transcript shows, in shape', () => {
+        for (const shown of tour.transcripts) {
+          const run = runs.find((r) => r.step.command.trim().startsWith(shown.command));
+          expect(run, `no step of the tour starts with \`${shown.command}\``).toBeDefined();
+          expect(run!.stdout.split('\n').map(textShape), where(run!)).toEqual(shown.output.map(textShape));
+        }
+      });
     });
   });
 });

@@ -14,6 +14,8 @@ import { CniLab } from '../support/cni.ts';
 import { callApi, startTestStack } from '../support/local-stack.ts';
 import { PodmanLab } from '../support/podman.ts';
 
+const scheduleEvent: unknown = JSON.parse(readFileSync(new URL('../../events/schedule.json', import.meta.url), 'utf8'));
+
 interface ClaimDoc {
   name: string;
   addresses: { address: string }[];
@@ -27,6 +29,28 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
   const network = lab.network('pod');
   const pool = network;
   const logFile = join(lab.dir, 'plugin.log');
+  // Two nodes on this host for the lease case: a network each, naming its node, with leases, on one pool.
+  const leasePool = lab.network('lease');
+  const LEASE_S = 10;
+  const leased = (node: 'live' | 'dead') => ({
+    cniVersion: '1.0.0',
+    name: `${leasePool}-${node}`,
+    type: 'bridge',
+    bridge: leaseBridge,
+    isGateway: true,
+    ipam: {
+      type: 'ipam-cni',
+      endpoint: stack.apiUrl,
+      stateDir: join(lab.dir, `state-${node}`),
+      pool: leasePool,
+      range: '10.92.0.0/24',
+      gateway: '10.92.0.1',
+      nodeName: `node-${node}`,
+      leaseSeconds: LEASE_S,
+      timeoutMs: 60_000,
+    },
+  });
+  let leaseBridge: string;
 
   /** The pool's claims of containers of this network, by container id label. */
   const claims = async (): Promise<ClaimDoc[]> =>
@@ -38,7 +62,12 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
   beforeAll(async () => {
     await lab.build();
     podman = new PodmanLab(lab.dir);
-    stack = await startTestStack({ inProcess: true, env: { DYNAMODB_REQUEST_TIMEOUT_MS: '30000' } });
+    // The reconciler releases an expired claim at once (the lease case invokes it).
+    stack = await startTestStack({
+      inProcess: true,
+      env: { DYNAMODB_REQUEST_TIMEOUT_MS: '30000' },
+      params: { reconcileExpiredGraceSeconds: '0' },
+    });
     await podman.importImage();
     podman.network(network, [
       {
@@ -57,6 +86,11 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
         },
       },
     ]);
+    leaseBridge = lab.bridgeName();
+    for (const node of ['live', 'dead'] as const) {
+      const { cniVersion, name, ...plugin } = leased(node);
+      podman.network(name, [plugin], cniVersion);
+    }
   });
 
   afterAll(async () => {
@@ -146,6 +180,37 @@ describe('ipam-cni under Podman (CNI backend, runc)', () => {
     expect(address).toBe(`${wanted}/24`);
     expect((await claimOf(id)).map((c) => c.addresses.map((x) => x.address))).toEqual([[wanted]]);
     expect(second).toContain('AlreadyAllocated');
+  });
+
+  it("gives back a node's addresses once it stops renewing (leaseSeconds, the node's RENEW, the reconciler), and keeps a renewing node's", async () => {
+    // Prepare: a container on each node; the dead node never runs RENEW.
+    const [live, dead] = [
+      await podman.start(`${leasePool}-l`, `${leasePool}-live`),
+      await podman.start(`${leasePool}-d`, `${leasePool}-dead`),
+    ];
+    const leasedClaims = async (): Promise<(ClaimDoc & { expiresAt?: string })[]> =>
+      ((await callApi(stack, 'GET', `/v1/pools/${leasePool}/claims?limit=1000`)).body as { items: ClaimDoc[] }).items;
+    const of = async (id: string) => (await leasedClaims()).filter((c) => c.labels['cni.ipam/container-id'] === id);
+    const [liveClaim] = await of(live);
+    const [deadClaim] = await of(dead);
+    const deadAddress = deadClaim!.addresses[0]!.address;
+    // Act: the live node renews (as its timer would) until the dead node's claim has expired and the reconciler ran.
+    const renewals: { code: number; stdout: string }[] = [];
+    const deadline = Date.now() + 120_000;
+    let remaining = await of(dead);
+    while (remaining.length > 0 && Date.now() < deadline) {
+      renewals.push(await lab.plugin('RENEW', leased('live')));
+      if (Date.now() > Date.parse(deadClaim!.expiresAt!)) await stack.invoke('reconciler', scheduleEvent);
+      remaining = await of(dead);
+      if (remaining.length > 0) await new Promise((resolve) => setTimeout(resolve, 1000)); // the poll's interval
+    }
+    // Assess
+    expect(deadClaim!.expiresAt).toBeDefined();
+    expect(remaining).toEqual([]);
+    expect((await callApi(stack, 'GET', `/v1/pools/${leasePool}/addresses/${deadAddress}`)).status).toBe(404);
+    expect((await of(live)).map((c) => c.addresses)).toEqual([liveClaim!.addresses]);
+    expect(renewals.length).toBeGreaterThan(0);
+    for (const run of renewals) expect([run.code, JSON.parse(run.stdout)]).toEqual([0, { renewed: 1, requests: 2 }]);
   });
 
   it('is run by Podman with ADD and DEL only: no CHECK, STATUS or GC (libcni 1.1)', () => {

@@ -64,4 +64,48 @@ describe('ipam on the first day', () => {
     expect([version.code, version.out]).toEqual([0, 'ipam 0.1.0\n']);
     expect(flag.out).toBe('0.1.0\n');
   });
+
+  it("makes a nested range from --source POOL/CLAIM alone: the claim's block is the CIDR", async () => {
+    for (const argv of [
+      ['create', 'pool', 'org', '--block', '/16'],
+      ['create', 'range', 'org', '10.0.0.0/8'],
+      ['claim', 'org', '--name', 'eu-west', '--owner', 'Region/eu-west/eu-west-1'],
+      ['create', 'pool', 'region-eu-west', '--block', '/24'],
+    ])
+      expect((await cli(argv)).code, argv.join(' ')).toBe(0);
+    const block = String(
+      ((await api.call('GET', '/v1/pools/org/claims/eu-west')).body.addresses as { prefix: string }[])[0]!.prefix,
+    );
+    const made = await cli(['create', 'range', 'region-eu-west', '--source', 'org/eu-west', '--name', 'main']);
+    const neither = await cli(['create', 'range', 'region-eu-west']);
+    expect([made.code, made.out, made.err]).toEqual([0, 'range/main created\n', '']);
+    expect((await api.call('GET', '/v1/pools/region-eu-west/ranges/main')).body).toMatchObject({ cidr: block });
+    expect(neither.code).toBe(2);
+    expect(neither.err).toContain('a CIDR, or --source POOL/CLAIM to take its block');
+  });
+
+  it('lists claims of every pool with -A (a POOL column), and finds an address across pools without -p', async () => {
+    expect((await cli(['create', 'pool', 'pods'])).code).toBe(0);
+    expect((await cli(['create', 'range', 'pods', '10.244.0.0/24'])).code).toBe(0);
+    expect(
+      (await cli(['claim', 'pods', '--name', 'web-0', '--owner', 'Pod/web-0/p1', '--address', '10.244.0.7'])).code,
+    ).toBe(0);
+    const all = await cli(['get', 'claims', '-A']);
+    const named = await cli(['get', 'claims', '-A', '-o', 'name']);
+    const found = await cli(['get', 'address', '10.244.0.7', '-o', 'json']);
+    const nowhere = await cli(['get', 'address', '10.99.0.1']);
+    const withoutPool = await cli(['get', 'claims']);
+    const rows = all.out.trimEnd().split('\n');
+    expect(all.code).toBe(0);
+    expect(rows[0]).toMatch(/^POOL\s+NAME\s+ADDRESSES/);
+    expect(rows.slice(1).map((r) => r.split(/\s+/).slice(0, 3))).toEqual([
+      ['pods', 'web-0', '10.244.0.7'],
+      ['services', 'dns', '10.96.0.10'],
+    ]);
+    expect([named.code, named.out]).toEqual([0, 'claim/web-0\nclaim/dns\n']);
+    expect(found.code).toBe(0);
+    expect(JSON.parse(found.out)).toMatchObject({ address: '10.244.0.7', claim: 'web-0', pool: 'pods' });
+    expect([nowhere.code, nowhere.err]).toEqual([1, 'error: NotFound: address 10.99.0.1 is held in no pool.\n']);
+    expect(withoutPool.code).toBe(2);
+  });
 });

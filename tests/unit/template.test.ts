@@ -22,6 +22,7 @@ import {
   type PolicyDocument,
 } from '../support/iam-check.ts';
 import type { AwsCall } from '../../shared/adapters/aws-call-log.ts';
+import { DEPLOY_DOC, deployerTable, documentedTable } from '../../scripts/deployer-permissions.ts';
 
 // `serverless package` (osls) is run once, as `npm run package` does, with no AWS credentials at all, into a
 // temporary folder; the tests read the CloudFormation template and the function artifacts it wrote.
@@ -130,6 +131,23 @@ afterAll(() => {
 });
 
 describe('Template: serverless package (no credentials, no network)', () => {
+  describe("docs/deploy.md: the deploying identity's permissions", () => {
+    it("are the table made from the packaged template's resource types (KMS, SNS and CloudWatch among them)", () => {
+      // Act
+      const types = Object.values(resources).map((r) => r.Type);
+      const made = deployerTable(types);
+      // Assess
+      expect(documentedTable(readFileSync(DEPLOY_DOC, 'utf8'))).toBe(made);
+      for (const service of ['KMS', 'SNS', 'CloudWatch']) expect(made).toContain(`\n| ${service} |`);
+    });
+
+    it('refuses a resource type it has no permissions for, naming it', () => {
+      expect(() => deployerTable([...Object.values(resources).map((r) => r.Type), 'AWS::EC2::VPC'])).toThrow(
+        'resource types without deployer permissions in scripts/deployer-permissions.ts: AWS::EC2::VPC',
+      );
+    });
+  });
+
   describe('CloudFormation resource schemas (@aws-cdk/aws-service-spec, offline)', () => {
     it('knows every resource type, property and attribute of the template, with its type, and finds every required property', async () => {
       // Act
