@@ -30,14 +30,14 @@ const STEPS: readonly { level: keyof typeof LEVELS; command: string; request: st
   { level: 'region', command: 'ipam create pool region-eu-west --block /24', request: 'POST/v1/pools' },
   {
     level: 'region',
-    command: 'ipam create range region-eu-west 10.17.0.0/16 --source org/eu-west',
+    command: 'ipam create range region-eu-west --source org/eu-west',
     request: 'POST/v1/pools/region-eu-west/ranges',
   },
   { level: 'node', command: 'ipam claim region-eu-west --name node-1', request: 'POST/v1/pools/region-eu-west/claims' },
   { level: 'node', command: 'ipam create pool node-1', request: 'POST/v1/pools' },
   {
     level: 'node',
-    command: 'ipam create range node-1 10.17.42.0/24 --source region-eu-west/node-1',
+    command: 'ipam create range node-1 --source region-eu-west/node-1',
     request: 'POST/v1/pools/node-1/ranges',
   },
   { level: 'node', command: 'ipam delete pool node-1', request: 'DELETE/v1/pools/node-1' },

@@ -67,7 +67,7 @@ describe('ipam on the first day', () => {
 
   it("makes a nested range from --source POOL/CLAIM alone: the claim's block is the CIDR", async () => {
     for (const argv of [
-      ['create', 'pool', 'org', '--block', '/16'],
+      ['create', 'pool', 'org', '--block', '/16', '--open-to-child-pools'],
       ['create', 'range', 'org', '10.0.0.0/8'],
       ['claim', 'org', '--name', 'eu-west', '--owner', 'Region/eu-west/eu-west-1'],
       ['create', 'pool', 'region-eu-west', '--block', '/24'],
