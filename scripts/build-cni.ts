@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import { build, type BuildOptions, type Plugin } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export const CNI_OUT_DIR = join(ROOT, 'dist/cni');
@@ -90,6 +90,64 @@ export function bunBinary(): string {
 }
 
 /**
+ * The toolchain's flags, shared by the plugin and the benchmark's empty program (bench/cni/empty-main.ts), which is
+ * built with exactly these to measure the toolchain's own start-up floor beside the plugin's.
+ */
+export const CNI_BUNDLE_OPTIONS = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  minify: true,
+  legalComments: 'none',
+  banner: { js: '#!/usr/bin/env node' },
+  metafile: true,
+  logLevel: 'warning',
+} as const satisfies BuildOptions;
+
+/**
+ * `bun build` flags. --bytecode: the bundle's compiled bytecode goes in too, so a call does not parse and compile
+ * 500 KB of source.
+ */
+export const CNI_COMPILE_FLAGS = ['--compile', '--minify', '--bytecode'] as const;
+
+/** esbuild with CNI_BUNDLE_OPTIONS: `entry` to the node script `script` (a shebang, CommonJS). Answers its bytes. */
+async function bundle(entry: string, script: string, plugins: Plugin[]): Promise<number> {
+  const outDir = dirname(script);
+  await mkdir(outDir, { recursive: true });
+  const result = await build({ ...CNI_BUNDLE_OPTIONS, entryPoints: [entry], plugins, outfile: script });
+  await writeFile(join(outDir, 'package.json'), '{ "type": "commonjs" }\n');
+  await chmod(script, 0o755);
+  return Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
+}
+
+/**
+ * One entry through the plugin's toolchain: esbuild with CNI_BUNDLE_OPTIONS to `<name>.cjs` in `outDir`, then
+ * `bun build` with CNI_COMPILE_FLAGS to the executable `<name>`. Answers both paths and sizes.
+ */
+export async function buildWithCniToolchain(options: {
+  entry: string;
+  outDir: string;
+  name: string;
+  plugins?: Plugin[];
+}): Promise<{ path: string; bytes: number; script: string; scriptBytes: number }> {
+  const { entry, outDir, name, plugins = [] } = options;
+  const script = join(outDir, `${name}.cjs`);
+  const scriptBytes = await bundle(entry, script, plugins);
+  const path = join(outDir, name);
+  await run(bunBinary(), ['build', ...CNI_COMPILE_FLAGS, script, '--outfile', path], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  await chmod(path, 0o755);
+  return { path, bytes: (await stat(path)).size, script, scriptBytes };
+}
+
+/** The plugin's own esbuild plugins: what its source needs, not flags of the toolchain. */
+async function cniPlugins(): Promise<Plugin[]> {
+  return [await embedSigner(), lazyIpNumConstants];
+}
+
+/**
  * Builds the plugin into `outDir` (tests and the benchmark build their own copy): `ipam-cni`, the executable, and
  * `ipam-cni.cjs`, the bundle it was compiled from (a node script). Answers the executable's path and size and the
  * bundle's.
@@ -97,22 +155,19 @@ export function bunBinary(): string {
 export async function buildCni(
   outDir: string = CNI_OUT_DIR,
 ): Promise<{ path: string; bytes: number; script: string; scriptBytes: number }> {
-  const script = await buildCniScript(outDir);
-  const path = join(outDir, 'ipam-cni');
-  // --bytecode: the bundle's compiled bytecode goes in too, so a call does not parse and compile 500 KB of source.
-  await run(bunBinary(), ['build', '--compile', '--minify', '--bytecode', script.path, '--outfile', path], {
-    maxBuffer: 16 * 1024 * 1024,
+  return buildWithCniToolchain({
+    entry: join(ROOT, 'cni/ipam-cni.ts'),
+    outDir,
+    name: 'ipam-cni',
+    plugins: await cniPlugins(),
   });
-  await chmod(path, 0o755);
-  return { path, bytes: (await stat(path)).size, script: script.path, scriptBytes: script.bytes };
 }
 
-/** The bundle alone: `ipam-cni.cjs` in `outDir`, a node script with a shebang. */
-export async function buildCniScript(outDir: string = CNI_OUT_DIR): Promise<{ path: string; bytes: number }> {
-  const path = join(outDir, 'ipam-cni.cjs');
-  await mkdir(outDir, { recursive: true });
-  // The signer (cni/signer.ts: SigV4 and the AWS credential chain, most of the bytes) as its own bundle, embedded
-  // below as a string: V8 only scans a string literal, so an http call never pays for compiling it.
+/**
+ * The signer (cni/signer.ts: SigV4 and the AWS credential chain, most of the bytes) as its own bundle, embedded in
+ * the plugin as a string: V8 only scans a string literal, so an http call never pays for compiling it.
+ */
+async function embedSigner(): Promise<Plugin> {
   const signer = await build({
     entryPoints: [join(ROOT, 'cni/signer.ts')],
     bundle: true,
@@ -125,7 +180,7 @@ export async function buildCniScript(outDir: string = CNI_OUT_DIR): Promise<{ pa
     logLevel: 'warning',
   });
   const signerSource = signer.outputFiles[0]!.text;
-  const embedSigner: Plugin = {
+  return {
     name: 'embed-signer',
     setup(b) {
       b.onResolve({ filter: /[\\/]signer\.ts$|^\.\/signer\.ts$/ }, (args) =>
@@ -142,24 +197,6 @@ export async function buildCniScript(outDir: string = CNI_OUT_DIR): Promise<{ pa
       }));
     },
   };
-  const result = await build({
-    entryPoints: [join(ROOT, 'cni/ipam-cni.ts')],
-    plugins: [embedSigner, lazyIpNumConstants],
-    outfile: path,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    minify: true,
-    legalComments: 'none',
-    banner: { js: '#!/usr/bin/env node' },
-    metafile: true,
-    logLevel: 'warning',
-  });
-  await writeFile(join(outDir, 'package.json'), '{ "type": "commonjs" }\n');
-  await chmod(path, 0o755);
-  const bytes = Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
-  return { path, bytes };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
