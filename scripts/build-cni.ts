@@ -155,13 +155,20 @@ async function cniPlugins(): Promise<Plugin[]> {
 export async function buildCni(
   outDir: string = CNI_OUT_DIR,
 ): Promise<{ path: string; bytes: number; script: string; scriptBytes: number }> {
-  return buildWithCniToolchain({
+  const built = await buildWithCniToolchain({
     entry: join(ROOT, 'cni/ipam-cni.ts'),
     outDir,
     name: 'ipam-cni',
     plugins: await cniPlugins(),
   });
+  // A moved import would bundle the signer as code again, compiled into every call: refuse that build.
+  if (!(await readFile(built.script, 'utf8')).includes('ipam-cni-signer.js'))
+    throw new Error(`build:cni: the signer was not embedded as text (is it still imported by cni/${SIGNER_IMPORTER}?)`);
+  return built;
 }
+
+/** The one module of cni/ that imports the signer (for https endpoints only). */
+const SIGNER_IMPORTER = 'service-commands.ts';
 
 /**
  * The signer (cni/signer.ts: SigV4 and the AWS credential chain, most of the bytes) as its own bundle, embedded in
@@ -184,7 +191,9 @@ async function embedSigner(): Promise<Plugin> {
     name: 'embed-signer',
     setup(b) {
       b.onResolve({ filter: /[\\/]signer\.ts$|^\.\/signer\.ts$/ }, (args) =>
-        args.importer.endsWith(join('cni', 'main.ts')) ? { path: 'signer', namespace: 'embedded-signer' } : undefined,
+        args.importer.endsWith(join('cni', SIGNER_IMPORTER))
+          ? { path: 'signer', namespace: 'embedded-signer' }
+          : undefined,
       );
       b.onLoad({ filter: /.*/, namespace: 'embedded-signer' }, () => ({
         loader: 'js',
