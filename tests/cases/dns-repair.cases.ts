@@ -3,6 +3,7 @@ import type { TestEngine } from '../support/engines.ts';
 import { reconcilerHarness, type ReconcilerHarness } from '../support/reconciler.ts';
 import { FlakyZones } from '../support/dns.ts';
 import { ownerText, reverseName } from '../../shared/core/dns/records.ts';
+import { runReconciler } from '../../shared/adapters/reconcile-runner.ts';
 
 const ZONE = 'pods.example.internal.';
 const REVERSE = '0.0.10.in-addr.arpa.';
@@ -10,7 +11,8 @@ const rfc2136 = { server: '127.0.0.1', port: 53, keyName: 'ipam', secretFrom: 'e
 const fqdn = (label: string) => `${label}.${ZONE}`;
 /** Past the orphan grace of the test settings (60 s): the reconciler leaves younger claims to the stream function. */
 const PAST_GRACE = 61_000;
-const sorted = (o: Record<string, string[]>) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
+const sorted = (o: Record<string, string[]>) =>
+  Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : 1)));
 
 /**
  * The reconciler's repair of zone drift, both ways, with no stream function running at all (it is down, or lost
@@ -128,6 +130,14 @@ export function dnsRepairCases(engine: TestEngine): void {
       expect(zones.values(fqdn('db-0'), 'A')).toEqual(['10.0.0.99']);
       // The PTR name is free: it is published, pointing at the name the claim would have.
       expect(zones.values(reverseName('10.0.0.30'), 'PTR')).toEqual([fqdn('web-0')]);
+      // The scheduled function's runner logs the taken name, every run that sees it.
+      const logged: Record<string, unknown>[] = [];
+      const { deps, config } = h.api.container;
+      const summary = await runReconciler(deps, config.reconciler, 60_000, { log: (e) => logged.push(e) });
+      expect(summary.dns).toEqual({ published: 0, removed: 0, taken: 1 });
+      expect(logged).toContainEqual(
+        expect.objectContaining({ message: 'dns name taken', pool: 'pods', claim: 'web-0', name: fqdn('web-0') }),
+      );
       // Released, the claim's PTR goes; the hand-made A it never owned stays.
       await h.api.call('DELETE', '/v1/pools/pods/claims/web-0');
       expect(dnsOf(await h.run())).toMatchObject({ removed: 1, taken: [] });

@@ -335,16 +335,18 @@ async function apply(p: PoolRepair, changes: readonly NameChange[]): Promise<boo
       const batch = mine.slice(i, i + NAMES_PER_CALL);
       tally.calls++;
       sent += batch.length;
-      const outcomes = await p.target.change(zone, batch).catch((error: unknown) =>
-        batch.map(() => ({ kind: 'failed', error }) as const),
-      );
+      const outcomes = await p.target
+        .change(zone, batch)
+        .catch((error: unknown) => batch.map(() => ({ kind: 'failed', error }) as const));
       outcomes.forEach((o, j) => {
         if (o.kind === 'applied') {
           if (batch[j]!.after.length > 0) tally.published++;
           else tally.removed++;
         } else if (o.kind === 'failed') {
           tally.failed++;
-          run.errors.push(`dns change ${batch[j]!.name} of ${tally.pool}: ${(o.error as Error)?.message ?? String(o.error)}`);
+          run.errors.push(
+            `dns change ${batch[j]!.name} of ${tally.pool}: ${(o.error as Error)?.message ?? String(o.error)}`,
+          );
         }
       });
     }
