@@ -8,6 +8,8 @@ export class FlakyZones implements DnsTarget {
   /** Change calls still to fail before the target works again. */
   failChanges = 0;
   failReads = 0;
+  /** Zone listings still to fail. */
+  failLists = 0;
   readonly applied: NameChange[] = [];
   /** Calls made of each kind (a reconciler run's budget is checked against them). */
   readonly calls = { read: 0, change: 0, list: 0 };
@@ -32,8 +34,12 @@ export class FlakyZones implements DnsTarget {
     return outcomes;
   }
 
-  list(zone: string): Promise<readonly RecordSet[]> {
+  async list(zone: string): Promise<readonly RecordSet[]> {
     this.calls.list++;
+    if (this.failLists > 0) {
+      this.failLists--;
+      throw new Error('zone transfer refused');
+    }
     return this.zones.list(zone);
   }
 

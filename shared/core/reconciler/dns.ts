@@ -126,6 +126,7 @@ async function repairPool(p: PoolRepair): Promise<void> {
     if (run.out(Phase.Dns) || tally.calls >= budget.calls) break;
     tally.calls++;
     const sets = await run.read(`list dns zone ${zone} of ${pool}`, () => p.target.list(zone));
+    // The other zones are still compared; the windows stay for the next run (below).
     if (!sets.ok) continue;
     tally.listed += sets.value.length;
     const names = new Map<string, RecordSet[]>();
@@ -138,8 +139,8 @@ async function repairPool(p: PoolRepair): Promise<void> {
   const subjects = subjectsOf(p, listed, owned.keys, claims.items);
   tally.examined += subjects.length;
   const changes = await plan(p, subjects);
-  const done = await apply(p, changes);
-  // Every difference written (or taken, or stale: the next listing shows it): the windows move on.
+  const done = (await apply(p, changes)) && listed.size === zones.length;
+  // Every zone listed and every difference sent (a taken or stale name is the next listing's): the windows move on.
   const next: DnsCheckpoint = done
     ? {
         ...(zones.length < all.length ? { zone: (first + zones.length) % all.length } : {}),
@@ -338,17 +339,21 @@ async function apply(p: PoolRepair, changes: readonly NameChange[]): Promise<boo
       const outcomes = await p.target
         .change(zone, batch)
         .catch((error: unknown) => batch.map(() => ({ kind: 'failed', error }) as const));
+      let failed: { name: string; error: unknown } | undefined;
       outcomes.forEach((o, j) => {
         if (o.kind === 'applied') {
           if (batch[j]!.after.length > 0) tally.published++;
           else tally.removed++;
         } else if (o.kind === 'failed') {
           tally.failed++;
-          run.errors.push(
-            `dns change ${batch[j]!.name} of ${tally.pool}: ${(o.error as Error)?.message ?? String(o.error)}`,
-          );
+          failed ??= { name: batch[j]!.name, error: o.error };
         }
       });
+      // One line per call, not per name: a target that is down fails them all alike.
+      if (failed)
+        run.errors.push(
+          `dns change in ${zone} of ${tally.pool}: ${String(outcomes.filter((o) => o.kind === 'failed').length)} names failed, first ${failed.name}: ${(failed.error as Error)?.message ?? String(failed.error)}`,
+        );
     }
   }
   return sent === changes.length;
