@@ -28,6 +28,7 @@ import { round, type RunContext, type Scenario, type ScenarioResult } from './li
 import { blocksScenario } from './scenarios/blocks.ts';
 import { cniScenario } from './scenarios/cni.ts';
 import { coldStartScenario } from './scenarios/cold-start.ts';
+import { dnsScenario } from './scenarios/dns.ts';
 import { exhaustionScenario } from './scenarios/exhaustion.ts';
 import { historyScenario } from './scenarios/history.ts';
 import { mirrorCostScenario } from './scenarios/mirror-cost.ts';
@@ -63,6 +64,7 @@ export const SCENARIOS: readonly Scenario[] = [
   historyScenario,
   blocksScenario,
   modelCheckScenario,
+  dnsScenario,
 ];
 
 async function main(): Promise<number> {

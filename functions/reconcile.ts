@@ -2,9 +2,10 @@ import type { Context, ScheduledEvent } from 'aws-lambda';
 import { buildContainerAtColdStart, tableSettingsGuard } from '../shared/adapters/cold-start.ts';
 import { IpamMetrics } from '../shared/adapters/metrics.ts';
 import { runReconciler, type RunSummary } from '../shared/adapters/reconcile-runner.ts';
+import { dnsTargets } from '../shared/adapters/dns/targets.ts';
 
 // Built when the module loads (Lambda's init phase): a bad setting fails the cold start with one log line naming it.
-const container = buildContainerAtColdStart();
+const container = buildContainerAtColdStart(undefined, { dnsTargets: dnsTargets() });
 const metrics = IpamMetrics.create(container.config.metrics);
 const ready = tableSettingsGuard(container);
 

@@ -35,7 +35,10 @@ const backoff =
   (lost: number): Promise<void> =>
     timer.sleep(Number(random.below(BigInt(Math.max(1, Math.ceil(Math.min(2 ** lost, 64)))))));
 
-/** Only the stream function writes DNS (functions/stream.ts gives it the targets): the others bundle no DNS client. */
+/**
+ * Only the stream function and the reconciler write DNS (functions/stream.ts and reconcile.ts give them the targets):
+ * the others bundle no DNS client.
+ */
 const noDnsTargets: DnsTargets = (spec) => {
   throw new Error(`This function writes no DNS (${spec.kind} target)`);
 };
@@ -175,6 +178,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
     history: stores.history,
     exhaustion,
     pause,
+    ...(overrides.dnsTargets ? { dns: overrides.dnsTargets } : {}),
   };
   const watch = new ExhaustionWatch({
     store: exhaustion,

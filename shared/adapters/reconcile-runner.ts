@@ -37,6 +37,8 @@ export interface RunSummary {
   readonly errors: number;
   /** Items left to a later run because they wait for something expected (not errors; one log line each). */
   readonly waiting: number;
+  /** Rows 22-24: DNS names published and removed, over every pool with `dns`. */
+  readonly dns: { readonly published: number; readonly removed: number; readonly taken: number };
 }
 
 export interface RunOptions {
@@ -81,6 +83,11 @@ export async function runReconciler(
   }
   for (const error of report.errors) log({ level: 'warn', message: 'reconcile step failed', error });
   for (const waiting of report.waiting) log({ level: 'info', message: 'reconcile step waits', waiting });
+  for (const d of report.dns) {
+    const { taken, ...counts } = d;
+    log({ level: 'info', message: 'dns repair', ...counts, taken: taken.length });
+    for (const t of taken) log({ level: 'warn', message: 'dns name taken', pool: d.pool, ...t });
+  }
   const summary: RunSummary = {
     complete: report.complete,
     ...(report.stoppedIn !== undefined ? { stoppedIn: report.stoppedIn } : {}),
@@ -93,6 +100,11 @@ export async function runReconciler(
     ranges: report.utilization.length,
     errors: report.errors.length,
     waiting: report.waiting.length,
+    dns: {
+      published: report.dns.reduce((n, d) => n + d.published, 0),
+      removed: report.dns.reduce((n, d) => n + d.removed, 0),
+      taken: report.dns.reduce((n, d) => n + d.taken.length, 0),
+    },
   };
   log({ level: report.errors.length ? 'warn' : 'info', message: 'reconcile run', ...summary });
   return summary;

@@ -16,6 +16,7 @@ const scenarios = [
   'cni',
   'history',
   'model-check',
+  'dns',
 ];
 
 /** Runs `npm run bench -- --quick --out <dir>` in a child process; resolves with its exit code and output. */

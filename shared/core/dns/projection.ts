@@ -189,7 +189,7 @@ interface Wanted {
 }
 
 /** A claim's A and AAAA sets at `name`. */
-function addressSets(claim: Claim, name: string, ttl: number): RecordSet[] {
+export function addressSets(claim: Claim, name: string, ttl: number): RecordSet[] {
   const sets: RecordSet[] = [];
   for (const [family, type] of [
     [IpFamily.IPv4, 'A'],

@@ -31,6 +31,20 @@ export interface ReconcileSettings {
   readonly sweepItems: number;
   /** Utilization, and rows 8-9's window scans: lease index items each may read per run. */
   readonly countItems: number;
+  /** Rows 22-24: what a run may spend on each pool's DNS zones (default DNS_REPAIR_BUDGET, reconciler/dns.ts). */
+  readonly dns?: Partial<DnsRepairBudget>;
+}
+
+/** What one run may spend on one pool's DNS zones (rows 22-24, reconciler/dns.ts). */
+export interface DnsRepairBudget {
+  /** Calls to the pool's DNS target: each zone's listing and each change call. */
+  readonly calls: number;
+  /** Names changed (published, fixed or removed). */
+  readonly changes: number;
+  /** Names the service owns in the zones, compared from the checkpoint's cursor on. */
+  readonly names: number;
+  /** Claims of the pool read and compared, from the checkpoint's cursor on. */
+  readonly claims: number;
 }
 
 export const HOUR_MS = 3_600_000;

@@ -62,6 +62,7 @@ import { measureUsage } from './usage.ts';
 import { buildMissingSummaries } from './summary.ts';
 import { releaseGrownSource } from '../use-cases/grown-blocks.ts';
 import { releaseLeftGrownBlocks } from './grown-blocks.ts';
+import { repairDns, type DnsPoolRepair } from './dns.ts';
 
 export {
   EXPIRY_CHECKPOINT,
@@ -95,6 +96,8 @@ export interface ReconcileReport {
   readonly bitmapsChecked: number;
   /** The address history's lag per pool, and the release events its gap check read (history.ts). */
   readonly history: HistoryCheck;
+  /** Rows 22-24: each pool's DNS zones compared and repaired this run (pools with `dns` only). */
+  readonly dns: readonly DnsPoolRepair[];
   /** Pools whose occupancy summary was built (row 14), and summary bits corrected (row 15). */
   readonly summary: { readonly built: number; readonly repaired: number };
   /**
@@ -146,6 +149,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
   const history = run.out(Phase.History)
     ? noHistory
     : await run.phase(Phase.History, () => checkHistory(run, views), noHistory);
+  const dns = run.out(Phase.Dns) ? [] : await run.phase(Phase.Dns, () => repairDns(run, views), []);
   const noSweep = { checked: 0, cycleCompleted: false };
   // Row 13 needs the pools' ranges: without the listing, the sweep leaves held leases alone this run.
   const sweep = run.out(Phase.Sweep)
@@ -159,6 +163,7 @@ export async function reconcile(deps: ReconcileDeps, options: ReconcileOptions):
     expiry,
     sweep,
     bitmapsChecked,
+    dns,
     summary: run.summary,
     history,
     errors: run.errors,

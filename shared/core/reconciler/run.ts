@@ -27,6 +27,7 @@ export const Phase = {
   Drift: 'drift',
   Utilization: 'utilization',
   History: 'history',
+  Dns: 'dns',
   Sweep: 'sweep',
 } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];

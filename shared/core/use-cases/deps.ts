@@ -8,6 +8,7 @@ import type { ReconcileStore } from './reconcile-ports.ts';
 import type { HistoryAuditor, HistoryCursors, HistoryReader } from '../history/ports.ts';
 import type { ExhaustionState } from '../occupancy/exhaustion.ts';
 import type { IpFamily } from '../ip/address.ts';
+import type { DnsTargets } from '../dns/ports.ts';
 
 export type { AllocationGates } from '../ports.ts';
 import type { AllocationGates } from '../ports.ts';
@@ -43,6 +44,11 @@ export interface Deps {
    * writers spread out instead of all reading and colliding again; absent: no wait (the simulator's own time).
    */
   readonly pause?: (lost: number) => Promise<void>;
+  /**
+   * The DNS servers the pools' `dns` targets name, for the reconciler's repair of zone drift (the stream function's
+   * projection takes its own); absent in a container that writes no DNS.
+   */
+  readonly dns?: DnsTargets;
   /** The exhaustion levels the stream function keeps (occupancy/exhaustion.ts): GET pool shows them. */
   readonly exhaustion?: { states(pool: string): Promise<ReadonlyMap<IpFamily, ExhaustionState>> };
 }
