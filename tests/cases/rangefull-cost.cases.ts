@@ -13,18 +13,18 @@ import { Prng } from '../../sim/prng.ts';
  * figures are pinned so that a change that moves them fails here, the figures side by side.
  */
 export function rangeFullCostCases(engine: TestEngine): void {
-  // The figures reached (docs/decisions/0005-rangefull-cost.md): the same on both engines.
-  // Each probe also reads the owner's gone-mark (one consistent GetItem, 1 read unit) before the claim's round: a claim
-  // for an owner reported gone is refused (docs/decisions/0008-claims-for-a-gone-owner.md).
+  // The figures reached (docs/decisions/0005-rangefull-cost.md): the same on both engines. None reads the owner's
+  // gone-mark: it is read only once a claim has its addresses, before the commit
+  // (docs/decisions/0008-claims-for-a-gone-owner.md).
   const PINNED: Record<'warm' | 'retry' | 'cold', Metered> = {
     // The first RangeFull after the fill: the range's counters and seals, the lower band (the one part no seal covers:
     // its 31 leases), its seal, the view's generation.
-    warm: { requests: 5, readUnits: 34, operations: { GetItem: 2, BatchGetItem: 2, UpdateItem: 1 } },
+    warm: { requests: 4, readUnits: 33, operations: { GetItem: 1, BatchGetItem: 2, UpdateItem: 1 } },
     // The same container at once: the counters and seals (every part's seal holds), the view's generation.
-    retry: { requests: 3, readUnits: 3, operations: { BatchGetItem: 1, GetItem: 2 } },
+    retry: { requests: 2, readUnits: 2, operations: { BatchGetItem: 1, GetItem: 1 } },
     // A new container: the view (generation and pool), the summary, the counters and seals, and the generation
     // again for the view the HTTP layer read before the claim's round.
-    cold: { requests: 6, readUnits: 5.5, operations: { GetItem: 3, Query: 2, BatchGetItem: 1 } },
+    cold: { requests: 5, readUnits: 4.5, operations: { GetItem: 2, Query: 2, BatchGetItem: 1 } },
   };
 
   describe(`What a RangeFull costs on a full /23 (${engine.name})`, () => {
