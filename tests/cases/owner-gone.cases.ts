@@ -48,6 +48,28 @@ export function ownerGoneCases(engine: TestEngine): void {
       expect((await h.api.call('GET', '/v1/pools/p/claims/laptop-d')).status).toBe(200);
     });
 
+    it('refuses a claim for a gone owner in a growing pool with no room before growing it (OwnerGone, nothing written)', async () => {
+      // Prepare: pods has no range and grows from top's /28 blocks; z9 is reported gone
+      const h = await reconcilerHarness({ engine, start: T0 });
+      const made = [
+        await h.api.call('POST', '/v1/pools', { name: 'top', blockPrefixLength: { IPv4: 28 }, openToChildPools: true }),
+        await h.api.call('POST', '/v1/pools/top/ranges', { cidr: '10.63.0.0/26' }),
+        await h.api.call('POST', '/v1/pools', { name: 'pods', grow: { pool: 'top', belowFree: 2 } }),
+        await h.api.call('DELETE', '/v1/pools/pods/owners/z9'),
+      ];
+      expect(made.map((r) => r.status)).toEqual([201, 201, 201, 200]);
+      const before = await tableSnapshot(h.table);
+      // Act
+      const refused = await h.api.call('POST', '/v1/pools/pods/claims', { name: 'late', owner: owner('z9') });
+      // Assess: the growth would have been a block of top's and a range of pods', taken for a claim then refused
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe('OwnerGone');
+      expect(await tableSnapshot(h.table)).toEqual(before);
+      expect((await h.api.call('POST', '/v1/pools/pods/claims', { name: 'next', owner: owner('z10') })).status).toBe(
+        201,
+      );
+    });
+
     it("names the caller of DELETE .../owners/{uid} as the events' actor, 'anonymous' for an unsigned local call", async () => {
       // Prepare
       const h = await reconcilerHarness({ engine, start: T0 });

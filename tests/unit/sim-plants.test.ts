@@ -36,10 +36,10 @@ describe('Simulator plants', { timeout: 300_000 }, () => {
 
   describe('Method: simulate', () => {
     it("breaks on a parent pool's deletion that trusts its claims listing, and holds without it", async () => {
-      // Act: quick seed 8 of `blocks`, whose tree operator deletes a parent pool right after a child range is made
+      // Act: quick seed 18 of `blocks`, whose tree operator deletes a parent pool right after a child range is made
       // from its one block, with and without the finalizer that reads no lease's claim
-      const planted = await simulate(8, undefined, true, 'delete-parent-on-listing');
-      const fixed = await simulate(8, 'blocks', true);
+      const planted = await simulate(18, undefined, true, 'delete-parent-on-listing');
+      const fixed = await simulate(18, 'blocks', true);
 
       // Assess: the block's lease deleted under its live claim; without the plant the deletion refused (409 while
       // listed, 202 once the finalizer read the claim's child range) and every invariant holds
@@ -47,7 +47,7 @@ describe('Simulator plants', { timeout: 300_000 }, () => {
       expect(planted.text).toMatch(
         /INVARIANT BROKEN: live-claim-leases-exist-and-name-it: live claim block-\d+ lists 10\.70\.0\.0/,
       );
-      expect(planted.text).toContain('replay: npm run sim -- --seed 8 --plant delete-parent-on-listing --quick\n');
+      expect(planted.text).toContain('replay: npm run sim -- --seed 18 --plant delete-parent-on-listing --quick\n');
       expect(fixed.ok).toBe(true);
       expect(fixed.text).toMatch(/parent-delete-202=[1-9]/);
     });

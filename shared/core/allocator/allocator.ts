@@ -57,6 +57,12 @@ export interface AllocateOptions {
   readonly commitBy?: number;
   /** Pick as for a commit, and answer the claim without writing it (a preview, AWS's PreviewNextCidr). */
   readonly dryRun?: boolean;
+  /**
+   * Awaited once the picks are made, before each commit is sent and before a preview is answered; what it throws is
+   * the call's answer, with nothing written. A check that only a claim about to be made needs (the owner's gone-mark):
+   * a call refused before it (RangeFull, an explicit address held, an existing claim) never pays for it.
+   */
+  readonly beforeCommit?: () => Promise<void>;
 }
 
 /** Called right before each commit is sent. @throws DeadlineExceededError once `nowMs` has reached `commitBy` */

@@ -119,6 +119,7 @@ export class BitmapAllocator implements Allocator {
       if ('result' in round) return round.result;
       const { picks } = round;
       const claim = buildClaim(draft, requests, picks);
+      await options.beforeCommit?.();
       if (options.dryRun) return { kind: 'preview', claim };
       const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, reuseDelayMs(view.pool)));
       const writes = requests.map((r) => bitmapWrite(view.pool.name, picks.get(r.family)!, snapshots.get(r.family)!));

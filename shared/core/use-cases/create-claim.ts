@@ -21,7 +21,7 @@ import { isBlockPool, isExpired, RangeState, type Claim, type ClaimSpec, type Po
 import { type Deps } from './deps.ts';
 import { nowIso } from '../base/time.ts';
 import { events } from '../events.ts';
-import { refuseGoneOwner } from './owner-gone.ts';
+import { goneOwnerCheck } from './owner-gone.ts';
 import { CLAIM_TRIES, normalizeSpec, resolveFamilies, sameOrConflict, type CreateClaimCommand } from './claim-spec.ts';
 
 type CreateDeps = Pick<Deps, 'claims' | 'views' | 'allocator' | 'clock' | 'random' | 'pools' | 'hints' | 'reconcile'>;
@@ -108,6 +108,8 @@ interface Creation {
   readonly cmd: CreateClaimCommand;
   readonly spec: ClaimSpec;
   readonly explicit: readonly IpAddress[];
+  /** The owner's gone-mark (goneOwnerCheck): read once a request, before a claim is committed or answered. */
+  readonly refuseGone: () => Promise<void>;
 }
 
 /**
@@ -162,11 +164,13 @@ type Round =
  * would free an address a client was already told. The generation has copies in several partitions and the check
  * reads one, so no per-allocation read lands on the pool's partition (docs/decisions/0004-generation-check-copies.md).
  * @throws ConflictError, AlreadyAllocatedError, RangeFullError, NotInRangeError, MismatchedNetworkError, NotFoundError,
- *   NotReadyError (the pool's ranges kept being retired under RETIRED_RANGE_ROUNDS commits)
+ *   NotReadyError (the pool's ranges kept being retired under RETIRED_RANGE_ROUNDS commits), OwnerGoneError (the
+ *   owner reported gone: read once the claim has its addresses, or before an existing claim is answered)
  */
 export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Promise<CreateClaimAnswer> {
   const { spec, explicit } = normalizeSpec(cmd);
-  await refuseGoneOwner(deps, cmd.pool, spec.owner.uid);
+  // Read only for a claim about to be made or answered: a refusal (RangeFull above all, where clients loop) costs none.
+  const refuseGone = goneOwnerCheck(deps, cmd.pool, spec.owner.uid);
   if (cmd.dryRun) {
     // A preview of a claim that exists answers it as a repeated request would (or its conflict); nothing is written:
     // a claim made from generateName is found read-only, not pinned as answerExisting would.
@@ -176,12 +180,15 @@ export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Pr
         ? undefined
         : await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName));
     const existing = name === undefined ? undefined : await deps.claims.getClaim(cmd.pool, name);
-    if (existing && !isExpired(existing, deps.clock.nowMs()))
-      return { ...sameOrConflict(existing, spec), preview: true };
+    if (existing && !isExpired(existing, deps.clock.nowMs())) {
+      const answer = sameOrConflict(existing, spec);
+      await refuseGone();
+      return { ...answer, preview: true };
+    }
   }
-  const made = await findMadeFromGenerateName(deps, cmd, spec);
+  const creation: Creation = { deps, cmd, spec, explicit, refuseGone };
+  const made = await findMadeFromGenerateName(creation);
   if (made) return made;
-  const creation: Creation = { deps, cmd, spec, explicit };
   const drawName = () => cmd.name ?? generatedName(spec.generateName!, deps.random.suffix(5));
   const names: NameRetry = { name: drawName(), draws: 1, pins: 0 };
   const views: ViewRetry = { fresh: false, checked: undefined, retired: 0 };
@@ -209,6 +216,7 @@ export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Pr
           names.draws += 1;
           break;
         }
+        await refuseGone();
         const answer = await answerExisting(deps, existing, spec, cmd.dryRun === true);
         // Changed before it could be pinned (released by its creator, or renewed): the next round reads it again.
         if (answer) return answer;
@@ -223,16 +231,14 @@ export async function createClaim(deps: CreateDeps, cmd: CreateClaimCommand): Pr
 }
 
 /** A generateName request repeated (a lost response): the claim this owner made from it, answered again. */
-async function findMadeFromGenerateName(
-  deps: CreateDeps,
-  cmd: CreateClaimCommand,
-  spec: ClaimSpec,
-): Promise<CreateClaimAnswer | undefined> {
+async function findMadeFromGenerateName(creation: Creation): Promise<CreateClaimAnswer | undefined> {
+  const { deps, cmd, spec } = creation;
   if (spec.generateName === undefined) return undefined;
   for (let attempt = 0; attempt < CLAIM_TRIES; attempt += 1) {
     const made = await deps.claims.findGeneratedClaim(cmd.pool, spec.owner.uid, spec.generateName);
     const existing = made === undefined ? undefined : await deps.claims.getClaim(cmd.pool, made);
     if (!existing || isExpired(existing, deps.clock.nowMs())) return undefined;
+    await creation.refuseGone();
     const answer = await answerExisting(deps, existing, spec, cmd.dryRun === true);
     if (answer) return answer;
   }
@@ -266,6 +272,7 @@ async function allocateRound(creation: Creation, views: ViewRetry, name: string)
     const result = await deps.allocator.allocate(view, draft, requests, {
       ...(cmd.commitBy !== undefined ? { commitBy: cmd.commitBy } : {}),
       ...(cmd.dryRun ? { dryRun: true } : {}),
+      beforeCommit: creation.refuseGone,
     });
     if (result.kind === 'preview')
       return { kind: 'answered', answer: { claim: result.claim, created: false, preview: true } };
@@ -284,8 +291,11 @@ async function allocateRound(creation: Creation, views: ViewRetry, name: string)
     if (error instanceof DeadlineExceededError) {
       // Past its deadline nothing is written; a repeated request still answers the claim it made in time.
       const existing = cmd.name === undefined ? undefined : await deps.claims.getClaim(cmd.pool, cmd.name);
-      if (existing && !isExpired(existing, deps.clock.nowMs()))
-        return { kind: 'answered', answer: sameOrConflict(existing, spec) };
+      if (existing && !isExpired(existing, deps.clock.nowMs())) {
+        const answer = sameOrConflict(existing, spec);
+        await creation.refuseGone();
+        return { kind: 'answered', answer };
+      }
       throw error;
     }
     const refusedByView =

@@ -28,6 +28,7 @@ import type { CreateClaimCommand } from './claim-spec.ts';
 import { createRange } from './ranges.ts';
 import { grownClaimCommand } from './grown-blocks.ts';
 import { previewGrowing } from './grow-preview.ts';
+import { refuseGoneOwner } from './owner-gone.ts';
 import { checkParentFits, growthParent, mayGrowFor, nextTag, NO_ROOM_ROUNDS, refusedFamily } from './growth-rule.ts';
 import type { Deps } from './deps.ts';
 
@@ -85,6 +86,8 @@ async function claimAfterNoRoom(
   for (let round = 0; round < NO_ROOM_ROUNDS; round += 1) {
     const family = refusedFamily(error);
     if (family === undefined || !mayGrowFor(pool, cmd, family)) throw error;
+    // A growth writes for this claim's sake: not for an owner reported gone (its claim would be refused after it).
+    if (round === 0) await refuseGoneOwner(deps, cmd.pool, cmd.owner.uid);
     const need = BigInt(cmd.count ?? 1);
     const growth = await growOnce(deps, { pool, rule, family, cmd, trigger: { kind: 'noRoom', need, roomSeen } });
     if (growth.kind === 'none') throw error;

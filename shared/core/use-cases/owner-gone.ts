@@ -28,3 +28,17 @@ export async function refuseGoneOwner(
   const iso = (ms: number) => new Date(ms).toISOString();
   throw new OwnerGoneError(ownerUid, iso(reportedAt), iso(reportedAt + OWNER_RECHECK_MS));
 }
+
+/**
+ * refuseGoneOwner for one create request, read at most once however many rounds the request takes, and only when
+ * asked: by a claim about to be committed or previewed, or an existing claim about to be answered. A request refused
+ * before that (RangeFull, an explicit address held) never reads the mark (docs/decisions/0008-claims-for-a-gone-owner.md).
+ */
+export function goneOwnerCheck(
+  deps: Pick<Deps, 'reconcile' | 'clock'>,
+  pool: string,
+  ownerUid: string,
+): () => Promise<void> {
+  let read: Promise<void> | undefined;
+  return () => (read ??= refuseGoneOwner(deps, pool, ownerUid));
+}

@@ -75,6 +75,7 @@ export async function allocateInRounds(
         });
       }
       claim = buildClaim(draft, requests, slots);
+      await options.beforeCommit?.();
       // A preview (dryRun) answers the picks it would commit, and writes nothing.
       if (options.dryRun) return { kind: 'preview', claim };
       const leases = claim.addresses.map((a) => leaseOfClaim(claim, a, claim.createdAt, holdMs));
