@@ -16,6 +16,8 @@ import { planName, ownerAt } from './plan.ts';
 import { forwardName, reverseName, reverseZoneOf, type RecordOwner, type RecordSet } from './records.ts';
 import type { DnsTargets } from './ports.ts';
 import type { DnsSettings } from './settings.ts';
+import { sameStatus, takenReason, type DnsNameStatus, type DnsStatusStore } from './status.ts';
+import { EventReason } from '../events.ts';
 import { IpFamily, parseAddress } from '../ip/address.ts';
 import { cidrContains, parseCidr } from '../ip/cidr.ts';
 
@@ -25,6 +27,8 @@ export interface DnsProjectionDeps {
   readonly leases: Pick<LeaseIndex, 'getLease'>;
   readonly targets: DnsTargets;
   readonly clock: Clock;
+  /** Where each claim's names' status goes (GET claim shows it); absent: not kept. */
+  readonly status?: DnsStatusStore;
 }
 
 /** What the projection did with one name. */
@@ -32,8 +36,9 @@ export interface NameOutcome {
   readonly pool: string;
   readonly name: string;
   readonly kind: 'forward' | 'reverse';
-  /** The claim that holds (or wanted) the name; absent when nobody does. */
+  /** The claim that holds (or wanted) the name, and its incarnation; absent when nobody does. */
   readonly claim?: string;
+  readonly claimUid?: string;
   readonly outcome: 'published' | 'removed' | 'unchanged' | 'taken' | 'failed';
   /** For `taken`: who holds it (another claim's name, or the foreign TXT's text). */
   readonly holder?: string;
@@ -98,7 +103,51 @@ export class DnsProjection {
       names.push(...outcomes);
       if (outcomes.some((o) => o.outcome === 'failed')) for (const id of subject.ids) failed.add(id);
     }
+    await this.recordStatus(names);
     return { failed: [...failed], names };
+  }
+
+  /**
+   * Puts each claim's names' status where it changed (one consistent read of a claim's statuses, one put a changed
+   * name), with a DnsNameTaken event as a name turns taken. Best effort: a failed status write fails no record (the
+   * records are right; the next change of the claim's names writes the status again), and the status items are no
+   * lease items, so their own stream records start no DNS work.
+   */
+  private async recordStatus(names: readonly NameOutcome[]): Promise<void> {
+    const store = this.deps.status;
+    if (!store) return;
+    const read = new Map<string, Promise<DnsNameStatus[]>>();
+    for (const n of names) {
+      const state = n.outcome === 'taken' ? 'taken' : n.outcome === 'failed' ? 'pending' : 'published';
+      if (!n.claim || !n.claimUid || n.outcome === 'removed') continue;
+      const reason =
+        n.outcome === 'taken'
+          ? takenReason(n.holder)
+          : n.outcome === 'failed'
+            ? ((n.error as Error | undefined)?.message ?? String(n.error))
+            : undefined;
+      const status: DnsNameStatus = { name: n.name, kind: n.kind, state, ...(reason ? { reason } : {}) };
+      try {
+        const key = `${n.pool}\u0000${n.claimUid}`;
+        if (!read.has(key)) read.set(key, store.statuses(n.pool, n.claimUid));
+        const before = (await read.get(key)!).find((s) => s.name === n.name);
+        if (sameStatus(before, status)) continue;
+        const event =
+          state === 'taken' && before?.state !== 'taken'
+            ? {
+                pool: n.pool,
+                time: new Date(this.deps.clock.nowMs()).toISOString(),
+                reason: EventReason.DnsNameTaken,
+                object: `claim/${n.claim}`,
+                message: `DNS name ${n.name} of claim ${n.claim} is ${reason}: not published, nothing in the zone changed.`,
+                claimUid: n.claimUid,
+              }
+            : undefined;
+        await store.putStatus(n.pool, n.claimUid, status, event);
+      } catch {
+        // Best effort, as said above.
+      }
+    }
   }
 
   /** Reads, plans and writes one name until it is settled, or reports why not. */
@@ -120,10 +169,16 @@ export class DnsProjection {
           ...(wanted.holder ? { wanted: wanted.holder } : {}),
         });
         const claim = wanted.holder?.owner.claim;
-        const held = { ...base, ...(claim ? { claim } : {}) };
+        const held = { ...base, ...(claim ? { claim, claimUid: wanted.holder!.owner.uid } : {}) };
         // A live claim that wants a name another live claim of the pool holds is told so; the holder keeps it.
         const rivals = (wanted.rivals ?? []).map(
-          (r): NameOutcome => ({ ...base, claim: r, outcome: 'taken', holder: `claim ${claim}` }),
+          (r): NameOutcome => ({
+            ...base,
+            claim: r.claim,
+            claimUid: r.uid,
+            outcome: 'taken',
+            holder: `claim ${claim}`,
+          }),
         );
         if (plan.kind === 'taken')
           return [{ ...held, outcome: 'taken', ...(plan.holder ? { holder: plan.holder } : {}) }, ...rivals];
@@ -173,11 +228,10 @@ export class DnsProjection {
     // The claim the TXT names keeps the name while it lives; otherwise the first live one takes it.
     const holder = live.find((c) => current && c.uid === current.uid) ?? live[0];
     if (!holder) return {};
-    const rival = live.find((c) => c !== holder);
     const owner: RecordOwner = { pool: pool.name, claim: holder.name, uid: holder.uid };
     return {
       holder: { owner, sets: addressSets(holder, forwardName(subject.label, dns.zone), dns.ttlSeconds) },
-      ...(rival ? { rival: `claim ${holder.name}` } : {}),
+      rivals: live.filter((c) => c !== holder).map((c) => ({ claim: c.name, uid: c.uid })),
     };
   }
 }
@@ -185,7 +239,7 @@ export class DnsProjection {
 interface Wanted {
   readonly holder?: { readonly owner: RecordOwner; readonly sets: readonly RecordSet[] };
   /** Other live claims of the pool that want the same name (each reported as taken by the holder). */
-  readonly rivals?: readonly string[];
+  readonly rivals?: readonly { readonly claim: string; readonly uid: string }[];
 }
 
 /** A claim's A and AAAA sets at `name`. */
