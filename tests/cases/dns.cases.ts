@@ -200,6 +200,21 @@ export function dnsCases(streams: StreamEngine, options: { readonly everyRelease
     });
   });
 
+  releaseKind(
+    "writes one stream batch's names in one change call a zone (the target batches them within its limits)",
+    async () => {
+      const { h, zones, drain } = await stack();
+      for (const [i, name] of ['web-0', 'web-1', 'web-2'].entries())
+        await claim(h, name, { addresses: [`10.0.0.7${i}`] });
+      expect(await drain()).toEqual([]);
+      expect(zones.changeCalls.map((c) => [c.zone, c.names.length]).sort()).toEqual([
+        ['0.0.10.in-addr.arpa.', 3],
+        [ZONE, 3],
+      ]);
+      expect(zones.values(fqdn('web-2'), 'A')).toEqual(['10.0.0.72']);
+    },
+  );
+
   it('retries a failed DNS call through the stream and converges', async () => {
     const { h, zones, drain } = await stack();
     zones.failChanges = 2;

@@ -9,6 +9,8 @@ export class FlakyZones implements DnsTarget {
   failChanges = 0;
   failReads = 0;
   readonly applied: NameChange[] = [];
+  /** Each change call's zone and names, in order. */
+  readonly changeCalls: { zone: string; names: string[] }[] = [];
 
   async read(zone: string, names: readonly string[]): Promise<ReadonlyMap<string, readonly RecordSet[]>> {
     if (this.failReads > 0) {
@@ -19,6 +21,7 @@ export class FlakyZones implements DnsTarget {
   }
 
   async change(zone: string, changes: readonly NameChange[]): Promise<readonly ChangeOutcome[]> {
+    this.changeCalls.push({ zone, names: changes.map((c) => c.name) });
     if (this.failChanges > 0) {
       this.failChanges--;
       return changes.map(() => ({ kind: 'failed', error: new Error('Throttling') }) as const);

@@ -1,3 +1,4 @@
+// Over 300 lines: one target's reads, request batching, retries and InvalidChangeBatch mapping, which share Route 53's limits and the one-change-a-name rule.
 import {
   ChangeResourceRecordSetsCommand,
   ListResourceRecordSetsCommand,
