@@ -9,10 +9,13 @@ export class FlakyZones implements DnsTarget {
   failChanges = 0;
   failReads = 0;
   readonly applied: NameChange[] = [];
+  /** Read calls made. */
+  reads = 0;
   /** Each change call's zone and names, in order. */
   readonly changeCalls: { zone: string; names: string[] }[] = [];
 
   async read(zone: string, names: readonly string[]): Promise<ReadonlyMap<string, readonly RecordSet[]>> {
+    this.reads++;
     if (this.failReads > 0) {
       this.failReads--;
       throw new Error('target unreachable');
