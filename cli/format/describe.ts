@@ -205,6 +205,18 @@ export function describeClaim(pool: string, claim: Claim, nowMs: number): string
           )
         : '<none>',
     ],
+    // Only in a pool with dns: each name the claim publishes and its state (docs/dns.md).
+    ...(claim.dns?.length
+      ? [
+          [
+            'DNS',
+            renderTable(
+              ['NAME', 'STATE', 'REASON'],
+              claim.dns.map((d) => [d.name, d.state, d.reason ?? '']),
+            ),
+          ] as const,
+        ]
+      : []),
     // Only a block claim that other pools' ranges were made from: the API refuses its release while they live.
     ...(claim.children?.length
       ? [

@@ -25,6 +25,8 @@ export interface AwsCall {
   readonly leadingKeys?: readonly string[];
   /** EventBridge: the bus of each entry. */
   readonly eventBus?: string;
+  /** Route 53: the hosted zone id. */
+  readonly hostedZoneId?: string;
 }
 
 export interface CallLog {

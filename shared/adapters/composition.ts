@@ -22,6 +22,7 @@ import { recordAwsCalls } from './aws-call-log.ts';
 import { ExhaustionWatch, type CrossingAnnouncer } from '../core/occupancy/exhaustion.ts';
 import { poolExhaustionReading } from '../core/use-cases/pools.ts';
 import { TableExhaustionStore } from './dynamodb/exhaustion-store.ts';
+import { TableDnsStatusStore } from './dynamodb/dns-status-store.ts';
 import { crossingsClient, EventBridgeCrossings } from './crossing-events.ts';
 import { DnsProjection } from '../core/dns/projection.ts';
 import type { DnsTargets } from '../core/dns/ports.ts';
@@ -161,6 +162,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
   const dnsViews = new PoolViewCache(pools, DNS_VIEW_MAX_AGE_MS);
   const allocator = allocatorOf({ gates, stores, hints, clock, random, pause, strategy: overrides.strategy });
   const exhaustion = new TableExhaustionStore(table);
+  const dnsStatus = new TableDnsStatusStore(table);
   const deps: Deps = {
     pools,
     claims,
@@ -177,6 +179,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
     reconcile: stores.reconcile,
     history: stores.history,
     exhaustion,
+    dnsStatus,
     pause,
     ...(overrides.dnsTargets ? { dns: overrides.dnsTargets } : {}),
   };
@@ -199,6 +202,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
       leases,
       targets: overrides.dnsTargets ?? noDnsTargets,
       clock,
+      status: dnsStatus,
     }),
   });
   return { config, table, stores, deps, mirror };

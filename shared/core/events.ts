@@ -62,6 +62,11 @@ export const EventReason = {
   PoolFreeBelowThreshold: 'PoolFreeBelowThreshold',
   /** A family of the pool is back above a threshold it had fallen below, or no longer full. */
   PoolFreeRecovered: 'PoolFreeRecovered',
+  /**
+   * A DNS name a claim would publish is held by records the service did not make (or by another claim of the pool):
+   * reported once as the claim's name turns taken, nothing written to the zone (core/dns).
+   */
+  DnsNameTaken: 'DnsNameTaken',
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

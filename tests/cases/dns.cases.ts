@@ -35,8 +35,9 @@ export function dnsCases(streams: StreamEngine, options: { readonly everyRelease
     expect(created.status).toBe(201);
     for (const cidr of ['10.0.0.0/24', 'fd00::/64'])
       expect((await h.api.call('POST', '/v1/pools/pods/ranges', { cidr })).status).toBe(201);
-    const drain = async (retries = 3) => (await stream.drain(mirrorOf(h.api.container, logged), { retries })).failed;
-    return { h, zones, drain, logged };
+    const drainAll = (retries = 3) => stream.drain(mirrorOf(h.api.container, logged), { retries });
+    const drain = async (retries = 3) => (await drainAll(retries)).failed;
+    return { h, zones, drain, drainAll, logged };
   }
 
   const claim = (h: ReconcilerHarness, name: string, body: Record<string, unknown> = {}) =>
@@ -151,6 +152,75 @@ export function dnsCases(streams: StreamEngine, options: { readonly everyRelease
     expect(await drain()).toEqual([]);
     expect(zones.values(fqdn('web-0'), 'A')).toEqual(['192.0.2.1']);
   });
+
+  // The int tier runs the taken case (status items and the event's transaction on DynamoDB Local); the other two in memory.
+  describe("the claim's dns status", () => {
+    releaseKind('shows each name of the claim published once the stream function wrote it', async () => {
+      const { h, zones, drain, drainAll } = await stack();
+      await claim(h, 'web-0', { addresses: ['10.0.0.60'] });
+      expect(await drain()).toEqual([]);
+      // The status items' own stream records are no lease changes: they start no DNS work (not even a read).
+      const reads = zones.calls.read;
+      const again = await drainAll();
+      expect(again.records.some((r) => r.dynamodb?.NewImage?.entity?.S === 'dnsStatus')).toBe(true);
+      expect(again.failed).toEqual([]);
+      expect(zones.calls.read).toBe(reads);
+      const got = await h.api.call('GET', '/v1/pools/pods/claims/web-0');
+      expect(got.body.dns).toEqual([
+        { name: '60.0.0.10.in-addr.arpa.', kind: 'reverse', state: 'published' },
+        { name: fqdn('web-0'), kind: 'forward', state: 'published' },
+      ]);
+    });
+
+    it('says taken, and why, for a name a hand-made record holds, with one pool event however often it is seen', async () => {
+      const { h, zones, drain } = await stack();
+      zones.zones.put(ZONE, { name: fqdn('web-0'), type: 'A', ttl: 300, values: ['192.0.2.1'] });
+      await claim(h, 'web-0', { addresses: ['10.0.0.61'], ttlSeconds: 600 });
+      expect(await drain()).toEqual([]);
+      // Seen again: a renewal is a lease change of each address
+      expect((await h.api.call('POST', '/v1/pools/pods/claims/web-0/renew', {})).status).toBe(200);
+      expect(await drain()).toEqual([]);
+      const got = await h.api.call('GET', '/v1/pools/pods/claims/web-0');
+      expect(got.body.dns).toEqual([
+        { name: '61.0.0.10.in-addr.arpa.', kind: 'reverse', state: 'published' },
+        {
+          name: fqdn('web-0'),
+          kind: 'forward',
+          state: 'taken',
+          reason: 'held by records the service did not make (no ownership TXT of this pool)',
+        },
+      ]);
+      const events = (await h.api.call('GET', '/v1/pools/pods/events')).body.items as Record<string, unknown>[];
+      expect(events.filter((e) => e.reason === 'DnsNameTaken')).toEqual([
+        expect.objectContaining({ object: 'claim/web-0', message: expect.stringContaining(fqdn('web-0')) }),
+      ]);
+      expect(zones.values(fqdn('web-0'), 'A')).toEqual(['192.0.2.1']);
+    });
+
+    releaseKind('says pending, with the error, while the target fails the name', async () => {
+      const { h, zones, drain } = await stack({ reverse: false });
+      zones.failChanges = 1_000;
+      await claim(h, 'web-0', { addresses: ['10.0.0.62'] });
+      expect(await drain(1)).not.toEqual([]);
+      const got = await h.api.call('GET', '/v1/pools/pods/claims/web-0');
+      expect(got.body.dns).toEqual([{ name: fqdn('web-0'), kind: 'forward', state: 'pending', reason: 'Throttling' }]);
+    });
+  });
+
+  releaseKind(
+    "writes one stream batch's names in one change call a zone (the target batches them within its limits)",
+    async () => {
+      const { h, zones, drain } = await stack();
+      for (const [i, name] of ['web-0', 'web-1', 'web-2'].entries())
+        await claim(h, name, { addresses: [`10.0.0.7${i}`] });
+      expect(await drain()).toEqual([]);
+      expect(zones.changeCalls.map((c) => [c.zone, c.names.length]).sort()).toEqual([
+        ['0.0.10.in-addr.arpa.', 3],
+        [ZONE, 3],
+      ]);
+      expect(zones.values(fqdn('web-2'), 'A')).toEqual(['10.0.0.72']);
+    },
+  );
 
   it('retries a failed DNS call through the stream and converges', async () => {
     const { h, zones, drain } = await stack();

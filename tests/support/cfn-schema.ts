@@ -30,6 +30,7 @@ export interface CfnResource {
 export interface CfnTemplate {
   readonly Resources: Record<string, CfnResource>;
   readonly Parameters?: Record<string, unknown>;
+  readonly Conditions?: Record<string, unknown>;
 }
 
 const RESOURCE_KEYS = new Set([

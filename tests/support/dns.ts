@@ -14,6 +14,9 @@ export class FlakyZones implements DnsTarget {
   /** Calls made of each kind (a reconciler run's budget is checked against them). */
   readonly calls = { read: 0, change: 0, list: 0 };
 
+  /** Each change call's zone and names, in order. */
+  readonly changeCalls: { zone: string; names: string[] }[] = [];
+
   async read(zone: string, names: readonly string[]): Promise<ReadonlyMap<string, readonly RecordSet[]>> {
     this.calls.read++;
     if (this.failReads > 0) {
@@ -25,6 +28,7 @@ export class FlakyZones implements DnsTarget {
 
   async change(zone: string, changes: readonly NameChange[]): Promise<readonly ChangeOutcome[]> {
     this.calls.change++;
+    this.changeCalls.push({ zone, names: changes.map((c) => c.name) });
     if (this.failChanges > 0) {
       this.failChanges--;
       return changes.map(() => ({ kind: 'failed', error: new Error('Throttling') }) as const);

@@ -52,10 +52,41 @@ function attributeOf(template: CfnTemplate, id: string, attribute: string): stri
   }
 }
 
-/** A value of the template with Ref, Fn::GetAtt, Fn::Sub and Fn::Join resolved. */
+/** A condition of the template as CloudFormation decides it (Fn::Equals, Fn::Not, Fn::And, Fn::Or, Condition). */
+function conditionHolds(template: CfnTemplate, value: unknown): boolean {
+  if (typeof value === 'boolean') return value;
+  if (!isObject(value)) throw new Error(`not a condition: ${JSON.stringify(value)}`);
+  if ('Condition' in value) return conditionHolds(template, template.Conditions?.[value.Condition as string]);
+  if ('Fn::Not' in value) return !conditionHolds(template, (value['Fn::Not'] as unknown[])[0]);
+  if ('Fn::And' in value) return (value['Fn::And'] as unknown[]).every((c) => conditionHolds(template, c));
+  if ('Fn::Or' in value) return (value['Fn::Or'] as unknown[]).some((c) => conditionHolds(template, c));
+  if ('Fn::Equals' in value) {
+    const [a, b] = (value['Fn::Equals'] as unknown[]).map((v) => JSON.stringify(resolveIntrinsics(template, v)));
+    return a === b;
+  }
+  throw new Error(`unsupported condition: ${JSON.stringify(value)}`);
+}
+
+const NO_VALUE = Symbol('AWS::NoValue');
+
+/** A value of the template with Ref, Fn::GetAtt, Fn::Sub, Fn::Join, Fn::Split and Fn::If resolved (AWS::NoValue dropped). */
 export function resolveIntrinsics(template: CfnTemplate, value: unknown): unknown {
-  if (Array.isArray(value)) return value.map((v) => resolveIntrinsics(template, v));
+  const resolved = resolveValue(template, value);
+  return resolved === NO_VALUE ? undefined : resolved;
+}
+
+function resolveValue(template: CfnTemplate, value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((v) => resolveValue(template, v)).filter((v) => v !== NO_VALUE);
   if (!isObject(value)) return value;
+  if ('Fn::If' in value) {
+    const [condition, yes, no] = value['Fn::If'] as [string, unknown, unknown];
+    return resolveValue(template, conditionHolds(template, { Condition: condition }) ? yes : no);
+  }
+  if ('Fn::Split' in value) {
+    const [separator, source] = value['Fn::Split'] as [string, unknown];
+    return String(resolveValue(template, source)).split(separator);
+  }
+  if (value.Ref === 'AWS::NoValue') return NO_VALUE;
   const pseudo: Record<string, string> = {
     'AWS::Partition': 'aws',
     'AWS::Region': REGION,
@@ -76,9 +107,13 @@ export function resolveIntrinsics(template: CfnTemplate, value: unknown): unknow
   }
   if ('Fn::Join' in value) {
     const [separator, parts] = value['Fn::Join'] as [string, unknown[]];
-    return parts.map((p) => resolveIntrinsics(template, p)).join(separator);
+    return parts.map((p) => resolveValue(template, p)).join(separator);
   }
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolveIntrinsics(template, v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .map(([k, v]) => [k, resolveValue(template, v)] as const)
+      .filter(([, v]) => v !== NO_VALUE),
+  );
 }
 
 /** The inline policies of a role, merged into one document, resolved. */
@@ -86,14 +121,17 @@ export function rolePolicy(template: CfnTemplate, roleId: string): PolicyDocumen
   const policies = asArray(
     template.Resources[roleId]?.Properties?.Policies as { PolicyDocument: { Statement: unknown[] } }[],
   );
-  const statements = policies
-    .flatMap((p) => p.PolicyDocument.Statement)
-    .map((s) => resolveIntrinsics(template, s) as PolicyStatement);
+  // A statement under a false Fn::If is AWS::NoValue: dropped, as CloudFormation does.
+  const statements = resolveIntrinsics(
+    template,
+    policies.flatMap((p) => p.PolicyDocument.Statement),
+  ) as PolicyStatement[];
   return { Version: '2012-10-17', Statement: statements };
 }
 
-/** The ARN a recorded call acts on, in the template's account: the stage's table (whatever stage recorded it), its index, the bus. */
+/** The ARN a recorded call acts on, in the template's account: the stage's table (whatever stage recorded it), its index, the bus, the hosted zone. */
 export function resourceOf(call: AwsCall, tableArn: string): string {
+  if (call.action.startsWith('route53:')) return `arn:aws:route53:::hostedzone/${call.hostedZoneId ?? ''}`;
   if (call.action.startsWith('events:'))
     return `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${call.eventBus ?? 'default'}`;
   if (call.action.startsWith('dynamodb:')) return call.index ? `${tableArn}/index/${call.index}` : tableArn;

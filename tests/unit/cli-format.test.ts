@@ -549,6 +549,32 @@ describe('describe', () => {
     );
   });
 
+  it("shows a claim's DNS names and their state, and no DNS section outside a pool with dns", () => {
+    // Prepare
+    const named: Claim = {
+      ...claim,
+      dns: [
+        { name: '201.0.96.10.in-addr.arpa.', kind: 'reverse', state: 'published' },
+        {
+          name: 'vpn.services.example.internal.',
+          kind: 'forward',
+          state: 'taken',
+          reason: 'held by records the service did not make (no ownership TXT of this pool)',
+        },
+      ],
+    };
+    // Act
+    const text = describeClaim('services', named, NOW);
+    // Assess
+    expect(text).toContain(
+      'DNS:\n' +
+        '  NAME                             STATE       REASON\n' +
+        '  201.0.96.10.in-addr.arpa.        published\n' +
+        '  vpn.services.example.internal.   taken       held by records the service did not make (no ownership TXT of this pool)\n',
+    );
+    expect(describeClaim('services', claim, NOW)).not.toContain('DNS:');
+  });
+
   it("shows a block claim's blocks as CIDRs and the ranges made from them (issue 35)", () => {
     const parent: Claim = {
       ...claim,

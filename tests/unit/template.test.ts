@@ -53,6 +53,9 @@ const TABLE_ARN = 'arn:aws:dynamodb:us-east-1:123456789012:table/ipam-dev';
 
 let outDir: string;
 let template: CfnTemplate;
+/** The resources of a stage with `dnsHostedZoneArns` set (HOSTED_ZONE_ARNS). */
+let withZones: CfnTemplate;
+const HOSTED_ZONE_ARNS = ['arn:aws:route53:::hostedzone/ZFORWARD', 'arn:aws:route53:::hostedzone/ZREVERSE'];
 let resources: Record<string, Resource>;
 
 const ofType = (type: string): [string, Resource][] => Object.entries(resources).filter(([, r]) => r.Type === type);
@@ -109,6 +112,13 @@ function credentialFreeEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 beforeAll(async () => {
   outDir = mkdtempSync(join(tmpdir(), 'ipam-package-'));
   const osls = join(dirname(createRequire(import.meta.url).resolve('osls/package.json')), 'bin', 'serverless.js');
+  // Beside the package: the resources a stage that names Route 53 hosted zones gets (`print` resolves the variables
+  // and bundles nothing, so it runs alongside).
+  const printed = run(
+    process.execPath,
+    [osls, 'print', '--stage', stage, '--format', 'json', '--param', `dnsHostedZoneArns=${HOSTED_ZONE_ARNS.join(',')}`],
+    credentialFreeEnv({}),
+  );
   const { code, output } = await run(
     process.execPath,
     [osls, 'package', '--stage', stage, '--package', outDir],
@@ -122,6 +132,9 @@ beforeAll(async () => {
     }),
   );
   if (code !== 0) throw new Error(`serverless package failed (${code}):\n${output}`);
+  const print = await printed;
+  if (print.code !== 0) throw new Error(`serverless print failed (${print.code}):\n${print.output}`);
+  withZones = (JSON.parse(print.output.slice(print.output.indexOf('{'))) as { resources: CfnTemplate }).resources;
   template = JSON.parse(readFileSync(join(outDir, 'cloudformation-template-update-stack.json'), 'utf8')) as CfnTemplate;
   resources = template.Resources as Record<string, Resource>;
 }, 180_000);
@@ -296,6 +309,42 @@ describe('Template: serverless package (no credentials, no network)', () => {
       expect(denied.map((d) => [d.resource, d.result])).toEqual([
         [`arn:aws:events:us-east-1:${ACCOUNT}:event-bus/default`, 'ImplicitlyDenied'],
       ]);
+    }, 120_000);
+
+    it("grants Route 53 record changes and listings only in the stage's hosted zones, only to the mirror and the reconciler, and none by default", async () => {
+      // Prepare: the calls the Route 53 target makes (shared/adapters/dns/route53-target.ts), in a named zone and another
+      const route53 = (hostedZoneId: string): AwsCall[] =>
+        ['route53:ChangeResourceRecordSets', 'route53:ListResourceRecordSets'].map((action) => ({
+          function: 'any',
+          action,
+          hostedZoneId,
+        }));
+      const decided = async (from: CfnTemplate, key: keyof typeof functions) => {
+        const policy = rolePolicy(from, roleOf(key));
+        const denied = async (zone: string) =>
+          (await deniedCalls(policy, roleArn(key), route53(zone), tableArn())).map((d) => d.call.action);
+        return {
+          key,
+          named: await denied('ZFORWARD'),
+          reverse: await denied('ZREVERSE'),
+          other: await denied('ZOTHER'),
+        };
+      };
+      const all = ['route53:ChangeResourceRecordSets', 'route53:ListResourceRecordSets'];
+      for (const key of Object.keys(functions) as (keyof typeof functions)[]) {
+        // Act
+        const zoned = await decided(withZones, key);
+        const byDefault = await decided(template, key);
+        // Assess
+        const dns = key === 'mirror' || key === 'reconciler';
+        expect(zoned).toEqual({ key, named: dns ? [] : all, reverse: dns ? [] : all, other: all });
+        expect(byDefault).toEqual({ key, named: all, reverse: all, other: all });
+      }
+      expect(
+        rolePolicy(template, roleOf('mirror')).Statement.filter((s) =>
+          asArray(s.Action).some((a) => a.startsWith('route53:')),
+        ),
+      ).toEqual([]);
     }, 120_000);
 
     it("names a grant nobody uses (a DeleteItem planted on the mirror's role)", async () => {

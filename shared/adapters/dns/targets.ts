@@ -1,38 +1,51 @@
 import { readFile } from 'node:fs/promises';
+import { Route53Client } from '@aws-sdk/client-route-53';
 import { environmentSecret } from '../../config.ts';
 import type { DnsTarget, DnsTargets } from '../../core/dns/ports.ts';
 import type { DnsTargetSpec, Rfc2136Target as Rfc2136Spec } from '../../core/dns/settings.ts';
 import { Rfc2136Target } from './rfc2136-target.ts';
+import { realTime, RequestPace, Route53Target } from './route53-target.ts';
 import type { TsigKey } from './tsig.ts';
 
 /**
  * The DNS targets of the deployed functions, one adapter per target spec, made on first use and kept for the
- * container's life (a TSIG secret is read once per container, and again after a failed read).
+ * container's life (a TSIG secret is read once per container, and again after a failed read). The Route 53 targets
+ * share one client and one request pace: Route 53's request rate is the account's.
  */
 export function dnsTargets(): DnsTargets {
   const made = new Map<string, DnsTarget>();
+  let route53: { client: Route53Client; pace: RequestPace } | undefined;
   return (spec: DnsTargetSpec) => {
     const key = JSON.stringify(spec);
     let target = made.get(key);
-    if (!target) made.set(key, (target = makeTarget(spec)));
+    if (!target) {
+      if (spec.kind === 'route53') {
+        // The SDK's own retries off: the target retries throttling itself, paced and in order.
+        route53 ??= { client: new Route53Client({ maxAttempts: 1 }), pace: new RequestPace(realTime) };
+        target = new Route53Target({
+          client: route53.client,
+          pace: route53.pace,
+          hostedZoneId: spec.hostedZoneId,
+          ...(spec.reverseZoneIds ? { reverseZoneIds: spec.reverseZoneIds } : {}),
+        });
+      } else target = rfc2136Target(spec);
+      made.set(key, target);
+    }
     return target;
   };
 }
 
-function makeTarget(spec: DnsTargetSpec): DnsTarget {
-  if (spec.kind === 'rfc2136') {
-    let key: Promise<TsigKey> | undefined;
-    const read = () =>
-      (key ??= readSecret(spec).then(
-        (secret) => ({ name: spec.keyName, secret }),
-        (error: unknown) => {
-          key = undefined;
-          throw error;
-        },
-      ));
-    return new Rfc2136Target({ server: spec.server, port: spec.port, key: read });
-  }
-  throw new Error(`The ${spec.kind} DNS target has no adapter in this build`);
+function rfc2136Target(spec: Rfc2136Spec): DnsTarget {
+  let key: Promise<TsigKey> | undefined;
+  const read = () =>
+    (key ??= readSecret(spec).then(
+      (secret) => ({ name: spec.keyName, secret }),
+      (error: unknown) => {
+        key = undefined;
+        throw error;
+      },
+    ));
+  return new Rfc2136Target({ server: spec.server, port: spec.port, key: read });
 }
 
 /**

@@ -71,6 +71,8 @@ export const Entity = {
   /** A chunk of a pool family's occupancy summary (shared/core/occupancy/chunk.ts). */
   Chunk: 'chunk',
   Event: 'event',
+  /** The DNS status of one name of a claim incarnation (shared/core/dns/status.ts). */
+  DnsStatus: 'dnsStatus',
   Checkpoint: 'checkpoint',
   Strikes: 'strikes',
   Report: 'report',
@@ -170,6 +172,14 @@ export const keys = {
     SK: `${isoTime}#${id}`,
   }),
   eventsListing: (pool: string, shard: number): string => `EVENTS#${pool}#${shard}`,
+  /**
+   * A claim incarnation's DNS name status, in its events partition (sort keys `DNS#<name>`, after every event's ISO
+   * time): the claim's events and names are read by the same uid, and the mirror already writes that partition.
+   */
+  dnsStatus: (pool: string, claimUid: string, name: string): Key => ({
+    PK: `EVENT#${pool}#${claimUid}`,
+    SK: `DNS#${name}`,
+  }),
   /** The listing shard of an event: its id's hash, so writes of one pool spread over EVENT_SHARDS partitions. */
   eventShard: (id: string): number => createHash('sha256').update(id).digest()[0]! % EVENT_SHARDS,
   checkpoint: (name: string): Key => ({ PK: 'RECONCILER', SK: `CHECKPOINT#${name}` }),

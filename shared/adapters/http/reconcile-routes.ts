@@ -31,7 +31,9 @@ export const reconcileRoutes = {
         by:
           e.principal ??
           (e.anonymous ? 'anonymous' : undefined) ??
-          (e.reason === EventReason.PoolFreeBelowThreshold || e.reason === EventReason.PoolFreeRecovered
+          (e.reason === EventReason.PoolFreeBelowThreshold ||
+          e.reason === EventReason.PoolFreeRecovered ||
+          e.reason === EventReason.DnsNameTaken
             ? 'stream'
             : 'reconciler'),
       })),

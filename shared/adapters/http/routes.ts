@@ -7,6 +7,7 @@ import type { Deps } from '../../core/use-cases/deps.ts';
 import * as pools from '../../core/use-cases/pools.ts';
 import * as ranges from '../../core/use-cases/ranges.ts';
 import * as claims from '../../core/use-cases/claims.ts';
+import { claimDnsStatus } from '../../core/use-cases/claim-dns.ts';
 import * as addresses from '../../core/use-cases/addresses.ts';
 import { getRangeOccupancy } from '../../core/use-cases/occupancy.ts';
 import { claimDto, leaseDto, occupancyDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
@@ -291,7 +292,8 @@ export const routes = {
   },
   'GET /v1/pools/{pool}/claims/{claim}': async ({ event, deps }) => {
     const claim = await claims.getClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'));
-    return json(200, claimDto(claim), claimHeaders(claim.version));
+    const dns = await claimDnsStatus(deps, claim);
+    return json(200, { ...claimDto(claim), ...(dns ? { dns } : {}) }, claimHeaders(claim.version));
   },
   'DELETE /v1/pools/{pool}/claims/{claim}': async ({ event, deps, caller, audit }) => {
     const released = await claims.deleteClaim(deps, pathParam(event, 'pool'), pathParam(event, 'claim'), {

@@ -9,6 +9,7 @@ import type { HistoryAuditor, HistoryCursors, HistoryReader } from '../history/p
 import type { ExhaustionState } from '../occupancy/exhaustion.ts';
 import type { IpFamily } from '../ip/address.ts';
 import type { DnsTargets } from '../dns/ports.ts';
+import type { DnsStatusStore } from '../dns/status.ts';
 
 export type { AllocationGates } from '../ports.ts';
 import type { AllocationGates } from '../ports.ts';
@@ -51,6 +52,8 @@ export interface Deps {
   readonly dns?: DnsTargets;
   /** The exhaustion levels the stream function keeps (occupancy/exhaustion.ts): GET pool shows them. */
   readonly exhaustion?: { states(pool: string): Promise<ReadonlyMap<IpFamily, ExhaustionState>> };
+  /** The DNS status of claims' names the stream function keeps (core/dns/status.ts): GET claim shows it. */
+  readonly dnsStatus?: Pick<DnsStatusStore, 'statuses'>;
 }
 
 export { nowIso, pageLimit } from '../base/time.ts';
