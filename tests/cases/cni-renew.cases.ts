@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../../cli/api/http-client.ts';
 import { IpamApi } from '../../cli/api/ipam-api.ts';
-import { add, renew, type CommandContext } from '../../cni/commands.ts';
+import { claimName } from '../../cni/attachment.ts';
+import { add, nodeClaimsKey, renew, type CommandContext } from '../../cni/commands.ts';
 import { parseNetworkConfig, type NetworkConfig } from '../../cni/config.ts';
 import { fileCache } from '../../cni/node-cache.ts';
 import type { TestEngine } from '../support/engines.ts';
@@ -91,12 +92,74 @@ export function cniRenewCases(engine: TestEngine): void {
       expect(liveClaims).toHaveLength(2);
       expect(deadClaims).toHaveLength(2);
       expect(runs.every((r) => [...r.renewed].sort().join() === liveClaims.join())).toBe(true);
-      // One listing page and one renewal per claim: the API renews one claim a request.
-      expect(runs.every((r) => r.requests === 1 + liveClaims.length)).toBe(true);
+      // The node's first run lists its claims once (a page); every run renews them all in one request.
+      expect(runs.map((r) => r.requests)).toEqual([2, ...Array<number>(runs.length - 1).fill(1)]);
       expect(report.repairs.ClaimExpired).toBe(2);
       expect(Object.values(after).sort()).toEqual(liveClaims);
       expect(await claimsOf('node-dead')).toEqual([]);
       expect((await claimsOf('node-live')).sort()).toEqual(liveClaims);
+    });
+
+    it('renews 30 pods of a node in one request a run, and 101 in two, whatever else the pool holds', async () => {
+      // Prepare: node-a holds 30 pods, node-b 101 (more than one request carries); each is the other's pool company.
+      const h = await reconcilerHarness({ engine, start: Date.now() });
+      const cfg = config({ range: '10.70.0.0/23' });
+      const nodes = { a: node(h, 'node-a'), b: node(h, 'node-b') };
+      const pods = { a: 30, b: 101 };
+      for (const [n, count] of Object.entries(pods) as ['a' | 'b', number][])
+        for (let i = 0; i < count; i++)
+          await add(nodes[n], cfg, { containerID: `${n}${i}`, ifname: 'eth0' }, owner(`${n}${i}`));
+      // Act: three periods of each node's renewer
+      const runs: Record<'a' | 'b', { renewed: string[]; requests: number }[]> = { a: [], b: [] };
+      for (let period = 0; period < 3; period++) {
+        h.clock.advance((LEASE_S * 1000) / 3);
+        runs.a.push(await renew(nodes.a, cfg));
+        runs.b.push(await renew(nodes.b, cfg));
+      }
+      // Assess: the first run of a node also lists the node's claims once (one page: 131 claims in the pool).
+      expect(runs.a.map((r) => r.requests)).toEqual([2, 1, 1]);
+      expect(runs.b.map((r) => r.requests)).toEqual([3, 2, 2]);
+      expect(runs.a.map((r) => r.renewed.length)).toEqual([30, 30, 30]);
+      expect(runs.b.map((r) => r.renewed.length)).toEqual([101, 101, 101]);
+      // docs/cni.md's figure: renewing every 300 s (leaseSeconds 900), 30 pods cost 3600 / 300 x 1 = 12 an hour.
+      expect((3600 / 300) * runs.a[2]!.requests).toBe(12);
+    });
+
+    it('forgets a claim released elsewhere once the service answers it NotFound, and renews the rest', async () => {
+      // Prepare
+      const h = await reconcilerHarness({ engine, start: Date.now() });
+      const n = node(h, 'node-1');
+      const cfg = config();
+      for (const id of ['p1', 'p2']) await add(n, cfg, { containerID: id, ifname: 'eth0' }, owner(id));
+      const first = await renew(n, cfg);
+      const gone = claimName('pods', { containerID: 'p1', ifname: 'eth0' });
+      expect((await h.api.call('DELETE', `/v1/pools/pods/claims/${gone}`)).status).toBe(204);
+      // Act
+      const second = await renew(n, cfg);
+      const third = await renew(n, cfg);
+      // Assess
+      const kept = claimName('pods', { containerID: 'p2', ifname: 'eth0' });
+      expect(first.renewed.sort()).toEqual([gone, kept].sort());
+      expect([second.renewed, second.requests]).toEqual([[kept], 1]);
+      expect([third.renewed, third.requests]).toEqual([[kept], 1]);
+      const key = nodeClaimsKey(cfg, { node: 'node-1' });
+      expect(n.cache.recordedClaims(key).records.map((r) => r.name)).toEqual([kept]);
+    });
+
+    it('fails an ADD whose claim it cannot record for RENEW (code 11), so the runtime releases it', async () => {
+      // Prepare: a state folder that is a file
+      const h = await reconcilerHarness({ engine, start: Date.now() });
+      const dir = mkdtempSync(join(tmpdir(), 'ipam-cni-renew-'));
+      dirs.push(dir);
+      const stateDir = join(dir, 'not-a-folder');
+      writeFileSync(stateDir, '');
+      const n = { ...node(h, 'node-1'), cache: fileCache(stateDir, () => undefined, 500) };
+      // Act
+      const outcome = await add(n, config(), { containerID: 'p1', ifname: 'eth0' }, owner('p1')).catch(
+        (e: unknown) => e,
+      );
+      // Assess
+      expect(outcome).toMatchObject({ code: 11, msg: 'cannot record the claim for RENEW' });
     });
 
     it('refuses RENEW without ipam.leaseSeconds (code 7) and renews nothing', async () => {
