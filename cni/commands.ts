@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { IpamApi } from '../cli/api/ipam-api.ts';
 import { isNotFound, ProblemError } from '../cli/errors.ts';
-import type { Claim, ClaimSpec, Owner, PoolDetails } from '../cli/api/types.ts';
+import type { Claim, ClaimRenewal, ClaimSpec, Owner, PoolDetails } from '../cli/api/types.ts';
 import { parseAddress } from '../shared/core/ip/address.ts';
 import { claimName, labelsOf, LabelKey, type NodeIdentity } from './attachment.ts';
 import type { Attachment, Family, IpamConfig, NetworkConfig, RangeConfig } from './config.ts';
@@ -35,6 +35,33 @@ export interface PoolCheckCache {
   readExhausted(key: string): { families: string[]; atMs: number; reason?: string } | undefined;
   /** `reason` says where the families came from when not from an ADD's RangeFull (the service's warning). */
   writeExhausted(key: string, families: readonly string[], reason?: string): void;
+  /**
+   * The claims of this node's attachments under a key (nodeClaimsKey: the network, the node identity, the pool):
+   * what RENEW renews, by name, without listing the pool. ADD records a claim once it holds it, DEL and GC forget it.
+   * Each record is a file of its own with a token in its name, so RENEW forgets exactly the records it read (a DEL
+   * and a new ADD of the same attachment meanwhile leave the new one). `seeded`: a RENEW has listed the node's
+   * claims by label once and recorded those made before records were kept.
+   */
+  recordedClaims(key: string): { records: readonly ClaimRecord[]; seeded: boolean };
+  /** @throws Error when the record cannot be written (ADD fails then: the claim would never be renewed). */
+  recordClaim(key: string, name: string): void;
+  /** Forgets `records` (those RENEW read), or every record of `name`. */
+  forgetClaim(key: string, name: string, records?: readonly ClaimRecord[]): void;
+  markSeeded(key: string): void;
+}
+
+/** A claim a node recorded: its name, and the record's own file. */
+export interface ClaimRecord {
+  readonly name: string;
+  readonly file: string;
+}
+
+/** The key of a node's claim records: the endpoint, the pool, the network and the node identity. */
+export function nodeClaimsKey(config: NetworkConfig, identity: NodeIdentity): string {
+  return createHash('sha256')
+    .update(JSON.stringify([config.ipam.endpoint.href, config.ipam.pool, config.name, identity.node, identity.cluster]))
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /** The key of a pool's exhaustion memory: the endpoint and the pool. */
@@ -300,6 +327,22 @@ export function resultOf(claim: Claim, prefixes: ReadonlyMap<string, number>, ip
 }
 
 /**
+ * Records a claim ADD now holds for the node's renewer. A claim RENEW does not know would expire under its pod, so
+ * a record that cannot be written fails the ADD (code 11): the runtime's DEL then releases the claim.
+ */
+function recordForRenew(ctx: CommandContext, config: NetworkConfig, name: string): void {
+  try {
+    ctx.cache.recordClaim(nodeClaimsKey(config, identityOf(ctx, config.ipam)), name);
+  } catch (error) {
+    throw new CniError(
+      CniCode.TryAgainLater,
+      'cannot record the claim for RENEW',
+      `claim ${name} in ${config.ipam.stateDir}: ${(error as Error).message}`,
+    );
+  }
+}
+
+/**
  * ADD: ensures the pool, then takes (or, for a retried ADD, finds again) the attachment's claim.
  * @throws CniError 7 (config conflicts with the pool), 11 (service unreachable, throttled, 5xx), 100 (pool exhausted),
  *   101 (refused otherwise)
@@ -350,6 +393,7 @@ export async function add(
       response = await post();
     }
     const { claim } = response;
+    if (ipam.leaseSeconds !== undefined) recordForRenew(ctx, config, claim.name);
     if (ctx.cache.readExhausted(poolKey(ipam))) ctx.cache.writeExhausted(poolKey(ipam), []);
     ctx.log(
       'info',
@@ -375,10 +419,12 @@ export async function del(ctx: CommandContext, config: NetworkConfig, attachment
   const name = claimName(config.name, attachment);
   try {
     await retrying(ctx, 'DEL claim', () => ctx.api.releaseClaim(config.ipam.pool, name));
+    ctx.cache.forgetClaim(nodeClaimsKey(config, identityOf(ctx, config.ipam)), name);
     if (ctx.cache.readExhausted(poolKey(config.ipam))) ctx.cache.writeExhausted(poolKey(config.ipam), []);
     ctx.log('info', `DEL ${attachment.containerID}/${attachment.ifname}: claim ${name} released`);
   } catch (error) {
     if (isNotFound(error)) {
+      ctx.cache.forgetClaim(nodeClaimsKey(config, identityOf(ctx, config.ipam)), name);
       ctx.log(
         'info',
         `DEL ${attachment.containerID}/${attachment.ifname}: pool ${config.ipam.pool} is gone; nothing to release`,
@@ -544,6 +590,7 @@ export async function gc(ctx: CommandContext, config: NetworkConfig): Promise<{ 
   for (const name of stale) {
     try {
       await ctx.api.releaseClaim(ipam.pool, name);
+      ctx.cache.forgetClaim(nodeClaimsKey(config, identityOf(ctx, ipam)), name);
       released.push(name);
       ctx.log('info', `GC: released stale claim ${name}`);
     } catch (error) {
@@ -570,59 +617,116 @@ function nodeSelector(ctx: CommandContext, config: NetworkConfig): { selector: s
   };
 }
 
+/** The most claims one renewal request carries (the API's bound: one DynamoDB batch read). */
+export const RENEW_BATCH = 100;
+
 /**
  * RENEW (not a CNI command: the node's renewer, run by a systemd timer or a DaemonSet loop with the network's
  * config): moves every lease-carrying claim of this network and node identity to `leaseSeconds` from now. A node
- * that stops running it (crashed, cut off, deleted) has its claims expire, and the reconciler releases them. The API
- * renews one claim a request, so a run costs the listing (the label filter runs on the server over the pool's
- * claims: a request per 1000 of them) plus one request per claim of the node.
- * A claim released meanwhile is skipped; a claim without an expiry (made before leaseSeconds was set) needs none.
- * @throws CniError 7 without ipam.leaseSeconds; 11 when the listing or a renewal failed for a transient reason.
+ * that stops running it (crashed, cut off, deleted) has its claims expire, and the reconciler releases them.
+ * The claims are the ones ADD recorded on the node (PoolCheckCache.recordedClaims), renewed by name in batches of
+ * RENEW_BATCH (POST /v1/pools/{pool}/renewals): a run costs ceil(node claims / 100) requests, whatever the pool's
+ * size. The node's first run (no `seeded` mark in the state folder) also lists the node's claims by label once (a
+ * request per 1000 of the pool's claims) and records those it did not know: claims made before records were kept.
+ * A claim the service answers NotFound (released meanwhile), Expired (its address was taken) or NotLeased is
+ * forgotten.
+ * @throws CniError 7 without ipam.leaseSeconds; 11 when a request or a claim's renewal failed for a transient reason.
  */
 export async function renew(
   ctx: CommandContext,
   config: NetworkConfig,
 ): Promise<{ renewed: string[]; requests: number }> {
-  const { ipam } = config;
-  const ttl = ipam.leaseSeconds;
+  const ttl = config.ipam.leaseSeconds;
   if (ttl === undefined)
     throw new CniError(
       CniCode.InvalidConfig,
       'RENEW needs ipam.leaseSeconds',
       'the network makes claims without a lease',
     );
-  const { selector, cluster } = nodeSelector(ctx, config);
-  let requests = 0;
-  let leased: Claim[];
+  const key = nodeClaimsKey(config, identityOf(ctx, config.ipam));
+  const counter = { requests: 0 };
   try {
-    const claims = await retrying(ctx, 'RENEW listing', () => {
-      requests += 1;
-      return ctx.api.listClaims(ipam.pool, { labelSelector: selector });
-    });
-    leased = claims.items.filter((c) => c.labels?.[LabelKey.cluster] === cluster && c.expiresAt !== undefined);
+    if (!ctx.cache.recordedClaims(key).seeded) await seedRecords(ctx, config, key, counter);
   } catch (error) {
-    if (isNotFound(error)) return { renewed: [], requests };
+    if (isNotFound(error)) return { renewed: [], requests: counter.requests };
     throw toCniError(error, 'RENEW');
   }
+  const { records } = ctx.cache.recordedClaims(key);
+  const names = [...new Set(records.map((r) => r.name))].sort();
   const renewed: string[] = [];
   const failures: CniError[] = [];
-  for (const claim of leased) {
+  for (let at = 0; at < names.length; at += RENEW_BATCH) {
+    const batch = names.slice(at, at + RENEW_BATCH);
+    let results: readonly ClaimRenewal[];
     try {
-      await retrying(ctx, `RENEW ${claim.name}`, () => {
-        requests += 1;
-        return ctx.api.renewClaim(ipam.pool, claim.name, ttl);
-      });
-      renewed.push(claim.name);
+      results = (
+        await retrying(ctx, 'RENEW', () => {
+          counter.requests += 1;
+          return ctx.api.renewClaims(config.ipam.pool, batch, ttl);
+        })
+      ).items;
     } catch (error) {
-      if (!isNotFound(error)) failures.push(toCniError(error, `RENEW of ${claim.name}`));
+      if (isNotFound(error)) return { renewed, requests: counter.requests };
+      throw toCniError(error, 'RENEW');
+    }
+    for (const item of results) {
+      if (item.result === 'Renewed') renewed.push(item.name);
+      else if (item.result === 'NotFound' || item.result === 'Expired' || item.result === 'NotLeased') {
+        if (item.result === 'Expired') ctx.log('warn', `RENEW ${item.name}: ${item.detail ?? 'expired'}`);
+        ctx.cache.forgetClaim(
+          key,
+          item.name,
+          records.filter((r) => r.name === item.name),
+        );
+      } else failures.push(renewalFailure(item));
     }
   }
-  ctx.log('info', `RENEW: ${renewed.length} claims renewed for ${ttl} s in ${requests} requests`);
+  ctx.log('info', `RENEW: ${renewed.length} claims renewed for ${ttl} s in ${counter.requests} requests`);
   if (failures.length > 0)
     throw new CniError(
       failures.some((f) => f.code === CniCode.TryAgainLater) ? CniCode.TryAgainLater : CniCode.Refused,
-      `RENEW renewed ${renewed.length} of ${leased.length} claims`,
+      `RENEW renewed ${renewed.length} of ${names.length} claims`,
       failures.map((f) => f.message).join('; '),
     );
-  return { renewed, requests };
+  return { renewed, requests: counter.requests };
+}
+
+/** A claim's refusal in a batch renewal: transient when it kept changing or the engine was busy. */
+function renewalFailure(item: ClaimRenewal): CniError {
+  const transient = item.result === 'Conflict' || item.result === 'NotReady';
+  return new CniError(
+    transient ? CniCode.TryAgainLater : CniCode.Refused,
+    `RENEW of ${item.name}: ${item.result}`,
+    item.detail ?? '',
+  );
+}
+
+/**
+ * The node's first RENEW: lists this network's claims of the node identity by label and records the leased ones
+ * the node does not know, then marks the folder seeded. @throws the listing's failure (nothing is marked then)
+ */
+async function seedRecords(
+  ctx: CommandContext,
+  config: NetworkConfig,
+  key: string,
+  counter: { requests: number },
+): Promise<void> {
+  const { selector, cluster } = nodeSelector(ctx, config);
+  const claims = await retrying(ctx, 'RENEW listing', () => {
+    counter.requests += 1;
+    return ctx.api.listClaims(config.ipam.pool, { labelSelector: selector });
+  });
+  const known = new Set(ctx.cache.recordedClaims(key).records.map((r) => r.name));
+  for (const claim of claims.items) {
+    if (claim.labels?.[LabelKey.cluster] !== cluster || claim.expiresAt === undefined || known.has(claim.name))
+      continue;
+    try {
+      ctx.cache.recordClaim(key, claim.name);
+    } catch (error) {
+      // Not marked seeded: the next run lists again.
+      ctx.log('warn', `RENEW: cannot record claim ${claim.name}: ${(error as Error).message}`);
+      return;
+    }
+  }
+  ctx.cache.markSeeded(key);
 }

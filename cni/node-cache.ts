@@ -2,12 +2,15 @@
  * The pool check cache of a node (commands.ts, PoolCheckCache) as files in ipam.stateDir: one per key, written whole
  * (a temporary file renamed) so a reader never sees half of one, and a lock file per key so one process of the node
  * checks the pool while the others wait for its answer. A folder that cannot be read or written only costs the
- * check: it is logged, not fatal.
+ * check: it is logged, not fatal. The node's claim records (what RENEW renews) are a folder a key, `claims-<key>`,
+ * with an empty file a record (`<claim>~<token>`): ADDs and DELs of one node run at once, and a file each needs no
+ * lock. Unlike the cache, a record that cannot be written fails its ADD.
  */
 import {
   closeSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   renameSync,
   statSync,
@@ -16,8 +19,12 @@ import {
   writeFileSync,
   type FSWatcher,
 } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { PoolCheckCache } from './commands.ts';
+import type { ClaimRecord, PoolCheckCache } from './commands.ts';
+
+/** The file that says a RENEW has listed the node's claims once (commands.ts, PoolCheckCache.recordedClaims). */
+const SEEDED = '.seeded';
 
 /** The longest a waiting process sleeps between looks at the lock and the cache when no change in the folder wakes it. */
 export const WAIT_POLL_MS = 200;
@@ -142,6 +149,54 @@ export function fileCache(dir: string, warn: (message: string) => void, timeoutM
       } catch {
         return undefined;
       }
+    },
+    recordedClaims(key) {
+      let files: string[];
+      try {
+        files = readdirSync(join(dir, `claims-${key}`));
+      } catch {
+        return { records: [], seeded: false };
+      }
+      const records: ClaimRecord[] = [];
+      for (const file of files) {
+        const cut = file.indexOf('~');
+        if (cut > 0) records.push({ name: file.slice(0, cut), file });
+      }
+      return { records, seeded: files.includes(SEEDED) };
+    },
+    recordClaim(key, name) {
+      const folder = join(dir, `claims-${key}`);
+      mkdirSync(folder, { recursive: true, mode: 0o700 });
+      // A retried ADD of the attachment finds its record: one is enough.
+      if (readdirSync(folder).some((file) => file.startsWith(`${name}~`))) return;
+      writeFileSync(join(folder, `${name}~${randomBytes(6).toString('hex')}`), '');
+    },
+    forgetClaim(key, name, records) {
+      const folder = join(dir, `claims-${key}`);
+      const missing = (error: unknown) => (error as NodeJS.ErrnoException).code === 'ENOENT';
+      let files: string[];
+      try {
+        files = records ? records.map((r) => r.file) : readdirSync(folder).filter((f) => f.startsWith(`${name}~`));
+      } catch (error) {
+        if (!missing(error)) warn(`cannot forget claim ${name} in ${folder}: ${(error as Error).message}`);
+        return;
+      }
+      for (const file of files) {
+        try {
+          unlinkSync(join(folder, file));
+        } catch (error) {
+          // Gone already: a DEL and a RENEW forgot it at once.
+          if (!missing(error)) warn(`cannot forget claim ${name} in ${folder}: ${(error as Error).message}`);
+        }
+      }
+    },
+    markSeeded(key) {
+      try {
+        mkdirSync(join(dir, `claims-${key}`), { recursive: true, mode: 0o700 });
+      } catch {
+        // writeWhole says why it cannot write.
+      }
+      writeWhole(join(`claims-${key}`, SEEDED), {}, 'that the claims were listed');
     },
     writeExhausted: (key, families, reason) =>
       writeWhole(

@@ -1,6 +1,7 @@
 import { encodePath, type HttpClient } from './http-client.ts';
 import type {
   Claim,
+  RenewalResults,
   ClaimSpec,
   Consumer,
   ConsumerRemoval,
@@ -154,6 +155,15 @@ export class IpamApi {
         body: ttlSeconds === undefined ? {} : { ttlSeconds },
       })
       .then((res) => res.body as Claim);
+  }
+
+  /** Renews up to 100 claims of a pool in one request; a result per name, in the order given. */
+  renewClaims(pool: string, claims: readonly string[], ttlSeconds?: number): Promise<RenewalResults> {
+    return this.http
+      .request('POST', `/v1/pools/${encodePath(pool)}/renewals`, {
+        body: { claims: [...claims], ...(ttlSeconds !== undefined ? { ttlSeconds } : {}) },
+      })
+      .then((res) => res.body as RenewalResults);
   }
 
   /** Releases a claim; with `ifVersion`, only while the claim is at that version (412 PreconditionFailed otherwise). */

@@ -21,6 +21,8 @@ export type PoolDetails = Schemas['PoolDetails'];
 export type Utilization = Schemas['Utilization'];
 export type Range = Schemas['Range'];
 export type Claim = Schemas['Claim'];
+export type ClaimRenewal = Schemas['ClaimRenewal'];
+export type RenewalResults = Schemas['RenewalResults'];
 export type ClaimAddress = Claim['addresses'][number];
 /** GET .../addresses and .../addresses/{address}: an Allocated or a Released lease (`state` tells which). */
 export type Lease = Schemas['Lease'];

@@ -1,6 +1,8 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { parseLabelSelector, type LabelSelector } from '../../shared/core/labels.ts';
-import type { Claim, ClaimSpec, Family, Labels, Owner, PoolSpec } from '../api/types.ts';
+import { stringify as stringifyYaml } from 'yaml';
+import type { IpamApi } from '../api/ipam-api.ts';
+import type { Claim, ClaimRenewal, ClaimSpec, Family, Labels, Owner, PoolSpec } from '../api/types.ts';
 import { apiFor, usageError } from '../context.ts';
 import { isNotFound } from '../errors.ts';
 import {
@@ -384,30 +386,35 @@ export function addMutationCommands(program: Command, io: CliIo): void {
   program
     .command('renew')
     .argument('<pool>')
-    .argument('<claim>')
+    .argument('<claim...>')
     .option('--ttl <duration>', "a new lease time (default: the claim's own)", durationArg)
     .option('--permanent', 'confirm the hold: the claim and its addresses lose their expiry and stay until released')
     .addOption(outputOption(MUTATION_OUTPUTS))
-    .description('Extend a leased claim, or make it permanent (NotFound if it expired and its address was taken)')
+    .description(
+      'Extend leased claims (several: one request per 100), or make one permanent (NotFound if it expired and its address was taken)',
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  ipam renew services vpn-x7k2q --ttl 10m\n  ipam renew services vpn-x7k2q --permanent',
+      '\nExamples:\n  ipam renew services vpn-x7k2q --ttl 10m\n  ipam renew services vpn-x7k2q vpn-b8m4z\n  ipam renew services vpn-x7k2q --permanent',
     )
     .action(
       async (
         pool: string,
-        claimName: string,
+        claimNames: string[],
         options: { ttl?: number; permanent?: boolean; output?: string },
         cmd: Command,
       ) => {
         if (options.permanent && options.ttl !== undefined)
           usageError(cmd, '--permanent removes the expiry; it cannot be combined with --ttl.');
+        if (claimNames.length > 1 && options.permanent) usageError(cmd, '--permanent takes one claim.');
         const ttlSeconds = options.permanent
           ? null
           : options.ttl === undefined
             ? undefined
             : Math.ceil(options.ttl / 1000);
-        const claim = await (await apiFor(cmd, io)).renewClaim(pool, claimName, ttlSeconds);
+        const api = await apiFor(cmd, io);
+        if (claimNames.length > 1) return renewSeveral(api, pool, claimNames, ttlSeconds ?? undefined, options.output);
+        const claim = await api.renewClaim(pool, claimNames[0]!, ttlSeconds);
         print(
           io,
           claimView,
@@ -417,6 +424,33 @@ export function addMutationCommands(program: Command, io: CliIo): void {
         );
       },
     );
+
+  /**
+   * Several claims: the batch route, 100 names a request; a line per claim (or, with -o json, the results), and
+   * exit code 1 when any was not renewed.
+   */
+  const renewSeveral = async (
+    api: IpamApi,
+    pool: string,
+    names: readonly string[],
+    ttlSeconds: number | undefined,
+    output: string | undefined,
+  ): Promise<void> => {
+    const items: ClaimRenewal[] = [];
+    for (let at = 0; at < names.length; at += 100)
+      items.push(...(await api.renewClaims(pool, names.slice(at, at + 100), ttlSeconds)).items);
+    const renewed = items.filter((i) => i.result === 'Renewed');
+    const doc = { items, renewed: renewed.length };
+    if (output === 'json') io.stdout(`${JSON.stringify(doc, null, 2)}\n`);
+    else if (output === 'yaml') io.stdout(stringifyYaml(doc));
+    else if (output === 'name') for (const item of renewed) io.stdout(`claim/${item.name}\n`);
+    else
+      for (const item of items)
+        if (item.result === 'Renewed') io.stdout(`claim/${item.name} renewed until ${item.expiresAt}\n`);
+        else io.stderr(`claim/${item.name} not renewed: ${item.result}: ${item.detail ?? ''}\n`);
+    if (renewed.length < items.length)
+      throw new Error(`${items.length - renewed.length} of ${items.length} claims were not renewed.`);
+  };
 
   // The API's DELETE is idempotent (204 for a claim already gone); the CLI reads the claim first, as kubectl delete
   // does, so a typo is NotFound rather than reported as a release (one GET more a release).

@@ -1,4 +1,4 @@
-// Over 300 lines: the one error hierarchy, a class a code, each with the sentence a client reads.
+// Over 300 lines: the one error hierarchy, a class a code (two renewal outcomes as subclasses of theirs), each with the sentence a client reads.
 /**
  * The domain's one error hierarchy. Each error carries a machine-readable `code` and the data that explains it;
  * the HTTP adapter maps codes to statuses in one table (shared/adapters/http/problem.ts).
@@ -78,6 +78,20 @@ export class NotFoundError extends IpamError {
   }
 }
 
+/**
+ * Thrown by a renewal of a claim whose lease expired and whose addresses another claim has taken since: NotFound as
+ * the claim is no longer held, told apart so a batch renewal can report it as Expired.
+ */
+export class ClaimExpiredError extends NotFoundError {
+  constructor(name: string) {
+    super(
+      'claim',
+      name,
+      `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`,
+    );
+  }
+}
+
 /** Thrown when a specific address is held by another claim; carries the holder. */
 export class AlreadyAllocatedError extends IpamError {
   constructor(
@@ -112,6 +126,16 @@ export class AddressReleasingError extends IpamError {
 export class ConflictError extends IpamError {
   constructor(message: string) {
     super(ErrorCode.Conflict, message);
+  }
+}
+
+/**
+ * Thrown by a batch renewal of a claim without an expiry (made without a TTL, or confirmed): a batch renews leases
+ * and never gives a held claim one. A Conflict, told apart so the batch can report it as NotLeased.
+ */
+export class NotLeasedError extends ConflictError {
+  constructor(readonly claim: string) {
+    super(`Claim ${JSON.stringify(claim)} has no expiry: it is held until released and needs no renewal.`);
   }
 }
 

@@ -129,6 +129,8 @@ export interface ClaimStore {
    */
   commitClaim(claim: Claim, leases: readonly Lease[], nowMs: number, replacing?: Replacing): Promise<CommitOutcome>;
   getClaim(pool: string, name: string): Promise<Claim | undefined>;
+  /** Strongly consistent reads of many claims of a pool (a batch read a 100 names); absent ones left out, any order. */
+  getClaims(pool: string, names: readonly string[]): Promise<Claim[]>;
   /** Finds the claim an owner made from a generateName (the DRA recovery after a lost response). */
   findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined>;
   /**

@@ -347,7 +347,38 @@ describe('Command line: ipam renew --permanent', () => {
     const result = await runCli(['renew', 'services', 'web', '--permanent', '--ttl', '5m'], { fetch: server.fetch });
     expect(result.code).toBe(ExitCode.Usage);
     expect(result.err).toContain('error: --permanent removes the expiry; it cannot be combined with --ttl.');
-    expect(result.err).toContain('Usage: ipam renew [options] <pool> <claim>');
+    expect(result.err).toContain('Usage: ipam renew [options] <pool> <claim...>');
+    expect(server.requests).toEqual([]);
+  });
+});
+
+describe('Command line: ipam renew with several claims', () => {
+  const results = {
+    items: [
+      { name: 'web', result: 'Renewed', expiresAt: '2035-01-01T00:15:00.000Z', version: 2 },
+      { name: 'gone', result: 'NotFound', detail: 'claim "gone" was not found.' },
+    ],
+    renewed: 1,
+  };
+
+  it('renews them in one request, prints a line a claim and exits 1 when one was not renewed', async () => {
+    const server = fakeFetch(() => ({ status: 200, body: results }));
+    const result = await runCli(['renew', 'services', 'web', 'gone', '--ttl', '5m'], { fetch: server.fetch });
+    expect(server.requests.map((r) => [r.method, r.url.pathname, r.body])).toEqual([
+      ['POST', '/v1/pools/services/renewals', '{"claims":["web","gone"],"ttlSeconds":300}'],
+    ]);
+    expect(result.out).toBe('claim/web renewed until 2035-01-01T00:15:00.000Z\n');
+    expect(result.err).toBe(
+      'claim/gone not renewed: NotFound: claim "gone" was not found.\nerror: 1 of 2 claims were not renewed.\n',
+    );
+    expect(result.code).toBe(ExitCode.Failure);
+  });
+
+  it('refuses --permanent with several claims with exit code 2 and sends nothing', async () => {
+    const server = fakeFetch(() => ({ status: 200, body: results }));
+    const result = await runCli(['renew', 'services', 'web', 'gone', '--permanent'], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain('error: --permanent takes one claim.');
     expect(server.requests).toEqual([]);
   });
 });

@@ -80,6 +80,11 @@ export class TableClaimStore implements ClaimStore {
     return item ? itemToClaim(item) : undefined;
   }
 
+  async getClaims(pool: string, names: readonly string[]): Promise<Claim[]> {
+    if (names.length === 0) return [];
+    return (await this.table.batchGet(names.map((name) => keys.claim(pool, name)))).map(itemToClaim);
+  }
+
   async findGeneratedClaim(pool: string, ownerUid: string, generateName: string): Promise<string | undefined> {
     const item = await this.table.get(keys.generated(pool, ownerUid, generateName));
     return item?.claim as string | undefined;

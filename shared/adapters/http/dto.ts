@@ -30,6 +30,7 @@ const ownerDto = (o: Owner) => ({ kind: o.kind, name: o.name, uid: o.uid });
 import { addressesOfBlocks, type PoolDetails } from '../../core/use-cases/pools.ts';
 import type { IpFamily } from '../../core/ip/address.ts';
 import type { RangeOccupancy } from '../../core/use-cases/occupancy.ts';
+import type { ClaimRenewal } from '../../core/use-cases/claim-renewals.ts';
 
 import type { DnsSettings } from '../../core/dns/settings.ts';
 
@@ -111,6 +112,18 @@ export function poolDetailsDto(details: PoolDetails): Schemas['PoolDetails'] {
     ranges: details.ranges.map((r) => rangeDto(r.range, r.utilization)),
     utilization,
     warnings: details.warnings,
+  };
+}
+
+/** One claim's result in a batch renewal: the new expiry and version, or why it was not renewed. */
+export function claimRenewalDto(renewal: ClaimRenewal): Schemas['ClaimRenewal'] {
+  if (renewal.result !== 'Renewed') return { name: renewal.name, result: renewal.result, detail: renewal.detail };
+  const { claim } = renewal;
+  return {
+    name: renewal.name,
+    result: 'Renewed',
+    ...(claim.expiresAt !== undefined ? { expiresAt: new Date(claim.expiresAt).toISOString() } : {}),
+    version: claim.version,
   };
 }
 

@@ -23,6 +23,7 @@ export const queryParameters: { readonly [K in RouteKey]: readonly string[] } = 
   'GET /v1/pools/{pool}/claims/{claim}': [],
   'DELETE /v1/pools/{pool}/claims/{claim}': [],
   'POST /v1/pools/{pool}/claims/{claim}/renew': [],
+  'POST /v1/pools/{pool}/renewals': [],
   'GET /v1/pools/{pool}/addresses': ['range', 'limit', 'cursor'],
   'GET /v1/pools/{pool}/addresses/{address}': [],
   'DELETE /v1/pools/{pool}/owners/{uid}': [],

@@ -21,6 +21,7 @@ export const routeKeys = [
   'GET /v1/pools/{pool}/claims/{claim}',
   'DELETE /v1/pools/{pool}/claims/{claim}',
   'POST /v1/pools/{pool}/claims/{claim}/renew',
+  'POST /v1/pools/{pool}/renewals',
   'GET /v1/pools/{pool}/addresses',
   'GET /v1/pools/{pool}/addresses/{address}',
   'DELETE /v1/pools/{pool}/owners/{uid}',

@@ -8,9 +8,10 @@ import * as pools from '../../core/use-cases/pools.ts';
 import * as ranges from '../../core/use-cases/ranges.ts';
 import * as claims from '../../core/use-cases/claims.ts';
 import { claimDnsStatus } from '../../core/use-cases/claim-dns.ts';
+import { renewClaims } from '../../core/use-cases/claim-renewals.ts';
 import * as addresses from '../../core/use-cases/addresses.ts';
 import { getRangeOccupancy } from '../../core/use-cases/occupancy.ts';
-import { claimDto, leaseDto, occupancyDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
+import { claimDto, claimRenewalDto, leaseDto, occupancyDto, poolDetailsDto, poolDto, rangeDto } from './dto.ts';
 import { etagOf } from './etag.ts';
 import { createClaimGrowing } from '../../core/use-cases/grow.ts';
 import {
@@ -139,6 +140,8 @@ export const bodyFields = {
   },
   // ttlSeconds null confirms a hold: the claim becomes permanent.
   'POST /v1/pools/{pool}/claims/{claim}/renew': { ttlSeconds: { type: 'integer', nullable: true } },
+  // Many claims of the pool at once (use-cases/claim-renewals.ts checks the list).
+  'POST /v1/pools/{pool}/renewals': { claims: { type: 'string[]', required: true }, ttlSeconds: { type: 'integer' } },
   // A consumer of the claim (use-cases/consumers.ts checks each field).
   'POST /v1/pools/{pool}/claims/{claim}/consumers': {
     kind: { type: 'string', required: true },
@@ -162,6 +165,7 @@ interface Bodies {
     operations['renewClaim']['requestBody']
   >['content']['application/json'];
   readonly 'POST /v1/pools/{pool}/claims/{claim}/consumers': Schemas['Consumer'];
+  readonly 'POST /v1/pools/{pool}/renewals': Schemas['RenewalSpec'];
 }
 
 /** A route's body, parsed and checked by its bodyFields, typed by the document. @throws InvalidArgumentError */
@@ -313,6 +317,18 @@ export const routes = {
       caller,
     });
     return json(200, claimDto(claim), claimHeaders(claim.version));
+  },
+  'POST /v1/pools/{pool}/renewals': async ({ event, deps, caller, audit }) => {
+    const body = bodyOf(event, 'POST /v1/pools/{pool}/renewals');
+    const results = await renewClaims(deps, {
+      pool: pathParam(event, 'pool'),
+      names: body.claims,
+      ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds } : {}),
+      ...(caller ? { caller } : {}),
+    });
+    const renewed = results.filter((r) => r.result === 'Renewed').length;
+    audit?.({ claims: results.length, renewed });
+    return json(200, { items: results.map(claimRenewalDto), renewed });
   },
 
   'GET /v1/pools/{pool}/addresses': async ({ event, deps }) => {

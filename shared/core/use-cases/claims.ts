@@ -5,11 +5,13 @@
  */
 import { parseAddress } from '../ip/address.ts';
 import {
+  ClaimExpiredError,
   ClaimHasChildrenError,
   ClaimHasConsumersError,
   ClaimInUseError,
   ConflictError,
   NotFoundError,
+  NotLeasedError,
   NotReadyError,
   PreconditionFailedError,
 } from '../errors.ts';
@@ -142,13 +144,20 @@ export async function deleteClaim(
   );
 }
 
+/** What a renewal asks: `ttlSeconds` as renewClaim takes it, and who asks. */
+export interface RenewOptions {
+  readonly ttlSeconds?: number | null;
+  readonly caller?: Principal;
+}
+
 /**
  * Extends a claim's lease by `ttlSeconds` (default: the claim's own TTL), or confirms a hold when `ttlSeconds` is
  * null: the claim and its leases lose their expiry and are held until released, like a claim made without a TTL.
  * The claim's spec is kept as it was asked for, so a retry of the original request still finds it (idempotency).
  * Confirming a claim that has no expiry changes nothing and answers it as it is.
  * In a pool with `access`, only the claim's creator or an administrator may renew it.
- * @throws NotFoundError when gone or its addresses were taken; ClaimHasChildrenError / ClaimHasConsumersError when
+ * @throws NotFoundError when gone, ClaimExpiredError (a NotFound) when its addresses were taken;
+ *   ClaimHasChildrenError / ClaimHasConsumersError when
  *   giving a TTL to a claim whose block is a range or that has consumers; ConflictError when renewing (not confirming) a claim
  *   without an expiry, or when the claim changed under each of its tries (CLAIM_TRIES); NotReadyError when other
  *   transactions cancelled each of them; ForbiddenError when the pool's `access` does not let the caller renew it
@@ -157,46 +166,44 @@ export async function renewClaim(
   deps: Pick<Deps, 'claims' | 'views' | 'clock'>,
   pool: string,
   name: string,
-  options: { readonly ttlSeconds?: number | null; readonly caller?: Principal } = {},
+  options: RenewOptions = {},
 ): Promise<Claim> {
-  const { ttlSeconds, caller } = options;
   const view = await deps.views.get(pool, deps.clock.nowMs());
+  return renewInPool(deps, { pool: view.pool, name, ...options });
+}
+
+/**
+ * renewClaim in a pool already read. `first` is the claim as a batch read found it (`claim` undefined: absent), used
+ * for the first try instead of a read of its own; a try that finds the claim changed reads it again. With
+ * `leasedOnly` (a batch renewal), a claim without an expiry is refused (NotLeasedError) rather than given one.
+ * @throws as renewClaim; NotLeasedError
+ */
+export async function renewInPool(
+  deps: Pick<Deps, 'claims' | 'clock'>,
+  cmd: RenewOptions & {
+    readonly pool: Pool;
+    readonly name: string;
+    readonly first?: { readonly claim: Claim | undefined };
+    readonly leasedOnly?: boolean;
+  },
+): Promise<Claim> {
+  const { ttlSeconds, caller, pool, name } = cmd;
   const ttl = ttlSeconds === null ? undefined : checkTtl(ttlSeconds);
   // A renewal is judged against the claim as read (its expiry decides whether a freed counter moves); when another
   // request writes the claim first, read it again and judge anew, as a release does: concurrent renewals both succeed.
   let busy = false;
   for (let attempt = 0; attempt < CLAIM_TRIES; attempt += 1) {
-    const claim = await deps.claims.getClaim(pool, name);
+    const claim = attempt === 0 && cmd.first ? cmd.first.claim : await deps.claims.getClaim(pool.name, name);
     if (!claim) throw new NotFoundError('claim', name);
-    requireCreatorOrAdministrator(view.pool, claim, caller, 'renew');
-    // Its block is another pool's range: held without expiry while that range lives (a renewal would give it one).
-    if (claim.children?.length && ttlSeconds !== null)
-      throw new ClaimHasChildrenError(claim.name, claim.children, true);
-    // It has consumers: held until the last one leaves (a TTL would let the reconciler release it under them). The
-    // renewal's write is conditioned on this too, for a consumer that arrives after this read.
-    if (claim.consumers?.length && ttlSeconds !== null)
-      throw new ClaimHasConsumersError(claim.name, claim.consumers.length);
-    let expiresAt: number | undefined;
-    if (ttlSeconds === null) {
-      if (claim.expiresAt === undefined) return claim;
-    } else {
-      // A confirmed claim has no expiry left to extend, whatever TTL its spec was made with.
-      const seconds = ttl ?? (claim.expiresAt === undefined ? undefined : claim.spec.ttlSeconds);
-      if (seconds === undefined)
-        throw new ConflictError(`Claim ${JSON.stringify(name)} has no TTL and needs no renewal.`);
-      expiresAt = deps.clock.nowMs() + seconds * 1000;
-    }
-    const outcome = await deps.claims.renewClaim(claim, expiresAt, reuseDelayMs(view.pool));
+    requireCreatorOrAdministrator(pool, claim, caller, 'renew');
+    if (cmd.leasedOnly && claim.expiresAt === undefined) throw new NotLeasedError(name);
+    const expiresAt = renewalExpiry(deps, claim, ttlSeconds, ttl);
+    if (expiresAt === 'unchanged') return claim;
+    const outcome = await deps.claims.renewClaim(claim, expiresAt, reuseDelayMs(pool));
     busy = outcome === 'busy';
     if (outcome === 'changed' || outcome === 'busy') continue;
     if (outcome === 'absent') throw new NotFoundError('claim', name);
-    if (outcome === 'lost') {
-      throw new NotFoundError(
-        'claim',
-        name,
-        `Claim ${JSON.stringify(name)} expired and its addresses were taken by another claim; create a new claim.`,
-      );
-    }
+    if (outcome === 'lost') throw new ClaimExpiredError(name);
     const { expiresAt: _old, ...rest } = claim;
     return { ...rest, ...(expiresAt !== undefined ? { expiresAt } : {}), version: claim.version + 1 };
   }
@@ -206,4 +213,28 @@ export async function renewClaim(
       `Other requests kept writing the items of claim ${JSON.stringify(name)}; retry the request.`,
     );
   throw new ConflictError(`Claim ${JSON.stringify(name)} kept changing while it was being renewed; retry the request.`);
+}
+
+/**
+ * The expiry a renewal moves the claim to (undefined: none, a confirmed hold), or 'unchanged' for a confirmation of
+ * a claim that has none. @throws ClaimHasChildrenError, ClaimHasConsumersError, ConflictError (nothing to renew)
+ */
+function renewalExpiry(
+  deps: Pick<Deps, 'clock'>,
+  claim: Claim,
+  ttlSeconds: number | null | undefined,
+  ttl: number | undefined,
+): number | undefined | 'unchanged' {
+  // Its block is another pool's range: held without expiry while that range lives (a renewal would give it one).
+  if (claim.children?.length && ttlSeconds !== null) throw new ClaimHasChildrenError(claim.name, claim.children, true);
+  // It has consumers: held until the last one leaves (a TTL would let the reconciler release it under them). The
+  // renewal's write is conditioned on this too, for a consumer that arrives after this read.
+  if (claim.consumers?.length && ttlSeconds !== null)
+    throw new ClaimHasConsumersError(claim.name, claim.consumers.length);
+  if (ttlSeconds === null) return claim.expiresAt === undefined ? 'unchanged' : undefined;
+  // A confirmed claim has no expiry left to extend, whatever TTL its spec was made with.
+  const seconds = ttl ?? (claim.expiresAt === undefined ? undefined : claim.spec.ttlSeconds);
+  if (seconds === undefined)
+    throw new ConflictError(`Claim ${JSON.stringify(claim.name)} has no TTL and needs no renewal.`);
+  return deps.clock.nowMs() + seconds * 1000;
 }
