@@ -1,3 +1,4 @@
+// Over 300 lines: one reconciler phase read top to bottom (windows, plan, apply), its steps private to it.
 /**
  * Rows 22-24: the pools' DNS zones against what their live claims should publish, repaired both ways. The stream
  * function keeps the records (dns/projection.ts); this is the backstop for what it missed (records it never got, a
