@@ -175,6 +175,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
     history: stores.history,
     exhaustion,
     pause,
+    localDns: config.localStack,
   };
   const watch = new ExhaustionWatch({
     store: exhaustion,

@@ -43,6 +43,11 @@ export interface Deps {
    * writers spread out instead of all reading and colliding again; absent: no wait (the simulator's own time).
    */
   readonly pause?: (lost: number) => Promise<void>;
+  /**
+   * True on the local stack, whose embedded DNS server holds the zones of pools with the `local` DNS target (the
+   * default there); a deployed stack refuses that target.
+   */
+  readonly localDns?: boolean;
   /** The exhaustion levels the stream function keeps (occupancy/exhaustion.ts): GET pool shows them. */
   readonly exhaustion?: { states(pool: string): Promise<ReadonlyMap<IpFamily, ExhaustionState>> };
 }
