@@ -2,24 +2,37 @@ import { readFile } from 'node:fs/promises';
 import { environmentSecret } from '../../config.ts';
 import type { DnsTarget, DnsTargets } from '../../core/dns/ports.ts';
 import type { DnsTargetSpec, Rfc2136Target as Rfc2136Spec } from '../../core/dns/settings.ts';
+import { LocalZoneTarget, type LocalZoneEndpoint } from './local-zone-target.ts';
 import { Rfc2136Target } from './rfc2136-target.ts';
 import type { TsigKey } from './tsig.ts';
+
+export interface DnsTargetsOptions {
+  /** The local stack's zones (config.localDns), read when a `local` target is first used; absent: none here. */
+  readonly local?: () => LocalZoneEndpoint | undefined;
+}
 
 /**
  * The DNS targets of the deployed functions, one adapter per target spec, made on first use and kept for the
  * container's life (a TSIG secret is read once per container, and again after a failed read).
  */
-export function dnsTargets(): DnsTargets {
+export function dnsTargets(options: DnsTargetsOptions = {}): DnsTargets {
   const made = new Map<string, DnsTarget>();
   return (spec: DnsTargetSpec) => {
     const key = JSON.stringify(spec);
     let target = made.get(key);
-    if (!target) made.set(key, (target = makeTarget(spec)));
+    if (!target) made.set(key, (target = makeTarget(spec, options)));
     return target;
   };
 }
 
-function makeTarget(spec: DnsTargetSpec): DnsTarget {
+function makeTarget(spec: DnsTargetSpec, options: DnsTargetsOptions): DnsTarget {
+  if (spec.kind === 'local') {
+    const at = options.local?.();
+    // Only the local stack takes the target (dns/settings.ts), and only its stream function has the endpoint.
+    if (!at)
+      throw new Error('The local DNS target is served by the local stack only (npm start): no LOCAL_DNS_ENDPOINT here');
+    return new LocalZoneTarget(at);
+  }
   if (spec.kind === 'rfc2136') {
     let key: Promise<TsigKey> | undefined;
     const read = () =>
