@@ -1,5 +1,3 @@
-import { createConnection } from 'node:net';
-import { createSocket } from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import dnsPacket, { type Packet } from 'dns-packet';
 import { MemoryZones } from '../../shared/adapters/dns/memory-zone.ts';
@@ -9,50 +7,11 @@ import { startZoneService, type ZoneService } from '../../scripts/local-zone-ser
 import { memoryStreamEngine, type LeaseStream } from '../support/lease-stream.ts';
 import { mirrorOf } from '../support/legacy.ts';
 import { reconcilerHarness } from '../support/reconciler.ts';
+import { rcodeOf, tcpQueries, udpQuery } from '../support/dns-query.ts';
 
 const ZONE = 'pods.example.internal.';
 const owner = (name: string) => ({ kind: 'Pod', name, uid: `uid-${name}` });
 
-type Question = { name: string; type: string };
-
-function udpQuery(port: number, question: Question): Promise<Packet> {
-  const socket = createSocket('udp4');
-  return new Promise<Packet>((resolve, reject) => {
-    socket.once('error', reject);
-    socket.once('message', (message: Buffer) => resolve(dnsPacket.decode(message)));
-    socket.send(
-      dnsPacket.encode({ id: 7, type: 'query', flags: dnsPacket.RECURSION_DESIRED, questions: [question] } as Packet),
-      port,
-      '127.0.0.1',
-    );
-  }).finally(() => socket.close());
-}
-
-/** Two queries on one TCP connection, answered in order (RFC 1035's length-framed messages). */
-function tcpQueries(port: number, questions: readonly Question[]): Promise<Packet[]> {
-  const socket = createConnection({ port, host: '127.0.0.1' });
-  let buffered = Buffer.alloc(0);
-  const answers: Packet[] = [];
-  return new Promise<Packet[]>((resolve, reject) => {
-    socket.once('error', reject);
-    socket.on('data', (chunk: Buffer) => {
-      buffered = Buffer.concat([buffered, chunk]);
-      while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
-        const frame = buffered.subarray(0, 2 + buffered.readUInt16BE(0));
-        buffered = buffered.subarray(frame.length);
-        answers.push(dnsPacket.streamDecode(frame));
-        if (answers.length === questions.length) resolve(answers);
-      }
-    });
-    socket.write(
-      Buffer.concat(
-        questions.map((q, i) => dnsPacket.streamEncode({ id: 100 + i, type: 'query', questions: [q] } as Packet)),
-      ),
-    );
-  }).finally(() => socket.destroy());
-}
-
-const rcodeOf = (p: Packet) => (p as Packet & { rcode: string }).rcode;
 const dataOf = (p: Packet, type: string) =>
   (p.answers ?? []).filter((a) => a.type === type).map((a) => (a as { data: unknown }).data);
 
