@@ -193,13 +193,18 @@ describe('Local stack: the `npm start` command', () => {
   it('answers on --port and leaves no process behind after SIGTERM', { timeout: 180_000 }, async () => {
     // Prepare
     const port = await freePort();
+    // A DNS port of its own: 5300, the default, may be a running stack's.
+    const dnsPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'ipam-stack-'));
     const stateFile = join(dir, 'state.json');
     // tsx's loader in the stack's own process, not tsx's CLI: the CLI relays a signal to its child and SIGKILLs it
     // (exit 143, Java orphaned) when the child does not acknowledge within 30 ms, which a loaded machine misses.
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'scripts/local-stack.ts', '--port', String(port), '--state-file', stateFile],
+      [
+        ...['--import', 'tsx', 'scripts/local-stack.ts', '--port', String(port), '--state-file', stateFile],
+        ...['--dns-port', String(dnsPort)],
+      ],
       {
         cwd: repoRoot,
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -213,6 +218,7 @@ describe('Local stack: the `npm start` command', () => {
       await vi.waitFor(() => expect(existsSync(stateFile), output).toBe(true), { timeout: 120_000, interval: 200 });
       const state = JSON.parse(readFileSync(stateFile, 'utf8')) as LocalStackState;
       expect(state.apiUrl).toBe(`http://127.0.0.1:${port}`);
+      expect(state.dnsPort).toBe(dnsPort);
       const health = await fetch(`${state.apiUrl}/v1/health`);
       expect(health.status).toBe(200);
       expect(output).toContain(`HTTP API        http://127.0.0.1:${port}/v1/health`);
@@ -252,6 +258,8 @@ describe('Local stack: the `npm start` command', () => {
         String(await freePort()),
         '--dynamodb-port',
         String(dynamoPort),
+        '--dns-port',
+        '0',
         '--state-file',
         join(dir, 'state.json'),
       ],
