@@ -79,3 +79,11 @@ export function labelChips(labels: Readonly<Record<string, string>> | undefined)
 export function expiry(claim: Claim): HTMLElement | string {
   return claim.expiresAt ? h('span', {}, relative(claim.expiresAt), ' (', time(claim.expiresAt), ')') : 'never';
 }
+
+/**
+ * The DNS name a claim is published under in a pool with a zone: its hostname (or its name) in the zone, as the stream
+ * function writes it; undefined in a pool without one.
+ */
+export function dnsName(claim: Pick<Claim, 'name' | 'hostname'>, zone: string | undefined): string | undefined {
+  return zone === undefined ? undefined : `${claim.hostname ?? claim.name}.${zone.replace(/\.$/, '')}`;
+}

@@ -5,7 +5,10 @@ import { runReconciler, type RunSummary } from '../shared/adapters/reconcile-run
 import { dnsTargets } from '../shared/adapters/dns/targets.ts';
 
 // Built when the module loads (Lambda's init phase): a bad setting fails the cold start with one log line naming it.
-const container = buildContainerAtColdStart(undefined, { dnsTargets: dnsTargets() });
+// The local target's endpoint is read off the config when first used (the local stack's zones, repaired as any).
+const container = buildContainerAtColdStart(undefined, {
+  dnsTargets: dnsTargets({ local: () => container.config.localDns }),
+});
 const metrics = IpamMetrics.create(container.config.metrics);
 const ready = tableSettingsGuard(container);
 

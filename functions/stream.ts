@@ -4,7 +4,10 @@ import { createMirrorHandler } from '../shared/adapters/stream/mirror-handler.ts
 import { dnsTargets } from '../shared/adapters/dns/targets.ts';
 
 // Built when the module loads (Lambda's init phase): a bad setting fails the cold start with one log line naming it.
-const container = buildContainerAtColdStart(undefined, { dnsTargets: dnsTargets() });
+// The local target's endpoint is read off the config when first used, after the container exists.
+const container = buildContainerAtColdStart(undefined, {
+  dnsTargets: dnsTargets({ local: () => container.config.localDns }),
+});
 
 /**
  * Stream entry: keeps the occupancy summary (one chunk write per batch and chunk touched), writes the address

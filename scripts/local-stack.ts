@@ -5,7 +5,11 @@
  * server (cli/console/server.ts): the page at /console/, every other request passed through to serverless-offline,
  * which listens on a port of its own.
  *
- *   npm start [-- --port 3000] [--lambda-port N] [--dynamodb-port N] [--data .data/dynamodb] [--stage local]
+ *   npm start [-- --port 3000] [--lambda-port N] [--dynamodb-port N] [--dns-port 5300] [--data .data/dynamodb] [--stage local]
+ *
+ * It also answers DNS (UDP and TCP, 127.0.0.1:5300; `--dns-port 0` for none) for the zones of its pools with dns:
+ * their default target, `local`, is the zones this process holds, written by the stream function through
+ * scripts/local-zone-service.ts and served by scripts/local-dns-server.ts.
  *
  * `startLocalStack()` does the same from a test and returns the addresses and a `stop()`.
  */
@@ -23,6 +27,10 @@ import { startConsoleServer, type ConsoleServer } from '../cli/console/server.ts
 import { assertJava, freePort, startDynamoDbLocal, type DynamoDbLocal } from './dynamodb-local.ts';
 import { offlineLambda } from './offline-lambda.ts';
 import { startStreamPoller, type StreamPoller } from './stream-poller.ts';
+import { randomBytes } from 'node:crypto';
+import { MemoryZones } from '../shared/adapters/dns/memory-zone.ts';
+import { startLocalDns, type LocalDns } from './local-dns-server.ts';
+import { startZoneService, type ZoneService } from './local-zone-service.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -42,7 +50,12 @@ export interface LocalStackOptions {
   lambdaPort?: number;
   /** DynamoDB Local port. Default: a free port. */
   dynamoPort?: number;
-  /** Folder that persists DynamoDB Local's data; in memory when absent. */
+  /**
+   * The DNS server's port, UDP and TCP on 127.0.0.1, for the zones of pools with the `local` target. Default: a free
+   * port; 'off': no DNS server (the stream function still keeps the zones).
+   */
+  dnsPort?: number | 'off';
+  /** Folder that persists DynamoDB Local's data (and the local zones, in dns-zones.json); in memory when absent. */
   dataDir?: string;
   /** Serverless stage; the table is `<service>-<stage>`. Default `local`. */
   stage?: string;
@@ -86,6 +99,8 @@ export interface LocalStack {
   readonly buildFolder: string;
   /** serverless-offline's Lambda API (for `@aws-sdk/client-lambda` or `invoke()`). */
   readonly lambdaEndpoint: string;
+  /** The DNS server's address, unless it is off. */
+  readonly dns: { readonly host: string; readonly port: number } | undefined;
   readonly streamArn: string | undefined;
   readonly pids: { readonly dynamodb: number; readonly offline: number };
   /** The stream poller (stats, failure destination), when it runs. */
@@ -159,6 +174,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   let offlineExit: Promise<void> | undefined;
   let poller: StreamPoller | undefined;
   let stopping: Promise<void> | undefined;
+  let zoneService: ZoneService | undefined;
+  let dnsServer: LocalDns | undefined;
   const mirror = offlineLambda({
     endpoint: `http://127.0.0.1:${lambdaPort}`,
     functionName: `${service}-${stage}-mirror`,
@@ -171,6 +188,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       mirror.destroy();
       if (offline && offlineExit) await stopProcessGroup(offline, offlineExit);
       await dynamo?.stop();
+      await dnsServer?.close();
+      await zoneService?.close();
       rmSync(join(repoRoot, workFolder), { recursive: true, force: true });
       process.removeListener('exit', onExit);
     })();
@@ -181,6 +200,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const dynamoPort = options.dynamoPort ?? (await freePort());
     const endpoint = `http://127.0.0.1:${dynamoPort}`;
     options.functionsEndpoint?.onDynamo(endpoint);
+    const zones = await startZones(options);
+    zoneService = zones.service;
+    dnsServer = zones.dns;
 
     // DynamoDB Local (a JVM) and serverless-offline (osls, then esbuild) take seconds each: start both at once.
     // Handlers only reach the endpoint on a request, and the stack is ready when both are.
@@ -241,6 +263,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           ...SDK_NODE_WARNING_OFF,
           ...options.env,
           DYNAMODB_ENDPOINT: options.functionsEndpoint?.endpoint ?? endpoint,
+          LOCAL_DNS_ENDPOINT: zones.service.endpoint,
+          LOCAL_DNS_TOKEN: zones.token,
           ESBUILD_WORK_FOLDER: workFolder,
         },
       },
@@ -308,6 +332,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       stage,
       buildFolder: join(repoRoot, workFolder),
       lambdaEndpoint: `http://127.0.0.1:${lambdaPort}`,
+      dns: zones.dns ? { host: zones.dns.host, port: zones.dns.port } : undefined,
       streamArn: poller?.streamArn,
       pids: { dynamodb: db.pid, offline: offlinePid },
       poller,
@@ -327,6 +352,33 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/**
+ * The local zones (persisted beside DynamoDB Local's data when it persists), the service the stream function writes
+ * them through, with a token of this run, and the DNS server answering from them.
+ */
+async function startZones(
+  options: LocalStackOptions,
+): Promise<{ service: ZoneService; dns: LocalDns | undefined; token: string }> {
+  const zones = new MemoryZones();
+  const token = randomBytes(16).toString('hex');
+  if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+  const file = options.dataDir ? join(options.dataDir, 'dns-zones.json') : undefined;
+  const service = await startZoneService({ zones, token, ...(file ? { file } : {}) });
+  if (options.dnsPort === 'off') return { service, dns: undefined, token };
+  try {
+    const dns = await startLocalDns({ zones, port: options.dnsPort ?? 0 });
+    return { service, dns, token };
+  } catch (error) {
+    await service.close();
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(
+      code === 'EADDRINUSE' || code === 'EACCES'
+        ? `DNS port ${options.dnsPort} is ${code === 'EADDRINUSE' ? 'in use' : 'not allowed'} (is another local stack running?): choose another with --dns-port, or --dns-port 0 for none`
+        : (error as Error).message,
+    );
   }
 }
 
@@ -399,6 +451,9 @@ function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
   }
 }
 
+/** `npm start`'s DNS port: unprivileged, beside 53 in spirit (5353 is mDNS's, often taken). */
+export const DEFAULT_DNS_PORT = 5300;
+
 /** Where the CLI writes its addresses for `npm run invoke` and other tools. */
 export const DEFAULT_STATE_FILE = join(repoRoot, '.data', 'local-stack.json');
 
@@ -409,11 +464,13 @@ export interface LocalStackState {
   tableName: string;
   stage: string;
   lambdaEndpoint: string;
+  /** The DNS server's port on 127.0.0.1, unless it is off. */
+  dnsPort?: number;
   pids: { dynamodb: number; offline: number; stack: number };
 }
 
 /** The stack's flags, as npm names a flag it took for itself: `npm start --port 4003` sets npm_config_port. */
-const NPM_TAKEN_FLAGS = ['port', 'lambda-port', 'dynamodb-port', 'data', 'stage', 'state-file'] as const;
+const NPM_TAKEN_FLAGS = ['port', 'lambda-port', 'dynamodb-port', 'dns-port', 'data', 'stage', 'state-file'] as const;
 
 /**
  * The sentence for a stack flag given to npm instead of the stack (`npm start --port 4003`, without `--`): npm keeps
@@ -449,6 +506,7 @@ async function main(argv: string[]): Promise<void> {
       port: { type: 'string' },
       'lambda-port': { type: 'string' },
       'dynamodb-port': { type: 'string' },
+      'dns-port': { type: 'string' },
       data: { type: 'string' },
       stage: { type: 'string' },
       'state-file': { type: 'string' },
@@ -457,7 +515,7 @@ async function main(argv: string[]): Promise<void> {
   });
   if (values.help) {
     console.log(
-      'npm start -- [--port 3000] [--lambda-port N] [--dynamodb-port N] [--data DIR] [--stage local] [--state-file FILE]',
+      'npm start -- [--port 3000] [--lambda-port N] [--dynamodb-port N] [--dns-port 5300 (0: no DNS server)] [--data DIR] [--stage local] [--state-file FILE]',
     );
     return;
   }
@@ -477,10 +535,16 @@ async function main(argv: string[]): Promise<void> {
   Object.assign(process.env, SDK_NODE_WARNING_OFF);
   const int = (text: string | undefined) => (text === undefined || text === '' ? undefined : Number.parseInt(text, 10));
   const started = Date.now();
+  const dnsPort = int(values['dns-port']) ?? DEFAULT_DNS_PORT;
+  if (!Number.isInteger(dnsPort) || dnsPort < 0 || dnsPort > 65_535) {
+    console.error('--dns-port must be a port number from 1 to 65535, or 0 for no DNS server');
+    process.exit(2);
+  }
   const stack = await startLocalStack({
     port: int(values.port) ?? int(process.env.PORT) ?? 3000,
     lambdaPort: int(values['lambda-port']),
     dynamoPort: int(values['dynamodb-port']),
+    dnsPort: dnsPort === 0 ? 'off' : dnsPort,
     dataDir: values.data,
     stage: values.stage,
   });
@@ -491,6 +555,7 @@ async function main(argv: string[]): Promise<void> {
     tableName: stack.tableName,
     stage: stack.stage,
     lambdaEndpoint: stack.lambdaEndpoint,
+    ...(stack.dns ? { dnsPort: stack.dns.port } : {}),
     pids: { ...stack.pids, stack: process.pid },
   };
   // A signal that arrived while starting is acted on now that there is a stack to stop.
@@ -513,6 +578,7 @@ async function main(argv: string[]): Promise<void> {
       `  Lambda API      ${stack.lambdaEndpoint}   (functions ${serviceName()}-${stack.stage}-{api,mirror,reconciler})`,
       `  DynamoDB Local  ${stack.endpoint}   (pid ${stack.pids.dynamodb}, ${values.data ? `data in ${resolve(values.data)}` : 'in memory'})`,
       `  Table           ${stack.tableName}`,
+      `  DNS             ${stack.dns ? `${stack.dns.host}:${stack.dns.port} UDP and TCP, the zones of pools with dns (dig @${stack.dns.host} -p ${stack.dns.port} NAME)` : 'off (--dns-port 0)'}`,
       `  Stream poller   ${stack.streamArn} -> ${serviceName()}-${stack.stage}-mirror`,
       `  Schedule        reconciler ${schedule === undefined ? 'NOT scheduled by serverless-offline' : `cron [${schedule}] fired by serverless-offline`}`,
       `  State file      ${stateFile}   (read by npm run invoke)`,

@@ -31,6 +31,11 @@ export interface Config {
    * start on Lambda with it.
    */
   readonly localStack: boolean;
+  /**
+   * The local stack's zones, which the `local` DNS target writes (LOCAL_DNS_ENDPOINT, a loopback URL, and
+   * LOCAL_DNS_TOKEN, both set by scripts/local-stack.ts); read only on the local stack, absent elsewhere.
+   */
+  readonly localDns?: { readonly endpoint: string; readonly token: string };
   readonly metrics: MetricsConfig;
   /**
    * Tests only: AWS_IPAM_CALL_LOG names a file each AWS call of this function is appended to, for the IAM check
@@ -147,11 +152,20 @@ function localStackSetting(env: NodeJS.ProcessEnv): boolean {
   return localStack;
 }
 
+function localDnsSetting(env: NodeJS.ProcessEnv, localStack: boolean): Config['localDns'] {
+  const endpoint = env.LOCAL_DNS_ENDPOINT ?? '';
+  if (!localStack || endpoint === '') return undefined;
+  if (!/^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(endpoint))
+    throw new Error(`LOCAL_DNS_ENDPOINT must be a loopback http://127.0.0.1:PORT, not ${JSON.stringify(endpoint)}`);
+  return { endpoint, token: env.LOCAL_DNS_TOKEN ?? '' };
+}
+
 /** Reads the configuration from an environment (process.env by default). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const tableName = env.TABLE_NAME;
   if (!tableName) throw new Error('TABLE_NAME is not set: the handlers need the DynamoDB table name.');
   const localStack = localStackSetting(env);
+  const localDns = localDnsSetting(env, localStack);
   return {
     tableName,
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
@@ -162,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     requestTimeoutMs: numberSetting(env, 'DYNAMODB_REQUEST_TIMEOUT_MS', 3000, 1),
     cursorSecret: cursorSecretSetting(env, tableName, localStack),
     localStack,
+    ...(localDns ? { localDns } : {}),
     metrics: {
       namespace: env.POWERTOOLS_METRICS_NAMESPACE || 'ipam',
       serviceName: env.POWERTOOLS_SERVICE_NAME || 'ipam',

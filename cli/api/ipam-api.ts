@@ -78,7 +78,7 @@ export class IpamApi {
   }
 
   async createPool(spec: PoolSpec): Promise<{ created: boolean; pool: Pool }> {
-    const { name, exclude = [], reuseDelaySeconds, blockPrefixLength, grow, openToChildPools } = spec;
+    const { name, exclude = [], reuseDelaySeconds, blockPrefixLength, grow, openToChildPools, dns } = spec;
     const body = {
       name,
       ...(exclude.length ? { exclude } : {}),
@@ -86,6 +86,7 @@ export class IpamApi {
       ...(blockPrefixLength ? { blockPrefixLength } : {}),
       ...(grow ? { grow } : {}),
       ...(openToChildPools ? { openToChildPools } : {}),
+      ...(dns ? { dns } : {}),
     };
     const res = await this.http.request('POST', '/v1/pools', { body });
     return { created: res.status === 201, pool: res.body as Pool };

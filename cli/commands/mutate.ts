@@ -106,7 +106,55 @@ interface CreatePoolOptions {
   readonly growBelowFree?: number;
   readonly growMaxBlocks?: number;
   readonly openToChildPools?: boolean;
+  readonly dnsZone?: string;
+  readonly dnsTtl?: number;
+  readonly dnsReverse?: boolean;
+  readonly dnsTarget?: Record<string, unknown>;
   readonly output?: string;
+}
+
+/** The API's bound of a pool's `dns.ttlSeconds` (a day). */
+export const MAX_DNS_TTL_SECONDS = 86_400;
+
+/** commander argParser of --dns-target: a JSON object, as the API takes it; the service checks what is inside. */
+function dnsTargetArg(text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new InvalidArgumentError(
+      'Expected a JSON object such as \'{"route53":{"hostedZoneId":"Z123"}}\' or \'{"rfc2136":{"server":"10.0.0.53","keyName":"ipam","secretFrom":"env:IPAM_TSIG_SECRET"}}\'.',
+    );
+  return value as Record<string, unknown>;
+}
+
+/**
+ * The `dns` of `create pool`, or undefined without --dns-zone. No target given: the service's default (the local
+ * stack's own DNS server; a deployed stack asks for one).
+ */
+function dnsOf(options: CreatePoolOptions, cmd: Command): PoolSpec['dns'] {
+  if (options.dnsZone === undefined) {
+    if (options.dnsTtl !== undefined || options.dnsReverse || options.dnsTarget !== undefined)
+      usageError(cmd, '--dns-ttl, --dns-reverse and --dns-target belong to a DNS zone: give it with --dns-zone ZONE.');
+    return undefined;
+  }
+  return {
+    zone: options.dnsZone,
+    ...(options.dnsTtl !== undefined ? { ttlSeconds: options.dnsTtl } : {}),
+    ...(options.dnsReverse ? { reverse: true } : {}),
+    ...(options.dnsTarget !== undefined ? { target: options.dnsTarget } : {}),
+  } as PoolSpec['dns'];
+}
+
+/** `, dns pods.example.internal. (local target, reverse)` for a pool with dns. */
+function dnsText(pool: { dns?: { zone: string; reverse?: boolean; target?: object } }): string {
+  if (!pool.dns) return '';
+  const kind = Object.keys(pool.dns.target ?? {})[0];
+  const notes = [...(kind ? [`${kind} target`] : []), ...(pool.dns.reverse ? ['reverse'] : [])];
+  return `, dns ${pool.dns.zone}${notes.length ? ` (${notes.join(', ')})` : ''}`;
 }
 
 /**
@@ -250,14 +298,30 @@ export function addMutationCommands(program: Command, io: CliIo): void {
       '--open-to-child-pools',
       "let other pools use this pool's blocks (nested ranges with --source, growth with --grow): a pool without access must consent (docs/blocks.md)",
     )
+    .option(
+      '--dns-zone <zone>',
+      "publish each claim's name (its hostname, or its name) in this DNS zone, with an A/AAAA record per address (docs/dns.md)",
+    )
+    .option(
+      '--dns-ttl <duration>',
+      "with --dns-zone: the records' TTL (60s by default; at most 24h)",
+      secondsArg(MAX_DNS_TTL_SECONDS),
+    )
+    .option('--dns-reverse', 'with --dns-zone: also a PTR record per address in its reverse zone')
+    .option(
+      '--dns-target <json>',
+      "with --dns-zone: the DNS server, as the API's dns.target (default on the local stack: its own server, 127.0.0.1:5300)",
+      dnsTargetArg,
+    )
     .addOption(outputOption(MUTATION_OUTPUTS))
     .description('Create a pool (409 Conflict if it exists)')
     .addHelpText(
       'after',
-      '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m\n  ipam create pool node-blocks --block /26 --block6 /122\n  ipam create pool region-eu-west --block /24 --open-to-child-pools\n  ipam create pool node-1 --grow region-eu-west --grow-below-free 16 --grow-max-blocks 4',
+      '\nExamples:\n  ipam create pool services --exclude 10.96.0.0/29 --exclude 10.96.0.8,10.96.0.9\n  ipam create pool pods --reuse-delay 10m\n  ipam create pool node-blocks --block /26 --block6 /122\n  ipam create pool region-eu-west --block /24 --open-to-child-pools\n  ipam create pool node-1 --grow region-eu-west --grow-below-free 16 --grow-max-blocks 4\n  ipam create pool pods --dns-zone pods.example.internal --dns-reverse',
     )
     .action(async (name: string, options: CreatePoolOptions, cmd: Command) => {
       const grow = growRuleOf(options, cmd);
+      const dns = dnsOf(options, cmd);
       const blocks = {
         ...(options.block !== undefined ? { IPv4: options.block } : {}),
         ...(options.block6 !== undefined ? { IPv6: options.block6 } : {}),
@@ -269,6 +333,7 @@ export function addMutationCommands(program: Command, io: CliIo): void {
         ...(Object.keys(blocks).length ? { blockPrefixLength: blocks } : {}),
         ...(grow ? { grow } : {}),
         ...(options.openToChildPools ? { openToChildPools: true } : {}),
+        ...(dns ? { dns } : {}),
       };
       const { pool } = await (await apiFor(cmd, io)).createPool(spec);
       const delay = pool.reuseDelaySeconds ? `, reuse delay ${formatSeconds(pool.reuseDelaySeconds)}` : '';
@@ -276,7 +341,13 @@ export function addMutationCommands(program: Command, io: CliIo): void {
       const block = sizes ? `, blocks ${sizes}` : '';
       const grows = pool.grow ? `, grows from ${pool.grow.pool}: ${growText(pool)}` : '';
       const open = pool.openToChildPools ? ', open to child pools' : '';
-      print(io, poolView, pool, options.output, `pool/${pool.name} created${delay}${block}${grows}${open}\n`);
+      print(
+        io,
+        poolView,
+        pool,
+        options.output,
+        `pool/${pool.name} created${delay}${block}${grows}${open}${dnsText(pool)}\n`,
+      );
     });
 
   create

@@ -1,6 +1,6 @@
 import { api } from '../api.ts';
 import { consolePath, facts, field, h, link } from '../dom.ts';
-import { duration, expiry, labelChips, time } from '../format.ts';
+import { dnsName, duration, expiry, labelChips, time } from '../format.ts';
 import { flashNext, navigate } from '../nav.ts';
 import type { View } from '../main.ts';
 import { actionForm, input, optionalInt } from './forms.ts';
@@ -10,7 +10,15 @@ import { childrenTexts, heldTexts } from './blocks.ts';
 /** /console/pools/{pool}/claims/{claim}: the claim; renew it, release it (at the version shown: If-Match). */
 export const claimView: View = async ([poolName, claimName]) => {
   const pool = poolName!;
-  const claim = await api.getClaim(pool, claimName!);
+  const [claim, zone] = await Promise.all([
+    api.getClaim(pool, claimName!),
+    // The pool's zone names the claim in DNS; a pool the caller may not read just shows no name.
+    api.getPool(pool).then(
+      (p) => p.dns?.zone,
+      () => undefined,
+    ),
+  ]);
+  const name = dnsName(claim, zone);
   const addresses = h(
     'ul',
     { class: 'plain' },
@@ -24,6 +32,7 @@ export const claimView: View = async ([poolName, claimName]) => {
         ),
         ` ${a.family}, range `,
         link(consolePath('pools', pool, 'ranges', a.range), a.range),
+        ...(name === undefined ? [] : [', ', h('code', { class: 'dns-name' }, name)]),
       ),
     ),
   );

@@ -1,7 +1,7 @@
 import { api } from '../api.ts';
 import type { Claim } from '../../cli/api/types.ts';
 import { consolePath, field, h, link } from '../dom.ts';
-import { duration, expiry, labelChips } from '../format.ts';
+import { dnsName, duration, expiry, labelChips } from '../format.ts';
 import { navigate } from '../nav.ts';
 import type { View } from '../main.ts';
 import { input, text } from './forms.ts';
@@ -24,6 +24,11 @@ export const claimsView: View = async ([name], query) => {
   let cursor = query.get('cursor') ?? undefined;
   const items: Claim[] = [];
   let pages = 0;
+  // The pool's zone names the claims in DNS; a pool the caller may not read just shows no names.
+  const zone = api.getPool(pool).then(
+    (p) => p.dns?.zone,
+    () => undefined,
+  );
   do {
     const page = await api.listClaims(pool, {
       limit: nameFilter ? 1000 : limit,
@@ -69,7 +74,7 @@ export const claimsView: View = async ([name], query) => {
     filterForm,
     items.length === 0
       ? h('p', { class: 'empty' }, owner || label || nameFilter ? 'No claim matches.' : 'No claims in this pool.')
-      : claimsTable(pool, items),
+      : claimsTable(pool, items, await zone),
     h(
       'p',
       { class: 'pager' },
@@ -80,8 +85,14 @@ export const claimsView: View = async ([name], query) => {
   return { title: `Claims in ${pool}`, content };
 };
 
-/** Claims as a table: name, owner, addresses, TTL and expiry, version. */
-export function claimsTable(pool: string, claims: readonly Claim[]): HTMLTableElement {
+/** The claim's DNS name under its addresses, in a pool with a zone. */
+function dnsNameOf(claim: Claim, zone: string | undefined): HTMLElement[] {
+  const name = dnsName(claim, zone);
+  return name === undefined ? [] : [h('br'), h('small', { class: 'dns-name' }, name)];
+}
+
+/** Claims as a table: name, owner, addresses (and their DNS name, with the pool's `zone`), TTL and expiry, version. */
+export function claimsTable(pool: string, claims: readonly Claim[], zone?: string): HTMLTableElement {
   return h(
     'table',
     { class: 'list claims' },
@@ -116,6 +127,7 @@ export function claimsTable(pool: string, claims: readonly Claim[]): HTMLTableEl
             'td',
             {},
             heldTexts(claim).map((text) => h('code', { class: 'addr' }, text)),
+            ...dnsNameOf(claim, zone),
           ),
           h('td', {}, labelChips(claim.labels)),
           h('td', {}, duration(claim.ttlSeconds)),

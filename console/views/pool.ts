@@ -128,7 +128,9 @@ export const poolView: View = async ([name]) => {
       link(`/console/lookup?pool=${encodeURIComponent(poolName)}`, 'Look up an address'),
     ),
     h('h2', {}, 'Recent claims'),
-    claims.items.length === 0 ? h('p', { class: 'empty' }, 'No claims yet.') : claimsTable(poolName, claims.items),
+    claims.items.length === 0
+      ? h('p', { class: 'empty' }, 'No claims yet.')
+      : claimsTable(poolName, claims.items, pool.dns?.zone),
     h('h2', {}, 'Recent events'),
     eventList,
     h('div', { class: 'forms' }, rangeForm(poolName), claimForm(pool)),

@@ -182,6 +182,7 @@ export function buildContainer(config: Config, overrides: ContainerOverrides = {
     dnsStatus,
     pause,
     ...(overrides.dnsTargets ? { dns: overrides.dnsTargets } : {}),
+    localDns: config.localStack,
   };
   const watch = new ExhaustionWatch({
     store: exhaustion,

@@ -44,7 +44,15 @@ export interface Route53Target {
   readonly reverseZoneIds?: Readonly<Record<string, string>>;
 }
 
-export type DnsTargetSpec = Rfc2136Target | Route53Target;
+/**
+ * The local stack's embedded DNS server (`npm start`, 127.0.0.1:5300): its zones live in the stack's process, so only
+ * the local stack takes this target, and it is a pool's default there.
+ */
+export interface LocalTarget {
+  readonly kind: 'local';
+}
+
+export type DnsTargetSpec = Rfc2136Target | Route53Target | LocalTarget;
 
 export interface DnsSettings {
   /** The forward zone, absolute and lower-case (`pods.example.internal.`). */

@@ -619,6 +619,22 @@ describe('the web console', () => {
     expect(trio.addresses).toHaveLength(3);
   });
 
+  it("shows a claim's DNS name beside its addresses in a pool with a zone", async () => {
+    expect(
+      (await callApi(stack, 'POST', '/v1/pools', { name: 'shop', dns: { zone: 'shop.example.internal' } })).status,
+    ).toBe(201);
+    expect((await callApi(stack, 'POST', '/v1/pools/shop/ranges', { cidr: '10.55.0.0/28' })).status).toBe(201);
+    const owner = { kind: 'Pod', name: 'cart-0', uid: 'u-cart' };
+    const made = await callApi(stack, 'POST', '/v1/pools/shop/claims', { name: 'cart-0', owner, hostname: 'cart' });
+    expect(made.status).toBe(201);
+    await page.goto(`${stack.apiUrl}/console/pools/shop/claims/cart-0`);
+    await heading('Claim cart-0');
+    expect(await page.locator('main .dns-name').allTextContents()).toEqual(['cart.shop.example.internal']);
+    await page.goto(`${stack.apiUrl}/console/pools/shop`);
+    await heading('Pool shop');
+    expect(await page.locator('table.claims .dns-name').allTextContents()).toEqual(['cart.shop.example.internal']);
+  });
+
   it('shows a view that does not exist as an error, and reported no console errors on the way', async () => {
     await page.goto(`${stack.apiUrl}/console/pools/nope`);
     await heading('Something went wrong');

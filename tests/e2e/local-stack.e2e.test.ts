@@ -9,6 +9,7 @@ import { createDynamoClient } from '../../shared/adapters/dynamodb/client.ts';
 import { freePort } from '../../scripts/dynamodb-local.ts';
 import type { LocalStack, LocalStackState } from '../../scripts/local-stack.ts';
 import { callApi, isAlive, startTestStack } from '../support/local-stack.ts';
+import { rcodeOf, udpQuery } from '../support/dns-query.ts';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const scheduleEvent: unknown = JSON.parse(readFileSync(join(repoRoot, 'events/schedule.json'), 'utf8'));
@@ -134,6 +135,34 @@ describe('Local stack: startLocalStack()', () => {
     expect(stack.poller!.failures()).toEqual([]);
   });
 
+  it('answers DNS for a claim in a pool with dns (the local target by default), and NXDOMAIN after its release', async () => {
+    // Prepare: a pool with a zone and no target, as the README's tour makes it.
+    const created = await callApi(stack, 'POST', '/v1/pools', {
+      name: 'dns-pods',
+      dns: { zone: 'e2e.example.internal' },
+    });
+    expect(created.status).toBe(201);
+    expect((await callApi(stack, 'POST', '/v1/pools/dns-pods/ranges', { cidr: '10.77.0.0/24' })).status).toBe(201);
+    const port = stack.dns!.port;
+    const ask = () => udpQuery(port, { name: 'web-0.e2e.example.internal', type: 'A' });
+    // Act
+    const claim = await callApi(stack, 'POST', '/v1/pools/dns-pods/claims', {
+      name: 'web-0',
+      owner: { kind: 'Pod', name: 'web-0', uid: 'e2e-dns' },
+    });
+    expect(claim.status).toBe(201);
+    const address = (claim.body as { addresses: { address: string }[] }).addresses[0]!.address;
+    // Assess: the stream function published it; polled, since the poller delivers when it next reads the stream.
+    await vi.waitFor(
+      async () => expect((await ask()).answers?.map((a) => (a as { data: unknown }).data)).toEqual([address]),
+      { timeout: 30_000, interval: 200 },
+    );
+    // Act: release
+    expect((await callApi(stack, 'DELETE', '/v1/pools/dns-pods/claims/web-0')).status).toBeLessThan(300);
+    // Assess
+    await vi.waitFor(async () => expect(rcodeOf(await ask())).toBe('NXDOMAIN'), { timeout: 30_000, interval: 200 });
+  });
+
   it("runs the reconciler through serverless-offline's Lambda API", async () => {
     // Act
     const run = stack.invoke('reconciler', scheduleEvent).then(
@@ -164,13 +193,18 @@ describe('Local stack: the `npm start` command', () => {
   it('answers on --port and leaves no process behind after SIGTERM', { timeout: 180_000 }, async () => {
     // Prepare
     const port = await freePort();
+    // A DNS port of its own: 5300, the default, may be a running stack's.
+    const dnsPort = await freePort();
     const dir = mkdtempSync(join(tmpdir(), 'ipam-stack-'));
     const stateFile = join(dir, 'state.json');
     // tsx's loader in the stack's own process, not tsx's CLI: the CLI relays a signal to its child and SIGKILLs it
     // (exit 143, Java orphaned) when the child does not acknowledge within 30 ms, which a loaded machine misses.
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'scripts/local-stack.ts', '--port', String(port), '--state-file', stateFile],
+      [
+        ...['--import', 'tsx', 'scripts/local-stack.ts', '--port', String(port), '--state-file', stateFile],
+        ...['--dns-port', String(dnsPort)],
+      ],
       {
         cwd: repoRoot,
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -184,6 +218,7 @@ describe('Local stack: the `npm start` command', () => {
       await vi.waitFor(() => expect(existsSync(stateFile), output).toBe(true), { timeout: 120_000, interval: 200 });
       const state = JSON.parse(readFileSync(stateFile, 'utf8')) as LocalStackState;
       expect(state.apiUrl).toBe(`http://127.0.0.1:${port}`);
+      expect(state.dnsPort).toBe(dnsPort);
       const health = await fetch(`${state.apiUrl}/v1/health`);
       expect(health.status).toBe(200);
       expect(output).toContain(`HTTP API        http://127.0.0.1:${port}/v1/health`);
@@ -223,6 +258,8 @@ describe('Local stack: the `npm start` command', () => {
         String(await freePort()),
         '--dynamodb-port',
         String(dynamoPort),
+        '--dns-port',
+        '0',
         '--state-file',
         join(dir, 'state.json'),
       ],

@@ -636,6 +636,55 @@ describe('Command line: block pools and nested pools (issue 35)', () => {
     expect(server.requests).toEqual([]);
   });
 
+  it('sends --dns-zone [--dns-ttl] [--dns-reverse] [--dns-target] as the pool dns and says so', async () => {
+    const server = echo({});
+    const local = await runCli(['create', 'pool', 'pods', '--dns-zone', 'pods.example.internal'], {
+      fetch: fakeFetch((request) => ({
+        status: 201,
+        body: {
+          exclude: [],
+          reuseDelaySeconds: 0,
+          createdAt: '2026-04-02T09:59:00Z',
+          ...JSON.parse(request.body!),
+          dns: { zone: 'pods.example.internal.', ttlSeconds: 60, reverse: false, target: { local: {} } },
+        },
+      })).fetch,
+    });
+    const full = await runCli(
+      [
+        ...'create pool svc --dns-zone svc.example.internal. --dns-ttl 5m --dns-reverse --dns-target'.split(' '),
+        '{"route53":{"hostedZoneId":"Z1"}}',
+      ],
+      { fetch: server.fetch },
+    );
+    expect(local).toMatchObject({
+      code: ExitCode.Ok,
+      out: 'pool/pods created, dns pods.example.internal. (local target)\n',
+    });
+    expect(full.out).toBe('pool/svc created, dns svc.example.internal. (route53 target, reverse)\n');
+    expect(JSON.parse(server.requests[0]!.body!)).toEqual({
+      name: 'svc',
+      dns: {
+        zone: 'svc.example.internal.',
+        ttlSeconds: 300,
+        reverse: true,
+        target: { route53: { hostedZoneId: 'Z1' } },
+      },
+    });
+  });
+
+  it.each([
+    ['a ttl without a zone', ['--dns-ttl', '60'], 'give it with --dns-zone ZONE'],
+    ['a target that is not JSON', ['--dns-zone', 'a.', '--dns-target', 'route53'], 'Expected a JSON object'],
+    ['a ttl past a day', ['--dns-zone', 'a.', '--dns-ttl', '25h'], 'Expected a duration of at most'],
+  ])('refuses %s with exit code 2 and sends nothing', async (_case, flags, message) => {
+    const server = echo({});
+    const result = await runCli(['create', 'pool', 'pods', ...flags], { fetch: server.fetch });
+    expect(result.code).toBe(ExitCode.Usage);
+    expect(result.err).toContain(message);
+    expect(server.requests).toEqual([]);
+  });
+
   it('sends --grow PARENT --grow-below-free N [--grow-max-blocks M] as the grow rule and says so', async () => {
     const server = echo({});
     const full = await runCli(

@@ -76,4 +76,32 @@ describe('Pool dns settings and claim hostname', () => {
     expect(bad.body.detail).toContain('hostname');
     expect((await api.call('GET', '/v1/pools/pods/claims/web-0')).status).toBe(404);
   });
+
+  it('defaults the target to the embedded server on the local stack, and takes {"local": {}} there', async () => {
+    const api = await testApi({}, { LOCAL_STACK: 'true' }, undefined, memoryEngine);
+    const bare = await api.call('POST', '/v1/pools', { name: 'pods', dns: { zone: 'pods.example.internal' } });
+    const named = await api.call('POST', '/v1/pools', { name: 'more', dns: { zone: 'b.', target: { local: {} } } });
+    expect(bare.status).toBe(201);
+    expect(bare.body.dns).toEqual({
+      zone: 'pods.example.internal.',
+      ttlSeconds: 60,
+      reverse: false,
+      target: { local: {} },
+    });
+    expect(named.status).toBe(201);
+    expect((named.body.dns as { target: unknown }).target).toEqual({ local: {} });
+  });
+
+  it.each<[string, unknown, string]>([
+    ['the local target', { zone: 'a.', target: { local: {} } }, "dns.target.local is the local stack's"],
+    ['no target', { zone: 'a.' }, 'dns.target must be'],
+  ])('refuses %s outside the local stack with 400, and writes no pool', async (_what, dns, sentence) => {
+    const deployed = { LOCAL_STACK: 'false', CURSOR_SECRET: 'a-deployed-stage-secret' };
+    const api = await testApi({}, deployed, undefined, memoryEngine);
+    const r = await api.call('POST', '/v1/pools', { name: 'pods', dns });
+    expect(r.status).toBe(400);
+    expect(r.body.code).toBe('InvalidArgument');
+    expect(r.body.detail).toContain(sentence);
+    expect((await api.call('GET', '/v1/pools/pods')).status).toBe(404);
+  });
 });

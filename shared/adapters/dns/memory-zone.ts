@@ -8,6 +8,8 @@ import { OwnedTypes, sameSets, type NameChange, type RecordSet } from '../../cor
 export class MemoryZones implements DnsTarget {
   /** zone -> name -> record sets. */
   private readonly zones = new Map<string, Map<string, RecordSet[]>>();
+  /** zone -> how many writes it took (its SOA serial, when a server answers from it). */
+  private readonly writes = new Map<string, number>();
 
   private zone(zone: string): Map<string, RecordSet[]> {
     let z = this.zones.get(zone);
@@ -34,6 +36,7 @@ export class MemoryZones implements DnsTarget {
     const next = [...others, ...c.after];
     if (next.length === 0) z.delete(c.name);
     else z.set(c.name, next);
+    this.writes.set(zone, this.serial(zone) + 1);
     return { kind: 'applied' };
   }
 
@@ -45,6 +48,12 @@ export class MemoryZones implements DnsTarget {
   put(zone: string, set: RecordSet): void {
     const z = this.zone(zone);
     z.set(set.name, [...(z.get(set.name) ?? []).filter((s) => s.type !== set.type), set]);
+    this.writes.set(zone, this.serial(zone) + 1);
+  }
+
+  /** A number that grows with every write to the zone: its SOA serial. */
+  serial(zone: string): number {
+    return this.writes.get(zone) ?? 0;
   }
 
   /** Every record set at `name` in any zone (what a resolver asking this server gets). */

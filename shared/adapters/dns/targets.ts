@@ -3,16 +3,22 @@ import { Route53Client } from '@aws-sdk/client-route-53';
 import { environmentSecret } from '../../config.ts';
 import type { DnsTarget, DnsTargets } from '../../core/dns/ports.ts';
 import type { DnsTargetSpec, Rfc2136Target as Rfc2136Spec } from '../../core/dns/settings.ts';
+import { LocalZoneTarget, type LocalZoneEndpoint } from './local-zone-target.ts';
 import { Rfc2136Target } from './rfc2136-target.ts';
 import { realTime, RequestPace, Route53Target } from './route53-target.ts';
 import type { TsigKey } from './tsig.ts';
+
+export interface DnsTargetsOptions {
+  /** The local stack's zones (config.localDns), read when a `local` target is first used; absent: none here. */
+  readonly local?: () => LocalZoneEndpoint | undefined;
+}
 
 /**
  * The DNS targets of the deployed functions, one adapter per target spec, made on first use and kept for the
  * container's life (a TSIG secret is read once per container, and again after a failed read). The Route 53 targets
  * share one client and one request pace: Route 53's request rate is the account's.
  */
-export function dnsTargets(): DnsTargets {
+export function dnsTargets(options: DnsTargetsOptions = {}): DnsTargets {
   const made = new Map<string, DnsTarget>();
   let route53: { client: Route53Client; pace: RequestPace } | undefined;
   return (spec: DnsTargetSpec) => {
@@ -28,11 +34,22 @@ export function dnsTargets(): DnsTargets {
           hostedZoneId: spec.hostedZoneId,
           ...(spec.reverseZoneIds ? { reverseZoneIds: spec.reverseZoneIds } : {}),
         });
-      } else target = rfc2136Target(spec);
+      } else target = makeTarget(spec, options);
       made.set(key, target);
     }
     return target;
   };
+}
+
+function makeTarget(spec: Exclude<DnsTargetSpec, { kind: 'route53' }>, options: DnsTargetsOptions): DnsTarget {
+  if (spec.kind === 'local') {
+    const at = options.local?.();
+    // Only the local stack takes the target (dns/settings.ts), and only its stream function has the endpoint.
+    if (!at)
+      throw new Error('The local DNS target is served by the local stack only (npm start): no LOCAL_DNS_ENDPOINT here');
+    return new LocalZoneTarget(at);
+  }
+  return rfc2136Target(spec);
 }
 
 function rfc2136Target(spec: Rfc2136Spec): DnsTarget {

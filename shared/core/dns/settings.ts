@@ -1,9 +1,9 @@
 /** A pool's DNS settings: the zone its claims' names go in, and the server that holds it. Fixed at creation. */
 import { InvalidArgumentError } from '../errors.ts';
 import { checkDnsLabel } from '../names.ts';
-import type { DnsSettings, DnsTargetSpec, Rfc2136Target, Route53Target } from '../model.ts';
+import type { DnsSettings, DnsTargetSpec, LocalTarget, Rfc2136Target, Route53Target } from '../model.ts';
 
-export type { DnsSettings, DnsTargetSpec, Rfc2136Target, Route53Target };
+export type { DnsSettings, DnsTargetSpec, LocalTarget, Rfc2136Target, Route53Target };
 
 /** Where the TSIG secret of an RFC 2136 target comes from: never the secret itself (it stays out of the table). */
 export const SECRET_SOURCES = ['env:', 'file:'] as const;
@@ -32,13 +32,30 @@ export function checkZoneName(value: unknown, field: string): string {
   return zone;
 }
 
-function checkTarget(value: unknown): DnsTargetSpec {
+/**
+ * A pool's target. `local` (the local stack's embedded server) is the default there and refused elsewhere: a deployed
+ * stack has no server of its own, and a pool that silently published nowhere would look like a broken DNS.
+ */
+function checkTarget(value: unknown, localDns: boolean): DnsTargetSpec {
   const field = 'dns.target';
-  const sentence = `${field} must be {"route53": {"hostedZoneId": "Z..."}} or {"rfc2136": {"server": "10.0.0.53", "port": 53, "keyName": "ipam", "secretFrom": "env:IPAM_TSIG_SECRET"}}.`;
+  const sentence = `${field} must be {"route53": {"hostedZoneId": "Z..."}} or {"rfc2136": {"server": "10.0.0.53", "port": 53, "keyName": "ipam", "secretFrom": "env:IPAM_TSIG_SECRET"}}${localDns ? ' or {"local": {}}' : ''}.`;
+  if (value === undefined && localDns) return { kind: 'local' };
   if (!isObject(value) || Object.keys(value).length !== 1) throw new InvalidArgumentError(sentence, field);
   if (isObject(value.route53)) return checkRoute53(value.route53);
   if (isObject(value.rfc2136)) return checkRfc2136(value.rfc2136);
+  if (isObject(value.local)) return checkLocal(value.local, localDns);
   throw new InvalidArgumentError(sentence, field);
+}
+
+function checkLocal(v: Record<string, unknown>, localDns: boolean): LocalTarget {
+  const field = 'dns.target.local';
+  if (!localDns)
+    throw new InvalidArgumentError(
+      `${field} is the local stack's embedded DNS server (npm start): this stack has none; name a route53 or rfc2136 target.`,
+      field,
+    );
+  if (Object.keys(v).length > 0) throw new InvalidArgumentError(`${field} takes no settings: {"local": {}}.`, field);
+  return { kind: 'local' };
 }
 
 function checkRoute53(v: Record<string, unknown>): Route53Target {
@@ -100,9 +117,12 @@ function checkReverseZone(value: unknown, field: string): string {
 
 /**
  * Checks a pool's `dns`. A block pool takes none: its claims hold blocks handed to other pools or nodes, not hosts
- * with a name. @throws InvalidArgumentError
+ * with a name. `localDns`: on the local stack, whose embedded server is the default target. @throws InvalidArgumentError
  */
-export function checkDnsSettings(value: unknown, opts: { readonly blockPool: boolean }): DnsSettings {
+export function checkDnsSettings(
+  value: unknown,
+  opts: { readonly blockPool: boolean; readonly localDns?: boolean },
+): DnsSettings {
   const field = 'dns';
   if (!isObject(value))
     throw new InvalidArgumentError(`${field} must be an object with zone, ttlSeconds, reverse and target.`, field);
@@ -123,7 +143,7 @@ export function checkDnsSettings(value: unknown, opts: { readonly blockPool: boo
   const zones = value.reverseZones;
   if (zones !== undefined && (!Array.isArray(zones) || zones.length === 0 || zones.length > 16))
     throw new InvalidArgumentError('dns.reverseZones must list 1 to 16 reverse zones.', 'dns.reverseZones');
-  const target = checkTarget(value.target);
+  const target = checkTarget(value.target, opts.localDns === true);
   return {
     zone,
     ttlSeconds: ttl,

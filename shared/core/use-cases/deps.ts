@@ -50,6 +50,11 @@ export interface Deps {
    * projection takes its own); absent in a container that writes no DNS.
    */
   readonly dns?: DnsTargets;
+  /**
+   * True on the local stack, whose embedded DNS server holds the zones of pools with the `local` DNS target (the
+   * default there); a deployed stack refuses that target.
+   */
+  readonly localDns?: boolean;
   /** The exhaustion levels the stream function keeps (occupancy/exhaustion.ts): GET pool shows them. */
   readonly exhaustion?: { states(pool: string): Promise<ReadonlyMap<IpFamily, ExhaustionState>> };
   /** The DNS status of claims' names the stream function keeps (core/dns/status.ts): GET claim shows it. */

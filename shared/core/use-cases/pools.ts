@@ -126,7 +126,10 @@ async function checkGrowParent(
 }
 
 /** Creates a pool. @throws ConflictError when a pool of that name exists; PoolTerminatingError while one is being deleted */
-export async function createPool(deps: Pick<Deps, 'pools' | 'views' | 'clock'>, cmd: CreatePoolCommand): Promise<Pool> {
+export async function createPool(
+  deps: Pick<Deps, 'pools' | 'views' | 'clock' | 'localDns'>,
+  cmd: CreatePoolCommand,
+): Promise<Pool> {
   const name = checkDnsLabel(cmd.name, 'name');
   const exclude = [...new Set((cmd.exclude ?? []).map(normalizeExclusion))];
   const delay = cmd.reuseDelaySeconds ?? 0;
@@ -161,7 +164,9 @@ export async function createPool(deps: Pick<Deps, 'pools' | 'views' | 'clock'>, 
       ? undefined
       : await checkGrowParent(deps, checkGrow(cmd.grow, name), blockPrefixLength, cmd.caller);
   const dns =
-    cmd.dns === undefined ? undefined : checkDnsSettings(cmd.dns, { blockPool: blockPrefixLength !== undefined });
+    cmd.dns === undefined
+      ? undefined
+      : checkDnsSettings(cmd.dns, { blockPool: blockPrefixLength !== undefined, localDns: deps.localDns === true });
   const createdAt = nowIso(deps);
   // A new pool has no leases: its (empty) summary is complete from the start.
   const pool: Pool = {
