@@ -1,11 +1,13 @@
 /**
- * npm run sim:compare -- [--quick] [--out FILE] [--only DESIGN]
+ * npm run sim:compare -- [--quick] [--out FILE] [--only DESIGN[,DESIGN...]] [--join FILE ...]
  *
  * The designs side by side at AWS's limits (compare.ts): every design at 0, 50 and 90 % full with 1, 10, 100 and
  * 1,000 containers. Writes sim/results/compare.json (the commit it ran on, the settings, one row a cell), the chart
  * and the table between the compare markers of SIMULATION.md. `--quick` runs a small grid on smaller pools (a /20 of
  * addresses, a /16 parent of /26 blocks; 0 and 90 % full; 1 and 10 containers) and writes only its JSON
  * (sim/results/compare-quick.json, or --out). Deterministic: the same commit and arguments write the same bytes.
+ * Each cell has its own scheduler and seed, so the grid can run in parts (`--only` some designs, `--out` a file each,
+ * in parallel) and `--join` the parts' files: compare.json and SIMULATION.md as one run on that commit writes them.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -40,7 +42,7 @@ function windowFor(containers: number): { warmupMs: number; windowMs: number } {
 export function compareGrid(quick: boolean, only?: string): CompareCell[] {
   const cells: CompareCell[] = [];
   for (const design of Object.keys(DESIGNS) as Design[]) {
-    if (only && design !== only) continue;
+    if (only && !only.split(',').includes(design)) continue;
     for (const fullPercent of quick ? [0, 90] : [0, 50, 90])
       for (const containers of quick ? [1, 10] : [1, 10, 100, 1000])
         cells.push({
@@ -136,6 +138,40 @@ function publish(rows: readonly CompareRow[], saved: string): void {
   );
 }
 
+interface Saved {
+  readonly commit: string;
+  readonly quick: boolean;
+  readonly rows: CompareRow[];
+}
+
+/** The same JSON (and stdout bytes) for rows of one grid, whichever way they were run. */
+function written(rows: readonly CompareRow[], ranOn: string, quick: boolean): string {
+  const out = {
+    commit: ranOn,
+    quick,
+    geometry: quick ? QUICK_GEOMETRY : GEOMETRY,
+    quotas: COMPARE_QUOTAS,
+    leaseIndexShards: SHARDS,
+    goals: compareGoals(rows).map((g) => ({ ...g, ratio: round(g.ratio) })),
+    rows,
+  };
+  return `${JSON.stringify(out, (_k, v: unknown) => (typeof v === 'number' ? round(v) : v), 2)}\n`;
+}
+
+function join(files: readonly string[]): void {
+  const parts = files.map((file) => JSON.parse(readFileSync(file, 'utf8')) as Saved);
+  const commits = new Set(parts.map((p) => p.commit));
+  if (commits.size !== 1 || parts.some((p) => p.quick)) throw new Error(`parts of several runs: ${[...commits]}`);
+  const key = (c: { design: string; fullPercent: number; containers: number }) =>
+    `${c.design}:${c.fullPercent}:${c.containers}`;
+  const byCell = new Map(parts.flatMap((p) => p.rows).map((r) => [key(r), r]));
+  const rows = compareGrid(false).flatMap((c) => byCell.get(key(c)) ?? []);
+  if (rows.length !== byCell.size) throw new Error('rows of cells outside the grid');
+  const ranOn = [...commits][0]!;
+  writeFileSync(new URL('compare.json', RESULTS), written(rows, ranOn, false));
+  publish(rows, `Grid run on ${ranOn} ([sim/results/compare.json](sim/results/compare.json)).`);
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -144,8 +180,11 @@ async function main(): Promise<void> {
       only: { type: 'string' },
       // design:full:containers, repeatable: just those cells of the full grid (e.g. the goals' cells).
       case: { type: 'string', multiple: true },
+      // The JSON files of runs of parts of the full grid, on one commit: joined in the grid's order.
+      join: { type: 'string', multiple: true },
     },
   });
+  if (values.join?.length) return join(values.join);
   const quick = values.quick;
   const ranOn = commit();
   const rows: CompareRow[] = [];
@@ -165,16 +204,7 @@ async function main(): Promise<void> {
     );
     process.stderr.write(`  (${((performance.now() - started) / 1000).toFixed(1)} s wall)\n`);
   }
-  const out = {
-    commit: ranOn,
-    quick,
-    geometry: quick ? QUICK_GEOMETRY : GEOMETRY,
-    quotas: COMPARE_QUOTAS,
-    leaseIndexShards: SHARDS,
-    goals: compareGoals(rows).map((g) => ({ ...g, ratio: round(g.ratio) })),
-    rows,
-  };
-  const json = `${JSON.stringify(out, (_k, v: unknown) => (typeof v === 'number' ? round(v) : v), 2)}\n`;
+  const json = written(rows, ranOn, quick);
   mkdirSync(RESULTS, { recursive: true });
   const file = values.out ?? new URL(quick ? 'compare-quick.json' : 'compare.json', RESULTS).pathname;
   writeFileSync(file, json);
