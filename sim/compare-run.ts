@@ -28,6 +28,8 @@ import {
 const RESULTS = new URL('./results/', import.meta.url);
 const DOC = new URL('../SIMULATION.md', import.meta.url);
 const START = '<!-- compare:start -->';
+const GOALS_START = '<!-- compare-goals:start -->';
+const GOALS_END = '<!-- compare-goals:end -->';
 const END = '<!-- compare:end -->';
 
 export const QUICK_GEOMETRY: Geometry = { addresses: '10.0.0.0/20', parent: '10.0.0.0/16', blockPrefix: 26 };
@@ -77,7 +79,10 @@ export function compareGoals(rows: readonly CompareRow[]) {
       goal: what,
       ratio,
       met: Number.isFinite(ratio) ? ratio >= target : undefined,
-      figure: x && y ? `${f(ratio, 1)}x (${f(x.perSecond, 0)}/s vs ${f(y.perSecond, 1)}/s)` : 'not in this grid',
+      figure:
+        x && y
+          ? `${f(ratio, 1)}x (${f(x.perSecond, 0)}/s vs ${f(y.perSecond, 1)}/s)`
+          : 'not measured: its cells did not run',
       limits: x && y ? `${a}: ${x.firstLimit}; ${b}: ${y.firstLimit}` : '',
     };
   };
@@ -94,6 +99,35 @@ export function compareGoals(rows: readonly CompareRow[]) {
 
 const f = (n: number, d = 1): string =>
   Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d }) : '-';
+
+const verdict = (met: boolean | undefined): string => (met === undefined ? 'not measured' : met ? 'met' : 'not met');
+
+/**
+ * The runner's goals table (top of SIMULATION.md): the two rate goals and the first limit each design meets at 90 %
+ * full and 1,000 containers, what is not met first, then what is not measured.
+ */
+export function goalsTable(rows: readonly CompareRow[]): string {
+  const goals = compareGoals(rows).map((g) => ({
+    goal: `at AWS's limits: ${g.goal} (\`npm run sim:compare\`)`,
+    figure: g.limits ? `${g.figure}; ${g.limits}` : g.figure,
+    met: g.met,
+  }));
+  const limits = (Object.keys(DESIGNS) as Design[]).map((design) => {
+    const r = rows.find((x) => x.design === design && x.fullPercent === 90 && x.containers === 1000);
+    return {
+      goal: `the first limit ${design} meets (90 % full, 1,000 containers), named`,
+      figure: r
+        ? `${f(r.perSecond, r.perSecond < 10 ? 1 : 0)}/s: ${r.firstLimit}`
+        : 'the cell did not run in the session',
+      met: r ? true : undefined,
+    };
+  });
+  const order = (met: boolean | undefined) => (met === false ? 0 : met === undefined ? 1 : 2);
+  const lines = ['| Goal | Figure | Met |', '|---|---|---|'];
+  for (const g of [...goals, ...limits].sort((a, b) => order(a.met) - order(b.met)))
+    lines.push(`| ${g.goal} | ${g.figure} | ${g.met === false ? '**not met**' : verdict(g.met)} |`);
+  return lines.join('\n');
+}
 
 export function compareTable(rows: readonly CompareRow[]): string {
   const lines = [
@@ -130,25 +164,27 @@ function publish(rows: readonly CompareRow[], saved: string): void {
   const to = doc.indexOf(END);
   if (at < 0 || to < 0) throw new Error('SIMULATION.md has no compare markers');
   const goals = compareGoals(rows)
-    .map((g) => `- ${g.goal}: ${g.figure}, ${g.met ? 'met' : 'not met'} (first limits: ${g.limits})`)
+    .map((g) => `- ${g.goal}: ${g.figure}, ${verdict(g.met)} (first limits: ${g.limits})`)
     .join('\n');
-  writeFileSync(
-    DOC,
-    `${doc.slice(0, at + START.length)}\n${saved}\n\n${goals}\n\n${compareTable(rows)}\n${doc.slice(to)}`,
-  );
+  const body = `${doc.slice(0, at + START.length)}\n${saved}\n\n${goals}\n\n${compareTable(rows)}\n${doc.slice(to)}`;
+  const top = body.indexOf(GOALS_START);
+  const topEnd = body.indexOf(GOALS_END);
+  if (top < 0 || topEnd < 0) throw new Error('SIMULATION.md has no compare-goals markers');
+  writeFileSync(DOC, `${body.slice(0, top + GOALS_START.length)}\n${goalsTable(rows)}\n${body.slice(topEnd)}`);
 }
 
 interface Saved {
   readonly commit: string;
   readonly quick: boolean;
-  readonly rows: CompareRow[];
+  readonly rows: (CompareRow & { readonly commit?: string })[];
 }
 
 /** The same JSON (and stdout bytes) for rows of one grid, whichever way they were run. */
-function written(rows: readonly CompareRow[], ranOn: string, quick: boolean): string {
+function written(rows: readonly CompareRow[], ranOn: string, quick: boolean, extra: object = {}): string {
   const out = {
     commit: ranOn,
     quick,
+    ...extra,
     geometry: quick ? QUICK_GEOMETRY : GEOMETRY,
     quotas: COMPARE_QUOTAS,
     leaseIndexShards: SHARDS,
@@ -158,18 +194,35 @@ function written(rows: readonly CompareRow[], ranOn: string, quick: boolean): st
   return `${JSON.stringify(out, (_k, v: unknown) => (typeof v === 'number' ? round(v) : v), 2)}\n`;
 }
 
+const cellKey = (c: { design: string; fullPercent: number; containers: number }) =>
+  `${c.design}:${c.fullPercent}:${c.containers}`;
+
+/**
+ * Joins the parts' rows in the grid's order; a later part's row of a cell replaces an earlier one's. Parts of
+ * several commits: each row names its commit, and the grid is marked partial with the cells no part has.
+ */
 function join(files: readonly string[]): void {
   const parts = files.map((file) => JSON.parse(readFileSync(file, 'utf8')) as Saved);
-  const commits = new Set(parts.map((p) => p.commit));
-  if (commits.size !== 1 || parts.some((p) => p.quick)) throw new Error(`parts of several runs: ${[...commits]}`);
-  const key = (c: { design: string; fullPercent: number; containers: number }) =>
-    `${c.design}:${c.fullPercent}:${c.containers}`;
-  const byCell = new Map(parts.flatMap((p) => p.rows).map((r) => [key(r), r]));
-  const rows = compareGrid(false).flatMap((c) => byCell.get(key(c)) ?? []);
+  if (parts.some((p) => p.quick)) throw new Error('a quick grid among the parts');
+  const commits = [...new Set(parts.map((p) => p.commit))];
+  const byCell = new Map(
+    parts.flatMap((p) =>
+      p.rows.map((r) => [cellKey(r), commits.length > 1 ? { ...r, commit: r.commit ?? p.commit } : r]),
+    ),
+  );
+  const grid = compareGrid(false);
+  const rows = grid.flatMap((c) => byCell.get(cellKey(c)) ?? []);
   if (rows.length !== byCell.size) throw new Error('rows of cells outside the grid');
-  const ranOn = [...commits][0]!;
-  writeFileSync(new URL('compare.json', RESULTS), written(rows, ranOn, false));
-  publish(rows, `Grid run on ${ranOn} ([sim/results/compare.json](sim/results/compare.json)).`);
+  const missing = grid
+    .filter((c) => !byCell.has(cellKey(c)))
+    .map((c) => `${c.design} ${c.fullPercent}% x${c.containers}`);
+  const ranOn = commits.join(' and ');
+  const extra = missing.length ? { partial: true, missingCells: missing } : {};
+  writeFileSync(new URL('compare.json', RESULTS), written(rows, ranOn, false, extra));
+  const partial = missing.length
+    ? ` **Partial**: ${rows.length} of ${grid.length} cells, the rest did not run in the session on this shared machine (${missing.length} missing, listed in the JSON)${commits.length > 1 ? '; each row names its commit' : ''}.`
+    : '';
+  publish(rows, `Grid run on ${ranOn} ([sim/results/compare.json](sim/results/compare.json)).${partial}`);
 }
 
 async function main(): Promise<void> {
