@@ -1,5 +1,5 @@
 /**
- * npm run sim:compare -- [--quick] [--out FILE] [--only DESIGN[,DESIGN...]] [--join FILE ...]
+ * npm run sim:compare -- [--quick] [--out FILE] [--only DESIGN[,DESIGN...]] [--join FILE]...
  *
  * The designs side by side at AWS's limits (compare.ts): every design at 0, 50 and 90 % full with 1, 10, 100 and
  * 1,000 containers. Writes sim/results/compare.json (the commit it ran on, the settings, one row a cell), the chart
@@ -29,6 +29,9 @@ const RESULTS = new URL('./results/', import.meta.url);
 const DOC = new URL('../SIMULATION.md', import.meta.url);
 const START = '<!-- compare:start -->';
 const GOALS_START = '<!-- compare-goals:start -->';
+/** What the table's figures are, above it. */
+const ABOUT =
+  "Per claim-and-release cycle (requests, write and read units of table and indexes, dollars a million cycles by sim/prices.ts); claims/s over the window (1 s at 100 and 1,000 containers after 1.5 s of warm-up, 2 s at 10, 4 s at 1); a /16 of addresses, a /12 parent in /26 blocks (go-ipam's document of it is ~340-390 KB at 90 %, near DynamoDB's 400 KB item limit); a table warmed to the default 40,000-unit quota (40 partitions a scope), `LEASE_INDEX_SHARDS` 64.";
 const GOALS_END = '<!-- compare-goals:end -->';
 const END = '<!-- compare:end -->';
 
@@ -166,7 +169,7 @@ function publish(rows: readonly CompareRow[], saved: string): void {
   const goals = compareGoals(rows)
     .map((g) => `- ${g.goal}: ${g.figure}, ${verdict(g.met)} (first limits: ${g.limits})`)
     .join('\n');
-  const body = `${doc.slice(0, at + START.length)}\n${saved}\n\n${goals}\n\n${compareTable(rows)}\n${doc.slice(to)}`;
+  const body = `${doc.slice(0, at + START.length)}\n${ABOUT} ${saved}\n\n${goals}\n\n${compareTable(rows)}\n${doc.slice(to)}`;
   const top = body.indexOf(GOALS_START);
   const topEnd = body.indexOf(GOALS_END);
   if (top < 0 || topEnd < 0) throw new Error('SIMULATION.md has no compare-goals markers');
