@@ -188,7 +188,7 @@ async function main(): Promise<number> {
   await writeFile(join(resultsDir, 'run.json'), `${JSON.stringify(runInfo, null, 2)}\n`);
   await writeFile(join(resultsDir, 'goals.json'), `${JSON.stringify(goals, null, 2)}\n`);
   for (const g of goals)
-    log(`goal [${g.met === undefined ? 'n/a' : g.met ? 'met' : 'not yet'}] ${g.scenario}: ${g.goal} -> ${g.measured}`);
+    log(`goal [${g.met === undefined ? 'n/a' : g.met ? 'met' : 'not met'}] ${g.scenario}: ${g.goal} -> ${g.measured}`);
   const failed = crashed || results.some((r) => r.failures.length > 0);
   log(`done in ${round(seconds, 0)} s; report ${reportPath}; ${failed ? 'FAILED' : 'all correctness checks passed'}`);
   return failed ? 1 : 0;

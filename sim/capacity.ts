@@ -24,10 +24,11 @@ export type Sizer = (item: Item) => number;
 /**
  * A sizer that remembers each item it sized, for one call: a write sizes its items before and after, for the table's
  * units and again for each index entry, and the same objects come back several times. Only for items nobody changes
- * while the call lasts (the stored ones MemoryTable gives out, the call's own operations).
+ * while the call lasts (the stored ones MemoryTable gives out, the call's own operations). `known` answers sizes
+ * already taken (of stored items), undefined for the rest.
  */
-export function sizing(): Sizer {
-  return remembered(itemBytes);
+export function sizing(known?: (item: Item) => number | undefined): Sizer {
+  return remembered((item: Item) => known?.(item) ?? itemBytes(item));
 }
 
 export function writeUnitsOf(before: Item | undefined, after: Item | undefined, size: Sizer = itemBytes): number {

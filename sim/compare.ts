@@ -15,18 +15,13 @@
  * included). Virtual time: the same cell gives the same row.
  */
 import { buildContainer } from '../shared/adapters/composition.ts';
-import { bitmapToItem, claimToItem, leaseToItem } from '../shared/adapters/dynamodb/codec.ts';
-import { chunkToItem } from '../shared/adapters/dynamodb/occupancy-store.ts';
 import type { Table } from '../shared/adapters/dynamodb/table.ts';
 import { loadConfig } from '../shared/config.ts';
 import { PickStrategy } from '../shared/core/allocator/lease-allocator.ts';
 import { BitmapAllocator } from '../shared/core/allocator/bitmap-allocator.ts';
-import { Bitmap, legacyWindow } from '../shared/core/bitmap/bitmap.ts';
+import { Bitmap } from '../shared/core/bitmap/bitmap.ts';
 import { NotReadyError, RangeFullError } from '../shared/core/errors.ts';
-import { formatAddress } from '../shared/core/ip/address.ts';
-import { capacity, hostAt, parseCidr, slotted } from '../shared/core/ip/cidr.ts';
-import type { Claim } from '../shared/core/model.ts';
-import { bitOf, chunkIndexOf, emptyChunk, type OccupancyChunk } from '../shared/core/occupancy/chunk.ts';
+import { capacity, parseCidr, slotted } from '../shared/core/ip/cidr.ts';
 import { createClaim, deleteClaim } from '../shared/core/use-cases/claims.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
 import { createPool } from '../shared/core/use-cases/pools.ts';
@@ -39,6 +34,7 @@ import {
   parentItem,
   type DesignPorts,
 } from '../scripts/lib/designs.ts';
+import { prefillRange } from './prefill.ts';
 import { usdPerMillionCycles } from './prices.ts';
 import { Prng } from './prng.ts';
 import { AWS_DEFAULTS, warmed, type Quotas } from './quotas.ts';
@@ -187,47 +183,18 @@ async function prefillLeases(w: World, rangeName: string): Promise<void> {
   const block = w.cell.design === 'block-lease';
   const cidr = block ? slotted(parseCidr(w.geometry.parent), w.geometry.blockPrefix) : parseCidr(w.geometry.addresses);
   const size = Number(capacity(cidr));
-  const offsets = spread(w.rng.fork('prefill'), size, Math.floor((w.cell.fullPercent / 100) * size));
-  const nowIso = new Date(w.clock.nowMs()).toISOString();
-  const chunks = new Map<bigint, OccupancyChunk>();
-  const prefix = block ? { prefixLength: w.geometry.blockPrefix } : {};
-  for (const [i, o] of offsets.entries()) {
-    const value = hostAt(cidr, BigInt(o));
-    const index = chunkIndexOf(value);
-    let chunk = chunks.get(index);
-    if (!chunk) chunks.set(index, (chunk = { ...emptyChunk(POOL, cidr.family, index), version: 1, asOf: nowIso }));
-    chunk.bits.set(bitOf(value));
-    const address = formatAddress({ family: cidr.family, value });
-    const claim: Claim = {
-      pool: POOL,
-      name: `pre-${i}`,
-      uid: `pre-${i}`,
-      spec: { owner: OWNER, ipFamilyPolicy: 'SingleStack', ipFamilies: [], addresses: [] },
-      addresses: [{ address, family: cidr.family, range: rangeName, ...prefix }],
-      createdAt: nowIso,
-      version: 1,
-    };
-    await w.engine.memory.write({ kind: 'put', item: claimToItem(claim, SHARDS) });
-    const lease = { pool: POOL, address, family: cidr.family, range: rangeName, claim: claim.name };
-    await w.engine.memory.write({
-      kind: 'put',
-      item: leaseToItem({ ...lease, claimUid: claim.uid, owner: OWNER, createdAt: nowIso, ...prefix }, SHARDS),
-    });
-  }
-  for (const chunk of chunks.values()) await w.engine.memory.write({ kind: 'put', item: chunkToItem(chunk) });
-  if (w.cell.design === 'bitmap-cas') {
-    const window = legacyWindow(cidr);
-    const bits = Bitmap.empty(window);
-    for (const o of offsets) if (BigInt(o) < window) bits.set(o);
-    await w.engine.memory.write({
-      kind: 'put',
-      item: bitmapToItem({
-        pool: POOL,
-        rangeName,
-        allocation: { range: w.geometry.addresses, data: bits.encode(), version: 1 },
-      }),
-    });
-  }
+  await prefillRange({
+    memory: w.engine.memory,
+    pool: POOL,
+    cidr,
+    rangeName,
+    offsets: spread(w.rng.fork('prefill'), size, Math.floor((w.cell.fullPercent / 100) * size)),
+    owner: OWNER,
+    nowIso: new Date(w.clock.nowMs()).toISOString(),
+    shards: SHARDS,
+    ...(block ? { prefixLength: w.geometry.blockPrefix } : {}),
+    ...(w.cell.design === 'bitmap-cas' ? { bitmapRange: w.geometry.addresses } : {}),
+  });
 }
 
 /** The global lock's map, or the parent document, as that design would hold it at this fill. */

@@ -7,10 +7,11 @@
  * The stream function (8 shards) and the reconciler run throughout, with every invariant of the simulator on.
  * Deterministic (seeded): the same case prints the same bytes.
  */
+import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEPLOYED_MAPPING } from '../aws-emulation/stream-delivery.ts';
 import { formatOutcome } from './report.ts';
-import { AWS_DEFAULTS, warmed } from './quotas.ts';
+import { AWS_DEFAULTS, warmed, type Quotas } from './quotas.ts';
 import { SCENARIOS } from './scenarios.ts';
 import { World, type Scenario } from './world.ts';
 
@@ -25,6 +26,29 @@ const base: Scenario = {
   checkEveryMs: 1000,
   streamShards: 8,
 };
+
+/**
+ * The moonshot's pools. They share no item (every key of a pool holds its name), only the table's partitions and
+ * quotas, API Gateway's and Lambda's account limits and the stream's shards: one pool on 1/POOLS of each of those
+ * meets, partition for partition, the load each of the table's partitions meets from all POOLS pools (keys spread by
+ * hash), and each of its own keys keeps a whole partition's limit, as in the full table. What the sample cannot show:
+ * two pools' hot keys landing on one partition, and the one Lambda function's scaling seen by all pools at once (the
+ * sample gets 1/POOLS of it).
+ */
+export const MOONSHOT_POOLS = 100;
+
+/** A table's quotas and partitions cut to a 1/n share. */
+function share(q: Quotas, n: number): Quotas {
+  const partitions = typeof q.partitions === 'number' ? Math.max(1, Math.round(q.partitions / n)) : q.partitions;
+  return {
+    ...q,
+    tableReadUnits: q.tableReadUnits / n,
+    tableWriteUnits: q.tableWriteUnits / n,
+    startReadUnits: q.startReadUnits / n,
+    startWriteUnits: q.startWriteUnits / n,
+    partitions,
+  };
+}
 
 /** The capacity table's rows: default quotas on a fresh and a warmed table, and stated increases. */
 export const CASES: Readonly<
@@ -52,6 +76,25 @@ export const CASES: Readonly<
       indexShards: 256,
     },
   },
+  // The moonshot: 100,000 claims/s across POOLS pools at a large account's raised quotas, run as a sample (see
+  // MOONSHOT_POOLS): one pool simulated in full at its share of the load, on its share of every shared limit.
+  moonshot: {
+    what: `one of ${MOONSHOT_POOLS} pools sampled, each offered 1/${MOONSHOT_POOLS} of 100,000/s, on 1/${MOONSHOT_POOLS} of the raised shared limits: table and index quotas 1,200,000 units (warmed: 12 of 1,200 partitions), API Gateway 250,000 rps, Lambda 20,000 concurrent with 8,000 provisioned and the fixed scaling rate of 1,000 per 10 s; 12 stream shards; LEASE_INDEX_SHARDS 16 a pool`,
+    rate: 100_000 / MOONSHOT_POOLS,
+    scenario: {
+      ...base,
+      quotas: share(
+        { ...warmed(AWS_DEFAULTS, 1_200_000, 1_200_000), tableReadUnits: 1_200_000, tableWriteUnits: 1_200_000 },
+        MOONSHOT_POOLS,
+      ),
+      apiGateway: { rps: 250_000 / MOONSHOT_POOLS, burst: 125_000 / MOONSHOT_POOLS },
+      maxContainers: 20_000 / MOONSHOT_POOLS,
+      lambdaScalePer10s: 1000 / MOONSHOT_POOLS,
+      lambdaProvisioned: 8000 / MOONSHOT_POOLS,
+      streamShards: 1200 / MOONSHOT_POOLS,
+      indexShards: 16,
+    },
+  },
 };
 
 async function main(): Promise<void> {
@@ -65,9 +108,12 @@ async function main(): Promise<void> {
       'latency-scale': { type: 'string' },
       progress: { type: 'boolean' },
       'batch-size': { type: 'string' },
+      // Also write each case's report to this file (the moonshot's sim/results/moonshot.txt).
+      save: { type: 'string' },
     },
   });
-  for (const name of values.case ?? Object.keys(CASES)) {
+  // The moonshot runs only when asked for (npm run sim:moonshot).
+  for (const name of values.case ?? Object.keys(CASES).filter((n) => n !== 'moonshot')) {
     const c = CASES[name];
     if (!c) throw new Error(`unknown case ${name}; known: ${Object.keys(CASES).join(', ')}`);
     const rate = values.rate !== undefined ? Number(values.rate) : c.rate;
@@ -96,9 +142,9 @@ async function main(): Promise<void> {
     const outcome = await world.run();
     clearInterval(timer);
     const settings = `${shards ?? 8} index shards${latencyScale !== undefined ? `, latencies x${latencyScale}` : ''}${values['batch-size'] !== undefined ? `, stream batches of ${values['batch-size']}` : ''}`;
-    process.stdout.write(
-      `case ${name} (${c.what}): ${rate}/s offered for ${seconds} s, ${settings}\n${formatOutcome(outcome, { replay: `npm run sim:open-loop -- ${process.argv.slice(2).join(' ')}` })}\nwall ${((performance.now() - started) / 1000).toFixed(0)} s\n\n`,
-    );
+    const report = `case ${name} (${c.what}): ${rate}/s offered for ${seconds} s, ${settings}\n${formatOutcome(outcome, { replay: `npm run sim:open-loop -- ${process.argv.slice(2).join(' ')}` })}\n`;
+    process.stdout.write(`${report}wall ${((performance.now() - started) / 1000).toFixed(0)} s\n\n`);
+    if (values.save) writeFileSync(values.save, report);
   }
 }
 

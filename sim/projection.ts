@@ -15,22 +15,18 @@
  *                read-modify-write of one allocation map, unlock; a refused lock polls again after 10 ms x [1, 2.2]
  */
 import { buildContainer } from '../shared/adapters/composition.ts';
-import { bitmapToItem, claimToItem, leaseToItem } from '../shared/adapters/dynamodb/codec.ts';
-import { chunkToItem } from '../shared/adapters/dynamodb/occupancy-store.ts';
-import { bitOf, chunkIndexOf, emptyChunk, type OccupancyChunk } from '../shared/core/occupancy/chunk.ts';
 import { attributeIs, either, hasExpired, itemIsAbsent, versionIs } from '../shared/adapters/dynamodb/conditions.ts';
 import type { Table, WriteOp } from '../shared/adapters/dynamodb/table.ts';
 import { loadConfig } from '../shared/config.ts';
 import { BitmapAllocator } from '../shared/core/allocator/bitmap-allocator.ts';
-import { Bitmap, legacyWindow } from '../shared/core/bitmap/bitmap.ts';
+import { Bitmap } from '../shared/core/bitmap/bitmap.ts';
 import { NotReadyError, RangeFullError } from '../shared/core/errors.ts';
-import { formatAddress } from '../shared/core/ip/address.ts';
-import { capacity, hostAt, parseCidr } from '../shared/core/ip/cidr.ts';
-import type { Claim } from '../shared/core/model.ts';
+import { capacity, parseCidr } from '../shared/core/ip/cidr.ts';
 import { createClaim, deleteClaim } from '../shared/core/use-cases/claims.ts';
 import type { Deps } from '../shared/core/use-cases/deps.ts';
 import { createPool } from '../shared/core/use-cases/pools.ts';
 import { createRange } from '../shared/core/use-cases/ranges.ts';
+import { prefillRange } from './prefill.ts';
 import { Prng } from './prng.ts';
 import { Scheduler } from './scheduler.ts';
 import { emptySpend, SimEngine, type Caller, type Spend } from './sim-table.ts';
@@ -155,53 +151,17 @@ export async function projectCase(c: ProjectionCase): Promise<ProjectionRow> {
       item: { PK: `SIMMAP#${POOL}`, SK: 'MAP', entity: 'sim-map', version: 0, data: bits.encode() },
     });
   } else {
-    // The occupancy summary the stream function would have written for these leases (SummaryMirror.settleChunk from
-    // absent chunks: a bit per lease item, none expiring, version 1), so the allocator reads it as in production.
-    const chunks = new Map<bigint, OccupancyChunk>();
-    for (const [i, o] of offsets.entries()) {
-      const value = hostAt(cidr, o);
-      const index = chunkIndexOf(value);
-      let chunk = chunks.get(index);
-      if (!chunk) chunks.set(index, (chunk = { ...emptyChunk(POOL, cidr.family, index), version: 1, asOf: nowIso }));
-      chunk.bits.set(bitOf(value));
-      const address = formatAddress({ family: cidr.family, value });
-      const claim: Claim = {
-        pool: POOL,
-        name: `pre-${i}`,
-        uid: `pre-${i}`,
-        spec: { owner: OWNER, ipFamilyPolicy: 'SingleStack', ipFamilies: [], addresses: [] },
-        addresses: [{ address, family: cidr.family, range: rangeName }],
-        createdAt: nowIso,
-        version: 1,
-      };
-      await engine.memory.write({ kind: 'put', item: claimToItem(claim, shards) });
-      await engine.memory.write({
-        kind: 'put',
-        item: leaseToItem(
-          {
-            pool: POOL,
-            address,
-            family: cidr.family,
-            range: rangeName,
-            claim: claim.name,
-            claimUid: claim.uid,
-            owner: OWNER,
-            createdAt: nowIso,
-          },
-          shards,
-        ),
-      });
-    }
-    for (const chunk of chunks.values()) await engine.memory.write({ kind: 'put', item: chunkToItem(chunk) });
-    if (c.strategy === 'bitmap-cas') {
-      const window = legacyWindow(cidr);
-      const bits = Bitmap.empty(window);
-      for (const o of offsets) if (o < window) bits.set(Number(o));
-      await engine.memory.write({
-        kind: 'put',
-        item: bitmapToItem({ pool: POOL, rangeName, allocation: { range: c.cidr, data: bits.encode(), version: 1 } }),
-      });
-    }
+    await prefillRange({
+      memory: engine.memory,
+      pool: POOL,
+      cidr,
+      rangeName,
+      offsets,
+      owner: OWNER,
+      nowIso,
+      shards,
+      ...(c.strategy === 'bitmap-cas' ? { bitmapRange: c.cidr } : {}),
+    });
   }
 
   const base = scheduler.now;

@@ -180,6 +180,12 @@ export class SimEngine {
   private streamSeq = 0;
   private readonly latencyRng: Prng;
   private readonly lagRng: Prng;
+  /**
+   * Sizes of stored items, by identity: MemoryTable replaces an item on a write and never changes it, so a stored
+   * object's size is fixed. A consistent read of go-ipam's ~390 KB parent document was sized per call (a pass over
+   * every character), more than half the CPU of a cell whose reads are mostly refused for capacity.
+   */
+  private readonly storedSizes = new WeakMap<Item, number>();
 
   constructor(private readonly options: SimTableOptions) {
     this.memory = new MemoryTable({
@@ -307,6 +313,21 @@ export class SimEngine {
       // An invalid key: the real call refuses it.
     }
     return found;
+  }
+
+  /** A call's sizer (capacity.ts `sizing`) that knows the stored items' sizes taken so far. */
+  sizer(): Sizer {
+    return sizing((item) => this.storedSizes.get(item));
+  }
+
+  /** The size of an item as stored (one MemoryTable gave out, uncopied), remembered for as long as it is stored. */
+  storedBytes(item: Item): number {
+    let bytes = this.storedSizes.get(item);
+    if (bytes === undefined) {
+      bytes = itemBytes(item);
+      this.storedSizes.set(item, bytes);
+    }
+    return bytes;
   }
 
   /** Runs one MemoryTable call with a fault (or none) and a read lag (in writes) set for it alone. */
@@ -446,11 +467,16 @@ export class SimTable implements Table {
   }
 
   get(key: Key): Promise<Item | undefined> {
+    // Sized as stored (the same bytes as the copy it answers with), so a large item is sized once, not per read.
+    let stored: Item | undefined;
     return this.read(
       'get',
       [key],
-      (item) => [{ partition: `table|${key.PK}`, units: readUnitsOf(item ? itemBytes(item) : 0, true) }],
-      () => this.engine.memory.get(key),
+      () => [{ partition: `table|${key.PK}`, units: readUnitsOf(stored ? this.engine.storedBytes(stored) : 0, true) }],
+      async () => {
+        stored = (await this.engine.peek([key])).get(keyId(key));
+        return this.engine.memory.get(key);
+      },
       false,
     );
   }
@@ -500,7 +526,7 @@ export class SimTable implements Table {
     const before = (await this.engine.peek([key])).get(keyId(key));
     const after =
       op.kind === 'put' ? op.item : op.kind === 'update' ? { ...(before ?? key), ...(op.update.set ?? {}) } : undefined;
-    const size = sizing();
+    const size = this.engine.sizer();
     const units = writeUnitsOf(before, after, size);
     // The table partition and the index partitions the write will change: a short index throttles the write too
     // (DynamoDB's GSI back-pressure).
@@ -547,7 +573,7 @@ export class SimTable implements Table {
       return locked.map((l): TxVerdict => (l ? { code: 'TransactionConflict' } : { code: 'None' }));
     }
     const beforeNow = await this.engine.peek(keys);
-    const size = sizing();
+    const size = this.engine.sizer();
     const befores = keys.map((key) => beforeNow.get(keyId(key)));
     // Each op's item after it (a check's: the item as it is), sized once for the table's units and the index entries.
     const afters = ops.map((op, i) =>

@@ -216,6 +216,11 @@ export interface Scenario {
   /** Lambda's scaling rate: new execution environments per 10 s (AWS's 1,000 when absent). */
   readonly lambdaScalePer10s?: number;
   /**
+   * Provisioned concurrency: the API function's first this many environments are made without drawing on the
+   * scaling rate (set up before the load; each still pays a cold start here, which overstates their first latency).
+   */
+  readonly lambdaProvisioned?: number;
+  /**
    * Open loop: instead of closed-loop clients, requests arrive as a Poisson process at `perSecond` allocations a
    * second, each released after an exponential hold of mean `holdMs` (its latency counted from its arrival).
    */
@@ -614,7 +619,8 @@ export class World {
       if (this.api.filter((c) => c.caller.alive).length >= this.scenario.maxContainers)
         return refuse('lambda-concurrency');
       const per10s = this.scenario.lambdaScalePer10s ?? 1000;
-      if (!this.takeToken(this.scaling, per10s / 10, per10s)) return refuse('lambda-scaling');
+      const provisioned = this.api.length < (this.scenario.lambdaProvisioned ?? 0);
+      if (!provisioned && !this.takeToken(this.scaling, per10s / 10, per10s)) return refuse('lambda-scaling');
       target = this.newContainer('api');
       this.api.push(target);
       target.busy = true;

@@ -157,8 +157,20 @@ export function parentDocument(parent: string, blockPrefix: number, children: Ch
   });
 }
 
-/** The child CIDRs of `parent` at `blockPrefix`, in order. */
-export function blocksOf(parent: string, blockPrefix: number): string[] {
+const blockLists = new Map<string, readonly string[]>();
+
+/**
+ * The child CIDRs of `parent` at `blockPrefix`, in order; computed once per parent and prefix (a /12 has 16,384, and
+ * the simulator builds a caller per container), so callers must not modify the list.
+ */
+export function blocksOf(parent: string, blockPrefix: number): readonly string[] {
+  const id = `${parent}|${blockPrefix}`;
+  let list = blockLists.get(id);
+  if (!list) blockLists.set(id, (list = listBlocks(parent, blockPrefix)));
+  return list;
+}
+
+function listBlocks(parent: string, blockPrefix: number): string[] {
   const c = parseCidr(parent);
   const bits = familyBits(c.family) - blockPrefix;
   const count = 2 ** (blockPrefix - c.prefix);
