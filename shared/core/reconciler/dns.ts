@@ -26,9 +26,9 @@ import type { DnsRepairBudget } from './plan.ts';
 export type { DnsRepairBudget } from './plan.ts';
 
 /**
- * The default budget: 4 zone listings and 4 change calls of up to 100 names (a name's change is at most 8 records
- * in Route 53's terms, a DELETE and a CREATE of each of 4 types, within its 1,000 records a request); 1,000 owned
- * names and 1,000 claims compared (10 batch reads each).
+ * The default budget: 8 target calls, the zone listings first (at most 7), then change calls of up to 100 names, at
+ * most 200 names changed (a name's change is at most 8 records in Route 53's terms, a DELETE and a CREATE of each of
+ * 4 types, within its 1,000 records a request); 1,000 owned names and 1,000 claims compared (10 batch reads each).
  */
 export const DNS_REPAIR_BUDGET: DnsRepairBudget = { calls: 8, changes: 200, names: 1000, claims: 1000 };
 const NAMES_PER_CALL = 100;
