@@ -3,12 +3,11 @@ import { execFileSync } from 'node:child_process';
 import type { ChangeOutcome, DnsTarget } from '../../shared/core/dns/ports.ts';
 import type { NameChange, RecordSet } from '../../shared/core/dns/records.ts';
 import { MemoryZones } from '../../shared/adapters/dns/memory-zone.ts';
-import { Rfc2136Target } from '../../shared/adapters/dns/rfc2136-target.ts';
 import { wire, type WireRecord } from '../../shared/adapters/dns/wire.ts';
 import { reconcilerHarness } from '../../tests/support/reconciler.ts';
 import { memoryStreamEngine } from '../../tests/support/lease-stream.ts';
 import { mirrorOf } from '../../tests/support/legacy.ts';
-import { startBind } from '../../tests/support/bind.ts';
+import { rfc2136TargetOf, startBind } from '../../tests/support/bind.ts';
 import { withinTokenBucket } from '../lib/report.ts';
 import { percentile, round, type RunContext, type Scenario, type ScenarioResult } from '../lib/results.ts';
 
@@ -169,13 +168,7 @@ async function lagToResolvable(claims: number): Promise<{ row: Record<string, un
   const bind = bindAvailable() ? await startBind([ZONE, REVERSE]) : undefined;
   try {
     const zones = new MemoryZones();
-    const target: DnsTarget = bind
-      ? new Rfc2136Target({
-          server: '127.0.0.1',
-          port: bind.port,
-          key: async () => ({ name: `${bind.keyName}.`, secret: Buffer.from(bind.secret, 'base64') }),
-        })
-      : zones;
+    const target: DnsTarget = bind ? rfc2136TargetOf(bind) : zones;
     const rfc2136 = bind
       ? { server: '127.0.0.1', port: bind.port, keyName: bind.keyName, secretFrom: 'env:UNUSED' }
       : RFC2136_UNUSED;

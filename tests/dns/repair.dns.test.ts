@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Rfc2136Target } from '../../shared/adapters/dns/rfc2136-target.ts';
-import { startBind, type Bind } from '../support/bind.ts';
+import type { Rfc2136Target } from '../../shared/adapters/dns/rfc2136-target.ts';
+import { rfc2136TargetOf, startBind, type Bind } from '../support/bind.ts';
 import { reconcilerHarness } from '../support/reconciler.ts';
 import { memoryEngine } from '../support/engines.ts';
 
@@ -12,11 +12,7 @@ describe("The reconciler's DNS repair against a real BIND 9", () => {
   let target: Rfc2136Target;
   beforeAll(async () => {
     bind = await startBind([ZONE, REVERSE]);
-    target = new Rfc2136Target({
-      server: '127.0.0.1',
-      port: bind.port,
-      key: async () => ({ name: `${bind.keyName}.`, secret: Buffer.from(bind.secret, 'base64') }),
-    });
+    target = rfc2136TargetOf(bind);
   });
   afterAll(() => bind?.stop());
 

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Rfc2136Target } from '../../shared/adapters/dns/rfc2136-target.ts';
 
 /** A real BIND 9 (`named -g`) on a free loopback port, serving the given zones to RFC 2136 updates signed by its own key. */
 export interface Bind {
@@ -14,6 +15,15 @@ export interface Bind {
   /** An update sent with nsupdate and the same key (what a person with the key would do by hand). */
   nsupdate(commands: string): void;
   stop(): Promise<void>;
+}
+
+/** The service's RFC 2136 adapter pointed at this server, signing with its key. */
+export function rfc2136TargetOf(bind: Bind): Rfc2136Target {
+  return new Rfc2136Target({
+    server: '127.0.0.1',
+    port: bind.port,
+    key: async () => ({ name: `${bind.keyName}.`, secret: Buffer.from(bind.secret, 'base64') }),
+  });
 }
 
 async function freePort(): Promise<number> {

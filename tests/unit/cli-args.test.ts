@@ -639,16 +639,8 @@ describe('Command line: block pools and nested pools (issue 35)', () => {
   it('sends --dns-zone [--dns-ttl] [--dns-reverse] [--dns-target] as the pool dns and says so', async () => {
     const server = echo({});
     const local = await runCli(['create', 'pool', 'pods', '--dns-zone', 'pods.example.internal'], {
-      fetch: fakeFetch((request) => ({
-        status: 201,
-        body: {
-          exclude: [],
-          reuseDelaySeconds: 0,
-          createdAt: '2026-04-02T09:59:00Z',
-          ...JSON.parse(request.body!),
-          dns: { zone: 'pods.example.internal.', ttlSeconds: 60, reverse: false, target: { local: {} } },
-        },
-      })).fetch,
+      fetch: echo({ dns: { zone: 'pods.example.internal.', ttlSeconds: 60, reverse: false, target: { local: {} } } })
+        .fetch,
     });
     const full = await runCli(
       [
