@@ -9,6 +9,14 @@ import type { UsedUpSeal, UsedUpSeals } from '../../../shared/core/used-up/ports
 import { SeededRandom } from '../fakes.ts';
 import { NOW, clockAt, InMemoryLeaseStore, viewOf, draftOf, dynamic, hosts } from './support.ts';
 
+/** The upper band of 10.0.0.0/22 (.0.64-.3.254): every address past the lower band's 63. */
+const upperBandOf22 = (): string[] => [
+  ...hosts('10.0.0.', 64, 255),
+  ...hosts('10.0.1.', 0, 255),
+  ...hosts('10.0.2.', 0, 255),
+  ...hosts('10.0.3.', 0, 254),
+];
+
 describe('Class: LeaseAllocator', () => {
   describe("Method: allocate, near full from a summary copy that lags (the HTTP fill's last tenth)", () => {
     /**
@@ -44,12 +52,7 @@ describe('Class: LeaseAllocator', () => {
       // Prepare: a /22 (lower band .0.1-.0.63, all free); the copy shows 20 upper-band addresses free, 19 of them taken
       // since by other containers; only 10.0.3.250 is still free
       const store = new InMemoryLeaseStore();
-      const upper = [
-        ...hosts('10.0.0.', 64, 255),
-        ...hosts('10.0.1.', 0, 255),
-        ...hosts('10.0.2.', 0, 255),
-        ...hosts('10.0.3.', 0, 254),
-      ];
+      const upper = upperBandOf22();
       const shownFree = hosts('10.0.3.', 235, 254);
       store.hold(upper.filter((a) => a !== '10.0.3.250'));
       const commits: number[] = [];
@@ -76,12 +79,7 @@ describe('Class: LeaseAllocator', () => {
       // Prepare: a /22 whose upper band (.0.64-.3.254) is held, its lower band (.0.1-.0.63) free; the copy shows 5 upper-band
       // addresses free (taken since, as the stream lags) and the whole lower band free
       const store = new InMemoryLeaseStore();
-      const upper = [
-        ...hosts('10.0.0.', 64, 255),
-        ...hosts('10.0.1.', 0, 255),
-        ...hosts('10.0.2.', 0, 255),
-        ...hosts('10.0.3.', 0, 254),
-      ];
+      const upper = upperBandOf22();
       store.hold(upper);
       const shownFree = hosts('10.0.3.', 250, 254);
       const lower = new Set(hosts('10.0.0.', 1, 63));
@@ -112,12 +110,7 @@ describe('Class: LeaseAllocator', () => {
       // upper band decided (a read of the counters), collides, the sample after it finds nothing, and the family is
       // decided (the counters again, before)
       const store = new InMemoryLeaseStore();
-      const upper = [
-        ...hosts('10.0.0.', 64, 255),
-        ...hosts('10.0.1.', 0, 255),
-        ...hosts('10.0.2.', 0, 255),
-        ...hosts('10.0.3.', 0, 254),
-      ];
+      const upper = upperBandOf22();
       const lower = hosts('10.0.0.', 1, 63);
       store.hold([...upper, ...lower.filter((a) => a !== '10.0.0.9')]);
       const shownFree = hosts('10.0.0.', 20, 59);
